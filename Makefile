@@ -1,0 +1,76 @@
+# coffer build. `make` builds, `make run` starts cofferd on ./data, `make test` runs
+# every test, `make asan` runs them again under AddressSanitizer + UBSan.
+# Sources are found by directory, so adding a file needs no edit here.
+
+BUILD   ?= build
+CC      ?= cc
+PKGS    := sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl
+OPT     ?= -O2 -g
+CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+           -Wshadow -Wformat=2 -pthread -Iinclude -Isrc \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lmagic -lpthread -lm
+
+LIB_SRC  := $(wildcard src/util/*.c src/store/*.c src/volume/*.c)
+HTTP_SRC := $(wildcard src/http/*.c)
+CLI_SRC  := $(wildcard src/cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+DATA ?= ./data
+LISTEN ?= 127.0.0.1:7700
+
+.PHONY: all deps run test unit blackbox asan fuzz bench clean
+all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/libcoffer.a
+
+deps:
+	@scripts/deps
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libcoffer.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/cofferd: $(BUILD)/obj/src/cofferd.o $(HTTP_OBJ) $(BUILD)/libcoffer.a
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcoffer.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libcoffer.a $(LDLIBS) -lcmocka -o $@
+
+run: all
+	$(BUILD)/cofferd --data $(DATA) --listen $(LISTEN)
+
+unit: all $(UNITS)
+blackbox: all
+
+test: all $(UNITS)
+	python3 tests/run.py --build $(BUILD)
+
+asan:
+	@scripts/deps --asan
+	$(MAKE) BUILD=build-asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  LDFLAGS="-fsanitize=address,undefined" test
+
+fuzz:
+	@scripts/deps --asan
+	@scripts/fuzz
+
+bench: all
+	@scripts/deps --bench
+	bench/run
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,256 @@
+/*
+ * coffer.h — the public C API of libcoffer.
+ *
+ * libcoffer holds all of coffer's logic; cofferd (HTTP), coffer (CLI) and the tests
+ * are thin layers over it. Data flows one way: http/cli -> volume -> store.
+ *
+ * Conventions (read these once, they hold for every function below):
+ *  - Functions return 0 on success and -1 on failure. On failure `*err` is filled
+ *    with a code that maps 1:1 to an API error type and a message that names the
+ *    thing and the limit; release it with cof_err_clear().
+ *  - Results that mirror an API answer are handed back as jansson objects shaped
+ *    exactly like the HTTP answer (camelCase). The caller owns them: json_decref().
+ *  - `org` scopes every call: another organization's ids answer COF_ENOTFOUND.
+ *  - Strings passed in are borrowed; nothing keeps a pointer past the call.
+ *  - Every function is safe to call from many threads on one cof_store.
+ */
+#ifndef COFFER_H
+#define COFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum cof_code {
+	COF_OK = 0,
+	COF_EVALIDATION,   /* 400 validation_error */
+	COF_EUNAUTHORIZED, /* 401 unauthorized */
+	COF_EFORBIDDEN,    /* 403 forbidden */
+	COF_ENOTFOUND,     /* 404 not_found */
+	COF_ECONFLICT,     /* 409 conflict */
+	COF_EGONE,         /* 410 gone */
+	COF_EPRECONDITION, /* 412 precondition_failed */
+	COF_ETOOLARGE,     /* 413 too_large */
+	COF_EMEDIATYPE,    /* 415 unsupported_media_type */
+	COF_ERANGE,        /* 416 range_not_satisfiable */
+	COF_EBLOCKED,      /* 422 blocked */
+	COF_ELOCKED,       /* 423 locked */
+	COF_ERATELIMIT,    /* 429 rate_limited */
+	COF_EINTERNAL,     /* 500 internal */
+	COF_EUNAVAILABLE,  /* 503 unavailable */
+	COF_NCODES
+} cof_code;
+
+/* One error type carried from the store up to HTTP. `extra` holds fields added to
+ * the API error object (412 `current`, 410 `oldest`, ...); owned by the error. */
+typedef struct cof_err {
+	cof_code code;
+	char msg[480];
+	json_t *extra;
+} cof_err;
+
+/* Fills `err` (if not NULL) and returns -1, so callers can `return cof_error(...)`. */
+int cof_error(cof_err *err, cof_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Releases `extra` and resets to COF_OK. Safe on a cleared error. */
+void cof_err_clear(cof_err *err);
+/* Adds `key: value` to err->extra; steals the reference to `value`. */
+void cof_err_set(cof_err *err, const char *key, json_t *value);
+const char *cof_code_type(cof_code code); /* "validation_error", ... */
+int cof_code_status(cof_code code);       /* 400, ... */
+
+/* ------------------------------------------------------------------ store */
+
+typedef struct cof_store cof_store;
+
+typedef struct cof_store_opts {
+	int64_t gc_grace_seconds;   /* unreferenced content kept this long; 0 = 24 h */
+	int64_t history_seconds;    /* changes feed kept at least this long; 0 = 7 days */
+} cof_store_opts;
+
+/* Opens (creating if needed) the data dir: blobs/, meta.db, link.key. The admin key
+ * is created on first open; cof_store_admin_key() returns it (owned by the store). */
+int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
+		   cof_err *err);
+void cof_store_close(cof_store *st);
+const char *cof_store_admin_key(cof_store *st);
+/* True when cof_store_open created the admin key just now (print it once). */
+int cof_store_admin_key_is_new(cof_store *st);
+
+/* ------------------------------------------------------------ keys & orgs */
+
+/* Who is calling, as resolved from an API key. */
+typedef struct cof_principal {
+	char org[48];
+	char agent[128]; /* "" unless the key is bound to an agent */
+	int admin;       /* the admin key: may mint keys for a new organization */
+} cof_principal;
+
+/* Resolves `key`; COF_EUNAUTHORIZED when unknown. */
+int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *err);
+/* POST /v1/keys {org?, agent?} -> {key, org}. Only the admin may name another org. */
+int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
+		   json_t **out, cof_err *err);
+
+/* ---------------------------------------------------------------- volumes */
+
+/* POST /v1/volumes {name, ceiling?}. With `idem_key` the same volume is answered
+ * again for a day. *created says whether it was made now (201) or replayed. */
+int cof_volume_create(cof_store *st, const char *org, json_t *body,
+		      const char *idem_key, json_t **out, int *created, cof_err *err);
+int cof_volume_get(cof_store *st, const char *org, const char *id, json_t **out,
+		   cof_err *err);
+/* GET /v1/volumes?ids=a,b — `ids` comma-separated, at most 50. Unknown ids left out. */
+int cof_volume_get_many(cof_store *st, const char *org, const char *ids,
+			json_t **out, cof_err *err);
+int cof_volume_delete(cof_store *st, const char *org, const char *id, cof_err *err);
+
+/* ------------------------------------------------------------------ files */
+
+/* A write's precondition: If-Match / ?version=N, If-None-Match: * / ?version=0. */
+typedef enum { COF_COND_NONE = 0, COF_COND_VERSION, COF_COND_ABSENT } cof_cond_kind;
+typedef struct cof_cond {
+	cof_cond_kind kind;
+	int64_t version; /* for COF_COND_VERSION */
+} cof_cond;
+
+/* Parses an If-Match value ("N", N, W/"N") into a condition; -1 with
+ * COF_EVALIDATION when malformed. */
+int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err);
+
+/* An upload streams bytes into the blob store while hashing them; nothing is
+ * visible until cof_file_put() commits it. `max_bytes` (0 = none) refuses more
+ * with COF_ETOOLARGE as soon as it is crossed. */
+typedef struct cof_upload cof_upload;
+int cof_upload_begin(cof_store *st, int64_t max_bytes, cof_upload **out, cof_err *err);
+int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err);
+int64_t cof_upload_size(const cof_upload *up);
+/* Drops an upload that will not be committed. NULL is fine. */
+void cof_upload_abort(cof_upload *up);
+
+/* PUT /v1/volumes/{id}/files/{path}. Consumes `up` in every case. `content_type`
+ * NULL = sniff from bytes and name. Answer {path, version, size, contentType,
+ * sha256, seq}; *created = 1 when the file did not exist. */
+int cof_file_put(cof_store *st, const char *org, const char *vol, const char *path,
+		 cof_upload *up, const char *content_type, cof_cond cond,
+		 json_t **out, int *created, cof_err *err);
+/* Same, from memory. */
+int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
+		       const char *path, const void *data, size_t len,
+		       const char *content_type, cof_cond cond, json_t **out,
+		       int *created, cof_err *err);
+
+/* An open file for reading: what GET needs to answer. fd is owned: cof_file_close. */
+typedef struct cof_file {
+	int fd;
+	int64_t version;
+	int64_t size;
+	int64_t vol_seq; /* X-Volume-Seq: the seq the read was made at */
+	char sha256[65];
+	char content_type[128];
+	int64_t updated_at; /* unix seconds */
+} cof_file;
+
+/* GET /v1/volumes/{id}/files/{path}?snapshot=S (snapshot NULL = now). */
+int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
+		  const char *snapshot, cof_file *out, cof_err *err);
+void cof_file_close(cof_file *f);
+
+/* DELETE /v1/volumes/{id}/files/{path}; answer {path, seq}. */
+int cof_file_remove(cof_store *st, const char *org, const char *vol,
+		    const char *path, cof_cond cond, json_t **out, cof_err *err);
+
+/* POST /v1/volumes/{id}/move {from, to, overwrite?}; answer {from, to, seq, moved}. */
+int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
+		  json_t **out, cof_err *err);
+
+typedef struct cof_list_opts {
+	const char *prefix;   /* NULL or "" = all */
+	const char *glob;     /* NULL = all; `*`, `?`, `**`, `[...]` */
+	const char *snapshot; /* NULL = now */
+	const char *cursor;   /* from a previous page */
+	int64_t limit;        /* 0 = 10,000; at most 10,000 */
+	int content;          /* read-all: 1,000 files / 16 MiB at one seq */
+} cof_list_opts;
+
+/* GET /v1/volumes/{id}/files?...: {seq, files:[...], cursor?}. */
+int cof_file_list(cof_store *st, const char *org, const char *vol,
+		  const cof_list_opts *opts, json_t **out, cof_err *err);
+
+/* GET /v1/volumes/{id}/changes?since=&prefix=&wait=: blocks up to `wait_seconds`
+ * (<= 60) for a change when there is none yet. */
+int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
+		const char *prefix, int wait_seconds, json_t **out, cof_err *err);
+
+/* Wakes every cof_changes() waiter so that a shutting-down server is not held. */
+void cof_changes_wake_all(cof_store *st);
+
+/* -------------------------------------------------- snapshots, forks, restore */
+
+int cof_snapshot_create(cof_store *st, const char *org, const char *vol, json_t *body,
+			json_t **out, cof_err *err);
+/* `labels` are "k:v" strings; all must hold. */
+int cof_snapshot_list(cof_store *st, const char *org, const char *vol,
+		      const char *const *labels, size_t nlabels, json_t **out,
+		      cof_err *err);
+int cof_snapshot_get(cof_store *st, const char *org, const char *vol, const char *sid,
+		     json_t **out, cof_err *err);
+int cof_snapshot_patch(cof_store *st, const char *org, const char *vol,
+		       const char *sid, json_t *body, json_t **out, cof_err *err);
+int cof_snapshot_delete(cof_store *st, const char *org, const char *vol,
+			const char *sid, int force, cof_err *err);
+/* POST /v1/volumes/{id}/fork {snapshot?, name?} -> the new volume. */
+int cof_volume_fork(cof_store *st, const char *org, const char *vol, json_t *body,
+		    json_t **out, cof_err *err);
+/* POST /v1/volumes/{id}/restore {snapshot} -> {snapshot, seq, written, removed}. */
+int cof_volume_restore(cof_store *st, const char *org, const char *vol, json_t *body,
+		       json_t **out, cof_err *err);
+
+/* ---------------------------------------------------------------- archive */
+
+/* A tar.gz stream of the files at one seq, produced on demand (pull). The limits
+ * (10,000 files / 1 GiB) are checked in cof_archive_open, before any byte. */
+typedef struct cof_archive cof_archive;
+int cof_archive_open(cof_store *st, const char *org, const char *vol,
+		     const char *snapshot, const char *path, const char *glob,
+		     cof_archive **out, int64_t *seq, cof_err *err);
+/* Fills up to `max` bytes; returns the count, 0 at the end, -1 on error. */
+ssize_t cof_archive_read(cof_archive *a, void *buf, size_t max, cof_err *err);
+void cof_archive_close(cof_archive *a);
+
+/* ----------------------------------------------------------- signed links */
+
+/* POST /v1/volumes/{id}/links: {url:"/l/TOKEN", method, path, expiresAt}; the HTTP
+ * layer makes `url` absolute. A retry with the same `idem_key`: COF_ECONFLICT. */
+int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
+		    const char *idem_key, json_t **out, cof_err *err);
+
+/* What a verified token allows. */
+typedef struct cof_link {
+	char org[48];
+	char vol[48];
+	char path[4097];
+	char method[8];          /* "GET" or "PUT" */
+	int64_t expires_at;
+	int64_t max_bytes;       /* 0 = none */
+	char content_type[128];  /* "" = any */
+} cof_link;
+
+/* Checks signature and expiry (COF_EFORBIDDEN otherwise) and that `method` is the
+ * one the link was made for (HEAD counts as GET). */
+int cof_link_verify(cof_store *st, const char *token, const char *method,
+		    cof_link *out, cof_err *err);
+
+/* ------------------------------------------------------------ gc and fsck */
+
+/* Deletes content nothing refers to once older than the grace period, and history
+ * no snapshot needs. Answer {blobsDeleted, bytesFreed, historyPruned, pending}. */
+int cof_gc(cof_store *st, json_t **out, cof_err *err);
+/* Verifies every referenced blob exists and hashes right; reports orphans.
+ * Answer {ok, checked, missing:[], corrupt:[], orphans:[]}. */
+int cof_fsck(cof_store *st, json_t **out, cof_err *err);
+
+#endif /* COFFER_H */
