@@ -1,0 +1,99 @@
+/*
+ * misc.c — ids, randomness, hashing, time and size formatting.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include "util/util.h"
+
+int cof_random(void *buf, size_t len)
+{
+	return RAND_bytes(buf, (int)len) == 1 ? 0 : -1;
+}
+
+void cof_id_new(const char *prefix, char *out, size_t outsz)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+	unsigned char r[20];
+	size_t n = strlen(prefix);
+
+	/* RAND_bytes only fails when the OS has no entropy; ids must not repeat. */
+	if (cof_random(r, sizeof r))
+		abort();
+	snprintf(out, outsz, "%s", prefix);
+	for (size_t i = 0; i < sizeof r && n + i + 1 < outsz; i++) {
+		out[n + i] = alphabet[r[i] & 31];
+		out[n + i + 1] = '\0';
+	}
+}
+
+void cof_hex(const unsigned char *in, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+int cof_sha256_hex(const void *data, size_t len, char out[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
+		return -1;
+	cof_hex(md, 32, out);
+	return 0;
+}
+
+int64_t cof_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+int64_t cof_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cof_time_fmt(int64_t t, char *out, size_t outsz)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(out, outsz, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *cof_json_time(int64_t t)
+{
+	char s[32];
+
+	cof_time_fmt(t, s, sizeof s);
+	return json_string(s);
+}
+
+void cof_size_fmt(int64_t bytes, char *out, size_t outsz)
+{
+	static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 4)
+		v /= 1024, u++;
+	if (u == 0)
+		snprintf(out, outsz, "%lld bytes", (long long)bytes);
+	else if (v == (double)(int64_t)v)
+		snprintf(out, outsz, "%lld %s", (long long)v, units[u]);
+	else
+		snprintf(out, outsz, "%.1f %s", v, units[u]);
+}

@@ -1,0 +1,121 @@
+/*
+ * path.c — the one check of volume paths (API.md "General"): UTF-8, relative,
+ * `/`-separated, at most 4096 bytes, segments at most 255, no `.`/`..`/empty
+ * segments, no NUL. No normalisation beyond one leading '/'.
+ */
+#include <string.h>
+#include "util/util.h"
+
+int cof_utf8_valid(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned c = s[i];
+		size_t n;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xE0) == 0xC0) {
+			n = 1, cp = c & 0x1F;
+		} else if ((c & 0xF0) == 0xE0) {
+			n = 2, cp = c & 0x0F;
+		} else if ((c & 0xF8) == 0xF0) {
+			n = 3, cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (len - i <= n)
+			return 0;
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xC0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i + k] & 0x3F);
+		}
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+		i += n + 1;
+	}
+	return 1;
+}
+
+/* Checks each segment of `p` (len bytes, no leading '/'); `allow_trailing`
+ * lets a prefix end in '/'. */
+static int check_segments(const char *p, size_t len, int allow_trailing,
+			  const char *what, cof_err *err)
+{
+	size_t start = 0;
+
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && p[i] != '/')
+			continue;
+		size_t seg = i - start;
+		if (seg == 0 && !(allow_trailing && i == len))
+			return cof_error(err, COF_EVALIDATION,
+					 "%s has an empty segment ('//' or a trailing '/')", what);
+		if (seg > COF_SEGMENT_MAX)
+			return cof_error(err, COF_EVALIDATION,
+					 "%s has a segment of %zu bytes; the limit is %d bytes",
+					 what, seg, COF_SEGMENT_MAX);
+		if ((seg == 1 && p[start] == '.') ||
+		    (seg == 2 && p[start] == '.' && p[start + 1] == '.'))
+			return cof_error(err, COF_EVALIDATION,
+					 "%s has a '%.*s' segment; paths must not contain '.' or '..'",
+					 what, (int)seg, p + start);
+		start = i + 1;
+	}
+	return 0;
+}
+
+int cof_path_check(const char *path, size_t len, const char *what,
+		   const char **out, cof_err *err)
+{
+	if (!path)
+		return cof_error(err, COF_EVALIDATION, "%s is missing", what);
+	if (memchr(path, '\0', len))
+		return cof_error(err, COF_EVALIDATION, "%s contains a NUL byte", what);
+	if (len > 0 && path[0] == '/')
+		path++, len--;
+	if (len == 0)
+		return cof_error(err, COF_EVALIDATION, "%s is empty", what);
+	if (len > COF_PATH_MAX)
+		return cof_error(err, COF_EVALIDATION,
+				 "%s is %zu bytes; the limit is %d bytes", what, len, COF_PATH_MAX);
+	if (!cof_utf8_valid(path, len))
+		return cof_error(err, COF_EVALIDATION, "%s is not valid UTF-8", what);
+	if (check_segments(path, len, 0, what, err))
+		return -1;
+	*out = path;
+	return 0;
+}
+
+int cof_prefix_check(const char *prefix, const char *what, const char **out,
+		     cof_err *err)
+{
+	size_t len;
+
+	if (!prefix) {
+		*out = "";
+		return 0;
+	}
+	len = strlen(prefix);
+	if (len > 0 && prefix[0] == '/')
+		prefix++, len--;
+	if (len > COF_PATH_MAX)
+		return cof_error(err, COF_EVALIDATION,
+				 "%s is %zu bytes; the limit is %d bytes", what, len, COF_PATH_MAX);
+	if (!cof_utf8_valid(prefix, len))
+		return cof_error(err, COF_EVALIDATION, "%s is not valid UTF-8", what);
+	/* A prefix may stop mid-segment ("src/ma"), so only whole segments before
+	 * the last '/' are checked. */
+	const char *slash = memrchr(prefix, '/', len);
+	if (slash && check_segments(prefix, (size_t)(slash - prefix) + 1, 1, what, err))
+		return -1;
+	*out = prefix;
+	return 0;
+}

@@ -1,0 +1,95 @@
+/*
+ * util.h — small pieces shared by every layer of libcoffer: a bounded growable
+ * buffer, path and name checks, glob matching, random ids, JSON body checks.
+ * Each concept lives here exactly once.
+ */
+#ifndef COF_UTIL_H
+#define COF_UTIL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "coffer.h"
+
+/* ---- cof_buf: a growable byte buffer, always NUL-terminated.
+ * Init with COF_BUF_INIT; release with cof_buf_release (the struct is reusable);
+ * cof_buf_detach hands the bytes to the caller (free them). `max` (0 = none)
+ * bounds the size: an append past it fails and leaves the buffer as it was. */
+typedef struct cof_buf {
+	char *data;
+	size_t len, cap, max;
+} cof_buf;
+#define COF_BUF_INIT {NULL, 0, 0, 0}
+
+int cof_buf_add(cof_buf *b, const void *data, size_t len);
+int cof_buf_adds(cof_buf *b, const char *s);
+int cof_buf_addf(cof_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cof_buf_reset(cof_buf *b);
+void cof_buf_release(cof_buf *b);
+char *cof_buf_detach(cof_buf *b, size_t *len);
+
+/* ---- paths inside a volume (API.md "General"). */
+#define COF_PATH_MAX 4096
+#define COF_SEGMENT_MAX 255
+
+/* Checks a volume path and returns it without its one optional leading '/'.
+ * Refuses (COF_EVALIDATION naming `what`): empty, longer than 4096 bytes, a
+ * segment over 255 bytes, empty/`.`/`..` segments, NUL, control-free is not
+ * required, invalid UTF-8. `len` is the byte length (NUL inside is refused). */
+int cof_path_check(const char *path, size_t len, const char *what,
+		   const char **out, cof_err *err);
+/* Checks a prefix: like a path, but may be empty and may end in '/'. */
+int cof_prefix_check(const char *prefix, const char *what, const char **out,
+		     cof_err *err);
+/* True if `s` (len bytes) is valid UTF-8 without overlong forms or surrogates. */
+int cof_utf8_valid(const char *s, size_t len);
+
+/* ---- globs: `*` and `?` stay within a segment, `**` spans segments (also zero),
+ * `[abc]`, `[a-z]`, `[!x]` classes, `\` escapes. Whole-path match. */
+int cof_glob_match(const char *pattern, const char *path);
+/* Checks a glob for length (<= 4096) and balanced classes. */
+int cof_glob_check(const char *pattern, cof_err *err);
+/* The longest literal directory prefix of a glob ("src/a/" for "src/a/x*.c"),
+ * to narrow a listing; written into out (size outsz). */
+void cof_glob_literal_prefix(const char *pattern, char *out, size_t outsz);
+
+/* ---- ids, randomness, hex */
+/* Fills `out` with `prefix` + 20 random lowercase base32 chars. */
+void cof_id_new(const char *prefix, char *out, size_t outsz);
+int cof_random(void *buf, size_t len);
+void cof_hex(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
+int cof_sha256_hex(const void *data, size_t len, char out[65]);
+int64_t cof_now(void);           /* unix seconds */
+int64_t cof_now_ms(void);
+/* RFC 3339 UTC ("2026-11-29T22:10:43Z") into out (>= 21 bytes). */
+void cof_time_fmt(int64_t unix_seconds, char *out, size_t outsz);
+json_t *cof_json_time(int64_t unix_seconds);
+/* Human size for messages: "11 MB", "512 MiB" style (binary units, short). */
+void cof_size_fmt(int64_t bytes, char *out, size_t outsz);
+
+/* ---- JSON request bodies: one checker for every body. */
+typedef enum { COF_JSTR = 1, COF_JINT, COF_JBOOL, COF_JOBJ, COF_JARR, COF_JANY } cof_jtype;
+typedef struct cof_jfield {
+	const char *name;
+	cof_jtype type;
+	int required;
+} cof_jfield;
+
+/* Checks that `body` is an object whose keys are all in `fields` (NULL-name
+ * terminated), with the listed types, required ones present. Errors name the
+ * field. `body` NULL counts as {}. */
+int cof_json_check(json_t *body, const cof_jfield *fields, cof_err *err);
+/* Accessors that tolerate a missing field. */
+const char *cof_json_str(json_t *body, const char *name);
+int cof_json_int(json_t *body, const char *name, int64_t *out); /* 1 if present */
+int cof_json_bool(json_t *body, const char *name, int dflt);
+
+/* ---- base64 (standard alphabet with padding). Output NUL-terminated; free it. */
+char *cof_base64_encode(const void *data, size_t len, size_t *outlen);
+/* Decodes; -1 on bad input. */
+int cof_base64_decode(const char *in, size_t inlen, unsigned char **out, size_t *outlen);
+/* base64url without padding, for tokens. */
+char *cof_base64url_encode(const void *data, size_t len);
+int cof_base64url_decode(const char *in, size_t inlen, unsigned char **out, size_t *outlen);
+
+#endif
