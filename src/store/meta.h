@@ -1,0 +1,154 @@
+/*
+ * meta.h — the metadata store: volumes, file versions, changes, snapshots,
+ * keys, idempotency records and blob references.
+ *
+ * The narrow interface the volume layer uses. It is written in terms of what
+ * coffer needs (an atomic change applied to one volume, an as-of-seq listing),
+ * not of SQL, so that a PostgreSQL backend can implement the same functions.
+ * Today meta_sqlite.c implements it on SQLite in WAL mode.
+ *
+ * History model: each version of a file is a row live in [from_seq, to_seq);
+ * to_seq NULL = live now. Reading "as of seq S" is a range query; a snapshot is
+ * (source volume, seq). Rows are only dropped by the garbage collector, once no
+ * snapshot covers them.
+ */
+#ifndef COF_META_H
+#define COF_META_H
+
+#include <stdint.h>
+#include "coffer.h"
+#include "util/util.h"
+
+typedef struct cof_meta cof_meta;
+
+typedef struct cof_volrow {
+	int64_t vno;             /* internal key */
+	char id[48];
+	char org[48];
+	char name[256];
+	int64_t seq, files, bytes, capacity, ceiling, created_at;
+	int64_t history_from;    /* changes before this seq are not kept */
+	int hidden;              /* holds the files of a files-snapshot */
+} cof_volrow;
+
+typedef struct cof_entry {
+	char path[COF_PATH_MAX + 1];
+	int64_t version, size, updated_at;
+	char sha256[65];
+	char ctype[128];
+} cof_entry;
+
+typedef struct cof_change_row {
+	int64_t seq, version, size;
+	int removed;
+	char path[COF_PATH_MAX + 1];
+	char sha256[65];
+} cof_change_row;
+
+typedef struct cof_snaprow {
+	char id[48];
+	int64_t vno;             /* the volume it belongs to */
+	int64_t src_vno;         /* where its rows live: vno, or a hidden volume */
+	int64_t seq, files, bytes, created_at;
+	int pinned;
+	char labels[8192];       /* JSON object text */
+} cof_snaprow;
+
+/* Callbacks return nonzero to stop the walk. */
+typedef int (*cof_entry_fn)(void *ctx, const cof_entry *e);
+typedef int (*cof_change_fn)(void *ctx, const cof_change_row *c);
+typedef int (*cof_snap_fn)(void *ctx, const cof_snaprow *s);
+typedef int (*cof_sha_fn)(void *ctx, const char *sha256, int64_t size);
+
+int cof_meta_open(const char *file, cof_meta **out, cof_err *err);
+void cof_meta_close(cof_meta *m);
+
+/* ---- keys (stored by hash) and idempotency */
+int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err);
+/* COF_EUNAUTHORIZED when unknown. */
+int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err);
+/* Returns 1 and *value (malloc'd) when (scope, key) was recorded less than
+ * `ttl` seconds ago, 0 when not. */
+int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
+		      char **value, cof_err *err);
+int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key,
+		      const char *value, cof_err *err);
+
+/* ---- volumes */
+int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err); /* sets v->vno */
+/* COF_ENOTFOUND (naming the id) for unknown, another org's or hidden volumes. */
+int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
+			cof_err *err);
+int cof_meta_volume_by_vno(cof_meta *m, int64_t vno, cof_volrow *out, cof_err *err);
+/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes). */
+int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err);
+/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
+ * v->seq must be set by the caller (the fork starts at at_seq). */
+int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+			 cof_err *err);
+
+/* ---- reading files. at_seq < 0 = live now. */
+/* 1 = found, 0 = absent, -1 = error. */
+int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		       cof_entry *out, cof_err *err);
+/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
+ * the start), in path order (bytewise). */
+int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
+		  const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+/* Changes with seq > since under `prefix`, oldest first, at most `limit`. */
+int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		     int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
+
+/* ---- the one write primitive: a change to one volume.
+ * cof_meta_change opens a write transaction, loads the volume (404 if gone) and
+ * calls fn; every cof_txn_write/remove inside becomes part of change seq+1.
+ * When fn fails, nothing is stored. When fn made no write or remove, nothing
+ * is stored and *seq is the unchanged seq. */
+typedef struct cof_txn cof_txn;
+typedef int (*cof_txn_fn)(cof_txn *tx, void *ctx, cof_err *err);
+int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
+		    int64_t *seq, cof_err *err);
+/* The volume as it will be after the change so far (seq = the new seq). */
+cof_volrow *cof_txn_volume(cof_txn *tx);
+int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);
+int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+		 cof_err *err);
+int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		  const char *ctype, cof_err *err);
+/* Removing an absent path is COF_ENOTFOUND. */
+int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
+int cof_txn_ops(cof_txn *tx); /* writes + removes so far */
+
+/* ---- snapshots */
+/* Adds a snapshot; when the volume then has more than `keep_unpinned` unpinned
+ * ones, the oldest unpinned is dropped and its id written to `dropped` ("" if
+ * none). A pinned one past `max_pinned`: COF_ECONFLICT. */
+int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
+			  int max_pinned, char dropped[48], cof_err *err);
+int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+			  cof_err *err);
+int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
+			   cof_err *err);
+/* pinned < 0 keeps it; labels NULL keeps them. */
+int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
+			     const char *labels, int max_pinned, cof_err *err);
+int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
+
+/* ---- garbage collection and checking */
+/* Drops history rows closed before `closed_before` that no snapshot covers and
+ * changes older than `changes_before`; returns the rows dropped. */
+int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
+		      int64_t *pruned, cof_err *err);
+/* Marks blobs nothing refers to as orphans since `now`; un-marks referenced ones. */
+int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err);
+/* Orphans marked at or before `before`. */
+int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
+			cof_err *err);
+/* Forgets an orphan if still unreferenced: 1 = forgotten (delete its bytes). */
+int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err);
+/* 1 if the blob is known to the metadata (referenced or pending), 0 if not. */
+int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err);
+/* Every blob referenced by a row, once each. */
+int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+
+#endif

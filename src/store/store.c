@@ -1,0 +1,239 @@
+/*
+ * store.c — opening a data dir: blob store, metadata store, admin key and the
+ * signing secret for links; and API keys.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "store/store.h"
+#include "util/util.h"
+
+#define DEFAULT_ORG "org_default"
+
+/* Reads a small secret file, or creates it with `len` random bytes (hex when
+ * `hex`), mode 0600. Returns 1 when created, 0 when read, -1 on error. */
+static int secret_file(const char *dir, const char *name, char *out, size_t len,
+		       int hex, cof_err *err)
+{
+	char path[4200];
+	unsigned char raw[64];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, out, hex ? 2 * len : len);
+		close(fd);
+		if (n != (ssize_t)(hex ? 2 * len : len))
+			return cof_error(err, COF_EINTERNAL, "'%s' is damaged", path);
+		if (hex)
+			out[2 * len] = '\0';
+		return 0;
+	}
+	if (errno != ENOENT || len > sizeof raw || cof_random(raw, len))
+		return cof_error(err, COF_EINTERNAL, "cannot read '%s': %s", path, strerror(errno));
+	if (hex)
+		cof_hex(raw, len, out);
+	else
+		memcpy(out, raw, len);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	size_t n = hex ? 2 * len : len;
+	if (fd < 0 || write(fd, out, n) != (ssize_t)n || fsync(fd) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		return cof_error(err, COF_EINTERNAL, "cannot write '%s': %s", path, strerror(e));
+	}
+	close(fd);
+	return 1;
+}
+
+static void key_hash(const char *key, char out[65])
+{
+	cof_sha256_hex(key, strlen(key), out);
+}
+
+/* Makes the admin key on first start and registers it. */
+static int admin_key_setup(cof_store *st, cof_err *err)
+{
+	char hex[65], hash[65];
+	int r = secret_file(st->dir, "admin.key", hex, 24, 1, err);
+
+	if (r < 0)
+		return -1;
+	snprintf(st->admin_key, sizeof st->admin_key, "ck_%s", hex);
+	/* The file holds the key as printed, so `cat admin.key` is usable. */
+	st->admin_key_new = r;
+	key_hash(st->admin_key, hash);
+	cof_principal who = {.org = DEFAULT_ORG, .admin = 1};
+	cof_principal seen;
+	cof_err e2 = {0};
+	if (cof_meta_key_find(st->meta, hash, &seen, &e2) == 0)
+		return 0;
+	cof_err_clear(&e2);
+	return cof_meta_key_add(st->meta, hash, &who, err);
+}
+
+int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
+		   cof_err *err)
+{
+	cof_store *st = calloc(1, sizeof *st);
+	char file[4200];
+
+	if (!st || !(st->dir = strdup(dir))) {
+		free(st);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	if (opts)
+		st->opts = *opts;
+	if (st->opts.gc_grace_seconds <= 0)
+		st->opts.gc_grace_seconds = 24 * 3600;
+	if (st->opts.history_seconds <= 0)
+		st->opts.history_seconds = 7 * 24 * 3600;
+	pthread_rwlock_init(&st->gc_lock, NULL);
+	pthread_mutex_init(&st->change_mu, NULL);
+	pthread_cond_init(&st->change_cv, NULL);
+	pthread_mutex_init(&st->magic_mu, NULL);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		cof_error(err, COF_EINTERNAL, "cannot create '%s': %s", dir, strerror(errno));
+		goto fail;
+	}
+	snprintf(file, sizeof file, "%s/meta.db", dir);
+	if (cof_blobstore_local_open(dir, &st->blobs, err) ||
+	    cof_meta_open(file, &st->meta, err))
+		goto fail;
+	if (secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
+			err) < 0 || admin_key_setup(st, err))
+		goto fail;
+	st->magic = magic_open(MAGIC_MIME_TYPE);
+	if (st->magic && magic_load(st->magic, NULL) != 0) {
+		magic_close(st->magic);
+		st->magic = NULL;
+	}
+	*out = st;
+	return 0;
+fail:
+	cof_store_close(st);
+	return -1;
+}
+
+void cof_store_close(cof_store *st)
+{
+	if (!st)
+		return;
+	cof_meta_close(st->meta);
+	if (st->blobs)
+		st->blobs->close(st->blobs);
+	if (st->magic)
+		magic_close(st->magic);
+	pthread_rwlock_destroy(&st->gc_lock);
+	pthread_mutex_destroy(&st->change_mu);
+	pthread_cond_destroy(&st->change_cv);
+	pthread_mutex_destroy(&st->magic_mu);
+	free(st->dir);
+	free(st);
+}
+
+const char *cof_store_admin_key(cof_store *st)
+{
+	return st->admin_key;
+}
+
+int cof_store_admin_key_is_new(cof_store *st)
+{
+	return st->admin_key_new;
+}
+
+void cof_store_changed(cof_store *st)
+{
+	pthread_mutex_lock(&st->change_mu);
+	st->change_gen++;
+	pthread_cond_broadcast(&st->change_cv);
+	pthread_mutex_unlock(&st->change_mu);
+}
+
+void cof_changes_wake_all(cof_store *st)
+{
+	pthread_mutex_lock(&st->change_mu);
+	st->closing = 1;
+	st->change_gen++;
+	pthread_cond_broadcast(&st->change_cv);
+	pthread_mutex_unlock(&st->change_mu);
+}
+
+/* ------------------------------------------------------------------ keys */
+
+int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *err)
+{
+	char hash[65];
+
+	if (!key || !*key)
+		return cof_error(err, COF_EUNAUTHORIZED,
+				 "an API key is required (Authorization: Bearer KEY or x-api-key)");
+	if (strlen(key) > 200)
+		return cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
+	key_hash(key, hash);
+	return cof_meta_key_find(st->meta, hash, who, err);
+}
+
+static const cof_jfield key_fields[] = {
+	{"org", COF_JSTR, 0}, {"agent", COF_JSTR, 0}, {NULL, 0, 0}};
+
+/* Checks an org or agent name: 1..128 bytes of [A-Za-z0-9._-]. */
+static int name_check(const char *s, const char *what, size_t max, cof_err *err)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max)
+		return cof_error(err, COF_EVALIDATION, "'%s' must be 1 to %zu bytes", what, max);
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return cof_error(err, COF_EVALIDATION,
+					 "'%s' may hold only letters, digits, '.', '_' and '-'", what);
+	}
+	return 0;
+}
+
+int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
+		   json_t **out, cof_err *err)
+{
+	cof_principal nw = {0};
+	const char *org, *agent;
+	unsigned char raw[24];
+	char hex[49], key[80], hash[65];
+
+	if (cof_json_check(body, key_fields, err))
+		return -1;
+	org = cof_json_str(body, "org");
+	agent = cof_json_str(body, "agent");
+	if (who->agent[0])
+		return cof_error(err, COF_EFORBIDDEN, "a key bound to an agent cannot mint keys");
+	if (org && name_check(org, "org", 40, err))
+		return -1;
+	if (agent && name_check(agent, "agent", 120, err))
+		return -1;
+	if (org && strcmp(org, who->org) && !who->admin)
+		return cof_error(err, COF_EFORBIDDEN,
+				 "only the admin key may mint keys for another organization");
+	snprintf(nw.org, sizeof nw.org, "%s", org ? org : who->org);
+	snprintf(nw.agent, sizeof nw.agent, "%s", agent ? agent : "");
+	if (cof_random(raw, sizeof raw))
+		return cof_error(err, COF_EINTERNAL, "no randomness available");
+	cof_hex(raw, sizeof raw, hex);
+	snprintf(key, sizeof key, "ck_%s", hex);
+	key_hash(key, hash);
+	if (cof_meta_key_add(st->meta, hash, &nw, err))
+		return -1;
+	*out = json_pack("{s:s, s:s}", "key", key, "org", nw.org);
+	if (agent)
+		json_object_set_new(*out, "agent", json_string(agent));
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * store.h — cof_store: one data dir, holding the blob store, the metadata store,
+ * the server's secrets and what coordinates threads of one process.
+ * Only libcoffer sees this struct; callers hold an opaque cof_store.
+ */
+#ifndef COF_STORE_H
+#define COF_STORE_H
+
+#include <pthread.h>
+#include "coffer.h"
+#include "store/blob.h"
+#include "store/meta.h"
+
+struct cof_store {
+	char *dir;
+	cof_blobstore *blobs;
+	cof_meta *meta;
+	cof_store_opts opts;
+	char admin_key[80];
+	int admin_key_new;
+	unsigned char link_secret[32];
+	/* Uploads hold it shared from blob commit to metadata commit; the collector
+	 * holds it exclusively while deleting, so it never deletes content that a
+	 * write is about to name. */
+	pthread_rwlock_t gc_lock;
+	/* Broadcast after every committed change, for long-polling readers. */
+	pthread_mutex_t change_mu;
+	pthread_cond_t change_cv;
+	uint64_t change_gen;
+	int closing;
+	/* libmagic handles are not thread-safe: one, behind a mutex. */
+	pthread_mutex_t magic_mu;
+	void *magic;
+};
+
+/* Wakes long-pollers after a change was committed. */
+void cof_store_changed(cof_store *st);
+
+#endif
