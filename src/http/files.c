@@ -1,0 +1,365 @@
+/*
+ * files.c — PUT, GET/HEAD and DELETE of volume files, and serving file bytes.
+ *
+ * Uploads stream: each body chunk goes to cof_upload_write as it arrives, so
+ * memory use does not grow with the file. Downloads are zero-copy from the
+ * library's fd (MHD uses sendfile), with the headers that keep a file from
+ * ever running as this server's origin.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include "http/http.h"
+#include "util/range.h"
+
+#define ORG(req) ((req)->who.org)
+/* Bodies at least this big (or of unknown size) check the volume first, so a
+ * PUT to a missing volume fails before its bytes are streamed. */
+#define PUT_PRECHECK_BYTES (1 << 20)
+
+/* Media types a browser could run or render as a page: sent as attachments. */
+static const char *const active_types[] = {
+	"text/html", "application/xhtml+xml", "image/svg+xml", "application/xml",
+	"text/xml", "application/javascript", "text/javascript",
+	"application/ecmascript", "text/ecmascript", "application/x-javascript",
+	"text/jscript", "text/vbscript", "application/x-sh", "text/x-sh",
+	"application/x-shellscript", "text/x-shellscript", "application/x-csh",
+	"application/x-httpd-php", "application/x-php", "text/x-php",
+	"application/hta", "text/cache-manifest", "application/x-shockwave-flash",
+	"text/x-python", "text/x-perl", "multipart/x-mixed-replace", NULL
+};
+
+/* True when `ct` (media type, parameters ignored, any case) must be served as
+ * an attachment: the list above, or any `+xml` type. */
+static int is_active_type(const char *ct)
+{
+	size_t len = strcspn(ct, "; \t");
+
+	if (len >= 4 && strncasecmp(ct + len - 4, "+xml", 4) == 0)
+		return 1;
+	for (size_t i = 0; active_types[i]; i++)
+		if (strlen(active_types[i]) == len &&
+		    strncasecmp(ct, active_types[i], len) == 0)
+			return 1;
+	return 0;
+}
+
+/* True when an If-None-Match value lists `etag` ("N", W/"N" or *). */
+static int etag_listed(const char *list, const char *etag)
+{
+	size_t elen = strlen(etag);
+	const char *p = list;
+
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return 1;
+		if (strncmp(p, "W/", 2) == 0)
+			p += 2;
+		size_t len = strcspn(p, ", \t");
+		if (len == elen && strncmp(p, etag, len) == 0)
+			return 1;
+		p += len;
+	}
+	return 0;
+}
+
+/* Adds the headers every answer about a file carries. */
+static void file_headers(struct MHD_Response *resp, const cof_file *f, const char *etag)
+{
+	char seq[24], date[64];
+	struct tm tm;
+	time_t t = (time_t)f->updated_at;
+
+	snprintf(seq, sizeof(seq), "%" PRId64, f->vol_seq);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+	MHD_add_response_header(resp, "X-Volume-Seq", seq);
+	if (gmtime_r(&t, &tm) && strftime(date, sizeof(date),
+					  "%a, %d %b %Y %H:%M:%S GMT", &tm))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, date);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY, "sandbox");
+}
+
+/* The 416 answer: JSON error plus `Content-Range: bytes * /SIZE`. */
+static enum MHD_Result send_416(http_req *req, const cof_file *f, const char *etag)
+{
+	cof_err err = { 0 };
+	struct MHD_Response *resp;
+	char cr[48];
+
+	cof_error(&err, COF_ERANGE, "range '%s' is outside the file's %" PRId64 " bytes",
+		  http_header(req, MHD_HTTP_HEADER_RANGE), f->size);
+	resp = http_error_response(&err);
+	cof_err_clear(&err);
+	if (resp == NULL)
+		return MHD_NO;
+	snprintf(cr, sizeof(cr), "bytes */%" PRId64, f->size);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+	file_headers(resp, f, etag);
+	return http_queue(req, MHD_HTTP_RANGE_NOT_SATISFIABLE, resp);
+}
+
+/* Makes the body response for bytes [start, start+len) of f: zero copy. */
+static struct MHD_Response *bytes_response(const cof_file *f, int64_t start, int64_t len)
+{
+	struct MHD_Response *resp;
+	int fd;
+
+	if (len == 0)
+		return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	fd = dup(f->fd); /* MHD closes its fd; the library closes its own */
+	if (fd < 0)
+		return NULL;
+	resp = MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)start);
+	if (resp == NULL)
+		close(fd);
+	return resp;
+}
+
+/* Answers the bytes (200/206/416) once preconditions are settled. */
+static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char *etag)
+{
+	const char *range = http_header(req, MHD_HTTP_HEADER_RANGE);
+	const char *if_range = http_header(req, MHD_HTTP_HEADER_IF_RANGE);
+	const char *ct = f->content_type[0] ? f->content_type : "application/octet-stream";
+	int64_t start = 0, len = f->size;
+	struct MHD_Response *resp;
+	char cr[80];
+	int rc;
+
+	if (range != NULL && if_range != NULL && strcmp(if_range, etag) != 0)
+		range = NULL; /* the client's copy is stale: send it all */
+	rc = cof_range_parse(range, f->size, &start, &len);
+	if (rc < 0)
+		return send_416(req, f, etag);
+	resp = bytes_response(f, start, len);
+	if (resp == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "cannot send the file: out of resources");
+	file_headers(resp, f, etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+	if (is_active_type(ct))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment");
+	if (rc == 1) {
+		snprintf(cr, sizeof(cr), "bytes %" PRId64 "-%" PRId64 "/%" PRId64, start,
+			 start + len - 1, f->size);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+	}
+	return http_queue(req, rc == 1 ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK, resp);
+}
+
+enum MHD_Result http_serve_file(http_req *req, cof_file *f)
+{
+	const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	enum MHD_Result ret;
+	char etag[32];
+
+	snprintf(etag, sizeof(etag), "\"%" PRId64 "\"", f->version);
+	if (inm != NULL && etag_listed(inm, etag)) {
+		struct MHD_Response *resp =
+			MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		if (resp != NULL)
+			file_headers(resp, f, etag);
+		ret = http_queue(req, MHD_HTTP_NOT_MODIFIED, resp);
+	} else {
+		ret = serve_bytes(req, f, etag);
+	}
+	cof_file_close(f);
+	return ret;
+}
+
+/* Reads the write precondition from If-Match / If-None-Match and ?version=N.
+ * Refuses both headers at once, an If-None-Match other than `*`, and a header
+ * and query that disagree. 0, or -1 with err. */
+static int read_cond(http_req *req, cof_cond *cond, cof_err *err)
+{
+	cof_cond h = { COF_COND_NONE, 0 }, q = { COF_COND_NONE, 0 };
+	const char *im = http_header_trim(req, MHD_HTTP_HEADER_IF_MATCH);
+	const char *inm = http_header_trim(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	int64_t v = -1;
+
+	if (im && inm)
+		return cof_error(err, COF_EVALIDATION,
+				 "send If-Match or If-None-Match, not both");
+	if (im && cof_cond_parse_etag(im, &h, err))
+		return -1;
+	if (inm && strcmp(inm, "*") != 0)
+		return cof_error(err, COF_EVALIDATION,
+				 "If-None-Match on a write accepts only '*' (got '%s')", inm);
+	if (inm)
+		h.kind = COF_COND_ABSENT;
+	if (http_query_int(req, "version", 0, INT64_MAX, &v, err))
+		return -1;
+	if (v >= 0) {
+		q.kind = v == 0 ? COF_COND_ABSENT : COF_COND_VERSION;
+		q.version = v;
+	}
+	if (h.kind != COF_COND_NONE && q.kind != COF_COND_NONE &&
+	    (h.kind != q.kind || (h.kind == COF_COND_VERSION && h.version != q.version)))
+		return cof_error(err, COF_EVALIDATION,
+				 "the %s header and query parameter 'version' disagree",
+				 im ? "If-Match" : "If-None-Match");
+	*cond = h.kind != COF_COND_NONE ? h : q;
+	return 0;
+}
+
+/* First call of PUT /v1/volumes/{id}/files/{path}: precondition, type, and
+ * the upload the body streams into. */
+int http_begin_file_put(http_req *req)
+{
+	int64_t clen = http_content_length(req);
+
+	if (read_cond(req, &req->cond, &req->err))
+		return -1;
+	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (clen < 0 || clen >= PUT_PRECHECK_BYTES) {
+		json_t *vol = NULL;
+		if (cof_volume_get(req->srv->st, ORG(req), req->param[0], &vol, &req->err))
+			return -1;
+		json_decref(vol);
+	}
+	return cof_upload_begin(req->srv->st, 0, &req->up, &req->err);
+}
+
+/* Answers a committed put: 201 when the file is new, else 200; ETag set. */
+static enum MHD_Result put_answer(http_req *req, int rc, json_t *out, int created,
+				  cof_err *err)
+{
+	char etag[32];
+	const char *hdrs[] = { MHD_HTTP_HEADER_ETAG, etag, NULL };
+	json_t *ver;
+
+	if (rc != 0 || out == NULL)
+		return http_reply(req, rc, MHD_HTTP_OK, out, err);
+	ver = json_object_get(out, "version");
+	if (!json_is_integer(ver))
+		hdrs[0] = NULL;
+	snprintf(etag, sizeof(etag), "\"%" JSON_INTEGER_FORMAT "\"",
+		 json_integer_value(ver));
+	return http_send_json_h(req, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, hdrs);
+}
+
+enum MHD_Result http_file_put(http_req *req)
+{
+	cof_upload *up = req->up;
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 0, rc;
+
+	req->up = NULL; /* cof_file_put consumes it */
+	if (up == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
+	rc = cof_file_put(req->srv->st, ORG(req), req->param[0], req->param[1], up,
+			  req->content_type, req->cond, &out, &created, &err);
+	return put_answer(req, rc, out, created, &err);
+}
+
+enum MHD_Result http_file_get(http_req *req)
+{
+	cof_err err = { 0 };
+	cof_file f;
+	const char *snap;
+
+	memset(&f, 0, sizeof(f));
+	f.fd = -1;
+	if (http_query(req, "snapshot", &snap, &err) ||
+	    cof_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], snap,
+			  &f, &err))
+		return http_send_error(req, &err);
+	return http_serve_file(req, &f);
+}
+
+/* DELETE /v1/volumes/{id}/files/{path}: 200 {path, seq}; If-Match or
+ * ?version=N make it conditional. */
+enum MHD_Result http_file_delete(http_req *req)
+{
+	cof_err err = { 0 };
+	cof_cond cond = { COF_COND_NONE, 0 };
+	json_t *out = NULL;
+
+	if (read_cond(req, &cond, &err))
+		return http_send_error(req, &err);
+	int rc = cof_file_remove(req->srv->st, ORG(req), req->param[0], req->param[1],
+				 cond, &out, &err);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* ------------------------------------------------------------ signed links */
+
+/* GET|HEAD /l/{token}: no key; the token names the file. Range works. */
+enum MHD_Result http_link_get(http_req *req)
+{
+	cof_err err = { 0 };
+	cof_file f;
+
+	memset(&f, 0, sizeof(f));
+	f.fd = -1;
+	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err) ||
+	    cof_file_open(req->srv->st, req->link.org, req->link.vol, req->link.path,
+			  NULL, &f, &err))
+		return http_send_error(req, &err);
+	return http_serve_file(req, &f);
+}
+
+/* True when the request's Content-Type matches the link's: same media type,
+ * any letter case; parameters compared only when the link names some. */
+static int type_matches(const char *want, const char *got)
+{
+	size_t wl = strcspn(want, ";"), gl;
+
+	if (got == NULL)
+		return 0;
+	if (want[wl] == ';')
+		return strcasecmp(want, got) == 0;
+	while (wl > 0 && (want[wl - 1] == ' ' || want[wl - 1] == '\t'))
+		wl--;
+	gl = strcspn(got, "; \t");
+	return gl == wl && strncasecmp(want, got, wl) == 0;
+}
+
+/* First call of PUT /l/{token}: verify, check type and declared size. */
+int http_begin_link_put(http_req *req)
+{
+	cof_link *l = &req->link;
+	int64_t clen = http_content_length(req);
+	char a[32], b[32];
+
+	if (cof_link_verify(req->srv->st, req->param[0], "PUT", l, &req->err))
+		return -1;
+	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (l->content_type[0] && !type_matches(l->content_type, req->content_type))
+		return cof_error(&req->err, COF_EMEDIATYPE,
+				 "this link takes Content-Type '%s', not '%s'",
+				 l->content_type,
+				 req->content_type ? req->content_type : "(none)");
+	if (l->max_bytes > 0 && clen > l->max_bytes) {
+		cof_size_fmt(clen, a, sizeof(a));
+		cof_size_fmt(l->max_bytes, b, sizeof(b));
+		return cof_error(&req->err, COF_ETOOLARGE,
+				 "file is %s; this link takes at most %s", a, b);
+	}
+	return cof_upload_begin(req->srv->st, l->max_bytes, &req->up, &req->err);
+}
+
+enum MHD_Result http_link_put(http_req *req)
+{
+	cof_upload *up = req->up;
+	const cof_link *l = &req->link;
+	cof_cond none = { COF_COND_NONE, 0 };
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 0, rc;
+
+	req->up = NULL;
+	if (up == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
+	rc = cof_file_put(req->srv->st, l->org, l->vol, l->path, up,
+			  l->content_type[0] ? l->content_type : req->content_type, none,
+			  &out, &created, &err);
+	return put_answer(req, rc, out, created, &err);
+}

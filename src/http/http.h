@@ -1,0 +1,180 @@
+/*
+ * http.h — internals of cofferd's HTTP layer, shared by the files of src/http only.
+ *
+ * One request is one http_req, made on MHD's first call for it and freed by the
+ * completion callback. The router (router.c) matches the route, authenticates,
+ * feeds the body (buffered JSON or streamed upload) and calls the route's
+ * handler once the body is in; handlers answer with the http_send_* helpers.
+ * An error met before the handler runs is kept in `req->err` and answered
+ * once the body has been consumed, so the client always reads the JSON error.
+ */
+#ifndef COF_HTTP_H
+#define COF_HTTP_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+#include "coffer.h"
+#include "util/util.h"
+
+#define HTTP_JSON_MAX ((size_t)32 << 20)  /* JSON request bodies */
+#define HTTP_MAX_PARAMS 4                 /* captures in one route pattern */
+#define HTTP_MAX_LABELS 64                /* `label` query args on one call */
+
+/* Server-wide state; one per cofferd_main. */
+typedef struct http_server {
+	cof_store *st;
+	struct MHD_Daemon *mhd;
+	char host[300];          /* listen address as printed (IPv6 in brackets) */
+	unsigned port;
+	int stopping;            /* set on SIGTERM: long-polls stop waiting */
+	int in_flight;           /* requests between first call and completion */
+} http_server;
+
+typedef enum http_body {
+	HTTP_BODY_NONE = 0,  /* any body is read and dropped */
+	HTTP_BODY_JSON,      /* buffered up to HTTP_JSON_MAX, parsed, must be an object */
+	HTTP_BODY_STREAM     /* fed chunk by chunk to req->up (route->begin sets it up) */
+} http_body;
+
+/* Route flags. */
+#define HTTP_F_AUTH    1u  /* needs an API key */
+#define HTTP_F_NOAGENT 2u  /* a key bound to an agent gets 403 */
+
+typedef struct http_req http_req;
+
+typedef struct http_route {
+	const char *method;      /* "GET" also serves HEAD */
+	const char *pattern;     /* "/v1/volumes/{}/files/{+}": {} one segment, {+} the rest */
+	unsigned flags;
+	http_body body;
+	/* Optional, on the first call after auth: check headers, set up req->up.
+	 * Returns 0, or -1 with req->err filled. */
+	int (*begin)(http_req *req);
+	/* Once the whole body is in: must queue exactly one response. */
+	enum MHD_Result (*handle)(http_req *req);
+} http_route;
+
+struct http_req {
+	http_server *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	const http_route *route;
+	char *param[HTTP_MAX_PARAMS];  /* decoded captures (in `owned`) */
+	int nparams;
+	char *allow;                   /* Allow header of a 405 (in `owned`) */
+	cof_principal who;
+	int failed;                    /* err holds an answer to give */
+	cof_err err;
+	cof_buf body;                  /* HTTP_BODY_JSON bytes */
+	json_t *json;                  /* parsed body or NULL (= {}) */
+	cof_upload *up;                /* HTTP_BODY_STREAM target */
+	cof_cond cond;                 /* write precondition (file PUT) */
+	char *content_type;            /* trimmed Content-Type or NULL, owned */
+	cof_link link;                 /* verified signed link (/l/ routes) */
+	char **owned;                  /* strings freed with the request */
+	size_t nowned, capowned;
+};
+
+/* ---- request.c: reading the request */
+
+/* Header value or NULL. */
+const char *http_header(http_req *req, const char *name);
+/* Percent-decodes `in` (len bytes) into a new string owned by `req`. Refuses
+ * `%00`, a bad `%` escape and invalid UTF-8 with COF_EVALIDATION naming `what`.
+ * Returns the string or NULL (err filled). */
+char *http_decode(http_req *req, const char *in, size_t len, const char *what,
+		  cof_err *err);
+/* Decoded query arg `name` into *out (NULL when absent). 0, or -1 with err. */
+int http_query(http_req *req, const char *name, const char **out, cof_err *err);
+/* Integer query arg in [min, max]; *out untouched when absent. */
+int http_query_int(http_req *req, const char *name, int64_t min, int64_t max,
+		   int64_t *out, cof_err *err);
+/* Boolean query arg: true/false/1/0 (absent = dflt). */
+int http_query_bool(http_req *req, const char *name, int dflt, int *out,
+		    cof_err *err);
+/* Every value of a repeated query arg, decoded, at most `max`. */
+int http_query_all(http_req *req, const char *name, const char **vals,
+		   size_t max, size_t *n, cof_err *err);
+/* Copies `s` (len bytes) into a string owned by `req`; NULL when out of memory. */
+char *http_own(http_req *req, const char *s, size_t len);
+/* A header's value without surrounding white space, owned by `req`;
+ * NULL when absent or empty. */
+char *http_header_trim(http_req *req, const char *name);
+/* True when the client sent `Expect: 100-continue` and so waits before the body. */
+int http_expects_continue(http_req *req);
+/* Declared Content-Length, or -1 when absent (chunked). */
+int64_t http_content_length(http_req *req);
+/* Releases everything the request owns (not the struct). */
+void http_req_release(http_req *req);
+
+/* ---- respond.c: answering (each queues one response and returns MHD's result) */
+
+/* Sends `body` (stolen; NULL = no body) as JSON with `status`. */
+enum MHD_Result http_send_json(http_req *req, unsigned status, json_t *body);
+/* Same, adding `name: value` headers from a NULL-terminated list of pairs. */
+enum MHD_Result http_send_json_h(http_req *req, unsigned status, json_t *body,
+				 const char *const *headers);
+/* Sends `err` as {"error":{type, message, ...extra}} and clears it. */
+enum MHD_Result http_send_error(http_req *req, cof_err *err);
+/* Formats and sends an error in one step. */
+enum MHD_Result http_send_fail(http_req *req, cof_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The common ending of a handler: `out` (stolen) with `status` when rc == 0,
+ * else `err`. */
+enum MHD_Result http_reply(http_req *req, int rc, unsigned status, json_t *out,
+			   cof_err *err);
+/* An empty answer (204, 304...). */
+enum MHD_Result http_send_empty(http_req *req, unsigned status);
+/* Queues `resp` with `status` and drops our reference to it. */
+enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *resp);
+/* The JSON error body for `err` (for callers that add headers themselves). */
+struct MHD_Response *http_error_response(const cof_err *err);
+
+/* ---- files.c: serving file bytes (volume files and GET links) */
+
+/* Answers GET/HEAD for an open file: 200, 206, 304 or 416 with the download
+ * headers. Closes `f` in every case. */
+enum MHD_Result http_serve_file(http_req *req, cof_file *f);
+
+/* ---- routes: the handlers, one group per file */
+int http_begin_file_put(http_req *req);
+enum MHD_Result http_file_put(http_req *req);
+enum MHD_Result http_file_get(http_req *req);
+enum MHD_Result http_file_delete(http_req *req);
+
+enum MHD_Result http_keys_create(http_req *req);
+enum MHD_Result http_volume_create(http_req *req);
+enum MHD_Result http_volume_get_many(http_req *req);
+enum MHD_Result http_volume_get(http_req *req);
+enum MHD_Result http_volume_delete(http_req *req);
+enum MHD_Result http_files_list(http_req *req);
+enum MHD_Result http_changes(http_req *req);
+enum MHD_Result http_move(http_req *req);
+
+enum MHD_Result http_snapshot_create(http_req *req);
+enum MHD_Result http_snapshot_list(http_req *req);
+enum MHD_Result http_snapshot_get(http_req *req);
+enum MHD_Result http_snapshot_patch(http_req *req);
+enum MHD_Result http_snapshot_delete(http_req *req);
+enum MHD_Result http_fork(http_req *req);
+enum MHD_Result http_restore(http_req *req);
+enum MHD_Result http_archive(http_req *req);
+
+enum MHD_Result http_link_create(http_req *req);
+enum MHD_Result http_link_get(http_req *req);
+int http_begin_link_put(http_req *req);
+enum MHD_Result http_link_put(http_req *req);
+enum MHD_Result http_health(http_req *req);
+
+/* ---- router.c: what server.c hands to MHD */
+enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
+			    const char *method, const char *version,
+			    const char *upload_data, size_t *upload_data_size,
+			    void **con_cls);
+void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+		    enum MHD_RequestTerminationCode toe);
+/* MHD's unescaper, made a no-op: the router decodes paths and args itself so
+ * that `%00` is refused rather than cutting the string short. */
+size_t http_unescape_none(void *cls, struct MHD_Connection *conn, char *s);
+
+#endif /* COF_HTTP_H */

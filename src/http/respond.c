@@ -1,0 +1,137 @@
+/*
+ * respond.c — answering: JSON bodies, the error model, empty answers.
+ *
+ * Every JSON answer carries `Content-Type: application/json; charset=utf-8`.
+ * Errors are {"error":{"type":T,"message":M, ...extra}} where T and the status
+ * come from the cof_code (cof_code_type / cof_code_status), so the library's
+ * error maps 1:1 to the API's.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "http/http.h"
+
+#define JSON_CT "application/json; charset=utf-8"
+
+enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *resp)
+{
+	enum MHD_Result ret;
+
+	if (resp == NULL)
+		return MHD_NO; /* out of memory: MHD closes the connection */
+	ret = MHD_queue_response(req->conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* A response holding `body` serialised (NULL body = empty), or NULL. */
+static struct MHD_Response *json_response(json_t *body)
+{
+	struct MHD_Response *resp;
+	char *text = NULL;
+	size_t len = 0;
+
+	if (body != NULL) {
+		text = json_dumps(body, JSON_COMPACT);
+		if (text == NULL)
+			return NULL;
+		len = strlen(text);
+	}
+	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(text);
+		return NULL;
+	}
+	if (body != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, JSON_CT);
+	return resp;
+}
+
+enum MHD_Result http_send_json_h(http_req *req, unsigned status, json_t *body,
+				 const char *const *headers)
+{
+	struct MHD_Response *resp = json_response(body);
+
+	json_decref(body);
+	if (resp == NULL)
+		return MHD_NO;
+	for (size_t i = 0; headers && headers[i] && headers[i + 1]; i += 2)
+		MHD_add_response_header(resp, headers[i], headers[i + 1]);
+	return http_queue(req, status, resp);
+}
+
+enum MHD_Result http_send_json(http_req *req, unsigned status, json_t *body)
+{
+	return http_send_json_h(req, status, body, NULL);
+}
+
+struct MHD_Response *http_error_response(const cof_err *err)
+{
+	json_t *obj = json_object(), *wrap;
+	struct MHD_Response *resp;
+	cof_code code = err->code == COF_OK ? COF_EINTERNAL : err->code;
+
+	if (obj == NULL)
+		return NULL;
+	json_object_set_new(obj, "type", json_string(cof_code_type(code)));
+	json_object_set_new(obj, "message",
+			    json_string(err->msg[0] ? err->msg : cof_code_type(code)));
+	if (json_is_object(err->extra)) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(err->extra, k, v) {
+			if (strcmp(k, "type") != 0 && strcmp(k, "message") != 0)
+				json_object_set(obj, k, v);
+		}
+	}
+	wrap = json_pack("{s:o}", "error", obj);
+	if (wrap == NULL)
+		return NULL;
+	resp = json_response(wrap);
+	json_decref(wrap);
+	return resp;
+}
+
+enum MHD_Result http_send_error(http_req *req, cof_err *err)
+{
+	cof_code code = err->code == COF_OK ? COF_EINTERNAL : err->code;
+	struct MHD_Response *resp = http_error_response(err);
+
+	if (code == COF_EINTERNAL || code == COF_EUNAVAILABLE)
+		fprintf(stderr, "cofferd: %s %s: %s\n", req->method,
+			req->route ? req->route->pattern : "?", err->msg);
+	cof_err_clear(err);
+	return http_queue(req, (unsigned)cof_code_status(code), resp);
+}
+
+enum MHD_Result http_send_fail(http_req *req, cof_code code, const char *fmt, ...)
+{
+	cof_err err = { 0 };
+	va_list ap;
+
+	err.code = code;
+	va_start(ap, fmt);
+	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
+	va_end(ap);
+	return http_send_error(req, &err);
+}
+
+enum MHD_Result http_send_empty(http_req *req, unsigned status)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	return http_queue(req, status, resp);
+}
+
+enum MHD_Result http_reply(http_req *req, int rc, unsigned status, json_t *out,
+			   cof_err *err)
+{
+	if (rc != 0) {
+		json_decref(out);
+		return http_send_error(req, err);
+	}
+	if (out == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "the library gave no answer");
+	return http_send_json(req, status, out);
+}

@@ -1,0 +1,338 @@
+/*
+ * router.c — the routing table and the request life cycle MHD drives.
+ *
+ * MHD calls http_access several times per request: once with the headers
+ * (upload size 0), once per body chunk, and once more (size 0) when the body
+ * is complete; that last call must queue a response. Errors found early are
+ * kept in req->err and answered on the last call, after the body has been
+ * read and dropped, so that a client still sending cannot miss the answer. The
+ * exception is a client waiting on `Expect: 100-continue`: it has sent no body
+ * yet, so the error is answered at once and the body never comes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "http/http.h"
+
+/* Every route this server answers; the one place to look. */
+static const http_route routes[] = {
+	{ "GET", "/v1/health", 0, HTTP_BODY_NONE, NULL, http_health },
+	{ "POST", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
+	  http_keys_create },
+	{ "POST", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
+	  http_volume_create },
+	{ "GET", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL,
+	  http_volume_get_many },
+	{ "GET", "/v1/volumes/{}", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL,
+	  http_volume_get },
+	{ "DELETE", "/v1/volumes/{}", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL,
+	  http_volume_delete },
+	{ "GET", "/v1/volumes/{}/files", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE,
+	  NULL, http_files_list },
+	{ "GET", "/v1/volumes/{}/files/{+}", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_NONE, NULL, http_file_get },
+	{ "PUT", "/v1/volumes/{}/files/{+}", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_STREAM, http_begin_file_put, http_file_put },
+	{ "DELETE", "/v1/volumes/{}/files/{+}", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_NONE, NULL, http_file_delete },
+	{ "POST", "/v1/volumes/{}/move", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,
+	  NULL, http_move },
+	{ "GET", "/v1/volumes/{}/changes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE,
+	  NULL, http_changes },
+	{ "POST", "/v1/volumes/{}/snapshots", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_JSON, NULL, http_snapshot_create },
+	{ "GET", "/v1/volumes/{}/snapshots", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_NONE, NULL, http_snapshot_list },
+	{ "GET", "/v1/volumes/{}/snapshots/{}", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_NONE, NULL, http_snapshot_get },
+	{ "PATCH", "/v1/volumes/{}/snapshots/{}", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_JSON, NULL, http_snapshot_patch },
+	{ "DELETE", "/v1/volumes/{}/snapshots/{}", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_NONE, NULL, http_snapshot_delete },
+	{ "POST", "/v1/volumes/{}/fork", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,
+	  NULL, http_fork },
+	{ "POST", "/v1/volumes/{}/restore", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_JSON, NULL, http_restore },
+	{ "GET", "/v1/volumes/{}/archive", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE,
+	  NULL, http_archive },
+	{ "POST", "/v1/volumes/{}/links", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,
+	  NULL, http_link_create },
+	{ "GET", "/l/{}", 0, HTTP_BODY_NONE, NULL, http_link_get },
+	{ "PUT", "/l/{}", 0, HTTP_BODY_STREAM, http_begin_link_put, http_link_put },
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* One capture of a match: raw (still percent-encoded) bytes of the URL. */
+typedef struct capture {
+	const char *s;
+	size_t len;
+} capture;
+
+/* Matches a raw URL path against `pattern`. Returns the number of captures
+ * (>= 0) written to caps, or -1 when it does not match. `{}` takes one
+ * non-empty segment; `{+}` (last) takes the rest, slashes and all. */
+static int route_match(const char *pattern, const char *url, capture *caps)
+{
+	const char *p = pattern, *u = url;
+	int n = 0;
+
+	while (*p) {
+		if (p[0] == '{' && p[1] == '+' && p[2] == '}') {
+			caps[n].s = u;
+			caps[n++].len = strlen(u);
+			u += strlen(u);
+			p += 3;
+		} else if (p[0] == '{' && p[1] == '}') {
+			size_t len = strcspn(u, "/");
+			if (len == 0 || n == HTTP_MAX_PARAMS)
+				return -1;
+			caps[n].s = u;
+			caps[n++].len = len;
+			u += len;
+			p += 2;
+		} else if (*p++ != *u++) {
+			return -1;
+		}
+	}
+	return *u == '\0' ? n : -1;
+}
+
+/* True when route `r` serves `method` (HEAD is served by GET routes). */
+static int method_ok(const http_route *r, const char *method)
+{
+	return strcmp(r->method, method) == 0 ||
+	       (strcmp(method, "HEAD") == 0 && strcmp(r->method, "GET") == 0);
+}
+
+/* Fills req->allow with the methods of the routes matching `url`. */
+static void set_allow(http_req *req, const char *url)
+{
+	capture caps[HTTP_MAX_PARAMS];
+	char allow[96] = "";
+	size_t off = 0;
+
+	for (size_t i = 0; i < NROUTES; i++) {
+		if (route_match(routes[i].pattern, url, caps) < 0)
+			continue;
+		const char *m = strcmp(routes[i].method, "GET") == 0 ? "GET, HEAD"
+								       : routes[i].method;
+		int w = snprintf(allow + off, sizeof(allow) - off, "%s%s",
+				 off ? ", " : "", m);
+		if (w > 0 && (size_t)w < sizeof(allow) - off)
+			off += (size_t)w;
+	}
+	req->allow = http_own(req, allow, strlen(allow));
+}
+
+/* Finds the route for the request and decodes its captures. 0, or -1 with
+ * req->err: 404 for an unknown path, 405 for a known path and another method. */
+static int route_find(http_req *req, const char *url)
+{
+	capture caps[HTTP_MAX_PARAMS];
+	int path_known = 0;
+
+	for (size_t i = 0; i < NROUTES; i++) {
+		int n = route_match(routes[i].pattern, url, caps);
+		if (n < 0)
+			continue;
+		path_known = 1;
+		if (!method_ok(&routes[i], req->method))
+			continue;
+		req->route = &routes[i];
+		for (int k = 0; k < n; k++) {
+			const char *what = (k == n - 1 && strstr(routes[i].pattern, "{+}"))
+						   ? "file path" : "URL segment";
+			req->param[k] = http_decode(req, caps[k].s, caps[k].len, what,
+						    &req->err);
+			if (req->param[k] == NULL)
+				return -1;
+		}
+		req->nparams = n;
+		return 0;
+	}
+	if (!path_known)
+		return cof_error(&req->err, COF_ENOTFOUND, "no such endpoint '%s'", url);
+	set_allow(req, url);
+	return cof_error(&req->err, COF_ENOTFOUND,
+			 "method '%s' is not allowed on '%s'; allowed: %s", req->method,
+			 url, req->allow ? req->allow : "");
+}
+
+/* The API key sent with the request, or NULL. */
+static const char *request_key(http_req *req)
+{
+	const char *v = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (v != NULL) {
+		while (*v == ' ')
+			v++;
+		if (strncasecmp(v, "Bearer ", 7) == 0) {
+			v += 7;
+			while (*v == ' ')
+				v++;
+			return *v ? v : NULL;
+		}
+	}
+	v = http_header(req, "x-api-key");
+	return (v != NULL && *v) ? v : NULL;
+}
+
+/* Authenticates when the route needs it. 0, or -1 with req->err (401/403). */
+static int authenticate(http_req *req)
+{
+	const char *key;
+
+	if (!(req->route->flags & HTTP_F_AUTH))
+		return 0;
+	key = request_key(req);
+	if (key == NULL)
+		return cof_error(&req->err, COF_EUNAUTHORIZED,
+				 "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
+	if (cof_key_auth(req->srv->st, key, &req->who, &req->err))
+		return -1;
+	if ((req->route->flags & HTTP_F_NOAGENT) && req->who.agent[0])
+		return cof_error(&req->err, COF_EFORBIDDEN,
+				 "this key is bound to agent '%s' and reaches only that agent",
+				 req->who.agent);
+	return 0;
+}
+
+/* Everything done on MHD's first call: route, auth, header checks, limits. */
+static void req_begin(http_req *req, const char *url)
+{
+	int64_t clen;
+
+	req->body.max = HTTP_JSON_MAX;
+	if (route_find(req, url) || authenticate(req)) {
+		req->failed = 1;
+		return;
+	}
+	clen = http_content_length(req);
+	if (req->route->body == HTTP_BODY_JSON && clen > (int64_t)HTTP_JSON_MAX) {
+		cof_error(&req->err, COF_ETOOLARGE,
+			  "request body is %lld bytes; the limit for a JSON body is 32 MiB",
+			  (long long)clen);
+		req->failed = 1;
+		return;
+	}
+	if (req->route->begin && req->route->begin(req))
+		req->failed = 1;
+}
+
+/* Takes one body chunk. After a failure the rest of the body is dropped. */
+static void req_feed(http_req *req, const char *data, size_t len)
+{
+	if (req->failed)
+		return;
+	if (req->route->body == HTTP_BODY_JSON) {
+		if (cof_buf_add(&req->body, data, len) == 0)
+			return;
+		if (req->body.len + len > HTTP_JSON_MAX)
+			cof_error(&req->err, COF_ETOOLARGE,
+				  "request body is over 32 MiB; the limit for a JSON body is 32 MiB");
+		else
+			cof_error(&req->err, COF_EINTERNAL, "out of memory reading the body");
+		cof_buf_release(&req->body);
+		req->failed = 1;
+	} else if (req->route->body == HTTP_BODY_STREAM && req->up != NULL) {
+		if (cof_upload_write(req->up, data, len, &req->err) == 0)
+			return;
+		cof_upload_abort(req->up);
+		req->up = NULL;
+		req->failed = 1;
+	}
+}
+
+/* Parses the buffered JSON body into req->json. 0, or -1 with req->err. */
+static int parse_json(http_req *req)
+{
+	json_error_t jerr;
+
+	if (req->body.len == 0)
+		return 0; /* no body counts as {} */
+	req->json = json_loadb(req->body.data, req->body.len, JSON_REJECT_DUPLICATES,
+			       &jerr);
+	cof_buf_release(&req->body);
+	if (req->json == NULL)
+		return cof_error(&req->err, COF_EVALIDATION,
+				 "request body is not valid JSON: %s at line %d, column %d",
+				 jerr.text, jerr.line, jerr.column);
+	if (!json_is_object(req->json))
+		return cof_error(&req->err, COF_EVALIDATION,
+				 "request body must be a JSON object");
+	return 0;
+}
+
+/* Answers req->err, with the headers its status calls for. */
+static enum MHD_Result answer_error(http_req *req)
+{
+	struct MHD_Response *resp;
+	cof_code code = req->err.code == COF_OK ? COF_EINTERNAL : req->err.code;
+	unsigned status = (unsigned)cof_code_status(code);
+
+	if (req->allow == NULL && code != COF_EUNAUTHORIZED)
+		return http_send_error(req, &req->err);
+	resp = http_error_response(&req->err);
+	cof_err_clear(&req->err);
+	if (resp == NULL)
+		return MHD_NO;
+	if (req->allow != NULL) {
+		status = MHD_HTTP_METHOD_NOT_ALLOWED;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
+	}
+	if (code == COF_EUNAUTHORIZED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	return http_queue(req, status, resp);
+}
+
+enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
+			    const char *method, const char *version,
+			    const char *upload_data, size_t *upload_data_size,
+			    void **con_cls)
+{
+	http_server *srv = cls;
+	http_req *req = *con_cls;
+
+	(void)version;
+	if (req == NULL) {
+		req = calloc(1, sizeof(*req));
+		if (req == NULL)
+			return MHD_NO;
+		req->srv = srv;
+		req->conn = conn;
+		req->method = method;
+		*con_cls = req;
+		__atomic_add_fetch(&srv->in_flight, 1, __ATOMIC_SEQ_CST);
+		req_begin(req, url);
+		if (req->failed && http_expects_continue(req))
+			return answer_error(req);
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0) {
+		req_feed(req, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (!req->failed && req->route->body == HTTP_BODY_JSON && parse_json(req))
+		req->failed = 1;
+	if (req->failed)
+		return answer_error(req);
+	return req->route->handle(req);
+}
+
+void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+		    enum MHD_RequestTerminationCode toe)
+{
+	http_server *srv = cls;
+	http_req *req = *con_cls;
+
+	(void)conn;
+	(void)toe;
+	if (req == NULL)
+		return;
+	http_req_release(req);
+	free(req);
+	*con_cls = NULL;
+	__atomic_sub_fetch(&srv->in_flight, 1, __ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,124 @@
+/*
+ * volumes.c — keys, volumes, listings, the changes feed, move, health.
+ *
+ * Handlers here only translate: query args and bodies in, the library's JSON
+ * answer out. The library validates body fields; this layer validates query
+ * args (numbers, booleans) and names the parameter when refusing one.
+ */
+#include <string.h>
+#include "http/http.h"
+
+#define ORG(req) ((req)->who.org)
+
+enum MHD_Result http_health(http_req *req)
+{
+	return http_send_json(req, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1));
+}
+
+enum MHD_Result http_keys_create(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = cof_key_create(req->srv->st, &req->who, req->json, &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
+}
+
+/* POST /v1/volumes: 201 both when made now and when replayed for the same
+ * Idempotency-Key; a replay is marked with `Idempotent-Replayed: true`. */
+enum MHD_Result http_volume_create(http_req *req)
+{
+	static const char *const replayed[] = { "Idempotent-Replayed", "true", NULL };
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 1;
+	const char *idem = http_header_trim(req, "Idempotency-Key");
+	int rc = cof_volume_create(req->srv->st, ORG(req), req->json, idem, &out,
+				   &created, &err);
+
+	if (rc != 0 || created)
+		return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
+	return http_send_json_h(req, MHD_HTTP_CREATED, out, replayed);
+}
+
+enum MHD_Result http_volume_get_many(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *ids;
+
+	if (http_query(req, "ids", &ids, &err))
+		return http_send_error(req, &err);
+	if (ids == NULL)
+		return http_send_fail(req, COF_EVALIDATION,
+				      "query parameter 'ids' is required (comma-separated volume ids, at most 50)");
+	int rc = cof_volume_get_many(req->srv->st, ORG(req), ids, &out, &err);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+enum MHD_Result http_volume_get(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = cof_volume_get(req->srv->st, ORG(req), req->param[0], &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* DELETE /v1/volumes/{id}: 204 No Content. */
+enum MHD_Result http_volume_delete(http_req *req)
+{
+	cof_err err = { 0 };
+
+	if (cof_volume_delete(req->srv->st, ORG(req), req->param[0], &err))
+		return http_send_error(req, &err);
+	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
+}
+
+/* GET /v1/volumes/{id}/files?prefix=&glob=&snapshot=&cursor=&limit=&content= */
+enum MHD_Result http_files_list(http_req *req)
+{
+	cof_err err = { 0 };
+	cof_list_opts o = { 0 };
+	json_t *out = NULL;
+
+	if (http_query(req, "prefix", &o.prefix, &err) ||
+	    http_query(req, "glob", &o.glob, &err) ||
+	    http_query(req, "snapshot", &o.snapshot, &err) ||
+	    http_query(req, "cursor", &o.cursor, &err) ||
+	    http_query_int(req, "limit", 1, 10000, &o.limit, &err) ||
+	    http_query_bool(req, "content", 0, &o.content, &err))
+		return http_send_error(req, &err);
+	int rc = cof_file_list(req->srv->st, ORG(req), req->param[0], &o, &out, &err);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* GET /v1/volumes/{id}/changes?since=&prefix=&wait= — blocks this connection's
+ * thread for up to `wait` seconds; a stopping server does not wait. */
+enum MHD_Result http_changes(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *prefix;
+	int64_t since = 0, wait = 0;
+
+	if (http_query_int(req, "since", 0, INT64_MAX, &since, &err) ||
+	    http_query(req, "prefix", &prefix, &err) ||
+	    http_query_int(req, "wait", 0, 60, &wait, &err))
+		return http_send_error(req, &err);
+	if (__atomic_load_n(&req->srv->stopping, __ATOMIC_SEQ_CST))
+		wait = 0;
+	int rc = cof_changes(req->srv->st, ORG(req), req->param[0], since, prefix,
+			     (int)wait, &out, &err);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+enum MHD_Result http_move(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = cof_file_move(req->srv->st, ORG(req), req->param[0], req->json, &out,
+			       &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
