@@ -1,0 +1,201 @@
+/*
+ * admin.c — `coffer serve` (cofferd in-process), `coffer key create`, and
+ * `coffer gc` / `coffer fsck`, which open a data dir with libcoffer directly
+ * instead of asking a server.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "cli/cli.h"
+
+#if defined(__has_include)
+#if __has_include("http/server.h")
+#include "http/server.h"
+#define ADMIN_HAVE_SERVER_H 1
+#endif
+#endif
+#ifndef ADMIN_HAVE_SERVER_H
+int cofferd_main(int argc, char **argv);
+#endif
+
+/* coffer serve [cofferd flags]: cofferd itself, argv[0] = "serve". */
+static int admin_serve(const cli_cmd *cmd, int argc, char **argv)
+{
+	return cofferd_main(argc, argv);
+}
+
+/* coffer key create [--org O] [--agent A] */
+static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *org = NULL, *agent = NULL, *pos[1];
+	const cli_opt opts[] = {
+		{"org", 0, CLI_OPT_STR, &org},
+		{"agent", 0, CLI_OPT_STR, &agent},
+		{NULL, 0, 0, NULL},
+	};
+	cof_buf u = COF_BUF_INIT;
+	json_t *body, *ans = NULL;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	body = json_object();
+	if (org)
+		json_object_set_new(body, "org", json_string(org));
+	if (agent)
+		json_object_set_new(body, "agent", json_string(agent));
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/keys");
+	rc = cli_call("POST", u.data, body, &ans);
+	if (rc == CLI_OK)
+		cli_print_object(ans);
+	json_decref(ans);
+	json_decref(body);
+	cof_buf_release(&u);
+	return rc;
+}
+
+/* Opens the data dir `dir` for gc/fsck. Refuses a dir without meta.db rather
+ * than let cof_store_open create an empty store there. Returns CLI_OK or
+ * CLI_FAIL (printed). */
+static int admin_open(const char *dir, const cof_store_opts *opts, cof_store **st)
+{
+	cof_buf meta = COF_BUF_INIT;
+	cof_err err = {0};
+	struct stat sb;
+	int missing;
+
+	cli_buf_addf(&meta, "%s/meta.db", dir);
+	missing = stat(meta.data, &sb) != 0;
+	cof_buf_release(&meta);
+	if (missing)
+		return cli_fail("'%s' is not a coffer data dir (no meta.db)", dir);
+	if (cof_store_open(dir, opts, st, &err)) {
+		cli_fail("cannot open data dir '%s': %s (%s)", dir, err.msg,
+			 cof_code_type(err.code));
+		cof_err_clear(&err);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
+/* Prints a gc/fsck report: --json as is, else one "key  value" line per field
+ * and, for lists, one indented line per item. */
+static void admin_report(json_t *rep)
+{
+	const char *key;
+	json_t *v;
+	size_t width = 0;
+
+	if (cli_g.json || !json_is_object(rep)) {
+		cli_print_json(rep);
+		return;
+	}
+	json_object_foreach(rep, key, v)
+		if (strlen(key) > width)
+			width = strlen(key);
+	json_object_foreach(rep, key, v) {
+		char tmp[4096];
+		size_t i;
+		json_t *item;
+
+		if (!json_is_array(v)) {
+			if (json_is_boolean(v))
+				printf("%-*s  %s\n", (int)width, key, json_is_true(v) ? "yes" : "no");
+			else
+				printf("%-*s  %s\n", (int)width, key,
+				       cli_cell(rep, key, tmp, sizeof(tmp)));
+			continue;
+		}
+		printf("%-*s  %zu\n", (int)width, key, json_array_size(v));
+		json_array_foreach(v, i, item) {
+			json_t *wrap = json_pack("{s:O}", "x", item);
+
+			printf("  - %s\n", cli_cell(wrap, "x", tmp, sizeof(tmp)));
+			json_decref(wrap);
+		}
+	}
+}
+
+/* Shared body of gc and fsck: open, run, print, close. fsck exits 1 unless
+ * the report says ok. */
+static int admin_store_cmd(const cli_cmd *cmd, int argc, char **argv, int is_gc)
+{
+	const char *dir = NULL, *pos[1];
+	int64_t grace = -1;
+	const cli_opt gc_opts[] = {
+		{"data", 'd', CLI_OPT_STR, &dir},
+		{"grace", 0, CLI_OPT_INT, &grace},
+		{NULL, 0, 0, NULL},
+	};
+	const cli_opt fsck_opts[] = {
+		{"data", 'd', CLI_OPT_STR, &dir},
+		{NULL, 0, 0, NULL},
+	};
+	cof_store_opts sopts = {0};
+	cof_store *st = NULL;
+	cof_err err = {0};
+	json_t *rep = NULL;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, is_gc ? gc_opts : fsck_opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	if (!dir)
+		return cli_usage(cmd, "missing --data DIR");
+	if (grace >= 0)
+		sopts.gc_grace_seconds = grace ? grace : 1; /* 0 means "default" below */
+	if ((rc = admin_open(dir, &sopts, &st)))
+		return rc;
+	if ((is_gc ? cof_gc(st, &rep, &err) : cof_fsck(st, &rep, &err))) {
+		rc = cli_fail("%s failed: %s (%s)", cmd->name, err.msg, cof_code_type(err.code));
+		cof_err_clear(&err);
+	} else {
+		admin_report(rep);
+		if (!is_gc && !json_is_true(json_object_get(rep, "ok")))
+			rc = CLI_FAIL;
+	}
+	json_decref(rep);
+	cof_store_close(st);
+	return rc;
+}
+
+/* coffer gc --data DIR [--grace SECONDS] */
+static int admin_gc(const cli_cmd *cmd, int argc, char **argv)
+{
+	return admin_store_cmd(cmd, argc, argv, 1);
+}
+
+/* coffer fsck --data DIR */
+static int admin_fsck(const cli_cmd *cmd, int argc, char **argv)
+{
+	return admin_store_cmd(cmd, argc, argv, 0);
+}
+
+const cli_cmd cli_admin_cmds[] = {
+	{NULL, "serve", "[--data DIR] [--listen HOST:PORT] [cofferd flags]",
+	 "run cofferd in the foreground (same flags as cofferd)",
+	 "Everything after 'serve' goes to cofferd; see 'coffer serve --help'.\n",
+	 admin_serve},
+	{"key", "create", "[--org O] [--agent A]", "mint an API key",
+	 "Options:\n"
+	 "  --org O              the key's organization (only the admin key may name a\n"
+	 "                       new one; default: the caller's)\n"
+	 "  --agent A            bind the key to agent A\n",
+	 admin_key_create},
+	{NULL, "gc", "--data DIR [--grace SECONDS]",
+	 "delete content nothing refers to any more (works on the data dir)",
+	 "Opens DIR directly (no server needed; a running cofferd may share it).\n\n"
+	 "Options:\n"
+	 "  -d, --data DIR       the data dir\n"
+	 "  --grace SECONDS      keep unreferenced content this long (default 24 h)\n",
+	 admin_gc},
+	{NULL, "fsck", "--data DIR",
+	 "check that every stored file's content exists and hashes right",
+	 "Opens DIR directly (no server needed). Exits 1 when something is missing\n"
+	 "or corrupt.\n\n"
+	 "Options:\n"
+	 "  -d, --data DIR       the data dir\n",
+	 admin_fsck},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
+};

@@ -1,0 +1,185 @@
+/*
+ * cli.h — what the files of the `coffer` command share: the command table, the
+ * option parser, the HTTP client (one place for URLs, auth, errors, progress)
+ * and the output helpers.
+ *
+ * Exit codes, everywhere: 0 success, 1 the server refused or could not be
+ * reached (message on stderr), 2 the command line was wrong (message + hint).
+ * Commands return one of these; nothing below main() calls exit() except on
+ * out-of-memory, which prints "coffer: out of memory" and exits 1.
+ */
+#ifndef COF_CLI_H
+#define COF_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+#include <curl/curl.h>
+#include "util/util.h"
+
+#ifndef COFFER_VERSION
+#define COFFER_VERSION "0.1.0"
+#endif
+
+#define CLI_OK 0
+#define CLI_FAIL 1
+#define CLI_USAGE 2
+/* Returned by cli_parse() when --help was asked for and printed: exit 0. */
+#define CLI_HELPED (-1)
+
+#define CLI_DEFAULT_URL "http://127.0.0.1:7700"
+#define CLI_PROGRESS_MIN (1024 * 1024)
+
+/* ------------------------------------------------------------ global state */
+
+/* Global flags, accepted before or after the command word. */
+typedef struct cli_global {
+	const char *server; /* --server, $COFFER_URL, or CLI_DEFAULT_URL */
+	const char *key;    /* --key, $COFFER_KEY, or ./data/admin.key */
+	int json;           /* --json: print the server's answer as it came */
+	int verbose;        /* --verbose: libcurl's trace on stderr */
+} cli_global;
+
+extern cli_global cli_g;
+
+/* ---------------------------------------------------------- command table */
+
+typedef struct cli_cmd cli_cmd;
+/* A command's handler: argv[0] is the command's last word ("create" for
+ * `volume create`); returns an exit code. */
+typedef int (*cli_fn)(const cli_cmd *cmd, int argc, char **argv);
+
+struct cli_cmd {
+	const char *group;   /* "volume", or NULL for a top-level command */
+	const char *name;    /* "create" */
+	const char *usage;   /* "NAME [--ceiling SIZE] [--idempotency-key K]" */
+	const char *summary; /* one line for `coffer --help` */
+	const char *help;    /* the rest of `coffer CMD --help`; may be NULL */
+	cli_fn fn;
+};
+
+/* Each command file exports its table, terminated by a zeroed entry. */
+extern const cli_cmd cli_volume_cmds[];
+extern const cli_cmd cli_files_cmds[];
+extern const cli_cmd cli_snapshot_cmds[];
+extern const cli_cmd cli_admin_cmds[];
+
+/* Prints `coffer: MSG` and a hint naming the command's --help to stderr, and
+ * returns CLI_USAGE. `cmd` may be NULL (then the hint names `coffer --help`). */
+int cli_usage(const cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prints `coffer: MSG` to stderr and returns CLI_FAIL. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the full help of one command to `out`. */
+void cli_cmd_help(const cli_cmd *cmd, FILE *out);
+
+/* ---------------------------------------------------------- option parser */
+
+typedef enum {
+	CLI_OPT_FLAG = 1, /* int *: set to 1 */
+	CLI_OPT_STR,      /* const char **: the argument, borrowed from argv */
+	CLI_OPT_INT,      /* int64_t *: a non-negative decimal integer */
+	CLI_OPT_SIZE,     /* int64_t *: bytes, or a size such as 512M, 4GiB */
+	CLI_OPT_LIST,     /* cli_list *: every occurrence, in order */
+} cli_opt_kind;
+
+#define CLI_LIST_MAX 64
+typedef struct cli_list {
+	const char *items[CLI_LIST_MAX];
+	size_t n;
+} cli_list;
+
+typedef struct cli_opt {
+	const char *name; /* long name without "--": "if-match" */
+	char short_name;  /* 'o', or 0 */
+	cli_opt_kind kind;
+	void *dest;
+} cli_opt;
+
+/* Parses argv[1..] of a command: the options in `opts` (NULL-name terminated)
+ * plus the global flags and --help, in any order; "--" ends options; "-" is a
+ * positional. Positionals go to pos[0..max_pos) and their count to *npos.
+ * Returns 0, CLI_HELPED (help printed) or CLI_USAGE (message printed) when an
+ * option is unknown, lacks or has a bad argument, or the count of positionals
+ * is outside [min_pos, max_pos]. */
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, const cli_opt *opts,
+	      const char **pos, int min_pos, int max_pos, int *npos);
+
+/* Parses "4096", "512K", "512M", "4G", "1.5GiB", "2T" (binary units, case-
+ * insensitive, optional "i"/"iB"/"B"). -1 when malformed or over INT64_MAX. */
+int cli_parse_size(const char *s, int64_t *out);
+/* Parses a non-negative decimal int64; -1 when malformed or out of range. */
+int cli_parse_int(const char *s, int64_t *out);
+
+/* ----------------------------------------------------------------- memory */
+
+/* Appends to a cof_buf, exiting with "out of memory" if that fails. */
+void cli_buf_add(cof_buf *b, const void *data, size_t len);
+void cli_buf_adds(cof_buf *b, const char *s);
+void cli_buf_addf(cof_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Exits 1 after "coffer: out of memory" when p is NULL; returns p. */
+void *cli_check_alloc(void *p);
+
+/* ------------------------------------------------------------------- URLs */
+
+/* Starts `u` (a fresh cof_buf) with the server's base URL, no trailing '/'. */
+void cli_url_begin(cof_buf *u);
+/* Appends literal text (already URL-safe). */
+void cli_url_lit(cof_buf *u, const char *s);
+/* Appends one path segment, percent-encoded ('/' encoded too). */
+void cli_url_seg(cof_buf *u, const char *s);
+/* Appends a volume path, each segment percent-encoded, '/' kept; one leading
+ * '/' is dropped (the API ignores it). */
+void cli_url_path(cof_buf *u, const char *path);
+/* Appends "?name=value" or "&name=value", the value percent-encoded. Nothing
+ * when value is NULL. */
+void cli_url_query(cof_buf *u, const char *name, const char *value);
+void cli_url_query_int(cof_buf *u, const char *name, int64_t value);
+
+/* ------------------------------------------------------------ HTTP client */
+
+typedef struct cli_req {
+	const char *method;          /* "GET", "PUT", ... */
+	const char *url;             /* absolute, from cli_url_* */
+	json_t *body;                /* JSON body, borrowed; NULL for none */
+	FILE *upload;                /* raw body streamed from here; NULL for none */
+	int64_t upload_size;         /* -1 = unknown (chunked) */
+	struct curl_slist *headers;  /* extra headers, borrowed */
+	int download;                /* 2xx body goes to out_path (or stdout) */
+	const char *out_path;        /* NULL or "-" = stdout; else written atomically */
+	int progress;                /* progress bar when stderr is a terminal */
+	long timeout;                /* seconds for the whole request; 0 = none */
+} cli_req;
+
+typedef struct cli_resp {
+	long status;  /* HTTP status, 0 when no answer */
+	json_t *json; /* the 2xx answer when it was JSON (owned; json_decref) */
+} cli_resp;
+
+/* Performs `req`. Returns CLI_OK when the server answered 2xx (the body is in
+ * resp->json, or in the download target); otherwise prints the error —
+ * `coffer: MESSAGE (TYPE)` for an API error, `cannot reach cofferd at URL: ...`
+ * when the connection failed — and returns CLI_FAIL. resp may be NULL. */
+int cli_http(const cli_req *req, cli_resp *resp);
+
+/* Shortcut for a JSON call: METHOD url with `body` (may be NULL); on CLI_OK,
+ * *out (if not NULL) owns the answer (may be NULL for an empty answer). */
+int cli_call(const char *method, const char *url, json_t *body, json_t **out);
+
+/* ---------------------------------------------------------------- output */
+
+/* Prints an object answer: raw JSON with --json, else "key  value" lines. */
+void cli_print_object(json_t *obj);
+/* Prints a JSON value as indented JSON to stdout. */
+void cli_print_json(json_t *v);
+/* Formats bytes the way `ls -h` does ("512", "1.5K", "3.0M") into out. */
+void cli_human_size(int64_t bytes, char *out, size_t outsz);
+/* A field as text for a table cell: strings as-is, numbers, true/false, "-" for
+ * null or absent, compact JSON otherwise. Returns a pointer into `tmp` or into
+ * the JSON value (valid while it lives). */
+const char *cli_cell(json_t *obj, const char *field, char *tmp, size_t tmpsz);
+/* The integer value of obj.field, or `dflt` when absent or not a number. */
+int64_t cli_int(json_t *obj, const char *field, int64_t dflt);
+
+#endif /* COF_CLI_H */

@@ -1,0 +1,161 @@
+/*
+ * volume.c — `coffer volume create|ls|get|rm`.
+ */
+#include <inttypes.h>
+#include <string.h>
+#include "cli/cli.h"
+
+/* Starts `u` as the URL of volume `id` (".../v1/volumes/ID"). */
+static void vol_url(cof_buf *u, const char *id)
+{
+	cli_url_begin(u);
+	cli_url_lit(u, "/v1/volumes/");
+	cli_url_seg(u, id);
+}
+
+/* coffer volume create NAME [--ceiling SIZE] [--idempotency-key K] */
+static int vol_create(const cli_cmd *cmd, int argc, char **argv)
+{
+	int64_t ceiling = -1;
+	const char *idem = NULL, *pos[1];
+	const cli_opt opts[] = {
+		{"ceiling", 0, CLI_OPT_SIZE, &ceiling},
+		{"idempotency-key", 0, CLI_OPT_STR, &idem},
+		{NULL, 0, 0, NULL},
+	};
+	cof_buf u = COF_BUF_INIT, h = COF_BUF_INIT;
+	struct curl_slist *hdrs = NULL;
+	cli_resp resp;
+	json_t *body;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	body = json_pack("{s:s}", "name", pos[0]);
+	if (ceiling >= 0)
+		json_object_set_new(body, "ceiling", json_integer(ceiling));
+	if (idem) {
+		cli_buf_addf(&h, "Idempotency-Key: %s", idem);
+		hdrs = cli_check_alloc(curl_slist_append(NULL, h.data));
+	}
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/volumes");
+	{
+		cli_req req = {.method = "POST", .url = u.data, .body = body,
+			       .headers = hdrs, .upload_size = -1};
+
+		rc = cli_http(&req, &resp);
+	}
+	if (rc == CLI_OK)
+		cli_print_object(resp.json);
+	json_decref(resp.json);
+	json_decref(body);
+	curl_slist_free_all(hdrs);
+	cof_buf_release(&h);
+	cof_buf_release(&u);
+	return rc;
+}
+
+/* coffer volume ls [IDS...]: GET /v1/volumes?ids=a,b in one request. */
+static int vol_ls(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[50];
+	cof_buf u = COF_BUF_INIT, ids = COF_BUF_INIT;
+	json_t *ans = NULL, *vols, *v;
+	size_t i;
+	int n, rc, k;
+
+	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 0, 50, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	for (k = 0; k < n; k++) {
+		if (strchr(pos[k], ','))
+			return cli_usage(cmd, "volume id '%s' has a comma", pos[k]);
+		cli_buf_addf(&ids, "%s%s", k ? "," : "", pos[k]);
+	}
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/volumes");
+	if (n)
+		cli_url_query(&u, "ids", ids.data);
+	rc = cli_call("GET", u.data, NULL, &ans);
+	cof_buf_release(&u);
+	cof_buf_release(&ids);
+	if (rc)
+		return rc;
+	vols = json_object_get(ans, "volumes");
+	if (cli_g.json || !json_is_array(vols)) {
+		cli_print_json(ans);
+		json_decref(ans);
+		return CLI_OK;
+	}
+	printf("%-26s %8s %8s %8s  %s\n", "ID", "SEQ", "FILES", "BYTES", "NAME");
+	json_array_foreach(vols, i, v) {
+		char t1[64], t2[64], t3[64], t4[4096], hs[16];
+
+		cli_human_size(cli_int(v, "bytes", 0), hs, sizeof(hs));
+		printf("%-26s %8s %8s %8s  %s\n", cli_cell(v, "id", t1, sizeof(t1)),
+		       cli_cell(v, "seq", t2, sizeof(t2)), cli_cell(v, "files", t3, sizeof(t3)),
+		       json_object_get(v, "bytes") ? hs : "-",
+		       json_object_get(v, "name") ? cli_cell(v, "name", t4, sizeof(t4)) : "");
+	}
+	json_decref(ans);
+	return CLI_OK;
+}
+
+/* coffer volume get ID */
+static int vol_get(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[1];
+	cof_buf u = COF_BUF_INIT;
+	json_t *ans = NULL;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 1, 1, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	vol_url(&u, pos[0]);
+	rc = cli_call("GET", u.data, NULL, &ans);
+	if (rc == CLI_OK)
+		cli_print_object(ans);
+	json_decref(ans);
+	cof_buf_release(&u);
+	return rc;
+}
+
+/* coffer volume rm ID */
+static int vol_rm(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[1];
+	cof_buf u = COF_BUF_INIT;
+	json_t *ans = NULL;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 1, 1, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	vol_url(&u, pos[0]);
+	rc = cli_call("DELETE", u.data, NULL, &ans);
+	if (rc == CLI_OK && cli_g.json && ans)
+		cli_print_json(ans);
+	else if (rc == CLI_OK)
+		printf("deleted volume %s\n", pos[0]);
+	json_decref(ans);
+	cof_buf_release(&u);
+	return rc;
+}
+
+const cli_cmd cli_volume_cmds[] = {
+	{"volume", "create", "NAME [--ceiling SIZE] [--idempotency-key K]",
+	 "create a volume",
+	 "Options:\n"
+	 "  --ceiling SIZE          the most the volume may grow to, in bytes or as 512M,\n"
+	 "                          4G, 1TiB (default 4 GiB)\n"
+	 "  --idempotency-key K     a retry with the same key answers the same volume\n"
+	 "                          (for 24 hours) instead of making another\n",
+	 vol_create},
+	{"volume", "ls", "[IDS...]", "show volumes (seq, files, bytes)",
+	 "Asks for the given volume ids (at most 50) in one request; ids that do not\n"
+	 "exist are left out. Compare SEQ with an earlier run to tell which changed.\n",
+	 vol_ls},
+	{"volume", "get", "ID", "show one volume", NULL, vol_get},
+	{"volume", "rm", "ID", "delete a volume and all its snapshots, pinned ones too",
+	 NULL, vol_rm},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
+};
