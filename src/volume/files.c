@@ -1,0 +1,510 @@
+/*
+ * files.c — writing, reading, removing and moving files of a volume.
+ *
+ * A write streams the body into the blob store first (hashing as it goes),
+ * then commits the metadata in one change; the precondition is checked inside
+ * that change, so of many racing writers with one precondition exactly one
+ * wins. Nothing is visible before the metadata commits.
+ */
+#include <ctype.h>
+#include <magic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "volume/volume.h"
+
+#define SNIFF_BYTES 4096
+
+struct cof_upload {
+	cof_store *st;
+	cof_blob_writer *w;
+	int64_t size, max;
+	unsigned char head[SNIFF_BYTES];
+	size_t headlen;
+};
+
+/* ---------------------------------------------------------- preconditions */
+
+int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err)
+{
+	const char *p = value;
+	char *end;
+	long long v;
+
+	while (*p == ' ')
+		p++;
+	if (!strncmp(p, "W/", 2))
+		p += 2;
+	int quoted = *p == '"';
+	if (quoted)
+		p++;
+	if (!isdigit((unsigned char)*p))
+		return cof_error(err, COF_EVALIDATION,
+				 "If-Match must be a version like \"12\" (got '%.40s')", value);
+	v = strtoll(p, &end, 10);
+	if (quoted && *end++ != '"')
+		return cof_error(err, COF_EVALIDATION,
+				 "If-Match must be a version like \"12\" (got '%.40s')", value);
+	while (*end == ' ')
+		end++;
+	if (*end || v < 0)
+		return cof_error(err, COF_EVALIDATION,
+				 "If-Match must be a version like \"12\" (got '%.40s')", value);
+	out->kind = v == 0 ? COF_COND_ABSENT : COF_COND_VERSION;
+	out->version = v;
+	return 0;
+}
+
+/* Fills the 412 answer: the file's current {version, sha256}. */
+static int cond_failed(cof_err *err, const char *path, const cof_entry *cur, int exists)
+{
+	if (exists)
+		cof_error(err, COF_EPRECONDITION,
+			  "file '%.200s' is at version %lld, not the one expected", path,
+			  (long long)cur->version);
+	else
+		cof_error(err, COF_EPRECONDITION, "file '%.200s' does not exist", path);
+	cof_err_set(err, "current",
+		    exists ? json_pack("{s:I, s:s}", "version", (json_int_t)cur->version,
+				       "sha256", cur->sha256)
+			   : json_pack("{s:i, s:n}", "version", 0, "sha256"));
+	return -1;
+}
+
+/* Checks `cond` against the live row; 0 when it holds. */
+static int cond_check(cof_cond cond, const char *path, const cof_entry *cur, int exists,
+		      cof_err *err)
+{
+	if (cond.kind == COF_COND_ABSENT && exists)
+		return cond_failed(err, path, cur, exists);
+	if (cond.kind == COF_COND_VERSION && (!exists || cur->version != cond.version))
+		return cond_failed(err, path, cur, exists);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- uploads */
+
+int cof_upload_begin(cof_store *st, int64_t max_bytes, cof_upload **out, cof_err *err)
+{
+	cof_upload *up = calloc(1, sizeof *up);
+
+	if (!up)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	up->st = st;
+	up->max = max_bytes;
+	if (st->blobs->begin(st->blobs, &up->w, err)) {
+		free(up);
+		return -1;
+	}
+	*out = up;
+	return 0;
+}
+
+int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err)
+{
+	char a[32];
+
+	if (up->max && up->size + (int64_t)len > up->max) {
+		cof_size_fmt(up->max, a, sizeof a);
+		return cof_error(err, COF_ETOOLARGE, "the body is over %s (%lld bytes), the limit",
+				 a, (long long)up->max);
+	}
+	if (up->headlen < SNIFF_BYTES) {
+		size_t n = len < SNIFF_BYTES - up->headlen ? len : SNIFF_BYTES - up->headlen;
+		memcpy(up->head + up->headlen, data, n);
+		up->headlen += n;
+	}
+	if (up->st->blobs->write(up->w, data, len, err))
+		return -1;
+	up->size += (int64_t)len;
+	return 0;
+}
+
+int64_t cof_upload_size(const cof_upload *up)
+{
+	return up->size;
+}
+
+void cof_upload_abort(cof_upload *up)
+{
+	if (!up)
+		return;
+	up->st->blobs->abort(up->w);
+	free(up);
+}
+
+int cof_blob_put_bytes(cof_store *st, const void *data, size_t len, char sha[65],
+		       cof_err *err)
+{
+	cof_blob_writer *w;
+	int64_t size;
+
+	if (st->blobs->begin(st->blobs, &w, err))
+		return -1;
+	if (st->blobs->write(w, data, len, err)) {
+		st->blobs->abort(w);
+		return -1;
+	}
+	return st->blobs->commit(w, sha, &size, err);
+}
+
+/* ------------------------------------------------------------ content type */
+
+static const struct { const char *ext, *type; } ext_types[] = {
+	{"txt", "text/plain"}, {"md", "text/markdown"}, {"csv", "text/csv"},
+	{"json", "application/json"}, {"html", "text/html"}, {"htm", "text/html"},
+	{"css", "text/css"}, {"js", "text/javascript"}, {"mjs", "text/javascript"},
+	{"xml", "application/xml"}, {"svg", "image/svg+xml"}, {"yaml", "application/yaml"},
+	{"yml", "application/yaml"}, {"py", "text/x-python"}, {"c", "text/x-c"},
+	{"h", "text/x-c"}, {"sh", "application/x-sh"}, {"ts", "text/typescript"},
+	{"png", "image/png"}, {"jpg", "image/jpeg"}, {"jpeg", "image/jpeg"},
+	{"gif", "image/gif"}, {"webp", "image/webp"}, {"pdf", "application/pdf"},
+	{"zip", "application/zip"}, {"gz", "application/gzip"}, {"tar", "application/x-tar"},
+	{"wasm", "application/wasm"}, {"toml", "application/toml"}, {"log", "text/plain"},
+};
+
+static const char *type_by_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	const char *dot = strrchr(base ? base : path, '.');
+
+	if (!dot || !dot[1])
+		return NULL;
+	for (size_t i = 0; i < sizeof ext_types / sizeof *ext_types; i++)
+		if (!strcasecmp(dot + 1, ext_types[i].ext))
+			return ext_types[i].type;
+	return NULL;
+}
+
+void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t len,
+		    char *out, size_t outsz)
+{
+	const char *byname = type_by_name(path), *bybytes = NULL;
+
+	pthread_mutex_lock(&st->magic_mu);
+	if (st->magic && len)
+		bybytes = magic_buffer(st->magic, head, len);
+	/* Binary signatures (PNG, PDF, ...) win over the name; for text the name
+	 * says more (libmagic calls JavaScript "text/x-c" and JSON "text/plain"). */
+	int generic = !bybytes || !strncmp(bybytes, "text/", 5) ||
+		      !strcmp(bybytes, "application/octet-stream") ||
+		      !strncmp(bybytes, "inode/", 6) || !strcmp(bybytes, "application/x-empty");
+	if (bybytes && !generic)
+		snprintf(out, outsz, "%s", bybytes);
+	else if (byname)
+		snprintf(out, outsz, "%s", byname);
+	else if (bybytes && !strncmp(bybytes, "text/", 5))
+		snprintf(out, outsz, "%s", bybytes);
+	else
+		snprintf(out, outsz, "application/octet-stream");
+	pthread_mutex_unlock(&st->magic_mu);
+}
+
+/* A Content-Type from a caller: printable ASCII, at most 127 bytes. */
+static int ctype_check(const char *t, cof_err *err)
+{
+	size_t n = strlen(t);
+
+	if (n == 0 || n > 127)
+		return cof_error(err, COF_EVALIDATION,
+				 "Content-Type must be 1 to 127 bytes (it is %zu)", n);
+	for (size_t i = 0; i < n; i++)
+		if (t[i] < 0x20 || t[i] > 0x7e)
+			return cof_error(err, COF_EVALIDATION,
+					 "Content-Type holds a control or non-ASCII byte");
+	return 0;
+}
+
+/* ------------------------------------------------------------------- put */
+
+typedef struct put_ctx {
+	const char *path, *sha, *ctype;
+	int64_t size;
+	cof_cond cond;
+	int created;
+} put_ctx;
+
+static int put_apply(cof_txn *tx, void *arg, cof_err *err)
+{
+	put_ctx *p = arg;
+	cof_entry *cur = malloc(sizeof *cur);
+	int exists, rc = -1;
+
+	if (!cur)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	exists = cof_txn_get(tx, p->path, cur, err);
+	if (exists >= 0 && !cond_check(p->cond, p->path, cur, exists, err) &&
+	    !cof_txn_write(tx, p->path, p->sha, p->size, p->ctype, err))
+		rc = cof_volume_fit(tx, err);
+	p->created = exists == 0;
+	free(cur);
+	return rc;
+}
+
+int cof_file_put(cof_store *st, const char *org, const char *vol, const char *path,
+		 cof_upload *up, const char *content_type, cof_cond cond,
+		 json_t **out, int *created, cof_err *err)
+{
+	cof_volrow v;
+	char sha[65], ctype[128];
+	int64_t size, seq;
+	put_ctx p = {.cond = cond};
+	int rc;
+
+	if (!up)
+		return cof_error(err, COF_EINTERNAL, "no upload");
+	if (cof_path_check(path, strlen(path), "path", &p.path, err) ||
+	    (content_type && ctype_check(content_type, err)) ||
+	    cof_meta_volume_get(st->meta, org, vol, &v, err)) {
+		cof_upload_abort(up);
+		return -1;
+	}
+	if (v.bytes + up->size > v.ceiling) {
+		char a[32];
+		int64_t after = v.bytes + up->size;
+		cof_size_fmt(v.ceiling, a, sizeof a);
+		cof_upload_abort(up);
+		cof_error(err, COF_EVALIDATION,
+			  "the write would bring volume '%s' to %lld bytes; its ceiling is %s "
+			  "(%lld bytes)", v.id, (long long)after, a,
+			  (long long)v.ceiling);
+		cof_err_set(err, "ceiling", json_integer(v.ceiling));
+		return -1;
+	}
+	if (content_type)
+		snprintf(ctype, sizeof ctype, "%s", content_type);
+	else
+		cof_sniff_type(st, p.path, up->head, up->headlen, ctype, sizeof ctype);
+	/* Held from the blob's commit to the metadata's, so the collector never
+	 * deletes content a write is about to name. */
+	pthread_rwlock_rdlock(&st->gc_lock);
+	rc = st->blobs->commit(up->w, sha, &size, err);
+	free(up);
+	if (!rc) {
+		p.sha = sha, p.size = size, p.ctype = ctype;
+		rc = cof_meta_change(st->meta, v.vno, put_apply, &p, &seq, err);
+	}
+	pthread_rwlock_unlock(&st->gc_lock);
+	if (rc)
+		return -1;
+	cof_store_changed(st);
+	if (created)
+		*created = p.created;
+	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I}", "path", p.path, "version",
+			 (json_int_t)seq, "size", (json_int_t)size, "contentType", ctype,
+			 "sha256", sha, "seq", (json_int_t)seq);
+	return 0;
+}
+
+int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
+		       const char *path, const void *data, size_t len,
+		       const char *content_type, cof_cond cond, json_t **out,
+		       int *created, cof_err *err)
+{
+	cof_upload *up;
+
+	if (cof_upload_begin(st, 0, &up, err))
+		return -1;
+	if (cof_upload_write(up, data, len, err)) {
+		cof_upload_abort(up);
+		return -1;
+	}
+	return cof_file_put(st, org, vol, path, up, content_type, cond, out, created, err);
+}
+
+/* ------------------------------------------------------------------- read */
+
+int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
+		  const char *snapshot, cof_file *out, cof_err *err)
+{
+	cof_view view;
+	cof_entry *e;
+	const char *p;
+	int r;
+
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	if (cof_path_check(path, strlen(path), "path", &p, err) ||
+	    cof_view_open(st, org, vol, snapshot, &view, err))
+		return -1;
+	if (!(e = malloc(sizeof *e)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	r = cof_meta_entry_get(st->meta, view.vno, p, view.snapshot ? view.seq : -1, e, err);
+	if (r == 0)
+		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
+			  view.snapshot ? " in that snapshot" : "");
+	if (r == 1 && !st->blobs->open(st->blobs, e->sha256, &out->fd, err)) {
+		out->version = e->version;
+		out->size = e->size;
+		/* The live seq is read after the row, so it is never older than it. */
+		out->vol_seq = view.seq;
+		if (!view.snapshot) {
+			cof_volrow v;
+			cof_err e2 = {0};
+			if (!cof_meta_volume_by_vno(st->meta, view.vno, &v, &e2))
+				out->vol_seq = v.seq;
+			cof_err_clear(&e2);
+		}
+		memcpy(out->sha256, e->sha256, sizeof out->sha256);
+		snprintf(out->content_type, sizeof out->content_type, "%s", e->ctype);
+		out->updated_at = e->updated_at;
+		free(e);
+		return 0;
+	}
+	free(e);
+	return -1;
+}
+
+void cof_file_close(cof_file *f)
+{
+	if (f && f->fd >= 0) {
+		close(f->fd);
+		f->fd = -1;
+	}
+}
+
+/* ----------------------------------------------------------------- remove */
+
+typedef struct remove_ctx {
+	const char *path;
+	cof_cond cond;
+} remove_ctx;
+
+static int remove_apply(cof_txn *tx, void *arg, cof_err *err)
+{
+	remove_ctx *r = arg;
+	cof_entry *cur = malloc(sizeof *cur);
+	int exists, rc = -1;
+
+	if (!cur)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	exists = cof_txn_get(tx, r->path, cur, err);
+	if (exists == 0)
+		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found", r->path);
+	else if (exists == 1 && !cond_check(r->cond, r->path, cur, exists, err))
+		rc = cof_txn_remove(tx, r->path, err);
+	free(cur);
+	return rc;
+}
+
+int cof_file_remove(cof_store *st, const char *org, const char *vol,
+		    const char *path, cof_cond cond, json_t **out, cof_err *err)
+{
+	remove_ctx r = {.cond = cond};
+	cof_volrow v;
+	int64_t seq;
+
+	if (cof_path_check(path, strlen(path), "path", &r.path, err) ||
+	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
+	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
+		return -1;
+	cof_store_changed(st);
+	*out = json_pack("{s:s, s:I}", "path", r.path, "seq", (json_int_t)seq);
+	return 0;
+}
+
+/* ------------------------------------------------------------------- move */
+
+typedef struct move_ctx {
+	const char *from, *to;
+	int overwrite;
+	int64_t moved;
+} move_ctx;
+
+/* Moves one file `src` (a live row) to `dst` inside the change. */
+static int move_one(cof_txn *tx, const cof_item *src, const char *dst, int overwrite,
+		    cof_err *err)
+{
+	cof_entry *cur = malloc(sizeof *cur);
+	int exists, rc = -1;
+
+	if (!cur)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	exists = cof_txn_get(tx, dst, cur, err);
+	if (exists == 1 && !overwrite)
+		cof_error(err, COF_ECONFLICT,
+			  "'%.200s' exists; pass \"overwrite\": true to replace it", dst);
+	else if (exists >= 0 && !cof_txn_remove(tx, src->path, err))
+		rc = cof_txn_write(tx, dst, src->sha256, src->size, src->ctype, err);
+	free(cur);
+	return rc;
+}
+
+static int move_apply(cof_txn *tx, void *arg, cof_err *err)
+{
+	move_ctx *m = arg;
+	cof_items it = {0};
+	cof_buf dst = COF_BUF_INIT, dir = COF_BUF_INIT;
+	int rc = -1;
+
+	/* A file named `from`, else every file under `from/`. */
+	if (cof_buf_addf(&dir, "%s/", m->from))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_entry *e = malloc(sizeof *e);
+	int r = e ? cof_txn_get(tx, m->from, e, err) : -1;
+	if (r == 1)
+		cof_items_add(&it, e);
+	free(e);
+	if (r == 0 && cof_txn_list(tx, dir.data, cof_items_add, &it, err))
+		r = -1;
+	if (r < 0 || it.over < 0)
+		goto out;
+	if (it.n == 0) {
+		cof_error(err, COF_ENOTFOUND, "'%.200s' not found (no file or folder)", m->from);
+		goto out;
+	}
+	if (r == 0 && !strncmp(m->to, dir.data, dir.len)) {
+		cof_error(err, COF_EVALIDATION, "cannot move folder '%.200s' into itself", m->from);
+		goto out;
+	}
+	for (size_t i = 0; i < it.n; i++) {
+		const char *rest = it.v[i].path + strlen(m->from);
+		cof_buf_reset(&dst);
+		cof_buf_addf(&dst, "%s%s", m->to, rest);
+		if (dst.len > COF_PATH_MAX) {
+			cof_error(err, COF_EVALIDATION,
+				  "moving would make '%.100s...' %zu bytes; the limit is %d bytes",
+				  dst.data, dst.len, COF_PATH_MAX);
+			goto out;
+		}
+		if (move_one(tx, &it.v[i], dst.data, m->overwrite, err))
+			goto out;
+	}
+	m->moved = (int64_t)it.n;
+	rc = cof_volume_fit(tx, err);
+out:
+	cof_items_release(&it);
+	cof_buf_release(&dst);
+	cof_buf_release(&dir);
+	return rc;
+}
+
+static const cof_jfield move_fields[] = {
+	{"from", COF_JSTR, 1}, {"to", COF_JSTR, 1}, {"overwrite", COF_JBOOL, 0}, {NULL, 0, 0}};
+
+int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
+		  json_t **out, cof_err *err)
+{
+	move_ctx m = {0};
+	cof_volrow v;
+	int64_t seq;
+	const char *from, *to;
+
+	if (cof_json_check(body, move_fields, err))
+		return -1;
+	from = cof_json_str(body, "from");
+	to = cof_json_str(body, "to");
+	if (cof_path_check(from, strlen(from), "'from'", &m.from, err) ||
+	    cof_path_check(to, strlen(to), "'to'", &m.to, err))
+		return -1;
+	if (!strcmp(m.from, m.to))
+		return cof_error(err, COF_EVALIDATION, "'from' and 'to' are the same path");
+	m.overwrite = cof_json_bool(body, "overwrite", 0);
+	if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
+	    cof_meta_change(st->meta, v.vno, move_apply, &m, &seq, err))
+		return -1;
+	cof_store_changed(st);
+	*out = json_pack("{s:s, s:s, s:I, s:I}", "from", m.from, "to", m.to, "seq",
+			 (json_int_t)seq, "moved", (json_int_t)m.moved);
+	return 0;
+}

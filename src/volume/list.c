@@ -1,0 +1,288 @@
+/*
+ * list.c — listing (pages, prefix, glob), read-all at one seq, and the changes
+ * feed with long-poll.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "volume/volume.h"
+
+typedef struct page_ctx {
+	json_t *files;
+	const char *glob;
+	int64_t limit, n;
+	char last[COF_PATH_MAX + 1];
+	int more;
+} page_ctx;
+
+static int page_add(void *arg, const cof_entry *e)
+{
+	page_ctx *p = arg;
+
+	if (p->glob && !cof_glob_match(p->glob, e->path))
+		return 0;
+	if (p->n == p->limit) {
+		p->more = 1;
+		return 1;
+	}
+	json_array_append_new(p->files, cof_entry_json(e));
+	snprintf(p->last, sizeof p->last, "%s", e->path);
+	p->n++;
+	return 0;
+}
+
+/* Reads a whole blob into memory (read-all is bounded to 16 MiB in all). */
+static int blob_read_all(cof_store *st, const char *sha, int64_t size,
+			 unsigned char **out, cof_err *err)
+{
+	unsigned char *buf = malloc((size_t)size + 1);
+	int fd;
+	int64_t got = 0;
+
+	if (!buf)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (st->blobs->open(st->blobs, sha, &fd, err)) {
+		free(buf);
+		return -1;
+	}
+	while (got < size) {
+		ssize_t n = pread(fd, buf + got, (size_t)(size - got), got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			free(buf);
+			return cof_error(err, COF_EINTERNAL, "content %.12s is shorter than recorded",
+					 sha);
+		}
+		got += n;
+	}
+	close(fd);
+	buf[size] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* read-all: every matching file with its contents, at the view's seq. */
+static int read_all(cof_store *st, const cof_view *view, const char *prefix,
+		    const char *glob, json_t *files, cof_err *err)
+{
+	cof_items it = {.max = COF_READALL_FILES + 1, .glob = glob};
+	int rc = -1;
+
+	if (cof_meta_list(st->meta, view->vno, view->seq, prefix, NULL, cof_items_add, &it, err))
+		goto out;
+	if (it.over < 0) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	if (it.n > COF_READALL_FILES || it.bytes > COF_READALL_BYTES) {
+		cof_error(err, COF_ETOOLARGE,
+			  "read-all returns at most %d files and 16 MiB; this selection has %s%zu "
+			  "files and %lld bytes; narrow 'prefix' or 'glob'", COF_READALL_FILES,
+			  it.over ? "more than " : "", it.n, (long long)it.bytes);
+		goto out;
+	}
+	for (size_t i = 0; i < it.n; i++) {
+		cof_item *x = &it.v[i];
+		unsigned char *data = NULL;
+		json_t *f = json_pack("{s:s, s:I, s:I, s:s, s:s, s:o}", "path", x->path, "size",
+				      (json_int_t)x->size, "version", (json_int_t)x->version,
+				      "contentType", x->ctype, "sha256", x->sha256, "updatedAt",
+				      cof_json_time(x->updated_at));
+		if (blob_read_all(st, x->sha256, x->size, &data, err)) {
+			json_decref(f);
+			goto out;
+		}
+		if (cof_utf8_valid((char *)data, (size_t)x->size) &&
+		    !memchr(data, '\0', (size_t)x->size)) {
+			json_object_set_new(f, "text", json_stringn((char *)data, (size_t)x->size));
+		} else {
+			char *b64 = cof_base64_encode(data, (size_t)x->size, NULL);
+			json_object_set_new(f, "data", b64 ? json_string(b64) : json_null());
+			free(b64);
+		}
+		free(data);
+		json_array_append_new(files, f);
+	}
+	rc = 0;
+out:
+	cof_items_release(&it);
+	return rc;
+}
+
+int cof_file_list(cof_store *st, const char *org, const char *vol,
+		  const cof_list_opts *opts, json_t **out, cof_err *err)
+{
+	page_ctx p = {0};
+	cof_view view;
+	const char *prefix;
+	unsigned char *after = NULL;
+	size_t afterlen = 0;
+	int rc;
+
+	p.limit = opts->limit ? opts->limit : COF_LIST_MAX;
+	if (p.limit < 1 || p.limit > COF_LIST_MAX)
+		return cof_error(err, COF_EVALIDATION, "'limit' must be 1 to %d", COF_LIST_MAX);
+	if (cof_prefix_check(opts->prefix, "'prefix'", &prefix, err) ||
+	    (opts->glob && *opts->glob && cof_glob_check(opts->glob, err)))
+		return -1;
+	p.glob = opts->glob && *opts->glob ? opts->glob : NULL;
+	if (opts->cursor && *opts->cursor &&
+	    (cof_base64url_decode(opts->cursor, strlen(opts->cursor), &after, &afterlen) ||
+	     memchr(after, '\0', afterlen) || afterlen > COF_PATH_MAX)) {
+		free(after);
+		return cof_error(err, COF_EVALIDATION, "'cursor' is not one this server gave");
+	}
+	if (after)
+		after[afterlen] = '\0';
+	if (cof_view_open(st, org, vol, opts->snapshot, &view, err)) {
+		free(after);
+		return -1;
+	}
+	/* Narrow the walk to the glob's literal folder when it says more than prefix. */
+	char gpre[COF_PATH_MAX + 1] = "";
+	if (p.glob) {
+		cof_glob_literal_prefix(p.glob, gpre, sizeof gpre);
+		if (strncmp(gpre, prefix, strlen(prefix)))
+			gpre[0] = '\0';
+	}
+	const char *walk = strlen(gpre) > strlen(prefix) ? gpre : prefix;
+	p.files = json_array();
+	if (opts->content)
+		rc = read_all(st, &view, walk, p.glob, p.files, err);
+	else
+		rc = cof_meta_list(st->meta, view.vno, view.seq, walk, (char *)after, page_add,
+				   &p, err);
+	free(after);
+	if (rc) {
+		json_decref(p.files);
+		return -1;
+	}
+	*out = json_pack("{s:I, s:o}", "seq", (json_int_t)view.seq, "files", p.files);
+	if (p.more) {
+		char *c = cof_base64url_encode(p.last, strlen(p.last));
+		json_object_set_new(*out, "cursor", c ? json_string(c) : json_null());
+		free(c);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- changes */
+
+#define CHANGES_MAX 10000
+
+typedef struct changes_ctx {
+	json_t *list;
+	int64_t last_seq;
+	int64_t n;
+} changes_ctx;
+
+static int change_add(void *arg, const cof_change_row *c)
+{
+	changes_ctx *x = arg;
+
+	json_array_append_new(x->list, json_pack(
+		"{s:I, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)c->seq, "op",
+		c->removed ? "remove" : "write", "path", c->path, "version",
+		(json_int_t)c->version, "size", (json_int_t)c->size, "sha256", c->sha256));
+	x->last_seq = c->seq;
+	x->n++;
+	return 0;
+}
+
+/* Reads changes after `since`. A page never ends inside one seq: if the limit
+ * cut a seq, that seq is left for the next page, unless it is the only one, in
+ * which case all of it is returned. */
+static int changes_page(cof_store *st, int64_t vno, int64_t since, const char *prefix,
+			changes_ctx *x, int *more, cof_err *err)
+{
+	*more = 0;
+	x->list = json_array();
+	x->n = 0;
+	if (cof_meta_changes(st->meta, vno, since, prefix, CHANGES_MAX + 1, change_add, x, err))
+		return -1;
+	if (x->n <= CHANGES_MAX)
+		return 0;
+	*more = 1;
+	int64_t cut = x->last_seq;
+	size_t keep = json_array_size(x->list);
+	while (keep > 0 && json_integer_value(json_object_get(
+				json_array_get(x->list, keep - 1), "seq")) == cut)
+		keep--;
+	if (keep > 0) {
+		while (json_array_size(x->list) > keep)
+			json_array_remove(x->list, keep);
+		x->last_seq = json_integer_value(json_object_get(
+			json_array_get(x->list, keep - 1), "seq"));
+		return 0;
+	}
+	json_array_clear(x->list);
+	x->n = 0;
+	return cof_meta_changes(st->meta, vno, cut - 1, prefix, INT64_MAX, change_add, x, err);
+}
+
+int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
+		const char *prefix, int wait_seconds, json_t **out, cof_err *err)
+{
+	changes_ctx x = {0};
+	cof_volrow v;
+	const char *pre;
+	struct timespec deadline;
+	int more;
+
+	if (since < 0)
+		return cof_error(err, COF_EVALIDATION, "'since' must be 0 or more");
+	if (wait_seconds < 0 || wait_seconds > 60)
+		return cof_error(err, COF_EVALIDATION, "'wait' must be 0 to 60 seconds");
+	if (cof_prefix_check(prefix, "'prefix'", &pre, err))
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += wait_seconds;
+	for (;;) {
+		uint64_t gen;
+		pthread_mutex_lock(&st->change_mu);
+		gen = st->change_gen;
+		pthread_mutex_unlock(&st->change_mu);
+		if (cof_meta_volume_get(st->meta, org, vol, &v, err))
+			return -1;
+		if (since < v.history_from) {
+			cof_error(err, COF_EGONE,
+				  "changes before seq %lld are no longer kept; list the volume "
+				  "and follow from its seq", (long long)v.history_from);
+			cof_err_set(err, "oldest", json_integer(v.history_from));
+			return -1;
+		}
+		if (changes_page(st, v.vno, since, pre, &x, &more, err)) {
+			json_decref(x.list);
+			return -1;
+		}
+		if (x.n > 0 || wait_seconds == 0)
+			break;
+		/* Nothing yet: sleep until the next commit or the deadline. */
+		json_decref(x.list);
+		x.list = NULL;
+		pthread_mutex_lock(&st->change_mu);
+		int r = 0;
+		while (st->change_gen == gen && !st->closing && r != ETIMEDOUT)
+			r = pthread_cond_timedwait(&st->change_cv, &st->change_mu, &deadline);
+		int stop = st->closing || r == ETIMEDOUT;
+		pthread_mutex_unlock(&st->change_mu);
+		if (stop) {
+			if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
+			    changes_page(st, v.vno, since, pre, &x, &more, err)) {
+				json_decref(x.list);
+				return -1;
+			}
+			break;
+		}
+	}
+	int64_t seq = more ? x.last_seq : (x.last_seq > v.seq ? x.last_seq : v.seq);
+	*out = json_pack("{s:I, s:o}", "seq", (json_int_t)seq,
+			 "changes", x.list);
+	if (more)
+		json_object_set_new(*out, "more", json_true());
+	return 0;
+}

@@ -1,0 +1,253 @@
+/*
+ * volume.c — volumes: create (idempotent), get, batch get, delete; the view
+ * that every read goes through; capacity growth toward the ceiling.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include "volume/volume.h"
+
+json_t *cof_volume_json(const cof_volrow *v)
+{
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "id", v->id, "name",
+			 v->name, "seq", (json_int_t)v->seq, "files", (json_int_t)v->files,
+			 "bytes", (json_int_t)v->bytes, "capacity", (json_int_t)v->capacity,
+			 "ceiling", (json_int_t)v->ceiling, "createdAt",
+			 cof_json_time(v->created_at));
+}
+
+json_t *cof_entry_json(const cof_entry *e)
+{
+	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:o}", "path", e->path, "size",
+			 (json_int_t)e->size, "version", (json_int_t)e->version,
+			 "contentType", e->ctype, "sha256", e->sha256, "updatedAt",
+			 cof_json_time(e->updated_at));
+}
+
+int cof_view_open(cof_store *st, const char *org, const char *vol, const char *snapshot,
+		  cof_view *out, cof_err *err)
+{
+	memset(out, 0, sizeof *out);
+	if (!vol || !*vol)
+		return cof_error(err, COF_EVALIDATION, "volume id is missing");
+	if (cof_meta_volume_get(st->meta, org, vol, &out->vol, err))
+		return -1;
+	out->vno = out->vol.vno;
+	out->seq = out->vol.seq;
+	if (snapshot && *snapshot) {
+		cof_snaprow *s = malloc(sizeof *s);
+		if (!s)
+			return cof_error(err, COF_EINTERNAL, "out of memory");
+		int rc = cof_meta_snapshot_get(st->meta, out->vol.vno, snapshot, s, err);
+		if (!rc) {
+			out->vno = s->src_vno;
+			out->seq = s->seq;
+			out->snapshot = 1;
+		}
+		free(s);
+		return rc;
+	}
+	return 0;
+}
+
+int cof_volume_fit(cof_txn *tx, cof_err *err)
+{
+	cof_volrow *v = cof_txn_volume(tx);
+	char a[32], b[32];
+
+	if (v->bytes > v->ceiling) {
+		cof_size_fmt(v->bytes, a, sizeof a);
+		cof_size_fmt(v->ceiling, b, sizeof b);
+		cof_error(err, COF_EVALIDATION,
+			  "the write would bring volume '%s' to %s (%lld bytes); its ceiling is "
+			  "%s (%lld bytes)", v->id, a, (long long)v->bytes, b,
+			  (long long)v->ceiling);
+		cof_err_set(err, "ceiling", json_integer(v->ceiling));
+		return -1;
+	}
+	/* Grow before the volume is three quarters full, doubling, never past the
+	 * ceiling. */
+	while (v->bytes > v->capacity / 4 * 3 && v->capacity < v->ceiling)
+		v->capacity = v->capacity > v->ceiling / 2 ? v->ceiling : v->capacity * 2;
+	return 0;
+}
+
+int cof_items_add(void *ctx, const cof_entry *e)
+{
+	cof_items *it = ctx;
+
+	if (it->glob && !cof_glob_match(it->glob, e->path))
+		return 0;
+	if (it->max && it->n >= it->max) {
+		it->over = 1;
+		return 1;
+	}
+	if (it->n == it->cap) {
+		size_t cap = it->cap ? it->cap * 2 : 256;
+		cof_item *v = realloc(it->v, cap * sizeof *v);
+		if (!v) {
+			it->over = -1;
+			return 1;
+		}
+		it->v = v;
+		it->cap = cap;
+	}
+	cof_item *x = &it->v[it->n];
+	if (!(x->path = strdup(e->path))) {
+		it->over = -1;
+		return 1;
+	}
+	x->size = e->size;
+	x->version = e->version;
+	x->updated_at = e->updated_at;
+	memcpy(x->sha256, e->sha256, sizeof x->sha256);
+	memcpy(x->ctype, e->ctype, sizeof x->ctype);
+	it->n++;
+	it->bytes += e->size;
+	return 0;
+}
+
+void cof_items_release(cof_items *it)
+{
+	for (size_t i = 0; i < it->n; i++)
+		free(it->v[i].path);
+	free(it->v);
+	it->v = NULL;
+	it->n = it->cap = 0;
+}
+
+/* ---------------------------------------------------------------- create */
+
+static const cof_jfield create_fields[] = {
+	{"name", COF_JSTR, 1}, {"ceiling", COF_JINT, 0}, {NULL, 0, 0}};
+
+/* Idempotent creates with one key must not race into two volumes. */
+static pthread_mutex_t create_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int volume_new(cof_store *st, const char *org, json_t *body, cof_volrow *v,
+		      cof_err *err)
+{
+	const char *name;
+	int64_t ceiling = COF_DEFAULT_CEILING;
+
+	if (cof_json_check(body, create_fields, err))
+		return -1;
+	name = cof_json_str(body, "name");
+	size_t n = strlen(name);
+	if (n == 0 || n > 255 || !cof_utf8_valid(name, n))
+		return cof_error(err, COF_EVALIDATION,
+				 "'name' must be 1 to 255 bytes of UTF-8 (it is %zu bytes)", n);
+	if (cof_json_int(body, "ceiling", &ceiling) &&
+	    (ceiling < 1 || ceiling > COF_MAX_CEILING))
+		return cof_error(err, COF_EVALIDATION,
+				 "'ceiling' must be between 1 and %lld bytes (1 TiB)",
+				 (long long)COF_MAX_CEILING);
+	memset(v, 0, sizeof *v);
+	cof_id_new("vol_", v->id, sizeof v->id);
+	snprintf(v->org, sizeof v->org, "%s", org);
+	snprintf(v->name, sizeof v->name, "%s", name);
+	v->ceiling = ceiling;
+	v->capacity = ceiling < COF_DEFAULT_CAPACITY ? ceiling : COF_DEFAULT_CAPACITY;
+	v->created_at = cof_now();
+	return cof_meta_volume_add(st->meta, v, err);
+}
+
+int cof_volume_create(cof_store *st, const char *org, json_t *body,
+		      const char *idem_key, json_t **out, int *created, cof_err *err)
+{
+	cof_volrow v;
+	char scope[96], *prev = NULL;
+	int rc;
+
+	*created = 0;
+	if (!idem_key || !*idem_key) {
+		if (volume_new(st, org, body, &v, err))
+			return -1;
+		*created = 1;
+		*out = cof_volume_json(&v);
+		return 0;
+	}
+	if (strlen(idem_key) > 255)
+		return cof_error(err, COF_EVALIDATION,
+				 "Idempotency-Key is %zu bytes; the limit is 255", strlen(idem_key));
+	snprintf(scope, sizeof scope, "%s:volume", org);
+	pthread_mutex_lock(&create_mu);
+	rc = cof_meta_idem_get(st->meta, scope, idem_key, COF_IDEM_TTL, &prev, err);
+	if (rc == 1) {
+		pthread_mutex_unlock(&create_mu);
+		rc = cof_volume_get(st, org, prev, out, err);
+		free(prev);
+		return rc;
+	}
+	if (rc == 0 && (rc = volume_new(st, org, body, &v, err)) == 0)
+		rc = cof_meta_idem_put(st->meta, scope, idem_key, v.id, err);
+	pthread_mutex_unlock(&create_mu);
+	if (rc)
+		return -1;
+	*created = 1;
+	*out = cof_volume_json(&v);
+	return 0;
+}
+
+int cof_volume_get(cof_store *st, const char *org, const char *id, json_t **out,
+		   cof_err *err)
+{
+	cof_volrow v;
+
+	if (cof_meta_volume_get(st->meta, org, id, &v, err))
+		return -1;
+	*out = cof_volume_json(&v);
+	return 0;
+}
+
+int cof_volume_get_many(cof_store *st, const char *org, const char *ids,
+			json_t **out, cof_err *err)
+{
+	json_t *list;
+	size_t count = 1;
+
+	if (!ids || !*ids)
+		return cof_error(err, COF_EVALIDATION, "'ids' is required (comma-separated)");
+	for (const char *p = ids; *p; p++)
+		count += *p == ',';
+	if (count > 50)
+		return cof_error(err, COF_EVALIDATION,
+				 "'ids' has %zu ids; the limit is 50", count);
+	list = json_array();
+	for (const char *p = ids; *p;) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		char id[64];
+		cof_volrow v;
+		cof_err miss = {0};
+		if (n > 0 && n < sizeof id) {
+			memcpy(id, p, n);
+			id[n] = '\0';
+			if (cof_meta_volume_get(st->meta, org, id, &v, &miss) == 0)
+				json_array_append_new(list, json_pack(
+					"{s:s, s:I, s:I, s:I}", "id", v.id, "seq",
+					(json_int_t)v.seq, "files", (json_int_t)v.files,
+					"bytes", (json_int_t)v.bytes));
+			else if (miss.code != COF_ENOTFOUND) {
+				*err = miss;
+				json_decref(list);
+				return -1;
+			}
+			cof_err_clear(&miss);
+		}
+		p += n + (e ? 1 : 0);
+	}
+	*out = json_pack("{s:o}", "volumes", list);
+	return 0;
+}
+
+int cof_volume_delete(cof_store *st, const char *org, const char *id, cof_err *err)
+{
+	cof_volrow v;
+
+	if (cof_meta_volume_get(st->meta, org, id, &v, err) ||
+	    cof_meta_volume_delete(st->meta, v.vno, err))
+		return -1;
+	cof_store_changed(st);
+	return 0;
+}

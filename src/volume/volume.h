@@ -1,0 +1,80 @@
+/*
+ * volume.h — pieces shared by the files of the volume layer (src/volume/).
+ * The public contract of each operation is in include/coffer.h.
+ */
+#ifndef COF_VOLUME_H
+#define COF_VOLUME_H
+
+#include "store/store.h"
+#include "util/util.h"
+
+#define COF_DEFAULT_CAPACITY (512LL << 20)
+#define COF_DEFAULT_CEILING (4LL << 30)
+#define COF_MAX_CEILING (1LL << 40)
+#define COF_LIST_MAX 10000
+#define COF_READALL_FILES 1000
+#define COF_READALL_BYTES (16LL << 20)
+#define COF_SNAP_KEEP_UNPINNED 100
+#define COF_SNAP_MAX_PINNED 10000
+#define COF_LABELS_MAX 16
+#define COF_LABEL_KEY_MAX 63
+#define COF_LABEL_VALUE_MAX 255
+#define COF_ARCHIVE_FILES 10000
+#define COF_ARCHIVE_BYTES (1LL << 30)
+#define COF_IDEM_TTL (24 * 3600)
+
+/* Where reads happen: a volume now, or the rows a snapshot stands on. */
+typedef struct cof_view {
+	cof_volrow vol;        /* the volume asked for */
+	int64_t vno;           /* where the rows live (a hidden volume for files-snapshots) */
+	int64_t seq;           /* the seq read at */
+	int snapshot;          /* 1 when read through ?snapshot= */
+} cof_view;
+
+/* Loads the volume (404 if unknown or another org's) and, when `snapshot` is
+ * given, that snapshot (404 naming it). With no snapshot the view is the
+ * volume at its current seq. */
+int cof_view_open(cof_store *st, const char *org, const char *vol, const char *snapshot,
+		  cof_view *out, cof_err *err);
+
+/* The JSON of a volume row: {id, name, seq, files, bytes, capacity, ceiling, createdAt}. */
+json_t *cof_volume_json(const cof_volrow *v);
+/* The JSON of a file row as listed: {path, size, version, contentType, sha256, updatedAt}. */
+json_t *cof_entry_json(const cof_entry *e);
+
+/* Checks the volume after the writes of a change: refuses past the ceiling and
+ * grows capacity (doubling) toward it as usage nears it. */
+int cof_volume_fit(cof_txn *tx, cof_err *err);
+
+/* A compact in-memory list of entries, for diffs and archives. */
+typedef struct cof_item {
+	char *path;
+	int64_t size, version, updated_at;
+	char sha256[65];
+	char ctype[128];
+} cof_item;
+typedef struct cof_items {
+	cof_item *v;
+	size_t n, cap;
+	int64_t bytes;
+	size_t max;            /* 0 = no limit; past it the walk stops, `over` set */
+	int over;
+	const char *glob;      /* NULL = all */
+} cof_items;
+/* cof_entry_fn that appends to a cof_items (ctx). */
+int cof_items_add(void *ctx, const cof_entry *e);
+void cof_items_release(cof_items *it);
+
+/* Content type for a new file: from the name's extension or the first bytes. */
+void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t len,
+		    char *out, size_t outsz);
+
+/* Writes `data` as a blob; returns its sha256. The caller must hold
+ * st->gc_lock (read) until the metadata naming it has committed. */
+int cof_blob_put_bytes(cof_store *st, const void *data, size_t len, char sha[65],
+		       cof_err *err);
+
+/* Parses "k:v" label filters and label objects (limits of API.md). */
+int cof_labels_check(json_t *labels, cof_err *err);
+
+#endif
