@@ -1,0 +1,85 @@
+"""Archive: a tar.gz of the files at one seq, names relative to `path`, glob, ?snapshot=."""
+
+import io
+import os
+import tarfile
+
+from harness import check, eq, expect, expect_error, sha256
+
+
+def _tar(resp):
+    ct = resp.header("Content-Type") or ""
+    check(ct.startswith("application/gzip"), "archive Content-Type application/gzip, got %r" % ct)
+    try:
+        tf = tarfile.open(fileobj=io.BytesIO(resp.body), mode="r:gz")
+        out = {}
+        for m in tf.getmembers():
+            if m.isfile():
+                out[m.name] = tf.extractfile(m).read()
+            else:
+                check(m.isdir(), "only files and directories in the archive: %r" % m.name)
+        return out
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise AssertionError("archive does not parse as tar.gz: %s\n%s" % (e, resp.describe(300)))
+
+
+def _vol(srv):
+    vid = srv.create_volume()["id"]
+    files = {"proj/readme.md": b"# readme\n", "proj/src/main.c": b"int main(void){}\n",
+             "proj/src/lib/util.c": os.urandom(70_000), "proj/notes.txt": b"notes",
+             "other/x.txt": b"x", "top.txt": b"top"}
+    for p, d in files.items():
+        srv.put_ok(vid, p, d)
+    return vid, files
+
+
+def test_archive_whole_volume(srv):
+    vid, files = _vol(srv)
+    r = expect(srv.get("/v1/volumes/%s/archive" % vid), 200)
+    eq(r.header("X-Volume-Seq"), str(len(files)), "X-Volume-Seq")
+    got = _tar(r)
+    eq(sorted(got), sorted(files), "names in the archive")
+    for p, d in files.items():
+        eq(sha256(got[p]), sha256(d), "bytes of " + p)
+
+
+def test_archive_path_relative_names(srv):
+    vid, files = _vol(srv)
+    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid, query={"path": "proj"}), 200))
+    eq(sorted(got), ["notes.txt", "readme.md", "src/lib/util.c", "src/main.c"],
+       "names relative to path=proj")
+    eq(got["src/main.c"], files["proj/src/main.c"], "bytes")
+    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid, query={"path": "proj/src/"}), 200))
+    eq(sorted(got), ["lib/util.c", "main.c"], "names relative to path=proj/src/")
+    for n in got:
+        check(not n.startswith("/") and ".." not in n.split("/"), "safe tar name %r" % n)
+
+
+def test_archive_glob(srv):
+    vid, files = _vol(srv)
+    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid,
+                              query={"path": "proj", "glob": "**/*.c"}), 200))
+    eq(sorted(got), ["src/lib/util.c", "src/main.c"], "glob **/*.c under proj")
+    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid, query={"glob": "*.txt"}), 200))
+    eq(sorted(got), ["top.txt"], "glob *.txt at the top")
+
+
+def test_archive_at_snapshot(srv):
+    vid, files = _vol(srv)
+    snap = srv.snapshot(vid)
+    srv.put_ok(vid, "top.txt", b"changed")
+    srv.put_ok(vid, "new.txt", b"new")
+    r = expect(srv.get("/v1/volumes/%s/archive" % vid, query={"snapshot": snap["id"]}), 200)
+    eq(r.header("X-Volume-Seq"), str(snap["seq"]), "X-Volume-Seq of a snapshot archive")
+    got = _tar(r)
+    eq(sorted(got), sorted(files), "names at the snapshot")
+    eq(got["top.txt"], b"top", "bytes at the snapshot")
+
+
+def test_archive_empty_and_errors(srv):
+    vid = srv.create_volume()["id"]
+    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid), 200))
+    eq(got, {}, "archive of an empty volume")
+    expect_error(srv.get("/v1/volumes/%s/archive" % vid, query={"snapshot": "nosuch"}), 404)
+    expect_error(srv.get("/v1/volumes/nosuch/archive"), 404)
+    expect_error(srv.get("/v1/volumes/%s/archive" % vid, query={"path": "../x"}), 400)

@@ -1,0 +1,165 @@
+"""Garbage collection with `--gc-grace 1`: content nothing refers to goes away (deleted
+file, deleted volume, refused writes), content still referred to stays (live files in
+other volumes, snapshots, forks). GC runs through `coffer gc --data DIR` when build/coffer
+exists, else the server's background sweep is awaited."""
+
+import os
+import subprocess
+import time
+
+import harness
+from harness import check, eq, expect, expect_error, sha256
+
+SERVER_OPTS = {"gc_grace": 1}
+TIMEOUT = 90
+BIG = 300 * 1024  # big enough not to be stored inline in the metadata
+
+
+def blobs(data):
+    """Every regular file under DATA/blobs (temp files included: a leak is a leak)."""
+    out = []
+    for dp, dn, fn in os.walk(os.path.join(data, "blobs")):
+        for f in fn:
+            p = os.path.join(dp, f)
+            if os.path.isfile(p) and not os.path.islink(p):
+                out.append(p)
+    return out
+
+
+def run_gc(srv):
+    """Runs one GC pass: `coffer gc --data DIR`, or waits for the background sweep."""
+    time.sleep(1.3)  # past the 1 s grace
+    exe = harness.coffer_binary()
+    if exe:
+        p = subprocess.run([exe, "gc", "--data", srv.data], capture_output=True,
+                           timeout=60 * harness.SCALE)
+        check(p.returncode == 0, "coffer gc --data DIR exited %d\n%s\n%s" % (
+            p.returncode, p.stdout.decode(errors="replace")[-2000:],
+            p.stderr.decode(errors="replace")[-2000:]))
+        return p.stdout.decode(errors="replace")
+    return None
+
+
+def gc_until(srv, cond, what):
+    """GC, then wait (for a background sweep too) until cond() holds."""
+    run_gc(srv)
+    deadline = time.time() + 15 * harness.SCALE
+    while not cond():
+        if time.time() > deadline:
+            how = "coffer gc" if harness.coffer_binary() else \
+                "the background sweep (build/coffer does not exist)"
+            raise AssertionError("after GC by %s: %s" % (how, what))
+        time.sleep(0.25)
+
+
+def test_deleted_file_blob_collected(srv):
+    vid = srv.create_volume()["id"]
+    data = os.urandom(BIG)
+    n0 = len(blobs(srv.data))
+    srv.put_ok(vid, "big.bin", data)
+    n1 = len(blobs(srv.data))
+    check(n1 == n0 + 1, "one new blob for a new %d-byte file (%d -> %d)" % (BIG, n0, n1))
+    expect(srv.delete(srv.file_path(vid, "big.bin")), 200, 204)
+    gc_until(srv, lambda: len(blobs(srv.data)) < n1,
+             "the blob count did not go down after deleting the only file using it "
+             "(%d blobs; %s)" % (len(blobs(srv.data)), sorted(blobs(srv.data))[:5]))
+
+
+def test_overwritten_content_collected_live_kept(srv):
+    vid = srv.create_volume()["id"]
+    old, new = os.urandom(BIG), os.urandom(BIG)
+    srv.put_ok(vid, "f.bin", old)
+    srv.put_ok(vid, "f.bin", new)
+    n = len(blobs(srv.data))
+    gc_until(srv, lambda: len(blobs(srv.data)) < n, "the overwritten content was not collected")
+    eq(sha256(expect(srv.get_file(vid, "f.bin"), 200).body), sha256(new), "live file after GC")
+
+
+def test_deleted_volume_collected(srv):
+    vid = srv.create_volume()["id"]
+    n0 = len(blobs(srv.data))
+    for i in range(3):
+        srv.put_ok(vid, "f%d" % i, os.urandom(BIG))
+    check(len(blobs(srv.data)) == n0 + 3, "three new blobs")
+    expect(srv.delete("/v1/volumes/%s" % vid), 200, 204)
+    gc_until(srv, lambda: len(blobs(srv.data)) <= n0,
+             "a deleted volume's blobs were not all collected (%d -> %d)" % (
+                 n0 + 3, len(blobs(srv.data))))
+
+
+def test_dedup_and_shared_content_kept(srv):
+    a = srv.create_volume()["id"]
+    b = srv.create_volume()["id"]
+    data = os.urandom(BIG)
+    n0 = len(blobs(srv.data))
+    srv.put_ok(a, "x.bin", data)
+    srv.put_ok(b, "y.bin", data)
+    srv.put_ok(a, "copy.bin", data)
+    eq(len(blobs(srv.data)), n0 + 1, "the same content is stored once across volumes")
+    expect(srv.delete(srv.file_path(a, "x.bin")), 200, 204)
+    expect(srv.delete("/v1/volumes/%s" % a), 200, 204)
+    run_gc(srv)
+    time.sleep(1)
+    eq(sha256(expect(srv.get_file(b, "y.bin"), 200).body), sha256(data),
+       "content still used by another volume survives GC")
+
+
+def test_snapshot_and_fork_keep_content(srv):
+    vid = srv.create_volume()["id"]
+    snapped, forked = os.urandom(BIG), os.urandom(BIG)
+    srv.put_ok(vid, "s.bin", snapped)
+    snap = srv.snapshot(vid)
+    expect(srv.delete(srv.file_path(vid, "s.bin")), 200, 204)
+    srv.put_ok(vid, "f.bin", forked)
+    fork = expect(srv.post("/v1/volumes/%s/fork" % vid, json={}), 201).json()
+    expect(srv.delete(srv.file_path(vid, "f.bin")), 200, 204)
+    given = expect(srv.post("/v1/volumes/%s/snapshots" % vid,
+                            json={"files": {"g.txt": "given " * 50000}}), 201).json()
+    run_gc(srv)
+    time.sleep(1)
+    eq(sha256(expect(srv.get_file(vid, "s.bin", query={"snapshot": snap["id"]}), 200).body),
+       sha256(snapped), "content a snapshot refers to survives GC")
+    eq(sha256(expect(srv.get_file(fork["id"], "f.bin"), 200).body), sha256(forked),
+       "content a fork refers to survives GC")
+    eq(expect(srv.get_file(vid, "g.txt", query={"snapshot": given["id"]}), 200).body,
+       b"given " * 50000, "content of a given-files snapshot survives GC")
+    # once the snapshot is deleted its content goes
+    n = len(blobs(srv.data))
+    expect(srv.delete("/v1/volumes/%s/snapshots/%s" % (vid, snap["id"])), 200, 204)
+    gc_until(srv, lambda: len(blobs(srv.data)) < n,
+             "content only a deleted snapshot referred to was not collected")
+    eq(sha256(expect(srv.get_file(fork["id"], "f.bin"), 200).body), sha256(forked),
+       "fork content after the second GC")
+
+
+def test_refused_writes_leave_no_blob(srv):
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "exists.bin", os.urandom(BIG))
+    small = expect(srv.post("/v1/volumes", json={"name": "small", "ceiling": 1048576}), 201).json()
+    srv.put_ok(small["id"], "fill.bin", os.urandom(900 * 1024))
+    link = expect(srv.post("/v1/volumes/%s/links" % vid,
+                           json={"path": "l.bin", "method": "PUT", "maxBytes": 1000}), 201).json()
+    time.sleep(1.3)
+    run_gc(srv)
+    time.sleep(1)
+    before = sorted(blobs(srv.data))
+    refused = []
+    d1 = os.urandom(BIG)
+    expect(srv.put_file(vid, "exists.bin", d1, headers={"If-None-Match": "*"}), 412)
+    refused.append(sha256(d1))
+    d2 = os.urandom(BIG)
+    expect(srv.put_file(small["id"], "over.bin", d2), 400)
+    refused.append(sha256(d2))
+    d3 = os.urandom(BIG)
+    expect(srv.put(link["url"], body=d3, key=None), 413)
+    refused.append(sha256(d3))
+    d4 = os.urandom(BIG)
+    expect(srv.put_file(vid, "bad/../path", d4), 400)
+    expect(srv.put(srv.file_path("nosuchvolume", "x"), body=d4), 404)
+    refused.append(sha256(d4))
+    gc_until(srv, lambda: sorted(blobs(srv.data)) == before,
+             "blobs left behind by refused writes: %s" % sorted(set(blobs(srv.data)) - set(before)))
+    names = "\n".join(blobs(srv.data))
+    for h in refused:
+        check(h not in names, "a blob named by a refused write's sha256 exists: %s" % h)
+    eq(expect(srv.get_file(vid, "exists.bin"), 200).status, 200, "live file after GC")

@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""coffer's test runner (Python 3 standard library only).
+
+    tests/run.py [--build DIR] [-k SUBSTR] [--unit-only | --blackbox-only] [-j N]
+
+1. Every cmocka binary in DIR/tests/ runs with CMOCKA_MESSAGE_OUTPUT=TAP; each `ok` /
+   `not ok` line is one case. A binary that crashes, times out or exits non-zero without
+   reporting a failure counts as one more failure.
+2. Every tests/blackbox/test_*.py module runs in its own process (N at a time, default
+   the number of cores, at least 2; modules with `SERIAL = True` run alone afterwards);
+   each `test_*` function is one case. See tests/blackbox/harness.py.
+
+Failures are printed with their details; the last line is exactly `N passed, N failed`,
+and the exit status is 1 when anything failed. Cases are named `binary::test` and
+`module::test`; -k keeps the cases whose name contains SUBSTR.
+"""
+
+import argparse
+import concurrent.futures
+import glob
+import inspect
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BLACKBOX = os.path.join(HERE, "blackbox")
+
+
+def scale_for(build):
+    s = os.environ.get("COFFER_TEST_SCALE")
+    if s:
+        return float(s)
+    return 3 if "asan" in os.path.basename(os.path.abspath(build)) else 1
+
+
+class Results:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.passed = 0
+        self.failed = []   # (name, details)
+        self.skipped = []  # (name, why)
+
+    def add(self, name, status, details="", duration=None, quiet=False):
+        with self.lock:
+            if status == "pass":
+                self.passed += 1
+            elif status == "skip":
+                self.skipped.append((name, details))
+            else:
+                self.failed.append((name, details))
+            if not quiet:
+                tag = {"pass": "ok  ", "skip": "skip", "fail": "FAIL"}.get(status, "FAIL")
+                extra = " (%.1fs)" % duration if duration is not None else ""
+                print("%s %s%s" % (tag, name, extra), flush=True)
+
+
+# ------------------------------------------------------------------ unit tests
+
+TAP_LINE = re.compile(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?(.*?)\s*(?:#\s*(SKIP|TODO).*)?$")
+
+
+def run_unit(path, args, results, scale):
+    """Runs one cmocka binary in TAP mode and records its cases."""
+    name = os.path.basename(path)
+    env = dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP")
+    t0 = time.time()
+    try:
+        p = subprocess.run([path], cwd=ROOT, env=env, capture_output=True,
+                           timeout=300 * scale)
+        out, err, code = p.stdout.decode("utf-8", "replace"), \
+            p.stderr.decode("utf-8", "replace"), p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode("utf-8", "replace")
+        err = (e.stderr or b"").decode("utf-8", "replace")
+        code = "timeout after %ss" % (300 * scale)
+    lines = out.splitlines()
+    plan = None
+    seen = matched = 0
+    failed_any = False
+    for i, line in enumerate(lines):
+        m = re.match(r"^1\.\.(\d+)", line)
+        if m:
+            plan = int(m.group(1))
+            continue
+        m = TAP_LINE.match(line)
+        if not m:
+            continue
+        seen += 1
+        case = "%s::%s" % (name, m.group(3) or m.group(2))
+        if args.k and args.k not in case:
+            continue
+        matched += 1
+        if m.group(1) == "ok":
+            results.add(case, "skip" if m.group(4) == "SKIP" else "pass", quiet=not args.verbose)
+        else:
+            failed_any = True
+            # cmocka prints the diagnostics as `# ...` lines after `not ok`.
+            diag = []
+            for nxt in lines[i + 1:]:
+                if TAP_LINE.match(nxt) or re.match(r"^1\.\.\d+", nxt):
+                    break
+                diag.append(nxt)
+            results.add(case, "fail", "\n".join(diag + [err[-2000:]]).strip())
+    if args.k and args.k not in name and not matched:
+        return
+    problem = None
+    if isinstance(code, str):
+        problem = code
+    elif code < 0:
+        problem = "killed by signal %d (%s)" % (-code, signal.Signals(-code).name)
+    elif code != 0 and not failed_any:
+        problem = "exit code %d with no failing case reported" % code
+    elif plan is not None and seen < plan:
+        problem = "ran %d of %d planned cases" % (seen, plan)
+    elif plan is None and seen == 0:
+        problem = "no TAP output (exit code %s)" % code
+    if problem:
+        results.add("%s::<binary>" % name, "fail",
+                    "%s\n--- stdout (tail)\n%s\n--- stderr (tail)\n%s" % (
+                        problem, out[-3000:], err[-3000:]), time.time() - t0)
+
+
+def run_units(args, results, scale):
+    d = os.path.join(args.build, "tests")
+    bins = sorted(p for p in glob.glob(os.path.join(d, "*"))
+                  if os.path.isfile(p) and os.access(p, os.X_OK))
+    if not bins:
+        print("note: no unit test binaries in %s/" % d, flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        list(ex.map(lambda b: run_unit(b, args, results, scale), bins))
+
+
+# ------------------------------------------------------------------ black-box tests
+
+def module_is_serial(path):
+    with open(path, encoding="utf-8") as f:
+        return re.search(r"^SERIAL\s*=\s*True", f.read(), re.M) is not None
+
+
+def run_blackbox(args, results, scale):
+    mods = sorted(glob.glob(os.path.join(BLACKBOX, "test_*.py")))
+    parallel = [m for m in mods if not module_is_serial(m)]
+    serial = [m for m in mods if module_is_serial(m)]
+
+    def one(mod):
+        run_module_process(mod, args, results, scale)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        list(ex.map(one, parallel))
+    for m in serial:
+        one(m)
+
+
+def run_module_process(mod, args, results, scale):
+    """Runs one module in a worker process and records what it reports."""
+    modname = os.path.splitext(os.path.basename(mod))[0]
+    fd, resfile = tempfile.mkstemp(prefix="coffer-res-")
+    os.close(fd)
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", mod, "--build",
+           args.build, "--results", resfile]
+    if args.k:
+        cmd += ["-k", args.k]
+    limit = 900 * scale
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=limit)
+        out = (p.stdout + p.stderr).decode("utf-8", "replace")
+        code = p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = ((e.stdout or b"") + (e.stderr or b"")).decode("utf-8", "replace")
+        code = "timeout after %ss" % limit
+    reported = 0
+    with open(resfile, encoding="utf-8") as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            reported += 1
+            results.add(r["name"], r["status"], r.get("details", ""), r.get("duration"))
+    os.unlink(resfile)
+    if code != 0:
+        results.add("%s::<worker>" % modname, "fail",
+                    "worker exited with %s after %.0fs\n%s" % (code, time.time() - t0,
+                                                               out[-6000:]))
+
+
+# ------------------------------------------------------------------ worker
+
+class TestTimeout(Exception):
+    pass
+
+
+def worker(args):
+    """Runs the test functions of one module; one JSON line per case to --results."""
+    sys.path.insert(0, BLACKBOX)
+    os.environ["COFFER_BUILD"] = args.build
+    import faulthandler
+    import harness
+    harness.set_build(args.build)
+    scale = harness.SCALE
+    modname = os.path.splitext(os.path.basename(args.worker))[0]
+    out = open(args.results, "a", encoding="utf-8")
+
+    def report(name, status, details="", duration=None):
+        out.write(json.dumps({"name": "%s::%s" % (modname, name), "status": status,
+                              "details": details, "duration": duration}) + "\n")
+        out.flush()
+
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(modname, args.worker)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except Exception:
+        report("<import>", "fail", traceback.format_exc())
+        return 0
+    tests = [(n, f) for n, f in vars(mod).items()
+             if n.startswith("test_") and inspect.isfunction(f) and f.__module__ == modname]
+    tests.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
+    tests = [(n, f) for n, f in tests if not args.k or args.k in "%s::%s" % (modname, n)]
+    if not tests:
+        print("no test matches")
+        return 0
+    opts = getattr(mod, "SERVER_OPTS", {})
+    default_timeout = getattr(mod, "TIMEOUT", 60)
+    shared = [None]
+
+    def get_shared():
+        if shared[0] is None or not shared[0].alive():
+            shared[0] = harness.Server(**opts)
+        return shared[0]
+
+    def on_alarm(signum, frame):
+        raise TestTimeout("test timed out")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    for name, fn in tests:
+        params = inspect.signature(fn).parameters
+        t = getattr(fn, "timeout", default_timeout) * scale
+        buf = io.StringIO()
+        t0 = time.time()
+        status, details = "pass", ""
+        srv = None
+        faulthandler.dump_traceback_later(t + 30, exit=True)
+        signal.alarm(int(t) + 1)
+        try:
+            kwargs = {}
+            if "srv" in params:
+                srv = kwargs["srv"] = get_shared()
+            old_out, old_err = sys.stdout, sys.stderr
+            sys.stdout = sys.stderr = buf
+            try:
+                fn(**kwargs)
+            finally:
+                sys.stdout, sys.stderr = old_out, old_err
+        except harness.Skip as e:
+            status, details = "skip", str(e)
+        except TestTimeout:
+            status = "fail"
+            details = "timed out after %ss\n%s" % (t, "".join(traceback.format_exc()[-4000:]))
+        except BaseException:
+            status = "fail"
+            details = traceback.format_exc()
+        finally:
+            signal.alarm(0)
+            faulthandler.cancel_dump_traceback_later()
+        if srv is not None:
+            if not srv.alive():
+                status = "fail"
+                code = srv.proc.returncode if srv.proc else None
+                details += "\ncofferd died during this test (exit %s)\n%s" % (
+                    code, srv.log_tail())
+                try:
+                    srv.close(check_exit=False)
+                except Exception:
+                    pass
+                shared[0] = None
+            else:
+                rep = srv.sanitizer_reports()
+                if rep:
+                    status = "fail"
+                    details += "\nsanitizer report in cofferd's log:\n" + rep
+        captured = buf.getvalue()
+        if status == "fail" and captured.strip():
+            details += "\n--- output\n" + captured[-4000:]
+        report(name, status, details.strip(), round(time.time() - t0, 2))
+    if shared[0] is not None:
+        t0 = time.time()
+        try:
+            shared[0].close()
+            report("cofferd shutdown", "pass", "", round(time.time() - t0, 2))
+        except Exception as e:
+            report("cofferd shutdown", "fail", "%s\n%s" % (e, shared[0].log_tail()),
+                   round(time.time() - t0, 2))
+    out.close()
+    return 0
+
+
+# ------------------------------------------------------------------ main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build", help="build dir (default build)")
+    ap.add_argument("-k", default=None, help="run only cases whose name contains this")
+    ap.add_argument("--unit-only", action="store_true")
+    ap.add_argument("--blackbox-only", action="store_true")
+    ap.add_argument("-j", "--jobs", type=int, default=max(2, os.cpu_count() or 2))
+    ap.add_argument("-v", "--verbose", action="store_true", help="list passing unit cases")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--results", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    os.chdir(ROOT)
+    scale = scale_for(args.build)
+    results = Results()
+    t0 = time.time()
+    if not args.blackbox_only:
+        run_units(args, results, scale)
+    if not args.unit_only:
+        if not os.path.exists(os.path.join(args.build, "cofferd")):
+            results.add("blackbox::<setup>", "fail",
+                        "%s/cofferd does not exist: run make first" % args.build)
+        else:
+            run_blackbox(args, results, scale)
+    if results.failed:
+        print("\n" + "=" * 70 + "\nFAILURES\n" + "=" * 70)
+        for name, details in sorted(results.failed):
+            print("\n--- FAIL %s\n%s" % (name, details))
+    if results.skipped:
+        print("\nskipped:")
+        for name, why in sorted(results.skipped):
+            print("  %s: %s" % (name, why))
+    print("\n(%.0fs, %d skipped)" % (time.time() - t0, len(results.skipped)))
+    print("%d passed, %d failed" % (results.passed, len(results.failed)))
+    return 1 if results.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
