@@ -51,7 +51,7 @@ typedef struct cof_snaprow {
 	int64_t src_vno;         /* where its rows live: vno, or a hidden volume */
 	int64_t seq, files, bytes, created_at;
 	int pinned;
-	char labels[8192];       /* JSON object text */
+	char labels[32768];      /* JSON object text (16 labels, escaped) */
 } cof_snaprow;
 
 /* Callbacks return nonzero to stop the walk. */

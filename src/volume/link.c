@@ -1,0 +1,174 @@
+/*
+ * link.c — signed links: a token that lets anyone holding it GET or PUT one
+ * file until it expires. token = base64url(payload JSON) "." base64url(HMAC-
+ * SHA256(server secret, first part)). The secret lives in DATA/link.key.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include "volume/volume.h"
+
+#define LINK_DEFAULT_TTL 900
+#define LINK_MAX_TTL 86400
+
+static void link_mac(cof_store *st, const char *msg, size_t len, unsigned char mac[32])
+{
+	unsigned int maclen = 32;
+
+	HMAC(EVP_sha256(), st->link_secret, sizeof st->link_secret,
+	     (const unsigned char *)msg, len, mac, &maclen);
+}
+
+static const cof_jfield link_fields[] = {
+	{"path", COF_JSTR, 1}, {"method", COF_JSTR, 0}, {"expiresIn", COF_JINT, 0},
+	{"maxBytes", COF_JINT, 0}, {"contentType", COF_JSTR, 0}, {NULL, 0, 0}};
+
+/* Checks a link request; fills the payload. */
+static int link_parse(cof_store *st, const char *org, const char *vol, json_t *body,
+		      json_t **payload, int64_t *expires, cof_err *err)
+{
+	const char *path, *method, *ctype;
+	int64_t ttl = LINK_DEFAULT_TTL, max = 0;
+	cof_volrow v;
+
+	if (cof_json_check(body, link_fields, err))
+		return -1;
+	if (cof_path_check(cof_json_str(body, "path"), strlen(cof_json_str(body, "path")),
+			   "'path'", &path, err))
+		return -1;
+	method = cof_json_str(body, "method");
+	if (!method)
+		method = "GET";
+	if (strcmp(method, "GET") && strcmp(method, "PUT"))
+		return cof_error(err, COF_EVALIDATION, "'method' must be \"GET\" or \"PUT\"");
+	if (cof_json_int(body, "expiresIn", &ttl) && (ttl < 1 || ttl > LINK_MAX_TTL))
+		return cof_error(err, COF_EVALIDATION,
+				 "'expiresIn' must be 1 to %d seconds", LINK_MAX_TTL);
+	ctype = cof_json_str(body, "contentType");
+	if (cof_json_int(body, "maxBytes", &max) && max < 1)
+		return cof_error(err, COF_EVALIDATION, "'maxBytes' must be 1 or more");
+	if (!strcmp(method, "GET") && (max || ctype))
+		return cof_error(err, COF_EVALIDATION,
+				 "'maxBytes' and 'contentType' apply to PUT links only");
+	if (ctype && (strlen(ctype) == 0 || strlen(ctype) > 127))
+		return cof_error(err, COF_EVALIDATION, "'contentType' must be 1 to 127 bytes");
+	if (cof_meta_volume_get(st->meta, org, vol, &v, err))
+		return -1;
+	*expires = cof_now() + ttl;
+	*payload = json_pack("{s:s, s:s, s:s, s:s, s:I}", "o", org, "v", v.id, "p", path,
+			     "m", method, "e", (json_int_t)*expires);
+	if (max)
+		json_object_set_new(*payload, "b", json_integer(max));
+	if (ctype)
+		json_object_set_new(*payload, "t", json_string(ctype));
+	return 0;
+}
+
+int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
+		    const char *idem_key, json_t **out, cof_err *err)
+{
+	json_t *payload = NULL;
+	int64_t expires = 0;
+	char scope[128], *prev = NULL, *ptxt = NULL, *p64 = NULL, *m64 = NULL;
+	unsigned char mac[32], nonce[8];
+	cof_buf url = COF_BUF_INIT;
+	int rc = -1;
+
+	if (link_parse(st, org, vol, body, &payload, &expires, err))
+		return -1;
+	if (idem_key && *idem_key) {
+		snprintf(scope, sizeof scope, "%s:link:%.60s", org, vol);
+		int r = cof_meta_idem_get(st->meta, scope, idem_key, COF_IDEM_TTL, &prev, err);
+		free(prev);
+		if (r < 0)
+			goto out;
+		if (r == 1) {
+			cof_error(err, COF_ECONFLICT,
+				  "a link was already made with this Idempotency-Key; it is not "
+				  "shown again");
+			goto out;
+		}
+		if (cof_meta_idem_put(st->meta, scope, idem_key, "link", err))
+			goto out;
+	}
+	cof_random(nonce, sizeof nonce);
+	char nhex[17];
+	cof_hex(nonce, sizeof nonce, nhex);
+	json_object_set_new(payload, "n", json_string(nhex));
+	if (!(ptxt = json_dumps(payload, JSON_COMPACT)) ||
+	    !(p64 = cof_base64url_encode(ptxt, strlen(ptxt)))) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	link_mac(st, p64, strlen(p64), mac);
+	if (!(m64 = cof_base64url_encode(mac, sizeof mac)) ||
+	    cof_buf_addf(&url, "/l/%s.%s", p64, m64)) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	*out = json_pack("{s:s, s:s, s:O, s:o}", "url", url.data, "method",
+			 json_string_value(json_object_get(payload, "m")), "path",
+			 json_object_get(payload, "p"), "expiresAt", cof_json_time(expires));
+	rc = 0;
+out:
+	json_decref(payload);
+	free(ptxt);
+	free(p64);
+	free(m64);
+	cof_buf_release(&url);
+	return rc;
+}
+
+int cof_link_verify(cof_store *st, const char *token, const char *method,
+		    cof_link *out, cof_err *err)
+{
+	const char *dot = token ? strchr(token, '.') : NULL;
+	unsigned char mac[32], *got = NULL, *ptxt = NULL;
+	size_t gotlen = 0, plen = 0;
+	json_t *p = NULL;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	if (!dot || strlen(token) > 16384)
+		return cof_error(err, COF_EFORBIDDEN, "the link is not valid");
+	link_mac(st, token, (size_t)(dot - token), mac);
+	if (cof_base64url_decode(dot + 1, strlen(dot + 1), &got, &gotlen) || gotlen != 32 ||
+	    CRYPTO_memcmp(mac, got, 32) ||
+	    cof_base64url_decode(token, (size_t)(dot - token), &ptxt, &plen) ||
+	    !(p = json_loadb((char *)ptxt, plen, 0, NULL))) {
+		cof_error(err, COF_EFORBIDDEN, "the link is not valid");
+		goto out;
+	}
+	const char *o = json_string_value(json_object_get(p, "o"));
+	const char *v = json_string_value(json_object_get(p, "v"));
+	const char *path = json_string_value(json_object_get(p, "p"));
+	const char *m = json_string_value(json_object_get(p, "m"));
+	const char *t = json_string_value(json_object_get(p, "t"));
+	if (!o || !v || !path || !m) {
+		cof_error(err, COF_EFORBIDDEN, "the link is not valid");
+		goto out;
+	}
+	out->expires_at = json_integer_value(json_object_get(p, "e"));
+	out->max_bytes = json_integer_value(json_object_get(p, "b"));
+	if (out->expires_at <= cof_now()) {
+		cof_error(err, COF_EFORBIDDEN, "the link expired");
+		goto out;
+	}
+	if (strcmp(m, !strcmp(method, "HEAD") ? "GET" : method)) {
+		cof_error(err, COF_EFORBIDDEN, "this link allows %s only", m);
+		goto out;
+	}
+	snprintf(out->org, sizeof out->org, "%s", o);
+	snprintf(out->vol, sizeof out->vol, "%s", v);
+	snprintf(out->path, sizeof out->path, "%s", path);
+	snprintf(out->method, sizeof out->method, "%s", m);
+	snprintf(out->content_type, sizeof out->content_type, "%s", t ? t : "");
+	rc = 0;
+out:
+	json_decref(p);
+	free(got);
+	free(ptxt);
+	return rc;
+}
