@@ -163,6 +163,9 @@ typedef struct cli_resp {
  * when the connection failed — and returns CLI_FAIL. resp may be NULL. */
 int cli_http(const cli_req *req, cli_resp *resp);
 
+/* Releases the connection cli_http keeps between requests. */
+void cli_http_cleanup(void);
+
 /* Shortcut for a JSON call: METHOD url with `body` (may be NULL); on CLI_OK,
  * *out (if not NULL) owns the answer (may be NULL for an empty answer). */
 int cli_call(const char *method, const char *url, json_t *body, json_t **out);

@@ -443,9 +443,19 @@ static int cli_transfer_failed(cli_xfer *x, CURLcode rc, const char *errbuf)
 	return cli_fail("the connection to cofferd at %s broke: %s", cli_server(), why);
 }
 
+/* One handle for the whole run, so that follow-up requests (ls --all,
+ * changes --follow) reuse the connection. */
+static CURL *curl;
+
+void cli_http_cleanup(void)
+{
+	if (curl)
+		curl_easy_cleanup(curl);
+	curl = NULL;
+}
+
 int cli_http(const cli_req *req, cli_resp *resp)
 {
-	static CURL *curl; /* reused so that follow-ups share the connection */
 	cli_xfer x;
 	struct curl_slist *hdrs = NULL;
 	char *json_body = NULL, errbuf[CURL_ERROR_SIZE] = "";

@@ -187,6 +187,7 @@ int main(int argc, char **argv)
 	if (curl_global_init(CURL_GLOBAL_DEFAULT))
 		return cli_fail("cannot initialise libcurl");
 	rc = cmd->fn(cmd, argc - i, argv + i);
+	cli_http_cleanup();
 	curl_global_cleanup();
 	return rc;
 }

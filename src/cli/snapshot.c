@@ -71,6 +71,25 @@ static int snap_create(const cli_cmd *cmd, int argc, char **argv)
 	return rc;
 }
 
+/* Labels as "k:v,k2:v2" into out ("" when none); returns out. */
+static const char *snap_labels_text(json_t *labels, char *out, size_t outsz)
+{
+	const char *k;
+	json_t *v;
+	size_t used = 0;
+
+	out[0] = '\0';
+	json_object_foreach(labels, k, v) {
+		int n = snprintf(out + used, outsz - used, "%s%s:%s", used ? "," : "", k,
+				 json_is_string(v) ? json_string_value(v) : "?");
+
+		if (n < 0 || (size_t)n >= outsz - used)
+			break;
+		used += (size_t)n;
+	}
+	return out;
+}
+
 /* coffer snapshot ls VOL [--label k:v]... */
 static int snap_ls(const cli_cmd *cmd, int argc, char **argv)
 {
@@ -114,8 +133,7 @@ static int snap_ls(const cli_cmd *cmd, int argc, char **argv)
 		       json_is_true(json_object_get(s, "pinned")) ? "yes" : "no",
 		       cli_cell(s, "files", t3, sizeof(t3)), hs,
 		       cli_cell(s, "createdAt", t4, sizeof(t4)),
-		       json_object_size(json_object_get(s, "labels")) ?
-			       cli_cell(s, "labels", t5, sizeof(t5)) : "");
+		       snap_labels_text(json_object_get(s, "labels"), t5, sizeof(t5)));
 	}
 	json_decref(ans);
 	return CLI_OK;
