@@ -59,17 +59,44 @@ static void key_hash(const char *key, char out[65])
 	cof_sha256_hex(key, strlen(key), out);
 }
 
-/* Makes the admin key on first start and registers it. */
+/* Reads DATA/admin.key, or makes it on first start (mode 0600, the key as
+ * printed, so `cat admin.key` is usable); registers its hash. */
 static int admin_key_setup(cof_store *st, cof_err *err)
 {
-	char hex[65], hash[65];
-	int r = secret_file(st->dir, "admin.key", hex, 24, 1, err);
+	char path[4200], hash[65], hex[49];
+	unsigned char raw[24];
+	int fd;
 
-	if (r < 0)
-		return -1;
-	snprintf(st->admin_key, sizeof st->admin_key, "ck_%s", hex);
-	/* The file holds the key as printed, so `cat admin.key` is usable. */
-	st->admin_key_new = r;
+	snprintf(path, sizeof path, "%s/admin.key", st->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, st->admin_key, sizeof st->admin_key - 1);
+		close(fd);
+		while (n > 0 && (st->admin_key[n - 1] == '\n' || st->admin_key[n - 1] == ' '))
+			n--;
+		if (n < 16)
+			return cof_error(err, COF_EINTERNAL, "'%s' is damaged", path);
+		st->admin_key[n] = '\0';
+	} else {
+		if (errno != ENOENT || cof_random(raw, sizeof raw))
+			return cof_error(err, COF_EINTERNAL, "cannot read '%s': %s", path,
+					 strerror(errno));
+		cof_hex(raw, sizeof raw, hex);
+		snprintf(st->admin_key, sizeof st->admin_key, "ck_%s", hex);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		size_t n = strlen(st->admin_key);
+		if (fd < 0 || write(fd, st->admin_key, n) != (ssize_t)n || write(fd, "\n", 1) != 1 ||
+		    fsync(fd) < 0) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			unlink(path);
+			return cof_error(err, COF_EINTERNAL, "cannot write '%s': %s", path,
+					 strerror(e));
+		}
+		close(fd);
+		st->admin_key_new = 1;
+	}
 	key_hash(st->admin_key, hash);
 	cof_principal who = {.org = DEFAULT_ORG, .admin = 1};
 	cof_principal seen;
