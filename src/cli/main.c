@@ -148,6 +148,8 @@ static int cli_globals(int argc, char **argv)
 	return i;
 }
 
+/* Takes the global flags, finds the command (a group's subcommand or a
+ * top-level word) and runs it; returns its exit code (0, 1 or 2). */
 int main(int argc, char **argv)
 {
 	const cli_cmd *cmd;
