@@ -496,7 +496,10 @@ int cof_meta_volume_by_vno(cof_meta *m, int64_t vno, cof_volrow *out, cof_err *e
 /* Deletes one volume's rows; the caller holds the writer. */
 static int volume_drop(conn *c, int64_t vno, cof_err *err)
 {
+	/* The grace period of the content starts now. */
 	static const char *const sqls[] = {
+		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
+		" sha256 IN (SELECT sha256 FROM entries WHERE vno = ?)",
 		"DELETE FROM entries WHERE vno = ?",
 		"DELETE FROM changes WHERE vno = ?",
 		"DELETE FROM volumes WHERE vno = ?",
@@ -516,14 +519,30 @@ static int volume_drop(conn *c, int64_t vno, cof_err *err)
 static int snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
 			 cof_err *err)
 {
-	sqlite3_stmt *st = q(c, "DELETE FROM snapshots WHERE id = ?", err);
+	sqlite3_stmt *st;
 
+	if (src_vno != vno) {
+		if (volume_drop(c, src_vno, err))
+			return -1;
+	} else {
+		/* History only this snapshot kept starts its grace period now. */
+		st = q(c, "UPDATE entries SET closed_at = unixepoch() WHERE vno = ?1 AND"
+		       " to_seq IS NOT NULL AND from_seq <= (SELECT seq FROM snapshots WHERE"
+		       " id = ?2) AND to_seq > (SELECT seq FROM snapshots WHERE id = ?2)", err);
+		if (!st)
+			return -1;
+		sqlite3_bind_int64(st, 1, vno);
+		bind_text(st, 2, sid);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			return db_error(err, c->db, "deleting a snapshot");
+	}
+	st = q(c, "DELETE FROM snapshots WHERE id = ?", err);
 	if (!st)
 		return -1;
 	bind_text(st, 1, sid);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return db_error(err, c->db, "deleting a snapshot");
-	return src_vno != vno ? volume_drop(c, src_vno, err) : 0;
+	return 0;
 }
 
 int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
@@ -1152,12 +1171,25 @@ int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before
 	*pruned = 0;
 	if (!c)
 		return -1;
-	st = q(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < ? AND NOT EXISTS"
-	       " (SELECT 1 FROM snapshots s WHERE s.src_vno = entries.vno AND"
-	       " s.seq >= entries.from_seq AND s.seq < entries.to_seq)", err);
+	/* Content of history dropped now has been unreferenced since its row was
+	 * closed, over a grace period ago: it may go in this same sweep (the mark
+	 * step un-marks what other rows still name). */
+	st = q(c, "UPDATE blobs SET orphan_since = ?1 WHERE orphan_since IS NULL AND sha256 IN"
+	       " (SELECT sha256 FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?1 AND NOT"
+	       " EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno = entries.vno AND"
+	       " s.seq >= entries.from_seq AND s.seq < entries.to_seq))", err);
 	if (st)
 		sqlite3_bind_int64(st, 1, closed_before);
-	rc = step_all(c, st, pruned, err);
+	rc = step_all(c, st, NULL, err);
+	if (!rc && (st = q(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?"
+			   " AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
+			   " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)",
+			   err))) {
+		sqlite3_bind_int64(st, 1, closed_before);
+		rc = step_all(c, st, pruned, err);
+	} else if (!rc) {
+		rc = -1;
+	}
 	/* The changes feed keeps at least its history window; the oldest seq still
 	 * answered is remembered per volume so older `since` values get 410. */
 	if (!rc && (st = q(c, "UPDATE volumes SET history_from = (SELECT max(seq) FROM changes"
