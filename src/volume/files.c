@@ -234,6 +234,7 @@ static int put_apply(cof_txn *tx, void *arg, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	exists = cof_txn_get(tx, p->path, cur, err);
 	if (exists >= 0 && !cond_check(p->cond, p->path, cur, exists, err) &&
+	    (exists || !cof_volume_path_free(tx, p->path, err)) &&
 	    !cof_txn_write(tx, p->path, p->sha, p->size, p->ctype, err))
 		rc = cof_volume_fit(tx, err);
 	p->created = exists == 0;
@@ -259,7 +260,9 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 		cof_upload_abort(up);
 		return -1;
 	}
-	if (v.bytes + up->size > v.ceiling) {
+	/* Early refusal of what can never fit; the exact check (an overwrite frees
+	 * the old size) is made inside the change. */
+	if (up->size > v.ceiling) {
 		char a[32];
 		int64_t after = v.bytes + up->size;
 		cof_size_fmt(v.ceiling, a, sizeof a);
@@ -424,7 +427,8 @@ static int move_one(cof_txn *tx, const cof_item *src, const char *dst, int overw
 	if (exists == 1 && !overwrite)
 		cof_error(err, COF_ECONFLICT,
 			  "'%.200s' exists; pass \"overwrite\": true to replace it", dst);
-	else if (exists >= 0 && !cof_txn_remove(tx, src->path, err))
+	else if (exists >= 0 && !cof_txn_remove(tx, src->path, err) &&
+		 (exists || !cof_volume_path_free(tx, dst, err)))
 		rc = cof_txn_write(tx, dst, src->sha256, src->size, src->ctype, err);
 	free(cur);
 	return rc;

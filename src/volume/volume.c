@@ -72,6 +72,53 @@ int cof_volume_fit(cof_txn *tx, cof_err *err)
 	return 0;
 }
 
+static int stop_at_first(void *ctx, const cof_entry *e)
+{
+	*(int *)ctx = 1;
+	return 1;
+}
+
+int cof_volume_path_free(cof_txn *tx, const char *path, cof_err *err)
+{
+	cof_buf b = COF_BUF_INIT;
+	cof_entry *e = malloc(sizeof *e);
+	int found = 0, rc = -1;
+
+	if (!e || cof_buf_adds(&b, path) || cof_buf_add(&b, "/", 1)) {
+		free(e);
+		cof_buf_release(&b);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	/* A file may not sit under another file... */
+	for (size_t i = 0; i + 1 < b.len; i++) {
+		if (b.data[i] != '/')
+			continue;
+		b.data[i] = '\0';
+		int r = cof_txn_get(tx, b.data, e, err);
+		if (r != 0) {
+			if (r > 0)
+				cof_error(err, COF_ECONFLICT,
+					  "'%.200s' is a file, so '%.200s' cannot be made under it",
+					  b.data, path);
+			goto out;
+		}
+		b.data[i] = '/';
+	}
+	/* ...nor take the name of a folder. */
+	if (cof_txn_list(tx, b.data, stop_at_first, &found, err))
+		goto out;
+	if (found) {
+		cof_error(err, COF_ECONFLICT, "'%.200s' is a folder; a file cannot take its name",
+			  path);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(e);
+	cof_buf_release(&b);
+	return rc;
+}
+
 int cof_items_add(void *ctx, const cof_entry *e)
 {
 	cof_items *it = ctx;

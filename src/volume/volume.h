@@ -46,6 +46,10 @@ json_t *cof_entry_json(const cof_entry *e);
  * grows capacity (doubling) toward it as usage nears it. */
 int cof_volume_fit(cof_txn *tx, cof_err *err);
 
+/* Directories are implicit, as in git: refuses (409) a file under a path that
+ * is a file, or at a path that is a folder. */
+int cof_volume_path_free(cof_txn *tx, const char *path, cof_err *err);
+
 /* A compact in-memory list of entries, for diffs and archives. */
 typedef struct cof_item {
 	char *path;
