@@ -166,7 +166,7 @@ def run_module_process(mod, args, results, scale):
     modname = os.path.splitext(os.path.basename(mod))[0]
     fd, resfile = tempfile.mkstemp(prefix="coffer-res-")
     os.close(fd)
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", mod, "--build",
+    cmd = [sys.executable, "-B", os.path.abspath(__file__), "--worker", mod, "--build",
            args.build, "--results", resfile]
     if args.k:
         cmd += ["-k", args.k]

@@ -49,8 +49,8 @@ def test_archive_path_relative_names(srv):
     eq(sorted(got), ["notes.txt", "readme.md", "src/lib/util.c", "src/main.c"],
        "names relative to path=proj")
     eq(got["src/main.c"], files["proj/src/main.c"], "bytes")
-    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid, query={"path": "proj/src/"}), 200))
-    eq(sorted(got), ["lib/util.c", "main.c"], "names relative to path=proj/src/")
+    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid, query={"path": "proj/src"}), 200))
+    eq(sorted(got), ["lib/util.c", "main.c"], "names relative to path=proj/src")
     for n in got:
         check(not n.startswith("/") and ".." not in n.split("/"), "safe tar name %r" % n)
 
