@@ -113,8 +113,11 @@ cof_volrow *cof_txn_volume(cof_txn *tx);
 int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);
 int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
 		 cof_err *err);
+/* `inline_data` (size bytes) stores small content in the metadata itself, in
+ * the same transaction; NULL when the content is in the blob store (or is
+ * already known, as for moves and restores). */
 int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
-		  const char *ctype, cof_err *err);
+		  const char *ctype, const void *inline_data, cof_err *err);
 /* Removing an absent path is COF_ENOTFOUND. */
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
 int cof_txn_ops(cof_txn *tx); /* writes + removes so far */
@@ -148,6 +151,9 @@ int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
 int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err);
 /* 1 if the blob is known to the metadata (referenced or pending), 0 if not. */
 int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err);
+/* Small content kept in the metadata: 1 with *data (malloc'd), 0 if not inline. */
+int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
+			 size_t *len, cof_err *err);
 /* Every blob referenced by a row, once each. */
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
 

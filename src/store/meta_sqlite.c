@@ -67,7 +67,7 @@ static const char *schema =
 	"CREATE INDEX IF NOT EXISTS snapshots_vol ON snapshots(vno, ord);"
 	"CREATE INDEX IF NOT EXISTS snapshots_src ON snapshots(src_vno, seq);"
 	"CREATE TABLE IF NOT EXISTS blobs(sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
-	" orphan_since INTEGER) WITHOUT ROWID;"
+	" orphan_since INTEGER, data BLOB);"
 	"CREATE TABLE IF NOT EXISTS idem(scope TEXT NOT NULL, key TEXT NOT NULL,"
 	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;";
 
@@ -860,7 +860,7 @@ static int record_change(cof_txn *tx, const char *path, int removed, int64_t ver
 }
 
 int cof_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
-		  const char *ctype, cof_err *err)
+		  const char *ctype, const void *inline_data, cof_err *err)
 {
 	cof_entry *old = malloc(sizeof *old);
 	sqlite3_stmt *st;
@@ -893,12 +893,15 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
 		db_error(err, tx->c->db, "writing a file");
 		goto out;
 	}
-	st = q(tx->c, "INSERT INTO blobs(sha256, size, orphan_since) VALUES(?,?,NULL)"
-	       " ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL", err);
+	st = q(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES(?,?,NULL,?)"
+	       " ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL,"
+	       " data = coalesce(data, excluded.data)", err);
 	if (!st)
 		goto out;
 	bind_text(st, 1, sha);
 	sqlite3_bind_int64(st, 2, size);
+	if (inline_data)
+		sqlite3_bind_blob(st, 3, inline_data, (int)size, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		db_error(err, tx->c->db, "writing a file");
 		goto out;
@@ -1288,6 +1291,38 @@ int cof_meta_blob_known(cof_meta *m, const char *sha, cof_err *err)
 		bind_text(st, 1, sha);
 		int r = sqlite3_step(st);
 		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : db_error(err, c->db, "blobs");
+		sqlite3_reset(st);
+	}
+	reader_put(m, c);
+	return rc;
+}
+
+int cof_meta_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
+			 size_t *len, cof_err *err)
+{
+	conn *c = reader_get(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((st = q(c, "SELECT data FROM blobs WHERE sha256 = ? AND data IS NOT NULL", err))) {
+		bind_text(st, 1, sha);
+		int r = sqlite3_step(st);
+		if (r == SQLITE_ROW) {
+			size_t n = (size_t)sqlite3_column_bytes(st, 0);
+			*data = malloc(n + 1);
+			if (*data) {
+				if (n)
+					memcpy(*data, sqlite3_column_blob(st, 0), n);
+				*len = n;
+				rc = 1;
+			} else {
+				rc = cof_error(err, COF_EINTERNAL, "out of memory");
+			}
+		} else {
+			rc = r == SQLITE_DONE ? 0 : db_error(err, c->db, "reading content");
+		}
 		sqlite3_reset(st);
 	}
 	reader_put(m, c);

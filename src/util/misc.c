@@ -88,7 +88,7 @@ void cof_size_fmt(int64_t bytes, char *out, size_t outsz)
 	double v = (double)bytes;
 	int u = 0;
 
-	while (v >= 1024 && u < 4)
+	while (u < 4 && (v >= 1024 || (u > 0 && v >= 1023.95)))
 		v /= 1024, u++;
 	if (u == 0)
 		snprintf(out, outsz, "%lld bytes", (long long)bytes);

@@ -62,7 +62,7 @@ static int start_file(cof_archive *ar, cof_err *err)
 	if (ar->next == ar->items.n)
 		return 0;
 	x = &ar->items.v[ar->next++];
-	if (ar->st->blobs->open(ar->st->blobs, x->sha256, &ar->fd, err))
+	if (cof_content_open(ar->st, x->sha256, &ar->fd, err))
 		return -1;
 	ar->left = x->size;
 	e = archive_entry_new();

@@ -15,11 +15,14 @@
 
 #define SNIFF_BYTES 4096
 
+/* The first COF_INLINE_MAX bytes stay in memory: content that small is stored
+ * inline in the metadata, in the change's own transaction (one fsync, not
+ * three). Past that the blob writer starts and gets the head first. */
 struct cof_upload {
 	cof_store *st;
-	cof_blob_writer *w;
+	cof_blob_writer *w;   /* NULL while everything fits in head */
 	int64_t size, max;
-	unsigned char head[SNIFF_BYTES];
+	unsigned char head[COF_INLINE_MAX];
 	size_t headlen;
 };
 
@@ -92,10 +95,6 @@ int cof_upload_begin(cof_store *st, int64_t max_bytes, cof_upload **out, cof_err
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	up->st = st;
 	up->max = max_bytes;
-	if (st->blobs->begin(st->blobs, &up->w, err)) {
-		free(up);
-		return -1;
-	}
 	*out = up;
 	return 0;
 }
@@ -109,11 +108,15 @@ int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err)
 		return cof_error(err, COF_ETOOLARGE, "the body is over %s (%lld bytes), the limit",
 				 a, (long long)up->max);
 	}
-	if (up->headlen < SNIFF_BYTES) {
-		size_t n = len < SNIFF_BYTES - up->headlen ? len : SNIFF_BYTES - up->headlen;
-		memcpy(up->head + up->headlen, data, n);
-		up->headlen += n;
+	if (!up->w && up->headlen + len <= COF_INLINE_MAX) {
+		memcpy(up->head + up->headlen, data, len);
+		up->headlen += len;
+		up->size += (int64_t)len;
+		return 0;
 	}
+	if (!up->w && (up->st->blobs->begin(up->st->blobs, &up->w, err) ||
+		       up->st->blobs->write(up->w, up->head, up->headlen, err)))
+		return -1;
 	if (up->st->blobs->write(up->w, data, len, err))
 		return -1;
 	up->size += (int64_t)len;
@@ -129,23 +132,9 @@ void cof_upload_abort(cof_upload *up)
 {
 	if (!up)
 		return;
-	up->st->blobs->abort(up->w);
+	if (up->w)
+		up->st->blobs->abort(up->w);
 	free(up);
-}
-
-int cof_blob_put_bytes(cof_store *st, const void *data, size_t len, char sha[65],
-		       cof_err *err)
-{
-	cof_blob_writer *w;
-	int64_t size;
-
-	if (st->blobs->begin(st->blobs, &w, err))
-		return -1;
-	if (st->blobs->write(w, data, len, err)) {
-		st->blobs->abort(w);
-		return -1;
-	}
-	return st->blobs->commit(w, sha, &size, err);
 }
 
 /* ------------------------------------------------------------ content type */
@@ -219,6 +208,7 @@ static int ctype_check(const char *t, cof_err *err)
 
 typedef struct put_ctx {
 	const char *path, *sha, *ctype;
+	const void *inline_data;
 	int64_t size;
 	cof_cond cond;
 	int created;
@@ -235,7 +225,7 @@ static int put_apply(cof_txn *tx, void *arg, cof_err *err)
 	exists = cof_txn_get(tx, p->path, cur, err);
 	if (exists >= 0 && !cond_check(p->cond, p->path, cur, exists, err) &&
 	    (exists || !cof_volume_path_free(tx, p->path, err)) &&
-	    !cof_txn_write(tx, p->path, p->sha, p->size, p->ctype, err))
+	    !cof_txn_write(tx, p->path, p->sha, p->size, p->ctype, p->inline_data, err))
 		rc = cof_volume_fit(tx, err);
 	p->created = exists == 0;
 	free(cur);
@@ -277,17 +267,26 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	if (content_type)
 		snprintf(ctype, sizeof ctype, "%s", content_type);
 	else
-		cof_sniff_type(st, p.path, up->head, up->headlen, ctype, sizeof ctype);
+		cof_sniff_type(st, p.path, up->head,
+			       up->headlen < SNIFF_BYTES ? up->headlen : SNIFF_BYTES, ctype,
+			       sizeof ctype);
 	/* Held from the blob's commit to the metadata's, so the collector never
 	 * deletes content a write is about to name. */
 	pthread_rwlock_rdlock(&st->gc_lock);
-	rc = st->blobs->commit(up->w, sha, &size, err);
-	free(up);
+	if (up->w) {
+		rc = st->blobs->commit(up->w, sha, &size, err);
+	} else {
+		size = up->size;
+		rc = cof_sha256_hex(up->head, up->headlen, sha)
+			     ? cof_error(err, COF_EINTERNAL, "cannot hash the upload") : 0;
+		p.inline_data = up->head;
+	}
 	if (!rc) {
 		p.sha = sha, p.size = size, p.ctype = ctype;
 		rc = cof_meta_change(st->meta, v.vno, put_apply, &p, &seq, err);
 	}
 	pthread_rwlock_unlock(&st->gc_lock);
+	free(up);
 	if (rc)
 		return -1;
 	cof_store_changed(st);
@@ -304,7 +303,7 @@ int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
 		       const char *content_type, cof_cond cond, json_t **out,
 		       int *created, cof_err *err)
 {
-	cof_upload *up;
+	cof_upload *up = NULL;
 
 	if (cof_upload_begin(st, 0, &up, err))
 		return -1;
@@ -336,7 +335,7 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	if (r == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
 			  view.snapshot ? " in that snapshot" : "");
-	if (r == 1 && !st->blobs->open(st->blobs, e->sha256, &out->fd, err)) {
+	if (r == 1 && !cof_content_open(st, e->sha256, &out->fd, err)) {
 		out->version = e->version;
 		out->size = e->size;
 		/* The live seq is read after the row, so it is never older than it. */
@@ -429,7 +428,7 @@ static int move_one(cof_txn *tx, const cof_item *src, const char *dst, int overw
 			  "'%.200s' exists; pass \"overwrite\": true to replace it", dst);
 	else if (exists >= 0 && !cof_txn_remove(tx, src->path, err) &&
 		 (exists || !cof_volume_path_free(tx, dst, err)))
-		rc = cof_txn_write(tx, dst, src->sha256, src->size, src->ctype, err);
+		rc = cof_txn_write(tx, dst, src->sha256, src->size, src->ctype, NULL, err);
 	free(cur);
 	return rc;
 }

@@ -127,7 +127,7 @@ static int blob_hash(cof_store *st, const char *sha, int64_t size, int *missing)
 	EVP_MD_CTX *ctx;
 
 	*missing = 0;
-	if (st->blobs->open(st->blobs, sha, &fd, &e)) {
+	if (cof_content_open(st, sha, &fd, &e)) {
 		*missing = e.code == COF_ENOTFOUND;
 		cof_err_clear(&e);
 		return -1;

@@ -43,7 +43,7 @@ static int blob_read_all(cof_store *st, const char *sha, int64_t size,
 
 	if (!buf)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	if (st->blobs->open(st->blobs, sha, &fd, err)) {
+	if (cof_content_open(st, sha, &fd, err)) {
 		free(buf);
 		return -1;
 	}

@@ -81,7 +81,7 @@ static int restore_apply(cof_txn *tx, void *arg, cof_err *err)
 		cof_item *t = &r->target.v[j++];
 		if (c == 0 && same_file(&live.v[i++], t))
 			continue;
-		if (cof_txn_write(tx, t->path, t->sha256, t->size, t->ctype, err))
+		if (cof_txn_write(tx, t->path, t->sha256, t->size, t->ctype, NULL, err))
 			goto out;
 		r->written++;
 	}

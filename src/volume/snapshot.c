@@ -51,6 +51,7 @@ typedef struct given_file {
 	size_t len;
 	char sha[65];
 	char ctype[128];
+	int inline_kept;
 } given_file;
 
 typedef struct given {
@@ -64,7 +65,7 @@ static int given_apply(cof_txn *tx, void *arg, cof_err *err)
 
 	for (size_t i = 0; i < g->n; i++)
 		if (cof_txn_write(tx, g->f[i].path, g->f[i].sha, (int64_t)g->f[i].len,
-				  g->f[i].ctype, err))
+				  g->f[i].ctype, g->f[i].inline_kept ? g->f[i].data : NULL, err))
 			return -1;
 	return 0;
 }
@@ -139,8 +140,10 @@ static int given_store(cof_store *st, const cof_volrow *v, json_t *files, cof_sn
 	pthread_rwlock_rdlock(&st->gc_lock);
 	for (size_t i = 0; i < g.n; i++) {
 		given_file *f = &g.f[i];
-		if (cof_blob_put_bytes(st, f->data, f->len, f->sha, err))
+		int r = cof_content_put(st, f->data, f->len, f->sha, err);
+		if (r < 0)
 			goto unlock;
+		f->inline_kept = r;
 		cof_sniff_type(st, f->path, f->data, f->len < 4096 ? f->len : 4096, f->ctype,
 			       sizeof f->ctype);
 	}

@@ -73,10 +73,16 @@ void cof_items_release(cof_items *it);
 void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t len,
 		    char *out, size_t outsz);
 
-/* Writes `data` as a blob; returns its sha256. The caller must hold
- * st->gc_lock (read) until the metadata naming it has committed. */
-int cof_blob_put_bytes(cof_store *st, const void *data, size_t len, char sha[65],
-		       cof_err *err);
+/* Content up to this size is kept inline in the metadata store. */
+#define COF_INLINE_MAX (16 * 1024)
+
+/* Stores `data` as content: inline (returns 1; pass `data` to cof_txn_write) or
+ * as a blob (returns 0). The caller must hold st->gc_lock (read) until the
+ * metadata naming it has committed. */
+int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
+		    cof_err *err);
+/* Opens content by hash, inline or blob, as a readable fd (closed by the caller). */
+int cof_content_open(cof_store *st, const char *sha, int *fd, cof_err *err);
 
 /* Parses "k:v" label filters and label objects (limits of API.md). */
 int cof_labels_check(json_t *labels, cof_err *err);
