@@ -84,7 +84,8 @@ static int has_bytes_unit(const char *p)
 static int resolve(const range_spec *rs, int64_t size, int64_t *start, int64_t *len)
 {
 	if (rs->first < 0) { /* suffix: the last n bytes */
-		if (rs->last == 0)
+		/* RFC 9110 14.1.2: a suffix of an empty representation is unsatisfiable. */
+		if (rs->last == 0 || size == 0)
 			return -1;
 		int64_t n = rs->last < size ? rs->last : size;
 		*start = size - n;
@@ -104,7 +105,7 @@ int cof_range_parse(const char *header, int64_t size, int64_t *start, int64_t *l
 	range_spec rs = { -1, -1 }, cur;
 	int count = 0;
 
-	if (header == NULL || size <= 0 || !has_bytes_unit(header))
+	if (header == NULL || size < 0 || !has_bytes_unit(header))
 		return 0;
 	const char *p = header + 6;
 	for (;;) {

@@ -13,9 +13,9 @@
  * (RFC 9110 section 14). Returns:
  *    1  one satisfiable range: *start and *len (len >= 1) describe it;
  *    0  ignore the header and send the whole representation with 200:
- *       NULL or malformed header, a unit other than `bytes`, several ranges,
- *       or an empty representation (size <= 0);
- *   -1  unsatisfiable: answer 416 with `Content-Range: bytes *\/SIZE`.
+ *       NULL or malformed header, a unit other than `bytes`, several ranges;
+ *   -1  unsatisfiable: answer 416 with `Content-Range: bytes *\/SIZE`; every
+ *       range of an empty representation is (RFC 9110 14.1.1).
  * Forms: `bytes=a-b` (b past the end is clamped), `bytes=a-`, `bytes=-n`
  * (the last n bytes; n >= size means all of it; n = 0 is unsatisfiable).
  * The unit is case-insensitive; spaces and tabs around a range are allowed.

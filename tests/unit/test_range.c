@@ -68,9 +68,9 @@ static const range_case cases[] = {
 	{ "bytes=0-1,3-4", 10, 0, 0, 0 },
 	{ "bytes=0-1, -2", 10, 0, 0, 0 },
 	{ "bytes=0-1,x", 10, 0, 0, 0 },
-	/* empty representation: ignore */
-	{ "bytes=0-", 0, 0, 0, 0 },
-	{ "bytes=-1", 0, 0, 0, 0 },
+	/* empty representation: every range is unsatisfiable */
+	{ "bytes=0-", 0, -1, 0, 0 },
+	{ "bytes=-1", 0, -1, 0, 0 },
 	/* big sizes */
 	{ "bytes=4294967296-", 8589934592LL, 1, 4294967296LL, 4294967296LL },
 	{ "bytes=-1", INT64_MAX, 1, INT64_MAX - 1, 1 },
