@@ -327,7 +327,11 @@ int cofferd_main(int argc, char **argv)
 		return rc;
 	memset(&srv, 0, sizeof(srv));
 	memset(&gc, 0, sizeof(gc));
-	/* before any thread exists, so every thread inherits the mask */
+	/* before any thread exists, so every thread inherits the mask; the
+	 * dispositions are reset because sigwait never sees an ignored signal
+	 * (a shell starts background jobs with SIGINT ignored) */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
