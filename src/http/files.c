@@ -161,8 +161,9 @@ enum MHD_Result http_serve_file(http_req *req, cof_file *f)
 
 	snprintf(etag, sizeof(etag), "\"%" PRId64 "\"", f->version);
 	if (inm != NULL && etag_listed(inm, etag)) {
-		struct MHD_Response *resp =
-			MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		/* made over the whole file so Content-Length says the size of
+		 * what a 200 would send; MHD sends no body with a 304 */
+		struct MHD_Response *resp = bytes_response(f, 0, f->size);
 		if (resp != NULL)
 			file_headers(resp, f, etag);
 		ret = http_queue(req, MHD_HTTP_NOT_MODIFIED, resp);
