@@ -29,6 +29,8 @@ Module-level knobs: `SERIAL = True` (run.py runs the module alone, after the oth
 `SERVER_OPTS = {...}` (keyword arguments for the shared server), `TIMEOUT = seconds` per
 test (default 60; `@harness.timeout(s)` for one test). All timeouts are multiplied by
 `harness.SCALE` (3 when the build dir name contains "asan", or $COFFER_TEST_SCALE).
+A test that needs minutes starts with `harness.slow("why")`: it runs only with
+$COFFER_SLOW_TESTS=1 and is reported as skipped otherwise.
 
 Server (see class Server):
     s.url, s.host, s.port, s.data (data dir), s.key (admin key), s.proc
@@ -97,6 +99,12 @@ class Skip(Exception):
 
 def skip(why):
     raise Skip(why)
+
+
+def slow(why="slow"):
+    """Skips the calling test unless $COFFER_SLOW_TESTS is set (tests that need minutes)."""
+    if not os.environ.get("COFFER_SLOW_TESTS"):
+        raise Skip("%s; set COFFER_SLOW_TESTS=1 to run it" % why)
 
 
 def timeout(seconds):

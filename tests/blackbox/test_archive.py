@@ -4,6 +4,7 @@ import io
 import os
 import tarfile
 
+import harness
 from harness import check, eq, expect, expect_error, sha256
 
 
@@ -83,3 +84,16 @@ def test_archive_empty_and_errors(srv):
     expect_error(srv.get("/v1/volumes/%s/archive" % vid, query={"snapshot": "nosuch"}), 404)
     expect_error(srv.get("/v1/volumes/nosuch/archive"), 404)
     expect_error(srv.get("/v1/volumes/%s/archive" % vid, query={"path": "../x"}), 400)
+
+
+@harness.timeout(900)
+def test_archive_over_10000_files_413(srv):
+    harness.slow("writes 10,001 files")
+    vid = srv.create_volume()["id"]
+    srv.put_many(vid, {"f/%05d" % i: b"x" for i in range(10001)}, threads=8)
+    r = srv.get("/v1/volumes/%s/archive" % vid)
+    expect_error(r, 413, "too_large")
+    check(not (r.header("Content-Type") or "").startswith("application/gzip"),
+          "413 comes before any byte of the archive")
+    got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid, query={"glob": "f/0*"}), 200))
+    eq(len(got), 10000, "exactly 10,000 files is fine")

@@ -235,3 +235,23 @@ def test_snapshot_of_given_files_limits(srv):
     expect_error(srv.post(url, json={"files": {"a": {"data": big}, "b": {"data": big}}},
                           timeout=60), 413)
     eq(len(_snap_list(_snaps(srv, vid))), 1, "only the first snapshot made")
+
+
+@harness.timeout(900)
+def test_pinned_limit_10000(srv):
+    harness.slow("makes 10,000 pinned snapshots")
+    import concurrent.futures
+    vid = srv.create_volume()["id"]
+    url = "/v1/volumes/%s/snapshots" % vid
+
+    def pin(_):
+        return srv.post(url, json={"pinned": True}).status
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        statuses = list(ex.map(pin, range(10000)))
+    eq(sorted(set(statuses)), [201], "10,000 pinned snapshots are allowed")
+    r = srv.post(url, json={"pinned": True})
+    err = expect_error(r, 409, "conflict")
+    check("10000" in err["message"].replace(",", ""),
+          "the 409 names the limit (10,000): %r" % err["message"])
+    # unpinned ones still work (retention makes room for them)
+    expect(srv.post(url, json={}), 201)
