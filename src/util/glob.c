@@ -1,10 +1,10 @@
 /*
  * glob.c — the one glob matcher for volume paths.
- * `*` and `?` match within one segment, `**` matches any number of whole
- * segments (also none: a, **, b joined by slashes matches "a/b"), `[...]` classes with
- * ranges and `!`/`^` negation, `\` escapes the next character.
- * Iterative with backtracking points for `*` and `**`, so time is bounded by
- * O(len(pattern) * len(path)) per `**` level rather than exponential.
+ * `*` and `?` match within one segment; a `**` segment matches any number of
+ * whole segments (none too, except at the end of the pattern); `**` inside a
+ * segment is a plain `*`; `[...]` classes with ranges and `!`/`^` negation;
+ * `\` escapes the next character. Matching goes segment by segment, so time
+ * is O(segments of pattern x segments of path) whatever the `**` count.
  */
 #include <string.h>
 #include "util/util.h"
@@ -40,44 +40,29 @@ static int class_match(const char *p, char c, const char **end)
 	return (hit != neg) && c != '/';
 }
 
-/* Matches pattern p against string s; both NUL-terminated. */
-static int match(const char *p, const char *s, int depth)
+/* Matches one pattern segment [p, pe) against one path segment [s, se) (no
+ * '/' in either): `*` any run, `?` one byte, classes, escapes. Star
+ * backtracking keeps it O(len(p) * len(s)). */
+static int seg_match(const char *p, const char *pe, const char *s, const char *se)
 {
 	const char *star_p = NULL, *star_s = NULL;
 
-	if (depth > 64)
-		return 0;
-	while (*s || *p) {
-		if (p[0] == '*' && p[1] == '*' &&
-		    (p[2] == '/' || p[2] == '\0')) {
-			/* `**` at a segment start: try to match the rest at every
-			 * segment boundary of s (including here). */
-			const char *rest = p[2] == '/' ? p + 3 : p + 2;
-			if (p[2] == '\0')
-				return 1;
-			for (const char *t = s; t; t = strchr(t, '/')) {
-				if (*t == '/')
-					t++;
-				if (match(rest, t, depth + 1))
-					return 1;
-			}
-			goto backtrack;
-		}
-		if (*p == '*') {
-			while (*p == '*')
+	while (s < se || p < pe) {
+		if (p < pe && *p == '*') {
+			while (p < pe && *p == '*')
 				p++;
 			star_p = p, star_s = s;
 			continue;
 		}
-		if (*s) {
-			if (*p == '?' && *s != '/') {
+		if (s < se && p < pe) {
+			if (*p == '?') {
 				p++, s++;
 				continue;
 			}
 			if (*p == '[') {
 				const char *end;
 				int r = class_match(p + 1, *s, &end);
-				if (r == 1) {
+				if (r == 1 && end <= pe) {
 					p = end, s++;
 					continue;
 				}
@@ -85,19 +70,18 @@ static int match(const char *p, const char *s, int depth)
 					p++, s++;
 					continue;
 				}
-			} else if (*p == '\\' && p[1] && p[1] == *s) {
-				p += 2, s++;
-				continue;
-			} else if (*p && *p != '?' && *p != '\\' && *p == *s) {
+			} else if (*p == '\\' && p + 1 < pe) {
+				if (p[1] == *s) {
+					p += 2, s++;
+					continue;
+				}
+			} else if (*p == *s) {
 				p++, s++;
 				continue;
 			}
 		}
-backtrack:
-		/* Backtrack: let the last `*` eat one more char, never a '/'. */
-		if (star_p && *star_s && *star_s != '/') {
-			star_s++;
-			p = star_p, s = star_s;
+		if (star_p && star_s < se) {
+			p = star_p, s = ++star_s;
 			continue;
 		}
 		return 0;
@@ -105,9 +89,73 @@ backtrack:
 	return 1;
 }
 
+/* Splits at unescaped '/' into [start, end) pairs; returns the count or -1. */
+static int split(const char *str, int escapes, const char **starts, const char **ends,
+		 int max)
+{
+	int n = 0;
+	const char *b = str, *c = str;
+
+	for (;; c++) {
+		/* An escaped '/' is still a separator ("a\/b" is "a/b"). */
+		int esc_slash = escapes && c[0] == '\\' && c[1] == '/';
+		if (escapes && *c == '\\' && c[1] && !esc_slash) {
+			c++;
+			continue;
+		}
+		if (*c == '/' || *c == '\0' || esc_slash) {
+			if (n == max)
+				return -1;
+			starts[n] = b, ends[n] = c, n++;
+			if (*c == '\0')
+				return n;
+			c += esc_slash;
+			b = c + 1;
+		}
+	}
+}
+
+#define MAX_SEGS 2100 /* a 4096-byte path has at most 2049 segments */
+
+/* Segment by segment: reach[j] says the pattern so far can end right before
+ * path segment j. A `**` segment lets any later j be reached (one or more
+ * segments at the end of the pattern, zero or more elsewhere); others need
+ * seg_match. O(pattern segments * path segments), so `**` cannot blow up. */
+static int match(const char *pattern, const char *path)
+{
+	const char *ps[MAX_SEGS], *pe[MAX_SEGS], *ss[MAX_SEGS], *se[MAX_SEGS];
+	unsigned char reach[MAX_SEGS + 1], next[MAX_SEGS + 1];
+	int np = split(pattern, 1, ps, pe, MAX_SEGS);
+	int ns = split(path, 0, ss, se, MAX_SEGS);
+
+	if (np < 0 || ns < 0)
+		return 0;
+	memset(reach, 0, (size_t)ns + 1);
+	reach[0] = 1;
+	for (int i = 0; i < np; i++) {
+		int globstar = pe[i] - ps[i] == 2 && ps[i][0] == '*' && ps[i][1] == '*';
+		int any = 0;
+		memset(next, 0, (size_t)ns + 1);
+		for (int j = 0; j <= ns; j++) {
+			if (globstar) {
+				/* At the end of the pattern `**` must take at least one
+				 * segment: "a" then `**` is what is inside a, not a. */
+				int last = i == np - 1;
+				if (any || (reach[j] && !last))
+					next[j] = 1;
+				any |= reach[j];
+			} else if (j < ns && reach[j] && seg_match(ps[i], pe[i], ss[j], se[j])) {
+				next[j + 1] = 1;
+			}
+		}
+		memcpy(reach, next, (size_t)ns + 1);
+	}
+	return reach[ns];
+}
+
 int cof_glob_match(const char *pattern, const char *path)
 {
-	return match(pattern, path, 0);
+	return match(pattern, path);
 }
 
 int cof_glob_check(const char *pattern, cof_err *err)
