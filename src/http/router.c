@@ -210,9 +210,10 @@ static void req_begin(http_req *req, const char *url)
 	}
 	clen = http_content_length(req);
 	if (req->route->body == HTTP_BODY_JSON && clen > (int64_t)HTTP_JSON_MAX) {
+		char size[32];
+		cof_size_fmt(clen, size, sizeof(size));
 		cof_error(&req->err, COF_ETOOLARGE,
-			  "request body is %lld bytes; the limit for a JSON body is 32 MiB",
-			  (long long)clen);
+			  "request body is %s; the limit for a JSON body is 32 MiB", size);
 		req->failed = 1;
 		return;
 	}
