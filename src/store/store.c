@@ -132,6 +132,10 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		goto fail;
 	}
 	snprintf(file, sizeof file, "%s/meta.db", dir);
+	/* SQLite gives its -wal and -shm files the database file's mode: 0600. */
+	int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
 	if (cof_blobstore_local_open(dir, &st->blobs, err) ||
 	    cof_meta_open(file, &st->meta, err))
 		goto fail;
