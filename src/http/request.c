@@ -125,15 +125,19 @@ char *http_decode(http_req *req, const char *in, size_t len, const char *what,
 	return out;
 }
 
+/* An arg given without `=` (`?force`) reads as the empty string. */
 int http_query(http_req *req, const char *name, const char **out, cof_err *err)
 {
-	const char *raw = MHD_lookup_connection_value(req->conn,
-						      MHD_GET_ARGUMENT_KIND, name);
+	const char *raw = NULL;
+	size_t rawlen = 0;
 	char what[96];
 
 	*out = NULL;
-	if (raw == NULL)
+	if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name,
+					  strlen(name), &raw, &rawlen) != MHD_YES)
 		return 0;
+	if (raw == NULL)
+		raw = ""; /* `?force` without `=`: present and empty */
 	snprintf(what, sizeof(what), "query parameter '%s'", name);
 	*out = http_decode(req, raw, strlen(raw), what, err);
 	return *out ? 0 : -1;

@@ -193,6 +193,19 @@ static int listen_socket(const server_opts *o, unsigned *port)
 	return fd;
 }
 
+/* Logs a gc sweep's answer when it deleted or pruned anything. */
+static void gc_log(json_t *out)
+{
+	char *s;
+
+	if (json_integer_value(json_object_get(out, "blobsDeleted")) == 0 &&
+	    json_integer_value(json_object_get(out, "historyPruned")) == 0)
+		return;
+	s = json_dumps(out, JSON_COMPACT);
+	fprintf(stderr, "cofferd: gc: %s\n", s ? s : "done");
+	free(s);
+}
+
 /* The gc thread's body: sleeps `interval`, runs cof_gc, logs what it did. */
 static void *gc_main(void *arg)
 {
@@ -211,9 +224,7 @@ static void *gc_main(void *arg)
 		cof_err err = { 0 };
 		json_t *out = NULL;
 		if (cof_gc(g->st, &out, &err) == 0) {
-			char *s = json_dumps(out, JSON_COMPACT);
-			fprintf(stderr, "cofferd: gc: %s\n", s ? s : "done");
-			free(s);
+			gc_log(out);
 		} else {
 			fprintf(stderr, "cofferd: gc failed: %s\n", err.msg);
 		}
