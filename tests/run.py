@@ -301,8 +301,7 @@ def worker(args):
             shared[0].close()
             report("cofferd shutdown", "pass", "", round(time.time() - t0, 2))
         except Exception as e:
-            report("cofferd shutdown", "fail", "%s\n%s" % (e, shared[0].log_tail()),
-                   round(time.time() - t0, 2))
+            report("cofferd shutdown", "fail", str(e), round(time.time() - t0, 2))
     out.close()
     return 0
 

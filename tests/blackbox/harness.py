@@ -367,11 +367,12 @@ class Server:
         """Stops the server (asserting a clean exit) and removes its temp dir."""
         code = self.stop()
         reports = self.sanitizer_reports(all_=True)
+        tail = self.log_tail(6000)
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
         if check_exit and code is not None and code != 0:
             raise AssertionError("cofferd exit code on SIGTERM should be 0, got %s\n%s" % (
-                code, reports or ""))
+                code, reports or tail))
         if check_exit and reports:
             raise AssertionError("sanitizer reports in cofferd's log:\n" + reports)
 
