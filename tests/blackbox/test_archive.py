@@ -97,3 +97,37 @@ def test_archive_over_10000_files_413(srv):
           "413 comes before any byte of the archive")
     got = _tar(expect(srv.get("/v1/volumes/%s/archive" % vid, query={"glob": "f/0*"}), 200))
     eq(len(got), 10000, "exactly 10,000 files is fine")
+
+
+@harness.timeout(120)
+def test_archive_at_one_seq_under_writes(srv):
+    import threading
+    vid = srv.create_volume()["id"]
+    log, stop = [], threading.Event()
+
+    def writer():
+        r = 0
+        while not stop.is_set():
+            for i in range(10):
+                data = ("round %d file %d" % (r, i)).encode()
+                a = srv.put_ok(vid, "w/f%d.txt" % i, data)
+                log.append((a["seq"], "f%d.txt" % i, data))
+            r += 1
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    got = []
+    try:
+        import time
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            r = expect(srv.get("/v1/volumes/%s/archive" % vid, query={"path": "w"}), 200)
+            got.append((int(r.header("X-Volume-Seq")), _tar(r)))
+    finally:
+        stop.set()
+        t.join(60)
+    for seq, files in got:
+        want = {}
+        for s, p, d in sorted(log):
+            if s <= seq:
+                want[p] = d
+        eq(files, want, "archive with X-Volume-Seq %d holds the files as at that seq" % seq)

@@ -122,3 +122,29 @@ def test_wait_over_60_refused(srv):
     expect_error(srv.get("/v1/volumes/%s/changes" % vid, query={"since": "abc"}), 400)
     expect_error(srv.get("/v1/volumes/%s/changes" % vid, query={"since": "-1"}), 400)
     expect_error(srv.get("/v1/volumes/nosuch/changes", query={"since": 0}), 404)
+
+
+def test_many_long_polls_woken_by_one_write(srv):
+    vid = srv.create_volume()["id"]
+    n = 24
+    res = [None] * n
+
+    def poll(i):
+        t0 = time.time()
+        try:
+            j = _changes(srv, vid, since=0, wait=30)
+            res[i] = (time.time() - t0, [c["path"] for c in j["changes"]])
+        except Exception as e:
+            res[i] = (time.time() - t0, repr(e))
+
+    ts = [threading.Thread(target=poll, args=(i,), daemon=True) for i in range(n)]
+    for t in ts:
+        t.start()
+    time.sleep(1.0)
+    srv.put_ok(vid, "wake.txt", b"wake")
+    for t in ts:
+        t.join(40 * harness.SCALE)
+    for i, r in enumerate(res):
+        check(r is not None, "poller %d never returned" % i)
+        eq(r[1], ["wake.txt"], "poller %d's changes" % i)
+        check(r[0] < 1.0 + 5 * harness.SCALE, "poller %d returned after %.1fs" % (i, r[0]))

@@ -3,6 +3,7 @@
 import base64
 import os
 import re
+import time
 
 import harness
 from harness import check, eq, expect, expect_error, sha256
@@ -211,3 +212,50 @@ def test_read_all_too_many_bytes(srv):
                        query={"content": "true", "glob": "**/one.bin"}, timeout=120), 200).json()
     eq([f["path"] for f in j["files"]], ["big/one.bin"], "narrowed read-all")
     eq(sha256(base64.b64decode(j["files"][0]["data"])), sha256(big), "9 MiB file in read-all")
+
+
+# ------------------------------------------------------------------ one seq under writes
+
+def _state_at(log, seq):
+    state = {}
+    for s, path, data in sorted(log):
+        if s <= seq:
+            state[path] = data
+    return state
+
+
+def _writer(srv, vid, log, stop, nfiles=10):
+    r = 0
+    while not stop.is_set():
+        for i in range(nfiles):
+            data = ("round %d file %d" % (r, i)).encode()
+            a = srv.put_ok(vid, "w/f%d.txt" % i, data)
+            log.append((a["seq"], "w/f%d.txt" % i, data))
+        r += 1
+
+
+@harness.timeout(120)
+def test_read_all_and_listing_at_one_seq_under_writes(srv):
+    import threading
+    vid = srv.create_volume()["id"]
+    log, stop = [], threading.Event()
+    t = threading.Thread(target=_writer, args=(srv, vid, log, stop), daemon=True)
+    t.start()
+    reads, lists = [], []
+    try:
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            j = expect(srv.get("/v1/volumes/%s/files" % vid, query={"content": "true"}), 200).json()
+            reads.append((j["seq"], {f["path"]: f.get("text") for f in j["files"]}))
+            j = srv.list_files(vid)
+            lists.append((j["seq"], {f["path"]: f["sha256"] for f in j["files"]}))
+    finally:
+        stop.set()
+        t.join(60)
+    check(len(reads) >= 3, "only %d reads happened" % len(reads))
+    for seq, files in reads:
+        want = {p: d.decode() for p, d in _state_at(log, seq).items()}
+        eq(files, want, "read-all at seq %d equals the volume as it was at that seq" % seq)
+    for seq, files in lists:
+        want = {p: sha256(d) for p, d in _state_at(log, seq).items()}
+        eq(files, want, "listing at seq %d equals the volume as it was at that seq" % seq)

@@ -279,3 +279,77 @@ def test_sigterm_with_pending_long_poll():
     finally:
         s.kill()
         shutil.rmtree(s.root, ignore_errors=True)
+
+
+def _given_snapshot(s, vid, files):
+    return expect(s.post("/v1/volumes/%s/snapshots" % vid, json={"files": files}), 201).json()
+
+
+def test_sigkill_mid_moves_and_restores_all_or_nothing():
+    """Moves of whole directories and restores of 500 files are one change each: a
+    SIGKILL leaves each one whole or not done, never half."""
+    with harness.server() as s:
+        vid = s.create_volume("atomic")["id"]
+        ndirs, per = 100, 5
+        files = {"d%03d/f%d" % (i, j): "d%03d f%d" % (i, j) for i in range(ndirs) for j in range(per)}
+        base = _given_snapshot(s, vid, files)
+        expect(s.post("/v1/volumes/%s/restore" % vid, json={"snapshot": base["id"]}), 200)
+        rv = s.create_volume("restores")["id"]
+        sa = _given_snapshot(s, rv, {"a/%03d" % i: "A%d" % i for i in range(500)})
+        sb = _given_snapshot(s, rv, {"b/%03d" % i: "B%d" % i for i in range(500)})
+        moved, lock, stop = set(), threading.Lock(), threading.Event()
+
+        def mover(k):
+            for i in range(k, ndirs, 4):
+                if stop.is_set():
+                    return
+                try:
+                    r = s.post("/v1/volumes/%s/move" % vid,
+                               json={"from": "d%03d" % i, "to": "e%03d" % i}, timeout=20)
+                except Exception:
+                    return
+                if r.status == 200:
+                    with lock:
+                        moved.add(i)
+
+        def restorer():
+            k = 0
+            while not stop.is_set():
+                try:
+                    s.post("/v1/volumes/%s/restore" % rv,
+                           json={"snapshot": (sa, sb)[k % 2]["id"]}, timeout=20)
+                except Exception:
+                    return
+                k += 1
+
+        ts = [threading.Thread(target=mover, args=(k,), daemon=True) for k in range(4)]
+        ts.append(threading.Thread(target=restorer, daemon=True))
+        for t in ts:
+            t.start()
+        deadline = time.time() + 20 * harness.SCALE
+        while len(moved) < 30 and time.time() < deadline:
+            time.sleep(0.005)
+        s.kill()
+        stop.set()
+        for t in ts:
+            t.join(30)
+        s.start()
+        now = {f["path"]: f["sha256"] for f in s.list_files(vid)["files"]}
+        eq(len(now), ndirs * per, "file count after SIGKILL during moves")
+        for i in range(ndirs):
+            src = sorted(p for p in now if p.startswith("d%03d/" % i))
+            dst = sorted(p for p in now if p.startswith("e%03d/" % i))
+            check((len(src), len(dst)) in ((per, 0), (0, per)),
+                  "directory %d half moved after SIGKILL: %s / %s" % (i, src, dst))
+            if i in moved:
+                eq(len(dst), per, "an acknowledged move of d%03d survives SIGKILL" % i)
+            for p in src + dst:
+                want = "d%03d f%s" % (i, p.rsplit("f", 1)[1])
+                eq(now[p], sha256(want.encode()), "content of " + p)
+        rnow = {f["path"]: f["sha256"] for f in s.list_files(rv)["files"]}
+        ok = [{"a/%03d" % i: sha256(("A%d" % i).encode()) for i in range(500)},
+              {"b/%03d" % i: sha256(("B%d" % i).encode()) for i in range(500)}, {}]
+        check(rnow in ok, "a restore was cut in half by SIGKILL: %d files, first %s" % (
+            len(rnow), sorted(rnow)[:3]))
+        done = {p.split("/")[0] for p in now if p.startswith("e")}
+        eq(s.seq(vid), 1 + len(done), "seq = the first restore + one per move done")

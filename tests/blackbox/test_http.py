@@ -1,0 +1,88 @@
+"""HTTP-level behaviour: keep-alive stays in step after errors, many connections at once,
+paths are bytes (no Unicode or case folding)."""
+
+import concurrent.futures
+import http.client
+import json
+import os
+import unicodedata
+
+from harness import check, eq, expect, expect_error, sha256
+
+
+def _conn(srv):
+    return http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+
+
+def _send(conn, srv, method, path, body=None, headers=None):
+    h = {"Authorization": "Bearer " + srv.key}
+    h.update(headers or {})
+    conn.request(method, path, body=body, headers=h)
+    r = conn.getresponse()
+    return r, r.read()
+
+
+def test_keep_alive_in_step_after_errors(srv):
+    vid = srv.create_volume()["id"]
+    conn = _conn(srv)
+    try:
+        steps = [
+            ("PUT", "/v1/volumes/%s/files/a.txt" % vid, b"a" * 1000, 201),
+            ("GET", "/v1/volumes/%s/files/a.txt" % vid, None, 200),
+            ("PUT", "/v1/volumes/nosuch/files/x", os.urandom(2 << 20), 404),
+            ("GET", "/v1/volumes/%s/files/a.txt" % vid, None, 200),
+            ("PUT", "/v1/volumes/%s/files/a/../b" % vid, b"x" * 5000, 400),
+            ("PUT", "/v1/volumes/%s/files/a.txt" % vid, b"b" * 70000, 200),
+            ("GET", "/v1/volumes/%s/files/missing" % vid, None, 404),
+            ("POST", "/v1/volumes", b"{bad json", 400),
+            ("GET", "/v1/volumes/%s/files/a.txt" % vid, None, 200),
+        ]
+        for method, path, body, want in steps:
+            r, data = _send(conn, srv, method, path, body)
+            eq(r.status, want, "%s %s on a kept-alive connection" % (method, path))
+            if (r.getheader("Connection") or "").lower() == "close":
+                conn.close()
+                conn = _conn(srv)
+        r, data = _send(conn, srv, "GET", "/v1/volumes/%s/files/a.txt" % vid)
+        eq(data, b"b" * 70000, "last body read on the connection")
+    finally:
+        conn.close()
+
+
+def test_many_connections_at_once(srv):
+    vid = srv.create_volume()["id"]
+    data = os.urandom(200_000)
+    srv.put_ok(vid, "shared.bin", data)
+
+    def get(_):
+        r = srv.get_file(vid, "shared.bin")
+        return r.status, sha256(r.body)
+    with concurrent.futures.ThreadPoolExecutor(64) as ex:
+        got = list(ex.map(get, range(256)))
+    eq(set(got), {(200, sha256(data))}, "256 GETs on 64 connections at once")
+
+
+def test_paths_are_not_normalised(srv):
+    vid = srv.create_volume()["id"]
+    nfc = unicodedata.normalize("NFC", "café.txt")
+    nfd = unicodedata.normalize("NFD", "café.txt")
+    check(nfc != nfd, "test's own NFC/NFD strings differ")
+    srv.put_ok(vid, nfc, b"nfc")
+    srv.put_ok(vid, nfd, b"nfd")
+    srv.put_ok(vid, "Case.txt", b"upper")
+    srv.put_ok(vid, "case.txt", b"lower")
+    eq(expect(srv.get_file(vid, nfc), 200).body, b"nfc", "NFC name")
+    eq(expect(srv.get_file(vid, nfd), 200).body, b"nfd", "NFD name")
+    eq(expect(srv.get_file(vid, "Case.txt"), 200).body, b"upper", "Case.txt")
+    eq(expect(srv.get_file(vid, "case.txt"), 200).body, b"lower", "case.txt")
+    eq(srv.volume(vid)["files"], 4, "four distinct files")
+
+
+def test_error_shape_everywhere(srv):
+    vid = srv.create_volume()["id"]
+    for r in (srv.get("/v1/volumes/nosuch"), srv.get("/v1/volumes/%s" % vid, key=None),
+              srv.post("/v1/volumes", json={"name": 1}),
+              srv.put_file(vid, "a/../b", b"x"), srv.get_file(vid, "nope")):
+        err = expect_error(r, r.status)
+        eq(sorted(set(json.loads(r.body)) - {"error"}), [], "nothing beside error")
+        check(err["type"] and err["message"], "type and message")
