@@ -218,6 +218,11 @@ int http_begin_file_put(http_req *req)
 	if (read_cond(req, &req->cond, &req->err))
 		return -1;
 	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+	/* curl -d/--data-binary sends this when told nothing: it never describes a
+	 * file's bytes, so the type is sniffed instead (docs/api.md). */
+	if (req->content_type &&
+	    !strcasecmp(req->content_type, "application/x-www-form-urlencoded"))
+		req->content_type = NULL;
 	if (clen < 0 || clen >= PUT_PRECHECK_BYTES) {
 		json_t *vol = NULL;
 		if (cof_volume_get(req->srv->st, ORG(req), req->param[0], &vol, &req->err))

@@ -105,8 +105,9 @@ int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err)
 
 	if (up->max && up->size + (int64_t)len > up->max) {
 		cof_size_fmt(up->max, a, sizeof a);
-		return cof_error(err, COF_ETOOLARGE, "the body is over %s (%lld bytes), the limit",
-				 a, (long long)up->max);
+		return cof_error(err, COF_ETOOLARGE,
+				 "the body is larger than the limit of %s (%lld bytes)", a,
+				 (long long)up->max);
 	}
 	if (!up->w && up->headlen + len <= COF_INLINE_MAX) {
 		memcpy(up->head + up->headlen, data, len);

@@ -196,8 +196,8 @@ int cof_snapshot_create(cof_store *st, const char *org, const char *vol, json_t 
 	if ((labels && !json_is_null(labels) && cof_labels_check(labels, err)) ||
 	    cof_meta_volume_get(st->meta, org, vol, &v, err))
 		goto out;
-	char *ltxt = json_dumps(labels && json_is_object(labels) ? labels : json_object(),
-				JSON_COMPACT | JSON_SORT_KEYS);
+	char *ltxt = labels && json_is_object(labels)
+			     ? json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	snprintf(s->labels, sizeof s->labels, "%s", ltxt ? ltxt : "{}");
 	free(ltxt);
 	cof_id_new("snap_", s->id, sizeof s->id);
