@@ -111,14 +111,19 @@ int cof_volume_delete(cof_store *st, const char *org, const char *id, cof_err *e
 /* ------------------------------------------------------------------ files */
 
 /* A write's precondition: If-Match / ?version=N, If-None-Match: * / ?version=0. */
-typedef enum { COF_COND_NONE = 0, COF_COND_VERSION, COF_COND_ABSENT } cof_cond_kind;
+typedef enum {
+	COF_COND_NONE = 0,
+	COF_COND_VERSION, /* the file is at `version` */
+	COF_COND_ABSENT,  /* the file does not exist */
+	COF_COND_EXISTS   /* the file exists, any version (If-Match: *) */
+} cof_cond_kind;
 typedef struct cof_cond {
 	cof_cond_kind kind;
 	int64_t version; /* for COF_COND_VERSION */
 } cof_cond;
 
-/* Parses an If-Match value ("N", N, W/"N") into a condition; -1 with
- * COF_EVALIDATION when malformed. */
+/* Parses an If-Match value ("N", N, W/"N", or * for "exists") into a
+ * condition; -1 with COF_EVALIDATION when malformed. */
 int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err);
 
 /* An upload streams bytes into the blob store while hashing them; nothing is

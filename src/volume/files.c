@@ -36,6 +36,11 @@ int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err)
 
 	while (*p == ' ')
 		p++;
+	if (p[0] == '*' && p[strspn(p + 1, " ") + 1] == '\0') {
+		out->kind = COF_COND_EXISTS;
+		out->version = 0;
+		return 0;
+	}
 	if (!strncmp(p, "W/", 2))
 		p += 2;
 	int quoted = *p == '"';
@@ -81,6 +86,8 @@ static int cond_check(cof_cond cond, const char *path, const cof_entry *cur, int
 	if (cond.kind == COF_COND_ABSENT && exists)
 		return cond_failed(err, path, cur, exists);
 	if (cond.kind == COF_COND_VERSION && (!exists || cur->version != cond.version))
+		return cond_failed(err, path, cur, exists);
+	if (cond.kind == COF_COND_EXISTS && !exists)
 		return cond_failed(err, path, cur, exists);
 	return 0;
 }

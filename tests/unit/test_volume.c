@@ -167,6 +167,17 @@ static void test_versions_and_conditions(void **state)
 	assert_int_equal(vol_seq(vol), 2); /* refusals change nothing */
 	cof_cond ok = {COF_COND_VERSION, 1};
 	assert_int_equal(put(vol, "a.txt", "3", ok, NULL), 3);
+	cof_cond exists;
+	cof_err err = {0};
+	assert_int_equal(cof_cond_parse_etag("*", &exists, &err), 0);
+	assert_int_equal(exists.kind, COF_COND_EXISTS);
+	assert_int_equal(put(vol, "new.txt", "x", exists, &code), -1);
+	assert_int_equal(code, COF_EPRECONDITION);
+	assert_int_equal(put(vol, "a.txt", "4", exists, NULL), 4);
+	assert_int_equal(cof_cond_parse_etag("\"12\"", &exists, &err), 0);
+	assert_int_equal(exists.version, 12);
+	assert_int_equal(cof_cond_parse_etag("\"12", &exists, &err), -1);
+	cof_err_clear(&err);
 }
 
 static void test_implicit_directories(void **state)
