@@ -131,3 +131,27 @@ def test_archive_at_one_seq_under_writes(srv):
             if s <= seq:
                 want[p] = d
         eq(files, want, "archive with X-Volume-Seq %d holds the files as at that seq" % seq)
+
+
+@harness.timeout(300)
+def test_archive_over_1gib_413_and_capacity_grows(srv):
+    """1,025 files of the same 1 MiB (stored once) would make a 1 GiB + 1 MiB archive:
+    413 before any byte. The volume's capacity has doubled past its usage meanwhile."""
+    vid = srv.create_volume()["id"]
+    block = os.urandom(1 << 20)
+    answers = srv.put_many(vid, {"big/%04d.bin" % k: block for k in range(1025)}, threads=8)
+    eq({a["sha256"] for a in answers.values()}, {sha256(block)}, "sha256 of every copy")
+    v = srv.volume(vid)
+    eq(v["bytes"], 1025 << 20, "volume bytes")
+    check(v["bytes"] <= v["capacity"] <= v["ceiling"],
+          "capacity grew past usage, within the ceiling: %r" % v)
+    check(v["capacity"] in (2 << 30, 4 << 30),
+          "capacity doubles from 512 MiB past 1 GiB of usage: %r" % v["capacity"])
+    r = srv.get("/v1/volumes/%s/archive" % vid, timeout=120)
+    err = expect_error(r, 413, "too_large")
+    check("GiB" in err["message"] or "1073741824" in err["message"],
+          "the 413 names the 1 GiB limit: %r" % err["message"])
+    # a glob that leaves out enough is fine
+    r = expect(srv.get("/v1/volumes/%s/archive" % vid, query={"glob": "big/000*.bin"},
+                       timeout=120), 200)
+    eq(sorted(_tar(r)), ["big/%04d.bin" % k for k in range(10)], "names under the limit")

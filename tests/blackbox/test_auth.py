@@ -211,3 +211,13 @@ def test_unknown_volume_404(srv):
     expect_error(srv.get_file("nosuchvolume", "a.txt"), 404)
     expect_error(srv.put_file("nosuchvolume", "a.txt", b"a"), 404)
     expect_error(srv.get("/v1/volumes/nosuchvolume/files"), 404)
+
+
+def test_agent_bound_key_403_on_volumes(srv):
+    vol = srv.create_volume()
+    r = expect(srv.post("/v1/keys", json={"agent": "agent-%d" % os.getpid()}), 200, 201).json()
+    k = r["key"]
+    expect_error(srv.get("/v1/volumes/%s" % vol["id"], key=k), 403, "forbidden")
+    expect_error(srv.put_file(vol["id"], "x", b"x", key=k), 403)
+    expect_error(srv.post("/v1/volumes", json={"name": "a"}, key=k), 403)
+    eq(srv.seq(vol["id"]), 0, "seq")

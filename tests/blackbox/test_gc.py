@@ -166,3 +166,16 @@ def test_refused_writes_leave_no_blob(srv):
     for h in refused:
         check(h not in names, "a blob named by a refused write's sha256 exists: %s" % h)
     eq(expect(srv.get_file(vid, "exists.bin"), 200).status, 200, "live file after GC")
+
+
+def test_fork_move_restore_copy_no_bytes(srv):
+    vid = srv.create_volume()["id"]
+    for i in range(3):
+        srv.put_ok(vid, "d/f%d.bin" % i, os.urandom(BIG))
+    snap = srv.snapshot(vid)
+    n = len(blobs(srv.data))
+    expect(srv.post("/v1/volumes/%s/fork" % vid, json={}), 201)
+    expect(srv.post("/v1/volumes/%s/fork" % vid, json={"snapshot": snap["id"]}), 201)
+    expect(srv.post("/v1/volumes/%s/move" % vid, json={"from": "d", "to": "e"}), 200)
+    expect(srv.post("/v1/volumes/%s/restore" % vid, json={"snapshot": snap["id"]}), 200)
+    eq(len(blobs(srv.data)), n, "blobs after forks, a move and a restore (no bytes copied)")

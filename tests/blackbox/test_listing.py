@@ -191,6 +191,7 @@ def test_read_all_too_many_files(srv):
     err = expect_error(r, 413, "too_large")
     msg = err["message"].lower()
     check("prefix" in msg or "glob" in msg, "413 message tells to narrow prefix or glob: %r" % msg)
+    check("1000" in msg.replace(",", ""), "413 message names the 1,000-file limit: %r" % msg)
     # exactly 1,000 is fine
     j = expect(srv.get("/v1/volumes/%s/files" % vid, query={"content": "true", "prefix": "many/"}),
                200).json()
@@ -208,6 +209,7 @@ def test_read_all_too_many_bytes(srv):
     err = expect_error(r, 413, "too_large")
     msg = err["message"].lower()
     check("prefix" in msg or "glob" in msg, "413 message tells to narrow prefix or glob: %r" % msg)
+    check("16 mib" in msg or "16777216" in msg, "413 message names the 16 MiB limit: %r" % msg)
     j = expect(srv.get("/v1/volumes/%s/files" % vid,
                        query={"content": "true", "glob": "**/one.bin"}, timeout=120), 200).json()
     eq([f["path"] for f in j["files"]], ["big/one.bin"], "narrowed read-all")
