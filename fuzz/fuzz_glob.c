@@ -63,13 +63,15 @@ static int ref(size_t pi, size_t si)
 	if (!*p) {
 		r = !*s;
 	} else if (p[0] == '*' && p[1] == '*' && seg_start[pi] &&
-		   (p[2] == '/' || !p[2])) {
+		   (p[2] == '/' || !p[2] || (p[2] == '\\' && p[3] == '/'))) {
+		/* An escaped '/' separates segments like a plain one. */
+		size_t rest = pi + (p[2] == '/' ? 3 : 4);
 		r = 0;
 		if (!p[2]) {
 			r = 1;
 		} else {
 			for (size_t k = si;; k++) {
-				if ((k == si || rs[k - 1] == '/') && ref(pi + 3, k)) {
+				if ((k == si || rs[k - 1] == '/') && ref(rest, k)) {
 					r = 1;
 					break;
 				}
