@@ -79,6 +79,12 @@ static int decode(const char *in, size_t len, const char *alpha, int pad,
 			v = 0;
 		}
 	}
+	/* Leftover bits must be zero, so each byte string has one spelling
+	 * (a signed link's token cannot be written several ways). */
+	if ((len % 4 == 2 && (v & 0xF)) || (len % 4 == 3 && (v & 0x3))) {
+		free(o);
+		return -1;
+	}
 	if (len % 4 == 2) {
 		o[n++] = (unsigned char)(v >> 4);
 	} else if (len % 4 == 3) {

@@ -171,7 +171,10 @@ int cof_glob_check(const char *pattern, cof_err *err)
 		return cof_error(err, COF_EVALIDATION, "glob is not valid UTF-8");
 	size_t stars = 0;
 	for (const char *p = pattern; *p; p++) {
-		if (*p == '\\' && p[1]) {
+		if (*p == '\\') {
+			if (!p[1])
+				return cof_error(err, COF_EVALIDATION,
+						 "glob ends in a lone '\\'; escape it as '\\\\'");
 			p++;
 			continue;
 		}
@@ -183,6 +186,10 @@ int cof_glob_check(const char *pattern, cof_err *err)
 				return cof_error(err, COF_EVALIDATION,
 						 "glob has an unclosed '[' at byte %zu",
 						 (size_t)(p - pattern));
+			if (memchr(p, '/', (size_t)(end - p)))
+				return cof_error(err, COF_EVALIDATION,
+						 "glob has a '/' inside '[...]' at byte %zu; a class "
+						 "matches one character of a name", (size_t)(p - pattern));
 			p = end - 1;
 		}
 	}
@@ -206,6 +213,8 @@ void cof_glob_literal_prefix(const char *pattern, char *out, size_t outsz)
 		if (c == '/')
 			last_slash = i + 1;
 	}
+	if (outsz == 0)
+		return;
 	if (last_slash >= outsz)
 		last_slash = 0;
 	memcpy(out, pattern, last_slash);

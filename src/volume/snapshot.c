@@ -87,6 +87,11 @@ static int given_parse(json_t *files, given *g, cof_err *err)
 		given_file *f = &g->f[g->n++];
 		if (cof_path_check(path, strlen(path), "a path in 'files'", &f->path, err))
 			return -1;
+		/* "a" and "/a" are one path. */
+		for (size_t k = 0; k + 1 < g->n; k++)
+			if (!strcmp(g->f[k].path, f->path))
+				return cof_error(err, COF_EVALIDATION,
+						 "'files' names '%.200s' twice", f->path);
 		if (json_is_string(val)) {
 			f->len = json_string_length(val);
 			f->data = malloc(f->len + 1);

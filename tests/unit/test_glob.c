@@ -237,6 +237,7 @@ static void test_check(void **state)
 	static const char *const bad[] = {
 		"", "[abc", "a[", "[", "[!", "[]", "x/[a-", "/a", "/**",
 		"**/**/**/**/**/**/**/**/**/x", "\xc0\xaf", "a/\xed\xa0\x80",
+		"a\\", "[a/b]x", "x/[!/]",
 	};
 	(void)state;
 

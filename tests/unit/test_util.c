@@ -392,9 +392,9 @@ static void test_base64_bad(void **state)
 {
 	static const char *const bad_std[] = {
 		"Zg", "Zg=", "Zm9", "Z===", "====", "Zg==Zg==", "Zm9v!", "Zm 9v", "Zm9v\n",
-		"-_8=", "Zg=a", "Zm9vY===",
+		"-_8=", "Zg=a", "Zm9vY===", "Zh==", "Zm9=", /* non-zero leftover bits */
 	};
-	static const char *const bad_url[] = {"Z", "Zm9vY", "Zg==", "+/8", "Zm9v!", "Zm.9"};
+	static const char *const bad_url[] = {"Z", "Zm9vY", "Zg==", "+/8", "Zm9v!", "Zm.9", "Zh"};
 	unsigned char *out = NULL;
 	size_t n = 77;
 	(void)state;

@@ -266,6 +266,13 @@ static void test_snapshot_restore(void **state)
 	char *sid = snapshot(vol, 0, NULL);
 	put(vol, "change.txt", "after", none, NULL);
 	put(vol, "new.txt", "n", none, NULL);
+	/* Given files naming one path twice ("a" and "/a") are refused whole. */
+	cof_err e2 = {0};
+	json_t *dup = json_pack("{s:{s:s, s:s}}", "files", "a", "x", "/a", "yy"), *o2 = NULL;
+	assert_int_equal(cof_snapshot_create(st, ORG, vol, dup, &o2, &e2), -1);
+	assert_int_equal(e2.code, COF_EVALIDATION);
+	cof_err_clear(&e2);
+	json_decref(dup);
 	char *old = get(vol, "change.txt", sid);
 	assert_string_equal(old, "before");
 	free(old);
