@@ -33,6 +33,7 @@ typedef struct server_opts {
 	char port[8];
 	int64_t gc_grace;
 	int64_t gc_interval;
+	int64_t history;
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -49,13 +50,15 @@ typedef struct gc_thread {
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
-	      "               [--gc-interval SECONDS] [--help] [--version]\n"
+	      "               [--gc-interval SECONDS] [--history SECONDS] [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
 	      "                         port 0 picks a free port)\n"
 	      "  --gc-grace SECONDS     keep unreferenced content this long (default 86400)\n"
 	      "  --gc-interval SECONDS  run the garbage collector this often\n"
-	      "                         (default 3600; 0 = never)\n", to);
+	      "                         (default 3600; 0 = never)\n"
+	      "  --history SECONDS      keep the changes feed at least this long\n"
+	      "                         (default 604800, 7 days)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -110,7 +113,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
-			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval");
+			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
+			    !strcmp(a, "--history");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -141,6 +145,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--gc-interval") &&
 			   parse_seconds(v, &o->gc_interval) == 0) {
+			continue;
+		} else if (!strcmp(a, "--history") && parse_seconds(v, &o->history) == 0 &&
+			   o->history > 0) {
 			continue;
 		} else {
 			fprintf(stderr, "cofferd: bad value '%s' for %s\n", v, a);
@@ -315,6 +322,7 @@ static int open_store(const server_opts *o, cof_store **st)
 	cof_err err = { 0 };
 
 	so.gc_grace_seconds = o->gc_grace < 0 ? 0 : (o->gc_grace == 0 ? 1 : o->gc_grace);
+	so.history_seconds = o->history; /* 0 = the default, 7 days */
 	if (cof_store_open(o->data, &so, st, &err)) {
 		fprintf(stderr, "cofferd: cannot open data dir '%s': %s\n", o->data, err.msg);
 		cof_err_clear(&err);
@@ -328,7 +336,7 @@ static int open_store(const server_opts *o, cof_store **st)
 
 int cofferd_main(int argc, char **argv)
 {
-	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600 };
+	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0 };
 	http_server srv;
 	gc_thread gc;
 	sigset_t sigs;

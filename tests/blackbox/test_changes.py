@@ -148,3 +148,30 @@ def test_many_long_polls_woken_by_one_write(srv):
         check(r is not None, "poller %d never returned" % i)
         eq(r[1], ["wake.txt"], "poller %d's changes" % i)
         check(r[0] < 1.0 + 5 * harness.SCALE, "poller %d returned after %.1fs" % (i, r[0]))
+
+
+def test_since_older_than_history_410():
+    """With a 1 s history window and a 1 s background sweep, changes older than the
+    window are dropped; a `since` before them is 410 with `oldest`, and following from
+    `oldest` works."""
+    s = harness.Server(args=["--history", "1", "--gc-interval", "1", "--gc-grace", "1"])
+    try:
+        vid = s.create_volume("hist")["id"]
+        s.put_ok(vid, "a.txt", b"1")     # seq 1
+        s.put_ok(vid, "b.txt", b"2")     # seq 2
+        deadline = time.time() + 15 * harness.SCALE
+        while True:
+            r = s.get("/v1/volumes/%s/changes" % vid, query={"since": 0})
+            if r.status == 410:
+                break
+            check(time.time() < deadline, "since=0 still answered %d after the history "
+                  "window and several sweeps" % r.status)
+            time.sleep(0.5)
+        err = expect_error(r, 410, "gone")
+        eq(err.get("oldest"), 2, "oldest seq still answered")
+        s.put_ok(vid, "c.txt", b"3")     # seq 3
+        j = _changes(s, vid, since=err["oldest"])
+        eq([(c["seq"], c["path"]) for c in j["changes"]], [(3, "c.txt")],
+           "following from oldest")
+    finally:
+        s.stop()
