@@ -35,7 +35,7 @@ static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 		{NULL, 0, 0, NULL},
 	};
 	cof_buf u = COF_BUF_INIT;
-	json_t *body, *ans = NULL;
+	json_t *body;
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
@@ -47,13 +47,7 @@ static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 		json_object_set_new(body, "agent", json_string(agent));
 	cli_url_begin(&u);
 	cli_url_lit(&u, "/v1/keys");
-	rc = cli_call("POST", u.data, body, &ans);
-	if (rc == CLI_OK)
-		cli_print_object(ans);
-	json_decref(ans);
-	json_decref(body);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_show("POST", &u, body);
 }
 
 /* Opens the data dir `dir` for gc/fsck. Refuses a dir without meta.db rather

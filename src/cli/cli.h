@@ -174,6 +174,9 @@ int cli_call(const char *method, const char *url, json_t *body, json_t **out);
 
 /* Prints an object answer: raw JSON with --json, else "key  value" lines. */
 void cli_print_object(json_t *obj);
+/* The common tail of a command: cli_call, then cli_print_object of the answer.
+ * Releases `url` and `body` (NULL is fine) in every case; returns cli_call's code. */
+int cli_call_show(const char *method, cof_buf *url, json_t *body);
 /* Prints a JSON value as indented JSON to stdout. */
 void cli_print_json(json_t *v);
 /* Formats bytes the way `ls -h` does ("512", "1.5K", "3.0M") into out. */

@@ -110,3 +110,16 @@ void cli_print_object(json_t *obj)
 		}
 	}
 }
+
+int cli_call_show(const char *method, cof_buf *url, json_t *body)
+{
+	json_t *ans = NULL;
+	int rc = cli_call(method, url->data, body, &ans);
+
+	if (rc == CLI_OK)
+		cli_print_object(ans);
+	json_decref(ans);
+	json_decref(body);
+	cof_buf_release(url);
+	return rc;
+}

@@ -51,7 +51,7 @@ static int snap_create(const cli_cmd *cmd, int argc, char **argv)
 		{NULL, 0, 0, NULL},
 	};
 	cof_buf u = COF_BUF_INIT;
-	json_t *body, *lab = NULL, *ans = NULL;
+	json_t *body, *lab = NULL;
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
@@ -62,13 +62,7 @@ static int snap_create(const cli_cmd *cmd, int argc, char **argv)
 		json_object_set(body, "labels", lab);
 	json_decref(lab);
 	snap_url(&u, pos[0], "/snapshots", NULL);
-	rc = cli_call("POST", u.data, body, &ans);
-	if (rc == CLI_OK)
-		cli_print_object(ans);
-	json_decref(ans);
-	json_decref(body);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_show("POST", &u, body);
 }
 
 /* Labels as "k:v,k2:v2" into out ("" when none); returns out. */
@@ -144,18 +138,12 @@ static int snap_get(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[2];
 	cof_buf u = COF_BUF_INIT;
-	json_t *ans = NULL;
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 2, 2, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	snap_url(&u, pos[0], "/snapshots/", pos[1]);
-	rc = cli_call("GET", u.data, NULL, &ans);
-	if (rc == CLI_OK)
-		cli_print_object(ans);
-	json_decref(ans);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_show("GET", &u, NULL);
 }
 
 /* coffer snapshot rm VOL SID [--force] */
@@ -190,20 +178,14 @@ static int snap_pin(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[2];
 	cof_buf u = COF_BUF_INIT;
-	json_t *body, *ans = NULL;
+	json_t *body;
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 2, 2, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	body = json_pack("{s:b}", "pinned", !strcmp(cmd->name, "pin"));
 	snap_url(&u, pos[0], "/snapshots/", pos[1]);
-	rc = cli_call("PATCH", u.data, body, &ans);
-	if (rc == CLI_OK)
-		cli_print_object(ans);
-	json_decref(ans);
-	json_decref(body);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_show("PATCH", &u, body);
 }
 
 /* coffer fork VOL [--snapshot S] [--name N] */
@@ -216,7 +198,7 @@ static int snap_fork(const cli_cmd *cmd, int argc, char **argv)
 		{NULL, 0, 0, NULL},
 	};
 	cof_buf u = COF_BUF_INIT;
-	json_t *body, *ans = NULL;
+	json_t *body;
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
@@ -227,13 +209,7 @@ static int snap_fork(const cli_cmd *cmd, int argc, char **argv)
 	if (name)
 		json_object_set_new(body, "name", json_string(name));
 	snap_url(&u, pos[0], "/fork", NULL);
-	rc = cli_call("POST", u.data, body, &ans);
-	if (rc == CLI_OK)
-		cli_print_object(ans);
-	json_decref(ans);
-	json_decref(body);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_show("POST", &u, body);
 }
 
 /* coffer restore VOL SNAPSHOT */
@@ -241,20 +217,14 @@ static int snap_restore(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[2];
 	cof_buf u = COF_BUF_INIT;
-	json_t *body, *ans = NULL;
+	json_t *body;
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 2, 2, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	body = json_pack("{s:s}", "snapshot", pos[1]);
 	snap_url(&u, pos[0], "/restore", NULL);
-	rc = cli_call("POST", u.data, body, &ans);
-	if (rc == CLI_OK)
-		cli_print_object(ans);
-	json_decref(ans);
-	json_decref(body);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_show("POST", &u, body);
 }
 
 const cli_cmd cli_snapshot_cmds[] = {

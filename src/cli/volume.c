@@ -106,18 +106,12 @@ static int vol_get(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[1];
 	cof_buf u = COF_BUF_INIT;
-	json_t *ans = NULL;
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 1, 1, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	vol_url(&u, pos[0]);
-	rc = cli_call("GET", u.data, NULL, &ans);
-	if (rc == CLI_OK)
-		cli_print_object(ans);
-	json_decref(ans);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_show("GET", &u, NULL);
 }
 
 /* coffer volume rm ID */
