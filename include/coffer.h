@@ -148,9 +148,12 @@ int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
 		       const char *content_type, cof_cond cond, json_t **out,
 		       int *created, cof_err *err);
 
-/* An open file for reading: what GET needs to answer. fd is owned: cof_file_close. */
+/* An open file for reading: what GET needs to answer. The bytes are either in
+ * `fd` (content in the blob store) or, for small content kept inline in the
+ * metadata, in `data` (fd is then -1). Both are owned: cof_file_close. */
 typedef struct cof_file {
 	int fd;
+	unsigned char *data;
 	int64_t version;
 	int64_t size;
 	int64_t vol_seq; /* X-Volume-Seq: the seq the read was made at */

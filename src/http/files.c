@@ -113,6 +113,9 @@ static struct MHD_Response *bytes_response(const cof_file *f, int64_t start, int
 
 	if (len == 0)
 		return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (f->data) /* small content kept inline: copied once into the response */
+		return MHD_create_response_from_buffer((size_t)len, f->data + start,
+						       MHD_RESPMEM_MUST_COPY);
 	fd = dup(f->fd); /* MHD closes its fd; the library closes its own */
 	if (fd < 0)
 		return NULL;

@@ -91,6 +91,10 @@ int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at
 /* 1 = found, 0 = absent, -1 = error. */
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		       cof_entry *out, cof_err *err);
+/* Like cof_meta_entry_get, and when the content is kept inline, *data gets a
+ * malloc'd copy of it (else NULL): one query for what a GET needs. */
+int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			cof_entry *out, unsigned char **data, cof_err *err);
 /* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
  * the start), in path order (bytewise). */
 int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,

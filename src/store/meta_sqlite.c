@@ -86,8 +86,10 @@ static conn *conn_open(const char *file, int writer, cof_err *err)
 		return NULL;
 	}
 	sqlite3_busy_timeout(c->db, 10000);
+	/* mmap lets every connection share the OS page cache instead of each
+	 * keeping its own copy of hot pages. */
 	sqlite3_exec(c->db, "PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY;"
-		     "PRAGMA cache_size=-16000;", NULL, NULL, NULL);
+		     "PRAGMA cache_size=-16000; PRAGMA mmap_size=1073741824;", NULL, NULL, NULL);
 	return c;
 }
 
@@ -183,6 +185,48 @@ int meta_writer_end(cof_meta *m, int ok, cof_err *err)
 	return rc;
 }
 
+/* The schema's version, in PRAGMA user_version. Each step brings a data dir
+ * made by an older cofferd up to date; `schema` above is always the newest. */
+#define SCHEMA_VERSION 1
+
+static int column_exists(conn *c, const char *table, const char *column)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+static int migrate(conn *c, cof_err *err)
+{
+	sqlite3_stmt *st;
+	int version = 0;
+
+	if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			version = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (version > SCHEMA_VERSION)
+		return cof_error(err, COF_EINTERNAL,
+				 "the data dir was written by a newer cofferd (schema %d; this one "
+				 "knows %d)", version, SCHEMA_VERSION);
+	/* 0 -> 1: small content inline in blobs.data. */
+	if (version < 1 && !column_exists(c, "blobs", "data") &&
+	    meta_exec(c, "ALTER TABLE blobs ADD COLUMN data BLOB", err))
+		return -1;
+	if (version < SCHEMA_VERSION)
+		return meta_exec(c, "PRAGMA user_version = 1", err);
+	return 0;
+}
+
 int cof_meta_open(const char *file, cof_meta **out, cof_err *err)
 {
 	cof_meta *m = calloc(1, sizeof *m);
@@ -195,7 +239,7 @@ int cof_meta_open(const char *file, cof_meta **out, cof_err *err)
 	pthread_mutex_init(&m->plock, NULL);
 	m->writer = conn_open(file, 1, err);
 	if (!m->writer || meta_exec(m->writer, "PRAGMA journal_mode=WAL", err) ||
-	    meta_exec(m->writer, schema, err)) {
+	    meta_exec(m->writer, schema, err) || migrate(m->writer, err)) {
 		cof_meta_close(m);
 		return -1;
 	}
@@ -621,6 +665,48 @@ int meta_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 	if (r != SQLITE_ROW && r != SQLITE_DONE)
 		return meta_db_error(err, c->db, "reading a file");
 	return r == SQLITE_ROW;
+}
+
+int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			cof_entry *out, unsigned char **data, cof_err *err)
+{
+	conn *c = meta_reader_get(m, err);
+	sqlite3_stmt *st;
+	int r, rc = -1;
+
+	*data = NULL;
+	if (!c)
+		return -1;
+	if (at_seq < 0)
+		st = meta_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
+			    " WHERE e.vno = ? AND e.path = ? AND e.to_seq IS NULL", err);
+	else
+		st = meta_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
+			    " WHERE e.vno = ? AND e.path = ? AND e.from_seq <= ?3 AND"
+			    " (e.to_seq IS NULL OR e.to_seq > ?3)", err);
+	if (st) {
+		sqlite3_bind_int64(st, 1, vno);
+		meta_bind_text(st, 2, path);
+		if (at_seq >= 0)
+			sqlite3_bind_int64(st, 3, at_seq);
+		r = sqlite3_step(st);
+		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "reading a file");
+		if (r == SQLITE_ROW) {
+			meta_row_entry(st, out);
+			if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
+				size_t n = (size_t)sqlite3_column_bytes(st, 6);
+				if ((*data = malloc(n + 1)))
+					memcpy(*data, sqlite3_column_blob(st, 6), n);
+				else
+					rc = cof_error(err, COF_EINTERNAL, "out of memory");
+			}
+		}
+		sqlite3_reset(st);
+	}
+	meta_reader_put(m, c);
+	return rc;
 }
 
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,

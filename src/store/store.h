@@ -28,6 +28,10 @@ struct cof_store {
 	pthread_cond_t change_cv;
 	uint64_t change_gen;
 	int closing;
+	/* Keys seen recently (by hash): keys are never revoked, so an API call
+	 * needs no metadata read to authenticate. Direct-mapped. */
+	pthread_mutex_t key_mu;
+	struct { char hash[65]; cof_principal who; } keys[128];
 	/* libmagic handles are not thread-safe: one, behind a mutex. */
 	pthread_mutex_t magic_mu;
 	void *magic;

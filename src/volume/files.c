@@ -339,38 +339,39 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 		return -1;
 	if (!(e = malloc(sizeof *e)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	r = cof_meta_entry_get(st->meta, view.vno, p, view.snapshot ? view.seq : -1, e, err);
+	/* One query gives the row and, for small content, the bytes themselves. */
+	r = cof_meta_entry_read(st->meta, view.vno, p, view.snapshot ? view.seq : -1, e,
+				&out->data, err);
 	if (r == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
 			  view.snapshot ? " in that snapshot" : "");
-	if (r == 1 && !cof_content_open(st, e->sha256, &out->fd, err)) {
+	if (r == 1 && (out->data || !st->blobs->open(st->blobs, e->sha256, &out->fd, err))) {
 		out->version = e->version;
 		out->size = e->size;
-		/* The live seq is read after the row, so it is never older than it. */
-		out->vol_seq = view.seq;
-		if (!view.snapshot) {
-			cof_volrow v;
-			cof_err e2 = {0};
-			if (!cof_meta_volume_by_vno(st->meta, view.vno, &v, &e2))
-				out->vol_seq = v.seq;
-			cof_err_clear(&e2);
-		}
+		/* A write may land between reading the seq and the row: the seq
+		 * answered is never older than the version read. */
+		out->vol_seq = view.seq > e->version ? view.seq : e->version;
 		memcpy(out->sha256, e->sha256, sizeof out->sha256);
 		snprintf(out->content_type, sizeof out->content_type, "%s", e->ctype);
 		out->updated_at = e->updated_at;
 		free(e);
 		return 0;
 	}
+	free(out->data);
+	out->data = NULL;
 	free(e);
 	return -1;
 }
 
 void cof_file_close(cof_file *f)
 {
-	if (f && f->fd >= 0) {
+	if (!f)
+		return;
+	if (f->fd >= 0)
 		close(f->fd);
-		f->fd = -1;
-	}
+	f->fd = -1;
+	free(f->data);
+	f->data = NULL;
 }
 
 /* ----------------------------------------------------------------- remove */
