@@ -24,7 +24,9 @@
 #define DRAIN_SECONDS 30        /* requests under way get this long at stop */
 #define CONN_LIMIT 512
 #define CONN_TIMEOUT 300        /* seconds a connection may stay idle */
-#define CONN_MEMORY (256 * 1024) /* per connection: URL, headers, read buffer */
+/* Per connection: URL, headers, read buffer. MHD clears it for every request,
+ * so it is kept small: 64 KiB holds a 16 KiB URL and the largest headers. */
+#define CONN_MEMORY (64 * 1024)
 #define THREAD_STACK (2 << 20)
 
 typedef struct server_opts {
