@@ -68,3 +68,43 @@ int cof_content_open(cof_store *st, const char *sha, int *fd, cof_err *err)
 	}
 	return st->blobs->open(st->blobs, sha, fd, err);
 }
+
+int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char **out,
+		     cof_err *err)
+{
+	unsigned char *buf;
+	size_t len = 0;
+	int64_t got = 0;
+	int fd, r;
+
+	/* Inline content comes straight from the metadata: no fd at all. */
+	r = cof_meta_blob_inline(st->meta, sha, out, &len, err);
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		(*out)[len] = '\0';
+		return 0;
+	}
+	if (!(buf = malloc((size_t)size + 1)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (st->blobs->open(st->blobs, sha, &fd, err)) {
+		free(buf);
+		return -1;
+	}
+	while (got < size) {
+		ssize_t n = pread(fd, buf + got, (size_t)(size - got), got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			free(buf);
+			return cof_error(err, COF_EINTERNAL, "content %.12s is shorter than recorded",
+					 sha);
+		}
+		got += n;
+	}
+	close(fd);
+	buf[size] = '\0';
+	*out = buf;
+	return 0;
+}

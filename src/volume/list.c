@@ -33,38 +33,6 @@ static int page_add(void *arg, const cof_entry *e)
 	return 0;
 }
 
-/* Reads a whole blob into memory (read-all is bounded to 16 MiB in all). */
-static int blob_read_all(cof_store *st, const char *sha, int64_t size,
-			 unsigned char **out, cof_err *err)
-{
-	unsigned char *buf = malloc((size_t)size + 1);
-	int fd;
-	int64_t got = 0;
-
-	if (!buf)
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	if (cof_content_open(st, sha, &fd, err)) {
-		free(buf);
-		return -1;
-	}
-	while (got < size) {
-		ssize_t n = pread(fd, buf + got, (size_t)(size - got), got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			free(buf);
-			return cof_error(err, COF_EINTERNAL, "content %.12s is shorter than recorded",
-					 sha);
-		}
-		got += n;
-	}
-	close(fd);
-	buf[size] = '\0';
-	*out = buf;
-	return 0;
-}
-
 /* read-all: every matching file with its contents, at the view's seq. */
 static int read_all(cof_store *st, const cof_view *view, const char *prefix,
 		    const char *glob, json_t *files, cof_err *err)
@@ -92,7 +60,7 @@ static int read_all(cof_store *st, const cof_view *view, const char *prefix,
 				      (json_int_t)x->size, "version", (json_int_t)x->version,
 				      "contentType", x->ctype, "sha256", x->sha256, "updatedAt",
 				      cof_json_time(x->updated_at));
-		if (blob_read_all(st, x->sha256, x->size, &data, err)) {
+		if (cof_content_read(st, x->sha256, x->size, &data, err)) {
 			json_decref(f);
 			goto out;
 		}

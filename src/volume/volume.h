@@ -81,6 +81,10 @@ void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t le
  * metadata naming it has committed. */
 int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
 		    cof_err *err);
+/* Reads content of `size` bytes whole into *out (malloc'd, NUL-terminated):
+ * for bounded uses such as read-all. */
+int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char **out,
+		     cof_err *err);
 /* Opens content by hash, inline or blob, as a readable fd (closed by the caller). */
 int cof_content_open(cof_store *st, const char *sha, int *fd, cof_err *err);
 
