@@ -184,9 +184,14 @@ typedef struct cof_list_opts {
 	int content;          /* read-all: 1,000 files / 16 MiB at one seq */
 } cof_list_opts;
 
-/* GET /v1/volumes/{id}/files?...: {seq, files:[...], cursor?}. */
+/* GET /v1/volumes/{id}/files?...: {seq, files:[...], cursor?}. With
+ * opts->content, the read-all answer (parsed from cof_file_read_all). */
 int cof_file_list(cof_store *st, const char *org, const char *vol,
 		  const cof_list_opts *opts, json_t **out, cof_err *err);
+/* The read-all answer {seq, files:[{..., text|data}]} as JSON text (*text
+ * malloc'd, *len bytes): what HTTP sends, without building a tree. */
+int cof_file_read_all(cof_store *st, const char *org, const char *vol,
+		      const cof_list_opts *opts, char **text, size_t *len, cof_err *err);
 
 /* GET /v1/volumes/{id}/changes?since=&prefix=&wait=: blocks up to `wait_seconds`
  * (<= 60) for a change when there is none yet. */

@@ -111,6 +111,8 @@ void http_req_release(http_req *req);
 
 /* Sends `body` (stolen; NULL = no body) as JSON with `status`. */
 enum MHD_Result http_send_json(http_req *req, unsigned status, json_t *body);
+/* Sends JSON already written as text; takes ownership of `text` (malloc'd). */
+enum MHD_Result http_send_json_text(http_req *req, unsigned status, char *text, size_t len);
 /* Same, adding `name: value` headers from a NULL-terminated list of pairs. */
 enum MHD_Result http_send_json_h(http_req *req, unsigned status, json_t *body,
 				 const char *const *headers);

@@ -25,6 +25,19 @@ enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *
 	return ret;
 }
 
+enum MHD_Result http_send_json_text(http_req *req, unsigned status, char *text, size_t len)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+
+	if (resp == NULL) {
+		free(text);
+		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, JSON_CT);
+	return http_queue(req, status, resp);
+}
+
 /* A response holding `body` serialised (NULL body = empty), or NULL. */
 static struct MHD_Response *json_response(json_t *body)
 {

@@ -33,9 +33,74 @@ static int page_add(void *arg, const cof_entry *e)
 	return 0;
 }
 
-/* read-all: every matching file with its contents, at the view's seq. */
+/* Appends `s` (n bytes, valid UTF-8) as a JSON string. Runs of bytes that
+ * need no escape are copied whole: read-all is mostly this loop. */
+static int json_str_add(cof_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t start = 0;
+
+	if (cof_buf_add(b, "\"", 1))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[7] = "\\u00";
+		const char *e = NULL;
+		size_t elen = 2;
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		switch (c) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		default:
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			e = esc;
+			elen = 6;
+		}
+		if (cof_buf_add(b, s + start, i - start) || cof_buf_add(b, e, elen))
+			return -1;
+		start = i + 1;
+	}
+	return cof_buf_add(b, s + start, n - start) || cof_buf_add(b, "\"", 1) ? -1 : 0;
+}
+
+/* Appends one file of a read-all answer, with its contents. */
+static int read_all_file(cof_store *st, const cof_item *x, cof_buf *b, cof_err *err)
+{
+	unsigned char *data = NULL;
+	char when[32];
+	int rc = 0;
+
+	if (cof_content_read(st, x->sha256, x->size, &data, err))
+		return -1;
+	cof_time_fmt(x->updated_at, when, sizeof when);
+	rc |= cof_buf_adds(b, "{\"path\":");
+	rc |= json_str_add(b, x->path, strlen(x->path));
+	rc |= cof_buf_addf(b, ",\"size\":%lld,\"version\":%lld,\"contentType\":",
+			   (long long)x->size, (long long)x->version);
+	rc |= json_str_add(b, x->ctype, strlen(x->ctype));
+	rc |= cof_buf_addf(b, ",\"sha256\":\"%s\",\"updatedAt\":\"%s\",", x->sha256, when);
+	if (cof_utf8_valid((char *)data, (size_t)x->size) && !memchr(data, '\0', (size_t)x->size)) {
+		rc |= cof_buf_adds(b, "\"text\":");
+		rc |= json_str_add(b, (char *)data, (size_t)x->size);
+	} else {
+		char *b64 = cof_base64_encode(data, (size_t)x->size, NULL);
+		rc |= !b64 || cof_buf_addf(b, "\"data\":\"%s\"", b64);
+		free(b64);
+	}
+	rc |= cof_buf_add(b, "}", 1);
+	free(data);
+	return rc ? cof_error(err, COF_EINTERNAL, "out of memory") : 0;
+}
+
+/* read-all: every matching file with its contents, at the view's seq, written
+ * straight as JSON text (no tree of 16 MiB of strings to copy and escape). */
 static int read_all(cof_store *st, const cof_view *view, const char *prefix,
-		    const char *glob, json_t *files, cof_err *err)
+		    const char *glob, cof_buf *out, cof_err *err)
 {
 	cof_items it = {.max = COF_READALL_FILES + 1, .glob = glob};
 	int rc = -1;
@@ -53,32 +118,63 @@ static int read_all(cof_store *st, const cof_view *view, const char *prefix,
 			  it.over ? "more than " : "", it.n, (long long)it.bytes);
 		goto out;
 	}
+	if (cof_buf_addf(out, "{\"seq\":%lld,\"files\":[", (long long)view->seq))
+		goto oom;
 	for (size_t i = 0; i < it.n; i++) {
-		cof_item *x = &it.v[i];
-		unsigned char *data = NULL;
-		json_t *f = json_pack("{s:s, s:I, s:I, s:s, s:s, s:o}", "path", x->path, "size",
-				      (json_int_t)x->size, "version", (json_int_t)x->version,
-				      "contentType", x->ctype, "sha256", x->sha256, "updatedAt",
-				      cof_json_time(x->updated_at));
-		if (cof_content_read(st, x->sha256, x->size, &data, err)) {
-			json_decref(f);
+		if (i && cof_buf_add(out, ",", 1))
+			goto oom;
+		if (read_all_file(st, &it.v[i], out, err))
 			goto out;
-		}
-		if (cof_utf8_valid((char *)data, (size_t)x->size) &&
-		    !memchr(data, '\0', (size_t)x->size)) {
-			json_object_set_new(f, "text", json_stringn((char *)data, (size_t)x->size));
-		} else {
-			char *b64 = cof_base64_encode(data, (size_t)x->size, NULL);
-			json_object_set_new(f, "data", b64 ? json_string(b64) : json_null());
-			free(b64);
-		}
-		free(data);
-		json_array_append_new(files, f);
 	}
+	if (cof_buf_adds(out, "]}"))
+		goto oom;
 	rc = 0;
+	goto out;
+oom:
+	cof_error(err, COF_EINTERNAL, "out of memory");
 out:
 	cof_items_release(&it);
 	return rc;
+}
+
+/* Checks list options and opens the view; *walk is the prefix to walk
+ * (narrowed to the glob's literal folder when that says more). */
+static int list_prepare(cof_store *st, const char *org, const char *vol,
+			const cof_list_opts *opts, cof_view *view, const char **glob,
+			char walk[COF_PATH_MAX + 1], cof_err *err)
+{
+	const char *prefix;
+	char gpre[COF_PATH_MAX + 1] = "";
+
+	if (cof_prefix_check(opts->prefix, "'prefix'", &prefix, err) ||
+	    (opts->glob && *opts->glob && cof_glob_check(opts->glob, err)))
+		return -1;
+	*glob = opts->glob && *opts->glob ? opts->glob : NULL;
+	if (*glob) {
+		cof_glob_literal_prefix(*glob, gpre, sizeof gpre);
+		if (strncmp(gpre, prefix, strlen(prefix)))
+			gpre[0] = '\0';
+	}
+	snprintf(walk, COF_PATH_MAX + 1, "%s", strlen(gpre) > strlen(prefix) ? gpre : prefix);
+	return cof_view_open(st, org, vol, opts->snapshot, view, err);
+}
+
+int cof_file_read_all(cof_store *st, const char *org, const char *vol,
+		      const cof_list_opts *opts, char **text, size_t *len, cof_err *err)
+{
+	cof_buf b = COF_BUF_INIT;
+	cof_view view;
+	const char *glob;
+	char walk[COF_PATH_MAX + 1];
+
+	if (list_prepare(st, org, vol, opts, &view, &glob, walk, err))
+		return -1;
+	if (read_all(st, &view, walk, glob, &b, err)) {
+		cof_buf_release(&b);
+		return -1;
+	}
+	*text = cof_buf_detach(&b, len);
+	return *text ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 }
 
 int cof_file_list(cof_store *st, const char *org, const char *vol,
@@ -86,18 +182,25 @@ int cof_file_list(cof_store *st, const char *org, const char *vol,
 {
 	page_ctx p = {0};
 	cof_view view;
-	const char *prefix;
 	unsigned char *after = NULL;
 	size_t afterlen = 0;
+	char walk[COF_PATH_MAX + 1];
 	int rc;
 
+	if (opts->content) {
+		/* One implementation of read-all: its text, parsed for callers that
+		 * want the tree. HTTP sends the text as it is. */
+		char *text;
+		size_t len;
+		if (cof_file_read_all(st, org, vol, opts, &text, &len, err))
+			return -1;
+		*out = json_loadb(text, len, 0, NULL);
+		free(text);
+		return *out ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	}
 	p.limit = opts->limit ? opts->limit : COF_LIST_MAX;
 	if (p.limit < 1 || p.limit > COF_LIST_MAX)
 		return cof_error(err, COF_EVALIDATION, "'limit' must be 1 to %d", COF_LIST_MAX);
-	if (cof_prefix_check(opts->prefix, "'prefix'", &prefix, err) ||
-	    (opts->glob && *opts->glob && cof_glob_check(opts->glob, err)))
-		return -1;
-	p.glob = opts->glob && *opts->glob ? opts->glob : NULL;
 	if (opts->cursor && *opts->cursor &&
 	    (cof_base64url_decode(opts->cursor, strlen(opts->cursor), &after, &afterlen) ||
 	     memchr(after, '\0', afterlen) || afterlen > COF_PATH_MAX)) {
@@ -106,24 +209,12 @@ int cof_file_list(cof_store *st, const char *org, const char *vol,
 	}
 	if (after)
 		after[afterlen] = '\0';
-	if (cof_view_open(st, org, vol, opts->snapshot, &view, err)) {
+	if (list_prepare(st, org, vol, opts, &view, &p.glob, walk, err)) {
 		free(after);
 		return -1;
 	}
-	/* Narrow the walk to the glob's literal folder when it says more than prefix. */
-	char gpre[COF_PATH_MAX + 1] = "";
-	if (p.glob) {
-		cof_glob_literal_prefix(p.glob, gpre, sizeof gpre);
-		if (strncmp(gpre, prefix, strlen(prefix)))
-			gpre[0] = '\0';
-	}
-	const char *walk = strlen(gpre) > strlen(prefix) ? gpre : prefix;
 	p.files = json_array();
-	if (opts->content)
-		rc = read_all(st, &view, walk, p.glob, p.files, err);
-	else
-		rc = cof_meta_list(st->meta, view.vno, view.seq, walk, (char *)after, page_add,
-				   &p, err);
+	rc = cof_meta_list(st->meta, view.vno, view.seq, walk, (char *)after, page_add, &p, err);
 	free(after);
 	if (rc) {
 		json_decref(p.files);
