@@ -117,7 +117,8 @@ int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err)
 				 (long long)up->max);
 	}
 	if (!up->w && up->headlen + len <= COF_INLINE_MAX) {
-		memcpy(up->head + up->headlen, data, len);
+		if (len)
+			memcpy(up->head + up->headlen, data, len);
 		up->headlen += len;
 		up->size += (int64_t)len;
 		return 0;
