@@ -266,4 +266,42 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err);
  * Answer {ok, checked, missing:[], corrupt:[], orphans:[]}. */
 int cof_fsck(cof_store *st, json_t **out, cof_err *err);
 
+/* ----------------------------------------------------------------- agents */
+
+/* PUT /v1/agents/{id} {mounts?, fileTools?, exclude?, defaultExclusions?, sandbox?,
+ * output?, relay?, remount?}: create or update. An agent gets its own workspace
+ * volume on creation. Other mounts than it has: COF_ECONFLICT unless `remount`.
+ * *created = 1 when it did not exist. Answer: the agent (see cof_agent_get). */
+int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
+		  json_t **out, int *created, cof_err *err);
+/* {id, workspaceVolumeId, mounts, fileTools, createdAt, ...settings}. */
+int cof_agent_get(cof_store *st, const char *org, const char *id, json_t **out,
+		  cof_err *err);
+/* Deletes the agent and its own workspace volume; mounted volumes stay. */
+int cof_agent_delete(cof_store *st, const char *org, const char *id, cof_err *err);
+/* PUT /v1/agents/{id}/mounts [mounts]: replaces the mounts now. */
+int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t *mounts,
+			 json_t **out, cof_err *err);
+
+/* The agent's files by the path the agent sees ("/workspace/out/a.png"), with
+ * the agent's access: a read-only mount refuses writes (COF_EFORBIDDEN). */
+int cof_agent_file_open(cof_store *st, const char *org, const char *id, const char *path,
+			cof_file *out, cof_err *err);
+int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *path,
+		       cof_upload *up, const char *content_type, json_t **out, int *created,
+		       cof_err *err);
+int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
+			  const char *path, json_t **out, cof_err *err);
+/* GET /v1/agents/{id}/files?path=DIR: {path, entries:[{name, path, type, size?}]}. */
+int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *path,
+			json_t **out, cof_err *err);
+
+/* POST /v1/agents/{id}/tools/{tool}: runs one file tool as the model would
+ * (read, write, edit, ls, glob, grep). Answer {ok, output, ...}: a refusal the
+ * model can act on (a stale write, no match) is ok:false with the reason in
+ * `output`, and returns 0; -1 is for API errors (unknown agent or tool, bad
+ * arguments, fileTools off: COF_ENOTFOUND). `run_id` may be NULL. */
+int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *tool,
+		   json_t *args, const char *run_id, json_t **out, cof_err *err);
+
 #endif /* COFFER_H */

@@ -212,6 +212,16 @@ static int read_cond(http_req *req, cof_cond *cond, cof_err *err)
 	return 0;
 }
 
+void http_body_type(http_req *req)
+{
+	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+	/* curl -d/--data-binary sends this when told nothing: it never describes a
+	 * file's bytes, so the type is sniffed instead (docs/api.md). */
+	if (req->content_type &&
+	    !strcasecmp(req->content_type, "application/x-www-form-urlencoded"))
+		req->content_type = NULL;
+}
+
 /* First call of PUT /v1/volumes/{id}/files/{path}: precondition, type, and
  * the upload the body streams into. */
 int http_begin_file_put(http_req *req)
@@ -220,12 +230,7 @@ int http_begin_file_put(http_req *req)
 
 	if (read_cond(req, &req->cond, &req->err))
 		return -1;
-	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
-	/* curl -d/--data-binary sends this when told nothing: it never describes a
-	 * file's bytes, so the type is sniffed instead (docs/api.md). */
-	if (req->content_type &&
-	    !strcasecmp(req->content_type, "application/x-www-form-urlencoded"))
-		req->content_type = NULL;
+	http_body_type(req);
 	if (clen < 0 || clen >= PUT_PRECHECK_BYTES) {
 		json_t *vol = NULL;
 		if (cof_volume_get(req->srv->st, ORG(req), req->param[0], &vol, &req->err))
@@ -236,8 +241,7 @@ int http_begin_file_put(http_req *req)
 }
 
 /* Answers a committed put: 201 when the file is new, else 200; ETag set. */
-static enum MHD_Result put_answer(http_req *req, int rc, json_t *out, int created,
-				  cof_err *err)
+enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created, cof_err *err)
 {
 	char etag[32];
 	const char *hdrs[] = { MHD_HTTP_HEADER_ETAG, etag, NULL };
@@ -265,7 +269,7 @@ enum MHD_Result http_file_put(http_req *req)
 		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	rc = cof_file_put(req->srv->st, ORG(req), req->param[0], req->param[1], up,
 			  req->content_type, req->cond, &out, &created, &err);
-	return put_answer(req, rc, out, created, &err);
+	return http_put_answer(req, rc, out, created, &err);
 }
 
 enum MHD_Result http_file_get(http_req *req)
@@ -370,5 +374,5 @@ enum MHD_Result http_link_put(http_req *req)
 	rc = cof_file_put(req->srv->st, l->org, l->vol, l->path, up,
 			  l->content_type[0] ? l->content_type : req->content_type, none,
 			  &out, &created, &err);
-	return put_answer(req, rc, out, created, &err);
+	return http_put_answer(req, rc, out, created, &err);
 }

@@ -33,6 +33,7 @@ typedef struct http_server {
 typedef enum http_body {
 	HTTP_BODY_NONE = 0,  /* any body is read and dropped */
 	HTTP_BODY_JSON,      /* buffered up to HTTP_JSON_MAX, parsed, must be an object */
+	HTTP_BODY_JSON_ARRAY, /* the same, but must be an array */
 	HTTP_BODY_STREAM     /* fed chunk by chunk to req->up (route->begin sets it up) */
 } http_body;
 
@@ -142,6 +143,22 @@ enum MHD_Result http_serve_file(http_req *req, cof_file *f);
 int http_begin_file_put(http_req *req);
 enum MHD_Result http_file_put(http_req *req);
 enum MHD_Result http_file_get(http_req *req);
+/* Answers a committed put: 201 when the file is new, else 200; ETag set. */
+enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created, cof_err *err);
+/* Reads Content-Type for a file body (curl's form default counts as none). */
+void http_body_type(http_req *req);
+
+/* ---- agents.c */
+enum MHD_Result http_agent_put(http_req *req);
+enum MHD_Result http_agent_get(http_req *req);
+enum MHD_Result http_agent_delete(http_req *req);
+enum MHD_Result http_agent_mounts(http_req *req);
+enum MHD_Result http_agent_files_list(http_req *req);
+enum MHD_Result http_agent_file_get(http_req *req);
+int http_begin_agent_file_put(http_req *req);
+enum MHD_Result http_agent_file_put(http_req *req);
+enum MHD_Result http_agent_file_delete(http_req *req);
+enum MHD_Result http_agent_tool(http_req *req);
 enum MHD_Result http_file_delete(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);

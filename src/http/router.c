@@ -58,10 +58,31 @@ static const http_route routes[] = {
 	  NULL, http_archive },
 	{ "POST", "/v1/volumes/{}/links", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,
 	  NULL, http_link_create },
+	{ "PUT", "/v1/agents/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_put },
+	{ "GET", "/v1/agents/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_get },
+	{ "DELETE", "/v1/agents/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_delete },
+	{ "PUT", "/v1/agents/{}/mounts", HTTP_F_AUTH, HTTP_BODY_JSON_ARRAY, NULL,
+	  http_agent_mounts },
+	{ "GET", "/v1/agents/{}/files", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
+	  http_agent_files_list },
+	{ "GET", "/v1/agents/{}/files/{+}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
+	  http_agent_file_get },
+	{ "PUT", "/v1/agents/{}/files/{+}", HTTP_F_AUTH, HTTP_BODY_STREAM,
+	  http_begin_agent_file_put, http_agent_file_put },
+	{ "DELETE", "/v1/agents/{}/files/{+}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
+	  http_agent_file_delete },
+	{ "POST", "/v1/agents/{}/tools/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
+	  http_agent_tool },
 	{ "GET", "/l/{}", 0, HTTP_BODY_NONE, NULL, http_link_get },
 	{ "PUT", "/l/{}", 0, HTTP_BODY_STREAM, http_begin_link_put, http_link_put },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* True when the route buffers and parses a JSON body. */
+static int is_json(const http_route *r)
+{
+	return r->body == HTTP_BODY_JSON || r->body == HTTP_BODY_JSON_ARRAY;
+}
 
 /* One capture of a match: raw (still percent-encoded) bytes of the URL. */
 typedef struct capture {
@@ -209,7 +230,7 @@ static void req_begin(http_req *req, const char *url)
 		return;
 	}
 	clen = http_content_length(req);
-	if (req->route->body == HTTP_BODY_JSON && clen > (int64_t)HTTP_JSON_MAX) {
+	if (is_json(req->route) && clen > (int64_t)HTTP_JSON_MAX) {
 		char size[32];
 		cof_size_fmt(clen, size, sizeof(size));
 		cof_error(&req->err, COF_ETOOLARGE,
@@ -226,7 +247,7 @@ static void req_feed(http_req *req, const char *data, size_t len)
 {
 	if (req->failed)
 		return;
-	if (req->route->body == HTTP_BODY_JSON) {
+	if (is_json(req->route)) {
 		if (cof_buf_add(&req->body, data, len) == 0)
 			return;
 		if (req->body.len + len > HTTP_JSON_MAX)
@@ -259,7 +280,10 @@ static int parse_json(http_req *req)
 		return cof_error(&req->err, COF_EVALIDATION,
 				 "request body is not valid JSON: %s at line %d, column %d",
 				 jerr.text, jerr.line, jerr.column);
-	if (!json_is_object(req->json))
+	if (req->route->body == HTTP_BODY_JSON_ARRAY && !json_is_array(req->json))
+		return cof_error(&req->err, COF_EVALIDATION,
+				 "request body must be a JSON array");
+	if (req->route->body == HTTP_BODY_JSON && !json_is_object(req->json))
 		return cof_error(&req->err, COF_EVALIDATION,
 				 "request body must be a JSON object");
 	return 0;
@@ -315,7 +339,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (!req->failed && req->route->body == HTTP_BODY_JSON && parse_json(req))
+	if (!req->failed && is_json(req->route) && parse_json(req))
 		req->failed = 1;
 	if (req->failed)
 		return answer_error(req);

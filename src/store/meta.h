@@ -141,6 +141,29 @@ int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinn
 			     const char *labels, int max_pinned, cof_err *err);
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
 
+/* ---- agents and what each has seen */
+typedef struct cof_agentrow {
+	char org[48];
+	char id[128];
+	char workspace[48];      /* its own workspace volume */
+	char *settings;          /* JSON object text; malloc'd by _get, borrowed by _put */
+	int64_t created_at;
+} cof_agentrow;
+
+/* Creates or replaces the row. */
+int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err);
+/* COF_ENOTFOUND naming the id. Free out->settings. */
+int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+		       cof_err *err);
+/* Deletes the row and what the agent has seen. */
+int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err);
+/* The version and sha256 of `path` in volume `vol` the agent last read or wrote:
+ * 1 found, 0 never seen. */
+int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
+		      const char *path, int64_t *version, char sha[65], cof_err *err);
+int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
+		      const char *path, int64_t version, const char *sha, cof_err *err);
+
 /* ---- garbage collection and checking */
 /* Drops history rows closed before `closed_before` that no snapshot covers and
  * changes older than `changes_before`; returns the rows dropped. */

@@ -41,6 +41,12 @@ static const char *schema =
 	"CREATE INDEX IF NOT EXISTS snapshots_src ON snapshots(src_vno, seq);"
 	"CREATE TABLE IF NOT EXISTS blobs(sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
 	" orphan_since INTEGER, data BLOB);"
+	"CREATE TABLE IF NOT EXISTS agents(org TEXT NOT NULL, id TEXT NOT NULL,"
+	" workspace TEXT NOT NULL, settings TEXT NOT NULL, created_at INTEGER NOT NULL,"
+	" PRIMARY KEY(org, id)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS seen(org TEXT NOT NULL, agent TEXT NOT NULL,"
+	" vol TEXT NOT NULL, path TEXT NOT NULL, version INTEGER NOT NULL,"
+	" sha256 TEXT NOT NULL, PRIMARY KEY(org, agent, vol, path)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS idem(scope TEXT NOT NULL, key TEXT NOT NULL,"
 	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;";
 

@@ -1,0 +1,491 @@
+/*
+ * agent.c — agents: settings, mounts, the resolver of agent paths, and read
+ * tracking. An agent is stored as one row: its own workspace volume id and
+ * its settings (mounts normalised) as JSON.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agent/agent.h"
+
+#define WORKSPACE_PATH "/workspace"
+
+/* Checks an agent id: 1..120 bytes of [A-Za-z0-9._-]. */
+static int id_check(const char *id, cof_err *err)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > 120)
+		return cof_error(err, COF_EVALIDATION, "agent id must be 1 to 120 bytes");
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return cof_error(err, COF_EVALIDATION,
+					 "agent id may hold only letters, digits, '.', '_' and '-'");
+	}
+	return 0;
+}
+
+/* Checks a mount path: absolute, normalised, below "/". */
+static int mount_path_check(const char *path, cof_err *err)
+{
+	const char *rel;
+
+	if (path[0] != '/')
+		return cof_error(err, COF_EVALIDATION,
+				 "mount path '%.200s' must be absolute (start with '/')", path);
+	if (!path[1])
+		return cof_error(err, COF_EVALIDATION,
+				 "a mount path must name a folder below '/'");
+	if (strlen(path) > COF_AGENT_PATH_MAX)
+		return cof_error(err, COF_EVALIDATION, "mount path is over %d bytes",
+				 COF_AGENT_PATH_MAX);
+	cof_err e2 = {0};
+	if (cof_path_check(path + 1, strlen(path + 1), "mount path", &rel, &e2)) {
+		cof_error(err, COF_EVALIDATION, "mount path '%.200s' is not normalised: %s", path,
+			  e2.msg);
+		cof_err_clear(&e2);
+		return -1;
+	}
+	return 0;
+}
+
+/* True when mount path a contains b or b contains a (segment-wise). */
+static int overlaps(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), n = la < lb ? la : lb;
+
+	if (strncmp(a, b, n))
+		return 0;
+	return la == lb || (la < lb ? b[la] == '/' : a[lb] == '/');
+}
+
+static const cof_jfield mount_fields[] = {
+	{"volumeId", COF_JSTR, 0}, {"path", COF_JSTR, 0}, {"mode", COF_JSTR, 0},
+	{"subpath", COF_JSTR, 0}, {"notify", COF_JBOOL, 0}, {"workspace", COF_JBOOL, 0},
+	{NULL, 0, 0}};
+
+/* Checks one mount object and appends its normalised form to `list`. Sets
+ * *ws to 1 for {workspace:true}, 0 for {workspace:false}. */
+static int mount_normalise(cof_store *st, const char *org, json_t *m, json_t *list,
+			   int *ws, cof_err *err)
+{
+	const char *path, *vol, *mode, *sub = NULL;
+	json_t *w = json_object_get(m, "workspace");
+
+	if (cof_json_check(m, mount_fields, err))
+		return -1;
+	path = cof_json_str(m, "path");
+	vol = cof_json_str(m, "volumeId");
+	if (w) {
+		if (vol || json_object_get(m, "mode") || json_object_get(m, "subpath"))
+			return cof_error(err, COF_EVALIDATION,
+					 "a workspace mount takes only 'workspace' and 'path'");
+		*ws = json_is_true(w);
+		if (!*ws) {
+			if (path)
+				return cof_error(err, COF_EVALIDATION,
+						 "{\"workspace\": false} takes no 'path'");
+			return 0;
+		}
+		if (!path)
+			path = WORKSPACE_PATH;
+		if (mount_path_check(path, err))
+			return -1;
+		json_array_append_new(list, json_pack("{s:b, s:s}", "workspace", 1, "path", path));
+		return 0;
+	}
+	if (!vol || !path)
+		return cof_error(err, COF_EVALIDATION,
+				 "a mount needs 'volumeId' and 'path' (or 'workspace')");
+	mode = cof_json_str(m, "mode");
+	if (!mode || (strcmp(mode, "ro") && strcmp(mode, "rw")))
+		return cof_error(err, COF_EVALIDATION,
+				 "mount '%.200s' needs 'mode': \"ro\" or \"rw\"", path);
+	if (mount_path_check(path, err))
+		return -1;
+	if (cof_json_str(m, "subpath") && *cof_json_str(m, "subpath")) {
+		const char *s = cof_json_str(m, "subpath");
+		if (cof_path_check(s, strlen(s), "'subpath'", &sub, err))
+			return -1;
+	}
+	cof_volrow v;
+	if (cof_meta_volume_get(st->meta, org, vol, &v, err))
+		return -1;
+	json_t *n = json_pack("{s:s, s:s, s:s, s:b}", "volumeId", vol, "path", path, "mode",
+			      mode, "notify", cof_json_bool(m, "notify", 0));
+	if (sub)
+		json_object_set_new(n, "subpath", json_string(sub));
+	json_array_append_new(list, n);
+	return 0;
+}
+
+/* Normalises a mounts array: checks each, adds the workspace at /workspace
+ * first unless a workspace entry or a mount at /workspace says otherwise,
+ * refuses overlaps. `mounts` NULL = the default. */
+static int mounts_normalise(cof_store *st, const char *org, json_t *mounts, json_t **out,
+			    cof_err *err)
+{
+	json_t *list = json_array();
+	int ws = -1, at_workspace = 0;
+	size_t i;
+	json_t *m;
+
+	if (mounts && !json_is_array(mounts)) {
+		json_decref(list);
+		return cof_error(err, COF_EVALIDATION, "'mounts' must be an array");
+	}
+	if (mounts && json_array_size(mounts) > COF_MOUNTS_MAX - 1) {
+		json_decref(list);
+		return cof_error(err, COF_EVALIDATION, "'mounts' has %zu mounts; the limit is %d",
+				 json_array_size(mounts), COF_MOUNTS_MAX - 1);
+	}
+	json_array_foreach(mounts, i, m) {
+		int w = -1;
+		if (!json_is_object(m)) {
+			json_decref(list);
+			return cof_error(err, COF_EVALIDATION, "each mount must be an object");
+		}
+		if (mount_normalise(st, org, m, list, &w, err)) {
+			json_decref(list);
+			return -1;
+		}
+		if (w >= 0) {
+			if (ws >= 0) {
+				json_decref(list);
+				return cof_error(err, COF_EVALIDATION,
+						 "the workspace is named twice in 'mounts'");
+			}
+			ws = w;
+		}
+	}
+	json_array_foreach(list, i, m)
+		at_workspace |= !strcmp(cof_json_str(m, "path"), WORKSPACE_PATH);
+	if (ws < 0 && !at_workspace)
+		json_array_insert_new(list, 0, json_pack("{s:b, s:s}", "workspace", 1, "path",
+							 WORKSPACE_PATH));
+	for (size_t a = 0; a < json_array_size(list); a++)
+		for (size_t b = a + 1; b < json_array_size(list); b++) {
+			const char *pa = cof_json_str(json_array_get(list, a), "path");
+			const char *pb = cof_json_str(json_array_get(list, b), "path");
+			if (overlaps(pa, pb)) {
+				json_decref(list);
+				return cof_error(err, COF_EVALIDATION,
+						 "mounts '%.200s' and '%.200s' overlap; mount paths "
+						 "must be clear of each other", pa, pb);
+			}
+		}
+	*out = list;
+	return 0;
+}
+
+/* ----------------------------------------------------------- put / get */
+
+static const cof_jfield agent_fields[] = {
+	{"mounts", COF_JARR, 0}, {"fileTools", COF_JBOOL, 0}, {"exclude", COF_JARR, 0},
+	{"defaultExclusions", COF_JBOOL, 0}, {"sandbox", COF_JOBJ, 0},
+	{"output", COF_JOBJ, 0}, {"relay", COF_JOBJ, 0}, {"remount", COF_JBOOL, 0},
+	{NULL, 0, 0}};
+
+static json_t *agent_json(const cof_agentrow *r, json_t *settings)
+{
+	json_t *out = json_deep_copy(settings);
+
+	json_object_set_new(out, "id", json_string(r->id));
+	json_object_set_new(out, "workspaceVolumeId", json_string(r->workspace));
+	json_object_set_new(out, "createdAt", cof_json_time(r->created_at));
+	if (!json_object_get(out, "fileTools"))
+		json_object_set_new(out, "fileTools", json_true());
+	return out;
+}
+
+/* Makes the agent's own workspace volume. */
+static int workspace_new(cof_store *st, const char *org, const char *id, char vol[48],
+			 cof_err *err)
+{
+	json_t *body = json_pack("{s:s}", "name", "workspace"), *out = NULL;
+	int created, rc;
+	char name[160];
+
+	snprintf(name, sizeof name, "workspace of agent %s", id);
+	json_object_set_new(body, "name", json_string(name));
+	rc = cof_volume_create(st, org, body, NULL, &out, &created, err);
+	if (!rc)
+		snprintf(vol, 48, "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(body);
+	json_decref(out);
+	return rc;
+}
+
+int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
+		  json_t **out, int *created, cof_err *err)
+{
+	cof_agentrow old = {0}, row = {0};
+	json_t *settings = NULL, *mounts = NULL;
+	cof_err miss = {0};
+	int exists, rc = -1;
+
+	if (id_check(id, err) || cof_json_check(body, agent_fields, err))
+		return -1;
+	exists = cof_meta_agent_get(st->meta, org, id, &old, &miss) == 0;
+	if (!exists && miss.code != COF_ENOTFOUND) {
+		*err = miss;
+		return -1;
+	}
+	cof_err_clear(&miss);
+	settings = body ? json_deep_copy(body) : json_object();
+	json_object_del(settings, "remount");
+	json_t *given = json_object_get(body, "mounts");
+	if (given || !exists) {
+		if (mounts_normalise(st, org, given, &mounts, err))
+			goto out;
+	} else {
+		json_t *prev = json_loads(old.settings, 0, NULL);
+		mounts = json_incref(json_object_get(prev, "mounts"));
+		json_decref(prev);
+	}
+	if (exists && given && !cof_json_bool(body, "remount", 0)) {
+		json_t *prev = json_loads(old.settings, 0, NULL);
+		int same = json_equal(json_object_get(prev, "mounts"), mounts);
+		json_decref(prev);
+		if (!same) {
+			cof_error(err, COF_ECONFLICT,
+				  "agent '%s' has other mounts; pass \"remount\": true to change "
+				  "them (or PUT /v1/agents/%s/mounts)", id, id);
+			goto out;
+		}
+	}
+	json_object_set(settings, "mounts", mounts ? mounts : json_array());
+	snprintf(row.org, sizeof row.org, "%s", org);
+	snprintf(row.id, sizeof row.id, "%s", id);
+	if (exists) {
+		memcpy(row.workspace, old.workspace, sizeof row.workspace);
+		row.created_at = old.created_at;
+	} else {
+		if (workspace_new(st, org, id, row.workspace, err))
+			goto out;
+		row.created_at = cof_now();
+	}
+	row.settings = json_dumps(settings, JSON_COMPACT);
+	if (!row.settings || cof_meta_agent_put(st->meta, &row, err))
+		goto out;
+	*created = !exists;
+	*out = agent_json(&row, settings);
+	rc = 0;
+out:
+	free(row.settings);
+	free(old.settings);
+	json_decref(settings);
+	json_decref(mounts);
+	return rc;
+}
+
+int cof_agent_get(cof_store *st, const char *org, const char *id, json_t **out,
+		  cof_err *err)
+{
+	cof_agentrow r;
+	json_t *settings;
+
+	if (cof_meta_agent_get(st->meta, org, id, &r, err))
+		return -1;
+	settings = json_loads(r.settings, 0, NULL);
+	*out = agent_json(&r, settings ? settings : json_object());
+	json_decref(settings);
+	free(r.settings);
+	return 0;
+}
+
+int cof_agent_delete(cof_store *st, const char *org, const char *id, cof_err *err)
+{
+	cof_agentrow r;
+	cof_err e2 = {0};
+
+	if (cof_meta_agent_get(st->meta, org, id, &r, err))
+		return -1;
+	free(r.settings);
+	if (cof_meta_agent_delete(st->meta, org, id, err))
+		return -1;
+	/* Its own workspace goes with it; volumes it only mounted stay. */
+	if (cof_volume_delete(st, org, r.workspace, &e2) && e2.code != COF_ENOTFOUND) {
+		*err = e2;
+		return -1;
+	}
+	cof_err_clear(&e2);
+	return 0;
+}
+
+int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t *mounts,
+			 json_t **out, cof_err *err)
+{
+	cof_agentrow r;
+	json_t *settings, *norm = NULL;
+	int rc = -1;
+
+	if (!json_is_array(mounts))
+		return cof_error(err, COF_EVALIDATION, "the body must be a JSON array of mounts");
+	if (cof_meta_agent_get(st->meta, org, id, &r, err))
+		return -1;
+	settings = json_loads(r.settings, 0, NULL);
+	free(r.settings);
+	r.settings = NULL;
+	if (!settings || mounts_normalise(st, org, mounts, &norm, err))
+		goto out;
+	json_object_set_new(settings, "mounts", norm);
+	r.settings = json_dumps(settings, JSON_COMPACT);
+	if (!r.settings || cof_meta_agent_put(st->meta, &r, err))
+		goto out;
+	*out = agent_json(&r, settings);
+	rc = 0;
+out:
+	free(r.settings);
+	json_decref(settings);
+	return rc;
+}
+
+/* ----------------------------------------------------------- loading */
+
+int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,
+		   cof_err *err)
+{
+	cof_agentrow r;
+	json_t *m;
+	size_t i;
+
+	memset(out, 0, sizeof *out);
+	if (cof_meta_agent_get(st->meta, org, id, &r, err))
+		return -1;
+	out->settings = json_loads(r.settings, 0, NULL);
+	free(r.settings);
+	if (!out->settings)
+		return cof_error(err, COF_EINTERNAL, "agent '%s' has damaged settings", id);
+	snprintf(out->org, sizeof out->org, "%s", org);
+	snprintf(out->id, sizeof out->id, "%s", id);
+	memcpy(out->workspace, r.workspace, sizeof out->workspace);
+	out->file_tools = cof_json_bool(out->settings, "fileTools", 1);
+	json_array_foreach(json_object_get(out->settings, "mounts"), i, m) {
+		cof_mount *x = &out->mounts[out->nmounts];
+		if (out->nmounts == COF_MOUNTS_MAX)
+			break;
+		snprintf(x->path, sizeof x->path, "%s", cof_json_str(m, "path"));
+		x->workspace = cof_json_bool(m, "workspace", 0);
+		snprintf(x->vol, sizeof x->vol, "%s",
+			 x->workspace ? out->workspace : cof_json_str(m, "volumeId"));
+		snprintf(x->subpath, sizeof x->subpath, "%s",
+			 cof_json_str(m, "subpath") ? cof_json_str(m, "subpath") : "");
+		x->rw = x->workspace || !strcmp(cof_json_str(m, "mode"), "rw");
+		x->notify = cof_json_bool(m, "notify", 0);
+		out->nmounts++;
+	}
+	return 0;
+}
+
+void cof_agent_release(cof_agent *a)
+{
+	json_decref(a->settings);
+	a->settings = NULL;
+}
+
+/* ----------------------------------------------------------- resolver */
+
+/* Lists the mounts for a message: "/workspace, /data". */
+static void mount_names(const cof_agent *a, char *out, size_t outsz)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < a->nmounts && n + 1 < outsz; i++)
+		n += (size_t)snprintf(out + n, outsz - n, "%s%s", i ? ", " : "", a->mounts[i].path);
+}
+
+int cof_agent_resolve(const cof_agent *a, const char *path, cof_target *out, cof_err *err)
+{
+	char abs[COF_AGENT_PATH_MAX + 2];
+	size_t n;
+
+	memset(out, 0, sizeof *out);
+	if (!path || !*path)
+		path = a->nmounts ? a->mounts[0].path : "/";
+	if (!a->nmounts)
+		return cof_error(err, COF_ENOTFOUND, "the agent has no mounts");
+	if (path[0] == '/')
+		n = (size_t)snprintf(abs, sizeof abs, "%s", path);
+	else
+		n = (size_t)snprintf(abs, sizeof abs, "%s/%s", a->mounts[0].path, path);
+	if (n >= sizeof abs - 1)
+		return cof_error(err, COF_EVALIDATION, "path is over %d bytes", COF_AGENT_PATH_MAX);
+	while (n > 1 && abs[n - 1] == '/') /* "dir/" names the folder */
+		abs[--n] = '\0';
+	if (n > 1) {
+		const char *rel;
+		if (cof_path_check(abs + 1, n - 1, "path", &rel, err))
+			return -1;
+	}
+	for (size_t i = 0; i < a->nmounts; i++) {
+		const cof_mount *m = &a->mounts[i];
+		size_t ml = strlen(m->path);
+		if (strncmp(abs, m->path, ml) || (abs[ml] && abs[ml] != '/'))
+			continue;
+		const char *rest = abs[ml] ? abs + ml + 1 : "";
+		int k = snprintf(out->vpath, sizeof out->vpath, "%s%s%s", m->subpath,
+				 m->subpath[0] && rest[0] ? "/" : "", rest);
+		if (k < 0 || (size_t)k >= sizeof out->vpath)
+			return cof_error(err, COF_EVALIDATION, "path is over %d bytes in its volume",
+					 COF_PATH_MAX);
+		out->mount = m;
+		memcpy(out->apath, abs, n + 1); /* n <= COF_AGENT_PATH_MAX, checked above */
+		return 0;
+	}
+	char names[1024];
+	mount_names(a, names, sizeof names);
+	return cof_error(err, COF_ENOTFOUND, "'%.200s' is outside every mount (the mounts are: %s)",
+			 abs, names);
+}
+
+void cof_agent_path_of(const cof_mount *m, const char *vpath, char *out, size_t outsz)
+{
+	size_t sl = strlen(m->subpath);
+	const char *rest = vpath;
+
+	if (sl) {
+		rest = vpath + sl;
+		if (*rest == '/')
+			rest++;
+	}
+	if ((size_t)snprintf(out, outsz, "%s%s%s", m->path, *rest ? "/" : "", rest) >= outsz)
+		out[outsz - 1] = '\0'; /* cannot happen: outsz covers mount + volume path */
+}
+
+int cof_agent_writable(const cof_target *t, cof_err *err)
+{
+	if (!t->mount->rw)
+		return cof_error(err, COF_EFORBIDDEN, "'%.200s' is on a read-only mount (%s)",
+				 t->apath, t->mount->path);
+	return 0;
+}
+
+int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
+		       int64_t *version, char sha[65], cof_err *err)
+{
+	return cof_meta_seen_get(st->meta, a->org, a->id, t->mount->vol, t->vpath, version, sha,
+				 err);
+}
+
+int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
+		       int64_t version, const char *sha, cof_err *err)
+{
+	return cof_meta_seen_put(st->meta, a->org, a->id, t->mount->vol, t->vpath, version, sha,
+				 err);
+}
+
+int cof_tool_refuse(json_t **out, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	*out = json_pack("{s:b, s:s}", "ok", 0, "output", msg);
+	return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * agent.h — what the files of the agent layer (src/agent/) share: an agent's
+ * settings loaded, its mounts, and the one resolver of agent paths.
+ * The public contract is in include/coffer.h.
+ */
+#ifndef COF_AGENT_H
+#define COF_AGENT_H
+
+#include "volume/volume.h"
+
+#define COF_MOUNTS_MAX 32
+#define COF_AGENT_PATH_MAX (COF_PATH_MAX + 256)
+
+/* One mount: a folder of a volume seen at `path` in the agent's view. */
+typedef struct cof_mount {
+	char path[COF_AGENT_PATH_MAX + 1]; /* absolute, normalised: "/workspace" */
+	char vol[48];                      /* the volume id */
+	char subpath[COF_PATH_MAX + 1];    /* "" = the volume's root, else "a/b" */
+	int rw;
+	int notify;
+	int workspace;                     /* the agent's own workspace volume */
+} cof_mount;
+
+/* An agent as loaded for one call: its mounts are fixed for that call even if
+ * they are replaced meanwhile. Release with cof_agent_release. */
+typedef struct cof_agent {
+	char org[48];
+	char id[128];
+	char workspace[48];
+	int file_tools;
+	json_t *settings;         /* the stored settings object (owned) */
+	cof_mount mounts[COF_MOUNTS_MAX];
+	size_t nmounts;
+} cof_agent;
+
+int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,
+		   cof_err *err);
+void cof_agent_release(cof_agent *a);
+
+/* Where an agent path lands. `vpath` is the path inside the volume ("" when the
+ * path is the mount's root folder without a subpath); `apath` the normalised
+ * agent path. */
+typedef struct cof_target {
+	const cof_mount *mount;
+	char vpath[COF_PATH_MAX + 1];
+	char apath[COF_AGENT_PATH_MAX + 1];
+} cof_target;
+
+/* The one resolver: relative paths resolve against the first mount; `..`, `.`
+ * and empty segments are refused (COF_EVALIDATION); a path outside every
+ * mount is COF_ENOTFOUND naming the mounts. */
+int cof_agent_resolve(const cof_agent *a, const char *path, cof_target *out, cof_err *err);
+/* The agent path of a volume path under mount m (inverse of resolve). */
+void cof_agent_path_of(const cof_mount *m, const char *vpath, char *out, size_t outsz);
+/* Refuses writes through a read-only mount (COF_EFORBIDDEN). */
+int cof_agent_writable(const cof_target *t, cof_err *err);
+
+/* Read tracking: what the agent last read or wrote of a file. */
+int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
+		       int64_t *version, char sha[65], cof_err *err);
+int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
+		       int64_t version, const char *sha, cof_err *err);
+
+/* The immediate children of a target folder, as {name, path, type, size?}, at
+ * most `cap` (then *more = 1). An absent folder has none. */
+int cof_agent_children(cof_store *st, const cof_agent *a, const cof_target *t, size_t cap,
+		       json_t **entries, int *more, cof_err *err);
+
+/* The tools (tools.c, search.c); each fills `out` with {ok, output, ...}. */
+typedef int (*cof_tool_fn)(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
+			   cof_err *err);
+int cof_tool_read(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
+int cof_tool_write(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
+int cof_tool_edit(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
+int cof_tool_ls(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
+int cof_tool_glob(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
+int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
+
+/* A model-facing refusal: {ok:false, output:msg}; returns 0. */
+int cof_tool_refuse(json_t **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * files.c — an agent's files by the paths it sees, and the tool dispatcher.
+ * Everything goes through cof_agent_resolve, then the volume layer.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "agent/agent.h"
+
+/* Loads the agent and resolves `path` to a file (not a mount's root). */
+static int file_target(cof_store *st, const char *org, const char *id, const char *path,
+		       cof_agent *a, cof_target *t, cof_err *err)
+{
+	if (cof_agent_load(st, org, id, a, err))
+		return -1;
+	if (cof_agent_resolve(a, path, t, err)) {
+		cof_agent_release(a);
+		return -1;
+	}
+	if (!t->vpath[0]) {
+		cof_agent_release(a);
+		return cof_error(err, COF_EVALIDATION, "'%.200s' is a mount's folder, not a file",
+				 t->apath);
+	}
+	return 0;
+}
+
+int cof_agent_file_open(cof_store *st, const char *org, const char *id, const char *path,
+			cof_file *out, cof_err *err)
+{
+	cof_agent a;
+	cof_target t;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	if (file_target(st, org, id, path, &a, &t, err))
+		return -1;
+	rc = cof_file_open(st, org, t.mount->vol, t.vpath, NULL, out, err);
+	cof_agent_release(&a);
+	return rc;
+}
+
+/* Rewrites a volume answer's `path` to the agent path. */
+static void answer_path(json_t *out, const cof_target *t)
+{
+	if (out)
+		json_object_set_new(out, "path", json_string(t->apath));
+}
+
+int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *path,
+		       cof_upload *up, const char *content_type, json_t **out, int *created,
+		       cof_err *err)
+{
+	cof_agent a;
+	cof_target t;
+	cof_cond none = {COF_COND_NONE, 0};
+	int rc;
+
+	if (file_target(st, org, id, path, &a, &t, err)) {
+		cof_upload_abort(up);
+		return -1;
+	}
+	if (cof_agent_writable(&t, err)) {
+		cof_upload_abort(up);
+		cof_agent_release(&a);
+		return -1;
+	}
+	rc = cof_file_put(st, org, t.mount->vol, t.vpath, up, content_type, none, out, created,
+			  err);
+	if (!rc)
+		answer_path(*out, &t);
+	cof_agent_release(&a);
+	return rc;
+}
+
+int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
+			  const char *path, json_t **out, cof_err *err)
+{
+	cof_agent a;
+	cof_target t;
+	cof_cond none = {COF_COND_NONE, 0};
+	int rc = -1;
+
+	if (file_target(st, org, id, path, &a, &t, err))
+		return -1;
+	if (!cof_agent_writable(&t, err) &&
+	    !(rc = cof_file_remove(st, org, t.mount->vol, t.vpath, none, out, err)))
+		answer_path(*out, &t);
+	cof_agent_release(&a);
+	return rc;
+}
+
+/* Immediate children of a folder, from the volume's listing. */
+typedef struct children {
+	const cof_target *t;
+	size_t plen;          /* bytes of the folder's volume prefix */
+	json_t *entries;
+	char lastdir[COF_PATH_MAX + 1];
+	size_t n, cap;
+	int more;
+} children;
+
+static int child_add(void *arg, const cof_entry *e)
+{
+	children *c = arg;
+	const char *rest = e->path + c->plen;
+	const char *slash = strchr(rest, '/');
+	char apath[COF_AGENT_PATH_MAX + 1];
+
+	if (c->n >= c->cap) {
+		c->more = 1;
+		return 1;
+	}
+	if (slash) {
+		size_t dl = (size_t)(slash - rest);
+		if (strlen(c->lastdir) == dl && !strncmp(c->lastdir, rest, dl))
+			return 0;
+		snprintf(c->lastdir, sizeof c->lastdir, "%.*s", (int)dl, rest);
+		char vdir[COF_PATH_MAX + 1];
+		snprintf(vdir, sizeof vdir, "%.*s", (int)(c->plen + dl), e->path);
+		cof_agent_path_of(c->t->mount, vdir, apath, sizeof apath);
+		json_array_append_new(c->entries, json_pack("{s:s, s:s, s:s}", "name", c->lastdir,
+							    "path", apath, "type", "dir"));
+	} else {
+		cof_agent_path_of(c->t->mount, e->path, apath, sizeof apath);
+		json_array_append_new(c->entries, json_pack(
+			"{s:s, s:s, s:s, s:I, s:s}", "name", rest, "path", apath, "type", "file",
+			"size", (json_int_t)e->size, "contentType", e->ctype));
+	}
+	c->n++;
+	return 0;
+}
+
+int cof_agent_children(cof_store *st, const cof_agent *a, const cof_target *t, size_t cap,
+		       json_t **entries, int *more, cof_err *err)
+{
+	children c = {.t = t, .cap = cap, .entries = json_array()};
+	char prefix[COF_PATH_MAX + 2];
+	cof_view view;
+
+	snprintf(prefix, sizeof prefix, "%s%s", t->vpath, t->vpath[0] ? "/" : "");
+	c.plen = strlen(prefix);
+	if (cof_view_open(st, a->org, t->mount->vol, NULL, &view, err) ||
+	    cof_meta_list(st->meta, view.vno, view.seq, prefix, NULL, child_add, &c, err)) {
+		json_decref(c.entries);
+		return -1;
+	}
+	*entries = c.entries;
+	*more = c.more;
+	return 0;
+}
+
+int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *path,
+			json_t **out, cof_err *err)
+{
+	cof_agent a;
+	cof_target t;
+	json_t *entries;
+	int more, rc = -1;
+
+	if (cof_agent_load(st, org, id, &a, err))
+		return -1;
+	if (!cof_agent_resolve(&a, path, &t, err) &&
+	    !cof_agent_children(st, &a, &t, 10000, &entries, &more, err)) {
+		*out = json_pack("{s:s, s:o}", "path", t.apath, "entries", entries);
+		if (more)
+			json_object_set_new(*out, "truncated", json_true());
+		rc = 0;
+	}
+	cof_agent_release(&a);
+	return rc;
+}
+
+/* ------------------------------------------------------------ tools */
+
+static const struct { const char *name; cof_tool_fn fn; } tools[] = {
+	{"read", cof_tool_read}, {"write", cof_tool_write}, {"edit", cof_tool_edit},
+	{"ls", cof_tool_ls}, {"glob", cof_tool_glob}, {"grep", cof_tool_grep},
+};
+
+int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *tool,
+		   json_t *args, const char *run_id, json_t **out, cof_err *err)
+{
+	cof_agent a;
+	cof_tool_fn fn = NULL;
+	int rc;
+
+	if (cof_agent_load(st, org, id, &a, err))
+		return -1;
+	for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
+		if (!strcmp(tool, tools[i].name))
+			fn = tools[i].fn;
+	if (!a.file_tools || !fn) {
+		cof_agent_release(&a);
+		return cof_error(err, COF_ENOTFOUND, a.file_tools
+				 ? "no tool '%.40s' (tools: read, write, edit, ls, glob, grep)"
+				 : "agent '%.100s' has fileTools off", a.file_tools ? tool : id);
+	}
+	if (args && !json_is_object(args)) {
+		cof_agent_release(&a);
+		return cof_error(err, COF_EVALIDATION, "tool arguments must be a JSON object");
+	}
+	(void)run_id; /* runs (X-Run-Id) come with the runs endpoint */
+	json_t *empty = args ? NULL : json_object();
+	rc = fn(st, &a, args ? args : empty, out, err);
+	json_decref(empty);
+	cof_agent_release(&a);
+	return rc;
+}
