@@ -170,10 +170,11 @@ static int mounts_normalise(cof_store *st, const char *org, json_t *mounts, json
 			const char *pa = cof_json_str(json_array_get(list, a), "path");
 			const char *pb = cof_json_str(json_array_get(list, b), "path");
 			if (overlaps(pa, pb)) {
+				cof_error(err, COF_EVALIDATION,
+					  "mounts '%.200s' and '%.200s' overlap; mount paths must be "
+					  "clear of each other", pa, pb);
 				json_decref(list);
-				return cof_error(err, COF_EVALIDATION,
-						 "mounts '%.200s' and '%.200s' overlap; mount paths "
-						 "must be clear of each other", pa, pb);
+				return -1;
 			}
 		}
 	*out = list;

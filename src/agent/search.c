@@ -17,8 +17,20 @@
 
 /* The files under a target folder (or the file itself), with their path
  * relative to the folder checked against `glob` (NULL = all). */
+/* A pattern without '/' may match the file name alone, at any depth (as
+ * ripgrep's --glob and .gitignore do). */
+static int glob_hits(const char *glob, const char *rel, int basename_only)
+{
+	const char *base = strrchr(rel, '/');
+
+	if (basename_only && !strchr(glob, '/'))
+		return cof_glob_match(glob, base ? base + 1 : rel);
+	return cof_glob_match(glob, rel);
+}
+
 static int files_under(cof_store *st, const cof_agent *a, const cof_target *t,
-		       const char *glob, cof_items *it, size_t *strip, cof_err *err)
+		       const char *glob, int basename_only, cof_items *it, size_t *strip,
+		       cof_err *err)
 {
 	char prefix[COF_PATH_MAX + 2];
 	cof_view view;
@@ -34,7 +46,7 @@ static int files_under(cof_store *st, const cof_agent *a, const cof_target *t,
 	if (glob) {
 		size_t k = 0;
 		for (size_t i = 0; i < it->n; i++) {
-			if (cof_glob_match(glob, it->v[i].path + *strip))
+			if (glob_hits(glob, it->v[i].path + *strip, basename_only))
 				it->v[k++] = it->v[i];
 			else
 				free(it->v[i].path);
@@ -54,7 +66,7 @@ static int search_base(const cof_agent *a, json_t *args, cof_target *t, json_t *
 	cof_err e = {0};
 
 	if (cof_agent_resolve(a, cof_json_str(args, "path"), t, &e)) {
-		if (e.code == COF_EVALIDATION || e.code == COF_ENOTFOUND) {
+		if (e.code == COF_ENOTFOUND) { /* outside every mount: the model can retry */
 			cof_tool_refuse(out, "%s", e.msg);
 			cof_err_clear(&e);
 			return 1;
@@ -84,7 +96,7 @@ int cof_tool_glob(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return -1;
 	if ((r = search_base(a, args, &t, out, err)))
 		return r < 0 ? -1 : 0;
-	if (files_under(st, a, &t, pattern, &it, &strip, err)) {
+	if (files_under(st, a, &t, pattern, 0, &it, &strip, err)) {
 		cof_items_release(&it);
 		return -1;
 	}
@@ -246,6 +258,8 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 
 	if (cof_json_check(args, grep_fields, err) || grep_args(args, &g, err))
 		return -1;
+	if (!*cof_json_str(args, "pattern"))
+		return cof_error(err, COF_EVALIDATION, "'pattern' is empty");
 	if (!(g.re = grep_compile(cof_json_str(args, "pattern"),
 				  cof_json_bool(args, "ignoreCase", 0), err)))
 		return -1;
@@ -255,7 +269,7 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		rc = r < 0 ? -1 : 0;
 		goto done;
 	}
-	if (files_under(st, a, &t, cof_json_str(args, "glob"), &it, &strip, err))
+	if (files_under(st, a, &t, cof_json_str(args, "glob"), 1, &it, &strip, err))
 		goto done;
 	if (it.n == 0 && t.vpath[0]) {
 		/* The path may name one file. */

@@ -27,7 +27,7 @@ static int tool_target(const cof_agent *a, json_t *args, const char *key, int re
 	if (!p && required)
 		return cof_error(err, COF_EVALIDATION, "'%s' is required", key);
 	if (cof_agent_resolve(a, p ? json_string_value(p) : NULL, t, &e)) {
-		if (e.code == COF_EVALIDATION || e.code == COF_ENOTFOUND) {
+		if (e.code == COF_ENOTFOUND) { /* outside every mount: the model can retry */
 			cof_tool_refuse(out, "%s", e.msg);
 			cof_err_clear(&e);
 			return 1;

@@ -17,6 +17,16 @@ static int agent_allowed(http_req *req, cof_err *err)
 	return 0;
 }
 
+/* Configuring an agent (settings, mounts, delete) needs a key not bound to
+ * an agent: an agent's own key could otherwise mount any volume. */
+static int admin_of_agents(http_req *req, cof_err *err)
+{
+	if (req->who.agent[0])
+		return cof_error(err, COF_EFORBIDDEN,
+				 "a key bound to an agent cannot change agents");
+	return 0;
+}
+
 /* The agent path of a {+} capture ("workspace/a.txt" -> "/workspace/a.txt"). */
 static const char *agent_path(http_req *req, const char *raw)
 {
@@ -38,7 +48,7 @@ enum MHD_Result http_agent_put(http_req *req)
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	if (agent_allowed(req, &err))
+	if (admin_of_agents(req, &err))
 		return http_send_error(req, &err);
 	rc = cof_agent_put(req->srv->st, ORG(req), req->param[0], req->json, &out, &created, &err);
 	return http_reply(req, rc, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, &err);
@@ -58,7 +68,7 @@ enum MHD_Result http_agent_delete(http_req *req)
 {
 	cof_err err = { 0 };
 
-	if (agent_allowed(req, &err) || cof_agent_delete(req->srv->st, ORG(req), req->param[0], &err))
+	if (admin_of_agents(req, &err) || cof_agent_delete(req->srv->st, ORG(req), req->param[0], &err))
 		return http_send_error(req, &err);
 	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
 }
@@ -67,7 +77,7 @@ enum MHD_Result http_agent_mounts(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = admin_of_agents(req, &err) ? -1
 		 : cof_agent_set_mounts(req->srv->st, ORG(req), req->param[0], req->json, &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);

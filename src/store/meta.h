@@ -92,7 +92,7 @@ int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		       cof_entry *out, cof_err *err);
 /* Like cof_meta_entry_get, and when the content is kept inline, *data gets a
- * malloc'd copy of it (else NULL): one query for what a GET needs. */
+ * malloc'd, NUL-terminated copy of it (else NULL): one query for a GET. */
 int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 			cof_entry *out, unsigned char **data, cof_err *err);
 /* Entries whose path starts with `prefix` and sorts after `after` (NULL = from

@@ -705,8 +705,11 @@ int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 				size_t n = (size_t)sqlite3_column_bytes(st, 6);
 				if (!(*data = malloc(n + 1)))
 					rc = cof_error(err, COF_EINTERNAL, "out of memory");
-				else if (n) /* an empty blob's pointer is NULL */
-					memcpy(*data, sqlite3_column_blob(st, 6), n);
+				else {
+					if (n) /* an empty blob's pointer is NULL */
+						memcpy(*data, sqlite3_column_blob(st, 6), n);
+					(*data)[n] = '\0';
+				}
 			}
 		}
 		sqlite3_reset(st);
