@@ -296,6 +296,17 @@ int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
 int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *path,
 			json_t **out, cof_err *err);
 
+/* PUT /v1/agents/{id}/uploads/{requestId}/{name}: saved at
+ * uploads/{requestId}/{name} of the agent's workspace (else its first
+ * read-write mount; none: COF_ECONFLICT). At most 20 files a request
+ * (COF_ECONFLICT past it). A retry never writes twice: the existing file is
+ * answered again with `replayed: true`. Consumes `up`; begin it with
+ * max_bytes COF_UPLOAD_MAX (256 MiB). */
+#define COF_UPLOAD_MAX (256LL << 20)
+int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *request,
+		     const char *name, cof_upload *up, const char *content_type, json_t **out,
+		     int *created, cof_err *err);
+
 /* POST /v1/agents/{id}/tools/{tool}: runs one file tool as the model would
  * (read, write, edit, ls, glob, grep). Answer {ok, output, ...}: a refusal the
  * model can act on (a stale write, no match) is ok:false with the reason in

@@ -156,3 +156,27 @@ enum MHD_Result http_agent_tool(http_req *req)
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
+
+int http_begin_agent_upload(http_req *req)
+{
+	if (agent_allowed(req, &req->err))
+		return -1;
+	http_body_type(req);
+	return cof_upload_begin(req->srv->st, COF_UPLOAD_MAX, &req->up, &req->err);
+}
+
+/* PUT /v1/agents/{id}/uploads/{requestId}/{name}: 201 new, 200 a replayed retry. */
+enum MHD_Result http_agent_upload(http_req *req)
+{
+	cof_upload *up = req->up;
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 0, rc;
+
+	req->up = NULL; /* consumed */
+	if (up == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
+	rc = cof_agent_upload(req->srv->st, ORG(req), req->param[0], req->param[1],
+			      req->param[2], up, req->content_type, &out, &created, &err);
+	return http_put_answer(req, rc, out, created, &err);
+}

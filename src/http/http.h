@@ -159,6 +159,8 @@ int http_begin_agent_file_put(http_req *req);
 enum MHD_Result http_agent_file_put(http_req *req);
 enum MHD_Result http_agent_file_delete(http_req *req);
 enum MHD_Result http_agent_tool(http_req *req);
+int http_begin_agent_upload(http_req *req);
+enum MHD_Result http_agent_upload(http_req *req);
 enum MHD_Result http_file_delete(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);

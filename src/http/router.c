@@ -73,6 +73,8 @@ static const http_route routes[] = {
 	  http_agent_file_delete },
 	{ "POST", "/v1/agents/{}/tools/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
 	  http_agent_tool },
+	{ "PUT", "/v1/agents/{}/uploads/{}/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
+	  http_begin_agent_upload, http_agent_upload },
 	{ "GET", "/l/{}", 0, HTTP_BODY_NONE, NULL, http_link_get },
 	{ "PUT", "/l/{}", 0, HTTP_BODY_STREAM, http_begin_link_put, http_link_put },
 };

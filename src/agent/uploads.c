@@ -1,0 +1,120 @@
+/*
+ * uploads.c — files sent to an agent: saved at uploads/{requestId}/{name} of
+ * its workspace wherever that is mounted (else its first read-write mount),
+ * at most 20 a request and 256 MiB each. A retry of the same upload never
+ * writes twice: the first write of a name wins and is answered again.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "agent/agent.h"
+
+#define UPLOADS_PER_REQUEST 20
+
+/* The mount uploads go to: the workspace, else the first read-write mount. */
+static const cof_mount *upload_mount(const cof_agent *a)
+{
+	for (size_t i = 0; i < a->nmounts; i++)
+		if (a->mounts[i].workspace)
+			return &a->mounts[i];
+	for (size_t i = 0; i < a->nmounts; i++)
+		if (a->mounts[i].rw)
+			return &a->mounts[i];
+	return NULL;
+}
+
+/* A request id or file name: one path segment. */
+static int segment_check(const char *s, const char *what, cof_err *err)
+{
+	const char *ok;
+
+	if (strchr(s, '/'))
+		return cof_error(err, COF_EVALIDATION, "%s '%.100s' must not contain '/'", what, s);
+	return cof_path_check(s, strlen(s), what, &ok, err);
+}
+
+static int count_file(void *ctx, const cof_entry *e)
+{
+	(*(int64_t *)ctx)++;
+	return 0;
+}
+
+/* The existing upload as the answer of a retry. */
+static int answer_existing(cof_store *st, const cof_agent *a, const cof_target *t,
+			   json_t **out, cof_err *err)
+{
+	cof_file f;
+
+	if (cof_file_open(st, a->org, t->mount->vol, t->vpath, NULL, &f, err))
+		return -1;
+	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:b}", "path", t->apath, "version",
+			 (json_int_t)f.version, "size", (json_int_t)f.size, "contentType",
+			 f.content_type, "sha256", f.sha256, "replayed", 1);
+	cof_file_close(&f);
+	return 0;
+}
+
+int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *request,
+		     const char *name, cof_upload *up, const char *content_type, json_t **out,
+		     int *created, cof_err *err)
+{
+	cof_agent a;
+	cof_target t = {0};
+	const cof_mount *m;
+	cof_view view;
+	char dir[COF_PATH_MAX + 1];
+	int64_t n = 0;
+	int rc = -1;
+
+	*created = 0;
+	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
+	    cof_agent_load(st, org, id, &a, err)) {
+		cof_upload_abort(up);
+		return -1;
+	}
+	if (!(m = upload_mount(&a))) {
+		cof_error(err, COF_ECONFLICT, "agent '%s' has no writable place for uploads (no "
+			  "workspace and no read-write mount)", id);
+		goto out;
+	}
+	t.mount = m;
+	if ((size_t)snprintf(dir, sizeof dir, "%s%suploads/%s/", m->subpath,
+			     m->subpath[0] ? "/" : "", request) >= sizeof dir ||
+	    (size_t)snprintf(t.vpath, sizeof t.vpath, "%s%s", dir, name) >= sizeof t.vpath) {
+		cof_error(err, COF_EVALIDATION, "the upload's path is over %d bytes", COF_PATH_MAX);
+		goto out;
+	}
+	cof_agent_path_of(m, t.vpath, t.apath, sizeof t.apath);
+	if (cof_view_open(st, org, m->vol, NULL, &view, err) ||
+	    cof_meta_list(st->meta, view.vno, view.seq, dir, NULL, count_file, &n, err))
+		goto out;
+	cof_entry *e = malloc(sizeof *e);
+	int r = e ? cof_meta_entry_get(st->meta, view.vno, t.vpath, -1, e, err) : -1;
+	free(e);
+	if (r < 0)
+		goto out;
+	if (r == 1) { /* a retry: the first write stands */
+		rc = answer_existing(st, &a, &t, out, err);
+		goto out;
+	}
+	if (n >= UPLOADS_PER_REQUEST) {
+		cof_error(err, COF_ECONFLICT, "request '%s' already has %lld files; the limit is %d",
+			  request, (long long)n, UPLOADS_PER_REQUEST);
+		goto out;
+	}
+	cof_cond absent = {COF_COND_ABSENT, 0};
+	cof_err e2 = {0};
+	rc = cof_file_put(st, org, m->vol, t.vpath, up, content_type, absent, out, created, &e2);
+	up = NULL;
+	if (rc && e2.code == COF_EPRECONDITION) { /* a concurrent retry won */
+		cof_err_clear(&e2);
+		rc = answer_existing(st, &a, &t, out, err);
+	} else if (rc) {
+		*err = e2;
+	} else {
+		json_object_set_new(*out, "path", json_string(t.apath));
+	}
+out:
+	cof_upload_abort(up);
+	cof_agent_release(&a);
+	return rc;
+}
