@@ -307,6 +307,12 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		     const char *name, cof_upload *up, const char *content_type, json_t **out,
 		     int *created, cof_err *err);
 
+/* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
+ * contentType}] (every file the run's tool calls wrote, up to 100),
+ * presented:[{path, caption, url}]}. An unknown run is empty. */
+int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char *run,
+		      json_t **out, cof_err *err);
+
 /* POST /v1/agents/{id}/tools/{tool}: runs one file tool as the model would
  * (read, write, edit, ls, glob, grep). Answer {ok, output, ...}: a refusal the
  * model can act on (a stale write, no match) is ok:false with the reason in

@@ -31,6 +31,7 @@ typedef struct cof_agent {
 	json_t *settings;         /* the stored settings object (owned) */
 	cof_mount mounts[COF_MOUNTS_MAX];
 	size_t nmounts;
+	const char *run;          /* the call's X-Run-Id, or NULL */
 } cof_agent;
 
 int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,
@@ -75,6 +76,12 @@ int cof_tool_edit(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 int cof_tool_ls(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
 int cof_tool_glob(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
 int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
+int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
+		     cof_err *err);
+
+/* Records in the agent's run (if the call has one) a file it wrote. */
+int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, json_t *put,
+			cof_err *err);
 
 /* A model-facing refusal: {ok:false, output:msg}; returns 0. */
 int cof_tool_refuse(json_t **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

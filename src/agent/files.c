@@ -176,6 +176,7 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
 static const struct { const char *name; cof_tool_fn fn; } tools[] = {
 	{"read", cof_tool_read}, {"write", cof_tool_write}, {"edit", cof_tool_edit},
 	{"ls", cof_tool_ls}, {"glob", cof_tool_glob}, {"grep", cof_tool_grep},
+	{"present_file", cof_tool_present},
 };
 
 int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *tool,
@@ -193,17 +194,82 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *t
 	if (!a.file_tools || !fn) {
 		cof_agent_release(&a);
 		return cof_error(err, COF_ENOTFOUND, a.file_tools
-				 ? "no tool '%.40s' (tools: read, write, edit, ls, glob, grep)"
+				 ? "no tool '%.40s' (tools: read, write, edit, ls, glob, grep, present_file)"
 				 : "agent '%.100s' has fileTools off", a.file_tools ? tool : id);
 	}
 	if (args && !json_is_object(args)) {
 		cof_agent_release(&a);
 		return cof_error(err, COF_EVALIDATION, "tool arguments must be a JSON object");
 	}
-	(void)run_id; /* runs (X-Run-Id) come with the runs endpoint */
+	if (run_id && (!*run_id || strlen(run_id) > 128)) {
+		cof_agent_release(&a);
+		return cof_error(err, COF_EVALIDATION, "X-Run-Id must be 1 to 128 bytes");
+	}
+	a.run = run_id;
 	json_t *empty = args ? NULL : json_object();
 	rc = fn(st, &a, args ? args : empty, out, err);
 	json_decref(empty);
 	cof_agent_release(&a);
 	return rc;
+}
+
+/* ------------------------------------------------------------- runs */
+
+int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, json_t *put,
+			cof_err *err)
+{
+	cof_run_item it = {
+		.kind = "file", .path = apath,
+		.version = json_integer_value(json_object_get(put, "version")),
+		.size = json_integer_value(json_object_get(put, "size")),
+		.ctype = json_string_value(json_object_get(put, "contentType")),
+	};
+
+	if (!a->run)
+		return 0;
+	return cof_meta_run_add(st->meta, a->org, a->id, a->run, &it, err);
+}
+
+#define RUN_FILES_MAX 100
+
+typedef struct run_ctx {
+	json_t *files, *presented;
+} run_ctx;
+
+static int run_item(void *arg, const cof_run_item *it)
+{
+	run_ctx *r = arg;
+
+	if (!strcmp(it->kind, "file")) {
+		if (json_array_size(r->files) < RUN_FILES_MAX)
+			json_array_append_new(r->files, json_pack(
+				"{s:s, s:I, s:I, s:s}", "path", it->path, "version",
+				(json_int_t)it->version, "size", (json_int_t)it->size,
+				"contentType", it->ctype));
+	} else {
+		json_array_append_new(r->presented, json_pack("{s:s, s:s, s:s}", "path", it->path,
+							      "caption", it->caption, "url",
+							      it->url));
+	}
+	return 0;
+}
+
+int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char *run,
+		      json_t **out, cof_err *err)
+{
+	cof_agentrow row;
+	run_ctx r = {json_array(), json_array()};
+
+	if (cof_meta_agent_get(st->meta, org, id, &row, err))
+		goto fail;
+	free(row.settings);
+	if (cof_meta_run_list(st->meta, org, id, run, run_item, &r, err))
+		goto fail;
+	*out = json_pack("{s:s, s:o, s:o}", "runId", run, "files", r.files, "presented",
+			 r.presented);
+	return 0;
+fail:
+	json_decref(r.files);
+	json_decref(r.presented);
+	return -1;
 }

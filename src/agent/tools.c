@@ -277,6 +277,8 @@ static int store_text(cof_store *st, const cof_agent *a, const cof_target *t,
 	}
 	json_object_set_new(*res, "path", json_string(t->apath));
 	json_object_set_new(*res, "created", json_boolean(created));
+	if (cof_agent_run_wrote(st, a, t->apath, *res, err))
+		return -1;
 	return cof_agent_seen_put(st, a, t, json_integer_value(json_object_get(*res, "version")),
 				  json_string_value(json_object_get(*res, "sha256")), err);
 }
@@ -532,5 +534,61 @@ int cof_tool_ls(cof_store *st, const cof_agent *a, json_t *args, json_t **out, c
 	*out = json_pack("{s:b, s:s, s:s, s:o, s:b}", "ok", 1, "output", b.data, "path", t.apath,
 			 "entries", entries, "truncated", more);
 	cof_buf_release(&b);
+	return 0;
+}
+
+/* ---------------------------------------------------------- present_file */
+
+static const cof_jfield present_fields[] = {
+	{"path", COF_JSTR, 1}, {"caption", COF_JSTR, 0}, {NULL, 0, 0}};
+
+/* Shows a file to the user: a signed link to it, recorded in the run. */
+int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
+		     cof_err *err)
+{
+	cof_target t;
+	cof_file f;
+	json_t *link = NULL, *body;
+	const char *caption = cof_json_str(args, "caption");
+	cof_err e = {0};
+	int r;
+
+	if (cof_json_check(args, present_fields, err))
+		return -1;
+	if (caption && strlen(caption) > 1000)
+		return cof_error(err, COF_EVALIDATION, "'caption' is over 1000 bytes");
+	if ((r = tool_target(a, args, "path", 1, &t, out, err)))
+		return r < 0 ? -1 : 0;
+	if (!t.vpath[0] || cof_file_open(st, a->org, t.mount->vol, t.vpath, NULL, &f, &e)) {
+		if (e.code && e.code != COF_ENOTFOUND) {
+			*err = e;
+			return -1;
+		}
+		cof_err_clear(&e);
+		return cof_tool_refuse(out, "no such file: %s", t.apath);
+	}
+	body = json_pack("{s:s, s:s}", "path", t.vpath, "method", "GET");
+	r = cof_link_create(st, a->org, t.mount->vol, body, NULL, &link, err);
+	json_decref(body);
+	if (r) {
+		cof_file_close(&f);
+		return -1;
+	}
+	const char *url = json_string_value(json_object_get(link, "url"));
+	cof_run_item it = {.kind = "presented", .path = t.apath, .version = f.version,
+			   .size = f.size, .ctype = f.content_type, .caption = caption,
+			   .url = url};
+	if (a->run && cof_meta_run_add(st->meta, a->org, a->id, a->run, &it, err)) {
+		cof_file_close(&f);
+		json_decref(link);
+		return -1;
+	}
+	char msg[COF_AGENT_PATH_MAX + 64];
+	snprintf(msg, sizeof msg, "presented %s to the user", t.apath);
+	*out = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I}", "ok", 1, "output", msg, "path",
+			 t.apath, "caption", caption ? caption : "", "url", url, "contentType",
+			 f.content_type, "size", (json_int_t)f.size);
+	cof_file_close(&f);
+	json_decref(link);
 	return 0;
 }

@@ -154,6 +154,24 @@ enum MHD_Result http_agent_tool(http_req *req)
 		 : cof_agent_tool(req->srv->st, ORG(req), req->param[0], req->param[1], req->json,
 				  run, &out, &err);
 
+	if (rc == 0 && out)
+		http_absolute_url(req, out); /* present_file's link */
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* GET /v1/agents/{id}/runs/{runId}: what the run wrote and presented. */
+enum MHD_Result http_agent_run(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL, *p;
+	size_t i;
+	int rc = agent_allowed(req, &err) ? -1
+		 : cof_agent_run_get(req->srv->st, ORG(req), req->param[0], req->param[1], &out,
+				     &err);
+
+	if (rc == 0)
+		json_array_foreach(json_object_get(out, "presented"), i, p)
+			http_absolute_url(req, p);
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 

@@ -159,6 +159,9 @@ int http_begin_agent_file_put(http_req *req);
 enum MHD_Result http_agent_file_put(http_req *req);
 enum MHD_Result http_agent_file_delete(http_req *req);
 enum MHD_Result http_agent_tool(http_req *req);
+enum MHD_Result http_agent_run(http_req *req);
+/* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN (links.c). 0 or -1. */
+int http_absolute_url(http_req *req, json_t *out);
 int http_begin_agent_upload(http_req *req);
 enum MHD_Result http_agent_upload(http_req *req);
 enum MHD_Result http_file_delete(http_req *req);

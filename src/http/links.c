@@ -20,7 +20,7 @@ static int host_ok(const char *h)
 
 /* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN, HOST from the Host
  * header (or the listen address when absent or odd). 0, or -1 on no memory. */
-static int absolute_url(http_req *req, json_t *out)
+int http_absolute_url(http_req *req, json_t *out)
 {
 	const char *url = json_string_value(json_object_get(out, "url"));
 	const char *host = http_header(req, MHD_HTTP_HEADER_HOST);
@@ -49,7 +49,7 @@ enum MHD_Result http_link_create(http_req *req)
 	int rc = cof_link_create(req->srv->st, req->who.org, req->param[0], req->json,
 				 idem, &out, &err);
 
-	if (rc == 0 && out != NULL && absolute_url(req, out)) {
+	if (rc == 0 && out != NULL && http_absolute_url(req, out)) {
 		json_decref(out);
 		return http_send_fail(req, COF_EINTERNAL, "out of memory making the link");
 	}

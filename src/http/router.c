@@ -73,6 +73,7 @@ static const http_route routes[] = {
 	  http_agent_file_delete },
 	{ "POST", "/v1/agents/{}/tools/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
 	  http_agent_tool },
+	{ "GET", "/v1/agents/{}/runs/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_run },
 	{ "PUT", "/v1/agents/{}/uploads/{}/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
 	  http_begin_agent_upload, http_agent_upload },
 	{ "GET", "/l/{}", 0, HTTP_BODY_NONE, NULL, http_link_get },

@@ -164,6 +164,21 @@ int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const cha
 int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
 		      const char *path, int64_t version, const char *sha, cof_err *err);
 
+/* ---- runs: what an agent's tool calls with one X-Run-Id wrote and presented */
+typedef struct cof_run_item {
+	const char *kind;        /* "file" or "presented" */
+	const char *path;        /* the agent path */
+	int64_t version, size;
+	const char *ctype, *caption, *url;
+} cof_run_item;
+typedef int (*cof_run_fn)(void *ctx, const cof_run_item *it);
+/* Records an item; the same kind and path again updates it in place. */
+int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+		     const cof_run_item *it, cof_err *err);
+/* The items of a run in the order they were first recorded. */
+int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+		      cof_run_fn fn, void *ctx, cof_err *err);
+
 /* ---- garbage collection and checking */
 /* Drops history rows closed before `closed_before` that no snapshot covers and
  * changes older than `changes_before`; returns the rows dropped. */

@@ -47,6 +47,10 @@ static const char *schema =
 	"CREATE TABLE IF NOT EXISTS seen(org TEXT NOT NULL, agent TEXT NOT NULL,"
 	" vol TEXT NOT NULL, path TEXT NOT NULL, version INTEGER NOT NULL,"
 	" sha256 TEXT NOT NULL, PRIMARY KEY(org, agent, vol, path)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS run_items(org TEXT NOT NULL, agent TEXT NOT NULL,"
+	" run TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL, version INTEGER NOT NULL,"
+	" size INTEGER NOT NULL, ctype TEXT NOT NULL, caption TEXT NOT NULL, url TEXT NOT NULL,"
+	" UNIQUE(org, agent, run, kind, path));"
 	"CREATE TABLE IF NOT EXISTS idem(scope TEXT NOT NULL, key TEXT NOT NULL,"
 	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;";
 

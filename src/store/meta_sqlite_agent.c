@@ -75,6 +75,9 @@ int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentro
 
 int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
 {
+	if (write_one(m, "DELETE FROM run_items WHERE org = ? AND agent = ?", "deleting an agent",
+		      err, "ss", org, id))
+		return -1;
 	if (write_one(m, "DELETE FROM seen WHERE org = ? AND agent = ?", "deleting an agent",
 		      err, "ss", org, id))
 		return -1;
@@ -117,4 +120,50 @@ int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const cha
 	return write_one(m, "INSERT OR REPLACE INTO seen(org, agent, vol, path, version, sha256)"
 			 " VALUES(?,?,?,?,?,?)", "recording what was seen", err, "ssssis", org,
 			 agent, vol, path, version, sha);
+}
+
+int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+		     const cof_run_item *it, cof_err *err)
+{
+	return write_one(m, "INSERT INTO run_items(org, agent, run, kind, path, version, size,"
+			 " ctype, caption, url) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(org, agent,"
+			 " run, kind, path) DO UPDATE SET version = excluded.version, size ="
+			 " excluded.size, ctype = excluded.ctype, caption = excluded.caption, url ="
+			 " excluded.url", "recording a run", err, "sssssiisss", org, agent, run,
+			 it->kind, it->path, it->version, it->size, it->ctype ? it->ctype : "",
+			 it->caption ? it->caption : "", it->url ? it->url : "");
+}
+
+int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+		      cof_run_fn fn, void *ctx, cof_err *err)
+{
+	conn *c = meta_reader_get(m, err);
+	sqlite3_stmt *st;
+	int r, rc = -1;
+
+	if (!c)
+		return -1;
+	if ((st = meta_q(c, "SELECT kind, path, version, size, ctype, caption, url FROM run_items"
+			 " WHERE org = ? AND agent = ? AND run = ? ORDER BY rowid", err))) {
+		meta_bind_text(st, 1, org);
+		meta_bind_text(st, 2, agent);
+		meta_bind_text(st, 3, run);
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			cof_run_item it = {
+				.kind = (const char *)sqlite3_column_text(st, 0),
+				.path = (const char *)sqlite3_column_text(st, 1),
+				.version = sqlite3_column_int64(st, 2),
+				.size = sqlite3_column_int64(st, 3),
+				.ctype = (const char *)sqlite3_column_text(st, 4),
+				.caption = (const char *)sqlite3_column_text(st, 5),
+				.url = (const char *)sqlite3_column_text(st, 6),
+			};
+			if (fn(ctx, &it))
+				break;
+		}
+		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : meta_db_error(err, c->db, "reading a run");
+		sqlite3_reset(st);
+	}
+	meta_reader_put(m, c);
+	return rc;
 }
