@@ -109,6 +109,19 @@ def test_agent_bad_bodies(srv):
     expect_error(srv.get(agent_url(aid)), 404)
 
 
+def test_agent_id_validated(srv):
+    for bad in ("x" * 300, "a%20b", "x%2Fy", "caf%C3%A9", "a%00b"):
+        expect_error(srv.put(agent_url(bad), json={}), 400)
+    # "." and ".." are path segments, not names: a client or proxy would rewrite the URL
+    for bad in (".", "..", "%2E", "%2E%2E"):
+        r = srv.put(agent_url(bad), json={})
+        check(r.status in (400, 404), "agent id %r refused (400/404)\n%s" % (bad, r.describe()))
+    ok_id = "A-z_0.9-%d" % os.getpid()
+    make_agent(srv, aid=ok_id)
+    eq(get_agent(srv, ok_id)["id"], ok_id, "letters, digits, '.', '_', '-'")
+    expect_error(srv.put(agent_url(new_id()), json={"bogus": 1}), 400)
+
+
 def test_get_unknown_404(srv):
     expect_error(srv.get(agent_url("nosuchagent")), 404, "not_found")
     expect_error(srv.delete(agent_url("nosuchagent")), 404, "not_found")
@@ -177,6 +190,11 @@ def test_workspace_false(srv):
     expect(srv.put(files_url(a["id"], "/data/x.txt"), body=b"x"), 201)
     eq(srv.list_files(a["workspaceVolumeId"])["files"] if a.get("workspaceVolumeId") else [],
        [], "nothing written to the workspace volume")
+    # no mount at all: the tools refuse, the model is told why
+    b = make_agent(srv, mounts=[{"workspace": False}])
+    for t, args in (("ls", {}), ("write", {"path": "a.txt", "content": "x"})):
+        j = tool(srv, b["id"], t, **args)
+        eq(j["ok"], False, "%s with no mounts" % t)
 
 
 def test_mount_at_workspace_takes_its_place(srv):
@@ -210,6 +228,8 @@ def test_mount_paths_validated(srv):
     _bad_mounts(srv, [m("/a/../b")], "not normalised (..)")
     _bad_mounts(srv, [m("/a/./b")], "not normalised (.)")
     _bad_mounts(srv, [m("/a//b")], "not normalised (//)")
+    _bad_mounts(srv, [m("/a/")], "not normalised (trailing /)")
+    _bad_mounts(srv, [m("/a/..")], "not normalised (trailing ..)")
     _bad_mounts(srv, [m("rel")], "not absolute")
     _bad_mounts(srv, [m("")], "empty path")
     _bad_mounts(srv, [m("/a\u0000b")], "NUL in path")
@@ -237,6 +257,12 @@ def test_mount_fields_validated(srv):
     _bad_mounts(srv, ["/a"], "a mount that is not an object")
     _bad_mounts(srv, [{"workspace": True}, {"workspace": True, "path": "/w2"}],
                 "the workspace twice")
+    _bad_mounts(srv, [{"volumeId": v, "path": "/a", "mode": "rw", "subpath": "a//b"}],
+                "subpath with an empty segment")
+    _bad_mounts(srv, [{"volumeId": v, "path": "/a", "mode": "rw", "bogus": 1}],
+                "unknown mount field")
+    _bad_mounts(srv, [{"volumeId": v, "path": "/d%d" % i, "mode": "ro"} for i in range(200)],
+                "200 mounts")
 
 
 def test_mount_unknown_or_other_org_volume_404(srv):
@@ -351,6 +377,10 @@ def test_files_list(srv):
     eq(sorted((e["name"], e["type"]) for e in r["entries"]),
        [("c.txt", "file"), ("deep", "dir")], "sub entries")
     eq(r.get("path"), "/workspace/sub", "sub listing path")
+    # a file is not a folder
+    r = srv.get(agent_url(aid, "/files"), query={"path": "/workspace/a.txt"})
+    check(r.status in (400, 404, 409), "listing a file: 400/404/409, not an empty folder\n"
+          + r.describe())
     # an empty workspace lists empty; a path with .. is refused
     b = make_agent(srv)
     r = expect(srv.get(agent_url(b["id"], "/files"), query={"path": "/workspace"}), 200).json()
@@ -431,10 +461,16 @@ def test_subpath_confines(srv):
 def test_agent_file_bad_paths(srv):
     a = make_agent(srv)
     aid = a["id"]
+    expect(srv.put(files_url(aid, "/workspace/dir/f.txt"), body=b"f"), 201)
+    expect_error(srv.put(files_url(aid, "/workspace/dir"), body=b"x"), 409)
+    expect_error(srv.put(files_url(aid, "/workspace/dir/f.txt/g"), body=b"x"), 409)
+    r = srv.put(files_url(aid, "/workspace"), body=b"x")
+    check(r.status in (400, 409), "PUT onto a mount's folder: 400/409\n" + r.describe())
+    expect_error(srv.get(files_url(aid, "/workspace/dir")), 404)
     expect_error(srv.put(agent_url(aid, "/files/workspace/a%00b"), body=b"x"), 400)
     expect_error(srv.put(agent_url(aid, "/files/workspace//a"), body=b"x"), 400)
     expect_error(srv.put(agent_url(aid, "/files/workspace/./a"), body=b"x"), 400)
-    eq(srv.seq(a["workspaceVolumeId"]), 0, "nothing written")
+    eq(srv.seq(a["workspaceVolumeId"]), 1, "nothing written but the first file")
 
 
 # ------------------------------------------------------------------ fileTools, keys, orgs

@@ -351,8 +351,28 @@ def test_edit_bad_arguments(srv):
     expect_error(call(srv, aid, "edit", oldString="a", newString="b"), 400)
     expect_error(call(srv, aid, "edit", path="/workspace/b.txt", oldString="a", newString="b",
                       replaceAll="yes"), 400)
+    expect_error(call(srv, aid, "edit", path="/workspace/b.txt", oldString="a", newString=None), 400)
+    expect_error(call(srv, aid, "edit", path="/workspace/b.txt", oldString="a", newString="b",
+                      bogus=1), 400)
     eq(expect(srv.get_file(ws, "b.txt"), 200).body, b"abc", "unchanged")
     eq(srv.seq(ws), 1, "no write")
+
+
+def test_partial_read_counts_as_read(srv):
+    aid, ws = ws_agent(srv)
+    srv.put_ok(ws, "p.txt", b"1\n2\n3\nfour\n")
+    ok(srv, aid, "read", path="/workspace/p.txt", limit=1)
+    ok(srv, aid, "edit", path="/workspace/p.txt", oldString="four", newString="4")
+    eq(expect(srv.get_file(ws, "p.txt"), 200).body, b"1\n2\n3\n4\n", "edited after a partial read")
+
+
+def test_write_onto_folder_or_under_file(srv):
+    aid, ws = ws_agent(srv)
+    srv.put_ok(ws, "d/f.txt", b"f")
+    refused(srv, aid, "write", path="/workspace/d", content="x")
+    refused(srv, aid, "write", path="/workspace/d/f.txt/g", content="x")
+    refused(srv, aid, "write", path="/workspace", content="x")
+    eq(srv.seq(ws), 1, "nothing written")
 
 
 def test_edit_stale_and_missing(srv):
@@ -559,6 +579,25 @@ def test_grep_content_with_context(srv):
     check(re.search(r"\b4\b[^\n]*return 42", out), "the line number is given: %r" % out)
     out = ok(srv, aid, "grep", pattern="return \\d+", outputMode="content")["output"]
     check("return 42" in out and "def main" not in out, "no context by default: %r" % out)
+
+
+def test_grep_context_merges_neighbours(srv):
+    aid, ws = ws_agent(srv)
+    srv.put_ok(ws, "c.txt", b"l1\nl2 hit\nl3 hit\nl4\nl5\nl6\nl7\nl8 hit\nl9\n")
+    out = ok(srv, aid, "grep", pattern="hit", path="/workspace/c.txt", outputMode="content",
+             context=1)["output"]
+    ls = lines_of(out)
+    for t in ("l1", "l2 hit", "l3 hit", "l4", "l7", "l8 hit", "l9"):
+        eq(len([l for l in ls if l.endswith(t)]), 1, "line %r shown exactly once: %r" % (t, out))
+    for t in ("l5", "l6"):
+        check(not [l for l in ls if l.endswith(t)], "%r is not context: %r" % (t, out))
+    check(out.index("l1") < out.index("l2 hit") < out.index("l4") < out.index("l8 hit"),
+          "in file order: %r" % out)
+    # context 0 equals no context
+    out0 = ok(srv, aid, "grep", pattern="hit", path="/workspace/c.txt", outputMode="content",
+              context=0)["output"]
+    eq(len([l for l in lines_of(out0) if "hit" in l]), 3, "three matching lines")
+    check("l1" not in out0, "no context with context=0: %r" % out0)
 
 
 def test_grep_files_count_modes(srv):
