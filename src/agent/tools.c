@@ -186,8 +186,10 @@ int cof_tool_read(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 	if (r == 2)
 		return cof_tool_refuse(out, "%s is %lld bytes; read it in windows with "
 				       "encoding \"base64\" and offset", t.apath, (long long)f.size);
-	/* What the agent was shown is what later writes are checked against. */
-	if (cof_agent_seen_put(st, a, &t, f.version, f.sha256, err)) {
+	/* What the agent was shown is what later writes are checked against, and
+	 * its content stays stored until the agent is deleted. */
+	if (cof_agent_seen_put(st, a, &t, f.version, f.sha256, err) ||
+	    cof_meta_pin(st->meta, a->org, a->id, f.sha256, err)) {
 		free(d);
 		return -1;
 	}
@@ -575,6 +577,11 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 		return -1;
 	}
 	const char *url = json_string_value(json_object_get(link, "url"));
+	if (cof_meta_pin(st->meta, a->org, a->id, f.sha256, err)) {
+		cof_file_close(&f);
+		json_decref(link);
+		return -1;
+	}
 	cof_run_item it = {.kind = "presented", .path = t.apath, .version = f.version,
 			   .size = f.size, .ctype = f.content_type, .caption = caption,
 			   .url = url};

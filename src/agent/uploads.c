@@ -112,6 +112,9 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		*err = e2;
 	} else {
 		json_object_set_new(*out, "path", json_string(t.apath));
+		/* What the agent was sent stays stored until the agent is deleted. */
+		rc = cof_meta_pin(st->meta, org, id,
+				  json_string_value(json_object_get(*out, "sha256")), err);
 	}
 out:
 	cof_upload_abort(up);

@@ -164,6 +164,11 @@ int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const cha
 int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
 		      const char *path, int64_t version, const char *sha, cof_err *err);
 
+/* Keeps content an agent was shown or sent until the agent is deleted: the
+ * garbage collector treats a pin as a reference. */
+int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+		 cof_err *err);
+
 /* ---- runs: what an agent's tool calls with one X-Run-Id wrote and presented */
 typedef struct cof_run_item {
 	const char *kind;        /* "file" or "presented" */

@@ -51,6 +51,9 @@ static const char *schema =
 	" run TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL, version INTEGER NOT NULL,"
 	" size INTEGER NOT NULL, ctype TEXT NOT NULL, caption TEXT NOT NULL, url TEXT NOT NULL,"
 	" UNIQUE(org, agent, run, kind, path));"
+	"CREATE TABLE IF NOT EXISTS pins(org TEXT NOT NULL, agent TEXT NOT NULL,"
+	" sha256 TEXT NOT NULL, PRIMARY KEY(org, agent, sha256)) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS pins_sha ON pins(sha256);"
 	"CREATE TABLE IF NOT EXISTS idem(scope TEXT NOT NULL, key TEXT NOT NULL,"
 	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;";
 

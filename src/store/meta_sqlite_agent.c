@@ -76,6 +76,8 @@ int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentro
 int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
 {
 	if (write_one(m, "DELETE FROM run_items WHERE org = ? AND agent = ?", "deleting an agent",
+		      err, "ss", org, id) ||
+	    write_one(m, "DELETE FROM pins WHERE org = ? AND agent = ?", "deleting an agent",
 		      err, "ss", org, id))
 		return -1;
 	if (write_one(m, "DELETE FROM seen WHERE org = ? AND agent = ?", "deleting an agent",
@@ -166,4 +168,11 @@ int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const cha
 	}
 	meta_reader_put(m, c);
 	return rc;
+}
+
+int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+		 cof_err *err)
+{
+	return write_one(m, "INSERT OR IGNORE INTO pins(org, agent, sha256) VALUES(?,?,?)",
+			 "pinning content", err, "sss", org, agent, sha);
 }

@@ -74,15 +74,18 @@ int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err)
 
 	if (!c)
 		return -1;
+	/* A pin (content an agent was shown or sent) counts as a reference. */
 	st = meta_q(c, "UPDATE blobs SET orphan_since = ? WHERE orphan_since IS NULL AND NOT EXISTS"
-	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256)", err);
+	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS"
+	       " (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)", err);
 	if (st)
 		sqlite3_bind_int64(st, 1, now);
 	rc = step_all(c, st, NULL, err);
 	if (!rc)
 		rc = step_all(c, meta_q(c, "UPDATE blobs SET orphan_since = NULL WHERE orphan_since IS"
-				   " NOT NULL AND EXISTS (SELECT 1 FROM entries e WHERE"
-				   " e.sha256 = blobs.sha256)", err), NULL, err);
+				   " NOT NULL AND (EXISTS (SELECT 1 FROM entries e WHERE"
+				   " e.sha256 = blobs.sha256) OR EXISTS (SELECT 1 FROM pins p WHERE"
+				   " p.sha256 = blobs.sha256))", err), NULL, err);
 	return meta_writer_end(m, rc, err);
 }
 
@@ -124,7 +127,8 @@ int cof_meta_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 	if (!c)
 		return -1;
 	st = meta_q(c, "DELETE FROM blobs WHERE sha256 = ? AND orphan_since IS NOT NULL AND NOT EXISTS"
-	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256)", err);
+	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS"
+	       " (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)", err);
 	if (st)
 		meta_bind_text(st, 1, sha);
 	rc = step_all(c, st, &n, err);
@@ -192,7 +196,8 @@ int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 	if (!c)
 		return -1;
 	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	if ((st = meta_q(c, "SELECT sha256, max(size) FROM entries GROUP BY sha256", err)))
+	if ((st = meta_q(c, "SELECT sha256, max(size) FROM entries GROUP BY sha256 UNION"
+			" SELECT p.sha256, b.size FROM pins p JOIN blobs b ON b.sha256 = p.sha256", err)))
 		rc = each_sha(c, st, fn, ctx, err);
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 	meta_reader_put(m, c);

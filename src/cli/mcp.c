@@ -1,0 +1,627 @@
+/*
+ * mcp.c — `coffer mcp --agent ID`: an agent's file tools (read, write, edit,
+ * ls, glob, grep) served over the Model Context Protocol on stdio.
+ *
+ * Transport: JSON-RPC 2.0, one JSON message per line on stdin/stdout (MCP's
+ * stdio transport). stdout carries protocol messages only; everything else
+ * (errors, --verbose traces) goes to stderr.
+ *
+ * Two back ends run the tools:
+ *   - a cofferd (default): POST /v1/agents/{id}/tools/{tool} through the
+ *     CLI's HTTP helper, with --server/--key or $COFFER_URL/$COFFER_KEY;
+ *   - --data DIR: the data dir opened with libcoffer (cof_agent_tool), in the
+ *     organization "org_default", for a machine without a running cofferd.
+ *
+ * A tool answer {ok, output, ...} becomes the result
+ *   {content:[{type:"text", text:output}], isError:!ok,
+ *    structuredContent: the answer without `output`};
+ * an API error (bad arguments, unknown agent, fileTools off, cofferd not
+ * reachable) becomes a result with isError true and the message as text, so
+ * the model reads it; JSON-RPC errors are kept for protocol faults.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "coffer.h"
+
+#define MCP_PROTOCOL "2025-06-18"
+#define MCP_ORG "org_default"
+
+/* JSON-RPC 2.0 error codes. */
+#define RPC_PARSE_ERROR (-32700)
+#define RPC_INVALID_REQUEST (-32600)
+#define RPC_METHOD_NOT_FOUND (-32601)
+#define RPC_INVALID_PARAMS (-32602)
+#define RPC_INTERNAL_ERROR (-32603)
+
+/* Protocol versions this server speaks; a client asking for one of them gets
+ * it back (the spec's rule), any other gets MCP_PROTOCOL. */
+static const char *const mcp_versions[] = {
+	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL,
+};
+
+/* ------------------------------------------------------------------ tools */
+
+typedef struct mcp_tool {
+	const char *name;
+	const char *title;
+	const char *description; /* written for the model */
+	const char *schema;      /* inputSchema, JSON text */
+	int read_only;
+} mcp_tool;
+
+#define PATH_NOTE                                                                     \
+	"Paths are the agent's paths: absolute like /workspace/notes.md, or relative to " \
+	"the first mount (usually /workspace)."
+
+static const mcp_tool mcp_tools[] = {
+	{"read", "Read a file",
+	 "Read a file. " PATH_NOTE " Text comes back as numbered lines (line number, a tab, "
+	 "then the line), 2,000 lines by default; when the file has more, the answer says "
+	 "which lines it showed and the offset to read on from. Lines over 2,000 bytes are "
+	 "cut. Use offset (first line, from 1) and limit (number of lines, up to 10,000) to "
+	 "read part of a long file. A binary file cannot be shown as text: read it with "
+	 "encoding \"base64\", which returns up to 700 KiB of raw bytes base64-encoded, "
+	 "starting at the byte offset (from 0). Reading a file is what allows you to change "
+	 "it afterwards with write or edit.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\",\"description\":\"The file to read, e.g. "
+	 "/workspace/report.md.\"},"
+	 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"The first line to "
+	 "show, counting from 1 (default 1). With encoding base64: the first byte, counting "
+	 "from 0 (default 0).\"},"
+	 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,\"description\":"
+	 "\"How many lines to show (default 2000).\"},"
+	 "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"description\":"
+	 "\"utf-8 (default) shows text as numbered lines; base64 returns raw bytes, for "
+	 "binary files.\"}},"
+	 "\"required\":[\"path\"],\"additionalProperties\":false}",
+	 1},
+	{"write", "Write a file",
+	 "Create a file, or replace the whole content of one, with the given text. " PATH_NOTE
+	 " Missing folders are created. To replace an existing file you must have read it "
+	 "first, and it must not have changed since you read it; if it has, read it again "
+	 "and redo your change on what it holds now. To change part of a file, prefer edit. "
+	 "Files on a read-only mount cannot be written.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\",\"description\":\"The file to write, e.g. "
+	 "/workspace/out/summary.md.\"},"
+	 "\"content\":{\"type\":\"string\",\"description\":\"The complete new content of "
+	 "the file (UTF-8 text).\"}},"
+	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
+	 0},
+	{"edit", "Edit a file",
+	 "Replace exact text in a file. " PATH_NOTE " oldString must appear in the file "
+	 "exactly as written, with the same whitespace and indentation and without the line "
+	 "numbers that read shows, and, unless replaceAll is true, only once: include more "
+	 "of the surrounding lines to make it unique. You must have read the file first, and "
+	 "it must not have changed since; if it has, read it again. When oldString is not "
+	 "found, the answer shows the lines of the file that look most like it.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\",\"description\":\"The file to edit.\"},"
+	 "\"oldString\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The exact "
+	 "text to replace.\"},"
+	 "\"newString\":{\"type\":\"string\",\"description\":\"The text to put in its place "
+	 "(must differ from oldString; may be empty to delete).\"},"
+	 "\"replaceAll\":{\"type\":\"boolean\",\"description\":\"Replace every occurrence "
+	 "instead of requiring exactly one (default false).\"}},"
+	 "\"required\":[\"path\",\"oldString\",\"newString\"],\"additionalProperties\":false}",
+	 0},
+	{"ls", "List a folder",
+	 "List what a folder holds: files with their size in bytes, subfolders with a "
+	 "trailing '/'. " PATH_NOTE " Without path, lists the first mount (usually "
+	 "/workspace). Shows at most 1,000 entries.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\",\"description\":\"The folder to list (default: the "
+	 "first mount, usually /workspace).\"}},"
+	 "\"additionalProperties\":false}",
+	 1},
+	{"glob", "Find files by name",
+	 "Find files whose path matches a glob pattern, under a folder (path, default the "
+	 "first mount, usually /workspace). The pattern is matched against the whole path "
+	 "relative to that folder: '*' and '?' stay within one folder level, '**' spans any "
+	 "number of levels, [abc] and [a-z] match one character; e.g. '**/*.py', 'src/*.c', "
+	 "'docs/**'. Returns the absolute paths, at most 1,000.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"pattern\":{\"type\":\"string\",\"description\":\"The glob, relative to path (no "
+	 "leading '/'), e.g. **/*.md.\"},"
+	 "\"path\":{\"type\":\"string\",\"description\":\"The folder to search (default: the "
+	 "first mount, usually /workspace).\"}},"
+	 "\"required\":[\"pattern\"],\"additionalProperties\":false}",
+	 1},
+	{"grep", "Search file contents",
+	 "Search the text of files with a regular expression (PCRE syntax, matched line by "
+	 "line) under a folder or in one file (path, default the first mount, usually "
+	 "/workspace). glob limits the files searched; a glob without '/' matches file names "
+	 "at any depth (e.g. '*.md'). outputMode \"content\" (default) lists matching lines "
+	 "as path:line:text, with `context` lines around them as path-line-text; \"files\" "
+	 "lists the files that match; \"count\" gives path:count. At most `limit` results "
+	 "(default 100); the answer says when it stopped. Binary files are skipped.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The regular "
+	 "expression, e.g. 'TODO|FIXME' or 'def \\\\w+\\\\('.\"},"
+	 "\"path\":{\"type\":\"string\",\"description\":\"The folder or file to search "
+	 "(default: the first mount, usually /workspace).\"},"
+	 "\"glob\":{\"type\":\"string\",\"description\":\"Only search files matching this "
+	 "glob, e.g. '*.py' or 'src/**/*.c'.\"},"
+	 "\"ignoreCase\":{\"type\":\"boolean\",\"description\":\"Match regardless of case "
+	 "(default false).\"},"
+	 "\"context\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":20,\"description\":"
+	 "\"Lines to show before and after each match, in content mode (default 0).\"},"
+	 "\"outputMode\":{\"type\":\"string\",\"enum\":[\"content\",\"files\",\"count\"],"
+	 "\"description\":\"content: matching lines (default); files: names of matching "
+	 "files; count: matches per file.\"},"
+	 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,\"description\":"
+	 "\"The most results to return (default 100).\"}},"
+	 "\"required\":[\"pattern\"],\"additionalProperties\":false}",
+	 1},
+	{NULL, NULL, NULL, NULL, 0},
+};
+
+static const mcp_tool *mcp_tool_find(const char *name)
+{
+	for (const mcp_tool *t = mcp_tools; t->name; t++)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+/* The `tools` array of tools/list. */
+static json_t *mcp_tool_list(void)
+{
+	json_t *arr = json_array();
+
+	for (const mcp_tool *t = mcp_tools; t->name; t++) {
+		json_error_t jerr;
+		json_t *schema = json_loads(t->schema, 0, &jerr);
+
+		if (!schema) { /* a typo in the table above: say where, loudly */
+			fprintf(stderr, "coffer mcp: bad schema for %s: %s at %d\n", t->name,
+				jerr.text, jerr.position);
+			abort();
+		}
+		json_array_append_new(arr, json_pack(
+			"{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name", t->name,
+			"title", t->title, "description", t->description, "inputSchema", schema,
+			"annotations", "title", t->title, "readOnlyHint", t->read_only,
+			"destructiveHint", !t->read_only, "idempotentHint", t->read_only,
+			"openWorldHint", 0));
+	}
+	return arr;
+}
+
+/* ------------------------------------------------------------- back ends */
+
+typedef struct mcp_ctx {
+	const char *agent;  /* --agent */
+	const char *run_id; /* --run-id, or NULL */
+	cof_store *st;      /* --data mode; NULL = talk to a cofferd */
+} mcp_ctx;
+
+
+/* cli_http prints an API error as `coffer: MESSAGE (TYPE)` on stderr (and
+ * `coffer: cannot reach cofferd at URL: ...` when there is no answer) and
+ * hands back only the status. To give that message to the model, stderr is
+ * caught in a temporary file for the call, then copied to the real stderr
+ * (the log stays as it would be) and its "coffer: " lines become *msg.
+ * Returns 0 with *out the 2xx answer, or -1 with *msg (malloc'd). */
+static int mcp_http(const char *method, const char *url, json_t *body,
+		    struct curl_slist *hdrs, json_t **out, char **msg)
+{
+	cli_req req = {.method = method, .url = url, .body = body, .headers = hdrs,
+		       .upload_size = -1};
+	cli_resp resp;
+	FILE *cap = tmpfile();
+	int saved = -1, rc;
+
+	*out = NULL;
+	*msg = NULL;
+	if (cap) {
+		fflush(stderr);
+		saved = dup(STDERR_FILENO);
+		if (saved >= 0 && dup2(fileno(cap), STDERR_FILENO) < 0) {
+			close(saved);
+			saved = -1;
+		}
+	}
+	rc = cli_http(&req, &resp);
+	if (saved >= 0) {
+		fflush(stderr);
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+	}
+	if (rc == CLI_OK) {
+		*out = resp.json;
+		if (cap)
+			fclose(cap);
+		return 0;
+	}
+	cof_buf m = COF_BUF_INIT;
+	json_decref(resp.json);
+	if (cap && saved >= 0) {
+		char *line = NULL;
+		size_t n = 0;
+
+		rewind(cap);
+		while (getline(&line, &n, cap) > 0) {
+			fputs(line, stderr);
+			if (strncmp(line, "coffer: ", 8))
+				continue;
+			line[strcspn(line, "\r\n")] = '\0';
+			cli_buf_addf(&m, "%s%s", m.len ? "\n" : "", line + 8);
+		}
+		free(line);
+	}
+	if (cap)
+		fclose(cap);
+	if (!m.len)
+		cli_buf_addf(&m, "cofferd answered HTTP %ld", resp.status);
+	*msg = cof_buf_detach(&m, NULL);
+	return -1;
+}
+
+/* "MESSAGE (TYPE)", as the HTTP back end reports an API error; clears err. */
+static char *mcp_err_text(cof_err *err)
+{
+	cof_buf m = COF_BUF_INIT;
+
+	cli_buf_addf(&m, "%s (%s)", err->msg, cof_code_type(err->code));
+	cof_err_clear(err);
+	return cof_buf_detach(&m, NULL);
+}
+
+/* The agent's settings: GET /v1/agents/{id} or cof_agent_get. 0, or -1 with
+ * *msg (malloc'd) saying why. */
+static int mcp_agent_get(mcp_ctx *c, json_t **out, char **msg)
+{
+	cof_buf u = COF_BUF_INIT;
+	int rc;
+
+	if (c->st) {
+		cof_err err = {0};
+
+		*out = NULL;
+		*msg = NULL;
+		if (cof_agent_get(c->st, MCP_ORG, c->agent, out, &err)) {
+			*msg = mcp_err_text(&err);
+			return -1;
+		}
+		return 0;
+	}
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/agents/");
+	cli_url_seg(&u, c->agent);
+	rc = mcp_http("GET", u.data, NULL, NULL, out, msg);
+	cof_buf_release(&u);
+	return rc;
+}
+
+/* Runs one tool: 0 with *out the answer {ok, output, ...}, or -1 with *msg
+ * (malloc'd) for an API error. */
+static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out,
+			char **msg)
+{
+	cof_buf u = COF_BUF_INIT, h = COF_BUF_INIT;
+	struct curl_slist *hdrs = NULL;
+	int rc;
+
+	if (c->st) {
+		cof_err err = {0};
+
+		*out = NULL;
+		*msg = NULL;
+		if (cof_agent_tool(c->st, MCP_ORG, c->agent, tool, args, c->run_id, out, &err)) {
+			json_decref(*out);
+			*out = NULL;
+			*msg = mcp_err_text(&err);
+			return -1;
+		}
+		return 0;
+	}
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/agents/");
+	cli_url_seg(&u, c->agent);
+	cli_url_lit(&u, "/tools/");
+	cli_url_seg(&u, tool);
+	if (c->run_id) {
+		cli_buf_addf(&h, "X-Run-Id: %s", c->run_id);
+		hdrs = cli_check_alloc(curl_slist_append(NULL, h.data));
+	}
+	rc = mcp_http("POST", u.data, args, hdrs, out, msg);
+	curl_slist_free_all(hdrs);
+	cof_buf_release(&h);
+	cof_buf_release(&u);
+	return rc;
+}
+
+/* --------------------------------------------------------------- JSON-RPC */
+
+/* An error answer; steals nothing (id is copied). */
+static json_t *rpc_error(json_t *id, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static json_t *rpc_error(json_t *id, int code, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+			 id ? id : json_null(), "error", "code", code, "message", msg);
+}
+
+/* A result answer; steals `result`. */
+static json_t *rpc_result(json_t *id, json_t *result)
+{
+	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
+}
+
+static json_t *mcp_initialize(json_t *params)
+{
+	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+	const char *version = MCP_PROTOCOL;
+
+	for (size_t i = 0; asked && mcp_versions[i]; i++)
+		if (!strcmp(asked, mcp_versions[i]))
+			version = mcp_versions[i];
+	return json_pack(
+		"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
+		"capabilities", "tools", "listChanged", 0, "serverInfo", "name", "coffer",
+		"title", "coffer agent files", "version", COFFER_VERSION, "instructions",
+		"File tools over this agent's coffer files (its workspace and mounted volumes): "
+		"read, write, edit, ls, glob, grep. Read a file before changing it: write and edit "
+		"refuse a file you have not read, or one that changed since you read it.");
+}
+
+/* tools/list: the six tools, or none when the agent has fileTools off. */
+static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
+{
+	json_t *agent = NULL;
+	char *msg = NULL;
+	int on;
+
+	if (mcp_agent_get(c, &agent, &msg)) {
+		json_t *e = rpc_error(id, RPC_INTERNAL_ERROR, "cannot look up agent '%s': %s",
+				      c->agent, msg);
+		free(msg);
+		return e;
+	}
+	on = !json_is_false(json_object_get(agent, "fileTools"));
+	json_decref(agent);
+	return rpc_result(id, json_pack("{s:o}", "tools", on ? mcp_tool_list() : json_array()));
+}
+
+/* tools/call {name, arguments?}: the tool's answer as a CallToolResult. */
+static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
+{
+	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *args = json_object_get(params, "arguments"), *ans = NULL, *res;
+	char *msg = NULL;
+
+	if (!name)
+		return rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name (a string)");
+	if (!mcp_tool_find(name))
+		return rpc_error(id, RPC_INVALID_PARAMS,
+				 "Unknown tool: %.100s (tools: read, write, edit, ls, glob, grep)",
+				 name);
+	if (args && !json_is_null(args) && !json_is_object(args))
+		return rpc_error(id, RPC_INVALID_PARAMS, "params.arguments must be an object");
+	if (json_is_null(args))
+		args = NULL;
+	args = args ? json_incref(args) : json_object();
+	if (mcp_run_tool(c, name, args, &ans, &msg)) {
+		res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg,
+				"isError", 1);
+		free(msg);
+		json_decref(args);
+		return rpc_result(id, res);
+	}
+	json_decref(args);
+	if (!json_is_object(ans)) {
+		json_decref(ans);
+		return rpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text",
+						"text", "the tool gave no answer", "isError", 1));
+	}
+	const char *out = json_string_value(json_object_get(ans, "output"));
+	json_t *structured = json_deep_copy(ans);
+
+	json_object_del(structured, "output");
+	res = json_pack("{s:[{s:s, s:s%}], s:b, s:o}", "content", "type", "text", "text",
+			out ? out : "", out ? json_string_length(json_object_get(ans, "output")) : 0,
+			"isError", !json_is_true(json_object_get(ans, "ok")), "structuredContent",
+			structured);
+	json_decref(ans);
+	return rpc_result(id, res);
+}
+
+/* Handles one message; returns the answer, or NULL when none is due (a
+ * notification, or a response from the client). */
+static json_t *mcp_handle(mcp_ctx *c, json_t *m)
+{
+	json_t *id, *params;
+	const char *method;
+
+	if (!json_is_object(m))
+		return rpc_error(NULL, RPC_INVALID_REQUEST, "a message must be a JSON object");
+	id = json_object_get(m, "id");
+	method = json_string_value(json_object_get(m, "method"));
+	if (!method) {
+		if (json_object_get(m, "result") || json_object_get(m, "error"))
+			return NULL; /* a response to us: we send no requests */
+		return rpc_error(id && (json_is_string(id) || json_is_integer(id)) ? id : NULL,
+				 RPC_INVALID_REQUEST, "the message has no method");
+	}
+	if (!id) { /* a notification: never answered */
+		if (cli_g.verbose)
+			fprintf(stderr, "coffer mcp: notification %s\n", method);
+		return NULL;
+	}
+	if (!json_is_string(id) && !json_is_integer(id))
+		return rpc_error(NULL, RPC_INVALID_REQUEST, "id must be a string or an integer");
+	if (!json_is_string(json_object_get(m, "jsonrpc")) ||
+	    strcmp(json_string_value(json_object_get(m, "jsonrpc")), "2.0"))
+		return rpc_error(id, RPC_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
+	params = json_object_get(m, "params");
+	if (params && !json_is_object(params))
+		return rpc_error(id, RPC_INVALID_PARAMS, "params must be an object");
+	if (cli_g.verbose)
+		fprintf(stderr, "coffer mcp: request %s\n", method);
+	if (!strcmp(method, "initialize"))
+		return rpc_result(id, mcp_initialize(params));
+	if (!strcmp(method, "ping"))
+		return rpc_result(id, json_object());
+	if (!strcmp(method, "tools/list"))
+		return mcp_tools_list(c, id);
+	if (!strcmp(method, "tools/call"))
+		return mcp_tools_call(c, id, params);
+	return rpc_error(id, RPC_METHOD_NOT_FOUND, "Method not found: %.200s", method);
+}
+
+/* Writes one message as a line on stdout. -1 when stdout is gone. */
+static int mcp_send(json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+	int rc;
+
+	if (!s)
+		cli_check_alloc(NULL);
+	rc = fputs(s, stdout) < 0 || fputc('\n', stdout) == EOF || fflush(stdout) ? -1 : 0;
+	free(s);
+	return rc;
+}
+
+/* One line from stdin: a message or a batch of them. -1 when stdout is gone. */
+static int mcp_line(mcp_ctx *c, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *m = json_loadb(line, len, JSON_ALLOW_NUL, &jerr), *ans;
+	int rc = 0;
+
+	if (!m) {
+		ans = rpc_error(NULL, RPC_PARSE_ERROR, "Parse error: %s (line %d, column %d)",
+				jerr.text, jerr.line, jerr.column);
+		rc = mcp_send(ans);
+		json_decref(ans);
+		return rc;
+	}
+	if (json_is_array(m)) { /* a JSON-RPC batch (MCP before 2025-06-18) */
+		json_t *all = json_array(), *one;
+		size_t i;
+
+		if (!json_array_size(m))
+			json_array_append_new(all, rpc_error(NULL, RPC_INVALID_REQUEST,
+							     "an empty batch"));
+		json_array_foreach(m, i, one) {
+			if ((ans = mcp_handle(c, one)))
+				json_array_append_new(all, ans);
+		}
+		if (json_array_size(all))
+			rc = mcp_send(all);
+		json_decref(all);
+	} else if ((ans = mcp_handle(c, m))) {
+		rc = mcp_send(ans);
+		json_decref(ans);
+	}
+	json_decref(m);
+	return rc;
+}
+
+/* Opens --data DIR; refuses a dir that is not a coffer data dir rather than
+ * create an empty store there. */
+static int mcp_open(const char *dir, cof_store **st)
+{
+	cof_buf meta = COF_BUF_INIT;
+	cof_err err = {0};
+	struct stat sb;
+	int missing;
+
+	cli_buf_addf(&meta, "%s/meta.db", dir);
+	missing = stat(meta.data, &sb) != 0;
+	cof_buf_release(&meta);
+	if (missing)
+		return cli_fail("'%s' is not a coffer data dir (no meta.db)", dir);
+	if (cof_store_open(dir, NULL, st, &err)) {
+		cli_fail("cannot open data dir '%s': %s (%s)", dir, err.msg,
+			 cof_code_type(err.code));
+		cof_err_clear(&err);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
+/* coffer mcp --agent ID [--data DIR] [--run-id ID] */
+static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *data = NULL, *pos[1];
+	mcp_ctx c = {0};
+	const cli_opt opts[] = {
+		{"agent", 'a', CLI_OPT_STR, &c.agent},
+		{"data", 0, CLI_OPT_STR, &data},
+		{"run-id", 0, CLI_OPT_STR, &c.run_id},
+		{NULL, 0, 0, NULL},
+	};
+	json_t *agent = NULL;
+	char *line = NULL, *msg = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int npos, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &npos)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	if (!c.agent || !*c.agent)
+		return cli_usage(cmd, "--agent ID is required");
+	if (data && (rc = mcp_open(data, &c.st)))
+		return rc;
+	/* Fail at start, where the person wiring the client sees it, rather than
+	 * at the model's first call. */
+	if (mcp_agent_get(&c, &agent, &msg)) {
+		rc = cli_fail("cannot serve agent '%s': %s", c.agent, msg);
+		free(msg);
+		if (c.st)
+			cof_store_close(c.st);
+		return rc;
+	}
+	json_decref(agent);
+	signal(SIGPIPE, SIG_IGN); /* a client gone away ends the loop, not us */
+	if (cli_g.verbose)
+		fprintf(stderr, "coffer mcp: serving agent '%s' from %s%s\n", c.agent,
+			c.st ? "data dir " : "cofferd", c.st ? data : "");
+	while ((n = getline(&line, &cap, stdin)) >= 0) {
+		size_t len = (size_t)n;
+
+		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			len--;
+		if (strspn(line, " \t") >= len)
+			continue;
+		if (mcp_line(&c, line, len))
+			break;
+	}
+	free(line);
+	if (c.st)
+		cof_store_close(c.st);
+	return CLI_OK;
+}
+
+const cli_cmd cli_mcp_cmds[] = {
+	{NULL, "mcp", "--agent ID [--data DIR] [--run-id ID]",
+	 "serve an agent's file tools over MCP (stdio)",
+	 "Speaks the Model Context Protocol (JSON-RPC 2.0, one message per line) on\n"
+	 "stdin/stdout and offers the agent's file tools read, write, edit, ls, glob and\n"
+	 "grep to the model. Add it to an MCP client as a stdio server, e.g.\n"
+	 "  coffer mcp --agent my-agent --server http://127.0.0.1:7700 --key KEY\n"
+	 "stdout carries protocol messages only; errors go to stderr.\n"
+	 "\n"
+	 "Options:\n"
+	 "  -a, --agent ID   the agent whose files the tools reach (required)\n"
+	 "  --data DIR       use the data dir DIR directly (organization org_default)\n"
+	 "                   instead of a cofferd; do not point it at a dir that a\n"
+	 "                   running cofferd serves\n"
+	 "  --run-id ID      group the calls into run ID (sent as X-Run-Id)\n",
+	 mcp_main},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
+};
