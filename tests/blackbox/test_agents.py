@@ -197,6 +197,20 @@ def test_workspace_false(srv):
         eq(j["ok"], False, "%s with no mounts" % t)
 
 
+def test_workspace_implicit_beside_mounts(srv):
+    v = srv.create_volume()["id"]
+    a = make_agent(srv, mounts=[{"volumeId": v, "path": "/data", "mode": "rw"}])
+    expect(srv.put(files_url(a["id"], "/workspace/w.txt"), body=b"w"), 201)
+    eq(expect(srv.get_file(a["workspaceVolumeId"], "w.txt"), 200).body, b"w",
+       "without a workspace entry the workspace is still at /workspace")
+    expect(srv.put(files_url(a["id"], "/data/d.txt"), body=b"d"), 201)
+    # docs/api.md: the implicit workspace is the first mount (relative paths go there)
+    j = tool(srv, a["id"], "write", path="rel.txt", content="r")
+    eq(j["ok"], True, "relative write")
+    eq(expect(srv.get_file(a["workspaceVolumeId"], "rel.txt"), 200).body, b"r",
+       "relative path resolved against the implicit workspace (first mount)")
+
+
 def test_mount_at_workspace_takes_its_place(srv):
     v = srv.create_volume()["id"]
     srv.put_ok(v, "mine.txt", b"from volume")
@@ -225,6 +239,7 @@ def test_mount_paths_validated(srv):
     _bad_mounts(srv, [m("/a/b"), m("/a", w)], "overlapping /a/b and /a (other order)")
     _bad_mounts(srv, [m("/a"), m("/a", w)], "the same path twice")
     _bad_mounts(srv, [m("/"), m("/b", w)], "/ overlaps everything")
+    _bad_mounts(srv, [m("/")], "/ itself")
     _bad_mounts(srv, [m("/a/../b")], "not normalised (..)")
     _bad_mounts(srv, [m("/a/./b")], "not normalised (.)")
     _bad_mounts(srv, [m("/a//b")], "not normalised (//)")

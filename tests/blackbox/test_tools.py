@@ -120,7 +120,8 @@ def test_read_offset_limit(srv):
     eq(numbered(j["output"]), [(9, "line 9"), (10, "line 10")], "offset to the end")
     j = ok(srv, aid, "read", path="/workspace/n.txt", limit=10)
     eq(len(numbered(j["output"])), 10, "limit = all lines")
-    for bad in ({"offset": -1}, {"limit": -5}, {"offset": "3"}, {"limit": 1.5}):
+    for bad in ({"offset": -1}, {"limit": -5}, {"offset": "3"}, {"limit": 1.5},
+                {"limit": 10001}):
         expect_error(call(srv, aid, "read", path="/workspace/n.txt", **bad), 400)
 
 
@@ -485,6 +486,32 @@ def test_two_agents_track_separately(srv):
     eq(expect(srv.get_file(v, "shared.txt"), 200).body, b"from A\n", "a's edits")
 
 
+def test_concurrent_writers_one_wins(srv):
+    v = srv.create_volume()["id"]
+    srv.put_ok(v, "race.txt", b"start\n")
+    m = [{"volumeId": v, "path": "/r", "mode": "rw"}]
+    agents = [make_agent(srv, mounts=m)["id"] for _ in range(8)]
+    for a in agents:
+        ok(srv, a, "read", path="/r/race.txt")
+    results = {}
+
+    def writer(a):
+        return lambda: results.__setitem__(a, tool(srv, a, "write", path="/r/race.txt",
+                                                   content="from %s\n" % a))
+    with harness.threads_started([writer(a) for a in agents]):
+        pass
+    eq(len(results), len(agents), "every writer answered")
+    winners = [a for a, j in results.items() if j["ok"]]
+    eq(len(winners), 1, "exactly one of the racing writers wins: %r" % {
+        a: j["output"] for a, j in results.items()})
+    for a, j in results.items():
+        if not j["ok"]:
+            check("changed since you last read it" in j["output"].lower(),
+                  "losers told the file changed: %r" % j["output"])
+    eq(expect(srv.get_file(v, "race.txt"), 200).body, ("from %s\n" % winners[0]).encode(),
+       "the winner's content")
+
+
 def test_remount_applies_at_next_call(srv):
     v1 = srv.create_volume()["id"]
     v2 = srv.create_volume()["id"]
@@ -651,6 +678,8 @@ def test_grep_bad_regex_and_args(srv):
     expect_error(call(srv, aid, "grep", pattern=""), 400)
     expect_error(call(srv, aid, "grep", pattern="x", context=-1), 400)
     expect_error(call(srv, aid, "grep", pattern="x", limit=-1), 400)
+    expect_error(call(srv, aid, "grep", pattern="x", limit=10001), 400)
+    expect_error(call(srv, aid, "grep", pattern="x", context=21), 400)
     expect_error(call(srv, aid, "grep", pattern="x", ignoreCase="yes"), 400)
 
 
