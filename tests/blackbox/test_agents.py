@@ -113,9 +113,12 @@ def test_agent_id_validated(srv):
     for bad in ("x" * 300, "a%20b", "x%2Fy", "caf%C3%A9", "a%00b"):
         expect_error(srv.put(agent_url(bad), json={}), 400)
     # "." and ".." are path segments, not names: a client or proxy would rewrite the URL
+    taken = {}
     for bad in (".", "..", "%2E", "%2E%2E"):
         r = srv.put(agent_url(bad), json={})
-        check(r.status in (400, 404), "agent id %r refused (400/404)\n%s" % (bad, r.describe()))
+        if r.status not in (400, 404):
+            taken[bad] = r.status
+    eq(taken, {}, "agent ids '.' and '..' refused with 400/404 (id -> status given)")
     ok_id = "A-z_0.9-%d" % os.getpid()
     make_agent(srv, aid=ok_id)
     eq(get_agent(srv, ok_id)["id"], ok_id, "letters, digits, '.', '_', '-'")
@@ -355,7 +358,16 @@ def test_files_round_trip_and_volume_api(srv):
     r = expect(srv.put(files_url(aid, "/workspace/out/chart.txt"), body=b"v1"), 201)
     j = r.json()
     check(isinstance(j, dict), "PUT answer is an object")
+    eq(j.get("path"), "/workspace/out/chart.txt", "PUT answer names the agent path")
+    eq(j.get("size"), 2, "PUT answer size")
     expect(srv.put(files_url(aid, "/workspace/out/chart.txt"), body=b"v2"), 200)
+    g = expect(srv.get(files_url(aid, "/workspace/out/chart.txt"),
+                       headers={"Range": "bytes=1-"}), 206)
+    eq(g.body, b"2", "Range on an agent file")
+    etag = expect(srv.get(files_url(aid, "/workspace/out/chart.txt")), 200).header("ETag")
+    check(etag, "ETag on an agent file GET")
+    expect(srv.get(files_url(aid, "/workspace/out/chart.txt"),
+                   headers={"If-None-Match": etag}), 304)
     eq(expect(srv.get(files_url(aid, "/workspace/out/chart.txt")), 200).body, b"v2", "GET")
     eq(expect(srv.get_file(ws, "out/chart.txt"), 200).body, b"v2", "in the workspace volume")
     # the volume API's writes show through the agent's paths, and back
@@ -536,6 +548,10 @@ def test_agent_key_reaches_only_its_agent(srv):
     expect_error(srv.put(agent_url(b["id"]), json={}, key=k), 403)
     expect_error(srv.delete(agent_url(b["id"]), key=k), 403)
     expect_error(srv.put(agent_url(new_id()), json={}, key=k), 403)
+    # nor change its own agent (it could mount any volume of the org)
+    expect_error(srv.put(agent_url(a["id"]), json={"fileTools": False}, key=k), 403)
+    expect_error(srv.delete(agent_url(a["id"]), key=k), 403)
+    eq(get_agent(srv, a["id"]).get("fileTools"), True, "own agent unchanged")
     expect_error(srv.get("/v1/volumes/%s" % vol, key=k), 403)
     expect_error(srv.get("/v1/volumes/%s" % a["workspaceVolumeId"], key=k), 403)
     expect_error(srv.get_file(a["workspaceVolumeId"], "k.txt", key=k), 403)
