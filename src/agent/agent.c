@@ -17,6 +17,8 @@ static int id_check(const char *id, cof_err *err)
 
 	if (n == 0 || n > 120)
 		return cof_error(err, COF_EVALIDATION, "agent id must be 1 to 120 bytes");
+	if (!strcmp(id, ".") || !strcmp(id, ".."))
+		return cof_error(err, COF_EVALIDATION, "agent id must not be '.' or '..'");
 	for (size_t i = 0; i < n; i++) {
 		char c = id[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

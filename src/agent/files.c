@@ -162,6 +162,19 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
 		return -1;
 	if (!cof_agent_resolve(&a, path, &t, err) &&
 	    !cof_agent_children(st, &a, &t, 10000, &entries, &more, err)) {
+		if (json_array_size(entries) == 0 && t.vpath[0]) {
+			cof_entry *e = malloc(sizeof *e);
+			cof_view view;
+			int r = e && !cof_view_open(st, org, t.mount->vol, NULL, &view, err)
+				? cof_meta_entry_get(st->meta, view.vno, t.vpath, -1, e, err) : -1;
+			free(e);
+			if (r != 0) {
+				json_decref(entries);
+				cof_agent_release(&a);
+				return r < 0 ? -1 : cof_error(err, COF_EVALIDATION,
+					"'%.200s' is a file, not a folder; GET it instead", t.apath);
+			}
+		}
 		*out = json_pack("{s:s, s:o}", "path", t.apath, "entries", entries);
 		if (more)
 			json_object_set_new(*out, "truncated", json_true());
