@@ -1,6 +1,7 @@
 /*
  * mcp.c — `coffer mcp --agent ID`: an agent's file tools (read, write, edit,
- * ls, glob, grep) served over the Model Context Protocol on stdio.
+ * ls, glob, grep, present_file) served over the Model Context Protocol on
+ * stdio.
  *
  * Transport: JSON-RPC 2.0, one JSON message per line on stdin/stdout (MCP's
  * stdio transport). stdout carries protocol messages only; everything else
@@ -51,7 +52,7 @@ typedef struct mcp_tool {
 	const char *title;
 	const char *description; /* written for the model */
 	const char *schema;      /* inputSchema, JSON text */
-	int read_only;
+	int read_only;           /* changes no file */
 } mcp_tool;
 
 #define PATH_NOTE                                                                     \
@@ -159,6 +160,18 @@ static const mcp_tool mcp_tools[] = {
 	 "\"The most results to return (default 100).\"}},"
 	 "\"required\":[\"pattern\"],\"additionalProperties\":false}",
 	 1},
+	{"present_file", "Show a file to the user",
+	 "Show a file to the user: a report, chart, image or document you made or found that "
+	 "they should see or download. " PATH_NOTE " The user gets a link to the file (valid "
+	 "15 minutes) with your caption; the answer gives you the link too. Use it for "
+	 "results meant for the user, not for files you only read yourself.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\",\"description\":\"The file to show, e.g. "
+	 "/workspace/out/chart.png.\"},"
+	 "\"caption\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"A short "
+	 "line telling the user what the file is (at most 1000 bytes).\"}},"
+	 "\"required\":[\"path\"],\"additionalProperties\":false}",
+	 1},
 	{NULL, NULL, NULL, NULL, 0},
 };
 
@@ -188,7 +201,8 @@ static json_t *mcp_tool_list(void)
 			"{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name", t->name,
 			"title", t->title, "description", t->description, "inputSchema", schema,
 			"annotations", "title", t->title, "readOnlyHint", t->read_only,
-			"destructiveHint", !t->read_only, "idempotentHint", t->read_only,
+			"destructiveHint", !t->read_only, "idempotentHint",
+			t->read_only && strcmp(t->name, "present_file"),
 			"openWorldHint", 0));
 	}
 	return arr;
@@ -214,13 +228,18 @@ static int mcp_http(const char *method, const char *url, json_t *body,
 {
 	cli_req req = {.method = method, .url = url, .body = body, .headers = hdrs,
 		       .upload_size = -1};
+	static FILE *cap; /* one temporary file, emptied for each call */
 	cli_resp resp;
-	FILE *cap = tmpfile();
 	int saved = -1, rc;
 
 	*out = NULL;
 	*msg = NULL;
+	if (!cap)
+		cap = tmpfile();
 	if (cap) {
+		rewind(cap);
+		if (ftruncate(fileno(cap), 0))
+			rewind(cap);
 		fflush(stderr);
 		saved = dup(STDERR_FILENO);
 		if (saved >= 0 && dup2(fileno(cap), STDERR_FILENO) < 0) {
@@ -236,8 +255,6 @@ static int mcp_http(const char *method, const char *url, json_t *body,
 	}
 	if (rc == CLI_OK) {
 		*out = resp.json;
-		if (cap)
-			fclose(cap);
 		return 0;
 	}
 	cof_buf m = COF_BUF_INIT;
@@ -256,8 +273,6 @@ static int mcp_http(const char *method, const char *url, json_t *body,
 		}
 		free(line);
 	}
-	if (cap)
-		fclose(cap);
 	if (!m.len)
 		cli_buf_addf(&m, "cofferd answered HTTP %ld", resp.status);
 	*msg = cof_buf_detach(&m, NULL);
@@ -374,11 +389,12 @@ static json_t *mcp_initialize(json_t *params)
 		"capabilities", "tools", "listChanged", 0, "serverInfo", "name", "coffer",
 		"title", "coffer agent files", "version", COFFER_VERSION, "instructions",
 		"File tools over this agent's coffer files (its workspace and mounted volumes): "
-		"read, write, edit, ls, glob, grep. Read a file before changing it: write and edit "
+		"read, write, edit, ls, glob, grep, and present_file to show a result to the "
+		"user. Read a file before changing it: write and edit "
 		"refuse a file you have not read, or one that changed since you read it.");
 }
 
-/* tools/list: the six tools, or none when the agent has fileTools off. */
+/* tools/list: every tool, or none when the agent has fileTools off. */
 static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 {
 	json_t *agent = NULL;
@@ -407,7 +423,8 @@ static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 		return rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name (a string)");
 	if (!mcp_tool_find(name))
 		return rpc_error(id, RPC_INVALID_PARAMS,
-				 "Unknown tool: %.100s (tools: read, write, edit, ls, glob, grep)",
+				 "Unknown tool: %.100s (tools: read, write, edit, ls, glob, grep, "
+				 "present_file)",
 				 name);
 	if (args && !json_is_null(args) && !json_is_object(args))
 		return rpc_error(id, RPC_INVALID_PARAMS, "params.arguments must be an object");
@@ -611,8 +628,9 @@ const cli_cmd cli_mcp_cmds[] = {
 	{NULL, "mcp", "--agent ID [--data DIR] [--run-id ID]",
 	 "serve an agent's file tools over MCP (stdio)",
 	 "Speaks the Model Context Protocol (JSON-RPC 2.0, one message per line) on\n"
-	 "stdin/stdout and offers the agent's file tools read, write, edit, ls, glob and\n"
-	 "grep to the model. Add it to an MCP client as a stdio server, e.g.\n"
+	 "stdin/stdout and offers the agent's file tools read, write, edit, ls, glob,\n"
+	 "grep and present_file to the model. Add it to an MCP client as a stdio\n"
+	 "server, e.g.\n"
 	 "  coffer mcp --agent my-agent --server http://127.0.0.1:7700 --key KEY\n"
 	 "stdout carries protocol messages only; errors go to stderr.\n"
 	 "\n"
