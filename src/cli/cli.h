@@ -151,11 +151,14 @@ typedef struct cli_req {
 	const char *out_path;        /* NULL or "-" = stdout; else written atomically */
 	int progress;                /* progress bar when stderr is a terminal */
 	long timeout;                /* seconds for the whole request; 0 = none */
+	int want_error;              /* fill resp->error on an API error */
 } cli_req;
 
 typedef struct cli_resp {
-	long status;  /* HTTP status, 0 when no answer */
-	json_t *json; /* the 2xx answer when it was JSON (owned; json_decref) */
+	long status;   /* HTTP status, 0 when no answer */
+	json_t *json;  /* the 2xx answer when it was JSON (owned; json_decref) */
+	json_t *error; /* with req->want_error: the API error object {type,
+			* message, ...} of a non-2xx answer (owned; json_decref) */
 } cli_resp;
 
 /* Performs `req`. Returns CLI_OK when the server answered 2xx (the body is in

@@ -469,6 +469,7 @@ int cli_http(const cli_req *req, cli_resp *resp)
 	if (resp) {
 		resp->status = 0;
 		resp->json = NULL;
+		resp->error = NULL;
 	}
 	if (!curl)
 		curl = cli_check_alloc(curl_easy_init());
@@ -495,6 +496,11 @@ int cli_http(const cli_req *req, cli_resp *resp)
 	if (x.status >= 300 && (rc == CURLE_OK || x.body.len)) {
 		/* The server answered, possibly while we were still sending. */
 		cli_print_api_error(x.status, &x.body);
+		if (resp && req->want_error && x.body.len) {
+			json_t *root = json_loadb(x.body.data, x.body.len, 0, NULL);
+			resp->error = json_incref(json_object_get(root, "error"));
+			json_decref(root);
+		}
 		ret = CLI_FAIL;
 	} else if (rc != CURLE_OK) {
 		ret = cli_transfer_failed(&x, rc, errbuf);

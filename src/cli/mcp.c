@@ -217,64 +217,35 @@ typedef struct mcp_ctx {
 } mcp_ctx;
 
 
-/* cli_http prints an API error as `coffer: MESSAGE (TYPE)` on stderr (and
- * `coffer: cannot reach cofferd at URL: ...` when there is no answer) and
- * hands back only the status. To give that message to the model, stderr is
- * caught in a temporary file for the call, then copied to the real stderr
- * (the log stays as it would be) and its "coffer: " lines become *msg.
- * Returns 0 with *out the 2xx answer, or -1 with *msg (malloc'd). */
+/* One call to the cofferd. Returns 0 with *out the 2xx answer, or -1 with
+ * *msg (malloc'd): "MESSAGE (TYPE)" of the API error, or why there was no
+ * answer. cli_http also logs the error on stderr. */
 static int mcp_http(const char *method, const char *url, json_t *body,
 		    struct curl_slist *hdrs, json_t **out, char **msg)
 {
 	cli_req req = {.method = method, .url = url, .body = body, .headers = hdrs,
-		       .upload_size = -1};
-	static FILE *cap; /* one temporary file, emptied for each call */
+		       .upload_size = -1, .want_error = 1};
 	cli_resp resp;
-	int saved = -1, rc;
+	cof_buf m = COF_BUF_INIT;
+	const char *text, *type;
 
 	*out = NULL;
 	*msg = NULL;
-	if (!cap)
-		cap = tmpfile();
-	if (cap) {
-		rewind(cap);
-		if (ftruncate(fileno(cap), 0))
-			rewind(cap);
-		fflush(stderr);
-		saved = dup(STDERR_FILENO);
-		if (saved >= 0 && dup2(fileno(cap), STDERR_FILENO) < 0) {
-			close(saved);
-			saved = -1;
-		}
-	}
-	rc = cli_http(&req, &resp);
-	if (saved >= 0) {
-		fflush(stderr);
-		dup2(saved, STDERR_FILENO);
-		close(saved);
-	}
-	if (rc == CLI_OK) {
+	if (cli_http(&req, &resp) == CLI_OK) {
 		*out = resp.json;
+		json_decref(resp.error);
 		return 0;
 	}
-	cof_buf m = COF_BUF_INIT;
 	json_decref(resp.json);
-	if (cap && saved >= 0) {
-		char *line = NULL;
-		size_t n = 0;
-
-		rewind(cap);
-		while (getline(&line, &n, cap) > 0) {
-			fputs(line, stderr);
-			if (strncmp(line, "coffer: ", 8))
-				continue;
-			line[strcspn(line, "\r\n")] = '\0';
-			cli_buf_addf(&m, "%s%s", m.len ? "\n" : "", line + 8);
-		}
-		free(line);
-	}
-	if (!m.len)
+	text = json_string_value(json_object_get(resp.error, "message"));
+	type = json_string_value(json_object_get(resp.error, "type"));
+	if (text)
+		cli_buf_addf(&m, "%s (%s)", text, type ? type : "error");
+	else if (resp.status)
 		cli_buf_addf(&m, "cofferd answered HTTP %ld", resp.status);
+	else
+		cli_buf_addf(&m, "cannot reach cofferd");
+	json_decref(resp.error);
 	*msg = cof_buf_detach(&m, NULL);
 	return -1;
 }
