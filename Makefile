@@ -69,6 +69,7 @@ fuzz:
 bench: all
 	@scripts/deps --bench
 	bench/run
+	bench/agents.py
 
 clean:
 	rm -rf build build-asan build-fuzz
