@@ -321,4 +321,74 @@ int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char
 int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *tool,
 		   json_t *args, const char *run_id, json_t **out, cof_err *err);
 
+/* GET /v1/agents/{id}/events: a watch yields `file_presented` (a tool call
+ * presented a file) and `files_changed` (others changed files under a
+ * `notify` mount; coalesced over about a second) while it is open.
+ * cof_agent_watch_next waits up to `wait_ms`; *out is a JSON array of
+ * {type, data} (empty on timeout). Returns 0, -1 on error, 1 when the store is
+ * closing (end the stream). */
+typedef struct cof_agent_watch cof_agent_watch;
+int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
+			 cof_agent_watch **out, cof_err *err);
+int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err *err);
+void cof_agent_watch_close(cof_agent_watch *w);
+
+/* ------------------------------------------------------ subject workspaces */
+
+/* Each (agent, subject) pair has one durable volume, made on first use by any
+ * call below (capacity 512 MiB growing to a 4 GiB ceiling; past it
+ * COF_EVALIDATION). Subject ids: 1..128 bytes of [A-Za-z0-9._@-]; an unknown
+ * agent is COF_ENOTFOUND. Paths are volume paths ("notes/a.md", one leading
+ * '/' allowed). The top folders memories/ and skills/ are reserved: the file
+ * calls read them but refuse writes, moves and deletes there (COF_EFORBIDDEN). */
+
+/* PUT .../files/content {path, encoding?:"utf-8"|"base64", content, createParents?}.
+ * createParents false: the parent folder must exist (hold a file), else
+ * COF_ENOTFOUND; true/absent: folders are implicit. Answer as cof_file_put. */
+int cof_subject_file_put(cof_store *st, const char *org, const char *agent,
+			 const char *subject, json_t *body, json_t **out, int *created,
+			 cof_err *err);
+/* GET .../files?path=DIR: {path, entries:[{name, path, type, size?, contentType?}],
+ * truncated?}, immediate children. A missing folder (not the root): COF_ENOTFOUND;
+ * a file: COF_ECONFLICT. */
+int cof_subject_file_list(cof_store *st, const char *org, const char *agent,
+			  const char *subject, const char *path, json_t **out, cof_err *err);
+/* GET .../files/content?path=P: the file for reading (cof_file_close it). */
+int cof_subject_file_open(cof_store *st, const char *org, const char *agent,
+			  const char *subject, const char *path, cof_file *out, cof_err *err);
+/* POST .../files/move {from, to, overwrite?}: as cof_file_move. */
+int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
+			  const char *subject, json_t *body, json_t **out, cof_err *err);
+/* DELETE .../files?path=P: a file, or a folder with everything under it, in one
+ * change. Answer {path, seq, removed}. */
+int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
+			    const char *subject, const char *path, json_t **out, cof_err *err);
+/* GET .../volume: {volumeId, used, capacity, ceiling, files}. */
+int cof_subject_volume(cof_store *st, const char *org, const char *agent,
+		       const char *subject, json_t **out, cof_err *err);
+/* PUT/GET .../memory/{name}: `name` is USER.md or MEMORY.md (else COF_ENOTFOUND),
+ * stored at memories/{name}. The put consumes `up`; answer as cof_file_put. */
+int cof_subject_memory_put(cof_store *st, const char *org, const char *agent,
+			   const char *subject, const char *name, cof_upload *up,
+			   json_t **out, int *created, cof_err *err);
+int cof_subject_memory_open(cof_store *st, const char *org, const char *agent,
+			    const char *subject, const char *name, cof_file *out, cof_err *err);
+
+/* PUT /v1/agents/{a}/skills/{file}: `file` is NAME.md, NAME 1..100 bytes of
+ * [A-Za-z0-9._-]; at most COF_SKILLS_MAX skills an agent (COF_ECONFLICT past
+ * it). Consumes `up`; begin it with max_bytes COF_SKILL_MAX. Answer {name,
+ * size, sha256, version}. Skills live in the agent's own skills volume. */
+#define COF_SKILL_MAX (1LL << 20)
+#define COF_SKILLS_MAX 200
+int cof_agent_skill_put(cof_store *st, const char *org, const char *agent, const char *file,
+			cof_upload *up, json_t **out, int *created, cof_err *err);
+/* POST .../sessions: writes every skill of the agent to the subject's skills/
+ * (what was there is replaced), in one change. Answer {volumeId, skills:[names]}. */
+int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
+			      const char *subject, json_t **out, cof_err *err);
+/* Deletes the volumes of every subject of the agent and its skills volume
+ * (cof_agent_delete calls it). */
+int cof_agent_subjects_delete(cof_store *st, const char *org, const char *agent,
+			      cof_err *err);
+
 #endif /* COFFER_H */

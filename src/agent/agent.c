@@ -315,7 +315,8 @@ int cof_agent_delete(cof_store *st, const char *org, const char *id, cof_err *er
 		return -1;
 	}
 	cof_err_clear(&e2);
-	return 0;
+	/* So do its subjects' workspaces and its skills (subjects.c). */
+	return cof_agent_subjects_delete(st, org, id, err);
 }
 
 int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t *mounts,

@@ -160,11 +160,26 @@ enum MHD_Result http_agent_file_put(http_req *req);
 enum MHD_Result http_agent_file_delete(http_req *req);
 enum MHD_Result http_agent_tool(http_req *req);
 enum MHD_Result http_agent_run(http_req *req);
+enum MHD_Result http_agent_events(http_req *req);
 /* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN (links.c). 0 or -1. */
 int http_absolute_url(http_req *req, json_t *out);
 int http_begin_agent_upload(http_req *req);
 enum MHD_Result http_agent_upload(http_req *req);
 enum MHD_Result http_file_delete(http_req *req);
+
+/* ---- subjects.c: subject workspaces and agent skills */
+enum MHD_Result http_subject_file_put(http_req *req);
+enum MHD_Result http_subject_files_list(http_req *req);
+enum MHD_Result http_subject_file_get(http_req *req);
+enum MHD_Result http_subject_file_move(http_req *req);
+enum MHD_Result http_subject_file_delete(http_req *req);
+enum MHD_Result http_subject_volume(http_req *req);
+int http_begin_subject_memory_put(http_req *req);
+enum MHD_Result http_subject_memory_put(http_req *req);
+enum MHD_Result http_subject_memory_get(http_req *req);
+int http_begin_agent_skill_put(http_req *req);
+enum MHD_Result http_agent_skill_put(http_req *req);
+enum MHD_Result http_subject_session(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);
 enum MHD_Result http_volume_create(http_req *req);

@@ -184,6 +184,21 @@ int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char
 int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
 		      cof_run_fn fn, void *ctx, cof_err *err);
 
+/* ---- subject workspaces: the volume of each (org, agent, subject). The row
+ * of subject "" (never a valid subject id) names the agent's skills volume. */
+/* 1 and `vol` when recorded, 0 when not. */
+int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
+			 const char *subject, char vol[48], cof_err *err);
+/* Records `vol` unless the subject has a row: 1 = recorded, 0 = one was there. */
+int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
+			 const char *subject, const char *vol, cof_err *err);
+typedef int (*cof_subject_fn)(void *ctx, const char *subject, const char *vol);
+/* Every row of the agent (the skills row first), in subject order. */
+int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
+			  cof_subject_fn fn, void *ctx, cof_err *err);
+/* Forgets every row of the agent (the volumes are the caller's to delete). */
+int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err);
+
 /* ---- garbage collection and checking */
 /* Drops history rows closed before `closed_before` that no snapshot covers and
  * changes older than `changes_before`; returns the rows dropped. */

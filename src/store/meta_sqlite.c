@@ -55,7 +55,10 @@ static const char *schema =
 	" sha256 TEXT NOT NULL, PRIMARY KEY(org, agent, sha256)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS pins_sha ON pins(sha256);"
 	"CREATE TABLE IF NOT EXISTS idem(scope TEXT NOT NULL, key TEXT NOT NULL,"
-	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;";
+	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS subjects(org TEXT NOT NULL, agent TEXT NOT NULL,"
+	" subject TEXT NOT NULL, vol TEXT NOT NULL, created_at INTEGER NOT NULL,"
+	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;";
 
 /* ------------------------------------------------------------ connections */
 

@@ -1,0 +1,184 @@
+/*
+ * subjects.c — subject workspaces over HTTP: /v1/agents/{a}/users/{s}/...
+ * (files, volume, memory, sessions) and /v1/agents/{a}/skills/{name}.md.
+ * A key bound to an agent reaches that agent's subjects only (403 elsewhere),
+ * as for the agent's own calls.
+ */
+#include <string.h>
+#include "http/http.h"
+
+#define ORG(req) ((req)->who.org)
+
+/* 0 when the caller's key may act on agent param[0]; else err is 403. */
+static int agent_allowed(http_req *req, cof_err *err)
+{
+	if (req->who.agent[0] && strcmp(req->who.agent, req->param[0]))
+		return cof_error(err, COF_EFORBIDDEN, "this key reaches only agent '%s' and its "
+				 "subjects", req->who.agent);
+	return 0;
+}
+
+/* The required query arg `path` into *out. */
+static int path_query(http_req *req, const char **out, cof_err *err)
+{
+	if (http_query(req, "path", out, err))
+		return -1;
+	if (!*out)
+		return cof_error(err, COF_EVALIDATION, "query argument 'path' is required");
+	return 0;
+}
+
+/* PUT /v1/agents/{a}/users/{s}/files/content: 201 new, 200 replaced. */
+enum MHD_Result http_subject_file_put(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 0;
+	int rc = agent_allowed(req, &err) ? -1
+		 : cof_subject_file_put(req->srv->st, ORG(req), req->param[0], req->param[1],
+					req->json, &out, &created, &err);
+
+	return http_put_answer(req, rc, out, created, &err);
+}
+
+/* GET /v1/agents/{a}/users/{s}/files?path=DIR */
+enum MHD_Result http_subject_files_list(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *path = NULL;
+	int rc = agent_allowed(req, &err) || http_query(req, "path", &path, &err) ? -1
+		 : cof_subject_file_list(req->srv->st, ORG(req), req->param[0], req->param[1],
+					 path, &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* GET /v1/agents/{a}/users/{s}/files/content?path=P: the bytes. */
+enum MHD_Result http_subject_file_get(http_req *req)
+{
+	cof_err err = { 0 };
+	const char *path = NULL;
+	cof_file f;
+
+	memset(&f, 0, sizeof(f));
+	f.fd = -1;
+	if (agent_allowed(req, &err) || path_query(req, &path, &err) ||
+	    cof_subject_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], path, &f,
+				  &err))
+		return http_send_error(req, &err);
+	return http_serve_file(req, &f);
+}
+
+/* POST /v1/agents/{a}/users/{s}/files/move {from, to, overwrite?} */
+enum MHD_Result http_subject_file_move(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = agent_allowed(req, &err) ? -1
+		 : cof_subject_file_move(req->srv->st, ORG(req), req->param[0], req->param[1],
+					 req->json, &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* DELETE /v1/agents/{a}/users/{s}/files?path=P */
+enum MHD_Result http_subject_file_delete(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *path = NULL;
+	int rc = agent_allowed(req, &err) || path_query(req, &path, &err) ? -1
+		 : cof_subject_file_remove(req->srv->st, ORG(req), req->param[0], req->param[1],
+					   path, &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* GET /v1/agents/{a}/users/{s}/volume */
+enum MHD_Result http_subject_volume(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = agent_allowed(req, &err) ? -1
+		 : cof_subject_volume(req->srv->st, ORG(req), req->param[0], req->param[1], &out,
+				      &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+int http_begin_subject_memory_put(http_req *req)
+{
+	if (agent_allowed(req, &req->err))
+		return -1;
+	http_body_type(req);
+	return cof_upload_begin(req->srv->st, 0, &req->up, &req->err);
+}
+
+/* PUT /v1/agents/{a}/users/{s}/memory/{USER.md|MEMORY.md}: the raw bytes. */
+enum MHD_Result http_subject_memory_put(http_req *req)
+{
+	cof_upload *up = req->up;
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 0, rc;
+
+	req->up = NULL; /* consumed */
+	if (up == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
+	rc = cof_subject_memory_put(req->srv->st, ORG(req), req->param[0], req->param[1],
+				    req->param[2], up, &out, &created, &err);
+	return http_put_answer(req, rc, out, created, &err);
+}
+
+/* GET /v1/agents/{a}/users/{s}/memory/{USER.md|MEMORY.md} */
+enum MHD_Result http_subject_memory_get(http_req *req)
+{
+	cof_err err = { 0 };
+	cof_file f;
+
+	memset(&f, 0, sizeof(f));
+	f.fd = -1;
+	if (agent_allowed(req, &err) ||
+	    cof_subject_memory_open(req->srv->st, ORG(req), req->param[0], req->param[1],
+				    req->param[2], &f, &err))
+		return http_send_error(req, &err);
+	return http_serve_file(req, &f);
+}
+
+int http_begin_agent_skill_put(http_req *req)
+{
+	if (agent_allowed(req, &req->err))
+		return -1;
+	http_body_type(req);
+	return cof_upload_begin(req->srv->st, COF_SKILL_MAX, &req->up, &req->err);
+}
+
+/* PUT /v1/agents/{a}/skills/{name}.md: 201 new, 200 replaced. */
+enum MHD_Result http_agent_skill_put(http_req *req)
+{
+	cof_upload *up = req->up;
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 0, rc;
+
+	req->up = NULL; /* consumed */
+	if (up == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
+	rc = cof_agent_skill_put(req->srv->st, ORG(req), req->param[0], req->param[1], up, &out,
+				 &created, &err);
+	return http_reply(req, rc, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, &err);
+}
+
+/* POST /v1/agents/{a}/users/{s}/sessions: 201 {volumeId, skills}. */
+enum MHD_Result http_subject_session(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	static const cof_jfield no_fields[] = {{NULL, 0, 0}};
+	int rc = agent_allowed(req, &err) || cof_json_check(req->json, no_fields, &err) ? -1
+		 : cof_subject_session_start(req->srv->st, ORG(req), req->param[0], req->param[1],
+					     &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
+}
