@@ -79,6 +79,11 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		     cof_err *err);
 
+/* Events (events.c): a file_presented event for the agent's streams (steals
+ * `data`), and a change its own tools made (not reported back to it). */
+void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, json_t *data);
+void cof_agent_own_write(cof_store *st, const cof_agent *a, const char *vol, int64_t seq);
+
 /* Records in the agent's run (if the call has one) a file it wrote. */
 int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, json_t *put,
 			cof_err *err);

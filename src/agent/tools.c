@@ -279,6 +279,8 @@ static int store_text(cof_store *st, const cof_agent *a, const cof_target *t,
 	}
 	json_object_set_new(*res, "path", json_string(t->apath));
 	json_object_set_new(*res, "created", json_boolean(created));
+	cof_agent_own_write(st, a, t->mount->vol,
+			    json_integer_value(json_object_get(*res, "seq")));
 	if (cof_agent_run_wrote(st, a, t->apath, *res, err))
 		return -1;
 	return cof_agent_seen_put(st, a, t, json_integer_value(json_object_get(*res, "version")),
@@ -590,6 +592,10 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 		json_decref(link);
 		return -1;
 	}
+	cof_agent_event_push(st, a, "file_presented",
+			     json_pack("{s:s, s:s, s:s, s:s, s:I}", "path", t.apath, "caption",
+				       caption ? caption : "", "url", url, "contentType",
+				       f.content_type, "size", (json_int_t)f.size));
 	char msg[COF_AGENT_PATH_MAX + 64];
 	snprintf(msg, sizeof msg, "presented %s to the user", t.apath);
 	*out = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I}", "ok", 1, "output", msg, "path",

@@ -3,6 +3,7 @@
  * A key bound to an agent reaches only that agent (403 elsewhere).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "http/http.h"
 
@@ -197,4 +198,113 @@ enum MHD_Result http_agent_upload(http_req *req)
 	rc = cof_agent_upload(req->srv->st, ORG(req), req->param[0], req->param[1],
 			      req->param[2], up, req->content_type, &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
+}
+
+/* ------------------------------------------------------------ events (SSE) */
+
+typedef struct sse_stream {
+	http_server *srv;
+	cof_agent_watch *w;
+	cof_buf buf;
+	size_t pos;
+	int done;
+	char base[300];         /* "http://HOST", for links in events */
+} sse_stream;
+
+/* Fills the stream's buffer with the next events, or a keep-alive comment
+ * after 15 s without any; marks the end when the server stops. */
+static void sse_fill(sse_stream *s)
+{
+	json_t *evs = NULL, *ev;
+	cof_err err = { 0 };
+	size_t i;
+	int r;
+
+	cof_buf_reset(&s->buf);
+	s->pos = 0;
+	if (__atomic_load_n(&s->srv->stopping, __ATOMIC_SEQ_CST)) {
+		s->done = 1;
+		return;
+	}
+	r = cof_agent_watch_next(s->w, 15000, &evs, &err);
+	json_array_foreach(evs, i, ev) {
+		json_t *d = json_object_get(ev, "data");
+		const char *url = json_string_value(json_object_get(d, "url"));
+		if (url && url[0] == '/') {
+			cof_buf abs = COF_BUF_INIT;
+			cof_buf_addf(&abs, "%s%s", s->base, url);
+			json_object_set_new(d, "url", json_string(abs.data ? abs.data : url));
+			cof_buf_release(&abs);
+		}
+		char *data = json_dumps(d, JSON_COMPACT);
+		cof_buf_addf(&s->buf, "event: %s\ndata: %s\n\n",
+			     json_string_value(json_object_get(ev, "type")), data ? data : "{}");
+		free(data);
+	}
+	if (r < 0)
+		cof_buf_addf(&s->buf, "event: error\ndata: {\"message\":\"%s\"}\n\n",
+			     cof_code_type(err.code));
+	if (r != 0)
+		s->done = 1;
+	else if (!json_array_size(evs))
+		cof_buf_adds(&s->buf, ": keep-alive\n\n");
+	json_decref(evs);
+	cof_err_clear(&err);
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	sse_stream *s = cls;
+
+	(void)pos;
+	while (s->pos == s->buf.len) {
+		if (s->done)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		sse_fill(s);
+	}
+	size_t n = s->buf.len - s->pos < max ? s->buf.len - s->pos : max;
+	memcpy(out, s->buf.data + s->pos, n);
+	s->pos += n;
+	return (ssize_t)n;
+}
+
+static void sse_free(void *cls)
+{
+	sse_stream *s = cls;
+
+	cof_agent_watch_close(s->w);
+	cof_buf_release(&s->buf);
+	free(s);
+}
+
+/* GET /v1/agents/{id}/events: Server-Sent Events until the client goes away
+ * or the server stops. */
+enum MHD_Result http_agent_events(http_req *req)
+{
+	cof_err err = { 0 };
+	sse_stream *s = calloc(1, sizeof(*s));
+	struct MHD_Response *resp;
+
+	if (!s)
+		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	s->srv = req->srv;
+	if (agent_allowed(req, &err) ||
+	    cof_agent_watch_open(req->srv->st, ORG(req), req->param[0], &s->w, &err)) {
+		free(s);
+		return http_send_error(req, &err);
+	}
+	json_t *probe = json_pack("{s:s}", "url", "/");
+	http_absolute_url(req, probe);
+	const char *b = json_string_value(json_object_get(probe, "url"));
+	snprintf(s->base, sizeof(s->base), "%.*s", b ? (int)strlen(b) - 1 : 0, b ? b : "");
+	json_decref(probe);
+	cof_buf_adds(&s->buf, "retry: 3000\n: connected\n\n");
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, sse_free);
+	if (!resp) {
+		sse_free(s);
+		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	return http_queue(req, MHD_HTTP_OK, resp);
 }

@@ -169,6 +169,8 @@ void cof_store_close(cof_store *st)
 	pthread_cond_destroy(&st->change_cv);
 	pthread_mutex_destroy(&st->magic_mu);
 	pthread_mutex_destroy(&st->key_mu);
+	for (size_t i = 0; i < sizeof st->events / sizeof *st->events; i++)
+		free(st->events[i].json);
 	free(st->dir);
 	free(st);
 }

@@ -28,6 +28,12 @@ struct cof_store {
 	pthread_cond_t change_cv;
 	uint64_t change_gen;
 	int closing;
+	/* Agent events (file_presented) and the changes agents made through their
+	 * own tools, kept in memory for the events stream; under change_mu. */
+	struct { uint64_t id; char org[48]; char agent[128]; char *json; } events[256];
+	uint64_t event_next;
+	struct { char agent[128]; char vol[48]; int64_t seq; } own[1024];
+	uint64_t own_next;
 	/* Keys seen recently (by hash): keys are never revoked, so an API call
 	 * needs no metadata read to authenticate. Direct-mapped. */
 	pthread_mutex_t key_mu;

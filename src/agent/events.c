@@ -1,0 +1,227 @@
+/*
+ * events.c — what an agent's events stream says: `file_presented` when one of
+ * its tool calls presents a file, and `files_changed` about a second after
+ * others change files under a mount it marked `notify` (changes within that
+ * second are coalesced into one event; the agent's own tool writes are not
+ * reported back to it). Events live in memory: a stream sees what happens
+ * while it is open.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "agent/agent.h"
+
+#define EVENTS_RING (sizeof ((cof_store *)0)->events / sizeof *((cof_store *)0)->events)
+#define OWN_RING (sizeof ((cof_store *)0)->own / sizeof *((cof_store *)0)->own)
+#define COALESCE_MS 1000
+#define PATHS_MAX 100
+
+void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, json_t *data)
+{
+	json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", data);
+	char *text = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+
+	json_decref(ev);
+	if (!text)
+		return;
+	pthread_mutex_lock(&st->change_mu);
+	size_t i = st->event_next % EVENTS_RING;
+	free(st->events[i].json);
+	st->events[i].id = ++st->event_next;
+	snprintf(st->events[i].org, sizeof st->events[i].org, "%s", a->org);
+	snprintf(st->events[i].agent, sizeof st->events[i].agent, "%s", a->id);
+	st->events[i].json = text;
+	st->change_gen++;
+	pthread_cond_broadcast(&st->change_cv);
+	pthread_mutex_unlock(&st->change_mu);
+}
+
+void cof_agent_own_write(cof_store *st, const cof_agent *a, const char *vol, int64_t seq)
+{
+	pthread_mutex_lock(&st->change_mu);
+	size_t i = st->own_next++ % OWN_RING;
+	snprintf(st->own[i].agent, sizeof st->own[i].agent, "%s", a->id);
+	snprintf(st->own[i].vol, sizeof st->own[i].vol, "%s", vol);
+	st->own[i].seq = seq;
+	pthread_mutex_unlock(&st->change_mu);
+}
+
+/* True when change `seq` of `vol` was made by this agent's own tools. */
+static int own_change(cof_store *st, const char *agent, const char *vol, int64_t seq)
+{
+	int yes = 0;
+
+	pthread_mutex_lock(&st->change_mu);
+	for (size_t i = 0; i < OWN_RING && !yes; i++)
+		yes = st->own[i].seq == seq && !strcmp(st->own[i].vol, vol) &&
+		      !strcmp(st->own[i].agent, agent);
+	pthread_mutex_unlock(&st->change_mu);
+	return yes;
+}
+
+struct cof_agent_watch {
+	cof_store *st;
+	cof_agent agent;
+	uint64_t event_seen;
+	int64_t seq[COF_MOUNTS_MAX];      /* per notify mount: changes seen up to */
+	int64_t pending_ms;               /* a change waits for its coalescing window */
+};
+
+int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
+			 cof_agent_watch **out, cof_err *err)
+{
+	cof_agent_watch *w = calloc(1, sizeof *w);
+
+	if (!w)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	w->st = st;
+	if (cof_agent_load(st, org, id, &w->agent, err)) {
+		free(w);
+		return -1;
+	}
+	for (size_t i = 0; i < w->agent.nmounts; i++) {
+		cof_volrow v;
+		cof_err e = {0};
+		if (w->agent.mounts[i].notify &&
+		    !cof_meta_volume_get(st->meta, org, w->agent.mounts[i].vol, &v, &e))
+			w->seq[i] = v.seq;
+		cof_err_clear(&e);
+	}
+	pthread_mutex_lock(&st->change_mu);
+	w->event_seen = st->event_next;
+	pthread_mutex_unlock(&st->change_mu);
+	*out = w;
+	return 0;
+}
+
+void cof_agent_watch_close(cof_agent_watch *w)
+{
+	if (!w)
+		return;
+	cof_agent_release(&w->agent);
+	free(w);
+}
+
+/* Moves this agent's new events into `out`. Call with change_mu held. */
+static void take_events(cof_agent_watch *w, json_t *out)
+{
+	cof_store *st = w->st;
+	uint64_t first = st->event_next > EVENTS_RING ? st->event_next - EVENTS_RING : 0;
+
+	for (uint64_t id = w->event_seen > first ? w->event_seen : first; id < st->event_next; id++) {
+		size_t i = id % EVENTS_RING;
+		if (!strcmp(st->events[i].org, w->agent.org) &&
+		    !strcmp(st->events[i].agent, w->agent.id) && st->events[i].json)
+			json_array_append_new(out, json_loads(st->events[i].json, 0, NULL));
+	}
+	w->event_seen = st->event_next;
+}
+
+typedef struct changed_ctx {
+	cof_agent_watch *w;
+	const cof_mount *m;
+	json_t *paths;
+	int64_t last;
+	size_t n;
+} changed_ctx;
+
+static int changed_add(void *arg, const cof_change_row *c)
+{
+	changed_ctx *x = arg;
+	char ap[COF_AGENT_PATH_MAX + 1];
+
+	x->last = c->seq;
+	if (own_change(x->w->st, x->w->agent.id, x->m->vol, c->seq))
+		return 0;
+	if (x->n++ < PATHS_MAX) {
+		cof_agent_path_of(x->m, c->path, ap, sizeof ap);
+		json_array_append_new(x->paths, json_string(ap));
+	}
+	return 0;
+}
+
+/* Adds a files_changed event per notify mount changed by others. */
+static int take_changes(cof_agent_watch *w, json_t *out, cof_err *err)
+{
+	for (size_t i = 0; i < w->agent.nmounts; i++) {
+		const cof_mount *m = &w->agent.mounts[i];
+		char prefix[COF_PATH_MAX + 2];
+		cof_volrow v;
+		if (!m->notify || cof_meta_volume_get(w->st->meta, w->agent.org, m->vol, &v, err))
+			continue;
+		if (v.seq <= w->seq[i])
+			continue;
+		changed_ctx x = {.w = w, .m = m, .paths = json_array(), .last = w->seq[i]};
+		snprintf(prefix, sizeof prefix, "%s%s", m->subpath, m->subpath[0] ? "/" : "");
+		if (cof_meta_changes(w->st->meta, v.vno, w->seq[i], prefix, 100000, changed_add, &x,
+				     err)) {
+			json_decref(x.paths);
+			return -1;
+		}
+		w->seq[i] = v.seq > x.last ? v.seq : x.last;
+		if (x.n == 0) {
+			json_decref(x.paths);
+			continue;
+		}
+		json_array_append_new(out, json_pack(
+			"{s:s, s:{s:s, s:o, s:I, s:b}}", "type", "files_changed", "data", "mount",
+			m->path, "paths", x.paths, "count", (json_int_t)x.n, "truncated",
+			x.n > PATHS_MAX));
+	}
+	return 0;
+}
+
+/* True when a notify mount's volume moved past what the watch has seen. */
+static int changes_waiting(cof_agent_watch *w)
+{
+	for (size_t i = 0; i < w->agent.nmounts; i++) {
+		cof_volrow v;
+		cof_err e = {0};
+		int moved = w->agent.mounts[i].notify &&
+			    !cof_meta_volume_get(w->st->meta, w->agent.org, w->agent.mounts[i].vol,
+						 &v, &e) && v.seq > w->seq[i];
+		cof_err_clear(&e);
+		if (moved)
+			return 1;
+	}
+	return 0;
+}
+
+int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err *err)
+{
+	cof_store *st = w->st;
+	int64_t deadline = cof_now_ms() + wait_ms;
+	json_t *list = json_array();
+
+	for (;;) {
+		int64_t now = cof_now_ms();
+		if (!w->pending_ms && changes_waiting(w))
+			w->pending_ms = now;
+		if (w->pending_ms && now - w->pending_ms >= COALESCE_MS) {
+			w->pending_ms = 0;
+			if (take_changes(w, list, err)) {
+				json_decref(list);
+				return -1;
+			}
+		}
+		pthread_mutex_lock(&st->change_mu);
+		take_events(w, list);
+		int closing = st->closing;
+		uint64_t gen = st->change_gen;
+		if (json_array_size(list) || closing || now >= deadline) {
+			pthread_mutex_unlock(&st->change_mu);
+			*out = list;
+			return closing ? 1 : 0;
+		}
+		/* Sleep until a change, the end of a coalescing window or the deadline. */
+		int64_t until = w->pending_ms ? w->pending_ms + COALESCE_MS : deadline;
+		if (until > deadline)
+			until = deadline;
+		struct timespec ts = {.tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000};
+		int r = 0;
+		while (st->change_gen == gen && !st->closing && r != ETIMEDOUT)
+			r = pthread_cond_timedwait(&st->change_cv, &st->change_mu, &ts);
+		pthread_mutex_unlock(&st->change_mu);
+	}
+}
