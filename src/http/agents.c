@@ -9,13 +9,20 @@
 
 #define ORG(req) ((req)->who.org)
 
-/* 0 when the caller's key may act on agent param[0]; else err is 403. */
-static int agent_allowed(http_req *req, cof_err *err)
+int http_agent_allowed(http_req *req, cof_err *err)
 {
 	if (req->who.agent[0] && strcmp(req->who.agent, req->param[0]))
-		return cof_error(err, COF_EFORBIDDEN, "this key reaches only agent '%s'",
-				 req->who.agent);
+		return cof_error(err, COF_EFORBIDDEN, "this key reaches only agent '%s' (and its "
+				 "subjects)", req->who.agent);
 	return 0;
+}
+
+int http_agent_begin_body(http_req *req, int64_t max_bytes)
+{
+	if (http_agent_allowed(req, &req->err))
+		return -1;
+	http_body_type(req);
+	return cof_upload_begin(req->srv->st, max_bytes, &req->up, &req->err);
 }
 
 /* Configuring an agent (settings, mounts, delete) needs a key not bound to
@@ -59,7 +66,7 @@ enum MHD_Result http_agent_get(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_get(req->srv->st, ORG(req), req->param[0], &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
@@ -89,7 +96,7 @@ enum MHD_Result http_agent_files_list(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	const char *path = NULL;
-	int rc = agent_allowed(req, &err) || http_query(req, "path", &path, &err) ? -1
+	int rc = http_agent_allowed(req, &err) || http_query(req, "path", &path, &err) ? -1
 		 : cof_agent_file_list(req->srv->st, ORG(req), req->param[0], path, &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
@@ -102,7 +109,7 @@ enum MHD_Result http_agent_file_get(http_req *req)
 
 	memset(&f, 0, sizeof(f));
 	f.fd = -1;
-	if (agent_allowed(req, &err) ||
+	if (http_agent_allowed(req, &err) ||
 	    cof_agent_file_open(req->srv->st, ORG(req), req->param[0],
 				agent_path(req, req->param[1]), &f, &err))
 		return http_send_error(req, &err);
@@ -111,10 +118,7 @@ enum MHD_Result http_agent_file_get(http_req *req)
 
 int http_begin_agent_file_put(http_req *req)
 {
-	if (agent_allowed(req, &req->err))
-		return -1;
-	http_body_type(req);
-	return cof_upload_begin(req->srv->st, 0, &req->up, &req->err);
+	return http_agent_begin_body(req, 0);
 }
 
 enum MHD_Result http_agent_file_put(http_req *req)
@@ -137,7 +141,7 @@ enum MHD_Result http_agent_file_delete(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_file_remove(req->srv->st, ORG(req), req->param[0],
 					 agent_path(req, req->param[1]), &out, &err);
 
@@ -151,7 +155,7 @@ enum MHD_Result http_agent_tool(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	const char *run = http_header_trim(req, "X-Run-Id");
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_tool(req->srv->st, ORG(req), req->param[0], req->param[1], req->json,
 				  run, &out, &err);
 
@@ -166,7 +170,7 @@ enum MHD_Result http_agent_run(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL, *p;
 	size_t i;
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_run_get(req->srv->st, ORG(req), req->param[0], req->param[1], &out,
 				     &err);
 
@@ -178,10 +182,7 @@ enum MHD_Result http_agent_run(http_req *req)
 
 int http_begin_agent_upload(http_req *req)
 {
-	if (agent_allowed(req, &req->err))
-		return -1;
-	http_body_type(req);
-	return cof_upload_begin(req->srv->st, COF_UPLOAD_MAX, &req->up, &req->err);
+	return http_agent_begin_body(req, COF_UPLOAD_MAX);
 }
 
 /* PUT /v1/agents/{id}/uploads/{requestId}/{name}: 201 new, 200 a replayed retry. */
@@ -288,7 +289,7 @@ enum MHD_Result http_agent_events(http_req *req)
 	if (!s)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
 	s->srv = req->srv;
-	if (agent_allowed(req, &err) ||
+	if (http_agent_allowed(req, &err) ||
 	    cof_agent_watch_open(req->srv->st, ORG(req), req->param[0], &s->w, &err)) {
 		free(s);
 		return http_send_error(req, &err);

@@ -149,6 +149,12 @@ enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created,
 void http_body_type(http_req *req);
 
 /* ---- agents.c */
+/* 0 when the caller's key may act on agent param[0] (and its subjects); else
+ * err is 403. */
+int http_agent_allowed(http_req *req, cof_err *err);
+/* First call of a raw body PUT under an agent: access, Content-Type, and the
+ * upload (max_bytes 0 = none). */
+int http_agent_begin_body(http_req *req, int64_t max_bytes);
 enum MHD_Result http_agent_put(http_req *req);
 enum MHD_Result http_agent_get(http_req *req);
 enum MHD_Result http_agent_delete(http_req *req);

@@ -9,15 +9,6 @@
 
 #define ORG(req) ((req)->who.org)
 
-/* 0 when the caller's key may act on agent param[0]; else err is 403. */
-static int agent_allowed(http_req *req, cof_err *err)
-{
-	if (req->who.agent[0] && strcmp(req->who.agent, req->param[0]))
-		return cof_error(err, COF_EFORBIDDEN, "this key reaches only agent '%s' and its "
-				 "subjects", req->who.agent);
-	return 0;
-}
-
 /* The required query arg `path` into *out. */
 static int path_query(http_req *req, const char **out, cof_err *err)
 {
@@ -34,7 +25,7 @@ enum MHD_Result http_subject_file_put(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0;
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_subject_file_put(req->srv->st, ORG(req), req->param[0], req->param[1],
 					req->json, &out, &created, &err);
 
@@ -47,7 +38,7 @@ enum MHD_Result http_subject_files_list(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	const char *path = NULL;
-	int rc = agent_allowed(req, &err) || http_query(req, "path", &path, &err) ? -1
+	int rc = http_agent_allowed(req, &err) || http_query(req, "path", &path, &err) ? -1
 		 : cof_subject_file_list(req->srv->st, ORG(req), req->param[0], req->param[1],
 					 path, &out, &err);
 
@@ -63,7 +54,7 @@ enum MHD_Result http_subject_file_get(http_req *req)
 
 	memset(&f, 0, sizeof(f));
 	f.fd = -1;
-	if (agent_allowed(req, &err) || path_query(req, &path, &err) ||
+	if (http_agent_allowed(req, &err) || path_query(req, &path, &err) ||
 	    cof_subject_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], path, &f,
 				  &err))
 		return http_send_error(req, &err);
@@ -75,7 +66,7 @@ enum MHD_Result http_subject_file_move(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_subject_file_move(req->srv->st, ORG(req), req->param[0], req->param[1],
 					 req->json, &out, &err);
 
@@ -88,7 +79,7 @@ enum MHD_Result http_subject_file_delete(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	const char *path = NULL;
-	int rc = agent_allowed(req, &err) || path_query(req, &path, &err) ? -1
+	int rc = http_agent_allowed(req, &err) || path_query(req, &path, &err) ? -1
 		 : cof_subject_file_remove(req->srv->st, ORG(req), req->param[0], req->param[1],
 					   path, &out, &err);
 
@@ -100,7 +91,7 @@ enum MHD_Result http_subject_volume(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	int rc = agent_allowed(req, &err) ? -1
+	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_subject_volume(req->srv->st, ORG(req), req->param[0], req->param[1], &out,
 				      &err);
 
@@ -109,10 +100,7 @@ enum MHD_Result http_subject_volume(http_req *req)
 
 int http_begin_subject_memory_put(http_req *req)
 {
-	if (agent_allowed(req, &req->err))
-		return -1;
-	http_body_type(req);
-	return cof_upload_begin(req->srv->st, 0, &req->up, &req->err);
+	return http_agent_begin_body(req, 0);
 }
 
 /* PUT /v1/agents/{a}/users/{s}/memory/{USER.md|MEMORY.md}: the raw bytes. */
@@ -139,7 +127,7 @@ enum MHD_Result http_subject_memory_get(http_req *req)
 
 	memset(&f, 0, sizeof(f));
 	f.fd = -1;
-	if (agent_allowed(req, &err) ||
+	if (http_agent_allowed(req, &err) ||
 	    cof_subject_memory_open(req->srv->st, ORG(req), req->param[0], req->param[1],
 				    req->param[2], &f, &err))
 		return http_send_error(req, &err);
@@ -148,10 +136,7 @@ enum MHD_Result http_subject_memory_get(http_req *req)
 
 int http_begin_agent_skill_put(http_req *req)
 {
-	if (agent_allowed(req, &req->err))
-		return -1;
-	http_body_type(req);
-	return cof_upload_begin(req->srv->st, COF_SKILL_MAX, &req->up, &req->err);
+	return http_agent_begin_body(req, COF_SKILL_MAX);
 }
 
 /* PUT /v1/agents/{a}/skills/{name}.md: 201 new, 200 replaced. */
@@ -176,7 +161,7 @@ enum MHD_Result http_subject_session(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	static const cof_jfield no_fields[] = {{NULL, 0, 0}};
-	int rc = agent_allowed(req, &err) || cof_json_check(req->json, no_fields, &err) ? -1
+	int rc = http_agent_allowed(req, &err) || cof_json_check(req->json, no_fields, &err) ? -1
 		 : cof_subject_session_start(req->srv->st, ORG(req), req->param[0], req->param[1],
 					     &out, &err);
 
