@@ -249,13 +249,18 @@ typedef struct cof_link {
 	char method[8];          /* "GET" or "PUT" */
 	int64_t expires_at;
 	int64_t max_bytes;       /* 0 = none */
-	char content_type[128];  /* "" = any */
+	char content_type[128];  /* "" = any; for a pinned link: the content's type */
+	char sha256[65];         /* "" = the file as it is now; else pinned content */
+	int64_t version, size;   /* of the pinned content */
 } cof_link;
 
 /* Checks signature and expiry (COF_EFORBIDDEN otherwise) and that `method` is the
  * one the link was made for (HEAD counts as GET). */
 int cof_link_verify(cof_store *st, const char *token, const char *method,
 		    cof_link *out, cof_err *err);
+/* Opens what a verified GET link serves: the file as it is now, or, for a
+ * link pinned to content (present_file), that content as it was. */
+int cof_link_open(cof_store *st, const cof_link *l, cof_file *out, cof_err *err);
 
 /* ------------------------------------------------------------ gc and fsck */
 

@@ -313,8 +313,7 @@ enum MHD_Result http_link_get(http_req *req)
 	memset(&f, 0, sizeof(f));
 	f.fd = -1;
 	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err) ||
-	    cof_file_open(req->srv->st, req->link.org, req->link.vol, req->link.path,
-			  NULL, &f, &err))
+	    cof_link_open(req->srv->st, &req->link, &f, &err))
 		return http_send_error(req, &err);
 	return http_serve_file(req, &f);
 }

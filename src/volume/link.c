@@ -66,14 +66,63 @@ static int link_parse(cof_store *st, const char *org, const char *vol, json_t *b
 	return 0;
 }
 
+/* Adds a nonce, signs the payload and answers {url, method, path, expiresAt}. */
+static int link_sign(cof_store *st, json_t *payload, int64_t expires, json_t **out,
+		     cof_err *err)
+{
+	char *ptxt = NULL, *p64 = NULL, *m64 = NULL, nhex[17];
+	unsigned char mac[32], nonce[8];
+	cof_buf url = COF_BUF_INIT;
+	int rc = -1;
+
+	cof_random(nonce, sizeof nonce);
+	cof_hex(nonce, sizeof nonce, nhex);
+	json_object_set_new(payload, "n", json_string(nhex));
+	if (!(ptxt = json_dumps(payload, JSON_COMPACT)) ||
+	    !(p64 = cof_base64url_encode(ptxt, strlen(ptxt)))) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	link_mac(st, p64, strlen(p64), mac);
+	if (!(m64 = cof_base64url_encode(mac, sizeof mac)) ||
+	    cof_buf_addf(&url, "/l/%s.%s", p64, m64)) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	*out = json_pack("{s:s, s:s, s:O, s:o}", "url", url.data, "method",
+			 json_string_value(json_object_get(payload, "m")), "path",
+			 json_object_get(payload, "p"), "expiresAt", cof_json_time(expires));
+	rc = 0;
+out:
+	free(ptxt);
+	free(p64);
+	free(m64);
+	cof_buf_release(&url);
+	return rc;
+}
+
+int cof_link_create_pinned(cof_store *st, const char *org, const char *vol,
+			   const char *path, const char *sha, const char *ctype, int64_t size,
+			   int64_t version, json_t **out, cof_err *err)
+{
+	int64_t expires = cof_now() + LINK_DEFAULT_TTL;
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I}", "o", org,
+				    "v", vol, "p", path, "m", "GET", "e", (json_int_t)expires, "s",
+				    sha, "t", ctype, "z", (json_int_t)size, "r",
+				    (json_int_t)version);
+	int rc = payload ? link_sign(st, payload, expires, out, err)
+			 : cof_error(err, COF_EINTERNAL, "out of memory");
+
+	json_decref(payload);
+	return rc;
+}
+
 int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
 		    const char *idem_key, json_t **out, cof_err *err)
 {
 	json_t *payload = NULL;
 	int64_t expires = 0;
-	char scope[128], *prev = NULL, *ptxt = NULL, *p64 = NULL, *m64 = NULL;
-	unsigned char mac[32], nonce[8];
-	cof_buf url = COF_BUF_INIT;
+	char scope[128], *prev = NULL;
 	int rc = -1;
 
 	if (link_parse(st, org, vol, body, &payload, &expires, err))
@@ -93,31 +142,11 @@ int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *bod
 		if (cof_meta_idem_put(st->meta, scope, idem_key, "link", err))
 			goto out;
 	}
-	cof_random(nonce, sizeof nonce);
-	char nhex[17];
-	cof_hex(nonce, sizeof nonce, nhex);
-	json_object_set_new(payload, "n", json_string(nhex));
-	if (!(ptxt = json_dumps(payload, JSON_COMPACT)) ||
-	    !(p64 = cof_base64url_encode(ptxt, strlen(ptxt)))) {
-		cof_error(err, COF_EINTERNAL, "out of memory");
+	if (link_sign(st, payload, expires, out, err))
 		goto out;
-	}
-	link_mac(st, p64, strlen(p64), mac);
-	if (!(m64 = cof_base64url_encode(mac, sizeof mac)) ||
-	    cof_buf_addf(&url, "/l/%s.%s", p64, m64)) {
-		cof_error(err, COF_EINTERNAL, "out of memory");
-		goto out;
-	}
-	*out = json_pack("{s:s, s:s, s:O, s:o}", "url", url.data, "method",
-			 json_string_value(json_object_get(payload, "m")), "path",
-			 json_object_get(payload, "p"), "expiresAt", cof_json_time(expires));
 	rc = 0;
 out:
 	json_decref(payload);
-	free(ptxt);
-	free(p64);
-	free(m64);
-	cof_buf_release(&url);
 	return rc;
 }
 
@@ -165,10 +194,35 @@ int cof_link_verify(cof_store *st, const char *token, const char *method,
 	snprintf(out->path, sizeof out->path, "%s", path);
 	snprintf(out->method, sizeof out->method, "%s", m);
 	snprintf(out->content_type, sizeof out->content_type, "%s", t ? t : "");
+	const char *sha = json_string_value(json_object_get(p, "s"));
+	snprintf(out->sha256, sizeof out->sha256, "%s", sha && strlen(sha) == 64 ? sha : "");
+	out->size = json_integer_value(json_object_get(p, "z"));
+	out->version = json_integer_value(json_object_get(p, "r"));
 	rc = 0;
 out:
 	json_decref(p);
 	free(got);
 	free(ptxt);
 	return rc;
+}
+
+int cof_link_open(cof_store *st, const cof_link *l, cof_file *out, cof_err *err)
+{
+	cof_volrow v;
+
+	if (!l->sha256[0])
+		return cof_file_open(st, l->org, l->vol, l->path, NULL, out, err);
+	/* Pinned content: the bytes as they were shown, while the volume exists. */
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	if (cof_meta_volume_get(st->meta, l->org, l->vol, &v, err) ||
+	    cof_content_open(st, l->sha256, &out->fd, err))
+		return -1;
+	out->version = l->version;
+	out->size = l->size;
+	out->vol_seq = v.seq;
+	memcpy(out->sha256, l->sha256, sizeof out->sha256);
+	snprintf(out->content_type, sizeof out->content_type, "%s", l->content_type);
+	out->updated_at = cof_now();
+	return 0;
 }

@@ -88,6 +88,12 @@ int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char
 /* Opens content by hash, inline or blob, as a readable fd (closed by the caller). */
 int cof_content_open(cof_store *st, const char *sha, int *fd, cof_err *err);
 
+/* A GET link to exactly this content of `path` (as present_file shows it):
+ * serves these bytes even after the file changes. Answer as cof_link_create. */
+int cof_link_create_pinned(cof_store *st, const char *org, const char *vol,
+			   const char *path, const char *sha, const char *ctype, int64_t size,
+			   int64_t version, json_t **out, cof_err *err);
+
 /* Parses "k:v" label filters and label objects (limits of API.md). */
 int cof_labels_check(json_t *labels, cof_err *err);
 
