@@ -11,7 +11,7 @@ Needs build/cofferd, bench/populate (built by bench/run, or here), rg, fdfind.""
 import http.client, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PKGS = "sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8"
+PKGS = "sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips poppler-glib"
 
 
 def sh(cmd, **kw):

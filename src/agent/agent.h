@@ -79,6 +79,17 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		     cof_err *err);
 
+/* Images and PDFs read for the model (media.c). cof_media_type: the media type
+ * told by the first bytes (PNG, JPEG, GIF, WebP, PDF), else NULL.
+ * cof_media_read: for such bytes, fills *out (ok:true with `image` or
+ * `document`, or a refusal saying why) and returns 1; 0 = not media; -1 error.
+ * cof_media_refuse_large: 1 (refusal in *out) when an image or PDF of
+ * `ctype` is over its byte limit. */
+const char *cof_media_type(const unsigned char *d, size_t n);
+int cof_media_read(const cof_target *t, const cof_file *f, const unsigned char *d,
+		   json_t **out, cof_err *err);
+int cof_media_refuse_large(const cof_target *t, const char *ctype, int64_t size, json_t **out);
+
 /* Events (events.c): a file_presented event for the agent's streams (steals
  * `data`), and a change its own tools made (not reported back to it). */
 void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, json_t *data);

@@ -183,6 +183,8 @@ int cof_tool_read(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return is_folder(st, a, &t) || !t.vpath[0]
 			? cof_tool_refuse(out, "%s is a directory; use ls to see what is in it", t.apath)
 			: cof_tool_refuse(out, "no such file: %s", t.apath);
+	if (r == 2 && cof_media_refuse_large(&t, f.content_type, f.size, out))
+		return 0;
 	if (r == 2)
 		return cof_tool_refuse(out, "%s is %lld bytes; read it in windows with "
 				       "encoding \"base64\" and offset", t.apath, (long long)f.size);
@@ -197,6 +199,10 @@ int cof_tool_read(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		r = read_base64(&t, d, f.size, offset, out);
 		free(d);
 		return r;
+	}
+	if ((r = cof_media_read(&t, &f, d, out, err))) { /* images, PDFs: media.c */
+		free(d);
+		return r < 0 ? -1 : 0;
 	}
 	if (!is_text(d, f.size)) {
 		free(d);

@@ -16,6 +16,9 @@
  * A tool answer {ok, output, ...} becomes the result
  *   {content:[{type:"text", text:output}], isError:!ok,
  *    structuredContent: the answer without `output`};
+ * a read of an image adds {type:"image", data, mimeType} to content, a read of
+ * a PDF {type:"resource", resource:{uri:"file://PATH", mimeType, blob}} (their
+ * base64 then left out of structuredContent);
  * an API error (bad arguments, unknown agent, fileTools off, cofferd not
  * reachable) becomes a result with isError true and the message as text, so
  * the model reads it; JSON-RPC errors are kept for protocol faults.
@@ -65,7 +68,10 @@ static const mcp_tool mcp_tools[] = {
 	 "then the line), 2,000 lines by default; when the file has more, the answer says "
 	 "which lines it showed and the offset to read on from. Lines over 2,000 bytes are "
 	 "cut. Use offset (first line, from 1) and limit (number of lines, up to 10,000) to "
-	 "read part of a long file. A binary file cannot be shown as text: read it with "
+	 "read part of a long file. An image (PNG, JPEG, GIF, WebP) comes back as a picture, "
+	 "scaled down to at most 1,568 px a side (the file is unchanged); a PDF comes back "
+	 "as a document; images over 5 MiB or 8,000 px a side and PDFs over 16 MiB or 100 "
+	 "pages are refused with why. Another binary file cannot be shown as text: read it with "
 	 "encoding \"base64\", which returns up to 700 KiB of raw bytes base64-encoded, "
 	 "starting at the byte offset (from 0). Reading a file is what allows you to change "
 	 "it afterwards with write or edit.",
@@ -144,7 +150,7 @@ static const mcp_tool mcp_tools[] = {
 	 "(default 100); the answer says when it stopped. Binary files are skipped.",
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The regular "
-	 "expression, e.g. 'TODO|FIXME' or 'def \\\\w+\\\\('.\"},"
+	 "expression, e.g. 'error|warning' or 'def \\\\w+\\\\('.\"},"
 	 "\"path\":{\"type\":\"string\",\"description\":\"The folder or file to search "
 	 "(default: the first mount, usually /workspace).\"},"
 	 "\"glob\":{\"type\":\"string\",\"description\":\"Only search files matching this "
@@ -383,6 +389,33 @@ static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 	return rpc_result(id, json_pack("{s:o}", "tools", on ? mcp_tool_list() : json_array()));
 }
 
+/* A read of an image or PDF: the image as MCP image content, a PDF as an
+ * embedded resource (blob); their base64 is left out of structuredContent so
+ * it is not sent twice. */
+static void mcp_media_content(json_t *ans, json_t *content, json_t *structured)
+{
+	json_t *img = json_object_get(ans, "image"), *doc = json_object_get(ans, "document");
+	const char *path = json_string_value(json_object_get(ans, "path"));
+
+	if (json_is_object(img) && json_is_string(json_object_get(img, "data"))) {
+		json_array_append_new(content, json_pack("{s:s, s:O, s:O}", "type", "image", "data",
+							 json_object_get(img, "data"), "mimeType",
+							 json_object_get(img, "mediaType")));
+		json_object_del(json_object_get(structured, "image"), "data");
+	}
+	if (json_is_object(doc) && json_is_string(json_object_get(doc, "data"))) {
+		char *uri = NULL;
+		if (asprintf(&uri, "file://%s", path ? path : "/") < 0)
+			return;
+		json_array_append_new(content, json_pack("{s:s, s:{s:s, s:O, s:O}}", "type",
+							 "resource", "resource", "uri", uri,
+							 "mimeType", json_object_get(doc, "mediaType"),
+							 "blob", json_object_get(doc, "data")));
+		free(uri);
+		json_object_del(json_object_get(structured, "document"), "data");
+	}
+}
+
 /* tools/call {name, arguments?}: the tool's answer as a CallToolResult. */
 static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 {
@@ -423,6 +456,7 @@ static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 			out ? out : "", out ? json_string_length(json_object_get(ans, "output")) : 0,
 			"isError", !json_is_true(json_object_get(ans, "ok")), "structuredContent",
 			structured);
+	mcp_media_content(ans, json_object_get(res, "content"), structured);
 	json_decref(ans);
 	return rpc_result(id, res);
 }
