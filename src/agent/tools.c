@@ -558,7 +558,7 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 {
 	cof_target t;
 	cof_file f;
-	json_t *link = NULL, *body;
+	json_t *link = NULL;
 	const char *caption = cof_json_str(args, "caption");
 	cof_err e = {0};
 	int r;
@@ -577,9 +577,9 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 		cof_err_clear(&e);
 		return cof_tool_refuse(out, "no such file: %s", t.apath);
 	}
-	body = json_pack("{s:s, s:s}", "path", t.vpath, "method", "GET");
-	r = cof_link_create(st, a->org, t.mount->vol, body, NULL, &link, err);
-	json_decref(body);
+	/* The link serves the bytes as presented, even after the file changes. */
+	r = cof_link_create_pinned(st, a->org, t.mount->vol, t.vpath, f.sha256, f.content_type,
+				   f.size, f.version, &link, err);
 	if (r) {
 		cof_file_close(&f);
 		return -1;

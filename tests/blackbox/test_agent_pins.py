@@ -67,3 +67,16 @@ def test_unpinned_content_still_collected(srv):
         if not os.path.exists(blob):
             break
     check(not os.path.exists(blob), "content nobody was shown is collected")
+
+
+def test_presented_link_serves_content_as_presented(srv):
+    _agent(srv, "pin-show")
+    expect(srv.put("/v1/agents/pin-show/files/workspace/chart.csv", body=b"a,b\n1,2\n"), 201)
+    r = _tool(srv, "pin-show", "present_file", path="chart.csv", caption="v1")
+    check(r["ok"], "present ok")
+    expect(srv.put("/v1/agents/pin-show/files/workspace/chart.csv", body=b"changed\n"), 200)
+    expect(srv.delete("/v1/agents/pin-show/files/workspace/chart.csv"), 200)
+    run_gc(srv)
+    run_gc(srv)
+    g = expect(srv.get(r["url"]), 200)
+    eq(g.body, b"a,b\n1,2\n", "the link serves the content as it was presented")
