@@ -312,6 +312,12 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		     const char *name, cof_upload *up, const char *content_type, json_t **out,
 		     int *created, cof_err *err);
 
+/* POST /v1/agents/{id}/links {path, method?, expiresIn?, maxBytes?, contentType?}:
+ * a signed link to a file by the agent's path (PUT links need a read-write
+ * mount). Answer as cof_link_create, with the agent path. */
+int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
+			  const char *idem_key, json_t **out, cof_err *err);
+
 /* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
  * contentType}] (every file the run's tool calls wrote, up to 100),
  * presented:[{path, caption, url}]}. An unknown run is empty. */

@@ -286,3 +286,35 @@ fail:
 	json_decref(r.presented);
 	return -1;
 }
+
+/* ------------------------------------------------------------- links */
+
+int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
+			  const char *idem_key, json_t **out, cof_err *err)
+{
+	const char *path = cof_json_str(body, "path"), *method = cof_json_str(body, "method");
+	json_t *vbody;
+	cof_agent a;
+	cof_target t;
+	int rc;
+
+	if (!json_is_object(body))
+		return cof_error(err, COF_EVALIDATION, "the body must be a JSON object");
+	if (!path)
+		return cof_error(err, COF_EVALIDATION, "'path' is required (a string)");
+	if (file_target(st, org, id, path, &a, &t, err))
+		return -1;
+	if (method && !strcmp(method, "PUT") && cof_agent_writable(&t, err)) {
+		cof_agent_release(&a);
+		return -1;
+	}
+	/* The volume layer checks every other field; only the path is translated. */
+	vbody = json_deep_copy(body);
+	json_object_set_new(vbody, "path", json_string(t.vpath));
+	rc = cof_link_create(st, org, t.mount->vol, vbody, idem_key, out, err);
+	json_decref(vbody);
+	if (!rc)
+		answer_path(*out, &t);
+	cof_agent_release(&a);
+	return rc;
+}

@@ -309,3 +309,19 @@ enum MHD_Result http_agent_events(http_req *req)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 	return http_queue(req, MHD_HTTP_OK, resp);
 }
+
+/* POST /v1/agents/{id}/links: 201 a signed link by agent path; a retry with
+ * the same Idempotency-Key is 409 without the link (as for volumes). */
+enum MHD_Result http_agent_link(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *idem = http_header_trim(req, "Idempotency-Key");
+	int rc = http_agent_allowed(req, &err) ? -1
+		 : cof_agent_link_create(req->srv->st, ORG(req), req->param[0], req->json, idem,
+					 &out, &err);
+
+	if (rc == 0 && out)
+		http_absolute_url(req, out);
+	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
+}

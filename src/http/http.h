@@ -167,6 +167,7 @@ enum MHD_Result http_agent_file_delete(http_req *req);
 enum MHD_Result http_agent_tool(http_req *req);
 enum MHD_Result http_agent_run(http_req *req);
 enum MHD_Result http_agent_events(http_req *req);
+enum MHD_Result http_agent_link(http_req *req);
 /* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN (links.c). 0 or -1. */
 int http_absolute_url(http_req *req, json_t *out);
 int http_begin_agent_upload(http_req *req);

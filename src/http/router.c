@@ -75,6 +75,7 @@ static const http_route routes[] = {
 	  http_agent_tool },
 	{ "GET", "/v1/agents/{}/runs/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_run },
 	{ "GET", "/v1/agents/{}/events", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_events },
+	{ "POST", "/v1/agents/{}/links", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_link },
 	{ "PUT", "/v1/agents/{}/uploads/{}/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
 	  http_begin_agent_upload, http_agent_upload },
 	{ "PUT", "/v1/agents/{}/skills/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,

@@ -80,3 +80,28 @@ def test_presented_link_serves_content_as_presented(srv):
     run_gc(srv)
     g = expect(srv.get(r["url"]), 200)
     eq(g.body, b"a,b\n1,2\n", "the link serves the content as it was presented")
+
+
+def test_agent_links_by_agent_path(srv):
+    """POST /v1/agents/{id}/links: a signed link by the agent's path (GET and PUT);
+    a PUT link to a read-only mount is refused; paths outside the mounts are refused."""
+    ro = srv.create_volume("ro")["id"]
+    srv.put_ok(ro, "r.txt", b"read only")
+    expect(srv.put("/v1/agents/links1", json={"mounts": [
+        {"volumeId": ro, "path": "/ro", "mode": "ro"}]}), 201)
+    expect(srv.put("/v1/agents/links1/files/workspace/a.txt", body=b"hello"), 201)
+    g = expect(srv.post("/v1/agents/links1/links", json={"path": "/workspace/a.txt"}), 201).json()
+    eq(g["path"], "/workspace/a.txt", "agent path in the answer")
+    eq(expect(srv.get(g["url"]), 200).body, b"hello", "GET link")
+    p = expect(srv.post("/v1/agents/links1/links",
+                        json={"path": "a-new.txt", "method": "PUT", "maxBytes": 10}), 201).json()
+    expect(srv.put(p["url"], body=b"new!"), 200, 201)
+    eq(expect(srv.get("/v1/agents/links1/files/workspace/a-new.txt"), 200).body, b"new!",
+       "PUT link wrote through the agent path")
+    eq(expect(srv.post("/v1/agents/links1/links", json={"path": "/ro/r.txt"}), 201).json()["path"],
+       "/ro/r.txt", "GET link on a read-only mount")
+    expect(srv.post("/v1/agents/links1/links", json={"path": "/ro/r.txt", "method": "PUT"}), 403)
+    expect(srv.post("/v1/agents/links1/links", json={"path": "/elsewhere/x"}), 404)
+    expect(srv.post("/v1/agents/links1/links", json={"path": "/workspace/../x"}), 400)
+    expect(srv.post("/v1/agents/links1/links", json={"path": "/workspace/a.txt",
+                                                     "expiresIn": 86401}), 400)
