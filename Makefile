@@ -71,6 +71,7 @@ bench: all
 	@scripts/deps --bench
 	bench/run
 	bench/agents.py
+	bench/mcp/run.sh
 
 clean:
 	rm -rf build build-asan build-fuzz
