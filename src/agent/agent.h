@@ -99,6 +99,12 @@ void cof_agent_own_write(cof_store *st, const cof_agent *a, const char *vol, int
 int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, json_t *put,
 			cof_err *err);
 
+/* Resolves args[key] (absent: the first mount unless `required`). A path
+ * outside every mount becomes a model-facing refusal in *out (returns 1);
+ * bad arguments are API errors (-1); 0 = resolved. */
+int cof_tool_target(const cof_agent *a, json_t *args, const char *key, int required,
+		    cof_target *t, json_t **out, cof_err *err);
+
 /* A model-facing refusal: {ok:false, output:msg}; returns 0. */
 int cof_tool_refuse(json_t **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

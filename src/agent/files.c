@@ -90,64 +90,23 @@ int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
 	return rc;
 }
 
-/* Immediate children of a folder, from the volume's listing. */
-typedef struct children {
-	const cof_target *t;
-	size_t plen;          /* bytes of the folder's volume prefix */
-	json_t *entries;
-	char lastdir[COF_PATH_MAX + 1];
-	size_t n, cap;
-	int more;
-} children;
-
-static int child_add(void *arg, const cof_entry *e)
+/* cof_path_map for a mount: volume paths shown as agent paths. */
+static void agent_map(const void *mount, const char *vpath, char *out, size_t outsz)
 {
-	children *c = arg;
-	const char *rest = e->path + c->plen;
-	const char *slash = strchr(rest, '/');
-	char apath[COF_AGENT_PATH_MAX + 1];
-
-	if (c->n >= c->cap) {
-		c->more = 1;
-		return 1;
-	}
-	if (slash) {
-		size_t dl = (size_t)(slash - rest);
-		if (strlen(c->lastdir) == dl && !strncmp(c->lastdir, rest, dl))
-			return 0;
-		snprintf(c->lastdir, sizeof c->lastdir, "%.*s", (int)dl, rest);
-		char vdir[COF_PATH_MAX + 1];
-		snprintf(vdir, sizeof vdir, "%.*s", (int)(c->plen + dl), e->path);
-		cof_agent_path_of(c->t->mount, vdir, apath, sizeof apath);
-		json_array_append_new(c->entries, json_pack("{s:s, s:s, s:s}", "name", c->lastdir,
-							    "path", apath, "type", "dir"));
-	} else {
-		cof_agent_path_of(c->t->mount, e->path, apath, sizeof apath);
-		json_array_append_new(c->entries, json_pack(
-			"{s:s, s:s, s:s, s:I, s:s}", "name", rest, "path", apath, "type", "file",
-			"size", (json_int_t)e->size, "contentType", e->ctype));
-	}
-	c->n++;
-	return 0;
+	cof_agent_path_of(mount, vpath, out, outsz);
 }
 
 int cof_agent_children(cof_store *st, const cof_agent *a, const cof_target *t, size_t cap,
 		       json_t **entries, int *more, cof_err *err)
 {
-	children c = {.t = t, .cap = cap, .entries = json_array()};
 	char prefix[COF_PATH_MAX + 2];
 	cof_view view;
 
 	snprintf(prefix, sizeof prefix, "%s%s", t->vpath, t->vpath[0] ? "/" : "");
-	c.plen = strlen(prefix);
-	if (cof_view_open(st, a->org, t->mount->vol, NULL, &view, err) ||
-	    cof_meta_list(st->meta, view.vno, view.seq, prefix, NULL, child_add, &c, err)) {
-		json_decref(c.entries);
+	if (cof_view_open(st, a->org, t->mount->vol, NULL, &view, err))
 		return -1;
-	}
-	*entries = c.entries;
-	*more = c.more;
-	return 0;
+	return cof_folder_children(st, &view, prefix, cap, agent_map, t->mount, entries, more,
+				   err);
 }
 
 int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *path,

@@ -59,24 +59,6 @@ static int files_under(cof_store *st, const cof_agent *a, const cof_target *t,
 static const cof_jfield glob_fields[] = {
 	{"pattern", COF_JSTR, 1}, {"path", COF_JSTR, 0}, {NULL, 0, 0}};
 
-/* Resolves the folder to search; refusals become model answers (returns 1). */
-static int search_base(const cof_agent *a, json_t *args, cof_target *t, json_t **out,
-		       cof_err *err)
-{
-	cof_err e = {0};
-
-	if (cof_agent_resolve(a, cof_json_str(args, "path"), t, &e)) {
-		if (e.code == COF_ENOTFOUND) { /* outside every mount: the model can retry */
-			cof_tool_refuse(out, "%s", e.msg);
-			cof_err_clear(&e);
-			return 1;
-		}
-		*err = e;
-		return -1;
-	}
-	return 0;
-}
-
 int cof_tool_glob(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err)
 {
 	cof_target t;
@@ -94,7 +76,7 @@ int cof_tool_glob(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 				 "'pattern' is relative to 'path' (no leading '/')");
 	if (cof_glob_check(pattern, err))
 		return -1;
-	if ((r = search_base(a, args, &t, out, err)))
+	if ((r = cof_tool_target(a, args, "path", 0, &t, out, err)))
 		return r < 0 ? -1 : 0;
 	if (files_under(st, a, &t, pattern, 0, &it, &strip, err)) {
 		cof_items_release(&it);
@@ -265,7 +247,7 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return -1;
 	g.md = pcre2_match_data_create_from_pattern(g.re, NULL);
 	g.matches = json_array();
-	if ((r = search_base(a, args, &t, out, err))) {
+	if ((r = cof_tool_target(a, args, "path", 0, &t, out, err))) {
 		rc = r < 0 ? -1 : 0;
 		goto done;
 	}

@@ -255,90 +255,45 @@ int cof_subject_file_put(cof_store *st, const char *org, const char *agent,
 	return rc;
 }
 
-/* Immediate children of a folder: files and the folders below it. */
-typedef struct children {
-	size_t plen;          /* bytes of the folder's prefix ("a/b/") */
-	json_t *entries;
-	char lastdir[COF_PATH_MAX + 1];
-	size_t n;
-	int more;
-} children;
-
-static int child_add(void *arg, const cof_entry *e)
-{
-	children *c = arg;
-	const char *rest = e->path + c->plen;
-	const char *slash = strchr(rest, '/');
-	char path[COF_PATH_MAX + 1];
-
-	if (c->n >= LIST_MAX) {
-		c->more = 1;
-		return 1;
-	}
-	if (slash) {
-		size_t dl = (size_t)(slash - rest);
-		if (strlen(c->lastdir) == dl && !strncmp(c->lastdir, rest, dl))
-			return 0;
-		snprintf(c->lastdir, sizeof c->lastdir, "%.*s", (int)dl, rest);
-		snprintf(path, sizeof path, "%.*s", (int)(c->plen + dl), e->path);
-		json_array_append_new(c->entries, json_pack("{s:s, s:s, s:s}", "name", c->lastdir,
-							    "path", path, "type", "dir"));
-	} else {
-		json_array_append_new(c->entries, json_pack(
-			"{s:s, s:s, s:s, s:I, s:s}", "name", rest, "path", e->path, "type", "file",
-			"size", (json_int_t)e->size, "contentType", e->ctype));
-	}
-	c->n++;
-	return 0;
-}
-
 int cof_subject_file_list(cof_store *st, const char *org, const char *agent,
 			  const char *subject, const char *path, json_t **out, cof_err *err)
 {
-	children c = {.entries = json_array()};
+	json_t *entries = NULL;
 	char dir[COF_PATH_MAX + 2] = "", prefix[COF_PATH_MAX + 2] = "", vol[48];
 	const char *d = "";
 	cof_view v;
-	int r;
+	int r, more = 0;
 
 	if (path && path[0] && strcmp(path, "/")) {
 		size_t n = strlen(path);
 		while (n > 1 && path[n - 1] == '/') /* "dir/" names the folder */
 			n--;
-		if (n > COF_PATH_MAX + 1) {
-			json_decref(c.entries);
+		if (n > COF_PATH_MAX + 1)
 			return cof_error(err, COF_EVALIDATION, "'path' is over %d bytes", COF_PATH_MAX);
-		}
 		memcpy(dir, path, n);
 		dir[n] = '\0';
-		if (path_arg(dir, "path", &d, err)) {
-			json_decref(c.entries);
+		if (path_arg(dir, "path", &d, err))
 			return -1;
-		}
 		snprintf(prefix, sizeof prefix, "%s/", d);
 	}
-	c.plen = strlen(prefix);
 	if (subject_open(st, org, agent, subject, vol, err) ||
 	    cof_view_open(st, org, vol, NULL, &v, err))
-		goto fail;
+		return -1;
 	if (d[0] && (r = is_file(st, &v, d, err)) != 0) {
 		if (r == 1)
 			cof_error(err, COF_ECONFLICT, "'%.200s' is a file, not a folder", d);
-		goto fail;
+		return -1;
 	}
-	if (cof_meta_list(st->meta, v.vno, v.seq, prefix, NULL, child_add, &c, err))
-		goto fail;
-	if (d[0] && c.n == 0) {
-		cof_error(err, COF_ENOTFOUND, "folder '%.200s' not found", d);
-		goto fail;
+	if (cof_folder_children(st, &v, prefix, LIST_MAX, NULL, NULL, &entries, &more, err))
+		return -1;
+	if (d[0] && json_array_size(entries) == 0) {
+		json_decref(entries);
+		return cof_error(err, COF_ENOTFOUND, "folder '%.200s' not found", d);
 	}
-	*out = json_pack("{s:s, s:o}", "path", d, "entries", c.entries);
-	if (c.more)
+	*out = json_pack("{s:s, s:o}", "path", d, "entries", entries);
+	if (more)
 		json_object_set_new(*out, "truncated", json_true());
 	return 0;
-fail:
-	json_decref(c.entries);
-	return -1;
 }
 
 int cof_subject_file_open(cof_store *st, const char *org, const char *agent,

@@ -15,8 +15,7 @@
 #define READ_TEXT_MAX (64LL << 20)
 #define BASE64_WINDOW (700 * 1024)
 
-/* Resolves args.path; a resolver refusal becomes a model-facing answer. */
-static int tool_target(const cof_agent *a, json_t *args, const char *key, int required,
+int cof_tool_target(const cof_agent *a, json_t *args, const char *key, int required,
 		       cof_target *t, json_t **out, cof_err *err)
 {
 	json_t *p = json_object_get(args, key);
@@ -174,7 +173,7 @@ int cof_tool_read(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 	if (cof_json_int(args, "limit", &limit) && (limit < 1 || limit > READ_LINES_MAX))
 		return cof_error(err, COF_EVALIDATION, "'limit' must be 1 to %d lines",
 				 READ_LINES_MAX);
-	if ((r = tool_target(a, args, "path", 1, &t, out, err)))
+	if ((r = cof_tool_target(a, args, "path", 1, &t, out, err)))
 		return r < 0 ? -1 : 0;
 	r = file_bytes(st, a, &t, &f, &d, err);
 	if (r < 0)
@@ -334,7 +333,7 @@ int cof_tool_write(cof_store *st, const cof_agent *a, json_t *args, json_t **out
 
 	if (cof_json_check(args, write_fields, err))
 		return -1;
-	if ((r = tool_target(a, args, "path", 1, &t, out, err)))
+	if ((r = cof_tool_target(a, args, "path", 1, &t, out, err)))
 		return r < 0 ? -1 : 0;
 	if ((r = current(st, a, &t, &f, &d, out, err)) != 0 && r != 1)
 		return r < 0 ? -1 : 0;
@@ -454,7 +453,7 @@ int cof_tool_edit(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return cof_error(err, COF_EVALIDATION, "'oldString' is empty");
 	if (!strcmp(old, new_))
 		return cof_error(err, COF_EVALIDATION, "'oldString' and 'newString' are the same");
-	if ((r = tool_target(a, args, "path", 1, &t, out, err)))
+	if ((r = cof_tool_target(a, args, "path", 1, &t, out, err)))
 		return r < 0 ? -1 : 0;
 	if ((r = current(st, a, &t, &f, &d, out, err)) != 1)
 		return r < 0 ? -1 : r == 0 ? cof_tool_refuse(out, "no such file: %s", t.apath) : 0;
@@ -513,7 +512,7 @@ int cof_tool_ls(cof_store *st, const cof_agent *a, json_t *args, json_t **out, c
 
 	if (cof_json_check(args, ls_fields, err))
 		return -1;
-	if ((r = tool_target(a, args, "path", 0, &t, out, err)))
+	if ((r = cof_tool_target(a, args, "path", 0, &t, out, err)))
 		return r < 0 ? -1 : 0;
 	if (cof_agent_children(st, a, &t, 1000, &entries, &more, err))
 		return -1;
@@ -567,7 +566,7 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 		return -1;
 	if (caption && strlen(caption) > 1000)
 		return cof_error(err, COF_EVALIDATION, "'caption' is over 1000 bytes");
-	if ((r = tool_target(a, args, "path", 1, &t, out, err)))
+	if ((r = cof_tool_target(a, args, "path", 1, &t, out, err)))
 		return r < 0 ? -1 : 0;
 	if (!t.vpath[0] || cof_file_open(st, a->org, t.mount->vol, t.vpath, NULL, &f, &e)) {
 		if (e.code && e.code != COF_ENOTFOUND) {

@@ -50,10 +50,7 @@ static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 	return cli_call_show("POST", &u, body);
 }
 
-/* Opens the data dir `dir` for gc/fsck. Refuses a dir without meta.db rather
- * than let cof_store_open create an empty store there. Returns CLI_OK or
- * CLI_FAIL (printed). */
-static int admin_open(const char *dir, const cof_store_opts *opts, cof_store **st)
+int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st)
 {
 	cof_buf meta = COF_BUF_INIT;
 	cof_err err = {0};
@@ -139,7 +136,7 @@ static int admin_store_cmd(const cli_cmd *cmd, int argc, char **argv, int is_gc)
 		return cli_usage(cmd, "missing --data DIR");
 	if (grace >= 0)
 		sopts.gc_grace_seconds = grace ? grace : 1; /* 0 means "default" below */
-	if ((rc = admin_open(dir, &sopts, &st)))
+	if ((rc = cli_open_data(dir, &sopts, &st)))
 		return rc;
 	if ((is_gc ? cof_gc(st, &rep, &err) : cof_fsck(st, &rep, &err))) {
 		rc = cli_fail("%s failed: %s (%s)", cmd->name, err.msg, cof_code_type(err.code));

@@ -181,6 +181,10 @@ void cli_print_object(json_t *obj);
 /* The common tail of a command: cli_call, then cli_print_object of the answer.
  * Releases `url` and `body` (NULL is fine) in every case; returns cli_call's code. */
 int cli_call_show(const char *method, cof_buf *url, json_t *body);
+/* Opens the data dir `dir` (gc, fsck, mcp --data). Refuses a dir without
+ * meta.db rather than let cof_store_open create an empty store there.
+ * Returns CLI_OK or CLI_FAIL (printed). */
+int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st);
 /* Prints a JSON value as indented JSON to stdout. */
 void cli_print_json(json_t *v);
 /* Formats bytes the way `ls -h` does ("512", "1.5K", "3.0M") into out. */

@@ -27,7 +27,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "coffer.h"
@@ -553,29 +552,6 @@ static int mcp_line(mcp_ctx *c, const char *line, size_t len)
 	return rc;
 }
 
-/* Opens --data DIR; refuses a dir that is not a coffer data dir rather than
- * create an empty store there. */
-static int mcp_open(const char *dir, cof_store **st)
-{
-	cof_buf meta = COF_BUF_INIT;
-	cof_err err = {0};
-	struct stat sb;
-	int missing;
-
-	cli_buf_addf(&meta, "%s/meta.db", dir);
-	missing = stat(meta.data, &sb) != 0;
-	cof_buf_release(&meta);
-	if (missing)
-		return cli_fail("'%s' is not a coffer data dir (no meta.db)", dir);
-	if (cof_store_open(dir, NULL, st, &err)) {
-		cli_fail("cannot open data dir '%s': %s (%s)", dir, err.msg,
-			 cof_code_type(err.code));
-		cof_err_clear(&err);
-		return CLI_FAIL;
-	}
-	return CLI_OK;
-}
-
 /* coffer mcp --agent ID [--data DIR] [--run-id ID] */
 static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 {
@@ -597,7 +573,7 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	if (!c.agent || !*c.agent)
 		return cli_usage(cmd, "--agent ID is required");
-	if (data && (rc = mcp_open(data, &c.st)))
+	if (data && (rc = cli_open_data(data, NULL, &c.st)))
 		return rc;
 	/* Fail at start, where the person wiring the client sees it, rather than
 	 * at the model's first call. */

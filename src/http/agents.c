@@ -123,14 +123,11 @@ int http_begin_agent_file_put(http_req *req)
 
 enum MHD_Result http_agent_file_put(http_req *req)
 {
-	cof_upload *up = req->up;
+	cof_upload *up = http_take_upload(req);
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	req->up = NULL; /* consumed */
-	if (up == NULL)
-		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	rc = cof_agent_file_put(req->srv->st, ORG(req), req->param[0],
 				agent_path(req, req->param[1]), up, req->content_type, &out,
 				&created, &err);
@@ -188,14 +185,11 @@ int http_begin_agent_upload(http_req *req)
 /* PUT /v1/agents/{id}/uploads/{requestId}/{name}: 201 new, 200 a replayed retry. */
 enum MHD_Result http_agent_upload(http_req *req)
 {
-	cof_upload *up = req->up;
+	cof_upload *up = http_take_upload(req);
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	req->up = NULL; /* consumed */
-	if (up == NULL)
-		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	rc = cof_agent_upload(req->srv->st, ORG(req), req->param[0], req->param[1],
 			      req->param[2], up, req->content_type, &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);

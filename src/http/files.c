@@ -259,14 +259,11 @@ enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created,
 
 enum MHD_Result http_file_put(http_req *req)
 {
-	cof_upload *up = req->up;
+	cof_upload *up = http_take_upload(req);
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	req->up = NULL; /* cof_file_put consumes it */
-	if (up == NULL)
-		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	rc = cof_file_put(req->srv->st, ORG(req), req->param[0], req->param[1], up,
 			  req->content_type, req->cond, &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
@@ -360,16 +357,13 @@ int http_begin_link_put(http_req *req)
 
 enum MHD_Result http_link_put(http_req *req)
 {
-	cof_upload *up = req->up;
+	cof_upload *up = http_take_upload(req);
 	const cof_link *l = &req->link;
 	cof_cond none = { COF_COND_NONE, 0 };
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	req->up = NULL;
-	if (up == NULL)
-		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	rc = cof_file_put(req->srv->st, l->org, l->vol, l->path, up,
 			  l->content_type[0] ? l->content_type : req->content_type, none,
 			  &out, &created, &err);

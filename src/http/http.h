@@ -78,6 +78,9 @@ struct http_req {
 
 /* ---- request.c: reading the request */
 
+/* Hands the request's upload (set by a stream route's begin; never NULL in its
+ * handler) to the caller, who must consume it. */
+cof_upload *http_take_upload(http_req *req);
 /* Header value or NULL. */
 const char *http_header(http_req *req, const char *name);
 /* Percent-decodes `in` (len bytes) into a new string owned by `req`. Refuses

@@ -272,3 +272,11 @@ void http_req_release(http_req *req)
 	req->up = NULL;
 	cof_err_clear(&req->err);
 }
+
+cof_upload *http_take_upload(http_req *req)
+{
+	cof_upload *up = req->up;
+
+	req->up = NULL;
+	return up;
+}

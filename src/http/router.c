@@ -368,6 +368,9 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		req->failed = 1;
 	if (req->failed)
 		return answer_error(req);
+	/* A streamed body's handler can count on the upload its begin set up. */
+	if (req->route->body == HTTP_BODY_STREAM && req->up == NULL)
+		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	return req->route->handle(req);
 }
 

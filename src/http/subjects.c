@@ -106,14 +106,11 @@ int http_begin_subject_memory_put(http_req *req)
 /* PUT /v1/agents/{a}/users/{s}/memory/{USER.md|MEMORY.md}: the raw bytes. */
 enum MHD_Result http_subject_memory_put(http_req *req)
 {
-	cof_upload *up = req->up;
+	cof_upload *up = http_take_upload(req);
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	req->up = NULL; /* consumed */
-	if (up == NULL)
-		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	rc = cof_subject_memory_put(req->srv->st, ORG(req), req->param[0], req->param[1],
 				    req->param[2], up, &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
@@ -142,14 +139,11 @@ int http_begin_agent_skill_put(http_req *req)
 /* PUT /v1/agents/{a}/skills/{name}.md: 201 new, 200 replaced. */
 enum MHD_Result http_agent_skill_put(http_req *req)
 {
-	cof_upload *up = req->up;
+	cof_upload *up = http_take_upload(req);
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	req->up = NULL; /* consumed */
-	if (up == NULL)
-		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	rc = cof_agent_skill_put(req->srv->st, ORG(req), req->param[0], req->param[1], up, &out,
 				 &created, &err);
 	return http_reply(req, rc, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, &err);

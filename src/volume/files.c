@@ -262,16 +262,9 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	/* Early refusal of what can never fit; the exact check (an overwrite frees
 	 * the old size) is made inside the change. */
 	if (up->size > v.ceiling) {
-		char a[32];
 		int64_t after = v.bytes + up->size;
-		cof_size_fmt(v.ceiling, a, sizeof a);
 		cof_upload_abort(up);
-		cof_error(err, COF_EVALIDATION,
-			  "the write would bring volume '%s' to %lld bytes; its ceiling is %s "
-			  "(%lld bytes)", v.id, (long long)after, a,
-			  (long long)v.ceiling);
-		cof_err_set(err, "ceiling", json_integer(v.ceiling));
-		return -1;
+		return cof_ceiling_error(&v, after, err);
 	}
 	if (content_type)
 		snprintf(ctype, sizeof ctype, "%s", content_type);

@@ -229,6 +229,75 @@ int cof_file_list(cof_store *st, const char *org, const char *vol,
 	return 0;
 }
 
+/* ---------------------------------------------------------- folder view */
+
+typedef struct children {
+	size_t plen;          /* bytes of the folder's prefix */
+	json_t *entries;
+	char lastdir[COF_PATH_MAX + 1];
+	size_t n, cap;
+	int more;
+	cof_path_map map;
+	const void *map_ctx;
+} children;
+
+/* Shows `vpath` through the caller's map. */
+static void shown(const children *c, const char *vpath, char *out, size_t outsz)
+{
+	if (c->map)
+		c->map(c->map_ctx, vpath, out, outsz);
+	else
+		snprintf(out, outsz, "%s", vpath);
+}
+
+static int child_add(void *arg, const cof_entry *e)
+{
+	children *c = arg;
+	const char *rest = e->path + c->plen;
+	const char *slash = strchr(rest, '/');
+	char path[COF_PATH_MAX + 512];
+
+	if (c->n >= c->cap) {
+		c->more = 1;
+		return 1;
+	}
+	if (slash) {
+		/* Rows are sorted, so a folder's files come together: one entry. */
+		size_t dl = (size_t)(slash - rest);
+		if (strlen(c->lastdir) == dl && !strncmp(c->lastdir, rest, dl))
+			return 0;
+		snprintf(c->lastdir, sizeof c->lastdir, "%.*s", (int)dl, rest);
+		char vdir[COF_PATH_MAX + 1];
+		snprintf(vdir, sizeof vdir, "%.*s", (int)(c->plen + dl), e->path);
+		shown(c, vdir, path, sizeof path);
+		json_array_append_new(c->entries, json_pack("{s:s, s:s, s:s}", "name", c->lastdir,
+							    "path", path, "type", "dir"));
+	} else {
+		shown(c, e->path, path, sizeof path);
+		json_array_append_new(c->entries, json_pack(
+			"{s:s, s:s, s:s, s:I, s:s}", "name", rest, "path", path, "type", "file",
+			"size", (json_int_t)e->size, "contentType", e->ctype));
+	}
+	c->n++;
+	return 0;
+}
+
+int cof_folder_children(cof_store *st, const cof_view *view, const char *prefix,
+			size_t cap, cof_path_map map, const void *map_ctx, json_t **entries,
+			int *more, cof_err *err)
+{
+	children c = {.plen = strlen(prefix), .entries = json_array(), .cap = cap,
+		      .map = map, .map_ctx = map_ctx};
+
+	if (cof_meta_list(st->meta, view->vno, view->seq, prefix, NULL, child_add, &c, err)) {
+		json_decref(c.entries);
+		return -1;
+	}
+	*entries = c.entries;
+	*more = c.more;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- changes */
 
 #define CHANGES_MAX 10000

@@ -50,21 +50,25 @@ int cof_view_open(cof_store *st, const char *org, const char *vol, const char *s
 	return 0;
 }
 
+int cof_ceiling_error(const cof_volrow *v, int64_t bytes, cof_err *err)
+{
+	char a[32], b[32];
+
+	cof_size_fmt(bytes, a, sizeof a);
+	cof_size_fmt(v->ceiling, b, sizeof b);
+	cof_error(err, COF_EVALIDATION,
+		  "the write would bring volume '%s' to %s (%lld bytes); its ceiling is %s "
+		  "(%lld bytes)", v->id, a, (long long)bytes, b, (long long)v->ceiling);
+	cof_err_set(err, "ceiling", json_integer(v->ceiling));
+	return -1;
+}
+
 int cof_volume_fit(cof_txn *tx, cof_err *err)
 {
 	cof_volrow *v = cof_txn_volume(tx);
-	char a[32], b[32];
 
-	if (v->bytes > v->ceiling) {
-		cof_size_fmt(v->bytes, a, sizeof a);
-		cof_size_fmt(v->ceiling, b, sizeof b);
-		cof_error(err, COF_EVALIDATION,
-			  "the write would bring volume '%s' to %s (%lld bytes); its ceiling is "
-			  "%s (%lld bytes)", v->id, a, (long long)v->bytes, b,
-			  (long long)v->ceiling);
-		cof_err_set(err, "ceiling", json_integer(v->ceiling));
-		return -1;
-	}
+	if (v->bytes > v->ceiling)
+		return cof_ceiling_error(v, v->bytes, err);
 	/* Grow before the volume is three quarters full, doubling, never past the
 	 * ceiling. */
 	while (v->bytes > v->capacity / 4 * 3 && v->capacity < v->ceiling)

@@ -42,6 +42,9 @@ json_t *cof_volume_json(const cof_volrow *v);
 /* The JSON of a file row as listed: {path, size, version, contentType, sha256, updatedAt}. */
 json_t *cof_entry_json(const cof_entry *e);
 
+/* The one refusal of a write past a volume's ceiling (400, names both sizes,
+ * adds `ceiling`); returns -1. */
+int cof_ceiling_error(const cof_volrow *v, int64_t bytes, cof_err *err);
 /* Checks the volume after the writes of a change: refuses past the ceiling and
  * grows capacity (doubling) toward it as usage nears it. */
 int cof_volume_fit(cof_txn *tx, cof_err *err);
@@ -72,6 +75,16 @@ void cof_items_release(cof_items *it);
 /* Content type for a new file: from the name's extension or the first bytes. */
 void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t len,
 		    char *out, size_t outsz);
+
+/* Maps a volume path to the path a caller sees (agent paths); writes `out`. */
+typedef void (*cof_path_map)(const void *ctx, const char *vpath, char *out, size_t outsz);
+/* The immediate children of folder `prefix` ("" for the root, else ending in
+ * '/') at the view's seq: [{name, path, type:"file"|"dir", size?,
+ * contentType?}], at most `cap` (then *more = 1). Paths go through `map`
+ * (NULL: volume paths). The one grouping of a listing into a folder's view. */
+int cof_folder_children(cof_store *st, const cof_view *view, const char *prefix,
+			size_t cap, cof_path_map map, const void *map_ctx, json_t **entries,
+			int *more, cof_err *err);
 
 /* Content up to this size is kept inline in the metadata store. */
 #define COF_INLINE_MAX (16 * 1024)
