@@ -1,0 +1,112 @@
+/*
+ * policy.h — the rules that decide what a caller may touch and write: one
+ * gitignore-style exclusion matcher (with the always-on defaults), access
+ * modes, per-session limits, and the write guard (Hyperscan). Used by the
+ * agent layer (agent `exclude` settings), the relay server and the relay
+ * client (`coffer connect`), so each rule is decided in exactly one place.
+ *
+ * Layering: policy sits beside volume, below agent/turn/relay; it calls
+ * nothing above it and touches no store.
+ */
+#ifndef COF_POLICY_H
+#define COF_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "coffer.h"
+
+/* ------------------------------------------------------------ exclusions */
+
+/* A compiled list of gitignore-style patterns: `*`, `**`, `?`, `[...]`, a
+ * leading `/` anchors to the root, a trailing `/` matches folders only, `!`
+ * negates; later patterns win, as in git. Immutable once built, so it may be
+ * shared between threads. Free with cof_excl_free. */
+typedef struct cof_excl cof_excl;
+
+/* The defaults that are always on unless an agent says defaultExclusions:false
+ * (the relay cannot turn them off): a NULL-terminated array. */
+const char *const *cof_excl_defaults(void);
+
+/* Builds a matcher from `patterns` (a JSON array of strings, or NULL) with the
+ * defaults first when `defaults` is set. A bad pattern is COF_EVALIDATION
+ * naming it and the limit (at most 256 patterns of 1024 bytes). */
+int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *err);
+void cof_excl_free(cof_excl *x);
+
+/* 1 when `path` (relative, '/'-separated, no leading '/') is excluded, either
+ * itself or through an excluded parent folder; `is_dir` says it is a folder. */
+int cof_excl_match(const cof_excl *x, const char *path, int is_dir);
+
+/* The patterns as given (without the defaults), as a new JSON array. */
+json_t *cof_excl_patterns(const cof_excl *x);
+
+/* ---------------------------------------------------------------- modes */
+
+typedef enum cof_mode {
+	COF_MODE_STANDARD = 0,
+	COF_MODE_SUPERVISED,
+	COF_MODE_READONLY,
+} cof_mode;
+
+/* "standard" / "supervised" / "readonly". Parse: 0, or -1 with COF_EVALIDATION. */
+int cof_mode_parse(const char *s, cof_mode *out, cof_err *err);
+const char *cof_mode_name(cof_mode m);
+
+/* --------------------------------------------------------------- limits */
+
+/* Per-session limits. The defaults are also the ceilings: a session may set
+ * lower ones, never higher. Sizes in bytes (1 MB = 1,048,576 bytes). */
+typedef struct cof_limits {
+	int64_t file_bytes;     /* a file read or written: 10 MB */
+	int64_t reads;          /* 500 */
+	int64_t writes;         /* 100 */
+	int64_t bytes_written;  /* 500 MB */
+	int64_t seconds;        /* 4 h */
+	int64_t search_results; /* 100 */
+} cof_limits;
+
+void cof_limits_default(cof_limits *out);
+/* Reads {fileBytes?, reads?, writes?, bytesWritten?, seconds?, searchResults?}
+ * (NULL = the defaults) into *out; a value <= 0 or over its ceiling is
+ * COF_EVALIDATION naming the field and the ceiling. */
+int cof_limits_parse(const json_t *obj, cof_limits *out, cof_err *err);
+json_t *cof_limits_json(const cof_limits *l);
+
+/* ---------------------------------------------------------------- guard */
+
+/* The write guard: one Hyperscan database compiled from the rules file shipped
+ * with the project (src/policy/guard.rules, built into the library). Immutable
+ * after load; shared by all threads (each scan uses its own scratch). */
+typedef struct cof_guard cof_guard;
+
+/* What a scan found: the first rule that fired. */
+typedef struct cof_guard_hit {
+	char rule[64];       /* the rule's name, e.g. "reverse-shell-dev-tcp" */
+	char category[32];   /* "prompt-injection", "miner", "reverse-shell", ... */
+	uint64_t offset;     /* where in the content (0 for name rules) */
+} cof_guard_hit;
+
+/* The process-wide guard, compiled on first use from the built-in rules.
+ * NULL with err set if the rules do not compile. */
+const cof_guard *cof_guard_default(cof_err *err);
+/* Compiles a guard from rules text (the rules-file format). */
+int cof_guard_compile(const char *rules, size_t len, cof_guard **out, cof_err *err);
+void cof_guard_free(cof_guard *g);
+
+/* Scans a write before it lands: the path (traversal, shell metacharacters or
+ * control characters in names) and the content. 1 = blocked (*hit filled),
+ * 0 = clean, -1 = error. */
+int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
+		   cof_guard_hit *hit, cof_err *err);
+
+/* Streaming form for content too large to hold: open, feed chunks, close. A
+ * hit ends the stream early (feed returns 1). */
+typedef struct cof_guard_stream cof_guard_stream;
+int cof_guard_stream_open(const cof_guard *g, const char *path, cof_guard_stream **out,
+			  cof_guard_hit *hit, cof_err *err);
+int cof_guard_stream_feed(cof_guard_stream *s, const void *data, size_t len);
+/* Finishes; 1 = blocked (hit filled), 0 = clean. Frees s. */
+int cof_guard_stream_close(cof_guard_stream *s);
+
+#endif
