@@ -79,6 +79,7 @@ bench: all
 	bench/run
 	bench/agents.py
 	bench/mcp/run.sh
+	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 
 clean:
 	rm -rf build build-asan build-fuzz
