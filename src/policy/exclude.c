@@ -31,6 +31,8 @@ typedef struct excl_rule {
 	char *glob;   /* what the glob matcher sees */
 	int negate;   /* `!`: re-includes */
 	int dir_only; /* trailing '/' */
+	const char *lit; /* the longest literal run of the glob (in `glob`), or NULL */
+	size_t litlen;
 } excl_rule;
 
 struct cof_excl {
@@ -67,6 +69,38 @@ static int has_slash(const char *s, size_t n)
 			return 1;
 	}
 	return 0;
+}
+
+/* Finds the longest run of plain bytes (no metacharacter, escape or '/') in
+ * r->glob. Any path the glob matches (or whose leading segments it matches)
+ * holds that run verbatim, so a path without it is skipped before the glob
+ * matcher runs: most paths skip most patterns for one memmem. */
+static void rule_literal(excl_rule *r)
+{
+	const char *g = r->glob, *run = NULL;
+	size_t best = 0;
+
+	for (const char *p = g; *p;) {
+		if (*p == '[') { /* a class matches one byte of a set: skip it whole */
+			p++;
+			p += *p == '!' || *p == '^';
+			p += *p == ']';
+			while (*p && *p != ']')
+				p += (*p == '\\' && p[1]) ? 2 : 1;
+			p += *p == ']';
+			continue;
+		}
+		if (*p == '\\' || *p == '*' || *p == '?' || *p == ']' || *p == '/') {
+			p += (*p == '\\' && p[1]) ? 2 : 1;
+			continue;
+		}
+		const char *b = p;
+		while (*p && !strchr("\\*?[]/", *p))
+			p++;
+		if ((size_t)(p - b) > best)
+			best = (size_t)(p - b), run = b;
+	}
+	r->lit = run, r->litlen = best;
 }
 
 /* Compiles one pattern into *r. Errors name the pattern. */
@@ -112,6 +146,7 @@ static int rule_compile(const char *pat, excl_rule *r, cof_err *err)
 		return -1;
 	}
 	r->glob = cof_buf_detach(&g, NULL);
+	rule_literal(r);
 	return 0;
 }
 
@@ -240,7 +275,11 @@ static void apply(const excl_rule *rules, size_t n, const char *path, int is_dir
 {
 	unsigned char hit[COF_GLOB_SEGS_MAX + 1];
 
+	size_t plen = strlen(path);
+
 	for (size_t i = 0; i < n; i++) {
+		if (rules[i].litlen && !memmem(path, plen, rules[i].lit, rules[i].litlen))
+			continue; /* cannot match: a literal part of it is not in the path */
 		int ns = cof_glob_match_prefixes(rules[i].glob, path, hit);
 		for (int k = 1; k <= ns; k++) {
 			if (!hit[k] || (rules[i].dir_only && k == ns && !is_dir))
