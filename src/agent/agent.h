@@ -66,6 +66,9 @@ int cof_agent_writable(const cof_target *t, cof_err *err);
  * cof_agent_excl_load compiles them into a->excl (cof_agent_load calls it). */
 int cof_agent_excl_load(cof_agent *a, cof_err *err);
 int cof_agent_excluded(const cof_agent *a, const char *apath, int is_dir);
+/* The same for a volume path under mount m (no agent path to build). */
+int cof_agent_excluded_vpath(const cof_agent *a, const cof_mount *m, const char *vpath,
+			     int is_dir);
 /* 0, or -1 with COF_EFORBIDDEN naming the path when it is excluded. */
 int cof_agent_allowed(const cof_agent *a, const char *apath, int is_dir, cof_err *err);
 /* Drops the excluded entries ({path, type} objects) of a listing in place. */

@@ -49,6 +49,19 @@ int cof_agent_excluded(const cof_agent *a, const char *apath, int is_dir)
 	return *rel && cof_excl_match(a->excl, rel, is_dir);
 }
 
+int cof_agent_excluded_vpath(const cof_agent *a, const cof_mount *m, const char *vpath,
+			     int is_dir)
+{
+	size_t sl = strlen(m->subpath);
+	const char *rel = vpath + sl; /* the volume path below the mount's subpath */
+
+	if (!a->excl)
+		return 0;
+	while (*rel == '/')
+		rel++;
+	return *rel && cof_excl_match(a->excl, rel, is_dir);
+}
+
 int cof_agent_allowed(const cof_agent *a, const char *apath, int is_dir, cof_err *err)
 {
 	if (!cof_agent_excluded(a, apath, is_dir))

@@ -45,11 +45,9 @@ static int files_under(cof_store *st, const cof_agent *a, const cof_target *t,
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	size_t k = 0;
 	for (size_t i = 0; i < it->n; i++) {
-		char ap[COF_AGENT_PATH_MAX + 1];
-		cof_agent_path_of(t->mount, it->v[i].path, ap, sizeof ap);
 		/* Excluded files are skipped as if absent. */
 		if ((!glob || glob_hits(glob, it->v[i].path + *strip, basename_only)) &&
-		    !cof_agent_excluded(a, ap, 0))
+		    !cof_agent_excluded_vpath(a, t->mount, it->v[i].path, 0))
 			it->v[k++] = it->v[i];
 		else
 			free(it->v[i].path);

@@ -295,7 +295,7 @@ int cof_excl_match(const cof_excl *x, const char *path, int is_dir)
 	unsigned char state[COF_GLOB_SEGS_MAX + 1];
 	int trailing, ns = 1;
 
-	if (!x)
+	if (!x || (!x->nrules && !x->ndefaults))
 		return 0;
 	if (normalise(path, norm, &trailing) < 0)
 		return 1;
@@ -315,8 +315,8 @@ int cof_excl_match(const cof_excl *x, const char *path, int is_dir)
 		lower[i] = '\0';
 		memset(dstate, 0, (size_t)ns + 1);
 		apply(x->defaults, x->ndefaults, lower, is_dir, dstate);
-		for (int k = 1; k <= ns; k++)
-			state[k] |= dstate[k];
+		if (memchr(dstate + 1, 1, (size_t)ns))
+			return 1; /* no `!` among the defaults: any hit is final */
 	}
 	for (int k = 1; k <= ns; k++)
 		if (state[k])
