@@ -265,6 +265,13 @@ int main(int argc, char **argv)
 	cof_excl_free(x);
 	json_decref(p);
 
+	char load[64] = "?";
+	FILE *lf = fopen("/proc/loadavg", "r");
+	if (lf) {
+		if (fgets(load, sizeof load, lf))
+			load[strcspn(load, "\n")] = '\0';
+		fclose(lf);
+	}
 	double mbs = (double)total / 1048576.0;
 	double b_med = median(tb, RUNS), s_med = median(ts, RUNS), r_med = have_rg ? median(tr, RUNS) : 0;
 	cof_buf sec = COF_BUF_INIT;
@@ -287,9 +294,9 @@ int main(int argc, char **argv)
 		     "%d of %d scans (must be 0), rg counted %ld matching lines%s. \"vs rg\" is "
 		     "rg's time over the guard's (above 1: the guard is faster). rg runs the same "
 		     "content regexes (the path checks are C, not regexes) with (?-u) so bytes "
-		     "match as Hyperscan sees them.\n", RUNS, compile_s * 1e3, kept, dropped,
+		     "match as Hyperscan sees them. Load average at the end (2 vCPUs, shared): %s.\n", RUNS, compile_s * 1e3, kept, dropped,
 		     (double)src.len / 1048576.0, blocked, 2 * RUNS, rg_lines,
-		     rg_ok ? "" : " (rg failed: see its output)");
+		     rg_ok ? "" : " (rg failed: see its output)", load);
 	write_section(sec.data);
 	fputs(sec.data, stdout);
 	(void)m;
