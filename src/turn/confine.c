@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -138,8 +140,11 @@ static int bpf_fd(const cof_turns *ts)
 	return fd;
 }
 
-/* bwrap's arguments. `hide` gets the indexes of the "--tmpfs" that cover the
- * data dir and the scratch root (the child drops those it cannot reach). */
+/* bwrap's arguments. As root the child has already covered the data dir and
+ * the scratch root and put the workspace at /tmp in a mount namespace of its
+ * own (paths under a folder only root may enter cannot be bound by an
+ * unprivileged bwrap); otherwise bwrap does it, and `hide` gets the indexes
+ * of the "--tmpfs" pairs the child drops when it cannot reach them. */
 static void argv_build(const cof_turns *ts, const cof_turn *t, const char *command,
 		       const char **av, int *hide)
 {
@@ -164,20 +169,28 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n++] = "--ro-bind";
 	av[n++] = "/";
 	av[n++] = "/";
-	hide[0] = n;
-	av[n++] = "--tmpfs";
-	av[n++] = ts->root;
-	hide[1] = n;
-	av[n++] = "--tmpfs";
-	av[n++] = ts->data;
+	hide[0] = hide[1] = -1;
+	if (!ts->root_user) {
+		hide[0] = n;
+		av[n++] = "--tmpfs";
+		av[n++] = ts->root;
+		hide[1] = n;
+		av[n++] = "--tmpfs";
+		av[n++] = ts->data;
+	}
 	av[n++] = "--proc";
 	av[n++] = "/proc";
 	av[n++] = "--dev";
 	av[n++] = "/dev";
 	av[n++] = "--remount-ro";
 	av[n++] = "/dev";
-	av[n++] = "--bind-fd";
-	av[n++] = "4";
+	if (ts->root_user) {
+		av[n++] = "--bind";
+		av[n++] = "/tmp";
+	} else {
+		av[n++] = "--bind-fd";
+		av[n++] = "4";
+	}
 	av[n++] = "/tmp";
 	av[n++] = "--chdir";
 	av[n++] = "/tmp";
@@ -206,6 +219,25 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n] = NULL;
 }
 
+/* As root, in the child: a mount namespace of its own where the workspace
+ * is at /tmp and the scratch root and the data dir are covered by empty
+ * read-only tmpfs (a path that the workspace at /tmp now covers is out of
+ * sight already). 0 or -1. */
+static int child_mounts(const cof_turns *ts, const cof_turn *t)
+{
+	const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
+	const char *hide[2] = {ts->root, ts->data};
+
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount(t->ws, "/tmp", NULL, MS_BIND, NULL))
+		return -1;
+	for (int i = 0; i < 2; i++)
+		if (mount("tmpfs", hide[i], "tmpfs", ro, "size=4k,nr_inodes=2,mode=0755") &&
+		    errno != ENOENT)
+			return -1;
+	return 0;
+}
+
 /* Drops the pair at av[i] (a "--tmpfs PATH" the uid cannot reach anyway). */
 static void argv_drop2(const char **av, int i)
 {
@@ -213,6 +245,27 @@ static void argv_drop2(const char **av, int i)
 		av[i] = av[i + 2];
 	av[i] = NULL;
 	av[i + 1] = NULL;
+}
+
+/* Says on the call's stderr which step failed, and exits 127. */
+static void child_fail(const char *what)
+{
+	char num[16];
+	int e = errno, n = 0;
+	char digits[16];
+
+	do {
+		digits[n++] = (char)('0' + e % 10);
+		e /= 10;
+	} while (e && n < 15);
+	for (int i = 0; i < n; i++)
+		num[i] = digits[n - 1 - i];
+	(void)!write(2, "coffer: cannot ", 15);
+	(void)!write(2, what, strlen(what));
+	(void)!write(2, " (errno ", 8);
+	(void)!write(2, num, (size_t)n);
+	(void)!write(2, ")\n", 2);
+	_exit(127);
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
@@ -235,18 +288,20 @@ static void child(const cof_turns *ts, const cof_turn *t, const char **av, const
 	signal(SIGPIPE, SIG_DFL);
 	if (ts->root_user) {
 		struct rlimit nproc = {COF_TURN_PROCS, COF_TURN_PROCS};
+		if (child_mounts(ts, t))
+			child_fail("prepare the mounts");
 		if (setgroups(0, NULL) || setresgid(t->uid, t->uid, t->uid) ||
 		    setrlimit(RLIMIT_NPROC, &nproc) || setresuid(t->uid, t->uid, t->uid))
-			_exit(127);
+			child_fail("drop privileges");
 	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* later index first, so the earlier one stays where it was */
-	if (access(ts->data, X_OK))
+	if (hide[1] >= 0 && access(ts->data, X_OK))
 		argv_drop2(av, hide[1]);
-	if (access(ts->root, X_OK))
+	if (hide[0] >= 0 && access(ts->root, X_OK))
 		argv_drop2(av, hide[0]);
 	execve(BWRAP, (char *const *)av, (char *const *)envp);
-	_exit(127);
+	child_fail("run " BWRAP);
 }
 
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof_proc *p,

@@ -47,7 +47,7 @@ int cof_sandbox_parse(const json_t *sandbox, cof_sandbox *out, cof_err *err)
 		/* the checker names the field without its parent */
 		char m[sizeof err->msg];
 		snprintf(m, sizeof m, "%s", err->msg);
-		snprintf(err->msg, sizeof err->msg, "sandbox: %s", m);
+		snprintf(err->msg, sizeof err->msg, "sandbox: %.460s", m);
 		return -1;
 	}
 	if (size_field(sandbox, "scratch", &out->scratch, err))

@@ -78,7 +78,7 @@ struct cof_turn {
 	int call_seq;
 	/* workspace */
 	int ws_made;
-	char ws[PATH_MAX];       /* the tmpfs (or folder) at ROOT/ws/ID */
+	char ws[PATH_MAX + 64];  /* the tmpfs (or folder) at ROOT/ws/ID */
 	int64_t size_set;        /* tmpfs size= now (kernel way), 0 = not set */
 	int64_t inodes_set;      /* tmpfs nr_inodes= now */
 	cof_usage used;

@@ -173,7 +173,7 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 		if (!realpath(opts->scratch, ts->root))
 			snprintf(ts->root, sizeof ts->root, "%s", opts->scratch);
 	} else {
-		snprintf(ts->root, sizeof ts->root, "%s/scratch", ts->data);
+		snprintf(ts->root, sizeof ts->root, "%.4000s/scratch", ts->data);
 	}
 	pthread_mutex_init(&ts->mu, NULL);
 	pthread_cond_init(&ts->cv, NULL);
