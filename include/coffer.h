@@ -426,7 +426,8 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 /* Ends every turn and stops its calls (SIGTERM): new turns and calls are
  * refused (COF_EUNAVAILABLE) from then on. */
 void cof_turns_stop(cof_turns *ts);
-/* Stops every call, unmounts and removes every workspace, frees `ts`. */
+/* Stops every call, unmounts and removes every workspace, frees `ts`. Call it
+ * once no request is using `ts` any more (cofferd: after the HTTP drain). */
 void cof_turns_close(cof_turns *ts);
 
 /* POST /v1/turns {agent, user, deadlineSeconds, acceptedOutputModes?} ->

@@ -354,6 +354,10 @@ int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 {
 	snprintf(t->ws, sizeof t->ws, "%s/ws/%s", ts->root, t->id);
 	memset(&t->used, 0, sizeof t->used);
+	/* its size depends on what the others hold now */
+	for (cof_turn *o = ts->list; ts->kernel && o; o = o->next)
+		if (o != t && o->ws_made && !strcmp(o->org, t->org) && !strcmp(o->agent, t->agent))
+			measure(ts, o, NULL, 0);
 	if (mkdir(t->ws, 0700) && errno != EEXIST)
 		return cof_error(err, COF_EINTERNAL, "cannot make the workspace: %s",
 				 strerror(errno));

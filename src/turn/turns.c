@@ -375,11 +375,9 @@ int cof_turn_get(cof_turns *ts, const cof_principal *who, const char *id, json_t
 {
 	cof_turn *t;
 
-	pthread_mutex_lock(&ts->mu);
-	if (!(t = find(ts, who, id, err))) {
-		pthread_mutex_unlock(&ts->mu);
+	if (cof_turn_sweep_and_find(ts, who, id, &t, err))
 		return -1;
-	}
+	pthread_mutex_lock(&ts->mu);
 	*out = turn_json(t, NULL);
 	json_object_set_new(*out, "expiresAt", cof_json_time(t->deadline + ts->grace));
 	json_object_set_new(*out, "calls", json_integer(t->call_seq));
@@ -396,11 +394,9 @@ int cof_turn_delete(cof_turns *ts, const cof_principal *who, const char *id, cof
 {
 	cof_turn *t;
 
-	pthread_mutex_lock(&ts->mu);
-	if (!(t = find(ts, who, id, err))) {
-		pthread_mutex_unlock(&ts->mu);
+	if (cof_turn_sweep_and_find(ts, who, id, &t, err))
 		return -1;
-	}
+	pthread_mutex_lock(&ts->mu);
 	end_turn(ts, t);
 	while (t->ncalls > 0)
 		pthread_cond_wait(&ts->cv, &ts->mu);
