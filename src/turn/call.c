@@ -223,6 +223,8 @@ static int run(call *c)
 		close(c->p.in);
 	while (waitpid(c->p.pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (cof_confine_wait_gone(&c->p, 5000))
+		cof_turn_kill_uid(c->ts, c->t);
 	return status;
 }
 

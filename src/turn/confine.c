@@ -26,7 +26,9 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "turn/turn.h"
 #include "util/util.h"
@@ -212,6 +214,8 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n++] = "C.UTF-8";
 	av[n++] = "--seccomp";
 	av[n++] = "3";
+	av[n++] = "--info-fd";
+	av[n++] = "5";
 	av[n++] = "--";
 	av[n++] = "/bin/sh";
 	av[n++] = "-c";
@@ -270,19 +274,19 @@ static void child_fail(const char *what)
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void child(const cof_turns *ts, const cof_turn *t, const char **av, const int *hide,
-		  int in, int out, int errfd, int bpf, int ws)
+		  int in, int out, int errfd, int bpf, int ws, int info)
 {
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 	sigset_t none;
-	int fds[5] = {in, out, errfd, bpf, ws};
+	int fds[6] = {in, out, errfd, bpf, ws, info};
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if ((fds[i] = fcntl(fds[i], F_DUPFD, 10)) < 0)
 			_exit(127);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (dup2(fds[i], i) != i)
 			_exit(127);
-	close_range(5, ~0u, 0);
+	close_range(6, ~0u, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
@@ -304,16 +308,52 @@ static void child(const cof_turns *ts, const cof_turn *t, const char **av, const
 	child_fail("run " BWRAP);
 }
 
+/* The sandbox's first process (bwrap's init, pid 1 of its namespace) as bwrap
+ * wrote it on --info-fd, or 0. */
+static pid_t sandbox_pid(int info)
+{
+	char buf[512];
+	ssize_t n = read(info, buf, sizeof buf - 1);
+	const char *k;
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (!(k = strstr(buf, "\"child-pid\"")) || !(k = strchr(k, ':')))
+		return 0;
+	return (pid_t)strtol(k + 1, NULL, 10);
+}
+
+int cof_confine_wait_gone(cof_proc *p, int timeout_ms)
+{
+	pid_t pid = sandbox_pid(p->info);
+	int fd, rc = 0;
+
+	close(p->info);
+	p->info = -1;
+	/* bwrap answers as soon as the command exits; its init may still be
+	 * tearing the namespace down. Once it is gone, so is every process. */
+	if (pid <= 0 || (fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return 0;
+	struct pollfd pf = {fd, POLLIN, 0};
+	if (poll(&pf, 1, timeout_ms) <= 0)
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof_proc *p,
 		      cof_err *err)
 {
 	const char *av[80];
 	int hide[2], pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
+	int pinfo[2] = {-1, -1};
 	int bpf = -1, ws = -1, rc = -1;
 	pid_t pid;
 
 	argv_build(ts, t, command, av, hide);
 	if (pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC) ||
+	    pipe2(pinfo, O_CLOEXEC | O_NONBLOCK) ||
 	    (bpf = bpf_fd(ts)) < 0 ||
 	    (ws = open(t->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		cof_error(err, COF_EINTERNAL, "cannot prepare the call: %s", strerror(errno));
@@ -325,12 +365,13 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof
 		goto out;
 	}
 	if (pid == 0)
-		child(ts, t, av, hide, pin[0], pout[1], perr[1], bpf, ws);
+		child(ts, t, av, hide, pin[0], pout[1], perr[1], bpf, ws, pinfo[1]);
 	p->pid = pid;
 	p->in = pin[1];
 	p->out = pout[0];
 	p->errfd = perr[0];
-	pin[1] = pout[0] = perr[0] = -1;
+	p->info = pinfo[0];
+	pin[1] = pout[0] = perr[0] = pinfo[0] = -1;
 	fcntl(p->in, F_SETFL, O_NONBLOCK);
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->errfd, F_SETFL, O_NONBLOCK);
@@ -343,6 +384,8 @@ out:
 			close(pout[i]);
 		if (perr[i] >= 0)
 			close(perr[i]);
+		if (pinfo[i] >= 0)
+			close(pinfo[i]);
 	}
 	if (bpf >= 0)
 		close(bpf);

@@ -154,10 +154,16 @@ int cof_confine_init(cof_turns *ts, cof_err *err);
 typedef struct cof_proc {
 	pid_t pid;               /* the outer bwrap */
 	int in, out, errfd;      /* our ends of its stdin, stdout, stderr */
+	int info;                /* bwrap's --info-fd (the sandbox's pid) */
 } cof_proc;
 
 /* Starts `sh -c command` confined in the workspace of `t`. 0, or -1 with err. */
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		      cof_proc *p, cof_err *err);
+
+/* After bwrap was reaped: waits up to `timeout_ms` for the sandbox's pid 1
+ * to be gone (then every process of the call is). Closes p->info. 0, or -1
+ * when it is still there. */
+int cof_confine_wait_gone(cof_proc *p, int timeout_ms);
 
 #endif /* COF_TURN_H */
