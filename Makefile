@@ -73,6 +73,7 @@ bench: all
 	bench/run
 	bench/agents.py
 	bench/mcp/run.sh
+	bench/turns_overhead.py
 
 clean:
 	rm -rf build build-asan build-fuzz
