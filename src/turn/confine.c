@@ -232,8 +232,12 @@ static int child_mounts(const cof_turns *ts, const cof_turn *t)
 	const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
 	const char *hide[2] = {ts->root, ts->data};
 
+	/* noexec,nosuid,nodev on the bind too: a tmpfs has them already, a
+	 * folder of the measuring loop gets them here */
 	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount(t->ws, "/tmp", NULL, MS_BIND, NULL))
+	    mount(t->ws, "/tmp", NULL, MS_BIND, NULL) ||
+	    mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL))
 		return -1;
 	for (int i = 0; i < 2; i++)
 		if (mount("tmpfs", hide[i], "tmpfs", ro, "size=4k,nr_inodes=2,mode=0755") &&

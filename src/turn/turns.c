@@ -215,11 +215,12 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 		return -1;
 	}
 	*how = ts->kernel ? "disk limits kept by the kernel: a tmpfs per workspace"
-	       : ts->root_user
-		       ? "disk limits kept by a measuring loop (forced; noexec /tmp needs the "
-			 "kernel way)"
-		       : "disk limits kept by a measuring loop: not root, so no tmpfs per "
-			 "workspace (and /tmp of a call is not noexec)";
+	       : opts->force_walk ? "disk limits kept by a measuring loop (--scratch-mode walk)"
+	       : ts->root_user ? "disk limits kept by a measuring loop: a tmpfs cannot be "
+				 "mounted here"
+			       : "disk limits kept by a measuring loop: not root, so no tmpfs per "
+				 "workspace, no uid per turn (no process bound) and /tmp of a "
+				 "call is not noexec";
 	*out = ts;
 	return 0;
 }

@@ -240,3 +240,11 @@ def test_walk_mode_tree_too_deep_counts_as_over():
         out = call(s, t["id"], "i=0; while [ $i -lt 300 ]; do mkdir d; cd d; i=$((i+1)); "
                    "done; sleep 2")
         eq(out.get("limit"), "turn_disk", "limit of %r" % out)
+
+
+def test_walk_mode_workspace_still_noexec():
+    with harness.server(args=["--scratch-mode", "walk"]) as s:
+        t = new_turn(s)
+        out = call(s, t["id"], "cp /bin/true ./t && ./t")
+        check(out["exitCode"] != 0, "a copied binary ran from the workspace: %r" % out)
+        eq(ok(s, t["id"], "echo 'echo ran' > s.sh; sh s.sh")["stdout"], "ran\n", "sh s.sh")
