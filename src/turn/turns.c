@@ -31,6 +31,8 @@ typedef struct tomb {
 
 uid_t cof_turns_uid_new(cof_turns *ts)
 {
+	if (!ts->root_user)
+		return geteuid(); /* no uid of its own without root */
 	return (uid_t)(COF_TURN_UID_BASE + (ts->uid_next++ % 0x1000000u));
 }
 
