@@ -445,7 +445,9 @@ int cof_outbox_collect(int outbox_fd, int keep_fd, const cof_outbox_rules *rules
 		remove_entry(&c, outbox_fd, names[i], 0);
 	}
 	names_free(names, n);
-	for (int pass = 0; pass < SWEEPS_MAX && !empty; pass++)
+	/* Sweep until empty; a failure to remove something stops it (it would
+	 * fail again on every pass). */
+	for (int pass = 0; pass < SWEEPS_MAX && !empty && c.err->code == COF_OK; pass++)
 		empty = sweep(&c);
 	if (c.omitted) {
 		char note[120];

@@ -753,6 +753,26 @@ static void test_keep_never_overwritten(void **state)
 	assert_int_equal(kept_size(f, "a.csv"), 3);
 }
 
+/* The server failing to store a copy is an error of its own (-1), and the
+ * outbox is emptied all the same. */
+static void test_keep_failure_is_server_error(void **state)
+{
+	fx *f = *state;
+	cof_err err = {0};
+
+	put(f->outbox, "a.png", png1x1, sizeof png1x1);
+	puts_(f->outbox, "b.gif", "x");
+	assert_int_equal(cof_outbox_collect(f->outbox, -1, &f->rules, &f->files, &f->notes,
+					    &err), -1);
+	assert_int_equal(err.code, COF_EINTERNAL);
+	assert_non_null(strstr(err.msg, "cannot keep outbox file 'a.png'"));
+	assert_int_equal(count_entries(f->outbox), 0);
+	assert_int_equal(json_array_size(f->files), 0);
+	assert_int_equal(json_array_size(f->notes), 2);
+	note_with(f, "not attached 'a.png': the server could not store it");
+	cof_err_clear(&err);
+}
+
 /* A call that took its own write permission away from the outbox. */
 static void test_outbox_read_only(void **state)
 {
@@ -1013,6 +1033,7 @@ int main(void)
 		T(test_folder_deep),
 		T(test_hard_link_kept_as_copy),
 		T(test_keep_never_overwritten),
+		T(test_keep_failure_is_server_error),
 		T(test_outbox_read_only),
 		T(test_unreadable_file),
 		T(test_growing_file_bounded),
