@@ -287,6 +287,9 @@ static int open_checked(collect *c, const char *name, const char *q, const struc
 	if (fd < 0) {
 		if (errno == ELOOP)
 			refuse(c, "not attached '%s': not a regular file (symbolic link)", q);
+		else if (errno == EWOULDBLOCK)
+			refuse(c, "not attached '%s': it is held by another process (a lease); "
+				  "not waited for", q);
 		else if (errno == EACCES)
 			refuse(c, "not attached '%s': it cannot be read (permission denied)", q);
 		else

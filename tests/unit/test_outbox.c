@@ -20,7 +20,9 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "turn/outbox.h"
@@ -785,16 +787,26 @@ static void test_outbox_read_only(void **state)
 	assert_int_equal(json_array_size(f->files), 1);
 }
 
-static void test_unreadable_file(void **state)
+/* A file held by a write lease: opening it would wait for the lease to be
+ * broken (up to lease-break-time, 45 s); O_NONBLOCK refuses at once. */
+static void test_leased_file_not_waited_for(void **state)
 {
 	fx *f = *state;
 
-	if (geteuid() == 0)
-		skip(); /* root reads a mode-000 file */
 	put(f->outbox, "a.png", png1x1, sizeof png1x1);
-	assert_int_equal(fchmodat(f->outbox, "a.png", 0, 0), 0);
+	/* The lease holder (here: us) is told of the break by SIGIO. */
+	void (*old)(int) = signal(SIGIO, SIG_IGN);
+	int fd = openat(f->outbox, "a.png", O_WRONLY);
+	assert_true(fd >= 0);
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) != 0)
+		fail_msg("F_SETLEASE: %s", strerror(errno));
+	time_t t0 = time(NULL);
 	run(f, 1);
-	note_with(f, "not attached 'a.png': it cannot be read (permission denied)");
+	assert_true(time(NULL) - t0 < 30);
+	note_with(f, "not attached 'a.png': it is held by another process (a lease); "
+		     "not waited for");
+	close(fd);
+	signal(SIGIO, old);
 }
 
 typedef struct grower {
@@ -1035,7 +1047,7 @@ int main(void)
 		T(test_keep_never_overwritten),
 		T(test_keep_failure_is_server_error),
 		T(test_outbox_read_only),
-		T(test_unreadable_file),
+		T(test_leased_file_not_waited_for),
 		T(test_growing_file_bounded),
 		T(test_growing_file_copy_judged),
 		T(test_one_note_per_entry),
