@@ -153,7 +153,7 @@ static void tick(call *c, int alive)
 		if (lim) {
 			t->stop_why = lim;
 			t->dirty = 1;
-			cof_turn_kill_calls(t);
+			cof_turn_kill_calls(c->ts, t);
 		}
 	}
 	if (t->stop_gen != c->gen && !c->limit && !c->stopped_by_end) {
@@ -169,8 +169,8 @@ static void tick(call *c, int alive)
 /* Runs the process to its end; returns its wait status. */
 static int run(call *c)
 {
-	int64_t start = cof_now_ms(), next = start;
-	int open_out = 2, status = 0;
+	int64_t start = cof_now_ms(), next = start, killed = 0;
+	int open_out = 2, status = 0, escalated = 0;
 
 	while (open_out > 0) {
 		struct pollfd pf[3];
@@ -209,6 +209,14 @@ static int run(call *c)
 		if (!c->timed_out && now - start >= c->timeout_ms) {
 			c->timed_out = 1;
 			kill(c->p.pid, SIGKILL);
+		}
+		if (!killed && (c->timed_out || c->limit || c->stopped_by_end))
+			killed = now;
+		if (killed && !escalated && now - killed > 1000) {
+			/* killed, yet its output is still open: its bwrap died before
+			 * tying the sandbox to itself */
+			escalated = 1;
+			cof_turn_kill_uid(c->ts, c->t);
 		}
 	}
 	if (c->p.in >= 0)
@@ -338,6 +346,8 @@ static int call_start(call *c, const char *command, cof_err *err)
 	cof_turn *t = c->t;
 	int slot = pid_slot(t, 0);
 
+	if (t->ended)
+		return cof_error(err, COF_EGONE, "turn '%s' has ended", t->id);
 	if (slot < 0)
 		return cof_error(err, COF_ERATELIMIT, "turn '%s' already runs %d calls; wait for "
 				 "one to end", t->id, COF_TURN_CALLS);

@@ -113,9 +113,13 @@ uid_t cof_turns_uid_new(cof_turns *ts);
 int cof_turn_sweep_and_find(cof_turns *ts, const cof_principal *who, const char *id,
 			    cof_turn **out, cof_err *err);
 void cof_turn_release(cof_turns *ts, cof_turn *t);
-/* Stops every call of `t` (SIGKILL to their bwrap; the pid namespace takes the
- * rest). Under mu. */
-void cof_turn_kill_calls(cof_turn *t);
+/* Stops every call of `t`: SIGKILL to their bwrap (the pid namespace takes
+ * the rest) and, as root, to every process of the turn's uid. Under mu. */
+void cof_turn_kill_calls(cof_turns *ts, cof_turn *t);
+/* As root: kills every process of the turn's uid (kill(-1) from a child of
+ * that uid). This reaches a sandbox whose bwrap was killed before it could
+ * tie the sandbox's life to its own. */
+void cof_turn_kill_uid(const cof_turns *ts, const cof_turn *t);
 
 /* ---- quota.c: the scratch root and the disk limits */
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "turn/outbox.h"
@@ -33,11 +34,38 @@ uid_t cof_turns_uid_new(cof_turns *ts)
 	return (uid_t)(COF_TURN_UID_BASE + (ts->uid_next++ % 0x1000000u));
 }
 
-void cof_turn_kill_calls(cof_turn *t)
+/* Kills every process of uid `uid` (kill(-1) from a child of that uid):
+ * this reaches a sandbox whose bwrap was killed before it could tie the
+ * sandbox's life to its own. */
+void cof_turn_kill_uid(const cof_turns *ts, const cof_turn *t)
 {
+	uid_t uid = t->uid;
+
+	if (!ts->root_user)
+		return;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setresgid(uid, uid, uid) == 0 && setresuid(uid, uid, uid) == 0)
+			kill(-1, SIGKILL);
+		_exit(0);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
+void cof_turn_kill_calls(cof_turns *ts, cof_turn *t)
+{
+	int any = 0;
+
 	for (int i = 0; i < COF_TURN_CALLS; i++)
-		if (t->pids[i] > 0)
+		if (t->pids[i] > 0) {
 			kill(t->pids[i], SIGKILL);
+			any = 1;
+		}
+	if (any)
+		cof_turn_kill_uid(ts, t);
 	t->stop_gen++;
 }
 
@@ -111,7 +139,7 @@ static void end_turn(cof_turns *ts, cof_turn *t)
 	t->ended = 1;
 	t->stop_why = NULL;
 	tomb_add(ts, t);
-	cof_turn_kill_calls(t);
+	cof_turn_kill_calls(ts, t);
 	pthread_cond_broadcast(&ts->cv);
 }
 
