@@ -1,4 +1,4 @@
-"""The outbox of a confined call, end to end over HTTP (API.md "Turns", docs/api.md
+"""The outbox rules of a confined call, end to end over HTTP, with their exact notes (API.md "Turns",
 "Outbox"): kept files are served back, every other entry is removed with a note, the
 per-turn limit holds across calls, and acceptedOutputModes / agent output.files narrow
 the types. The rules at their edges are tested in tests/unit/test_outbox.c."""
