@@ -1,7 +1,9 @@
-"""The outbox rules of a confined call, end to end over HTTP, with their exact notes (API.md "Turns",
-"Outbox"): kept files are served back, every other entry is removed with a note, the
-per-turn limit holds across calls, and acceptedOutputModes / agent output.files narrow
-the types. The rules at their edges are tested in tests/unit/test_outbox.c."""
+"""The outbox rules of a confined call end to end over HTTP, with their exact notes
+(API.md "Turns", docs/api.md "Outbox"): kept files are served back, every other entry is
+removed with a note, the per-turn limit holds across calls, and acceptedOutputModes /
+agent output.files narrow the types. The rules at their edges are in
+tests/unit/test_outbox.c and test_outbox_entries.c; tests/blackbox/test_turns_outbox.py
+(the turn's) covers urls, SSE and the outbox folder itself."""
 
 import itertools
 
