@@ -155,6 +155,14 @@ static inline const char *note_with(fx *f, const char *needle)
 	return NULL;
 }
 
+/* Note i is exactly `want`. */
+static inline void eq_note(fx *f, size_t i, const char *want)
+{
+	const char *got = json_string_value(json_array_get(f->notes, i));
+	if (!got || strcmp(got, want))
+		fail_msg("note %zu is '%s', want '%s'", i, got ? got : "(none)", want);
+}
+
 /* Size of a kept file in the keep folder, or -1 when absent. */
 static inline long kept_size(fx *f, const char *name)
 {

@@ -207,6 +207,39 @@ static void test_leased_file_not_waited_for(void **state)
 	signal(SIGIO, old);
 }
 
+/* The outbox fd for on_sigio, which makes an entry while collection runs. */
+static int late_dir = -1;
+
+static void on_sigio(int sig)
+{
+	(void)sig;
+	int fd = openat(late_dir, "late.csv", O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* An entry that appears while the outbox is collected (here: made by the
+ * SIGIO that the collector's open of a leased file sends to its holder, us)
+ * is removed too, never kept, with a note of its own. */
+static void test_entry_appearing_during_collection(void **state)
+{
+	fx *f = *state;
+
+	late_dir = f->outbox;
+	void (*old)(int) = signal(SIGIO, on_sigio);
+	put(f->outbox, "a.png", png1x1, sizeof png1x1);
+	int fd = openat(f->outbox, "a.png", O_WRONLY);
+	assert_int_equal(fcntl(fd, F_SETLEASE, F_WRLCK), 0);
+	run(f, 2);
+	close(fd);
+	signal(SIGIO, old);
+	eq_note(f, 0, "not attached 'a.png': it is held by another process (a lease); "
+		      "not waited for");
+	eq_note(f, 1, "not attached 'late.csv': it appeared while the outbox was being "
+		      "collected");
+	assert_int_equal(json_array_size(f->files), 0);
+}
+
 typedef struct grower {
 	int fd;
 	volatile int stop;
@@ -333,6 +366,7 @@ int main(void)
 		T(test_keep_failure_is_server_error),
 		T(test_outbox_read_only),
 		T(test_leased_file_not_waited_for),
+		T(test_entry_appearing_during_collection),
 		T(test_growing_file_bounded),
 		T(test_growing_file_copy_judged),
 		T(test_one_note_per_entry),
