@@ -72,6 +72,7 @@ bench: all
 	@scripts/deps --bench
 	bench/run
 	bench/agents.py
+	bench/turns.py
 	bench/mcp/run.sh
 	bench/turns_overhead.py
 

@@ -287,6 +287,9 @@ static int open_checked(collect *c, const char *name, const char *q, const struc
 	if (fd < 0) {
 		if (errno == ELOOP)
 			refuse(c, "not attached '%s': not a regular file (symbolic link)", q);
+		else if (errno == EWOULDBLOCK)
+			refuse(c, "not attached '%s': it is held by another process (a lease); "
+				  "not waited for", q);
 		else if (errno == EACCES)
 			refuse(c, "not attached '%s': it cannot be read (permission denied)", q);
 		else
@@ -445,7 +448,9 @@ int cof_outbox_collect(int outbox_fd, int keep_fd, const cof_outbox_rules *rules
 		remove_entry(&c, outbox_fd, names[i], 0);
 	}
 	names_free(names, n);
-	for (int pass = 0; pass < SWEEPS_MAX && !empty; pass++)
+	/* Sweep until empty; a failure to remove something stops it (it would
+	 * fail again on every pass). */
+	for (int pass = 0; pass < SWEEPS_MAX && !empty && c.err->code == COF_OK; pass++)
 		empty = sweep(&c);
 	if (c.omitted) {
 		char note[120];

@@ -39,15 +39,16 @@ int cof_outbox_types_parse(const json_t *output, unsigned *types, cof_err *err);
 /* Media types (acceptedOutputModes) into COF_OUT_* bits; unknown ones are
  * ignored. Compared without case and without parameters ("text/csv;
  * charset=utf-8" is CSV); a '*' subtype (image, text, application) or a
- * '*' type and subtype matches the listed types under it. NULL (the field absent) gives
- * COF_OUT_ALL; an empty array gives 0. */
+ * '*' type and subtype matches the listed types under it. NULL (the field
+ * absent) gives COF_OUT_ALL; an empty array gives 0. */
 unsigned cof_outbox_types_from_media(const json_t *media_types);
 
 /* Takes every entry out of the folder open at `outbox_fd` (removing it,
  * whatever it is), and copies each file that passes into the folder open at
  * `keep_fd` under its own name. *files gets [{name, mediaType, size}] of the
  * kept ones, *notes one string per entry ("attached NAME (TYPE, N bytes) to
- * the answer" or why not). Returns 0, or -1 with err for a failure of the
+ * the answer" or why not; past COF_OUTBOX_NOTES_MAX refusals one last note
+ * counts the rest). Returns 0, or -1 with err for a failure of the
  * server itself (the outbox's contents are then still removed). *files and
  * *notes are set either way; the caller owns them. Entries are handled in
  * byte order of their names; a kept file is a copy of at most
