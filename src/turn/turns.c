@@ -31,9 +31,24 @@ typedef struct tomb {
 
 uid_t cof_turns_uid_new(cof_turns *ts)
 {
+	uint32_t r;
+	uid_t uid;
+	int taken;
+
 	if (!ts->root_user)
 		return geteuid(); /* no uid of its own without root */
-	return (uid_t)(COF_TURN_UID_BASE + (ts->uid_next++ % 0x1000000u));
+	/* at random in a range of 2^24: another cofferd on the machine (tests
+	 * run several) picks its own, so RLIMIT_NPROC and kill(-1) by uid never
+	 * reach its turns */
+	do {
+		if (cof_random(&r, sizeof r))
+			r = (uint32_t)cof_now_ms() + ts->uid_next++;
+		uid = (uid_t)(COF_TURN_UID_BASE + (r & 0xffffffu));
+		taken = 0;
+		for (cof_turn *t = ts->list; t; t = t->next)
+			taken |= t->uid == uid;
+	} while (taken);
+	return uid;
 }
 
 /* Kills every process of uid `uid` (kill(-1) from a child of that uid):
