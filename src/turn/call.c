@@ -142,14 +142,19 @@ static int pid_slot(cof_turn *t, pid_t pid)
 	return -1;
 }
 
-/* One measure tick (under mu): a breach stops every call of the turn.
- * `alive`: the process is not reaped yet (so its pid is still its own). */
+/* One measure tick: a breach stops every call of the turn. `alive`: the
+ * process is not reaped yet (so its pid is still its own). The measuring
+ * loop walks before taking mu, so calls of other turns do not wait on it. */
 static void tick(call *c, int alive)
 {
 	cof_turn *t = c->t;
+	cof_usage u;
 
+	if (!c->ts->kernel)
+		cof_quota_measure(c->ts, t, &c->p.pid, alive, &u);
+	pthread_mutex_lock(&c->ts->mu);
 	if (t->stop_gen == c->gen) {
-		const char *lim = cof_quota_check(c->ts, t, &c->p.pid, alive);
+		const char *lim = cof_quota_check(c->ts, t, c->ts->kernel ? NULL : &u);
 		if (lim) {
 			t->stop_why = lim;
 			t->dirty = 1;
@@ -164,6 +169,7 @@ static void tick(call *c, int alive)
 		else
 			c->stopped_by_end = 1;
 	}
+	pthread_mutex_unlock(&c->ts->mu);
 }
 
 /* Runs the process to its end; returns its wait status. */
@@ -201,9 +207,7 @@ static int run(call *c)
 		}
 		now = cof_now_ms();
 		if (now >= next) {
-			pthread_mutex_lock(&c->ts->mu);
 			tick(c, 1);
-			pthread_mutex_unlock(&c->ts->mu);
 			next = now + COF_MEASURE_MS;
 		}
 		if (!c->timed_out && now - start >= c->timeout_ms) {
@@ -397,8 +401,8 @@ static void call_finish(call *c, json_t **files, cof_err *err)
 
 	pthread_mutex_lock(&ts->mu);
 	pid_slot(t, c->p.pid);
-	tick(c, 0); /* the measure when it ends, in every case */
 	pthread_mutex_unlock(&ts->mu);
+	tick(c, 0); /* the measure when it ends, in every case */
 	if (!c->limit && !c->stopped_by_end && !t->ended)
 		outbox_take(c, files, err);
 	pthread_mutex_lock(&ts->mu);

@@ -248,26 +248,37 @@ static void deleted_open(dev_t dev, const pid_t *roots, int n, cof_usage *u)
 	closedir(proc);
 }
 
-/* Measures the workspace of `t` into t->used. */
-static void measure(cof_turns *ts, cof_turn *t, const pid_t *pids, int n)
+void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids, int n,
+		       cof_usage *u)
 {
+	struct stat sb;
+	int fd;
+
+	*u = t->used;
 	if (ts->kernel) {
 		struct statfs sf;
 		if (statfs(t->ws, &sf) == 0) {
-			t->used.blocks = (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize;
-			t->used.entries = (int64_t)(sf.f_files - sf.f_ffree) - 1; /* its root */
-			t->used.over = 0;
+			u->blocks = (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize;
+			u->entries = (int64_t)(sf.f_files - sf.f_ffree) - 1; /* its root */
+			u->over = 0;
 		}
 		return;
 	}
-	int fd = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0)
+	if ((fd = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
-	cof_quota_walk(fd, &t->used);
+	cof_quota_walk(fd, u);
 	if (n > 0 && fstat(fd, &sb) == 0)
-		deleted_open(sb.st_dev, pids, n, &t->used);
+		deleted_open(sb.st_dev, pids, n, u);
 	close(fd);
+}
+
+/* Measures the workspace of `t` into t->used. */
+static void measure(cof_turns *ts, cof_turn *t, const pid_t *pids, int n)
+{
+	cof_usage u;
+
+	cof_quota_measure(ts, t, pids, n, &u);
+	t->used = u;
 }
 
 static int64_t bytes_of(const cof_usage *u)
@@ -404,14 +415,16 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t)
 	rm_path(kept);
 }
 
-const char *cof_quota_check(cof_turns *ts, cof_turn *t, const pid_t *pids, int n)
+const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh)
 {
 	int64_t bytes, entries;
 	const char *by;
 
 	if (!t->ws_made)
 		return NULL;
-	if (ts->kernel) {
+	if (fresh) {
+		t->used = *fresh;
+	} else if (ts->kernel) {
 		for (cof_turn *o = ts->list; o; o = o->next)
 			if (o->ws_made && !strcmp(o->org, t->org) && !strcmp(o->agent, t->agent))
 				measure(ts, o, NULL, 0);
@@ -419,7 +432,7 @@ const char *cof_quota_check(cof_turns *ts, cof_turn *t, const pid_t *pids, int n
 			if (o->ws_made && !strcmp(o->org, t->org) && !strcmp(o->agent, t->agent))
 				tmpfs_set(ts, o, 1);
 	} else {
-		measure(ts, t, pids, n);
+		measure(ts, t, NULL, 0);
 	}
 	allowance(ts, t, &bytes, &by, &entries);
 	if (t->used.over)

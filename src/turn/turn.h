@@ -133,12 +133,17 @@ int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err);
 int cof_quota_ws_empty(cof_turns *ts, cof_turn *t, cof_err *err);
 /* Unmounts and removes the workspace and kept files of `t` (under mu). */
 void cof_quota_ws_drop(cof_turns *ts, cof_turn *t);
-/* Measures `t` and every other live workspace of its agent, resizes the
- * tmpfs of each (kernel way), and returns the limit `t` reached ("turn_disk",
- * "user_disk", "scratch", "inodes") or NULL. `pids` (n of them, may be 0) are
- * the roots of the call's processes, for deleted-but-open files in the
- * measuring loop. Under mu. */
-const char *cof_quota_check(cof_turns *ts, cof_turn *t, const pid_t *pids, int n);
+/* Measures `t` (or takes `fresh`, measured without mu by cof_quota_measure)
+ * and, the kernel way, every other live workspace of its agent, resizes the
+ * tmpfs of each, and returns the limit `t` reached ("turn_disk",
+ * "user_disk", "scratch", "inodes") or NULL. Under mu. */
+const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh);
+/* Measures the workspace of `t` into *u without touching `t`: statfs the
+ * kernel way; the measuring loop walks it and adds what the processes under
+ * `pids` (n of them, may be 0) hold open though deleted. Safe without mu
+ * while a call of `t` runs (its workspace stays). */
+void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids, int n,
+		       cof_usage *u);
 /* Measures a folder by walking it (st_blocks, 1 KB per entry), without
  * following links or crossing mounts. Exposed for the benchmark. */
 void cof_quota_walk(int dirfd, cof_usage *u);
