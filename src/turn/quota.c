@@ -318,19 +318,23 @@ static void allowance(cof_turns *ts, const cof_turn *t, int64_t *bytes, const ch
 		*entries = 0;
 }
 
-/* The tmpfs options for what `t` may hold now (never below what it holds:
- * the kernel refuses to shrink a tmpfs under its use). */
+/* The tmpfs options for what `t` may hold now: its data may take what it is
+ * allowed less 1 KB for each entry it has (so blocks + entries stay within
+ * the limit), never below what it holds (the kernel refuses to shrink a
+ * tmpfs under its use). Records which limit set each. */
 static void tmpfs_size(cof_turns *ts, cof_turn *t, int64_t *size, int64_t *inodes)
 {
 	int64_t bytes, entries;
 	const char *by;
 
 	allowance(ts, t, &bytes, &by, &entries);
-	*size = bytes / PAGE * PAGE;
+	*size = (bytes - t->used.entries * COF_ENTRY_BYTES) / PAGE * PAGE;
 	if (*size < t->used.blocks)
 		*size = (t->used.blocks + PAGE - 1) / PAGE * PAGE;
 	if (*size < PAGE)
 		*size = PAGE;
+	t->size_by = by;
+	t->inodes_by = entries < bytes / COF_ENTRY_BYTES ? "inodes" : by;
 	*inodes = entries < bytes / COF_ENTRY_BYTES ? entries : bytes / COF_ENTRY_BYTES;
 	if (*inodes < t->used.entries)
 		*inodes = t->used.entries;
@@ -443,5 +447,11 @@ const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh)
 		return "inodes";
 	if (bytes_of(&t->used) >= bytes)
 		return by;
+	/* the kernel's edge (to the page): the write it stopped with ENOSPC
+	 * breached the limit that set the size */
+	if (ts->kernel && t->size_set > 0 && t->used.blocks >= t->size_set)
+		return t->size_by;
+	if (ts->kernel && t->inodes_set > 0 && t->used.entries + 1 >= t->inodes_set)
+		return t->inodes_by;
 	return NULL;
 }

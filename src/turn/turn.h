@@ -81,6 +81,8 @@ struct cof_turn {
 	char ws[PATH_MAX + 64];  /* the tmpfs (or folder) at ROOT/ws/ID */
 	int64_t size_set;        /* tmpfs size= now (kernel way), 0 = not set */
 	int64_t inodes_set;      /* tmpfs nr_inodes= now */
+	const char *size_by;     /* the limit that set size= ("turn_disk", ...) */
+	const char *inodes_by;   /* the limit that set nr_inodes= */
 	cof_usage used;
 	/* outbox */
 	int kept_files;

@@ -133,8 +133,9 @@ def test_fallocate_past_the_limit_refused_whole(srv):
 
 
 def test_fallocated_file_reaching_the_limit_breach(srv):
+    # 2 MiB less 1 KB for $OUTBOX, to the page below: 2044 KiB fill the tmpfs
     t = _sandbox_turn(srv, scratch="16m", turnDisk="2m", userDisk="2m")
-    out = call(srv, t["id"], "fallocate -l 2m big")
+    out = call(srv, t["id"], "fallocate -l 2044k big")
     eq(out.get("limit"), "turn_disk", "limit of %r" % out)
 
 
