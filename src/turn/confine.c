@@ -302,6 +302,12 @@ static void child(const cof_turns *ts, const cof_turn *t, const char **av, const
 		    setrlimit(RLIMIT_NPROC, &nproc) || setresuid(t->uid, t->uid, t->uid))
 			child_fail("drop privileges");
 	}
+	/* the measuring loop falls behind a fast writer: there no one file may
+	 * pass turnDisk (a bound the kernel holds; the tmpfs way needs none, and
+	 * keeps sparse files free to be large) */
+	struct rlimit fsize = {(rlim_t)t->sb.turn_disk, (rlim_t)t->sb.turn_disk};
+	if (!ts->kernel && setrlimit(RLIMIT_FSIZE, &fsize))
+		child_fail("limit file sizes");
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* later index first, so the earlier one stays where it was */
 	if (hide[1] >= 0 && access(ts->data, X_OK))

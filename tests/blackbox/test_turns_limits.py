@@ -249,3 +249,11 @@ def test_walk_mode_workspace_still_noexec():
         out = call(s, t["id"], "cp /bin/true ./t && ./t")
         check(out["exitCode"] != 0, "a copied binary ran from the workspace: %r" % out)
         eq(ok(s, t["id"], "echo 'echo ran' > s.sh; sh s.sh")["stdout"], "ran\n", "sh s.sh")
+
+
+def test_walk_mode_one_file_capped_at_turn_disk():
+    with harness.server(args=["--scratch-mode", "walk"]) as s:
+        t = _sandbox_turn(s, scratch="16m", turnDisk="1m", userDisk="1m")
+        out = call(s, t["id"], "dd if=/dev/zero of=big bs=1M count=64 2>&1; ls -l big")
+        check(" 1048576 " in out["stdout"], "file stopped at turnDisk: %r" % out)
+        eq(out.get("limit"), "turn_disk", "limit")
