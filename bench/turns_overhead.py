@@ -129,7 +129,7 @@ def measuring_cpu(work, mode, files, seconds=10):
 
 def write_section(path, text):
     old = open(path).read() if os.path.exists(path) else ""
-    start = old.find("\n## Turns")
+    start = old.find("\n## Turns (bench/turns_overhead.py)")
     if start >= 0:
         end = old.find("\n## ", start + 5)
         old = old[:start] + (old[end:] if end >= 0 else "\n")
