@@ -78,8 +78,10 @@ bench: all
 	@scripts/deps --bench
 	bench/run
 	bench/agents.py
+	bench/turns.py
 	bench/mcp/run.sh
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
+	bench/turns_overhead.py
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -402,4 +402,59 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 int cof_agent_subjects_delete(cof_store *st, const char *org, const char *agent,
 			      cof_err *err);
 
+/* ------------------------------------------------------------------ turns */
+
+/* Turns: scratch workspaces for confined tool calls (API.md "Turns"). Turns
+ * live in the memory of one cofferd: a restart ends them all. One cof_turns
+ * per daemon; every function is safe from many threads. */
+typedef struct cof_turns cof_turns;
+
+typedef struct cof_turns_opts {
+	const char *scratch;   /* scratch root; NULL = DATA/scratch */
+	const char *data;      /* the data dir, hidden from calls */
+	int64_t grace_seconds; /* a turn is dropped this long after its deadline;
+				  0 = 60 */
+	int force_walk;        /* keep limits by measuring even as root (bench) */
+} cof_turns_opts;
+
+/* Prepares the scratch root (unmounting and removing what a previous run
+ * left), builds the seccomp filter and starts the expiry sweeper. *how says
+ * how disk limits are kept, for the log ("a tmpfs per workspace", or why the
+ * measuring loop). 0, or -1 with err. */
+int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
+		   const char **how, cof_err *err);
+/* Ends every turn and stops its calls (SIGTERM): new turns and calls are
+ * refused (COF_EUNAVAILABLE) from then on. */
+void cof_turns_stop(cof_turns *ts);
+/* Stops every call, unmounts and removes every workspace, frees `ts`. Call it
+ * once no request is using `ts` any more (cofferd: after the HTTP drain). */
+void cof_turns_close(cof_turns *ts);
+
+/* POST /v1/turns {agent, user, deadlineSeconds, acceptedOutputModes?} ->
+ * {id, agent, user, deadline, expiresAt, createdAt, sandbox, acceptedOutputModes?}.
+ * A key bound to an agent may only name that agent (COF_EFORBIDDEN). */
+int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_t **out,
+		    cof_err *err);
+/* GET /v1/turns/{id}: as created, plus {calls, used}. */
+int cof_turn_get(cof_turns *ts, const cof_principal *who, const char *id, json_t **out,
+		 cof_err *err);
+/* Live events of a call: `type` is "stdout"/"stderr" ({data}), "file"
+ * ({name, mediaType, size, url}) or "exit" (the whole answer). `data` is
+ * borrowed for the duration of the callback. */
+typedef void (*cof_call_event_fn)(void *cls, const char *type, json_t *data);
+/* POST /v1/turns/{id}/calls {command, stdin?, timeoutSeconds?} -> {callId,
+ * exitCode, stdout, stderr, files:[{name, mediaType, size, url}], notes, limit?}.
+ * Runs until the command ends, its timeout, a disk limit or the turn's end.
+ * `on_event` may be NULL. An unknown turn is COF_ENOTFOUND, an ended one
+ * COF_EGONE. File urls are paths ("/v1/turns/..."). */
+int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
+		  cof_call_event_fn on_event, void *cls, json_t **out, cof_err *err);
+/* GET /v1/turns/{id}/files/{callId}/{name}: a file kept from a call's outbox
+ * (cof_file_close it). */
+int cof_turn_file_open(cof_turns *ts, const cof_principal *who, const char *id,
+		       const char *call, const char *name, cof_file *out, cof_err *err);
+/* DELETE /v1/turns/{id}: stops its calls, then deletes its workspace and kept
+ * files; returns once they are gone. */
+int cof_turn_delete(cof_turns *ts, const cof_principal *who, const char *id, cof_err *err);
+
 #endif /* COFFER_H */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
+#include "turn/outbox.h"
+#include "turn/turn.h"
 
 #define WORKSPACE_PATH "/workspace"
 
@@ -229,7 +231,11 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 	cof_err miss = {0};
 	int exists, rc = -1;
 
-	if (id_check(id, err) || cof_json_check(body, agent_fields, err))
+	cof_sandbox sb;
+	unsigned types;
+	if (id_check(id, err) || cof_json_check(body, agent_fields, err) ||
+	    cof_sandbox_parse(json_object_get(body, "sandbox"), &sb, err) ||
+	    cof_outbox_types_parse(json_object_get(body, "output"), &types, err))
 		return -1;
 	cof_excl *x = NULL; /* the patterns must compile; the matcher is built per call */
 	if (cof_excl_new(json_object_get(body, "exclude"), 0, &x, err))

@@ -23,6 +23,7 @@
 /* Server-wide state; one per cofferd_main. */
 typedef struct http_server {
 	cof_store *st;
+	cof_turns *turns;
 	struct MHD_Daemon *mhd;
 	char host[300];          /* listen address as printed (IPv6 in brackets) */
 	unsigned port;
@@ -190,6 +191,13 @@ enum MHD_Result http_subject_memory_get(http_req *req);
 int http_begin_agent_skill_put(http_req *req);
 enum MHD_Result http_agent_skill_put(http_req *req);
 enum MHD_Result http_subject_session(http_req *req);
+
+/* ---- turns.c: turns and their confined calls */
+enum MHD_Result http_turn_create(http_req *req);
+enum MHD_Result http_turn_get(http_req *req);
+enum MHD_Result http_turn_delete(http_req *req);
+enum MHD_Result http_turn_call(http_req *req);
+enum MHD_Result http_turn_file(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);
 enum MHD_Result http_volume_create(http_req *req);

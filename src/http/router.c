@@ -98,6 +98,12 @@ static const http_route routes[] = {
 	  http_subject_memory_get },
 	{ "POST", "/v1/agents/{}/users/{}/sessions", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
 	  http_subject_session },
+	{ "POST", "/v1/turns", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_turn_create },
+	{ "GET", "/v1/turns/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_turn_get },
+	{ "DELETE", "/v1/turns/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_turn_delete },
+	{ "POST", "/v1/turns/{}/calls", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_turn_call },
+	{ "GET", "/v1/turns/{}/files/{}/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
+	  http_turn_file },
 	{ "GET", "/l/{}", 0, HTTP_BODY_NONE, NULL, http_link_get },
 	{ "PUT", "/l/{}", 0, HTTP_BODY_STREAM, http_begin_link_put, http_link_put },
 };

@@ -36,6 +36,9 @@ typedef struct server_opts {
 	int64_t gc_grace;
 	int64_t gc_interval;
 	int64_t history;
+	const char *scratch;     /* NULL = DATA/scratch */
+	int64_t turn_grace;      /* 0 = 60 s */
+	int scratch_walk;        /* --scratch-mode walk */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -60,7 +63,12 @@ static void usage(FILE *to)
 	      "  --gc-interval SECONDS  run the garbage collector this often\n"
 	      "                         (default 3600; 0 = never)\n"
 	      "  --history SECONDS      keep the changes feed at least this long\n"
-	      "                         (default 604800, 7 days)\n", to);
+	      "                         (default 604800, 7 days)\n"
+	      "  --scratch DIR          turn workspaces (default DATA/scratch)\n"
+	      "  --scratch-mode MODE    kernel (a tmpfs per workspace, the default as\n"
+	      "                         root) or walk (a measuring loop)\n"
+	      "  --turn-grace SECONDS   a turn is dropped this long after its deadline\n"
+	      "                         (default 60)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -116,7 +124,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
-			    !strcmp(a, "--history");
+			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
+			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -147,6 +156,14 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--gc-interval") &&
 			   parse_seconds(v, &o->gc_interval) == 0) {
+			continue;
+		} else if (!strcmp(a, "--scratch") && *v) {
+			o->scratch = v;
+		} else if (!strcmp(a, "--scratch-mode") &&
+			   (!strcmp(v, "kernel") || !strcmp(v, "walk"))) {
+			o->scratch_walk = !strcmp(v, "walk");
+		} else if (!strcmp(a, "--turn-grace") && parse_seconds(v, &o->turn_grace) == 0 &&
+			   o->turn_grace > 0) {
 			continue;
 		} else if (!strcmp(a, "--history") && parse_seconds(v, &o->history) == 0 &&
 			   o->history > 0) {
@@ -336,9 +353,26 @@ static int open_store(const server_opts *o, cof_store **st)
 	return 0;
 }
 
+/* Prepares turns (scratch root, seccomp filter, sweeper) and says in the
+ * log how disk limits are kept. 0 or -1. */
+static int open_turns(const server_opts *o, http_server *srv)
+{
+	cof_turns_opts to = {o->scratch, o->data, o->turn_grace, o->scratch_walk};
+	cof_err err = {0};
+	const char *how = NULL;
+
+	if (cof_turns_open(srv->st, &to, &srv->turns, &how, &err)) {
+		fprintf(stderr, "cofferd: cannot prepare turns: %s\n", err.msg);
+		cof_err_clear(&err);
+		return -1;
+	}
+	fprintf(stderr, "cofferd: turns: %s\n", how);
+	return 0;
+}
+
 int cofferd_main(int argc, char **argv)
 {
-	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0 };
+	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0 };
 	http_server srv;
 	gc_thread gc;
 	sigset_t sigs;
@@ -361,6 +395,10 @@ int cofferd_main(int argc, char **argv)
 
 	if (open_store(&o, &srv.st))
 		return 1;
+	if (open_turns(&o, &srv)) {
+		cof_store_close(srv.st);
+		return 1;
+	}
 	fd = listen_socket(&o, &srv.port);
 	snprintf(srv.host, sizeof(srv.host), strchr(o.host, ':') ? "[%s]" : "%s", o.host);
 	if (fd < 0 || (srv.mhd = mhd_start(&srv, fd)) == NULL) {
@@ -368,11 +406,13 @@ int cofferd_main(int argc, char **argv)
 			fprintf(stderr, "cofferd: cannot start the HTTP server\n");
 			close(fd);
 		}
+		cof_turns_close(srv.turns);
 		cof_store_close(srv.st);
 		return 1;
 	}
 	if (gc_start(&gc, srv.st, o.gc_interval)) {
 		MHD_stop_daemon(srv.mhd);
+		cof_turns_close(srv.turns);
 		cof_store_close(srv.st);
 		return 1;
 	}
@@ -382,7 +422,9 @@ int cofferd_main(int argc, char **argv)
 	while (sigwait(&sigs, &sig) != 0)
 		;
 	fprintf(stderr, "cofferd: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
 	mhd_drain(&srv, &sigs);
+	cof_turns_close(srv.turns);
 	gc_stop(&gc);
 	cof_store_close(srv.st);
 	fprintf(stderr, "cofferd: stopped\n");

@@ -31,19 +31,63 @@ typedef struct cof_outbox_rules {
 	int64_t turn_bytes_left;   /* COF_OUTBOX_TURN_BYTES minus bytes kept so far */
 } cof_outbox_rules;
 
-/* Parses agent `output` settings ({files:[png, svg, csv, pdf]}; NULL = all)
- * into COF_OUT_* bits; unknown names are COF_EVALIDATION. */
+/* Parses agent `output` settings ({files:[png, svg, csv, pdf]}; NULL, null or
+ * `files` absent = all four; [] = none) into COF_OUT_* bits. Names are
+ * lower-case; unknown ones and non-strings are COF_EVALIDATION naming the
+ * name and the allowed list. */
 int cof_outbox_types_parse(const json_t *output, unsigned *types, cof_err *err);
-/* Media types (acceptedOutputModes) into COF_OUT_* bits; unknown ones are ignored. */
+/* Media types (acceptedOutputModes) into COF_OUT_* bits; unknown ones are
+ * ignored. Compared without case and without parameters ("text/csv;
+ * charset=utf-8" is CSV); a '*' subtype (image, text, application) or a
+ * '*' type and subtype matches the listed types under it. NULL (the field
+ * absent) gives COF_OUT_ALL; an empty array gives 0. */
 unsigned cof_outbox_types_from_media(const json_t *media_types);
 
 /* Takes every entry out of the folder open at `outbox_fd` (removing it,
  * whatever it is), and copies each file that passes into the folder open at
  * `keep_fd` under its own name. *files gets [{name, mediaType, size}] of the
  * kept ones, *notes one string per entry ("attached NAME (TYPE, N bytes) to
- * the answer" or why not). Returns 0, or -1 with err for a failure of the
- * server itself (the outbox's contents are then still removed). */
+ * the answer" or why not; past COF_OUTBOX_NOTES_MAX refusals one last note
+ * counts the rest). Returns 0, or -1 with err for a failure of the
+ * server itself (the outbox's contents are then still removed). *files and
+ * *notes are set either way; the caller owns them. Entries are handled in
+ * byte order of their names; a kept file is a copy of at most
+ * COF_OUTBOX_FILE_MAX + 1 bytes read once, judged on that copy and written
+ * into keep_fd with O_EXCL. Hard links are kept as copies like any regular
+ * file (the link itself is only unlinked). */
 int cof_outbox_collect(int outbox_fd, int keep_fd, const cof_outbox_rules *rules,
 		       json_t **files, json_t **notes, cof_err *err);
+
+/* ---- The pure checks cof_outbox_collect applies (outbox_check.c), exposed
+ * for tests and fuzzing. None of them touches the file system. */
+
+#define COF_OUTBOX_NAME_MAX 100  /* bytes of a name */
+#define COF_OUTBOX_SVG_NEAR 1024 /* `<svg` begins within this many bytes */
+#define COF_OUTBOX_NOTES_MAX 64  /* refusal notes listed per call; the rest summed up */
+#define COF_OUTBOX_NAME_RE "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+/* 1 if name[0..len) matches COF_OUTBOX_NAME_RE (a NUL inside never does). */
+int cof_outbox_name_ok(const char *name, size_t len);
+/* The COF_OUT_* bit of the name's extension (after its last '.', compared
+ * without regard to case: "a.PNG" is a PNG), or 0 when it is not listed. */
+unsigned cof_outbox_name_type(const char *name, size_t len);
+/* NULL when data[0..len) is acceptable content for `type` (one COF_OUT_* bit),
+ * else a static reason ("not a PNG (no PNG signature)"). PNG: the 8-byte
+ * signature; PDF: "%PDF-"; CSV: UTF-8 without NUL; SVG: UTF-8 without NUL
+ * whose first element is `<svg` (then a space, '>' or '/'), beginning within
+ * the first COF_OUTBOX_SVG_NEAR bytes, after only an optional BOM, white
+ * space, `<?...?>`, `<!--...-->` and a `<!DOCTYPE ...>` without an internal
+ * subset ('['). */
+const char *cof_outbox_content_check(unsigned type, const unsigned char *data, size_t len);
+/* Writes name[0..len) into out (outsz >= 8) as printable ASCII for a note:
+ * bytes outside 0x20..0x7E, backslash and quote become \xNN, and a name longer than
+ * COF_OUTBOX_NAME_MAX bytes is cut there with "..." appended. Always
+ * NUL-terminated; returns strlen(out). */
+size_t cof_outbox_name_quote(const char *name, size_t len, char *out, size_t outsz);
+/* "png" / "image/png" for one COF_OUT_* bit; NULL for anything else. */
+const char *cof_outbox_type_name(unsigned type);
+const char *cof_outbox_media_type(unsigned type);
+/* "png, svg, csv, pdf" for the bits set in `types` ("none" when empty). */
+void cof_outbox_types_fmt(unsigned types, char *out, size_t outsz);
 
 #endif

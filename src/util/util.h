@@ -72,6 +72,11 @@ void cof_time_fmt(int64_t unix_seconds, char *out, size_t outsz);
 json_t *cof_json_time(int64_t unix_seconds);
 /* Human size for messages: "11 MB", "512 MiB" style (binary units, short). */
 void cof_size_fmt(int64_t bytes, char *out, size_t outsz);
+/* Reads a size in Docker's form: a JSON string of digits with an optional
+ * unit b, k, m or g (either case; k = 1024 bytes), or plain digits (bytes); a
+ * non-negative JSON integer is bytes too. Anything else is COF_EVALIDATION
+ * naming `what` and the accepted form (size.c). */
+int cof_size_parse(const json_t *v, const char *what, int64_t *out, cof_err *err);
 
 /* ---- JSON request bodies: one checker for every body. */
 typedef enum { COF_JSTR = 1, COF_JINT, COF_JBOOL, COF_JOBJ, COF_JARR, COF_JANY } cof_jtype;

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Turn benchmarks (issue 4), side by side with their anchors in one run:
+
+  1. a confined `true` through POST /v1/turns/{id}/calls vs a plain `sh -c true`
+     fork/exec, and vs calling bwrap by hand with the same options: 200 calls
+     each, median and p99 (milliseconds)
+  2. the cost of keeping disk limits: cofferd's CPU per second of a running
+     call whose workspace holds 100,000 files, kernel way (tmpfs + statfs) vs the
+     measuring loop (--scratch-mode walk), each against an empty workspace
+
+Usage: bench/turns_overhead.py [--out FILE] [--calls N]
+Writes a "Turns" section into bench/results.md (replacing an older one).
+Needs build/cofferd, root (the kernel way mounts tmpfs), /usr/bin/bwrap."""
+
+import http.client, json, os, shutil, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    def __init__(self, work, *args):
+        self.data = os.path.join(work, "data")
+        os.makedirs(work, exist_ok=True)
+        self.p = subprocess.Popen([os.path.join(ROOT, "build/cofferd"), "--data", self.data,
+                                   "--listen", "127.0.0.1:0"] + list(args),
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        for line in self.p.stdout:
+            if line.startswith("cofferd listening on http://"):
+                self.host, self.port = line.split("http://")[1].strip().rsplit(":", 1)
+                break
+        self.key = open(os.path.join(self.data, "admin.key")).read().strip()
+        self.c = http.client.HTTPConnection(self.host, int(self.port), timeout=600)
+
+    def call(self, method, path, body=None):
+        hdr = {"Authorization": "Bearer " + self.key, "Content-Type": "application/json"}
+        self.c.request(method, path, body=json.dumps(body) if body is not None else None,
+                       headers=hdr)
+        r = self.c.getresponse()
+        data = r.read()
+        if r.status >= 300:
+            raise RuntimeError("%s %s: %d %s" % (method, path, r.status, data[:300]))
+        return json.loads(data) if data else None
+
+    def turn(self, sandbox=None):
+        aid = "bench-%d" % time.monotonic_ns()
+        self.call("PUT", "/v1/agents/" + aid, {"sandbox": sandbox or {}})
+        return self.call("POST", "/v1/turns", {"agent": aid, "user": "u",
+                                               "deadlineSeconds": 3600})["id"]
+
+    def run(self, tid, command, **kw):
+        body = {"command": command}
+        body.update(kw)
+        return self.call("POST", "/v1/turns/%s/calls" % tid, body)
+
+    def cpu(self):
+        """cofferd's user+system CPU seconds so far (its own and reaped children's
+        are kept apart: only its own count)."""
+        with open("/proc/%d/stat" % self.p.pid) as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12])) / HZ
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(60)
+
+
+def stats(samples):
+    s = sorted(samples)
+    return statistics.median(s) * 1000, s[min(len(s) - 1, int(len(s) * 0.99))] * 1000
+
+
+def timed(fn, n):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def bwrap_by_hand(ws):
+    """bwrap with the options cofferd passes (seccomp left out: its filter is
+    made in memory), run as root without the uid switch."""
+    return ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session",
+            "--uid", "65534", "--gid", "65534", "--hostname", "sandbox",
+            "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+            "--remount-ro", "/dev", "--bind", ws, "/tmp", "--chdir", "/tmp", "--clearenv",
+            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+            "--", "/bin/sh", "-c", "true"]
+
+
+def overhead(work, n):
+    s = Server(work)
+    try:
+        tid = s.turn()
+        s.run(tid, "true")
+        api = timed(lambda: s.run(tid, "true"), n)
+    finally:
+        s.stop()
+    plain = timed(lambda: subprocess.run(["sh", "-c", "true"], check=True), n)
+    ws = os.path.join(work, "byhand")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    argv = bwrap_by_hand(ws)
+    subprocess.run(argv, check=True)
+    hand = timed(lambda: subprocess.run(argv, check=True), n)
+    return [("plain `sh -c true` (fork/exec from Python)", stats(plain)),
+            ("bwrap by hand, same options", stats(hand)),
+            ("confined `true` over HTTP (POST .../calls)", stats(api))]
+
+
+def measuring_cpu(work, mode, files, seconds=10):
+    s = Server(work, "--scratch-mode", mode)
+    try:
+        tid = s.turn({"scratch": "2g", "turnDisk": "1g", "userDisk": "2g"})
+        if files:
+            r = s.run(tid, "mkdir d && cd d && seq 1 %d | xargs touch" % files,
+                      timeoutSeconds=600)
+            assert r["exitCode"] == 0 and not r.get("limit"), r
+        c0, t0 = s.cpu(), time.perf_counter()
+        s.run(tid, "sleep %d" % seconds)
+        c1, t1 = s.cpu(), time.perf_counter()
+        return (c1 - c0) / (t1 - t0)
+    finally:
+        s.stop()
+
+
+def write_section(path, text):
+    old = open(path).read() if os.path.exists(path) else ""
+    start = old.find("\n## Turns (bench/turns_overhead.py)")
+    if start >= 0:
+        end = old.find("\n## ", start + 5)
+        old = old[:start] + (old[end:] if end >= 0 else "\n")
+    with open(path, "w") as f:
+        f.write(old.rstrip("\n") + "\n\n" + text)
+
+
+def main():
+    out = os.path.join(ROOT, "bench/results.md")
+    n = 200
+    args = sys.argv[1:]
+    if "--out" in args:
+        out = args[args.index("--out") + 1]
+    if "--calls" in args:
+        n = int(args[args.index("--calls") + 1])
+    work = tempfile.mkdtemp(prefix="coffer-bench-turns-")
+    try:
+        rows = overhead(os.path.join(work, "a"), n)
+        cpu = {}
+        for mode in ("kernel", "walk"):
+            for files in (0, 100000):
+                d = os.path.join(work, "%s-%d" % (mode, files))
+                cpu[(mode, files)] = measuring_cpu(d, mode, files)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    base = rows[0][1][0]
+    lines = ["## Turns (bench/turns_overhead.py)", "",
+             "| %d calls of `true` | p50 ms | p99 ms | p50 / plain |" % n,
+             "|---|---|---|---|"]
+    for name, (p50, p99) in rows:
+        lines.append("| %s | %.2f | %.2f | %.1fx |" % (name, p50, p99, p50 / base))
+    lines += ["", "| cofferd CPU while a call runs (`sleep 10`) | empty workspace | "
+              "100,000 files | cost of the files |", "|---|---|---|---|"]
+    for mode, label in (("kernel", "kernel way: tmpfs, statfs every 250 ms"),
+                        ("walk", "measuring loop: walk every 250 ms")):
+        e, f = cpu[(mode, 0)], cpu[(mode, 100000)]
+        lines.append("| %s | %.1f ms/s | %.1f ms/s | %.1f ms/s |" % (
+            label, e * 1000, f * 1000, (f - e) * 1000))
+    lines += ["", "CPU is cofferd's own (utime+stime from /proc, children excluded) over "
+              "the call, divided by its wall time. The plain anchor forks from Python; "
+              "bwrap by hand runs as root without cofferd's uid switch, mount namespace "
+              "and seccomp filter. One machine, one run, 2 shared cores.", ""]
+    text = "\n".join(lines)
+    write_section(out, text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

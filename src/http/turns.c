@@ -1,0 +1,236 @@
+/*
+ * turns.c — turns over HTTP: create, get, delete, calls (JSON or a live
+ * Server-Sent Events stream) and kept outbox files. Logic is in src/turn.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "http/http.h"
+
+/* Rewrites the `url` of each of out.files (and of `out` itself when it is
+ * one file) as an absolute URL. */
+static void absolute_urls(http_req *req, json_t *out)
+{
+	json_t *f;
+	size_t i;
+
+	if (json_object_get(out, "url"))
+		http_absolute_url(req, out);
+	json_array_foreach(json_object_get(out, "files"), i, f)
+		http_absolute_url(req, f);
+}
+
+enum MHD_Result http_turn_create(http_req *req)
+{
+	cof_err err = {0};
+	json_t *out = NULL;
+	int rc = cof_turn_create(req->srv->turns, &req->who, req->json, &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
+}
+
+enum MHD_Result http_turn_get(http_req *req)
+{
+	cof_err err = {0};
+	json_t *out = NULL;
+	int rc = cof_turn_get(req->srv->turns, &req->who, req->param[0], &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+enum MHD_Result http_turn_delete(http_req *req)
+{
+	cof_err err = {0};
+
+	if (cof_turn_delete(req->srv->turns, &req->who, req->param[0], &err))
+		return http_send_error(req, &err);
+	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
+}
+
+enum MHD_Result http_turn_file(http_req *req)
+{
+	cof_err err = {0};
+	cof_file f;
+
+	memset(&f, 0, sizeof f);
+	f.fd = -1;
+	if (cof_turn_file_open(req->srv->turns, &req->who, req->param[0], req->param[1],
+			       req->param[2], &f, &err))
+		return http_send_error(req, &err);
+	return http_serve_file(req, &f);
+}
+
+/* ------------------------------------------------------------ SSE calls */
+
+/* A call streamed as events: a worker thread runs it and appends events to
+ * `buf`; MHD's reader takes them as they come. */
+typedef struct call_stream {
+	http_req *req;           /* only while the handler runs (for URLs) */
+	cof_turns *turns;
+	cof_principal who;
+	char id[160];
+	json_t *body;
+	char base[300];
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	cof_buf buf;
+	size_t pos;
+	int done;
+} call_stream;
+
+/* Makes `url` fields absolute with the stream's base. */
+static void stream_url(const call_stream *s, json_t *o)
+{
+	const char *u = json_string_value(json_object_get(o, "url"));
+	cof_buf b = COF_BUF_INIT;
+
+	if (u && u[0] == '/' && cof_buf_addf(&b, "%s%s", s->base, u) == 0)
+		json_object_set_new(o, "url", json_string(b.data));
+	cof_buf_release(&b);
+}
+
+static void stream_event(void *cls, const char *type, json_t *data)
+{
+	call_stream *s = cls;
+	json_t *copy = json_deep_copy(data), *f;
+	size_t i;
+	char *text;
+
+	stream_url(s, copy);
+	json_array_foreach(json_object_get(copy, "files"), i, f)
+		stream_url(s, f);
+	text = json_dumps(copy, JSON_COMPACT);
+	pthread_mutex_lock(&s->mu);
+	cof_buf_addf(&s->buf, "event: %s\ndata: %s\n\n", type, text ? text : "{}");
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	free(text);
+	json_decref(copy);
+}
+
+static void *stream_main(void *arg)
+{
+	call_stream *s = arg;
+	cof_err err = {0};
+	json_t *out = NULL;
+
+	if (cof_turn_call(s->turns, &s->who, s->id, s->body, stream_event, s, &out, &err) == 0) {
+		stream_event(s, "exit", out);
+	} else {
+		json_t *e = json_pack("{s:s, s:s, s:i}", "type", cof_code_type(err.code),
+				      "message", err.msg, "status", cof_code_status(err.code));
+		stream_event(s, "error", e);
+		json_decref(e);
+	}
+	json_decref(out);
+	cof_err_clear(&err);
+	pthread_mutex_lock(&s->mu);
+	s->done = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	call_stream *s = cls;
+	size_t n;
+
+	(void)pos;
+	pthread_mutex_lock(&s->mu);
+	while (s->pos == s->buf.len && !s->done)
+		pthread_cond_wait(&s->cv, &s->mu);
+	if (s->pos == s->buf.len) {
+		pthread_mutex_unlock(&s->mu);
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+	n = s->buf.len - s->pos < max ? s->buf.len - s->pos : max;
+	memcpy(out, s->buf.data + s->pos, n);
+	s->pos += n;
+	if (s->pos == s->buf.len) {
+		cof_buf_reset(&s->buf);
+		s->pos = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return (ssize_t)n;
+}
+
+/* The call runs to its end even when the client goes away. */
+static void stream_free(void *cls)
+{
+	call_stream *s = cls;
+
+	pthread_join(s->tid, NULL);
+	json_decref(s->body);
+	cof_buf_release(&s->buf);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
+}
+
+/* True when the client asked for text/event-stream. */
+static int wants_events(http_req *req)
+{
+	const char *a = http_header(req, MHD_HTTP_HEADER_ACCEPT);
+
+	return a && strstr(a, "text/event-stream");
+}
+
+static enum MHD_Result call_streamed(http_req *req)
+{
+	call_stream *s = calloc(1, sizeof *s);
+	struct MHD_Response *resp;
+
+	if (!s)
+		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	s->turns = req->srv->turns;
+	s->who = req->who;
+	snprintf(s->id, sizeof s->id, "%s", req->param[0]);
+	s->body = json_incref(req->json);
+	json_t *probe = json_pack("{s:s}", "url", "/");
+	http_absolute_url(req, probe);
+	const char *b = json_string_value(json_object_get(probe, "url"));
+	snprintf(s->base, sizeof s->base, "%.*s", b ? (int)strlen(b) - 1 : 0, b ? b : "");
+	json_decref(probe);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (pthread_create(&s->tid, NULL, stream_main, s)) {
+		json_decref(s->body);
+		free(s);
+		return http_send_fail(req, COF_EINTERNAL, "cannot start the call");
+	}
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, s,
+						 stream_free);
+	if (!resp) {
+		stream_free(s);
+		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	return http_queue(req, MHD_HTTP_OK, resp);
+}
+
+/* POST /v1/turns/{id}/calls: the answer once the call ends, or with
+ * `Accept: text/event-stream` its events live (stdout, stderr, file, exit;
+ * `error` when the call could not run). */
+enum MHD_Result http_turn_call(http_req *req)
+{
+	cof_err err = {0};
+	json_t *out = NULL;
+	int rc;
+
+	if (wants_events(req)) {
+		/* an unknown or ended turn is answered with its status, not a stream */
+		if (cof_turn_get(req->srv->turns, &req->who, req->param[0], &out, &err))
+			return http_send_error(req, &err);
+		json_decref(out);
+		return call_streamed(req);
+	}
+	rc = cof_turn_call(req->srv->turns, &req->who, req->param[0], req->json, NULL, NULL,
+			   &out, &err);
+	if (rc == 0)
+		absolute_urls(req, out);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}

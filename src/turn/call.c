@@ -1,0 +1,486 @@
+/*
+ * call.c — one confined call of a turn: start it, feed stdin, collect stdout
+ * and stderr (1 MiB each kept), measure the workspace every COF_MEASURE_MS
+ * while it runs and once when it ends, stop it on its timeout, a breach or
+ * the turn's end, then take the outbox and answer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "turn/outbox.h"
+#include "turn/turn.h"
+#include "util/util.h"
+
+/* One output stream of the call. */
+typedef struct stream {
+	int fd;
+	const char *name;      /* "stdout" / "stderr" */
+	cof_buf kept;          /* up to COF_CALL_OUTPUT_MAX */
+	int64_t total;
+	char held[4];          /* an incomplete UTF-8 sequence kept for the next event */
+	size_t nheld;
+} stream;
+
+typedef struct call {
+	cof_turns *ts;
+	cof_turn *t;
+	char id[40];
+	cof_proc p;
+	const char *in;
+	size_t in_len, in_off;
+	int64_t timeout_ms;
+	stream s[2];
+	cof_call_event_fn on_event;
+	void *cls;
+	int gen;               /* t->stop_gen when it started */
+	int timed_out;
+	const char *limit;
+	int stopped_by_end;
+	json_t *notes;
+} call;
+
+/* ------------------------------------------------------------ text */
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
+		     : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+
+	if (len == 0 || len > n || !cof_utf8_valid((const char *)s, len))
+		return 0;
+	return len;
+}
+
+/* `s` as a JSON string, each invalid byte replaced by U+FFFD. */
+static json_t *text_json(const char *s, size_t n)
+{
+	cof_buf b = COF_BUF_INIT;
+	json_t *j;
+
+	if (cof_utf8_valid(s, n))
+		return json_stringn(s, n);
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+		if (k) {
+			cof_buf_add(&b, s + i, k);
+			i += k;
+		} else {
+			cof_buf_add(&b, "\xef\xbf\xbd", 3);
+			i++;
+		}
+	}
+	j = json_stringn(b.data ? b.data : "", b.len);
+	cof_buf_release(&b);
+	return j;
+}
+
+/* Sends the bytes read as an event, holding back a sequence cut short. */
+static void emit_chunk(call *c, stream *st, const char *data, size_t n)
+{
+	cof_buf b = COF_BUF_INIT;
+	size_t keep = 0;
+
+	if (!c->on_event)
+		return;
+	cof_buf_add(&b, st->held, st->nheld);
+	cof_buf_add(&b, data, n);
+	/* an unfinished multi-byte sequence at the end waits for its rest */
+	for (size_t back = 1; back <= 3 && back <= b.len; back++) {
+		unsigned char ch = (unsigned char)b.data[b.len - back];
+		if ((ch & 0xc0) == 0x80)
+			continue;
+		size_t need = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc0 ? 2 : 1;
+		if (need > back)
+			keep = back;
+		break;
+	}
+	memcpy(st->held, b.data + b.len - keep, keep);
+	st->nheld = keep;
+	if (b.len > keep) {
+		json_t *d = json_pack("{s:o}", "data", text_json(b.data, b.len - keep));
+		c->on_event(c->cls, st->name, d);
+		json_decref(d);
+	}
+	cof_buf_release(&b);
+}
+
+/* Reads what is there on `st`. Returns 1 at end of file, else 0. */
+static int drain(call *c, stream *st)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(st->fd, buf, sizeof buf);
+		if (n == 0)
+			return 1;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : 1;
+		st->total += n;
+		size_t room = COF_CALL_OUTPUT_MAX - st->kept.len;
+		cof_buf_add(&st->kept, buf, (size_t)n < room ? (size_t)n : room);
+		emit_chunk(c, st, buf, (size_t)n);
+	}
+}
+
+/* ------------------------------------------------------------ running */
+
+static int pid_slot(cof_turn *t, pid_t pid)
+{
+	for (int i = 0; i < COF_TURN_CALLS; i++)
+		if (t->pids[i] == pid) {
+			t->pids[i] = 0;
+			return i;
+		}
+	return -1;
+}
+
+/* One measure tick: a breach stops every call of the turn. `alive`: the
+ * process is not reaped yet (so its pid is still its own). The measuring
+ * loop walks before taking mu, so calls of other turns do not wait on it. */
+static void tick(call *c, int alive)
+{
+	cof_turn *t = c->t;
+	cof_usage u;
+
+	if (!c->ts->kernel)
+		cof_quota_measure(c->ts, t, &c->p.pid, alive, &u);
+	pthread_mutex_lock(&c->ts->mu);
+	if (t->stop_gen == c->gen) {
+		const char *lim = cof_quota_check(c->ts, t, c->ts->kernel ? NULL : &u);
+		if (lim) {
+			t->stop_why = lim;
+			t->dirty = 1;
+			cof_turn_kill_calls(c->ts, t);
+		}
+	}
+	if (t->stop_gen != c->gen && !c->limit && !c->stopped_by_end) {
+		if (alive)
+			kill(c->p.pid, SIGKILL);
+		if (t->stop_why)
+			c->limit = t->stop_why;
+		else
+			c->stopped_by_end = 1;
+	}
+	pthread_mutex_unlock(&c->ts->mu);
+}
+
+/* Runs the process to its end; returns its wait status. */
+static int run(call *c)
+{
+	int64_t start = cof_now_ms(), next = start, killed = 0;
+	int open_out = 2, status = 0, escalated = 0;
+
+	while (open_out > 0) {
+		struct pollfd pf[3];
+		int n = 0;
+		for (int i = 0; i < 2; i++)
+			if (c->s[i].fd >= 0)
+				pf[n++] = (struct pollfd){c->s[i].fd, POLLIN, 0};
+		if (c->p.in >= 0)
+			pf[n++] = (struct pollfd){c->p.in, POLLOUT, 0};
+		int64_t now = cof_now_ms(), wait = next - now;
+		poll(pf, (nfds_t)n, wait < 0 ? 0 : (int)wait);
+		for (int i = 0; i < 2; i++)
+			if (c->s[i].fd >= 0 && drain(c, &c->s[i])) {
+				close(c->s[i].fd);
+				c->s[i].fd = -1;
+				open_out--;
+			}
+		if (c->p.in >= 0) {
+			ssize_t w = c->in_off < c->in_len
+					    ? write(c->p.in, c->in + c->in_off, c->in_len - c->in_off)
+					    : 0;
+			if (w > 0)
+				c->in_off += (size_t)w;
+			if (c->in_off >= c->in_len || (w < 0 && errno != EAGAIN)) {
+				close(c->p.in);
+				c->p.in = -1;
+			}
+		}
+		now = cof_now_ms();
+		if (now >= next) {
+			tick(c, 1);
+			next = now + COF_MEASURE_MS;
+		}
+		if (!c->timed_out && now - start >= c->timeout_ms) {
+			c->timed_out = 1;
+			kill(c->p.pid, SIGKILL);
+		}
+		if (!killed && (c->timed_out || c->limit || c->stopped_by_end))
+			killed = now;
+		if (killed && !escalated && now - killed > 1000) {
+			/* killed, yet its output is still open: its bwrap died before
+			 * tying the sandbox to itself */
+			escalated = 1;
+			cof_turn_kill_uid(c->ts, c->t);
+		}
+	}
+	if (c->p.in >= 0)
+		close(c->p.in);
+	while (waitpid(c->p.pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (cof_confine_wait_gone(&c->p, 5000))
+		cof_turn_kill_uid(c->ts, c->t);
+	return status;
+}
+
+/* ------------------------------------------------------------ outbox */
+
+/* Makes an empty $OUTBOX folder, owned by the turn's uid (as root we never
+ * follow what the command left at that name). 0 or -1. */
+static int outbox_prepare(const cof_turn *t)
+{
+	int ws = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = -1;
+	struct stat sb;
+
+	if (ws < 0)
+		return -1;
+	if (fstatat(ws, "outbox", &sb, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(sb.st_mode))
+		unlinkat(ws, "outbox", 0);
+	if ((mkdirat(ws, "outbox", 0700) == 0 || errno == EEXIST) &&
+	    fchownat(ws, "outbox", t->uid, t->uid, AT_SYMLINK_NOFOLLOW) == 0)
+		rc = 0;
+	close(ws);
+	return rc;
+}
+
+/* Takes the outbox: files that pass are kept outside the workspace, each
+ * entry gets a note. *files gets [{name, mediaType, size, url}]. */
+static int outbox_take(call *c, json_t **files, cof_err *err)
+{
+	cof_turns *ts = c->ts;
+	cof_turn *t = c->t;
+	char kept[PATH_MAX + 128];
+	cof_outbox_rules rules;
+	json_t *notes = NULL, *f;
+	int ws, ob, keep = -1, rc;
+	size_t i;
+
+	*files = json_array();
+	ws = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ws < 0)
+		return cof_error(err, COF_EINTERNAL, "cannot open the workspace");
+	ob = openat(ws, "outbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ob < 0) {
+		struct stat sb;
+		if (fstatat(ws, "outbox", &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+			unlinkat(ws, "outbox", 0);
+			json_array_append_new(c->notes, json_string(
+				"$OUTBOX was replaced by something other than a folder; removed it"));
+		}
+		close(ws);
+		return 0;
+	}
+	close(ws);
+	snprintf(kept, sizeof kept, "%s/kept/%s", ts->root, t->id);
+	mkdir(kept, 0700);
+	snprintf(kept, sizeof kept, "%s/kept/%s/%s", ts->root, t->id, c->id);
+	if (mkdir(kept, 0700) == 0)
+		keep = open(kept, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (keep < 0) {
+		close(ob);
+		return cof_error(err, COF_EINTERNAL, "cannot keep outbox files: %s",
+				 strerror(errno));
+	}
+	pthread_mutex_lock(&ts->mu);
+	rules.types = t->types;
+	rules.turn_files_left = COF_OUTBOX_TURN_FILES - t->kept_files;
+	rules.turn_bytes_left = COF_OUTBOX_TURN_BYTES - t->kept_bytes;
+	pthread_mutex_unlock(&ts->mu);
+	json_decref(*files);
+	*files = NULL;
+	rc = cof_outbox_collect(ob, keep, &rules, files, &notes, err);
+	close(ob);
+	close(keep);
+	if (!*files)
+		*files = json_array();
+	json_array_extend(c->notes, notes ? notes : json_array());
+	json_decref(notes);
+	pthread_mutex_lock(&ts->mu);
+	json_array_foreach(*files, i, f) {
+		char url[400];
+		t->kept_files++;
+		t->kept_bytes += json_integer_value(json_object_get(f, "size"));
+		snprintf(url, sizeof url, "/v1/turns/%s/files/%s/%s", t->id, c->id,
+			 json_string_value(json_object_get(f, "name")));
+		json_object_set_new(f, "url", json_string(url));
+	}
+	pthread_mutex_unlock(&ts->mu);
+	return rc;
+}
+
+/* ------------------------------------------------------------ the call */
+
+static const cof_jfield call_fields[] = {
+	{"command", COF_JSTR, 1}, {"stdin", COF_JSTR, 0}, {"timeoutSeconds", COF_JINT, 0},
+	{NULL, 0, 0}};
+
+static int call_check(json_t *body, int64_t *timeout, cof_err *err)
+{
+	json_t *cmd, *in;
+
+	if (cof_json_check(body, call_fields, err))
+		return -1;
+	cmd = json_object_get(body, "command");
+	in = json_object_get(body, "stdin");
+	if (!json_string_length(cmd) || strlen(json_string_value(cmd)) != json_string_length(cmd))
+		return cof_error(err, COF_EVALIDATION,
+				 "'command' must be a non-empty string without NUL");
+	if (json_string_length(in) > COF_CALL_STDIN_MAX)
+		return cof_error(err, COF_ETOOLARGE, "'stdin' is %zu bytes; the limit is 8 MB",
+				 json_string_length(in));
+	*timeout = COF_CALL_TIMEOUT_DEFAULT;
+	if (cof_json_int(body, "timeoutSeconds", timeout) &&
+	    (*timeout < 1 || *timeout > COF_CALL_TIMEOUT_MAX))
+		return cof_error(err, COF_EVALIDATION,
+				 "'timeoutSeconds' is %lld; it must be 1 to %d",
+				 (long long)*timeout, COF_CALL_TIMEOUT_MAX);
+	return 0;
+}
+
+/* Registers the call on its turn and starts it (under mu). */
+static int call_start(call *c, const char *command, cof_err *err)
+{
+	cof_turn *t = c->t;
+	int slot = pid_slot(t, 0);
+
+	if (t->ended)
+		return cof_error(err, COF_EGONE, "turn '%s' has ended", t->id);
+	if (slot < 0)
+		return cof_error(err, COF_ERATELIMIT, "turn '%s' already runs %d calls; wait for "
+				 "one to end", t->id, COF_TURN_CALLS);
+	if (!t->ws_made && cof_quota_ws_make(c->ts, t, err))
+		return -1;
+	if (outbox_prepare(t))
+		return cof_error(err, COF_EINTERNAL, "cannot prepare $OUTBOX");
+	if (cof_confine_spawn(c->ts, t, command, &c->p, err))
+		return -1;
+	t->pids[slot] = c->p.pid;
+	t->ncalls++;
+	t->call_seq++;
+	c->gen = t->stop_gen;
+	return 0;
+}
+
+/* The notes about output cut, timeout and limits. */
+static void call_notes(call *c, int64_t timeout)
+{
+	char size[32];
+
+	for (int i = 0; i < 2; i++)
+		if (c->s[i].total > COF_CALL_OUTPUT_MAX) {
+			cof_size_fmt(c->s[i].total, size, sizeof size);
+			json_array_append_new(c->notes, json_sprintf(
+				"%s was cut at 1 MiB (%s in all)", c->s[i].name, size));
+		}
+	if (c->timed_out)
+		json_array_append_new(c->notes, json_sprintf(
+			"stopped after %lld seconds (timeoutSeconds); every process of the call "
+			"was killed", (long long)timeout));
+	if (c->limit)
+		json_array_append_new(c->notes, json_sprintf(
+			"stopped: the workspace reached the '%s' limit; every call of the turn "
+			"was stopped and its workspace emptied", c->limit));
+	if (c->stopped_by_end)
+		json_array_append_new(c->notes, json_string("stopped: the turn ended"));
+}
+
+/* After the process: final measure, breach handling, then the outbox. */
+static void call_finish(call *c, json_t **files, cof_err *err)
+{
+	cof_turns *ts = c->ts;
+	cof_turn *t = c->t;
+
+	pthread_mutex_lock(&ts->mu);
+	pid_slot(t, c->p.pid);
+	pthread_mutex_unlock(&ts->mu);
+	tick(c, 0); /* the measure when it ends, in every case */
+	if (!c->limit && !c->stopped_by_end && !t->ended)
+		outbox_take(c, files, err);
+	pthread_mutex_lock(&ts->mu);
+	t->ncalls--;
+	if (c->limit) {
+		/* the last call of the turn to stop empties the workspace; the
+		 * others wait for it, so the next call finds it empty */
+		if (t->ncalls == 0 && t->dirty && !t->ended) {
+			cof_err e = {0};
+			cof_quota_ws_empty(ts, t, &e);
+			cof_err_clear(&e);
+			t->dirty = 0;
+		}
+		while (t->dirty && t->ncalls > 0 && !t->ended)
+			pthread_cond_wait(&ts->cv, &ts->mu);
+	}
+	pthread_cond_broadcast(&ts->cv);
+	pthread_mutex_unlock(&ts->mu);
+	if (!*files)
+		*files = json_array();
+}
+
+int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
+		  cof_call_event_fn on_event, void *cls, json_t **out, cof_err *err)
+{
+	call c = {0};
+	json_t *files = NULL, *f, *in;
+	int64_t timeout;
+	int status, rc;
+	size_t i;
+
+	if (call_check(body, &timeout, err) || cof_turn_sweep_and_find(ts, who, id, &c.t, err))
+		return -1;
+	c.ts = ts;
+	c.on_event = on_event;
+	c.cls = cls;
+	c.timeout_ms = timeout * 1000;
+	in = json_object_get(body, "stdin");
+	c.in = in ? json_string_value(in) : "";
+	c.in_len = in ? json_string_length(in) : 0;
+	c.notes = json_array();
+	cof_id_new("call_", c.id, sizeof c.id);
+	pthread_mutex_lock(&ts->mu);
+	rc = call_start(&c, cof_json_str(body, "command"), err);
+	pthread_mutex_unlock(&ts->mu);
+	if (rc) {
+		json_decref(c.notes);
+		cof_turn_release(ts, c.t);
+		return -1;
+	}
+	c.s[0] = (stream){.fd = c.p.out, .name = "stdout"};
+	c.s[1] = (stream){.fd = c.p.errfd, .name = "stderr"};
+	status = run(&c);
+	call_finish(&c, &files, err);
+	call_notes(&c, timeout);
+	if (err->code != COF_OK) { /* the outbox failed: the server's fault */
+		json_decref(files);
+		json_decref(c.notes);
+		cof_buf_release(&c.s[0].kept);
+		cof_buf_release(&c.s[1].kept);
+		cof_turn_release(ts, c.t);
+		return -1;
+	}
+	if (on_event)
+		json_array_foreach(files, i, f)
+			on_event(cls, "file", f);
+	*out = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "callId", c.id, "exitCode",
+			 WIFEXITED(status) ? WEXITSTATUS(status)
+			 : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1,
+			 "stdout", text_json(c.s[0].kept.data ? c.s[0].kept.data : "", c.s[0].kept.len),
+			 "stderr", text_json(c.s[1].kept.data ? c.s[1].kept.data : "", c.s[1].kept.len),
+			 "files", files, "notes", c.notes);
+	if (c.limit)
+		json_object_set_new(*out, "limit", json_string(c.limit));
+	if (c.timed_out)
+		json_object_set_new(*out, "timedOut", json_true());
+	cof_buf_release(&c.s[0].kept);
+	cof_buf_release(&c.s[1].kept);
+	cof_turn_release(ts, c.t);
+	return 0;
+}

@@ -1,0 +1,457 @@
+/*
+ * quota.c — the scratch root and the disk limits of workspaces.
+ *
+ * What counts: allocated blocks (a sparse file counts what it allocates, so a
+ * hole cannot hide data), 1 KB per file or folder, files deleted but still
+ * open. Limits: a turn at most turnDisk, all live workspaces of one (agent,
+ * user) at most userDisk, all live workspaces of the agent at most scratch,
+ * and one inode per KB of scratch.
+ *
+ * Kernel way (cofferd is root): each workspace is a tmpfs (noexec, nosuid,
+ * nodev, owned by the turn's uid, mode 0700) whose size= is the least of what
+ * the turn, its user and the agent's scratch still allow, and whose
+ * nr_inodes= is what the inode limit allows; the kernel answers ENOSPC at the
+ * edge. As workspaces grow and shrink the others are resized (MS_REMOUNT).
+ * statfs reads the tmpfs: real blocks, deleted-but-open files included.
+ *
+ * Measuring loop (no root, or the mount fails): workspaces are folders; a
+ * walk sums st_blocks and entries, and the call's processes' open files
+ * (/proc/PID/fd) add what is deleted but held open. A tree deeper than
+ * COF_WALK_DEPTH counts as over.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include "turn/turn.h"
+#include "util/util.h"
+
+#define TMPFS_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+#define PAGE 4096
+
+/* ------------------------------------------------------------ removing */
+
+/* Removes `name` in dirfd, and everything under it when it is a folder;
+ * never follows a link, never crosses into a mount (those are unmounted
+ * first by the callers). */
+static int rm_entry(int dirfd, const char *name, int depth)
+{
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (depth < 4096)
+		cof_rm_children(fd);
+	close(fd);
+	return unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+int cof_rm_children(int dirfd)
+{
+	int fd = dup(dirfd), rc = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	rewinddir(d);
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (rm_entry(dirfd, e->d_name, 0))
+			rc = -1;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Unmounts whatever is mounted at `path` (stacked mounts too). */
+static void unmount_all(const char *path)
+{
+	for (int i = 0; i < 16 && umount2(path, MNT_DETACH) == 0; i++)
+		;
+}
+
+/* Removes `path` and what is under it (after unmounting it). */
+static void rm_path(const char *path)
+{
+	char parent[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return;
+	snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
+	int fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	rm_entry(fd, slash + 1, 0);
+	close(fd);
+}
+
+/* ------------------------------------------------------------ opening */
+
+int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err)
+{
+	char ws[PATH_MAX + 8], kept[PATH_MAX + 8], probe[PATH_MAX + 16];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(ws, sizeof ws, "%s/ws", ts->root);
+	snprintf(kept, sizeof kept, "%s/kept", ts->root);
+	if ((mkdir(ts->root, 0711) && errno != EEXIST) || chmod(ts->root, 0711))
+		return cof_error(err, COF_EINTERNAL, "cannot make the scratch root '%s': %s",
+				 ts->root, strerror(errno));
+	/* leftovers of a previous run: unmount every workspace, then remove */
+	if ((d = opendir(ws)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			char p[PATH_MAX + 300];
+			if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, "..")))
+				continue;
+			snprintf(p, sizeof p, "%s/%s", ws, e->d_name);
+			unmount_all(p);
+		}
+		closedir(d);
+	}
+	rm_path(ws);
+	rm_path(kept);
+	if (mkdir(ws, 0711) || mkdir(kept, 0700))
+		return cof_error(err, COF_EINTERNAL, "cannot prepare the scratch root '%s': %s",
+				 ts->root, strerror(errno));
+	ts->kernel = 0;
+	if (force_walk || geteuid() != 0)
+		return 0;
+	snprintf(probe, sizeof probe, "%s/.probe", ws);
+	if (mkdir(probe, 0700) == 0 &&
+	    mount("tmpfs", probe, "tmpfs", TMPFS_FLAGS, "size=4k,nr_inodes=4,mode=0700") == 0) {
+		ts->kernel = 1;
+		umount2(probe, MNT_DETACH);
+	}
+	rmdir(probe);
+	return 0;
+}
+
+/* ------------------------------------------------------------ measuring */
+
+/* Adds what is under the folder open at `fd` to *u. */
+static void walk(int fd, cof_usage *u, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	struct stat sb;
+
+	if (depth > COF_WALK_DEPTH) {
+		u->over = 1;
+		close(fd);
+		return;
+	}
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return;
+	}
+	while (!u->over && (e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW))
+			continue;
+		u->entries++;
+		u->blocks += (int64_t)sb.st_blocks * 512;
+		if (S_ISDIR(sb.st_mode)) {
+			int sub = openat(fd, e->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				walk(sub, u, depth + 1);
+		}
+	}
+	closedir(d);
+}
+
+void cof_quota_walk(int dirfd, cof_usage *u)
+{
+	int fd = dup(dirfd);
+
+	memset(u, 0, sizeof *u);
+	if (fd >= 0)
+		walk(fd, u, 0);
+}
+
+/* Adds the blocks of files on device `dev` that the processes under `roots`
+ * (and their descendants) hold open though deleted. */
+static void deleted_open(dev_t dev, const pid_t *roots, int n, cof_usage *u)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+	ino_t seen[256];
+	int nseen = 0;
+
+	if (!proc)
+		return;
+	while ((e = readdir(proc)) != NULL) {
+		pid_t pid = (pid_t)atoi(e->d_name), cur = pid;
+		int mine = 0;
+		if (pid <= 0)
+			continue;
+		/* a descendant of one of the roots? (walk up the parents) */
+		for (int hop = 0; hop < 64 && cur > 1 && !mine; hop++) {
+			char p[64], buf[512];
+			for (int i = 0; i < n; i++)
+				mine |= cur == roots[i];
+			snprintf(p, sizeof p, "/proc/%d/stat", (int)cur);
+			FILE *f = fopen(p, "re");
+			if (!f || !fgets(buf, sizeof buf, f)) {
+				if (f)
+					fclose(f);
+				break;
+			}
+			fclose(f);
+			const char *rp = strrchr(buf, ')');
+			int ppid = 0;
+			if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1)
+				break;
+			cur = ppid;
+		}
+		if (!mine)
+			continue;
+		char fdp[64];
+		snprintf(fdp, sizeof fdp, "/proc/%d/fd", (int)pid);
+		DIR *fds = opendir(fdp);
+		struct dirent *fe;
+		while (fds && (fe = readdir(fds)) != NULL) {
+			struct stat sb;
+			if (fe->d_name[0] == '.' || fstatat(dirfd(fds), fe->d_name, &sb, 0))
+				continue;
+			if (sb.st_dev != dev || sb.st_nlink != 0 || !S_ISREG(sb.st_mode))
+				continue;
+			int dup_ino = 0;
+			for (int i = 0; i < nseen; i++)
+				dup_ino |= seen[i] == sb.st_ino;
+			if (dup_ino)
+				continue;
+			if (nseen < 256)
+				seen[nseen++] = sb.st_ino;
+			u->blocks += (int64_t)sb.st_blocks * 512;
+		}
+		if (fds)
+			closedir(fds);
+	}
+	closedir(proc);
+}
+
+void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids, int n,
+		       cof_usage *u)
+{
+	struct stat sb;
+	int fd;
+
+	*u = t->used;
+	if (ts->kernel) {
+		struct statfs sf;
+		if (statfs(t->ws, &sf) == 0) {
+			u->blocks = (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize;
+			u->entries = (int64_t)(sf.f_files - sf.f_ffree) - 1; /* its root */
+			u->over = 0;
+		}
+		return;
+	}
+	if ((fd = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	cof_quota_walk(fd, u);
+	if (n > 0 && fstat(fd, &sb) == 0)
+		deleted_open(sb.st_dev, pids, n, u);
+	close(fd);
+}
+
+/* Measures the workspace of `t` into t->used. */
+static void measure(cof_turns *ts, cof_turn *t, const pid_t *pids, int n)
+{
+	cof_usage u;
+
+	cof_quota_measure(ts, t, pids, n, &u);
+	t->used = u;
+}
+
+static int64_t bytes_of(const cof_usage *u)
+{
+	return u->blocks + u->entries * COF_ENTRY_BYTES;
+}
+
+/* What `t` may still hold, given the other workspaces of its agent: bytes
+ * (and which limit says so) and entries. */
+static void allowance(cof_turns *ts, const cof_turn *t, int64_t *bytes, const char **by,
+		      int64_t *entries)
+{
+	int64_t user = 0, all = 0, ents = 0;
+
+	for (cof_turn *o = ts->list; o; o = o->next) {
+		if (o == t || !o->ws_made || strcmp(o->org, t->org) || strcmp(o->agent, t->agent))
+			continue;
+		all += bytes_of(&o->used);
+		ents += o->used.entries;
+		if (!strcmp(o->user, t->user))
+			user += bytes_of(&o->used);
+	}
+	*bytes = t->sb.turn_disk;
+	*by = "turn_disk";
+	if (t->sb.user_disk - user < *bytes) {
+		*bytes = t->sb.user_disk - user;
+		*by = "user_disk";
+	}
+	if (t->sb.scratch - all < *bytes) {
+		*bytes = t->sb.scratch - all;
+		*by = "scratch";
+	}
+	*entries = t->sb.scratch / COF_ENTRY_BYTES - ents;
+	if (*bytes < 0)
+		*bytes = 0;
+	if (*entries < 0)
+		*entries = 0;
+}
+
+/* The tmpfs options for what `t` may hold now: its data may take what it is
+ * allowed less 1 KB for each entry it has (so blocks + entries stay within
+ * the limit), never below what it holds (the kernel refuses to shrink a
+ * tmpfs under its use). Records which limit set each. */
+static void tmpfs_size(cof_turns *ts, cof_turn *t, int64_t *size, int64_t *inodes)
+{
+	int64_t bytes, entries;
+	const char *by;
+
+	allowance(ts, t, &bytes, &by, &entries);
+	*size = (bytes - t->used.entries * COF_ENTRY_BYTES) / PAGE * PAGE;
+	if (*size < t->used.blocks)
+		*size = (t->used.blocks + PAGE - 1) / PAGE * PAGE;
+	if (*size < PAGE)
+		*size = PAGE;
+	t->size_by = by;
+	t->inodes_by = entries < bytes / COF_ENTRY_BYTES ? "inodes" : by;
+	*inodes = entries < bytes / COF_ENTRY_BYTES ? entries : bytes / COF_ENTRY_BYTES;
+	if (*inodes < t->used.entries)
+		*inodes = t->used.entries;
+	*inodes += 1; /* the root folder */
+}
+
+/* Mounts (remount = 0) or resizes the tmpfs of `t`. 0 or -1 (errno). */
+static int tmpfs_set(cof_turns *ts, cof_turn *t, int remount)
+{
+	int64_t size, inodes;
+	char opts[160];
+
+	tmpfs_size(ts, t, &size, &inodes);
+	if (remount && size == t->size_set && inodes == t->inodes_set)
+		return 0;
+	if (remount)
+		snprintf(opts, sizeof opts, "size=%lld,nr_inodes=%lld", (long long)size,
+			 (long long)inodes);
+	else
+		snprintf(opts, sizeof opts, "size=%lld,nr_inodes=%lld,uid=%u,gid=%u,mode=0700",
+			 (long long)size, (long long)inodes, (unsigned)t->uid, (unsigned)t->uid);
+	if (mount("tmpfs", t->ws, "tmpfs", TMPFS_FLAGS | (remount ? MS_REMOUNT : 0), opts))
+		return -1;
+	t->size_set = size;
+	t->inodes_set = inodes;
+	return 0;
+}
+
+/* ------------------------------------------------------------ workspaces */
+
+int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
+{
+	snprintf(t->ws, sizeof t->ws, "%s/ws/%s", ts->root, t->id);
+	memset(&t->used, 0, sizeof t->used);
+	/* its size depends on what the others hold now */
+	for (cof_turn *o = ts->list; ts->kernel && o; o = o->next)
+		if (o != t && o->ws_made && !strcmp(o->org, t->org) && !strcmp(o->agent, t->agent))
+			measure(ts, o, NULL, 0);
+	if (mkdir(t->ws, 0700) && errno != EEXIST)
+		return cof_error(err, COF_EINTERNAL, "cannot make the workspace: %s",
+				 strerror(errno));
+	if (ts->kernel ? tmpfs_set(ts, t, 0) : chown(t->ws, t->uid, t->uid)) {
+		int e = errno;
+		rmdir(t->ws);
+		return cof_error(err, COF_EINTERNAL, "cannot make the workspace: %s", strerror(e));
+	}
+	t->ws_made = 1;
+	return 0;
+}
+
+int cof_quota_ws_empty(cof_turns *ts, cof_turn *t, cof_err *err)
+{
+	if (ts->kernel) {
+		/* a fresh tmpfs: quicker than removing, and it drops whatever a
+		 * process may have left open */
+		unmount_all(t->ws);
+		memset(&t->used, 0, sizeof t->used);
+		if (tmpfs_set(ts, t, 0))
+			return cof_error(err, COF_EINTERNAL, "cannot renew the workspace: %s",
+					 strerror(errno));
+		return 0;
+	}
+	int fd = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd >= 0 ? cof_rm_children(fd) : -1;
+	if (fd >= 0)
+		close(fd);
+	memset(&t->used, 0, sizeof t->used);
+	return rc ? cof_error(err, COF_EINTERNAL, "cannot empty the workspace") : 0;
+}
+
+void cof_quota_ws_drop(cof_turns *ts, cof_turn *t)
+{
+	char kept[PATH_MAX + 64];
+
+	if (t->ws_made) {
+		unmount_all(t->ws);
+		rm_path(t->ws);
+		t->ws_made = 0;
+		memset(&t->used, 0, sizeof t->used);
+	}
+	snprintf(kept, sizeof kept, "%s/kept/%s", ts->root, t->id);
+	rm_path(kept);
+}
+
+const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh)
+{
+	int64_t bytes, entries;
+	const char *by;
+
+	if (!t->ws_made)
+		return NULL;
+	if (fresh) {
+		t->used = *fresh;
+	} else if (ts->kernel) {
+		for (cof_turn *o = ts->list; o; o = o->next)
+			if (o->ws_made && !strcmp(o->org, t->org) && !strcmp(o->agent, t->agent))
+				measure(ts, o, NULL, 0);
+		for (cof_turn *o = ts->list; o; o = o->next)
+			if (o->ws_made && !strcmp(o->org, t->org) && !strcmp(o->agent, t->agent))
+				tmpfs_set(ts, o, 1);
+	} else {
+		measure(ts, t, NULL, 0);
+	}
+	allowance(ts, t, &bytes, &by, &entries);
+	if (t->used.over)
+		return "turn_disk";
+	/* every entry also counts 1 KB, so this is reached first only when the
+	 * workspace holds nothing but entries up to the whole scratch */
+	if (t->used.entries >= entries)
+		return "inodes";
+	if (bytes_of(&t->used) >= bytes)
+		return by;
+	/* the kernel's edge (to the page): the write it stopped with ENOSPC
+	 * breached the limit that set the size */
+	if (ts->kernel && t->size_set > 0 && t->used.blocks >= t->size_set)
+		return t->size_by;
+	if (ts->kernel && t->inodes_set > 0 && t->used.entries + 1 >= t->inodes_set)
+		return t->inodes_by;
+	return NULL;
+}

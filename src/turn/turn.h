@@ -1,0 +1,176 @@
+/*
+ * turn.h — what the files of the turn layer (src/turn/) share: an agent's
+ * sandbox settings, the registry of live turns, confinement (bwrap + seccomp)
+ * and the disk limits. The public contract is in include/coffer.h ("turns").
+ *
+ * Locking: one mutex (cof_turns.mu) guards the registry, every turn's fields
+ * and the accounting of workspaces. Nothing slow runs under it except
+ * mount/remount/statfs of a tmpfs (microseconds).
+ */
+#ifndef COF_TURN_H
+#define COF_TURN_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "coffer.h"
+
+#define COF_SCRATCH_DEFAULT ((int64_t)256 << 20)
+#define COF_CALL_TIMEOUT_DEFAULT 120     /* seconds */
+#define COF_CALL_TIMEOUT_MAX 3600        /* seconds: the ceiling of timeoutSeconds */
+#define COF_CALL_OUTPUT_MAX (1 << 20)    /* stdout and stderr kept, each */
+#define COF_CALL_STDIN_MAX (8 << 20)     /* stdin fed to a call */
+#define COF_TURN_DEADLINE_MAX 86400      /* deadlineSeconds */
+#define COF_TURN_PROCS 256               /* processes of one turn (RLIMIT_NPROC) */
+#define COF_TURN_CALLS 16                /* calls of one turn running at once */
+#define COF_MEASURE_MS 250               /* how often a running call's disk is read */
+#define COF_WALK_DEPTH 256               /* deeper than this counts as over */
+#define COF_ENTRY_BYTES 1024             /* what a file or folder counts */
+#define COF_TURN_UID_BASE 1610612736u    /* outside uids: base + a random 24 bits */
+#define COF_TOMBSTONES_MAX 100000        /* ended turns remembered (for 410) */
+
+/* ---- settings.c */
+
+/* An agent's `sandbox` settings in bytes. */
+typedef struct cof_sandbox {
+	int64_t scratch;   /* all live workspaces of the agent */
+	int64_t turn_disk; /* one turn's workspace */
+	int64_t user_disk; /* all live workspaces of one (agent, user) */
+	int network;       /* calls share the host's network */
+} cof_sandbox;
+
+/* Reads `sandbox` (NULL = every default) into *out: scratch 256m, turnDisk a
+ * quarter and userDisk a half of scratch. COF_EVALIDATION for an unknown
+ * field, a bad size, or unless 0 < turnDisk <= userDisk <= scratch (the
+ * message names both values). */
+int cof_sandbox_parse(const json_t *sandbox, cof_sandbox *out, cof_err *err);
+
+/* ---- the registry (turns.c) */
+
+typedef struct cof_turn cof_turn;
+
+/* What one workspace holds, as last measured. */
+typedef struct cof_usage {
+	int64_t blocks;  /* allocated bytes, deleted-but-open files included */
+	int64_t entries; /* files and folders */
+	int over;        /* a tree too deep to measure */
+} cof_usage;
+
+struct cof_turn {
+	cof_turn *next;
+	char id[40];
+	char org[48];
+	char agent[128];
+	char user[256];
+	cof_sandbox sb;
+	unsigned types;          /* COF_OUT_* that may come back */
+	int64_t created, deadline;
+	uid_t uid;               /* outside uid of its processes */
+	int refs;                /* calls and requests holding it */
+	int ended;               /* deleted or expired: no new calls */
+	int ncalls;              /* calls running */
+	pid_t pids[COF_TURN_CALLS];
+	int stop_gen;            /* bumped to stop every call (breach, end) */
+	const char *stop_why;    /* limit name of the last breach, NULL after an end */
+	int dirty;               /* a breach: the workspace is emptied once every
+				    call of the turn has stopped */
+	int call_seq;
+	/* workspace */
+	int ws_made;
+	char ws[PATH_MAX + 64];  /* the tmpfs (or folder) at ROOT/ws/ID */
+	int64_t size_set;        /* tmpfs size= now (kernel way), 0 = not set */
+	int64_t inodes_set;      /* tmpfs nr_inodes= now */
+	const char *size_by;     /* the limit that set size= ("turn_disk", ...) */
+	const char *inodes_by;   /* the limit that set nr_inodes= */
+	cof_usage used;
+	/* outbox */
+	int kept_files;
+	int64_t kept_bytes;
+};
+
+struct cof_turns {
+	cof_store *st;
+	char root[PATH_MAX];     /* scratch root */
+	char data[PATH_MAX];     /* the data dir (hidden from calls) */
+	int kernel;              /* 1: a tmpfs per workspace; 0: the measuring loop */
+	int root_user;           /* cofferd runs as root: a uid per turn */
+	int64_t grace;           /* seconds after the deadline a turn is dropped */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* a call ended, or the sweeper should look */
+	cof_turn *list;
+	char (*tomb)[40];        /* ids of ended turns, a ring */
+	size_t ntomb, tomb_next;
+	unsigned uid_next;
+	int stop;
+	pthread_t sweeper;
+	unsigned char *bpf;      /* the seccomp program, as bwrap reads it */
+	size_t bpf_len;
+};
+
+/* Reads the outside uid for a new turn (under mu). */
+uid_t cof_turns_uid_new(cof_turns *ts);
+/* Sweeps expired turns, then finds `id` for `who` with a reference taken
+ * (drop it with cof_turn_release): COF_ENOTFOUND, COF_EFORBIDDEN, COF_EGONE. */
+int cof_turn_sweep_and_find(cof_turns *ts, const cof_principal *who, const char *id,
+			    cof_turn **out, cof_err *err);
+void cof_turn_release(cof_turns *ts, cof_turn *t);
+/* Stops every call of `t`: SIGKILL to their bwrap (the pid namespace takes
+ * the rest) and, as root, to every process of the turn's uid. Under mu. */
+void cof_turn_kill_calls(cof_turns *ts, cof_turn *t);
+/* As root: kills every process of the turn's uid (kill(-1) from a child of
+ * that uid). This reaches a sandbox whose bwrap was killed before it could
+ * tie the sandbox's life to its own. */
+void cof_turn_kill_uid(const cof_turns *ts, const cof_turn *t);
+
+/* ---- quota.c: the scratch root and the disk limits */
+
+/* Prepares the scratch root: unmounts and removes what a previous run left,
+ * makes ROOT/ws and ROOT/kept, and finds which way limits are kept (sets
+ * ts->kernel). 0, or -1 with err. */
+int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err);
+/* Makes the workspace of `t` (under mu). 0, or -1 with err. */
+int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err);
+/* Empties the workspace of `t`, no process of the turn running (under mu). */
+int cof_quota_ws_empty(cof_turns *ts, cof_turn *t, cof_err *err);
+/* Unmounts and removes the workspace and kept files of `t` (under mu). */
+void cof_quota_ws_drop(cof_turns *ts, cof_turn *t);
+/* Measures `t` (or takes `fresh`, measured without mu by cof_quota_measure)
+ * and, the kernel way, every other live workspace of its agent, resizes the
+ * tmpfs of each, and returns the limit `t` reached ("turn_disk",
+ * "user_disk", "scratch", "inodes") or NULL. Under mu. */
+const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh);
+/* Measures the workspace of `t` into *u without touching `t`: statfs the
+ * kernel way; the measuring loop walks it and adds what the processes under
+ * `pids` (n of them, may be 0) hold open though deleted. Safe without mu
+ * while a call of `t` runs (its workspace stays). */
+void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids, int n,
+		       cof_usage *u);
+/* Measures a folder by walking it (st_blocks, 1 KB per entry), without
+ * following links or crossing mounts. Exposed for the benchmark. */
+void cof_quota_walk(int dirfd, cof_usage *u);
+/* Removes everything under the folder open at `dirfd` (not the folder). */
+int cof_rm_children(int dirfd);
+
+/* ---- confine.c: bwrap and seccomp */
+
+/* Builds the seccomp program once (ts->bpf). 0, or -1 with err. */
+int cof_confine_init(cof_turns *ts, cof_err *err);
+
+/* One confined process. */
+typedef struct cof_proc {
+	pid_t pid;               /* the outer bwrap */
+	int in, out, errfd;      /* our ends of its stdin, stdout, stderr */
+	int info;                /* bwrap's --info-fd (the sandbox's pid) */
+} cof_proc;
+
+/* Starts `sh -c command` confined in the workspace of `t`. 0, or -1 with err. */
+int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
+		      cof_proc *p, cof_err *err);
+
+/* After bwrap was reaped: waits up to `timeout_ms` for the sandbox's pid 1
+ * to be gone (then every process of the call is). Closes p->info. 0, or -1
+ * when it is still there. */
+int cof_confine_wait_gone(cof_proc *p, int timeout_ms);
+
+#endif /* COF_TURN_H */
