@@ -6,7 +6,7 @@ at once. All must be answered and the disk limits must hold.
   10 users x 5 turns; in each turn one call (POST /v1/turns/{id}/calls), all 50 sent
   together (one thread and connection each, released by one barrier):
     40 "normal" calls write 16 MiB into $HOME, sleep 0.3 s and leave a CSV in $OUTBOX;
-    10 "breaching" calls (one per user) append 256 MiB, 1 MiB at a time, printing the
+    10 "breaching" calls (one per user) write 256 MiB, 1 MiB a new file, printing the
     count: they must be stopped with `limit`, and their stdout says how far they got.
   While they run, a watcher polls GET /v1/turns/{id} round-robin and keeps the largest
   `used.bytes` seen per turn; after them every turn is read once more, every returned
@@ -34,8 +34,9 @@ SANDBOX = {"scratch": "4g", "turnDisk": "64m", "userDisk": "512m"}
 TURN_DISK = 64 * MB
 NORMAL = ("dd if=/dev/zero of=\"$HOME/data.bin\" bs=1M count=16 status=none && sleep 0.3 && "
           "printf 'turn,bytes\\n%s,16777216\\n' \"$TURN\" > \"$OUTBOX/result.csv\" && echo ok")
-# MiB by MiB, printing the count, so that the answer's stdout says how far it got.
-BREACH = ("i=0; while [ $i -lt 256 ]; do head -c 1048576 /dev/zero >> \"$HOME/big.bin\" "
+# MiB by MiB, one new file each (a cap on the size of one file cannot stop it), printing
+# the count, so that the answer's stdout says how far it got.
+BREACH = ("i=0; while [ $i -lt 256 ]; do head -c 1048576 /dev/zero > \"$HOME/big$i.bin\" "
           "|| break; i=$((i+1)); echo $i; done")
 MODES = ("kernel", "walk")
 
@@ -274,8 +275,8 @@ def main():
     lines = ["", "## Turns: 50 at once (bench/turns.py)", "",
              "10 users x 5 turns, one call in each, all 50 sent at once (one connection "
              "each); agent sandbox `%s`. 40 calls write 16 MiB, sleep 0.3 s and return a "
-             "CSV; 10 (one per user) append 256 MiB, 1 MiB at a time, past the 64 MiB "
-             "turnDisk. Once per `cofferd --scratch-mode`: kernel (a tmpfs per "
+             "CSV; 10 (one per user) write 256 MiB, a new 1 MiB file at a time, past the "
+             "64 MiB turnDisk. Once per `cofferd --scratch-mode`: kernel (a tmpfs per "
              "workspace) and walk (the measuring loop). The anchor is the same 50 "
              "commands as plain `sh -c` in 50 folders, started together, on disk and on "
              "tmpfs (no confinement, no limit: its breaching ones stop at 64 MiB by "
@@ -304,7 +305,7 @@ def main():
     line("returned files fetched back and checked", lambda r: "%d" % r["fetched"])
     line("breaching calls stopped with `limit`", lambda r: "%d of %d (%s)" % (
         r["breach_limit"], r["breach"], ", ".join(r["limits"]) or "none"))
-    line("most MiB a breaching call appended before the stop",
+    line("most MiB a breaching call wrote before the stop",
          lambda r: "%d MiB" % r["written"])
     line("largest `used.bytes` seen (polled while running, and after; blocks + 1 KiB "
          "an entry)", lambda r: "%d bytes = turnDisk %s %d KiB" % (
