@@ -140,7 +140,7 @@ void conn_on_event(void *ud, const char *type, json_t *data)
 static int conn_op(conn *c, const char *data, size_t len)
 {
 	json_error_t je;
-	json_t *op = json_loadb(data, len, 0, &je), *result = NULL, *body;
+	json_t *op = json_loadb(data, len, JSON_ALLOW_NUL, &je), *result = NULL, *body;
 	const char *id = json_string_value(json_object_get(op, "id"));
 	cof_err e = {0};
 	char summary[512];

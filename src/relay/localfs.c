@@ -137,6 +137,14 @@ static int lfs_errno(int e, const char *path, cof_err *err)
 	}
 }
 
+/* 1 when `name` in the folder open at `dfd` is a symlink. */
+static int lfs_is_link(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
 /* The walk of a kernel without openat2: one component at a time from the
  * folder, O_NOFOLLOW everywhere. `path` passed cof_lfs_path (no `..`). */
 static int lfs_walk(int dirfd, const char *path, int flags, mode_t mode)
@@ -163,6 +171,8 @@ static int lfs_walk(int dirfd, const char *path, int flags, mode_t mode)
 		else
 			next = openat(cur, name, flags, mode);
 		int e = errno;
+		if (next < 0 && lfs_is_link(cur, name))
+			e = ELOOP; /* O_DIRECTORY | O_NOFOLLOW on a symlink says ENOTDIR */
 		if (cur != dirfd)
 			close(cur);
 		errno = e;
@@ -171,6 +181,24 @@ static int lfs_walk(int dirfd, const char *path, int flags, mode_t mode)
 		cur = next;
 		p = slash + 1;
 	}
+}
+
+/* 1 when the last component of `path` (beneath `dirfd`) is a symlink:
+ * O_PATH | O_NOFOLLOW opens the link itself even under RESOLVE_NO_SYMLINKS. */
+static int lfs_last_is_link(int dirfd, const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat st;
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how), link;
+
+	if (fd < 0)
+		return 0;
+	link = fstat(fd, &st) == 0 && S_ISLNK(st.st_mode);
+	close(fd);
+	return link;
 }
 
 /* Opens `path` (checked; "" = the folder) beneath `dirfd`, never following a
@@ -187,6 +215,9 @@ static int lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags,
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 		};
 		int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+		if (fd < 0 && errno == ENOTDIR && (flags & O_DIRECTORY) &&
+		    lfs_last_is_link(dirfd, path))
+			errno = ELOOP;
 		if (fd >= 0 || errno != ENOSYS)
 			return fd;
 		fs->walk_only = 1;
@@ -340,6 +371,8 @@ static int lfs_mkdirs(cof_lfs *fs, const char *dir, cof_err *err)
 		}
 		next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int e = errno;
+		if (next < 0 && lfs_is_link(cur, name))
+			e = ELOOP;
 		close(cur);
 		if (next < 0 && e == ENOTDIR)
 			return cof_error(err, COF_EVALIDATION, "'%.300s' is not a folder", dir), -1;
@@ -749,23 +782,31 @@ int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const cha
 	}
 	dfd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0 && errno == ENOTDIR && path[0]) {
-		/* The path names one file: search it alone. */
-		const char *slash = strrchr(path, '/');
-		char dir[COF_PATH_MAX + 1];
-		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 0, path);
-		int pfd = lfs_open_beneath(fs, fs->dirfd, dir, O_RDONLY | O_DIRECTORY, 0);
-		if (pfd < 0) {
+		/* The path names one file: search it alone (with the same checks). */
+		if (cof_lfs_excluded(fs, path, 0)) {
+			cof_error(err, COF_EFORBIDDEN, "'%.300s' is excluded", path);
+			goto done;
+		}
+		int fd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+		unsigned char *d;
+		size_t n;
+		if (fd < 0) {
 			lfs_errno(errno, path, err);
 			goto done;
 		}
-		s.root_len = dir[0] ? strlen(dir) + 1 : 0;
-		if (!cof_lfs_excluded(fs, path, 0) && !(s.glob && !lfs_glob_hits(s.glob, path + s.root_len)) &&
-		    lfs_search_file(&s, pfd, slash ? slash + 1 : path, path)) {
-			close(pfd);
+		const char *slash = strrchr(path, '/');
+		s.root_len = slash ? (size_t)(slash - path) + 1 : 0;
+		int bad = lfs_read_fd(fs, fd, path, &d, &n, err);
+		close(fd);
+		if (bad)
+			goto done;
+		if ((!s.glob || lfs_glob_hits(s.glob, path + s.root_len)) && !memchr(d, '\0', n) &&
+		    cof_utf8_valid((char *)d, n) && lfs_grep(&s, path, (char *)d, n)) {
+			free(d);
 			cof_error(err, COF_EINTERNAL, "out of memory");
 			goto done;
 		}
-		close(pfd);
+		free(d);
 	} else if (dfd < 0) {
 		lfs_errno(errno, path[0] ? path : ".", err);
 		goto done;
