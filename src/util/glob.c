@@ -115,13 +115,15 @@ static int split(const char *str, int escapes, const char **starts, const char *
 	}
 }
 
-#define MAX_SEGS 2100 /* a 4096-byte path has at most 2049 segments */
+#define MAX_SEGS COF_GLOB_SEGS_MAX /* a 4096-byte path has at most 2049 segments */
 
 /* Segment by segment: reach[j] says the pattern so far can end right before
  * path segment j. A `**` segment lets any later j be reached (one or more
  * segments at the end of the pattern, zero or more elsewhere); others need
- * seg_match. O(pattern segments * path segments), so `**` cannot blow up. */
-static int match(const char *pattern, const char *path)
+ * seg_match. O(pattern segments * path segments), so `**` cannot blow up.
+ * At the end reach[k] says the pattern matches the first k path segments;
+ * copied to `out` (ns + 1 bytes). Returns ns, or -1 (too many segments). */
+static int match_reach(const char *pattern, const char *path, unsigned char *out)
 {
 	const char *ps[MAX_SEGS], *pe[MAX_SEGS], *ss[MAX_SEGS], *se[MAX_SEGS];
 	unsigned char reach[MAX_SEGS + 1], next[MAX_SEGS + 1];
@@ -129,7 +131,7 @@ static int match(const char *pattern, const char *path)
 	int ns = split(path, 0, ss, se, MAX_SEGS);
 
 	if (np < 0 || ns < 0)
-		return 0;
+		return -1;
 	memset(reach, 0, (size_t)ns + 1);
 	reach[0] = 1;
 	for (int i = 0; i < np; i++) {
@@ -150,7 +152,21 @@ static int match(const char *pattern, const char *path)
 		}
 		memcpy(reach, next, (size_t)ns + 1);
 	}
-	return reach[ns];
+	memcpy(out, reach, (size_t)ns + 1);
+	return ns;
+}
+
+static int match(const char *pattern, const char *path)
+{
+	unsigned char reach[MAX_SEGS + 1];
+	int ns = match_reach(pattern, path, reach);
+
+	return ns < 0 ? 0 : reach[ns];
+}
+
+int cof_glob_match_prefixes(const char *pattern, const char *path, unsigned char *out)
+{
+	return match_reach(pattern, path, out);
 }
 
 int cof_glob_match(const char *pattern, const char *path)

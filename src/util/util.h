@@ -47,6 +47,12 @@ int cof_utf8_valid(const char *s, size_t len);
 /* ---- globs: `*` and `?` stay within a segment, `**` spans segments (also zero),
  * `[abc]`, `[a-z]`, `[!x]` classes, `\` escapes. Whole-path match. */
 int cof_glob_match(const char *pattern, const char *path);
+/* The same match against every leading run of the path's segments, in one
+ * pass: out[k] (k = 0..n, `out` holds COF_GLOB_SEGS_MAX + 1 bytes) is 1 when
+ * the pattern matches the first k segments ("a/b" for k = 2 of "a/b/c").
+ * Returns n, the path's segment count, or -1 when it has too many. */
+#define COF_GLOB_SEGS_MAX 2100
+int cof_glob_match_prefixes(const char *pattern, const char *path, unsigned char *out);
 /* Checks a glob for length (<= 4096) and balanced classes. */
 int cof_glob_check(const char *pattern, cof_err *err);
 /* The longest literal directory prefix of a glob ("src/a/" for "src/a/x*.c"),
