@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
+#include "policy/policy.h"
 
 #define WORKSPACE_PATH "/workspace"
 
@@ -191,6 +192,25 @@ static const cof_jfield agent_fields[] = {
 	{"output", COF_JOBJ, 0}, {"relay", COF_JOBJ, 0}, {"remount", COF_JBOOL, 0},
 	{NULL, 0, 0}};
 
+static const cof_jfield relay_fields[] = {
+	{"capability", COF_JBOOL, 0}, {"defaultMode", COF_JSTR, 0}, {NULL, 0, 0}};
+
+/* `relay: {capability?, defaultMode?}`: the mode must be one cof_mode_parse knows. */
+static int relay_check(json_t *relay, cof_err *err)
+{
+	cof_mode m;
+	cof_err e = {0};
+	const char *mode = cof_json_str(relay, "defaultMode");
+
+	if (!relay || json_is_null(relay))
+		return 0;
+	if (!cof_json_check(relay, relay_fields, &e) && !(mode && cof_mode_parse(mode, &m, &e)))
+		return 0;
+	cof_error(err, COF_EVALIDATION, "relay: %s", e.msg);
+	cof_err_clear(&e);
+	return -1;
+}
+
 static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 {
 	json_t *out = json_deep_copy(settings);
@@ -229,7 +249,8 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 	cof_err miss = {0};
 	int exists, rc = -1;
 
-	if (id_check(id, err) || cof_json_check(body, agent_fields, err))
+	if (id_check(id, err) || cof_json_check(body, agent_fields, err) ||
+	    relay_check(json_object_get(body, "relay"), err))
 		return -1;
 	exists = cof_meta_agent_get(st->meta, org, id, &old, &miss) == 0;
 	if (!exists && miss.code != COF_ENOTFOUND) {

@@ -36,6 +36,7 @@ typedef struct server_opts {
 	int64_t gc_grace;
 	int64_t gc_interval;
 	int64_t history;
+	int64_t relay_grace;
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -52,7 +53,8 @@ typedef struct gc_thread {
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
-	      "               [--gc-interval SECONDS] [--history SECONDS] [--help] [--version]\n"
+	      "               [--gc-interval SECONDS] [--history SECONDS] [--relay-grace SECONDS]\n"
+	      "               [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
 	      "                         port 0 picks a free port)\n"
@@ -60,7 +62,9 @@ static void usage(FILE *to)
 	      "  --gc-interval SECONDS  run the garbage collector this often\n"
 	      "                         (default 3600; 0 = never)\n"
 	      "  --history SECONDS      keep the changes feed at least this long\n"
-	      "                         (default 604800, 7 days)\n", to);
+	      "                         (default 604800, 7 days)\n"
+	      "  --relay-grace SECONDS  a paused relay session ends when its client is\n"
+	      "                         not back within this time (default 600)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -116,7 +120,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
-			    !strcmp(a, "--history");
+			    !strcmp(a, "--history") || !strcmp(a, "--relay-grace");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -150,6 +154,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--history") && parse_seconds(v, &o->history) == 0 &&
 			   o->history > 0) {
+			continue;
+		} else if (!strcmp(a, "--relay-grace") && parse_seconds(v, &o->relay_grace) == 0 &&
+			   o->relay_grace > 0) {
 			continue;
 		} else {
 			fprintf(stderr, "cofferd: bad value '%s' for %s\n", v, a);
@@ -301,6 +308,7 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 	MHD_socket lfd;
 
 	__atomic_store_n(&srv->stopping, 1, __ATOMIC_SEQ_CST);
+	cof_relay_shutdown(srv->relay);
 	lfd = MHD_quiesce_daemon(srv->mhd);
 	if (lfd != MHD_INVALID_SOCKET)
 		close(lfd);
@@ -338,7 +346,7 @@ static int open_store(const server_opts *o, cof_store **st)
 
 int cofferd_main(int argc, char **argv)
 {
-	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0 };
+	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, 600 };
 	http_server srv;
 	gc_thread gc;
 	sigset_t sigs;
@@ -361,6 +369,13 @@ int cofferd_main(int argc, char **argv)
 
 	if (open_store(&o, &srv.st))
 		return 1;
+	cof_relay_opts ro = { .grace_seconds = o.relay_grace };
+	cof_err rerr = { 0 };
+	if (cof_relay_open(srv.st, &ro, &srv.relay, &rerr)) {
+		fprintf(stderr, "cofferd: %s\n", rerr.msg);
+		cof_store_close(srv.st);
+		return 1;
+	}
 	fd = listen_socket(&o, &srv.port);
 	snprintf(srv.host, sizeof(srv.host), strchr(o.host, ':') ? "[%s]" : "%s", o.host);
 	if (fd < 0 || (srv.mhd = mhd_start(&srv, fd)) == NULL) {
@@ -368,11 +383,13 @@ int cofferd_main(int argc, char **argv)
 			fprintf(stderr, "cofferd: cannot start the HTTP server\n");
 			close(fd);
 		}
+		cof_relay_close(srv.relay);
 		cof_store_close(srv.st);
 		return 1;
 	}
 	if (gc_start(&gc, srv.st, o.gc_interval)) {
 		MHD_stop_daemon(srv.mhd);
+		cof_relay_close(srv.relay);
 		cof_store_close(srv.st);
 		return 1;
 	}
@@ -384,6 +401,7 @@ int cofferd_main(int argc, char **argv)
 	fprintf(stderr, "cofferd: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	mhd_drain(&srv, &sigs);
 	gc_stop(&gc);
+	cof_relay_close(srv.relay);
 	cof_store_close(srv.st);
 	fprintf(stderr, "cofferd: stopped\n");
 	return 0;
