@@ -580,7 +580,7 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 		if (S_ISREG(st.st_mode))
 			type = "file", size = st.st_size;
 		else if (S_ISDIR(st.st_mode))
-			type = "dir";
+			type = "directory";
 		else if (S_ISLNK(st.st_mode))
 			type = "symlink";
 		if (!(r = lfs_join(&rel, path, names[i])))
