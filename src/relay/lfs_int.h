@@ -24,10 +24,17 @@ int lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags, mode_t
  * malloc'd and NUL-terminated. */
 int lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **data,
 		size_t *len, cof_err *err);
-/* The names in the folder open at `dfd` (consumed), sorted, without `.` and
- * `..`; free with lfs_names_free. -1 with errno. */
-int lfs_names(int dfd, char ***names, size_t *n);
-void lfs_names_free(char **v, size_t n);
+/* One entry of a folder: readdir's d_type (DT_UNKNOWN on some file systems:
+ * then ask fstatat) and the name. */
+typedef struct lfs_name {
+	unsigned char type;
+	char name[];
+} lfs_name;
+
+/* The entries of the folder open at `dfd` (consumed), sorted by name, without
+ * `.` and `..`; free with lfs_names_free. -1 with errno. */
+int lfs_names(int dfd, lfs_name ***names, size_t *n);
+void lfs_names_free(lfs_name **v, size_t n);
 /* `dir` + "/" + `name` (or `name` at the top) into `b`, reset first; NULL
  * when out of memory. */
 const char *lfs_join(cof_buf *b, const char *dir, const char *name);

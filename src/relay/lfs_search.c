@@ -98,7 +98,7 @@ static int lfs_search_file(lfs_search *s, int dfd, const char *name, const char 
  * their parent, and a name that is a symlink is skipped. */
 static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 {
-	char **names;
+	lfs_name **names;
 	size_t n;
 	int keep = dup(dfd), rc = 0;
 	cof_buf rel = COF_BUF_INIT;
@@ -112,20 +112,25 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 		return errno == ENOMEM ? -1 : 0;
 	}
 	for (size_t i = 0; i < n && !s->truncated && rc == 0; i++) {
+		const char *name = names[i]->name, *r = lfs_join(&rel, dir, name);
+		unsigned char type = names[i]->type;
 		struct stat st;
-		const char *r = lfs_join(&rel, dir, names[i]);
 
 		if (!r) {
 			rc = -1;
 			break;
 		}
-		if (fstatat(keep, names[i], &st, AT_SYMLINK_NOFOLLOW))
-			continue;
-		if (S_ISDIR(st.st_mode)) {
+		/* readdir's type saves a stat per file; the open below uses O_NOFOLLOW
+		 * and the read checks S_ISREG on the fd, so a swap meanwhile is harmless. */
+		if (type == DT_UNKNOWN) {
+			if (fstatat(keep, name, &st, AT_SYMLINK_NOFOLLOW))
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+		}
+		if (type == DT_DIR) {
 			if (depth >= COF_LFS_DEPTH_MAX || cof_lfs_excluded(s->fs, r, 1))
 				continue;
-			int sub = openat(keep, names[i],
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub = openat(keep, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
 				char *copy = strdup(r);
 				rc = copy ? lfs_search_dir(s, sub, copy, depth + 1) : -1;
@@ -133,11 +138,11 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 				if (!copy)
 					close(sub);
 			}
-		} else if (S_ISREG(st.st_mode)) {
+		} else if (type == DT_REG) {
 			if (cof_lfs_excluded(s->fs, r, 0) ||
 			    (s->glob && !lfs_glob_hits(s->glob, r + s->root_len)))
 				continue;
-			rc = lfs_search_file(s, keep, names[i], r);
+			rc = lfs_search_file(s, keep, name, r);
 		}
 	}
 	close(keep);

@@ -476,16 +476,14 @@ int cof_lfs_write(cof_lfs *fs, const char *path, const void *data, size_t len,
 
 static int lfs_name_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp((*(lfs_name *const *)a)->name, (*(lfs_name *const *)b)->name);
 }
 
-/* The names in the folder open at `dfd` (consumed), sorted, without `.` and
- * `..`. *names malloc'd (each name too); -1 with errno. */
-int lfs_names(int dfd, char ***names, size_t *n)
+int lfs_names(int dfd, lfs_name ***names, size_t *n)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
-	char **v = NULL;
+	lfs_name **v = NULL;
 	size_t cnt = 0, cap = 0;
 
 	if (!d) {
@@ -495,16 +493,19 @@ int lfs_names(int dfd, char ***names, size_t *n)
 		return -1;
 	}
 	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (cnt == cap) {
-			char **nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof *v);
+			lfs_name **nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof *v);
 			if (!nv)
 				goto oom;
 			v = nv;
 		}
-		if (!(v[cnt] = strdup(de->d_name)))
+		if (!(v[cnt] = malloc(sizeof *v[cnt] + len + 1)))
 			goto oom;
+		v[cnt]->type = de->d_type;
+		memcpy(v[cnt]->name, de->d_name, len + 1);
 		cnt++;
 	}
 	closedir(d);
@@ -514,14 +515,12 @@ int lfs_names(int dfd, char ***names, size_t *n)
 	return 0;
 oom:
 	closedir(d);
-	for (size_t i = 0; i < cnt; i++)
-		free(v[i]);
-	free(v);
+	lfs_names_free(v, cnt);
 	errno = ENOMEM;
 	return -1;
 }
 
-void lfs_names_free(char **v, size_t n)
+void lfs_names_free(lfs_name **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -539,7 +538,7 @@ const char *lfs_join(cof_buf *b, const char *dir, const char *name)
 
 int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 {
-	char **names;
+	lfs_name **names;
 	size_t n, shown = 0;
 	int dfd;
 	json_t *entries;
@@ -566,7 +565,7 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 		const char *type = "other", *r;
 		int64_t size = 0;
 
-		if (fstatat(keep, names[i], &st, AT_SYMLINK_NOFOLLOW))
+		if (fstatat(keep, names[i]->name, &st, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone meanwhile */
 		if (S_ISREG(st.st_mode))
 			type = "file", size = st.st_size;
@@ -574,7 +573,7 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 			type = "directory";
 		else if (S_ISLNK(st.st_mode))
 			type = "symlink";
-		if (!(r = lfs_join(&rel, path, names[i])))
+		if (!(r = lfs_join(&rel, path, names[i]->name)))
 			break;
 		if (cof_lfs_excluded(fs, r, S_ISDIR(st.st_mode)))
 			continue;
@@ -582,7 +581,7 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 			truncated = 1;
 			break;
 		}
-		json_array_append_new(entries, json_pack("{s:s, s:s, s:I}", "name", names[i],
+		json_array_append_new(entries, json_pack("{s:s, s:s, s:I}", "name", names[i]->name,
 							 "type", type, "size", (json_int_t)size));
 		shown++;
 	}
