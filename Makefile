@@ -8,7 +8,7 @@ PKGS    := sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8
            poppler-glib libseccomp libhs
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
-           -Wshadow -Wformat=2 -pthread -Iinclude -Isrc \
+           -Wshadow -Wformat=2 -pthread -Iinclude -Isrc -I$(BUILD)/gen \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lmagic -lpthread -lm
 
@@ -35,6 +35,12 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The guard's rules are built into the library: guard.rules as a C array.
+$(BUILD)/gen/guard_rules.inc: src/policy/guard.rules
+	@mkdir -p $(dir $@)
+	xxd -i < $< > $@
+$(BUILD)/obj/src/policy/guard.o: $(BUILD)/gen/guard_rules.inc
 
 $(BUILD)/libcoffer.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -84,7 +84,8 @@ typedef struct cof_guard cof_guard;
 typedef struct cof_guard_hit {
 	char rule[64];       /* the rule's name, e.g. "reverse-shell-dev-tcp" */
 	char category[32];   /* "prompt-injection", "miner", "reverse-shell", ... */
-	uint64_t offset;     /* where in the content (0 for name rules) */
+	uint64_t offset;     /* where in the content the match ends (the byte
+			      * after it); 0 for name rules */
 } cof_guard_hit;
 
 /* The process-wide guard, compiled on first use from the built-in rules.
@@ -100,8 +101,24 @@ void cof_guard_free(cof_guard *g);
 int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
 		   cof_guard_hit *hit, cof_err *err);
 
+/* Only the path checks (traversal, absolute, backslashes, shell
+ * metacharacters, control characters; see guard.rules), on `len` bytes so a
+ * NUL inside a name from JSON is seen. 1 = blocked (*hit filled), 0 = clean. */
+int cof_guard_scan_name(const cof_guard *g, const char *path, size_t len,
+			cof_guard_hit *hit);
+
+/* The rules text built into the library (src/policy/guard.rules), for
+ * showing; `len` (may be NULL) gets its length. Static, do not free. */
+const char *cof_guard_rules_text(size_t *len);
+
 /* Streaming form for content too large to hold: open, feed chunks, close. A
- * hit ends the stream early (feed returns 1). */
+ * hit ends the stream early (feed returns 1). A pattern that spans chunk
+ * boundaries still fires. `path` may be NULL (content only). Open answers -1
+ * only on error (out of memory); a blocked path still opens a stream whose
+ * hit is filled at once, whose feeds answer 1 and whose close answers 1.
+ * `hit` must outlive the stream. One stream is fed by one thread at a time;
+ * any number of streams may run on one guard. A Hyperscan error blocks
+ * (rule "scan-error", category "internal"): the guard fails closed. */
 typedef struct cof_guard_stream cof_guard_stream;
 int cof_guard_stream_open(const cof_guard *g, const char *path, cof_guard_stream **out,
 			  cof_guard_hit *hit, cof_err *err);
