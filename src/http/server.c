@@ -37,6 +37,7 @@ typedef struct server_opts {
 	int64_t gc_interval;
 	int64_t history;
 	int64_t relay_grace;
+	int64_t relay_op_wait;
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -54,7 +55,7 @@ static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
 	      "               [--gc-interval SECONDS] [--history SECONDS] [--relay-grace SECONDS]\n"
-	      "               [--help] [--version]\n"
+	      "               [--relay-op-wait SECONDS] [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
 	      "                         port 0 picks a free port)\n"
@@ -64,7 +65,9 @@ static void usage(FILE *to)
 	      "  --history SECONDS      keep the changes feed at least this long\n"
 	      "                         (default 604800, 7 days)\n"
 	      "  --relay-grace SECONDS  a paused relay session ends when its client is\n"
-	      "                         not back within this time (default 600)\n", to);
+	      "                         not back within this time (default 600)\n"
+	      "  --relay-op-wait SECONDS  how long a relayed op waits for the user's\n"
+	      "                         side before 503 (default 120)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -120,7 +123,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
-			    !strcmp(a, "--history") || !strcmp(a, "--relay-grace");
+			    !strcmp(a, "--history") || !strcmp(a, "--relay-grace") ||
+			    !strcmp(a, "--relay-op-wait");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -157,6 +161,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--relay-grace") && parse_seconds(v, &o->relay_grace) == 0 &&
 			   o->relay_grace > 0) {
+			continue;
+		} else if (!strcmp(a, "--relay-op-wait") &&
+			   parse_seconds(v, &o->relay_op_wait) == 0 && o->relay_op_wait > 0) {
 			continue;
 		} else {
 			fprintf(stderr, "cofferd: bad value '%s' for %s\n", v, a);
@@ -346,7 +353,7 @@ static int open_store(const server_opts *o, cof_store **st)
 
 int cofferd_main(int argc, char **argv)
 {
-	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, 600 };
+	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, 600, 120 };
 	http_server srv;
 	gc_thread gc;
 	sigset_t sigs;
@@ -369,7 +376,8 @@ int cofferd_main(int argc, char **argv)
 
 	if (open_store(&o, &srv.st))
 		return 1;
-	cof_relay_opts ro = { .grace_seconds = o.relay_grace };
+	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
+			      .op_wait_ms = o.relay_op_wait * 1000 };
 	cof_err rerr = { 0 };
 	if (cof_relay_open(srv.st, &ro, &srv.relay, &rerr)) {
 		fprintf(stderr, "cofferd: %s\n", rerr.msg);

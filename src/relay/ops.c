@@ -378,7 +378,8 @@ int cof_relay_op_get(cof_relay *r, const cof_principal *who, const char *uid,
 
 /* ------------------------------------------------- what comes back */
 
-/* Drops the items of `arr` whose path (built by path_of) is excluded. */
+/* Drops the items of `arr` (listing entries {name, type:"file"|"dir"|...}
+ * under op->path, or search results {file}) whose path is excluded. */
 static size_t filter(const rsession *s, json_t *arr, const rop *op, int listing)
 {
 	size_t dropped = 0;
@@ -387,8 +388,8 @@ static size_t filter(const rsession *s, json_t *arr, const rop *op, int listing)
 		json_t *it = json_array_get(arr, i);
 		const char *name = cof_json_str(it, listing ? "name" : "file");
 		cof_buf p = COF_BUF_INIT;
-		int is_dir = listing && !strcmp(cof_json_str(it, "type") ? cof_json_str(it, "type")
-									 : "", "directory");
+		const char *type = cof_json_str(it, "type");
+		int is_dir = listing && type && !strcmp(type, "dir");
 		if (listing && op->path[0])
 			cof_buf_addf(&p, "%s/", op->path);
 		cof_buf_adds(&p, name ? name : "");

@@ -623,3 +623,37 @@ def test_path_backtick_blocked(srv):
 
 def test_path_semicolon_blocked(srv):
     _refused_path(srv, "a;rm -rf ~.txt", 422, "blocked")
+
+
+def test_idle_client_detached_503_and_paused():
+    with harness.server(args=["--relay-op-wait", "1"]) as srv:
+        s, c, _ = _session(srv, files={"a.txt": "x"})
+        ev = Events(srv, s["uid"])
+        c.hold = True
+        r = expect_error(_op(srv, s["uid"], op="read_file", path="a.txt"), 503, "unavailable")
+        check("did not answer" in r["message"], r["message"])
+        eq(ev.wait("pause")[0]["reason"], "idle", "paused as idle")
+        _wait_status(srv, s["uid"], "paused")
+        deadline = time.time() + 5
+        while not c.closed and time.time() < deadline:
+            time.sleep(0.05)
+        check(c.closed, "the idle client's stream was closed")
+        c2 = FakeClient(srv, s["uid"], s["connectToken"], c.root)
+        eq(c2.status, 200, "a client attaches again")
+        expect(_op(srv, s["uid"], op="read_file", path="a.txt"), 200)
+        c2.close()
+        ev.close()
+
+
+def test_supervised_wait_times_out_to_423():
+    with harness.server(args=["--relay-op-wait", "1"]) as srv:
+        s, c, root = _session(srv, client_mode="supervised")
+        c.hold = True
+        r = expect_error(_op(srv, s["uid"], op="write_file", path="a.txt", content="x"), 423,
+                         "locked")
+        eq(_wait_status(srv, s["uid"], "active")["status"], "active", "not detached")
+        c.answer(c.ops[0])
+        got = expect(srv.get("/v1/relay/sessions/%s/ops/%s" % (s["uid"], r["opId"])),
+                     200).json()
+        eq((got["status"], got["ok"]), ("done", True), "result later")
+        c.close()
