@@ -348,6 +348,9 @@ int conn_run(conn *c)
 			break;
 		if (why == END_HTTP) {
 			conn_http_error(c, msg, sizeof msg);
+			if (c->status == 401 && c->resumed)
+				return cli_fail("cofferd no longer accepts this session (%s); it may have "
+						"restarted, which ends every session", msg);
 			if (c->status == 401)
 				return cli_fail("the connect token was refused: %s; check --token or "
 						"COFFER_CONNECT_TOKEN", msg);

@@ -570,7 +570,7 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 		if (S_ISREG(st.st_mode))
 			type = "file", size = st.st_size;
 		else if (S_ISDIR(st.st_mode))
-			type = "directory";
+			type = "dir";
 		else if (S_ISLNK(st.st_mode))
 			type = "symlink";
 		if (!(r = lfs_join(&rel, path, names[i]->name)))

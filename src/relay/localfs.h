@@ -89,8 +89,7 @@ int cof_lfs_slurp(cof_lfs *fs, const char *path, unsigned char **data, size_t *l
 int cof_lfs_write(cof_lfs *fs, const char *path, const void *data, size_t len,
 		  json_t **out, cof_err *err);
 /* list_directory: {entries:[{name, type, size}]} sorted by name; type is
- * "file", "directory", "symlink" (never followed) or "other" (as the
- * server's filter expects); size for files only
+ * "file", "dir", "symlink" (never followed) or "other"; size for files only
  * (0 otherwise). Excluded entries are left out. */
 int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err);
 

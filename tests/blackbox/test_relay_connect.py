@@ -191,8 +191,8 @@ def test_read_write_list_search(srv):
         eq((got["encoding"], got["content"]), ("base64", "AAEC/w=="), "binary read")
         got = expect(_op(srv, uid, op="list_directory"), 200).json()
         eq([(e["name"], e["type"]) for e in got["entries"]],
-           [("README.md", "file"), ("b.bin", "file"), ("out", "directory"),
-            ("src", "directory")], "listing")
+           [("README.md", "file"), ("b.bin", "file"), ("out", "dir"),
+            ("src", "dir")], "listing")
         got = expect(_op(srv, uid, op="search_files", pattern=r"\bmain\b"), 200).json()
         eq(got, {"results": [{"file": "src/main.c", "line": 1,
                               "content": "int main(void) { return 0; }"}],
