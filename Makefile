@@ -79,6 +79,7 @@ bench: all
 	bench/run
 	bench/agents.py
 	bench/mcp/run.sh
+	bench/relay.py
 
 clean:
 	rm -rf build build-asan build-fuzz
