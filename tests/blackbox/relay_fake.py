@@ -158,7 +158,7 @@ class FakeClient:
             for name in sorted(os.listdir(path)):
                 full = os.path.join(path, name)
                 isdir = os.path.isdir(full)
-                entries.append({"name": name, "type": "directory" if isdir else "file",
+                entries.append({"name": name, "type": "dir" if isdir else "file",
                                 "size": 0 if isdir else os.path.getsize(full)})
             return {"entries": entries}
         if kind == "search_files":
