@@ -269,6 +269,15 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 				 type);
 	data = json_is_object(json_object_get(body, "data"))
 		       ? json_deep_copy(json_object_get(body, "data")) : json_object();
+	/* kept in the event ring and the log: bounded */
+	char *text = json_dumps(data, JSON_COMPACT);
+	size_t tlen = text ? strlen(text) : 0;
+	free(text);
+	if (tlen > RELAY_EVENT_DATA_MAX) {
+		json_decref(data);
+		return cof_error(err, COF_ETOOLARGE, "event data is %zu bytes; the limit is %d bytes",
+				 tlen, RELAY_EVENT_DATA_MAX);
+	}
 	pthread_mutex_lock(&r->mu);
 	s = relay_find_client(r, uid, token, err);
 	if (s && s->status == RS_ENDED) {

@@ -190,3 +190,11 @@ def test_supervised_pending_op_ends_with_session(srv):
                  200).json()
     eq((got["status"], got["error"]["type"]), ("done", "gone"), "ended with the session")
     _wait_status(srv, s["uid"], "ended")
+
+
+def test_client_event_data_limit(srv):
+    s, c, _ = _session(srv)
+    # {"note":"..."} is 11 bytes of JSON around the text: 4096 bytes in all, then 4097
+    expect(c.post_event("accept", {"note": "x" * 4085}), 204)
+    expect_error(c.post_event("accept", {"note": "x" * 4086}), 413, "too_large")
+    c.close()
