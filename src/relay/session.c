@@ -151,7 +151,7 @@ void relay_ops_prune(rsession *s)
 {
 	size_t kept = 0;
 
-	/* newest are at the end: count from the end by walking twice */
+	/* ops are in arrival order: the oldest finished ones go first */
 	for (rop *op = s->ops; op; op = op->next)
 		kept += op->done && !op->waiter;
 	for (rop **pp = &s->ops; *pp && kept > RELAY_OPS_KEPT;) {
@@ -221,6 +221,7 @@ void relay_detach(cof_relay *r, rsession *s, const char *reason)
 		return;
 	s->attached = 0;
 	s->paused_ms = cof_now_ms();
+	relay_log(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
 	relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
 	cof_error(&e, COF_EUNAVAILABLE, "the user's folder is not connected (the client %s)",

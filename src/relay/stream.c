@@ -122,7 +122,6 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	s = x->s;
 	pthread_mutex_lock(&r->mu);
 	if (x->client && s->attached && s->gen == x->gen) {
-		relay_log(s, json_pack("{s:s}", "event", "disconnect"));
 		relay_detach(r, s, "disconnected");
 	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {
 		relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
