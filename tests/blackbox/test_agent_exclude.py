@@ -280,3 +280,25 @@ def test_bad_patterns_refused(srv):
     aid, _ = setup(srv, exclude=["*.log"])
     expect_error(srv.put(agent_url(aid), json={"exclude": ["b["]}), 400, "validation_error")
     refused(srv, aid, "read", "/data/logs/a.log")
+
+
+def test_events_leave_excluded_out(srv):
+    from test_agent_events import Stream
+    shared = srv.create_volume("shared")["id"]
+    aid = new_id()
+    expect(srv.put(agent_url(aid), json={"exclude": ["*.log"], "mounts": [
+        {"volumeId": shared, "path": "/shared", "mode": "rw", "notify": True}]}), 201)
+    s = Stream(srv, aid)
+    try:
+        srv.put_ok(shared, "x.log", b"l")  # only excluded changes: no event at all
+        srv.put_ok(shared, ".env", b"e")
+        got = s.wait("files_changed", timeout=3)
+        eq(got, [], "no files_changed for excluded files only")
+        srv.put_ok(shared, "a.txt", b"a")
+        srv.put_ok(shared, "y.log", b"l")
+        got = s.wait("files_changed")
+        eq(len(got), 1, "one files_changed event")
+        eq(got[0]["paths"], ["/shared/a.txt"], "paths without the excluded ones")
+        eq(got[0]["count"], 1, "count without the excluded ones")
+    finally:
+        s.close()
