@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -97,6 +98,12 @@ class Client:
         return _wait(lambda: text in self.log(), "%r in the client's log:\n%s" % (
             text, self.log()), timeout)
 
+    def check_sanitizers(self):
+        """Sanitizer reports in the client's stderr fail the test (ASan builds)."""
+        log = self.log()
+        if harness.SANITIZER_PATTERNS.search(log):
+            raise AssertionError("sanitizer report from coffer connect:\n" + log[-4000:])
+
     def signal(self, sig):
         os.kill(self.pid, sig)
 
@@ -106,6 +113,7 @@ class Client:
         while time.time() < deadline:
             if self.proc is not None:
                 if self.proc.poll() is not None:
+                    self.check_sanitizers()
                     return self.proc.returncode
             else:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -113,6 +121,7 @@ class Client:
                     self.proc = subprocess.CompletedProcess([], os.waitstatus_to_exitcode(
                         status))
                     self.proc.poll = lambda: self.proc.returncode
+                    self.check_sanitizers()
                     return self.proc.returncode
             self.pump_tty(0.05)
         raise AssertionError("coffer connect did not exit; log:\n" + self.log())
@@ -148,6 +157,9 @@ class Client:
         if self.master is not None:
             os.close(self.master)
             self.master = None
+        self.check_sanitizers()
+        os.unlink(self.log_path)
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _session(srv, files=None, args=(), url=None, **kw):

@@ -36,6 +36,7 @@ typedef struct fx {
 	void (*during_confirm)(struct fx *); /* a swap made while the user is asked */
 } fx;
 
+static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void run(const char *fmt, ...)
 {
 	char cmd[1200];
