@@ -252,6 +252,10 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 	if (id_check(id, err) || cof_json_check(body, agent_fields, err) ||
 	    relay_check(json_object_get(body, "relay"), err))
 		return -1;
+	cof_excl *x = NULL; /* the patterns must compile; the matcher is built per call */
+	if (cof_excl_new(json_object_get(body, "exclude"), 0, &x, err))
+		return -1;
+	cof_excl_free(x);
 	exists = cof_meta_agent_get(st->meta, org, id, &old, &miss) == 0;
 	if (!exists && miss.code != COF_ENOTFOUND) {
 		*err = miss;
@@ -402,6 +406,10 @@ int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *ou
 		x->notify = cof_json_bool(m, "notify", 0);
 		out->nmounts++;
 	}
+	if (cof_agent_excl_load(out, err)) {
+		cof_agent_release(out);
+		return -1;
+	}
 	return 0;
 }
 
@@ -409,6 +417,8 @@ void cof_agent_release(cof_agent *a)
 {
 	json_decref(a->settings);
 	a->settings = NULL;
+	cof_excl_free(a->excl);
+	a->excl = NULL;
 }
 
 /* ----------------------------------------------------------- resolver */
@@ -459,7 +469,7 @@ int cof_agent_resolve(const cof_agent *a, const char *path, cof_target *out, cof
 					 COF_PATH_MAX);
 		out->mount = m;
 		memcpy(out->apath, abs, n + 1); /* n <= COF_AGENT_PATH_MAX, checked above */
-		return 0;
+		return cof_agent_allowed(a, out->apath, 0, err);
 	}
 	char names[1024];
 	mount_names(a, names, sizeof names);

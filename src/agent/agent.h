@@ -7,6 +7,7 @@
 #define COF_AGENT_H
 
 #include "volume/volume.h"
+#include "policy/policy.h"
 
 #define COF_MOUNTS_MAX 32
 #define COF_AGENT_PATH_MAX (COF_PATH_MAX + 256)
@@ -32,6 +33,7 @@ typedef struct cof_agent {
 	cof_mount mounts[COF_MOUNTS_MAX];
 	size_t nmounts;
 	const char *run;          /* the call's X-Run-Id, or NULL */
+	cof_excl *excl;           /* its exclusions, compiled at load (owned) */
 } cof_agent;
 
 int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,
@@ -56,6 +58,19 @@ void cof_agent_path_of(const cof_mount *m, const char *vpath, char *out, size_t 
 /* Refuses writes through a read-only mount (COF_EFORBIDDEN). */
 int cof_agent_writable(const cof_target *t, cof_err *err);
 
+/* Exclusions (exclude.c): the agent's `exclude` patterns plus the defaults
+ * (unless defaultExclusions:false), matched against the agent path relative
+ * to its mount ("/data/private/x" in the mount at /data is "private/x"), as
+ * a .gitignore at each mount's root. cof_agent_resolve refuses excluded
+ * paths (COF_EFORBIDDEN); listings and searches leave them out.
+ * cof_agent_excl_load compiles them into a->excl (cof_agent_load calls it). */
+int cof_agent_excl_load(cof_agent *a, cof_err *err);
+int cof_agent_excluded(const cof_agent *a, const char *apath, int is_dir);
+/* 0, or -1 with COF_EFORBIDDEN naming the path when it is excluded. */
+int cof_agent_allowed(const cof_agent *a, const char *apath, int is_dir, cof_err *err);
+/* Drops the excluded entries ({path, type} objects) of a listing in place. */
+void cof_agent_excl_filter(const cof_agent *a, json_t *entries);
+
 /* Read tracking: what the agent last read or wrote of a file. */
 int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
 		       int64_t *version, char sha[65], cof_err *err);
@@ -66,6 +81,11 @@ int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
  * most `cap` (then *more = 1). An absent folder has none. */
 int cof_agent_children(cof_store *st, const cof_agent *a, const cof_target *t, size_t cap,
 		       json_t **entries, int *more, cof_err *err);
+/* The same, also saying (*hidden) how many entries the exclusions left out;
+ * an excluded folder is COF_EFORBIDDEN. */
+int cof_agent_children_hidden(cof_store *st, const cof_agent *a, const cof_target *t,
+			      size_t cap, json_t **entries, int *more, size_t *hidden,
+			      cof_err *err);
 
 /* The tools (tools.c, search.c); each fills `out` with {ok, output, ...}. */
 typedef int (*cof_tool_fn)(cof_store *st, const cof_agent *a, json_t *args, json_t **out,

@@ -134,10 +134,11 @@ static int changed_add(void *arg, const cof_change_row *c)
 	x->last = c->seq;
 	if (own_change(x->w->st, x->w->agent.id, x->m->vol, c->seq))
 		return 0;
-	if (x->n++ < PATHS_MAX) {
-		cof_agent_path_of(x->m, c->path, ap, sizeof ap);
+	cof_agent_path_of(x->m, c->path, ap, sizeof ap);
+	if (cof_agent_excluded(&x->w->agent, ap, 0)) /* not even its name */
+		return 0;
+	if (x->n++ < PATHS_MAX)
 		json_array_append_new(x->paths, json_string(ap));
-	}
 	return 0;
 }
 

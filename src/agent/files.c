@@ -99,14 +99,27 @@ static void agent_map(const void *mount, const char *vpath, char *out, size_t ou
 int cof_agent_children(cof_store *st, const cof_agent *a, const cof_target *t, size_t cap,
 		       json_t **entries, int *more, cof_err *err)
 {
+	size_t hidden;
+
+	return cof_agent_children_hidden(st, a, t, cap, entries, more, &hidden, err);
+}
+
+int cof_agent_children_hidden(cof_store *st, const cof_agent *a, const cof_target *t,
+			      size_t cap, json_t **entries, int *more, size_t *hidden,
+			      cof_err *err)
+{
 	char prefix[COF_PATH_MAX + 2];
 	cof_view view;
 
 	snprintf(prefix, sizeof prefix, "%s%s", t->vpath, t->vpath[0] ? "/" : "");
-	if (cof_view_open(st, a->org, t->mount->vol, NULL, &view, err))
+	if (cof_agent_allowed(a, t->apath, 1, err) ||
+	    cof_view_open(st, a->org, t->mount->vol, NULL, &view, err) ||
+	    cof_folder_children(st, &view, prefix, cap, agent_map, t->mount, entries, more, err))
 		return -1;
-	return cof_folder_children(st, &view, prefix, cap, agent_map, t->mount, entries, more,
-				   err);
+	*hidden = json_array_size(*entries);
+	cof_agent_excl_filter(a, *entries); /* hidden, as if absent */
+	*hidden -= json_array_size(*entries);
+	return 0;
 }
 
 int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *path,

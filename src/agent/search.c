@@ -43,16 +43,18 @@ static int files_under(cof_store *st, const cof_agent *a, const cof_target *t,
 		return -1;
 	if (it->over < 0)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	if (glob) {
-		size_t k = 0;
-		for (size_t i = 0; i < it->n; i++) {
-			if (glob_hits(glob, it->v[i].path + *strip, basename_only))
-				it->v[k++] = it->v[i];
-			else
-				free(it->v[i].path);
-		}
-		it->n = k;
+	size_t k = 0;
+	for (size_t i = 0; i < it->n; i++) {
+		char ap[COF_AGENT_PATH_MAX + 1];
+		cof_agent_path_of(t->mount, it->v[i].path, ap, sizeof ap);
+		/* Excluded files are skipped as if absent. */
+		if ((!glob || glob_hits(glob, it->v[i].path + *strip, basename_only)) &&
+		    !cof_agent_excluded(a, ap, 0))
+			it->v[k++] = it->v[i];
+		else
+			free(it->v[i].path);
 	}
+	it->n = k;
 	return 0;
 }
 
@@ -78,6 +80,9 @@ int cof_tool_glob(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return -1;
 	if ((r = cof_tool_target(a, args, "path", 0, &t, out, err)))
 		return r < 0 ? -1 : 0;
+	if (cof_agent_excluded(a, t.apath, 1))
+		return cof_tool_refuse(out, "%s is excluded: the agent's exclusions keep it out "
+				       "of reach", t.apath);
 	if (files_under(st, a, &t, pattern, 0, &it, &strip, err)) {
 		cof_items_release(&it);
 		return -1;
@@ -249,6 +254,11 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 	g.matches = json_array();
 	if ((r = cof_tool_target(a, args, "path", 0, &t, out, err))) {
 		rc = r < 0 ? -1 : 0;
+		goto done;
+	}
+	if (cof_agent_excluded(a, t.apath, 1)) {
+		rc = cof_tool_refuse(out, "%s is excluded: the agent's exclusions keep it out of "
+				     "reach", t.apath);
 		goto done;
 	}
 	if (files_under(st, a, &t, cof_json_str(args, "glob"), 1, &it, &strip, err))

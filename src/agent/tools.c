@@ -26,7 +26,8 @@ int cof_tool_target(const cof_agent *a, json_t *args, const char *key, int requi
 	if (!p && required)
 		return cof_error(err, COF_EVALIDATION, "'%s' is required", key);
 	if (cof_agent_resolve(a, p ? json_string_value(p) : NULL, t, &e)) {
-		if (e.code == COF_ENOTFOUND) { /* outside every mount: the model can retry */
+		/* Outside every mount, or excluded: the model can do something else. */
+		if (e.code == COF_ENOTFOUND || e.code == COF_EFORBIDDEN) {
 			cof_tool_refuse(out, "%s", e.msg);
 			cof_err_clear(&e);
 			return 1;
@@ -514,7 +515,11 @@ int cof_tool_ls(cof_store *st, const cof_agent *a, json_t *args, json_t **out, c
 		return -1;
 	if ((r = cof_tool_target(a, args, "path", 0, &t, out, err)))
 		return r < 0 ? -1 : 0;
-	if (cof_agent_children(st, a, &t, 1000, &entries, &more, err))
+	if (cof_agent_excluded(a, t.apath, 1))
+		return cof_tool_refuse(out, "%s is excluded: the agent's exclusions keep it out "
+				       "of reach", t.apath);
+	size_t hidden;
+	if (cof_agent_children_hidden(st, a, &t, 1000, &entries, &more, &hidden, err))
 		return -1;
 	if (json_array_size(entries) == 0) {
 		json_decref(entries);
@@ -525,7 +530,7 @@ int cof_tool_ls(cof_store *st, const cof_agent *a, json_t *args, json_t **out, c
 			return cof_tool_refuse(out, "%s is a file, not a folder; use read", t.apath);
 		}
 		cof_err_clear(&e2);
-		if (t.vpath[0] && strcmp(t.apath, t.mount->path))
+		if (t.vpath[0] && strcmp(t.apath, t.mount->path) && !hidden)
 			return cof_tool_refuse(out, "no such folder: %s", t.apath);
 		*out = json_pack("{s:b, s:s, s:s, s:[]}", "ok", 1, "output", "(empty folder)",
 				 "path", t.apath, "entries");

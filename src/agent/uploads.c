@@ -84,6 +84,8 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		goto out;
 	}
 	cof_agent_path_of(m, t.vpath, t.apath, sizeof t.apath);
+	if (cof_agent_allowed(&a, t.apath, 0, err))
+		goto out;
 	if (cof_view_open(st, org, m->vol, NULL, &view, err) ||
 	    cof_meta_list(st->meta, view.vno, view.seq, dir, NULL, count_file, &n, err))
 		goto out;

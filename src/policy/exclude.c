@@ -95,7 +95,7 @@ static int rule_compile(const char *pat, excl_rule *r, cof_err *err)
 	if (n == 0)
 		return cof_error(err, COF_EVALIDATION,
 				 "exclude pattern '%s' names nothing", pat);
-	if (b[n - 1] == '/' || b[0] == '/')
+	if (b[n - 1] == '/' || b[0] == '/' || memmem(b, n, "//", 2))
 		return cof_error(err, COF_EVALIDATION,
 				 "exclude pattern '%s' has an empty folder name", pat);
 	anchored |= has_slash(b, n);

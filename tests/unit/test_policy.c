@@ -364,7 +364,7 @@ static void test_excl_limits(void **state)
 static void test_excl_bad(void **state)
 {
 	static const char *const bad[] = {"", "!", "/", "!/", "a[", "x/[a-", "a\\",
-					  "a//", "//a", "[a/b]"};
+					  "a//", "//a", "a//b", "[a/b]"};
 	char msg[512];
 	json_t *a;
 	(void)state;
