@@ -449,7 +449,7 @@ static void mcp_relay_text(const char *tool, json_t *ans, cof_buf *t)
 	} else if (!strcmp(tool, "list_directory")) {
 		json_array_foreach(json_object_get(ans, "entries"), i, it) {
 			const char *type = json_string_value(json_object_get(it, "type"));
-			int dir = type && !strcmp(type, "dir");
+			int dir = type && (!strcmp(type, "directory") || !strcmp(type, "dir"));
 			cli_buf_addf(t, "%s%s", json_string_value(json_object_get(it, "name")),
 				     dir ? "/\n" : "");
 			if (!dir)

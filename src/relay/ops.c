@@ -389,7 +389,7 @@ static size_t filter(const rsession *s, json_t *arr, const rop *op, int listing)
 		const char *name = cof_json_str(it, listing ? "name" : "file");
 		cof_buf p = COF_BUF_INIT;
 		const char *type = cof_json_str(it, "type");
-		int is_dir = listing && type && !strcmp(type, "dir");
+		int is_dir = listing && type && (!strcmp(type, "dir") || !strcmp(type, "directory"));
 		if (listing && op->path[0])
 			cof_buf_addf(&p, "%s/", op->path);
 		cof_buf_adds(&p, name ? name : "");

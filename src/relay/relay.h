@@ -22,6 +22,7 @@
 #define RELAY_SESSIONS_MAX 1000  /* sessions in memory; ended ones dropped first */
 #define RELAY_ENDED_KEEP 86400   /* an ended session stays readable this long */
 #define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
+#define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
 #define RELAY_DEFAULT_GRACE 600
 #define RELAY_DEFAULT_OP_WAIT_MS 120000
 

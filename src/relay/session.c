@@ -151,7 +151,7 @@ void relay_ops_prune(rsession *s)
 {
 	size_t kept = 0;
 
-	/* newest are at the end: count from the end by walking twice */
+	/* ops are in arrival order: the oldest finished ones go first */
 	for (rop *op = s->ops; op; op = op->next)
 		kept += op->done && !op->waiter;
 	for (rop **pp = &s->ops; *pp && kept > RELAY_OPS_KEPT;) {
@@ -221,6 +221,7 @@ void relay_detach(cof_relay *r, rsession *s, const char *reason)
 		return;
 	s->attached = 0;
 	s->paused_ms = cof_now_ms();
+	relay_log(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
 	relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
 	cof_error(&e, COF_EUNAVAILABLE, "the user's folder is not connected (the client %s)",
@@ -367,6 +368,34 @@ static int agent_relay(cof_relay *r, const cof_principal *who, const char *agent
 	return rc;
 }
 
+/* Compiles the guard (about 2 s, once per process) so that the session's
+ * first write does not wait for it. */
+static void *guard_warm(void *arg)
+{
+	cof_err e = {0};
+
+	(void)arg;
+	cof_guard_default(&e);
+	cof_err_clear(&e);
+	return NULL;
+}
+
+/* Once per process, as the guard is (if the thread cannot start, the first
+ * write compiles it). */
+static void guard_warm_start(void)
+{
+	static int started;
+	pthread_attr_t at;
+	pthread_t tid;
+
+	if (__atomic_exchange_n(&started, 1, __ATOMIC_SEQ_CST))
+		return;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_create(&tid, &at, guard_warm, NULL);
+	pthread_attr_destroy(&at);
+}
+
 int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_t **out,
 		     cof_err *err)
 {
@@ -423,6 +452,7 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 		    json_pack("{s:s}", "status", "waiting"));
 	*out = relay_session_json(s);
 	pthread_mutex_unlock(&r->mu);
+	guard_warm_start();
 	json_object_set_new(*out, "connectToken", json_string(t.data));
 	cof_buf_release(&t);
 	return 0;

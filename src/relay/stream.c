@@ -122,7 +122,6 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	s = x->s;
 	pthread_mutex_lock(&r->mu);
 	if (x->client && s->attached && s->gen == x->gen) {
-		relay_log(s, json_pack("{s:s}", "event", "disconnect"));
 		relay_detach(r, s, "disconnected");
 	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {
 		relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
@@ -269,6 +268,15 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 				 type);
 	data = json_is_object(json_object_get(body, "data"))
 		       ? json_deep_copy(json_object_get(body, "data")) : json_object();
+	/* kept in the event ring and the log: bounded */
+	char *text = json_dumps(data, JSON_COMPACT);
+	size_t tlen = text ? strlen(text) : 0;
+	free(text);
+	if (tlen > RELAY_EVENT_DATA_MAX) {
+		json_decref(data);
+		return cof_error(err, COF_ETOOLARGE, "event data is %zu bytes; the limit is %d bytes",
+				 tlen, RELAY_EVENT_DATA_MAX);
+	}
 	pthread_mutex_lock(&r->mu);
 	s = relay_find_client(r, uid, token, err);
 	if (s && s->status == RS_ENDED) {

@@ -657,3 +657,13 @@ def test_supervised_wait_times_out_to_423():
                      200).json()
         eq((got["status"], got["ok"]), ("done", True), "result later")
         c.close()
+
+
+def test_log_has_connect_and_pause(srv):
+    s, c, _ = _session(srv)
+    c.close()
+    _wait_status(srv, s["uid"], "paused")
+    log = expect(srv.get("/v1/relay/sessions/%s/log" % s["uid"]), 200).json()["entries"]
+    eq([(e.get("event"), e.get("reason", e.get("mode"))) for e in log],
+       [("connect", "standard"), ("pause", "disconnected")], "log events")
+    check(all("at" in e for e in log), "each entry has its time")
