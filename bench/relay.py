@@ -180,7 +180,9 @@ def main():
                  "log, the SSE hop to the client and its results POST; the client walks "
                  "with openat/fdopendir (no symlink followed), applies the exclusions to "
                  "every path, reads each file whole and matches line by line with PCRE2 "
-                 "JIT.\n" % (RUNS, os.cpu_count()))
+                 "JIT. The machine is shared: a run while other builds ran measured the "
+                 "relayed read at 1.75 ms p50 and the search at 1.12 s, so compare figures "
+                 "of one run only.\n" % (RUNS, os.cpu_count()))
         write_section(out, text)
         print(text)
     finally:

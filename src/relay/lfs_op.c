@@ -78,6 +78,21 @@ static int op_content(json_t *op, unsigned char **data, size_t *len, cof_err *er
 	return 0;
 }
 
+/* The path as an event carries it: at most EVENT_PATH_MAX bytes (cut on a
+ * UTF-8 boundary), as cofferd refuses event data over 4 KiB. */
+#define EVENT_PATH_MAX 1024
+static json_t *event_path(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n > EVENT_PATH_MAX) {
+		n = EVENT_PATH_MAX;
+		while (n > 0 && ((unsigned char)path[n] & 0xC0) == 0x80)
+			n--;
+	}
+	return json_stringn(path, n);
+}
+
 static void op_event(const cof_lfs_rules *r, const char *type, json_t *data)
 {
 	if (r->hooks.event && data)
@@ -98,8 +113,8 @@ static int op_guard(const cof_lfs_rules *r, const char *path, const unsigned cha
 	v = cof_guard_scan(g, path, d, n, &hit, err);
 	if (v <= 0)
 		return v;
-	op_event(r, "write_blocked", json_pack("{s:s, s:s, s:s}", "path", path, "rule", hit.rule,
-					       "category", hit.category));
+	op_event(r, "write_blocked", json_pack("{s:o, s:s, s:s}", "path", event_path(path),
+					       "rule", hit.rule, "category", hit.category));
 	snprintf(summary, summarysz, "write blocked  %s  %s", path, hit.rule);
 	cof_error(err, COF_EBLOCKED, "the write to '%.300s' was blocked by the guard: %s (%s)",
 		  path, hit.rule, hit.category);
@@ -167,7 +182,7 @@ static int op_write(cof_lfs *fs, const cof_lfs_rules *r, json_t *op, json_t **re
 	if (cof_lfs_write(fs, path, d, n, result, err))
 		goto done;
 	if (r->mode == COF_MODE_SUPERVISED)
-		op_event(r, "accept", json_pack("{s:s}", "path", path));
+		op_event(r, "accept", json_pack("{s:o}", "path", event_path(path)));
 	lfs_human((int64_t)n, hs, sizeof hs);
 	snprintf(summary, summarysz, "write  %s  %s", path, hs);
 	rc = 0;

@@ -300,6 +300,17 @@ def test_supervised_with_terminal_yes_and_no(srv):
         expect_error(out["r"], 403, "forbidden")
         contains(out["r"].error["message"], "refused", "says the user refused")
         eq(_read(root, "notes.txt"), b"one\nTWO\nthree\n", "unchanged after no")
+        # A binary file: the size change instead of a diff.
+        c.tty_out = b""
+        t = threading.Thread(target=lambda: out.update(r=_op(
+            srv, uid, op="write_file", path="img.bin", content="AAEC/w==", encoding="base64")))
+        t.start()
+        c.wait_tty("allow this write? [y/N]")
+        contains(c.tty_out.decode(), "new binary file: 4", "the size shown")
+        c.type("y\n")
+        t.join(30 * harness.SCALE)
+        expect(out["r"], 200)
+        eq(_read(root, "img.bin"), b"\x00\x01\x02\xff", "binary written after yes")
     finally:
         c.stop()
 

