@@ -80,6 +80,7 @@ bench: all
 	bench/agents.py
 	bench/turns.py
 	bench/mcp/run.sh
+	bench/relay.py
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
 

@@ -457,4 +457,82 @@ int cof_turn_file_open(cof_turns *ts, const cof_principal *who, const char *id,
  * files; returns once they are gone. */
 int cof_turn_delete(cof_turns *ts, const cof_principal *who, const char *id, cof_err *err);
 
+/* ------------------------------------------------------------------ relay */
+
+/* Relay sessions: a remote agent reaches a folder on the user's machine
+ * through the user's `coffer connect`, which connects out to cofferd
+ * (docs/relay-protocol.md). Sessions live in memory in one cof_relay (one per
+ * running cofferd): a restart ends them all. Agent-side calls take the
+ * caller's principal: another organization's session is COF_ENOTFOUND, a key
+ * bound to an agent reaches only that agent's sessions. Client-side calls take
+ * the session's connect token instead (wrong: COF_EUNAUTHORIZED). After a
+ * session ended, ops and client calls are COF_EGONE and nothing is forwarded. */
+typedef struct cof_relay cof_relay;
+
+typedef struct cof_relay_opts {
+	int64_t grace_seconds;  /* a paused session ends after this long; 0 = 600 */
+	int64_t op_wait_ms;     /* an op waits this long for its result; 0 = 120 s */
+} cof_relay_opts;
+
+/* The registry; `st` (borrowed, must outlive it) is used to read agents. */
+int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
+		   cof_err *err);
+/* Wakes every waiter (streams end, waiting ops answer 503); for a server stop. */
+void cof_relay_shutdown(cof_relay *r);
+/* Frees everything; no call may be under way. NULL is fine. */
+void cof_relay_close(cof_relay *r);
+
+/* POST /v1/relay/sessions {agent, limits?}: 201 answer {uid, connectToken,
+ * status:"waiting", agent, mode, defaultMode, limits, startedAt}. The token is
+ * in this answer only. COF_ECONFLICT when the agent lacks relay.capability. */
+int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_t **out,
+		     cof_err *err);
+/* GET /v1/relay/sessions/{uid}: {uid, agent, status, mode, defaultMode,
+ * exclusions, counts:{reads, writes, bytesWritten}, limits, startedAt,
+ * endedAt?, endReason?, client?}. */
+int cof_relay_get(cof_relay *r, const cof_principal *who, const char *uid, json_t **out,
+		  cof_err *err);
+/* GET /v1/relay/sessions?agent=ID&all=: {sessions:[as get]} of that agent,
+ * newest first; without `all` only the sessions not ended. */
+int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, int all,
+		   json_t **out, cof_err *err);
+/* DELETE (reason "closed") and POST .../abort (reason "aborted"): ends the
+ * session; an ended session is COF_EGONE. */
+int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
+		  const char *reason, cof_err *err);
+/* POST /v1/relay/sessions/{uid}/ops: checks the op, forwards it to the client
+ * and waits for its answer (*out). `wait` 0: a supervised write answers
+ * COF_ELOCKED (extra `opId`) at once instead of waiting. */
+int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t *body,
+		 int wait, json_t **out, cof_err *err);
+/* GET .../ops/{opId}: {opId, op, path, status:"pending"|"done", result?|error?}. */
+int cof_relay_op_get(cof_relay *r, const cof_principal *who, const char *uid,
+		     const char *op_id, json_t **out, cof_err *err);
+/* GET .../log: {uid, entries:[...], truncated}. */
+int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_t **out,
+		  cof_err *err);
+
+/* A stream of events: the agent's (GET .../events) or the client's op stream.
+ * next waits up to `wait_ms`; *out is an array of {id, type, data} (empty on
+ * timeout). Returns 0, or 1 after the last events when the stream ends
+ * (session ended, client replaced, relay shut down). */
+typedef struct cof_relay_stream cof_relay_stream;
+/* The agent's events; `after` = the last event id seen (Last-Event-ID), 0 = all. */
+int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *uid,
+			  uint64_t after, cof_relay_stream **out, cof_err *err);
+/* POST .../connect {mode?, exclusions?, client?} with the connect token:
+ * attaches the client (COF_ECONFLICT while another is attached). */
+int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *body,
+		      cof_relay_stream **out, cof_err *err);
+int cof_relay_stream_next(cof_relay_stream *s, int wait_ms, json_t **out, cof_err *err);
+/* Closes a stream: a client stream that is still the attached one pauses the
+ * session; the last agent stream closing tells the client agent_disconnected. */
+void cof_relay_stream_close(cof_relay_stream *s);
+/* POST .../results/{opId} {ok, result?|error?} with the connect token. */
+int cof_relay_result(cof_relay *r, const char *uid, const char *token, const char *op_id,
+		     json_t *body, cof_err *err);
+/* POST .../events {type, data?} with the connect token: accept, write_blocked, abort. */
+int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, json_t *body,
+			   cof_err *err);
+
 #endif /* COFFER_H */

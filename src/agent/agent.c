@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "turn/outbox.h"
 #include "turn/turn.h"
+#include "policy/policy.h"
 
 #define WORKSPACE_PATH "/workspace"
 
@@ -193,6 +194,25 @@ static const cof_jfield agent_fields[] = {
 	{"output", COF_JOBJ, 0}, {"relay", COF_JOBJ, 0}, {"remount", COF_JBOOL, 0},
 	{NULL, 0, 0}};
 
+static const cof_jfield relay_fields[] = {
+	{"capability", COF_JBOOL, 0}, {"defaultMode", COF_JSTR, 0}, {NULL, 0, 0}};
+
+/* `relay: {capability?, defaultMode?}`: the mode must be one cof_mode_parse knows. */
+static int relay_check(json_t *relay, cof_err *err)
+{
+	cof_mode m;
+	cof_err e = {0};
+	const char *mode = cof_json_str(relay, "defaultMode");
+
+	if (!relay || json_is_null(relay))
+		return 0;
+	if (!cof_json_check(relay, relay_fields, &e) && !(mode && cof_mode_parse(mode, &m, &e)))
+		return 0;
+	cof_error(err, COF_EVALIDATION, "relay: %s", e.msg);
+	cof_err_clear(&e);
+	return -1;
+}
+
 static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 {
 	json_t *out = json_deep_copy(settings);
@@ -235,7 +255,8 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 	unsigned types;
 	if (id_check(id, err) || cof_json_check(body, agent_fields, err) ||
 	    cof_sandbox_parse(json_object_get(body, "sandbox"), &sb, err) ||
-	    cof_outbox_types_parse(json_object_get(body, "output"), &types, err))
+	    cof_outbox_types_parse(json_object_get(body, "output"), &types, err) ||
+	    relay_check(json_object_get(body, "relay"), err))
 		return -1;
 	cof_excl *x = NULL; /* the patterns must compile; the matcher is built per call */
 	if (cof_excl_new(json_object_get(body, "exclude"), 0, &x, err))

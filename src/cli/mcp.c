@@ -13,6 +13,9 @@
  *   - --data DIR: the data dir opened with libcoffer (cof_agent_tool), in the
  *     organization "org_default", for a machine without a running cofferd.
  *
+ * With a relay session of the agent (docs/api.md "Relay"), read_file,
+ * write_file, list_directory and search_files also reach the user's folder.
+ *
  * A tool answer {ok, output, ...} becomes the result
  *   {content:[{type:"text", text:output}], isError:!ok,
  *    structuredContent: the answer without `output`};
@@ -188,12 +191,12 @@ static const mcp_tool *mcp_tool_find(const char *name)
 	return NULL;
 }
 
-/* The `tools` array of tools/list. */
-static json_t *mcp_tool_list(void)
+/* The `tools` array of tools/list for one table. */
+static json_t *mcp_tool_list(const mcp_tool *table)
 {
 	json_t *arr = json_array();
 
-	for (const mcp_tool *t = mcp_tools; t->name; t++) {
+	for (const mcp_tool *t = table; t->name; t++) {
 		json_error_t jerr;
 		json_t *schema = json_loads(t->schema, 0, &jerr);
 
@@ -331,6 +334,8 @@ static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out
 
 /* --------------------------------------------------------------- JSON-RPC */
 
+static json_t *rpc_result(json_t *id, json_t *result);
+
 /* An error answer; steals nothing (id is copied). */
 static json_t *rpc_error(json_t *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -350,6 +355,152 @@ static json_t *rpc_error(json_t *id, int code, const char *fmt, ...)
 static json_t *rpc_result(json_t *id, json_t *result)
 {
 	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
+}
+
+/* ------------------------------------------------------------------ relay */
+
+/* When the agent has a relay session that is active or paused (over a
+ * cofferd only), four more tools reach the folder the user shared with
+ * `coffer connect`; each call is POST /v1/relay/sessions/{uid}/ops, and the
+ * session is looked up again at every call (GET /v1/relay/sessions?agent=ID),
+ * so the tools follow the sessions as they start and end. */
+#define RELAY_NOTE "Paths are relative to the folder the user shared (no leading '/')."
+static const mcp_tool mcp_relay_tools[] = {
+	{"read_file", "Read a file in the user's folder",
+	 "Read a whole file in the folder the user shared with you through coffer connect. "
+	 RELAY_NOTE " Text comes back as it is; a binary file as base64. Files over the "
+	 "session's size limit and excluded files are refused.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":"
+	 "\"The file, e.g. src/main.c.\"}},\"required\":[\"path\"],"
+	 "\"additionalProperties\":false}", 1},
+	{"write_file", "Write a file in the user's folder",
+	 "Create or replace a file in the folder the user shared. " RELAY_NOTE " Every "
+	 "write is scanned first and may be refused; in supervised mode the user approves "
+	 "each write; a read-only session refuses writes.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"content\":{"
+	 "\"type\":\"string\",\"description\":\"The complete new content (UTF-8 text).\"}},"
+	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}", 0},
+	{"list_directory", "List a folder of the user's folder",
+	 "List a folder in the folder the user shared (default: its top). " RELAY_NOTE,
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},"
+	 "\"additionalProperties\":false}", 1},
+	{"search_files", "Search the user's folder",
+	 "Search the text of the files in the folder the user shared with a regular "
+	 "expression, line by line, under path (default: everything). " RELAY_NOTE
+	 " glob limits the files searched. The answer says when it stopped at the limit.",
+	 "{\"type\":\"object\",\"properties\":{\"pattern\":{\"type\":\"string\",\"minLength\":1},"
+	 "\"path\":{\"type\":\"string\"},\"glob\":{\"type\":\"string\"},\"maxResults\":{"
+	 "\"type\":\"integer\",\"minimum\":1}},\"required\":[\"pattern\"],"
+	 "\"additionalProperties\":false}", 1},
+	{NULL, NULL, NULL, NULL, 0},
+};
+
+static const mcp_tool *mcp_relay_find(const char *name)
+{
+	for (const mcp_tool *t = mcp_relay_tools; t->name; t++)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+/* The uid (malloc'd) of the agent's newest relay session that is active or
+ * paused, or NULL (none, or no cofferd). */
+static char *mcp_relay_session(mcp_ctx *c)
+{
+	cof_buf u = COF_BUF_INIT;
+	json_t *out = NULL, *s;
+	char *msg = NULL, *uid = NULL;
+	size_t i;
+
+	if (c->st)
+		return NULL;
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/relay/sessions");
+	cli_url_query(&u, "agent", c->agent);
+	if (mcp_http("GET", u.data, NULL, NULL, &out, &msg) == 0)
+		json_array_foreach(json_object_get(out, "sessions"), i, s) {
+			const char *st = json_string_value(json_object_get(s, "status"));
+			if (!uid && st && (!strcmp(st, "active") || !strcmp(st, "paused")))
+				uid = strdup(json_string_value(json_object_get(s, "uid")));
+		}
+	free(msg);
+	json_decref(out);
+	cof_buf_release(&u);
+	return uid;
+}
+
+/* The text the model reads for a relay op's answer. */
+static void mcp_relay_text(const char *tool, json_t *ans, cof_buf *t)
+{
+	json_t *it;
+	size_t i;
+
+	if (!strcmp(tool, "read_file")) {
+		const char *enc = json_string_value(json_object_get(ans, "encoding"));
+		const char *content = json_string_value(json_object_get(ans, "content"));
+		if (enc && !strcmp(enc, "base64"))
+			cli_buf_addf(t, "(binary file, %lld bytes, base64)\n",
+				     (long long)json_integer_value(json_object_get(ans, "size")));
+		cof_buf_adds(t, content ? content : "");
+	} else if (!strcmp(tool, "write_file")) {
+		cli_buf_addf(t, "wrote %s (%lld bytes)",
+			     json_string_value(json_object_get(ans, "path")),
+			     (long long)json_integer_value(json_object_get(ans, "size")));
+	} else if (!strcmp(tool, "list_directory")) {
+		json_array_foreach(json_object_get(ans, "entries"), i, it) {
+			const char *type = json_string_value(json_object_get(it, "type"));
+			int dir = type && (!strcmp(type, "directory") || !strcmp(type, "dir"));
+			cli_buf_addf(t, "%s%s", json_string_value(json_object_get(it, "name")),
+				     dir ? "/\n" : "");
+			if (!dir)
+				cli_buf_addf(t, "  %lld\n",
+					     (long long)json_integer_value(json_object_get(it, "size")));
+		}
+		if (!t->len)
+			cof_buf_adds(t, "(empty folder)");
+	} else {
+		json_array_foreach(json_object_get(ans, "results"), i, it)
+			cli_buf_addf(t, "%s:%lld:%s\n", json_string_value(json_object_get(it, "file")),
+				     (long long)json_integer_value(json_object_get(it, "line")),
+				     json_string_value(json_object_get(it, "content")));
+		if (!t->len)
+			cof_buf_adds(t, "no matches");
+		if (json_is_true(json_object_get(ans, "truncated")))
+			cof_buf_adds(t, "(stopped at the result limit; narrow the search)\n");
+	}
+}
+
+/* tools/call of a relay tool: the op through the agent's session. */
+static json_t *mcp_relay_call(mcp_ctx *c, json_t *id, const char *tool, json_t *args)
+{
+	cof_buf u = COF_BUF_INIT, t = COF_BUF_INIT;
+	char *uid = mcp_relay_session(c), *msg = NULL;
+	json_t *body = args ? json_deep_copy(args) : json_object(), *ans = NULL, *res;
+
+	json_object_set_new(body, "op", json_string(tool));
+	if (!uid) {
+		cli_buf_addf(&t, "agent '%s' has no active relay session: the user's folder is "
+			     "not connected", c->agent);
+	} else {
+		cli_url_begin(&u);
+		cli_url_lit(&u, "/v1/relay/sessions/");
+		cli_url_seg(&u, uid);
+		cli_url_lit(&u, "/ops");
+		if (mcp_http("POST", u.data, body, NULL, &ans, &msg))
+			cof_buf_adds(&t, msg);
+		else
+			mcp_relay_text(tool, ans, &t);
+	}
+	res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+			t.data ? t.data : "", "isError", ans == NULL);
+	if (ans)
+		json_object_set_new(res, "structuredContent", ans);
+	free(uid);
+	free(msg);
+	json_decref(body);
+	cof_buf_release(&u);
+	cof_buf_release(&t);
+	return rpc_result(id, res);
 }
 
 static json_t *mcp_initialize(json_t *params)
@@ -373,8 +524,8 @@ static json_t *mcp_initialize(json_t *params)
 /* tools/list: every tool, or none when the agent has fileTools off. */
 static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 {
-	json_t *agent = NULL;
-	char *msg = NULL;
+	json_t *agent = NULL, *tools;
+	char *msg = NULL, *uid;
 	int on;
 
 	if (mcp_agent_get(c, &agent, &msg)) {
@@ -385,7 +536,14 @@ static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 	}
 	on = !json_is_false(json_object_get(agent, "fileTools"));
 	json_decref(agent);
-	return rpc_result(id, json_pack("{s:o}", "tools", on ? mcp_tool_list() : json_array()));
+	tools = on ? mcp_tool_list(mcp_tools) : json_array();
+	if ((uid = mcp_relay_session(c))) {
+		json_t *more = mcp_tool_list(mcp_relay_tools);
+		json_array_extend(tools, more);
+		json_decref(more);
+	}
+	free(uid);
+	return rpc_result(id, json_pack("{s:o}", "tools", tools));
 }
 
 /* A read of an image or PDF: the image as MCP image content, a PDF as an
@@ -424,6 +582,8 @@ static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 
 	if (!name)
 		return rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name (a string)");
+	if (mcp_relay_find(name) && (!args || json_is_object(args) || json_is_null(args)))
+		return mcp_relay_call(c, id, name, json_is_object(args) ? args : NULL);
 	if (!mcp_tool_find(name))
 		return rpc_error(id, RPC_INVALID_PARAMS,
 				 "Unknown tool: %.100s (tools: read, write, edit, ls, glob, grep, "

@@ -24,6 +24,8 @@
 typedef struct http_server {
 	cof_store *st;
 	cof_turns *turns;
+
+	cof_relay *relay;        /* relay sessions (in memory) */
 	struct MHD_Daemon *mhd;
 	char host[300];          /* listen address as printed (IPv6 in brackets) */
 	unsigned port;
@@ -198,6 +200,21 @@ enum MHD_Result http_turn_get(http_req *req);
 enum MHD_Result http_turn_delete(http_req *req);
 enum MHD_Result http_turn_call(http_req *req);
 enum MHD_Result http_turn_file(http_req *req);
+
+/* ---- relay.c: relay sessions (agent side with an API key; the client's
+ * calls with the session's connect token, so their routes need no key) */
+enum MHD_Result http_relay_create(http_req *req);
+enum MHD_Result http_relay_list(http_req *req);
+enum MHD_Result http_relay_get(http_req *req);
+enum MHD_Result http_relay_delete(http_req *req);
+enum MHD_Result http_relay_abort(http_req *req);
+enum MHD_Result http_relay_op(http_req *req);
+enum MHD_Result http_relay_op_get(http_req *req);
+enum MHD_Result http_relay_events(http_req *req);
+enum MHD_Result http_relay_log(http_req *req);
+enum MHD_Result http_relay_connect(http_req *req);
+enum MHD_Result http_relay_result(http_req *req);
+enum MHD_Result http_relay_client_event(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);
 enum MHD_Result http_volume_create(http_req *req);

@@ -39,6 +39,8 @@ typedef struct server_opts {
 	const char *scratch;     /* NULL = DATA/scratch */
 	int64_t turn_grace;      /* 0 = 60 s */
 	int scratch_walk;        /* --scratch-mode walk */
+	int64_t relay_grace;
+	int64_t relay_op_wait;
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -55,7 +57,8 @@ typedef struct gc_thread {
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
-	      "               [--gc-interval SECONDS] [--history SECONDS] [--help] [--version]\n"
+	      "               [--gc-interval SECONDS] [--history SECONDS] [--relay-grace SECONDS]\n"
+	      "               [--relay-op-wait SECONDS] [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
 	      "                         port 0 picks a free port)\n"
@@ -68,7 +71,11 @@ static void usage(FILE *to)
 	      "  --scratch-mode MODE    kernel (a tmpfs per workspace, the default as\n"
 	      "                         root) or walk (a measuring loop)\n"
 	      "  --turn-grace SECONDS   a turn is dropped this long after its deadline\n"
-	      "                         (default 60)\n", to);
+	      "                         (default 60)\n"
+	      "  --relay-grace SECONDS  a paused relay session ends when its client is\n"
+	      "                         not back within this time (default 600)\n"
+	      "  --relay-op-wait SECONDS  how long a relayed op waits for the user's\n"
+	      "                         side before 503 (default 120)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -125,7 +132,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
 			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
-			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace");
+			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace") ||
+			    !strcmp(a, "--relay-grace") || !strcmp(a, "--relay-op-wait");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -167,6 +175,12 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--history") && parse_seconds(v, &o->history) == 0 &&
 			   o->history > 0) {
+			continue;
+		} else if (!strcmp(a, "--relay-grace") && parse_seconds(v, &o->relay_grace) == 0 &&
+			   o->relay_grace > 0) {
+			continue;
+		} else if (!strcmp(a, "--relay-op-wait") &&
+			   parse_seconds(v, &o->relay_op_wait) == 0 && o->relay_op_wait > 0) {
 			continue;
 		} else {
 			fprintf(stderr, "cofferd: bad value '%s' for %s\n", v, a);
@@ -318,6 +332,7 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 	MHD_socket lfd;
 
 	__atomic_store_n(&srv->stopping, 1, __ATOMIC_SEQ_CST);
+	cof_relay_shutdown(srv->relay);
 	lfd = MHD_quiesce_daemon(srv->mhd);
 	if (lfd != MHD_INVALID_SOCKET)
 		close(lfd);
@@ -372,7 +387,7 @@ static int open_turns(const server_opts *o, http_server *srv)
 
 int cofferd_main(int argc, char **argv)
 {
-	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0 };
+	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120 };
 	http_server srv;
 	gc_thread gc;
 	sigset_t sigs;
@@ -395,7 +410,16 @@ int cofferd_main(int argc, char **argv)
 
 	if (open_store(&o, &srv.st))
 		return 1;
+	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
+			      .op_wait_ms = o.relay_op_wait * 1000 };
+	cof_err rerr = { 0 };
 	if (open_turns(&o, &srv)) {
+		cof_store_close(srv.st);
+		return 1;
+	}
+	if (cof_relay_open(srv.st, &ro, &srv.relay, &rerr)) {
+		fprintf(stderr, "cofferd: %s\n", rerr.msg);
+		cof_turns_close(srv.turns);
 		cof_store_close(srv.st);
 		return 1;
 	}
@@ -407,12 +431,14 @@ int cofferd_main(int argc, char **argv)
 			close(fd);
 		}
 		cof_turns_close(srv.turns);
+		cof_relay_close(srv.relay);
 		cof_store_close(srv.st);
 		return 1;
 	}
 	if (gc_start(&gc, srv.st, o.gc_interval)) {
 		MHD_stop_daemon(srv.mhd);
 		cof_turns_close(srv.turns);
+		cof_relay_close(srv.relay);
 		cof_store_close(srv.st);
 		return 1;
 	}
@@ -426,6 +452,7 @@ int cofferd_main(int argc, char **argv)
 	mhd_drain(&srv, &sigs);
 	cof_turns_close(srv.turns);
 	gc_stop(&gc);
+	cof_relay_close(srv.relay);
 	cof_store_close(srv.st);
 	fprintf(stderr, "cofferd: stopped\n");
 	return 0;

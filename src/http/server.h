@@ -10,6 +10,8 @@
  *   --listen HOST:PORT    default 127.0.0.1:7700; port 0 picks a free port
  *   --gc-grace SECONDS    unreferenced content kept this long (default 24 h)
  *   --gc-interval SECONDS background gc period (default 3600; 0 = never)
+ *   --relay-grace SECONDS a paused relay session ends after this (default 600)
+ *   --relay-op-wait SECONDS a relayed op waits this long for its answer (120)
  *   --help, --version
  * Prints `cofferd listening on http://HOST:PORT` (flushed) once it accepts
  * connections, and the admin key when it was just created. Serves until

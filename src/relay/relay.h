@@ -1,0 +1,139 @@
+/*
+ * relay.h — what the files of the relay layer (src/relay/) share: the session
+ * registry in memory, its one lock, and the life-cycle steps. The public
+ * contract is the "relay" section of include/coffer.h; the wire protocol with
+ * the user's client is docs/relay-protocol.md.
+ *
+ * Locking: one mutex (r->mu) guards every session, op and event; one
+ * condition (r->cv) is broadcast after any change and every waiter re-checks
+ * what it waits for. Waiters hold a session reference (refs) and look their
+ * op up by id after waking, so nothing they point at is freed under them.
+ */
+#ifndef COF_RELAY_H
+#define COF_RELAY_H
+
+#include <pthread.h>
+#include "coffer.h"
+#include "policy/policy.h"
+#include "util/util.h"
+
+#define RELAY_EVENTS 1024        /* events kept per session (ring) */
+#define RELAY_LOG_MAX 5000       /* log entries kept per session */
+#define RELAY_SESSIONS_MAX 1000  /* sessions in memory; ended ones dropped first */
+#define RELAY_ENDED_KEEP 86400   /* an ended session stays readable this long */
+#define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
+#define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
+#define RELAY_DEFAULT_GRACE 600
+#define RELAY_DEFAULT_OP_WAIT_MS 120000
+
+/* Who an event goes to. */
+#define EV_AGENT 1u
+#define EV_CLIENT 2u
+
+typedef enum { RS_WAITING = 0, RS_ACTIVE, RS_PAUSED, RS_ENDED } rs_status;
+
+/* One operation of the agent, from the check to its answer. */
+typedef struct rop {
+	struct rop *next;
+	char id[32];
+	char op[16];
+	char *path;          /* as asked ("" for the root) */
+	json_t *msg;         /* the op as the client gets it; NULL once sent */
+	int is_write;
+	int supervised;      /* a write in supervised mode */
+	int waiter;          /* an agent call waits for it */
+	int sent;
+	int done;
+	uint64_t gen;        /* the client attachment it belongs to */
+	int64_t size;        /* bytes of a write */
+	int64_t max_results; /* a search's cap */
+	json_t *result;      /* done and ok */
+	cof_err error;       /* done and failed */
+} rop;
+
+typedef struct revent {
+	uint64_t id;
+	unsigned to;         /* EV_AGENT | EV_CLIENT */
+	char *json;          /* {"type":..,"data":..} */
+} revent;
+
+typedef struct rsession {
+	struct rsession *next;
+	char uid[32];
+	char org[48];
+	char agent[128];
+	char token_hash[65];
+	rs_status status;
+	cof_mode mode, default_mode;
+	cof_limits limits;
+	cof_excl *excl;         /* the defaults and the user's patterns */
+	json_t *user_excl;      /* the user's patterns as given */
+	char client[128];
+	int64_t started_at;     /* unix seconds */
+	int64_t paused_ms;      /* when it paused */
+	int64_t ended_at;
+	char end_reason[16];
+	int64_t reads, writes, bytes_written;
+	uint64_t gen;           /* rises with every client attach */
+	int attached;
+	int agent_streams;
+	int refs;               /* calls and streams that point at it */
+	rop *ops;
+	size_t nops;
+	revent ev[RELAY_EVENTS];
+	uint64_t ev_next;
+	json_t *log;
+	int log_truncated;
+} rsession;
+
+struct cof_relay {
+	cof_store *st;
+	int64_t grace_ms;
+	int64_t op_wait_ms;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int closing;
+	rsession *sessions;     /* newest first */
+	size_t nsessions;
+};
+
+/* All below: call with r->mu held. */
+
+/* The session `uid` as `who` may see it (org, agent binding), else
+ * COF_ENOTFOUND. Applies its time limit and grace time first. */
+rsession *relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err);
+/* The session `uid` for its client: the token must match (COF_EUNAUTHORIZED). */
+rsession *relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err);
+/* Ends a session with `reason` if it is not ended: events to both sides,
+ * every op not done fails with COF_EGONE. */
+void relay_end(cof_relay *r, rsession *s, const char *reason);
+/* Ends the session when its time limit or its grace time is over. */
+void relay_tick(cof_relay *r, rsession *s);
+/* The attached client is gone (`reason` "disconnected" or "idle"): paused,
+ * its ops in flight fail with COF_EUNAVAILABLE. */
+void relay_detach(cof_relay *r, rsession *s, const char *reason);
+/* Adds an event {type, data} (data stolen) for `to`; wakes the streams. */
+void relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data);
+/* Adds a log entry (stolen); `at` is added. */
+void relay_log(rsession *s, json_t *entry);
+/* COF_EGONE naming why the session ended. */
+int relay_gone(const rsession *s, cof_err *err);
+/* The answer of get/list. */
+json_t *relay_session_json(const rsession *s);
+/* Drops a reference; frees nothing (pruning does). */
+void relay_unref(rsession *s);
+/* An op finishes with `result` (stolen) or `e` (copied): logged, a write's
+ * write_result event, its waiter woken. */
+void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e);
+/* Checks and filters a client's successful answer to `op` in place (ops.c):
+ * exclusions hidden from listings and search, search capped, read size. */
+int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
+void relay_op_free(rop *op);
+/* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT. */
+void relay_ops_prune(rsession *s);
+/* Waits on r->cv until woken or `until_ms` (cof_now_ms time) passes. */
+void relay_wait(cof_relay *r, int64_t until_ms);
+/* The API error code of a type name ("not_found"), COF_EINTERNAL if unknown. */
+cof_code relay_code_of(const char *type);
+
+#endif

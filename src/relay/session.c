@@ -1,0 +1,540 @@
+/*
+ * session.c — relay sessions in memory: the registry, the life cycle
+ * (waiting → active → paused → active ... → ended), events, the log, and the
+ * agent-side calls that create, read, list and end sessions.
+ *
+ * Time-based ends (the session's time limit, the grace time of a paused
+ * session) are applied lazily by relay_tick on every look-up; every waiter
+ * wakes at least once a second, so an open stream sees them within a second.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "relay/relay.h"
+
+static const char *status_name[] = {"waiting", "active", "paused", "ended"};
+
+int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
+		   cof_err *err)
+{
+	cof_relay *r = calloc(1, sizeof *r);
+
+	if (!r)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	r->st = st;
+	r->grace_ms = (opts && opts->grace_seconds > 0 ? opts->grace_seconds
+						       : RELAY_DEFAULT_GRACE) * 1000;
+	r->op_wait_ms = opts && opts->op_wait_ms > 0 ? opts->op_wait_ms
+						     : RELAY_DEFAULT_OP_WAIT_MS;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	*out = r;
+	return 0;
+}
+
+void cof_relay_shutdown(cof_relay *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->closing = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+void relay_op_free(rop *op)
+{
+	free(op->path);
+	json_decref(op->msg);
+	json_decref(op->result);
+	cof_err_clear(&op->error);
+	free(op);
+}
+
+static void session_free(rsession *s)
+{
+	for (rop *op = s->ops, *n; op; op = n) {
+		n = op->next;
+		relay_op_free(op);
+	}
+	for (size_t i = 0; i < RELAY_EVENTS; i++)
+		free(s->ev[i].json);
+	cof_excl_free(s->excl);
+	json_decref(s->user_excl);
+	json_decref(s->log);
+	free(s);
+}
+
+void cof_relay_close(cof_relay *r)
+{
+	if (!r)
+		return;
+	for (rsession *s = r->sessions, *n; s; s = n) {
+		n = s->next;
+		session_free(s);
+	}
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+void relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data)
+{
+	json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", data ? data : json_object());
+	revent *slot = &s->ev[s->ev_next % RELAY_EVENTS];
+
+	free(slot->json);
+	slot->json = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	slot->id = ++s->ev_next;
+	slot->to = to;
+	json_decref(ev);
+	pthread_cond_broadcast(&r->cv);
+}
+
+void relay_log(rsession *s, json_t *entry)
+{
+	if (json_array_size(s->log) >= RELAY_LOG_MAX) {
+		s->log_truncated = 1;
+		json_array_remove(s->log, 0);
+	}
+	json_object_set_new(entry, "at", cof_json_time(cof_now()));
+	json_array_append_new(s->log, entry);
+}
+
+static void set_status(cof_relay *r, rsession *s, rs_status to)
+{
+	rs_status from = s->status;
+
+	if (from == to)
+		return;
+	s->status = to;
+	relay_event(r, s, EV_AGENT, "status_changed",
+		    json_pack("{s:s, s:s}", "status", status_name[to], "previous",
+			      status_name[from]));
+}
+
+void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e)
+{
+	json_t *entry;
+
+	if (op->done) {
+		json_decref(result);
+		return;
+	}
+	op->done = 1;
+	op->result = result;
+	if (e) {
+		op->error.code = e->code;
+		memcpy(op->error.msg, e->msg, sizeof op->error.msg);
+		op->error.extra = e->extra ? json_deep_copy(e->extra) : NULL;
+	}
+	entry = json_pack("{s:s, s:s, s:s, s:s, s:i}", "opId", op->id, "op", op->op, "path",
+			  op->path, "outcome", e ? cof_code_type(e->code) : "ok", "status",
+			  e ? cof_code_status(e->code) : 200);
+	if (e)
+		json_object_set_new(entry, "message", json_string(e->msg));
+	if (op->is_write)
+		json_object_set_new(entry, "size", json_integer(op->size));
+	relay_log(s, entry);
+	if (op->is_write && !e)
+		relay_event(r, s, EV_AGENT, "write_result",
+			    json_pack("{s:s, s:s, s:I, s:O?}", "opId", op->id, "path", op->path,
+				      "size", (json_int_t)op->size, "sha256",
+				      json_object_get(result, "sha256")));
+	json_decref(op->msg); /* an op never sent is never sent now */
+	op->msg = NULL;
+	pthread_cond_broadcast(&r->cv);
+}
+
+void relay_ops_prune(rsession *s)
+{
+	size_t kept = 0;
+
+	/* ops are in arrival order: the oldest finished ones go first */
+	for (rop *op = s->ops; op; op = op->next)
+		kept += op->done && !op->waiter;
+	for (rop **pp = &s->ops; *pp && kept > RELAY_OPS_KEPT;) {
+		rop *op = *pp;
+		if (op->done && !op->waiter) {
+			*pp = op->next;
+			relay_op_free(op);
+			s->nops--;
+			kept--;
+		} else {
+			pp = &op->next;
+		}
+	}
+}
+
+void relay_end(cof_relay *r, rsession *s, const char *reason)
+{
+	cof_err e = {0};
+
+	if (s->status == RS_ENDED)
+		return;
+	s->ended_at = cof_now();
+	snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
+	s->attached = 0;
+	set_status(r, s, RS_ENDED);
+	relay_event(r, s, EV_AGENT | EV_CLIENT, "session_ended",
+		    json_pack("{s:s}", "reason", reason));
+	relay_gone(s, &e);
+	for (rop *op = s->ops; op; op = op->next)
+		relay_op_finish(r, s, op, NULL, &e);
+	cof_err_clear(&e);
+	relay_ops_prune(s);
+}
+
+int relay_gone(const rsession *s, cof_err *err)
+{
+	static const struct { const char *reason, *why; } whys[] = {
+		{"aborted", "it was aborted"}, {"closed", "the agent side closed it"},
+		{"expired", "its time limit was reached"},
+		{"grace", "the user's side did not come back within the grace time"},
+		{"shutdown", "cofferd stopped"}};
+	const char *why = s->end_reason;
+
+	for (size_t i = 0; i < sizeof whys / sizeof *whys; i++)
+		if (!strcmp(whys[i].reason, s->end_reason))
+			why = whys[i].why;
+	cof_error(err, COF_EGONE, "relay session '%s' has ended: %s", s->uid, why);
+	cof_err_set(err, "reason", json_string(s->end_reason));
+	return -1;
+}
+
+void relay_tick(cof_relay *r, rsession *s)
+{
+	if (s->status == RS_ENDED)
+		return;
+	if (cof_now() >= s->started_at + s->limits.seconds)
+		relay_end(r, s, "expired");
+	else if (s->status == RS_PAUSED && cof_now_ms() - s->paused_ms >= r->grace_ms)
+		relay_end(r, s, "grace");
+}
+
+void relay_detach(cof_relay *r, rsession *s, const char *reason)
+{
+	cof_err e = {0};
+
+	if (!s->attached || s->status == RS_ENDED)
+		return;
+	s->attached = 0;
+	s->paused_ms = cof_now_ms();
+	relay_log(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
+	relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
+	set_status(r, s, RS_PAUSED);
+	cof_error(&e, COF_EUNAVAILABLE, "the user's folder is not connected (the client %s)",
+		  !strcmp(reason, "idle") ? "left an operation unanswered" : "went away");
+	for (rop *op = s->ops; op; op = op->next)
+		if (op->gen == s->gen)
+			relay_op_finish(r, s, op, NULL, &e);
+	cof_err_clear(&e);
+}
+
+/* Drops ended sessions past RELAY_ENDED_KEEP, and the oldest ended ones while
+ * the registry is full; never one a call still points at. */
+static void prune(cof_relay *r)
+{
+	int full = r->nsessions >= RELAY_SESSIONS_MAX;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (rsession **pp = &r->sessions; *pp;) {
+			rsession *s = *pp;
+			int old = s->status == RS_ENDED && !s->refs &&
+				  (cof_now() - s->ended_at >= RELAY_ENDED_KEEP ||
+				   (pass == 1 && full));
+			if (old) {
+				*pp = s->next;
+				session_free(s);
+				r->nsessions--;
+				full = r->nsessions >= RELAY_SESSIONS_MAX;
+			} else {
+				pp = &s->next;
+			}
+		}
+}
+
+/* Constant-time comparison of two hex hashes of 64 characters. */
+static int hash_equal(const char *a, const char *b)
+{
+	unsigned char d = 0;
+
+	for (size_t i = 0; i < 64; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+static rsession *lookup(cof_relay *r, const char *uid)
+{
+	for (rsession *s = r->sessions; s; s = s->next)
+		if (!strcmp(s->uid, uid))
+			return s;
+	return NULL;
+}
+
+rsession *relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err)
+{
+	rsession *s = lookup(r, uid);
+
+	if (!s || strcmp(s->org, who->org) || (who->agent[0] && strcmp(who->agent, s->agent))) {
+		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
+		return NULL;
+	}
+	relay_tick(r, s);
+	return s;
+}
+
+rsession *relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err)
+{
+	rsession *s = lookup(r, uid);
+	char h[65];
+
+	if (!token || cof_sha256_hex(token, strlen(token), h) || !s ||
+	    !hash_equal(h, s->token_hash)) {
+		cof_error(err, COF_EUNAUTHORIZED,
+			  "unknown relay session or wrong connect token");
+		return NULL;
+	}
+	relay_tick(r, s);
+	return s;
+}
+
+void relay_unref(rsession *s)
+{
+	s->refs--;
+}
+
+cof_code relay_code_of(const char *type)
+{
+	for (int c = COF_EVALIDATION; type && c < COF_NCODES; c++)
+		if (!strcmp(cof_code_type((cof_code)c), type))
+			return (cof_code)c;
+	return COF_EINTERNAL;
+}
+
+/* ------------------------------------------------------------- answers */
+
+json_t *relay_session_json(const rsession *s)
+{
+	json_t *excl = json_array(), *out;
+
+	for (const char *const *d = cof_excl_defaults(); *d; d++)
+		json_array_append_new(excl, json_string(*d));
+	json_array_extend(excl, s->user_excl);
+	out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:{s:I, s:I, s:I}, s:o, s:o}",
+			"uid", s->uid, "agent", s->agent, "status", status_name[s->status],
+			"mode", cof_mode_name(s->mode), "defaultMode",
+			cof_mode_name(s->default_mode), "exclusions", excl, "counts",
+			"reads", (json_int_t)s->reads, "writes", (json_int_t)s->writes,
+			"bytesWritten", (json_int_t)s->bytes_written, "limits",
+			cof_limits_json(&s->limits), "startedAt", cof_json_time(s->started_at));
+	json_object_set_new(out, "expiresAt",
+			    cof_json_time(s->started_at + s->limits.seconds));
+	if (s->client[0])
+		json_object_set_new(out, "client", json_string(s->client));
+	if (s->status == RS_ENDED) {
+		json_object_set_new(out, "endedAt", cof_json_time(s->ended_at));
+		json_object_set_new(out, "endReason", json_string(s->end_reason));
+	}
+	return out;
+}
+
+static const cof_jfield create_fields[] = {
+	{"agent", COF_JSTR, 1}, {"limits", COF_JOBJ, 0}, {NULL, 0, 0}};
+
+/* The agent's relay settings: capability (else COF_ECONFLICT) and defaultMode. */
+static int agent_relay(cof_relay *r, const cof_principal *who, const char *agent,
+		       cof_mode *mode, cof_err *err)
+{
+	json_t *a = NULL, *relay;
+	int rc = -1;
+
+	if (who->agent[0] && strcmp(who->agent, agent))
+		return cof_error(err, COF_EFORBIDDEN, "this key reaches only agent '%s'",
+				 who->agent);
+	if (cof_agent_get(r->st, who->org, agent, &a, err))
+		return -1;
+	relay = json_object_get(a, "relay");
+	if (!json_is_true(json_object_get(relay, "capability")))
+		cof_error(err, COF_ECONFLICT,
+			  "agent '%s' has no relay capability; set \"relay\": {\"capability\": "
+			  "true} in its settings (PUT /v1/agents/%s)", agent, agent);
+	else if (!cof_json_str(relay, "defaultMode"))
+		*mode = COF_MODE_STANDARD, rc = 0;
+	else
+		rc = cof_mode_parse(cof_json_str(relay, "defaultMode"), mode, err);
+	json_decref(a);
+	return rc;
+}
+
+/* Compiles the guard (about 2 s, once per process) so that the session's
+ * first write does not wait for it. */
+static void *guard_warm(void *arg)
+{
+	cof_err e = {0};
+
+	(void)arg;
+	cof_guard_default(&e);
+	cof_err_clear(&e);
+	return NULL;
+}
+
+/* Once per process, as the guard is (if the thread cannot start, the first
+ * write compiles it). */
+static void guard_warm_start(void)
+{
+	static int started;
+	pthread_attr_t at;
+	pthread_t tid;
+
+	if (__atomic_exchange_n(&started, 1, __ATOMIC_SEQ_CST))
+		return;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_create(&tid, &at, guard_warm, NULL);
+	pthread_attr_destroy(&at);
+}
+
+int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_t **out,
+		     cof_err *err)
+{
+	unsigned char raw[32];
+	char *token;
+	rsession *s;
+	cof_mode mode;
+	cof_limits lim;
+
+	if (cof_json_check(body, create_fields, err) ||
+	    agent_relay(r, who, cof_json_str(body, "agent"), &mode, err) ||
+	    cof_limits_parse(json_object_get(body, "limits"), &lim, err))
+		return -1;
+	if (strlen(cof_json_str(body, "agent")) >= sizeof s->agent)
+		return cof_error(err, COF_EVALIDATION, "'agent' is too long");
+	if (cof_random(raw, sizeof raw) || !(token = cof_base64url_encode(raw, sizeof raw)))
+		return cof_error(err, COF_EINTERNAL, "no randomness for the connect token");
+	s = calloc(1, sizeof *s);
+	if (!s) {
+		free(token);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	cof_id_new("rs_", s->uid, sizeof s->uid);
+	snprintf(s->org, sizeof s->org, "%s", who->org);
+	snprintf(s->agent, sizeof s->agent, "%s", cof_json_str(body, "agent"));
+	s->mode = s->default_mode = mode;
+	s->limits = lim;
+	s->user_excl = json_array();
+	s->log = json_array();
+	s->started_at = cof_now();
+	cof_buf t = COF_BUF_INIT;
+	cof_buf_addf(&t, "rct_%s", token);
+	free(token);
+	if (!t.data || cof_sha256_hex(t.data, t.len, s->token_hash) ||
+	    cof_excl_new(NULL, 1, &s->excl, err)) {
+		cof_buf_release(&t);
+		session_free(s);
+		return err->code ? -1 : cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	pthread_mutex_lock(&r->mu);
+	prune(r);
+	if (r->nsessions >= RELAY_SESSIONS_MAX) {
+		pthread_mutex_unlock(&r->mu);
+		cof_buf_release(&t);
+		session_free(s);
+		return cof_error(err, COF_ERATELIMIT,
+				 "%d relay sessions are open; the limit is %d", RELAY_SESSIONS_MAX,
+				 RELAY_SESSIONS_MAX);
+	}
+	s->next = r->sessions;
+	r->sessions = s;
+	r->nsessions++;
+	relay_event(r, s, EV_AGENT, "status_changed",
+		    json_pack("{s:s}", "status", "waiting"));
+	*out = relay_session_json(s);
+	pthread_mutex_unlock(&r->mu);
+	guard_warm_start();
+	json_object_set_new(*out, "connectToken", json_string(t.data));
+	cof_buf_release(&t);
+	return 0;
+}
+
+int cof_relay_get(cof_relay *r, const cof_principal *who, const char *uid, json_t **out,
+		  cof_err *err)
+{
+	rsession *s;
+
+	pthread_mutex_lock(&r->mu);
+	s = relay_find(r, who, uid, err);
+	if (s)
+		*out = relay_session_json(s);
+	pthread_mutex_unlock(&r->mu);
+	return s ? 0 : -1;
+}
+
+int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, int all,
+		   json_t **out, cof_err *err)
+{
+	json_t *list = json_array();
+
+	if (!agent && who->agent[0])
+		agent = who->agent;
+	if (agent && who->agent[0] && strcmp(agent, who->agent)) {
+		json_decref(list);
+		return cof_error(err, COF_EFORBIDDEN, "this key reaches only agent '%s'",
+				 who->agent);
+	}
+	pthread_mutex_lock(&r->mu);
+	for (rsession *s = r->sessions; s; s = s->next) {
+		if (strcmp(s->org, who->org) || (agent && strcmp(s->agent, agent)))
+			continue;
+		relay_tick(r, s);
+		if (all || s->status != RS_ENDED)
+			json_array_append_new(list, relay_session_json(s));
+	}
+	pthread_mutex_unlock(&r->mu);
+	*out = json_pack("{s:o}", "sessions", list);
+	return 0;
+}
+
+int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
+		  const char *reason, cof_err *err)
+{
+	rsession *s;
+	int rc = -1;
+
+	pthread_mutex_lock(&r->mu);
+	s = relay_find(r, who, uid, err);
+	if (s && s->status == RS_ENDED) {
+		relay_gone(s, err);
+	} else if (s) {
+		if (!strcmp(reason, "aborted"))
+			relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "agent"));
+		relay_log(s, json_pack("{s:s, s:s}", "event", "end", "reason", reason));
+		relay_end(r, s, reason);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_t **out,
+		  cof_err *err)
+{
+	rsession *s;
+
+	pthread_mutex_lock(&r->mu);
+	s = relay_find(r, who, uid, err);
+	if (s)
+		*out = json_pack("{s:s, s:O, s:b}", "uid", s->uid, "entries", s->log,
+				 "truncated", s->log_truncated);
+	pthread_mutex_unlock(&r->mu);
+	return s ? 0 : -1;
+}
+
+void relay_wait(cof_relay *r, int64_t until_ms)
+{
+	struct timespec ts = {.tv_sec = until_ms / 1000,
+			      .tv_nsec = (until_ms % 1000) * 1000000};
+
+	(void)pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+}

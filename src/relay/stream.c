@@ -1,0 +1,304 @@
+/*
+ * stream.c — the two kinds of relay streams and the client's calls.
+ *
+ * The agent's events stream replays the session's events kept so far (the
+ * last RELAY_EVENTS) after the id it was given, then follows. The client's
+ * operations stream carries the ops sent to that attachment and the events
+ * meant for the user (write_blocked, session_ended, agent_disconnected) from
+ * the moment it attached. A client stream that is no longer the attached one
+ * (the session ended, paused for idleness, or cofferd stops) ends.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "relay/relay.h"
+
+struct cof_relay_stream {
+	cof_relay *r;
+	rsession *s;         /* referenced while the stream is open */
+	int client;          /* the client's operations stream */
+	uint64_t gen;        /* its attachment */
+	uint64_t pos;        /* the last event id delivered */
+};
+
+static cof_relay_stream *stream_new(cof_relay *r, rsession *s, int client, uint64_t pos)
+{
+	cof_relay_stream *x = calloc(1, sizeof *x);
+
+	if (!x)
+		return NULL;
+	x->r = r;
+	x->s = s;
+	x->client = client;
+	x->gen = s->gen;
+	x->pos = pos;
+	s->refs++;
+	return x;
+}
+
+int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *uid,
+			  uint64_t after, cof_relay_stream **out, cof_err *err)
+{
+	rsession *s;
+
+	pthread_mutex_lock(&r->mu);
+	s = relay_find(r, who, uid, err);
+	if (s && !(*out = stream_new(r, s, 0, after)))
+		s = NULL, cof_error(err, COF_EINTERNAL, "out of memory");
+	if (s)
+		s->agent_streams++;
+	pthread_mutex_unlock(&r->mu);
+	return s ? 0 : -1;
+}
+
+/* Moves the stream's new events into `list`. */
+static void take_events(cof_relay_stream *x, json_t *list)
+{
+	rsession *s = x->s;
+	unsigned bit = x->client ? EV_CLIENT : EV_AGENT;
+	uint64_t first = s->ev_next > RELAY_EVENTS ? s->ev_next - RELAY_EVENTS + 1 : 1;
+
+	for (uint64_t id = x->pos + 1 > first ? x->pos + 1 : first; id <= s->ev_next; id++) {
+		revent *e = &s->ev[(id - 1) % RELAY_EVENTS];
+		json_t *ev = (e->to & bit) && e->json ? json_loads(e->json, 0, NULL) : NULL;
+		if (ev) {
+			json_object_set_new(ev, "id", json_integer((json_int_t)id));
+			json_array_append_new(list, ev);
+		}
+	}
+	if (s->ev_next > x->pos)
+		x->pos = s->ev_next;
+}
+
+/* Moves the ops not yet sent to this attachment into `list`. */
+static void take_ops(cof_relay_stream *x, json_t *list)
+{
+	for (rop *op = x->s->ops; op; op = op->next) {
+		if (op->sent || op->done || op->gen != x->gen || !op->msg)
+			continue;
+		op->sent = 1;
+		json_array_append_new(list, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)0,
+						      "type", "op", "data", op->msg));
+		op->msg = NULL; /* its content is not kept once sent */
+	}
+}
+
+int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_err *err)
+{
+	cof_relay *r = x->r;
+	rsession *s = x->s;
+	int64_t deadline = cof_now_ms() + wait_ms;
+	json_t *list = json_array();
+	int done = 0;
+
+	(void)err;
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		relay_tick(r, s);
+		take_events(x, list);
+		if (x->client && (s->gen != x->gen || !s->attached))
+			done = 1;
+		else if (x->client)
+			take_ops(x, list);
+		if (s->status == RS_ENDED || r->closing)
+			done = 1;
+		int64_t now = cof_now_ms();
+		if (json_array_size(list) || done || now >= deadline)
+			break;
+		relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
+	}
+	pthread_mutex_unlock(&r->mu);
+	*out = list;
+	return done;
+}
+
+void cof_relay_stream_close(cof_relay_stream *x)
+{
+	cof_relay *r;
+	rsession *s;
+
+	if (!x)
+		return;
+	r = x->r;
+	s = x->s;
+	pthread_mutex_lock(&r->mu);
+	if (x->client && s->attached && s->gen == x->gen) {
+		relay_detach(r, s, "disconnected");
+	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {
+		relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
+	}
+	relay_unref(s);
+	pthread_mutex_unlock(&r->mu);
+	free(x);
+}
+
+/* ------------------------------------------------------- the client's calls */
+
+static const cof_jfield connect_fields[] = {
+	{"mode", COF_JSTR, 0}, {"exclusions", COF_JARR, 0}, {"client", COF_JSTR, 0},
+	{NULL, 0, 0}};
+
+int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *body,
+		      cof_relay_stream **out, cof_err *err)
+{
+	const char *m = cof_json_str(body, "mode"), *client = cof_json_str(body, "client");
+	json_t *patterns = json_object_get(body, "exclusions");
+	cof_excl *excl = NULL;
+	cof_mode mode = COF_MODE_STANDARD;
+	rsession *s;
+	int rc = -1;
+
+	if (cof_json_check(body, connect_fields, err) ||
+	    (m && cof_mode_parse(m, &mode, err)) ||
+	    cof_excl_new(json_is_array(patterns) ? patterns : NULL, 1, &excl, err))
+		return -1;
+	pthread_mutex_lock(&r->mu);
+	s = relay_find_client(r, uid, token, err);
+	if (!s)
+		goto out;
+	if (s->status == RS_ENDED) {
+		relay_gone(s, err);
+		goto out;
+	}
+	if (s->attached) {
+		cof_error(err, COF_ECONFLICT, "another client is attached to relay session '%s'",
+			  s->uid);
+		goto out;
+	}
+	cof_excl_free(s->excl);
+	s->excl = excl;
+	excl = NULL;
+	json_decref(s->user_excl);
+	s->user_excl = json_is_array(patterns) ? json_deep_copy(patterns) : json_array();
+	s->mode = m ? mode : s->default_mode;
+	snprintf(s->client, sizeof s->client, "%s", client ? client : "");
+	s->gen++;
+	s->attached = 1;
+	rs_status was = s->status;
+	relay_log(s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
+			       cof_mode_name(s->mode), "client", s->client));
+	*out = stream_new(r, s, 1, s->ev_next);
+	if (!*out) {
+		s->attached = 0;
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	/* the order the agent reads: status_changed, exclusions, then resume */
+	s->status = RS_ACTIVE;
+	relay_event(r, s, EV_AGENT, "status_changed",
+		    json_pack("{s:s, s:s}", "status", "active", "previous",
+			      was == RS_PAUSED ? "paused" : "waiting"));
+	json_t *info = relay_session_json(s);
+	relay_event(r, s, EV_AGENT, "exclusions",
+		    json_pack("{s:O, s:O, s:s}", "exclusions", json_object_get(info, "exclusions"),
+			      "user", s->user_excl, "mode", cof_mode_name(s->mode)));
+	json_decref(info);
+	if (was == RS_PAUSED)
+		relay_event(r, s, EV_AGENT, "resume", NULL);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&r->mu);
+	cof_excl_free(excl);
+	return rc;
+}
+
+static const cof_jfield result_fields[] = {
+	{"ok", COF_JBOOL, 1}, {"result", COF_JOBJ, 0}, {"error", COF_JOBJ, 0}, {NULL, 0, 0}};
+
+int cof_relay_result(cof_relay *r, const char *uid, const char *token, const char *op_id,
+		     json_t *body, cof_err *err)
+{
+	rsession *s;
+	rop *op = NULL;
+	int rc = -1;
+
+	if (cof_json_check(body, result_fields, err))
+		return -1;
+	pthread_mutex_lock(&r->mu);
+	s = relay_find_client(r, uid, token, err);
+	if (s && s->status == RS_ENDED) {
+		relay_gone(s, err);
+		s = NULL;
+	}
+	for (rop *o = s ? s->ops : NULL; o && !op; o = o->next)
+		if (!strcmp(o->id, op_id) && o->sent && !o->done)
+			op = o;
+	if (s && !op) {
+		cof_error(err, COF_ENOTFOUND, "no operation '%.64s' waits for an answer", op_id);
+	} else if (op && json_is_true(json_object_get(body, "ok"))) {
+		json_t *res = json_object_get(body, "result");
+		cof_err e = {0};
+		json_t *copy = json_is_object(res) ? json_deep_copy(res) : json_object();
+		if (relay_result_check(s, op, copy, &e)) {
+			json_decref(copy);
+			relay_op_finish(r, s, op, NULL, &e);
+		} else {
+			relay_op_finish(r, s, op, copy, NULL);
+		}
+		cof_err_clear(&e);
+		rc = 0;
+	} else if (op) {
+		json_t *eo = json_object_get(body, "error");
+		const char *msg = cof_json_str(eo, "message");
+		cof_err e = {0};
+		cof_error(&e, relay_code_of(cof_json_str(eo, "type")), "%s",
+			  msg ? msg : "the user's side refused the operation");
+		relay_op_finish(r, s, op, NULL, &e);
+		cof_err_clear(&e);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+static const cof_jfield event_fields[] = {
+	{"type", COF_JSTR, 1}, {"data", COF_JOBJ, 0}, {NULL, 0, 0}};
+
+int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, json_t *body,
+			   cof_err *err)
+{
+	const char *type = cof_json_str(body, "type");
+	json_t *data;
+	rsession *s;
+
+	if (cof_json_check(body, event_fields, err))
+		return -1;
+	if (strcmp(type, "accept") && strcmp(type, "write_blocked") && strcmp(type, "abort"))
+		return cof_error(err, COF_EVALIDATION,
+				 "unknown event type '%.64s'; known: accept, write_blocked, abort",
+				 type);
+	data = json_is_object(json_object_get(body, "data"))
+		       ? json_deep_copy(json_object_get(body, "data")) : json_object();
+	/* kept in the event ring and the log: bounded */
+	char *text = json_dumps(data, JSON_COMPACT);
+	size_t tlen = text ? strlen(text) : 0;
+	free(text);
+	if (tlen > RELAY_EVENT_DATA_MAX) {
+		json_decref(data);
+		return cof_error(err, COF_ETOOLARGE, "event data is %zu bytes; the limit is %d bytes",
+				 tlen, RELAY_EVENT_DATA_MAX);
+	}
+	pthread_mutex_lock(&r->mu);
+	s = relay_find_client(r, uid, token, err);
+	if (s && s->status == RS_ENDED) {
+		relay_gone(s, err);
+		s = NULL;
+	}
+	if (s && !strcmp(type, "abort")) {
+		relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "user"));
+		relay_log(s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
+		relay_end(r, s, "aborted");
+	} else if (s && !strcmp(type, "accept")) {
+		relay_log(s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
+		relay_event(r, s, EV_AGENT, "accept", json_incref(data));
+	} else if (s) {
+		json_object_set_new(data, "by", json_string("client"));
+		relay_log(s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
+				       json_object_get(data, "path") ? json_object_get(data, "path")
+								     : json_null(),
+				       "outcome", "blocked", "blocked", data));
+		relay_event(r, s, EV_AGENT, "write_blocked", json_incref(data));
+	}
+	pthread_mutex_unlock(&r->mu);
+	json_decref(data);
+	return s ? 0 : -1;
+}
