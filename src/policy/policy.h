@@ -21,7 +21,11 @@
 /* A compiled list of gitignore-style patterns: `*`, `**`, `?`, `[...]`, a
  * leading `/` anchors to the root, a trailing `/` matches folders only, `!`
  * negates; later patterns win, as in git. Immutable once built, so it may be
- * shared between threads. Free with cof_excl_free. */
+ * shared between threads. Free with cof_excl_free. Also as in git: a pattern
+ * with a '/' in the middle is anchored too, one without matches a name at any
+ * depth, and a path under an excluded folder stays excluded whatever `!`
+ * says. The defaults are kept apart: no `!` re-includes them, and they match
+ * in any letter case. docs/api.md "Agent exclusions" has the full rules. */
 typedef struct cof_excl cof_excl;
 
 /* The defaults that are always on unless an agent says defaultExclusions:false
@@ -35,7 +39,10 @@ int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *
 void cof_excl_free(cof_excl *x);
 
 /* 1 when `path` (relative, '/'-separated, no leading '/') is excluded, either
- * itself or through an excluded parent folder; `is_dir` says it is a folder. */
+ * itself or through an excluded parent folder; `is_dir` says it is a folder
+ * (a trailing '/' says so too). The path is normalised first ("//", "./",
+ * "a/.."); one that climbs above the root or is over 4096 bytes counts as
+ * excluded; "" (the root) never is. NULL x: nothing is excluded. */
 int cof_excl_match(const cof_excl *x, const char *path, int is_dir);
 
 /* The patterns as given (without the defaults), as a new JSON array. */
