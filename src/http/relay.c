@@ -8,6 +8,8 @@
  * closed its socket, so a client that goes away pauses its session within
  * about a second rather than at the next failed write.
  */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +208,25 @@ static void sse_free(void *cls)
 	free(e);
 }
 
+/* A peer that vanishes without closing (a dead network path) is otherwise only
+ * seen when the kernel gives up on unacknowledged data, after many minutes:
+ * keep-alive probes and a user timeout make the socket fail within about 30 s,
+ * which peer_gone then sees. Best effort: a failing option changes nothing. */
+static void sse_socket_opts(int fd)
+{
+	int on = 1, idle = 15, intvl = 5, cnt = 3;
+	unsigned user_timeout_ms = 30000;
+
+	if (fd < 0)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,
+			 sizeof user_timeout_ms);
+}
+
 /* Answers 200 text/event-stream from stream x (owned from here on). */
 static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char *ping)
 {
@@ -221,6 +242,7 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 	e->srv = req->srv;
 	e->x = x;
 	e->fd = ci ? ci->connect_fd : -1;
+	sse_socket_opts(e->fd);
 	e->ping = ping;
 	e->last_ms = cof_now_ms();
 	cof_buf_adds(&e->buf, "retry: 3000\n: connected\n\n");

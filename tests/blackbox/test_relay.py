@@ -161,7 +161,13 @@ def test_limits_lowered_and_over_ceiling_400(srv):
     s = create(srv, a, {"reads": 5, "fileBytes": 1000})
     eq(s["limits"]["reads"], 5, "lowered")
     eq(s["limits"]["fileBytes"], 1000, "lowered")
+    at = create(srv, a, {"reads": 500, "fileBytes": 10 << 20, "seconds": 14400})
+    eq((at["limits"]["reads"], at["limits"]["fileBytes"]), (500, 10 << 20), "ceilings accepted")
     expect_error(srv.post("/v1/relay/sessions", json={"agent": a, "limits": {"reads": 501}}),
+                 400, "validation_error")
+    expect_error(srv.post("/v1/relay/sessions", json={"agent": a, "limits": {
+        "fileBytes": (10 << 20) + 1}}), 400, "validation_error")
+    expect_error(srv.post("/v1/relay/sessions", json={"agent": a, "limits": {"other": 1}}),
                  400, "validation_error")
     expect_error(srv.post("/v1/relay/sessions", json={"agent": a, "limits": {"writes": 0}}),
                  400, "validation_error")
