@@ -44,6 +44,7 @@ $(BUILD)/obj/src/policy/guard.o: $(BUILD)/gen/guard_rules.inc
 
 $(BUILD)/libcoffer.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/cofferd: $(BUILD)/obj/src/cofferd.o $(HTTP_OBJ) $(BUILD)/libcoffer.a

@@ -57,7 +57,8 @@ typedef struct gc_thread {
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
-	      "               [--gc-interval SECONDS] [--history SECONDS] [--relay-grace SECONDS]\n"
+	      "               [--gc-interval SECONDS] [--history SECONDS] [--scratch DIR]\n"
+	      "               [--scratch-mode kernel|walk] [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
 	      "               [--relay-op-wait SECONDS] [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
