@@ -291,6 +291,9 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 				 strerror(errno));
 	}
 	pthread_mutex_lock(&ts->mu);
+	while (t->collecting)
+		pthread_cond_wait(&ts->cv, &ts->mu);
+	t->collecting = 1;
 	rules.types = t->types;
 	rules.turn_files_left = COF_OUTBOX_TURN_FILES - t->kept_files;
 	rules.turn_bytes_left = COF_OUTBOX_TURN_BYTES - t->kept_bytes;
@@ -302,7 +305,8 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 	close(keep);
 	if (!*files)
 		*files = json_array();
-	json_array_extend(c->notes, notes ? notes : json_array());
+	if (notes)
+		json_array_extend(c->notes, notes);
 	json_decref(notes);
 	pthread_mutex_lock(&ts->mu);
 	json_array_foreach(*files, i, f) {
@@ -313,6 +317,8 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 			 json_string_value(json_object_get(f, "name")));
 		json_object_set_new(f, "url", json_string(url));
 	}
+	t->collecting = 0;
+	pthread_cond_broadcast(&ts->cv);
 	pthread_mutex_unlock(&ts->mu);
 	return rc;
 }

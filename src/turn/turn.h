@@ -87,6 +87,9 @@ struct cof_turn {
 	/* outbox */
 	int kept_files;
 	int64_t kept_bytes;
+	int collecting;          /* a call is taking the outbox: calls of one turn
+				    share $OUTBOX and the turn's file budget, so
+				    they take it one at a time */
 };
 
 struct cof_turns {

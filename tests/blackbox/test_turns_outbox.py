@@ -124,3 +124,29 @@ def test_breach_returns_no_files(srv):
     out = call(srv, t["id"], _write_png() + "; dd if=/dev/zero of=big bs=64k count=40")
     eq(out.get("limit"), "turn_disk", "limit")
     eq(out["files"], [], "files of a breached call")
+
+
+def test_concurrent_calls_share_the_turn_file_budget(srv):
+    # calls of one turn share $OUTBOX and the 8-file budget of the turn: three
+    # calls finishing together, each leaving 4 PNGs, return at most 8 in all
+    import threading
+    t = new_turn(srv)
+    answers = []
+
+    def run(k):
+        names = " ".join("c%d_%d.png" % (k, i) for i in range(4))
+        cmd = ("for n in %s; do printf '\\211PNG\\r\\n\\032\\nx' > $OUTBOX/$n; done; sleep 0.3"
+               % names)
+        answers.append(call(srv, t["id"], cmd))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    eq(len(answers), 3, "answers")
+    files = [f["name"] for a in answers for f in a["files"]]
+    eq(len(files), len(set(files)), "no file returned twice: %r" % files)
+    check(len(files) <= 8, "at most 8 files per turn, got %d: %r" % (len(files), files))
+    for a in answers:
+        check(len(a["files"]) <= 4, "at most 4 files per call: %r" % a["files"])
