@@ -4,8 +4,7 @@
  * folder searched, and cap their answers with a note. grep uses PCRE2 with
  * JIT and skips binary files (saying how many).
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+#include "util/regex.h"
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
@@ -123,25 +122,6 @@ typedef struct grep_run {
 	json_t *matches;
 } grep_run;
 
-/* Compiles the pattern (UTF, JIT); a bad one is a 400 naming the position. */
-static pcre2_code *grep_compile(const char *pattern, int caseless, cof_err *err)
-{
-	int code;
-	PCRE2_SIZE off;
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-				       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
-				       (caseless ? PCRE2_CASELESS : 0), &code, &off, NULL);
-	if (!re) {
-		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(code, msg, sizeof msg);
-		cof_error(err, COF_EVALIDATION, "'pattern' is not a valid regex: %s at position %zu",
-			  (char *)msg, (size_t)off);
-		return NULL;
-	}
-	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
-	return re;
-}
-
 /* Searches one text file; appends what the mode asks for. */
 static void grep_file(grep_run *g, const char *apath, const char *text, size_t len)
 {
@@ -245,7 +225,7 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return -1;
 	if (!*cof_json_str(args, "pattern"))
 		return cof_error(err, COF_EVALIDATION, "'pattern' is empty");
-	if (!(g.re = grep_compile(cof_json_str(args, "pattern"),
+	if (!(g.re = cof_regex_compile(cof_json_str(args, "pattern"),
 				  cof_json_bool(args, "ignoreCase", 0), err)))
 		return -1;
 	g.md = pcre2_match_data_create_from_pattern(g.re, NULL);

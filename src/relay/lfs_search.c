@@ -4,11 +4,10 @@
  * binary files and files over the size limit, and matches lines with PCRE2 as
  * the agent's grep does (src/agent/search.c).
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pcre2.h>
+#include "util/regex.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -151,25 +150,6 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 	return rc;
 }
 
-/* Compiles the pattern (UTF, JIT) as the agent's grep does; a bad one is a
- * 400 naming the position. */
-static pcre2_code *lfs_compile(const char *pattern, cof_err *err)
-{
-	int code;
-	PCRE2_SIZE off;
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-				       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
-	if (!re) {
-		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(code, msg, sizeof msg);
-		cof_error(err, COF_EVALIDATION, "'pattern' is not a valid regex: %s at position %zu",
-			  (char *)msg, (size_t)off);
-		return NULL;
-	}
-	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
-	return re;
-}
-
 int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const char *glob,
 		   int64_t max, json_t **out, cof_err *err)
 {
@@ -184,7 +164,7 @@ int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const cha
 		return cof_error(err, COF_EFORBIDDEN, "'%.300s' is excluded", path);
 	s.max = max <= 0 || max > fs->limits.search_results ? fs->limits.search_results : max;
 	s.root_len = path[0] ? strlen(path) + 1 : 0;
-	if (!(s.re = lfs_compile(pattern, err)))
+	if (!(s.re = cof_regex_compile(pattern, 0, err)))
 		return -1;
 	s.md = pcre2_match_data_create_from_pattern(s.re, NULL);
 	s.results = json_array();
