@@ -52,6 +52,9 @@ Response: status, reason, headers (case-insensitive .get), body (bytes), .json()
     .text, .header(name), .error (the {"error":{...}} object or None)
 Assertions: expect(resp, *statuses), expect_error(resp, status, type), eq(a, b, what),
     check(cond, what), contains(container, item, what); sha256(bytes) -> hex.
+Event streams: EventStream(srv, path) reads a Server-Sent Events stream in a thread;
+    .events [(type, data)], .types(), .wait(kind, n, timeout) -> list (may be short),
+    .expect(kind, n, timeout) -> list (raises when short), .close().
 """
 
 import contextlib
@@ -540,6 +543,66 @@ class Server:
             e.update(env)
         return subprocess.run([exe] + [str(a) for a in args], input=input, env=e,
                               capture_output=True, timeout=timeout * SCALE)
+
+
+class EventStream:
+    """Reads a Server-Sent Events stream (GET `path`) in a thread; each event with
+    JSON data lands in self.events as (type, data). `done` turns true at its end."""
+
+    def __init__(self, srv, path, key=None, timeout=120):
+        import socket
+        import threading
+        self._socket = socket
+        self.events = []
+        self.done = False
+        self.conn = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+        self.conn.request("GET", path, headers={"Authorization": "Bearer " + (key or srv.key)})
+        self.resp = self.conn.getresponse()
+        eq(self.resp.status, 200, "events status of %s" % path)
+        check(self.resp.getheader("Content-Type", "").startswith("text/event-stream"),
+              "events content type")
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        kind = None
+        try:
+            for raw in self.resp:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: ") and kind:
+                    self.events.append((kind, jsonlib.loads(line[6:])))
+                    kind = None
+        except Exception:
+            pass
+        self.done = True
+
+    def types(self):
+        return [k for k, _ in self.events]
+
+    def wait(self, kind, n=1, timeout=8):
+        """The data of the `kind` events once there are n (fewer at the timeout)."""
+        deadline = time.time() + timeout * SCALE
+        while time.time() < deadline:
+            got = [d for k, d in self.events if k == kind]
+            if len(got) >= n:
+                return got
+            time.sleep(0.05)
+        return [d for k, d in self.events if k == kind]
+
+    def expect(self, kind, n=1, timeout=10):
+        got = EventStream.wait(self, kind, n, timeout)
+        if len(got) < n:
+            raise AssertionError("no %d %r events; got %r" % (n, kind, self.events))
+        return got
+
+    def close(self):
+        # shut the socket first so the reader thread's blocked read returns now
+        try:
+            self.conn.sock.shutdown(self._socket.SHUT_RDWR)
+        except Exception:
+            pass
+        self.conn.close()
 
 
 def server(**kw):

@@ -2,58 +2,17 @@
 others change files under a `notify` mount, coalesced, never for the agent's own tool
 writes nor for mounts without `notify`; file_presented with an absolute link."""
 
-import http.client
-import json
-import socket
-import threading
 import time
 
+import harness
 from harness import check, eq, expect
 
 
-class Stream:
-    """Reads an SSE stream in a thread; events land in self.events as (type, data)."""
+class Stream(harness.EventStream):
+    """The agent's events stream."""
 
     def __init__(self, srv, agent):
-        self.events = []
-        self.conn = http.client.HTTPConnection(srv.host, srv.port, timeout=60)
-        self.conn.request("GET", "/v1/agents/%s/events" % agent,
-                          headers={"Authorization": "Bearer " + srv.key})
-        self.resp = self.conn.getresponse()
-        eq(self.resp.status, 200, "events status")
-        check(self.resp.getheader("Content-Type", "").startswith("text/event-stream"),
-              "events content type")
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        kind = None
-        try:
-            for raw in self.resp:
-                line = raw.decode().rstrip("\n")
-                if line.startswith("event: "):
-                    kind = line[7:]
-                elif line.startswith("data: ") and kind:
-                    self.events.append((kind, json.loads(line[6:])))
-                    kind = None
-        except Exception:
-            pass
-
-    def wait(self, kind, n=1, timeout=8):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            got = [d for k, d in self.events if k == kind]
-            if len(got) >= n:
-                return got
-            time.sleep(0.05)
-        return [d for k, d in self.events if k == kind]
-
-    def close(self):
-        # Shut the socket first so the reader thread's blocked read returns now.
-        try:
-            self.conn.sock.shutdown(socket.SHUT_RDWR)
-        except Exception:
-            pass
-        self.conn.close()
+        super().__init__(srv, "/v1/agents/%s/events" % agent, timeout=60)
 
 
 def _setup(srv, name):

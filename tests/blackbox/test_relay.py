@@ -3,9 +3,7 @@ creation, tokens, the life cycle with its events, and the ops relayed to a fake 
 (relay_fake.py) that has no rule of its own, so every refusal seen here is cofferd's."""
 
 import http.client
-import json
 import os
-import socket
 import tempfile
 import threading
 import time
@@ -55,51 +53,15 @@ def _op(srv, uid, query=None, key=None, **body):
                     key=key or srv.key)
 
 
-class Events:
-    """The agent's events stream of a session, read in a thread: (type, data)."""
+class Events(harness.EventStream):
+    """The agent's events stream of a session; wait() raises when the events
+    do not come."""
 
     def __init__(self, srv, uid):
-        self.events = []
-        self.conn = http.client.HTTPConnection(srv.host, srv.port, timeout=120)
-        self.conn.request("GET", "/v1/relay/sessions/%s/events" % uid,
-                          headers={"Authorization": "Bearer " + srv.key})
-        self.resp = self.conn.getresponse()
-        eq(self.resp.status, 200, "events status")
-        self.done = False
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        kind = None
-        try:
-            for raw in self.resp:
-                line = raw.decode().rstrip("\n")
-                if line.startswith("event: "):
-                    kind = line[7:]
-                elif line.startswith("data: ") and kind:
-                    self.events.append((kind, json.loads(line[6:])))
-                    kind = None
-        except Exception:
-            pass
-        self.done = True
-
-    def types(self):
-        return [k for k, _ in self.events]
+        super().__init__(srv, "/v1/relay/sessions/%s/events" % uid)
 
     def wait(self, kind, n=1, timeout=10):
-        deadline = time.time() + timeout * harness.SCALE
-        while time.time() < deadline:
-            got = [d for k, d in self.events if k == kind]
-            if len(got) >= n:
-                return got
-            time.sleep(0.05)
-        raise AssertionError("no %d %r events; got %r" % (n, kind, self.events))
-
-    def close(self):
-        try:
-            self.conn.sock.shutdown(socket.SHUT_RDWR)
-        except Exception:
-            pass
-        self.conn.close()
+        return self.expect(kind, n, timeout)
 
 
 # ------------------------------------------------------------------ settings, create
