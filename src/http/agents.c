@@ -278,7 +278,6 @@ enum MHD_Result http_agent_events(http_req *req)
 {
 	cof_err err = { 0 };
 	sse_stream *s = calloc(1, sizeof(*s));
-	struct MHD_Response *resp;
 
 	if (!s)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
@@ -288,20 +287,9 @@ enum MHD_Result http_agent_events(http_req *req)
 		free(s);
 		return http_send_error(req, &err);
 	}
-	json_t *probe = json_pack("{s:s}", "url", "/");
-	http_absolute_url(req, probe);
-	const char *b = json_string_value(json_object_get(probe, "url"));
-	snprintf(s->base, sizeof(s->base), "%.*s", b ? (int)strlen(b) - 1 : 0, b ? b : "");
-	json_decref(probe);
+	http_base_url(req, s->base, sizeof s->base);
 	cof_buf_adds(&s->buf, "retry: 3000\n: connected\n\n");
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, sse_free);
-	if (!resp) {
-		sse_free(s);
-		return http_send_fail(req, COF_EINTERNAL, "out of memory");
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	return http_queue(req, MHD_HTTP_OK, resp);
+	return http_send_events(req, 4096, sse_read, s, sse_free);
 }
 
 /* POST /v1/agents/{id}/links: 201 a signed link by agent path; a retry with

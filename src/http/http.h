@@ -136,6 +136,12 @@ enum MHD_Result http_reply(http_req *req, int rc, unsigned status, json_t *out,
 enum MHD_Result http_send_empty(http_req *req, unsigned status);
 /* Queues `resp` with `status` and drops our reference to it. */
 enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *resp);
+/* Answers 200 with a Server-Sent Events stream produced by `reader` in blocks of
+ * `block` bytes. `free_cls` releases `cls` when the stream ends, and also here
+ * when the answer cannot be made (500). */
+enum MHD_Result http_send_events(http_req *req, size_t block,
+				 MHD_ContentReaderCallback reader, void *cls,
+				 MHD_ContentReaderFreeCallback free_cls);
 /* The JSON error body for `err` (for callers that add headers themselves). */
 struct MHD_Response *http_error_response(const cof_err *err);
 
@@ -176,6 +182,9 @@ enum MHD_Result http_agent_events(http_req *req);
 enum MHD_Result http_agent_link(http_req *req);
 /* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN (links.c). 0 or -1. */
 int http_absolute_url(http_req *req, json_t *out);
+/* "http://HOST" as the client reached us (links.c), for URLs made later in a
+ * stream; cut to fit `outsz`. */
+void http_base_url(http_req *req, char *out, size_t outsz);
 int http_begin_agent_upload(http_req *req);
 enum MHD_Result http_agent_upload(http_req *req);
 enum MHD_Result http_file_delete(http_req *req);

@@ -18,21 +18,30 @@ static int host_ok(const char *h)
 			 "0123456789.-_:[]") == n;
 }
 
-/* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN, HOST from the Host
- * header (or the listen address when absent or odd). 0, or -1 on no memory. */
+/* "http://HOST", HOST from the Host header (or the listen address when
+ * absent or odd). */
+void http_base_url(http_req *req, char *out, size_t outsz)
+{
+	const char *host = http_header(req, MHD_HTTP_HEADER_HOST);
+
+	if (host != NULL && host_ok(host))
+		snprintf(out, outsz, "http://%s", host);
+	else
+		snprintf(out, outsz, "http://%s:%u", req->srv->host, req->srv->port);
+}
+
+/* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN. 0, or -1 on no memory. */
 int http_absolute_url(http_req *req, json_t *out)
 {
 	const char *url = json_string_value(json_object_get(out, "url"));
-	const char *host = http_header(req, MHD_HTTP_HEADER_HOST);
+	char base[300];
 	cof_buf b = COF_BUF_INIT;
 	int rc;
 
 	if (url == NULL || url[0] != '/')
 		return 0; /* already absolute, or not ours to change */
-	if (host != NULL && host_ok(host))
-		rc = cof_buf_addf(&b, "http://%s%s", host, url);
-	else
-		rc = cof_buf_addf(&b, "http://%s:%u%s", req->srv->host, req->srv->port, url);
+	http_base_url(req, base, sizeof base);
+	rc = cof_buf_addf(&b, "%s%s", base, url);
 	if (rc == 0)
 		rc = json_object_set_new(out, "url", json_string(b.data));
 	cof_buf_release(&b);

@@ -233,7 +233,6 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	relay_sse *e = calloc(1, sizeof *e);
-	struct MHD_Response *resp;
 
 	if (!e) {
 		cof_relay_stream_close(x);
@@ -246,14 +245,7 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 	e->ping = ping;
 	e->last_ms = cof_now_ms();
 	cof_buf_adds(&e->buf, "retry: 3000\n: connected\n\n");
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, e, sse_free);
-	if (!resp) {
-		sse_free(e);
-		return http_send_fail(req, COF_EINTERNAL, "out of memory");
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	return http_queue(req, MHD_HTTP_OK, resp);
+	return http_send_events(req, 4096, sse_read, e, sse_free);
 }
 
 /* GET /v1/relay/sessions/{uid}/events (Last-Event-ID: resume after that id). */

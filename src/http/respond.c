@@ -25,6 +25,22 @@ enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *
 	return ret;
 }
 
+enum MHD_Result http_send_events(http_req *req, size_t block,
+				 MHD_ContentReaderCallback reader, void *cls,
+				 MHD_ContentReaderFreeCallback free_cls)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, reader, cls, free_cls);
+
+	if (!resp) {
+		free_cls(cls);
+		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	return http_queue(req, MHD_HTTP_OK, resp);
+}
+
 enum MHD_Result http_send_json_text(http_req *req, unsigned status, char *text, size_t len)
 {
 	struct MHD_Response *resp =

@@ -181,7 +181,6 @@ static int wants_events(http_req *req)
 static enum MHD_Result call_streamed(http_req *req)
 {
 	call_stream *s = calloc(1, sizeof *s);
-	struct MHD_Response *resp;
 
 	if (!s)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
@@ -189,11 +188,7 @@ static enum MHD_Result call_streamed(http_req *req)
 	s->who = req->who;
 	snprintf(s->id, sizeof s->id, "%s", req->param[0]);
 	s->body = json_incref(req->json);
-	json_t *probe = json_pack("{s:s}", "url", "/");
-	http_absolute_url(req, probe);
-	const char *b = json_string_value(json_object_get(probe, "url"));
-	snprintf(s->base, sizeof s->base, "%.*s", b ? (int)strlen(b) - 1 : 0, b ? b : "");
-	json_decref(probe);
+	http_base_url(req, s->base, sizeof s->base);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	if (pthread_create(&s->tid, NULL, stream_main, s)) {
@@ -201,15 +196,7 @@ static enum MHD_Result call_streamed(http_req *req)
 		free(s);
 		return http_send_fail(req, COF_EINTERNAL, "cannot start the call");
 	}
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, s,
-						 stream_free);
-	if (!resp) {
-		stream_free(s);
-		return http_send_fail(req, COF_EINTERNAL, "out of memory");
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	return http_queue(req, MHD_HTTP_OK, resp);
+	return http_send_events(req, 16384, stream_read, s, stream_free);
 }
 
 /* POST /v1/turns/{id}/calls: the answer once the call ends, or with
