@@ -5,12 +5,12 @@
   glob **/*.txt over 100,000 paths vs fdfind and find on the same tree
   read + edit round trip over HTTP (1,000 calls each): median and p99
 
-Usage: bench/agents.py [--out FILE] (appends a section to bench/results.md by default).
+Usage: bench/agents.py [--out FILE] (writes its section of bench/results.md by default, replacing an earlier one).
 Needs build/cofferd, bench/populate (built by bench/run, or here), rg, fdfind."""
 
-import http.client, json, os, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, Cofferd, write_section
 PKGS = "sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips poppler-glib"
 
 
@@ -23,36 +23,6 @@ def build_populate(work):
     sh("cc -O2 -D_GNU_SOURCE -Iinclude -Isrc bench/populate.c build/libcoffer.a "
        "$(pkg-config --libs %s) -lmagic -lpthread -lm -o %s" % (PKGS, exe), cwd=ROOT)
     return exe
-
-
-class Server:
-    def __init__(self, data):
-        self.p = subprocess.Popen([os.path.join(ROOT, "build/cofferd"), "--data", data,
-                                   "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True)
-        for line in self.p.stdout:
-            if line.startswith("cofferd listening on http://"):
-                hp = line.split("http://")[1].strip()
-                self.host, self.port = hp.rsplit(":", 1)
-                break
-        self.key = open(os.path.join(data, "admin.key")).read().strip()
-        self.c = http.client.HTTPConnection(self.host, int(self.port))
-
-    def call(self, method, path, body=None):
-        hdr = {"Authorization": "Bearer " + self.key}
-        if body is not None:
-            body = json.dumps(body)
-            hdr["Content-Type"] = "application/json"
-        self.c.request(method, path, body=body, headers=hdr)
-        r = self.c.getresponse()
-        data = r.read()
-        if r.status >= 300:
-            raise RuntimeError("%s %s: %d %s" % (method, path, r.status, data[:300]))
-        return json.loads(data) if data else None
-
-    def stop(self):
-        self.p.terminate()
-        self.p.wait(30)
 
 
 def timed(fn, runs=3):
@@ -80,7 +50,7 @@ def main():
         dg, dp = os.path.join(work, "grepdir"), os.path.join(work, "pathdir")
         subprocess.run([pop, "dir", dg, "20000", "10000"], check=True, capture_output=True)
         subprocess.run([pop, "dir", dp, "100000", "64"], check=True, capture_output=True)
-        s = Server(data)
+        s = Cofferd(data)
         s.call("PUT", "/v1/agents/bench", {"mounts": [
             {"volumeId": vg, "path": "/src", "mode": "ro"},
             {"volumeId": vp, "path": "/paths", "mode": "ro"}]})
@@ -122,24 +92,24 @@ def main():
             edits.append(t2 - t1)
         s.stop()
         p99 = lambda v: sorted(v)[int(len(v) * 0.99) - 1]
-        with open(out, "a") as f:
-            f.write("\n## 7. Agent file tools (bench/agents.py)\n\n")
-            f.write("| | coffer s | anchor s | anchor | coffer / anchor |\n|---|---|---|---|---|\n")
-            for name, c, a, an in rows:
-                f.write("| %s | %.3f | %.3f | %s | %.2fx |\n" % (name, c, a, an, c / a))
-            f.write("\n| HTTP, 1,000 calls, one keep-alive connection | p50 ms | p99 ms |\n"
-                    "|---|---|---|\n")
-            f.write("| read tool | %.2f | %.2f |\n" % (statistics.median(reads) * 1e3,
-                                                      p99(reads) * 1e3))
-            f.write("| edit tool (after a read) | %.2f | %.2f |\n\n" % (
-                statistics.median(edits) * 1e3, p99(edits) * 1e3))
-            f.write("Medians of 3. grep: outputMode count over the whole tree (one file "
-                    "matches the literal, ten the regex), a read-only mount; rg over the same "
-                    "files checked out in a directory, warm page cache, all cores. glob: the "
-                    "tool answers the first 1,000 paths but matches all 100,000; fdfind/find "
-                    "print every path. The files are `.txt` (the populate fixture), so the "
-                    "glob is `**/*.txt` rather than `**/*.c`; the cost is the same.\n")
-        print(open(out).read().split("## 7.")[1])
+        t = ["## 7. Agent file tools (bench/agents.py)", "",
+             "| | coffer s | anchor s | anchor | coffer / anchor |", "|---|---|---|---|---|"]
+        t += ["| %s | %.3f | %.3f | %s | %.2fx |" % (name, c, a, an, c / a)
+              for name, c, a, an in rows]
+        t += ["", "| HTTP, 1,000 calls, one keep-alive connection | p50 ms | p99 ms |",
+              "|---|---|---|",
+              "| read tool | %.2f | %.2f |" % (statistics.median(reads) * 1e3, p99(reads) * 1e3),
+              "| edit tool (after a read) | %.2f | %.2f |" % (
+                  statistics.median(edits) * 1e3, p99(edits) * 1e3), "",
+              "Medians of 3. grep: outputMode count over the whole tree (one file "
+              "matches the literal, ten the regex), a read-only mount; rg over the same "
+              "files checked out in a directory, warm page cache, all cores. glob: the "
+              "tool answers the first 1,000 paths but matches all 100,000; fdfind/find "
+              "print every path. The files are `.txt` (the populate fixture), so the "
+              "glob is `**/*.txt` rather than `**/*.c`; the cost is the same.", ""]
+        text = "\n".join(t)
+        write_section(out, "7. Agent file tools (bench/agents.py)", text)
+        print(text)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -9,42 +9,12 @@
 Usage: bench/relay.py [--out FILE] (writes the "Relay" section of bench/results.md,
 replacing an earlier one). Needs build/cofferd, build/coffer and rg."""
 
-import http.client, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
+import os, shutil, statistics, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, Cofferd, write_section
 CALLS = 500
 FILES, DIRS = 20000, 200
 RUNS = 5
-
-
-class Server:
-    def __init__(self, data):
-        self.p = subprocess.Popen([os.path.join(ROOT, "build/cofferd"), "--data", data,
-                                   "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True)
-        for line in self.p.stdout:
-            if line.startswith("cofferd listening on http://"):
-                self.url = "http://" + line.split("http://")[1].strip()
-                self.host, self.port = self.url[7:].rsplit(":", 1)
-                break
-        self.key = open(os.path.join(data, "admin.key")).read().strip()
-        self.c = http.client.HTTPConnection(self.host, int(self.port))
-
-    def call(self, method, path, body=None):
-        hdr = {"Authorization": "Bearer " + self.key}
-        if body is not None:
-            body = json.dumps(body)
-            hdr["Content-Type"] = "application/json"
-        self.c.request(method, path, body=body, headers=hdr)
-        r = self.c.getresponse()
-        data = r.read()
-        if r.status >= 300:
-            raise RuntimeError("%s %s: %d %s" % (method, path, r.status, data[:300]))
-        return json.loads(data) if data else None
-
-    def stop(self):
-        self.p.terminate()
-        self.p.wait(30)
 
 
 def session(s, folder):
@@ -83,20 +53,13 @@ def populate(folder):
             f.write(text)
 
 
-def write_section(out, text):
-    old = open(out).read() if os.path.exists(out) else ""
-    old = re.sub(r"\n## Relay \(bench/relay\.py\)\n.*?(?=\n## |\Z)", "", old, flags=re.S)
-    with open(out, "w") as f:
-        f.write(old.rstrip("\n") + "\n\n" + text)
-
-
 def main():
     out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else \
         os.path.join(ROOT, "bench/results.md")
     work = tempfile.mkdtemp(prefix="coffer-bench-relay-")
     clients = []
     try:
-        s = Server(os.path.join(work, "data"))
+        s = Cofferd(os.path.join(work, "data"))
         # ---- read_file round trip
         small = os.path.join(work, "small")
         os.makedirs(small)
@@ -183,7 +146,7 @@ def main():
                  "JIT. The machine is shared: a run while other builds ran measured the "
                  "relayed read at 1.75 ms p50 and the search at 1.12 s, so compare figures "
                  "of one run only.\n" % (RUNS, os.cpu_count()))
-        write_section(out, text)
+        write_section(out, "Relay (bench/relay.py)", text)
         print(text)
     finally:
         for c in clients:

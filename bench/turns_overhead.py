@@ -12,35 +12,19 @@ Usage: bench/turns_overhead.py [--out FILE] [--calls N]
 Writes a "Turns" section into bench/results.md (replacing an older one).
 Needs build/cofferd, root (the kernel way mounts tmpfs), /usr/bin/bwrap."""
 
-import http.client, json, os, shutil, statistics, subprocess, sys, tempfile, time
+import os, shutil, statistics, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, Cofferd, write_section
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-class Server:
+class Server(Cofferd):
+    """A cofferd over WORK/data, with the turn calls this bench makes."""
+
     def __init__(self, work, *args):
         self.data = os.path.join(work, "data")
         os.makedirs(work, exist_ok=True)
-        self.p = subprocess.Popen([os.path.join(ROOT, "build/cofferd"), "--data", self.data,
-                                   "--listen", "127.0.0.1:0"] + list(args),
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        for line in self.p.stdout:
-            if line.startswith("cofferd listening on http://"):
-                self.host, self.port = line.split("http://")[1].strip().rsplit(":", 1)
-                break
-        self.key = open(os.path.join(self.data, "admin.key")).read().strip()
-        self.c = http.client.HTTPConnection(self.host, int(self.port), timeout=600)
-
-    def call(self, method, path, body=None):
-        hdr = {"Authorization": "Bearer " + self.key, "Content-Type": "application/json"}
-        self.c.request(method, path, body=json.dumps(body) if body is not None else None,
-                       headers=hdr)
-        r = self.c.getresponse()
-        data = r.read()
-        if r.status >= 300:
-            raise RuntimeError("%s %s: %d %s" % (method, path, r.status, data[:300]))
-        return json.loads(data) if data else None
+        super().__init__(self.data, *args, timeout=600)
 
     def turn(self, sandbox=None):
         aid = "bench-%d" % time.monotonic_ns()
@@ -59,10 +43,6 @@ class Server:
         with open("/proc/%d/stat" % self.p.pid) as f:
             parts = f.read().rsplit(")", 1)[1].split()
         return (int(parts[11]) + int(parts[12])) / HZ
-
-    def stop(self):
-        self.p.terminate()
-        self.p.wait(60)
 
 
 def stats(samples):
@@ -127,16 +107,6 @@ def measuring_cpu(work, mode, files, seconds=10):
         s.stop()
 
 
-def write_section(path, text):
-    old = open(path).read() if os.path.exists(path) else ""
-    start = old.find("\n## Turns (bench/turns_overhead.py)")
-    if start >= 0:
-        end = old.find("\n## ", start + 5)
-        old = old[:start] + (old[end:] if end >= 0 else "\n")
-    with open(path, "w") as f:
-        f.write(old.rstrip("\n") + "\n\n" + text)
-
-
 def main():
     out = os.path.join(ROOT, "bench/results.md")
     n = 200
@@ -173,7 +143,7 @@ def main():
               "bwrap by hand runs as root without cofferd's uid switch, mount namespace "
               "and seccomp filter. One machine, one run, 2 shared cores.", ""]
     text = "\n".join(lines)
-    write_section(out, text)
+    write_section(out, "Turns (bench/turns_overhead.py)", text)
     print(text)
 
 

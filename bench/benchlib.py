@@ -1,0 +1,82 @@
+"""benchlib — what the bench scripts share: a cofferd on a free port over a fresh
+data dir with JSON calls to it, and writing one section of bench/results.md."""
+
+import http.client
+import json
+import os
+import subprocess
+import threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results.md")
+
+
+class Cofferd:
+    """`build/cofferd --data DATA --listen 127.0.0.1:0 ARGS...`; .url, .host, .port,
+    .key, .p (the process). call() uses one keep-alive connection; request() any."""
+
+    def __init__(self, data, *args, build=None, timeout=300):
+        exe = os.path.join(build or os.path.join(ROOT, "build"), "cofferd")
+        self.p = subprocess.Popen([exe, "--data", data, "--listen", "127.0.0.1:0", *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.banner = []
+        for line in self.p.stdout:
+            self.banner.append(line.rstrip())
+            if line.startswith("cofferd listening on http://"):
+                self.url = "http://" + line.split("http://")[1].strip()
+                self.host, self.port = self.url[7:].rsplit(":", 1)
+                break
+        else:
+            raise RuntimeError("cofferd did not start: %s" % self.p.stderr.read()[-2000:])
+        # keep reading its output so that it never blocks on a full pipe
+        threading.Thread(target=self.p.stdout.read, daemon=True).start()
+        threading.Thread(target=self.p.stderr.read, daemon=True).start()
+        self.key = open(os.path.join(data, "admin.key")).read().strip()
+        self.c = self.conn(timeout)
+
+    def conn(self, timeout=300):
+        return http.client.HTTPConnection(self.host, int(self.port), timeout=timeout)
+
+    def request(self, c, method, path, body=None, ok=True):
+        """(status, body): JSON bodies parsed, others as bytes. Raises on >= 300
+        unless ok=False."""
+        hdr = {"Authorization": "Bearer " + self.key}
+        if body is not None:
+            body = json.dumps(body)
+            hdr["Content-Type"] = "application/json"
+        c.request(method, path, body=body, headers=hdr)
+        r = c.getresponse()
+        data = r.read()
+        if ok and r.status >= 300:
+            raise RuntimeError("%s %s: %d %s" % (method, path, r.status, data[:300]))
+        ctype = r.getheader("Content-Type") or ""
+        return r.status, (json.loads(data) if data and "json" in ctype else data or None)
+
+    def call(self, method, path, body=None):
+        """The JSON answer of a call that must succeed."""
+        return self.request(self.c, method, path, body)[1]
+
+    def stop(self):
+        self.p.terminate()
+        try:
+            self.p.wait(60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def write_section(path, heading, text):
+    """Puts `text` (which starts with `## heading`) into the results file in
+    place of an earlier section of that heading, or at the end; so a rerun
+    replaces its figures instead of adding a second copy."""
+    old = open(path).read() if os.path.exists(path) else ""
+    mark = "\n## " + heading + "\n"
+    text = text.strip("\n") + "\n"
+    start = old.find(mark)
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + len(mark))
+        new = old[:start + 1] + text + ("\n" + old[end + 1:] if end >= 0 else "")
+    with open(path, "w") as f:
+        f.write(new)
