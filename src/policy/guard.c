@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <stdint.h>
 #include <hs/hs.h>
 #include "policy/policy.h"
 #include "util/util.h"
@@ -433,6 +434,21 @@ static void hit_from(const cof_guard *g, const scan_ctx *x, cof_guard_hit *hit)
 	fill_hit(hit, r->name, r->category, x->to);
 }
 
+/* Hyperscan 5.4's AVX512VBMI literal matcher (Debian's libhs) reads up to 32
+ * bytes past the end of the buffer it scans (vectorscan issue #322). That is
+ * harmless while those bytes are mapped, and a crash (found by fuzz_guard) when
+ * the buffer ends just before an unmapped page. So no scan is handed a buffer
+ * ending within HS_OVERREAD bytes of a 4 KiB boundary: such a tail is scanned
+ * from a padded copy instead. */
+#define HS_OVERREAD 64
+
+/* True when the bytes just past data[len] may be unmapped. */
+static int ends_near_page_end(const void *data, size_t len)
+{
+	uintptr_t room = (4096 - (((uintptr_t)data + len) & 4095)) & 4095;
+	return room < HS_OVERREAD;
+}
+
 int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
 		   cof_guard_hit *hit, cof_err *err)
 {
@@ -458,10 +474,20 @@ int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_
 		}
 		return cof_guard_stream_close(st);
 	}
-	if (!(s = scratch_take(g)))
+	char *copy = NULL;
+	if (len && ends_near_page_end(data, len)) {
+		if (!(copy = calloc(1, len + HS_OVERREAD)))
+			return cof_error(err, COF_EINTERNAL, "out of memory for a guard scan");
+		memcpy(copy, data, len);
+		data = copy;
+	}
+	if (!(s = scratch_take(g))) {
+		free(copy);
 		return cof_error(err, COF_EINTERNAL, "out of memory for a guard scan");
+	}
 	rc = hs_scan(g->block, len ? data : "", (unsigned)len, 0, s, on_match, &x);
 	scratch_put(g, s);
+	free(copy);
 	if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) {
 		fill_hit(hit, "scan-error", "internal", 0);
 		return 1;
@@ -506,11 +532,21 @@ static int stream_step(cof_guard_stream *s, const void *data, size_t len)
 		rc = HS_NOMEM;
 	} else if (data) {
 		rc = HS_SUCCESS;
-		for (size_t off = 0; off < len && rc == HS_SUCCESS && !x.found;) {
-			size_t n = len - off < (1u << 30) ? len - off : (1u << 30);
+		/* the tail that could end near a page end goes through a padded
+		 * copy; a stream does not care where its chunks are cut */
+		size_t tail = ends_near_page_end(data, len) ? (len < HS_OVERREAD ? len
+								  : HS_OVERREAD) : 0;
+		size_t body = len - tail;
+		for (size_t off = 0; off < body && rc == HS_SUCCESS && !x.found;) {
+			size_t n = body - off < (1u << 30) ? body - off : (1u << 30);
 			rc = hs_scan_stream(s->hs, (const char *)data + off, (unsigned)n, 0, sc,
 					    on_match, &x);
 			off += n;
+		}
+		if (tail && rc == HS_SUCCESS && !x.found) {
+			char pad[2 * HS_OVERREAD] = {0};
+			memcpy(pad, (const char *)data + body, tail);
+			rc = hs_scan_stream(s->hs, pad, (unsigned)tail, 0, sc, on_match, &x);
 		}
 	} else {
 		rc = hs_close_stream(s->hs, sc, on_match, &x);

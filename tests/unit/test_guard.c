@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
@@ -331,6 +332,45 @@ static void test_stream_path_and_clean(void **state)
 }
 
 /* Near misses: ordinary text that shares words with a rule. */
+/* Content that ends where mapped memory ends: Hyperscan 5.4's AVX512VBMI
+ * matcher reads past the end of what it scans, which faulted there (found by
+ * fuzz_guard). Every firing case and a clean text, in block mode, as one
+ * stream chunk and byte by byte, each time ending at an unmapped page. */
+static void test_content_at_the_end_of_mapped_memory(void **state)
+{
+	cof_err err = {0};
+	const cof_guard *g = cof_guard_default(&err);
+	char *map = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *edge = map + 4096;
+	static const char clean[] = "int main(void)\n{\n\treturn 0; /* a plain file */\n}\n";
+	(void)state;
+
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(edge, 4096, PROT_NONE), 0);
+	for (size_t i = 0; i <= NFIRES; i++) {
+		const char *content = i < NFIRES ? content_of(&fires[i]) : clean;
+		cof_guard_hit whole, hit;
+		cof_guard_stream *s;
+		size_t n;
+		int want, r = 0;
+		if (!content || (n = strlen(content)) > 4096)
+			continue;
+		want = cof_guard_scan(g, NULL, content, n, &whole, &err);
+		memcpy(edge - n, content, n);
+		assert_int_equal(cof_guard_scan(g, NULL, edge - n, n, &hit, &err), want);
+		assert_int_equal(cof_guard_stream_open(g, NULL, &s, &hit, &err), 0);
+		cof_guard_stream_feed(s, edge - n, n);
+		assert_int_equal(cof_guard_stream_close(s), want);
+		assert_int_equal(cof_guard_stream_open(g, NULL, &s, &hit, &err), 0);
+		for (size_t k = 0; k < n && !r; k++) {
+			edge[-1] = content[k];
+			r = cof_guard_stream_feed(s, edge - 1, 1);
+		}
+		assert_int_equal(cof_guard_stream_close(s), want);
+	}
+	munmap(map, 8192);
+}
+
 static void test_near_misses(void **state)
 {
 	static const char *const clean[] = {
@@ -529,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_hit_fields),
 		cmocka_unit_test(test_stream_boundaries),
 		cmocka_unit_test(test_stream_path_and_clean),
+		cmocka_unit_test(test_content_at_the_end_of_mapped_memory),
 		cmocka_unit_test(test_near_misses),
 		cmocka_unit_test(test_clean_corpus),
 		cmocka_unit_test(test_compile_errors),
