@@ -325,7 +325,7 @@ int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char
 		      json_t **out, cof_err *err);
 
 /* POST /v1/agents/{id}/tools/{tool}: runs one file tool as the model would
- * (read, write, edit, ls, glob, grep). Answer {ok, output, ...}: a refusal the
+ * (read, write, edit, ls, glob, grep, present_file). Answer {ok, output, ...}: a refusal the
  * model can act on (a stale write, no match) is ok:false with the reason in
  * `output`, and returns 0; -1 is for API errors (unknown agent or tool, bad
  * arguments, fileTools off: COF_ENOTFOUND). `run_id` may be NULL. */

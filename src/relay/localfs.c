@@ -66,11 +66,6 @@ void cof_lfs_force_walk(cof_lfs *fs, int on)
 	fs->walk_only = on;
 }
 
-int cof_lfs_dirfd(const cof_lfs *fs)
-{
-	return fs->dirfd;
-}
-
 int cof_lfs_path(const char *path, size_t len, int allow_root, const char **out,
 		 cof_err *err)
 {

@@ -52,8 +52,6 @@ void cof_lfs_close(cof_lfs *fs);
 /* Turns the openat2 path off (tests: the O_NOFOLLOW walk is then used, as on
  * a kernel without openat2). */
 void cof_lfs_force_walk(cof_lfs *fs, int on);
-/* The folder's directory fd (borrowed). */
-int cof_lfs_dirfd(const cof_lfs *fs);
 /* The limits in force. */
 void cof_lfs_limits(const cof_lfs *fs, cof_limits *out);
 /* 1 when `path` is excluded, itself or through a parent folder. */

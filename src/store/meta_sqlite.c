@@ -519,18 +519,6 @@ int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow
 	return rc;
 }
 
-int cof_meta_volume_by_vno(cof_meta *m, int64_t vno, cof_volrow *out, cof_err *err)
-{
-	conn *c = meta_reader_get(m, err);
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = meta_volume_load(c, vno, NULL, NULL, out, err);
-	meta_reader_put(m, c);
-	return rc;
-}
-
 /* Deletes one volume's rows; the caller holds the writer. */
 int meta_volume_drop(conn *c, int64_t vno, cof_err *err)
 {

@@ -49,11 +49,6 @@ cof_volrow *cof_txn_volume(cof_txn *tx)
 	return &tx->vol;
 }
 
-int cof_txn_ops(cof_txn *tx)
-{
-	return tx->ops;
-}
-
 int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
 {
 	return meta_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
