@@ -11,10 +11,21 @@
 #include <stddef.h>
 #include "coffer.h"
 
+/* ---- memory (alloc.c). Out of memory is not an error a caller handles: it
+ * aborts the process in cof_oom(), the one place, naming the size. These never
+ * return NULL; jansson uses them too, so only bad values make json_pack fail. */
+void cof_oom(size_t size) __attribute__((noreturn));
+void *cof_malloc(size_t size);
+void *cof_calloc(size_t n, size_t size);
+void *cof_realloc(void *old, size_t size);
+char *cof_strdup(const char *s);
+
 /* ---- cof_buf: a growable byte buffer, always NUL-terminated.
  * Init with COF_BUF_INIT; release with cof_buf_release (the struct is reusable);
  * cof_buf_detach hands the bytes to the caller (free them). `max` (0 = none)
- * bounds the size: an append past it fails and leaves the buffer as it was. */
+ * bounds the size: an append past it fails (-1) and leaves the buffer as it
+ * was. That is the only way an append fails: out of memory aborts (cof_oom),
+ * so the result of an append to a buffer without `max` needs no check. */
 typedef struct cof_buf {
 	char *data;
 	size_t len, cap, max;
