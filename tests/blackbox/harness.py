@@ -48,6 +48,8 @@ Server (see class Server):
     s.stop() -> exit code (SIGTERM) ; s.kill() (SIGKILL) ; s.start() (same data dir)
     s.restart() (SIGTERM + start) ; s.cli(*args) -> CompletedProcess of build/coffer
     s.log() -> cofferd's stdout+stderr so far
+Contract: harness.ON_RESPONSE(resp) sees every answer of request(); openapi_check.enable()
+    (or $COFFER_OPENAPI_CHECK=1) checks each against docs/openapi.json.
 Response: status, reason, headers (case-insensitive .get), body (bytes), .json(),
     .text, .header(name), .error (the {"error":{...}} object or None)
 Assertions: expect(resp, *statuses), expect_error(resp, status, type), eq(a, b, what),
