@@ -114,11 +114,40 @@ def find_route(method, raw_path):
     return None, known
 
 
+def _closed(schema):
+    """`schema` (a copy) with every object schema that names its properties and says
+    nothing of others closed (`unevaluatedProperties: false`)."""
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) if k in ("items", "oneOf", "anyOf", "allOf") else v
+           for k, v in schema.items()}
+    if "properties" in schema:
+        out["properties"] = {k: _closed(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in schema:
+            out["unevaluatedProperties"] = False
+    return out
+
+
+def _components():
+    """The document's components; with $COFFER_OPENAPI_STRICT=1 its schemas (but `Error`,
+    whose extra fields are by design) are closed, so a field the document does not name
+    fails: additive fields are compatible, so this is a lint, not the default."""
+    if "components" not in _cache:
+        comp = dict(doc()["components"])
+        if os.environ.get("COFFER_OPENAPI_STRICT") == "1":
+            comp["schemas"] = {k: v if k == "Error" else _closed(v)
+                               for k, v in comp["schemas"].items()}
+        _cache["components"] = comp
+    return _cache["components"]
+
+
 def _validator(schema):
     """A Draft 2020-12 validator of `schema` whose `#/components/...` refs resolve in the
     document."""
     root = dict(schema)
-    root["components"] = doc()["components"]
+    root["components"] = _components()
     cls = jsonschema.Draft202012Validator
     return cls(root, format_checker=cls.FORMAT_CHECKER)
 
