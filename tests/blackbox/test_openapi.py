@@ -91,7 +91,14 @@ def test_served_document_is_the_file(srv):
         want = f.read()
     r = expect(srv.get("/v1/openapi.json", key=None), 200)
     eq(r.header("Content-Type"), "application/json", "Content-Type")
-    eq(r.body, want, "GET /v1/openapi.json serves docs/openapi.json byte for byte")
+    if r.body != want:
+        at = next((i for i, (a, b) in enumerate(zip(r.body, want)) if a != b),
+                  min(len(r.body), len(want)))
+        raise AssertionError("GET /v1/openapi.json serves %d bytes, docs/openapi.json has %d; "
+                             "they differ from byte %d (%r, the file: %r): is cofferd built "
+                             "from this docs/openapi.json?" % (
+                                 len(r.body), len(want), at, r.body[at:at + 60],
+                                 want[at:at + 60]))
     eq(r.json()["openapi"], "3.1.0", "an OpenAPI 3.1 document")
     expect(srv.head("/v1/openapi.json", key=None), 200)
     expect(srv.get("/v1/openapi.json", key="wrong-key"), 200)  # a key is not even looked at
