@@ -18,6 +18,11 @@ against the schema of its status, `$ref`s resolved in the document's components;
 answers (bytes, event streams, empty ones) must be of a media type the status documents.
 Answers to a path no route matches (404) or to a method the path lacks (405) must carry the
 document's `Error` schema.
+
+Schemas are open by default (a field the document does not name is allowed: adding one is a
+compatible change). With $COFFER_OPENAPI_STRICT=1 every schema but `Error` is closed, so
+`COFFER_OPENAPI_CHECK=1 COFFER_OPENAPI_STRICT=1 make test` finds every field the document
+misses.
 """
 
 import json

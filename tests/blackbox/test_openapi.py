@@ -186,6 +186,36 @@ def test_checker_refuses_what_the_document_does_not_say():
     oc.seen.update(before)
 
 
+def test_strict_mode_refuses_fields_the_document_does_not_name():
+    _need_jsonschema()
+    before = {k: set(v) for k, v in oc.seen.items()}
+    vol = {"id": "vol_x", "name": "n", "seq": 0, "files": 0, "bytes": 0, "capacity": 1,
+           "ceiling": 2, "createdAt": "2026-01-01T00:00:00Z", "surprise": 1}
+    r = harness.Response("GET", "/v1/volumes/vol_x", 200, "",
+                         {"Content-Type": "application/json"}, json.dumps(vol).encode())
+    old = os.environ.get("COFFER_OPENAPI_STRICT")
+    try:
+        os.environ["COFFER_OPENAPI_STRICT"] = "0"
+        oc._cache.pop("components", None)
+        oc.check_response(r)  # open by default: an added field is compatible
+        os.environ["COFFER_OPENAPI_STRICT"] = "1"
+        oc._cache.pop("components", None)
+        try:
+            oc.check_response(r)
+        except AssertionError as e:
+            check("'surprise' was unexpected" in str(e), "strict mode names the field: %s" % e)
+        else:
+            raise AssertionError("strict mode passed a field the document does not name")
+    finally:
+        if old is None:
+            os.environ.pop("COFFER_OPENAPI_STRICT", None)
+        else:
+            os.environ["COFFER_OPENAPI_STRICT"] = old
+        oc._cache.pop("components", None)
+        oc.seen.clear()
+        oc.seen.update(before)
+
+
 # ------------------------------------------------------------------ the tour
 
 def test_tour_general_and_volumes(srv):
