@@ -4,7 +4,8 @@
     oc.router_routes()           # [(METHOD, "/v1/volumes/{}/files/{+}"), ...] from src/http/router.c
     oc.doc_operations()          # {(METHOD, "/v1/volumes/{}/files/{}"): operation} from the document
     oc.check_response(resp)      # raises AssertionError unless `resp` (a harness.Response) is
-                                 # what the document says for its operation and status
+                                 # what the document says for its operation and status, and
+                                 # a JSON request it took (2xx) is valid by the document too
     oc.enable()                  # check every answer harness.Server.request returns from now on
                                  # (also on with COFFER_OPENAPI_CHECK=1 in the environment)
     oc.seen                      # {(METHOD, doc path): {status, ...}} of the answers checked
@@ -218,6 +219,7 @@ def check_response(resp):
             resp.status, method, dpath, ", ".join(sorted(responses)), resp.describe()))
     if "$ref" in r:
         r = doc()["components"]["responses"][r["$ref"].rsplit("/", 1)[1]]
+    _check_request(resp, op, method, dpath)
     content = r.get("content") or {}
     if method == "HEAD" or (not resp.body and not media):
         return key  # no body to look at (204, 304, HEAD)
@@ -236,6 +238,23 @@ def check_response(resp):
         raise AssertionError("%s %s %d: answered as %r, documented as %s\n%s" % (
             method, dpath, resp.status, media, ", ".join(content), resp.describe()))
     return key
+
+
+def _check_request(resp, op, method, dpath):
+    """A JSON request body the server took (2xx) must be valid by the document: a schema
+    that refuses what cofferd accepts is wrong too."""
+    if not 200 <= resp.status < 300 or not resp.req_body:
+        return
+    ct = next((v for k, v in resp.req_headers.items() if k.lower() == "content-type"), "")
+    schema = ((op.get("requestBody") or {}).get("content") or {}).get("application/json", {})
+    if not ct.startswith("application/json") or "schema" not in schema:
+        return
+    try:
+        body = json.loads(resp.req_body)
+    except ValueError:
+        return
+    _validate(schema["schema"], body, "the request body of %s %s (answered %d)" % (
+        method, dpath, resp.status), resp)
 
 
 def enable():

@@ -172,6 +172,10 @@ def test_checker_refuses_what_the_document_does_not_say():
         (resp("GET", "/v1/volumes/vol_x/files/a.txt", 200, vol), "a JSON answer"),
         (resp("GET", "/v1/nothing/here", 200, vol), "must be 404"),
         (resp("PATCH", "/v1/volumes/vol_x", 405, {"error": {"message": "m"}}), "'type'"),
+        (harness.Response("POST", "/v1/volumes", 201, "",
+                          {"Content-Type": "application/json"}, json.dumps(vol).encode(),
+                          {"Content-Type": "application/json"}, b'{"name": 5}'),
+         "the request body of POST /v1/volumes"),
     ]
     for r, why in cases:
         try:
