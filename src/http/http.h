@@ -248,6 +248,8 @@ enum MHD_Result http_link_get(http_req *req);
 int http_begin_link_put(http_req *req);
 enum MHD_Result http_link_put(http_req *req);
 enum MHD_Result http_health(http_req *req);
+/* openapi.c: GET /v1/openapi.json */
+enum MHD_Result http_openapi(http_req *req);
 
 /* ---- router.c: what server.c hands to MHD */
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,

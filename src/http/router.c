@@ -18,6 +18,7 @@
 /* Every route this server answers; the one place to look. */
 static const http_route routes[] = {
 	{ "GET", "/v1/health", 0, HTTP_BODY_NONE, NULL, http_health },
+	{ "GET", "/v1/openapi.json", 0, HTTP_BODY_NONE, NULL, http_openapi },
 	{ "POST", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_keys_create },
 	{ "POST", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
