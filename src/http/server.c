@@ -254,10 +254,8 @@ static void *gc_main(void *arg)
 
 	pthread_mutex_lock(&g->mu);
 	while (!g->stop) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += g->interval;
-		while (!g->stop && pthread_cond_timedwait(&g->cv, &g->mu, &until) != ETIMEDOUT)
+		int64_t until = cof_mono_ms() + g->interval * 1000;
+		while (!g->stop && cof_cond_wait_until(&g->cv, &g->mu, until) != ETIMEDOUT)
 			;
 		if (g->stop)
 			break;
@@ -283,7 +281,7 @@ static int gc_start(gc_thread *g, cof_store *st, int64_t interval)
 	g->st = st;
 	g->interval = interval;
 	pthread_mutex_init(&g->mu, NULL);
-	pthread_cond_init(&g->cv, NULL);
+	cof_cond_init(&g->cv);
 	if (interval <= 0)
 		return 0;
 	if (pthread_create(&g->tid, NULL, gc_main, g) != 0) {

@@ -69,9 +69,11 @@ typedef struct rsession {
 	cof_excl *excl;         /* the defaults and the user's patterns */
 	json_t *user_excl;      /* the user's patterns as given */
 	char client[128];
-	int64_t started_at;     /* unix seconds */
-	int64_t paused_ms;      /* when it paused */
-	int64_t ended_at;
+	int64_t started_at;     /* unix seconds, shown */
+	int64_t started_ms;     /* cof_mono_ms() then: what the time limit measures */
+	int64_t paused_ms;      /* cof_mono_ms() when it paused */
+	int64_t ended_at;       /* unix seconds, shown */
+	int64_t ended_ms;       /* cof_mono_ms() then: what pruning measures */
 	char end_reason[16];
 	int64_t reads, writes, bytes_written;
 	uint64_t gen;           /* rises with every client attach */
@@ -131,7 +133,7 @@ int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
 void relay_op_free(rop *op);
 /* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT. */
 void relay_ops_prune(rsession *s);
-/* Waits on r->cv until woken or `until_ms` (cof_now_ms time) passes. */
+/* Waits on r->cv until woken or `until_ms` (cof_mono_ms time) passes. */
 void relay_wait(cof_relay *r, int64_t until_ms);
 /* The API error code of a type name ("not_found"), COF_EINTERNAL if unknown. */
 cof_code relay_code_of(const char *type);

@@ -26,7 +26,7 @@ int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 	r->op_wait_ms = opts && opts->op_wait_ms > 0 ? opts->op_wait_ms
 						     : RELAY_DEFAULT_OP_WAIT_MS;
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
+	cof_cond_init(&r->cv);
 	*out = r;
 	return 0;
 }
@@ -174,6 +174,7 @@ void relay_end(cof_relay *r, rsession *s, const char *reason)
 	if (s->status == RS_ENDED)
 		return;
 	s->ended_at = cof_now();
+	s->ended_ms = cof_mono_ms();
 	snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
 	s->attached = 0;
 	set_status(r, s, RS_ENDED);
@@ -207,9 +208,9 @@ void relay_tick(cof_relay *r, rsession *s)
 {
 	if (s->status == RS_ENDED)
 		return;
-	if (cof_now() >= s->started_at + s->limits.seconds)
+	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
 		relay_end(r, s, "expired");
-	else if (s->status == RS_PAUSED && cof_now_ms() - s->paused_ms >= r->grace_ms)
+	else if (s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms)
 		relay_end(r, s, "grace");
 }
 
@@ -220,7 +221,7 @@ void relay_detach(cof_relay *r, rsession *s, const char *reason)
 	if (!s->attached || s->status == RS_ENDED)
 		return;
 	s->attached = 0;
-	s->paused_ms = cof_now_ms();
+	s->paused_ms = cof_mono_ms();
 	relay_log(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
 	relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
@@ -242,7 +243,7 @@ static void prune(cof_relay *r)
 		for (rsession **pp = &r->sessions; *pp;) {
 			rsession *s = *pp;
 			int old = s->status == RS_ENDED && !s->refs &&
-				  (cof_now() - s->ended_at >= RELAY_ENDED_KEEP ||
+				  (cof_mono_ms() - s->ended_ms >= RELAY_ENDED_KEEP * 1000LL ||
 				   (pass == 1 && full));
 			if (old) {
 				*pp = s->next;
@@ -426,6 +427,7 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 	s->user_excl = json_array();
 	s->log = json_array();
 	s->started_at = cof_now();
+	s->started_ms = cof_mono_ms();
 	cof_buf t = COF_BUF_INIT;
 	cof_buf_addf(&t, "rct_%s", token);
 	free(token);
@@ -533,8 +535,5 @@ int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_
 
 void relay_wait(cof_relay *r, int64_t until_ms)
 {
-	struct timespec ts = {.tv_sec = until_ms / 1000,
-			      .tv_nsec = (until_ms % 1000) * 1000000};
-
-	(void)pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+	(void)cof_cond_wait_until(&r->cv, &r->mu, until_ms);
 }
