@@ -20,6 +20,7 @@
 #define RELAY_EVENTS 1024        /* events kept per session (ring) */
 #define RELAY_LOG_MAX 5000       /* log entries kept per session */
 #define RELAY_SESSIONS_MAX 1000  /* sessions in memory; ended ones dropped first */
+#define RELAY_SESSIONS_PER_ORG 100 /* sessions not ended, per organization */
 #define RELAY_ENDED_KEEP 86400   /* an ended session stays readable this long */
 #define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
 #define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
@@ -92,6 +93,8 @@ struct cof_relay {
 	cof_store *st;
 	int64_t grace_ms;
 	int64_t op_wait_ms;
+	size_t sessions_max;    /* the global ceiling */
+	size_t sessions_per_org;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int closing;

@@ -25,6 +25,10 @@ int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 						       : RELAY_DEFAULT_GRACE) * 1000;
 	r->op_wait_ms = opts && opts->op_wait_ms > 0 ? opts->op_wait_ms
 						     : RELAY_DEFAULT_OP_WAIT_MS;
+	r->sessions_max = opts && opts->sessions_max > 0 ? (size_t)opts->sessions_max
+							 : RELAY_SESSIONS_MAX;
+	r->sessions_per_org = opts && opts->sessions_per_org > 0
+				      ? (size_t)opts->sessions_per_org : RELAY_SESSIONS_PER_ORG;
 	pthread_mutex_init(&r->mu, NULL);
 	cof_cond_init(&r->cv);
 	*out = r;
@@ -237,7 +241,7 @@ void relay_detach(cof_relay *r, rsession *s, const char *reason)
  * the registry is full; never one a call still points at. */
 static void prune(cof_relay *r)
 {
-	int full = r->nsessions >= RELAY_SESSIONS_MAX;
+	int full = r->nsessions >= r->sessions_max;
 
 	for (int pass = 0; pass < 2; pass++)
 		for (rsession **pp = &r->sessions; *pp;) {
@@ -249,7 +253,7 @@ static void prune(cof_relay *r)
 				*pp = s->next;
 				session_free(s);
 				r->nsessions--;
-				full = r->nsessions >= RELAY_SESSIONS_MAX;
+				full = r->nsessions >= r->sessions_max;
 			} else {
 				pp = &s->next;
 			}
@@ -397,6 +401,33 @@ static void guard_warm_start(void)
 	pthread_attr_destroy(&at);
 }
 
+/* Whether `org` may open one more session: COF_ERATELIMIT naming the limit
+ * when it has sessions_per_org not ended, or when the registry still holds
+ * sessions_max after pruning. The per-org cap comes first, so that one
+ * organization's sessions cannot take every place from the others. Time
+ * limits and grace times are applied first, so an expired session that
+ * nobody looked at does not count. */
+static int room(cof_relay *r, const char *org, cof_err *err)
+{
+	size_t mine = 0;
+
+	for (rsession *s = r->sessions; s; s = s->next) {
+		relay_tick(r, s);
+		mine += s->status != RS_ENDED && !strcmp(s->org, org);
+	}
+	prune(r);
+	if (mine >= r->sessions_per_org)
+		return cof_error(err, COF_ERATELIMIT,
+				 "this organization has %zu relay sessions open; the limit is "
+				 "%zu per organization (end one first)", mine,
+				 r->sessions_per_org);
+	if (r->nsessions >= r->sessions_max)
+		return cof_error(err, COF_ERATELIMIT,
+				 "%zu relay sessions are open; the limit is %zu for the server",
+				 r->nsessions, r->sessions_max);
+	return 0;
+}
+
 int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_t **out,
 		     cof_err *err)
 {
@@ -438,14 +469,11 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 		return err->code ? -1 : cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	pthread_mutex_lock(&r->mu);
-	prune(r);
-	if (r->nsessions >= RELAY_SESSIONS_MAX) {
+	if (room(r, who->org, err)) {
 		pthread_mutex_unlock(&r->mu);
 		cof_buf_release(&t);
 		session_free(s);
-		return cof_error(err, COF_ERATELIMIT,
-				 "%d relay sessions are open; the limit is %d", RELAY_SESSIONS_MAX,
-				 RELAY_SESSIONS_MAX);
+		return -1;
 	}
 	s->next = r->sessions;
 	r->sessions = s;
