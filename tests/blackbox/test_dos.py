@@ -256,3 +256,72 @@ def test_relay_sessions_capped_per_org():
         lst = expect(srv.get("/v1/relay/sessions", query={"all": "true"},
                              key=keys["oa"]), 200).json()["sessions"]
         check(len([s for s in lst if s["status"] != "ended"]) == 3, "oa has 3 open: %r" % lst)
+
+
+# ------------------------------------------------------------------ regex limits
+
+REDOS = "^(a|aa)+$"
+
+
+def _grep_agent(srv, files):
+    """An agent with a volume holding `files` mounted at /data."""
+    vid = srv.create_volume()["id"]
+    for p, data in files.items():
+        srv.put_ok(vid, p, data)
+    aid = "redos-%d" % len(files)
+    expect(srv.put("/v1/agents/" + aid, json={"mounts": [
+        {"volumeId": vid, "path": "/data", "mode": "ro"}]}), 201)
+    return aid
+
+
+def _grep(srv, aid, **args):
+    r = expect(srv.post("/v1/agents/%s/tools/grep" % aid, json=args,
+                        timeout=120), 200)
+    return r.json()
+
+
+def test_grep_redos_stops_at_match_limit():
+    """The pattern of the report over 1,000 lines of "aaaa...!": a line backtracks past
+    the match limit, and the grep answers ok:false naming it (it took 40 s before)."""
+    with harness.server() as srv:
+        text = ("a" * 32 + "!\n") * 1000
+        aid = _grep_agent(srv, {"a.txt": text, "b.txt": "plain\n"})
+        j = _grep(srv, aid, pattern=REDOS, path="/data")
+        eq(j["ok"], False, "ok of the grep: %r" % j)
+        eq(j.get("limit"), "matchLimit", "the limit named in the answer")
+        for w in ("match limit", "/data/a.txt line 1", "simpler pattern"):
+            check(w in j["output"], "output mentions %r: %r" % (w, j["output"]))
+        # the server is fine, and a sane pattern over the same files answers
+        j = _grep(srv, aid, pattern="^a+!$", path="/data", outputMode="count")
+        eq((j["ok"], j["matches"]), (True, [{"path": "/data/a.txt", "count": 1000}]),
+           "a plain grep after it")
+
+
+def test_grep_stops_at_time_budget():
+    """Lines that each stay under the match limit, but many of them: the search's time
+    budget ends it with ok:false naming the budget."""
+    with harness.server() as srv:
+        text = ("a" * 24 + "!\n") * 10000
+        aid = _grep_agent(srv, {"f%d.txt" % i: text for i in range(8)})
+        j = _grep(srv, aid, pattern=REDOS, path="/data")
+        eq(j["ok"], False, "ok of the grep: %r" % j)
+        eq(j.get("limit"), "timeBudget", "the limit named in the answer")
+        check("time budget" in j["output"], "output names the time budget: %r" % j["output"])
+
+
+def test_relay_search_redos_stops_at_match_limit():
+    """The same pattern through a relay session: `coffer connect`'s search stops at the
+    match limit and the agent's op answers 413 naming it."""
+    from test_relay_connect import _op, _session
+    with harness.server() as srv:
+        uid, _, client, _ = _session(srv, files={"a.txt": ("a" * 32 + "!\n") * 1000,
+                                                 "b.txt": "aaaa\n"})
+        try:
+            expect_error(_op(srv, uid, op="search_files", pattern=REDOS), 413, "too_large",
+                         mentions=["match limit", "a.txt", "line 1"])
+            got = expect(_op(srv, uid, op="search_files", pattern=REDOS, path="b.txt"),
+                         200).json()
+            eq([(r["file"], r["line"]) for r in got["results"]], [("b.txt", 1)],
+               "the same pattern over a line it can match")
+        finally:
+            client.stop()
