@@ -174,6 +174,31 @@ def test_total_cap_with_per_address_cap():
                 s.close()
 
 
+def test_report_530_idle_sockets_with_defaults():
+    """The report's case with the default flags: 530 idle sockets without a key from one
+    address. Past 128 they are closed; health answers from another address at once, and
+    from the flooding address once its sockets are gone."""
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 600:
+        harness.skip("needs 600 open files, the limit is %d" % soft)
+    with harness.server() as srv:
+        socks = []
+        try:
+            for _ in range(530):
+                socks.append(_connect(srv))
+            closed = _wait_closed(socks, 530 - 128, 30)
+            eq(len(closed), 530 - 128, "idle sockets past the default cap of 128 closed")
+            eq(_health_from(srv, "127.0.0.2"), 200, "GET /v1/health from 127.0.0.2")
+        finally:
+            for s in socks:
+                s.close()
+        deadline = time.time() + 10 * harness.SCALE
+        while _health_from(srv, "127.0.0.1") != 200:
+            check(time.time() < deadline, "127.0.0.1 served again after its flood ended")
+            time.sleep(0.2)
+
+
 def test_slow_head_is_closed():
     """--head-timeout 3: a client sending one header byte a second is closed, though
     every byte would reset an idle timeout; so is one that sends nothing."""
