@@ -174,10 +174,10 @@ static void sse_fill(relay_sse *e)
 	if (r != 0 || __atomic_load_n(&e->srv->stopping, __ATOMIC_SEQ_CST))
 		e->done = 1;
 	if (e->buf.len)
-		e->last_ms = cof_now_ms();
-	else if (cof_now_ms() - e->last_ms >= PING_MS) {
+		e->last_ms = cof_mono_ms();
+	else if (cof_mono_ms() - e->last_ms >= PING_MS) {
 		cof_buf_adds(&e->buf, e->ping);
-		e->last_ms = cof_now_ms();
+		e->last_ms = cof_mono_ms();
 	}
 }
 
@@ -243,7 +243,7 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 	e->fd = ci ? ci->connect_fd : -1;
 	sse_socket_opts(e->fd);
 	e->ping = ping;
-	e->last_ms = cof_now_ms();
+	e->last_ms = cof_mono_ms();
 	cof_buf_adds(&e->buf, "retry: 3000\n: connected\n\n");
 	return http_send_events(req, 4096, sse_read, e, sse_free);
 }

@@ -245,11 +245,11 @@ static void op_unlink(rsession *s, rop *op)
  * detached. Sets *out or err. */
 static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *err)
 {
-	int64_t deadline = cof_now_ms() + r->op_wait_ms;
+	int64_t deadline = cof_mono_ms() + r->op_wait_ms;
 	int rc;
 
 	while (!op->done) {
-		int64_t now = cof_now_ms();
+		int64_t now = cof_mono_ms();
 		relay_tick(r, s);
 		if (op->done)
 			break;

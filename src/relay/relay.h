@@ -20,6 +20,7 @@
 #define RELAY_EVENTS 1024        /* events kept per session (ring) */
 #define RELAY_LOG_MAX 5000       /* log entries kept per session */
 #define RELAY_SESSIONS_MAX 1000  /* sessions in memory; ended ones dropped first */
+#define RELAY_SESSIONS_PER_ORG 100 /* sessions not ended, per organization */
 #define RELAY_ENDED_KEEP 86400   /* an ended session stays readable this long */
 #define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
 #define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
@@ -69,9 +70,11 @@ typedef struct rsession {
 	cof_excl *excl;         /* the defaults and the user's patterns */
 	json_t *user_excl;      /* the user's patterns as given */
 	char client[128];
-	int64_t started_at;     /* unix seconds */
-	int64_t paused_ms;      /* when it paused */
-	int64_t ended_at;
+	int64_t started_at;     /* unix seconds, shown */
+	int64_t started_ms;     /* cof_mono_ms() then: what the time limit measures */
+	int64_t paused_ms;      /* cof_mono_ms() when it paused */
+	int64_t ended_at;       /* unix seconds, shown */
+	int64_t ended_ms;       /* cof_mono_ms() then: what pruning measures */
 	char end_reason[16];
 	int64_t reads, writes, bytes_written;
 	uint64_t gen;           /* rises with every client attach */
@@ -90,6 +93,8 @@ struct cof_relay {
 	cof_store *st;
 	int64_t grace_ms;
 	int64_t op_wait_ms;
+	size_t sessions_max;    /* the global ceiling */
+	size_t sessions_per_org;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int closing;
@@ -131,7 +136,7 @@ int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
 void relay_op_free(rop *op);
 /* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT. */
 void relay_ops_prune(rsession *s);
-/* Waits on r->cv until woken or `until_ms` (cof_now_ms time) passes. */
+/* Waits on r->cv until woken or `until_ms` (cof_mono_ms time) passes. */
 void relay_wait(cof_relay *r, int64_t until_ms);
 /* The API error code of a type name ("not_found"), COF_EINTERNAL if unknown. */
 cof_code relay_code_of(const char *type);

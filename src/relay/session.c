@@ -25,8 +25,12 @@ int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 						       : RELAY_DEFAULT_GRACE) * 1000;
 	r->op_wait_ms = opts && opts->op_wait_ms > 0 ? opts->op_wait_ms
 						     : RELAY_DEFAULT_OP_WAIT_MS;
+	r->sessions_max = opts && opts->sessions_max > 0 ? (size_t)opts->sessions_max
+							 : RELAY_SESSIONS_MAX;
+	r->sessions_per_org = opts && opts->sessions_per_org > 0
+				      ? (size_t)opts->sessions_per_org : RELAY_SESSIONS_PER_ORG;
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
+	cof_cond_init(&r->cv);
 	*out = r;
 	return 0;
 }
@@ -174,6 +178,7 @@ void relay_end(cof_relay *r, rsession *s, const char *reason)
 	if (s->status == RS_ENDED)
 		return;
 	s->ended_at = cof_now();
+	s->ended_ms = cof_mono_ms();
 	snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
 	s->attached = 0;
 	set_status(r, s, RS_ENDED);
@@ -207,9 +212,9 @@ void relay_tick(cof_relay *r, rsession *s)
 {
 	if (s->status == RS_ENDED)
 		return;
-	if (cof_now() >= s->started_at + s->limits.seconds)
+	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
 		relay_end(r, s, "expired");
-	else if (s->status == RS_PAUSED && cof_now_ms() - s->paused_ms >= r->grace_ms)
+	else if (s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms)
 		relay_end(r, s, "grace");
 }
 
@@ -220,7 +225,7 @@ void relay_detach(cof_relay *r, rsession *s, const char *reason)
 	if (!s->attached || s->status == RS_ENDED)
 		return;
 	s->attached = 0;
-	s->paused_ms = cof_now_ms();
+	s->paused_ms = cof_mono_ms();
 	relay_log(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
 	relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
@@ -236,19 +241,19 @@ void relay_detach(cof_relay *r, rsession *s, const char *reason)
  * the registry is full; never one a call still points at. */
 static void prune(cof_relay *r)
 {
-	int full = r->nsessions >= RELAY_SESSIONS_MAX;
+	int full = r->nsessions >= r->sessions_max;
 
 	for (int pass = 0; pass < 2; pass++)
 		for (rsession **pp = &r->sessions; *pp;) {
 			rsession *s = *pp;
 			int old = s->status == RS_ENDED && !s->refs &&
-				  (cof_now() - s->ended_at >= RELAY_ENDED_KEEP ||
+				  (cof_mono_ms() - s->ended_ms >= RELAY_ENDED_KEEP * 1000LL ||
 				   (pass == 1 && full));
 			if (old) {
 				*pp = s->next;
 				session_free(s);
 				r->nsessions--;
-				full = r->nsessions >= RELAY_SESSIONS_MAX;
+				full = r->nsessions >= r->sessions_max;
 			} else {
 				pp = &s->next;
 			}
@@ -396,6 +401,33 @@ static void guard_warm_start(void)
 	pthread_attr_destroy(&at);
 }
 
+/* Whether `org` may open one more session: COF_ERATELIMIT naming the limit
+ * when it has sessions_per_org not ended, or when the registry still holds
+ * sessions_max after pruning. The per-org cap comes first, so that one
+ * organization's sessions cannot take every place from the others. Time
+ * limits and grace times are applied first, so an expired session that
+ * nobody looked at does not count. */
+static int room(cof_relay *r, const char *org, cof_err *err)
+{
+	size_t mine = 0;
+
+	for (rsession *s = r->sessions; s; s = s->next) {
+		relay_tick(r, s);
+		mine += s->status != RS_ENDED && !strcmp(s->org, org);
+	}
+	prune(r);
+	if (mine >= r->sessions_per_org)
+		return cof_error(err, COF_ERATELIMIT,
+				 "this organization has %zu relay sessions open; the limit is "
+				 "%zu per organization (end one first)", mine,
+				 r->sessions_per_org);
+	if (r->nsessions >= r->sessions_max)
+		return cof_error(err, COF_ERATELIMIT,
+				 "%zu relay sessions are open; the limit is %zu for the server",
+				 r->nsessions, r->sessions_max);
+	return 0;
+}
+
 int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_t **out,
 		     cof_err *err)
 {
@@ -426,6 +458,7 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 	s->user_excl = json_array();
 	s->log = json_array();
 	s->started_at = cof_now();
+	s->started_ms = cof_mono_ms();
 	cof_buf t = COF_BUF_INIT;
 	cof_buf_addf(&t, "rct_%s", token);
 	free(token);
@@ -436,14 +469,11 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 		return err->code ? -1 : cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	pthread_mutex_lock(&r->mu);
-	prune(r);
-	if (r->nsessions >= RELAY_SESSIONS_MAX) {
+	if (room(r, who->org, err)) {
 		pthread_mutex_unlock(&r->mu);
 		cof_buf_release(&t);
 		session_free(s);
-		return cof_error(err, COF_ERATELIMIT,
-				 "%d relay sessions are open; the limit is %d", RELAY_SESSIONS_MAX,
-				 RELAY_SESSIONS_MAX);
+		return -1;
 	}
 	s->next = r->sessions;
 	r->sessions = s;
@@ -533,8 +563,5 @@ int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_
 
 void relay_wait(cof_relay *r, int64_t until_ms)
 {
-	struct timespec ts = {.tv_sec = until_ms / 1000,
-			      .tv_nsec = (until_ms % 1000) * 1000000};
-
-	(void)pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+	(void)cof_cond_wait_until(&r->cv, &r->mu, until_ms);
 }

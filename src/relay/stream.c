@@ -86,7 +86,7 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 {
 	cof_relay *r = x->r;
 	rsession *s = x->s;
-	int64_t deadline = cof_now_ms() + wait_ms;
+	int64_t deadline = cof_mono_ms() + wait_ms;
 	json_t *list = json_array();
 	int done = 0;
 
@@ -101,7 +101,7 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 			take_ops(x, list);
 		if (s->status == RS_ENDED || r->closing)
 			done = 1;
-		int64_t now = cof_now_ms();
+		int64_t now = cof_mono_ms();
 		if (json_array_size(list) || done || now >= deadline)
 			break;
 		relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);

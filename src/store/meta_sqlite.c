@@ -571,30 +571,47 @@ int meta_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
 	return 0;
 }
 
+/* Drops every hidden volume of the files-snapshots of `vno` (as
+ * meta_volume_drop does for one), however many there are, in four set
+ * statements: the snapshot rows that name them go right after. */
+static int hidden_volumes_drop(conn *c, int64_t vno, cof_err *err)
+{
+#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = ?1 AND src_vno != vno)"
+	static const char *const sqls[] = {
+		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
+		" sha256 IN (SELECT sha256 FROM entries WHERE vno IN " HIDDEN ")",
+		"DELETE FROM entries WHERE vno IN " HIDDEN,
+		"DELETE FROM changes WHERE vno IN " HIDDEN,
+		"DELETE FROM volumes WHERE vno IN " HIDDEN,
+	};
+#undef HIDDEN
+	for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
+		sqlite3_stmt *st = meta_q(c, sqls[i], err);
+		if (!st)
+			return -1;
+		sqlite3_bind_int64(st, 1, vno);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			return meta_db_error(err, c->db, "deleting the volumes of files-snapshots");
+	}
+	return 0;
+}
+
 int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 {
 	conn *c = meta_writer_begin(m, err);
 	sqlite3_stmt *st;
-	int rc = 0;
+	int rc;
 
 	if (!c)
 		return -1;
 	/* Hidden volumes of files-snapshots go with their snapshots. */
-	st = meta_q(c, "SELECT DISTINCT src_vno FROM snapshots WHERE vno = ? AND src_vno != vno", err);
-	if (!st)
-		return meta_writer_end(m, -1, err);
-	sqlite3_bind_int64(st, 1, vno);
-	int64_t hidden[1024];
-	int nh = 0, r;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW && nh < 1024)
-		hidden[nh++] = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	for (int i = 0; i < nh && !rc; i++)
-		rc = meta_volume_drop(c, hidden[i], err);
+	rc = hidden_volumes_drop(c, vno, err);
 	if (!rc && (st = meta_q(c, "DELETE FROM snapshots WHERE vno = ?", err))) {
 		sqlite3_bind_int64(st, 1, vno);
 		if (sqlite3_step(st) != SQLITE_DONE)
 			rc = meta_db_error(err, c->db, "deleting snapshots");
+	} else if (!rc) {
+		rc = -1;
 	}
 	if (!rc)
 		rc = meta_volume_drop(c, vno, err);

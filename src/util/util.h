@@ -6,6 +6,7 @@
 #ifndef COF_UTIL_H
 #define COF_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -76,8 +77,21 @@ void cof_id_new(const char *prefix, char *out, size_t outsz);
 int cof_random(void *buf, size_t len);
 void cof_hex(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
 int cof_sha256_hex(const void *data, size_t len, char out[65]);
+/* Wall-clock time, only for a time shown or stored (createdAt, expiresAt,
+ * link expiry): a clock step moves it. */
 int64_t cof_now(void);           /* unix seconds */
-int64_t cof_now_ms(void);
+int64_t cof_now_ms(void);        /* unix milliseconds */
+/* Milliseconds on CLOCK_MONOTONIC, which no clock step moves: for every
+ * duration, deadline and timeout. Only differences are meaningful. */
+int64_t cof_mono_ms(void);
+/* Initializes `cv` so that its timed waits measure CLOCK_MONOTONIC. Every
+ * condition variable waited on with cof_cond_wait_until starts here. 0 or an
+ * errno value. */
+int cof_cond_init(pthread_cond_t *cv);
+/* Waits on `cv` (from cof_cond_init; `mu` held) until signalled or until
+ * cof_mono_ms() reaches `until_ms`. Returns 0, or ETIMEDOUT once it passed.
+ * Spurious wake-ups return 0 too: callers loop on their own condition. */
+int cof_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_ms);
 /* RFC 3339 UTC ("2026-11-29T22:10:43Z") into out (>= 21 bytes). */
 void cof_time_fmt(int64_t unix_seconds, char *out, size_t outsz);
 json_t *cof_json_time(int64_t unix_seconds);
