@@ -198,7 +198,7 @@ static int feed(cof_archive *ar, cof_err *err)
 		return 0;
 	}
 	size_t want = ar->left < CHUNK ? (size_t)ar->left : CHUNK;
-	if (ar->mem) {
+	if (ar->files) {
 		p = ar->mem;
 		n = (ssize_t)want;
 		ar->mem += want;
