@@ -74,6 +74,15 @@ static void conn_tty_write(int fd, const char *s, size_t n)
 	}
 }
 
+/* A size for the prompt: "1 byte", "512 bytes", "1.5K". */
+static void conn_size(int64_t n, char *out, size_t outsz)
+{
+	if (n < 1024)
+		cli_count(n, "byte", out, outsz);
+	else
+		cli_human_size(n, out, outsz);
+}
+
 /* The supervised prompt (cof_lfs_hooks.confirm): shows the path and a short
  * diff (or the size change of a binary file) on the terminal and waits for
  * y/n. Anything but an answer starting with y — n, an empty line, end of
@@ -94,9 +103,9 @@ static int conn_confirm(void *ud, const char *path, const unsigned char *old, si
 				 (const char *)data, len, DIFF_LINES, &m))
 			cli_check_alloc(NULL);
 	} else {
-		cli_human_size((int64_t)len, b, sizeof b);
+		conn_size((int64_t)len, b, sizeof b);
 		if (exists) {
-			cli_human_size((int64_t)oldlen, a, sizeof a);
+			conn_size((int64_t)oldlen, a, sizeof a);
 			cli_buf_addf(&m, "binary file: %s -> %s\n", a, b);
 		} else {
 			cli_buf_addf(&m, "new binary file: %s\n", b);
