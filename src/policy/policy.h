@@ -32,10 +32,16 @@ typedef struct cof_excl cof_excl;
  * (the relay cannot turn them off): a NULL-terminated array. */
 const char *const *cof_excl_defaults(void);
 
+/* Flags of cof_excl_new. */
+#define COF_EXCL_DEFAULTS 1 /* the defaults are on */
+#define COF_EXCL_NOCASE 2   /* the given patterns match without regard to ASCII case
+			     * (the relay: the user's folder may ignore case) */
+
 /* Builds a matcher from `patterns` (a JSON array of strings, or NULL) with the
- * defaults first when `defaults` is set. A bad pattern is COF_EVALIDATION
- * naming it and the limit (at most 256 patterns of 1024 bytes). */
-int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *err);
+ * defaults first when `flags` has COF_EXCL_DEFAULTS (1, so a true "defaults"
+ * flag still works). A bad pattern is COF_EVALIDATION naming it and the limit
+ * (at most 256 patterns of 1024 bytes). */
+int cof_excl_new(const json_t *patterns, int flags, cof_excl **out, cof_err *err);
 void cof_excl_free(cof_excl *x);
 
 /* 1 when `path` (relative, '/'-separated, no leading '/') is excluded, either
@@ -79,6 +85,18 @@ void cof_limits_default(cof_limits *out);
  * COF_EVALIDATION naming the field and the ceiling. */
 int cof_limits_parse(const json_t *obj, cof_limits *out, cof_err *err);
 json_t *cof_limits_json(const cof_limits *l);
+
+/* ---------------------------------------------------------------- names */
+
+/* The checks of a write's path name (src/policy/names.c), which the guard's
+ * rules file enables by name with `@CHECK`: traversal, absolute, backslash,
+ * shell-meta, control, quote, glob, dash, bidi. Ids are 1..COF_NAME_NCHECKS-1. */
+#define COF_NAME_NCHECKS 10
+/* The id of the check called `name`, 0 when there is none. */
+int cof_name_check_id(const char *name);
+/* 1 when check `id` refuses the path [path, path+len), else 0 (also for an
+ * unknown id). */
+int cof_name_check_fires(int id, const char *path, size_t len);
 
 /* ---------------------------------------------------------------- guard */
 
