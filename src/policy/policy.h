@@ -54,6 +54,35 @@ int cof_excl_match(const cof_excl *x, const char *path, int is_dir);
 /* The patterns as given (without the defaults), as a new JSON array. */
 json_t *cof_excl_patterns(const cof_excl *x);
 
+/* ------------------------------------------------------ protected paths */
+
+/* Paths the relay lets an agent read but not write, in every mode, unless the
+ * user allows them (`coffer connect --allow-write PAT`): what a tool on the
+ * user's machine runs or trusts by itself (all of .git, shell start-up files,
+ * .envrc, all of .vscode, ...; src/policy/protected.c and docs/api.md list them).
+ * Matched at any depth, without regard to ASCII case. */
+typedef struct cof_protect cof_protect;
+
+/* The rules' names as shown (".git/" "**", ".bashrc", ...), NULL-terminated. */
+const char *const *cof_protect_defaults(void);
+/* The name of the rule that protects `path` (relative, as for cof_excl_match),
+ * whatever the allowances; NULL when none does. */
+const char *cof_protect_rule(const char *path);
+/* The user's allowances from `allow` (a JSON array of patterns, or NULL): a
+ * rule's name lifts that rule wherever it applies; any other pattern lifts
+ * the paths it matches (gitignore-style, case ignored). A bad pattern is
+ * COF_EVALIDATION naming it. Immutable once built. */
+int cof_protect_new(const json_t *allow, cof_protect **out, cof_err *err);
+void cof_protect_free(cof_protect *p);
+/* The allowances as given, a new JSON array (p NULL: empty). */
+json_t *cof_protect_allowances(const cof_protect *p);
+/* 0 when `path` may be written (not protected, or allowed: *rule then names
+ * the rule that was lifted, else NULL); -1 with COF_EFORBIDDEN naming the
+ * rule and the option that allows it (extra: rule, protected:true). p NULL:
+ * no allowances. `rule` may be NULL. */
+int cof_protect_check(const cof_protect *p, const char *path, const char **rule,
+		      cof_err *err);
+
 /* ---------------------------------------------------------------- modes */
 
 typedef enum cof_mode {

@@ -4,8 +4,8 @@
  * time), the wait for the client's answer, and the checks of that answer.
  *
  * Order of the checks (the first that fails answers): the session (404,
- * 410), the body and the path (400), exclusions (403), read-only mode (403), the
- * file size (413), the guard (422), the counts (429), a connected client
+ * 410), the body and the path (400), exclusions (403), read-only mode (403), a
+ * protected path the user did not allow (403), the file size (413), the guard (422), the counts (429), a connected client
  * (503). Counts are taken when an op is forwarded, so a limit is never
  * crossed; a refused op counts nothing. Every op is logged with its outcome.
  */
@@ -130,6 +130,8 @@ static int op_allowed(cof_relay *r, rsession *s, opreq *q, cof_err *err)
 	if (q->kind == K_WRITE && s->mode == COF_MODE_READONLY)
 		return cof_error(err, COF_EFORBIDDEN,
 				 "the session is read-only: the user chose --readonly");
+	if (q->kind == K_WRITE && cof_protect_check(s->prot, q->path, NULL, err))
+		return -1;
 	if (q->kind == K_WRITE && (int64_t)q->len > l->file_bytes) {
 		size_text((int64_t)q->len, a, sizeof a);
 		size_text(l->file_bytes, b, sizeof b);
@@ -191,6 +193,16 @@ static void op_refused(cof_relay *r, rsession *s, json_t *body, opreq *q, cof_er
 		relay_event(r, s, EV_AGENT | EV_CLIENT, "write_blocked", hit);
 	}
 	relay_log(s, entry);
+}
+
+void relay_protect_json(const rsession *s, json_t *obj)
+{
+	json_t *rules = json_array();
+
+	for (const char *const *d = cof_protect_defaults(); *d; d++)
+		json_array_append_new(rules, json_string(*d));
+	json_object_set_new(obj, "protected", rules);
+	json_object_set_new(obj, "allowWrite", cof_protect_allowances(s->prot));
 }
 
 /* A new op for the client. */
