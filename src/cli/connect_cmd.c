@@ -186,7 +186,7 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 	json_t *patterns = cli_check_alloc(json_array());
 	for (size_t i = 0; i < excl.n; i++)
 		json_array_append_new(patterns, json_string(excl.items[i]));
-	if (cof_excl_new(patterns, COF_EXCL_DEFAULTS, &matcher, &e)) {
+	if (cof_excl_new(patterns, COF_EXCL_DEFAULTS | COF_EXCL_NOCASE, &matcher, &e)) {
 		json_decref(patterns);
 		rc = cli_usage(cmd, "--exclude: %s", e.msg);
 		cof_err_clear(&e);
@@ -288,7 +288,8 @@ const cli_cmd cli_connect_cmds[] = {
 	 "                   terminal (/dev/tty) and waits for y/n; without a\n"
 	 "                   terminal every write is refused\n"
 	 "  --readonly       every write is refused\n"
-	 "  --exclude PAT    hide and refuse PAT too (gitignore-style; repeatable)\n"
+	 "  --exclude PAT    hide and refuse PAT too (gitignore-style, in any letter\n"
+	 "                   case: 'secret*' hides SECRET.txt; repeatable)\n"
 	 "  --allow-write PAT  let the agent write protected paths PAT matches, or all\n"
 	 "                   a rule covers when PAT is its name ('.git/**'); repeatable\n"
 	 "\n"

@@ -46,6 +46,7 @@ typedef struct rop {
 	int done;
 	uint64_t gen;        /* the client attachment it belongs to */
 	int64_t size;        /* bytes of a write */
+	char sha256[65];     /* of a write's bytes: what the answer must report */
 	int64_t max_results; /* a search's cap */
 	json_t *result;      /* done and ok */
 	cof_err error;       /* done and failed */

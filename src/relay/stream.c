@@ -151,7 +151,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	if (cof_json_check(body, connect_fields, err) ||
 	    (m && cof_mode_parse(m, &mode, err)) ||
 	    cof_excl_new(json_is_array(patterns) ? patterns : NULL,
-			 COF_EXCL_DEFAULTS, &excl, err))
+			 COF_EXCL_DEFAULTS | COF_EXCL_NOCASE, &excl, err))
 		return -1;
 	if (cof_protect_new(json_object_get(body, "allowWrite"), &prot, err)) {
 		cof_excl_free(excl);
