@@ -37,9 +37,12 @@ static const prot_rule rules[] = {
 	{".gitattributes", NULL}, /* names filter drivers */
 	{".gitconfig", NULL},
 	{".config/git/**", "**/.config/git"},
+	{".lfsconfig", NULL}, /* git-lfs custom transfer agents are programs */
+	{".hg/**", ".hg"}, {".hgrc", NULL}, /* mercurial hooks */
 	/* shell and session start-up */
 	{".bashrc", NULL}, {".bash_profile", NULL}, {".bash_login", NULL},
-	{".bash_logout", NULL}, {".bash_aliases", NULL}, {".profile", NULL},
+	{".bash_logout", NULL}, {".bash_aliases", NULL}, {".bashrc.d/**", ".bashrc.d"},
+	{".profile", NULL},
 	{".zshrc", NULL}, {".zprofile", NULL}, {".zshenv", NULL}, {".zlogin", NULL},
 	{".zlogout", NULL}, {".kshrc", NULL}, {".mkshrc", NULL}, {".cshrc", NULL},
 	{".tcshrc", NULL}, {".login", NULL}, {".logout", NULL}, {".inputrc", NULL},
@@ -53,7 +56,8 @@ static const prot_rule rules[] = {
 	/* editors that run what a project's settings say */
 	{".vscode/**", ".vscode"}, {".idea/**", ".idea"}, {".vimrc", NULL},
 	{".exrc", NULL}, {".nvimrc", NULL}, {".nvim.lua", NULL}, {".emacs", NULL},
-	{".dir-locals.el", NULL},
+	{".dir-locals.el", NULL}, {".vim/**", ".vim"}, {".config/nvim/**", "**/.config/nvim"},
+	{".emacs.d/**", ".emacs.d"},
 	/* CI, containers, commit hooks */
 	{".github/workflows/**", "**/.github/workflows"}, {".gitlab-ci.yml", NULL},
 	{".devcontainer/**", ".devcontainer"}, {".devcontainer.json", NULL},

@@ -72,6 +72,12 @@ static const struct {
 	{".husky/pre-commit", ".husky/**"},
 	{".tool-versions", ".tool-versions"},
 	{".local/bin/git", ".local/bin/**"},
+	{".lfsconfig", ".lfsconfig"},
+	{".hg/hgrc", ".hg/**"},
+	{".bashrc.d/50-x.sh", ".bashrc.d/**"},
+	{".vim/plugin/x.vim", ".vim/**"},
+	{".config/nvim/init.lua", ".config/nvim/**"},
+	{".emacs.d/init.el", ".emacs.d/**"},
 };
 
 static void test_protected_rules(void **state)
