@@ -1,8 +1,8 @@
 /*
  * lfs_op.c — one operation of the relay wire protocol with the rules the
- * client enforces itself (localfs.h): exclusions, mode, protected paths, the
- * size limit and the write guard, in that order, before anything reaches the folder; and the
- * short unified diff the supervised prompt shows.
+ * client enforces itself (localfs.h): mode, exclusions, protected paths, the
+ * size limit and the write guard, in that order, before anything reaches the
+ * folder; and the short unified diff the supervised prompt shows.
  */
 #include <stdlib.h>
 #include <string.h>

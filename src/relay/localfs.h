@@ -128,8 +128,8 @@ typedef struct cof_lfs_rules {
 
 /* Runs one operation {id, op, path?, content?, encoding?, pattern?, glob?,
  * maxResults?}. 0 with *result the answer, or -1 with err an API error
- * (COF_EFORBIDDEN excluded / readonly / protected / refused by the user / a symlink,
- * COF_ENOTFOUND, COF_ETOOLARGE, COF_EBLOCKED with extra {rule, category},
+ * (COF_EFORBIDDEN excluded / readonly / protected / refused by the user / a
+ * symlink, COF_ENOTFOUND, COF_ETOOLARGE, COF_EBLOCKED with extra {rule, category},
  * COF_EVALIDATION). *summary (if not NULL) gets a short log text such as
  * "read  src/main.c  1.2 KB" or "write blocked  x.sh  reverse-shell-dev-tcp". */
 int cof_lfs_op(cof_lfs *fs, const cof_lfs_rules *rules, json_t *op, json_t **result,

@@ -5,8 +5,8 @@
  *
  * Order of the checks (the first that fails answers): the session (404,
  * 410), the body and the path (400), exclusions (403), read-only mode (403), a
- * protected path the user did not allow (403), the file size (413), the guard (422), the counts (429), a connected client
- * (503). Counts are taken when an op is forwarded, so a limit is never
+ * protected path the user did not allow (403), the file size (413), the guard
+ * (422), the counts (429), a connected client (503). Counts are taken when an op is forwarded, so a limit is never
  * crossed; a refused op counts nothing. Every op is logged with its outcome.
  */
 #include <stdlib.h>
