@@ -15,6 +15,7 @@
  *    relay cannot turn them off; an agent turns them off whole with
  *    defaultExclusions:false). They match whatever the case of the path
  *    (".ENV" too), since a case-insensitive file system opens ".env" for it.
+ *  - The defaults also fold U+017F and U+212A (see fold()).
  *  - COF_EXCL_NOCASE makes the user's patterns match without regard to ASCII
  *    case too (the relay: a folder on macOS or Windows opens "SECRET.txt" for
  *    "secret.txt", and a user who wrote `secret*` meant both anyway). The
@@ -109,12 +110,26 @@ static void rule_literal(excl_rule *r)
 	r->lit = run, r->litlen = best;
 }
 
-/* ASCII lower case of s, in place. */
+/* Lower case of s, in place: ASCII letters, and the two code points whose
+ * simple case folding is an ASCII letter, U+017F (long s) and U+212A (Kelvin
+ * sign), which a case-insensitive disk (APFS, NTFS) opens as "s" and "k": so
+ * "id_r\u017Fa" cannot reach what "id_rsa" keeps out. */
 static void fold(char *s)
 {
-	for (; *s; s++)
-		if (*s >= 'A' && *s <= 'Z')
-			*s = (char)(*s + 32);
+	char *o = s;
+
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		if (c == 0xc5 && (unsigned char)s[1] == 0xbf) {
+			*o++ = 's', s += 2;
+		} else if (c == 0xe2 && (unsigned char)s[1] == 0x84 && (unsigned char)s[2] == 0xaa) {
+			*o++ = 'k', s += 3;
+		} else {
+			*o++ = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : (char)c;
+			s++;
+		}
+	}
+	*o = '\0';
 }
 
 /* Compiles one pattern into *r (folded to lower case when `nocase`). Errors

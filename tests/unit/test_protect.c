@@ -29,6 +29,8 @@ static const struct {
 	{".GIT/config", ".git/**"},
 	{".g\xe2\x80\x8cit/config", ".git/**"},       /* U+200C inside */
 	{".git\xef\xbb\xbf/hooks/x", ".git/**"},       /* U+FEFF */
+	{".ba\xc5\xbfhrc", ".bashrc"},                 /* U+017F: long s */
+	{".\xe2\x84\xaashrc", ".kshrc"},               /* U+212A: Kelvin sign */
 	{".gitmodules", ".gitmodules"},
 	{"sub/.gitattributes", ".gitattributes"},
 	{".gitconfig", ".gitconfig"},
@@ -202,6 +204,10 @@ static void test_excl_nocase(void **state)
 	assert_true(cof_excl_match(x, "BUILD/out.o", 0));
 	assert_true(cof_excl_match(x, "bx.txt", 0));
 	assert_true(cof_excl_match(x, ".ENV", 0)); /* the defaults too */
+	/* code points a case-insensitive disk opens as ASCII letters */
+	assert_true(cof_excl_match(x, "\xc5\xbf" "ecret.txt", 0));
+	assert_true(cof_excl_match(x, "a.\xe2\x84\xaa" "ey", 0));
+	assert_true(cof_excl_match(x, "id_r\xc5\xbf" "a", 0));
 	assert_false(cof_excl_match(x, "public.txt", 0));
 	cof_excl_free(x);
 	assert_int_equal(cof_excl_new(a, COF_EXCL_DEFAULTS, &x, &e), 0);
