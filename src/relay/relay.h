@@ -47,6 +47,7 @@ typedef struct rop {
 	int done;
 	uint64_t gen;        /* the client attachment it belongs to */
 	int64_t size;        /* bytes of a write */
+	char sha256[65];     /* of a write's bytes: what the answer must report */
 	int64_t max_results; /* a search's cap */
 	json_t *result;      /* done and ok */
 	cof_err error;       /* done and failed */
@@ -69,6 +70,7 @@ typedef struct rsession {
 	cof_limits limits;
 	cof_excl *excl;         /* the defaults and the user's patterns */
 	json_t *user_excl;      /* the user's patterns as given */
+	cof_protect *prot;      /* the user's --allow-write (NULL: none yet) */
 	char client[128];
 	int64_t started_at;     /* unix seconds, shown */
 	int64_t started_ms;     /* cof_mono_ms() then: what the time limit measures */
@@ -130,6 +132,9 @@ void relay_unref(rsession *s);
 /* An op finishes with `result` (stolen) or `e` (copied): logged, a write's
  * write_result event, its waiter woken. */
 void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e);
+/* Adds {protected:[rule names], allowWrite:[the user's --allow-write]} to
+ * `obj` (the session's answer, the exclusions event). */
+void relay_protect_json(const rsession *s, json_t *obj);
 /* Checks and filters a client's successful answer to `op` in place (ops.c):
  * exclusions hidden from listings and search, search capped, read size. */
 int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);

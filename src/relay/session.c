@@ -64,6 +64,7 @@ static void session_free(rsession *s)
 		free(s->ev[i].json);
 	cof_excl_free(s->excl);
 	json_decref(s->user_excl);
+	cof_protect_free(s->prot);
 	json_decref(s->log);
 	free(s);
 }
@@ -336,6 +337,7 @@ json_t *relay_session_json(const rsession *s)
 			cof_limits_json(&s->limits), "startedAt", cof_json_time(s->started_at));
 	json_object_set_new(out, "expiresAt",
 			    cof_json_time(s->started_at + s->limits.seconds));
+	relay_protect_json(s, out);
 	if (s->client[0])
 		json_object_set_new(out, "client", json_string(s->client));
 	if (s->status == RS_ENDED) {

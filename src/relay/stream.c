@@ -135,7 +135,7 @@ void cof_relay_stream_close(cof_relay_stream *x)
 
 static const cof_jfield connect_fields[] = {
 	{"mode", COF_JSTR, 0}, {"exclusions", COF_JARR, 0}, {"client", COF_JSTR, 0},
-	{NULL, 0, 0}};
+	{"allowWrite", COF_JARR, 0}, {NULL, 0, 0}};
 
 int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *body,
 		      cof_relay_stream **out, cof_err *err)
@@ -143,14 +143,20 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	const char *m = cof_json_str(body, "mode"), *client = cof_json_str(body, "client");
 	json_t *patterns = json_object_get(body, "exclusions");
 	cof_excl *excl = NULL;
+	cof_protect *prot = NULL;
 	cof_mode mode = COF_MODE_STANDARD;
 	rsession *s;
 	int rc = -1;
 
 	if (cof_json_check(body, connect_fields, err) ||
 	    (m && cof_mode_parse(m, &mode, err)) ||
-	    cof_excl_new(json_is_array(patterns) ? patterns : NULL, 1, &excl, err))
+	    cof_excl_new(json_is_array(patterns) ? patterns : NULL,
+			 COF_EXCL_DEFAULTS | COF_EXCL_NOCASE, &excl, err))
 		return -1;
+	if (cof_protect_new(json_object_get(body, "allowWrite"), &prot, err)) {
+		cof_excl_free(excl);
+		return -1;
+	}
 	pthread_mutex_lock(&r->mu);
 	s = relay_find_client(r, uid, token, err);
 	if (!s)
@@ -169,6 +175,9 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	excl = NULL;
 	json_decref(s->user_excl);
 	s->user_excl = json_is_array(patterns) ? json_deep_copy(patterns) : json_array();
+	cof_protect_free(s->prot);
+	s->prot = prot;
+	prot = NULL;
 	s->mode = m ? mode : s->default_mode;
 	snprintf(s->client, sizeof s->client, "%s", client ? client : "");
 	s->gen++;
@@ -188,9 +197,11 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 		    json_pack("{s:s, s:s}", "status", "active", "previous",
 			      was == RS_PAUSED ? "paused" : "waiting"));
 	json_t *info = relay_session_json(s);
-	relay_event(r, s, EV_AGENT, "exclusions",
-		    json_pack("{s:O, s:O, s:s}", "exclusions", json_object_get(info, "exclusions"),
-			      "user", s->user_excl, "mode", cof_mode_name(s->mode)));
+	json_t *ev = json_pack("{s:O, s:O, s:s}", "exclusions",
+			       json_object_get(info, "exclusions"), "user", s->user_excl, "mode",
+			       cof_mode_name(s->mode));
+	relay_protect_json(s, ev);
+	relay_event(r, s, EV_AGENT, "exclusions", ev);
 	json_decref(info);
 	if (was == RS_PAUSED)
 		relay_event(r, s, EV_AGENT, "resume", NULL);
@@ -198,6 +209,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 out:
 	pthread_mutex_unlock(&r->mu);
 	cof_excl_free(excl);
+	cof_protect_free(prot);
 	return rc;
 }
 
