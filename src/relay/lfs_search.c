@@ -91,7 +91,7 @@ static int lfs_search_file(lfs_search *s, int dfd, const char *name, const char 
 
 	if (fd < 0)
 		return 0;
-	if (lfs_read_fd(s->fs, fd, rel, &d, &n, &e)) {
+	if (cof_lfs_read_fd(s->fs, fd, rel, &d, &n, &e)) {
 		close(fd);
 		cof_err_clear(&e);
 		return 0;
@@ -118,12 +118,12 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 		close(dfd);
 		return 0;
 	}
-	if (lfs_names(dfd, &names, &n)) {
+	if (cof_lfs_names(dfd, &names, &n)) {
 		close(keep);
 		return errno == ENOMEM ? -1 : 0;
 	}
 	for (size_t i = 0; i < n && !s->truncated && rc == 0; i++) {
-		const char *name = names[i]->name, *r = lfs_join(&rel, dir, name);
+		const char *name = names[i]->name, *r = cof_lfs_join(&rel, dir, name);
 		unsigned char type = names[i]->type;
 		struct stat st;
 
@@ -157,7 +157,7 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 		}
 	}
 	close(keep);
-	lfs_names_free(names, n);
+	cof_lfs_names_free(names, n);
 	cof_buf_release(&rel);
 	return rc;
 }
@@ -185,23 +185,23 @@ int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const cha
 		cof_error(err, COF_EINTERNAL, "out of memory");
 		goto done;
 	}
-	dfd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_DIRECTORY, 0);
+	dfd = cof_lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0 && errno == ENOTDIR && path[0]) {
 		/* The path names one file: search it alone (with the same checks). */
 		if (cof_lfs_excluded(fs, path, 0)) {
 			cof_error(err, COF_EFORBIDDEN, "'%.300s' is excluded", path);
 			goto done;
 		}
-		int fd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+		int fd = cof_lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
 		unsigned char *d;
 		size_t n;
 		if (fd < 0) {
-			lfs_errno(errno, path, err);
+			cof_lfs_errno(errno, path, err);
 			goto done;
 		}
 		const char *slash = strrchr(path, '/');
 		s.root_len = slash ? (size_t)(slash - path) + 1 : 0;
-		int bad = lfs_read_fd(fs, fd, path, &d, &n, err);
+		int bad = cof_lfs_read_fd(fs, fd, path, &d, &n, err);
 		close(fd);
 		if (bad)
 			goto done;
@@ -213,7 +213,7 @@ int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const cha
 		}
 		free(d);
 	} else if (dfd < 0) {
-		lfs_errno(errno, path[0] ? path : ".", err);
+		cof_lfs_errno(errno, path[0] ? path : ".", err);
 		goto done;
 	} else if (lfs_search_dir(&s, dfd, path, 0)) {
 		cof_error(err, COF_EINTERNAL, "out of memory");

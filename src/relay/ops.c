@@ -190,12 +190,12 @@ static void op_refused(cof_relay *r, rsession *s, json_t *body, opreq *q, cof_er
 					q->hit.rule, "category", q->hit.category, "offset",
 					(json_int_t)q->hit.offset, "by", "server");
 		json_object_set(entry, "blocked", hit);
-		relay_event(r, s, EV_AGENT | EV_CLIENT, "write_blocked", hit);
+		cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "write_blocked", hit);
 	}
-	relay_log(s, entry);
+	cof_relay_log_add(s, entry);
 }
 
-void relay_protect_json(const rsession *s, json_t *obj)
+void cof_relay_protect_json(const rsession *s, json_t *obj)
 {
 	json_t *rules = json_array();
 
@@ -268,13 +268,13 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 
 	while (!op->done) {
 		int64_t now = cof_mono_ms();
-		relay_tick(r, s);
+		cof_relay_tick(r, s);
 		if (op->done)
 			break;
 		if (r->closing) {
 			cof_err e = {0};
 			cof_error(&e, COF_EUNAVAILABLE, "cofferd is stopping");
-			relay_op_finish(r, s, op, NULL, &e);
+			cof_relay_op_finish(r, s, op, NULL, &e);
 			cof_err_clear(&e);
 		} else if (now >= deadline && op->supervised) {
 			op->waiter = 0;
@@ -287,12 +287,12 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 			cof_err e = {0};
 			cof_error(&e, COF_EUNAVAILABLE, "the user's side did not answer within %lld s",
 				  (long long)(r->op_wait_ms / 1000));
-			relay_op_finish(r, s, op, NULL, &e);
+			cof_relay_op_finish(r, s, op, NULL, &e);
 			cof_err_clear(&e);
 			if (s->attached && s->gen == op->gen)
-				relay_detach(r, s, "idle");
+				cof_relay_detach(r, s, "idle");
 		} else {
-			relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
+			cof_relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
 		}
 	}
 	if (op->result) {
@@ -306,7 +306,7 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 		rc = -1;
 	}
 	op_unlink(s, op);
-	relay_op_free(op);
+	cof_relay_op_free(op);
 	return rc;
 }
 
@@ -321,12 +321,12 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 	op_parse(body, &q);
 	op_scan(r, &q);
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	if (!s)
 		goto out;
 	s->refs++;
 	if (s->status == RS_ENDED)
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 	else if (q.bad.code)
 		*err = q.bad, q.bad.extra = NULL, q.bad.code = COF_OK;
 	else if (!op_allowed(r, s, &q, err) && !(op = op_new(s, body, &q, wait)))
@@ -352,9 +352,9 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 		} else {
 			rc = op_wait(r, s, op, out, err);
 		}
-		relay_ops_prune(s);
+		cof_relay_ops_prune(s);
 	}
-	relay_unref(s);
+	cof_relay_unref(s);
 out:
 	pthread_mutex_unlock(&r->mu);
 	cof_err_clear(&q.bad);
@@ -369,7 +369,7 @@ int cof_relay_op_get(cof_relay *r, const cof_principal *who, const char *uid,
 	rop *op = NULL;
 
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	for (rop *o = s ? s->ops : NULL; o && !op; o = o->next)
 		if (!strcmp(o->id, op_id) && !o->waiter)
 			op = o;
@@ -455,7 +455,7 @@ static int read_size(const rop *op, json_t *result, int64_t limit, int64_t *out,
 	return 0;
 }
 
-int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err)
+int cof_relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err)
 {
 	char a[48], b[48];
 

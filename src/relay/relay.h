@@ -108,42 +108,42 @@ struct cof_relay {
 
 /* The session `uid` as `who` may see it (org, agent binding), else
  * COF_ENOTFOUND. Applies its time limit and grace time first. */
-rsession *relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err);
+rsession *cof_relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err);
 /* The session `uid` for its client: the token must match (COF_EUNAUTHORIZED). */
-rsession *relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err);
+rsession *cof_relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err);
 /* Ends a session with `reason` if it is not ended: events to both sides,
  * every op not done fails with COF_EGONE. */
-void relay_end(cof_relay *r, rsession *s, const char *reason);
+void cof_relay_session_end(cof_relay *r, rsession *s, const char *reason);
 /* Ends the session when its time limit or its grace time is over. */
-void relay_tick(cof_relay *r, rsession *s);
+void cof_relay_tick(cof_relay *r, rsession *s);
 /* The attached client is gone (`reason` "disconnected" or "idle"): paused,
  * its ops in flight fail with COF_EUNAVAILABLE. */
-void relay_detach(cof_relay *r, rsession *s, const char *reason);
+void cof_relay_detach(cof_relay *r, rsession *s, const char *reason);
 /* Adds an event {type, data} (data stolen) for `to`; wakes the streams. */
-void relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data);
+void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data);
 /* Adds a log entry (stolen); `at` is added. */
-void relay_log(rsession *s, json_t *entry);
+void cof_relay_log_add(rsession *s, json_t *entry);
 /* COF_EGONE naming why the session ended. */
-int relay_gone(const rsession *s, cof_err *err);
+int cof_relay_gone(const rsession *s, cof_err *err);
 /* The answer of get/list. */
-json_t *relay_session_json(const rsession *s);
+json_t *cof_relay_session_json(const rsession *s);
 /* Drops a reference; frees nothing (pruning does). */
-void relay_unref(rsession *s);
+void cof_relay_unref(rsession *s);
 /* An op finishes with `result` (stolen) or `e` (copied): logged, a write's
  * write_result event, its waiter woken. */
-void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e);
+void cof_relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e);
 /* Adds {protected:[rule names], allowWrite:[the user's --allow-write]} to
  * `obj` (the session's answer, the exclusions event). */
-void relay_protect_json(const rsession *s, json_t *obj);
+void cof_relay_protect_json(const rsession *s, json_t *obj);
 /* Checks and filters a client's successful answer to `op` in place (ops.c):
  * exclusions hidden from listings and search, search capped, read size. */
-int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
-void relay_op_free(rop *op);
+int cof_relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
+void cof_relay_op_free(rop *op);
 /* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT. */
-void relay_ops_prune(rsession *s);
+void cof_relay_ops_prune(rsession *s);
 /* Waits on r->cv until woken or `until_ms` (cof_mono_ms time) passes. */
-void relay_wait(cof_relay *r, int64_t until_ms);
+void cof_relay_wait(cof_relay *r, int64_t until_ms);
 /* The API error code of a type name ("not_found"), COF_EINTERNAL if unknown. */
-cof_code relay_code_of(const char *type);
+cof_code cof_relay_code_of(const char *type);
 
 #endif

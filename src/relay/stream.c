@@ -41,7 +41,7 @@ int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *ui
 	rsession *s;
 
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	if (s && !(*out = stream_new(r, s, 0, after)))
 		s = NULL, cof_error(err, COF_EINTERNAL, "out of memory");
 	if (s)
@@ -93,7 +93,7 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 	(void)err;
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
-		relay_tick(r, s);
+		cof_relay_tick(r, s);
 		take_events(x, list);
 		if (x->client && (s->gen != x->gen || !s->attached))
 			done = 1;
@@ -104,7 +104,7 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 		int64_t now = cof_mono_ms();
 		if (json_array_size(list) || done || now >= deadline)
 			break;
-		relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
+		cof_relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
 	}
 	pthread_mutex_unlock(&r->mu);
 	*out = list;
@@ -122,11 +122,11 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	s = x->s;
 	pthread_mutex_lock(&r->mu);
 	if (x->client && s->attached && s->gen == x->gen) {
-		relay_detach(r, s, "disconnected");
+		cof_relay_detach(r, s, "disconnected");
 	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {
-		relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
+		cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
 	}
-	relay_unref(s);
+	cof_relay_unref(s);
 	pthread_mutex_unlock(&r->mu);
 	free(x);
 }
@@ -158,11 +158,11 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 		return -1;
 	}
 	pthread_mutex_lock(&r->mu);
-	s = relay_find_client(r, uid, token, err);
+	s = cof_relay_find_client(r, uid, token, err);
 	if (!s)
 		goto out;
 	if (s->status == RS_ENDED) {
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 		goto out;
 	}
 	if (s->attached) {
@@ -183,7 +183,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	s->gen++;
 	s->attached = 1;
 	rs_status was = s->status;
-	relay_log(s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
+	cof_relay_log_add(s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
 			       cof_mode_name(s->mode), "client", s->client));
 	*out = stream_new(r, s, 1, s->ev_next);
 	if (!*out) {
@@ -193,18 +193,18 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	}
 	/* the order the agent reads: status_changed, exclusions, then resume */
 	s->status = RS_ACTIVE;
-	relay_event(r, s, EV_AGENT, "status_changed",
+	cof_relay_event(r, s, EV_AGENT, "status_changed",
 		    json_pack("{s:s, s:s}", "status", "active", "previous",
 			      was == RS_PAUSED ? "paused" : "waiting"));
-	json_t *info = relay_session_json(s);
+	json_t *info = cof_relay_session_json(s);
 	json_t *ev = json_pack("{s:O, s:O, s:s}", "exclusions",
 			       json_object_get(info, "exclusions"), "user", s->user_excl, "mode",
 			       cof_mode_name(s->mode));
-	relay_protect_json(s, ev);
-	relay_event(r, s, EV_AGENT, "exclusions", ev);
+	cof_relay_protect_json(s, ev);
+	cof_relay_event(r, s, EV_AGENT, "exclusions", ev);
 	json_decref(info);
 	if (was == RS_PAUSED)
-		relay_event(r, s, EV_AGENT, "resume", NULL);
+		cof_relay_event(r, s, EV_AGENT, "resume", NULL);
 	rc = 0;
 out:
 	pthread_mutex_unlock(&r->mu);
@@ -226,9 +226,9 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 	if (cof_json_check(body, result_fields, err))
 		return -1;
 	pthread_mutex_lock(&r->mu);
-	s = relay_find_client(r, uid, token, err);
+	s = cof_relay_find_client(r, uid, token, err);
 	if (s && s->status == RS_ENDED) {
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 		s = NULL;
 	}
 	for (rop *o = s ? s->ops : NULL; o && !op; o = o->next)
@@ -240,11 +240,11 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 		json_t *res = json_object_get(body, "result");
 		cof_err e = {0};
 		json_t *copy = json_is_object(res) ? json_deep_copy(res) : json_object();
-		if (relay_result_check(s, op, copy, &e)) {
+		if (cof_relay_result_check(s, op, copy, &e)) {
 			json_decref(copy);
-			relay_op_finish(r, s, op, NULL, &e);
+			cof_relay_op_finish(r, s, op, NULL, &e);
 		} else {
-			relay_op_finish(r, s, op, copy, NULL);
+			cof_relay_op_finish(r, s, op, copy, NULL);
 		}
 		cof_err_clear(&e);
 		rc = 0;
@@ -252,9 +252,9 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 		json_t *eo = json_object_get(body, "error");
 		const char *msg = cof_json_str(eo, "message");
 		cof_err e = {0};
-		cof_error(&e, relay_code_of(cof_json_str(eo, "type")), "%s",
+		cof_error(&e, cof_relay_code_of(cof_json_str(eo, "type")), "%s",
 			  msg ? msg : "the user's side refused the operation");
-		relay_op_finish(r, s, op, NULL, &e);
+		cof_relay_op_finish(r, s, op, NULL, &e);
 		cof_err_clear(&e);
 		rc = 0;
 	}
@@ -290,25 +290,25 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 				 tlen, RELAY_EVENT_DATA_MAX);
 	}
 	pthread_mutex_lock(&r->mu);
-	s = relay_find_client(r, uid, token, err);
+	s = cof_relay_find_client(r, uid, token, err);
 	if (s && s->status == RS_ENDED) {
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 		s = NULL;
 	}
 	if (s && !strcmp(type, "abort")) {
-		relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "user"));
-		relay_log(s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
-		relay_end(r, s, "aborted");
+		cof_relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "user"));
+		cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
+		cof_relay_session_end(r, s, "aborted");
 	} else if (s && !strcmp(type, "accept")) {
-		relay_log(s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
-		relay_event(r, s, EV_AGENT, "accept", json_incref(data));
+		cof_relay_log_add(s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
+		cof_relay_event(r, s, EV_AGENT, "accept", json_incref(data));
 	} else if (s) {
 		json_object_set_new(data, "by", json_string("client"));
-		relay_log(s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
+		cof_relay_log_add(s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
 				       json_object_get(data, "path") ? json_object_get(data, "path")
 								     : json_null(),
 				       "outcome", "blocked", "blocked", data));
-		relay_event(r, s, EV_AGENT, "write_blocked", json_incref(data));
+		cof_relay_event(r, s, EV_AGENT, "write_blocked", json_incref(data));
 	}
 	pthread_mutex_unlock(&r->mu);
 	json_decref(data);
