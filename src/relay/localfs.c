@@ -562,6 +562,8 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 
 		if (fstatat(keep, names[i]->name, &st, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone meanwhile */
+		if (!cof_utf8_valid(names[i]->name, strlen(names[i]->name)))
+			continue; /* not UTF-8: no path of the protocol can name it */
 		if (S_ISREG(st.st_mode))
 			type = "file", size = st.st_size;
 		else if (S_ISDIR(st.st_mode))
