@@ -156,14 +156,114 @@ static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char 
 	return http_queue(req, rc == 1 ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK, resp);
 }
 
+/* Parses an HTTP-date (RFC 9110 5.6.7: IMF-fixdate, or the obsolete RFC 850
+ * and asctime forms) into *out. 0, or -1 when it is not one: an invalid date
+ * makes its conditional be ignored, as the RFC says. */
+static int http_date_parse(const char *s, time_t *out)
+{
+	static const char *const forms[] = {
+		"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+		"%a %b %e %H:%M:%S %Y", NULL
+	};
+	struct tm tm;
+
+	if (s == NULL)
+		return -1;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	for (size_t i = 0; forms[i]; i++) {
+		memset(&tm, 0, sizeof(tm));
+		const char *end = strptime(s, forms[i], &tm);
+		if (end == NULL)
+			continue;
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (*end != '\0')
+			continue;
+		*out = timegm(&tm);
+		return *out == (time_t)-1 ? -1 : 0;
+	}
+	return -1;
+}
+
+/* True when an If-Match value lists `etag` by strong comparison (a weak
+ * W/"N" never matches), or is `*` (the file exists). */
+static int etag_matches_strong(const char *list, const char *etag)
+{
+	size_t elen = strlen(etag);
+	const char *p = list;
+
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return 1;
+		size_t len = strcspn(p, ", \t");
+		if (len == elen && strncmp(p, etag, len) == 0)
+			return 1;
+		p += len;
+	}
+	return 0;
+}
+
+/* The 412 of a read whose precondition failed, with the file's headers. */
+static enum MHD_Result send_412(http_req *req, const cof_file *f, const char *etag,
+				const char *which)
+{
+	cof_err err = { 0 };
+	struct MHD_Response *resp;
+
+	cof_error(&err, COF_EPRECONDITION, "%s failed: the file is at version %" PRId64,
+		  which, f->version);
+	cof_err_set(&err, "current", json_pack("{s:I, s:s}", "version", (json_int_t)f->version,
+					       "sha256", f->sha256));
+	resp = http_error_response(&err);
+	cof_err_clear(&err);
+	if (resp == NULL)
+		return MHD_NO;
+	file_headers(resp, f, etag);
+	return http_queue(req, MHD_HTTP_PRECONDITION_FAILED, resp);
+}
+
+/* Evaluates the read preconditions in RFC 9110 13.2.2's order: If-Match, else
+ * If-Unmodified-Since (412 when false); then If-None-Match, else
+ * If-Modified-Since (304 when false). Returns 200 to go on, 304 or 412. */
+static unsigned read_preconditions(http_req *req, const cof_file *f, const char *etag)
+{
+	const char *im = http_header(req, MHD_HTTP_HEADER_IF_MATCH);
+	const char *ius = http_header(req, MHD_HTTP_HEADER_IF_UNMODIFIED_SINCE);
+	const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	const char *ims = http_header(req, MHD_HTTP_HEADER_IF_MODIFIED_SINCE);
+	time_t when;
+
+	if (im != NULL) {
+		if (!etag_matches_strong(im, etag))
+			return MHD_HTTP_PRECONDITION_FAILED;
+	} else if (http_date_parse(ius, &when) == 0 && f->updated_at > (int64_t)when) {
+		return MHD_HTTP_PRECONDITION_FAILED;
+	}
+	if (inm != NULL) {
+		if (etag_listed(inm, etag))
+			return MHD_HTTP_NOT_MODIFIED;
+	} else if (http_date_parse(ims, &when) == 0 && f->updated_at <= (int64_t)when) {
+		return MHD_HTTP_NOT_MODIFIED;
+	}
+	return MHD_HTTP_OK;
+}
+
 enum MHD_Result http_serve_file(http_req *req, cof_file *f)
 {
-	const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	enum MHD_Result ret;
+	unsigned pre;
 	char etag[32];
 
 	snprintf(etag, sizeof(etag), "\"%" PRId64 "\"", f->version);
-	if (inm != NULL && etag_listed(inm, etag)) {
+	pre = read_preconditions(req, f, etag);
+	if (pre == MHD_HTTP_PRECONDITION_FAILED) {
+		ret = send_412(req, f, etag,
+			       http_header(req, MHD_HTTP_HEADER_IF_MATCH) ? "If-Match"
+									  : "If-Unmodified-Since");
+	} else if (pre == MHD_HTTP_NOT_MODIFIED) {
 		/* made over the whole file so Content-Length says the size of
 		 * what a 200 would send; MHD sends no body with a 304 */
 		struct MHD_Response *resp = bytes_response(f, 0, f->size);

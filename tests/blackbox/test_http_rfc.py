@@ -1,0 +1,102 @@
+"""HTTP as clients expect it (RFC 9110, S3 habits): read conditionals on every
+download, downloads that name their file, one valid media type per PUT and
+attachments for active types, control characters refused in paths, the
+Idempotency-Key bound to its request, and a volume's ceiling held while a body
+streams."""
+
+import email.utils
+import os
+import socket
+import threading
+import time
+import urllib.parse
+
+from harness import check, contains, eq, expect, expect_error
+
+
+def _http_date(t):
+    return email.utils.formatdate(t, usegmt=True)
+
+
+def _downloads(srv):
+    """One fresh file reached by each kind of download: [(what, url path, key)]."""
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "docs/r\u00e9sum\u00e9 \"1\".txt", b"volume bytes", content_type="text/plain")
+    link = expect(srv.post("/v1/volumes/%s/links" % vid,
+                           json={"path": "docs/r\u00e9sum\u00e9 \"1\".txt"}), 201).json()["url"]
+    aid = "rfc-%d" % (time.time_ns() % 10**12)
+    expect(srv.put("/v1/agents/%s" % aid, json={}), 201)
+    expect(srv.put("/v1/agents/%s/files/workspace/out/a%%20b.txt" % aid, body=b"agent bytes",
+                   headers={"Content-Type": "text/plain"}), 201)
+    expect(srv.put("/v1/agents/%s/users/ann/files/content" % aid,
+                   json={"path": "notes/n.txt", "content": "subject bytes"}), 201)
+    return [
+        ("volume file", srv.file_path(vid, "docs/r\u00e9sum\u00e9 \"1\".txt"),
+         "r\u00e9sum\u00e9 \"1\".txt"),
+        ("signed link", link, "r\u00e9sum\u00e9 \"1\".txt"),
+        ("agent file", "/v1/agents/%s/files/workspace/out/a%%20b.txt" % aid, "a b.txt"),
+        ("subject file", "/v1/agents/%s/users/ann/files/content?path=notes/n.txt" % aid,
+         "n.txt"),
+    ]
+
+
+# ------------------------------------------------------------- conditionals
+
+def test_read_conditionals_everywhere(srv):
+    for what, url, _ in _downloads(srv):
+        r = expect(srv.get(url), 200)
+        lm = r.header("Last-Modified")
+        etag = r.header("ETag")
+        check(lm and email.utils.parsedate_to_datetime(lm), "%s sends Last-Modified" % what)
+        then = email.utils.parsedate_to_datetime(lm).timestamp()
+        # If-Modified-Since: 304 when not modified since, 200 when it was
+        expect(srv.get(url, headers={"If-Modified-Since": lm}), 304)
+        expect(srv.get(url, headers={"If-Modified-Since": _http_date(then + 3600)}), 304)
+        expect(srv.get(url, headers={"If-Modified-Since": _http_date(then - 3600)}), 200)
+        expect(srv.head(url, headers={"If-Modified-Since": lm}), 304)
+        # If-Match / If-Unmodified-Since that fail: 412; that hold: 200
+        expect_error(srv.get(url, headers={"If-Match": '"999999"'}), 412, "precondition_failed")
+        expect(srv.head(url, headers={"If-Match": "\"999999\""}), 412)
+        expect(srv.get(url, headers={"If-Match": etag}), 200)
+        expect(srv.get(url, headers={"If-Match": "*"}), 200)
+        expect_error(srv.get(url, headers={"If-Unmodified-Since": _http_date(then - 3600)}),
+                     412, "precondition_failed")
+        expect(srv.get(url, headers={"If-Unmodified-Since": lm}), 200)
+
+
+def test_read_conditionals_precedence(srv):
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "p.txt", b"x")
+    r = expect(srv.get_file(vid, "p.txt"), 200)
+    lm, etag = r.header("Last-Modified"), r.header("ETag")
+    then = email.utils.parsedate_to_datetime(lm).timestamp()
+    old, new = _http_date(then - 3600), _http_date(then + 3600)
+    # If-Match decides before If-Unmodified-Since (which is then ignored)
+    expect(srv.get_file(vid, "p.txt", headers={"If-Match": etag,
+                                               "If-Unmodified-Since": old}), 200)
+    expect(srv.get_file(vid, "p.txt", headers={"If-Match": '"77"',
+                                               "If-Unmodified-Since": new}), 412)
+    # If-None-Match decides before If-Modified-Since (ignored when INM is present)
+    expect(srv.get_file(vid, "p.txt", headers={"If-None-Match": '"77"',
+                                               "If-Modified-Since": new}), 200)
+    expect(srv.get_file(vid, "p.txt", headers={"If-None-Match": etag,
+                                               "If-Modified-Since": old}), 304)
+    # a failed If-Match is 412 even when If-None-Match would say 304
+    expect(srv.get_file(vid, "p.txt", headers={"If-Match": '"77"', "If-None-Match": etag}), 412)
+    # weak tags never match If-Match (strong comparison)
+    expect(srv.get_file(vid, "p.txt", headers={"If-Match": "W/" + etag}), 412)
+    # invalid dates are ignored
+    for bad in ("yesterday", "Mon, 99 Foo 2020 00:00:00 GMT", ""):
+        expect(srv.get_file(vid, "p.txt", headers={"If-Modified-Since": bad}), 200)
+        expect(srv.get_file(vid, "p.txt", headers={"If-Unmodified-Since": bad}), 200)
+    # the obsolete forms are dates too (RFC 9110 5.6.7)
+    t = time.gmtime(then + 3600)
+    rfc850 = time.strftime("%A, %d-%b-%y %H:%M:%S GMT", t)
+    asctime = time.strftime("%a %b %d %H:%M:%S %Y", t).replace(" 0", "  ", 1) \
+        if time.strftime("%d", t).startswith("0") else time.strftime("%a %b %d %H:%M:%S %Y", t)
+    expect(srv.get_file(vid, "p.txt", headers={"If-Modified-Since": rfc850}), 304)
+    expect(srv.get_file(vid, "p.txt", headers={"If-Modified-Since": asctime}), 304)
+    # a newer write is modified since
+    time.sleep(1.1)
+    srv.put_ok(vid, "p.txt", b"y")
+    expect(srv.get_file(vid, "p.txt", headers={"If-Modified-Since": lm}), 200)
