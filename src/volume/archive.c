@@ -66,14 +66,19 @@ static int start_file(cof_archive *ar, cof_err *err)
 		return -1;
 	ar->left = x->size;
 	e = archive_entry_new();
-	archive_entry_set_pathname_utf8(e, x->path + ar->strip);
+	/* the bytes as stored, whatever the process locale: libarchive cannot
+	 * convert UTF-8 in the C locale (and crashed on it); pax then records the
+	 * name as raw bytes, which are the UTF-8 ones */
+	archive_entry_copy_pathname(e, x->path + ar->strip);
 	archive_entry_set_size(e, x->size);
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0644);
 	archive_entry_set_mtime(e, x->updated_at, 0);
 	int r = archive_write_header(ar->a, e);
 	archive_entry_free(e);
-	if (r != ARCHIVE_OK)
+	/* ARCHIVE_WARN: the name was not translated and went out as raw bytes
+	 * (pax hdrcharset=BINARY), which is what is wanted */
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
 		return cof_error(err, COF_EINTERNAL, "archive: %s", archive_error_string(ar->a));
 	return 1;
 }
