@@ -113,7 +113,7 @@ enum MHD_Result http_agent_file_get(http_req *req)
 	    cof_agent_file_open(req->srv->st, ORG(req), req->param[0],
 				agent_path(req, req->param[1]), &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->param[1]);
 }
 
 int http_begin_agent_file_put(http_req *req)

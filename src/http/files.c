@@ -125,15 +125,56 @@ static struct MHD_Response *bytes_response(const cof_file *f, int64_t start, int
 	return resp;
 }
 
+/* RFC 8187 attr-char: what may stand unencoded in `filename*`. */
+static int attr_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("!#$&+-.^_`|~", c) != NULL;
+}
+
+/* Writes `Content-Disposition: DISP; filename="ASCII"; filename*=UTF-8''PCT`
+ * for the last segment of `path` into `out`: the quoted fallback has every
+ * byte outside printable ASCII, `"`, `\\` and `%` replaced by `_`; the
+ * extended form is the name percent-encoded (RFC 8187). Cut names end at a
+ * whole escape. `out` is empty when there is no name. */
+void http_disposition(const char *disp, const char *path, char *out, size_t outsz)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+	size_t o, n;
+
+	base = base ? base + 1 : path;
+	if (outsz == 0)
+		return;
+	out[0] = '\0';
+	if (base == NULL || *base == '\0' || outsz < 64)
+		return;
+	n = (size_t)snprintf(out, outsz, "%s; filename=\"", disp);
+	o = n < outsz ? n : outsz - 1;
+	for (const char *p = base; *p && o + 32 < outsz / 2; p++) {
+		unsigned char c = (unsigned char)*p;
+		out[o++] = (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '%') ? '_' : (char)c;
+	}
+	o += (size_t)snprintf(out + o, outsz - o, "\"; filename*=UTF-8''");
+	for (const char *p = base; *p && o + 4 < outsz; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (attr_char(c))
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outsz - o, "%%%02X", c);
+	}
+	out[o] = '\0';
+}
+
 /* Answers the bytes (200/206/416) once preconditions are settled. */
-static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char *etag)
+static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char *etag,
+				   const char *name)
 {
 	const char *range = http_header(req, MHD_HTTP_HEADER_RANGE);
 	const char *if_range = http_header(req, MHD_HTTP_HEADER_IF_RANGE);
 	const char *ct = f->content_type[0] ? f->content_type : "application/octet-stream";
 	int64_t start = 0, len = f->size;
 	struct MHD_Response *resp;
-	char cr[80];
+	char cr[80], disp[1400];
 	int rc;
 
 	if (range != NULL && if_range != NULL && strcmp(if_range, etag) != 0)
@@ -146,8 +187,9 @@ static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char 
 		return http_send_fail(req, COF_EINTERNAL, "cannot send the file: out of resources");
 	file_headers(resp, f, etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
-	if (is_active_type(ct))
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment");
+	http_disposition(is_active_type(ct) ? "attachment" : "inline", name, disp, sizeof(disp));
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
+				disp[0] ? disp : is_active_type(ct) ? "attachment" : "inline");
 	if (rc == 1) {
 		snprintf(cr, sizeof(cr), "bytes %" PRId64 "-%" PRId64 "/%" PRId64, start,
 			 start + len - 1, f->size);
@@ -251,7 +293,7 @@ static unsigned read_preconditions(http_req *req, const cof_file *f, const char 
 	return MHD_HTTP_OK;
 }
 
-enum MHD_Result http_serve_file(http_req *req, cof_file *f)
+enum MHD_Result http_serve_file(http_req *req, cof_file *f, const char *name)
 {
 	enum MHD_Result ret;
 	unsigned pre;
@@ -271,7 +313,7 @@ enum MHD_Result http_serve_file(http_req *req, cof_file *f)
 			file_headers(resp, f, etag);
 		ret = http_queue(req, MHD_HTTP_NOT_MODIFIED, resp);
 	} else {
-		ret = serve_bytes(req, f, etag);
+		ret = serve_bytes(req, f, etag, name);
 	}
 	cof_file_close(f);
 	return ret;
@@ -381,7 +423,7 @@ enum MHD_Result http_file_get(http_req *req)
 	    cof_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], snap,
 			  &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->param[1]);
 }
 
 /* DELETE /v1/volumes/{id}/files/{path}: 200 {path, seq}; If-Match or
@@ -412,7 +454,7 @@ enum MHD_Result http_link_get(http_req *req)
 	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err) ||
 	    cof_link_open(req->srv->st, &req->link, &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->link.path);
 }
 
 /* True when the request's Content-Type matches the link's: same media type,

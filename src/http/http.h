@@ -147,9 +147,13 @@ struct MHD_Response *http_error_response(const cof_err *err);
 
 /* ---- files.c: serving file bytes (volume files and GET links) */
 
-/* Answers GET/HEAD for an open file: 200, 206, 304 or 416 with the download
- * headers. Closes `f` in every case. */
-enum MHD_Result http_serve_file(http_req *req, cof_file *f);
+/* Answers GET/HEAD for an open file: 200, 206, 304, 412 or 416 with the
+ * download headers; `name` (a path: its last segment is the file's name) goes
+ * into Content-Disposition. Closes `f` in every case. */
+enum MHD_Result http_serve_file(http_req *req, cof_file *f, const char *name);
+/* The Content-Disposition value `disp` ("inline"/"attachment") naming the last
+ * segment of `path` (RFC 6266 and 8187) in `out`; "" when there is no name. */
+void http_disposition(const char *disp, const char *path, char *out, size_t outsz);
 
 /* ---- routes: the handlers, one group per file */
 int http_begin_file_put(http_req *req);

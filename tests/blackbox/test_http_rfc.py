@@ -100,3 +100,67 @@ def test_read_conditionals_precedence(srv):
     time.sleep(1.1)
     srv.put_ok(vid, "p.txt", b"y")
     expect(srv.get_file(vid, "p.txt", headers={"If-Modified-Since": lm}), 200)
+
+
+# ------------------------------------------------------- downloads name their file
+
+def _filename_star(disp):
+    """The decoded filename* of a Content-Disposition value (RFC 8187), or None."""
+    for part in disp.split(";"):
+        k, _, v = part.strip().partition("=")
+        if k.lower() == "filename*":
+            charset, _, rest = v.partition("'")
+            _, _, pct = rest.partition("'")
+            eq(charset.upper(), "UTF-8", "filename* charset")
+            check(all(c.isalnum() or c in "!#$&+-.^_`|~%" for c in pct),
+                  "filename* is percent-encoded per RFC 8187: %r" % pct)
+            return urllib.parse.unquote(pct, encoding="utf-8", errors="strict")
+    return None
+
+
+def _filename_plain(disp):
+    i = disp.find('filename="')
+    if i < 0:
+        return None
+    j = disp.index('"', i + 10)
+    return disp[i + 10:j]
+
+
+def test_downloads_name_their_file(srv):
+    for what, url, name in _downloads(srv):
+        for method in (srv.get, srv.head):
+            disp = expect(method(url), 200).header("Content-Disposition") or ""
+            check(disp.startswith("inline;"), "%s: text/plain is inline: %r" % (what, disp))
+            eq(_filename_star(disp), name, "%s: filename* of %r" % (what, disp))
+            plain = _filename_plain(disp)
+            check(plain is not None and all(0x20 <= ord(c) < 0x7f and c not in '"\\%'
+                                            for c in plain),
+                  "%s: plain ASCII filename fallback, safely quoted: %r" % (what, disp))
+    # an active type is an attachment that still names its file
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "web/\u65e5\u672c.html", b"<script>1</script>", content_type="text/html")
+    disp = expect(srv.get_file(vid, "web/\u65e5\u672c.html"), 200).header("Content-Disposition")
+    check(disp.startswith("attachment;"), "html is an attachment: %r" % disp)
+    eq(_filename_star(disp), "\u65e5\u672c.html", "filename* of a UTF-8 name")
+    # archives keep their name and carry filename* too
+    r = expect(srv.get("/v1/volumes/%s/archive" % vid), 200)
+    disp = r.header("Content-Disposition")
+    name = "%s-%s.tar.gz" % (vid, r.header("X-Volume-Seq"))
+    eq(_filename_plain(disp), name, "archive name")
+    eq(_filename_star(disp), name, "archive filename*")
+    for h, v in (("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "sandbox")):
+        eq(r.header(h), v, "archive " + h)
+
+
+def test_archive_utf8_names(srv):
+    """A UTF-8 name (NFD kept) in an archive: cofferd once died writing it."""
+    import io
+    import tarfile
+    vid = srv.create_volume()["id"]
+    names = ["e\u0301t\u00e9/\u65e5\u672c.txt", "x" * 90 + "/\u00fc" * 10 + ".md"]
+    for n in names:
+        srv.put_ok(vid, n, n.encode())
+    body = expect(srv.get("/v1/volumes/%s/archive" % vid), 200).body
+    with tarfile.open(fileobj=io.BytesIO(body)) as t:
+        got = {m.name: t.extractfile(m).read() for m in t}
+    eq(got, {n: n.encode() for n in names}, "archive names and bytes")
