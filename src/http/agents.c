@@ -19,9 +19,8 @@ int http_agent_allowed(http_req *req, cof_err *err)
 
 int http_agent_begin_body(http_req *req, int64_t max_bytes)
 {
-	if (http_agent_allowed(req, &req->err))
+	if (http_agent_allowed(req, &req->err) || http_body_type(req))
 		return -1;
-	http_body_type(req);
 	return cof_upload_begin(req->srv->st, max_bytes, &req->up, &req->err);
 }
 

@@ -20,30 +20,31 @@
  * PUT to a missing volume fails before its bytes are streamed. */
 #define PUT_PRECHECK_BYTES (1 << 20)
 
-/* Media types a browser could run or render as a page: sent as attachments. */
-static const char *const active_types[] = {
-	"text/html", "application/xhtml+xml", "image/svg+xml", "application/xml",
-	"text/xml", "application/javascript", "text/javascript",
-	"application/ecmascript", "text/ecmascript", "application/x-javascript",
-	"text/jscript", "text/vbscript", "application/x-sh", "text/x-sh",
-	"application/x-shellscript", "text/x-shellscript", "application/x-csh",
-	"application/x-httpd-php", "application/x-php", "text/x-php",
-	"application/hta", "text/cache-manifest", "application/x-shockwave-flash",
-	"text/x-python", "text/x-perl", "multipart/x-mixed-replace", NULL
+/* Media types safe to show inline (docs/api.md): a browser shows them as
+ * text, an image, a document or a player, never as a page that runs code.
+ * Every other type is sent as an attachment, so an unknown or new active
+ * type (text/xsl, image/svg+xml, text/html, ...) can never render. */
+static const char *const inline_types[] = {
+	"text/plain", "text/csv", "text/markdown", "text/tab-separated-values",
+	"application/json", "application/pdf", "image/png", "image/jpeg", "image/gif",
+	"image/webp", "image/avif", "image/bmp", "image/apng", NULL
 };
+/* Whole top-level types that are safe inline: players only. */
+static const char *const inline_families[] = { "audio/", "video/", NULL };
 
-/* True when `ct` (media type, parameters ignored, any case) must be served as
- * an attachment: the list above, or any `+xml` type. */
-static int is_active_type(const char *ct)
+/* True when `ct` (parameters ignored, any case) may be shown inline. */
+static int is_inline_type(const char *ct)
 {
 	size_t len = strcspn(ct, "; \t");
 
-	if (len >= 4 && strncasecmp(ct + len - 4, "+xml", 4) == 0)
-		return 1;
-	for (size_t i = 0; active_types[i]; i++)
-		if (strlen(active_types[i]) == len &&
-		    strncasecmp(ct, active_types[i], len) == 0)
+	for (size_t i = 0; inline_types[i]; i++)
+		if (strlen(inline_types[i]) == len && strncasecmp(ct, inline_types[i], len) == 0)
 			return 1;
+	for (size_t i = 0; inline_families[i]; i++) {
+		size_t n = strlen(inline_families[i]);
+		if (len > n && strncasecmp(ct, inline_families[i], n) == 0)
+			return 1;
+	}
 	return 0;
 }
 
@@ -187,9 +188,9 @@ static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char 
 		return http_send_fail(req, COF_EINTERNAL, "cannot send the file: out of resources");
 	file_headers(resp, f, etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
-	http_disposition(is_active_type(ct) ? "attachment" : "inline", name, disp, sizeof(disp));
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
-				disp[0] ? disp : is_active_type(ct) ? "attachment" : "inline");
+	const char *how = is_inline_type(ct) ? "inline" : "attachment";
+	http_disposition(how, name, disp, sizeof(disp));
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp[0] ? disp : how);
 	if (rc == 1) {
 		snprintf(cr, sizeof(cr), "bytes %" PRId64 "-%" PRId64 "/%" PRId64, start,
 			 start + len - 1, f->size);
@@ -354,7 +355,7 @@ static int read_cond(http_req *req, cof_cond *cond, cof_err *err)
 	return 0;
 }
 
-void http_body_type(http_req *req)
+int http_body_type(http_req *req)
 {
 	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
 	/* curl -d/--data-binary sends this when told nothing: it never describes a
@@ -362,6 +363,11 @@ void http_body_type(http_req *req)
 	if (req->content_type &&
 	    !strcasecmp(req->content_type, "application/x-www-form-urlencoded"))
 		req->content_type = NULL;
+	/* checked here so a bad type is refused before 100 Continue */
+	if (req->content_type &&
+	    cof_media_type_check(req->content_type, "Content-Type", &req->err))
+		return -1;
+	return 0;
 }
 
 /* First call of PUT /v1/volumes/{id}/files/{path}: precondition, type, and
@@ -370,9 +376,8 @@ int http_begin_file_put(http_req *req)
 {
 	int64_t clen = http_content_length(req);
 
-	if (read_cond(req, &req->cond, &req->err))
+	if (read_cond(req, &req->cond, &req->err) || http_body_type(req))
 		return -1;
-	http_body_type(req);
 	if (clen < 0 || clen >= PUT_PRECHECK_BYTES) {
 		json_t *vol = NULL;
 		if (cof_volume_get(req->srv->st, ORG(req), req->param[0], &vol, &req->err))
@@ -488,6 +493,9 @@ int http_begin_link_put(http_req *req)
 				 "this link takes Content-Type '%s', not '%s'",
 				 l->content_type,
 				 req->content_type ? req->content_type : "(none)");
+	if (!l->content_type[0] && req->content_type &&
+	    cof_media_type_check(req->content_type, "Content-Type", &req->err))
+		return -1;
 	if (l->max_bytes > 0 && clen > l->max_bytes) {
 		cof_size_fmt(clen, a, sizeof(a));
 		cof_size_fmt(l->max_bytes, b, sizeof(b));

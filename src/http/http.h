@@ -161,8 +161,10 @@ enum MHD_Result http_file_put(http_req *req);
 enum MHD_Result http_file_get(http_req *req);
 /* Answers a committed put: 201 when the file is new, else 200; ETag set. */
 enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created, cof_err *err);
-/* Reads Content-Type for a file body (curl's form default counts as none). */
-void http_body_type(http_req *req);
+/* Reads Content-Type for a file body (curl's form default counts as none)
+ * into req->content_type. 0, or -1 with req->err (400) when it is not one
+ * valid media type. */
+int http_body_type(http_req *req);
 
 /* ---- agents.c */
 /* 0 when the caller's key may act on agent param[0] (and its subjects); else

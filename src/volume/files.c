@@ -198,21 +198,6 @@ void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t le
 	pthread_mutex_unlock(&st->magic_mu);
 }
 
-/* A Content-Type from a caller: printable ASCII, at most 127 bytes. */
-static int ctype_check(const char *t, cof_err *err)
-{
-	size_t n = strlen(t);
-
-	if (n == 0 || n > 127)
-		return cof_error(err, COF_EVALIDATION,
-				 "Content-Type must be 1 to 127 bytes (it is %zu)", n);
-	for (size_t i = 0; i < n; i++)
-		if (t[i] < 0x20 || t[i] > 0x7e)
-			return cof_error(err, COF_EVALIDATION,
-					 "Content-Type holds a control or non-ASCII byte");
-	return 0;
-}
-
 /* ------------------------------------------------------------------- put */
 
 typedef struct put_ctx {
@@ -254,7 +239,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	if (!up)
 		return cof_error(err, COF_EINTERNAL, "no upload");
 	if (cof_path_check(path, strlen(path), "path", &p.path, err) ||
-	    (content_type && ctype_check(content_type, err)) ||
+	    (content_type && cof_media_type_check(content_type, "Content-Type", err)) ||
 	    cof_meta_volume_get(st->meta, org, vol, &v, err)) {
 		cof_upload_abort(up);
 		return -1;

@@ -52,8 +52,8 @@ static int link_parse(cof_store *st, const char *org, const char *vol, json_t *b
 	if (!strcmp(method, "GET") && (max || ctype))
 		return cof_error(err, COF_EVALIDATION,
 				 "'maxBytes' and 'contentType' apply to PUT links only");
-	if (ctype && (strlen(ctype) == 0 || strlen(ctype) > 127))
-		return cof_error(err, COF_EVALIDATION, "'contentType' must be 1 to 127 bytes");
+	if (ctype && cof_media_type_check(ctype, "'contentType'", err))
+		return -1;
 	if (cof_meta_volume_get(st->meta, org, vol, &v, err))
 		return -1;
 	*expires = cof_now() + ttl;

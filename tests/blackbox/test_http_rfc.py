@@ -164,3 +164,71 @@ def test_archive_utf8_names(srv):
     with tarfile.open(fileobj=io.BytesIO(body)) as t:
         got = {m.name: t.extractfile(m).read() for m in t}
     eq(got, {n: n.encode() for n in names}, "archive names and bytes")
+
+
+# ------------------------------------------------ one media type; inline allowlist
+
+def test_put_content_type_is_one_media_type(srv):
+    vid = srv.create_volume()["id"]
+    aid = "ct-%d" % (time.time_ns() % 10**12)
+    expect(srv.put("/v1/agents/%s" % aid, json={}), 201)
+    bad = ["text/plain,text/html", "text/html, text/plain", "text", "text/", "/plain",
+           "text/plain; charset", "text/plain; =utf-8", "text/plain; charset=\"utf-8",
+           "text plain", "te(x)t/plain", "text/plain; a=b c"]
+    for ct in bad:
+        e = expect_error(srv.put_file(vid, "a.txt", b"<b>x</b>", content_type=ct), 400,
+                         "validation_error")
+        contains(e["message"], "Content-Type", "the error names the header")
+        expect_error(srv.put("/v1/agents/%s/files/workspace/a.txt" % aid, body=b"x",
+                             headers={"Content-Type": ct}), 400, "validation_error")
+        expect_error(srv.post("/v1/volumes/%s/links" % vid,
+                              json={"path": "a.txt", "method": "PUT", "contentType": ct}),
+                     400, "validation_error")
+    eq(srv.list_files(vid)["files"], [], "nothing stored")
+    # refused before 100 Continue: the client never sends the body
+    s = socket.create_connection((srv.host, srv.port), timeout=10)
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: text/plain,text/html\r\nContent-Length: 5\r\n"
+               "Expect: 100-continue\r\n\r\n" % (srv.file_path(vid, "b.txt"), srv.key)).encode())
+    head = s.recv(4096).decode("latin-1")
+    s.close()
+    check(head.startswith("HTTP/1.1 400"), "400 without 100 Continue, got %r" % head[:80])
+    good = ["text/plain", "text/plain; charset=utf-8", "text/plain;charset=\"utf-8\"",
+            "application/vnd.api+json", "TEXT/Plain ; q=\"a \\\" b\"", "text/plain;"]
+    for i, ct in enumerate(good):
+        r = srv.put_ok(vid, "g%d.txt" % i, b"x", content_type=ct)
+        eq(r["contentType"], ct, "stored type")
+    # a link PUT with a bad type is refused too
+    link = expect(srv.post("/v1/volumes/%s/links" % vid,
+                           json={"path": "l.txt", "method": "PUT"}), 201).json()["url"]
+    expect_error(srv.put(link, body=b"x", headers={"Content-Type": "text/plain,text/html"}),
+                 400, "validation_error")
+
+
+def test_attachment_unless_inline_allowlisted(srv):
+    vid = srv.create_volume()["id"]
+    inline = ["text/plain", "text/plain; charset=utf-8", "text/csv", "text/markdown",
+              "application/json", "application/pdf", "image/png", "image/jpeg", "image/gif",
+              "image/webp", "audio/mpeg", "video/mp4"]
+    attach = ["text/xsl", "text/html", "image/svg+xml", "application/xml", "text/xml",
+              "application/xhtml+xml", "text/javascript", "application/octet-stream",
+              "text/css", "application/x-unknown", "text/vnd.wap.wml", "image/svg",
+              "multipart/x-mixed-replace", "application/rss+xml", "audio", "text/plain2"]
+    for i, ct in enumerate(inline + attach):
+        if "/" not in ct:
+            continue
+        srv.put_ok(vid, "f%d" % i, b"<x/>", content_type=ct)
+        r = expect(srv.get_file(vid, "f%d" % i), 200)
+        eq(r.header("Content-Type"), ct, "served type")
+        disp = r.header("Content-Disposition") or ""
+        want = "inline" if ct in inline else "attachment"
+        eq(disp.split(";")[0], want, "disposition of %s (%r)" % (ct, disp))
+        eq(r.header("X-Content-Type-Options"), "nosniff", "nosniff on %s" % ct)
+        eq(r.header("Content-Security-Policy"), "sandbox", "CSP on %s" % ct)
+    # a signed link serves the same headers
+    link = expect(srv.post("/v1/volumes/%s/links" % vid, json={"path": "f%d" % len(inline)}),
+                  201).json()["url"]
+    r = expect(srv.get(link, key=None), 200)
+    eq(r.header("Content-Disposition").split(";")[0], "attachment", "text/xsl by link")
+    eq((r.header("X-Content-Type-Options"), r.header("Content-Security-Policy")),
+       ("nosniff", "sandbox"), "link download headers")
