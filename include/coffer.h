@@ -348,9 +348,9 @@ void cof_agent_watch_close(cof_agent_watch *w);
 
 /* Each (agent, subject) pair has one durable volume, made on first use by any
  * call below (capacity 512 MiB growing to a 4 GiB ceiling; past it
- * COF_EVALIDATION). Subject ids: 1..128 bytes of [A-Za-z0-9._@-]; an unknown
- * agent is COF_ENOTFOUND. Paths are volume paths ("notes/a.md", one leading
- * '/' allowed). The top folders memories/ and skills/ are reserved: the file
+ * COF_EVALIDATION). Subject ids: 1..128 bytes of [A-Za-z0-9._@-], not "." or
+ * ".."; an unknown agent is COF_ENOTFOUND. Paths are volume paths ("notes/a.md",
+ * one leading '/' allowed; no control characters). The top folders memories/ and skills/ are reserved: the file
  * calls read them but refuse writes, moves and deletes there (COF_EFORBIDDEN). */
 
 /* PUT .../files/content {path, encoding?:"utf-8"|"base64", content, createParents?}.

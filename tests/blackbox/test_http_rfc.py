@@ -232,3 +232,77 @@ def test_attachment_unless_inline_allowlisted(srv):
     eq(r.header("Content-Disposition").split(";")[0], "attachment", "text/xsl by link")
     eq((r.header("X-Content-Type-Options"), r.header("Content-Security-Policy")),
        ("nosniff", "sandbox"), "link download headers")
+
+
+# ------------------------------------------------------ control characters in paths
+
+CONTROLS = ["a\r\nX-Inj: 1", "tab\there", "bell\x07", "del\x7f", "x\x01y", "dir\x1f/f"]
+
+
+def _q(s):
+    return urllib.parse.quote(s, safe="/")
+
+
+def test_control_characters_refused_everywhere(srv):
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "ok.txt", b"x")
+    aid = "cc-%d" % (time.time_ns() % 10**12)
+    expect(srv.put("/v1/agents/%s" % aid, json={}), 201)
+    ag = "/v1/agents/%s" % aid
+    for bad in CONTROLS:
+        what = repr(bad)
+        e = expect_error(srv.put_file(vid, bad, b"x"), 400, "validation_error")
+        contains(e["message"], "control character", "volume PUT %s names why" % what)
+        expect_error(srv.get_file(vid, bad), 400, "validation_error")
+        expect_error(srv.delete(srv.file_path(vid, bad)), 400, "validation_error")
+        expect_error(srv.post("/v1/volumes/%s/move" % vid, json={"from": "ok.txt", "to": bad}),
+                     400, "validation_error")
+        expect_error(srv.post("/v1/volumes/%s/move" % vid, json={"from": bad, "to": "b.txt"}),
+                     400, "validation_error")
+        expect_error(srv.get("/v1/volumes/%s/files" % vid, query={"prefix": bad}), 400,
+                     "validation_error")
+        expect_error(srv.get("/v1/volumes/%s/archive" % vid, query={"path": bad}), 400,
+                     "validation_error")
+        expect_error(srv.post("/v1/volumes/%s/links" % vid, json={"path": bad}), 400,
+                     "validation_error")
+        expect_error(srv.post("/v1/volumes/%s/links" % vid,
+                              json={"path": bad, "method": "PUT"}), 400, "validation_error")
+        expect_error(srv.put(ag + "/files/workspace/" + _q(bad), body=b"x"), 400,
+                     "validation_error")
+        expect_error(srv.get(ag + "/files/workspace/" + _q(bad)), 400, "validation_error")
+        expect_error(srv.put(ag + "/uploads/r1/" + _q(bad.replace("/", "_")), body=b"x"), 400,
+                     "validation_error")
+        expect_error(srv.put(ag + "/uploads/" + _q(bad.replace("/", "_")) + "/n.txt",
+                             body=b"x"), 400, "validation_error")
+        expect_error(srv.put(ag + "/users/ann/files/content",
+                             json={"path": bad, "content": "x"}), 400, "validation_error")
+        expect_error(srv.get(ag + "/users/ann/files/content", query={"path": bad}), 400,
+                     "validation_error")
+        expect_error(srv.get(ag + "/users/ann/files", query={"path": bad}), 400,
+                     "validation_error")
+        expect_error(srv.post(ag + "/users/ann/files/move", json={"from": "x", "to": bad}), 400,
+                     "validation_error")
+    eq([f["path"] for f in srv.list_files(vid)["files"]], ["ok.txt"], "nothing else stored")
+    # the archive never carries such a name
+    import io
+    import tarfile
+    body = expect(srv.get("/v1/volumes/%s/archive" % vid), 200).body
+    with tarfile.open(fileobj=io.BytesIO(body)) as t:
+        eq(t.getnames(), ["ok.txt"], "archive names")
+
+
+def test_dot_subject_ids_refused(srv):
+    aid = "dot-%d" % (time.time_ns() % 10**12)
+    expect(srv.put("/v1/agents/%s" % aid, json={}), 201)
+    for sid in ("%2E", "%2E%2E"):
+        base = "/v1/agents/%s/users/%s" % (aid, sid)
+        e = expect_error(srv.put(base + "/files/content", json={"path": "a.txt", "content": "x"}),
+                         400, "validation_error")
+        contains(e["message"], "subject id", "the error names the subject id")
+        expect_error(srv.get(base + "/volume"), 400, "validation_error")
+        expect_error(srv.get(base + "/files"), 400, "validation_error")
+        expect_error(srv.put(base + "/memory/USER.md", body=b"x"), 400, "validation_error")
+    # the agent id rule it matches
+    expect_error(srv.put("/v1/agents/%2E%2E", json={}), 400, "validation_error")
+    expect(srv.put("/v1/agents/%s/users/a.b/files/content" % aid,
+                   json={"path": "a.txt", "content": "x"}), 201)
