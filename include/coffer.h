@@ -97,10 +97,20 @@ int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
 
 /* ---------------------------------------------------------------- volumes */
 
-/* POST /v1/volumes {name, ceiling?}. With `idem_key` the same volume is answered
- * again for a day. *created says whether it was made now (201) or replayed. */
+/* An Idempotency-Key and the request it came with. `request` is a hash of
+ * the request (HTTP: method, path and body; see http_request_hash); NULL =
+ * the operation and its body. The same key with another request within a day
+ * is COF_ECONFLICT naming the key, and nothing is done. */
+typedef struct cof_idem {
+	const char *key;
+	const char *request;
+} cof_idem;
+
+/* POST /v1/volumes {name, ceiling?}. With `idem` (NULL = none) the same volume
+ * is answered again for a day. *created says whether it was made now (201) or
+ * replayed. */
 int cof_volume_create(cof_store *st, const char *org, json_t *body,
-		      const char *idem_key, json_t **out, int *created, cof_err *err);
+		      const cof_idem *idem, json_t **out, int *created, cof_err *err);
 int cof_volume_get(cof_store *st, const char *org, const char *id, json_t **out,
 		   cof_err *err);
 /* GET /v1/volumes?ids=a,b — `ids` comma-separated, at most 50. Unknown ids left out. */
@@ -237,9 +247,10 @@ void cof_archive_close(cof_archive *a);
 /* ----------------------------------------------------------- signed links */
 
 /* POST /v1/volumes/{id}/links: {url:"/l/TOKEN", method, path, expiresAt}; the HTTP
- * layer makes `url` absolute. A retry with the same `idem_key`: COF_ECONFLICT. */
+ * layer makes `url` absolute. A retry with the same `idem` (NULL = none):
+ * COF_ECONFLICT, and the link is never shown again. */
 int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
-		    const char *idem_key, json_t **out, cof_err *err);
+		    const cof_idem *idem, json_t **out, cof_err *err);
 
 /* What a verified token allows. */
 typedef struct cof_link {
@@ -316,7 +327,7 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
  * a signed link to a file by the agent's path (PUT links need a read-write
  * mount). Answer as cof_link_create, with the agent path. */
 int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
-			  const char *idem_key, json_t **out, cof_err *err);
+			  const cof_idem *idem, json_t **out, cof_err *err);
 
 /* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
  * contentType}] (every file the run's tool calls wrote, up to 100),

@@ -297,7 +297,9 @@ enum MHD_Result http_agent_link(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	const char *idem = http_header_trim(req, "Idempotency-Key");
+	cof_idem idem_buf;
+	char hash[65];
+	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_link_create(req->srv->st, ORG(req), req->param[0], req->json, idem,
 					 &out, &err);

@@ -62,6 +62,7 @@ struct http_req {
 	http_server *srv;
 	struct MHD_Connection *conn;
 	const char *method;
+	const char *url;               /* the path as sent (in `owned`) */
 	const http_route *route;
 	char *param[HTTP_MAX_PARAMS];  /* decoded captures (in `owned`) */
 	int nparams;
@@ -111,6 +112,10 @@ char *http_header_trim(http_req *req, const char *name);
 int http_expects_continue(http_req *req);
 /* Declared Content-Length, or -1 when absent (chunked). */
 int64_t http_content_length(http_req *req);
+/* The request's Idempotency-Key (trimmed) with a hash of its method, path and
+ * body (the JSON body canonical: keys sorted, compact), filled into the
+ * caller's `idem` and `hash`; NULL when the request has no key. */
+const cof_idem *http_idem(http_req *req, cof_idem *idem, char hash[65]);
 /* Releases everything the request owns (not the struct). */
 void http_req_release(http_req *req);
 

@@ -32,7 +32,9 @@ enum MHD_Result http_volume_create(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 1;
-	const char *idem = http_header_trim(req, "Idempotency-Key");
+	cof_idem idem_buf;
+	char hash[65];
+	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = cof_volume_create(req->srv->st, ORG(req), req->json, idem, &out,
 				   &created, &err);
 

@@ -204,26 +204,22 @@ static int volume_new(cof_store *st, const char *org, json_t *body, cof_volrow *
 }
 
 int cof_volume_create(cof_store *st, const char *org, json_t *body,
-		      const char *idem_key, json_t **out, int *created, cof_err *err)
+		      const cof_idem *idem, json_t **out, int *created, cof_err *err)
 {
 	cof_volrow v;
-	char scope[96], *prev = NULL;
+	char *prev = NULL;
 	int rc;
 
 	*created = 0;
-	if (!idem_key || !*idem_key) {
+	if (!idem || !idem->key || !*idem->key) {
 		if (volume_new(st, org, body, &v, err))
 			return -1;
 		*created = 1;
 		*out = cof_volume_json(&v);
 		return 0;
 	}
-	if (strlen(idem_key) > 255)
-		return cof_error(err, COF_EVALIDATION,
-				 "Idempotency-Key is %zu bytes; the limit is 255", strlen(idem_key));
-	snprintf(scope, sizeof scope, "%s:volume", org);
 	pthread_mutex_lock(&create_mu);
-	rc = cof_meta_idem_get(st->meta, scope, idem_key, COF_IDEM_TTL, &prev, err);
+	rc = cof_idem_lookup(st, org, idem, "POST /v1/volumes", body, &prev, err);
 	if (rc == 1) {
 		pthread_mutex_unlock(&create_mu);
 		rc = cof_volume_get(st, org, prev, out, err);
@@ -231,7 +227,7 @@ int cof_volume_create(cof_store *st, const char *org, json_t *body,
 		return rc;
 	}
 	if (rc == 0 && (rc = volume_new(st, org, body, &v, err)) == 0)
-		rc = cof_meta_idem_put(st->meta, scope, idem_key, v.id, err);
+		rc = cof_idem_record(st, org, idem, "POST /v1/volumes", body, v.id, err);
 	pthread_mutex_unlock(&create_mu);
 	if (rc)
 		return -1;

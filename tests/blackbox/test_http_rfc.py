@@ -306,3 +306,53 @@ def test_dot_subject_ids_refused(srv):
     expect_error(srv.put("/v1/agents/%2E%2E", json={}), 400, "validation_error")
     expect(srv.put("/v1/agents/%s/users/a.b/files/content" % aid,
                    json={"path": "a.txt", "content": "x"}), 201)
+
+
+# ------------------------------------------------- Idempotency-Key bound to its request
+
+def test_idempotency_key_with_another_request_conflicts(srv):
+    key = "idem-rfc-%d" % time.time_ns()
+    h = {"Idempotency-Key": key}
+    a = expect(srv.post("/v1/volumes", json={"name": key + "-a"}, headers=h), 201).json()
+    # the same request again: the same volume (a replay); key order and spacing
+    # of the JSON do not make another request
+    b = expect(srv.request("POST", "/v1/volumes", body=('{ "name" : "%s-a" }' % key).encode(),
+                           headers=dict(h, **{"Content-Type": "application/json"})), 201).json()
+    eq(b["id"], a["id"], "replayed volume")
+    # another body: 409 naming the key, and nothing made
+    e = expect_error(srv.post("/v1/volumes", json={"name": key + "-b"}, headers=h), 409,
+                     "conflict")
+    contains(e["message"], key, "the 409 names the key")
+    e = expect_error(srv.post("/v1/volumes", json={"name": key + "-a", "ceiling": 1 << 20},
+                              headers=h), 409, "conflict")
+    # another path with the same key: 409 too, no link made
+    srv.put_ok(a["id"], "f.txt", b"x")
+    e = expect_error(srv.post("/v1/volumes/%s/links" % a["id"], json={"path": "f.txt"},
+                              headers=h), 409, "conflict")
+    contains(e["message"], key, "the 409 names the key")
+    # the original request still replays
+    eq(expect(srv.post("/v1/volumes", json={"name": key + "-a"}, headers=h), 201).json()["id"],
+       a["id"], "replay after the conflicts")
+    # (test_volume_list checks that no other volume was made)
+    # links: the same request is 409 (never the link again); another body is 409
+    # naming the key
+    lk = {"Idempotency-Key": key + "-link"}
+    expect(srv.post("/v1/volumes/%s/links" % a["id"], json={"path": "f.txt"}, headers=lk), 201)
+    e = expect_error(srv.post("/v1/volumes/%s/links" % a["id"], json={"path": "f.txt"},
+                              headers=lk), 409, "conflict")
+    contains(e["message"], key + "-link", "the 409 names the key")
+    check("url" not in str(e), "no link in the 409")
+    e = expect_error(srv.post("/v1/volumes/%s/links" % a["id"],
+                              json={"path": "f.txt", "expiresIn": 60}, headers=lk), 409)
+    contains(e["message"], "different request", "says the request differs")
+    # agent links share the rule
+    aid = "idem-%d" % (time.time_ns() % 10**12)
+    expect(srv.put("/v1/agents/%s" % aid, json={}), 201)
+    expect(srv.put("/v1/agents/%s/files/workspace/f.txt" % aid, body=b"x"), 201)
+    ak = {"Idempotency-Key": key + "-agent"}
+    expect(srv.post("/v1/agents/%s/links" % aid, json={"path": "/workspace/f.txt"},
+                    headers=ak), 201)
+    e = expect_error(srv.post("/v1/agents/%s/links" % aid,
+                              json={"path": "/workspace/f.txt", "expiresIn": 5}, headers=ak),
+                     409, "conflict")
+    contains(e["message"], key + "-agent", "the 409 names the key")
