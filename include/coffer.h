@@ -141,6 +141,13 @@ int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err);
  * with COF_ETOOLARGE as soon as it is crossed. */
 typedef struct cof_upload cof_upload;
 int cof_upload_begin(cof_store *st, int64_t max_bytes, cof_upload **out, cof_err *err);
+/* Holds `up` to the room volume `vol` has for a write of `path`: its ceiling
+ * less its bytes, plus what `path` holds now. `declared` (a Content-Length;
+ * -1 = unknown) past the room fails at once, and so does a cof_upload_write
+ * that would cross it, before its bytes are stored: COF_EVALIDATION naming
+ * the ceiling, as cof_file_put's own check (which stays the final one). */
+int cof_upload_room(cof_upload *up, const char *org, const char *vol, const char *path,
+		    int64_t declared, cof_err *err);
 int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err);
 int64_t cof_upload_size(const cof_upload *up);
 /* Drops an upload that will not be committed. NULL is fine. */

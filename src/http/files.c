@@ -16,9 +16,11 @@
 #include "util/range.h"
 
 #define ORG(req) ((req)->who.org)
-/* Bodies at least this big (or of unknown size) check the volume first, so a
- * PUT to a missing volume fails before its bytes are streamed. */
-#define PUT_PRECHECK_BYTES (1 << 20)
+/* Bodies bigger than this (or of unknown size) check the volume first: a PUT
+ * to a missing volume, or past the volume's ceiling, fails before its bytes
+ * are streamed, and a streamed body stops as it crosses the ceiling. Smaller
+ * ones stay in memory until the commit, whose check is the same. */
+#define PUT_PRECHECK_BYTES (16 * 1024)
 
 /* Media types safe to show inline (docs/api.md): a browser shows them as
  * text, an image, a document or a player, never as a page that runs code.
@@ -376,15 +378,13 @@ int http_begin_file_put(http_req *req)
 {
 	int64_t clen = http_content_length(req);
 
-	if (read_cond(req, &req->cond, &req->err) || http_body_type(req))
+	if (read_cond(req, &req->cond, &req->err) || http_body_type(req) ||
+	    cof_upload_begin(req->srv->st, 0, &req->up, &req->err))
 		return -1;
-	if (clen < 0 || clen >= PUT_PRECHECK_BYTES) {
-		json_t *vol = NULL;
-		if (cof_volume_get(req->srv->st, ORG(req), req->param[0], &vol, &req->err))
-			return -1;
-		json_decref(vol);
-	}
-	return cof_upload_begin(req->srv->st, 0, &req->up, &req->err);
+	if (clen < 0 || clen > PUT_PRECHECK_BYTES)
+		return cof_upload_room(req->up, ORG(req), req->param[0], req->param[1], clen,
+				       &req->err);
+	return 0;
 }
 
 /* Answers a committed put: 201 when the file is new, else 200; ETag set. */
@@ -502,7 +502,11 @@ int http_begin_link_put(http_req *req)
 		return cof_error(&req->err, COF_ETOOLARGE,
 				 "file is %s; this link takes at most %s", a, b);
 	}
-	return cof_upload_begin(req->srv->st, l->max_bytes, &req->up, &req->err);
+	if (cof_upload_begin(req->srv->st, l->max_bytes, &req->up, &req->err))
+		return -1;
+	return clen < 0 || clen > PUT_PRECHECK_BYTES
+		       ? cof_upload_room(req->up, l->org, l->vol, l->path, clen, &req->err)
+		       : 0;
 }
 
 enum MHD_Result http_link_put(http_req *req)

@@ -356,3 +356,72 @@ def test_idempotency_key_with_another_request_conflicts(srv):
                               json={"path": "/workspace/f.txt", "expiresIn": 5}, headers=ak),
                      409, "conflict")
     contains(e["message"], key + "-agent", "the 409 names the key")
+
+
+# --------------------------------------------------- the ceiling holds while streaming
+
+MiB = 1 << 20
+
+
+def _tmp_bytes(srv):
+    total = 0
+    for root, _, files in os.walk(os.path.join(srv.data, "tmp")):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def test_ceiling_refused_before_100_continue(srv):
+    vid = srv.create_volume(ceiling=MiB)["id"]
+    srv.put_ok(vid, "half.bin", b"h" * (MiB // 2))
+    for path, length, want in (("big.bin", MiB, "400"), ("half.bin", MiB, "100"),
+                               ("fits.bin", MiB // 2, "100")):
+        s = socket.create_connection((srv.host, srv.port), timeout=10)
+        s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Length: %d\r\nExpect: 100-continue\r\n\r\n"
+                   % (srv.file_path(vid, path), srv.key, length)).encode())
+        head = s.recv(65536).decode("latin-1")
+        s.close()
+        # over what is left: 400 at once; an overwrite frees the file's own bytes
+        check(head.startswith("HTTP/1.1 " + want),
+              "PUT %s of %d bytes into a 1 MiB ceiling holding 0.5 MiB: want %s first, got %r"
+              % (path, length, want, head[:200]))
+        if want == "400":
+            contains(head, "ceiling", "the 400 names the ceiling")
+    eq(srv.volume(vid)["bytes"], MiB // 2, "bytes stored")
+
+
+def test_ceiling_stops_a_streamed_body(srv):
+    vid = srv.create_volume(ceiling=MiB)["id"]
+    total, chunk = 48 * MiB, 256 * 1024
+    seen = {"max": 0, "sent": 0}
+
+    def body():
+        while seen["sent"] < total:
+            seen["max"] = max(seen["max"], _tmp_bytes(srv))
+            seen["sent"] += chunk
+            yield b"z" * chunk
+
+    e = expect_error(srv.put_file(vid, "huge.bin", body()), 400, "validation_error")
+    contains(e["message"], "ceiling", "the error names the ceiling")
+    eq(e.get("ceiling"), MiB, "error.ceiling")
+    seen["max"] = max(seen["max"], _tmp_bytes(srv))
+    check(seen["max"] <= MiB + chunk,
+          "DATA/tmp held at most the ceiling while %d MiB streamed in (saw %d bytes)"
+          % (total // MiB, seen["max"]))
+    eq(srv.volume(vid)["bytes"], 0, "nothing stored")
+    # a streamed body that fits is stored whole
+    def fits():
+        for _ in range(3):
+            yield b"f" * chunk
+    r = expect(srv.put_file(vid, "ok.bin", fits()), 201).json()
+    eq(r["size"], 3 * chunk, "size")
+    # and a signed PUT link holds the same ceiling
+    link = expect(srv.post("/v1/volumes/%s/links" % vid,
+                           json={"path": "l.bin", "method": "PUT"}), 201).json()["url"]
+    seen.update(max=0, sent=0)
+    expect_error(srv.put(link, body=body(), key=None), 400, "validation_error")
+    check(seen["max"] <= MiB + chunk, "link upload cut at the ceiling (saw %d)" % seen["max"])
