@@ -113,7 +113,14 @@ int cof_volume_create(cof_store *st, const char *org, json_t *body,
 		      const cof_idem *idem, json_t **out, int *created, cof_err *err);
 int cof_volume_get(cof_store *st, const char *org, const char *id, json_t **out,
 		   cof_err *err);
-/* GET /v1/volumes?ids=a,b — `ids` comma-separated, at most 50. Unknown ids left out. */
+/* GET /v1/volumes?prefix=&cursor=&limit=: the organization's volumes whose
+ * name starts with `prefix` (NULL = all), by name (then id):
+ * {volumes:[{id, name, seq, files, bytes, createdAt}], cursor?}; `limit` 1 to
+ * 1,000 (0 = 1,000); `cursor` (NULL = the start) from the previous page. */
+int cof_volume_list(cof_store *st, const char *org, const char *prefix,
+		    const char *cursor, int64_t limit, json_t **out, cof_err *err);
+/* GET /v1/volumes?ids=a,b — `ids` comma-separated, at most 50: {volumes:[{id,
+ * name, seq, files, bytes}]}. Unknown ids left out. */
 int cof_volume_get_many(cof_store *st, const char *org, const char *ids,
 			json_t **out, cof_err *err);
 int cof_volume_delete(cof_store *st, const char *org, const char *id, cof_err *err);
