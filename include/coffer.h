@@ -320,6 +320,10 @@ int cof_agent_file_open(cof_store *st, const char *org, const char *id, const ch
 int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *path,
 		       cof_upload *up, const char *content_type, json_t **out, int *created,
 		       cof_err *err);
+/* Holds `up` to the room of the volume behind agent path `path` (as
+ * cof_upload_room; a read-only mount: COF_EFORBIDDEN). */
+int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *path,
+			cof_upload *up, int64_t declared, cof_err *err);
 int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
 			  const char *path, json_t **out, cof_err *err);
 /* GET /v1/agents/{id}/files?path=DIR: {path, entries:[{name, path, type, size?}]}. */

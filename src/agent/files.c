@@ -73,6 +73,21 @@ int cof_agent_file_put(cof_store *st, const char *org, const char *id, const cha
 	return rc;
 }
 
+int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *path,
+			cof_upload *up, int64_t declared, cof_err *err)
+{
+	cof_agent a;
+	cof_target t;
+	int rc;
+
+	if (file_target(st, org, id, path, &a, &t, err))
+		return -1;
+	rc = cof_agent_writable(&t, err) ||
+	     cof_upload_room(up, org, t.mount->vol, t.vpath, declared, err) ? -1 : 0;
+	cof_agent_release(&a);
+	return rc;
+}
+
 int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
 			  const char *path, json_t **out, cof_err *err)
 {

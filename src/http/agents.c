@@ -115,9 +115,18 @@ enum MHD_Result http_agent_file_get(http_req *req)
 	return http_serve_file(req, &f, req->param[1]);
 }
 
+/* First call of PUT /v1/agents/{id}/files/{path}: as for volume files, a
+ * body over 16 KiB or of unknown length is held to the volume's ceiling. */
 int http_begin_agent_file_put(http_req *req)
 {
-	return http_agent_begin_body(req, 0);
+	int64_t clen = http_content_length(req);
+
+	if (http_agent_begin_body(req, 0))
+		return -1;
+	if (clen >= 0 && clen <= 16 * 1024)
+		return 0;
+	return cof_agent_file_room(req->srv->st, ORG(req), req->param[0],
+				   agent_path(req, req->param[1]), req->up, clen, &req->err);
 }
 
 enum MHD_Result http_agent_file_put(http_req *req)

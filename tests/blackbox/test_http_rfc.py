@@ -425,3 +425,31 @@ def test_ceiling_stops_a_streamed_body(srv):
     seen.update(max=0, sent=0)
     expect_error(srv.put(link, body=body(), key=None), 400, "validation_error")
     check(seen["max"] <= MiB + chunk, "link upload cut at the ceiling (saw %d)" % seen["max"])
+
+
+def test_ceiling_holds_for_agent_files(srv):
+    vid = srv.create_volume(ceiling=MiB)["id"]
+    aid = "ceil-%d" % (time.time_ns() % 10**12)
+    expect(srv.put("/v1/agents/%s" % aid,
+                   json={"mounts": [{"volumeId": vid, "path": "/data", "mode": "rw"}]}), 201)
+    total, chunk = 24 * MiB, 256 * 1024
+    seen = {"max": 0, "sent": 0}
+
+    def body():
+        while seen["sent"] < total:
+            seen["max"] = max(seen["max"], _tmp_bytes(srv))
+            seen["sent"] += chunk
+            yield b"z" * chunk
+
+    url = "/v1/agents/%s/files/data/big.bin" % aid
+    e = expect_error(srv.put(url, body=body()), 400, "validation_error")
+    contains(e["message"], "ceiling", "the error names the ceiling")
+    check(seen["max"] <= MiB + chunk, "agent upload cut at the ceiling (saw %d)" % seen["max"])
+    s = socket.create_connection((srv.host, srv.port), timeout=10)
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Length: %d\r\nExpect: 100-continue\r\n\r\n"
+               % (url, srv.key, 2 * MiB)).encode())
+    head = s.recv(65536).decode("latin-1")
+    s.close()
+    check(head.startswith("HTTP/1.1 400"), "400 before 100 Continue, got %r" % head[:120])
+    eq(srv.volume(vid)["bytes"], 0, "nothing stored")
