@@ -282,6 +282,17 @@ def test_control_characters_refused_everywhere(srv):
                      "validation_error")
         expect_error(srv.post(ag + "/users/ann/files/move", json={"from": "x", "to": bad}), 400,
                      "validation_error")
+        expect_error(srv.get(ag + "/files", query={"path": "/workspace/" + bad}), 400,
+                     "validation_error")
+        expect_error(srv.get("/v1/volumes/%s/changes" % vid, query={"prefix": bad}), 400,
+                     "validation_error")
+        expect_error(srv.post("/v1/volumes/%s/snapshots" % vid, json={"files": {bad: "x"}}),
+                     400, "validation_error")
+        expect_error(srv.post(ag + "/links", json={"path": "/workspace/" + bad}), 400,
+                     "validation_error")
+        expect_error(srv.post(ag + "/tools/write", json={"path": "/workspace/" + bad,
+                                                         "content": "x"}), 400,
+                     "validation_error")
     eq([f["path"] for f in srv.list_files(vid)["files"]], ["ok.txt"], "nothing else stored")
     # the archive never carries such a name
     import io
