@@ -337,6 +337,11 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
  * answered again with `replayed: true`. Consumes `up`; begin it with
  * max_bytes COF_UPLOAD_MAX (256 MiB). */
 #define COF_UPLOAD_MAX (256LL << 20)
+/* Holds `up` to the room of the volume the upload lands in (as
+ * cof_upload_room), before its body is read. */
+int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
+			  const char *request, const char *name, cof_upload *up,
+			  int64_t declared, cof_err *err);
 int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *request,
 		     const char *name, cof_upload *up, const char *content_type, json_t **out,
 		     int *created, cof_err *err);

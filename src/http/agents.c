@@ -187,7 +187,14 @@ enum MHD_Result http_agent_run(http_req *req)
 
 int http_begin_agent_upload(http_req *req)
 {
-	return http_agent_begin_body(req, COF_UPLOAD_MAX);
+	int64_t clen = http_content_length(req);
+
+	if (http_agent_begin_body(req, COF_UPLOAD_MAX))
+		return -1;
+	if (clen >= 0 && clen <= 16 * 1024)
+		return 0;
+	return cof_agent_upload_room(req->srv->st, ORG(req), req->param[0], req->param[1],
+				     req->param[2], req->up, clen, &req->err);
 }
 
 /* PUT /v1/agents/{id}/uploads/{requestId}/{name}: 201 new, 200 a replayed retry. */

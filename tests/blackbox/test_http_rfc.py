@@ -464,3 +464,30 @@ def test_ceiling_holds_for_agent_files(srv):
     s.close()
     check(head.startswith("HTTP/1.1 400"), "400 before 100 Continue, got %r" % head[:120])
     eq(srv.volume(vid)["bytes"], 0, "nothing stored")
+
+
+def test_ceiling_holds_for_agent_uploads(srv):
+    vid = srv.create_volume(ceiling=MiB)["id"]
+    aid = "up-%d" % (time.time_ns() % 10**12)
+    expect(srv.put("/v1/agents/%s" % aid,
+                   json={"mounts": [{"workspace": False},
+                                    {"volumeId": vid, "path": "/data", "mode": "rw"}]}), 201)
+    total, chunk = 24 * MiB, 256 * 1024
+    seen = {"max": 0, "sent": 0}
+
+    def body():
+        while seen["sent"] < total:
+            seen["max"] = max(seen["max"], _tmp_bytes(srv))
+            seen["sent"] += chunk
+            yield b"u" * chunk
+
+    url = "/v1/agents/%s/uploads/r1/big.bin" % aid
+    e = expect_error(srv.put(url, body=body()), 400, "validation_error")
+    contains(e["message"], "ceiling", "the error names the ceiling")
+    check(seen["max"] <= MiB + chunk, "upload cut at the ceiling (saw %d)" % seen["max"])
+    eq(srv.volume(vid)["bytes"], 0, "nothing stored")
+    # one that fits lands, and its retry still replays
+    r = expect(srv.put(url, body=b"x" * (64 * 1024)), 201).json()
+    eq(r["path"], "/data/uploads/r1/big.bin", "upload path")
+    r = expect(srv.put(url, body=b"x" * (64 * 1024)), 200).json()
+    eq(r.get("replayed"), True, "a retry replays")
