@@ -379,6 +379,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		req->srv = srv;
 		req->conn = conn;
 		req->method = method;
+		req->url = http_own(req, url, strlen(url));
 		*con_cls = req;
 		__atomic_add_fetch(&srv->in_flight, 1, __ATOMIC_SEQ_CST);
 		req_begin(req, url);

@@ -21,6 +21,7 @@ static const char *schema =
 	" bytes INTEGER NOT NULL, capacity INTEGER NOT NULL, ceiling INTEGER NOT NULL,"
 	" created_at INTEGER NOT NULL, hidden INTEGER NOT NULL DEFAULT 0,"
 	" history_from INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX IF NOT EXISTS volumes_org_name ON volumes(org, name, id);"
 	"CREATE TABLE IF NOT EXISTS entries(vno INTEGER NOT NULL, path TEXT NOT NULL,"
 	" from_seq INTEGER NOT NULL, to_seq INTEGER, version INTEGER NOT NULL,"
 	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, ctype TEXT NOT NULL,"

@@ -55,6 +55,12 @@ int cof_prefix_check(const char *prefix, const char *what, const char **out,
 		     cof_err *err);
 /* True if `s` (len bytes) is valid UTF-8 without overlong forms or surrogates. */
 int cof_utf8_valid(const char *s, size_t len);
+/* ---- media types (mediatype.c) */
+#define COF_MEDIA_TYPE_MAX 127
+/* 0 when `t` is one media type (RFC 9110 8.3.1: token/token, then `;name=value`
+ * parameters, value a token or quoted string; ASCII; at most 127 bytes), else
+ * -1 with COF_EVALIDATION naming `what` ("Content-Type"). */
+int cof_media_type_check(const char *t, const char *what, cof_err *err);
 
 /* ---- globs: `*` and `?` stay within a segment, `**` spans segments (also zero),
  * `[abc]`, `[a-z]`, `[!x]` classes, `\` escapes. Whole-path match. */
