@@ -17,7 +17,9 @@
  * Measuring loop (no root, or the mount fails): workspaces are folders; a
  * walk sums st_blocks and entries, and the call's processes' open files
  * (/proc/PID/fd) add what is deleted but held open. A tree deeper than
- * COF_WALK_DEPTH counts as over.
+ * COF_WALK_DEPTH, or a folder that cannot be opened (out of fds, no
+ * access), counts as over. Removal enters COF_RM_DEPTH levels and moves
+ * what is deeper up, so any depth goes with a bounded number of fds.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,25 +39,45 @@
 
 /* ------------------------------------------------------------ removing */
 
+static int rm_children(int dirfd, int top, int depth, int *moved);
+
 /* Removes `name` in dirfd, and everything under it when it is a folder;
  * never follows a link, never crosses into a mount (those are unmounted
- * first by the callers). */
-static int rm_entry(int dirfd, const char *name, int depth)
+ * first by the callers). A folder at COF_RM_DEPTH below `top` is not
+ * entered: it is moved up into `top` (*moved is set) and removed from there
+ * on a later pass, so a tree of any depth goes with at most 2 fds a level
+ * for COF_RM_DEPTH levels. */
+static int rm_entry(int dirfd, const char *name, int top, int depth, int *moved)
 {
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return -1;
+	if (depth >= COF_RM_DEPTH) {
+		char up[48];
+		if (top < 0)
+			return -1;
+		static unsigned seq;
+		snprintf(up, sizeof up, ".coffer-deep-%u-%u", (unsigned)getpid(),
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		if (renameat(dirfd, name, top, up))
+			return -1;
+		*moved = 1;
+		return 0;
+	}
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (depth < 4096)
-		cof_rm_children(fd);
+	int rc = rm_children(fd, top, depth + 1, moved);
 	close(fd);
-	return unlinkat(dirfd, name, AT_REMOVEDIR);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
+		return 0;
+	/* what was moved up left the folder non-empty until the next pass */
+	return rc == 0 && errno == ENOTEMPTY && *moved ? 0 : -1;
 }
 
-int cof_rm_children(int dirfd)
+/* One pass over the folder open at `dirfd`, `depth` levels below `top`. */
+static int rm_children(int dirfd, int top, int depth, int *moved)
 {
 	int fd = dup(dirfd), rc = 0;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -70,10 +92,23 @@ int cof_rm_children(int dirfd)
 	while ((e = readdir(d)) != NULL) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (rm_entry(dirfd, e->d_name, 0))
+		if (rm_entry(dirfd, e->d_name, top, depth, moved))
 			rc = -1;
 	}
 	closedir(d);
+	return rc;
+}
+
+int cof_rm_children(int dirfd)
+{
+	int moved, rc;
+
+	/* each pass removes COF_RM_DEPTH levels and moves what is deeper up
+	 * here; a pass that moves nothing is the last */
+	do {
+		moved = 0;
+		rc = rm_children(dirfd, dirfd, 0, &moved);
+	} while (moved);
 	return rc;
 }
 
@@ -96,7 +131,13 @@ static void rm_path(const char *path)
 	int fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	rm_entry(fd, slash + 1, 0);
+	int moved = 0, sub = openat(fd, slash + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				   O_CLOEXEC);
+	if (sub >= 0) {
+		cof_rm_children(sub);
+		close(sub);
+	}
+	rm_entry(fd, slash + 1, -1, 0, &moved);
 	close(fd);
 }
 
@@ -172,6 +213,8 @@ static void walk(int fd, cof_usage *u, int depth)
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
 				walk(sub, u, depth + 1);
+			else if (errno != ENOENT && errno != ENOTDIR)
+				u->over = 1; /* what cannot be measured counts as over */
 		}
 	}
 	closedir(d);

@@ -26,6 +26,7 @@
 #define COF_TURN_CALLS 16                /* calls of one turn running at once */
 #define COF_MEASURE_MS 250               /* how often a running call's disk is read */
 #define COF_WALK_DEPTH 256               /* deeper than this counts as over */
+#define COF_RM_DEPTH 64                  /* removal enters this deep, then moves up */
 #define COF_ENTRY_BYTES 1024             /* what a file or folder counts */
 #define COF_TURN_UID_BASE 1610612736u    /* outside uids: base + a random 24 bits */
 #define COF_TOMBSTONES_MAX 100000        /* ended turns remembered (for 410) */
