@@ -367,6 +367,8 @@ static int call_start(call *c, const char *command, cof_err *err)
 		return -1;
 	if (outbox_prepare(t))
 		return cof_error(err, COF_EINTERNAL, "cannot prepare $OUTBOX");
+	if (t->ncalls == 0)
+		cof_quota_base(c->ts, t);
 	if (cof_confine_spawn(c->ts, t, command, &c->p, err))
 		return -1;
 	t->pids[slot] = c->p.pid;

@@ -462,6 +462,62 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t)
 	rm_path(kept);
 }
 
+void cof_quota_base(cof_turns *ts, cof_turn *t)
+{
+	if (ts->kernel && t->ws_made)
+		measure(ts, t, NULL, 0);
+	t->base = t->used;
+}
+
+/* What `o` counts toward a shared limit: entries for "inodes", else bytes. */
+static int64_t amount(const cof_usage *u, int inodes)
+{
+	return inodes ? u->entries : bytes_of(u);
+}
+
+/* A turn with a call running that holds more than when its calls began. */
+static int grew(const cof_turn *o, int inodes)
+{
+	return o->ncalls > 0 && amount(&o->used, inodes) > amount(&o->base, inodes);
+}
+
+/* True when the shared limit `by` must not stop `t`: it did not grow since
+ * its calls began, or it holds less than its share, the room the turns at
+ * rest leave under the limit split evenly among the turns that grew (when
+ * the limit is reached, at least one that grew holds its share or more,
+ * to the page).
+ * turn_disk is its own: never spared. */
+static int spared(cof_turns *ts, const cof_turn *t, const char *by)
+{
+	int user = !strcmp(by, "user_disk"), inodes = !strcmp(by, "inodes");
+	int64_t growing = 0, room = user ? t->sb.user_disk : t->sb.scratch;
+
+	if (!strcmp(by, "turn_disk"))
+		return 0;
+	if (!grew(t, inodes))
+		return 1;
+	if (inodes)
+		room /= COF_ENTRY_BYTES;
+	for (cof_turn *o = ts->list; o; o = o->next) {
+		if (!o->ws_made || strcmp(o->org, t->org) || strcmp(o->agent, t->agent) ||
+		    (user && strcmp(o->user, t->user)))
+			continue;
+		if (grew(o, inodes))
+			growing++;
+		else
+			room -= amount(&o->used, inodes);
+	}
+	/* less a page (an entry): the kernel's edge stops a write that far
+	 * below the size it set */
+	return amount(&t->used, inodes) + (inodes ? 1 : PAGE) < room / (growing > 0 ? growing : 1);
+}
+
+/* `by` unless spared(): what cof_quota_check answers for a limit reached. */
+static const char *reached(cof_turns *ts, const cof_turn *t, const char *by)
+{
+	return spared(ts, t, by) ? NULL : by;
+}
+
 const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh)
 {
 	int64_t bytes, entries;
@@ -486,15 +542,17 @@ const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh)
 		return "turn_disk";
 	/* every entry also counts 1 KB, so this is reached first only when the
 	 * workspace holds nothing but entries up to the whole scratch */
-	if (t->used.entries >= entries)
+	if (t->used.entries >= entries && reached(ts, t, "inodes"))
 		return "inodes";
-	if (bytes_of(&t->used) >= bytes)
+	if (bytes_of(&t->used) >= bytes && reached(ts, t, by))
 		return by;
 	/* the kernel's edge (to the page): the write it stopped with ENOSPC
 	 * breached the limit that set the size */
-	if (ts->kernel && t->size_set > 0 && t->used.blocks >= t->size_set)
+	if (ts->kernel && t->size_set > 0 && t->used.blocks >= t->size_set &&
+	    reached(ts, t, t->size_by))
 		return t->size_by;
-	if (ts->kernel && t->inodes_set > 0 && t->used.entries + 1 >= t->inodes_set)
+	if (ts->kernel && t->inodes_set > 0 && t->used.entries + 1 >= t->inodes_set &&
+	    reached(ts, t, t->inodes_by))
 		return t->inodes_by;
 	return NULL;
 }

@@ -85,6 +85,8 @@ struct cof_turn {
 	const char *size_by;     /* the limit that set size= ("turn_disk", ...) */
 	const char *inodes_by;   /* the limit that set nr_inodes= */
 	cof_usage used;
+	cof_usage base;          /* what it held when its running calls began:
+				    a shared limit stops only a turn that grew */
 	/* outbox */
 	int kept_files;
 	int64_t kept_bytes;
@@ -144,6 +146,10 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t);
  * tmpfs of each, and returns the limit `t` reached ("turn_disk",
  * "user_disk", "scratch", "inodes") or NULL. Under mu. */
 const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh);
+/* Notes what `t` holds as its first running call starts (under mu): a
+ * shared limit (user_disk, scratch, inodes) stops only a turn that grew since
+ * and holds more than its share. */
+void cof_quota_base(cof_turns *ts, cof_turn *t);
 /* Measures the workspace of `t` into *u without touching `t`: statfs the
  * kernel way; the measuring loop walks it and adds what the processes under
  * `pids` (n of them, may be 0) hold open though deleted. Safe without mu
