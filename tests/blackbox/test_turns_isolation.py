@@ -67,3 +67,102 @@ def test_shared_limit_spares_a_grower_within_its_share(srv):
     th.join(60)
     eq(res["out"].get("limit"), None, "the grower within its share: %r" % res["out"])
     eq(ok(srv, small["id"], "du -k f")["stdout"].split()[:1], ["4096"], "its file")
+
+
+# ---- what a call sees
+
+def test_mounts_name_no_other_turn_nor_the_data_dir(srv):
+    a = new_turn(srv)
+    ok(srv, a["id"], "echo a > f")
+    b = new_turn(srv, a["agent"])
+    out = ok(srv, b["id"], "cat /proc/self/mounts /proc/self/mountinfo")
+    check(a["id"] not in out["stdout"], "another turn named: %r" % out["stdout"])
+    check(srv.data not in out["stdout"] and srv.root not in out["stdout"],
+          "the data dir named: %r" % out["stdout"])
+    check("/scratch" not in out["stdout"], "the scratch root named")
+
+
+def test_host_folders_absent(srv):
+    t = new_turn(srv)
+    for d in ["/work", "/home", "/root", "/srv", "/var", "/var/lib", "/mnt", "/opt",
+              "/run", "/sys", "/boot", srv.data]:
+        out = call(srv, t["id"], "ls -A %s" % d)
+        check(out["exitCode"] != 0 or out["stdout"] == "", "%s seen: %r" % (d, out))
+
+
+def test_etc_secrets_absent(srv):
+    t = new_turn(srv)
+    for f in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_rsa_key",
+              "/etc/ssh/ssh_host_ed25519_key"]:
+        out = call(srv, t["id"], "cat %s" % f)
+        check(out["exitCode"] != 0 and out["stdout"] == "", "%s read: %r" % (f, out))
+    out = ok(srv, t["id"], "ls /etc")
+    for name in ["passwd", "ld.so.cache"]:
+        contains(out["stdout"].split(), name, "/etc has what programs need")
+
+
+def test_root_read_only(srv):
+    t = new_turn(srv)
+    out = call(srv, t["id"], "mkdir /new || echo x > /x")
+    contains(out["stderr"], "Read-only", "stderr")
+
+
+def test_programs_still_run(srv):
+    t = new_turn(srv)
+    eq(ok(srv, t["id"], "python3 -c 'print(6*7)'")["stdout"], "42\n", "python3")
+    eq(ok(srv, t["id"], "/usr/bin/python3 -c 'import json, ssl; print(1)'")["stdout"],
+       "1\n", "python3 with ssl")
+    eq(ok(srv, t["id"], "sh -c 'echo hi' | tr a-z A-Z; awk 'BEGIN{print 1}'")["stdout"],
+       "HI\n1\n", "sh, tr, awk (through /etc/alternatives)")
+    eq(ok(srv, t["id"], "echo $HOME $TMPDIR; pwd")["stdout"], "/tmp /tmp\n/tmp\n", "env")
+
+
+# ---- bytes a call wrote never run
+
+MEMFD_EXEC = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+flags = int(sys.argv[1])
+fd = libc.memfd_create(b"x", flags)
+if fd < 0:
+    print("memfd refused", ctypes.get_errno()); sys.exit(3)
+os.write(fd, open("/bin/true", "rb").read())
+try:
+    os.execv("/proc/self/fd/%d" % fd, ["t"])
+except OSError as e:
+    print("exec refused", e.errno)
+empty = ctypes.c_char_p(b"")
+argv = (ctypes.c_char_p * 2)(b"t", None)
+r = libc.syscall(322, fd, empty, argv, argv, 0x1000)  # execveat AT_EMPTY_PATH
+print("execveat refused", ctypes.get_errno())
+sys.exit(4)
+"""
+
+
+def test_memfd_bytes_never_run(srv):
+    t = new_turn(srv)
+    ok(srv, t["id"], "cat > m.py", stdin=MEMFD_EXEC)
+    for flags, what in [(0, "no flags"), (1, "MFD_CLOEXEC"), (0x10, "MFD_EXEC"),
+                        (8, "MFD_NOEXEC_SEAL")]:
+        out = call(srv, t["id"], "python3 m.py %d" % flags)
+        check(out["exitCode"] in (3, 4), "a memfd (%s) ran: %r" % (what, out))
+        if flags != 8:
+            contains(out["stdout"], "memfd refused 38", "memfd_create (%s): ENOSYS" % what)
+
+
+def test_exec_refused_wherever_a_call_writes(srv):
+    t = new_turn(srv)
+    for d in ["/tmp", "$HOME", "$TMPDIR", "/tmp/outbox", "/dev/shm", "/dev/pts",
+              "/dev/mqueue"]:
+        out = call(srv, t["id"], "cp /bin/true %s/t 2>/dev/null && %s/t && echo ran" % (d, d))
+        check("ran" not in out["stdout"], "ran from %s: %r" % (d, out))
+
+
+def test_execveat_of_a_workspace_file_refused(srv):
+    t = new_turn(srv)
+    out = call(srv, t["id"], "cp /bin/true t; python3 -c \"import ctypes, os\n"
+               "l = ctypes.CDLL(None, use_errno=True); fd = os.open('t', os.O_RDONLY)\n"
+               "argv = (ctypes.c_char_p * 2)(b't', None)\n"
+               "l.syscall(322, fd, ctypes.c_char_p(b''), argv, argv, 0x1000)\n"
+               "print('refused', ctypes.get_errno())\"")
+    contains(out["stdout"], "refused 13", "execveat(fd, \"\", AT_EMPTY_PATH): EACCES")
