@@ -140,14 +140,18 @@ static scmp_filter_ctx filter_build(int bounded)
 static const char *const etc_allowed[] = {
 	"passwd", "group", "hosts", "host.conf", "hostname", "resolv.conf",
 	"nsswitch.conf", "gai.conf", "services", "protocols", "networks", "ld.so.cache",
-	"ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl", "ca-certificates",
+	"ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ca-certificates",
 	"ca-certificates.conf", "pki", "crypto-policies", "alternatives", "mime.types",
 	"magic", "magic.mime", "os-release", "debian_version", "lsb-release", "python3*",
 	"perl", "fonts", "locale.alias", "locale.conf", "default", "inputrc", "shells",
 	"mailcap", "xdg", "environment", "papersize", "gitconfig", "subversion", "vim",
 	"ImageMagick*", "R", "java*", "texmf", NULL};
 
-/* The names under /etc of etc_allowed that exist here (NULL-terminated). */
+/* Parts of folders whose rest is secret (/etc/ssl/private holds keys). */
+static const char *const etc_parts[] = {"ssl/certs", "ssl/openssl.cnf", NULL};
+
+/* The names under /etc of etc_allowed and etc_parts that exist here
+ * (NULL-terminated). */
 static char **etc_list(void)
 {
 	DIR *d = opendir("/etc");
@@ -171,6 +175,12 @@ static char **etc_list(void)
 			}
 		}
 	closedir(d);
+	for (size_t i = 0; etc_parts[i] && n < 255; i++) {
+		char p[64];
+		snprintf(p, sizeof p, "/etc/%s", etc_parts[i]);
+		if (access(p, F_OK) == 0)
+			v[n++] = strdup(etc_parts[i]);
+	}
 	return v;
 }
 

@@ -97,12 +97,19 @@ def test_host_folders_absent(srv):
 def test_etc_secrets_absent(srv):
     t = new_turn(srv)
     for f in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_rsa_key",
+              "/etc/ssl/private/ssl-cert-snakeoil.key",
               "/etc/ssh/ssh_host_ed25519_key"]:
         out = call(srv, t["id"], "cat %s" % f)
         check(out["exitCode"] != 0 and out["stdout"] == "", "%s read: %r" % (f, out))
     out = ok(srv, t["id"], "ls /etc")
     for name in ["passwd", "ld.so.cache"]:
         contains(out["stdout"].split(), name, "/etc has what programs need")
+    if os.path.isdir("/etc/ssl/private"):
+        eq(ok(srv, t["id"], "ls -A /etc/ssl")["stdout"].split(), sorted(
+            n for n in ["certs", "openssl.cnf"] if os.path.exists("/etc/ssl/" + n)),
+           "/etc/ssl without private/")
+    ok(srv, t["id"], "python3 -c 'import ssl; c = ssl.create_default_context(); "
+       "assert c.cert_store_stats()[\"x509_ca\"] > 0'")
 
 
 def test_root_read_only(srv):
