@@ -16,7 +16,7 @@ TIMEOUT = 120
 
 # ---- a shared limit stops only the turns that grew
 
-def _victim_at_rest(s):
+def _victim_at_rest(s, parallel=True):
     aid = make_agent(s, sandbox={"scratch": "64m", "turnDisk": "16m", "userDisk": "32m"})
     victim = new_turn(s, aid, user="victim")
     ok(s, victim["id"], "dd if=/dev/zero of=keep bs=1M count=8 2>/dev/null")
@@ -29,10 +29,12 @@ def _victim_at_rest(s):
 
     def grow(t):
         limits.append(call(s, t["id"], "dd if=/dev/zero of=f bs=1M count=15 2>/dev/null; "
-                           "sleep 2", timeoutSeconds=60).get("limit"))
+                           "sleep %s" % (2 if parallel else 0.6), timeoutSeconds=60).get("limit"))
     ths = [threading.Thread(target=grow, args=(t,)) for t in growers]
     for g in ths:
         g.start()
+        if not parallel:
+            g.join(60)
     for g in ths + [th]:
         g.join(60)
     out = res["out"]
@@ -44,6 +46,10 @@ def _victim_at_rest(s):
 
 def test_shared_limit_spares_a_turn_at_rest(srv):
     _victim_at_rest(srv)
+
+
+def test_shared_limit_spares_a_turn_at_rest_growers_one_by_one(srv):
+    _victim_at_rest(srv, parallel=False)
 
 
 def test_walk_mode_shared_limit_spares_a_turn_at_rest():
