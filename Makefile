@@ -27,7 +27,7 @@ DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
 
 .PHONY: all deps run test unit blackbox asan fuzz bench clean
-all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/libcoffer.a
+all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
 deps:
 	@scripts/deps
@@ -49,6 +49,10 @@ $(BUILD)/libcoffer.a: $(LIB_OBJ)
 
 $(BUILD)/cofferd: $(BUILD)/obj/src/cofferd.o $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# run inside a call's sandbox without root (src/coffer-exec.c): libc only
+$(BUILD)/coffer-exec: $(BUILD)/obj/src/coffer-exec.o
+	$(CC) $(CFLAGS) $^ -o $@
 
 $(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@

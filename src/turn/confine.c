@@ -184,12 +184,34 @@ static char **etc_list(void)
 	return v;
 }
 
+/* Without root: coffer-exec next to our own binary, if it is there and this
+ * kernel has Landlock (ts->exec_helper, else ""). */
+static void helper_find(cof_turns *ts)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	char *slash;
+
+	ts->exec_helper[0] = '\0';
+	if (ts->root_user || n <= 0)
+		return;
+	self[n] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return;
+	*slash = '\0';
+	snprintf(ts->exec_helper, sizeof ts->exec_helper, "%.4000s/coffer-exec", self);
+	/* LANDLOCK_CREATE_RULESET_VERSION (1): the ABI version, or an error */
+	if (access(ts->exec_helper, X_OK) || syscall(SYS_landlock_create_ruleset, NULL, 0, 1) < 1)
+		ts->exec_helper[0] = '\0';
+}
+
 int cof_confine_init(cof_turns *ts, cof_err *err)
 {
 	scmp_filter_ctx ctx = filter_build(ts->cg != 0);
 	struct stat sb;
 	int fd;
 
+	helper_find(ts);
 	if (!(ts->etc = etc_list())) {
 		seccomp_release(ctx);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
@@ -339,6 +361,11 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 		av[n++] = "4";
 	}
 	av[n++] = "/tmp";
+	if (ts->exec_helper[0]) {
+		av[n++] = "--ro-bind";
+		av[n++] = ts->exec_helper;
+		av[n++] = "/.coffer-exec";
+	}
 	av[n++] = "--remount-ro";
 	av[n++] = "/";
 	av[n++] = "--chdir";
@@ -364,15 +391,21 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n++] = "--info-fd";
 	av[n++] = "5";
 	av[n++] = "--";
+	/* no uid of its own: RLIMIT_NPROC set inside counts the call's own
+	 * user namespace (Linux 5.14+), so it bounds this call; coffer-exec
+	 * sets it and limits what may run to /usr (landlock), else sh does */
+	char *num = keep + keep_size; /* the 128 bytes past what argv_root may use */
+	if (ts->exec_helper[0]) {
+		snprintf(num, 128, "%lld", (long long)t->sb.processes);
+		av[n++] = "/.coffer-exec";
+		av[n++] = num;
+	}
 	av[n++] = "/bin/sh";
 	av[n++] = "-c";
-	if (!ts->root_user) {
-		/* no uid of its own: RLIMIT_NPROC set inside counts the call's
-		 * own user namespace (Linux 5.14+), so it bounds this call */
-		char *wrap = keep + keep_size; /* the 128 bytes past what argv_root may use */
-		snprintf(wrap, 128, "ulimit -p %lld || exit 126; exec /bin/sh -c \"$1\"",
+	if (!ts->root_user && !ts->exec_helper[0]) {
+		snprintf(num, 128, "ulimit -p %lld || exit 126; exec /bin/sh -c \"$1\"",
 			 (long long)t->sb.processes);
-		av[n++] = wrap;
+		av[n++] = num;
 		av[n++] = "sh";
 	}
 	av[n++] = command;

@@ -129,7 +129,9 @@ struct cof_turns {
 	char cg_mem[PATH_MAX];   /* our coffer-PID cgroup: memory (v1) or both (v2) */
 	char cg_pids[PATH_MAX];  /* our coffer-PID cgroup: pids (v1) */
 	char **etc;              /* the names under /etc a call sees */
-	char how[512];           /* how limits are kept, for the log */
+	char how[768];           /* how limits are kept, for the log */
+	char exec_helper[PATH_MAX]; /* coffer-exec next to our binary, used without
+				    root (landlock: nothing written runs); "" = none */
 };
 
 /* Reads the outside uid for a new turn (under mu). */

@@ -249,7 +249,11 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 				 "mounted here"
 			       : "disk limits kept by a measuring loop: not root, so no tmpfs per "
 				 "workspace and no uid per turn";
-	snprintf(ts->how, sizeof ts->how, "%s; memory and processes kept by %s", *how,
+	snprintf(ts->how, sizeof ts->how, "%s; %s; memory and processes kept by %s", *how,
+		 ts->root_user ? "bytes a call writes never run (noexec)"
+		 : ts->exec_helper[0] ? "bytes a call writes never run (landlock, coffer-exec)"
+		 : "without root and without coffer-exec or landlock, a call can run what it "
+		   "writes in /tmp",
 		 ts->cg == 2 ? "cgroup v2" : ts->cg == 1 ? "cgroup v1"
 		 : opts->rlimits_only ? "rlimits (--turn-limits rlimit: per process and per "
 					"call, no agent-wide cap; memfd and SysV shm refused)"
