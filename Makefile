@@ -50,9 +50,11 @@ $(BUILD)/libcoffer.a: $(LIB_OBJ)
 $(BUILD)/cofferd: $(BUILD)/obj/src/cofferd.o $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-# run inside a call's sandbox without root (src/coffer-exec.c): libc only
-$(BUILD)/coffer-exec: $(BUILD)/obj/src/coffer-exec.o
-	$(CC) $(CFLAGS) $^ -o $@
+# run inside a call's sandbox without root (src/coffer-exec.c): libc only, and
+# never with sanitizers (their shadow memory cannot be had under RLIMIT_AS)
+$(BUILD)/coffer-exec: src/coffer-exec.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra $< -o $@
 
 $(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
