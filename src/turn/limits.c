@@ -77,6 +77,17 @@ static int64_t counter(const char *dir, const char *name, const char *key)
 	return 0;
 }
 
+/* True when the comma-separated `list` holds `word` ("cpu,cpuacct"). */
+static int has_word(const char *list, const char *word)
+{
+	size_t k = strlen(word);
+
+	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, word, k) && (p[k] == ',' || !p[k]))
+			return 1;
+	return 0;
+}
+
 /* Our own cgroup path for `ctl` ("memory", "pids", or "" for v2) from
  * /proc/self/cgroup. 0 or -1. */
 static int own_path(const char *ctl, char *out, size_t size)
@@ -93,8 +104,7 @@ static int own_path(const char *ctl, char *out, size_t size)
 			continue;
 		*b = '\0';
 		b[strcspn(b + 1, "\n") + 1] = '\0';
-		int hit = ctl[0] ? !!strstr(a + 1, ctl) && strlen(a + 1) == strlen(ctl)
-				 : !strcmp(line, "0") && !a[1];
+		int hit = ctl[0] ? has_word(a + 1, ctl) : !strcmp(line, "0") && !a[1];
 		if (hit && snprintf(out, size, "%s", b + 1) < (int)size)
 			rc = 0;
 	}
@@ -270,10 +280,17 @@ int cof_limits_turn(cof_turns *ts, cof_turn *t, cof_err *err)
 	cg_dir(ts, t, 1, 0, ap, sizeof ap);
 	cg_dir(ts, t, 0, 1, tm, sizeof tm);
 	cg_dir(ts, t, 1, 1, tp, sizeof tp);
-	if (mkcg(am) || (ts->cg == 1 && mkcg(ap)) ||
-	    set_limits(ts, am, ap, t->sb.memory * COF_AGENT_TIMES,
-		       t->sb.processes * COF_AGENT_TIMES) ||
-	    (ts->cg == 2 && put(am, "cgroup.subtree_control", "+memory +pids")) ||
+	int fresh = access(am, F_OK) != 0;
+	if (mkcg(am) || (ts->cg == 1 && mkcg(ap)))
+		return cof_error(err, COF_EINTERNAL, "cannot make the agent's cgroup: %s",
+				 strerror(errno));
+	/* the agent's cap follows the newest turn's settings; lowering it under
+	 * what its live turns use may be refused (EBUSY): then it stays */
+	if (set_limits(ts, am, ap, t->sb.memory * COF_AGENT_TIMES,
+		       t->sb.processes * COF_AGENT_TIMES) && fresh)
+		return cof_error(err, COF_EINTERNAL, "cannot set the agent's memory and process "
+				 "limits (cgroup v%d): %s", ts->cg, strerror(errno));
+	if ((ts->cg == 2 && put(am, "cgroup.subtree_control", "+memory +pids")) ||
 	    mkcg(tm) || (ts->cg == 1 && mkcg(tp)) ||
 	    set_limits(ts, tm, tp, t->sb.memory, t->sb.processes))
 		return cof_error(err, COF_EINTERNAL, "cannot set the turn's memory and process "
