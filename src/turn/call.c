@@ -450,8 +450,9 @@ static void held_limits(call *c)
 		c->held = "memory";
 		cof_size_fmt(c->t->sb.memory, size, sizeof size);
 		json_array_append_new(c->notes, json_sprintf(
-			"the turn's processes reached sandbox.memory (%s, memfd, shared memory "
-			"and workspace files included): %lld processes were killed", size,
+			"the turn's processes reached sandbox.memory (%s, memfd and shared "
+			"memory included; the workspace's files count on top, up to turnDisk): "
+			"%lld processes were killed", size,
 			(long long)(oom - c->oom0)));
 	}
 }

@@ -17,7 +17,9 @@
  *
  * A cgroup's memory includes the pages of tmpfs files its processes wrote
  * (the workspace too), memfd and SysV shared memory: the kernel charges
- * them to the writer's cgroup.
+ * them to the writer's cgroup. The workspace's pages are bounded by the disk
+ * limits already, so a turn's cgroup holds memory + turnDisk and an agent's
+ * 4 x memory + scratch: a full workspace leaves the processes their memory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -286,13 +288,13 @@ int cof_limits_turn(cof_turns *ts, cof_turn *t, cof_err *err)
 				 strerror(errno));
 	/* the agent's cap follows the newest turn's settings; lowering it under
 	 * what its live turns use may be refused (EBUSY): then it stays */
-	if (set_limits(ts, am, ap, t->sb.memory * COF_AGENT_TIMES,
+	if (set_limits(ts, am, ap, t->sb.memory * COF_AGENT_TIMES + t->sb.scratch,
 		       t->sb.processes * COF_AGENT_TIMES) && fresh)
 		return cof_error(err, COF_EINTERNAL, "cannot set the agent's memory and process "
 				 "limits (cgroup v%d): %s", ts->cg, strerror(errno));
 	if ((ts->cg == 2 && put(am, "cgroup.subtree_control", "+memory +pids")) ||
 	    mkcg(tm) || (ts->cg == 1 && mkcg(tp)) ||
-	    set_limits(ts, tm, tp, t->sb.memory, t->sb.processes))
+	    set_limits(ts, tm, tp, t->sb.memory + t->sb.turn_disk, t->sb.processes))
 		return cof_error(err, COF_EINTERNAL, "cannot set the turn's memory and process "
 				 "limits (cgroup v%d): %s", ts->cg, strerror(errno));
 	t->cg_made = 1;

@@ -195,3 +195,14 @@ def test_rlimit_fallback_memory_and_processes():
         ok(s, t["id"], "cat > shm.py", stdin=SHM)
         out = call(s, t["id"], "python3 shm.py 1")
         contains(out["stdout"], "shmget refused 38", "SysV shm refused without a cgroup")
+
+
+def test_workspace_files_leave_the_processes_their_memory(srv):
+    # tmpfs pages are charged to the writer's cgroup: the turn's cgroup holds
+    # memory + turnDisk, so a workspace of 100 MiB leaves 64m to the processes
+    _cg(srv)
+    t = _small(srv, scratch="512m", turnDisk="128m", userDisk="256m")
+    out = ok(srv, t["id"], "dd if=/dev/zero of=f bs=1M count=100 2>/dev/null; du -k f")
+    eq(out.get("limit"), None, "100 MiB in the workspace: %r" % out)
+    out = ok(srv, t["id"], "python3 -c 'b = bytearray(40 << 20); print(len(b) >> 20)'")
+    eq((out["stdout"], out.get("limit")), ("40\n", None), "40 MiB beside it")
