@@ -401,7 +401,13 @@ static int call_start(call *c, const char *command, cof_err *err)
 	pthread_mutex_lock(&ts->mu);
 	c->t->pids[c->slot] = rc ? 0 : c->p.pid;
 	if (rc) {
-		c->t->ncalls--;
+		/* a breach while it started waits for every call to stop */
+		if (--c->t->ncalls == 0 && c->t->dirty && !c->t->ended) {
+			cof_err e = {0};
+			cof_quota_ws_empty(ts, c->t, &e);
+			cof_err_clear(&e);
+			c->t->dirty = 0;
+		}
 		pthread_cond_broadcast(&ts->cv);
 	}
 	pthread_mutex_unlock(&ts->mu);

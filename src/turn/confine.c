@@ -53,8 +53,9 @@ static const char *const denied[] = {
 	"fanotify_init", "io_uring_setup", "io_uring_enter", "io_uring_register",
 	"personality", NULL};
 
-/* SysV IPC that holds memory (semaphores hold next to none). */
-static const char *const ipc_calls[] = {"shmget", "msgget", NULL};
+/* SysV IPC that holds memory (semaphores hold next to none); "ipc" is the
+ * i386 multiplexer that reaches them too. */
+static const char *const ipc_calls[] = {"shmget", "msgget", "ipc", NULL};
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
