@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include "turn/turn.h"
 #include "util/util.h"
@@ -120,6 +122,19 @@ static int mkcg(const char *dir)
 	return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+/* Where cgroup v2 is mounted: /sys/fs/cgroup (unified), or
+ * /sys/fs/cgroup/unified (hybrid, next to v1), or NULL. */
+static const char *v2_mount(void)
+{
+	static const char *const at[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+	struct statfs sf;
+
+	for (int i = 0; i < 2; i++)
+		if (statfs(at[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
+			return at[i];
+	return NULL;
+}
+
 /* cgroup v2: OURS/coffer-PID with memory and pids enabled for its
  * children. Our own process may have to move into a leaf first (a cgroup
  * with processes cannot hand controllers down). 0 or -1. */
@@ -127,9 +142,11 @@ static int open_v2(cof_turns *ts)
 {
 	char own[PATH_MAX], base[PATH_MAX], ctl[256], leaf[PATH_MAX + 16], pid[24];
 
-	if (own_path("", own, sizeof own))
+	const char *mnt = v2_mount();
+
+	if (!mnt || own_path("", own, sizeof own))
 		return -1;
-	snprintf(base, sizeof base, "/sys/fs/cgroup%.3800s", strcmp(own, "/") ? own : "");
+	snprintf(base, sizeof base, "%s%.3800s", mnt, strcmp(own, "/") ? own : "");
 	if (get(base, "cgroup.controllers", ctl, sizeof ctl) || !strstr(ctl, "memory") ||
 	    !strstr(ctl, "pids"))
 		return -1;
