@@ -27,7 +27,7 @@ DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
 
 .PHONY: all deps run test unit blackbox asan fuzz bench clean
-all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/libcoffer.a
+all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
 deps:
 	@scripts/deps
@@ -55,6 +55,12 @@ $(BUILD)/libcoffer.a: $(LIB_OBJ)
 
 $(BUILD)/cofferd: $(BUILD)/obj/src/cofferd.o $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# run inside a call's sandbox without root (src/coffer-exec.c): libc only, and
+# never with sanitizers (their shadow memory cannot be had under RLIMIT_AS)
+$(BUILD)/coffer-exec: src/coffer-exec.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra $< -o $@
 
 $(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@

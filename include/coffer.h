@@ -449,6 +449,7 @@ typedef struct cof_turns_opts {
 	int64_t grace_seconds; /* a turn is dropped this long after its deadline;
 				  0 = 60 */
 	int force_walk;        /* keep limits by measuring even as root (bench) */
+	int rlimits_only;      /* memory and processes by rlimits, no cgroup */
 } cof_turns_opts;
 
 /* Prepares the scratch root (unmounting and removing what a previous run

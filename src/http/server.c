@@ -60,6 +60,7 @@ typedef struct server_opts {
 	int64_t max_conns;
 	int64_t max_conns_per_ip;
 	int64_t head_timeout;
+	int turn_rlimits;        /* --turn-limits rlimit */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -101,7 +102,8 @@ static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
 	      "               [--gc-interval SECONDS] [--history SECONDS] [--scratch DIR]\n"
-	      "               [--scratch-mode kernel|walk] [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
+	      "               [--scratch-mode kernel|walk] [--turn-limits cgroup|rlimit]\n"
+	      "               [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
 	      "               [--relay-op-wait SECONDS] [--relay-sessions N]\n"
 	      "               [--relay-sessions-per-org N] [--max-conns N]\n"
 	      "               [--max-conns-per-ip N] [--head-timeout SECONDS]\n"
@@ -117,6 +119,8 @@ static void usage(FILE *to)
 	      "  --scratch DIR          turn workspaces (default DATA/scratch)\n"
 	      "  --scratch-mode MODE    kernel (a tmpfs per workspace, the default as\n"
 	      "                         root) or walk (a measuring loop)\n"
+	      "  --turn-limits WAY      cgroup (memory and processes by cgroup where one\n"
+	      "                         can be made, the default) or rlimit\n"
 	      "  --turn-grace SECONDS   a turn is dropped this long after its deadline\n"
 	      "                         (default 60)\n"
 	      "  --relay-grace SECONDS  a paused relay session ends when its client is\n"
@@ -200,6 +204,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
 			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
 			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace") ||
+			    !strcmp(a, "--turn-limits") ||
 			    !strcmp(a, "--relay-grace") || !strcmp(a, "--relay-op-wait") ||
 			    !strcmp(a, "--relay-sessions") || !strcmp(a, "--relay-sessions-per-org") ||
 			    !strcmp(a, "--max-conns") || !strcmp(a, "--max-conns-per-ip") ||
@@ -240,6 +245,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		} else if (!strcmp(a, "--scratch-mode") &&
 			   (!strcmp(v, "kernel") || !strcmp(v, "walk"))) {
 			o->scratch_walk = !strcmp(v, "walk");
+		} else if (!strcmp(a, "--turn-limits") &&
+			   (!strcmp(v, "cgroup") || !strcmp(v, "rlimit"))) {
+			o->turn_rlimits = !strcmp(v, "rlimit");
 		} else if (!strcmp(a, "--turn-grace") && parse_seconds(v, &o->turn_grace) == 0 &&
 			   o->turn_grace > 0) {
 			continue;
@@ -589,7 +597,8 @@ static int open_store(const server_opts *o, cof_store **st)
  * log how disk limits are kept. 0 or -1. */
 static int open_turns(const server_opts *o, http_server *srv)
 {
-	cof_turns_opts to = {o->scratch, o->data, o->turn_grace, o->scratch_walk};
+	cof_turns_opts to = {o->scratch, o->data, o->turn_grace, o->scratch_walk,
+			     o->turn_rlimits};
 	cof_err err = {0};
 	const char *how = NULL;
 
@@ -605,7 +614,7 @@ static int open_turns(const server_opts *o, http_server *srv)
 int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
-			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT };
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0 };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
