@@ -71,7 +71,7 @@ struct cof_agent_watch {
 int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
 			 cof_agent_watch **out, cof_err *err)
 {
-	cof_agent_watch *w = calloc(1, sizeof *w);
+	cof_agent_watch *w = cof_calloc(1, sizeof *w);
 
 	if (!w)
 		return cof_error(err, COF_EINTERNAL, "out of memory");

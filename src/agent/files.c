@@ -150,7 +150,7 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
 	if (!cof_agent_resolve(&a, path, &t, err) &&
 	    !cof_agent_children(st, &a, &t, 10000, &entries, &more, err)) {
 		if (json_array_size(entries) == 0 && t.vpath[0]) {
-			cof_entry *e = malloc(sizeof *e);
+			cof_entry *e = cof_malloc(sizeof *e);
 			cof_view view;
 			int r = e && !cof_view_open(st, org, t.mount->vol, NULL, &view, err)
 				? cof_meta_entry_get(st->meta, view.vno, t.vpath, -1, e, err) : -1;

@@ -254,7 +254,7 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		goto done;
 	if (it.n == 0 && t.vpath[0]) {
 		/* The path may name one file. */
-		cof_entry *e = calloc(1, sizeof *e);
+		cof_entry *e = cof_calloc(1, sizeof *e);
 		cof_view view;
 		if (e && !cof_view_open(st, a->org, t.mount->vol, NULL, &view, err) &&
 		    cof_meta_entry_get(st->meta, view.vno, t.vpath, view.seq, e, err) == 1)

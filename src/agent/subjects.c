@@ -161,7 +161,7 @@ static int subject_open(cof_store *st, const char *org, const char *agent,
 /* 1 when `path` is a file of the view, 0 when not. */
 static int is_file(cof_store *st, const cof_view *v, const char *path, cof_err *err)
 {
-	cof_entry *e = malloc(sizeof *e);
+	cof_entry *e = cof_malloc(sizeof *e);
 	int r;
 
 	if (!e)
@@ -339,7 +339,7 @@ typedef struct remove_ctx {
 static int remove_apply(cof_txn *tx, void *arg, cof_err *err)
 {
 	remove_ctx *r = arg;
-	cof_entry *e = malloc(sizeof *e);
+	cof_entry *e = cof_malloc(sizeof *e);
 	cof_items under = {0};
 	char prefix[COF_PATH_MAX + 2];
 	int rc = -1, is;

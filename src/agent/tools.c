@@ -64,7 +64,7 @@ static int file_bytes(cof_store *st, const cof_agent *a, const cof_target *t,
 		f->data = NULL;
 		return 1;
 	}
-	unsigned char *buf = malloc((size_t)f->size + 1);
+	unsigned char *buf = cof_malloc((size_t)f->size + 1);
 	int64_t got = 0;
 	while (buf && got < f->size) {
 		ssize_t n = pread(f->fd, buf + got, (size_t)(f->size - got), got);

@@ -119,7 +119,7 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 	if (cof_view_open(st, org, m->vol, NULL, &view, err) ||
 	    cof_meta_list(st->meta, view.vno, view.seq, dir, NULL, count_file, &n, err))
 		goto out;
-	cof_entry *e = malloc(sizeof *e);
+	cof_entry *e = cof_malloc(sizeof *e);
 	int r = e ? cof_meta_entry_get(st->meta, view.vno, t.vpath, -1, e, err) : -1;
 	free(e);
 	if (r < 0)

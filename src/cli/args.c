@@ -78,7 +78,7 @@ void cli_buf_addf(cof_buf *b, const char *fmt, ...)
 		return;
 	}
 	{
-		char *big = cli_check_alloc(malloc((size_t)n + 1));
+		char *big = cli_check_alloc(cof_malloc((size_t)n + 1));
 
 		va_start(ap, fmt);
 		vsnprintf(big, (size_t)n + 1, fmt, ap);

@@ -237,7 +237,7 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 	json_decref(patterns);
 	json_decref(allowed);
 	cli_url_begin(&base);
-	c.server = cli_check_alloc(strdup(base.data));
+	c.server = cli_check_alloc(cof_strdup(base.data));
 	cli_url_lit(&base, "/v1/relay/sessions/");
 	cli_url_seg(&base, uid);
 	c.base = cof_buf_detach(&base, NULL);

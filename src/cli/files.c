@@ -221,7 +221,7 @@ static int files_ls(const cli_cmd *cmd, int argc, char **argv)
 			break;
 		files = json_object_get(ans, "files");
 		if (json_string_value(json_object_get(ans, "cursor")))
-			next = cli_check_alloc(strdup(json_string_value(json_object_get(ans, "cursor"))));
+			next = cli_check_alloc(cof_strdup(json_string_value(json_object_get(ans, "cursor"))));
 		if (cli_g.json && !all) {
 			cli_print_json(ans);
 		} else if (cli_g.json) {

@@ -421,7 +421,7 @@ static char *mcp_relay_session(mcp_ctx *c)
 		json_array_foreach(json_object_get(out, "sessions"), i, s) {
 			const char *st = json_string_value(json_object_get(s, "status"));
 			if (!uid && st && (!strcmp(st, "active") || !strcmp(st, "paused")))
-				uid = strdup(json_string_value(json_object_get(s, "uid")));
+				uid = cof_strdup(json_string_value(json_object_get(s, "uid")));
 		}
 	free(msg);
 	json_decref(out);

@@ -81,7 +81,7 @@ static int vol_fetch(const char *ids, json_t **out)
 			break;
 		json_array_extend(all, json_object_get(ans, "volumes"));
 		if (json_is_string(json_object_get(ans, "cursor")))
-			cursor = strdup(json_string_value(json_object_get(ans, "cursor")));
+			cursor = cof_strdup(json_string_value(json_object_get(ans, "cursor")));
 		json_decref(ans);
 	} while (cursor);
 	if (rc) {

@@ -292,7 +292,7 @@ static void sse_free(void *cls)
 enum MHD_Result http_agent_events(http_req *req)
 {
 	cof_err err = { 0 };
-	sse_stream *s = calloc(1, sizeof(*s));
+	sse_stream *s = cof_calloc(1, sizeof(*s));
 
 	if (!s)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");

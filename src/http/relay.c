@@ -232,7 +232,7 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	relay_sse *e = calloc(1, sizeof *e);
+	relay_sse *e = cof_calloc(1, sizeof *e);
 
 	if (!e) {
 		cof_relay_stream_close(x);

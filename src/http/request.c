@@ -26,11 +26,7 @@ static int own_ptr(http_req *req, char *s)
 {
 	if (req->nowned == req->capowned) {
 		size_t cap = req->capowned ? req->capowned * 2 : 8;
-		char **p = realloc(req->owned, cap * sizeof(*p));
-		if (p == NULL) {
-			free(s);
-			return -1;
-		}
+		char **p = cof_realloc(req->owned, cap * sizeof(*p));
 		req->owned = p;
 		req->capowned = cap;
 	}
@@ -40,7 +36,7 @@ static int own_ptr(http_req *req, char *s)
 
 char *http_own(http_req *req, const char *s, size_t len)
 {
-	char *c = malloc(len + 1);
+	char *c = cof_malloc(len + 1);
 
 	if (c == NULL)
 		return NULL;
@@ -84,7 +80,7 @@ static int hexval(char c)
 char *http_decode(http_req *req, const char *in, size_t len, const char *what,
 		  cof_err *err)
 {
-	char *out = malloc(len + 1);
+	char *out = cof_malloc(len + 1);
 	size_t o = 0;
 
 	if (out == NULL) {

@@ -373,9 +373,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 
 	(void)version;
 	if (req == NULL) {
-		req = calloc(1, sizeof(*req));
-		if (req == NULL)
-			return MHD_NO;
+		req = cof_calloc(1, sizeof(*req));
 		req->srv = srv;
 		req->conn = conn;
 		req->method = method;

@@ -410,7 +410,7 @@ static void head_notify(void *cls, struct MHD_Connection *conn, void **socket_co
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (!ci || !(w = calloc(1, sizeof *w)))
+		if (!ci || !(w = cof_calloc(1, sizeof *w)))
 			return; /* unwatched: the idle timeout still holds */
 		w->fd = ci->connect_fd;
 		pthread_mutex_lock(&g->mu);

@@ -180,7 +180,7 @@ static int wants_events(http_req *req)
 
 static enum MHD_Result call_streamed(http_req *req)
 {
-	call_stream *s = calloc(1, sizeof *s);
+	call_stream *s = cof_calloc(1, sizeof *s);
 
 	if (!s)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");

@@ -216,9 +216,9 @@ int cof_excl_new(const json_t *patterns, int flags, cof_excl **out, cof_err *err
 					 "'exclude' has %zu patterns; the limit is %d", n,
 					 EXCL_MAX_PATTERNS);
 	}
-	x = calloc(1, sizeof *x);
+	x = cof_calloc(1, sizeof *x);
 	if (!x || !(x->given = json_array()) ||
-	    !(x->rules = calloc(n ? n : 1, sizeof *x->rules)))
+	    !(x->rules = cof_calloc(n ? n : 1, sizeof *x->rules)))
 		goto oom;
 	x->nocase = !!(flags & COF_EXCL_NOCASE);
 	for (size_t i = 0; i < n; i++) {
@@ -244,7 +244,7 @@ int cof_excl_new(const json_t *patterns, int flags, cof_excl **out, cof_err *err
 		size_t nd = 0;
 		while (default_patterns[nd])
 			nd++;
-		if (!(x->defaults = calloc(nd, sizeof *x->defaults)))
+		if (!(x->defaults = cof_calloc(nd, sizeof *x->defaults)))
 			goto oom;
 		for (size_t i = 0; i < nd; i++) {
 			if (rule_compile(default_patterns[i], 0, &x->defaults[i], err) < 0) {

@@ -162,7 +162,7 @@ const char *cof_protect_rule(const char *path)
 
 int cof_protect_new(const json_t *allow, cof_protect **out, cof_err *err)
 {
-	cof_protect *p = calloc(1, sizeof *p);
+	cof_protect *p = cof_calloc(1, sizeof *p);
 
 	*out = NULL;
 	if (!p)

@@ -63,7 +63,7 @@ static int op_content(json_t *op, unsigned char **data, size_t *len, cof_err *er
 	if (!c)
 		return cof_error(err, COF_EVALIDATION, "'content' is missing");
 	if (!enc || !strcmp(enc, "utf-8")) {
-		if (!(*data = malloc(n + 1)))
+		if (!(*data = cof_malloc(n + 1)))
 			return cof_error(err, COF_EINTERNAL, "out of memory");
 		memcpy(*data, c, n);
 		(*data)[n] = '\0';
@@ -272,8 +272,8 @@ static int lfs_split(const char *t, size_t len, lfs_lines *l)
 	const char *p = t, *end = t + len;
 
 	l->count = 0;
-	l->p = malloc(cap * sizeof *l->p);
-	l->n = malloc(cap * sizeof *l->n);
+	l->p = cof_malloc(cap * sizeof *l->p);
+	l->n = cof_malloc(cap * sizeof *l->n);
 	if (!l->p || !l->n)
 		return -1;
 	while (p < end) {
@@ -281,10 +281,10 @@ static int lfs_split(const char *t, size_t len, lfs_lines *l)
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		if (l->count == cap) {
 			cap *= 2;
-			const char **np = realloc(l->p, cap * sizeof *np);
+			const char **np = cof_realloc(l->p, cap * sizeof *np);
 			if (np)
 				l->p = np;
-			size_t *nn = realloc(l->n, cap * sizeof *nn);
+			size_t *nn = cof_realloc(l->n, cap * sizeof *nn);
 			if (nn)
 				l->n = nn;
 			if (!np || !nn)

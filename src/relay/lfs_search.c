@@ -143,7 +143,7 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 				continue;
 			int sub = openat(keep, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
-				char *copy = strdup(r);
+				char *copy = cof_strdup(r);
 				rc = copy ? lfs_search_dir(s, sub, copy, depth + 1) : -1;
 				free(copy);
 				if (!copy)

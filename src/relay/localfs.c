@@ -27,7 +27,7 @@
 int cof_lfs_open(const char *dir, cof_excl *excl, const cof_limits *limits, cof_lfs **out,
 		 cof_err *err)
 {
-	cof_lfs *fs = calloc(1, sizeof *fs);
+	cof_lfs *fs = cof_calloc(1, sizeof *fs);
 	int fd;
 
 	if (!fs) {
@@ -248,7 +248,7 @@ int cof_lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char *
 	if (st.st_size > fs->limits.file_bytes)
 		return lfs_too_large(fs, path, st.st_size, err);
 	cap = (size_t)st.st_size + 1;
-	if (!(buf = malloc(cap + 1)))
+	if (!(buf = cof_malloc(cap + 1)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	for (;;) {
 		ssize_t r = read(fd, buf + n, cap - n);
@@ -267,11 +267,7 @@ int cof_lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char *
 				free(buf);
 				return lfs_too_large(fs, path, (int64_t)n, err);
 			}
-			unsigned char *nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				free(buf);
-				return cof_error(err, COF_EINTERNAL, "out of memory");
-			}
+			unsigned char *nb = cof_realloc(buf, cap * 2 + 1);
 			buf = nb;
 			cap *= 2;
 		}
@@ -492,12 +488,10 @@ int cof_lfs_names(int dfd, lfs_name ***names, size_t *n)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (cnt == cap) {
-			lfs_name **nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof *v);
-			if (!nv)
-				goto oom;
+			lfs_name **nv = cof_realloc(v, (cap = cap ? cap * 2 : 64) * sizeof *v);
 			v = nv;
 		}
-		if (!(v[cnt] = malloc(sizeof *v[cnt] + len + 1)))
+		if (!(v[cnt] = cof_malloc(sizeof *v[cnt] + len + 1)))
 			goto oom;
 		v[cnt]->type = de->d_type;
 		memcpy(v[cnt]->name, de->d_name, len + 1);

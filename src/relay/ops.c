@@ -86,7 +86,7 @@ static void op_parse(json_t *body, opreq *q)
 		cof_error(err, COF_EVALIDATION, "'content' is required for write_file");
 	} else if (!strcmp(q->encoding, "utf-8")) {
 		q->len = json_string_length(json_object_get(body, "content"));
-		q->data = malloc(q->len + 1);
+		q->data = cof_malloc(q->len + 1);
 		if (q->data)
 			memcpy(q->data, content, q->len);
 		else
@@ -208,10 +208,10 @@ void cof_relay_protect_json(const rsession *s, json_t *obj)
 /* A new op for the client. */
 static rop *op_new(rsession *s, json_t *body, opreq *q, int wait)
 {
-	rop *op = calloc(1, sizeof *op);
+	rop *op = cof_calloc(1, sizeof *op);
 	int64_t max = s->limits.search_results;
 
-	if (!op || !(op->path = strdup(q->path))) {
+	if (!op || !(op->path = cof_strdup(q->path))) {
 		free(op);
 		return NULL;
 	}

@@ -16,7 +16,7 @@ static const char *status_name[] = {"waiting", "active", "paused", "ended"};
 int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 		   cof_err *err)
 {
-	cof_relay *r = calloc(1, sizeof *r);
+	cof_relay *r = cof_calloc(1, sizeof *r);
 
 	if (!r)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
@@ -447,11 +447,7 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 		return cof_error(err, COF_EVALIDATION, "'agent' is too long");
 	if (cof_random(raw, sizeof raw) || !(token = cof_base64url_encode(raw, sizeof raw)))
 		return cof_error(err, COF_EINTERNAL, "no randomness for the connect token");
-	s = calloc(1, sizeof *s);
-	if (!s) {
-		free(token);
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	}
+	s = cof_calloc(1, sizeof *s);
 	cof_id_new("rs_", s->uid, sizeof s->uid);
 	snprintf(s->org, sizeof s->org, "%s", who->org);
 	snprintf(s->agent, sizeof s->agent, "%s", cof_json_str(body, "agent"));

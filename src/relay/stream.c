@@ -22,7 +22,7 @@ struct cof_relay_stream {
 
 static cof_relay_stream *stream_new(cof_relay *r, rsession *s, int client, uint64_t pos)
 {
-	cof_relay_stream *x = calloc(1, sizeof *x);
+	cof_relay_stream *x = cof_calloc(1, sizeof *x);
 
 	if (!x)
 		return NULL;

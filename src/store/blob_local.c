@@ -57,7 +57,7 @@ static int fsync_dir(const char *dir)
 static int local_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 {
 	local_store *st = (local_store *)bs;
-	cof_blob_writer *w = calloc(1, sizeof *w);
+	cof_blob_writer *w = cof_calloc(1, sizeof *w);
 	char id[40];
 
 	if (!w)
@@ -246,7 +246,7 @@ static void sweep_tmp(const char *tmpdir)
 
 int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 {
-	local_store *st = calloc(1, sizeof *st);
+	local_store *st = cof_calloc(1, sizeof *st);
 	cof_buf a = COF_BUF_INIT, b = COF_BUF_INIT;
 
 	if (!st || cof_buf_addf(&a, "%s/blobs", dir) || cof_buf_addf(&b, "%s/tmp", dir)) {

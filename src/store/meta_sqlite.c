@@ -88,7 +88,7 @@ static void conn_close(conn *c)
 
 static conn *conn_open(const char *file, int writer, cof_err *err)
 {
-	conn *c = calloc(1, sizeof *c);
+	conn *c = cof_calloc(1, sizeof *c);
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
 		    (writer ? SQLITE_OPEN_CREATE : 0);
 
@@ -246,9 +246,9 @@ static int migrate(conn *c, cof_err *err)
 
 int cof_meta_open(const char *file, cof_meta **out, cof_err *err)
 {
-	cof_meta *m = calloc(1, sizeof *m);
+	cof_meta *m = cof_calloc(1, sizeof *m);
 
-	if (!m || !(m->file = strdup(file))) {
+	if (!m || !(m->file = cof_strdup(file))) {
 		free(m);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
@@ -393,7 +393,7 @@ int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t t
 		sqlite3_bind_int64(st, 3, cof_now() - ttl);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
-			*value = strdup((const char *)sqlite3_column_text(st, 0));
+			*value = cof_strdup((const char *)sqlite3_column_text(st, 0));
 			rc = *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
 		} else {
 			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "idempotency");
@@ -719,7 +719,7 @@ int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 			cof_sqlite_row_entry(st, out);
 			if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
 				size_t n = (size_t)sqlite3_column_bytes(st, 6);
-				if (!(*data = malloc(n + 1)))
+				if (!(*data = cof_malloc(n + 1)))
 					rc = cof_error(err, COF_EINTERNAL, "out of memory");
 				else {
 					if (n) /* an empty blob's pointer is NULL */
@@ -763,7 +763,7 @@ int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *pref
 		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
 		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
 		       " AND from_seq <= ?5 AND (to_seq IS NULL OR to_seq > ?5) ORDER BY path", err);
-	if (!st || !(e = malloc(sizeof *e)))
+	if (!st || !(e = cof_malloc(sizeof *e)))
 		return st ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
 	sqlite3_bind_int64(st, 1, vno);
 	cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper);
@@ -804,7 +804,7 @@ int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	cof_buf upper = COF_BUF_INIT;
-	cof_change_row *ch = malloc(sizeof *ch);
+	cof_change_row *ch = cof_malloc(sizeof *ch);
 	sqlite3_stmt *st = NULL;
 	int r, rc = 0;
 

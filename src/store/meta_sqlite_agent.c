@@ -59,7 +59,7 @@ int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentro
 			snprintf(out->org, sizeof out->org, "%s", org);
 			snprintf(out->id, sizeof out->id, "%s", id);
 			cof_sqlite_col_copy(st, 0, out->workspace, sizeof out->workspace);
-			out->settings = strdup((const char *)sqlite3_column_text(st, 1));
+			out->settings = cof_strdup((const char *)sqlite3_column_text(st, 1));
 			out->created_at = sqlite3_column_int64(st, 2);
 			rc = out->settings ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 		} else if (r == SQLITE_DONE) {

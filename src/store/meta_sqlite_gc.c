@@ -169,7 +169,7 @@ int cof_meta_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
 			size_t n = (size_t)sqlite3_column_bytes(st, 0);
-			*data = malloc(n + 1);
+			*data = cof_malloc(n + 1);
 			if (*data) {
 				if (n)
 					memcpy(*data, sqlite3_column_blob(st, 0), n);

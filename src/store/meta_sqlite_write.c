@@ -108,7 +108,7 @@ static int record_change(cof_txn *tx, const char *path, int removed, int64_t ver
 int cof_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
 		  const char *ctype, const void *inline_data, cof_err *err)
 {
-	cof_entry *old = malloc(sizeof *old);
+	cof_entry *old = cof_malloc(sizeof *old);
 	sqlite3_stmt *st;
 	int had, rc = -1;
 
@@ -162,7 +162,7 @@ out:
 
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 {
-	cof_entry *old = malloc(sizeof *old);
+	cof_entry *old = cof_malloc(sizeof *old);
 	int had, rc = -1;
 
 	if (!old)
@@ -319,7 +319,7 @@ int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 			   cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
-	cof_snaprow *s = malloc(sizeof *s);
+	cof_snaprow *s = cof_malloc(sizeof *s);
 	sqlite3_stmt *st = NULL;
 	int r, rc = 0;
 
@@ -347,7 +347,7 @@ int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinn
 			     const char *labels, int max_pinned, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	cof_snaprow *s = malloc(sizeof *s);
+	cof_snaprow *s = cof_malloc(sizeof *s);
 	sqlite3_stmt *st;
 	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 
@@ -382,7 +382,7 @@ int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinn
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	cof_snaprow *s = malloc(sizeof *s);
+	cof_snaprow *s = cof_malloc(sizeof *s);
 	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 
 	if (!c) {

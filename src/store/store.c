@@ -110,10 +110,10 @@ static int admin_key_setup(cof_store *st, cof_err *err)
 int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		   cof_err *err)
 {
-	cof_store *st = calloc(1, sizeof *st);
+	cof_store *st = cof_calloc(1, sizeof *st);
 	char file[4200];
 
-	if (!st || !(st->dir = strdup(dir))) {
+	if (!st || !(st->dir = cof_strdup(dir))) {
 		free(st);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}

@@ -157,7 +157,7 @@ static char **etc_list(void)
 {
 	DIR *d = opendir("/etc");
 	struct dirent *e;
-	char **v = calloc(256, sizeof *v);
+	char **v = cof_calloc(256, sizeof *v);
 	size_t n = 0;
 
 	if (!v || !d) {
@@ -171,7 +171,7 @@ static char **etc_list(void)
 			int pre = etc_allowed[i][k - 1] == '*';
 			if (pre ? !strncmp(e->d_name, etc_allowed[i], k - 1)
 				: !strcmp(e->d_name, etc_allowed[i])) {
-				v[n++] = strdup(e->d_name);
+				v[n++] = cof_strdup(e->d_name);
 				break;
 			}
 		}
@@ -180,7 +180,7 @@ static char **etc_list(void)
 		char p[64];
 		snprintf(p, sizeof p, "/etc/%s", etc_parts[i]);
 		if (access(p, F_OK) == 0)
-			v[n++] = strdup(etc_parts[i]);
+			v[n++] = cof_strdup(etc_parts[i]);
 	}
 	return v;
 }
@@ -229,7 +229,7 @@ int cof_confine_init(cof_turns *ts, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "cannot export the seccomp filter");
 	}
 	seccomp_release(ctx);
-	ts->bpf = malloc((size_t)sb.st_size);
+	ts->bpf = cof_malloc((size_t)sb.st_size);
 	ts->bpf_len = (size_t)sb.st_size;
 	if (!ts->bpf || pread(fd, ts->bpf, ts->bpf_len, 0) != (ssize_t)ts->bpf_len) {
 		close(fd);

@@ -94,12 +94,10 @@ static int names_list(int fd, char ***out, size_t *n)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (*n == cap) {
-			char **nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
-			if (!nv)
-				goto fail;
+			char **nv = cof_realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
 			v = nv;
 		}
-		if (!(v[*n] = strdup(e->d_name)))
+		if (!(v[*n] = cof_strdup(e->d_name)))
 			goto fail;
 		(*n)++;
 	}
@@ -219,7 +217,7 @@ static const char *kind_name(mode_t m)
 /* Reads at most max bytes of fd into a new buffer (*len bytes); -1 with errno. */
 static int read_bounded(int fd, size_t max, unsigned char **out, size_t *len)
 {
-	unsigned char *b = malloc(max ? max : 1);
+	unsigned char *b = cof_malloc(max ? max : 1);
 	size_t n = 0;
 
 	if (!b)

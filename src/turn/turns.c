@@ -203,9 +203,9 @@ static void etc_free(cof_turns *ts)
 int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 		   const char **how, cof_err *err)
 {
-	cof_turns *ts = calloc(1, sizeof *ts);
+	cof_turns *ts = cof_calloc(1, sizeof *ts);
 
-	if (!ts || !(ts->tomb = calloc(COF_TOMBSTONES_MAX, sizeof(tomb)))) {
+	if (!ts || !(ts->tomb = cof_calloc(COF_TOMBSTONES_MAX, sizeof(tomb)))) {
 		free(ts);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
@@ -371,7 +371,7 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 				 "turns", who->agent);
 	if (cof_agent_get(ts->st, who->org, aid, &agent, err))
 		return -1;
-	if (!(t = calloc(1, sizeof *t))) {
+	if (!(t = cof_calloc(1, sizeof *t))) {
 		json_decref(agent);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}

@@ -15,7 +15,7 @@ static char *encode(const void *data, size_t len, const char *alpha, int pad,
 {
 	const unsigned char *in = data;
 	size_t n = 4 * ((len + 2) / 3), o = 0;
-	char *out = malloc(n + 1);
+	char *out = cof_malloc(n + 1);
 
 	if (!out)
 		return NULL;
@@ -62,9 +62,7 @@ static int decode(const char *in, size_t len, const char *alpha, int pad,
 	}
 	if (len % 4 == 1)
 		return -1;
-	o = malloc(len / 4 * 3 + 3);
-	if (!o)
-		return -1;
+	o = cof_malloc(len / 4 * 3 + 3);
 	for (size_t i = 0; i < len; i++) {
 		int c = map[(unsigned char)in[i]];
 		if (c < 0) {

@@ -45,11 +45,7 @@ static la_ssize_t on_write(struct archive *a, void *arg, const void *buf, size_t
 		size_t cap = ar->outcap ? ar->outcap : CHUNK * 2;
 		while (cap < ar->outlen + len)
 			cap *= 2;
-		unsigned char *p = realloc(ar->out, cap);
-		if (!p) {
-			archive_set_error(a, ENOMEM, "out of memory");
-			return -1;
-		}
+		unsigned char *p = cof_realloc(ar->out, cap);
 		ar->out = p;
 		ar->outcap = cap;
 	}
@@ -255,7 +251,7 @@ void cof_archive_close(cof_archive *ar)
 int cof_archive_open_files(const cof_archive_file *v, size_t n, cof_archive **out,
 			   cof_err *err)
 {
-	cof_archive *ar = calloc(1, sizeof *ar);
+	cof_archive *ar = cof_calloc(1, sizeof *ar);
 
 	if (!ar)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
@@ -279,7 +275,7 @@ int cof_archive_open(cof_store *st, const char *org, const char *vol,
 		     const char *snapshot, const char *path, const char *glob,
 		     cof_archive **out, int64_t *seq, cof_err *err)
 {
-	cof_archive *ar = calloc(1, sizeof *ar);
+	cof_archive *ar = cof_calloc(1, sizeof *ar);
 	cof_view view;
 	cof_buf prefix = COF_BUF_INIT;
 	const char *p = "";

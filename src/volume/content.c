@@ -93,7 +93,7 @@ int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char
 		(*out)[len] = '\0';
 		return 0;
 	}
-	if (!(buf = malloc((size_t)size + 1)))
+	if (!(buf = cof_malloc((size_t)size + 1)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	if (st->blobs->open(st->blobs, sha, &fd, err)) {
 		free(buf);

@@ -99,7 +99,7 @@ static int cond_check(cof_cond cond, const char *path, const cof_entry *cur, int
 
 int cof_upload_begin(cof_store *st, int64_t max_bytes, cof_upload **out, cof_err *err)
 {
-	cof_upload *up = calloc(1, sizeof *up);
+	cof_upload *up = cof_calloc(1, sizeof *up);
 
 	if (!up)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
@@ -117,7 +117,7 @@ int cof_upload_room(cof_upload *up, const char *org, const char *vol, const char
 	cof_entry *e;
 	int r;
 
-	if (!(up->vol = malloc(sizeof *up->vol)) || !(e = malloc(sizeof *e)))
+	if (!(up->vol = cof_malloc(sizeof *up->vol)) || !(e = cof_malloc(sizeof *e)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	if (cof_path_check(path, strlen(path), "path", &p, err) ||
 	    cof_meta_volume_get(up->st->meta, org, vol, up->vol, err) ||
@@ -246,7 +246,7 @@ typedef struct put_ctx {
 static int put_apply(cof_txn *tx, void *arg, cof_err *err)
 {
 	put_ctx *p = arg;
-	cof_entry *cur = malloc(sizeof *cur);
+	cof_entry *cur = cof_malloc(sizeof *cur);
 	int exists, rc = -1;
 
 	if (!cur)
@@ -352,7 +352,7 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	if (cof_path_check(path, strlen(path), "path", &p, err) ||
 	    cof_view_open(st, org, vol, snapshot, &view, err))
 		return -1;
-	if (!(e = malloc(sizeof *e)))
+	if (!(e = cof_malloc(sizeof *e)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	/* One query gives the row and, for small content, the bytes themselves. */
 	r = cof_meta_entry_read(st->meta, view.vno, p, view.snapshot ? view.seq : -1, e,
@@ -399,7 +399,7 @@ typedef struct remove_ctx {
 static int remove_apply(cof_txn *tx, void *arg, cof_err *err)
 {
 	remove_ctx *r = arg;
-	cof_entry *cur = malloc(sizeof *cur);
+	cof_entry *cur = cof_malloc(sizeof *cur);
 	int exists, rc = -1;
 
 	if (!cur)
@@ -441,7 +441,7 @@ typedef struct move_ctx {
 static int move_one(cof_txn *tx, const cof_item *src, const char *dst, int overwrite,
 		    cof_err *err)
 {
-	cof_entry *cur = malloc(sizeof *cur);
+	cof_entry *cur = cof_malloc(sizeof *cur);
 	int exists, rc = -1;
 
 	if (!cur)
@@ -467,7 +467,7 @@ static int move_apply(cof_txn *tx, void *arg, cof_err *err)
 	/* A file named `from`, else every file under `from/`. */
 	if (cof_buf_addf(&dir, "%s/", m->from))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	cof_entry *e = malloc(sizeof *e);
+	cof_entry *e = cof_malloc(sizeof *e);
 	int r = e ? cof_txn_get(tx, m->from, e, err) : -1;
 	if (r == 1)
 		cof_items_add(&it, e);

@@ -30,13 +30,9 @@ static int collect(void *arg, const char *sha, int64_t size)
 
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
-		void *a = realloc(s->shas, cap * sizeof *s->shas);
-		if (!a)
-			return 1;
+		void *a = cof_realloc(s->shas, cap * sizeof *s->shas);
 		s->shas = a;
-		void *b = realloc(s->sizes, cap * sizeof *s->sizes);
-		if (!b)
-			return 1;
+		void *b = cof_realloc(s->sizes, cap * sizeof *s->sizes);
 		s->sizes = b;
 		s->cap = cap;
 	}
@@ -158,9 +154,7 @@ static int check_ref(void *arg, const char *sha, int64_t size)
 		json_array_append_new(missing ? c->missing : c->corrupt, json_string(sha));
 	if (c->nrefs == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 1024;
-		void *p = realloc(c->refs, cap * sizeof *c->refs);
-		if (!p)
-			return 1;
+		void *p = cof_realloc(c->refs, cap * sizeof *c->refs);
 		c->refs = p;
 		c->cap = cap;
 	}

@@ -60,7 +60,7 @@ int cof_idem_lookup(cof_store *st, const char *org, const cof_idem *idem, const 
 		cof_err_set(err, "idempotencyKey", json_string(idem->key));
 		return -1;
 	}
-	*value = strdup(prev + 65);
+	*value = cof_strdup(prev + 65);
 	free(prev);
 	return *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
 }

@@ -80,9 +80,7 @@ static int given_parse(json_t *files, given *g, cof_err *err)
 	if (json_object_size(files) > COF_READALL_FILES)
 		return cof_error(err, COF_ETOOLARGE, "'files' has %zu files; the limit is %d",
 				 json_object_size(files), COF_READALL_FILES);
-	g->f = calloc(json_object_size(files) + 1, sizeof *g->f);
-	if (!g->f)
-		return cof_error(err, COF_EINTERNAL, "out of memory");
+	g->f = cof_calloc(json_object_size(files) + 1, sizeof *g->f);
 	json_object_foreach(files, path, val) {
 		given_file *f = &g->f[g->n++];
 		if (cof_path_check(path, strlen(path), "a path in 'files'", &f->path, err))
@@ -94,7 +92,7 @@ static int given_parse(json_t *files, given *g, cof_err *err)
 						 "'files' names '%.200s' twice", f->path);
 		if (json_is_string(val)) {
 			f->len = json_string_length(val);
-			f->data = malloc(f->len + 1);
+			f->data = cof_malloc(f->len + 1);
 			if (f->data)
 				memcpy(f->data, json_string_value(val), f->len);
 		} else if (json_is_object(val) && json_object_size(val) == 1 &&
@@ -187,7 +185,7 @@ int cof_snapshot_create(cof_store *st, const char *org, const char *vol, json_t 
 			json_t **out, cof_err *err)
 {
 	cof_volrow v;
-	cof_snaprow *s = calloc(1, sizeof *s);
+	cof_snaprow *s = cof_calloc(1, sizeof *s);
 	json_t *labels, *files, *contents = NULL;
 	char dropped[48];
 	int rc = -1;
@@ -310,7 +308,7 @@ int cof_snapshot_get(cof_store *st, const char *org, const char *vol, const char
 		     json_t **out, cof_err *err)
 {
 	cof_volrow v;
-	cof_snaprow *s = malloc(sizeof *s);
+	cof_snaprow *s = cof_malloc(sizeof *s);
 	int rc = -1;
 
 	if (!s)
@@ -356,7 +354,7 @@ int cof_snapshot_delete(cof_store *st, const char *org, const char *vol,
 			const char *sid, int force, cof_err *err)
 {
 	cof_volrow v;
-	cof_snaprow *s = malloc(sizeof *s);
+	cof_snaprow *s = cof_malloc(sizeof *s);
 	int rc = -1;
 
 	if (!s)

@@ -35,9 +35,7 @@ int cof_view_open(cof_store *st, const char *org, const char *vol, const char *s
 	out->vno = out->vol.vno;
 	out->seq = out->vol.seq;
 	if (snapshot && *snapshot) {
-		cof_snaprow *s = malloc(sizeof *s);
-		if (!s)
-			return cof_error(err, COF_EINTERNAL, "out of memory");
+		cof_snaprow *s = cof_malloc(sizeof *s);
 		int rc = cof_meta_snapshot_get(st->meta, out->vol.vno, snapshot, s, err);
 		if (!rc) {
 			out->vno = s->src_vno;
@@ -85,7 +83,7 @@ static int stop_at_first(void *ctx, const cof_entry *e)
 int cof_volume_path_free(cof_txn *tx, const char *path, cof_err *err)
 {
 	cof_buf b = COF_BUF_INIT;
-	cof_entry *e = malloc(sizeof *e);
+	cof_entry *e = cof_malloc(sizeof *e);
 	int found = 0, rc = -1;
 
 	if (!e || cof_buf_adds(&b, path) || cof_buf_add(&b, "/", 1)) {
@@ -135,16 +133,12 @@ int cof_items_add(void *ctx, const cof_entry *e)
 	}
 	if (it->n == it->cap) {
 		size_t cap = it->cap ? it->cap * 2 : 256;
-		cof_item *v = realloc(it->v, cap * sizeof *v);
-		if (!v) {
-			it->over = -1;
-			return 1;
-		}
+		cof_item *v = cof_realloc(it->v, cap * sizeof *v);
 		it->v = v;
 		it->cap = cap;
 	}
 	cof_item *x = &it->v[it->n];
-	if (!(x->path = strdup(e->path))) {
+	if (!(x->path = cof_strdup(e->path))) {
 		it->over = -1;
 		return 1;
 	}
