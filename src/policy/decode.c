@@ -94,17 +94,33 @@ static int utf16_kind(const unsigned char *p, size_t n)
 	return le * 4 >= pairs * 3 ? 1 : be * 4 >= pairs * 3 ? 2 : 0;
 }
 
-/* Text enough to be worth a scan: at least 7/8 printable ASCII, tabs,
- * newlines or UTF-8 lead/continuation bytes. */
+/* Text enough to be worth a scan: at least 7/8 of it printable ASCII, tabs,
+ * newlines or well-formed UTF-8 (random bytes are about half >= 0x80, and
+ * rarely well-formed). */
 static int texty(const unsigned char *p, size_t n)
 {
 	size_t ok = 0;
 
 	if (n < 8)
 		return 0;
-	for (size_t i = 0; i < n; i++)
-		ok += (p[i] >= 0x20 && p[i] < 0x7f) || p[i] == '\n' || p[i] == '\t' ||
-		      p[i] == '\r' || p[i] >= 0x80;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = p[i];
+		if (c < 0x80) {
+			ok += (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' || c == '\r';
+			i++;
+			continue;
+		}
+		size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+			     : c >= 0xF0 && c <= 0xF4 ? 4 : 0, k = 1;
+		while (len && k < len && i + k < n && (p[i + k] & 0xC0) == 0x80)
+			k++;
+		if (len && k == len)
+			ok += len, i += len;
+		else
+			i++;
+		if (i > 64 && ok * 8 < (i - 64) * 7)
+			return 0; /* hopeless already */
+	}
 	return ok * 8 >= n * 7;
 }
 
@@ -230,16 +246,19 @@ static int utf16_runs(walk *w, const unsigned char *p, size_t n, int depth, cons
  * *chars gets its count of alphabet characters. */
 static size_t b64_run(const unsigned char *p, size_t n, size_t i, size_t *chars, int *hex)
 {
-	size_t j = i, line = 0;
+	size_t j = i, line;
 
 	*chars = 0, *hex = 1;
 	for (;;) {
+		size_t b = j;
 		while (j < n && b64v[p[j]] >= 0)
-			*hex &= hexv[p[j]] >= 0, j++, line++, (*chars)++;
+			j++;
+		line = j - b, *chars += line;
+		for (size_t k = b; k < j && *hex && *chars >= HEX_MIN; k++)
+			*hex = hexv[p[k]] >= 0;
 		size_t nl = j < n && p[j] == '\r' ? j + 1 : j;
-		if (line >= B64_LINE_MIN && nl < n && p[nl] == '\n' && nl + 1 < n &&
-		    b64v[p[nl + 1]] >= 0) {
-			j = nl + 1, line = 0;
+		if (line >= B64_LINE_MIN && nl + 1 < n && p[nl] == '\n' && b64v[p[nl + 1]] >= 0) {
+			j = nl + 1;
 			continue;
 		}
 		break;
@@ -296,40 +315,63 @@ static size_t esc_run(const unsigned char *p, size_t n, size_t i, size_t *count)
 	return i;
 }
 
-/* The encoded runs of t: base64, hex and \x escapes, each decoded. */
+/* The \xNN escape runs of t, each decoded. */
+static int esc_runs(walk *w, const unsigned char *p, size_t n, int depth, const char *layer,
+		    uint64_t raw_end)
+{
+	const unsigned char *b = memchr(p, '\\', n);
+	int rc = 0;
+
+	while (b && !rc) {
+		size_t i = (size_t)(b - p), count, j = esc_run(p, n, i, &count);
+		if (count >= ESC_MIN) {
+			char *d = take(w, count);
+			if (!d)
+				return 0;
+			for (size_t k = 0; k < count; k++)
+				d[k] = (char)(hexv[p[i + 4 * k + 2]] << 4 | hexv[p[i + 4 * k + 3]]);
+			rc = child(w, d, count, depth, layer, "\\x",
+				   raw_end == UINT64_MAX ? j : raw_end);
+		}
+		i = j > i ? j : i + 1;
+		b = i < n ? memchr(p + i, '\\', n - i) : NULL;
+	}
+	return rc;
+}
+
+/* The base64 and hex runs of t, each decoded. A run worth decoding is at
+ * least B64_MIN (= HEX_MIN) long, so it covers the byte B64_MIN - 1 past
+ * wherever the search stands: when that byte is not in the alphabet the
+ * search jumps B64_MIN on, which keeps ordinary text cheap. */
 static int runs(walk *w, const char *t, size_t n, int depth, const char *layer,
 		uint64_t raw_end)
 {
 	const unsigned char *p = (const unsigned char *)t;
-	int rc = 0;
+	int rc = esc_runs(w, p, n, depth, layer, raw_end);
 
-	for (size_t i = 0; i < n && !rc;) {
-		if (p[i] == '\\' && i + 1 < n && (p[i + 1] == 'x' || p[i + 1] == 'X')) {
-			size_t count, j = esc_run(p, n, i, &count);
-			if (count >= ESC_MIN) {
-				char *d = take(w, count);
-				if (!d)
-					return 0;
-				for (size_t k = 0; k < count; k++)
-					d[k] = (char)(hexv[p[i + 4 * k + 2]] << 4 | hexv[p[i + 4 * k + 3]]);
-				rc = child(w, d, count, depth, layer, "\\x",
-					   raw_end == UINT64_MAX ? j : raw_end);
-			}
-			i = j > i ? j : i + 1;
+	for (size_t i = 0; i + B64_MIN <= n && !rc;) {
+		size_t k = i + B64_MIN - 1, s = k;
+		if (b64v[p[k]] < 0) {
+			i = k + 1;
 			continue;
 		}
-		if (b64v[p[i]] < 0) {
-			i++;
+		while (s > i && b64v[p[s - 1]] >= 0)
+			s--;
+		size_t e = k + 1;
+		while (e < n && b64v[p[e]] >= 0)
+			e++;
+		if (e - s < B64_MIN) {
+			i = e;
 			continue;
 		}
 		size_t chars;
 		int hex;
-		size_t j = b64_run(p, n, i, &chars, &hex);
+		size_t j = b64_run(p, n, s, &chars, &hex);
 		uint64_t end = raw_end == UINT64_MAX ? j : raw_end;
-		if (hex && chars >= HEX_MIN && chars % 2 == 0 && j - i == chars)
-			rc = hex_layer(w, p, i, j, depth, layer, end);
-		else if (!hex && chars >= B64_MIN)
-			rc = b64_layer(w, p, i, j, chars, depth, layer, end);
+		if (hex && chars >= HEX_MIN && chars % 2 == 0 && j - s == chars)
+			rc = hex_layer(w, p, s, j, depth, layer, end);
+		else if (!hex)
+			rc = b64_layer(w, p, s, j, chars, depth, layer, end);
 		i = j;
 	}
 	return rc;

@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <unicode/unorm2.h>
 #include <unicode/utf16.h>
 #include "policy/normalize.h"
@@ -45,8 +48,7 @@ static const struct {
 	{0x13E2, 'S'}, {0x1D00, 'A'}, {0x1D04, 'C'}, {0x1D05, 'D'}, {0x1D07, 'E'},
 	{0x1D0B, 'K'}, {0x1D0D, 'M'}, {0x1D0F, 'O'}, {0x1D18, 'P'}, {0x1D1B, 'T'},
 	{0x1D1C, 'U'}, {0x1D20, 'V'}, {0x1D21, 'W'}, {0x1D22, 'Z'}, {0x2010, '-'},
-	{0x2011, '-'}, {0x2012, '-'}, {0x2013, '-'}, {0x2018, '\''}, {0x2019, '\''},
-	{0x201C, '"'}, {0x201D, '"'}, {0x2212, '-'}, {0x2215, '/'}, {0x2044, '/'},
+	{0x2011, '-'}, {0x2012, '-'}, {0x2013, '-'}, {0x2212, '-'}, {0x2215, '/'}, {0x2044, '/'},
 	{0xA731, 's'}, {0xA76A, '3'}, {0xFF5C, '|'},
 };
 
@@ -248,15 +250,33 @@ static size_t quote_drop(const unsigned char *in, size_t n, size_t i, unsigned c
 	return 0;
 }
 
-/* At a backslash in[i]: 1 when shell would drop it inside a word (t\cp), 2
- * for a line continuation inside a word (ba\<newline>sh), else 0. */
+/* An escape that means a character in most languages (\xHH, \uHHHH,
+ * \UHHHHHHHH): left alone, the decoded layers read them. */
+static int hex_escape(const unsigned char *in, size_t n, size_t i)
+{
+	size_t want = in[i + 1] == 'x' ? 2 : in[i + 1] == 'u' ? 4 : in[i + 1] == 'U' ? 8 : 0;
+
+	if (!want || i + 2 + want > n)
+		return 0;
+	for (size_t k = 0; k < want; k++) {
+		unsigned char c = in[i + 2 + k];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+			return 0;
+	}
+	return 1;
+}
+
+/* At a backslash in[i]: 1 when shell would drop it inside a word (t\cp,
+ * ba\sh: a word byte on both sides and one more after, so "a\n'" and "\x41"
+ * in a program's strings stay), 2 for a line continuation inside a word
+ * (ba\<newline>sh), else 0. */
 static size_t backslash_drop(const unsigned char *in, size_t n, size_t i, unsigned char prev)
 {
-	if (!is_word(prev) || i + 1 >= n)
+	if (!is_word(prev) || i + 2 >= n)
 		return 0;
-	if (is_word(in[i + 1]))
+	if (is_word(in[i + 1]) && is_word(in[i + 2]) && !hex_escape(in, n, i))
 		return 1;
-	if (in[i + 1] == '\n' && i + 2 < n && is_word(in[i + 2]))
+	if (in[i + 1] == '\n' && is_word(in[i + 2]))
 		return 2;
 	return 0;
 }
@@ -328,8 +348,10 @@ size_t cof_norm_map(const char *text, size_t n, size_t out_end)
 	return i;
 }
 
-/* 1 when the normaliser changes something at in[i] (a byte that may: a
- * quote, a backslash or a non-ASCII byte); *skip gets how far to move on. */
+/* Whether the normaliser changes something at in[i] (a byte that may: a
+ * quote, a backslash or a non-ASCII byte): 0 no, 1 shell quoting (which
+ * matters within its line), 2 a character (which may matter to a rule
+ * reaching over lines); *skip gets how far to move on. */
 static int changes_at(const unsigned char *in, size_t n, size_t i, size_t *skip)
 {
 	unsigned char c = in[i], prev = i ? in[i - 1] : 0;
@@ -347,13 +369,14 @@ static int changes_at(const unsigned char *in, size_t n, size_t i, size_t *skip)
 	*skip = l;
 	if (invisible(cp) || combining(cp) || other_space(cp) || fold(cp) ||
 	    cp == 0x2028 || cp == 0x2029)
-		return 1;
+		return 2;
 	pthread_once(&nfkc_once, nfkc_init);
-	return nfkc && !unorm2_isInert(nfkc, (UChar32)cp);
+	return nfkc && !unorm2_isInert(nfkc, (UChar32)cp) ? 2 : 0;
 }
 
-/* Context kept on each side of a change: longer than any rule's bounded
- * reach across lines, then out to the line's end (at most LINE_MAX more). */
+/* Context kept on each side of a changed character: longer than any rule's
+ * bounded reach across lines, then out to the line's ends (at most
+ * LINE_MAX_EXTRA more). Shell quoting only matters on its own line. */
 #define CONTEXT 1024
 #define LINE_MAX_EXTRA 2048
 
@@ -397,10 +420,31 @@ int cof_norm_windows(const char *text, size_t n, const char *layer, uint64_t raw
 
 	pthread_once(&special_once, special_init);
 	for (size_t i = 0; i < n; i += skip) {
+		int scope;
 		skip = 1;
-		if (!special[in[i]] || !changes_at(in, n, i, &skip))
+#ifdef __SSE2__
+		/* 16 bytes at a time past those that cannot change */
+		if (!special[in[i]]) {
+			while (i + 16 <= n) {
+				__m128i v = _mm_loadu_si128((const __m128i *)(in + i));
+				int m = _mm_movemask_epi8(v) |
+					_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\''))) |
+					_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) |
+					_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+				if (m) {
+					i += (size_t)__builtin_ctz((unsigned)m);
+					break;
+				}
+				i += 16;
+			}
+			if (i >= n)
+				break;
+		}
+#endif
+		if (!special[in[i]] || !(scope = changes_at(in, n, i, &skip)))
 			continue;
-		size_t s = i > CONTEXT ? i - CONTEXT : 0, e = n - i > CONTEXT ? i + CONTEXT : n;
+		size_t reach = scope == 2 ? CONTEXT : 0;
+		size_t s = i > reach ? i - reach : 0, e = n - i > reach ? i + reach : n;
 		for (size_t lim = s > LINE_MAX_EXTRA ? s - LINE_MAX_EXTRA : 0;
 		     s > lim && in[s - 1] != '\n';)
 			s--;
