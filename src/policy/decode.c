@@ -94,17 +94,19 @@ static int utf16_kind(const unsigned char *p, size_t n)
 	return le * 4 >= pairs * 3 ? 1 : be * 4 >= pairs * 3 ? 2 : 0;
 }
 
-/* Text enough to be worth a scan: at least 7/8 of it printable ASCII, tabs,
- * newlines or well-formed UTF-8 (random bytes are about half >= 0x80, and
- * rarely well-formed). */
+/* Text enough to be worth a scan: at least 7/8 of its bytes other than NUL
+ * (padding hides nothing) printable ASCII, tabs, newlines or well-formed
+ * UTF-8 (random bytes are about half >= 0x80, and rarely well-formed). */
 static int texty(const unsigned char *p, size_t n)
 {
-	size_t ok = 0;
+	size_t ok = 0, nul = 0;
 
-	if (n < 8)
-		return 0;
 	for (size_t i = 0; i < n;) {
 		unsigned char c = p[i];
+		if (!c) {
+			nul++, i++;
+			continue;
+		}
 		if (c < 0x80) {
 			ok += (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' || c == '\r';
 			i++;
@@ -118,21 +120,23 @@ static int texty(const unsigned char *p, size_t n)
 			ok += len, i += len;
 		else
 			i++;
-		if (i > 64 && ok * 8 < (i - 64) * 7)
+		if (i - nul > 64 && ok * 8 < (i - nul - 64) * 7)
 			return 0; /* hopeless already */
 	}
-	return ok * 8 >= n * 7;
+	return n - nul >= 8 && ok * 8 >= (n - nul) * 7;
 }
 
-/* Hands a decoded run to the walk if it is worth it; frees it. */
+/* Hands a decoded run to the walk if it is worth it (what was inflated or
+ * read as UTF-16 always is); frees it. */
 static int child(walk *w, char *d, size_t n, int depth, const char *layer, const char *name,
 		 uint64_t raw_end)
 {
 	const unsigned char *u = (const unsigned char *)d;
 	char chain[64];
 	int rc = 0;
+	int always = !strcmp(name, "gzip") || !strcmp(name, "zlib") || !strncmp(name, "utf-16", 6);
 
-	if (is_gzip(u, n) || is_zlib(u, n) || utf16_kind(u, n) || texty(u, n)) {
+	if (always || is_gzip(u, n) || is_zlib(u, n) || utf16_kind(u, n) || texty(u, n)) {
 		snprintf(chain, sizeof chain, "%s%s%s", layer, *layer ? " > " : "", name);
 		rc = walk_text(w, d, n, depth, chain, raw_end);
 	}
