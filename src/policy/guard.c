@@ -15,6 +15,11 @@
  * What fires first: the match with the smallest end offset; among matches
  * ending at the same offset, the rule listed first. Any Hyperscan error fails
  * closed (the write is blocked as "scan-error").
+ *
+ * When the raw bytes pass, the same block database scans the other views of
+ * the content (normalize.h: the normalised view, the decoded layers), a
+ * window of DEEP_WINDOW bytes at a time; the first view that matches wins and
+ * names itself in hit->layer.
  */
 #include <pthread.h>
 #include <stdlib.h>
