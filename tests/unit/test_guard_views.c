@@ -3,7 +3,8 @@
  * normalised view and the decoded layers of src/policy/normalize.h, through
  * cof_guard_scan and the stream form, plus the normaliser on its own, the
  * bounds on decoding, and real code that must pass (Python's standard
- * library and Debian's /usr/share scripts, skipped when absent).
+ * library and Debian's /usr/share scripts, one by one and joined into one
+ * write, skipped when absent).
  *
  * The payloads are built at run time (base64, gzip, zlib, UTF-16 made here)
  * and spelled in pieces, so this file itself says nothing the guard blocks.
@@ -405,6 +406,8 @@ static void test_layer_bounds(void **state)
 
 /* Scans the files under dir whose names end in one of exts; counts files
  * and bytes; prints and counts the blocked ones. */
+static cof_buf *joined; /* when set, scan_dir appends every file scanned */
+
 static int scan_dir(const cof_guard *g, const char *dir, const char *const *exts, int *files,
 		    size_t *bytes)
 {
@@ -442,6 +445,8 @@ static int scan_dir(const cof_guard *g, const char *dir, const char *const *exts
 		cof_err err = {0};
 		fclose(f);
 		(*files)++, *bytes += got;
+		if (joined && joined->len + got < (64u << 20))
+			cof_buf_add(joined, buf, got);
 		if (cof_guard_scan(g, NULL, buf, got, &hit, &err)) {
 			print_error("%s blocked by %s (%s) in '%s' at %llu\n", p, hit.rule, hit.category,
 				    hit.layer, (unsigned long long)hit.offset);
@@ -466,13 +471,27 @@ static void test_real_code_passes(void **state)
 	size_t bytes = 0;
 	(void)state;
 
+	cof_buf all = COF_BUF_INIT;
+	cof_guard_hit hit;
+	int whole = 0;
+
+	joined = &all;
 	blocked += scan_dir(g, "/usr/lib/python3.11", py, &files, &bytes);
 	blocked += scan_dir(g, "/usr/share", scripts, &files, &bytes);
+	joined = NULL;
 	if (!files)
 		skip();
+	/* all of it as one write too: no rule may join unrelated files' lines */
+	if (cof_guard_scan(g, NULL, all.data, all.len, &hit, &err) == 1) {
+		print_error("all of it joined blocked by %s in '%s' at %llu\n", hit.rule, hit.layer,
+			    (unsigned long long)hit.offset);
+		whole = 1;
+	}
 	print_message("real code: %d files, %zu bytes, %d blocked\n", files, bytes, blocked);
-	if (blocked)
-		fail_msg("%d of %d files of real code blocked", blocked, files);
+	cof_buf_release(&all);
+	if (blocked || whole)
+		fail_msg("%d of %d files of real code blocked%s", blocked, files,
+			 whole ? ", and all of them joined" : "");
 }
 
 /* This repository: every file of src/, tests/ and docs/ passes, but for the
