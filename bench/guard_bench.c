@@ -321,10 +321,14 @@ int main(int argc, char **argv)
 	cof_buf_addf(&sec, "## Guard (bench/guard_bench.c)\n\n");
 	cof_buf_addf(&sec, "| %zu MB of this repository's sources, all rules | s | MB/s | vs rg |\n"
 		     "|---|---|---|---|\n", mb);
-	cof_buf_addf(&sec, "| guard, block mode (one buffer) | %.3f | %.0f | %.2fx |\n", b_med,
-		     mbs / b_med, have_rg ? r_med / b_med : 0);
-	cof_buf_addf(&sec, "| guard, stream mode (64 KiB chunks) | %.3f | %.0f | %.2fx |\n", s_med,
-		     mbs / s_med, have_rg ? r_med / s_med : 0);
+	char vb[16] = "-", vs[16] = "-"; /* "vs rg", when rg is there */
+	if (have_rg)
+		snprintf(vb, sizeof vb, "%.2fx", r_med / b_med),
+			snprintf(vs, sizeof vs, "%.2fx", r_med / s_med);
+	cof_buf_addf(&sec, "| guard, block mode (one buffer) | %.3f | %.0f | %s |\n", b_med,
+		     mbs / b_med, vb);
+	cof_buf_addf(&sec, "| guard, stream mode (64 KiB chunks) | %.3f | %.0f | %s |\n", s_med,
+		     mbs / s_med, vs);
 	if (have_rg)
 		cof_buf_addf(&sec, "| rg -c -f (the same %d regexes, from a warm file) | %.3f | %.0f | "
 			     "1.00x |\n", npat, r_med, mbs / r_med);
@@ -341,7 +345,8 @@ int main(int argc, char **argv)
 	cof_buf_addf(&sec, "\nMedians of %d. Compiling the guard (block + stream databases, once a "
 		     "process): %.0f ms. The text is %d source files (%d left out because the "
 		     "guard blocks them, e.g. test inputs), %.1f MB, repeated; the guard blocked "
-		     "%d of %d scans (must be 0), rg counted %ld matching lines%s. \"vs rg\" is "
+		     "%d of %d scans (must be 0), rg counted %ld matching lines%s (-1: rg is not installed; "
+		     "scripts/deps --bench installs it). \"vs rg\" is "
 		     "rg's time over the guard's (above 1: the guard is faster). rg runs the same "
 		     "content regexes (the path checks are C, not regexes) with (?-u) so bytes "
 		     "match as Hyperscan sees them. Python: %d .py files of " PY_STDLIB " (%.1f MB, "
