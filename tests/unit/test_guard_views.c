@@ -420,8 +420,10 @@ static int scan_dir(const cof_guard *g, const char *dir, const char *const *exts
 	while ((de = readdir(d))) {
 		char p[4096];
 		struct stat st;
+		/* installed third-party code is not the corpus (node_modules:
+		 * what tests/mcp installs, not this repository's) */
 		if (de->d_name[0] == '.' || !strcmp(de->d_name, "site-packages") ||
-		    !strcmp(de->d_name, "dist-packages"))
+		    !strcmp(de->d_name, "dist-packages") || !strcmp(de->d_name, "node_modules"))
 			continue;
 		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
 		if (lstat(p, &st) < 0)
