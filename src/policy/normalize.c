@@ -380,6 +380,10 @@ static int changes_at(const unsigned char *in, size_t n, size_t i, size_t *skip)
 #define CONTEXT 1024
 #define LINE_MAX_EXTRA 2048
 
+/* Windows closer than this are one: so there are never more windows than
+ * bytes / MERGE_GAP, each costing a scan call, whatever the input. */
+#define MERGE_GAP 256
+
 /* The bytes that may change (quote, backslash, >= 0x80). */
 static unsigned char special[256];
 static pthread_once_t special_once = PTHREAD_ONCE_INIT;
@@ -451,7 +455,7 @@ int cof_norm_windows(const char *text, size_t n, const char *layer, uint64_t raw
 		for (size_t lim = n - e > LINE_MAX_EXTRA ? e + LINE_MAX_EXTRA : n;
 		     e < lim && in[e] != '\n';)
 			e++;
-		if (open && s <= we) {
+		if (open && s <= we + MERGE_GAP) {
 			we = e > we ? e : we;
 			continue;
 		}
