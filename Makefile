@@ -27,7 +27,7 @@ DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
 
 .PHONY: all deps run test unit blackbox asan fuzz bench clean
-all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/libcoffer.a
+all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
 deps:
 	@scripts/deps
@@ -42,6 +42,12 @@ $(BUILD)/gen/guard_rules.inc: src/policy/guard.rules
 	xxd -i < $< > $@
 $(BUILD)/obj/src/policy/guard.o: $(BUILD)/gen/guard_rules.inc
 
+# The API's OpenAPI document, served at /v1/openapi.json: docs/openapi.json as a C array.
+$(BUILD)/gen/openapi_json.inc: docs/openapi.json
+	@mkdir -p $(dir $@)
+	xxd -i < $< > $@
+$(BUILD)/obj/src/http/openapi.o: $(BUILD)/gen/openapi_json.inc
+
 $(BUILD)/libcoffer.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -49,6 +55,12 @@ $(BUILD)/libcoffer.a: $(LIB_OBJ)
 
 $(BUILD)/cofferd: $(BUILD)/obj/src/cofferd.o $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# run inside a call's sandbox without root (src/coffer-exec.c): libc only, and
+# never with sanitizers (their shadow memory cannot be had under RLIMIT_AS)
+$(BUILD)/coffer-exec: src/coffer-exec.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra $< -o $@
 
 $(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@

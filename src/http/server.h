@@ -5,14 +5,10 @@
 #define COF_SERVER_H
 
 /*
- * Runs cofferd with its command-line flags (argv[0] is the program name):
- *   --data DIR            data directory (default ./data)
- *   --listen HOST:PORT    default 127.0.0.1:7700; port 0 picks a free port
- *   --gc-grace SECONDS    unreferenced content kept this long (default 24 h)
- *   --gc-interval SECONDS background gc period (default 3600; 0 = never)
- *   --relay-grace SECONDS a paused relay session ends after this (default 600)
- *   --relay-op-wait SECONDS a relayed op waits this long for its answer (120)
- *   --help, --version
+ * Runs cofferd with its command-line flags (argv[0] is the program name).
+ * The flags and their defaults are listed once, in usage() in server.c, which
+ * `cofferd --help` prints (a copy here went stale; test_usage checks the
+ * list against the parser).
  * Prints `cofferd listening on http://HOST:PORT` (flushed) once it accepts
  * connections, and the admin key when it was just created. Serves until
  * SIGTERM or SIGINT, then stops accepting, lets requests under way finish

@@ -43,6 +43,9 @@ typedef struct call {
 	int timed_out;
 	const char *limit;
 	int stopped_by_end;
+	int slot;              /* its place in t->pids */
+	int64_t oom0, forks0;  /* the turn's cgroup counts when it started */
+	const char *held;      /* "memory" or "processes": a limit the kernel held */
 	json_t *notes;
 } call;
 
@@ -175,7 +178,7 @@ static void tick(call *c, int alive)
 /* Runs the process to its end; returns its wait status. */
 static int run(call *c)
 {
-	int64_t start = cof_now_ms(), next = start, killed = 0;
+	int64_t start = cof_mono_ms(), next = start, killed = 0;
 	int open_out = 2, status = 0, escalated = 0;
 
 	while (open_out > 0) {
@@ -186,7 +189,7 @@ static int run(call *c)
 				pf[n++] = (struct pollfd){c->s[i].fd, POLLIN, 0};
 		if (c->p.in >= 0)
 			pf[n++] = (struct pollfd){c->p.in, POLLOUT, 0};
-		int64_t now = cof_now_ms(), wait = next - now;
+		int64_t now = cof_mono_ms(), wait = next - now;
 		poll(pf, (nfds_t)n, wait < 0 ? 0 : (int)wait);
 		for (int i = 0; i < 2; i++)
 			if (c->s[i].fd >= 0 && drain(c, &c->s[i])) {
@@ -205,7 +208,7 @@ static int run(call *c)
 				c->p.in = -1;
 			}
 		}
-		now = cof_now_ms();
+		now = cof_mono_ms();
 		if (now >= next) {
 			tick(c, 1);
 			next = now + COF_MEASURE_MS;
@@ -352,8 +355,10 @@ static int call_check(json_t *body, int64_t *timeout, cof_err *err)
 	return 0;
 }
 
-/* Registers the call on its turn and starts it (under mu). */
-static int call_start(call *c, const char *command, cof_err *err)
+/* Registers the call on its turn (under mu): its pid slot is held (-1)
+ * and it counts as running, so the turn is not emptied or freed under it
+ * while it starts. */
+static int call_register(call *c, cof_err *err)
 {
 	cof_turn *t = c->t;
 	int slot = pid_slot(t, 0);
@@ -365,15 +370,48 @@ static int call_start(call *c, const char *command, cof_err *err)
 				 "one to end", t->id, COF_TURN_CALLS);
 	if (!t->ws_made && cof_quota_ws_make(c->ts, t, err))
 		return -1;
+	if (cof_limits_turn(c->ts, t, err))
+		return -1;
 	if (outbox_prepare(t))
 		return cof_error(err, COF_EINTERNAL, "cannot prepare $OUTBOX");
-	if (cof_confine_spawn(c->ts, t, command, &c->p, err))
-		return -1;
-	t->pids[slot] = c->p.pid;
+	if (t->ncalls == 0)
+		cof_quota_base(c->ts, t);
+	t->pids[slot] = -1;
+	c->slot = slot;
 	t->ncalls++;
 	t->call_seq++;
 	c->gen = t->stop_gen;
 	return 0;
+}
+
+/* Starts the registered call: the fork and exec run without mu. A stop
+ * that came meanwhile (t->stop_gen moved) reaches it at its first tick. */
+static int call_start(call *c, const char *command, cof_err *err)
+{
+	cof_turns *ts = c->ts;
+	int rc;
+
+	pthread_mutex_lock(&ts->mu);
+	rc = call_register(c, err);
+	pthread_mutex_unlock(&ts->mu);
+	if (rc)
+		return -1;
+	cof_limits_counts(ts, c->t, &c->oom0, &c->forks0);
+	rc = cof_confine_spawn(ts, c->t, command, &c->p, err);
+	pthread_mutex_lock(&ts->mu);
+	c->t->pids[c->slot] = rc ? 0 : c->p.pid;
+	if (rc) {
+		/* a breach while it started waits for every call to stop */
+		if (--c->t->ncalls == 0 && c->t->dirty && !c->t->ended) {
+			cof_err e = {0};
+			cof_quota_ws_empty(ts, c->t, &e);
+			cof_err_clear(&e);
+			c->t->dirty = 0;
+		}
+		pthread_cond_broadcast(&ts->cv);
+	}
+	pthread_mutex_unlock(&ts->mu);
+	return rc;
 }
 
 /* The notes about output cut, timeout and limits. */
@@ -399,6 +437,32 @@ static void call_notes(call *c, int64_t timeout)
 		json_array_append_new(c->notes, json_string("stopped: the turn ended"));
 }
 
+/* Which of the turn's memory and process limits the kernel held during the
+ * call (cgroup counts; calls of one turn running at once share them). */
+static void held_limits(call *c)
+{
+	int64_t oom, forks;
+	char size[32];
+
+	cof_limits_counts(c->ts, c->t, &oom, &forks);
+	if (forks > c->forks0) {
+		c->held = "processes";
+		json_array_append_new(c->notes, json_sprintf(
+			"the turn's processes reached sandbox.processes (%lld at once): %lld "
+			"forks were refused", (long long)c->t->sb.processes,
+			(long long)(forks - c->forks0)));
+	}
+	if (oom > c->oom0) {
+		c->held = "memory";
+		cof_size_fmt(c->t->sb.memory, size, sizeof size);
+		json_array_append_new(c->notes, json_sprintf(
+			"the turn's processes reached sandbox.memory (%s, memfd and shared "
+			"memory included; the workspace's files count on top, up to turnDisk): "
+			"%lld processes were killed", size,
+			(long long)(oom - c->oom0)));
+	}
+}
+
 /* After the process: final measure, breach handling, then the outbox. */
 static void call_finish(call *c, json_t **files, cof_err *err)
 {
@@ -409,6 +473,7 @@ static void call_finish(call *c, json_t **files, cof_err *err)
 	pid_slot(t, c->p.pid);
 	pthread_mutex_unlock(&ts->mu);
 	tick(c, 0); /* the measure when it ends, in every case */
+	held_limits(c);
 	if (!c->limit && !c->stopped_by_end && !t->ended)
 		outbox_take(c, files, err);
 	pthread_mutex_lock(&ts->mu);
@@ -451,9 +516,7 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
 	c.in_len = in ? json_string_length(in) : 0;
 	c.notes = json_array();
 	cof_id_new("call_", c.id, sizeof c.id);
-	pthread_mutex_lock(&ts->mu);
 	rc = call_start(&c, cof_json_str(body, "command"), err);
-	pthread_mutex_unlock(&ts->mu);
 	if (rc) {
 		json_decref(c.notes);
 		cof_turn_release(ts, c.t);
@@ -481,8 +544,8 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
 			 "stdout", text_json(c.s[0].kept.data ? c.s[0].kept.data : "", c.s[0].kept.len),
 			 "stderr", text_json(c.s[1].kept.data ? c.s[1].kept.data : "", c.s[1].kept.len),
 			 "files", files, "notes", c.notes);
-	if (c.limit)
-		json_object_set_new(*out, "limit", json_string(c.limit));
+	if (c.limit || c.held)
+		json_object_set_new(*out, "limit", json_string(c.limit ? c.limit : c.held));
 	if (c.timed_out)
 		json_object_set_new(*out, "timedOut", json_true());
 	cof_buf_release(&c.s[0].kept);

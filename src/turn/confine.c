@@ -11,6 +11,7 @@
  * namespace makes the end reliable: when `sh` exits, or bwrap is killed, the
  * kernel kills every process left in it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -52,6 +53,35 @@ static const char *const denied[] = {
 	"fanotify_init", "io_uring_setup", "io_uring_enter", "io_uring_register",
 	"personality", NULL};
 
+/* SysV IPC that holds memory (semaphores hold next to none); "ipc" is the
+ * i386 multiplexer that reaches them too. */
+static const char *const ipc_calls[] = {"shmget", "msgget", "ipc", NULL};
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+/* memfd_create: bytes in a memfd could be run (execveat, /proc/self/fd), so
+ * one is made only sealed against exec (MFD_NOEXEC_SEAL, Linux 6.3+, the
+ * kernel holds the seal) and only when a cgroup counts its pages; any other
+ * answers ENOSYS, which programs take as "no memfd here" and fall back. */
+static int memfd_rules(scmp_filter_ctx ctx, int bounded)
+{
+	int nr = seccomp_syscall_resolve_name("memfd_create");
+
+	if (nr == __NR_SCMP_ERROR)
+		return 0;
+	if (!bounded)
+		return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, MFD_NOEXEC_SEAL, 0));
+	return rc ? rc : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 1,
+					  SCMP_A1(SCMP_CMP_MASKED_EQ, MFD_EXEC, MFD_EXEC));
+}
+
 /* Adds `rule` for the syscall `name` if this system knows it. */
 static int deny(scmp_filter_ctx ctx, uint32_t action, const char *name)
 {
@@ -65,7 +95,7 @@ static int deny(scmp_filter_ctx ctx, uint32_t action, const char *name)
 /* The filter: every call allowed except the denied ones (EPERM), clone with
  * a new namespace (EPERM), clone3 (ENOSYS: its flags are out of reach of a
  * filter, and libc falls back to clone), and TIOCSTI/TIOCLINUX ioctls. */
-static scmp_filter_ctx filter_build(void)
+static scmp_filter_ctx filter_build(int bounded)
 {
 	static const uint64_t ns[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID,
 				      CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
@@ -86,6 +116,12 @@ static scmp_filter_ctx filter_build(void)
 	if (rc == 0)
 		rc = deny(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3");
 	if (rc == 0)
+		rc = memfd_rules(ctx, bounded);
+	/* SysV shared memory and queues: bounded by the IPC namespace's
+	 * sysctls and the turn's cgroup only; without those, refused */
+	for (size_t i = 0; !bounded && ipc_calls[i] && rc == 0; i++)
+		rc = deny(ctx, SCMP_ACT_ERRNO(ENOSYS), ipc_calls[i]);
+	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
 				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
 	if (rc == 0)
@@ -98,12 +134,89 @@ static scmp_filter_ctx filter_build(void)
 	return ctx;
 }
 
+/* What a call sees of /etc: what programs read to run (users, names,
+ * libraries, certificates, time zone, alternatives), never its secrets
+ * (shadow, gshadow, sudoers, ssh keys, ...). A name ending in '*' is a
+ * prefix. */
+static const char *const etc_allowed[] = {
+	"passwd", "group", "hosts", "host.conf", "hostname", "resolv.conf",
+	"nsswitch.conf", "gai.conf", "services", "protocols", "networks", "ld.so.cache",
+	"ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ca-certificates",
+	"ca-certificates.conf", "pki", "crypto-policies", "alternatives", "mime.types",
+	"magic", "magic.mime", "os-release", "debian_version", "lsb-release", "python3*",
+	"perl", "fonts", "locale.alias", "locale.conf", "default", "inputrc", "shells",
+	"mailcap", "xdg", "environment", "papersize", "gitconfig", "subversion", "vim",
+	"ImageMagick*", "R", "java*", "texmf", NULL};
+
+/* Parts of folders whose rest is secret (/etc/ssl/private holds keys). */
+static const char *const etc_parts[] = {"ssl/certs", "ssl/openssl.cnf", NULL};
+
+/* The names under /etc of etc_allowed and etc_parts that exist here
+ * (NULL-terminated). */
+static char **etc_list(void)
+{
+	DIR *d = opendir("/etc");
+	struct dirent *e;
+	char **v = calloc(256, sizeof *v);
+	size_t n = 0;
+
+	if (!v || !d) {
+		if (d)
+			closedir(d);
+		return v;
+	}
+	while (n < 255 && (e = readdir(d)) != NULL)
+		for (size_t i = 0; etc_allowed[i]; i++) {
+			size_t k = strlen(etc_allowed[i]);
+			int pre = etc_allowed[i][k - 1] == '*';
+			if (pre ? !strncmp(e->d_name, etc_allowed[i], k - 1)
+				: !strcmp(e->d_name, etc_allowed[i])) {
+				v[n++] = strdup(e->d_name);
+				break;
+			}
+		}
+	closedir(d);
+	for (size_t i = 0; etc_parts[i] && n < 255; i++) {
+		char p[64];
+		snprintf(p, sizeof p, "/etc/%s", etc_parts[i]);
+		if (access(p, F_OK) == 0)
+			v[n++] = strdup(etc_parts[i]);
+	}
+	return v;
+}
+
+/* Without root: coffer-exec next to our own binary, if it is there and this
+ * kernel has Landlock (ts->exec_helper, else ""). */
+static void helper_find(cof_turns *ts)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	char *slash;
+
+	ts->exec_helper[0] = '\0';
+	if (ts->root_user || n <= 0)
+		return;
+	self[n] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return;
+	*slash = '\0';
+	snprintf(ts->exec_helper, sizeof ts->exec_helper, "%.4000s/coffer-exec", self);
+	/* LANDLOCK_CREATE_RULESET_VERSION (1): the ABI version, or an error */
+	if (access(ts->exec_helper, X_OK) || syscall(SYS_landlock_create_ruleset, NULL, 0, 1) < 1)
+		ts->exec_helper[0] = '\0';
+}
+
 int cof_confine_init(cof_turns *ts, cof_err *err)
 {
-	scmp_filter_ctx ctx = filter_build();
+	scmp_filter_ctx ctx = filter_build(ts->cg != 0);
 	struct stat sb;
 	int fd;
 
+	helper_find(ts);
+	if (!(ts->etc = etc_list())) {
+		seccomp_release(ctx);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
 	if (access(BWRAP, X_OK))
 		return cof_error(err, COF_EINTERNAL, "'%s' is missing: install bubblewrap", BWRAP);
 	if (!ctx)
@@ -142,20 +255,79 @@ static int bpf_fd(const cof_turns *ts)
 	return fd;
 }
 
-/* bwrap's arguments. As root the child has already covered the data dir and
- * the scratch root and put the workspace at /tmp in a mount namespace of its
- * own (paths under a folder only root may enter cannot be bound by an
- * unprivileged bwrap); otherwise bwrap does it, and `hide` gets the indexes
- * of the "--tmpfs" pairs the child drops when it cannot reach them. */
+#define ARGV_MAX 1024
+
+/* The system's programs and libraries: a folder is bound read-only, a link
+ * (/bin -> usr/bin on a merged /usr) is made again as a link. */
+static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
+					  "/lib64", "/libx32", NULL};
+
+/* True when `path` is at or under `dir`. */
+static int under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+/* The call's root, built from nothing (not the host's /): system_dirs,
+ * the allowed part of /etc, its own /proc and /dev, the workspace at /tmp;
+ * then made read-only. `keep` (size bytes, and 128 more after them for
+ * argv_build) holds the strings it makes (link targets, /etc paths) for as
+ * long as av is used. */
+static int argv_root(const cof_turns *ts, const char **av, int n, char *keep, size_t size)
+{
+	size_t used = 0;
+
+	for (int i = 0; system_dirs[i]; i++) {
+		struct stat sb;
+		if (lstat(system_dirs[i], &sb))
+			continue;
+		if (S_ISLNK(sb.st_mode)) {
+			ssize_t k = readlink(system_dirs[i], keep + used, size - used - 1);
+			if (k <= 0 || (size_t)k >= size - used - 1)
+				continue;
+			keep[used + (size_t)k] = '\0';
+			av[n++] = "--symlink";
+			av[n++] = keep + used;
+			av[n++] = system_dirs[i];
+			used += (size_t)k + 1;
+		} else if (S_ISDIR(sb.st_mode)) {
+			av[n++] = "--ro-bind";
+			av[n++] = system_dirs[i];
+			av[n++] = system_dirs[i];
+		}
+	}
+	av[n++] = "--dir";
+	av[n++] = "/etc";
+	for (int i = 0; ts->etc[i] && n < ARGV_MAX - 80; i++) {
+		int k = snprintf(keep + used, size - used, "/etc/%s", ts->etc[i]);
+		if (k < 0 || (size_t)k >= size - used)
+			break;
+		av[n++] = "--ro-bind-try";
+		av[n++] = keep + used;
+		av[n++] = keep + used;
+		used += (size_t)k + 1;
+	}
+	return n;
+}
+
+/* bwrap's arguments. As root the child has already put the workspace at
+ * /tmp in a mount namespace of its own (paths under a folder only root may
+ * enter cannot be bound by an unprivileged bwrap); otherwise bwrap binds it
+ * from fd 4. The scratch root and the data dir are not in the call's root;
+ * should one be under /usr, `hide` gets the indexes of the "--tmpfs" pairs
+ * that cover it (the child drops one it cannot reach). */
 static void argv_build(const cof_turns *ts, const cof_turn *t, const char *command,
-		       const char **av, int *hide)
+		       const char **av, int *hide, char *keep, size_t keep_size)
 {
 	int n = 0;
 
 	av[n++] = BWRAP;
 	av[n++] = "--unshare-user";
 	av[n++] = "--unshare-pid";
-	av[n++] = "--unshare-ipc";
+	if (!ts->root_user) /* as root the child made it, with its limits */
+		av[n++] = "--unshare-ipc";
 	av[n++] = "--unshare-uts";
 	av[n++] = "--unshare-cgroup-try";
 	if (!t->sb.network)
@@ -168,18 +340,14 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n++] = "65534";
 	av[n++] = "--hostname";
 	av[n++] = "sandbox";
-	av[n++] = "--ro-bind";
-	av[n++] = "/";
-	av[n++] = "/";
+	n = argv_root(ts, av, n, keep, keep_size);
 	hide[0] = hide[1] = -1;
-	if (!ts->root_user) {
-		hide[0] = n;
-		av[n++] = "--tmpfs";
-		av[n++] = ts->root;
-		hide[1] = n;
-		av[n++] = "--tmpfs";
-		av[n++] = ts->data;
-	}
+	for (int i = 0; i < 2 && !ts->root_user; i++)
+		if (under(i ? ts->data : ts->root, "/usr")) {
+			hide[i] = n;
+			av[n++] = "--tmpfs";
+			av[n++] = i ? ts->data : ts->root;
+		}
 	av[n++] = "--proc";
 	av[n++] = "/proc";
 	av[n++] = "--dev";
@@ -194,6 +362,13 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 		av[n++] = "4";
 	}
 	av[n++] = "/tmp";
+	if (ts->exec_helper[0]) {
+		av[n++] = "--ro-bind";
+		av[n++] = ts->exec_helper;
+		av[n++] = "/.coffer-exec";
+	}
+	av[n++] = "--remount-ro";
+	av[n++] = "/";
 	av[n++] = "--chdir";
 	av[n++] = "/tmp";
 	av[n++] = "--clearenv";
@@ -217,8 +392,23 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n++] = "--info-fd";
 	av[n++] = "5";
 	av[n++] = "--";
+	/* no uid of its own: RLIMIT_NPROC set inside counts the call's own
+	 * user namespace (Linux 5.14+), so it bounds this call; coffer-exec
+	 * sets it and limits what may run to /usr (landlock), else sh does */
+	char *num = keep + keep_size; /* the 128 bytes past what argv_root may use */
+	if (ts->exec_helper[0]) {
+		snprintf(num, 128, "%lld", (long long)t->sb.processes);
+		av[n++] = "/.coffer-exec";
+		av[n++] = num;
+	}
 	av[n++] = "/bin/sh";
 	av[n++] = "-c";
+	if (!ts->root_user && !ts->exec_helper[0]) {
+		snprintf(num, 128, "ulimit -p %lld || exit 126; exec /bin/sh -c \"$1\"",
+			 (long long)t->sb.processes);
+		av[n++] = num;
+		av[n++] = "sh";
+	}
 	av[n++] = command;
 	av[n] = NULL;
 }
@@ -276,13 +466,65 @@ static void child_fail(const char *what)
 	_exit(127);
 }
 
+/* What the child sets up as root, made ready before the fork. */
+typedef struct kid {
+	int cg[2];             /* cgroup.procs of the turn (memory, pids) or -1 */
+	char shmmax[24];       /* sandbox.memory in bytes */
+	char shmall[24];       /* sandbox.memory in pages */
+} kid;
+
+/* Writes `text` to the file at `path` (async-signal-safe). 0 or -1. */
+static int put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+/* As root, in the child: an IPC namespace of the call's own whose SysV
+ * limits fit the turn (the defaults let one segment take the host's
+ * memory): shared memory at most sandbox.memory in all, 64 segments, 16
+ * message queues. 0 or -1. */
+static int child_ipc(const kid *k)
+{
+	if (unshare(CLONE_NEWIPC) || put_file("/proc/sys/kernel/shmmax", k->shmmax) ||
+	    put_file("/proc/sys/kernel/shmall", k->shmall) ||
+	    put_file("/proc/sys/kernel/shmmni", "64") ||
+	    put_file("/proc/sys/kernel/msgmni", "16"))
+		return -1;
+	return 0;
+}
+
+/* As root, in the child: memory and processes. With cgroups the child
+ * joins the turn's; else RLIMIT_NPROC counts the turn's own uid. */
+static void child_limits(const cof_turns *ts, const cof_turn *t, const kid *k)
+{
+	for (int i = 0; i < 2; i++)
+		if (k->cg[i] >= 0 && write(k->cg[i], "0", 1) != 1)
+			child_fail("join the turn's cgroup");
+	if (child_ipc(k))
+		child_fail("limit SysV IPC");
+	if (!ts->cg) {
+		struct rlimit nproc = {(rlim_t)t->sb.processes, (rlim_t)t->sb.processes};
+		if (setrlimit(RLIMIT_NPROC, &nproc))
+			child_fail("limit processes");
+	}
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void child(const cof_turns *ts, const cof_turn *t, const char **av, const int *hide,
-		  int in, int out, int errfd, int bpf, int ws, int info)
+		  const kid *k, int in, int out, int errfd, int bpf, int ws, int info)
 {
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 	sigset_t none;
 	int fds[6] = {in, out, errfd, bpf, ws, info};
+
+	if (ts->root_user)
+		child_limits(ts, t, k);
 
 	for (int i = 0; i < 6; i++)
 		if ((fds[i] = fcntl(fds[i], F_DUPFD, 10)) < 0)
@@ -295,13 +537,16 @@ static void child(const cof_turns *ts, const cof_turn *t, const char **av, const
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	if (ts->root_user) {
-		struct rlimit nproc = {COF_TURN_PROCS, COF_TURN_PROCS};
 		if (child_mounts(ts, t))
 			child_fail("prepare the mounts");
 		if (setgroups(0, NULL) || setresgid(t->uid, t->uid, t->uid) ||
-		    setrlimit(RLIMIT_NPROC, &nproc) || setresuid(t->uid, t->uid, t->uid))
+		    setresuid(t->uid, t->uid, t->uid))
 			child_fail("drop privileges");
 	}
+	/* no cgroup: each process at most sandbox.memory of address space */
+	struct rlimit as = {(rlim_t)t->sb.memory, (rlim_t)t->sb.memory};
+	if (!ts->cg && setrlimit(RLIMIT_AS, &as))
+		child_fail("limit memory");
 	/* the measuring loop falls behind a fast writer: there no one file may
 	 * pass turnDisk (a bound the kernel holds; the tmpfs way needs none, and
 	 * keeps sparse files free to be large) */
@@ -355,13 +600,22 @@ int cof_confine_wait_gone(cof_proc *p, int timeout_ms)
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof_proc *p,
 		      cof_err *err)
 {
-	const char *av[80];
+	static __thread const char *av[ARGV_MAX];
+	static __thread char keep[32768];
 	int hide[2], pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
 	int pinfo[2] = {-1, -1};
 	int bpf = -1, ws = -1, rc = -1;
+	kid k = {{-1, -1}, "", ""};
 	pid_t pid;
 
-	argv_build(ts, t, command, av, hide);
+	argv_build(ts, t, command, av, hide, keep, sizeof keep - 128);
+	snprintf(k.shmmax, sizeof k.shmmax, "%lld", (long long)t->sb.memory);
+	snprintf(k.shmall, sizeof k.shmall, "%lld", (long long)(t->sb.memory / 4096));
+	if (cof_limits_procs_fds(ts, t, k.cg)) {
+		cof_error(err, COF_EINTERNAL, "cannot open the turn's cgroup: %s",
+			  strerror(errno));
+		goto out;
+	}
 	if (pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC) ||
 	    pipe2(pinfo, O_CLOEXEC | O_NONBLOCK) ||
 	    (bpf = bpf_fd(ts)) < 0 ||
@@ -375,7 +629,7 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof
 		goto out;
 	}
 	if (pid == 0)
-		child(ts, t, av, hide, pin[0], pout[1], perr[1], bpf, ws, pinfo[1]);
+		child(ts, t, av, hide, &k, pin[0], pout[1], perr[1], bpf, ws, pinfo[1]);
 	p->pid = pid;
 	p->in = pin[1];
 	p->out = pout[0];
@@ -401,5 +655,8 @@ out:
 		close(bpf);
 	if (ws >= 0)
 		close(ws);
+	for (int i = 0; i < 2; i++)
+		if (k.cg[i] >= 0)
+			close(k.cg[i]);
 	return rc;
 }

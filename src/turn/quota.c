@@ -17,7 +17,9 @@
  * Measuring loop (no root, or the mount fails): workspaces are folders; a
  * walk sums st_blocks and entries, and the call's processes' open files
  * (/proc/PID/fd) add what is deleted but held open. A tree deeper than
- * COF_WALK_DEPTH counts as over.
+ * COF_WALK_DEPTH, or a folder that cannot be opened (out of fds, no
+ * access), counts as over. Removal enters COF_RM_DEPTH levels and moves
+ * what is deeper up, so any depth goes with a bounded number of fds.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,25 +39,45 @@
 
 /* ------------------------------------------------------------ removing */
 
+static int rm_children(int dirfd, int top, int depth, int *moved);
+
 /* Removes `name` in dirfd, and everything under it when it is a folder;
  * never follows a link, never crosses into a mount (those are unmounted
- * first by the callers). */
-static int rm_entry(int dirfd, const char *name, int depth)
+ * first by the callers). A folder at COF_RM_DEPTH below `top` is not
+ * entered: it is moved up into `top` (*moved is set) and removed from there
+ * on a later pass, so a tree of any depth goes with at most 2 fds a level
+ * for COF_RM_DEPTH levels. */
+static int rm_entry(int dirfd, const char *name, int top, int depth, int *moved)
 {
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return -1;
+	if (depth >= COF_RM_DEPTH) {
+		char up[48];
+		if (top < 0)
+			return -1;
+		static unsigned seq;
+		snprintf(up, sizeof up, ".coffer-deep-%u-%u", (unsigned)getpid(),
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		if (renameat(dirfd, name, top, up))
+			return -1;
+		*moved = 1;
+		return 0;
+	}
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (depth < 4096)
-		cof_rm_children(fd);
+	int rc = rm_children(fd, top, depth + 1, moved);
 	close(fd);
-	return unlinkat(dirfd, name, AT_REMOVEDIR);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
+		return 0;
+	/* what was moved up left the folder non-empty until the next pass */
+	return rc == 0 && errno == ENOTEMPTY && *moved ? 0 : -1;
 }
 
-int cof_rm_children(int dirfd)
+/* One pass over the folder open at `dirfd`, `depth` levels below `top`. */
+static int rm_children(int dirfd, int top, int depth, int *moved)
 {
 	int fd = dup(dirfd), rc = 0;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -70,10 +92,23 @@ int cof_rm_children(int dirfd)
 	while ((e = readdir(d)) != NULL) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (rm_entry(dirfd, e->d_name, 0))
+		if (rm_entry(dirfd, e->d_name, top, depth, moved))
 			rc = -1;
 	}
 	closedir(d);
+	return rc;
+}
+
+int cof_rm_children(int dirfd)
+{
+	int moved, rc;
+
+	/* each pass removes COF_RM_DEPTH levels and moves what is deeper up
+	 * here; a pass that moves nothing is the last */
+	do {
+		moved = 0;
+		rc = rm_children(dirfd, dirfd, 0, &moved);
+	} while (moved);
 	return rc;
 }
 
@@ -96,7 +131,13 @@ static void rm_path(const char *path)
 	int fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	rm_entry(fd, slash + 1, 0);
+	int moved = 0, sub = openat(fd, slash + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				   O_CLOEXEC);
+	if (sub >= 0) {
+		cof_rm_children(sub);
+		close(sub);
+	}
+	rm_entry(fd, slash + 1, -1, 0, &moved);
 	close(fd);
 }
 
@@ -172,6 +213,8 @@ static void walk(int fd, cof_usage *u, int depth)
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
 				walk(sub, u, depth + 1);
+			else if (errno != ENOENT && errno != ENOTDIR)
+				u->over = 1; /* what cannot be measured counts as over */
 		}
 	}
 	closedir(d);
@@ -419,6 +462,62 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t)
 	rm_path(kept);
 }
 
+void cof_quota_base(cof_turns *ts, cof_turn *t)
+{
+	if (ts->kernel && t->ws_made)
+		measure(ts, t, NULL, 0);
+	t->base = t->used;
+}
+
+/* What `o` counts toward a shared limit: entries for "inodes", else bytes. */
+static int64_t amount(const cof_usage *u, int inodes)
+{
+	return inodes ? u->entries : bytes_of(u);
+}
+
+/* A turn with a call running that holds more than when its calls began. */
+static int grew(const cof_turn *o, int inodes)
+{
+	return o->ncalls > 0 && amount(&o->used, inodes) > amount(&o->base, inodes);
+}
+
+/* True when the shared limit `by` must not stop `t`: it did not grow since
+ * its calls began, or it holds less than its share, the room the turns at
+ * rest leave under the limit split evenly among the turns that grew (when
+ * the limit is reached, at least one that grew holds its share or more,
+ * to the page).
+ * turn_disk is its own: never spared. */
+static int spared(cof_turns *ts, const cof_turn *t, const char *by)
+{
+	int user = !strcmp(by, "user_disk"), inodes = !strcmp(by, "inodes");
+	int64_t growing = 0, room = user ? t->sb.user_disk : t->sb.scratch;
+
+	if (!strcmp(by, "turn_disk"))
+		return 0;
+	if (!grew(t, inodes))
+		return 1;
+	if (inodes)
+		room /= COF_ENTRY_BYTES;
+	for (cof_turn *o = ts->list; o; o = o->next) {
+		if (!o->ws_made || strcmp(o->org, t->org) || strcmp(o->agent, t->agent) ||
+		    (user && strcmp(o->user, t->user)))
+			continue;
+		if (grew(o, inodes))
+			growing++;
+		else
+			room -= amount(&o->used, inodes);
+	}
+	/* less a page (an entry): the kernel's edge stops a write that far
+	 * below the size it set */
+	return amount(&t->used, inodes) + (inodes ? 1 : PAGE) < room / (growing > 0 ? growing : 1);
+}
+
+/* `by` unless spared(): what cof_quota_check answers for a limit reached. */
+static const char *reached(cof_turns *ts, const cof_turn *t, const char *by)
+{
+	return spared(ts, t, by) ? NULL : by;
+}
+
 const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh)
 {
 	int64_t bytes, entries;
@@ -443,15 +542,17 @@ const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh)
 		return "turn_disk";
 	/* every entry also counts 1 KB, so this is reached first only when the
 	 * workspace holds nothing but entries up to the whole scratch */
-	if (t->used.entries >= entries)
+	if (t->used.entries >= entries && reached(ts, t, "inodes"))
 		return "inodes";
-	if (bytes_of(&t->used) >= bytes)
+	if (bytes_of(&t->used) >= bytes && reached(ts, t, by))
 		return by;
 	/* the kernel's edge (to the page): the write it stopped with ENOSPC
 	 * breached the limit that set the size */
-	if (ts->kernel && t->size_set > 0 && t->used.blocks >= t->size_set)
+	if (ts->kernel && t->size_set > 0 && t->used.blocks >= t->size_set &&
+	    reached(ts, t, t->size_by))
 		return t->size_by;
-	if (ts->kernel && t->inodes_set > 0 && t->used.entries + 1 >= t->inodes_set)
+	if (ts->kernel && t->inodes_set > 0 && t->used.entries + 1 >= t->inodes_set &&
+	    reached(ts, t, t->inodes_by))
 		return t->inodes_by;
 	return NULL;
 }

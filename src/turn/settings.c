@@ -1,6 +1,6 @@
 /*
  * settings.c — an agent's `sandbox` settings: sizes in Docker's form and the
- * rule 0 < turnDisk <= userDisk <= scratch.
+ * rule 0 < turnDisk <= userDisk <= scratch; memory and processes of a turn.
  */
 #include <string.h>
 #include "turn/turn.h"
@@ -8,7 +8,8 @@
 
 static const cof_jfield sandbox_fields[] = {
 	{"scratch", COF_JANY, 0}, {"turnDisk", COF_JANY, 0}, {"userDisk", COF_JANY, 0},
-	{"network", COF_JBOOL, 0}, {NULL, 0, 0}};
+	{"network", COF_JBOOL, 0}, {"memory", COF_JANY, 0}, {"processes", COF_JINT, 0},
+	{NULL, 0, 0}};
 
 /* Reads field `name` of `sb` into *v when present (else leaves it). */
 static int size_field(const json_t *sb, const char *name, int64_t *v, cof_err *err)
@@ -58,6 +59,19 @@ int cof_sandbox_parse(const json_t *sandbox, cof_sandbox *out, cof_err *err)
 	    size_field(sandbox, "userDisk", &out->user_disk, err))
 		return -1;
 	out->network = cof_json_bool((json_t *)sandbox, "network", 0);
+	out->memory = COF_MEMORY_DEFAULT;
+	out->processes = COF_PROCESSES_DEFAULT;
+	if (size_field(sandbox, "memory", &out->memory, err))
+		return -1;
+	if (out->memory < COF_MEMORY_MIN || out->memory > COF_MEMORY_MAX)
+		return cof_error(err, COF_EVALIDATION,
+				 "sandbox.memory is %lld bytes; it must be 16m to 64g",
+				 (long long)out->memory);
+	if (cof_json_int((json_t *)sandbox, "processes", &out->processes) &&
+	    (out->processes < 8 || out->processes > COF_PROCESSES_MAX))
+		return cof_error(err, COF_EVALIDATION,
+				 "sandbox.processes is %lld; it must be 8 to %d",
+				 (long long)out->processes, COF_PROCESSES_MAX);
 	if (out->turn_disk <= 0)
 		return cof_error(err, COF_EVALIDATION,
 				 "sandbox.turnDisk is %lld bytes; it must be more than 0 (the "

@@ -4,8 +4,12 @@
  * and the disk limits. The public contract is in include/coffer.h ("turns").
  *
  * Locking: one mutex (cof_turns.mu) guards the registry, every turn's fields
- * and the accounting of workspaces. Nothing slow runs under it except
- * mount/remount/statfs of a tmpfs (microseconds).
+ * and the accounting of workspaces. What runs under it: mount/remount/statfs
+ * of a tmpfs, mkdir/write in cgroupfs and in the workspace (microseconds);
+ * in the measuring loop, removing a breached or ended workspace's files;
+ * and, as root, the short-lived child that kills a stopped turn's uid (a
+ * fork, then kill(-1)). A call's own fork and exec of bwrap, and the
+ * measuring walk, run without it (call.c: call_start, tick).
  */
 #ifndef COF_TURN_H
 #define COF_TURN_H
@@ -22,10 +26,16 @@
 #define COF_CALL_OUTPUT_MAX (1 << 20)    /* stdout and stderr kept, each */
 #define COF_CALL_STDIN_MAX (8 << 20)     /* stdin fed to a call */
 #define COF_TURN_DEADLINE_MAX 86400      /* deadlineSeconds */
-#define COF_TURN_PROCS 256               /* processes of one turn (RLIMIT_NPROC) */
+#define COF_MEMORY_DEFAULT ((int64_t)512 << 20) /* sandbox.memory */
+#define COF_MEMORY_MIN ((int64_t)16 << 20)
+#define COF_MEMORY_MAX ((int64_t)64 << 30)
+#define COF_PROCESSES_DEFAULT 256        /* sandbox.processes */
+#define COF_PROCESSES_MAX 65536
+#define COF_AGENT_TIMES 4                /* an agent's live turns: 4x a turn's */
 #define COF_TURN_CALLS 16                /* calls of one turn running at once */
 #define COF_MEASURE_MS 250               /* how often a running call's disk is read */
 #define COF_WALK_DEPTH 256               /* deeper than this counts as over */
+#define COF_RM_DEPTH 64                  /* removal enters this deep, then moves up */
 #define COF_ENTRY_BYTES 1024             /* what a file or folder counts */
 #define COF_TURN_UID_BASE 1610612736u    /* outside uids: base + a random 24 bits */
 #define COF_TOMBSTONES_MAX 100000        /* ended turns remembered (for 410) */
@@ -38,6 +48,8 @@ typedef struct cof_sandbox {
 	int64_t turn_disk; /* one turn's workspace */
 	int64_t user_disk; /* all live workspaces of one (agent, user) */
 	int network;       /* calls share the host's network */
+	int64_t memory;    /* memory of one turn's processes (memfd, shm, tmpfs pages) */
+	int64_t processes; /* processes of one turn at once */
 } cof_sandbox;
 
 /* Reads `sandbox` (NULL = every default) into *out: scratch 256m, turnDisk a
@@ -65,7 +77,8 @@ struct cof_turn {
 	char user[256];
 	cof_sandbox sb;
 	unsigned types;          /* COF_OUT_* that may come back */
-	int64_t created, deadline;
+	int64_t created, deadline;  /* wall clock, shown */
+	int64_t deadline_ms;        /* cof_mono_ms() at the deadline: what the sweep measures */
 	uid_t uid;               /* outside uid of its processes */
 	int refs;                /* calls and requests holding it */
 	int ended;               /* deleted or expired: no new calls */
@@ -84,7 +97,10 @@ struct cof_turn {
 	const char *size_by;     /* the limit that set size= ("turn_disk", ...) */
 	const char *inodes_by;   /* the limit that set nr_inodes= */
 	cof_usage used;
+	cof_usage base;          /* what it held when its running calls began:
+				    a shared limit stops only a turn that grew */
 	/* outbox */
+	int cg_made;             /* its cgroups (and its agent's) are made */
 	int kept_files;
 	int64_t kept_bytes;
 	int collecting;          /* a call is taking the outbox: calls of one turn
@@ -109,6 +125,14 @@ struct cof_turns {
 	pthread_t sweeper;
 	unsigned char *bpf;      /* the seccomp program, as bwrap reads it */
 	size_t bpf_len;
+	int cg;                  /* memory and processes kept by cgroup v2, v1 or
+				    (0) rlimits only (limits.c) */
+	char cg_mem[PATH_MAX];   /* our coffer-PID cgroup: memory (v1) or both (v2) */
+	char cg_pids[PATH_MAX];  /* our coffer-PID cgroup: pids (v1) */
+	char **etc;              /* the names under /etc a call sees */
+	char how[768];           /* how limits are kept, for the log */
+	char exec_helper[PATH_MAX]; /* coffer-exec next to our binary, used without
+				    root (landlock: nothing written runs); "" = none */
 };
 
 /* Reads the outside uid for a new turn (under mu). */
@@ -143,6 +167,10 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t);
  * tmpfs of each, and returns the limit `t` reached ("turn_disk",
  * "user_disk", "scratch", "inodes") or NULL. Under mu. */
 const char *cof_quota_check(cof_turns *ts, cof_turn *t, const cof_usage *fresh);
+/* Notes what `t` holds as its first running call starts (under mu): a
+ * shared limit (user_disk, scratch, inodes) stops only a turn that grew since
+ * and holds more than its share. */
+void cof_quota_base(cof_turns *ts, cof_turn *t);
 /* Measures the workspace of `t` into *u without touching `t`: statfs the
  * kernel way; the measuring loop walks it and adds what the processes under
  * `pids` (n of them, may be 0) hold open though deleted. Safe without mu
@@ -155,9 +183,31 @@ void cof_quota_walk(int dirfd, cof_usage *u);
 /* Removes everything under the folder open at `dirfd` (not the folder). */
 int cof_rm_children(int dirfd);
 
+/* ---- limits.c: memory and processes (cgroup v2, v1, or rlimits) */
+
+/* Finds how memory and processes are kept (sets ts->cg): cgroup v2 if ours is
+ * delegated, else v1 as root, else 0 (rlimits). `no_cgroup`: rlimits only. */
+int cof_limits_open(cof_turns *ts, int no_cgroup);
+/* Makes the cgroups of `t` and of its agent with their limits (under mu;
+ * writes to cgroupfs only). 0, or -1 with err. */
+int cof_limits_turn(cof_turns *ts, cof_turn *t, cof_err *err);
+/* Opens the cgroup.procs files of `t` (memory, pids; -1 where none) for a
+ * call's process to join. 0 or -1. */
+int cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2]);
+/* The turn's counts so far: processes the memory limit killed, forks it
+ * refused. */
+void cof_limits_counts(const cof_turns *ts, const cof_turn *t, int64_t *oom, int64_t *forks);
+/* Removes the cgroups of `t` (and its agent's when no other turn uses them). */
+void cof_limits_drop(const cof_turns *ts, cof_turn *t);
+/* Removes our coffer-PID cgroups. */
+void cof_limits_close(cof_turns *ts);
+
 /* ---- confine.c: bwrap and seccomp */
 
-/* Builds the seccomp program once (ts->bpf). 0, or -1 with err. */
+/* Builds the seccomp program once (ts->bpf; memfd without MFD_NOEXEC_SEAL
+ * always refused, memfd and SysV shm and msg refused unless ts->cg bounds
+ * them) and the list of /etc a call sees. Call after cof_limits_open. 0, or
+ * -1 with err. */
 int cof_confine_init(cof_turns *ts, cof_err *err);
 
 /* One confined process. */

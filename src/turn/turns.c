@@ -42,7 +42,7 @@ uid_t cof_turns_uid_new(cof_turns *ts)
 	 * reach its turns */
 	do {
 		if (cof_random(&r, sizeof r))
-			r = (uint32_t)cof_now_ms() + ts->uid_next++;
+			r = (uint32_t)cof_mono_ms() + ts->uid_next++;
 		uid = (uid_t)(COF_TURN_UID_BASE + (r & 0xffffffu));
 		taken = 0;
 		for (cof_turn *t = ts->list; t; t = t->next)
@@ -144,6 +144,7 @@ static void unref(cof_turns *ts, cof_turn *t)
 			break;
 		}
 	cof_quota_ws_drop(ts, t);
+	cof_limits_drop(ts, t);
 	free(t);
 	pthread_cond_broadcast(&ts->cv);
 }
@@ -163,12 +164,12 @@ static void end_turn(cof_turns *ts, cof_turn *t)
 /* Ends every turn past its deadline plus the grace (under mu). */
 static void sweep(cof_turns *ts)
 {
-	int64_t now = cof_now();
+	int64_t now = cof_mono_ms();
 	cof_turn *t = ts->list, *next;
 
 	for (; t; t = next) {
 		next = t->next;
-		if (t->ended || t->deadline + ts->grace > now)
+		if (t->ended || t->deadline_ms + ts->grace * 1000 > now)
 			continue;
 		t->refs++;
 		end_turn(ts, t);
@@ -182,10 +183,7 @@ static void *sweeper_main(void *arg)
 
 	pthread_mutex_lock(&ts->mu);
 	while (!ts->stop) {
-		struct timespec at;
-		clock_gettime(CLOCK_REALTIME, &at);
-		at.tv_sec += 1;
-		pthread_cond_timedwait(&ts->cv, &ts->mu, &at);
+		cof_cond_wait_until(&ts->cv, &ts->mu, cof_mono_ms() + 1000);
 		sweep(ts);
 	}
 	pthread_mutex_unlock(&ts->mu);
@@ -193,6 +191,14 @@ static void *sweeper_main(void *arg)
 }
 
 /* ------------------------------------------------------------ open/close */
+
+static void etc_free(cof_turns *ts)
+{
+	for (size_t i = 0; ts->etc && ts->etc[i]; i++)
+		free(ts->etc[i]);
+	free(ts->etc);
+	ts->etc = NULL;
+}
 
 int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 		   const char **how, cof_err *err)
@@ -221,11 +227,14 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 		snprintf(ts->root, sizeof ts->root, "%.4000s/scratch", ts->data);
 	}
 	pthread_mutex_init(&ts->mu, NULL);
-	pthread_cond_init(&ts->cv, NULL);
+	cof_cond_init(&ts->cv);
+	cof_limits_open(ts, opts->rlimits_only);
 	if (cof_confine_init(ts, err) || cof_quota_open(ts, opts->force_walk, err) ||
 	    pthread_create(&ts->sweeper, NULL, sweeper_main, ts)) {
 		if (err->code == COF_OK)
 			cof_error(err, COF_EINTERNAL, "cannot start the turn sweeper");
+		cof_limits_close(ts);
+		etc_free(ts);
 		free(ts->bpf);
 		free(ts->tomb);
 		free(ts);
@@ -236,8 +245,18 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 	       : ts->root_user ? "disk limits kept by a measuring loop: a tmpfs cannot be "
 				 "mounted here"
 			       : "disk limits kept by a measuring loop: not root, so no tmpfs per "
-				 "workspace, no uid per turn (no process bound) and /tmp of a "
-				 "call is not noexec";
+				 "workspace and no uid per turn";
+	snprintf(ts->how, sizeof ts->how, "%s; %s; memory and processes kept by %s", *how,
+		 ts->root_user ? "bytes a call writes never run (noexec)"
+		 : ts->exec_helper[0] ? "bytes a call writes never run (landlock, coffer-exec)"
+		 : "without root and without coffer-exec or landlock, a call can run what it "
+		   "writes in /tmp",
+		 ts->cg == 2 ? "cgroup v2" : ts->cg == 1 ? "cgroup v1"
+		 : opts->rlimits_only ? "rlimits (--turn-limits rlimit: per process and per "
+					"call, no agent-wide cap; memfd and SysV shm refused)"
+		 : "rlimits (no cgroup can be made here: per process and per call, no "
+		   "agent-wide cap; memfd and SysV shm refused)");
+	*how = ts->how;
 	*out = ts;
 	return 0;
 }
@@ -265,22 +284,20 @@ void cof_turns_close(cof_turns *ts)
 			running += t->ncalls;
 		if (!running)
 			break;
-		struct timespec at;
-		clock_gettime(CLOCK_REALTIME, &at);
-		at.tv_nsec += 100 * 1000 * 1000;
-		if (at.tv_nsec >= 1000000000L)
-			at.tv_sec++, at.tv_nsec -= 1000000000L;
-		pthread_cond_timedwait(&ts->cv, &ts->mu, &at);
+		cof_cond_wait_until(&ts->cv, &ts->mu, cof_mono_ms() + 100);
 	}
 	while (ts->list) {
 		cof_turn *t = ts->list;
 		ts->list = t->next;
 		cof_quota_ws_drop(ts, t);
+		cof_limits_drop(ts, t);
 		free(t);
 	}
 	pthread_mutex_unlock(&ts->mu);
 	pthread_mutex_destroy(&ts->mu);
 	pthread_cond_destroy(&ts->cv);
+	cof_limits_close(ts);
+	etc_free(ts);
 	free(ts->bpf);
 	free(ts->tomb);
 	free(ts);
@@ -295,14 +312,15 @@ static const cof_jfield create_fields[] = {
 /* The turn as answered. */
 static json_t *turn_json(const cof_turn *t, json_t *accepted)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I, s:b}}",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I, s:b, s:I, s:I}}",
 			      "id", t->id, "agent", t->agent, "user", t->user,
 			      "createdAt", cof_json_time(t->created),
 			      "deadline", cof_json_time(t->deadline),
 			      "sandbox", "scratch", (json_int_t)t->sb.scratch,
 			      "turnDisk", (json_int_t)t->sb.turn_disk,
 			      "userDisk", (json_int_t)t->sb.user_disk,
-			      "network", t->sb.network);
+			      "network", t->sb.network, "memory", (json_int_t)t->sb.memory,
+			      "processes", (json_int_t)t->sb.processes);
 	if (o && accepted)
 		json_object_set(o, "acceptedOutputModes", accepted);
 	return o;
@@ -373,6 +391,7 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 	cof_json_int(body, "deadlineSeconds", &dl);
 	t->created = cof_now();
 	t->deadline = t->created + dl;
+	t->deadline_ms = cof_mono_ms() + dl * 1000;
 	pthread_mutex_lock(&ts->mu);
 	if (ts->stop) {
 		pthread_mutex_unlock(&ts->mu);

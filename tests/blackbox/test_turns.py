@@ -24,7 +24,8 @@ def test_create_answers_the_turn(srv):
     for k in ("deadline", "expiresAt", "createdAt"):
         check(k in t, "answer has %s" % k)
     eq(t["sandbox"], {"scratch": 8 << 20, "turnDisk": 2 << 20, "userDisk": 4 << 20,
-                      "network": False}, "sandbox defaults from scratch")
+                      "network": False, "memory": 512 << 20, "processes": 256},
+       "sandbox defaults from scratch")
 
 
 def test_create_without_agent_names_the_field(srv):

@@ -53,7 +53,7 @@ def test_size_forms_accepted(srv):
 def test_defaults(srv):
     t = new_turn(srv)
     eq(t["sandbox"], {"scratch": 256 * MB, "turnDisk": 64 * MB, "userDisk": 128 * MB,
-                      "network": False}, "defaults")
+                      "network": False, "memory": 512 * MB, "processes": 256}, "defaults")
 
 
 def test_all_equal_accepted(srv):
