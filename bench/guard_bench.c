@@ -45,10 +45,15 @@ static double median(double *v, int n)
 
 static int kept, dropped;
 
-/* Adds every source file under dir that the guard passes to b. */
+/* Adds every source file under dir that the guard passes to b (up to
+ * COLLECT_MAX bytes in all). */
+#define COLLECT_MAX (64u << 20)
+static const char *const repo_exts[] = {".c", ".h", ".py", ".md", ".sh", NULL};
+static const char *const py_exts[] = {".py", NULL};
+static const char *const *exts = repo_exts;
+
 static void collect(const cof_guard *g, const char *dir, cof_buf *b)
 {
-	static const char *const exts[] = {".c", ".h", ".py", ".md", ".sh", NULL};
 	DIR *d = opendir(dir);
 	struct dirent *de;
 
@@ -58,7 +63,8 @@ static void collect(const cof_guard *g, const char *dir, cof_buf *b)
 		char p[2048];
 		struct stat st;
 		if (de->d_name[0] == '.' || !strcmp(de->d_name, "work") ||
-		    !strcmp(de->d_name, "node_modules") || !strcmp(de->d_name, "corpus"))
+		    !strcmp(de->d_name, "node_modules") || !strcmp(de->d_name, "corpus") ||
+		    !strcmp(de->d_name, "site-packages") || !strcmp(de->d_name, "dist-packages"))
 			continue;
 		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
 		if (lstat(p, &st) < 0)
@@ -71,7 +77,8 @@ static void collect(const cof_guard *g, const char *dir, cof_buf *b)
 		int want = 0;
 		for (int i = 0; exts[i]; i++)
 			want |= n > strlen(exts[i]) && !strcmp(de->d_name + n - strlen(exts[i]), exts[i]);
-		if (!want || !S_ISREG(st.st_mode) || st.st_size > (8 << 20))
+		if (!want || !S_ISREG(st.st_mode) || st.st_size > (8 << 20) ||
+		    b->len + (size_t)st.st_size > COLLECT_MAX)
 			continue;
 		FILE *f = fopen(p, "rb");
 		char *buf = malloc((size_t)st.st_size + 1);
@@ -132,6 +139,43 @@ static int rg_patterns(const char *path)
 	return n;
 }
 
+#define PY_STDLIB "/usr/lib/python3.11"
+
+/* `src` repeated to `total` bytes (malloc'd). */
+static char *repeat_to(const cof_buf *src, size_t total)
+{
+	char *text = malloc(total);
+	if (!text)
+		exit(1);
+	for (size_t off = 0; off < total; off += src->len)
+		memcpy(text + off, src->data, total - off < src->len ? total - off : src->len);
+	return text;
+}
+
+/* RUNS block scans and RUNS stream scans (64 KiB chunks) of text: the times
+ * in tb/ts; answers how many scans blocked (must be 0). */
+static int time_scans(const cof_guard *g, const char *text, size_t total, double *tb,
+		      double *ts)
+{
+	cof_guard_hit hit;
+	cof_err err = {0};
+	int blocked = 0;
+
+	for (int r = 0; r < RUNS; r++) {
+		double a = now();
+		blocked += cof_guard_scan(g, "bench.txt", text, total, &hit, &err) != 0;
+		tb[r] = now() - a;
+		a = now();
+		cof_guard_stream *s;
+		cof_guard_stream_open(g, "bench.txt", &s, &hit, &err);
+		for (size_t off = 0; off < total; off += CHUNK)
+			cof_guard_stream_feed(s, text + off, total - off < CHUNK ? total - off : CHUNK);
+		blocked += cof_guard_stream_close(s) != 0;
+		ts[r] = now() - a;
+	}
+	return blocked;
+}
+
 static double run_cmd(const char *cmd, char *out, size_t outsz)
 {
 	double t0 = now();
@@ -190,7 +234,6 @@ int main(int argc, char **argv)
 	cof_buf src = COF_BUF_INIT;
 	double t0 = now(), tb[RUNS], ts[RUNS], tr[RUNS], compile_s;
 	const cof_guard *g = cof_guard_default(&err);
-	cof_guard_hit hit;
 
 	compile_s = now() - t0;
 	if (!g) {
@@ -204,22 +247,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no sources found; run from the repository root\n");
 		return 1;
 	}
-	char *text = malloc(total);
-	for (size_t off = 0; off < total; off += src.len)
-		memcpy(text + off, src.data, total - off < src.len ? total - off : src.len);
+	char *text = repeat_to(&src, total);
+	int blocked = time_scans(g, text, total, tb, ts);
 
-	int blocked = 0;
-	for (int r = 0; r < RUNS; r++) {
-		double a = now();
-		blocked += cof_guard_scan(g, "bench.txt", text, total, &hit, &err) != 0;
-		tb[r] = now() - a;
-		a = now();
-		cof_guard_stream *s;
-		cof_guard_stream_open(g, "bench.txt", &s, &hit, &err);
-		for (size_t off = 0; off < total; off += CHUNK)
-			cof_guard_stream_feed(s, text + off, total - off < CHUNK ? total - off : CHUNK);
-		blocked += cof_guard_stream_close(s) != 0;
-		ts[r] = now() - a;
+	/* Python's standard library, the same way (skipped when absent). */
+	int py_kept = 0, py_dropped = 0, py_blocked = 0;
+	double pb[RUNS], ps[RUNS];
+	cof_buf py = COF_BUF_INIT;
+	int k0 = kept, d0 = dropped;
+	exts = py_exts;
+	collect(g, PY_STDLIB, &py);
+	py_kept = kept - k0, py_dropped = dropped - d0;
+	kept = k0, dropped = d0;
+	if (py.len) {
+		char *pt = repeat_to(&py, total);
+		py_blocked = time_scans(g, pt, total, pb, ps);
+		free(pt);
 	}
 
 	/* The anchor: ripgrep, the same rules, the same bytes from a file. */
@@ -278,30 +321,46 @@ int main(int argc, char **argv)
 	cof_buf_addf(&sec, "## Guard (bench/guard_bench.c)\n\n");
 	cof_buf_addf(&sec, "| %zu MB of this repository's sources, all rules | s | MB/s | vs rg |\n"
 		     "|---|---|---|---|\n", mb);
-	cof_buf_addf(&sec, "| guard, block mode (one buffer) | %.3f | %.0f | %.2fx |\n", b_med,
-		     mbs / b_med, have_rg ? r_med / b_med : 0);
-	cof_buf_addf(&sec, "| guard, stream mode (64 KiB chunks) | %.3f | %.0f | %.2fx |\n", s_med,
-		     mbs / s_med, have_rg ? r_med / s_med : 0);
+	char vb[16] = "-", vs[16] = "-"; /* "vs rg", when rg is there */
+	if (have_rg)
+		snprintf(vb, sizeof vb, "%.2fx", r_med / b_med),
+			snprintf(vs, sizeof vs, "%.2fx", r_med / s_med);
+	cof_buf_addf(&sec, "| guard, block mode (one buffer) | %.3f | %.0f | %s |\n", b_med,
+		     mbs / b_med, vb);
+	cof_buf_addf(&sec, "| guard, stream mode (64 KiB chunks) | %.3f | %.0f | %s |\n", s_med,
+		     mbs / s_med, vs);
 	if (have_rg)
 		cof_buf_addf(&sec, "| rg -c -f (the same %d regexes, from a warm file) | %.3f | %.0f | "
 			     "1.00x |\n", npat, r_med, mbs / r_med);
+	if (py.len) {
+		double pbm = median(pb, RUNS), psm = median(ps, RUNS);
+		cof_buf_addf(&sec, "| guard, block mode, %zu MB of Python's standard library | %.3f | "
+			     "%.0f | %s |\n", mb, pbm, mbs / pbm, "-");
+		cof_buf_addf(&sec, "| guard, stream mode, the same | %.3f | %.0f | - |\n", psm,
+			     mbs / psm);
+	}
 	cof_buf_addf(&sec, "\n| exclusions (defaults + 5 patterns) | µs |\n|---|---|\n");
 	cof_buf_addf(&sec, "| build the matcher (once per agent call) | %.2f |\n", excl_new * 1e6);
 	cof_buf_addf(&sec, "| match one 5-segment path | %.2f |\n", excl_match * 1e6);
 	cof_buf_addf(&sec, "\nMedians of %d. Compiling the guard (block + stream databases, once a "
 		     "process): %.0f ms. The text is %d source files (%d left out because the "
 		     "guard blocks them, e.g. test inputs), %.1f MB, repeated; the guard blocked "
-		     "%d of %d scans (must be 0), rg counted %ld matching lines%s. \"vs rg\" is "
+		     "%d of %d scans (must be 0), rg counted %ld matching lines%s (-1: rg is not installed; "
+		     "scripts/deps --bench installs it). \"vs rg\" is "
 		     "rg's time over the guard's (above 1: the guard is faster). rg runs the same "
 		     "content regexes (the path checks are C, not regexes) with (?-u) so bytes "
-		     "match as Hyperscan sees them. Load average at the end (2 vCPUs, shared): %s.\n", RUNS, compile_s * 1e3, kept, dropped,
+		     "match as Hyperscan sees them. Python: %d .py files of " PY_STDLIB " (%.1f MB, "
+		     "%d left out as blocked, must be 0), %d of %d scans blocked (must be 0). "
+		     "Load average at the end (2 vCPUs, shared): %s.\n", RUNS, compile_s * 1e3, kept, dropped,
 		     (double)src.len / 1048576.0, blocked, 2 * RUNS, rg_lines,
-		     rg_ok ? "" : " (rg failed: see its output)", load);
+		     rg_ok ? "" : " (rg failed: see its output)", py_kept,
+		     (double)py.len / 1048576.0, py_dropped, py_blocked, py.len ? 2 * RUNS : 0, load);
 	write_section(sec.data);
 	fputs(sec.data, stdout);
 	(void)m;
 	cof_buf_release(&sec);
 	cof_buf_release(&src);
 	free(text);
-	return blocked ? 1 : 0;
+	cof_buf_release(&py);
+	return blocked || py_blocked ? 1 : 0;
 }

@@ -15,6 +15,11 @@
  * What fires first: the match with the smallest end offset; among matches
  * ending at the same offset, the rule listed first. Any Hyperscan error fails
  * closed (the write is blocked as "scan-error").
+ *
+ * When the raw bytes pass, the same block database scans the other views of
+ * the content (normalize.h: the normalised view, the decoded layers), a
+ * window of DEEP_WINDOW bytes at a time; the first view that matches wins and
+ * names itself in hit->layer.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +27,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <hs/hs.h>
+#include "policy/normalize.h"
 #include "policy/policy.h"
 #include "util/util.h"
 
@@ -58,7 +64,15 @@ struct cof_guard_stream {
 	hs_stream_t *hs;
 	cof_guard_hit *hit;
 	int blocked;
+	char *buf;     /* the current deep window of the content */
+	size_t blen, bcap;
+	uint64_t boff; /* where buf[0] is in the content */
 };
+
+/* The views other than the raw bytes (normalize.h) are built and scanned a
+ * window at a time, the same windows in block and stream mode. */
+#define DEEP_WINDOW (16u << 20)
+#define DEEP_OVERLAP (64u << 10)
 
 /* ------------------------------------------------------------ the pool */
 
@@ -105,6 +119,7 @@ static void fill_hit(cof_guard_hit *hit, const char *rule, const char *category,
 	snprintf(hit->rule, sizeof hit->rule, "%s", rule);
 	snprintf(hit->category, sizeof hit->category, "%s", category);
 	hit->offset = offset;
+	hit->layer[0] = '\0';
 }
 
 static int is_name_char(char c)
@@ -405,6 +420,78 @@ static int ends_near_page_end(const void *data, size_t len)
 	return room < HS_OVERREAD;
 }
 
+typedef struct deep_ctx {
+	const cof_guard *g;
+	hs_scratch_t *s;
+	const char *content; /* the window scanned */
+	size_t len;
+	uint64_t off;        /* where the window is in the whole content */
+	cof_guard_hit *hit;
+} deep_ctx;
+
+/* A cof_view_fn: one view through the block database. */
+static int on_view(void *c, const char *data, size_t len, const char *layer,
+		   uint64_t raw_end, size_t base)
+{
+	deep_ctx *d = c;
+	scan_ctx x = {0};
+	hs_error_t rc;
+	uint64_t at;
+
+	rc = hs_scan(d->g->block, len ? data : "", (unsigned)(len > UINT_MAX ? UINT_MAX : len), 0,
+		     d->s, on_match, &x);
+	if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) {
+		fill_hit(d->hit, "scan-error", "internal", 0);
+		return 1;
+	}
+	if (!x.found)
+		return 0;
+	hit_from(d->g, &x, d->hit);
+	at = raw_end != UINT64_MAX ? raw_end
+				   : base + cof_norm_map(d->content + base, d->len - base, x.to);
+	if (at < 1)
+		at = 1;
+	if (at > d->len)
+		at = d->len;
+	if (d->hit) {
+		d->hit->offset = d->off + at;
+		snprintf(d->hit->layer, sizeof d->hit->layer, "%s", layer);
+	}
+	return 1;
+}
+
+/* The normalised view and the decoded layers of one window data[0, len) at
+ * `off` in the content: 1 = blocked (hit filled), 0 = clean, -1 = error. */
+static int deep_scan(const cof_guard *g, const char *data, size_t len, uint64_t off,
+		     cof_guard_hit *hit, cof_err *err)
+{
+	deep_ctx d = {g, NULL, data, len, off, hit};
+	int rc;
+
+	if (!len)
+		return 0;
+	if (!(d.s = scratch_take(g)))
+		return cof_error(err, COF_EINTERNAL, "out of memory for a guard scan");
+	rc = cof_layers_walk(data, len, on_view, &d);
+	scratch_put(g, d.s);
+	if (rc < 0)
+		return cof_error(err, COF_EINTERNAL, "out of memory for a guard scan");
+	return rc;
+}
+
+/* deep_scan over the windows of a whole buffer, in order. */
+static int deep_scan_all(const cof_guard *g, const char *data, size_t len,
+			 cof_guard_hit *hit, cof_err *err)
+{
+	for (size_t off = 0; off < len; off += DEEP_WINDOW - DEEP_OVERLAP) {
+		size_t n = len - off < DEEP_WINDOW ? len - off : DEEP_WINDOW;
+		int rc = deep_scan(g, data + off, n, off, hit, err);
+		if (rc || off + DEEP_WINDOW >= len)
+			return rc;
+	}
+	return 0;
+}
+
 int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
 		   cof_guard_hit *hit, cof_err *err)
 {
@@ -431,6 +518,7 @@ int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_
 		return cof_guard_stream_close(st);
 	}
 	char *copy = NULL;
+	const void *orig = data;
 	if (len && ends_near_page_end(data, len)) {
 		if (!(copy = calloc(1, len + HS_OVERREAD)))
 			return cof_error(err, COF_EINTERNAL, "out of memory for a guard scan");
@@ -452,7 +540,7 @@ int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_
 		hit_from(g, &x, hit);
 		return 1;
 	}
-	return 0;
+	return deep_scan_all(g, orig, len, hit, err);
 }
 
 int cof_guard_stream_open(const cof_guard *g, const char *path, cof_guard_stream **out,
@@ -520,6 +608,42 @@ static int stream_step(cof_guard_stream *s, const void *data, size_t len)
 	return s->blocked;
 }
 
+/* Keeps data for the deep views: a full window is scanned (and slid on by
+ * DEEP_WINDOW - DEEP_OVERLAP) when more content arrives, as deep_scan_all
+ * cuts a whole buffer. 1 = blocked. */
+static int stream_keep(cof_guard_stream *s, const char *p, size_t n)
+{
+	while (n) {
+		if (s->blen == DEEP_WINDOW) {
+			int rc = deep_scan(s->g, s->buf, s->blen, s->boff, s->hit, NULL);
+			if (rc) {
+				if (rc < 0)
+					fill_hit(s->hit, "scan-error", "internal", 0);
+				return s->blocked = 1;
+			}
+			memmove(s->buf, s->buf + DEEP_WINDOW - DEEP_OVERLAP, DEEP_OVERLAP);
+			s->blen = DEEP_OVERLAP, s->boff += DEEP_WINDOW - DEEP_OVERLAP;
+		}
+		size_t k = n < DEEP_WINDOW - s->blen ? n : DEEP_WINDOW - s->blen;
+		if (s->blen + k > s->bcap) {
+			size_t cap = s->bcap ? s->bcap : 64 * 1024;
+			while (cap < s->blen + k)
+				cap *= 2;
+			if (cap > DEEP_WINDOW)
+				cap = DEEP_WINDOW;
+			char *nb = realloc(s->buf, cap);
+			if (!nb) { /* fail closed */
+				fill_hit(s->hit, "scan-error", "internal", 0);
+				return s->blocked = 1;
+			}
+			s->buf = nb, s->bcap = cap;
+		}
+		memcpy(s->buf + s->blen, p, k);
+		s->blen += k, p += k, n -= k;
+	}
+	return 0;
+}
+
 int cof_guard_stream_feed(cof_guard_stream *s, const void *data, size_t len)
 {
 	if (!s)
@@ -528,7 +652,9 @@ int cof_guard_stream_feed(cof_guard_stream *s, const void *data, size_t len)
 		return 1;
 	if (!s->hs || !len)
 		return 0;
-	return stream_step(s, data, len);
+	if (stream_step(s, data, len))
+		return 1;
+	return stream_keep(s, data, len);
 }
 
 int cof_guard_stream_close(cof_guard_stream *s)
@@ -537,11 +663,19 @@ int cof_guard_stream_close(cof_guard_stream *s)
 
 	if (!s)
 		return 1;
-	if (s->hs && !s->blocked)
+	if (s->hs && !s->blocked) {
 		stream_step(s, NULL, 0);
+		if (!s->blocked && s->blen) { /* the last window's deep views */
+			int rc = deep_scan(s->g, s->buf, s->blen, s->boff, s->hit, NULL);
+			if (rc < 0)
+				fill_hit(s->hit, "scan-error", "internal", 0);
+			s->blocked = rc != 0;
+		}
+	}
 	if (s->hs) /* blocked earlier: drop the stream without more matches */
 		hs_close_stream(s->hs, NULL, NULL, NULL);
 	blocked = s->blocked;
+	free(s->buf);
 	free(s);
 	return blocked;
 }

@@ -139,7 +139,10 @@ typedef struct cof_guard_hit {
 	char rule[64];       /* the rule's name, e.g. "reverse-shell-dev-tcp" */
 	char category[32];   /* "prompt-injection", "miner", "reverse-shell", ... */
 	uint64_t offset;     /* where in the content the match ends (the byte
-			      * after it); 0 for name rules */
+			      * after it); 0 for name rules; for a match in a
+			      * decoded layer, the end of the encoded run */
+	char layer[64];      /* "" for the raw bytes, else the view that matched:
+			      * "normalized", "base64 > gzip", "utf-16le", ... */
 } cof_guard_hit;
 
 /* The process-wide guard, compiled on first use from the built-in rules.
@@ -151,7 +154,11 @@ void cof_guard_free(cof_guard *g);
 
 /* Scans a write before it lands: the path (traversal, shell metacharacters or
  * control characters in names) and the content. 1 = blocked (*hit filled),
- * 0 = clean, -1 = error. */
+ * 0 = clean, -1 = error. The content is scanned as it is, then (when that
+ * passes) as seen through src/policy/normalize.h: its normalised view and its
+ * decoded layers (base64, hex, \x, gzip/zlib, UTF-16, nested 3 deep, bounded
+ * in bytes), in windows of 16 MiB overlapping by 64 KiB; the first view that
+ * matches names itself in hit->layer. */
 int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
 		   cof_guard_hit *hit, cof_err *err);
 
@@ -167,7 +174,10 @@ const char *cof_guard_rules_text(size_t *len);
 
 /* Streaming form for content too large to hold: open, feed chunks, close. A
  * hit ends the stream early (feed returns 1). A pattern that spans chunk
- * boundaries still fires. `path` may be NULL (content only). Open answers -1
+ * boundaries still fires. The normalised and decoded views are scanned over
+ * the same 16 MiB windows as cof_guard_scan (the stream keeps one window of
+ * content: up to 16 MiB of memory), so for content up to 16 MiB a stream
+ * answers exactly what cof_guard_scan does. `path` may be NULL (content only). Open answers -1
  * only on error (out of memory); a blocked path still opens a stream whose
  * hit is filled at once, whose feeds answer 1 and whose close answers 1.
  * `hit` must outlive the stream. One stream is fed by one thread at a time;

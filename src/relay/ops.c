@@ -145,6 +145,8 @@ static int op_allowed(cof_relay *r, rsession *s, opreq *q, cof_err *err)
 		cof_err_set(err, "rule", json_string(q->hit.rule));
 		cof_err_set(err, "category", json_string(q->hit.category));
 		cof_err_set(err, "offset", json_integer((json_int_t)q->hit.offset));
+		if (q->hit.layer[0]) /* seen through a disguise: which one */
+			cof_err_set(err, "layer", json_string(q->hit.layer));
 		return -1;
 	}
 	if (q->kind == K_WRITE && s->writes + 1 > l->writes) {
@@ -189,6 +191,8 @@ static void op_refused(cof_relay *r, rsession *s, json_t *body, opreq *q, cof_er
 		json_t *hit = json_pack("{s:s, s:s, s:s, s:I, s:s}", "path", q->path, "rule",
 					q->hit.rule, "category", q->hit.category, "offset",
 					(json_int_t)q->hit.offset, "by", "server");
+		if (q->hit.layer[0])
+			json_object_set_new(hit, "layer", json_string(q->hit.layer));
 		json_object_set(entry, "blocked", hit);
 		cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "write_blocked", hit);
 	}

@@ -113,6 +113,15 @@ static const fire_case fires[] = {
 	{"rs-perl-socket", NULL, "perl -e 'use Socket;socket(S,PF_INET,SOCK_STREAM,1);"
 				 "connect(S,$a);ex" "ec(\"/bin/sh -i\");'"},
 	{"rs-php-fsockopen", NULL, "php -r '$s=fsock" "open(\"h\",1);exec(\"/bin/sh\");'"},
+	{"rs-python-socket-lines", NULL, "import socket, os\ns = socket.soc" "ket(socket.AF_INET)\n"
+					 "s.con" "nect((\"10.0.0.1\", 4444))\nos.du" "p2(s.fileno(), 0)\n"},
+	{"rs-node-net-child", NULL, "var net = req" "uire('net'), cp = req" "uire('child_process');\n"
+				    "var sh = cp.sp" "awn('/bin/sh', []);\nc.connect(1, 'h', function() {\n"
+				    "  c.pi" "pe(sh.stdin);\n});\n"},
+	{"miner-wallet-login", NULL, NULL /* built in test_fires */},
+	{"miner-wallet-flag", NULL, NULL /* built in test_fires */},
+	{"miner-pools-config", NULL, "{\"po" "ols\": [{\"url\": \"pool.example.net:3333\",\n"
+				     "  \"user\": \"x\", \"keep" "alive\": true}]}"},
 	{"rs-powershell-tcp", NULL, "$c = New-Object System.Net.Sockets.TCP" "Client('h',1);\n"
 				    "$s = $c.GetStream();\n$r = (ie" "x $d 2>&1);"},
 	/* obfuscated payloads */
@@ -130,7 +139,18 @@ static const fire_case fires[] = {
 #define NFIRES (sizeof fires / sizeof *fires)
 
 /* Inputs too long to spell out: built once. */
-static char hex_run[64 * 4 + 32], char_codes[48 * 4 + 64];
+static char hex_run[64 * 4 + 32], char_codes[48 * 4 + 64], wallet_login[160], wallet_flag[160];
+
+/* A Monero-shaped address (95 base58 characters after a '4'), spelled at
+ * run time. */
+static void wallet(char *out)
+{
+	static const char b58[] = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+	out[0] = '4';
+	for (int i = 1; i < 95; i++)
+		out[i] = b58[(i * 7 + 3) % 58];
+	out[95] = '\0';
+}
 
 static void build_long_inputs(void)
 {
@@ -144,6 +164,10 @@ static void build_long_inputs(void)
 	for (int i = 0; i < 41; i++)
 		p += snprintf(p, 5, "%d,", 65 + i % 26);
 	snprintf(p, 4, "65)");
+	char w[96];
+	wallet(w);
+	snprintf(wallet_login, sizeof wallet_login, "[pool]\nurl = \"203.0.113.7:3333\"\nuser = \"%s\"\n", w);
+	snprintf(wallet_flag, sizeof wallet_flag, "./run -o 203.0.113.7:3333 -u %s -p x", w);
 }
 
 static const char *content_of(const fire_case *c)
@@ -154,6 +178,10 @@ static const char *content_of(const fire_case *c)
 		return hex_run;
 	if (!strcmp(c->rule, "obf-char-codes"))
 		return char_codes;
+	if (!strcmp(c->rule, "miner-wallet-login"))
+		return wallet_login;
+	if (!strcmp(c->rule, "miner-wallet-flag"))
+		return wallet_flag;
 	return NULL;
 }
 
@@ -464,7 +492,10 @@ static int scan_tree(const cof_guard *g, const char *dir, const char *const *ext
 			if (n > m && !strcmp(de->d_name + n - m, exts[i]))
 				want = 1;
 		}
-		if (!want || !strcmp(de->d_name, "guard.rules"))
+		/* the rules, and the disguised payloads test_guard_views.c builds
+		 * (its own repository test lists it as a carrier) */
+		if (!want || !strcmp(de->d_name, "guard.rules") ||
+		    !strcmp(de->d_name, "test_guard_views.c"))
 			continue;
 		FILE *f = fopen(p, "rb");
 		char *buf = malloc((size_t)st.st_size + 1);
