@@ -19,6 +19,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "policy/normalize.h"
+#include "util/util.h"
 
 #define B64_MIN 32      /* shortest base64 run decoded (24 bytes) */
 #define HEX_MIN 32      /* shortest hex run decoded (16 bytes) */
@@ -61,7 +62,7 @@ static char *take(walk *w, size_t cap)
 
 	if (cap > w->budget - w->used)
 		return NULL;
-	if (!(p = calloc(1, cap + COF_VIEW_PAD)))
+	if (!(p = cof_calloc(1, cap + COF_VIEW_PAD)))
 		return NULL;
 	w->used += cap;
 	return p;

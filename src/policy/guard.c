@@ -97,12 +97,7 @@ static void scratch_put(const cof_guard *cg, hs_scratch_t *s)
 	pthread_mutex_lock(&g->mu);
 	if (g->npool == g->cappool) {
 		size_t cap = g->cappool ? 2 * g->cappool : 8;
-		hs_scratch_t **p = realloc(g->pool, cap * sizeof *p);
-		if (!p) {
-			pthread_mutex_unlock(&g->mu);
-			hs_free_scratch(s);
-			return;
-		}
+		hs_scratch_t **p = cof_realloc(g->pool, cap * sizeof *p);
 		g->pool = p, g->cappool = cap;
 	}
 	g->pool[g->npool++] = s;
@@ -219,9 +214,7 @@ static int parse_rules(const char *text, size_t len, cof_guard *g, cof_err *err)
 		lineno++;
 		skip_ws(&q, le);
 		if (q < le && *q != '#' && *q != '\r') {
-			guard_rule *nr = realloc(g->rules, (g->nrules + 1) * sizeof *nr);
-			if (!nr)
-				return cof_error(err, COF_EINTERNAL, "out of memory");
+			guard_rule *nr = cof_realloc(g->rules, (g->nrules + 1) * sizeof *nr);
 			g->rules = nr;
 			if (parse_line(q, le, lineno, &g->rules[g->nrules], err) < 0)
 				return -1;
@@ -241,9 +234,9 @@ static int parse_rules(const char *text, size_t len, cof_guard *g, cof_err *err)
 static int compile_db(cof_guard *g, unsigned mode, hs_database_t **db, cof_err *err)
 {
 	size_t n = 0;
-	const char **exprs = calloc(g->nrules + 1, sizeof *exprs);
-	unsigned *flags = calloc(g->nrules + 1, sizeof *flags);
-	unsigned *ids = calloc(g->nrules + 1, sizeof *ids);
+	const char **exprs = cof_calloc(g->nrules + 1, sizeof *exprs);
+	unsigned *flags = cof_calloc(g->nrules + 1, sizeof *flags);
+	unsigned *ids = cof_calloc(g->nrules + 1, sizeof *ids);
 	hs_compile_error_t *ce = NULL;
 	int rc = 0;
 
@@ -276,7 +269,7 @@ out:
 
 int cof_guard_compile(const char *rules, size_t len, cof_guard **out, cof_err *err)
 {
-	cof_guard *g = calloc(1, sizeof *g);
+	cof_guard *g = cof_calloc(1, sizeof *g);
 	size_t nregex = 0;
 
 	*out = NULL;
@@ -294,7 +287,7 @@ int cof_guard_compile(const char *rules, size_t len, cof_guard **out, cof_err *e
 			g->check_rule[g->rules[i].check] = (int)i;
 	}
 	if (nregex) {
-		if (!(g->hs_rule = calloc(nregex, sizeof *g->hs_rule)))
+		if (!(g->hs_rule = cof_calloc(nregex, sizeof *g->hs_rule)))
 			goto oom;
 		if (compile_db(g, HS_MODE_BLOCK, &g->block, err) < 0 ||
 		    compile_db(g, HS_MODE_STREAM, &g->stream, err) < 0)
@@ -520,7 +513,7 @@ int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_
 	char *copy = NULL;
 	const void *orig = data;
 	if (len && ends_near_page_end(data, len)) {
-		if (!(copy = calloc(1, len + HS_OVERREAD)))
+		if (!(copy = cof_calloc(1, len + HS_OVERREAD)))
 			return cof_error(err, COF_EINTERNAL, "out of memory for a guard scan");
 		memcpy(copy, data, len);
 		data = copy;
@@ -551,7 +544,7 @@ int cof_guard_stream_open(const cof_guard *g, const char *path, cof_guard_stream
 	*out = NULL;
 	if (!g)
 		return cof_error(err, COF_EINTERNAL, "no guard");
-	if (!(s = calloc(1, sizeof *s)))
+	if (!(s = cof_calloc(1, sizeof *s)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	s->g = g, s->hit = hit;
 	if (path && cof_guard_scan_name(g, path, strlen(path), hit)) {
@@ -631,7 +624,7 @@ static int stream_keep(cof_guard_stream *s, const char *p, size_t n)
 				cap *= 2;
 			if (cap > DEEP_WINDOW)
 				cap = DEEP_WINDOW;
-			char *nb = realloc(s->buf, cap);
+			char *nb = cof_realloc(s->buf, cap);
 			if (!nb) { /* fail closed */
 				fill_hit(s->hit, "scan-error", "internal", 0);
 				return s->blocked = 1;

@@ -21,6 +21,7 @@
 #include <unicode/unorm2.h>
 #include <unicode/utf16.h>
 #include "policy/normalize.h"
+#include "util/util.h"
 
 /* Look-alikes of Latin letters that NFKC leaves alone (after Unicode's
  * confusables.txt, the common Cyrillic, Greek, Armenian and Latin ones),
@@ -400,7 +401,7 @@ static int flush(const char *text, size_t ws, size_t we, const char *layer, uint
 		 cof_view_fn fn, void *ctx)
 {
 	size_t n = we - ws;
-	char *out = malloc(COF_NORM_CAP(n) + COF_VIEW_PAD), name[64];
+	char *out = cof_malloc(COF_NORM_CAP(n) + COF_VIEW_PAD), name[64];
 	int rc = 0;
 
 	if (!out)
