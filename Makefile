@@ -44,6 +44,12 @@ $(BUILD)/gen/guard_rules.inc: src/policy/guard.rules | deps
 	xxd -i < $< > $@
 $(BUILD)/obj/src/policy/guard.o: $(BUILD)/gen/guard_rules.inc
 
+# The API's OpenAPI document, served at /v1/openapi.json: docs/openapi.json as a C array.
+$(BUILD)/gen/openapi_json.inc: docs/openapi.json
+	@mkdir -p $(dir $@)
+	xxd -i < $< > $@
+$(BUILD)/obj/src/http/openapi.o: $(BUILD)/gen/openapi_json.inc
+
 $(BUILD)/libcoffer.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@

@@ -75,13 +75,29 @@ static int ref_rule(const char *pat, const char *prefix, int is_dir_prefix)
 	return r;
 }
 
+/* The documented folding of the defaults into `out` (at most as long): ASCII
+ * letters, U+017F to 's', U+212A to 'k'. */
+static void ref_fold(const char *in, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c == 0xc5 && i + 1 < n && (unsigned char)in[i + 1] == 0xbf)
+			out[o++] = 's', i++;
+		else if (c == 0xe2 && i + 2 < n && (unsigned char)in[i + 1] == 0x84 &&
+			 (unsigned char)in[i + 2] == 0xaa)
+			out[o++] = 'k', i += 2;
+		else
+			out[o++] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : (char)c;
+	}
+	out[o] = '\0';
+}
+
 static int ref_match(json_t *arr, int defaults, const char *path, int is_dir)
 {
 	size_t n = strlen(path);
-	char *prefix = malloc(n + 1), *lower = malloc(n + 1);
-
-	for (size_t i = 0; i <= n; i++)
-		lower[i] = (path[i] >= 'A' && path[i] <= 'Z') ? (char)(path[i] + 32) : path[i];
+	char *prefix = malloc(n + 1);
 	for (size_t end = 0; end <= n; end++) {
 		if (end < n && path[end] != '/')
 			continue;
@@ -94,17 +110,15 @@ static int ref_match(json_t *arr, int defaults, const char *path, int is_dir)
 			if (r >= 0)
 				state = r;
 		}
-		memcpy(prefix, lower, end);
+		ref_fold(path, end, prefix);
 		for (const char *const *d = cof_excl_defaults(); defaults && *d; d++)
 			state |= ref_rule(*d, prefix, !last || is_dir) == 1;
 		if (state) {
 			free(prefix);
-			free(lower);
 			return 1;
 		}
 	}
 	free(prefix);
-	free(lower);
 	return 0;
 }
 

@@ -24,6 +24,7 @@ static cof_store *st;
 static char dir[4096];
 static char vol[64];     /* a volume with a few files, remade after a move */
 static char snap[64];    /* a snapshot of it */
+static const cof_idem fuzz_idem = {"fuzz-idem", NULL};
 
 static const char *const seed_files[] = {"a.txt", "dir/b.txt", "dir/sub/c.txt", "é/ü.md"};
 
@@ -181,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(cof_volume_delete(st, ORG, id, &err) == 0, "delete: %s", err.msg);
 	}
 	json_decref(out), out = NULL, cof_err_clear(&err);
-	rc = cof_volume_create(st, ORG, body, "fuzz-idem", &out, &created, &err);
+	rc = cof_volume_create(st, ORG, body, &fuzz_idem, &out, &created, &err);
 	check_answer("cof_volume_create (idem)", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);
 
@@ -234,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   "a fresh link does not verify: %s", err.msg);
 	}
 	json_decref(out), out = NULL, cof_err_clear(&err);
-	rc = cof_link_create(st, ORG, vol, body, "fuzz-idem", &out, &err);
+	rc = cof_link_create(st, ORG, vol, body, &fuzz_idem, &out, &err);
 	if (rc)
 		check_answer("cof_link_create (idem)", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);

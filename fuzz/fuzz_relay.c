@@ -9,7 +9,8 @@
  * Invariants: the counts never pass their limits; nothing is forwarded for a
  * refused op; an answered listing holds no excluded entry and a search no
  * more results than its cap, none excluded; a read answered is not over
- * fileBytes; no op is accepted on a read-only session as a write.
+ * fileBytes; no op is accepted on a read-only session as a write, nor a
+ * write to a protected path (the client sends no allowance).
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -48,7 +49,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!cof_guard_default(&err)) /* compiled once here, not in the first input's time */
 		abort();
 	json_t *pats = json_pack("[s, s]", "secret/", "*.log");
-	if (cof_excl_new(pats, 1, &excl, &err))
+	if (cof_excl_new(pats, COF_EXCL_DEFAULTS | COF_EXCL_NOCASE, &excl, &err))
 		abort();
 	json_decref(pats);
 	json_decref(out);
@@ -165,6 +166,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			json_decref(info);
 			cof_relay_get(relay, &who, c.uid, &info, NULL);
 			const char *dir = json_string_value(json_object_get(body, "path"));
+			FUZZ_CHECK(strcmp(op, "write_file") || !cof_protect_rule(dir ? dir : ""),
+				   "a write accepted to protected '%s' (no allowance)", dir);
 			check_answer(op, dir ? dir : "", out, info);
 		}
 		json_decref(out);

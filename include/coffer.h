@@ -97,13 +97,30 @@ int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
 
 /* ---------------------------------------------------------------- volumes */
 
-/* POST /v1/volumes {name, ceiling?}. With `idem_key` the same volume is answered
- * again for a day. *created says whether it was made now (201) or replayed. */
+/* An Idempotency-Key and the request it came with. `request` is a hash of
+ * the request (HTTP: method, path and body; see http_request_hash); NULL =
+ * the operation and its body. The same key with another request within a day
+ * is COF_ECONFLICT naming the key, and nothing is done. */
+typedef struct cof_idem {
+	const char *key;
+	const char *request;
+} cof_idem;
+
+/* POST /v1/volumes {name, ceiling?}. With `idem` (NULL = none) the same volume
+ * is answered again for a day. *created says whether it was made now (201) or
+ * replayed. */
 int cof_volume_create(cof_store *st, const char *org, json_t *body,
-		      const char *idem_key, json_t **out, int *created, cof_err *err);
+		      const cof_idem *idem, json_t **out, int *created, cof_err *err);
 int cof_volume_get(cof_store *st, const char *org, const char *id, json_t **out,
 		   cof_err *err);
-/* GET /v1/volumes?ids=a,b — `ids` comma-separated, at most 50. Unknown ids left out. */
+/* GET /v1/volumes?prefix=&cursor=&limit=: the organization's volumes whose
+ * name starts with `prefix` (NULL = all), by name (then id):
+ * {volumes:[{id, name, seq, files, bytes, createdAt}], cursor?}; `limit` 1 to
+ * 1,000 (0 = 1,000); `cursor` (NULL = the start) from the previous page. */
+int cof_volume_list(cof_store *st, const char *org, const char *prefix,
+		    const char *cursor, int64_t limit, json_t **out, cof_err *err);
+/* GET /v1/volumes?ids=a,b — `ids` comma-separated, at most 50: {volumes:[{id,
+ * name, seq, files, bytes}]}. Unknown ids left out. */
 int cof_volume_get_many(cof_store *st, const char *org, const char *ids,
 			json_t **out, cof_err *err);
 int cof_volume_delete(cof_store *st, const char *org, const char *id, cof_err *err);
@@ -131,6 +148,13 @@ int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err);
  * with COF_ETOOLARGE as soon as it is crossed. */
 typedef struct cof_upload cof_upload;
 int cof_upload_begin(cof_store *st, int64_t max_bytes, cof_upload **out, cof_err *err);
+/* Holds `up` to the room volume `vol` has for a write of `path`: its ceiling
+ * less its bytes, plus what `path` holds now. `declared` (a Content-Length;
+ * -1 = unknown) past the room fails at once, and so does a cof_upload_write
+ * that would cross it, before its bytes are stored: COF_EVALIDATION naming
+ * the ceiling, as cof_file_put's own check (which stays the final one). */
+int cof_upload_room(cof_upload *up, const char *org, const char *vol, const char *path,
+		    int64_t declared, cof_err *err);
 int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err);
 int64_t cof_upload_size(const cof_upload *up);
 /* Drops an upload that will not be committed. NULL is fine. */
@@ -237,9 +261,10 @@ void cof_archive_close(cof_archive *a);
 /* ----------------------------------------------------------- signed links */
 
 /* POST /v1/volumes/{id}/links: {url:"/l/TOKEN", method, path, expiresAt}; the HTTP
- * layer makes `url` absolute. A retry with the same `idem_key`: COF_ECONFLICT. */
+ * layer makes `url` absolute. A retry with the same `idem` (NULL = none):
+ * COF_ECONFLICT, and the link is never shown again. */
 int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
-		    const char *idem_key, json_t **out, cof_err *err);
+		    const cof_idem *idem, json_t **out, cof_err *err);
 
 /* What a verified token allows. */
 typedef struct cof_link {
@@ -295,6 +320,10 @@ int cof_agent_file_open(cof_store *st, const char *org, const char *id, const ch
 int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *path,
 		       cof_upload *up, const char *content_type, json_t **out, int *created,
 		       cof_err *err);
+/* Holds `up` to the room of the volume behind agent path `path` (as
+ * cof_upload_room; a read-only mount: COF_EFORBIDDEN). */
+int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *path,
+			cof_upload *up, int64_t declared, cof_err *err);
 int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
 			  const char *path, json_t **out, cof_err *err);
 /* GET /v1/agents/{id}/files?path=DIR: {path, entries:[{name, path, type, size?}]}. */
@@ -308,6 +337,11 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
  * answered again with `replayed: true`. Consumes `up`; begin it with
  * max_bytes COF_UPLOAD_MAX (256 MiB). */
 #define COF_UPLOAD_MAX (256LL << 20)
+/* Holds `up` to the room of the volume the upload lands in (as
+ * cof_upload_room), before its body is read. */
+int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
+			  const char *request, const char *name, cof_upload *up,
+			  int64_t declared, cof_err *err);
 int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *request,
 		     const char *name, cof_upload *up, const char *content_type, json_t **out,
 		     int *created, cof_err *err);
@@ -316,7 +350,7 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
  * a signed link to a file by the agent's path (PUT links need a read-write
  * mount). Answer as cof_link_create, with the agent path. */
 int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
-			  const char *idem_key, json_t **out, cof_err *err);
+			  const cof_idem *idem, json_t **out, cof_err *err);
 
 /* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
  * contentType}] (every file the run's tool calls wrote, up to 100),
@@ -325,7 +359,7 @@ int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char
 		      json_t **out, cof_err *err);
 
 /* POST /v1/agents/{id}/tools/{tool}: runs one file tool as the model would
- * (read, write, edit, ls, glob, grep). Answer {ok, output, ...}: a refusal the
+ * (read, write, edit, ls, glob, grep, present_file). Answer {ok, output, ...}: a refusal the
  * model can act on (a stale write, no match) is ok:false with the reason in
  * `output`, and returns 0; -1 is for API errors (unknown agent or tool, bad
  * arguments, fileTools off: COF_ENOTFOUND). `run_id` may be NULL. */
@@ -348,9 +382,9 @@ void cof_agent_watch_close(cof_agent_watch *w);
 
 /* Each (agent, subject) pair has one durable volume, made on first use by any
  * call below (capacity 512 MiB growing to a 4 GiB ceiling; past it
- * COF_EVALIDATION). Subject ids: 1..128 bytes of [A-Za-z0-9._@-]; an unknown
- * agent is COF_ENOTFOUND. Paths are volume paths ("notes/a.md", one leading
- * '/' allowed). The top folders memories/ and skills/ are reserved: the file
+ * COF_EVALIDATION). Subject ids: 1..128 bytes of [A-Za-z0-9._@-], not "." or
+ * ".."; an unknown agent is COF_ENOTFOUND. Paths are volume paths ("notes/a.md",
+ * one leading '/' allowed; no control characters). The top folders memories/ and skills/ are reserved: the file
  * calls read them but refuse writes, moves and deletes there (COF_EFORBIDDEN). */
 
 /* PUT .../files/content {path, encoding?:"utf-8"|"base64", content, createParents?}.
@@ -472,6 +506,8 @@ typedef struct cof_relay cof_relay;
 typedef struct cof_relay_opts {
 	int64_t grace_seconds;  /* a paused session ends after this long; 0 = 600 */
 	int64_t op_wait_ms;     /* an op waits this long for its result; 0 = 120 s */
+	int64_t sessions_max;   /* sessions in memory, every org; 0 = 1000 */
+	int64_t sessions_per_org; /* sessions not ended, per org; 0 = 100 */
 } cof_relay_opts;
 
 /* The registry; `st` (borrowed, must outlive it) is used to read agents. */

@@ -192,11 +192,11 @@ static int changes_waiting(cof_agent_watch *w)
 int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err *err)
 {
 	cof_store *st = w->st;
-	int64_t deadline = cof_now_ms() + wait_ms;
+	int64_t deadline = cof_mono_ms() + wait_ms;
 	json_t *list = json_array();
 
 	for (;;) {
-		int64_t now = cof_now_ms();
+		int64_t now = cof_mono_ms();
 		if (!w->pending_ms && changes_waiting(w))
 			w->pending_ms = now;
 		if (w->pending_ms && now - w->pending_ms >= COALESCE_MS) {
@@ -219,10 +219,9 @@ int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err 
 		int64_t until = w->pending_ms ? w->pending_ms + COALESCE_MS : deadline;
 		if (until > deadline)
 			until = deadline;
-		struct timespec ts = {.tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000};
 		int r = 0;
 		while (st->change_gen == gen && !st->closing && r != ETIMEDOUT)
-			r = pthread_cond_timedwait(&st->change_cv, &st->change_mu, &ts);
+			r = cof_cond_wait_until(&st->change_cv, &st->change_mu, until);
 		pthread_mutex_unlock(&st->change_mu);
 	}
 }

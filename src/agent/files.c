@@ -73,6 +73,21 @@ int cof_agent_file_put(cof_store *st, const char *org, const char *id, const cha
 	return rc;
 }
 
+int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *path,
+			cof_upload *up, int64_t declared, cof_err *err)
+{
+	cof_agent a;
+	cof_target t;
+	int rc;
+
+	if (file_target(st, org, id, path, &a, &t, err))
+		return -1;
+	rc = cof_agent_writable(&t, err) ||
+	     cof_upload_room(up, org, t.mount->vol, t.vpath, declared, err) ? -1 : 0;
+	cof_agent_release(&a);
+	return rc;
+}
+
 int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
 			  const char *path, json_t **out, cof_err *err)
 {
@@ -262,7 +277,7 @@ fail:
 /* ------------------------------------------------------------- links */
 
 int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
-			  const char *idem_key, json_t **out, cof_err *err)
+			  const cof_idem *idem, json_t **out, cof_err *err)
 {
 	const char *path = cof_json_str(body, "path"), *method = cof_json_str(body, "method");
 	json_t *vbody;
@@ -283,7 +298,7 @@ int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t
 	/* The volume layer checks every other field; only the path is translated. */
 	vbody = json_deep_copy(body);
 	json_object_set_new(vbody, "path", json_string(t.vpath));
-	rc = cof_link_create(st, org, t.mount->vol, vbody, idem_key, out, err);
+	rc = cof_link_create(st, org, t.mount->vol, vbody, idem, out, err);
 	json_decref(vbody);
 	if (!rc)
 		answer_path(*out, &t);

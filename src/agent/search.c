@@ -2,7 +2,9 @@
  * search.c — glob and grep over the files under an agent path. Both walk the
  * volume's rows at one seq (no filesystem), match paths relative to the
  * folder searched, and cap their answers with a note. grep uses PCRE2 with
- * JIT and skips binary files (saying how many).
+ * JIT and skips binary files (saying how many); a pattern that meets a regex
+ * limit or the time budget (util/regex.h) ends it with ok:false naming the
+ * limit, the file and the line.
  */
 #include "util/regex.h"
 #include <stdlib.h>
@@ -113,11 +115,13 @@ static const cof_jfield grep_fields[] = {
 enum { MODE_CONTENT, MODE_FILES, MODE_COUNT };
 
 typedef struct grep_run {
-	pcre2_code *re;
-	pcre2_match_data *md;
+	cof_regex rx;
 	int mode;
 	int64_t context, limit, shown, files_matched, skipped;
 	int cut;
+	int stopped;            /* a regex limit: where, in stop_path and stop_line */
+	char stop_path[COF_AGENT_PATH_MAX + 1];
+	int64_t stop_line;
 	cof_buf out;
 	json_t *matches;
 } grep_run;
@@ -134,7 +138,13 @@ static void grep_file(grep_run *g, const char *apath, const char *text, size_t l
 	while (p < end && !g->cut) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		int hit = pcre2_match(g->re, (PCRE2_SPTR)p, n, 0, 0, g->md, NULL) >= 0;
+		int hit = cof_regex_match(&g->rx, p, n);
+		if (hit < 0) {
+			g->stopped = g->cut = 1;
+			snprintf(g->stop_path, sizeof g->stop_path, "%s", apath);
+			g->stop_line = line;
+			return;
+		}
 		if (hit) {
 			count++;
 			if (g->mode == MODE_CONTENT) {
@@ -225,10 +235,11 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return -1;
 	if (!*cof_json_str(args, "pattern"))
 		return cof_error(err, COF_EVALIDATION, "'pattern' is empty");
-	if (!(g.re = cof_regex_compile(cof_json_str(args, "pattern"),
-				  cof_json_bool(args, "ignoreCase", 0), err)))
+	if (cof_regex_open(&g.rx, cof_json_str(args, "pattern"),
+			   cof_json_bool(args, "ignoreCase", 0), 0, err)) {
+		cof_regex_close(&g.rx);
 		return -1;
-	g.md = pcre2_match_data_create_from_pattern(g.re, NULL);
+	}
 	g.matches = json_array();
 	if ((r = cof_tool_target(a, args, "path", 0, &t, out, err))) {
 		rc = r < 0 ? -1 : 0;
@@ -264,6 +275,16 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		}
 		free(d);
 	}
+	if (g.stopped) {
+		char lim[96];
+		rc = cof_tool_refuse(out, "grep stopped at %s on %s line %lld, before the search "
+				     "ended; use a simpler pattern (nested or overlapping "
+				     "repeats such as (a|aa)+ backtrack without end) or a "
+				     "narrower path or glob", cof_regex_limit(&g.rx, lim, sizeof lim),
+				     g.stop_path, (long long)g.stop_line);
+		json_object_set_new(*out, "limit", json_string(cof_regex_limit_key(&g.rx)));
+		goto done;
+	}
 	if (g.shown == 0)
 		cof_buf_addf(&g.out, "no matches under %s\n", t.apath);
 	if (g.cut)
@@ -279,7 +300,6 @@ done:
 	cof_items_release(&it);
 	cof_buf_release(&g.out);
 	json_decref(g.matches);
-	pcre2_match_data_free(g.md);
-	pcre2_code_free(g.re);
+	cof_regex_close(&g.rx);
 	return rc;
 }

@@ -31,7 +31,7 @@ static int id_byte(char c, int at_ok)
 	       c == '.' || c == '_' || c == '-' || (at_ok && c == '@');
 }
 
-/* A subject id: 1..128 bytes of [A-Za-z0-9._@-]. */
+/* A subject id: 1..128 bytes of [A-Za-z0-9._@-], not '.' or '..'. */
 static int subject_check(const char *s, cof_err *err)
 {
 	size_t n = strlen(s);
@@ -39,6 +39,10 @@ static int subject_check(const char *s, cof_err *err)
 	if (n == 0 || n > SUBJECT_ID_MAX)
 		return cof_error(err, COF_EVALIDATION, "subject id must be 1 to %d bytes (it is %zu)",
 				 SUBJECT_ID_MAX, n);
+	/* as agent ids: an id that is a path step would name the wrong folder
+	 * wherever ids become path segments (URLs, mounts, logs) */
+	if (!strcmp(s, ".") || !strcmp(s, ".."))
+		return cof_error(err, COF_EVALIDATION, "subject id must not be '.' or '..'");
 	for (size_t i = 0; i < n; i++)
 		if (!id_byte(s[i], 1))
 			return cof_error(err, COF_EVALIDATION, "subject id may hold only letters, "

@@ -53,6 +53,46 @@ static int answer_existing(cof_store *st, const cof_agent *a, const cof_target *
 	return 0;
 }
 
+/* Where an upload lands: t->mount (the workspace, else the first read-write
+ * mount), t->vpath = [subpath/]uploads/{request}/{name} and the folder `dir`.
+ * 0, or -1 with err (409 without a writable place, 400 past the path limit). */
+static int upload_target(const cof_agent *a, const char *id, const char *request,
+			 const char *name, cof_target *t, char dir[COF_PATH_MAX + 1],
+			 cof_err *err)
+{
+	const cof_mount *m = upload_mount(a);
+
+	if (!m)
+		return cof_error(err, COF_ECONFLICT, "agent '%s' has no writable place for uploads "
+				 "(no workspace and no read-write mount)", id);
+	t->mount = m;
+	if ((size_t)snprintf(dir, COF_PATH_MAX + 1, "%s%suploads/%s/", m->subpath,
+			     m->subpath[0] ? "/" : "", request) >= COF_PATH_MAX + 1 ||
+	    (size_t)snprintf(t->vpath, sizeof t->vpath, "%s%s", dir, name) >= sizeof t->vpath)
+		return cof_error(err, COF_EVALIDATION, "the upload's path is over %d bytes",
+				 COF_PATH_MAX);
+	cof_agent_path_of(m, t->vpath, t->apath, sizeof t->apath);
+	return 0;
+}
+
+int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
+			  const char *request, const char *name, cof_upload *up,
+			  int64_t declared, cof_err *err)
+{
+	cof_agent a;
+	cof_target t = {0};
+	char dir[COF_PATH_MAX + 1];
+	int rc;
+
+	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
+	    cof_agent_load(st, org, id, &a, err))
+		return -1;
+	rc = upload_target(&a, id, request, name, &t, dir, err) ||
+	     cof_upload_room(up, org, t.mount->vol, t.vpath, declared, err) ? -1 : 0;
+	cof_agent_release(&a);
+	return rc;
+}
+
 int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *request,
 		     const char *name, cof_upload *up, const char *content_type, json_t **out,
 		     int *created, cof_err *err)
@@ -71,19 +111,9 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		cof_upload_abort(up);
 		return -1;
 	}
-	if (!(m = upload_mount(&a))) {
-		cof_error(err, COF_ECONFLICT, "agent '%s' has no writable place for uploads (no "
-			  "workspace and no read-write mount)", id);
+	if (upload_target(&a, id, request, name, &t, dir, err))
 		goto out;
-	}
-	t.mount = m;
-	if ((size_t)snprintf(dir, sizeof dir, "%s%suploads/%s/", m->subpath,
-			     m->subpath[0] ? "/" : "", request) >= sizeof dir ||
-	    (size_t)snprintf(t.vpath, sizeof t.vpath, "%s%s", dir, name) >= sizeof t.vpath) {
-		cof_error(err, COF_EVALIDATION, "the upload's path is over %d bytes", COF_PATH_MAX);
-		goto out;
-	}
-	cof_agent_path_of(m, t.vpath, t.apath, sizeof t.apath);
+	m = t.mount;
 	if (cof_agent_allowed(&a, t.apath, 0, err))
 		goto out;
 	if (cof_view_open(st, org, m->vol, NULL, &view, err) ||

@@ -109,29 +109,16 @@ static void admin_report(json_t *rep)
 	}
 }
 
-/* Shared body of gc and fsck: open, run, print, close. fsck exits 1 unless
- * the report says ok. */
-static int admin_store_cmd(const cli_cmd *cmd, int argc, char **argv, int is_gc)
+/* Shared body of gc and fsck once their options are parsed: open DIR, run,
+ * print, close. fsck exits 1 unless the report says ok. grace < 0: default. */
+static int admin_store_run(const cli_cmd *cmd, const char *dir, int64_t grace, int is_gc)
 {
-	const char *dir = NULL, *pos[1];
-	int64_t grace = -1;
-	const cli_opt gc_opts[] = {
-		{"data", 'd', CLI_OPT_STR, &dir},
-		{"grace", 0, CLI_OPT_INT, &grace},
-		{NULL, 0, 0, NULL},
-	};
-	const cli_opt fsck_opts[] = {
-		{"data", 'd', CLI_OPT_STR, &dir},
-		{NULL, 0, 0, NULL},
-	};
 	cof_store_opts sopts = {0};
 	cof_store *st = NULL;
 	cof_err err = {0};
 	json_t *rep = NULL;
-	int n, rc;
+	int rc;
 
-	if ((rc = cli_parse(cmd, argc, argv, is_gc ? gc_opts : fsck_opts, pos, 0, 0, &n)))
-		return rc == CLI_HELPED ? CLI_OK : rc;
 	if (!dir)
 		return cli_usage(cmd, "missing --data DIR");
 	if (grace >= 0)
@@ -154,13 +141,33 @@ static int admin_store_cmd(const cli_cmd *cmd, int argc, char **argv, int is_gc)
 /* coffer gc --data DIR [--grace SECONDS] */
 static int admin_gc(const cli_cmd *cmd, int argc, char **argv)
 {
-	return admin_store_cmd(cmd, argc, argv, 1);
+	const char *dir = NULL, *pos[1];
+	int64_t grace = -1;
+	const cli_opt opts[] = {
+		{"data", 'd', CLI_OPT_STR, &dir},
+		{"grace", 0, CLI_OPT_INT, &grace},
+		{NULL, 0, 0, NULL},
+	};
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	return admin_store_run(cmd, dir, grace, 1);
 }
 
 /* coffer fsck --data DIR */
 static int admin_fsck(const cli_cmd *cmd, int argc, char **argv)
 {
-	return admin_store_cmd(cmd, argc, argv, 0);
+	const char *dir = NULL, *pos[1];
+	const cli_opt opts[] = {
+		{"data", 'd', CLI_OPT_STR, &dir},
+		{NULL, 0, 0, NULL},
+	};
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	return admin_store_run(cmd, dir, -1, 0);
 }
 
 const cli_cmd cli_admin_cmds[] = {

@@ -46,7 +46,9 @@ extern cli_global cli_g;
 
 typedef struct cli_cmd cli_cmd;
 /* A command's handler: argv[0] is the command's last word ("create" for
- * `volume create`); returns an exit code. */
+ * `volume create`); returns an exit code. Each handler declares its own
+ * `cli_opt opts[]` and passes it to cli_parse; every option in it is named in
+ * the command's usage and help (tests/blackbox/test_cli.py reads the tables). */
 typedef int (*cli_fn)(const cli_cmd *cmd, int argc, char **argv);
 
 struct cli_cmd {
@@ -153,6 +155,9 @@ typedef struct cli_req {
 	int progress;                /* progress bar when stderr is a terminal */
 	long timeout;                /* seconds for the whole request; 0 = none */
 	int want_error;              /* fill resp->error on an API error */
+	const cli_cmd *text_tty;     /* a download to a terminal takes text only:
+				      * binary content stops it, a usage error of
+				      * this command (cli_refuse_tty) */
 } cli_req;
 
 typedef struct cli_resp {
@@ -165,7 +170,8 @@ typedef struct cli_resp {
 /* Performs `req`. Returns CLI_OK when the server answered 2xx (the body is in
  * resp->json, or in the download target); otherwise prints the error —
  * `coffer: MESSAGE (TYPE)` for an API error, `cannot reach cofferd at URL: ...`
- * when the connection failed — and returns CLI_FAIL. resp may be NULL. */
+ * when the connection failed — and returns CLI_FAIL (CLI_USAGE when text_tty
+ * stopped binary content). resp may be NULL. */
 int cli_http(const cli_req *req, cli_resp *resp);
 
 /* Releases the connection cli_http keeps between requests. */
@@ -188,6 +194,16 @@ int cli_call_show(const char *method, cof_buf *url, json_t *body);
 int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st);
 /* Prints a JSON value as indented JSON to stdout. */
 void cli_print_json(json_t *v);
+/* "1 byte", "2 bytes", "0 files": `n` and `noun` (singular; "s" added unless
+ * n is 1) into out; returns out. */
+const char *cli_count(int64_t n, const char *noun, char *out, size_t outsz);
+/* True when the output `out` (an -o value: NULL or "-" is stdout) is stdout
+ * and stdout is a terminal. */
+int cli_out_is_tty(const char *out);
+/* The one refusal of binary output on a terminal (archive, get): prints
+ * "will not write WHAT to a terminal; use -o FILE or a pipe" as a usage error
+ * of `cmd` and returns CLI_USAGE. */
+int cli_refuse_tty(const cli_cmd *cmd, const char *what);
 /* Formats bytes the way `ls -h` does ("512", "1.5K", "3.0M") into out. */
 void cli_human_size(int64_t bytes, char *out, size_t outsz);
 /* A field as text for a table cell: strings as-is, numbers, true/false, "-" for

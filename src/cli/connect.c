@@ -212,7 +212,7 @@ static size_t conn_on_stream(char *data, size_t size, size_t nmemb, void *ud)
 
 	if (!c->status)
 		curl_easy_getinfo(c->stream, CURLINFO_RESPONSE_CODE, &c->status);
-	c->last_byte = cof_now_ms();
+	c->last_byte = cof_mono_ms();
 	if (c->status != 200) {
 		conn_collect(data, 1, n, &c->errbody);
 		return n;
@@ -225,7 +225,7 @@ static size_t conn_on_stream(char *data, size_t size, size_t nmemb, void *ud)
 		c->resumed = 1;
 	}
 	int rc = cof_sse_feed(&c->sse, data, n, conn_on_sse, c);
-	c->last_byte = cof_now_ms(); /* an op (or a supervised prompt) took its time */
+	c->last_byte = cof_mono_ms(); /* an op (or a supervised prompt) took its time */
 	if (rc == -1 && !c->ended)
 		conn_log(c, "the operations stream sent an event over the size limit");
 	return rc ? 0 : n;
@@ -238,7 +238,7 @@ static int conn_on_tick(void *ud, curl_off_t a, curl_off_t b, curl_off_t x, curl
 
 	if (conn_sigint || conn_sigterm)
 		return 1;
-	if (c->status == 200 && cof_now_ms() - c->last_byte > IDLE_MS) {
+	if (c->status == 200 && cof_mono_ms() - c->last_byte > IDLE_MS) {
 		conn_log(c, "no data from the server for %d s", IDLE_MS / 1000);
 		return 1;
 	}
@@ -268,7 +268,7 @@ static int conn_stream(conn *c)
 	curl_easy_setopt(c->stream, CURLOPT_XFERINFOFUNCTION, conn_on_tick);
 	curl_easy_setopt(c->stream, CURLOPT_XFERINFODATA, c);
 	curl_easy_setopt(c->stream, CURLOPT_ERRORBUFFER, errbuf);
-	c->last_byte = cof_now_ms();
+	c->last_byte = cof_mono_ms();
 	cc = curl_easy_perform(c->stream);
 	curl_slist_free_all(hd);
 	cof_buf_release(&url);
@@ -305,10 +305,10 @@ static void conn_http_error(conn *c, char *out, size_t outsz)
 /* Sleeps `ms`, waking early on a signal. */
 static void conn_sleep(int64_t ms)
 {
-	int64_t end = cof_now_ms() + ms;
+	int64_t end = cof_mono_ms() + ms;
 
 	while (!conn_sigint && !conn_sigterm) {
-		int64_t left = end - cof_now_ms();
+		int64_t left = end - cof_mono_ms();
 		if (left <= 0)
 			break;
 		if (left > 100)

@@ -74,6 +74,15 @@ static void conn_tty_write(int fd, const char *s, size_t n)
 	}
 }
 
+/* A size for the prompt: "1 byte", "512 bytes", "1.5K". */
+static void conn_size(int64_t n, char *out, size_t outsz)
+{
+	if (n < 1024)
+		cli_count(n, "byte", out, outsz);
+	else
+		cli_human_size(n, out, outsz);
+}
+
 /* The supervised prompt (cof_lfs_hooks.confirm): shows the path and a short
  * diff (or the size change of a binary file) on the terminal and waits for
  * y/n. Anything but an answer starting with y — n, an empty line, end of
@@ -88,15 +97,24 @@ static int conn_confirm(void *ud, const char *path, const unsigned char *old, si
 
 	if (c->tty < 0)
 		return 0;
-	cli_buf_addf(&m, "\n== the agent wants to %s %s\n", exists ? "change" : "create", path);
+	const char *rule = NULL;
+	cof_err pe = {0};
+
+	cof_protect_check(c->rules.protect, path, &rule, &pe);
+	cof_err_clear(&pe);
+	cli_buf_addf(&m, "\n== the agent wants to %s %s%s\n", exists ? "change" : "create", path,
+		     rule ? " (protected)" : "");
+	if (rule)
+		cli_buf_addf(&m, "   protected by rule '%s', allowed by your --allow-write: tools "
+			     "on this machine may run what is written here\n", rule);
 	if (conn_is_text(data, len) && (!exists || conn_is_text(old, oldlen))) {
 		if (cof_lfs_diff(path, exists ? (const char *)old : NULL, oldlen,
 				 (const char *)data, len, DIFF_LINES, &m))
 			cli_check_alloc(NULL);
 	} else {
-		cli_human_size((int64_t)len, b, sizeof b);
+		conn_size((int64_t)len, b, sizeof b);
 		if (exists) {
-			cli_human_size((int64_t)oldlen, a, sizeof a);
+			conn_size((int64_t)oldlen, a, sizeof a);
 			cli_buf_addf(&m, "binary file: %s -> %s\n", a, b);
 		} else {
 			cli_buf_addf(&m, "new binary file: %s\n", b);
@@ -123,22 +141,23 @@ static int conn_confirm(void *ud, const char *path, const unsigned char *old, si
 }
 
 /* The body of POST .../connect. */
-static json_t *conn_hello(cof_mode mode, json_t *exclusions)
+static json_t *conn_hello(cof_mode mode, json_t *exclusions, json_t *allow)
 {
 	char host[256] = "", client[400];
 
 	if (gethostname(host, sizeof host - 1))
 		snprintf(host, sizeof host, "unknown");
 	snprintf(client, sizeof client, "coffer %s on %s", COFFER_VERSION, host);
-	return cli_check_alloc(json_pack("{s:s, s:O, s:s}", "mode", cof_mode_name(mode),
-					 "exclusions", exclusions, "client", client));
+	return cli_check_alloc(json_pack("{s:s, s:O, s:O, s:s}", "mode", cof_mode_name(mode),
+					 "exclusions", exclusions, "allowWrite", allow, "client",
+					 client));
 }
 
 static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *uid = NULL, *token = NULL, *dir = NULL;
 	int standard = 0, supervised = 0, readonly = 0, npos, rc;
-	cli_list excl = {0};
+	cli_list excl = {0}, allow = {0};
 	const cli_opt opts[] = {
 		{"uid", 0, CLI_OPT_STR, &uid},
 		{"token", 0, CLI_OPT_STR, &token},
@@ -147,11 +166,13 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 		{"supervised", 0, CLI_OPT_FLAG, &supervised},
 		{"readonly", 0, CLI_OPT_FLAG, &readonly},
 		{"exclude", 0, CLI_OPT_LIST, &excl},
+		{"allow-write", 0, CLI_OPT_LIST, &allow},
 		{NULL, 0, 0, NULL},
 	};
 	conn c = {.tty = -1};
 	cof_err e = {0};
 	cof_excl *matcher = NULL;
+	cof_protect *prot = NULL;
 	cof_limits lim;
 	cof_buf base = COF_BUF_INIT;
 
@@ -174,14 +195,28 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 	json_t *patterns = cli_check_alloc(json_array());
 	for (size_t i = 0; i < excl.n; i++)
 		json_array_append_new(patterns, json_string(excl.items[i]));
-	if (cof_excl_new(patterns, 1, &matcher, &e)) {
+	if (cof_excl_new(patterns, COF_EXCL_DEFAULTS | COF_EXCL_NOCASE, &matcher, &e)) {
 		json_decref(patterns);
 		rc = cli_usage(cmd, "--exclude: %s", e.msg);
 		cof_err_clear(&e);
 		return rc;
 	}
+	json_t *allowed = cli_check_alloc(json_array());
+	for (size_t i = 0; i < allow.n; i++)
+		json_array_append_new(allowed, json_string(allow.items[i]));
+	if (cof_protect_new(allowed, &prot, &e)) {
+		json_decref(patterns);
+		json_decref(allowed);
+		cof_excl_free(matcher);
+		rc = cli_usage(cmd, "--%s", e.msg);
+		cof_err_clear(&e);
+		return rc;
+	}
+	c.rules.protect = prot;
 	if (!(c.rules.guard = cof_guard_default(&e))) {
 		json_decref(patterns);
+		json_decref(allowed);
+		cof_protect_free(prot);
 		cof_excl_free(matcher);
 		rc = cli_fail("the write guard could not be loaded: %s", e.msg);
 		cof_err_clear(&e);
@@ -190,14 +225,17 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 	cof_limits_default(&lim);
 	if (cof_lfs_open(dir, matcher, &lim, &c.fs, &e)) {
 		json_decref(patterns);
+		json_decref(allowed);
+		cof_protect_free(prot);
 		rc = cli_fail("%s", e.msg);
 		cof_err_clear(&e);
 		return rc;
 	}
 	c.dir = dir;
 	c.token = token;
-	c.hello = conn_hello(c.rules.mode, patterns);
+	c.hello = conn_hello(c.rules.mode, patterns, allowed);
 	json_decref(patterns);
+	json_decref(allowed);
 	cli_url_begin(&base);
 	c.server = cli_check_alloc(strdup(base.data));
 	cli_url_lit(&base, "/v1/relay/sessions/");
@@ -225,6 +263,7 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 	if (c.tty >= 0)
 		close(c.tty);
 	cof_lfs_close(c.fs);
+	cof_protect_free(prot);
 	json_decref(c.hello);
 	free(c.base);
 	free((char *)c.server);
@@ -234,7 +273,7 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 const cli_cmd cli_connect_cmds[] = {
 	{NULL, "connect",
 	 "--server URL --uid UID --token T --dir DIR [--standard|--supervised|--readonly] "
-	 "[--exclude PAT]...",
+	 "[--exclude PAT]... [--allow-write PAT]...",
 	 "serve a folder of yours to a remote agent (a relay session)",
 	 "Connects out to cofferd and answers the agent's operations (read_file,\n"
 	 "write_file, list_directory, search_files) from DIR. Nothing outside DIR is\n"
@@ -242,6 +281,10 @@ const cli_cmd cli_connect_cmds[] = {
 	 "itself, whatever the server says: excluded files (the defaults such as .env,\n"
 	 "*.pem, *.key, id_rsa* plus each --exclude) are hidden and refused, files over\n"
 	 "10 MB are refused, and every write is scanned by the guard first.\n"
+	 "Protected paths (.git, shell start-up files such as .bashrc and .profile,\n"
+	 ".envrc, .vscode, .idea, .github/workflows, .devcontainer, package managers'\n"
+	 "settings such as .npmrc, ...: what tools here run by themselves) can be read\n"
+	 "but not written, in every mode, unless you name them with --allow-write.\n"
 	 "One log line per operation goes to stderr.\n"
 	 "\n"
 	 "Options:\n"
@@ -254,7 +297,10 @@ const cli_cmd cli_connect_cmds[] = {
 	 "                   terminal (/dev/tty) and waits for y/n; without a\n"
 	 "                   terminal every write is refused\n"
 	 "  --readonly       every write is refused\n"
-	 "  --exclude PAT    hide and refuse PAT too (gitignore-style; repeatable)\n"
+	 "  --exclude PAT    hide and refuse PAT too (gitignore-style, in any letter\n"
+	 "                   case: 'secret*' hides SECRET.txt; repeatable)\n"
+	 "  --allow-write PAT  let the agent write protected paths PAT matches, or all\n"
+	 "                   a rule covers when PAT is its name ('.git/**'); repeatable\n"
 	 "\n"
 	 "A dropped connection is retried (0.5 s doubling to 30 s) and the session\n"
 	 "resumes. ctrl-C ends the session for both sides; SIGTERM or SIGHUP only\n"

@@ -100,15 +100,31 @@ static int files_put(const cli_cmd *cmd, int argc, char **argv)
 	return rc;
 }
 
-/* True when `r` is a byte range the Range header takes: "A-B", "A-" or "-N". */
+/* True when `r` is a byte range the Range header takes: "A-B" (A <= B), "A-"
+ * or "-N"; numbers past int64 are refused too. */
 static int files_range_ok(const char *r)
 {
 	size_t a = strspn(r, "0123456789"), b;
+	int64_t first, last;
 
 	if (r[a] != '-')
 		return 0;
 	b = strspn(r + a + 1, "0123456789");
-	return r[a + 1 + b] == '\0' && (a || b);
+	if (r[a + 1 + b] != '\0' || (!a && !b))
+		return 0;
+	if (a) {
+		char num[32];
+
+		if (a >= sizeof(num))
+			return 0;
+		memcpy(num, r, a);
+		num[a] = '\0';
+		if (cli_parse_int(num, &first))
+			return 0;
+	}
+	if (b && cli_parse_int(r + a + 1, &last))
+		return 0;
+	return !a || !b || first <= last;
 }
 
 /* coffer get VOL PATH [-o FILE] [--snapshot S] [--range A-B] */
@@ -133,8 +149,8 @@ static int files_get(const cli_cmd *cmd, int argc, char **argv)
 		if (!strncmp(range, "bytes=", 6))
 			range += 6;
 		if (!files_range_ok(range))
-			return cli_usage(cmd, "--range wants FIRST-LAST, FIRST- or -COUNT (bytes), "
-					 "not '%s'", range);
+			return cli_usage(cmd, "--range wants FIRST-LAST (FIRST <= LAST), FIRST- or "
+					 "-COUNT (bytes), not '%s'", range);
 		cli_buf_addf(&h, "Range: bytes=%s", range);
 		hdrs = cli_check_alloc(curl_slist_append(NULL, h.data));
 		cof_buf_release(&h);
@@ -145,7 +161,7 @@ static int files_get(const cli_cmd *cmd, int argc, char **argv)
 	{
 		cli_req req = {.method = "GET", .url = u.data, .headers = hdrs,
 			       .download = 1, .out_path = out, .progress = 1,
-			       .upload_size = -1};
+			       .upload_size = -1, .text_tty = cmd};
 
 		rc = cli_http(&req, NULL);
 	}
@@ -397,9 +413,8 @@ static int files_archive(const cli_cmd *cmd, int argc, char **argv)
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
-	if ((!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO))
-		return cli_usage(cmd, "will not write a gzip stream to a terminal; "
-				 "use -o FILE.tar.gz or a pipe");
+	if (cli_out_is_tty(out))
+		return cli_refuse_tty(cmd, "a gzip stream");
 	files_url(&u, pos[0], "/archive");
 	cli_url_query(&u, "snapshot", snap);
 	cli_url_query(&u, "path", path);
@@ -414,7 +429,8 @@ static int files_archive(const cli_cmd *cmd, int argc, char **argv)
 	return rc;
 }
 
-/* coffer link VOL PATH [--put] [--expires S] [--max-bytes N] [--content-type T] */
+/* coffer link VOL PATH [--put] [--expires S] [--max-bytes N] [--content-type T]
+ * [--idempotency-key K] */
 static int files_link(const cli_cmd *cmd, int argc, char **argv)
 {
 	int put = 0, n, rc;
@@ -486,7 +502,7 @@ const cli_cmd cli_files_cmds[] = {
 	 "  --snapshot S         read the file as snapshot S had it\n"
 	 "  --range A-B          bytes A to B inclusive; also A- and -N (the last N)\n",
 	 files_get},
-	{NULL, "ls", "VOL [--prefix P] [--glob G] [--snapshot S] [--all]",
+	{NULL, "ls", "VOL [--prefix P] [--glob G] [--snapshot S] [--all] [--cursor C] [--limit N]",
 	 "list files: VERSION SIZE UPDATED PATH",
 	 "Options:\n"
 	 "  --prefix P           only paths starting with P\n"
@@ -505,7 +521,7 @@ const cli_cmd cli_files_cmds[] = {
 	 "Options:\n"
 	 "  -f, --overwrite      replace TO if it exists (else the move fails)\n",
 	 files_mv},
-	{NULL, "changes", "VOL [--since N] [--prefix P] [--follow]",
+	{NULL, "changes", "VOL [--since N] [--prefix P] [--wait S] [--follow]",
 	 "show the changes feed: SEQ OP VERSION SIZE PATH",
 	 "Options:\n"
 	 "  --since N            changes after seq N (default 0: all that are kept)\n"
@@ -522,7 +538,9 @@ const cli_cmd cli_files_cmds[] = {
 	 "  --path P             only files under P; names are relative to P\n"
 	 "  --glob G             only files matching G\n",
 	 files_archive},
-	{NULL, "link", "VOL PATH [--put] [--expires S] [--max-bytes N] [--content-type T]",
+	{NULL, "link",
+	 "VOL PATH [--put] [--expires S] [--max-bytes N] [--content-type T] "
+	 "[--idempotency-key K]",
 	 "make a signed link to a file (prints the URL)",
 	 "Anyone with the link may use it, without a key, until it expires.\n\n"
 	 "Options:\n"

@@ -150,6 +150,12 @@ typedef struct cli_xfer {
 	int drawn;         /* something is on the progress line */
 	curl_off_t shown;  /* the byte count last drawn */
 	struct timespec start, last;
+	int tty_text;      /* req->text_tty, and the download goes to a terminal */
+	int refused;       /* binary content stopped on its way there */
+	int64_t written;   /* download bytes written so far */
+	int last_char;     /* the last of them */
+	unsigned char tail[4]; /* a UTF-8 sequence cut at a chunk's end */
+	size_t tail_len;
 } cli_xfer;
 
 /* Seconds since `t`. */
@@ -234,6 +240,57 @@ static int cli_sink_close(cli_xfer *x, int ok)
 	return rc;
 }
 
+/* Bytes of the UTF-8 sequence that byte `c` starts (1 for ASCII and for the
+ * bytes that cannot start one, which cof_utf8_valid refuses). */
+static size_t cli_utf8_len(unsigned char c)
+{
+	return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+}
+
+/* How many bytes at the end of d[0..n) start a sequence the next chunk ends. */
+static size_t cli_utf8_cut(const unsigned char *d, size_t n)
+{
+	for (size_t back = 1; back <= 3 && back <= n; back++) {
+		unsigned char c = d[n - back];
+
+		if ((c & 0xC0) != 0x80)
+			return cli_utf8_len(c) > back ? back : 0;
+	}
+	return 0;
+}
+
+/* True when chunk d[0..n) goes on with text fit for a terminal: no NUL,
+ * valid UTF-8. A sequence cut at a chunk's end waits in x->tail. */
+static int cli_text_chunk(cli_xfer *x, const unsigned char *d, size_t n)
+{
+	if (memchr(d, '\0', n))
+		return 0;
+	if (x->tail_len) {
+		size_t need = cli_utf8_len(x->tail[0]) - x->tail_len, k = need < n ? need : n;
+
+		memcpy(x->tail + x->tail_len, d, k);
+		x->tail_len += k;
+		d += k;
+		n -= k;
+		if (k < need) {
+			for (size_t i = 0; i < x->tail_len; i++)
+				if (i && (x->tail[i] & 0xC0) != 0x80)
+					return 0;
+			return 1;
+		}
+		if (!cof_utf8_valid((const char *)x->tail, x->tail_len))
+			return 0;
+		x->tail_len = 0;
+	}
+	size_t cut = cli_utf8_cut(d, n);
+
+	if (!cof_utf8_valid((const char *)d, n - cut))
+		return 0;
+	memcpy(x->tail, d + n - cut, cut);
+	x->tail_len = cut;
+	return 1;
+}
+
 /* CURLOPT_WRITEFUNCTION: a 2xx download streams to its sink; anything else
  * (JSON answers, errors) is kept in memory up to CLI_ANSWER_MAX. */
 static size_t cli_on_body(char *data, size_t size, size_t nmemb, void *ud)
@@ -244,12 +301,19 @@ static size_t cli_on_body(char *data, size_t size, size_t nmemb, void *ud)
 	if (!x->status)
 		curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->status);
 	if (x->req->download && x->status >= 200 && x->status < 300) {
+		if (x->tty_text && !cli_text_chunk(x, (const unsigned char *)data, n)) {
+			x->refused = 1;
+			return 0;
+		}
 		if (!x->out && cli_sink_open(x))
 			return 0;
 		if (fwrite(data, 1, n, x->out) != n) {
 			x->write_errno = errno ? errno : EIO;
 			return 0;
 		}
+		x->written += (int64_t)n;
+		if (n)
+			x->last_char = (unsigned char)data[n - 1];
 		return n;
 	}
 	if (x->body.len + n > CLI_ANSWER_MAX || cof_buf_add(&x->body, data, n)) {
@@ -407,7 +471,8 @@ static void cli_setup(cli_xfer *x, struct curl_slist **hdrs, char **json_body,
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
 	if (!strcmp(req->method, "HEAD"))
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	x->progress = req->progress && isatty(STDERR_FILENO) && !cli_g.verbose;
+	x->tty_text = req->download && req->text_tty && cli_out_is_tty(req->out_path);
+	x->progress = req->progress && isatty(STDERR_FILENO) && !cli_g.verbose && !x->tty_text;
 	if (x->progress) {
 		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cli_on_progress);
@@ -445,6 +510,25 @@ static int cli_transfer_failed(cli_xfer *x, CURLcode rc, const char *errbuf)
 	if (cli_unreachable(rc) || !x->status)
 		return cli_fail("cannot reach cofferd at %s: %s", cli_server(), why);
 	return cli_fail("the connection to cofferd at %s broke: %s", cli_server(), why);
+}
+
+/* Reports binary content that text_tty kept off the terminal; CLI_USAGE. */
+static int cli_tty_refused(cli_xfer *x)
+{
+	char what[200], n[48];
+	const char *ctype = NULL;
+
+	curl_easy_getinfo(x->curl, CURLINFO_CONTENT_TYPE, &ctype);
+	if (x->written) {
+		if (x->last_char != '\n')
+			fputc('\n', stderr);
+		snprintf(what, sizeof(what), "binary content (it began after %s of text, "
+			 "shown above)", cli_count(x->written, "byte", n, sizeof(n)));
+	} else {
+		snprintf(what, sizeof(what), "binary content (%.100s)",
+			 ctype && *ctype ? ctype : "no media type");
+	}
+	return cli_refuse_tty(x->req->text_tty, what);
 }
 
 /* One handle for the whole run, so that follow-up requests (ls --all,
@@ -502,6 +586,8 @@ int cli_http(const cli_req *req, cli_resp *resp)
 			json_decref(root);
 		}
 		ret = CLI_FAIL;
+	} else if (x.refused) {
+		ret = cli_tty_refused(&x);
 	} else if (rc != CURLE_OK) {
 		ret = cli_transfer_failed(&x, rc, errbuf);
 	} else if (resp && x.body.len) {

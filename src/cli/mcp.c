@@ -435,17 +435,18 @@ static void mcp_relay_text(const char *tool, json_t *ans, cof_buf *t)
 	json_t *it;
 	size_t i;
 
+	char n[48];
+
 	if (!strcmp(tool, "read_file")) {
 		const char *enc = json_string_value(json_object_get(ans, "encoding"));
 		const char *content = json_string_value(json_object_get(ans, "content"));
 		if (enc && !strcmp(enc, "base64"))
-			cli_buf_addf(t, "(binary file, %lld bytes, base64)\n",
-				     (long long)json_integer_value(json_object_get(ans, "size")));
+			cli_buf_addf(t, "(binary file, %s, base64)\n",
+				     cli_count(cli_int(ans, "size", 0), "byte", n, sizeof(n)));
 		cof_buf_adds(t, content ? content : "");
 	} else if (!strcmp(tool, "write_file")) {
-		cli_buf_addf(t, "wrote %s (%lld bytes)",
-			     json_string_value(json_object_get(ans, "path")),
-			     (long long)json_integer_value(json_object_get(ans, "size")));
+		cli_buf_addf(t, "wrote %s (%s)", json_string_value(json_object_get(ans, "path")),
+			     cli_count(cli_int(ans, "size", 0), "byte", n, sizeof(n)));
 	} else if (!strcmp(tool, "list_directory")) {
 		json_array_foreach(json_object_get(ans, "entries"), i, it) {
 			const char *type = json_string_value(json_object_get(it, "type"));

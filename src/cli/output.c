@@ -5,7 +5,24 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/cli.h"
+
+const char *cli_count(int64_t n, const char *noun, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%" PRId64 " %s%s", n, noun, n == 1 ? "" : "s");
+	return out;
+}
+
+int cli_out_is_tty(const char *out)
+{
+	return (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO);
+}
+
+int cli_refuse_tty(const cli_cmd *cmd, const char *what)
+{
+	return cli_usage(cmd, "will not write %s to a terminal; use -o FILE or a pipe", what);
+}
 
 void cli_human_size(int64_t bytes, char *out, size_t outsz)
 {

@@ -2,6 +2,7 @@
  * volume.c — `coffer volume create|ls|get|rm`.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 
@@ -56,11 +57,47 @@ static int vol_create(const cli_cmd *cmd, int argc, char **argv)
 	return rc;
 }
 
-/* coffer volume ls [IDS...]: GET /v1/volumes?ids=a,b in one request. */
+/* GET /v1/volumes of the ids in `ids` ("" = every volume of the
+ * organization, following the cursor page by page). *out is {volumes:[...]}. */
+static int vol_fetch(const char *ids, json_t **out)
+{
+	json_t *all = json_array(), *ans = NULL;
+	char *cursor = NULL;
+	int rc;
+
+	do {
+		cof_buf u = COF_BUF_INIT;
+		cli_url_begin(&u);
+		cli_url_lit(&u, "/v1/volumes");
+		if (*ids)
+			cli_url_query(&u, "ids", ids);
+		if (cursor)
+			cli_url_query(&u, "cursor", cursor);
+		free(cursor);
+		cursor = NULL;
+		rc = cli_call("GET", u.data, NULL, &ans);
+		cof_buf_release(&u);
+		if (rc)
+			break;
+		json_array_extend(all, json_object_get(ans, "volumes"));
+		if (json_is_string(json_object_get(ans, "cursor")))
+			cursor = strdup(json_string_value(json_object_get(ans, "cursor")));
+		json_decref(ans);
+	} while (cursor);
+	if (rc) {
+		json_decref(all);
+		return rc;
+	}
+	*out = json_pack("{s:o}", "volumes", all);
+	return CLI_OK;
+}
+
+/* coffer volume ls [IDS...]: GET /v1/volumes?ids=a,b in one request, or
+ * every volume of the organization by name. */
 static int vol_ls(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[50];
-	cof_buf u = COF_BUF_INIT, ids = COF_BUF_INIT;
+	cof_buf ids = COF_BUF_INIT;
 	json_t *ans = NULL, *vols, *v;
 	size_t i;
 	int n, rc, k;
@@ -72,12 +109,7 @@ static int vol_ls(const cli_cmd *cmd, int argc, char **argv)
 			return cli_usage(cmd, "volume id '%s' has a comma", pos[k]);
 		cli_buf_addf(&ids, "%s%s", k ? "," : "", pos[k]);
 	}
-	cli_url_begin(&u);
-	cli_url_lit(&u, "/v1/volumes");
-	if (n)
-		cli_url_query(&u, "ids", ids.data);
-	rc = cli_call("GET", u.data, NULL, &ans);
-	cof_buf_release(&u);
+	rc = vol_fetch(n ? ids.data : "", &ans);
 	cof_buf_release(&ids);
 	if (rc)
 		return rc;
@@ -145,8 +177,9 @@ const cli_cmd cli_volume_cmds[] = {
 	 "                          (for 24 hours) instead of making another\n",
 	 vol_create},
 	{"volume", "ls", "[IDS...]", "show volumes (seq, files, bytes)",
-	 "Asks for the given volume ids (at most 50) in one request; ids that do not\n"
-	 "exist are left out. Compare SEQ with an earlier run to tell which changed.\n",
+	 "Without ids: every volume of the organization, by name. With ids: asks for\n"
+	 "them (at most 50) in one request; ids that do not exist are left out.\n"
+	 "Compare SEQ with an earlier run to tell which changed.\n",
 	 vol_ls},
 	{"volume", "get", "ID", "show one volume", NULL, vol_get},
 	{"volume", "rm", "ID", "delete a volume and all its snapshots, pinned ones too",

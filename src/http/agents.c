@@ -19,9 +19,8 @@ int http_agent_allowed(http_req *req, cof_err *err)
 
 int http_agent_begin_body(http_req *req, int64_t max_bytes)
 {
-	if (http_agent_allowed(req, &req->err))
+	if (http_agent_allowed(req, &req->err) || http_body_type(req))
 		return -1;
-	http_body_type(req);
 	return cof_upload_begin(req->srv->st, max_bytes, &req->up, &req->err);
 }
 
@@ -113,12 +112,21 @@ enum MHD_Result http_agent_file_get(http_req *req)
 	    cof_agent_file_open(req->srv->st, ORG(req), req->param[0],
 				agent_path(req, req->param[1]), &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->param[1]);
 }
 
+/* First call of PUT /v1/agents/{id}/files/{path}: as for volume files, a
+ * body over 16 KiB or of unknown length is held to the volume's ceiling. */
 int http_begin_agent_file_put(http_req *req)
 {
-	return http_agent_begin_body(req, 0);
+	int64_t clen = http_content_length(req);
+
+	if (http_agent_begin_body(req, 0))
+		return -1;
+	if (clen >= 0 && clen <= 16 * 1024)
+		return 0;
+	return cof_agent_file_room(req->srv->st, ORG(req), req->param[0],
+				   agent_path(req, req->param[1]), req->up, clen, &req->err);
 }
 
 enum MHD_Result http_agent_file_put(http_req *req)
@@ -179,7 +187,14 @@ enum MHD_Result http_agent_run(http_req *req)
 
 int http_begin_agent_upload(http_req *req)
 {
-	return http_agent_begin_body(req, COF_UPLOAD_MAX);
+	int64_t clen = http_content_length(req);
+
+	if (http_agent_begin_body(req, COF_UPLOAD_MAX))
+		return -1;
+	if (clen >= 0 && clen <= 16 * 1024)
+		return 0;
+	return cof_agent_upload_room(req->srv->st, ORG(req), req->param[0], req->param[1],
+				     req->param[2], req->up, clen, &req->err);
 }
 
 /* PUT /v1/agents/{id}/uploads/{requestId}/{name}: 201 new, 200 a replayed retry. */
@@ -298,7 +313,9 @@ enum MHD_Result http_agent_link(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	const char *idem = http_header_trim(req, "Idempotency-Key");
+	cof_idem idem_buf;
+	char hash[65];
+	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_link_create(req->srv->st, ORG(req), req->param[0], req->json, idem,
 					 &out, &err);

@@ -16,34 +16,37 @@
 #include "util/range.h"
 
 #define ORG(req) ((req)->who.org)
-/* Bodies at least this big (or of unknown size) check the volume first, so a
- * PUT to a missing volume fails before its bytes are streamed. */
-#define PUT_PRECHECK_BYTES (1 << 20)
+/* Bodies bigger than this (or of unknown size) check the volume first: a PUT
+ * to a missing volume, or past the volume's ceiling, fails before its bytes
+ * are streamed, and a streamed body stops as it crosses the ceiling. Smaller
+ * ones stay in memory until the commit, whose check is the same. */
+#define PUT_PRECHECK_BYTES (16 * 1024)
 
-/* Media types a browser could run or render as a page: sent as attachments. */
-static const char *const active_types[] = {
-	"text/html", "application/xhtml+xml", "image/svg+xml", "application/xml",
-	"text/xml", "application/javascript", "text/javascript",
-	"application/ecmascript", "text/ecmascript", "application/x-javascript",
-	"text/jscript", "text/vbscript", "application/x-sh", "text/x-sh",
-	"application/x-shellscript", "text/x-shellscript", "application/x-csh",
-	"application/x-httpd-php", "application/x-php", "text/x-php",
-	"application/hta", "text/cache-manifest", "application/x-shockwave-flash",
-	"text/x-python", "text/x-perl", "multipart/x-mixed-replace", NULL
+/* Media types safe to show inline (docs/api.md): a browser shows them as
+ * text, an image, a document or a player, never as a page that runs code.
+ * Every other type is sent as an attachment, so an unknown or new active
+ * type (text/xsl, image/svg+xml, text/html, ...) can never render. */
+static const char *const inline_types[] = {
+	"text/plain", "text/csv", "text/markdown", "text/tab-separated-values",
+	"application/json", "application/pdf", "image/png", "image/jpeg", "image/gif",
+	"image/webp", "image/avif", "image/bmp", "image/apng", NULL
 };
+/* Whole top-level types that are safe inline: players only. */
+static const char *const inline_families[] = { "audio/", "video/", NULL };
 
-/* True when `ct` (media type, parameters ignored, any case) must be served as
- * an attachment: the list above, or any `+xml` type. */
-static int is_active_type(const char *ct)
+/* True when `ct` (parameters ignored, any case) may be shown inline. */
+static int is_inline_type(const char *ct)
 {
 	size_t len = strcspn(ct, "; \t");
 
-	if (len >= 4 && strncasecmp(ct + len - 4, "+xml", 4) == 0)
-		return 1;
-	for (size_t i = 0; active_types[i]; i++)
-		if (strlen(active_types[i]) == len &&
-		    strncasecmp(ct, active_types[i], len) == 0)
+	for (size_t i = 0; inline_types[i]; i++)
+		if (strlen(inline_types[i]) == len && strncasecmp(ct, inline_types[i], len) == 0)
 			return 1;
+	for (size_t i = 0; inline_families[i]; i++) {
+		size_t n = strlen(inline_families[i]);
+		if (len > n && strncasecmp(ct, inline_families[i], n) == 0)
+			return 1;
+	}
 	return 0;
 }
 
@@ -125,15 +128,56 @@ static struct MHD_Response *bytes_response(const cof_file *f, int64_t start, int
 	return resp;
 }
 
+/* RFC 8187 attr-char: what may stand unencoded in `filename*`. */
+static int attr_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("!#$&+-.^_`|~", c) != NULL;
+}
+
+/* Writes `Content-Disposition: DISP; filename="ASCII"; filename*=UTF-8''PCT`
+ * for the last segment of `path` into `out`: the quoted fallback has every
+ * byte outside printable ASCII, `"`, `\\` and `%` replaced by `_`; the
+ * extended form is the name percent-encoded (RFC 8187). Cut names end at a
+ * whole escape. `out` is empty when there is no name. */
+void http_disposition(const char *disp, const char *path, char *out, size_t outsz)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+	size_t o, n;
+
+	base = base ? base + 1 : path;
+	if (outsz == 0)
+		return;
+	out[0] = '\0';
+	if (base == NULL || *base == '\0' || outsz < 64)
+		return;
+	n = (size_t)snprintf(out, outsz, "%s; filename=\"", disp);
+	o = n < outsz ? n : outsz - 1;
+	for (const char *p = base; *p && o + 32 < outsz / 2; p++) {
+		unsigned char c = (unsigned char)*p;
+		out[o++] = (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '%') ? '_' : (char)c;
+	}
+	o += (size_t)snprintf(out + o, outsz - o, "\"; filename*=UTF-8''");
+	for (const char *p = base; *p && o + 4 < outsz; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (attr_char(c))
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outsz - o, "%%%02X", c);
+	}
+	out[o] = '\0';
+}
+
 /* Answers the bytes (200/206/416) once preconditions are settled. */
-static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char *etag)
+static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char *etag,
+				   const char *name)
 {
 	const char *range = http_header(req, MHD_HTTP_HEADER_RANGE);
 	const char *if_range = http_header(req, MHD_HTTP_HEADER_IF_RANGE);
 	const char *ct = f->content_type[0] ? f->content_type : "application/octet-stream";
 	int64_t start = 0, len = f->size;
 	struct MHD_Response *resp;
-	char cr[80];
+	char cr[80], disp[1400];
 	int rc;
 
 	if (range != NULL && if_range != NULL && strcmp(if_range, etag) != 0)
@@ -146,8 +190,9 @@ static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char 
 		return http_send_fail(req, COF_EINTERNAL, "cannot send the file: out of resources");
 	file_headers(resp, f, etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
-	if (is_active_type(ct))
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment");
+	const char *how = is_inline_type(ct) ? "inline" : "attachment";
+	http_disposition(how, name, disp, sizeof(disp));
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp[0] ? disp : how);
 	if (rc == 1) {
 		snprintf(cr, sizeof(cr), "bytes %" PRId64 "-%" PRId64 "/%" PRId64, start,
 			 start + len - 1, f->size);
@@ -156,14 +201,114 @@ static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char 
 	return http_queue(req, rc == 1 ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK, resp);
 }
 
-enum MHD_Result http_serve_file(http_req *req, cof_file *f)
+/* Parses an HTTP-date (RFC 9110 5.6.7: IMF-fixdate, or the obsolete RFC 850
+ * and asctime forms) into *out. 0, or -1 when it is not one: an invalid date
+ * makes its conditional be ignored, as the RFC says. */
+static int http_date_parse(const char *s, time_t *out)
 {
+	static const char *const forms[] = {
+		"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+		"%a %b %e %H:%M:%S %Y", NULL
+	};
+	struct tm tm;
+
+	if (s == NULL)
+		return -1;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	for (size_t i = 0; forms[i]; i++) {
+		memset(&tm, 0, sizeof(tm));
+		const char *end = strptime(s, forms[i], &tm);
+		if (end == NULL)
+			continue;
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (*end != '\0')
+			continue;
+		*out = timegm(&tm);
+		return *out == (time_t)-1 ? -1 : 0;
+	}
+	return -1;
+}
+
+/* True when an If-Match value lists `etag` by strong comparison (a weak
+ * W/"N" never matches), or is `*` (the file exists). */
+static int etag_matches_strong(const char *list, const char *etag)
+{
+	size_t elen = strlen(etag);
+	const char *p = list;
+
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return 1;
+		size_t len = strcspn(p, ", \t");
+		if (len == elen && strncmp(p, etag, len) == 0)
+			return 1;
+		p += len;
+	}
+	return 0;
+}
+
+/* The 412 of a read whose precondition failed, with the file's headers. */
+static enum MHD_Result send_412(http_req *req, const cof_file *f, const char *etag,
+				const char *which)
+{
+	cof_err err = { 0 };
+	struct MHD_Response *resp;
+
+	cof_error(&err, COF_EPRECONDITION, "%s failed: the file is at version %" PRId64,
+		  which, f->version);
+	cof_err_set(&err, "current", json_pack("{s:I, s:s}", "version", (json_int_t)f->version,
+					       "sha256", f->sha256));
+	resp = http_error_response(&err);
+	cof_err_clear(&err);
+	if (resp == NULL)
+		return MHD_NO;
+	file_headers(resp, f, etag);
+	return http_queue(req, MHD_HTTP_PRECONDITION_FAILED, resp);
+}
+
+/* Evaluates the read preconditions in RFC 9110 13.2.2's order: If-Match, else
+ * If-Unmodified-Since (412 when false); then If-None-Match, else
+ * If-Modified-Since (304 when false). Returns 200 to go on, 304 or 412. */
+static unsigned read_preconditions(http_req *req, const cof_file *f, const char *etag)
+{
+	const char *im = http_header(req, MHD_HTTP_HEADER_IF_MATCH);
+	const char *ius = http_header(req, MHD_HTTP_HEADER_IF_UNMODIFIED_SINCE);
 	const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	const char *ims = http_header(req, MHD_HTTP_HEADER_IF_MODIFIED_SINCE);
+	time_t when;
+
+	if (im != NULL) {
+		if (!etag_matches_strong(im, etag))
+			return MHD_HTTP_PRECONDITION_FAILED;
+	} else if (http_date_parse(ius, &when) == 0 && f->updated_at > (int64_t)when) {
+		return MHD_HTTP_PRECONDITION_FAILED;
+	}
+	if (inm != NULL) {
+		if (etag_listed(inm, etag))
+			return MHD_HTTP_NOT_MODIFIED;
+	} else if (http_date_parse(ims, &when) == 0 && f->updated_at <= (int64_t)when) {
+		return MHD_HTTP_NOT_MODIFIED;
+	}
+	return MHD_HTTP_OK;
+}
+
+enum MHD_Result http_serve_file(http_req *req, cof_file *f, const char *name)
+{
 	enum MHD_Result ret;
+	unsigned pre;
 	char etag[32];
 
 	snprintf(etag, sizeof(etag), "\"%" PRId64 "\"", f->version);
-	if (inm != NULL && etag_listed(inm, etag)) {
+	pre = read_preconditions(req, f, etag);
+	if (pre == MHD_HTTP_PRECONDITION_FAILED) {
+		ret = send_412(req, f, etag,
+			       http_header(req, MHD_HTTP_HEADER_IF_MATCH) ? "If-Match"
+									  : "If-Unmodified-Since");
+	} else if (pre == MHD_HTTP_NOT_MODIFIED) {
 		/* made over the whole file so Content-Length says the size of
 		 * what a 200 would send; MHD sends no body with a 304 */
 		struct MHD_Response *resp = bytes_response(f, 0, f->size);
@@ -171,7 +316,7 @@ enum MHD_Result http_serve_file(http_req *req, cof_file *f)
 			file_headers(resp, f, etag);
 		ret = http_queue(req, MHD_HTTP_NOT_MODIFIED, resp);
 	} else {
-		ret = serve_bytes(req, f, etag);
+		ret = serve_bytes(req, f, etag, name);
 	}
 	cof_file_close(f);
 	return ret;
@@ -212,7 +357,7 @@ static int read_cond(http_req *req, cof_cond *cond, cof_err *err)
 	return 0;
 }
 
-void http_body_type(http_req *req)
+int http_body_type(http_req *req)
 {
 	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
 	/* curl -d/--data-binary sends this when told nothing: it never describes a
@@ -220,6 +365,11 @@ void http_body_type(http_req *req)
 	if (req->content_type &&
 	    !strcasecmp(req->content_type, "application/x-www-form-urlencoded"))
 		req->content_type = NULL;
+	/* checked here so a bad type is refused before 100 Continue */
+	if (req->content_type &&
+	    cof_media_type_check(req->content_type, "Content-Type", &req->err))
+		return -1;
+	return 0;
 }
 
 /* First call of PUT /v1/volumes/{id}/files/{path}: precondition, type, and
@@ -228,16 +378,13 @@ int http_begin_file_put(http_req *req)
 {
 	int64_t clen = http_content_length(req);
 
-	if (read_cond(req, &req->cond, &req->err))
+	if (read_cond(req, &req->cond, &req->err) || http_body_type(req) ||
+	    cof_upload_begin(req->srv->st, 0, &req->up, &req->err))
 		return -1;
-	http_body_type(req);
-	if (clen < 0 || clen >= PUT_PRECHECK_BYTES) {
-		json_t *vol = NULL;
-		if (cof_volume_get(req->srv->st, ORG(req), req->param[0], &vol, &req->err))
-			return -1;
-		json_decref(vol);
-	}
-	return cof_upload_begin(req->srv->st, 0, &req->up, &req->err);
+	if (clen < 0 || clen > PUT_PRECHECK_BYTES)
+		return cof_upload_room(req->up, ORG(req), req->param[0], req->param[1], clen,
+				       &req->err);
+	return 0;
 }
 
 /* Answers a committed put: 201 when the file is new, else 200; ETag set. */
@@ -281,7 +428,7 @@ enum MHD_Result http_file_get(http_req *req)
 	    cof_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], snap,
 			  &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->param[1]);
 }
 
 /* DELETE /v1/volumes/{id}/files/{path}: 200 {path, seq}; If-Match or
@@ -312,7 +459,7 @@ enum MHD_Result http_link_get(http_req *req)
 	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err) ||
 	    cof_link_open(req->srv->st, &req->link, &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->link.path);
 }
 
 /* True when the request's Content-Type matches the link's: same media type,
@@ -346,13 +493,20 @@ int http_begin_link_put(http_req *req)
 				 "this link takes Content-Type '%s', not '%s'",
 				 l->content_type,
 				 req->content_type ? req->content_type : "(none)");
+	if (!l->content_type[0] && req->content_type &&
+	    cof_media_type_check(req->content_type, "Content-Type", &req->err))
+		return -1;
 	if (l->max_bytes > 0 && clen > l->max_bytes) {
 		cof_size_fmt(clen, a, sizeof(a));
 		cof_size_fmt(l->max_bytes, b, sizeof(b));
 		return cof_error(&req->err, COF_ETOOLARGE,
 				 "file is %s; this link takes at most %s", a, b);
 	}
-	return cof_upload_begin(req->srv->st, l->max_bytes, &req->up, &req->err);
+	if (cof_upload_begin(req->srv->st, l->max_bytes, &req->up, &req->err))
+		return -1;
+	return clen < 0 || clen > PUT_PRECHECK_BYTES
+		       ? cof_upload_room(req->up, l->org, l->vol, l->path, clen, &req->err)
+		       : 0;
 }
 
 enum MHD_Result http_link_put(http_req *req)

@@ -62,6 +62,7 @@ struct http_req {
 	http_server *srv;
 	struct MHD_Connection *conn;
 	const char *method;
+	const char *url;               /* the path as sent (in `owned`) */
 	const http_route *route;
 	char *param[HTTP_MAX_PARAMS];  /* decoded captures (in `owned`) */
 	int nparams;
@@ -111,6 +112,10 @@ char *http_header_trim(http_req *req, const char *name);
 int http_expects_continue(http_req *req);
 /* Declared Content-Length, or -1 when absent (chunked). */
 int64_t http_content_length(http_req *req);
+/* The request's Idempotency-Key (trimmed) with a hash of its method, path and
+ * body (the JSON body canonical: keys sorted, compact), filled into the
+ * caller's `idem` and `hash`; NULL when the request has no key. */
+const cof_idem *http_idem(http_req *req, cof_idem *idem, char hash[65]);
 /* Releases everything the request owns (not the struct). */
 void http_req_release(http_req *req);
 
@@ -147,9 +152,13 @@ struct MHD_Response *http_error_response(const cof_err *err);
 
 /* ---- files.c: serving file bytes (volume files and GET links) */
 
-/* Answers GET/HEAD for an open file: 200, 206, 304 or 416 with the download
- * headers. Closes `f` in every case. */
-enum MHD_Result http_serve_file(http_req *req, cof_file *f);
+/* Answers GET/HEAD for an open file: 200, 206, 304, 412 or 416 with the
+ * download headers; `name` (a path: its last segment is the file's name) goes
+ * into Content-Disposition. Closes `f` in every case. */
+enum MHD_Result http_serve_file(http_req *req, cof_file *f, const char *name);
+/* The Content-Disposition value `disp` ("inline"/"attachment") naming the last
+ * segment of `path` (RFC 6266 and 8187) in `out`; "" when there is no name. */
+void http_disposition(const char *disp, const char *path, char *out, size_t outsz);
 
 /* ---- routes: the handlers, one group per file */
 int http_begin_file_put(http_req *req);
@@ -157,8 +166,10 @@ enum MHD_Result http_file_put(http_req *req);
 enum MHD_Result http_file_get(http_req *req);
 /* Answers a committed put: 201 when the file is new, else 200; ETag set. */
 enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created, cof_err *err);
-/* Reads Content-Type for a file body (curl's form default counts as none). */
-void http_body_type(http_req *req);
+/* Reads Content-Type for a file body (curl's form default counts as none)
+ * into req->content_type. 0, or -1 with req->err (400) when it is not one
+ * valid media type. */
+int http_body_type(http_req *req);
 
 /* ---- agents.c */
 /* 0 when the caller's key may act on agent param[0] (and its subjects); else
@@ -248,6 +259,8 @@ enum MHD_Result http_link_get(http_req *req);
 int http_begin_link_put(http_req *req);
 enum MHD_Result http_link_put(http_req *req);
 enum MHD_Result http_health(http_req *req);
+/* openapi.c: GET /v1/openapi.json */
+enum MHD_Result http_openapi(http_req *req);
 
 /* ---- router.c: what server.c hands to MHD */
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,

@@ -54,7 +54,9 @@ enum MHD_Result http_link_create(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	const char *idem = http_header_trim(req, "Idempotency-Key");
+	cof_idem idem_buf;
+	char hash[65];
+	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = cof_link_create(req->srv->st, req->who.org, req->param[0], req->json,
 				 idem, &out, &err);
 

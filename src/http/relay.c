@@ -71,7 +71,7 @@ enum MHD_Result http_relay_get(http_req *req)
 
 /* DELETE /v1/relay/sessions/{uid} ("closed") and POST .../abort ("aborted"):
  * 200 with the ended session. */
-static enum MHD_Result relay_end(http_req *req, const char *reason)
+static enum MHD_Result cof_relay_session_end(http_req *req, const char *reason)
 {
 	cof_err err = {0};
 	json_t *out = NULL;
@@ -83,12 +83,12 @@ static enum MHD_Result relay_end(http_req *req, const char *reason)
 
 enum MHD_Result http_relay_delete(http_req *req)
 {
-	return relay_end(req, "closed");
+	return cof_relay_session_end(req, "closed");
 }
 
 enum MHD_Result http_relay_abort(http_req *req)
 {
-	return relay_end(req, "aborted");
+	return cof_relay_session_end(req, "aborted");
 }
 
 /* POST /v1/relay/sessions/{uid}/ops?wait=false */
@@ -174,10 +174,10 @@ static void sse_fill(relay_sse *e)
 	if (r != 0 || __atomic_load_n(&e->srv->stopping, __ATOMIC_SEQ_CST))
 		e->done = 1;
 	if (e->buf.len)
-		e->last_ms = cof_now_ms();
-	else if (cof_now_ms() - e->last_ms >= PING_MS) {
+		e->last_ms = cof_mono_ms();
+	else if (cof_mono_ms() - e->last_ms >= PING_MS) {
 		cof_buf_adds(&e->buf, e->ping);
-		e->last_ms = cof_now_ms();
+		e->last_ms = cof_mono_ms();
 	}
 }
 
@@ -243,7 +243,7 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 	e->fd = ci ? ci->connect_fd : -1;
 	sse_socket_opts(e->fd);
 	e->ping = ping;
-	e->last_ms = cof_now_ms();
+	e->last_ms = cof_mono_ms();
 	cof_buf_adds(&e->buf, "retry: 3000\n: connected\n\n");
 	return http_send_events(req, 4096, sse_read, e, sse_free);
 }

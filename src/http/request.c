@@ -256,6 +256,27 @@ int64_t http_content_length(http_req *req)
 	return n;
 }
 
+const cof_idem *http_idem(http_req *req, cof_idem *idem, char hash[65])
+{
+	cof_buf b = COF_BUF_INIT;
+	char *text;
+	int rc;
+
+	idem->key = http_header_trim(req, "Idempotency-Key");
+	idem->request = NULL;
+	if (idem->key == NULL)
+		return NULL;
+	text = req->json ? json_dumps(req->json, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	rc = cof_buf_addf(&b, "%s\n%s\n%s", req->method, req->url ? req->url : "",
+			  text ? text : "{}");
+	free(text);
+	/* without a hash the library hashes the operation and body itself */
+	if (rc == 0 && cof_sha256_hex(b.data, b.len, hash) == 0)
+		idem->request = hash;
+	cof_buf_release(&b);
+	return idem;
+}
+
 void http_req_release(http_req *req)
 {
 	req->nparams = 0;

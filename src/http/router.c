@@ -18,6 +18,7 @@
 /* Every route this server answers; the one place to look. */
 static const http_route routes[] = {
 	{ "GET", "/v1/health", 0, HTTP_BODY_NONE, NULL, http_health },
+	{ "GET", "/v1/openapi.json", 0, HTTP_BODY_NONE, NULL, http_openapi },
 	{ "POST", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_keys_create },
 	{ "POST", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
@@ -378,6 +379,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		req->srv = srv;
 		req->conn = conn;
 		req->method = method;
+		req->url = http_own(req, url, strlen(url));
 		*con_cls = req;
 		__atomic_add_fetch(&srv->in_flight, 1, __ATOMIC_SEQ_CST);
 		req_begin(req, url);

@@ -3,9 +3,20 @@
  * gc thread, and a graceful stop on SIGTERM/SIGINT.
  *
  * Threads: MHD runs one thread per connection (a long-poll on /changes holds
- * its thread while it waits); one more thread runs cof_gc every interval; the
+ * its thread while it waits); one more thread runs cof_gc every interval;
+ * one more closes connections whose request head is late (head_guard); the
  * calling thread waits for a signal with sigwait, so no handler runs in
  * signal context.
+ *
+ * Connections are bounded three ways, so that idle or slow clients cannot
+ * lock others out: at most --max-conns in all, at most --max-conns-per-ip
+ * from one address (MHD refuses the next at accept), and a request head
+ * (request line and headers) must be complete within --head-timeout of the
+ * accept, or of the end of the previous answer on a kept-alive connection.
+ * MHD's own idle timeout resets on every byte, so a client trickling one
+ * byte a second would never meet it; the head deadline does not reset. Once
+ * a head is in, the deadline is off: a long-poll, an event stream or a long
+ * upload runs under the idle timeout alone.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -22,8 +33,11 @@
 
 #define COFFERD_VERSION "0.1.0"
 #define DRAIN_SECONDS 30        /* requests under way get this long at stop */
-#define CONN_LIMIT 512
+#define CONN_LIMIT 512          /* --max-conns */
+#define CONN_PER_IP 128         /* --max-conns-per-ip */
+#define HEAD_TIMEOUT 30         /* --head-timeout, seconds */
 #define CONN_TIMEOUT 300        /* seconds a connection may stay idle */
+#define COUNT_MAX 65536         /* the largest connection count a flag takes */
 /* Per connection: URL, headers, read buffer. MHD clears it for every request,
  * so it is kept small: 64 KiB holds a 16 KiB URL and the largest headers. */
 #define CONN_MEMORY (64 * 1024)
@@ -41,6 +55,11 @@ typedef struct server_opts {
 	int scratch_walk;        /* --scratch-mode walk */
 	int64_t relay_grace;
 	int64_t relay_op_wait;
+	int64_t relay_sessions;  /* 0 = 1000 */
+	int64_t relay_per_org;   /* 0 = 100 */
+	int64_t max_conns;
+	int64_t max_conns_per_ip;
+	int64_t head_timeout;
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -54,12 +73,39 @@ typedef struct gc_thread {
 	pthread_cond_t cv;
 } gc_thread;
 
+/* One connection whose request head is awaited. */
+typedef struct head_watch {
+	struct head_watch *prev, *next;
+	int fd;
+	int64_t deadline;        /* cof_mono_ms(); 0 while a request is answered */
+} head_watch;
+
+/* The head deadline of every connection: MHD's connection notifications add
+ * and remove them, the access and completion hooks disarm and re-arm them,
+ * and a thread shuts down the socket of each one past its deadline (MHD's
+ * connection thread then reads the end and closes the connection). A watch
+ * leaves the list before MHD closes the fd, so a shut-down never reaches a
+ * reused descriptor. */
+typedef struct head_guard {
+	http_server *srv;
+	int64_t timeout_ms;
+	head_watch *list;
+	int64_t cut;             /* connections closed for a late head */
+	int stop, started;
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+} head_guard;
+
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
 	      "               [--gc-interval SECONDS] [--history SECONDS] [--scratch DIR]\n"
 	      "               [--scratch-mode kernel|walk] [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
-	      "               [--relay-op-wait SECONDS] [--help] [--version]\n"
+	      "               [--relay-op-wait SECONDS] [--relay-sessions N]\n"
+	      "               [--relay-sessions-per-org N] [--max-conns N]\n"
+	      "               [--max-conns-per-ip N] [--head-timeout SECONDS]\n"
+	      "               [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
 	      "                         port 0 picks a free port)\n"
@@ -76,7 +122,16 @@ static void usage(FILE *to)
 	      "  --relay-grace SECONDS  a paused relay session ends when its client is\n"
 	      "                         not back within this time (default 600)\n"
 	      "  --relay-op-wait SECONDS  how long a relayed op waits for the user's\n"
-	      "                         side before 503 (default 120)\n", to);
+	      "                         side before 503 (default 120)\n"
+	      "  --relay-sessions N     relay sessions in memory, every organization\n"
+	      "                         (default 1000)\n"
+	      "  --relay-sessions-per-org N  relay sessions not ended, per organization\n"
+	      "                         (default 100)\n"
+	      "  --max-conns N          connections at once (default 512)\n"
+	      "  --max-conns-per-ip N   connections at once from one address (default 128)\n"
+	      "  --head-timeout SECONDS a request's line and headers must be in this long\n"
+	      "                         after the connect or the previous answer\n"
+	      "                         (default 30)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -90,6 +145,17 @@ static int parse_seconds(const char *s, int64_t *out)
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (*end != '\0' || errno == ERANGE || v > 100LL * 365 * 86400)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Parses a count of 1 to `max`. 0, or -1 when malformed or out of range. */
+static int parse_count(const char *s, int64_t max, int64_t *out)
+{
+	int64_t v;
+
+	if (parse_seconds(s, &v) || v < 1 || v > max)
 		return -1;
 	*out = v;
 	return 0;
@@ -134,7 +200,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
 			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
 			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace") ||
-			    !strcmp(a, "--relay-grace") || !strcmp(a, "--relay-op-wait");
+			    !strcmp(a, "--relay-grace") || !strcmp(a, "--relay-op-wait") ||
+			    !strcmp(a, "--relay-sessions") || !strcmp(a, "--relay-sessions-per-org") ||
+			    !strcmp(a, "--max-conns") || !strcmp(a, "--max-conns-per-ip") ||
+			    !strcmp(a, "--head-timeout");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -182,6 +251,21 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--relay-op-wait") &&
 			   parse_seconds(v, &o->relay_op_wait) == 0 && o->relay_op_wait > 0) {
+			continue;
+		} else if (!strcmp(a, "--relay-sessions") &&
+			   parse_count(v, 1000000, &o->relay_sessions) == 0) {
+			continue;
+		} else if (!strcmp(a, "--relay-sessions-per-org") &&
+			   parse_count(v, 1000000, &o->relay_per_org) == 0) {
+			continue;
+		} else if (!strcmp(a, "--max-conns") &&
+			   parse_count(v, COUNT_MAX, &o->max_conns) == 0) {
+			continue;
+		} else if (!strcmp(a, "--max-conns-per-ip") &&
+			   parse_count(v, COUNT_MAX, &o->max_conns_per_ip) == 0) {
+			continue;
+		} else if (!strcmp(a, "--head-timeout") &&
+			   parse_count(v, 86400, &o->head_timeout) == 0) {
 			continue;
 		} else {
 			fprintf(stderr, "cofferd: bad value '%s' for %s\n", v, a);
@@ -254,10 +338,8 @@ static void *gc_main(void *arg)
 
 	pthread_mutex_lock(&g->mu);
 	while (!g->stop) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += g->interval;
-		while (!g->stop && pthread_cond_timedwait(&g->cv, &g->mu, &until) != ETIMEDOUT)
+		int64_t until = cof_mono_ms() + g->interval * 1000;
+		while (!g->stop && cof_cond_wait_until(&g->cv, &g->mu, until) != ETIMEDOUT)
 			;
 		if (g->stop)
 			break;
@@ -283,7 +365,7 @@ static int gc_start(gc_thread *g, cof_store *st, int64_t interval)
 	g->st = st;
 	g->interval = interval;
 	pthread_mutex_init(&g->mu, NULL);
-	pthread_cond_init(&g->cv, NULL);
+	cof_cond_init(&g->cv);
 	if (interval <= 0)
 		return 0;
 	if (pthread_create(&g->tid, NULL, gc_main, g) != 0) {
@@ -307,20 +389,154 @@ static void gc_stop(gc_thread *g)
 	pthread_cond_destroy(&g->cv);
 }
 
-/* Starts MHD on the bound socket `fd` (MHD owns it from here). */
-static struct MHD_Daemon *mhd_start(http_server *srv, int fd)
+/* ------------------------------------------------------------ head deadline */
+
+/* MHD_OPTION_NOTIFY_CONNECTION: a new connection is watched from its accept;
+ * a closing one leaves the list (before MHD closes its fd). */
+static void head_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+			enum MHD_ConnectionNotificationCode code)
+{
+	head_guard *g = cls;
+	head_watch *w = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!ci || !(w = calloc(1, sizeof *w)))
+			return; /* unwatched: the idle timeout still holds */
+		w->fd = ci->connect_fd;
+		pthread_mutex_lock(&g->mu);
+		w->deadline = cof_mono_ms() + g->timeout_ms;
+		w->next = g->list;
+		if (g->list)
+			g->list->prev = w;
+		g->list = w;
+		pthread_mutex_unlock(&g->mu);
+		*socket_context = w;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && w) {
+		pthread_mutex_lock(&g->mu);
+		if (w->prev)
+			w->prev->next = w->next;
+		else
+			g->list = w->next;
+		if (w->next)
+			w->next->prev = w->prev;
+		pthread_mutex_unlock(&g->mu);
+		free(w);
+		*socket_context = NULL;
+	}
+}
+
+/* Sets the head deadline of `conn` to now + timeout (arm) or off. */
+static void head_arm(head_guard *g, struct MHD_Connection *conn, int arm)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	head_watch *w = ci ? ci->socket_context : NULL;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&g->mu);
+	w->deadline = arm ? cof_mono_ms() + g->timeout_ms : 0;
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* MHD calls the access handler first once a request's head is complete
+ * (*con_cls still NULL): from there the head deadline is off. */
+static enum MHD_Result head_access(void *cls, struct MHD_Connection *conn, const char *url,
+				   const char *method, const char *version,
+				   const char *upload_data, size_t *upload_data_size,
+				   void **con_cls)
+{
+	head_guard *g = cls;
+
+	if (*con_cls == NULL)
+		head_arm(g, conn, 0);
+	return http_access(g->srv, conn, url, method, version, upload_data, upload_data_size,
+			   con_cls);
+}
+
+/* An answer is done: a kept-alive connection's next head has its deadline. */
+static void head_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			   enum MHD_RequestTerminationCode toe)
+{
+	head_guard *g = cls;
+
+	http_completed(g->srv, conn, con_cls, toe);
+	head_arm(g, conn, 1);
+}
+
+/* The guard's thread: every 250 ms, shuts down the sockets past their head
+ * deadline (once each: the deadline is then off). */
+static void *head_main(void *arg)
+{
+	head_guard *g = arg;
+
+	pthread_mutex_lock(&g->mu);
+	while (!g->stop) {
+		int64_t now = cof_mono_ms();
+		for (head_watch *w = g->list; w; w = w->next)
+			if (w->deadline && w->deadline <= now) {
+				w->deadline = 0;
+				shutdown(w->fd, SHUT_RDWR);
+				g->cut++;
+			}
+		cof_cond_wait_until(&g->cv, &g->mu, now + 250);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+/* Starts the guard's thread. 0, or -1 (printed). */
+static int head_start(head_guard *g, http_server *srv, int64_t timeout_seconds)
+{
+	g->srv = srv;
+	g->timeout_ms = timeout_seconds * 1000;
+	pthread_mutex_init(&g->mu, NULL);
+	cof_cond_init(&g->cv);
+	if (pthread_create(&g->tid, NULL, head_main, g) != 0) {
+		fprintf(stderr, "cofferd: cannot start the head deadline thread\n");
+		return -1;
+	}
+	g->started = 1;
+	return 0;
+}
+
+/* Stops the guard's thread; call after MHD stopped (no watch is left). */
+static void head_stop(head_guard *g)
+{
+	if (!g->started)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->stop = 1;
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	pthread_join(g->tid, NULL);
+	if (g->cut)
+		fprintf(stderr, "cofferd: %lld connections closed for a late request head\n",
+			(long long)g->cut);
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv);
+	g->started = 0;
+}
+
+/* Starts MHD on the bound socket `fd` (MHD owns it from here), with the
+ * connection bounds of `o` and the head deadline of `g`. */
+static struct MHD_Daemon *mhd_start(head_guard *g, const server_opts *o, int fd)
 {
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 
 	return MHD_start_daemon(
-		flags, 0, NULL, NULL, http_access, srv,
+		flags, 0, NULL, NULL, head_access, g,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_conns,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 		MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK,
-		MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
+		MHD_OPTION_NOTIFY_CONNECTION, head_notify, g,
+		MHD_OPTION_NOTIFY_COMPLETED, head_completed, g,
 		MHD_OPTION_UNESCAPE_CALLBACK, http_unescape_none, NULL,
 		MHD_OPTION_END);
 }
@@ -388,9 +604,11 @@ static int open_turns(const server_opts *o, http_server *srv)
 
 int cofferd_main(int argc, char **argv)
 {
-	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120 };
+	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT };
 	http_server srv;
 	gc_thread gc;
+	head_guard hg;
 	sigset_t sigs;
 	int rc, fd, sig = 0;
 
@@ -398,6 +616,7 @@ int cofferd_main(int argc, char **argv)
 		return rc;
 	memset(&srv, 0, sizeof(srv));
 	memset(&gc, 0, sizeof(gc));
+	memset(&hg, 0, sizeof(hg));
 	/* before any thread exists, so every thread inherits the mask; the
 	 * dispositions are reset because sigwait never sees an ignored signal
 	 * (a shell starts background jobs with SIGINT ignored) */
@@ -412,7 +631,9 @@ int cofferd_main(int argc, char **argv)
 	if (open_store(&o, &srv.st))
 		return 1;
 	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
-			      .op_wait_ms = o.relay_op_wait * 1000 };
+			      .op_wait_ms = o.relay_op_wait * 1000,
+			      .sessions_max = o.relay_sessions,
+			      .sessions_per_org = o.relay_per_org };
 	cof_err rerr = { 0 };
 	if (open_turns(&o, &srv)) {
 		cof_store_close(srv.st);
@@ -426,11 +647,13 @@ int cofferd_main(int argc, char **argv)
 	}
 	fd = listen_socket(&o, &srv.port);
 	snprintf(srv.host, sizeof(srv.host), strchr(o.host, ':') ? "[%s]" : "%s", o.host);
-	if (fd < 0 || (srv.mhd = mhd_start(&srv, fd)) == NULL) {
+	if (fd < 0 || head_start(&hg, &srv, o.head_timeout) ||
+	    (srv.mhd = mhd_start(&hg, &o, fd)) == NULL) {
 		if (fd >= 0) {
 			fprintf(stderr, "cofferd: cannot start the HTTP server\n");
 			close(fd);
 		}
+		head_stop(&hg);
 		cof_turns_close(srv.turns);
 		cof_relay_close(srv.relay);
 		cof_store_close(srv.st);
@@ -438,6 +661,7 @@ int cofferd_main(int argc, char **argv)
 	}
 	if (gc_start(&gc, srv.st, o.gc_interval)) {
 		MHD_stop_daemon(srv.mhd);
+		head_stop(&hg);
 		cof_turns_close(srv.turns);
 		cof_relay_close(srv.relay);
 		cof_store_close(srv.st);
@@ -451,6 +675,7 @@ int cofferd_main(int argc, char **argv)
 	fprintf(stderr, "cofferd: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
 	mhd_drain(&srv, &sigs);
+	head_stop(&hg);
 	cof_turns_close(srv.turns);
 	gc_stop(&gc);
 	cof_relay_close(srv.relay);

@@ -12,6 +12,12 @@
  *   --gc-interval SECONDS background gc period (default 3600; 0 = never)
  *   --relay-grace SECONDS a paused relay session ends after this (default 600)
  *   --relay-op-wait SECONDS a relayed op waits this long for its answer (120)
+ *   --relay-sessions N    relay sessions in memory, every org (1000)
+ *   --relay-sessions-per-org N  relay sessions not ended, per org (100)
+ *   --max-conns N         connections at once (512)
+ *   --max-conns-per-ip N  connections at once from one address (128)
+ *   --head-timeout SECONDS a request head must be in this long after the
+ *                         accept or the previous answer (30)
  *   --help, --version
  * Prints `cofferd listening on http://HOST:PORT` (flushed) once it accepts
  * connections, and the admin key when it was just created. Serves until

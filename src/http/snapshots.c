@@ -119,7 +119,7 @@ enum MHD_Result http_archive(http_req *req)
 	cof_err err = { 0 };
 	const char *snap, *path, *glob;
 	int64_t seq = 0;
-	char seqs[24], disp[160];
+	char seqs[24], disp[300];
 
 	if (http_query(req, "snapshot", &snap, &err) ||
 	    http_query(req, "path", &path, &err) ||
@@ -142,11 +142,13 @@ enum MHD_Result http_archive(http_req *req)
 		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_')
 			name[o++] = *p;
 	name[o] = '\0';
-	snprintf(disp, sizeof(disp), "attachment; filename=\"%s-%s.tar.gz\"",
-		 o ? name : "volume", seqs);
+	char file[96];
+	snprintf(file, sizeof(file), "%s-%s.tar.gz", o ? name : "volume", seqs);
+	http_disposition("attachment", file, disp, sizeof(disp));
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/gzip");
 	MHD_add_response_header(resp, "X-Volume-Seq", seqs);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY, "sandbox");
 	return http_queue(req, MHD_HTTP_OK, resp);
 }

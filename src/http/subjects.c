@@ -58,7 +58,7 @@ enum MHD_Result http_subject_file_get(http_req *req)
 	    cof_subject_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], path, &f,
 				  &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, path);
 }
 
 /* POST /v1/agents/{a}/users/{s}/files/move {from, to, overwrite?} */
@@ -128,7 +128,7 @@ enum MHD_Result http_subject_memory_get(http_req *req)
 	    cof_subject_memory_open(req->srv->st, ORG(req), req->param[0], req->param[1],
 				    req->param[2], &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->param[2]);
 }
 
 int http_begin_agent_skill_put(http_req *req)

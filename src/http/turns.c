@@ -58,7 +58,7 @@ enum MHD_Result http_turn_file(http_req *req)
 	if (cof_turn_file_open(req->srv->turns, &req->who, req->param[0], req->param[1],
 			       req->param[2], &f, &err))
 		return http_send_error(req, &err);
-	return http_serve_file(req, &f);
+	return http_serve_file(req, &f, req->param[2]);
 }
 
 /* ------------------------------------------------------------ SSE calls */

@@ -32,7 +32,9 @@ enum MHD_Result http_volume_create(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 1;
-	const char *idem = http_header_trim(req, "Idempotency-Key");
+	cof_idem idem_buf;
+	char hash[65];
+	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = cof_volume_create(req->srv->st, ORG(req), req->json, idem, &out,
 				   &created, &err);
 
@@ -41,18 +43,28 @@ enum MHD_Result http_volume_create(http_req *req)
 	return http_send_json_h(req, MHD_HTTP_CREATED, out, replayed);
 }
 
+/* GET /v1/volumes: with `ids`, those volumes (at most 50); else the
+ * organization's volumes by name, in pages (`prefix`, `cursor`, `limit`). */
 enum MHD_Result http_volume_get_many(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	const char *ids;
+	const char *ids, *prefix, *cursor;
+	int64_t limit = 0;
+	int rc;
 
-	if (http_query(req, "ids", &ids, &err))
+	if (http_query(req, "ids", &ids, &err) || http_query(req, "prefix", &prefix, &err) ||
+	    http_query(req, "cursor", &cursor, &err) ||
+	    http_query_int(req, "limit", 1, 1000, &limit, &err))
 		return http_send_error(req, &err);
-	if (ids == NULL)
+	if (ids != NULL && (prefix || cursor || limit))
 		return http_send_fail(req, COF_EVALIDATION,
-				      "query parameter 'ids' is required (comma-separated volume ids, at most 50)");
-	int rc = cof_volume_get_many(req->srv->st, ORG(req), ids, &out, &err);
+				      "query parameter 'ids' cannot be combined with 'prefix', "
+				      "'cursor' or 'limit'");
+	if (ids != NULL)
+		rc = cof_volume_get_many(req->srv->st, ORG(req), ids, &out, &err);
+	else
+		rc = cof_volume_list(req->srv->st, ORG(req), prefix, cursor, limit, &out, &err);
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 

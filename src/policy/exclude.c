@@ -15,6 +15,12 @@
  *    relay cannot turn them off; an agent turns them off whole with
  *    defaultExclusions:false). They match whatever the case of the path
  *    (".ENV" too), since a case-insensitive file system opens ".env" for it.
+ *  - The defaults also fold U+017F and U+212A (see fold()).
+ *  - COF_EXCL_NOCASE makes the user's patterns match without regard to ASCII
+ *    case too (the relay: a folder on macOS or Windows opens "SECRET.txt" for
+ *    "secret.txt", and a user who wrote `secret*` meant both anyway). The
+ *    pattern and the path are folded to lower case; classes such as [A-Z]
+ *    fold with them.
  *  - A path is normalised before it is matched: empty and "." segments go,
  *    ".." takes the segment before it. A path climbing above the root, or
  *    longer than 4096 bytes, counts as excluded.
@@ -40,6 +46,7 @@ struct cof_excl {
 	size_t ndefaults;
 	excl_rule *rules;
 	size_t nrules;
+	int nocase;    /* COF_EXCL_NOCASE: rules folded, paths folded before matching */
 	json_t *given; /* the patterns as given (an array), for cof_excl_patterns */
 };
 
@@ -103,8 +110,31 @@ static void rule_literal(excl_rule *r)
 	r->lit = run, r->litlen = best;
 }
 
-/* Compiles one pattern into *r. Errors name the pattern. */
-static int rule_compile(const char *pat, excl_rule *r, cof_err *err)
+/* Lower case of s, in place: ASCII letters, and the two code points whose
+ * simple case folding is an ASCII letter, U+017F (long s) and U+212A (Kelvin
+ * sign), which a case-insensitive disk (APFS, NTFS) opens as "s" and "k": so
+ * "id_r\u017Fa" cannot reach what "id_rsa" keeps out. */
+static void fold(char *s)
+{
+	char *o = s;
+
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		if (c == 0xc5 && (unsigned char)s[1] == 0xbf) {
+			*o++ = 's', s += 2;
+		} else if (c == 0xe2 && (unsigned char)s[1] == 0x84 && (unsigned char)s[2] == 0xaa) {
+			*o++ = 'k', s += 3;
+		} else {
+			*o++ = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : (char)c;
+			s++;
+		}
+	}
+	*o = '\0';
+}
+
+/* Compiles one pattern into *r (folded to lower case when `nocase`). Errors
+ * name the pattern. */
+static int rule_compile(const char *pat, int nocase, excl_rule *r, cof_err *err)
 {
 	size_t len = strlen(pat), n;
 	const char *b = pat;
@@ -146,6 +176,8 @@ static int rule_compile(const char *pat, excl_rule *r, cof_err *err)
 		return -1;
 	}
 	r->glob = cof_buf_detach(&g, NULL);
+	if (nocase)
+		fold(r->glob);
 	rule_literal(r);
 	return 0;
 }
@@ -167,8 +199,9 @@ void cof_excl_free(cof_excl *x)
 	free(x);
 }
 
-int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *err)
+int cof_excl_new(const json_t *patterns, int flags, cof_excl **out, cof_err *err)
 {
+	int defaults = flags & COF_EXCL_DEFAULTS;
 	cof_excl *x;
 	size_t n = 0;
 
@@ -187,6 +220,7 @@ int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *
 	if (!x || !(x->given = json_array()) ||
 	    !(x->rules = calloc(n ? n : 1, sizeof *x->rules)))
 		goto oom;
+	x->nocase = !!(flags & COF_EXCL_NOCASE);
 	for (size_t i = 0; i < n; i++) {
 		json_t *p = json_array_get(patterns, i);
 		if (!json_is_string(p)) {
@@ -199,7 +233,7 @@ int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *
 			return cof_error(err, COF_EVALIDATION,
 					 "exclude pattern %zu holds a NUL byte", i + 1);
 		}
-		if (rule_compile(json_string_value(p), &x->rules[i], err) < 0) {
+		if (rule_compile(json_string_value(p), x->nocase, &x->rules[i], err) < 0) {
 			cof_excl_free(x);
 			return -1;
 		}
@@ -213,7 +247,7 @@ int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *
 		if (!(x->defaults = calloc(nd, sizeof *x->defaults)))
 			goto oom;
 		for (size_t i = 0; i < nd; i++) {
-			if (rule_compile(default_patterns[i], &x->defaults[i], err) < 0) {
+			if (rule_compile(default_patterns[i], 0, &x->defaults[i], err) < 0) {
 				cof_excl_free(x);
 				return -1;
 			}
@@ -291,7 +325,7 @@ static void apply(const excl_rule *rules, size_t n, const char *path, int is_dir
 
 int cof_excl_match(const cof_excl *x, const char *path, int is_dir)
 {
-	char norm[COF_PATH_MAX + 1];
+	char norm[COF_PATH_MAX + 1], lower[COF_PATH_MAX + 1];
 	unsigned char state[COF_GLOB_SEGS_MAX + 1];
 	int trailing, ns = 1;
 
@@ -304,20 +338,17 @@ int cof_excl_match(const cof_excl *x, const char *path, int is_dir)
 	is_dir |= trailing;
 	for (const char *c = norm; *c; c++)
 		ns += *c == '/';
-	memset(state, 0, (size_t)ns + 1);
-	apply(x->rules, x->nrules, norm, is_dir, state);
+	memcpy(lower, norm, strlen(norm) + 1);
+	fold(lower);
 	if (x->ndefaults) {
 		unsigned char dstate[COF_GLOB_SEGS_MAX + 1];
-		char lower[COF_PATH_MAX + 1];
-		size_t i;
-		for (i = 0; norm[i]; i++)
-			lower[i] = (norm[i] >= 'A' && norm[i] <= 'Z') ? (char)(norm[i] + 32) : norm[i];
-		lower[i] = '\0';
 		memset(dstate, 0, (size_t)ns + 1);
 		apply(x->defaults, x->ndefaults, lower, is_dir, dstate);
 		if (memchr(dstate + 1, 1, (size_t)ns))
 			return 1; /* no `!` among the defaults: any hit is final */
 	}
+	memset(state, 0, (size_t)ns + 1);
+	apply(x->rules, x->nrules, x->nocase ? lower : norm, is_dir, state);
 	for (int k = 1; k <= ns; k++)
 		if (state[k])
 			return 1;

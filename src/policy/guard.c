@@ -30,19 +30,15 @@ static const char builtin_rules[] = {
 #include "guard_rules.inc"
 	, 0x00};
 
-/* The path checks a rules line can name with @CHECK. */
-enum { CHECK_NONE = 0, CHECK_TRAVERSAL, CHECK_ABSOLUTE, CHECK_BACKSLASH, CHECK_SHELL_META,
-       CHECK_CONTROL, NCHECKS };
-static const char *const check_names[NCHECKS] = {
-	"", "traversal", "absolute", "backslash", "shell-meta", "control",
-};
+/* The path checks a rules line can name with @CHECK live in names.c. */
+#define NCHECKS COF_NAME_NCHECKS
 
 typedef struct guard_rule {
 	char name[64];
 	char category[32];
 	char *regex;   /* NULL for a path check */
 	unsigned flags; /* Hyperscan flags */
-	int check;     /* CHECK_* or CHECK_NONE */
+	int check;     /* a name check's id (names.c), or 0 */
 } guard_rule;
 
 struct cof_guard {
@@ -160,9 +156,7 @@ static int parse_line(const char *p, const char *end, int lineno, guard_rule *r,
 			return cof_error(err, COF_EVALIDATION,
 					 "guard rules line %d (%s): '@' names no check", lineno,
 					 r->name);
-		for (int c = 1; c < NCHECKS; c++)
-			if (!strcmp(check, check_names[c]))
-				r->check = c;
+		r->check = cof_name_check_id(check);
 		skip_ws(&p, end);
 		if (!r->check || (p < end && *p != '#'))
 			return cof_error(err, COF_EVALIDATION,
@@ -353,51 +347,13 @@ const cof_guard *cof_guard_default(cof_err *err)
 
 /* ----------------------------------------------------------- the checks */
 
-/* 1 when the check fires on the name [p, p+len). */
-static int check_fires(int check, const char *p, size_t len)
-{
-	switch (check) {
-	case CHECK_TRAVERSAL:
-		for (size_t i = 0; i < len; i++) {
-			int start = i == 0 || p[i - 1] == '/' || p[i - 1] == '\\';
-			int stop = i + 2 == len || (i + 2 < len && (p[i + 2] == '/' ||
-								   p[i + 2] == '\\'));
-			if (start && i + 1 < len && p[i] == '.' && p[i + 1] == '.' && stop)
-				return 1;
-		}
-		return 0;
-	case CHECK_ABSOLUTE:
-		return len && (p[0] == '/' || p[0] == '~' ||
-			       (len >= 2 && p[1] == ':' &&
-				((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= 'A' && p[0] <= 'Z')) &&
-				(len == 2 || p[2] == '/' || p[2] == '\\')));
-	case CHECK_BACKSLASH:
-		return memchr(p, '\\', len) != NULL;
-	case CHECK_SHELL_META:
-		for (size_t i = 0; i < len; i++) {
-			if (strchr("`;|&<>", p[i]) && p[i])
-				return 1;
-			if (p[i] == '$' && i + 1 < len && p[i + 1] == '(')
-				return 1;
-		}
-		return 0;
-	case CHECK_CONTROL:
-		for (size_t i = 0; i < len; i++)
-			if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
-				return 1;
-		return 0;
-	default:
-		return 0;
-	}
-}
-
 int cof_guard_scan_name(const cof_guard *g, const char *path, size_t len, cof_guard_hit *hit)
 {
 	if (!g || !path)
 		return 0;
 	for (size_t i = 0; i < g->nrules; i++) {
 		int c = g->rules[i].check;
-		if (c && check_fires(c, path, len)) {
+		if (c && cof_name_check_fires(c, path, len)) {
 			fill_hit(hit, g->rules[i].name, g->rules[i].category, 0);
 			return 1;
 		}

@@ -32,10 +32,16 @@ typedef struct cof_excl cof_excl;
  * (the relay cannot turn them off): a NULL-terminated array. */
 const char *const *cof_excl_defaults(void);
 
+/* Flags of cof_excl_new. */
+#define COF_EXCL_DEFAULTS 1 /* the defaults are on */
+#define COF_EXCL_NOCASE 2   /* the given patterns match without regard to ASCII case
+			     * (the relay: the user's folder may ignore case) */
+
 /* Builds a matcher from `patterns` (a JSON array of strings, or NULL) with the
- * defaults first when `defaults` is set. A bad pattern is COF_EVALIDATION
- * naming it and the limit (at most 256 patterns of 1024 bytes). */
-int cof_excl_new(const json_t *patterns, int defaults, cof_excl **out, cof_err *err);
+ * defaults first when `flags` has COF_EXCL_DEFAULTS (1, so a true "defaults"
+ * flag still works). A bad pattern is COF_EVALIDATION naming it and the limit
+ * (at most 256 patterns of 1024 bytes). */
+int cof_excl_new(const json_t *patterns, int flags, cof_excl **out, cof_err *err);
 void cof_excl_free(cof_excl *x);
 
 /* 1 when `path` (relative, '/'-separated, no leading '/') is excluded, either
@@ -47,6 +53,35 @@ int cof_excl_match(const cof_excl *x, const char *path, int is_dir);
 
 /* The patterns as given (without the defaults), as a new JSON array. */
 json_t *cof_excl_patterns(const cof_excl *x);
+
+/* ------------------------------------------------------ protected paths */
+
+/* Paths the relay lets an agent read but not write, in every mode, unless the
+ * user allows them (`coffer connect --allow-write PAT`): what a tool on the
+ * user's machine runs or trusts by itself (all of .git, shell start-up files,
+ * .envrc, all of .vscode, ...; src/policy/protected.c and docs/api.md list them).
+ * Matched at any depth, without regard to ASCII case. */
+typedef struct cof_protect cof_protect;
+
+/* The rules' names as shown (".git/" "**", ".bashrc", ...), NULL-terminated. */
+const char *const *cof_protect_defaults(void);
+/* The name of the rule that protects `path` (relative, as for cof_excl_match),
+ * whatever the allowances; NULL when none does. */
+const char *cof_protect_rule(const char *path);
+/* The user's allowances from `allow` (a JSON array of patterns, or NULL): a
+ * rule's name lifts that rule wherever it applies; any other pattern lifts
+ * the paths it matches (gitignore-style, case ignored). A bad pattern is
+ * COF_EVALIDATION naming it. Immutable once built. */
+int cof_protect_new(const json_t *allow, cof_protect **out, cof_err *err);
+void cof_protect_free(cof_protect *p);
+/* The allowances as given, a new JSON array (p NULL: empty). */
+json_t *cof_protect_allowances(const cof_protect *p);
+/* 0 when `path` may be written (not protected, or allowed: *rule then names
+ * the rule that was lifted, else NULL); -1 with COF_EFORBIDDEN naming the
+ * rule and the option that allows it (extra: rule, protected:true). p NULL:
+ * no allowances. `rule` may be NULL. */
+int cof_protect_check(const cof_protect *p, const char *path, const char **rule,
+		      cof_err *err);
 
 /* ---------------------------------------------------------------- modes */
 
@@ -79,6 +114,18 @@ void cof_limits_default(cof_limits *out);
  * COF_EVALIDATION naming the field and the ceiling. */
 int cof_limits_parse(const json_t *obj, cof_limits *out, cof_err *err);
 json_t *cof_limits_json(const cof_limits *l);
+
+/* ---------------------------------------------------------------- names */
+
+/* The checks of a write's path name (src/policy/names.c), which the guard's
+ * rules file enables by name with `@CHECK`: traversal, absolute, backslash,
+ * shell-meta, control, quote, glob, dash, bidi. Ids are 1..COF_NAME_NCHECKS-1. */
+#define COF_NAME_NCHECKS 10
+/* The id of the check called `name`, 0 when there is none. */
+int cof_name_check_id(const char *name);
+/* 1 when check `id` refuses the path [path, path+len), else 0 (also for an
+ * unknown id). */
+int cof_name_check_fires(int id, const char *path, size_t len);
 
 /* ---------------------------------------------------------------- guard */
 

@@ -16,13 +16,13 @@ struct cof_lfs {
 };
 
 /* The API error for an errno of an open or a walk under the folder; -1. */
-int lfs_errno(int e, const char *path, cof_err *err);
+int cof_lfs_errno(int e, const char *path, cof_err *err);
 /* Opens `path` (checked; "" = the folder) beneath `dirfd`, never following a
  * symlink. Returns the fd or -1 with errno. */
-int lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags, mode_t mode);
+int cof_lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags, mode_t mode);
 /* Reads the regular file open at `fd` whole, within the size limit; *data
  * malloc'd and NUL-terminated. */
-int lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **data,
+int cof_lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **data,
 		size_t *len, cof_err *err);
 /* One entry of a folder: readdir's d_type (DT_UNKNOWN on some file systems:
  * then ask fstatat) and the name. */
@@ -32,11 +32,11 @@ typedef struct lfs_name {
 } lfs_name;
 
 /* The entries of the folder open at `dfd` (consumed), sorted by name, without
- * `.` and `..`; free with lfs_names_free. -1 with errno. */
-int lfs_names(int dfd, lfs_name ***names, size_t *n);
-void lfs_names_free(lfs_name **v, size_t n);
+ * `.` and `..`; free with cof_lfs_names_free. -1 with errno. */
+int cof_lfs_names(int dfd, lfs_name ***names, size_t *n);
+void cof_lfs_names_free(lfs_name **v, size_t n);
 /* `dir` + "/" + `name` (or `name` at the top) into `b`, reset first; NULL
  * when out of memory. */
-const char *lfs_join(cof_buf *b, const char *dir, const char *name);
+const char *cof_lfs_join(cof_buf *b, const char *dir, const char *name);
 
 #endif

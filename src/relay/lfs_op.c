@@ -1,8 +1,8 @@
 /*
  * lfs_op.c — one operation of the relay wire protocol with the rules the
- * client enforces itself (localfs.h): exclusions, mode, the size limit and the
- * write guard, in that order, before anything reaches the folder; and the
- * short unified diff the supervised prompt shows.
+ * client enforces itself (localfs.h): mode, exclusions, protected paths, the
+ * size limit and the write guard, in that order, before anything reaches the
+ * folder; and the short unified diff the supervised prompt shows.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +162,10 @@ static int op_write(cof_lfs *fs, const cof_lfs_rules *r, json_t *op, json_t **re
 				 "write to '%.300s' was refused", path);
 	if (cof_lfs_excluded(fs, path, 0))
 		return cof_error(err, COF_EFORBIDDEN, "'%.300s' is excluded", path);
+	if (cof_protect_check(r->protect, path, NULL, err)) {
+		snprintf(summary, summarysz, "write refused  %s  (protected)", path);
+		return -1;
+	}
 	if (op_content(op, &d, &n, err))
 		return -1;
 	cof_lfs_limits(fs, &lim);

@@ -2,7 +2,9 @@
  * lfs_search.c — search_files over the connected folder (localfs.h): a walk
  * with openat/fdopendir that never follows a symlink, skips excluded paths,
  * binary files and files over the size limit, and matches lines with PCRE2 as
- * the agent's grep does (src/agent/search.c).
+ * the agent's grep does (src/agent/search.c), under the same regex limits and
+ * time budget (util/regex.h): past one the search fails with COF_ETOOLARGE
+ * naming the limit, the file and the line.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,8 +18,7 @@
 
 typedef struct lfs_search {
 	cof_lfs *fs;
-	pcre2_code *re;
-	pcre2_match_data *md;
+	cof_regex rx;
 	const char *glob;   /* NULL = every file */
 	size_t root_len;    /* bytes of the searched folder's path plus its '/' */
 	int64_t max;
@@ -38,7 +39,8 @@ static int lfs_glob_hits(const char *glob, const char *rel)
 }
 
 /* Appends the matching lines of one text file; sets truncated past max.
- * Returns -1 when the answer could not grow (out of memory). */
+ * Returns -1 with s->err set when the answer could not grow (out of memory)
+ * or a regex limit stopped the search. */
 static int lfs_grep(lfs_search *s, const char *file, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
@@ -48,7 +50,17 @@ static int lfs_grep(lfs_search *s, const char *file, const char *text, size_t le
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (pcre2_match(s->re, (PCRE2_SPTR)p, n, 0, 0, s->md, NULL) >= 0) {
+		int hit = cof_regex_match(&s->rx, p, n);
+		if (hit < 0) {
+			char lim[96];
+			return cof_error(s->err, COF_ETOOLARGE,
+					 "search_files stopped at %s on '%.300s' line %lld; use a "
+					 "simpler pattern (nested or overlapping repeats such as "
+					 "(a|aa)+ backtrack without end) or a narrower path or glob",
+					 cof_regex_limit(&s->rx, lim, sizeof lim), file,
+					 (long long)line);
+		}
+		if (hit) {
 			if ((int64_t)json_array_size(s->results) >= s->max) {
 				s->truncated = 1;
 				return 0;
@@ -59,7 +71,7 @@ static int lfs_grep(lfs_search *s, const char *file, const char *text, size_t le
 			if (json_array_append_new(s->results, json_pack(
 				    "{s:s, s:I, s:s%}", "file", file, "line", (json_int_t)line,
 				    "content", p, cut)))
-				return -1;
+				return cof_error(s->err, COF_EINTERNAL, "out of memory");
 		}
 		line++;
 		p += n + 1;
@@ -79,7 +91,7 @@ static int lfs_search_file(lfs_search *s, int dfd, const char *name, const char 
 
 	if (fd < 0)
 		return 0;
-	if (lfs_read_fd(s->fs, fd, rel, &d, &n, &e)) {
+	if (cof_lfs_read_fd(s->fs, fd, rel, &d, &n, &e)) {
 		close(fd);
 		cof_err_clear(&e);
 		return 0;
@@ -106,12 +118,12 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 		close(dfd);
 		return 0;
 	}
-	if (lfs_names(dfd, &names, &n)) {
+	if (cof_lfs_names(dfd, &names, &n)) {
 		close(keep);
 		return errno == ENOMEM ? -1 : 0;
 	}
 	for (size_t i = 0; i < n && !s->truncated && rc == 0; i++) {
-		const char *name = names[i]->name, *r = lfs_join(&rel, dir, name);
+		const char *name = names[i]->name, *r = cof_lfs_join(&rel, dir, name);
 		unsigned char type = names[i]->type;
 		struct stat st;
 
@@ -145,7 +157,7 @@ static int lfs_search_dir(lfs_search *s, int dfd, const char *dir, int depth)
 		}
 	}
 	close(keep);
-	lfs_names_free(names, n);
+	cof_lfs_names_free(names, n);
 	cof_buf_release(&rel);
 	return rc;
 }
@@ -164,31 +176,32 @@ int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const cha
 		return cof_error(err, COF_EFORBIDDEN, "'%.300s' is excluded", path);
 	s.max = max <= 0 || max > fs->limits.search_results ? fs->limits.search_results : max;
 	s.root_len = path[0] ? strlen(path) + 1 : 0;
-	if (!(s.re = cof_regex_compile(pattern, 0, err)))
+	if (cof_regex_open(&s.rx, pattern, 0, 0, err)) {
+		cof_regex_close(&s.rx);
 		return -1;
-	s.md = pcre2_match_data_create_from_pattern(s.re, NULL);
+	}
 	s.results = json_array();
-	if (!s.md || !s.results) {
+	if (!s.results) {
 		cof_error(err, COF_EINTERNAL, "out of memory");
 		goto done;
 	}
-	dfd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_DIRECTORY, 0);
+	dfd = cof_lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0 && errno == ENOTDIR && path[0]) {
 		/* The path names one file: search it alone (with the same checks). */
 		if (cof_lfs_excluded(fs, path, 0)) {
 			cof_error(err, COF_EFORBIDDEN, "'%.300s' is excluded", path);
 			goto done;
 		}
-		int fd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+		int fd = cof_lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
 		unsigned char *d;
 		size_t n;
 		if (fd < 0) {
-			lfs_errno(errno, path, err);
+			cof_lfs_errno(errno, path, err);
 			goto done;
 		}
 		const char *slash = strrchr(path, '/');
 		s.root_len = slash ? (size_t)(slash - path) + 1 : 0;
-		int bad = lfs_read_fd(fs, fd, path, &d, &n, err);
+		int bad = cof_lfs_read_fd(fs, fd, path, &d, &n, err);
 		close(fd);
 		if (bad)
 			goto done;
@@ -200,7 +213,7 @@ int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const cha
 		}
 		free(d);
 	} else if (dfd < 0) {
-		lfs_errno(errno, path[0] ? path : ".", err);
+		cof_lfs_errno(errno, path[0] ? path : ".", err);
 		goto done;
 	} else if (lfs_search_dir(&s, dfd, path, 0)) {
 		cof_error(err, COF_EINTERNAL, "out of memory");
@@ -210,7 +223,6 @@ int cof_lfs_search(cof_lfs *fs, const char *path, const char *pattern, const cha
 	rc = *out ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 done:
 	json_decref(s.results);
-	pcre2_match_data_free(s.md);
-	pcre2_code_free(s.re);
+	cof_regex_close(&s.rx);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * localfs.c — the user's folder, reached only beneath one directory fd (see
- * localfs.h). Every open goes through lfs_open_beneath: openat2 with
+ * localfs.h). Every open goes through cof_lfs_open_beneath: openat2 with
  * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, or, where the
  * kernel has no openat2 (ENOSYS), a walk that opens one component at a time
  * with O_NOFOLLOW (and O_DIRECTORY for the folders on the way). Single names
@@ -66,11 +66,6 @@ void cof_lfs_force_walk(cof_lfs *fs, int on)
 	fs->walk_only = on;
 }
 
-int cof_lfs_dirfd(const cof_lfs *fs)
-{
-	return fs->dirfd;
-}
-
 int cof_lfs_path(const char *path, size_t len, int allow_root, const char **out,
 		 cof_err *err)
 {
@@ -98,7 +93,7 @@ int cof_lfs_excluded(const cof_lfs *fs, const char *path, int is_dir)
 }
 
 /* The API error for an errno of an open or a walk under the folder. */
-int lfs_errno(int e, const char *path, cof_err *err)
+int cof_lfs_errno(int e, const char *path, cof_err *err)
 {
 	switch (e) {
 	case ENOENT:
@@ -194,7 +189,7 @@ static int lfs_last_is_link(int dirfd, const char *path)
 
 /* Opens `path` (checked; "" = the folder) beneath `dirfd`, never following a
  * symlink. Returns the fd or -1 with errno. */
-int lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags, mode_t mode)
+int cof_lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags, mode_t mode)
 {
 	flags |= O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
 	if (!path[0])
@@ -218,10 +213,10 @@ int lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags, mode_t
 
 int cof_lfs_openat(cof_lfs *fs, const char *path, int flags, cof_err *err)
 {
-	int fd = lfs_open_beneath(fs, fs->dirfd, path, flags, 0);
+	int fd = cof_lfs_open_beneath(fs, fs->dirfd, path, flags, 0);
 
 	if (fd < 0)
-		return lfs_errno(errno, path[0] ? path : ".", err), -1;
+		return cof_lfs_errno(errno, path[0] ? path : ".", err), -1;
 	return fd;
 }
 
@@ -237,7 +232,7 @@ static int lfs_too_large(const cof_lfs *fs, const char *path, int64_t size, cof_
 
 /* Reads a regular file open at `fd` whole (at most the size limit, told by
  * fstat on this fd and checked again while reading, as it may grow). */
-int lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **data,
+int cof_lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **data,
 		       size_t *len, cof_err *err)
 {
 	struct stat st;
@@ -245,7 +240,7 @@ int lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **dat
 	unsigned char *buf;
 
 	if (fstat(fd, &st))
-		return lfs_errno(errno, path, err);
+		return cof_lfs_errno(errno, path, err);
 	if (S_ISDIR(st.st_mode))
 		return cof_error(err, COF_EVALIDATION, "'%.300s' is a folder", path);
 	if (!S_ISREG(st.st_mode))
@@ -262,7 +257,7 @@ int lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **dat
 		if (r < 0) {
 			int e = errno;
 			free(buf);
-			return lfs_errno(e, path, err);
+			return cof_lfs_errno(e, path, err);
 		}
 		if (r == 0)
 			break;
@@ -290,15 +285,15 @@ int lfs_read_fd(const cof_lfs *fs, int fd, const char *path, unsigned char **dat
 int cof_lfs_slurp(cof_lfs *fs, const char *path, unsigned char **data, size_t *len,
 		  int *exists, cof_err *err)
 {
-	int fd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+	int fd = cof_lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
 	int rc;
 
 	*exists = 0;
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0)
-		return lfs_errno(errno, path, err);
-	rc = lfs_read_fd(fs, fd, path, data, len, err);
+		return cof_lfs_errno(errno, path, err);
+	rc = cof_lfs_read_fd(fs, fd, path, data, len, err);
 	close(fd);
 	if (rc == 0)
 		*exists = 1;
@@ -318,7 +313,7 @@ int cof_lfs_read(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 	if (cof_lfs_slurp(fs, path, &d, &n, &exists, err))
 		return -1;
 	if (!exists)
-		return lfs_errno(ENOENT, path, err);
+		return cof_lfs_errno(ENOENT, path, err);
 	if (!memchr(d, '\0', n) && cof_utf8_valid((char *)d, n)) {
 		content = json_stringn((char *)d, n);
 	} else {
@@ -346,7 +341,7 @@ static int lfs_mkdirs(cof_lfs *fs, const char *dir, cof_err *err)
 	const char *p = dir;
 
 	if (cur < 0)
-		return lfs_errno(errno, dir, err), -1;
+		return cof_lfs_errno(errno, dir, err), -1;
 	while (*p) {
 		const char *slash = strchr(p, '/');
 		size_t n = slash ? (size_t)(slash - p) : strlen(p);
@@ -358,7 +353,7 @@ static int lfs_mkdirs(cof_lfs *fs, const char *dir, cof_err *err)
 		if (mkdirat(cur, name, 0777) && errno != EEXIST) {
 			int e = errno;
 			close(cur);
-			return lfs_errno(e, dir, err), -1;
+			return cof_lfs_errno(e, dir, err), -1;
 		}
 		next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int e = errno;
@@ -368,7 +363,7 @@ static int lfs_mkdirs(cof_lfs *fs, const char *dir, cof_err *err)
 		if (next < 0 && e == ENOTDIR)
 			return cof_error(err, COF_EVALIDATION, "'%.300s' is not a folder", dir), -1;
 		if (next < 0)
-			return lfs_errno(e, dir, err), -1;
+			return cof_lfs_errno(e, dir, err), -1;
 		cur = next;
 		p = slash ? slash + 1 : p + n;
 	}
@@ -445,12 +440,12 @@ int cof_lfs_write(cof_lfs *fs, const char *path, const void *data, size_t len,
 	}
 	if (e) {
 		close(pfd);
-		return lfs_errno(e, path, err);
+		return cof_lfs_errno(e, path, err);
 	}
 	if ((fd = lfs_tmp_open(pfd, tmp)) < 0) {
 		e = errno;
 		close(pfd);
-		return lfs_errno(e, path, err);
+		return cof_lfs_errno(e, path, err);
 	}
 	if (lfs_write_all(fd, data, len) || (keep_mode && fchmod(fd, mode)) || fsync(fd))
 		e = errno;
@@ -463,7 +458,7 @@ int cof_lfs_write(cof_lfs *fs, const char *path, const void *data, size_t len,
 	if (e) {
 		unlinkat(pfd, tmp, 0);
 		close(pfd);
-		return lfs_errno(e, path, err);
+		return cof_lfs_errno(e, path, err);
 	}
 	fsync(pfd); /* the rename itself durable; a failure here loses nothing written */
 	close(pfd);
@@ -479,7 +474,7 @@ static int lfs_name_cmp(const void *a, const void *b)
 	return strcmp((*(lfs_name *const *)a)->name, (*(lfs_name *const *)b)->name);
 }
 
-int lfs_names(int dfd, lfs_name ***names, size_t *n)
+int cof_lfs_names(int dfd, lfs_name ***names, size_t *n)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
@@ -515,12 +510,12 @@ int lfs_names(int dfd, lfs_name ***names, size_t *n)
 	return 0;
 oom:
 	closedir(d);
-	lfs_names_free(v, cnt);
+	cof_lfs_names_free(v, cnt);
 	errno = ENOMEM;
 	return -1;
 }
 
-void lfs_names_free(lfs_name **v, size_t n)
+void cof_lfs_names_free(lfs_name **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -528,7 +523,7 @@ void lfs_names_free(lfs_name **v, size_t n)
 }
 
 /* `dir` + "/" + `name` (or `name` at the top) into `b`, reset first. */
-const char *lfs_join(cof_buf *b, const char *dir, const char *name)
+const char *cof_lfs_join(cof_buf *b, const char *dir, const char *name)
 {
 	cof_buf_reset(b);
 	if (dir[0] && (cof_buf_adds(b, dir) || cof_buf_adds(b, "/")))
@@ -546,17 +541,17 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 
 	if (cof_lfs_excluded(fs, path, 1))
 		return cof_error(err, COF_EFORBIDDEN, "'%.300s' is excluded", path);
-	if ((dfd = lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_DIRECTORY, 0)) < 0) {
+	if ((dfd = cof_lfs_open_beneath(fs, fs->dirfd, path, O_RDONLY | O_DIRECTORY, 0)) < 0) {
 		if (errno == ENOTDIR)
 			return cof_error(err, COF_EVALIDATION, "'%.300s' is not a folder", path);
-		return lfs_errno(errno, path[0] ? path : ".", err);
+		return cof_lfs_errno(errno, path[0] ? path : ".", err);
 	}
 	int keep = dup(dfd);
-	if (keep < 0 || lfs_names(dfd, &names, &n)) {
+	if (keep < 0 || cof_lfs_names(dfd, &names, &n)) {
 		int e = errno;
 		if (keep >= 0)
 			close(keep);
-		return lfs_errno(e, path, err);
+		return cof_lfs_errno(e, path, err);
 	}
 	entries = json_array();
 	int truncated = 0;
@@ -567,13 +562,15 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 
 		if (fstatat(keep, names[i]->name, &st, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone meanwhile */
+		if (!cof_utf8_valid(names[i]->name, strlen(names[i]->name)))
+			continue; /* not UTF-8: no path of the protocol can name it */
 		if (S_ISREG(st.st_mode))
 			type = "file", size = st.st_size;
 		else if (S_ISDIR(st.st_mode))
 			type = "dir";
 		else if (S_ISLNK(st.st_mode))
 			type = "symlink";
-		if (!(r = lfs_join(&rel, path, names[i]->name)))
+		if (!(r = cof_lfs_join(&rel, path, names[i]->name)))
 			break;
 		if (cof_lfs_excluded(fs, r, S_ISDIR(st.st_mode)))
 			continue;
@@ -586,7 +583,7 @@ int cof_lfs_list(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 		shown++;
 	}
 	close(keep);
-	lfs_names_free(names, n);
+	cof_lfs_names_free(names, n);
 	cof_buf_release(&rel);
 	if (!entries)
 		return cof_error(err, COF_EINTERNAL, "out of memory");

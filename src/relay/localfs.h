@@ -14,7 +14,8 @@
  *    the op level below (and by the read/write calls too, as a second line).
  *  - cof_lfs_op: one operation of the wire protocol ({id, op, path?, ...}) with
  *    the client's rules: exclusions, mode (readonly refuses writes; supervised
- *    asks through a hook), the size limit and the write guard.
+ *    asks through a hook), protected paths (written only when the user allowed
+ *    them), the size limit and the write guard.
  *
  * Paths in and out are relative to the folder, '/'-separated, without a
  * leading '/'; "" (or ".") names the folder itself for list and search.
@@ -52,8 +53,6 @@ void cof_lfs_close(cof_lfs *fs);
 /* Turns the openat2 path off (tests: the O_NOFOLLOW walk is then used, as on
  * a kernel without openat2). */
 void cof_lfs_force_walk(cof_lfs *fs, int on);
-/* The folder's directory fd (borrowed). */
-int cof_lfs_dirfd(const cof_lfs *fs);
 /* The limits in force. */
 void cof_lfs_limits(const cof_lfs *fs, cof_limits *out);
 /* 1 when `path` is excluded, itself or through a parent folder. */
@@ -121,13 +120,14 @@ typedef struct cof_lfs_hooks {
 typedef struct cof_lfs_rules {
 	cof_mode mode;
 	const cof_guard *guard;
+	const cof_protect *protect; /* the user's --allow-write; NULL = none */
 	cof_lfs_hooks hooks;
 } cof_lfs_rules;
 
 /* Runs one operation {id, op, path?, content?, encoding?, pattern?, glob?,
  * maxResults?}. 0 with *result the answer, or -1 with err an API error
- * (COF_EFORBIDDEN excluded / readonly / refused by the user / a symlink,
- * COF_ENOTFOUND, COF_ETOOLARGE, COF_EBLOCKED with extra {rule, category},
+ * (COF_EFORBIDDEN excluded / readonly / protected / refused by the user / a
+ * symlink, COF_ENOTFOUND, COF_ETOOLARGE, COF_EBLOCKED with extra {rule, category},
  * COF_EVALIDATION). *summary (if not NULL) gets a short log text such as
  * "read  src/main.c  1.2 KB" or "write blocked  x.sh  reverse-shell-dev-tcp". */
 int cof_lfs_op(cof_lfs *fs, const cof_lfs_rules *rules, json_t *op, json_t **result,

@@ -4,9 +4,9 @@
  * time), the wait for the client's answer, and the checks of that answer.
  *
  * Order of the checks (the first that fails answers): the session (404,
- * 410), the body and the path (400), exclusions (403), read-only mode (403), the
- * file size (413), the guard (422), the counts (429), a connected client
- * (503). Counts are taken when an op is forwarded, so a limit is never
+ * 410), the body and the path (400), exclusions (403), read-only mode (403), a
+ * protected path the user did not allow (403), the file size (413), the guard
+ * (422), the counts (429), a connected client (503). Counts are taken when an op is forwarded, so a limit is never
  * crossed; a refused op counts nothing. Every op is logged with its outcome.
  */
 #include <stdlib.h>
@@ -130,6 +130,8 @@ static int op_allowed(cof_relay *r, rsession *s, opreq *q, cof_err *err)
 	if (q->kind == K_WRITE && s->mode == COF_MODE_READONLY)
 		return cof_error(err, COF_EFORBIDDEN,
 				 "the session is read-only: the user chose --readonly");
+	if (q->kind == K_WRITE && cof_protect_check(s->prot, q->path, NULL, err))
+		return -1;
 	if (q->kind == K_WRITE && (int64_t)q->len > l->file_bytes) {
 		size_text((int64_t)q->len, a, sizeof a);
 		size_text(l->file_bytes, b, sizeof b);
@@ -188,9 +190,19 @@ static void op_refused(cof_relay *r, rsession *s, json_t *body, opreq *q, cof_er
 					q->hit.rule, "category", q->hit.category, "offset",
 					(json_int_t)q->hit.offset, "by", "server");
 		json_object_set(entry, "blocked", hit);
-		relay_event(r, s, EV_AGENT | EV_CLIENT, "write_blocked", hit);
+		cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "write_blocked", hit);
 	}
-	relay_log(s, entry);
+	cof_relay_log_add(s, entry);
+}
+
+void cof_relay_protect_json(const rsession *s, json_t *obj)
+{
+	json_t *rules = json_array();
+
+	for (const char *const *d = cof_protect_defaults(); *d; d++)
+		json_array_append_new(rules, json_string(*d));
+	json_object_set_new(obj, "protected", rules);
+	json_object_set_new(obj, "allowWrite", cof_protect_allowances(s->prot));
 }
 
 /* A new op for the client. */
@@ -210,6 +222,12 @@ static rop *op_new(rsession *s, json_t *body, opreq *q, int wait)
 	op->waiter = !(op->supervised && !wait);
 	op->gen = s->gen;
 	op->size = (int64_t)q->len;
+	if (op->is_write && cof_sha256_hex(q->data ? (const void *)q->data : "", q->len,
+					   op->sha256)) {
+		free(op->path);
+		free(op);
+		return NULL;
+	}
 	if (cof_json_int(body, "maxResults", &op->max_results) && op->max_results > 0 &&
 	    op->max_results < max)
 		max = op->max_results;
@@ -245,18 +263,18 @@ static void op_unlink(rsession *s, rop *op)
  * detached. Sets *out or err. */
 static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *err)
 {
-	int64_t deadline = cof_now_ms() + r->op_wait_ms;
+	int64_t deadline = cof_mono_ms() + r->op_wait_ms;
 	int rc;
 
 	while (!op->done) {
-		int64_t now = cof_now_ms();
-		relay_tick(r, s);
+		int64_t now = cof_mono_ms();
+		cof_relay_tick(r, s);
 		if (op->done)
 			break;
 		if (r->closing) {
 			cof_err e = {0};
 			cof_error(&e, COF_EUNAVAILABLE, "cofferd is stopping");
-			relay_op_finish(r, s, op, NULL, &e);
+			cof_relay_op_finish(r, s, op, NULL, &e);
 			cof_err_clear(&e);
 		} else if (now >= deadline && op->supervised) {
 			op->waiter = 0;
@@ -269,12 +287,12 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 			cof_err e = {0};
 			cof_error(&e, COF_EUNAVAILABLE, "the user's side did not answer within %lld s",
 				  (long long)(r->op_wait_ms / 1000));
-			relay_op_finish(r, s, op, NULL, &e);
+			cof_relay_op_finish(r, s, op, NULL, &e);
 			cof_err_clear(&e);
 			if (s->attached && s->gen == op->gen)
-				relay_detach(r, s, "idle");
+				cof_relay_detach(r, s, "idle");
 		} else {
-			relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
+			cof_relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
 		}
 	}
 	if (op->result) {
@@ -288,7 +306,7 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 		rc = -1;
 	}
 	op_unlink(s, op);
-	relay_op_free(op);
+	cof_relay_op_free(op);
 	return rc;
 }
 
@@ -303,12 +321,12 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 	op_parse(body, &q);
 	op_scan(r, &q);
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	if (!s)
 		goto out;
 	s->refs++;
 	if (s->status == RS_ENDED)
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 	else if (q.bad.code)
 		*err = q.bad, q.bad.extra = NULL, q.bad.code = COF_OK;
 	else if (!op_allowed(r, s, &q, err) && !(op = op_new(s, body, &q, wait)))
@@ -334,9 +352,9 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 		} else {
 			rc = op_wait(r, s, op, out, err);
 		}
-		relay_ops_prune(s);
+		cof_relay_ops_prune(s);
 	}
-	relay_unref(s);
+	cof_relay_unref(s);
 out:
 	pthread_mutex_unlock(&r->mu);
 	cof_err_clear(&q.bad);
@@ -351,7 +369,7 @@ int cof_relay_op_get(cof_relay *r, const cof_principal *who, const char *uid,
 	rop *op = NULL;
 
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	for (rop *o = s ? s->ops : NULL; o && !op; o = o->next)
 		if (!strcmp(o->id, op_id) && !o->waiter)
 			op = o;
@@ -404,18 +422,47 @@ static size_t filter(const rsession *s, json_t *arr, const rop *op, int listing)
 	return dropped;
 }
 
-int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err)
+/* The bytes a read_file answer carries, measured from its content (text as
+ * it is, base64 decoded), never the size it declares. A base64 text whose
+ * shortest decoding is already over `limit` is not decoded. */
+static int read_size(const rop *op, json_t *result, int64_t limit, int64_t *out,
+		     cof_err *err)
+{
+	json_t *c = json_object_get(result, "content");
+	const char *enc = cof_json_str(result, "encoding");
+	size_t n = json_string_length(c), len = 0;
+	unsigned char *bytes = NULL;
+
+	if (!json_is_string(c))
+		return cof_error(err, COF_EINTERNAL,
+				 "the user's side answered read_file without 'content'");
+	if (!enc || !strcmp(enc, "utf-8")) {
+		*out = (int64_t)n;
+		return 0;
+	}
+	if (strcmp(enc, "base64"))
+		return cof_error(err, COF_EINTERNAL, "the user's side answered read_file of '%s' "
+				 "with encoding '%.40s'", op->path, enc);
+	if (n / 4 * 3 > (size_t)limit + 2) {
+		*out = (int64_t)(n / 4 * 3 - 2);
+		return 0;
+	}
+	if (cof_base64_decode(json_string_value(c), n, &bytes, &len))
+		return cof_error(err, COF_EINTERNAL, "the user's side answered read_file of '%s' "
+				 "with content that is not valid base64", op->path);
+	free(bytes);
+	*out = (int64_t)len;
+	return 0;
+}
+
+int cof_relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err)
 {
 	char a[48], b[48];
 
 	if (!strcmp(op->op, "read_file")) {
-		json_t *c = json_object_get(result, "content");
-		int64_t size = json_is_integer(json_object_get(result, "size"))
-				       ? json_integer_value(json_object_get(result, "size"))
-				       : (int64_t)json_string_length(c);
-		if (!json_is_string(c))
-			return cof_error(err, COF_EINTERNAL,
-					 "the user's side answered read_file without 'content'");
+		int64_t size = 0;
+		if (read_size(op, result, s->limits.file_bytes, &size, err))
+			return -1;
 		if (size > s->limits.file_bytes) {
 			size_text(size, a, sizeof a);
 			size_text(s->limits.file_bytes, b, sizeof b);
@@ -424,6 +471,18 @@ int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err)
 			cof_err_set(err, "limit", json_string("fileBytes"));
 			return -1;
 		}
+		/* what the agent is told is what was measured */
+		json_object_set_new(result, "size", json_integer((json_int_t)size));
+		json_object_set_new(result, "path", json_string(op->path));
+	} else if (!strcmp(op->op, "write_file")) {
+		const char *sha = cof_json_str(result, "sha256");
+		if (sha && strcmp(sha, op->sha256))
+			return cof_error(err, COF_EINTERNAL, "the user's side reports sha256 %.64s "
+					 "for '%s', but the bytes sent have %s", sha, op->path,
+					 op->sha256);
+		json_object_set_new(result, "size", json_integer((json_int_t)op->size));
+		json_object_set_new(result, "sha256", json_string(op->sha256));
+		json_object_set_new(result, "path", json_string(op->path));
 	} else if (!strcmp(op->op, "list_directory")) {
 		json_t *e = json_object_get(result, "entries");
 		if (!json_is_array(e))

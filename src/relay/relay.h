@@ -20,6 +20,7 @@
 #define RELAY_EVENTS 1024        /* events kept per session (ring) */
 #define RELAY_LOG_MAX 5000       /* log entries kept per session */
 #define RELAY_SESSIONS_MAX 1000  /* sessions in memory; ended ones dropped first */
+#define RELAY_SESSIONS_PER_ORG 100 /* sessions not ended, per organization */
 #define RELAY_ENDED_KEEP 86400   /* an ended session stays readable this long */
 #define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
 #define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
@@ -46,6 +47,7 @@ typedef struct rop {
 	int done;
 	uint64_t gen;        /* the client attachment it belongs to */
 	int64_t size;        /* bytes of a write */
+	char sha256[65];     /* of a write's bytes: what the answer must report */
 	int64_t max_results; /* a search's cap */
 	json_t *result;      /* done and ok */
 	cof_err error;       /* done and failed */
@@ -68,10 +70,13 @@ typedef struct rsession {
 	cof_limits limits;
 	cof_excl *excl;         /* the defaults and the user's patterns */
 	json_t *user_excl;      /* the user's patterns as given */
+	cof_protect *prot;      /* the user's --allow-write (NULL: none yet) */
 	char client[128];
-	int64_t started_at;     /* unix seconds */
-	int64_t paused_ms;      /* when it paused */
-	int64_t ended_at;
+	int64_t started_at;     /* unix seconds, shown */
+	int64_t started_ms;     /* cof_mono_ms() then: what the time limit measures */
+	int64_t paused_ms;      /* cof_mono_ms() when it paused */
+	int64_t ended_at;       /* unix seconds, shown */
+	int64_t ended_ms;       /* cof_mono_ms() then: what pruning measures */
 	char end_reason[16];
 	int64_t reads, writes, bytes_written;
 	uint64_t gen;           /* rises with every client attach */
@@ -90,6 +95,8 @@ struct cof_relay {
 	cof_store *st;
 	int64_t grace_ms;
 	int64_t op_wait_ms;
+	size_t sessions_max;    /* the global ceiling */
+	size_t sessions_per_org;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int closing;
@@ -101,39 +108,42 @@ struct cof_relay {
 
 /* The session `uid` as `who` may see it (org, agent binding), else
  * COF_ENOTFOUND. Applies its time limit and grace time first. */
-rsession *relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err);
+rsession *cof_relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err);
 /* The session `uid` for its client: the token must match (COF_EUNAUTHORIZED). */
-rsession *relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err);
+rsession *cof_relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err);
 /* Ends a session with `reason` if it is not ended: events to both sides,
  * every op not done fails with COF_EGONE. */
-void relay_end(cof_relay *r, rsession *s, const char *reason);
+void cof_relay_session_end(cof_relay *r, rsession *s, const char *reason);
 /* Ends the session when its time limit or its grace time is over. */
-void relay_tick(cof_relay *r, rsession *s);
+void cof_relay_tick(cof_relay *r, rsession *s);
 /* The attached client is gone (`reason` "disconnected" or "idle"): paused,
  * its ops in flight fail with COF_EUNAVAILABLE. */
-void relay_detach(cof_relay *r, rsession *s, const char *reason);
+void cof_relay_detach(cof_relay *r, rsession *s, const char *reason);
 /* Adds an event {type, data} (data stolen) for `to`; wakes the streams. */
-void relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data);
+void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data);
 /* Adds a log entry (stolen); `at` is added. */
-void relay_log(rsession *s, json_t *entry);
+void cof_relay_log_add(rsession *s, json_t *entry);
 /* COF_EGONE naming why the session ended. */
-int relay_gone(const rsession *s, cof_err *err);
+int cof_relay_gone(const rsession *s, cof_err *err);
 /* The answer of get/list. */
-json_t *relay_session_json(const rsession *s);
+json_t *cof_relay_session_json(const rsession *s);
 /* Drops a reference; frees nothing (pruning does). */
-void relay_unref(rsession *s);
+void cof_relay_unref(rsession *s);
 /* An op finishes with `result` (stolen) or `e` (copied): logged, a write's
  * write_result event, its waiter woken. */
-void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e);
+void cof_relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e);
+/* Adds {protected:[rule names], allowWrite:[the user's --allow-write]} to
+ * `obj` (the session's answer, the exclusions event). */
+void cof_relay_protect_json(const rsession *s, json_t *obj);
 /* Checks and filters a client's successful answer to `op` in place (ops.c):
  * exclusions hidden from listings and search, search capped, read size. */
-int relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
-void relay_op_free(rop *op);
+int cof_relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
+void cof_relay_op_free(rop *op);
 /* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT. */
-void relay_ops_prune(rsession *s);
-/* Waits on r->cv until woken or `until_ms` (cof_now_ms time) passes. */
-void relay_wait(cof_relay *r, int64_t until_ms);
+void cof_relay_ops_prune(rsession *s);
+/* Waits on r->cv until woken or `until_ms` (cof_mono_ms time) passes. */
+void cof_relay_wait(cof_relay *r, int64_t until_ms);
 /* The API error code of a type name ("not_found"), COF_EINTERNAL if unknown. */
-cof_code relay_code_of(const char *type);
+cof_code cof_relay_code_of(const char *type);
 
 #endif

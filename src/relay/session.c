@@ -4,7 +4,7 @@
  * agent-side calls that create, read, list and end sessions.
  *
  * Time-based ends (the session's time limit, the grace time of a paused
- * session) are applied lazily by relay_tick on every look-up; every waiter
+ * session) are applied lazily by cof_relay_tick on every look-up; every waiter
  * wakes at least once a second, so an open stream sees them within a second.
  */
 #include <stdlib.h>
@@ -25,8 +25,12 @@ int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 						       : RELAY_DEFAULT_GRACE) * 1000;
 	r->op_wait_ms = opts && opts->op_wait_ms > 0 ? opts->op_wait_ms
 						     : RELAY_DEFAULT_OP_WAIT_MS;
+	r->sessions_max = opts && opts->sessions_max > 0 ? (size_t)opts->sessions_max
+							 : RELAY_SESSIONS_MAX;
+	r->sessions_per_org = opts && opts->sessions_per_org > 0
+				      ? (size_t)opts->sessions_per_org : RELAY_SESSIONS_PER_ORG;
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
+	cof_cond_init(&r->cv);
 	*out = r;
 	return 0;
 }
@@ -41,7 +45,7 @@ void cof_relay_shutdown(cof_relay *r)
 	pthread_mutex_unlock(&r->mu);
 }
 
-void relay_op_free(rop *op)
+void cof_relay_op_free(rop *op)
 {
 	free(op->path);
 	json_decref(op->msg);
@@ -54,12 +58,13 @@ static void session_free(rsession *s)
 {
 	for (rop *op = s->ops, *n; op; op = n) {
 		n = op->next;
-		relay_op_free(op);
+		cof_relay_op_free(op);
 	}
 	for (size_t i = 0; i < RELAY_EVENTS; i++)
 		free(s->ev[i].json);
 	cof_excl_free(s->excl);
 	json_decref(s->user_excl);
+	cof_protect_free(s->prot);
 	json_decref(s->log);
 	free(s);
 }
@@ -79,7 +84,7 @@ void cof_relay_close(cof_relay *r)
 
 /* ------------------------------------------------------------ life cycle */
 
-void relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data)
+void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data)
 {
 	json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", data ? data : json_object());
 	revent *slot = &s->ev[s->ev_next % RELAY_EVENTS];
@@ -92,7 +97,7 @@ void relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_
 	pthread_cond_broadcast(&r->cv);
 }
 
-void relay_log(rsession *s, json_t *entry)
+void cof_relay_log_add(rsession *s, json_t *entry)
 {
 	if (json_array_size(s->log) >= RELAY_LOG_MAX) {
 		s->log_truncated = 1;
@@ -109,12 +114,12 @@ static void set_status(cof_relay *r, rsession *s, rs_status to)
 	if (from == to)
 		return;
 	s->status = to;
-	relay_event(r, s, EV_AGENT, "status_changed",
+	cof_relay_event(r, s, EV_AGENT, "status_changed",
 		    json_pack("{s:s, s:s}", "status", status_name[to], "previous",
 			      status_name[from]));
 }
 
-void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e)
+void cof_relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const cof_err *e)
 {
 	json_t *entry;
 
@@ -136,9 +141,9 @@ void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const c
 		json_object_set_new(entry, "message", json_string(e->msg));
 	if (op->is_write)
 		json_object_set_new(entry, "size", json_integer(op->size));
-	relay_log(s, entry);
+	cof_relay_log_add(s, entry);
 	if (op->is_write && !e)
-		relay_event(r, s, EV_AGENT, "write_result",
+		cof_relay_event(r, s, EV_AGENT, "write_result",
 			    json_pack("{s:s, s:s, s:I, s:O?}", "opId", op->id, "path", op->path,
 				      "size", (json_int_t)op->size, "sha256",
 				      json_object_get(result, "sha256")));
@@ -147,7 +152,7 @@ void relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, const c
 	pthread_cond_broadcast(&r->cv);
 }
 
-void relay_ops_prune(rsession *s)
+void cof_relay_ops_prune(rsession *s)
 {
 	size_t kept = 0;
 
@@ -158,7 +163,7 @@ void relay_ops_prune(rsession *s)
 		rop *op = *pp;
 		if (op->done && !op->waiter) {
 			*pp = op->next;
-			relay_op_free(op);
+			cof_relay_op_free(op);
 			s->nops--;
 			kept--;
 		} else {
@@ -167,26 +172,27 @@ void relay_ops_prune(rsession *s)
 	}
 }
 
-void relay_end(cof_relay *r, rsession *s, const char *reason)
+void cof_relay_session_end(cof_relay *r, rsession *s, const char *reason)
 {
 	cof_err e = {0};
 
 	if (s->status == RS_ENDED)
 		return;
 	s->ended_at = cof_now();
+	s->ended_ms = cof_mono_ms();
 	snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
 	s->attached = 0;
 	set_status(r, s, RS_ENDED);
-	relay_event(r, s, EV_AGENT | EV_CLIENT, "session_ended",
+	cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "session_ended",
 		    json_pack("{s:s}", "reason", reason));
-	relay_gone(s, &e);
+	cof_relay_gone(s, &e);
 	for (rop *op = s->ops; op; op = op->next)
-		relay_op_finish(r, s, op, NULL, &e);
+		cof_relay_op_finish(r, s, op, NULL, &e);
 	cof_err_clear(&e);
-	relay_ops_prune(s);
+	cof_relay_ops_prune(s);
 }
 
-int relay_gone(const rsession *s, cof_err *err)
+int cof_relay_gone(const rsession *s, cof_err *err)
 {
 	static const struct { const char *reason, *why; } whys[] = {
 		{"aborted", "it was aborted"}, {"closed", "the agent side closed it"},
@@ -203,32 +209,32 @@ int relay_gone(const rsession *s, cof_err *err)
 	return -1;
 }
 
-void relay_tick(cof_relay *r, rsession *s)
+void cof_relay_tick(cof_relay *r, rsession *s)
 {
 	if (s->status == RS_ENDED)
 		return;
-	if (cof_now() >= s->started_at + s->limits.seconds)
-		relay_end(r, s, "expired");
-	else if (s->status == RS_PAUSED && cof_now_ms() - s->paused_ms >= r->grace_ms)
-		relay_end(r, s, "grace");
+	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
+		cof_relay_session_end(r, s, "expired");
+	else if (s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms)
+		cof_relay_session_end(r, s, "grace");
 }
 
-void relay_detach(cof_relay *r, rsession *s, const char *reason)
+void cof_relay_detach(cof_relay *r, rsession *s, const char *reason)
 {
 	cof_err e = {0};
 
 	if (!s->attached || s->status == RS_ENDED)
 		return;
 	s->attached = 0;
-	s->paused_ms = cof_now_ms();
-	relay_log(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
-	relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
+	s->paused_ms = cof_mono_ms();
+	cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
+	cof_relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
 	cof_error(&e, COF_EUNAVAILABLE, "the user's folder is not connected (the client %s)",
 		  !strcmp(reason, "idle") ? "left an operation unanswered" : "went away");
 	for (rop *op = s->ops; op; op = op->next)
 		if (op->gen == s->gen)
-			relay_op_finish(r, s, op, NULL, &e);
+			cof_relay_op_finish(r, s, op, NULL, &e);
 	cof_err_clear(&e);
 }
 
@@ -236,19 +242,19 @@ void relay_detach(cof_relay *r, rsession *s, const char *reason)
  * the registry is full; never one a call still points at. */
 static void prune(cof_relay *r)
 {
-	int full = r->nsessions >= RELAY_SESSIONS_MAX;
+	int full = r->nsessions >= r->sessions_max;
 
 	for (int pass = 0; pass < 2; pass++)
 		for (rsession **pp = &r->sessions; *pp;) {
 			rsession *s = *pp;
 			int old = s->status == RS_ENDED && !s->refs &&
-				  (cof_now() - s->ended_at >= RELAY_ENDED_KEEP ||
+				  (cof_mono_ms() - s->ended_ms >= RELAY_ENDED_KEEP * 1000LL ||
 				   (pass == 1 && full));
 			if (old) {
 				*pp = s->next;
 				session_free(s);
 				r->nsessions--;
-				full = r->nsessions >= RELAY_SESSIONS_MAX;
+				full = r->nsessions >= r->sessions_max;
 			} else {
 				pp = &s->next;
 			}
@@ -273,7 +279,7 @@ static rsession *lookup(cof_relay *r, const char *uid)
 	return NULL;
 }
 
-rsession *relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err)
+rsession *cof_relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err)
 {
 	rsession *s = lookup(r, uid);
 
@@ -281,11 +287,11 @@ rsession *relay_find(cof_relay *r, const cof_principal *who, const char *uid, co
 		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
 		return NULL;
 	}
-	relay_tick(r, s);
+	cof_relay_tick(r, s);
 	return s;
 }
 
-rsession *relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err)
+rsession *cof_relay_find_client(cof_relay *r, const char *uid, const char *token, cof_err *err)
 {
 	rsession *s = lookup(r, uid);
 	char h[65];
@@ -296,16 +302,16 @@ rsession *relay_find_client(cof_relay *r, const char *uid, const char *token, co
 			  "unknown relay session or wrong connect token");
 		return NULL;
 	}
-	relay_tick(r, s);
+	cof_relay_tick(r, s);
 	return s;
 }
 
-void relay_unref(rsession *s)
+void cof_relay_unref(rsession *s)
 {
 	s->refs--;
 }
 
-cof_code relay_code_of(const char *type)
+cof_code cof_relay_code_of(const char *type)
 {
 	for (int c = COF_EVALIDATION; type && c < COF_NCODES; c++)
 		if (!strcmp(cof_code_type((cof_code)c), type))
@@ -315,7 +321,7 @@ cof_code relay_code_of(const char *type)
 
 /* ------------------------------------------------------------- answers */
 
-json_t *relay_session_json(const rsession *s)
+json_t *cof_relay_session_json(const rsession *s)
 {
 	json_t *excl = json_array(), *out;
 
@@ -331,6 +337,7 @@ json_t *relay_session_json(const rsession *s)
 			cof_limits_json(&s->limits), "startedAt", cof_json_time(s->started_at));
 	json_object_set_new(out, "expiresAt",
 			    cof_json_time(s->started_at + s->limits.seconds));
+	cof_relay_protect_json(s, out);
 	if (s->client[0])
 		json_object_set_new(out, "client", json_string(s->client));
 	if (s->status == RS_ENDED) {
@@ -396,6 +403,33 @@ static void guard_warm_start(void)
 	pthread_attr_destroy(&at);
 }
 
+/* Whether `org` may open one more session: COF_ERATELIMIT naming the limit
+ * when it has sessions_per_org not ended, or when the registry still holds
+ * sessions_max after pruning. The per-org cap comes first, so that one
+ * organization's sessions cannot take every place from the others. Time
+ * limits and grace times are applied first, so an expired session that
+ * nobody looked at does not count. */
+static int room(cof_relay *r, const char *org, cof_err *err)
+{
+	size_t mine = 0;
+
+	for (rsession *s = r->sessions; s; s = s->next) {
+		cof_relay_tick(r, s);
+		mine += s->status != RS_ENDED && !strcmp(s->org, org);
+	}
+	prune(r);
+	if (mine >= r->sessions_per_org)
+		return cof_error(err, COF_ERATELIMIT,
+				 "this organization has %zu relay sessions open; the limit is "
+				 "%zu per organization (end one first)", mine,
+				 r->sessions_per_org);
+	if (r->nsessions >= r->sessions_max)
+		return cof_error(err, COF_ERATELIMIT,
+				 "%zu relay sessions are open; the limit is %zu for the server",
+				 r->nsessions, r->sessions_max);
+	return 0;
+}
+
 int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_t **out,
 		     cof_err *err)
 {
@@ -426,6 +460,7 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 	s->user_excl = json_array();
 	s->log = json_array();
 	s->started_at = cof_now();
+	s->started_ms = cof_mono_ms();
 	cof_buf t = COF_BUF_INIT;
 	cof_buf_addf(&t, "rct_%s", token);
 	free(token);
@@ -436,21 +471,18 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 		return err->code ? -1 : cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	pthread_mutex_lock(&r->mu);
-	prune(r);
-	if (r->nsessions >= RELAY_SESSIONS_MAX) {
+	if (room(r, who->org, err)) {
 		pthread_mutex_unlock(&r->mu);
 		cof_buf_release(&t);
 		session_free(s);
-		return cof_error(err, COF_ERATELIMIT,
-				 "%d relay sessions are open; the limit is %d", RELAY_SESSIONS_MAX,
-				 RELAY_SESSIONS_MAX);
+		return -1;
 	}
 	s->next = r->sessions;
 	r->sessions = s;
 	r->nsessions++;
-	relay_event(r, s, EV_AGENT, "status_changed",
+	cof_relay_event(r, s, EV_AGENT, "status_changed",
 		    json_pack("{s:s}", "status", "waiting"));
-	*out = relay_session_json(s);
+	*out = cof_relay_session_json(s);
 	pthread_mutex_unlock(&r->mu);
 	guard_warm_start();
 	json_object_set_new(*out, "connectToken", json_string(t.data));
@@ -464,9 +496,9 @@ int cof_relay_get(cof_relay *r, const cof_principal *who, const char *uid, json_
 	rsession *s;
 
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	if (s)
-		*out = relay_session_json(s);
+		*out = cof_relay_session_json(s);
 	pthread_mutex_unlock(&r->mu);
 	return s ? 0 : -1;
 }
@@ -487,9 +519,9 @@ int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, in
 	for (rsession *s = r->sessions; s; s = s->next) {
 		if (strcmp(s->org, who->org) || (agent && strcmp(s->agent, agent)))
 			continue;
-		relay_tick(r, s);
+		cof_relay_tick(r, s);
 		if (all || s->status != RS_ENDED)
-			json_array_append_new(list, relay_session_json(s));
+			json_array_append_new(list, cof_relay_session_json(s));
 	}
 	pthread_mutex_unlock(&r->mu);
 	*out = json_pack("{s:o}", "sessions", list);
@@ -503,14 +535,14 @@ int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
 	int rc = -1;
 
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	if (s && s->status == RS_ENDED) {
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 	} else if (s) {
 		if (!strcmp(reason, "aborted"))
-			relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "agent"));
-		relay_log(s, json_pack("{s:s, s:s}", "event", "end", "reason", reason));
-		relay_end(r, s, reason);
+			cof_relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "agent"));
+		cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "end", "reason", reason));
+		cof_relay_session_end(r, s, reason);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -523,7 +555,7 @@ int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_
 	rsession *s;
 
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	if (s)
 		*out = json_pack("{s:s, s:O, s:b}", "uid", s->uid, "entries", s->log,
 				 "truncated", s->log_truncated);
@@ -531,10 +563,7 @@ int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_
 	return s ? 0 : -1;
 }
 
-void relay_wait(cof_relay *r, int64_t until_ms)
+void cof_relay_wait(cof_relay *r, int64_t until_ms)
 {
-	struct timespec ts = {.tv_sec = until_ms / 1000,
-			      .tv_nsec = (until_ms % 1000) * 1000000};
-
-	(void)pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+	(void)cof_cond_wait_until(&r->cv, &r->mu, until_ms);
 }

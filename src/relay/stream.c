@@ -41,7 +41,7 @@ int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *ui
 	rsession *s;
 
 	pthread_mutex_lock(&r->mu);
-	s = relay_find(r, who, uid, err);
+	s = cof_relay_find(r, who, uid, err);
 	if (s && !(*out = stream_new(r, s, 0, after)))
 		s = NULL, cof_error(err, COF_EINTERNAL, "out of memory");
 	if (s)
@@ -86,14 +86,14 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 {
 	cof_relay *r = x->r;
 	rsession *s = x->s;
-	int64_t deadline = cof_now_ms() + wait_ms;
+	int64_t deadline = cof_mono_ms() + wait_ms;
 	json_t *list = json_array();
 	int done = 0;
 
 	(void)err;
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
-		relay_tick(r, s);
+		cof_relay_tick(r, s);
 		take_events(x, list);
 		if (x->client && (s->gen != x->gen || !s->attached))
 			done = 1;
@@ -101,10 +101,10 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 			take_ops(x, list);
 		if (s->status == RS_ENDED || r->closing)
 			done = 1;
-		int64_t now = cof_now_ms();
+		int64_t now = cof_mono_ms();
 		if (json_array_size(list) || done || now >= deadline)
 			break;
-		relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
+		cof_relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
 	}
 	pthread_mutex_unlock(&r->mu);
 	*out = list;
@@ -122,11 +122,11 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	s = x->s;
 	pthread_mutex_lock(&r->mu);
 	if (x->client && s->attached && s->gen == x->gen) {
-		relay_detach(r, s, "disconnected");
+		cof_relay_detach(r, s, "disconnected");
 	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {
-		relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
+		cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
 	}
-	relay_unref(s);
+	cof_relay_unref(s);
 	pthread_mutex_unlock(&r->mu);
 	free(x);
 }
@@ -135,7 +135,7 @@ void cof_relay_stream_close(cof_relay_stream *x)
 
 static const cof_jfield connect_fields[] = {
 	{"mode", COF_JSTR, 0}, {"exclusions", COF_JARR, 0}, {"client", COF_JSTR, 0},
-	{NULL, 0, 0}};
+	{"allowWrite", COF_JARR, 0}, {NULL, 0, 0}};
 
 int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *body,
 		      cof_relay_stream **out, cof_err *err)
@@ -143,20 +143,26 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	const char *m = cof_json_str(body, "mode"), *client = cof_json_str(body, "client");
 	json_t *patterns = json_object_get(body, "exclusions");
 	cof_excl *excl = NULL;
+	cof_protect *prot = NULL;
 	cof_mode mode = COF_MODE_STANDARD;
 	rsession *s;
 	int rc = -1;
 
 	if (cof_json_check(body, connect_fields, err) ||
 	    (m && cof_mode_parse(m, &mode, err)) ||
-	    cof_excl_new(json_is_array(patterns) ? patterns : NULL, 1, &excl, err))
+	    cof_excl_new(json_is_array(patterns) ? patterns : NULL,
+			 COF_EXCL_DEFAULTS | COF_EXCL_NOCASE, &excl, err))
 		return -1;
+	if (cof_protect_new(json_object_get(body, "allowWrite"), &prot, err)) {
+		cof_excl_free(excl);
+		return -1;
+	}
 	pthread_mutex_lock(&r->mu);
-	s = relay_find_client(r, uid, token, err);
+	s = cof_relay_find_client(r, uid, token, err);
 	if (!s)
 		goto out;
 	if (s->status == RS_ENDED) {
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 		goto out;
 	}
 	if (s->attached) {
@@ -169,12 +175,15 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	excl = NULL;
 	json_decref(s->user_excl);
 	s->user_excl = json_is_array(patterns) ? json_deep_copy(patterns) : json_array();
+	cof_protect_free(s->prot);
+	s->prot = prot;
+	prot = NULL;
 	s->mode = m ? mode : s->default_mode;
 	snprintf(s->client, sizeof s->client, "%s", client ? client : "");
 	s->gen++;
 	s->attached = 1;
 	rs_status was = s->status;
-	relay_log(s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
+	cof_relay_log_add(s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
 			       cof_mode_name(s->mode), "client", s->client));
 	*out = stream_new(r, s, 1, s->ev_next);
 	if (!*out) {
@@ -184,20 +193,23 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	}
 	/* the order the agent reads: status_changed, exclusions, then resume */
 	s->status = RS_ACTIVE;
-	relay_event(r, s, EV_AGENT, "status_changed",
+	cof_relay_event(r, s, EV_AGENT, "status_changed",
 		    json_pack("{s:s, s:s}", "status", "active", "previous",
 			      was == RS_PAUSED ? "paused" : "waiting"));
-	json_t *info = relay_session_json(s);
-	relay_event(r, s, EV_AGENT, "exclusions",
-		    json_pack("{s:O, s:O, s:s}", "exclusions", json_object_get(info, "exclusions"),
-			      "user", s->user_excl, "mode", cof_mode_name(s->mode)));
+	json_t *info = cof_relay_session_json(s);
+	json_t *ev = json_pack("{s:O, s:O, s:s}", "exclusions",
+			       json_object_get(info, "exclusions"), "user", s->user_excl, "mode",
+			       cof_mode_name(s->mode));
+	cof_relay_protect_json(s, ev);
+	cof_relay_event(r, s, EV_AGENT, "exclusions", ev);
 	json_decref(info);
 	if (was == RS_PAUSED)
-		relay_event(r, s, EV_AGENT, "resume", NULL);
+		cof_relay_event(r, s, EV_AGENT, "resume", NULL);
 	rc = 0;
 out:
 	pthread_mutex_unlock(&r->mu);
 	cof_excl_free(excl);
+	cof_protect_free(prot);
 	return rc;
 }
 
@@ -214,9 +226,9 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 	if (cof_json_check(body, result_fields, err))
 		return -1;
 	pthread_mutex_lock(&r->mu);
-	s = relay_find_client(r, uid, token, err);
+	s = cof_relay_find_client(r, uid, token, err);
 	if (s && s->status == RS_ENDED) {
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 		s = NULL;
 	}
 	for (rop *o = s ? s->ops : NULL; o && !op; o = o->next)
@@ -228,11 +240,11 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 		json_t *res = json_object_get(body, "result");
 		cof_err e = {0};
 		json_t *copy = json_is_object(res) ? json_deep_copy(res) : json_object();
-		if (relay_result_check(s, op, copy, &e)) {
+		if (cof_relay_result_check(s, op, copy, &e)) {
 			json_decref(copy);
-			relay_op_finish(r, s, op, NULL, &e);
+			cof_relay_op_finish(r, s, op, NULL, &e);
 		} else {
-			relay_op_finish(r, s, op, copy, NULL);
+			cof_relay_op_finish(r, s, op, copy, NULL);
 		}
 		cof_err_clear(&e);
 		rc = 0;
@@ -240,9 +252,9 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 		json_t *eo = json_object_get(body, "error");
 		const char *msg = cof_json_str(eo, "message");
 		cof_err e = {0};
-		cof_error(&e, relay_code_of(cof_json_str(eo, "type")), "%s",
+		cof_error(&e, cof_relay_code_of(cof_json_str(eo, "type")), "%s",
 			  msg ? msg : "the user's side refused the operation");
-		relay_op_finish(r, s, op, NULL, &e);
+		cof_relay_op_finish(r, s, op, NULL, &e);
 		cof_err_clear(&e);
 		rc = 0;
 	}
@@ -278,25 +290,25 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 				 tlen, RELAY_EVENT_DATA_MAX);
 	}
 	pthread_mutex_lock(&r->mu);
-	s = relay_find_client(r, uid, token, err);
+	s = cof_relay_find_client(r, uid, token, err);
 	if (s && s->status == RS_ENDED) {
-		relay_gone(s, err);
+		cof_relay_gone(s, err);
 		s = NULL;
 	}
 	if (s && !strcmp(type, "abort")) {
-		relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "user"));
-		relay_log(s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
-		relay_end(r, s, "aborted");
+		cof_relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "user"));
+		cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
+		cof_relay_session_end(r, s, "aborted");
 	} else if (s && !strcmp(type, "accept")) {
-		relay_log(s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
-		relay_event(r, s, EV_AGENT, "accept", json_incref(data));
+		cof_relay_log_add(s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
+		cof_relay_event(r, s, EV_AGENT, "accept", json_incref(data));
 	} else if (s) {
 		json_object_set_new(data, "by", json_string("client"));
-		relay_log(s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
+		cof_relay_log_add(s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
 				       json_object_get(data, "path") ? json_object_get(data, "path")
 								     : json_null(),
 				       "outcome", "blocked", "blocked", data));
-		relay_event(r, s, EV_AGENT, "write_blocked", json_incref(data));
+		cof_relay_event(r, s, EV_AGENT, "write_blocked", json_incref(data));
 	}
 	pthread_mutex_unlock(&r->mu);
 	json_decref(data);

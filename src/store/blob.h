@@ -41,7 +41,4 @@ struct cof_blobstore {
 /* The local-directory backend: DIR/blobs/ab/cdef..., temp files in DIR/tmp. */
 int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err);
 
-/* Bytes written so far by a writer (any backend). */
-int64_t cof_blob_writer_size(const cof_blob_writer *w);
-
 #endif

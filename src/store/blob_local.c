@@ -276,8 +276,3 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 	*out = &st->base;
 	return 0;
 }
-
-int64_t cof_blob_writer_size(const cof_blob_writer *w)
-{
-	return w->size;
-}

@@ -79,7 +79,13 @@ int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err); /* sets v->vn
 /* COF_ENOTFOUND (naming the id) for unknown, another org's or hidden volumes. */
 int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
 			cof_err *err);
-int cof_meta_volume_by_vno(cof_meta *m, int64_t vno, cof_volrow *out, cof_err *err);
+/* The organization's volumes (not hidden ones) whose name starts with `prefix`,
+ * in (name, id) order after (after_name, after_id) ("" = from the start), at
+ * most `limit`. Only id, name, seq, files, bytes and created_at are filled. */
+typedef int (*cof_vol_fn)(void *ctx, const cof_volrow *v);
+int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
+			 const char *after_name, const char *after_id, int64_t limit,
+			 cof_vol_fn fn, void *ctx, cof_err *err);
 /* Deletes the volume, its rows, changes and snapshots (with their hidden volumes). */
 int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err);
 /* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
@@ -124,7 +130,6 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t siz
 		  const char *ctype, const void *inline_data, cof_err *err);
 /* Removing an absent path is COF_ENOTFOUND. */
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
-int cof_txn_ops(cof_txn *tx); /* writes + removes so far */
 
 /* ---- snapshots */
 /* Adds a snapshot; when the volume then has more than `keep_unpinned` unpinned

@@ -21,6 +21,7 @@ static const char *schema =
 	" bytes INTEGER NOT NULL, capacity INTEGER NOT NULL, ceiling INTEGER NOT NULL,"
 	" created_at INTEGER NOT NULL, hidden INTEGER NOT NULL DEFAULT 0,"
 	" history_from INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX IF NOT EXISTS volumes_org_name ON volumes(org, name, id);"
 	"CREATE TABLE IF NOT EXISTS entries(vno INTEGER NOT NULL, path TEXT NOT NULL,"
 	" from_seq INTEGER NOT NULL, to_seq INTEGER, version INTEGER NOT NULL,"
 	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, ctype TEXT NOT NULL,"
@@ -62,7 +63,7 @@ static const char *schema =
 
 /* ------------------------------------------------------------ connections */
 
-int meta_db_error(cof_err *err, sqlite3 *db, const char *what)
+int cof_sqlite_db_error(cof_err *err, sqlite3 *db, const char *what)
 {
 	int rc = sqlite3_errcode(db);
 
@@ -110,7 +111,7 @@ static conn *conn_open(const char *file, int writer, cof_err *err)
 }
 
 /* A cached, reset statement for `sql` (which must be a string literal). */
-sqlite3_stmt *meta_q(conn *c, const char *sql, cof_err *err)
+sqlite3_stmt *cof_sqlite_q(conn *c, const char *sql, cof_err *err)
 {
 	int free_slot = -1;
 
@@ -125,7 +126,7 @@ sqlite3_stmt *meta_q(conn *c, const char *sql, cof_err *err)
 	}
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL)) {
-		meta_db_error(err, c->db, "prepare");
+		cof_sqlite_db_error(err, c->db, "prepare");
 		return NULL;
 	}
 	/* The cache holds every statement of the store's files (STMT_CACHE is
@@ -141,7 +142,7 @@ sqlite3_stmt *meta_q(conn *c, const char *sql, cof_err *err)
 	return st;
 }
 
-conn *meta_reader_get(cof_meta *m, cof_err *err)
+conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err)
 {
 	conn *c;
 
@@ -155,7 +156,7 @@ conn *meta_reader_get(cof_meta *m, cof_err *err)
 	return c ? c : conn_open(m->file, 0, err);
 }
 
-void meta_reader_put(cof_meta *m, conn *c)
+void cof_sqlite_reader_put(cof_meta *m, conn *c)
 {
 	if (!c)
 		return;
@@ -170,18 +171,18 @@ void meta_reader_put(cof_meta *m, conn *c)
 	conn_close(c);
 }
 
-int meta_exec(conn *c, const char *sql, cof_err *err)
+int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 {
 	if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return meta_db_error(err, c->db, sql);
+		return cof_sqlite_db_error(err, c->db, sql);
 	return 0;
 }
 
 /* Takes the writer and opens a write transaction. */
-conn *meta_writer_begin(cof_meta *m, cof_err *err)
+conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err)
 {
 	pthread_mutex_lock(&m->wlock);
-	if (meta_exec(m->writer, "BEGIN IMMEDIATE", err)) {
+	if (cof_sqlite_exec(m->writer, "BEGIN IMMEDIATE", err)) {
 		pthread_mutex_unlock(&m->wlock);
 		return NULL;
 	}
@@ -189,12 +190,12 @@ conn *meta_writer_begin(cof_meta *m, cof_err *err)
 }
 
 /* Commits (ok == 0) or rolls back, and gives the writer back. */
-int meta_writer_end(cof_meta *m, int ok, cof_err *err)
+int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err)
 {
 	int rc = ok;
 
 	if (ok == 0)
-		rc = meta_exec(m->writer, "COMMIT", err);
+		rc = cof_sqlite_exec(m->writer, "COMMIT", err);
 	if (rc != 0)
 		sqlite3_exec(m->writer->db, "ROLLBACK", NULL, NULL, NULL);
 	pthread_mutex_unlock(&m->wlock);
@@ -236,10 +237,10 @@ static int migrate(conn *c, cof_err *err)
 				 "knows %d)", version, SCHEMA_VERSION);
 	/* 0 -> 1: small content inline in blobs.data. */
 	if (version < 1 && !column_exists(c, "blobs", "data") &&
-	    meta_exec(c, "ALTER TABLE blobs ADD COLUMN data BLOB", err))
+	    cof_sqlite_exec(c, "ALTER TABLE blobs ADD COLUMN data BLOB", err))
 		return -1;
 	if (version < SCHEMA_VERSION)
-		return meta_exec(c, "PRAGMA user_version = 1", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 1", err);
 	return 0;
 }
 
@@ -254,8 +255,8 @@ int cof_meta_open(const char *file, cof_meta **out, cof_err *err)
 	pthread_mutex_init(&m->wlock, NULL);
 	pthread_mutex_init(&m->plock, NULL);
 	m->writer = conn_open(file, 1, err);
-	if (!m->writer || meta_exec(m->writer, "PRAGMA journal_mode=WAL", err) ||
-	    meta_exec(m->writer, schema, err) || migrate(m->writer, err)) {
+	if (!m->writer || cof_sqlite_exec(m->writer, "PRAGMA journal_mode=WAL", err) ||
+	    cof_sqlite_exec(m->writer, schema, err) || migrate(m->writer, err)) {
 		cof_meta_close(m);
 		return -1;
 	}
@@ -283,12 +284,12 @@ void cof_meta_close(cof_meta *m)
 
 /* ------------------------------------------------------------- helpers */
 
-void meta_bind_text(sqlite3_stmt *st, int i, const char *s)
+void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
 }
 
-void meta_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
+void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
 {
 	const unsigned char *s = sqlite3_column_text(st, i);
 	int n = sqlite3_column_bytes(st, i);
@@ -306,23 +307,23 @@ void meta_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
 
 /* Upper bound for a prefix range: every UTF-8 path starting with `prefix`
  * sorts below prefix + 0xFF (0xFF never occurs in UTF-8). */
-void meta_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
+void cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
 			  cof_buf *upper)
 {
 	cof_buf_reset(upper);
 	cof_buf_adds(upper, prefix ? prefix : "");
 	cof_buf_add(upper, "\xff", 1);
-	meta_bind_text(st, lo, prefix ? prefix : "");
+	cof_sqlite_bind_text(st, lo, prefix ? prefix : "");
 	sqlite3_bind_text(st, hi, upper->data, (int)upper->len, SQLITE_STATIC);
 }
 
-void meta_row_entry(sqlite3_stmt *st, cof_entry *e)
+void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
 {
-	meta_col_copy(st, 0, e->path, sizeof e->path);
+	cof_sqlite_col_copy(st, 0, e->path, sizeof e->path);
 	e->version = sqlite3_column_int64(st, 1);
 	e->size = sqlite3_column_int64(st, 2);
-	meta_col_copy(st, 3, e->sha256, sizeof e->sha256);
-	meta_col_copy(st, 4, e->ctype, sizeof e->ctype);
+	cof_sqlite_col_copy(st, 3, e->sha256, sizeof e->sha256);
+	cof_sqlite_col_copy(st, 4, e->ctype, sizeof e->ctype);
 	e->updated_at = sqlite3_column_int64(st, 5);
 }
 
@@ -330,97 +331,97 @@ void meta_row_entry(sqlite3_stmt *st, cof_entry *e)
 
 int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	st = meta_q(c, "INSERT INTO keys(hash, org, agent, admin, created_at) VALUES(?,?,?,?,?)", err);
+	st = cof_sqlite_q(c, "INSERT INTO keys(hash, org, agent, admin, created_at) VALUES(?,?,?,?,?)", err);
 	if (st) {
-		meta_bind_text(st, 1, hash);
-		meta_bind_text(st, 2, who->org);
-		meta_bind_text(st, 3, who->agent);
+		cof_sqlite_bind_text(st, 1, hash);
+		cof_sqlite_bind_text(st, 2, who->org);
+		cof_sqlite_bind_text(st, 3, who->agent);
 		sqlite3_bind_int(st, 4, who->admin);
 		sqlite3_bind_int64(st, 5, cof_now());
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "adding a key");
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "adding a key");
 	}
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	st = meta_q(c, "SELECT org, agent, admin FROM keys WHERE hash = ?", err);
+	st = cof_sqlite_q(c, "SELECT org, agent, admin FROM keys WHERE hash = ?", err);
 	if (st) {
-		meta_bind_text(st, 1, hash);
+		cof_sqlite_bind_text(st, 1, hash);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
-			meta_col_copy(st, 0, who->org, sizeof who->org);
-			meta_col_copy(st, 1, who->agent, sizeof who->agent);
+			cof_sqlite_col_copy(st, 0, who->org, sizeof who->org);
+			cof_sqlite_col_copy(st, 1, who->agent, sizeof who->agent);
 			who->admin = sqlite3_column_int(st, 2);
 			rc = 0;
 		} else if (r == SQLITE_DONE) {
 			rc = cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
 		} else {
-			rc = meta_db_error(err, c->db, "checking a key");
+			rc = cof_sqlite_db_error(err, c->db, "checking a key");
 		}
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		      char **value, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	st = meta_q(c, "SELECT value FROM idem WHERE scope = ? AND key = ? AND created_at > ?", err);
+	st = cof_sqlite_q(c, "SELECT value FROM idem WHERE scope = ? AND key = ? AND created_at > ?", err);
 	if (st) {
-		meta_bind_text(st, 1, scope);
-		meta_bind_text(st, 2, key);
+		cof_sqlite_bind_text(st, 1, scope);
+		cof_sqlite_bind_text(st, 2, key);
 		sqlite3_bind_int64(st, 3, cof_now() - ttl);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
 			*value = strdup((const char *)sqlite3_column_text(st, 0));
 			rc = *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
 		} else {
-			rc = r == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "idempotency");
+			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "idempotency");
 		}
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key,
 		      const char *value, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	st = meta_q(c, "INSERT OR REPLACE INTO idem(scope, key, value, created_at) VALUES(?,?,?,?)", err);
+	st = cof_sqlite_q(c, "INSERT OR REPLACE INTO idem(scope, key, value, created_at) VALUES(?,?,?,?)", err);
 	if (st) {
-		meta_bind_text(st, 1, scope);
-		meta_bind_text(st, 2, key);
-		meta_bind_text(st, 3, value);
+		cof_sqlite_bind_text(st, 1, scope);
+		cof_sqlite_bind_text(st, 2, key);
+		cof_sqlite_bind_text(st, 3, value);
 		sqlite3_bind_int64(st, 4, cof_now());
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "idempotency");
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "idempotency");
 	}
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 /* --------------------------------------------------------------- volumes */
@@ -431,9 +432,9 @@ int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key,
 static void row_volume(sqlite3_stmt *st, cof_volrow *v)
 {
 	v->vno = sqlite3_column_int64(st, 0);
-	meta_col_copy(st, 1, v->id, sizeof v->id);
-	meta_col_copy(st, 2, v->org, sizeof v->org);
-	meta_col_copy(st, 3, v->name, sizeof v->name);
+	cof_sqlite_col_copy(st, 1, v->id, sizeof v->id);
+	cof_sqlite_col_copy(st, 2, v->org, sizeof v->org);
+	cof_sqlite_col_copy(st, 3, v->name, sizeof v->name);
 	v->seq = sqlite3_column_int64(st, 4);
 	v->files = sqlite3_column_int64(st, 5);
 	v->bytes = sqlite3_column_int64(st, 6);
@@ -446,14 +447,14 @@ static void row_volume(sqlite3_stmt *st, cof_volrow *v)
 
 static int volume_insert(conn *c, cof_volrow *v, cof_err *err)
 {
-	sqlite3_stmt *st = meta_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes, capacity,"
+	sqlite3_stmt *st = cof_sqlite_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes, capacity,"
 			     " ceiling, created_at, hidden, history_from) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 			     err);
 	if (!st)
 		return -1;
-	meta_bind_text(st, 1, v->id);
-	meta_bind_text(st, 2, v->org);
-	meta_bind_text(st, 3, v->name);
+	cof_sqlite_bind_text(st, 1, v->id);
+	cof_sqlite_bind_text(st, 2, v->org);
+	cof_sqlite_bind_text(st, 3, v->name);
 	sqlite3_bind_int64(st, 4, v->seq);
 	sqlite3_bind_int64(st, 5, v->files);
 	sqlite3_bind_int64(st, 6, v->bytes);
@@ -463,34 +464,34 @@ static int volume_insert(conn *c, cof_volrow *v, cof_err *err)
 	sqlite3_bind_int(st, 10, v->hidden);
 	sqlite3_bind_int64(st, 11, v->history_from);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return meta_db_error(err, c->db, "creating a volume");
+		return cof_sqlite_db_error(err, c->db, "creating a volume");
 	v->vno = sqlite3_last_insert_rowid(c->db);
 	return 0;
 }
 
 int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 
 	if (!c)
 		return -1;
-	return meta_writer_end(m, volume_insert(c, v, err), err);
+	return cof_sqlite_writer_end(m, volume_insert(c, v, err), err);
 }
 
-int meta_volume_load(conn *c, int64_t vno, const char *org, const char *id,
+int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		       cof_volrow *out, cof_err *err)
 {
 	sqlite3_stmt *st;
 	int r;
 
 	if (id)
-		st = meta_q(c, "SELECT " VOL_COLS " FROM volumes WHERE id = ?", err);
+		st = cof_sqlite_q(c, "SELECT " VOL_COLS " FROM volumes WHERE id = ?", err);
 	else
-		st = meta_q(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = ?", err);
+		st = cof_sqlite_q(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = ?", err);
 	if (!st)
 		return -1;
 	if (id)
-		meta_bind_text(st, 1, id);
+		cof_sqlite_bind_text(st, 1, id);
 	else
 		sqlite3_bind_int64(st, 1, vno);
 	r = sqlite3_step(st);
@@ -498,7 +499,7 @@ int meta_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		row_volume(st, out);
 	sqlite3_reset(st);
 	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return meta_db_error(err, c->db, "reading a volume");
+		return cof_sqlite_db_error(err, c->db, "reading a volume");
 	/* Another organization's volume answers exactly like an absent one. */
 	if (r == SQLITE_DONE || (org && (strcmp(out->org, org) || out->hidden)))
 		return cof_error(err, COF_ENOTFOUND, "volume '%.64s' not found",
@@ -509,30 +510,18 @@ int meta_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
 			cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	int rc;
 
 	if (!c)
 		return -1;
-	rc = meta_volume_load(c, 0, org, id, out, err);
-	meta_reader_put(m, c);
-	return rc;
-}
-
-int cof_meta_volume_by_vno(cof_meta *m, int64_t vno, cof_volrow *out, cof_err *err)
-{
-	conn *c = meta_reader_get(m, err);
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = meta_volume_load(c, vno, NULL, NULL, out, err);
-	meta_reader_put(m, c);
+	rc = cof_sqlite_volume_load(c, 0, org, id, out, err);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 /* Deletes one volume's rows; the caller holds the writer. */
-int meta_volume_drop(conn *c, int64_t vno, cof_err *err)
+int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err)
 {
 	/* The grace period of the content starts now. */
 	static const char *const sqls[] = {
@@ -543,87 +532,104 @@ int meta_volume_drop(conn *c, int64_t vno, cof_err *err)
 		"DELETE FROM volumes WHERE vno = ?",
 	};
 	for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
-		sqlite3_stmt *st = meta_q(c, sqls[i], err);
+		sqlite3_stmt *st = cof_sqlite_q(c, sqls[i], err);
 		if (!st)
 			return -1;
 		sqlite3_bind_int64(st, 1, vno);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			return meta_db_error(err, c->db, "deleting a volume");
+			return cof_sqlite_db_error(err, c->db, "deleting a volume");
 	}
 	return 0;
 }
 
 /* Deletes a snapshot row and, for a files-snapshot, its hidden volume. */
-int meta_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
+int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
 			 cof_err *err)
 {
 	sqlite3_stmt *st;
 
 	if (src_vno != vno) {
-		if (meta_volume_drop(c, src_vno, err))
+		if (cof_sqlite_volume_drop(c, src_vno, err))
 			return -1;
 	} else {
 		/* History only this snapshot kept starts its grace period now. */
-		st = meta_q(c, "UPDATE entries SET closed_at = unixepoch() WHERE vno = ?1 AND"
+		st = cof_sqlite_q(c, "UPDATE entries SET closed_at = unixepoch() WHERE vno = ?1 AND"
 		       " to_seq IS NOT NULL AND from_seq <= (SELECT seq FROM snapshots WHERE"
 		       " id = ?2) AND to_seq > (SELECT seq FROM snapshots WHERE id = ?2)", err);
 		if (!st)
 			return -1;
 		sqlite3_bind_int64(st, 1, vno);
-		meta_bind_text(st, 2, sid);
+		cof_sqlite_bind_text(st, 2, sid);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			return meta_db_error(err, c->db, "deleting a snapshot");
+			return cof_sqlite_db_error(err, c->db, "deleting a snapshot");
 	}
-	st = meta_q(c, "DELETE FROM snapshots WHERE id = ?", err);
+	st = cof_sqlite_q(c, "DELETE FROM snapshots WHERE id = ?", err);
 	if (!st)
 		return -1;
-	meta_bind_text(st, 1, sid);
+	cof_sqlite_bind_text(st, 1, sid);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return meta_db_error(err, c->db, "deleting a snapshot");
+		return cof_sqlite_db_error(err, c->db, "deleting a snapshot");
+	return 0;
+}
+
+/* Drops every hidden volume of the files-snapshots of `vno` (as
+ * cof_sqlite_volume_drop does for one), however many there are, in four set
+ * statements: the snapshot rows that name them go right after. */
+static int hidden_volumes_drop(conn *c, int64_t vno, cof_err *err)
+{
+#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = ?1 AND src_vno != vno)"
+	static const char *const sqls[] = {
+		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
+		" sha256 IN (SELECT sha256 FROM entries WHERE vno IN " HIDDEN ")",
+		"DELETE FROM entries WHERE vno IN " HIDDEN,
+		"DELETE FROM changes WHERE vno IN " HIDDEN,
+		"DELETE FROM volumes WHERE vno IN " HIDDEN,
+	};
+#undef HIDDEN
+	for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
+		sqlite3_stmt *st = cof_sqlite_q(c, sqls[i], err);
+		if (!st)
+			return -1;
+		sqlite3_bind_int64(st, 1, vno);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			return cof_sqlite_db_error(err, c->db, "deleting the volumes of files-snapshots");
+	}
 	return 0;
 }
 
 int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
-	int rc = 0;
+	int rc;
 
 	if (!c)
 		return -1;
 	/* Hidden volumes of files-snapshots go with their snapshots. */
-	st = meta_q(c, "SELECT DISTINCT src_vno FROM snapshots WHERE vno = ? AND src_vno != vno", err);
-	if (!st)
-		return meta_writer_end(m, -1, err);
-	sqlite3_bind_int64(st, 1, vno);
-	int64_t hidden[1024];
-	int nh = 0, r;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW && nh < 1024)
-		hidden[nh++] = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	for (int i = 0; i < nh && !rc; i++)
-		rc = meta_volume_drop(c, hidden[i], err);
-	if (!rc && (st = meta_q(c, "DELETE FROM snapshots WHERE vno = ?", err))) {
+	rc = hidden_volumes_drop(c, vno, err);
+	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM snapshots WHERE vno = ?", err))) {
 		sqlite3_bind_int64(st, 1, vno);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = meta_db_error(err, c->db, "deleting snapshots");
+			rc = cof_sqlite_db_error(err, c->db, "deleting snapshots");
+	} else if (!rc) {
+		rc = -1;
 	}
 	if (!rc)
-		rc = meta_volume_drop(c, vno, err);
-	return meta_writer_end(m, rc, err);
+		rc = cof_sqlite_volume_drop(c, vno, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
 			 cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc;
 
 	if (!c)
 		return -1;
 	rc = volume_insert(c, v, err);
-	if (!rc && !(st = meta_q(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
+	if (!rc && !(st = cof_sqlite_q(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
 			   " sha256, ctype, updated_at) SELECT ?, path, from_seq, NULL, version,"
 			   " size, sha256, ctype, updated_at FROM entries WHERE vno = ? AND"
 			   " from_seq <= ? AND (to_seq IS NULL OR to_seq > ?)", err)))
@@ -634,9 +640,9 @@ int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at
 		sqlite3_bind_int64(st, 3, at_seq);
 		sqlite3_bind_int64(st, 4, at_seq);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = meta_db_error(err, c->db, "forking");
+			rc = cof_sqlite_db_error(err, c->db, "forking");
 	}
-	if (!rc && (st = meta_q(c, "UPDATE volumes SET files = (SELECT count(*) FROM entries WHERE"
+	if (!rc && (st = cof_sqlite_q(c, "UPDATE volumes SET files = (SELECT count(*) FROM entries WHERE"
 			   " vno = ?1), bytes = (SELECT coalesce(sum(size), 0) FROM entries WHERE"
 			   " vno = ?1) WHERE vno = ?1 RETURNING files, bytes", err))) {
 		sqlite3_bind_int64(st, 1, v->vno);
@@ -644,49 +650,49 @@ int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at
 			v->files = sqlite3_column_int64(st, 0);
 			v->bytes = sqlite3_column_int64(st, 1);
 		} else {
-			rc = meta_db_error(err, c->db, "forking");
+			rc = cof_sqlite_db_error(err, c->db, "forking");
 		}
 		sqlite3_reset(st);
 	} else if (!rc) {
 		rc = -1;
 	}
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 /* ---------------------------------------------------------- reading files */
 
-int meta_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
+int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 		     cof_entry *out, cof_err *err)
 {
 	sqlite3_stmt *st;
 	int r;
 
 	if (at_seq < 0)
-		st = meta_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
 		       " WHERE vno = ? AND path = ? AND to_seq IS NULL", err);
 	else
-		st = meta_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
 		       " WHERE vno = ? AND path = ? AND from_seq <= ?3 AND"
 		       " (to_seq IS NULL OR to_seq > ?3)", err);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, vno);
-	meta_bind_text(st, 2, path);
+	cof_sqlite_bind_text(st, 2, path);
 	if (at_seq >= 0)
 		sqlite3_bind_int64(st, 3, at_seq);
 	r = sqlite3_step(st);
 	if (r == SQLITE_ROW)
-		meta_row_entry(st, out);
+		cof_sqlite_row_entry(st, out);
 	sqlite3_reset(st);
 	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return meta_db_error(err, c->db, "reading a file");
+		return cof_sqlite_db_error(err, c->db, "reading a file");
 	return r == SQLITE_ROW;
 }
 
 int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 			cof_entry *out, unsigned char **data, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int r, rc = -1;
 
@@ -694,23 +700,23 @@ int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 	if (!c)
 		return -1;
 	if (at_seq < 0)
-		st = meta_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+		st = cof_sqlite_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
 			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
 			    " WHERE e.vno = ? AND e.path = ? AND e.to_seq IS NULL", err);
 	else
-		st = meta_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+		st = cof_sqlite_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
 			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
 			    " WHERE e.vno = ? AND e.path = ? AND e.from_seq <= ?3 AND"
 			    " (e.to_seq IS NULL OR e.to_seq > ?3)", err);
 	if (st) {
 		sqlite3_bind_int64(st, 1, vno);
-		meta_bind_text(st, 2, path);
+		cof_sqlite_bind_text(st, 2, path);
 		if (at_seq >= 0)
 			sqlite3_bind_int64(st, 3, at_seq);
 		r = sqlite3_step(st);
-		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "reading a file");
+		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading a file");
 		if (r == SQLITE_ROW) {
-			meta_row_entry(st, out);
+			cof_sqlite_row_entry(st, out);
 			if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
 				size_t n = (size_t)sqlite3_column_bytes(st, 6);
 				if (!(*data = malloc(n + 1)))
@@ -724,24 +730,24 @@ int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 		}
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		       cof_entry *out, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	int rc;
 
 	if (!c)
 		return -1;
-	rc = meta_entry_get(c, vno, path, at_seq, out, err);
-	meta_reader_put(m, c);
+	rc = cof_sqlite_entry_get(c, vno, path, at_seq, out, err);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
-int meta_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
+int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
 {
 	cof_buf upper = COF_BUF_INIT;
@@ -750,27 +756,27 @@ int meta_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
 	int r, rc = 0;
 
 	if (at_seq < 0)
-		st = meta_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
 		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
 		       " AND to_seq IS NULL ORDER BY path", err);
 	else
-		st = meta_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
 		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
 		       " AND from_seq <= ?5 AND (to_seq IS NULL OR to_seq > ?5) ORDER BY path", err);
 	if (!st || !(e = malloc(sizeof *e)))
 		return st ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
 	sqlite3_bind_int64(st, 1, vno);
-	meta_prefix_bounds(st, 2, 3, prefix, &upper);
-	meta_bind_text(st, 4, after ? after : "");
+	cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper);
+	cof_sqlite_bind_text(st, 4, after ? after : "");
 	if (at_seq >= 0)
 		sqlite3_bind_int64(st, 5, at_seq);
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		meta_row_entry(st, e);
+		cof_sqlite_row_entry(st, e);
 		if (fn(ctx, e))
 			break;
 	}
 	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = meta_db_error(err, c->db, "listing files");
+		rc = cof_sqlite_db_error(err, c->db, "listing files");
 	sqlite3_reset(st);
 	cof_buf_release(&upper);
 	free(e);
@@ -780,23 +786,23 @@ int meta_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
 int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 		  const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	int rc;
 
 	if (!c)
 		return -1;
 	/* One read transaction, so a long walk sees one state of the database. */
 	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	rc = meta_entry_list(c, vno, at_seq, prefix, after, fn, ctx, err);
+	rc = cof_sqlite_entry_list(c, vno, at_seq, prefix, after, fn, ctx, err);
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		     int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	cof_buf upper = COF_BUF_INIT;
 	cof_change_row *ch = malloc(sizeof *ch);
 	sqlite3_stmt *st = NULL;
@@ -804,10 +810,10 @@ int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix
 
 	if (!c || !ch) {
 		free(ch);
-		meta_reader_put(m, c);
+		cof_sqlite_reader_put(m, c);
 		return c ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
 	}
-	st = meta_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE vno = ?1"
+	st = cof_sqlite_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE vno = ?1"
 	       " AND seq > ?2 AND path >= ?3 AND path < ?4 ORDER BY seq, path LIMIT ?5", err);
 	if (!st) {
 		rc = -1;
@@ -815,24 +821,24 @@ int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix
 	}
 	sqlite3_bind_int64(st, 1, vno);
 	sqlite3_bind_int64(st, 2, since);
-	meta_prefix_bounds(st, 3, 4, prefix, &upper);
+	cof_sqlite_prefix_bounds(st, 3, 4, prefix, &upper);
 	sqlite3_bind_int64(st, 5, limit);
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		ch->seq = sqlite3_column_int64(st, 0);
-		meta_col_copy(st, 1, ch->path, sizeof ch->path);
+		cof_sqlite_col_copy(st, 1, ch->path, sizeof ch->path);
 		ch->removed = sqlite3_column_int(st, 2);
 		ch->version = sqlite3_column_int64(st, 3);
 		ch->size = sqlite3_column_int64(st, 4);
-		meta_col_copy(st, 5, ch->sha256, sizeof ch->sha256);
+		cof_sqlite_col_copy(st, 5, ch->sha256, sizeof ch->sha256);
 		if (fn(ctx, ch))
 			break;
 	}
 	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = meta_db_error(err, c->db, "reading changes");
+		rc = cof_sqlite_db_error(err, c->db, "reading changes");
 	sqlite3_reset(st);
 out:
 	cof_buf_release(&upper);
 	free(ch);
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }

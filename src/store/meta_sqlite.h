@@ -36,30 +36,30 @@ struct cof_txn {
 };
 
 /* Maps the connection's last error to the API (disk full = 503). Returns -1. */
-int meta_db_error(cof_err *err, sqlite3 *db, const char *what);
+int cof_sqlite_db_error(cof_err *err, sqlite3 *db, const char *what);
 /* A cached, reset statement for `sql` (a string literal: cached by address). */
-sqlite3_stmt *meta_q(conn *c, const char *sql, cof_err *err);
+sqlite3_stmt *cof_sqlite_q(conn *c, const char *sql, cof_err *err);
 /* A reader connection from the pool, and back. */
-conn *meta_reader_get(cof_meta *m, cof_err *err);
-void meta_reader_put(cof_meta *m, conn *c);
-int meta_exec(conn *c, const char *sql, cof_err *err);
+conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err);
+void cof_sqlite_reader_put(cof_meta *m, conn *c);
+int cof_sqlite_exec(conn *c, const char *sql, cof_err *err);
 /* Takes the writer and opens a write transaction; commits (ok == 0) or rolls
  * back and gives it back. */
-conn *meta_writer_begin(cof_meta *m, cof_err *err);
-int meta_writer_end(cof_meta *m, int ok, cof_err *err);
-void meta_bind_text(sqlite3_stmt *st, int i, const char *s);
-void meta_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
-void meta_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
+conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err);
+int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err);
+void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s);
+void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
+void cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
 			cof_buf *upper);
-void meta_row_entry(sqlite3_stmt *st, cof_entry *e);
-int meta_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
+void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e);
+int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 		   cof_entry *out, cof_err *err);
-int meta_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
+int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		    const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
-int meta_volume_load(conn *c, int64_t vno, const char *org, const char *id,
+int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		     cof_volrow *out, cof_err *err);
-int meta_volume_drop(conn *c, int64_t vno, cof_err *err);
-int meta_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
+int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err);
+int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
 		       cof_err *err);
 
 #endif

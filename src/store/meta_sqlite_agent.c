@@ -12,25 +12,25 @@
 static int write_one(cof_meta *m, const char *sql, const char *what, cof_err *err,
 		     const char *kinds, ...)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	va_list ap;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, sql, err))) {
+	if ((st = cof_sqlite_q(c, sql, err))) {
 		va_start(ap, kinds);
 		for (int i = 0; kinds[i]; i++) {
 			if (kinds[i] == 's')
-				meta_bind_text(st, i + 1, va_arg(ap, const char *));
+				cof_sqlite_bind_text(st, i + 1, va_arg(ap, const char *));
 			else
 				sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
 		}
 		va_end(ap);
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : meta_db_error(err, c->db, what);
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, what);
 	}
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
@@ -43,33 +43,33 @@ int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
 int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
 		       cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	memset(out, 0, sizeof *out);
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT workspace, settings, created_at FROM agents WHERE org = ?"
+	if ((st = cof_sqlite_q(c, "SELECT workspace, settings, created_at FROM agents WHERE org = ?"
 			 " AND id = ?", err))) {
-		meta_bind_text(st, 1, org);
-		meta_bind_text(st, 2, id);
+		cof_sqlite_bind_text(st, 1, org);
+		cof_sqlite_bind_text(st, 2, id);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
 			snprintf(out->org, sizeof out->org, "%s", org);
 			snprintf(out->id, sizeof out->id, "%s", id);
-			meta_col_copy(st, 0, out->workspace, sizeof out->workspace);
+			cof_sqlite_col_copy(st, 0, out->workspace, sizeof out->workspace);
 			out->settings = strdup((const char *)sqlite3_column_text(st, 1));
 			out->created_at = sqlite3_column_int64(st, 2);
 			rc = out->settings ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 		} else if (r == SQLITE_DONE) {
 			rc = cof_error(err, COF_ENOTFOUND, "agent '%.100s' not found", id);
 		} else {
-			rc = meta_db_error(err, c->db, "reading an agent");
+			rc = cof_sqlite_db_error(err, c->db, "reading an agent");
 		}
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
@@ -90,29 +90,29 @@ int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err 
 int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
 		      const char *path, int64_t *version, char sha[65], cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT version, sha256 FROM seen WHERE org = ? AND agent = ? AND"
+	if ((st = cof_sqlite_q(c, "SELECT version, sha256 FROM seen WHERE org = ? AND agent = ? AND"
 			 " vol = ? AND path = ?", err))) {
-		meta_bind_text(st, 1, org);
-		meta_bind_text(st, 2, agent);
-		meta_bind_text(st, 3, vol);
-		meta_bind_text(st, 4, path);
+		cof_sqlite_bind_text(st, 1, org);
+		cof_sqlite_bind_text(st, 2, agent);
+		cof_sqlite_bind_text(st, 3, vol);
+		cof_sqlite_bind_text(st, 4, path);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
 			*version = sqlite3_column_int64(st, 0);
-			meta_col_copy(st, 1, sha, 65);
+			cof_sqlite_col_copy(st, 1, sha, 65);
 			rc = 1;
 		} else {
-			rc = r == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "reading what was seen");
+			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading what was seen");
 		}
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
@@ -139,17 +139,17 @@ int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char
 int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
 		      cof_run_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int r, rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT kind, path, version, size, ctype, caption, url FROM run_items"
+	if ((st = cof_sqlite_q(c, "SELECT kind, path, version, size, ctype, caption, url FROM run_items"
 			 " WHERE org = ? AND agent = ? AND run = ? ORDER BY rowid", err))) {
-		meta_bind_text(st, 1, org);
-		meta_bind_text(st, 2, agent);
-		meta_bind_text(st, 3, run);
+		cof_sqlite_bind_text(st, 1, org);
+		cof_sqlite_bind_text(st, 2, agent);
+		cof_sqlite_bind_text(st, 3, run);
 		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 			cof_run_item it = {
 				.kind = (const char *)sqlite3_column_text(st, 0),
@@ -163,10 +163,10 @@ int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const cha
 			if (fn(ctx, &it))
 				break;
 		}
-		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : meta_db_error(err, c->db, "reading a run");
+		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : cof_sqlite_db_error(err, c->db, "reading a run");
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 

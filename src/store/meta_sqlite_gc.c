@@ -12,7 +12,7 @@ static int step_all(conn *c, sqlite3_stmt *st, int64_t *changes, cof_err *err)
 	if (!st)
 		return -1;
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return meta_db_error(err, c->db, "collecting garbage");
+		return cof_sqlite_db_error(err, c->db, "collecting garbage");
 	if (changes)
 		*changes += sqlite3_changes(c->db);
 	return 0;
@@ -21,7 +21,7 @@ static int step_all(conn *c, sqlite3_stmt *st, int64_t *changes, cof_err *err)
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		      int64_t *pruned, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc;
 
@@ -31,14 +31,14 @@ int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before
 	/* Content of history dropped now has been unreferenced since its row was
 	 * closed, over a grace period ago: it may go in this same sweep (the mark
 	 * step un-marks what other rows still name). */
-	st = meta_q(c, "UPDATE blobs SET orphan_since = ?1 WHERE orphan_since IS NULL AND sha256 IN"
+	st = cof_sqlite_q(c, "UPDATE blobs SET orphan_since = ?1 WHERE orphan_since IS NULL AND sha256 IN"
 	       " (SELECT sha256 FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?1 AND NOT"
 	       " EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno = entries.vno AND"
 	       " s.seq >= entries.from_seq AND s.seq < entries.to_seq))", err);
 	if (st)
 		sqlite3_bind_int64(st, 1, closed_before);
 	rc = step_all(c, st, NULL, err);
-	if (!rc && (st = meta_q(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?"
+	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?"
 			   " AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
 			   " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)",
 			   err))) {
@@ -49,7 +49,7 @@ int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before
 	}
 	/* The changes feed keeps at least its history window; the oldest seq still
 	 * answered is remembered per volume so older `since` values get 410. */
-	if (!rc && (st = meta_q(c, "UPDATE volumes SET history_from = (SELECT max(seq) FROM changes"
+	if (!rc && (st = cof_sqlite_q(c, "UPDATE volumes SET history_from = (SELECT max(seq) FROM changes"
 			   " WHERE changes.vno = volumes.vno AND at < ?1) WHERE EXISTS (SELECT 1"
 			   " FROM changes WHERE changes.vno = volumes.vno AND at < ?1)", err))) {
 		sqlite3_bind_int64(st, 1, changes_before);
@@ -57,36 +57,36 @@ int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before
 	} else if (!rc) {
 		rc = -1;
 	}
-	if (!rc && (st = meta_q(c, "DELETE FROM changes WHERE at < ?", err))) {
+	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM changes WHERE at < ?", err))) {
 		sqlite3_bind_int64(st, 1, changes_before);
 		rc = step_all(c, st, NULL, err);
 	} else if (!rc) {
 		rc = -1;
 	}
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc;
 
 	if (!c)
 		return -1;
 	/* A pin (content an agent was shown or sent) counts as a reference. */
-	st = meta_q(c, "UPDATE blobs SET orphan_since = ? WHERE orphan_since IS NULL AND NOT EXISTS"
+	st = cof_sqlite_q(c, "UPDATE blobs SET orphan_since = ? WHERE orphan_since IS NULL AND NOT EXISTS"
 	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS"
 	       " (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)", err);
 	if (st)
 		sqlite3_bind_int64(st, 1, now);
 	rc = step_all(c, st, NULL, err);
 	if (!rc)
-		rc = step_all(c, meta_q(c, "UPDATE blobs SET orphan_since = NULL WHERE orphan_since IS"
+		rc = step_all(c, cof_sqlite_q(c, "UPDATE blobs SET orphan_since = NULL WHERE orphan_since IS"
 				   " NOT NULL AND (EXISTS (SELECT 1 FROM entries e WHERE"
 				   " e.sha256 = blobs.sha256) OR EXISTS (SELECT 1 FROM pins p WHERE"
 				   " p.sha256 = blobs.sha256))", err), NULL, err);
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 static int each_sha(conn *c, sqlite3_stmt *st, cof_sha_fn fn, void *ctx, cof_err *err)
@@ -97,75 +97,75 @@ static int each_sha(conn *c, sqlite3_stmt *st, cof_sha_fn fn, void *ctx, cof_err
 		if (fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1)))
 			break;
 	sqlite3_reset(st);
-	return (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : meta_db_error(err, c->db, "reading blobs");
+	return (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : cof_sqlite_db_error(err, c->db, "reading blobs");
 }
 
 int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
 			cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= ?", err))) {
+	if ((st = cof_sqlite_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= ?", err))) {
 		sqlite3_bind_int64(st, 1, before);
 		rc = each_sha(c, st, fn, ctx, err);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int64_t n = 0;
 	int rc;
 
 	if (!c)
 		return -1;
-	st = meta_q(c, "DELETE FROM blobs WHERE sha256 = ? AND orphan_since IS NOT NULL AND NOT EXISTS"
+	st = cof_sqlite_q(c, "DELETE FROM blobs WHERE sha256 = ? AND orphan_since IS NOT NULL AND NOT EXISTS"
 	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS"
 	       " (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)", err);
 	if (st)
-		meta_bind_text(st, 1, sha);
+		cof_sqlite_bind_text(st, 1, sha);
 	rc = step_all(c, st, &n, err);
-	if (meta_writer_end(m, rc, err))
+	if (cof_sqlite_writer_end(m, rc, err))
 		return -1;
 	return n > 0;
 }
 
 int cof_meta_blob_known(cof_meta *m, const char *sha, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT 1 FROM blobs WHERE sha256 = ?", err))) {
-		meta_bind_text(st, 1, sha);
+	if ((st = cof_sqlite_q(c, "SELECT 1 FROM blobs WHERE sha256 = ?", err))) {
+		cof_sqlite_bind_text(st, 1, sha);
 		int r = sqlite3_step(st);
-		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "blobs");
+		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "blobs");
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
 			 size_t *len, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT data FROM blobs WHERE sha256 = ? AND data IS NOT NULL", err))) {
-		meta_bind_text(st, 1, sha);
+	if ((st = cof_sqlite_q(c, "SELECT data FROM blobs WHERE sha256 = ? AND data IS NOT NULL", err))) {
+		cof_sqlite_bind_text(st, 1, sha);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
 			size_t n = (size_t)sqlite3_column_bytes(st, 0);
@@ -179,27 +179,27 @@ int cof_meta_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
 				rc = cof_error(err, COF_EINTERNAL, "out of memory");
 			}
 		} else {
-			rc = r == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "reading content");
+			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading content");
 		}
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
 	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	if ((st = meta_q(c, "SELECT sha256, max(size) FROM entries GROUP BY sha256 UNION"
+	if ((st = cof_sqlite_q(c, "SELECT sha256, max(size) FROM entries GROUP BY sha256 UNION"
 			" SELECT p.sha256, b.size FROM pins p JOIN blobs b ON b.sha256 = p.sha256", err)))
 		rc = each_sha(c, st, fn, ctx, err);
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }

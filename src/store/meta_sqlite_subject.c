@@ -10,55 +10,55 @@
 int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
 			 const char *subject, char vol[48], cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT vol FROM subjects WHERE org = ? AND agent = ? AND subject = ?",
+	if ((st = cof_sqlite_q(c, "SELECT vol FROM subjects WHERE org = ? AND agent = ? AND subject = ?",
 			 err))) {
-		meta_bind_text(st, 1, org);
-		meta_bind_text(st, 2, agent);
-		meta_bind_text(st, 3, subject);
+		cof_sqlite_bind_text(st, 1, org);
+		cof_sqlite_bind_text(st, 2, agent);
+		cof_sqlite_bind_text(st, 3, subject);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {
-			meta_col_copy(st, 0, vol, 48);
+			cof_sqlite_col_copy(st, 0, vol, 48);
 			rc = 1;
 		} else {
-			rc = r == SQLITE_DONE ? 0 : meta_db_error(err, c->db, "reading a subject");
+			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading a subject");
 		}
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
 			 const char *subject, const char *vol, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc = -1, added = 0;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "INSERT OR IGNORE INTO subjects(org, agent, subject, vol, created_at)"
+	if ((st = cof_sqlite_q(c, "INSERT OR IGNORE INTO subjects(org, agent, subject, vol, created_at)"
 			 " VALUES(?,?,?,?,?)", err))) {
-		meta_bind_text(st, 1, org);
-		meta_bind_text(st, 2, agent);
-		meta_bind_text(st, 3, subject);
-		meta_bind_text(st, 4, vol);
+		cof_sqlite_bind_text(st, 1, org);
+		cof_sqlite_bind_text(st, 2, agent);
+		cof_sqlite_bind_text(st, 3, subject);
+		cof_sqlite_bind_text(st, 4, vol);
 		sqlite3_bind_int64(st, 5, cof_now());
 		if (sqlite3_step(st) == SQLITE_DONE) {
 			added = sqlite3_changes(c->db) > 0;
 			rc = 0;
 		} else {
-			meta_db_error(err, c->db, "recording a subject");
+			cof_sqlite_db_error(err, c->db, "recording a subject");
 		}
 		sqlite3_reset(st);
 	}
-	if (meta_writer_end(m, rc, err))
+	if (cof_sqlite_writer_end(m, rc, err))
 		return -1;
 	return added;
 }
@@ -66,42 +66,42 @@ int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
 int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
 			  cof_subject_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
 	int r, rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "SELECT subject, vol FROM subjects WHERE org = ? AND agent = ?"
+	if ((st = cof_sqlite_q(c, "SELECT subject, vol FROM subjects WHERE org = ? AND agent = ?"
 			 " ORDER BY subject", err))) {
-		meta_bind_text(st, 1, org);
-		meta_bind_text(st, 2, agent);
+		cof_sqlite_bind_text(st, 1, org);
+		cof_sqlite_bind_text(st, 2, agent);
 		while ((r = sqlite3_step(st)) == SQLITE_ROW)
 			if (fn(ctx, (const char *)sqlite3_column_text(st, 0),
 			       (const char *)sqlite3_column_text(st, 1)))
 				break;
 		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
-			: meta_db_error(err, c->db, "listing subjects");
+			: cof_sqlite_db_error(err, c->db, "listing subjects");
 		sqlite3_reset(st);
 	}
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
-	if ((st = meta_q(c, "DELETE FROM subjects WHERE org = ? AND agent = ?", err))) {
-		meta_bind_text(st, 1, org);
-		meta_bind_text(st, 2, agent);
+	if ((st = cof_sqlite_q(c, "DELETE FROM subjects WHERE org = ? AND agent = ?", err))) {
+		cof_sqlite_bind_text(st, 1, org);
+		cof_sqlite_bind_text(st, 2, agent);
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0
-			: meta_db_error(err, c->db, "deleting subjects");
+			: cof_sqlite_db_error(err, c->db, "deleting subjects");
 		sqlite3_reset(st);
 	}
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }

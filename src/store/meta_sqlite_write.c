@@ -14,19 +14,19 @@ int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
 	sqlite3_stmt *st;
 	int rc;
 
-	if (!(tx.c = meta_writer_begin(m, err)))
+	if (!(tx.c = cof_sqlite_writer_begin(m, err)))
 		return -1;
-	rc = meta_volume_load(tx.c, vno, NULL, NULL, &tx.vol, err);
+	rc = cof_sqlite_volume_load(tx.c, vno, NULL, NULL, &tx.vol, err);
 	if (!rc) {
 		tx.vol.seq++;
 		rc = fn(&tx, ctx, err);
 	}
 	if (!rc && tx.ops == 0) {
 		*seq = tx.vol.seq - 1;
-		meta_writer_end(m, 1, err); /* nothing to store: roll back */
+		cof_sqlite_writer_end(m, 1, err); /* nothing to store: roll back */
 		return 0;
 	}
-	if (!rc && !(st = meta_q(tx.c, "UPDATE volumes SET seq = ?, files = ?, bytes = ?,"
+	if (!rc && !(st = cof_sqlite_q(tx.c, "UPDATE volumes SET seq = ?, files = ?, bytes = ?,"
 			    " capacity = ? WHERE vno = ?", err)))
 		rc = -1;
 	if (!rc) {
@@ -36,9 +36,9 @@ int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
 		sqlite3_bind_int64(st, 4, tx.vol.capacity);
 		sqlite3_bind_int64(st, 5, vno);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = meta_db_error(err, tx.c->db, "updating the volume");
+			rc = cof_sqlite_db_error(err, tx.c->db, "updating the volume");
 	}
-	if (meta_writer_end(m, rc, err))
+	if (cof_sqlite_writer_end(m, rc, err))
 		return -1;
 	*seq = tx.vol.seq;
 	return 0;
@@ -49,20 +49,15 @@ cof_volrow *cof_txn_volume(cof_txn *tx)
 	return &tx->vol;
 }
 
-int cof_txn_ops(cof_txn *tx)
-{
-	return tx->ops;
-}
-
 int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
 {
-	return meta_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
+	return cof_sqlite_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
 }
 
 int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
 		 cof_err *err)
 {
-	return meta_entry_list(tx->c, tx->vol.vno, -1, prefix, NULL, fn, ctx, err);
+	return cof_sqlite_entry_list(tx->c, tx->vol.vno, -1, prefix, NULL, fn, ctx, err);
 }
 
 /* Closes the live row of `path` (if any) at this change's seq; *old gets it. */
@@ -71,19 +66,19 @@ static int close_live(cof_txn *tx, const char *path, cof_entry *old, int *had,
 {
 	sqlite3_stmt *st;
 
-	*had = meta_entry_get(tx->c, tx->vol.vno, path, -1, old, err);
+	*had = cof_sqlite_entry_get(tx->c, tx->vol.vno, path, -1, old, err);
 	if (*had <= 0)
 		return *had;
-	st = meta_q(tx->c, "UPDATE entries SET to_seq = ?, closed_at = ? WHERE vno = ? AND path = ?"
+	st = cof_sqlite_q(tx->c, "UPDATE entries SET to_seq = ?, closed_at = ? WHERE vno = ? AND path = ?"
 	       " AND to_seq IS NULL", err);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, tx->vol.seq);
 	sqlite3_bind_int64(st, 2, tx->now);
 	sqlite3_bind_int64(st, 3, tx->vol.vno);
-	meta_bind_text(st, 4, path);
+	cof_sqlite_bind_text(st, 4, path);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return meta_db_error(err, tx->c->db, "writing a file");
+		return cof_sqlite_db_error(err, tx->c->db, "writing a file");
 	tx->vol.files--;
 	tx->vol.bytes -= old->size;
 	return 1;
@@ -92,20 +87,20 @@ static int close_live(cof_txn *tx, const char *path, cof_entry *old, int *had,
 static int record_change(cof_txn *tx, const char *path, int removed, int64_t version,
 			 int64_t size, const char *sha, cof_err *err)
 {
-	sqlite3_stmt *st = meta_q(tx->c, "INSERT OR REPLACE INTO changes(vno, seq, path, removed,"
+	sqlite3_stmt *st = cof_sqlite_q(tx->c, "INSERT OR REPLACE INTO changes(vno, seq, path, removed,"
 			     " version, size, sha256, at) VALUES(?,?,?,?,?,?,?,?)", err);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, tx->vol.vno);
 	sqlite3_bind_int64(st, 2, tx->vol.seq);
-	meta_bind_text(st, 3, path);
+	cof_sqlite_bind_text(st, 3, path);
 	sqlite3_bind_int(st, 4, removed);
 	sqlite3_bind_int64(st, 5, version);
 	sqlite3_bind_int64(st, 6, size);
-	meta_bind_text(st, 7, sha);
+	cof_sqlite_bind_text(st, 7, sha);
 	sqlite3_bind_int64(st, 8, tx->now);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return meta_db_error(err, tx->c->db, "recording a change");
+		return cof_sqlite_db_error(err, tx->c->db, "recording a change");
 	tx->ops++;
 	return 0;
 }
@@ -122,39 +117,39 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
 	if (close_live(tx, path, old, &had, err) < 0)
 		goto out;
 	/* A row written earlier in this same change is replaced, not kept as history. */
-	if ((st = meta_q(tx->c, "DELETE FROM entries WHERE vno = ? AND path = ? AND from_seq = ?", err))) {
+	if ((st = cof_sqlite_q(tx->c, "DELETE FROM entries WHERE vno = ? AND path = ? AND from_seq = ?", err))) {
 		sqlite3_bind_int64(st, 1, tx->vol.vno);
-		meta_bind_text(st, 2, path);
+		cof_sqlite_bind_text(st, 2, path);
 		sqlite3_bind_int64(st, 3, tx->vol.seq);
 		sqlite3_step(st);
 	}
-	st = meta_q(tx->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size, sha256,"
+	st = cof_sqlite_q(tx->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size, sha256,"
 	       " ctype, updated_at) VALUES(?,?,?,NULL,?,?,?,?,?)", err);
 	if (!st)
 		goto out;
 	sqlite3_bind_int64(st, 1, tx->vol.vno);
-	meta_bind_text(st, 2, path);
+	cof_sqlite_bind_text(st, 2, path);
 	sqlite3_bind_int64(st, 3, tx->vol.seq);
 	sqlite3_bind_int64(st, 4, tx->vol.seq);
 	sqlite3_bind_int64(st, 5, size);
-	meta_bind_text(st, 6, sha);
-	meta_bind_text(st, 7, ctype);
+	cof_sqlite_bind_text(st, 6, sha);
+	cof_sqlite_bind_text(st, 7, ctype);
 	sqlite3_bind_int64(st, 8, tx->now);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		meta_db_error(err, tx->c->db, "writing a file");
+		cof_sqlite_db_error(err, tx->c->db, "writing a file");
 		goto out;
 	}
-	st = meta_q(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES(?,?,NULL,?)"
+	st = cof_sqlite_q(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES(?,?,NULL,?)"
 	       " ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL,"
 	       " data = coalesce(data, excluded.data)", err);
 	if (!st)
 		goto out;
-	meta_bind_text(st, 1, sha);
+	cof_sqlite_bind_text(st, 1, sha);
 	sqlite3_bind_int64(st, 2, size);
 	if (inline_data)
 		sqlite3_bind_blob(st, 3, inline_data, (int)size, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		meta_db_error(err, tx->c->db, "writing a file");
+		cof_sqlite_db_error(err, tx->c->db, "writing a file");
 		goto out;
 	}
 	tx->vol.files++;
@@ -190,12 +185,12 @@ out:
 
 static void row_snapshot(sqlite3_stmt *st, cof_snaprow *s)
 {
-	meta_col_copy(st, 0, s->id, sizeof s->id);
+	cof_sqlite_col_copy(st, 0, s->id, sizeof s->id);
 	s->vno = sqlite3_column_int64(st, 1);
 	s->src_vno = sqlite3_column_int64(st, 2);
 	s->seq = sqlite3_column_int64(st, 3);
 	s->pinned = sqlite3_column_int(st, 4);
-	meta_col_copy(st, 5, s->labels, sizeof s->labels);
+	cof_sqlite_col_copy(st, 5, s->labels, sizeof s->labels);
 	s->files = sqlite3_column_int64(st, 6);
 	s->bytes = sqlite3_column_int64(st, 7);
 	s->created_at = sqlite3_column_int64(st, 8);
@@ -204,7 +199,7 @@ static void row_snapshot(sqlite3_stmt *st, cof_snaprow *s)
 /* Counts a volume's snapshots that are pinned (1) or not (0). */
 static int64_t snapshot_count(conn *c, int64_t vno, int pinned, cof_err *err)
 {
-	sqlite3_stmt *st = meta_q(c, "SELECT count(*) FROM snapshots WHERE vno = ? AND pinned = ?", err);
+	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT count(*) FROM snapshots WHERE vno = ? AND pinned = ?", err);
 	int64_t n = -1;
 
 	if (!st)
@@ -214,7 +209,7 @@ static int64_t snapshot_count(conn *c, int64_t vno, int pinned, cof_err *err)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int64(st, 0);
 	else
-		meta_db_error(err, c->db, "counting snapshots");
+		cof_sqlite_db_error(err, c->db, "counting snapshots");
 	sqlite3_reset(st);
 	return n;
 }
@@ -226,7 +221,7 @@ static int snapshot_retain(conn *c, int64_t vno, int keep, char dropped[48], cof
 	int64_t n = snapshot_count(c, vno, 0, err);
 
 	while (n > keep) {
-		sqlite3_stmt *st = meta_q(c, "SELECT id, src_vno FROM snapshots WHERE vno = ? AND"
+		sqlite3_stmt *st = cof_sqlite_q(c, "SELECT id, src_vno FROM snapshots WHERE vno = ? AND"
 				     " pinned = 0 ORDER BY ord LIMIT 1", err);
 		char id[48];
 		int64_t src;
@@ -235,12 +230,12 @@ static int snapshot_retain(conn *c, int64_t vno, int keep, char dropped[48], cof
 		sqlite3_bind_int64(st, 1, vno);
 		if (sqlite3_step(st) != SQLITE_ROW) {
 			sqlite3_reset(st);
-			return meta_db_error(err, c->db, "retaining snapshots");
+			return cof_sqlite_db_error(err, c->db, "retaining snapshots");
 		}
-		meta_col_copy(st, 0, id, sizeof id);
+		cof_sqlite_col_copy(st, 0, id, sizeof id);
 		src = sqlite3_column_int64(st, 1);
 		sqlite3_reset(st);
-		if (meta_snapshot_drop(c, id, vno, src, err))
+		if (cof_sqlite_snapshot_drop(c, id, vno, src, err))
 			return -1;
 		memcpy(dropped, id, 48);
 		n--;
@@ -251,7 +246,7 @@ static int snapshot_retain(conn *c, int64_t vno, int keep, char dropped[48], cof
 int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
 			  int max_pinned, char dropped[48], cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
 	int rc = 0;
 
@@ -267,36 +262,36 @@ int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
 				       "the volume has %lld pinned snapshots; the limit is %d",
 				       (long long)n, max_pinned);
 	}
-	if (!rc && !(st = meta_q(c, "INSERT INTO snapshots(" SNAP_COLS ", ord) VALUES(?,?,?,?,?,?,?,?,?,"
+	if (!rc && !(st = cof_sqlite_q(c, "INSERT INTO snapshots(" SNAP_COLS ", ord) VALUES(?,?,?,?,?,?,?,?,?,"
 			   " (SELECT coalesce(max(ord), 0) + 1 FROM snapshots))", err)))
 		rc = -1;
 	if (!rc) {
-		meta_bind_text(st, 1, s->id);
+		cof_sqlite_bind_text(st, 1, s->id);
 		sqlite3_bind_int64(st, 2, s->vno);
 		sqlite3_bind_int64(st, 3, s->src_vno);
 		sqlite3_bind_int64(st, 4, s->seq);
 		sqlite3_bind_int(st, 5, s->pinned);
-		meta_bind_text(st, 6, s->labels);
+		cof_sqlite_bind_text(st, 6, s->labels);
 		sqlite3_bind_int64(st, 7, s->files);
 		sqlite3_bind_int64(st, 8, s->bytes);
 		sqlite3_bind_int64(st, 9, s->created_at);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = meta_db_error(err, c->db, "adding a snapshot");
+			rc = cof_sqlite_db_error(err, c->db, "adding a snapshot");
 	}
 	if (!rc)
 		rc = snapshot_retain(c, s->vno, keep_unpinned, dropped, err);
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 static int snapshot_load(conn *c, int64_t vno, const char *sid, cof_snaprow *out,
 			 cof_err *err)
 {
-	sqlite3_stmt *st = meta_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ? AND vno = ?", err);
+	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ? AND vno = ?", err);
 	int r;
 
 	if (!st)
 		return -1;
-	meta_bind_text(st, 1, sid);
+	cof_sqlite_bind_text(st, 1, sid);
 	sqlite3_bind_int64(st, 2, vno);
 	r = sqlite3_step(st);
 	if (r == SQLITE_ROW)
@@ -304,34 +299,34 @@ static int snapshot_load(conn *c, int64_t vno, const char *sid, cof_snaprow *out
 	sqlite3_reset(st);
 	if (r == SQLITE_DONE)
 		return cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
-	return r == SQLITE_ROW ? 0 : meta_db_error(err, c->db, "reading a snapshot");
+	return r == SQLITE_ROW ? 0 : cof_sqlite_db_error(err, c->db, "reading a snapshot");
 }
 
 int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
 			  cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	int rc;
 
 	if (!c)
 		return -1;
 	rc = snapshot_load(c, vno, sid, out, err);
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 			   cof_err *err)
 {
-	conn *c = meta_reader_get(m, err);
+	conn *c = cof_sqlite_reader_get(m, err);
 	cof_snaprow *s = malloc(sizeof *s);
 	sqlite3_stmt *st = NULL;
 	int r, rc = 0;
 
-	if (!c || !s || !(st = meta_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = ?"
+	if (!c || !s || !(st = cof_sqlite_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = ?"
 				 " ORDER BY ord", err))) {
 		free(s);
-		meta_reader_put(m, c);
+		cof_sqlite_reader_put(m, c);
 		return s ? -1 : cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	sqlite3_bind_int64(st, 1, vno);
@@ -341,17 +336,17 @@ int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 			break;
 	}
 	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = meta_db_error(err, c->db, "listing snapshots");
+		rc = cof_sqlite_db_error(err, c->db, "listing snapshots");
 	sqlite3_reset(st);
 	free(s);
-	meta_reader_put(m, c);
+	cof_sqlite_reader_put(m, c);
 	return rc;
 }
 
 int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
 			     const char *labels, int max_pinned, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	cof_snaprow *s = malloc(sizeof *s);
 	sqlite3_stmt *st;
 	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
@@ -371,22 +366,22 @@ int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinn
 				       "the volume has %lld pinned snapshots; the limit is %d",
 				       (long long)n, max_pinned);
 	}
-	if (!rc && !(st = meta_q(c, "UPDATE snapshots SET pinned = ?, labels = ? WHERE id = ?", err)))
+	if (!rc && !(st = cof_sqlite_q(c, "UPDATE snapshots SET pinned = ?, labels = ? WHERE id = ?", err)))
 		rc = -1;
 	if (!rc) {
 		sqlite3_bind_int(st, 1, pinned < 0 ? s->pinned : pinned);
-		meta_bind_text(st, 2, labels ? labels : s->labels);
-		meta_bind_text(st, 3, sid);
+		cof_sqlite_bind_text(st, 2, labels ? labels : s->labels);
+		cof_sqlite_bind_text(st, 3, sid);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = meta_db_error(err, c->db, "updating a snapshot");
+			rc = cof_sqlite_db_error(err, c->db, "updating a snapshot");
 	}
 	free(s);
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
-	conn *c = meta_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, err);
 	cof_snaprow *s = malloc(sizeof *s);
 	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 
@@ -397,7 +392,7 @@ int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err 
 	if (!rc)
 		rc = snapshot_load(c, vno, sid, s, err);
 	if (!rc)
-		rc = meta_snapshot_drop(c, sid, vno, s->src_vno, err);
+		rc = cof_sqlite_snapshot_drop(c, sid, vno, s->src_vno, err);
 	free(s);
-	return meta_writer_end(m, rc, err);
+	return cof_sqlite_writer_end(m, rc, err);
 }

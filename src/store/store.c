@@ -125,7 +125,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		st->opts.history_seconds = 7 * 24 * 3600;
 	pthread_rwlock_init(&st->gc_lock, NULL);
 	pthread_mutex_init(&st->change_mu, NULL);
-	pthread_cond_init(&st->change_cv, NULL);
+	cof_cond_init(&st->change_cv); /* timed waits: long-polls, watches */
 	pthread_mutex_init(&st->magic_mu, NULL);
 	pthread_mutex_init(&st->key_mu, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {

@@ -175,7 +175,7 @@ static void tick(call *c, int alive)
 /* Runs the process to its end; returns its wait status. */
 static int run(call *c)
 {
-	int64_t start = cof_now_ms(), next = start, killed = 0;
+	int64_t start = cof_mono_ms(), next = start, killed = 0;
 	int open_out = 2, status = 0, escalated = 0;
 
 	while (open_out > 0) {
@@ -186,7 +186,7 @@ static int run(call *c)
 				pf[n++] = (struct pollfd){c->s[i].fd, POLLIN, 0};
 		if (c->p.in >= 0)
 			pf[n++] = (struct pollfd){c->p.in, POLLOUT, 0};
-		int64_t now = cof_now_ms(), wait = next - now;
+		int64_t now = cof_mono_ms(), wait = next - now;
 		poll(pf, (nfds_t)n, wait < 0 ? 0 : (int)wait);
 		for (int i = 0; i < 2; i++)
 			if (c->s[i].fd >= 0 && drain(c, &c->s[i])) {
@@ -205,7 +205,7 @@ static int run(call *c)
 				c->p.in = -1;
 			}
 		}
-		now = cof_now_ms();
+		now = cof_mono_ms();
 		if (now >= next) {
 			tick(c, 1);
 			next = now + COF_MEASURE_MS;

@@ -65,7 +65,8 @@ struct cof_turn {
 	char user[256];
 	cof_sandbox sb;
 	unsigned types;          /* COF_OUT_* that may come back */
-	int64_t created, deadline;
+	int64_t created, deadline;  /* wall clock, shown */
+	int64_t deadline_ms;        /* cof_mono_ms() at the deadline: what the sweep measures */
 	uid_t uid;               /* outside uid of its processes */
 	int refs;                /* calls and requests holding it */
 	int ended;               /* deleted or expired: no new calls */

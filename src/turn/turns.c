@@ -42,7 +42,7 @@ uid_t cof_turns_uid_new(cof_turns *ts)
 	 * reach its turns */
 	do {
 		if (cof_random(&r, sizeof r))
-			r = (uint32_t)cof_now_ms() + ts->uid_next++;
+			r = (uint32_t)cof_mono_ms() + ts->uid_next++;
 		uid = (uid_t)(COF_TURN_UID_BASE + (r & 0xffffffu));
 		taken = 0;
 		for (cof_turn *t = ts->list; t; t = t->next)
@@ -163,12 +163,12 @@ static void end_turn(cof_turns *ts, cof_turn *t)
 /* Ends every turn past its deadline plus the grace (under mu). */
 static void sweep(cof_turns *ts)
 {
-	int64_t now = cof_now();
+	int64_t now = cof_mono_ms();
 	cof_turn *t = ts->list, *next;
 
 	for (; t; t = next) {
 		next = t->next;
-		if (t->ended || t->deadline + ts->grace > now)
+		if (t->ended || t->deadline_ms + ts->grace * 1000 > now)
 			continue;
 		t->refs++;
 		end_turn(ts, t);
@@ -182,10 +182,7 @@ static void *sweeper_main(void *arg)
 
 	pthread_mutex_lock(&ts->mu);
 	while (!ts->stop) {
-		struct timespec at;
-		clock_gettime(CLOCK_REALTIME, &at);
-		at.tv_sec += 1;
-		pthread_cond_timedwait(&ts->cv, &ts->mu, &at);
+		cof_cond_wait_until(&ts->cv, &ts->mu, cof_mono_ms() + 1000);
 		sweep(ts);
 	}
 	pthread_mutex_unlock(&ts->mu);
@@ -221,7 +218,7 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 		snprintf(ts->root, sizeof ts->root, "%.4000s/scratch", ts->data);
 	}
 	pthread_mutex_init(&ts->mu, NULL);
-	pthread_cond_init(&ts->cv, NULL);
+	cof_cond_init(&ts->cv);
 	if (cof_confine_init(ts, err) || cof_quota_open(ts, opts->force_walk, err) ||
 	    pthread_create(&ts->sweeper, NULL, sweeper_main, ts)) {
 		if (err->code == COF_OK)
@@ -265,12 +262,7 @@ void cof_turns_close(cof_turns *ts)
 			running += t->ncalls;
 		if (!running)
 			break;
-		struct timespec at;
-		clock_gettime(CLOCK_REALTIME, &at);
-		at.tv_nsec += 100 * 1000 * 1000;
-		if (at.tv_nsec >= 1000000000L)
-			at.tv_sec++, at.tv_nsec -= 1000000000L;
-		pthread_cond_timedwait(&ts->cv, &ts->mu, &at);
+		cof_cond_wait_until(&ts->cv, &ts->mu, cof_mono_ms() + 100);
 	}
 	while (ts->list) {
 		cof_turn *t = ts->list;
@@ -373,6 +365,7 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 	cof_json_int(body, "deadlineSeconds", &dl);
 	t->created = cof_now();
 	t->deadline = t->created + dl;
+	t->deadline_ms = cof_mono_ms() + dl * 1000;
 	pthread_mutex_lock(&ts->mu);
 	if (ts->stop) {
 		pthread_mutex_unlock(&ts->mu);

@@ -6,7 +6,8 @@
 #include <string.h>
 #include "util/util.h"
 
-/* Makes room for `extra` more bytes plus the terminating NUL. */
+/* Makes room for `extra` more bytes plus the terminating NUL; -1 only past
+ * `max` (or a size that cannot be represented). */
 static int buf_grow(cof_buf *b, size_t extra)
 {
 	size_t need, cap;
@@ -22,9 +23,7 @@ static int buf_grow(cof_buf *b, size_t extra)
 	cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	p = realloc(b->data, cap);
-	if (!p)
-		return -1;
+	p = cof_realloc(b->data, cap);
 	b->data = p;
 	b->cap = cap;
 	return 0;
@@ -81,8 +80,8 @@ char *cof_buf_detach(cof_buf *b, size_t *len)
 {
 	char *p = b->data;
 
-	if (!p && !(p = calloc(1, 1)))
-		return NULL;
+	if (!p)
+		p = cof_calloc(1, 1);
 	if (len)
 		*len = b->len;
 	b->data = NULL;

@@ -1,6 +1,7 @@
 /*
- * misc.c — ids, randomness, hashing, time and size formatting.
+ * misc.c — ids, randomness, hashing, clocks, time and size formatting.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,40 @@ int64_t cof_now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t cof_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int cof_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+	int r = pthread_condattr_init(&a);
+
+	if (r)
+		return r;
+	r = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	if (!r)
+		r = pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+	return r;
+}
+
+int cof_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_ms)
+{
+	struct timespec ts;
+
+	if (until_ms < 0)
+		until_ms = 0;
+	ts.tv_sec = (time_t)(until_ms / 1000);
+	ts.tv_nsec = (long)(until_ms % 1000) * 1000000;
+	int r = pthread_cond_timedwait(cv, mu, &ts);
+	return r == ETIMEDOUT || cof_mono_ms() >= until_ms ? ETIMEDOUT : 0;
 }
 
 void cof_time_fmt(int64_t t, char *out, size_t outsz)

@@ -1,7 +1,8 @@
 /*
  * path.c — the one check of volume paths (API.md "General"): UTF-8, relative,
  * `/`-separated, at most 4096 bytes, segments at most 255, no `.`/`..`/empty
- * segments, no NUL. No normalisation beyond one leading '/'.
+ * segments, no NUL or other control character (0x01-0x1f, 0x7f: they end up
+ * in headers, logs and tar names). No normalisation beyond one leading '/'.
  */
 #include <string.h>
 #include "util/util.h"
@@ -42,6 +43,20 @@ int cof_utf8_valid(const char *str, size_t len)
 		i += n + 1;
 	}
 	return 1;
+}
+
+/* Refuses a control character (0x01-0x1f, 0x7f) in `p` (len bytes), naming
+ * the byte and where it is. */
+static int check_controls(const char *p, size_t len, const char *what, cof_err *err)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c < 0x20 || c == 0x7f)
+			return cof_error(err, COF_EVALIDATION,
+					 "%s contains the control character 0x%02x at byte %zu; "
+					 "paths must not hold 0x01-0x1f or 0x7f", what, c, i);
+	}
+	return 0;
 }
 
 /* Checks each segment of `p` (len bytes, no leading '/'); `allow_trailing`
@@ -88,7 +103,7 @@ int cof_path_check(const char *path, size_t len, const char *what,
 				 "%s is %zu bytes; the limit is %d bytes", what, len, COF_PATH_MAX);
 	if (!cof_utf8_valid(path, len))
 		return cof_error(err, COF_EVALIDATION, "%s is not valid UTF-8", what);
-	if (check_segments(path, len, 0, what, err))
+	if (check_controls(path, len, what, err) || check_segments(path, len, 0, what, err))
 		return -1;
 	*out = path;
 	return 0;
@@ -111,6 +126,8 @@ int cof_prefix_check(const char *prefix, const char *what, const char **out,
 				 "%s is %zu bytes; the limit is %d bytes", what, len, COF_PATH_MAX);
 	if (!cof_utf8_valid(prefix, len))
 		return cof_error(err, COF_EVALIDATION, "%s is not valid UTF-8", what);
+	if (check_controls(prefix, len, what, err))
+		return -1;
 	/* A prefix may stop mid-segment ("src/ma"), so only whole segments before
 	 * the last '/' are checked. */
 	const char *slash = memrchr(prefix, '/', len);

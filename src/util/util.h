@@ -6,15 +6,27 @@
 #ifndef COF_UTIL_H
 #define COF_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "coffer.h"
 
+/* ---- memory (alloc.c). Out of memory is not an error a caller handles: it
+ * aborts the process in cof_oom(), the one place, naming the size. These never
+ * return NULL; jansson uses them too, so only bad values make json_pack fail. */
+void cof_oom(size_t size) __attribute__((noreturn));
+void *cof_malloc(size_t size);
+void *cof_calloc(size_t n, size_t size);
+void *cof_realloc(void *old, size_t size);
+char *cof_strdup(const char *s);
+
 /* ---- cof_buf: a growable byte buffer, always NUL-terminated.
  * Init with COF_BUF_INIT; release with cof_buf_release (the struct is reusable);
  * cof_buf_detach hands the bytes to the caller (free them). `max` (0 = none)
- * bounds the size: an append past it fails and leaves the buffer as it was. */
+ * bounds the size: an append past it fails (-1) and leaves the buffer as it
+ * was. That is the only way an append fails: out of memory aborts (cof_oom),
+ * so the result of an append to a buffer without `max` needs no check. */
 typedef struct cof_buf {
 	char *data;
 	size_t len, cap, max;
@@ -43,6 +55,12 @@ int cof_prefix_check(const char *prefix, const char *what, const char **out,
 		     cof_err *err);
 /* True if `s` (len bytes) is valid UTF-8 without overlong forms or surrogates. */
 int cof_utf8_valid(const char *s, size_t len);
+/* ---- media types (mediatype.c) */
+#define COF_MEDIA_TYPE_MAX 127
+/* 0 when `t` is one media type (RFC 9110 8.3.1: token/token, then `;name=value`
+ * parameters, value a token or quoted string; ASCII; at most 127 bytes), else
+ * -1 with COF_EVALIDATION naming `what` ("Content-Type"). */
+int cof_media_type_check(const char *t, const char *what, cof_err *err);
 
 /* ---- globs: `*` and `?` stay within a segment, `**` spans segments (also zero),
  * `[abc]`, `[a-z]`, `[!x]` classes, `\` escapes. Whole-path match. */
@@ -65,8 +83,21 @@ void cof_id_new(const char *prefix, char *out, size_t outsz);
 int cof_random(void *buf, size_t len);
 void cof_hex(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
 int cof_sha256_hex(const void *data, size_t len, char out[65]);
+/* Wall-clock time, only for a time shown or stored (createdAt, expiresAt,
+ * link expiry): a clock step moves it. */
 int64_t cof_now(void);           /* unix seconds */
-int64_t cof_now_ms(void);
+int64_t cof_now_ms(void);        /* unix milliseconds */
+/* Milliseconds on CLOCK_MONOTONIC, which no clock step moves: for every
+ * duration, deadline and timeout. Only differences are meaningful. */
+int64_t cof_mono_ms(void);
+/* Initializes `cv` so that its timed waits measure CLOCK_MONOTONIC. Every
+ * condition variable waited on with cof_cond_wait_until starts here. 0 or an
+ * errno value. */
+int cof_cond_init(pthread_cond_t *cv);
+/* Waits on `cv` (from cof_cond_init; `mu` held) until signalled or until
+ * cof_mono_ms() reaches `until_ms`. Returns 0, or ETIMEDOUT once it passed.
+ * Spurious wake-ups return 0 too: callers loop on their own condition. */
+int cof_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_ms);
 /* RFC 3339 UTC ("2026-11-29T22:10:43Z") into out (>= 21 bytes). */
 void cof_time_fmt(int64_t unix_seconds, char *out, size_t outsz);
 json_t *cof_json_time(int64_t unix_seconds);

@@ -5,7 +5,8 @@
  * cof_archive_read() feeds it the next piece of the current file until some
  * output is ready. No temp file, no whole archive in memory. The file list
  * (names and hashes, not contents) is taken at open, where the limits are
- * checked before any byte is produced.
+ * checked before any byte is produced. cof_archive_open_files (archive.h)
+ * runs the same writer over files in memory, for the fuzzer.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -13,23 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "volume/archive.h"
 #include "volume/volume.h"
 
 #define CHUNK (64 * 1024)
 
 struct cof_archive {
-	cof_store *st;
+	cof_store *st;         /* NULL for an archive of files in memory */
 	struct archive *a;
-	cof_items items;
+	cof_items items;       /* the store's files, or nothing */
+	const cof_archive_file *files; /* the files in memory, or NULL */
+	size_t n;              /* entries in all */
 	size_t strip;          /* bytes of `path/` removed from each name */
-	size_t next;           /* next item to start */
-	int fd;                /* the current file's blob, -1 between files */
+	size_t next;           /* next entry to start */
+	int in_file;           /* an entry's data is being fed */
+	int fd;                /* its blob (store archives), else -1 */
+	const unsigned char *mem; /* its bytes still to feed (memory archives) */
 	int64_t left;          /* bytes of it still to feed */
-	int finished;
+	int finished, failed;
 	unsigned char *out;    /* produced, not yet handed out */
 	size_t outlen, outpos, outcap;
 	unsigned char chunk[CHUNK];
-	cof_err err;
 };
 
 static la_ssize_t on_write(struct archive *a, void *arg, const void *buf, size_t len)
@@ -53,72 +58,180 @@ static la_ssize_t on_write(struct archive *a, void *arg, const void *buf, size_t
 	return (la_ssize_t)len;
 }
 
-/* Starts the next file's entry; 0 when there is none left. */
+/* libarchive's last error, never NULL. */
+static const char *la_error(cof_archive *ar)
+{
+	const char *s = ar->a ? archive_error_string(ar->a) : NULL;
+
+	return s ? s : "unknown libarchive error";
+}
+
+/* The name (as it goes in the archive), size and mtime of entry i. */
+static void entry_at(const cof_archive *ar, size_t i, const char **name, int64_t *size,
+		     int64_t *mtime)
+{
+	if (ar->files) {
+		*name = ar->files[i].name;
+		*size = ar->files[i].size;
+		*mtime = ar->files[i].mtime;
+	} else {
+		*name = ar->items.v[i].path + ar->strip;
+		*size = ar->items.v[i].size;
+		*mtime = ar->items.v[i].updated_at;
+	}
+}
+
+/* True when some entry's name has a byte past ASCII. */
+static int any_non_ascii(const cof_archive *ar)
+{
+	for (size_t i = 0; i < ar->n; i++) {
+		const char *name;
+		int64_t size, mtime;
+
+		entry_at(ar, i, &name, &size, &mtime);
+		for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+			if (*p >= 0x80)
+				return 1;
+	}
+	return 0;
+}
+
+/* Starts the writer: pax (plain ustar headers where they suffice, a pax
+ * header for a name past 100 bytes that ustar cannot split or with any byte
+ * past ASCII), gzip, output gathered by on_write.
+ *
+ * Names go in byte for byte, whatever the process locale: each entry's name
+ * is set with archive_entry_copy_pathname (libarchive's "multibyte" slot,
+ * taken as is) and, when any name is not ASCII, the pax writer runs with
+ * hdrcharset=BINARY, so it converts nothing. Its default converts names from
+ * the process locale to UTF-8: in the C locale a non-ASCII name failed that
+ * (with the _utf8 setter it became a NULL name and cofferd crashed in
+ * strlen), and readers given UTF-8 headers convert back, bsdtar turning NFD
+ * into NFC. BINARY only when needed, since GNU tar 1.34 warns about the
+ * hdrcharset keyword once per entry; ASCII is the same in every charset. */
+static int writer_open(cof_archive *ar, cof_err *err)
+{
+	ar->a = archive_write_new();
+	if (!ar->a)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (archive_write_set_format_pax_restricted(ar->a) != ARCHIVE_OK ||
+	    (any_non_ascii(ar) &&
+	     archive_write_set_format_option(ar->a, "pax", "hdrcharset", "BINARY") !=
+		     ARCHIVE_OK) ||
+	    archive_write_add_filter_gzip(ar->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(ar->a, 1) != ARCHIVE_OK ||
+	    archive_write_open2(ar->a, ar, NULL, on_write, NULL, NULL) != ARCHIVE_OK)
+		return cof_error(err, COF_EINTERNAL, "archive: %s", la_error(ar));
+	return 0;
+}
+
+/* Opens the bytes of entry i for feed(). */
+static int open_data(cof_archive *ar, size_t i, cof_err *err)
+{
+	if (ar->files) {
+		ar->mem = ar->files[i].data;
+		return 0;
+	}
+	return cof_content_open(ar->st, ar->items.v[i].sha256, &ar->fd, err);
+}
+
+/* Writes the next entry's header; 0 when there is none left. */
 static int start_file(cof_archive *ar, cof_err *err)
 {
-	cof_item *x;
 	struct archive_entry *e;
+	const char *name;
+	int64_t size, mtime;
+	int r;
 
-	if (ar->next == ar->items.n)
+	if (ar->next == ar->n)
 		return 0;
-	x = &ar->items.v[ar->next++];
-	if (cof_content_open(ar->st, x->sha256, &ar->fd, err))
+	entry_at(ar, ar->next, &name, &size, &mtime);
+	if (open_data(ar, ar->next++, err))
 		return -1;
-	ar->left = x->size;
+	ar->in_file = 1;
+	ar->left = size;
 	e = archive_entry_new();
-	archive_entry_set_pathname_utf8(e, x->path + ar->strip);
-	archive_entry_set_size(e, x->size);
+	if (!e)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	archive_entry_copy_pathname(e, name);
+	archive_entry_set_size(e, size);
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0644);
-	archive_entry_set_mtime(e, x->updated_at, 0);
-	int r = archive_write_header(ar->a, e);
+	archive_entry_set_mtime(e, mtime, 0);
+	r = archive_write_header(ar->a, e);
 	archive_entry_free(e);
 	if (r != ARCHIVE_OK)
-		return cof_error(err, COF_EINTERNAL, "archive: %s", archive_error_string(ar->a));
+		return cof_error(err, COF_EINTERNAL, "archive: header of '%.200s': %s", name,
+				 la_error(ar));
 	return 1;
+}
+
+/* Ends the current entry's data (libarchive pads it when the next starts). */
+static void end_file(cof_archive *ar)
+{
+	if (ar->fd >= 0)
+		close(ar->fd);
+	ar->fd = -1;
+	ar->mem = NULL;
+	ar->in_file = 0;
 }
 
 /* Feeds one chunk of the current file (or finishes the archive). */
 static int feed(cof_archive *ar, cof_err *err)
 {
-	if (ar->fd < 0) {
+	const unsigned char *p;
+	ssize_t n;
+
+	if (!ar->in_file) {
 		int r = start_file(ar, err);
 		if (r < 0)
 			return -1;
 		if (r == 0) {
 			if (archive_write_close(ar->a) != ARCHIVE_OK)
-				return cof_error(err, COF_EINTERNAL, "archive: %s",
-						 archive_error_string(ar->a));
+				return cof_error(err, COF_EINTERNAL, "archive: %s", la_error(ar));
 			ar->finished = 1;
 			return 0;
 		}
 	}
 	if (ar->left == 0) {
-		close(ar->fd);
-		ar->fd = -1;
+		end_file(ar);
 		return 0;
 	}
 	size_t want = ar->left < CHUNK ? (size_t)ar->left : CHUNK;
-	ssize_t n = read(ar->fd, ar->chunk, want);
-	if (n < 0 && errno == EINTR)
-		return 0;
-	if (n <= 0)
-		return cof_error(err, COF_EINTERNAL, "content of '%s' is shorter than recorded",
-				 ar->items.v[ar->next - 1].path);
-	if (archive_write_data(ar->a, ar->chunk, (size_t)n) < 0)
-		return cof_error(err, COF_EINTERNAL, "archive: %s", archive_error_string(ar->a));
+	if (ar->files) {
+		p = ar->mem;
+		n = (ssize_t)want;
+		ar->mem += want;
+	} else {
+		p = ar->chunk;
+		n = read(ar->fd, ar->chunk, want);
+		if (n < 0 && errno == EINTR)
+			return 0;
+		if (n <= 0)
+			return cof_error(err, COF_EINTERNAL,
+					 "content of '%.200s' is shorter than recorded",
+					 ar->items.v[ar->next - 1].path);
+	}
+	if (archive_write_data(ar->a, p, (size_t)n) != n)
+		return cof_error(err, COF_EINTERNAL, "archive: %s", la_error(ar));
 	ar->left -= n;
 	return 0;
 }
 
+/* After the first failure every read fails: libarchive's state is not
+ * trusted again, and the HTTP layer cuts the stream short. */
 ssize_t cof_archive_read(cof_archive *ar, void *buf, size_t max, cof_err *err)
 {
+	if (ar->failed)
+		return cof_error(err, COF_EINTERNAL, "archive: the stream already failed");
 	while (ar->outpos == ar->outlen) {
 		ar->outpos = ar->outlen = 0;
 		if (ar->finished)
 			return 0;
-		if (feed(ar, err))
+		if (feed(ar, err)) {
+			ar->failed = 1;
 			return -1;
+		}
 	}
 	size_t n = ar->outlen - ar->outpos < max ? ar->outlen - ar->outpos : max;
 	memcpy(buf, ar->out + ar->outpos, n);
@@ -137,6 +250,29 @@ void cof_archive_close(cof_archive *ar)
 	cof_items_release(&ar->items);
 	free(ar->out);
 	free(ar);
+}
+
+int cof_archive_open_files(const cof_archive_file *v, size_t n, cof_archive **out,
+			   cof_err *err)
+{
+	cof_archive *ar = calloc(1, sizeof *ar);
+
+	if (!ar)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	ar->fd = -1;
+	ar->files = v;
+	ar->n = n;
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].name[0]) {
+			cof_archive_close(ar);
+			return cof_error(err, COF_EVALIDATION, "archive: file %zu has an empty name", i);
+		}
+	if (writer_open(ar, err)) {
+		cof_archive_close(ar);
+		return -1;
+	}
+	*out = ar;
+	return 0;
 }
 
 int cof_archive_open(cof_store *st, const char *org, const char *vol,
@@ -177,15 +313,9 @@ int cof_archive_open(cof_store *st, const char *org, const char *vol,
 			  (long long)ar->items.bytes);
 		goto fail;
 	}
-	ar->a = archive_write_new();
-	if (!ar->a || archive_write_set_format_pax_restricted(ar->a) != ARCHIVE_OK ||
-	    archive_write_add_filter_gzip(ar->a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(ar->a, 1) != ARCHIVE_OK ||
-	    archive_write_open2(ar->a, ar, NULL, on_write, NULL, NULL) != ARCHIVE_OK) {
-		cof_error(err, COF_EINTERNAL, "archive: %s",
-			  ar->a ? archive_error_string(ar->a) : "out of memory");
+	ar->n = ar->items.n;
+	if (writer_open(ar, err))
 		goto fail;
-	}
 	cof_buf_release(&prefix);
 	*seq = view.seq;
 	*out = ar;

@@ -4,6 +4,7 @@
  * HTTP layer can send either with the same zero-copy path.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,12 +31,13 @@ int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
 	return st->blobs->commit(w, sha, &size, err);
 }
 
-/* An fd over bytes held in memory (a sealed-size memfd). */
+/* An fd over bytes held in memory: a memfd sealed against writes and resizing
+ * once filled, so whoever reads it (sendfile, mmap) sees exactly these bytes. */
 static int memory_fd(const unsigned char *data, size_t len, int *fd, cof_err *err)
 {
 	size_t off = 0;
 
-	*fd = memfd_create("coffer-inline", MFD_CLOEXEC);
+	*fd = memfd_create("coffer-inline", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (*fd < 0)
 		return cof_error(err, COF_EINTERNAL, "memfd_create: %s", strerror(errno));
 	while (off < len) {
@@ -48,6 +50,12 @@ static int memory_fd(const unsigned char *data, size_t len, int *fd, cof_err *er
 			return cof_error(err, COF_EINTERNAL, "memfd write: %s", strerror(errno));
 		}
 		off += (size_t)n;
+	}
+	if (fcntl(*fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)) {
+		cof_error(err, COF_EINTERNAL, "memfd seal: %s", strerror(errno));
+		close(*fd);
+		*fd = -1;
+		return -1;
 	}
 	lseek(*fd, 0, SEEK_SET);
 	return 0;

@@ -22,6 +22,9 @@ struct cof_upload {
 	cof_store *st;
 	cof_blob_writer *w;   /* NULL while everything fits in head */
 	int64_t size, max;
+	int64_t room;         /* >= 0: what the volume has room for (cof_upload_room) */
+	int64_t room_base;    /* the volume's bytes less what the path holds now */
+	cof_volrow *vol;      /* for the ceiling's error; NULL without a room */
 	unsigned char head[COF_INLINE_MAX];
 	size_t headlen;
 };
@@ -102,7 +105,34 @@ int cof_upload_begin(cof_store *st, int64_t max_bytes, cof_upload **out, cof_err
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	up->st = st;
 	up->max = max_bytes;
+	up->room = -1;
 	*out = up;
+	return 0;
+}
+
+int cof_upload_room(cof_upload *up, const char *org, const char *vol, const char *path,
+		    int64_t declared, cof_err *err)
+{
+	const char *p;
+	cof_entry *e;
+	int r;
+
+	if (!(up->vol = malloc(sizeof *up->vol)) || !(e = malloc(sizeof *e)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (cof_path_check(path, strlen(path), "path", &p, err) ||
+	    cof_meta_volume_get(up->st->meta, org, vol, up->vol, err) ||
+	    (r = cof_meta_entry_get(up->st->meta, up->vol->vno, p, -1, e, err)) < 0) {
+		free(e);
+		return -1;
+	}
+	/* an overwrite frees what the file holds now */
+	up->room_base = up->vol->bytes - (r == 1 ? e->size : 0);
+	up->room = up->vol->ceiling - up->room_base;
+	free(e);
+	if (up->room < 0)
+		up->room = 0;
+	if (declared > up->room)
+		return cof_ceiling_error(up->vol, up->room_base + declared, err);
 	return 0;
 }
 
@@ -116,6 +146,10 @@ int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err)
 				 "the body is larger than the limit of %s (%lld bytes)", a,
 				 (long long)up->max);
 	}
+	/* refused before the bytes are written anywhere: the blob store never
+	 * holds more than the ceiling allows */
+	if (up->room >= 0 && up->size + (int64_t)len > up->room)
+		return cof_ceiling_error(up->vol, up->room_base + up->size + (int64_t)len, err);
 	if (!up->w && up->headlen + len <= COF_INLINE_MAX) {
 		if (len)
 			memcpy(up->head + up->headlen, data, len);
@@ -143,6 +177,7 @@ void cof_upload_abort(cof_upload *up)
 		return;
 	if (up->w)
 		up->st->blobs->abort(up->w);
+	free(up->vol);
 	free(up);
 }
 
@@ -198,21 +233,6 @@ void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t le
 	pthread_mutex_unlock(&st->magic_mu);
 }
 
-/* A Content-Type from a caller: printable ASCII, at most 127 bytes. */
-static int ctype_check(const char *t, cof_err *err)
-{
-	size_t n = strlen(t);
-
-	if (n == 0 || n > 127)
-		return cof_error(err, COF_EVALIDATION,
-				 "Content-Type must be 1 to 127 bytes (it is %zu)", n);
-	for (size_t i = 0; i < n; i++)
-		if (t[i] < 0x20 || t[i] > 0x7e)
-			return cof_error(err, COF_EVALIDATION,
-					 "Content-Type holds a control or non-ASCII byte");
-	return 0;
-}
-
 /* ------------------------------------------------------------------- put */
 
 typedef struct put_ctx {
@@ -254,7 +274,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	if (!up)
 		return cof_error(err, COF_EINTERNAL, "no upload");
 	if (cof_path_check(path, strlen(path), "path", &p.path, err) ||
-	    (content_type && ctype_check(content_type, err)) ||
+	    (content_type && cof_media_type_check(content_type, "Content-Type", err)) ||
 	    cof_meta_volume_get(st->meta, org, vol, &v, err)) {
 		cof_upload_abort(up);
 		return -1;
@@ -288,6 +308,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 		rc = cof_meta_change(st->meta, v.vno, put_apply, &p, &seq, err);
 	}
 	pthread_rwlock_unlock(&st->gc_lock);
+	free(up->vol);
 	free(up);
 	if (rc)
 		return -1;

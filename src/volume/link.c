@@ -3,6 +3,7 @@
  * file until it expires. token = base64url(payload JSON) "." base64url(HMAC-
  * SHA256(server secret, first part)). The secret lives in DATA/link.key.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
@@ -52,8 +53,8 @@ static int link_parse(cof_store *st, const char *org, const char *vol, json_t *b
 	if (!strcmp(method, "GET") && (max || ctype))
 		return cof_error(err, COF_EVALIDATION,
 				 "'maxBytes' and 'contentType' apply to PUT links only");
-	if (ctype && (strlen(ctype) == 0 || strlen(ctype) > 127))
-		return cof_error(err, COF_EVALIDATION, "'contentType' must be 1 to 127 bytes");
+	if (ctype && cof_media_type_check(ctype, "'contentType'", err))
+		return -1;
 	if (cof_meta_volume_get(st->meta, org, vol, &v, err))
 		return -1;
 	*expires = cof_now() + ttl;
@@ -117,29 +118,33 @@ int cof_link_create_pinned(cof_store *st, const char *org, const char *vol,
 	return rc;
 }
 
+/* Serialises the check and record of one key, so that two racing retries
+ * cannot both be answered with a link. */
+static pthread_mutex_t idem_mu = PTHREAD_MUTEX_INITIALIZER;
+
 int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
-		    const char *idem_key, json_t **out, cof_err *err)
+		    const cof_idem *idem, json_t **out, cof_err *err)
 {
 	json_t *payload = NULL;
 	int64_t expires = 0;
-	char scope[128], *prev = NULL;
+	char op[128], *prev = NULL;
 	int rc = -1;
 
 	if (link_parse(st, org, vol, body, &payload, &expires, err))
 		return -1;
-	if (idem_key && *idem_key) {
-		snprintf(scope, sizeof scope, "%s:link:%.60s", org, vol);
-		int r = cof_meta_idem_get(st->meta, scope, idem_key, COF_IDEM_TTL, &prev, err);
+	if (idem && idem->key && *idem->key) {
+		snprintf(op, sizeof op, "POST /v1/volumes/%.60s/links", vol);
+		pthread_mutex_lock(&idem_mu);
+		int r = cof_idem_lookup(st, org, idem, op, body, &prev, err);
 		free(prev);
-		if (r < 0)
-			goto out;
-		if (r == 1) {
+		if (r == 1)
 			cof_error(err, COF_ECONFLICT,
-				  "a link was already made with this Idempotency-Key; it is not "
-				  "shown again");
-			goto out;
-		}
-		if (cof_meta_idem_put(st->meta, scope, idem_key, "link", err))
+				  "a link was already made with Idempotency-Key '%.255s'; it is "
+				  "not shown again", idem->key);
+		if (r == 0)
+			r = cof_idem_record(st, org, idem, op, body, "link", err) ? -1 : 0;
+		pthread_mutex_unlock(&idem_mu);
+		if (r != 0)
 			goto out;
 	}
 	if (link_sign(st, payload, expires, out, err))

@@ -358,7 +358,7 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 	changes_ctx x = {0};
 	cof_volrow v;
 	const char *pre;
-	struct timespec deadline;
+	int64_t deadline;
 	int more;
 
 	if (since < 0)
@@ -367,8 +367,7 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 		return cof_error(err, COF_EVALIDATION, "'wait' must be 0 to 60 seconds");
 	if (cof_prefix_check(prefix, "'prefix'", &pre, err))
 		return -1;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += wait_seconds;
+	deadline = cof_mono_ms() + wait_seconds * 1000;
 	for (;;) {
 		uint64_t gen;
 		pthread_mutex_lock(&st->change_mu);
@@ -395,7 +394,7 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 		pthread_mutex_lock(&st->change_mu);
 		int r = 0;
 		while (st->change_gen == gen && !st->closing && r != ETIMEDOUT)
-			r = pthread_cond_timedwait(&st->change_cv, &st->change_mu, &deadline);
+			r = cof_cond_wait_until(&st->change_cv, &st->change_mu, deadline);
 		int stop = st->closing || r == ETIMEDOUT;
 		pthread_mutex_unlock(&st->change_mu);
 		if (stop) {

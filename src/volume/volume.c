@@ -204,26 +204,22 @@ static int volume_new(cof_store *st, const char *org, json_t *body, cof_volrow *
 }
 
 int cof_volume_create(cof_store *st, const char *org, json_t *body,
-		      const char *idem_key, json_t **out, int *created, cof_err *err)
+		      const cof_idem *idem, json_t **out, int *created, cof_err *err)
 {
 	cof_volrow v;
-	char scope[96], *prev = NULL;
+	char *prev = NULL;
 	int rc;
 
 	*created = 0;
-	if (!idem_key || !*idem_key) {
+	if (!idem || !idem->key || !*idem->key) {
 		if (volume_new(st, org, body, &v, err))
 			return -1;
 		*created = 1;
 		*out = cof_volume_json(&v);
 		return 0;
 	}
-	if (strlen(idem_key) > 255)
-		return cof_error(err, COF_EVALIDATION,
-				 "Idempotency-Key is %zu bytes; the limit is 255", strlen(idem_key));
-	snprintf(scope, sizeof scope, "%s:volume", org);
 	pthread_mutex_lock(&create_mu);
-	rc = cof_meta_idem_get(st->meta, scope, idem_key, COF_IDEM_TTL, &prev, err);
+	rc = cof_idem_lookup(st, org, idem, "POST /v1/volumes", body, &prev, err);
 	if (rc == 1) {
 		pthread_mutex_unlock(&create_mu);
 		rc = cof_volume_get(st, org, prev, out, err);
@@ -231,7 +227,7 @@ int cof_volume_create(cof_store *st, const char *org, json_t *body,
 		return rc;
 	}
 	if (rc == 0 && (rc = volume_new(st, org, body, &v, err)) == 0)
-		rc = cof_meta_idem_put(st->meta, scope, idem_key, v.id, err);
+		rc = cof_idem_record(st, org, idem, "POST /v1/volumes", body, v.id, err);
 	pthread_mutex_unlock(&create_mu);
 	if (rc)
 		return -1;
@@ -276,9 +272,9 @@ int cof_volume_get_many(cof_store *st, const char *org, const char *ids,
 			id[n] = '\0';
 			if (cof_meta_volume_get(st->meta, org, id, &v, &miss) == 0)
 				json_array_append_new(list, json_pack(
-					"{s:s, s:I, s:I, s:I}", "id", v.id, "seq",
-					(json_int_t)v.seq, "files", (json_int_t)v.files,
-					"bytes", (json_int_t)v.bytes));
+					"{s:s, s:s, s:I, s:I, s:I}", "id", v.id, "name",
+					v.name, "seq", (json_int_t)v.seq, "files",
+					(json_int_t)v.files, "bytes", (json_int_t)v.bytes));
 			else if (miss.code != COF_ENOTFOUND) {
 				*err = miss;
 				json_decref(list);
@@ -289,6 +285,99 @@ int cof_volume_get_many(cof_store *st, const char *org, const char *ids,
 		p += n + (e ? 1 : 0);
 	}
 	*out = json_pack("{s:o}", "volumes", list);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- listing */
+
+#define VOLUME_PAGE_MAX 1000
+
+typedef struct vlist {
+	json_t *arr;
+	cof_volrow last;  /* the last row taken (for the cursor) */
+	int64_t n, limit;
+	int more;
+} vlist;
+
+static int vlist_add(void *ctx, const cof_volrow *v)
+{
+	vlist *l = ctx;
+
+	if (l->n == l->limit) {
+		l->more = 1;
+		return 1;
+	}
+	json_array_append_new(l->arr, json_pack(
+		"{s:s, s:s, s:I, s:I, s:I, s:o}", "id", v->id, "name", v->name, "seq",
+		(json_int_t)v->seq, "files", (json_int_t)v->files, "bytes",
+		(json_int_t)v->bytes, "createdAt", cof_json_time(v->created_at)));
+	l->last = *v;
+	l->n++;
+	return 0;
+}
+
+/* Reads a cursor (base64url of ["name","id"]) into name and id. */
+static int cursor_parse(const char *cursor, char *name, size_t namesz, char *id,
+			size_t idsz, cof_err *err)
+{
+	unsigned char *raw = NULL;
+	size_t len = 0;
+	json_t *j = NULL;
+	int ok = 0;
+
+	if (cof_base64url_decode(cursor, strlen(cursor), &raw, &len) == 0)
+		j = json_loadb((const char *)raw, len, 0, NULL);
+	free(raw);
+	if (json_is_array(j) && json_array_size(j) == 2 &&
+	    json_is_string(json_array_get(j, 0)) && json_is_string(json_array_get(j, 1)) &&
+	    strlen(json_string_value(json_array_get(j, 0))) < namesz &&
+	    strlen(json_string_value(json_array_get(j, 1))) < idsz) {
+		snprintf(name, namesz, "%s", json_string_value(json_array_get(j, 0)));
+		snprintf(id, idsz, "%s", json_string_value(json_array_get(j, 1)));
+		ok = 1;
+	}
+	json_decref(j);
+	return ok ? 0 : cof_error(err, COF_EVALIDATION,
+				  "query parameter 'cursor' is not one this server gave");
+}
+
+int cof_volume_list(cof_store *st, const char *org, const char *prefix,
+		    const char *cursor, int64_t limit, json_t **out, cof_err *err)
+{
+	char name[256] = "", id[64] = "";
+	vlist l = { .limit = limit ? limit : VOLUME_PAGE_MAX };
+
+	if (l.limit < 1 || l.limit > VOLUME_PAGE_MAX)
+		return cof_error(err, COF_EVALIDATION, "'limit' is %lld; it must be from 1 to %d",
+				 (long long)limit, VOLUME_PAGE_MAX);
+	if (prefix && strlen(prefix) > 255)
+		return cof_error(err, COF_EVALIDATION,
+				 "'prefix' is %zu bytes; volume names are at most 255", strlen(prefix));
+	if (cursor && *cursor && cursor_parse(cursor, name, sizeof name, id, sizeof id, err))
+		return -1;
+	if (!(l.arr = json_array()))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	/* one row past the page tells whether there is another page */
+	if (cof_meta_volume_list(st->meta, org, prefix, name, id, l.limit + 1, vlist_add, &l,
+				 err)) {
+		json_decref(l.arr);
+		return -1;
+	}
+	*out = json_pack("{s:o}", "volumes", l.arr);
+	if (l.more) {
+		json_t *c = json_pack("[s, s]", l.last.name, l.last.id);
+		char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;
+		char *enc = text ? cof_base64url_encode(text, strlen(text)) : NULL;
+		if (enc)
+			json_object_set_new(*out, "cursor", json_string(enc));
+		free(enc);
+		free(text);
+		json_decref(c);
+		if (!enc) {
+			json_decref(*out);
+			return cof_error(err, COF_EINTERNAL, "out of memory");
+		}
+	}
 	return 0;
 }
 

@@ -23,6 +23,17 @@
 #define COF_ARCHIVE_BYTES (1LL << 30)
 #define COF_IDEM_TTL (24 * 3600)
 
+/* Idempotency-Key records (idem.c), one scope per organization. `op` names
+ * the operation for the request's hash when idem->request is not given.
+ * Lookup: 1 and *value (malloc'd) when the key was used with this same
+ * request in the last day, 0 when unused, -1 with COF_ECONFLICT naming the
+ * key when it was used with another request (or another error). */
+int cof_idem_lookup(cof_store *st, const char *org, const cof_idem *idem, const char *op,
+		    json_t *body, char **value, cof_err *err);
+/* Records the key with this request's hash and `value` (what it made). */
+int cof_idem_record(cof_store *st, const char *org, const cof_idem *idem, const char *op,
+		    json_t *body, const char *value, cof_err *err);
+
 /* Where reads happen: a volume now, or the rows a snapshot stands on. */
 typedef struct cof_view {
 	cof_volrow vol;        /* the volume asked for */

@@ -51,6 +51,8 @@ Server (see class Server):
     s.stop() -> exit code (SIGTERM) ; s.kill() (SIGKILL) ; s.start() (same data dir)
     s.restart() (SIGTERM + start) ; s.cli(*args) -> CompletedProcess of build/coffer
     s.log() -> cofferd's stdout+stderr so far
+Contract: harness.ON_RESPONSE(resp) sees every answer of request(); openapi_check.enable()
+    (or $COFFER_OPENAPI_CHECK=1) checks each against docs/openapi.json.
 Response: status, reason, headers (case-insensitive .get), body (bytes), .json(),
     .text, .header(name), .error (the {"error":{...}} object or None)
 Assertions: expect(resp, *statuses), expect_error(resp, status, type), eq(a, b, what),
@@ -79,6 +81,9 @@ BUILD = os.environ.get("COFFER_BUILD", "build")
 SCALE = float(os.environ.get("COFFER_TEST_SCALE") or (3 if "asan" in BUILD else 1))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_TIMEOUT = 30  # seconds per HTTP request, times SCALE
+# Called with every Response that Server.request returns, or None. openapi_check.enable()
+# sets it to check answers against docs/openapi.json ($COFFER_OPENAPI_CHECK=1: every test).
+ON_RESPONSE = None
 
 SANITIZER_PATTERNS = re.compile(
     r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|"
@@ -476,8 +481,11 @@ class Server:
                     raise send_error
                 raise
             data = r.read()
-            return Response(method, path, r.status, r.reason, r.headers, data, hdrs,
+            resp = Response(method, path, r.status, r.reason, r.headers, data, hdrs,
                             body if isinstance(body, (bytes, bytearray)) else None)
+            if ON_RESPONSE is not None:
+                ON_RESPONSE(resp)
+            return resp
         finally:
             conn.close()
 
@@ -640,3 +648,8 @@ def threads_started(fns):
     finally:
         for t in ts:
             t.join(120 * SCALE)
+
+
+if os.environ.get("COFFER_OPENAPI_CHECK") == "1":
+    import openapi_check
+    openapi_check.enable()

@@ -3,10 +3,12 @@ connect SSE stream with the connect token and answers each `op` from a temp dir 
 to results/{opId}) without any rule of its own, so every refusal a test sees comes from
 cofferd. Python standard library only.
 
-    c = FakeClient(srv, uid, token, root, mode="standard", exclusions=["*.log"])
+    c = FakeClient(srv, uid, token, root, mode="standard", exclusions=["*.log"],
+                   allow_write=[".git/**"])
     c.status            # 200 when attached; else c.error is the API error object
     c.ops, c.events     # ops received; other events as (type, data)
     c.hold = True       # stop answering: ops wait in c.ops (answer with c.answer(op))
+    c.tamper = f        # f(op, result) -> the result to send: a lying user side
     c.close()           # drop the stream (cofferd pauses the session)
 """
 
@@ -40,10 +42,12 @@ def create(srv, agent, limits=None, key=None):
 
 
 class FakeClient:
-    def __init__(self, srv, uid, token, root, mode=None, exclusions=None, client="fake 1"):
+    def __init__(self, srv, uid, token, root, mode=None, exclusions=None, client="fake 1",
+                 allow_write=None):
         self.srv, self.uid, self.token, self.root = srv, uid, token, root
         self.ops, self.events = [], []
         self.hold = False
+        self.tamper = None
         self.closed = False
         self.error = None
         body = {"client": client}
@@ -51,6 +55,8 @@ class FakeClient:
             body["mode"] = mode
         if exclusions is not None:
             body["exclusions"] = exclusions
+        if allow_write is not None:
+            body["allowWrite"] = allow_write
         self.conn = http.client.HTTPConnection(srv.host, srv.port, timeout=120)
         headers = {"Content-Type": "application/json"}
         if token is not None:
@@ -125,6 +131,8 @@ class FakeClient:
     def answer(self, op):
         try:
             result = self.run(op)
+            if self.tamper:
+                result = self.tamper(op, result)
             body = {"ok": True, "result": result}
         except FileNotFoundError:
             body = {"ok": False, "error": {"type": "not_found",

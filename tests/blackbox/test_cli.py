@@ -457,3 +457,238 @@ def test_serve():
         code = proc.wait(30 * harness.SCALE)
         proc.stdout.close()
     eq(code, 0, "coffer serve exits 0 on SIGTERM")
+
+
+# ------------------------------------------------------------------ as a person uses it
+
+def _on_terminal(srv, *args, timeout=60):
+    """Runs build/coffer ARGS with stdout on a pseudo-terminal; returns (exit code,
+    what reached the terminal with \\r\\n turned back into \\n, stderr)."""
+    import pty
+    import select
+    _need_cli()
+    master, slave = pty.openpty()
+    import termios
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST            # the bytes as written, no \n -> \r\n
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    env = dict(os.environ, COFFER_URL=srv.url, COFFER_KEY=srv.key)
+    p = subprocess.Popen([harness.bin_path("coffer")] + list(args), stdout=slave,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    out = b""
+    deadline = time.time() + timeout * harness.SCALE
+    try:
+        while time.time() < deadline:
+            r, _, _ = select.select([master], [], [], 1)
+            if not r:
+                if p.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:               # EIO: the other side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        err = p.stderr.read()
+        rc = p.wait(10 * harness.SCALE)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stderr.close()
+        os.close(master)
+    return rc, out, err
+
+
+def test_get_refuses_binary_on_a_terminal(srv):
+    vid = new_vol(srv)
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + os.urandom(3000)
+    srv.put_ok(vid, "img.png", png)
+    rc, out, err = _on_terminal(srv, "get", vid, "img.png")
+    eq(rc, 2, "exit code of get of a PNG to a terminal (stderr %r)" % err)
+    eq(out, b"", "nothing binary reached the terminal")
+    contains(err.decode(), "will not write binary content", "stderr")
+    contains(err.decode(), "-o FILE", "stderr names the way out")
+    rc, out, err = _on_terminal(srv, "get", vid, "img.png", "-o", "-")
+    eq((rc, out), (2, b""), "-o - is stdout too")
+    # invalid UTF-8 is not text either
+    srv.put_ok(vid, "latin1.txt", "caf\xe9 cr\xe8me\n".encode("latin-1"))
+    rc, out, err = _on_terminal(srv, "get", vid, "latin1.txt")
+    eq((rc, out), (2, b""), "get of Latin-1 bytes to a terminal")
+    # -o FILE or a pipe take anything
+    tmp = tempfile.mkdtemp(prefix="coffer-cli-")
+    rc, out, err = _on_terminal(srv, "get", vid, "img.png", "-o", os.path.join(tmp, "i.png"))
+    eq(rc, 0, "get -o FILE with stdout on a terminal (stderr %r)" % err)
+    with open(os.path.join(tmp, "i.png"), "rb") as f:
+        eq(f.read(), png, "bytes written by get -o")
+    eq(run(srv, "get", vid, "img.png").stdout, png, "get to a pipe")
+
+
+def test_get_text_on_a_terminal(srv):
+    vid = new_vol(srv)
+    text = "héllo wörld ✓ 日本\n".encode()
+    srv.put_ok(vid, "t.txt", text)
+    rc, out, err = _on_terminal(srv, "get", vid, "t.txt")
+    eq((rc, out, err), (0, text, b""), "UTF-8 text reaches the terminal")
+    # multi-byte characters cut across the chunks of a long download
+    big = ("é" * 7 + "✓" * 5 + "\U0001F600\n").encode() * 40000
+    srv.put_ok(vid, "big.txt", big)
+    rc, out, err = _on_terminal(srv, "get", vid, "big.txt", timeout=120)
+    eq(rc, 0, "exit code of a %d-byte UTF-8 text to a terminal (stderr %r)" % (len(big), err))
+    eq(sha256(out), sha256(big), "every byte of the long text")
+    # text, then binary further on: stopped where it begins
+    mixed = b"plain text line\n" * 20000 + b"\x00\x01\x02binary tail"
+    srv.put_ok(vid, "mixed.log", mixed)
+    rc, out, err = _on_terminal(srv, "get", vid, "mixed.log", timeout=120)
+    eq(rc, 2, "exit code when binary follows text (stderr %r)" % err)
+    check(b"\x00" not in out and mixed.startswith(out), "only the text before it was shown")
+    contains(err.decode(), "binary content", "stderr")
+
+
+def test_archive_refuses_a_terminal(srv):
+    vid = new_vol(srv)
+    srv.put_ok(vid, "a.txt", b"a")
+    rc, out, err = _on_terminal(srv, "archive", vid)
+    eq((rc, out), (2, b""), "archive to a terminal (stderr %r)" % err)
+    contains(err.decode(), "will not write a gzip stream to a terminal", "stderr")
+
+
+def test_range_checked_before_asking(srv):
+    vid = new_vol(srv)
+    srv.put_ok(vid, "r.txt", b"0123456789")
+    for bad in ("5-2", "10-9", "99999999999999999999-", "-99999999999999999999", "1-2-3", "-"):
+        p = run(srv, "get", vid, "r.txt", "--range", bad, rc=2)
+        contains(err_text(p), "--range", "usage error for --range %s" % bad)
+        eq(p.stdout, b"", "nothing printed for --range %s" % bad)
+    eq(run(srv, "get", vid, "r.txt", "--range", "2-2").stdout, b"2", "--range 2-2")
+    eq(run(srv, "get", vid, "r.txt", "--range", "bytes=8-").stdout, b"89", "--range bytes=8-")
+
+
+def _c_string(tok):
+    return bytes(tok[1:-1], "utf-8").decode("unicode_escape")
+
+
+def _source_commands():
+    """Each command of the tables in src/cli/*.c with the options its handler's
+    parser table takes: {("group", "name") or ("name",): (usage, help, {long: short})}.
+    Every handler declares its own `cli_opt opts[]` (src/cli/cli.h says so)."""
+    src = os.path.join(harness.ROOT, "src", "cli")
+    handlers, tables = {}, []
+    for name in sorted(os.listdir(src)):
+        if not name.endswith(".c"):
+            continue
+        with open(os.path.join(src, name)) as f:
+            text = f.read()
+        for m in re.finditer(r"^static int (\w+)\(const cli_cmd \*cmd, int argc, char \*\*argv\)"
+                             r"\n\{\n(.*?)^\}", text, re.S | re.M):
+            opts = {}
+            for o in re.finditer(r'\{\s*"([a-z][a-z0-9-]*)"\s*,\s*(0|\'(.)\')\s*,\s*CLI_OPT_',
+                                 m.group(2)):
+                opts[o.group(1)] = o.group(3)
+            handlers[m.group(1)] = opts
+        for m in re.finditer(r"^const cli_cmd \w+\[\] = \{\n(.*?)^\};", text, re.S | re.M):
+            tables.append(m.group(1))
+    cmds = {}
+    for table in tables:
+        toks = re.findall(r'"(?:\\.|[^"\\])*"|[A-Za-z_]\w*|[{},]', table)
+        depth, fields, cur = 0, [], None
+        for t in toks:
+            if t == "{":
+                depth += 1
+                if depth == 1:
+                    fields, cur = [], None
+            elif t == "}":
+                if depth == 1:
+                    fields.append(cur)
+                    if fields[1] is not None:
+                        group, name, usage, _, help_, fn = fields
+                        key = (group, name) if group else (name,)
+                        cmds[key] = (usage, help_ or "", handlers.get(fn))
+                depth -= 1
+            elif t == "," and depth == 1:
+                fields.append(cur)
+                cur = None
+            elif t.startswith('"'):
+                cur = (cur or "") + _c_string(t)
+            elif t != "NULL":
+                cur = t
+    return cmds
+
+
+def _accepts(srv, cmd, opt):
+    """True when `coffer CMD OPT=v` gets past the parser's unknown-option check. A
+    second, unknown option makes every run a usage error, so nothing is done."""
+    p = run(srv, *cmd, opt + "=v", "--zz-not-an-option", rc=2)
+    return ("unknown option '%s=v'" % opt) not in err_text(p)
+
+
+def _opt_re(opt):
+    return r"(?<![\w-])%s(?![\w-])" % re.escape(opt)
+
+
+@harness.timeout(180)
+def test_every_flag_in_usage_and_help(srv):
+    """Each option a command's parser table (src/cli/*.c) takes is in its usage line
+    (long name, or its one-letter alias) and in its help (`-x, --name` for an alias);
+    each option the usage line names is in the table. `coffer CMD --help` must print
+    the table's usage, and the binary must take the options read from the source."""
+    cmds = _source_commands()
+    check(len(cmds) >= 20, "commands read from src/cli: %r" % sorted(cmds))
+    listed = run(srv, "--help").stdout.decode()
+    problems = []
+    for cmd, (usage, help_, opts) in sorted(cmds.items()):
+        word = " ".join(cmd)
+        contains(listed, "  " + word + " ", "coffer --help lists %r" % word)
+        if cmd == ("serve",):
+            continue  # hands everything to cofferd, whose own --help lists its flags
+        if opts is None:
+            problems.append("%s: no handler found in src/cli" % word)
+            continue
+        shown = run(srv, *cmd, "--help").stdout.decode()
+        eq(shown.splitlines()[0], "usage: coffer %s %s" % (word, usage),
+           "the usage line %s --help prints" % word)
+        for name, short in sorted(opts.items()):
+            if not _accepts(srv, cmd, "--" + name):
+                problems.append("%s: --%s read from the source but refused" % (word, name))
+            if not re.search(_opt_re("--" + name), usage) and \
+                    not (short and re.search(_opt_re("-" + short), usage)):
+                problems.append("%s: usage line lacks --%s" % (word, name))
+            if not re.search(_opt_re("--" + name), help_):
+                problems.append("%s: help lacks --%s" % (word, name))
+            if short and not re.search(r"-%s, --%s\b" % (short, re.escape(name)), help_):
+                problems.append("%s: help lacks '-%s, --%s'" % (word, short, name))
+        named = set(re.findall(r"(?<![\w-])--([a-z][a-z0-9-]*)", usage + "\n" + help_))
+        for name in sorted(named):
+            if name not in opts and name not in ("server", "key", "json", "verbose", "help"):
+                problems.append("%s: names --%s, which its parser does not take"
+                                % (word, name))
+        for g in ("--server", "--key", "--json", "--verbose", "--help"):
+            if g not in shown.split("Global flags", 1)[-1]:
+                problems.append("%s: help lacks the global flag %s" % (word, g))
+    check(not problems, "usage and help out of step with the parsers:\n  " +
+          "\n  ".join(problems))
+
+
+def test_counts_singular_and_plural(srv):
+    """'1 byte', '2 bytes' in what coffer prints (here: coffer mcp's relay tools)."""
+    from test_mcp import Session
+    from test_relay import _session
+    s, c, root = _session(srv, files={"one.bin": b"\xff", "two.bin": b"\xff\xfe"})
+    m = Session("--agent", s["agent"], "--server", srv.url, "--key", srv.key)
+    try:
+        m.initialize()
+        text, _ = m.ok("write_file", path="w1.txt", content="x")
+        contains(text, "(1 byte)", "write_file of one byte")
+        text, _ = m.ok("write_file", path="w2.txt", content="xy")
+        contains(text, "(2 bytes)", "write_file of two bytes")
+        text, _ = m.ok("read_file", path="one.bin")
+        contains(text, "1 byte,", "read_file of a one-byte binary file")
+        check("1 bytes" not in text, text)
+        text, _ = m.ok("read_file", path="two.bin")
+        contains(text, "2 bytes,", "read_file of a two-byte binary file")
+    finally:
+        m.close()
+        c.close()

@@ -253,6 +253,62 @@ static void test_prefix_check(void **state)
 
 /* ---------------------------------------------------------------- cof_buf */
 
+/* Control characters (0x01-0x1f, 0x7f) are refused in paths and prefixes;
+ * their neighbours 0x20 and 0x80+ (as UTF-8) are not. */
+static void test_path_controls(void **state)
+{
+	char s[8];
+	(void)state;
+
+	for (int c = 1; c < 0x20; c++) {
+		snprintf(s, sizeof s, "a%cb", c);
+		BAD(s);
+		assert_int_equal(prefix(s, NULL), -1);
+	}
+	BAD("a\x7f");
+	BAD("dir/a\r\nX-Inj: 1");
+	assert_int_equal(prefix("x\x7f", NULL), -1);
+	OK("a b");
+	OK("~!@#$%^&*()_+`-={}|[]\\:\";'<>?,.");
+	OK("\xc2\x80"); /* U+0080 is a C1 control in Unicode but not in the contract */
+}
+
+/* cof_media_type_check: one RFC 9110 media type. */
+static void test_media_type(void **state)
+{
+	static const char *const good[] = {
+		"text/plain", "text/plain; charset=utf-8", "text/plain;charset=\"utf-8\"",
+		"application/vnd.api+json", "a/b ; x=\"q \\\" t\" ; y=z", "text/plain;",
+		"image/svg+xml", NULL};
+	static const char *const bad[] = {
+		"", "text", "text/", "/plain", "text/plain,text/html", "text/html, text/plain",
+		"text plain", "te(x)t/plain", "text/plain; charset", "text/plain; =x",
+		"text/plain; a=b c", "text/plain; a=\"open", "text/pl\xc3\xa4in", "text/plain\n",
+		NULL};
+	char big[200];
+	cof_err err = {0};
+	(void)state;
+
+	for (size_t i = 0; good[i]; i++)
+		if (cof_media_type_check(good[i], "Content-Type", &err))
+			fail_msg("refused '%s': %s", good[i], err.msg);
+	for (size_t i = 0; bad[i]; i++) {
+		if (cof_media_type_check(bad[i], "Content-Type", &err) == 0)
+			fail_msg("accepted '%s'", bad[i]);
+		assert_int_equal(err.code, COF_EVALIDATION);
+		assert_non_null(strstr(err.msg, "Content-Type"));
+		cof_err_clear(&err);
+	}
+	memset(big, 'a', sizeof big);
+	memcpy(big, "text/", 5);
+	big[COF_MEDIA_TYPE_MAX] = '\0';
+	assert_int_equal(cof_media_type_check(big, "t", &err), 0);
+	big[COF_MEDIA_TYPE_MAX] = 'a';
+	big[COF_MEDIA_TYPE_MAX + 1] = '\0';
+	assert_int_equal(cof_media_type_check(big, "t", &err), -1);
+	cof_err_clear(&err);
+}
+
 static void test_buf_growth(void **state)
 {
 	cof_buf b = COF_BUF_INIT;
@@ -604,6 +660,8 @@ int main(void)
 		cmocka_unit_test(test_path_segments),
 		cmocka_unit_test(test_path_utf8),
 		cmocka_unit_test(test_prefix_check),
+		cmocka_unit_test(test_path_controls),
+		cmocka_unit_test(test_media_type),
 		cmocka_unit_test(test_buf_growth),
 		cmocka_unit_test(test_buf_max),
 		cmocka_unit_test(test_base64_vectors),
