@@ -45,7 +45,7 @@ $(BUILD)/gen/guard_rules.inc: src/policy/guard.rules | deps
 $(BUILD)/obj/src/policy/guard.o: $(BUILD)/gen/guard_rules.inc
 
 # The API's OpenAPI document, served at /v1/openapi.json: docs/openapi.json as a C array.
-$(BUILD)/gen/openapi_json.inc: docs/openapi.json
+$(BUILD)/gen/openapi_json.inc: docs/openapi.json | deps
 	@mkdir -p $(dir $@)
 	xxd -i < $< > $@
 $(BUILD)/obj/src/http/openapi.o: $(BUILD)/gen/openapi_json.inc
