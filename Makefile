@@ -29,21 +29,23 @@ LISTEN ?= 127.0.0.1:7700
 .PHONY: all deps run test unit blackbox asan fuzz bench clean
 all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
+# Every step that runs a tool waits for deps (an order-only prerequisite: deps runs
+# first, even under -j, and never makes anything out of date).
 deps:
 	@scripts/deps
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # The guard's rules are built into the library: guard.rules as a C array.
-$(BUILD)/gen/guard_rules.inc: src/policy/guard.rules
+$(BUILD)/gen/guard_rules.inc: src/policy/guard.rules | deps
 	@mkdir -p $(dir $@)
 	xxd -i < $< > $@
 $(BUILD)/obj/src/policy/guard.o: $(BUILD)/gen/guard_rules.inc
 
 # The API's OpenAPI document, served at /v1/openapi.json: docs/openapi.json as a C array.
-$(BUILD)/gen/openapi_json.inc: docs/openapi.json
+$(BUILD)/gen/openapi_json.inc: docs/openapi.json | deps
 	@mkdir -p $(dir $@)
 	xxd -i < $< > $@
 $(BUILD)/obj/src/http/openapi.o: $(BUILD)/gen/openapi_json.inc
@@ -65,7 +67,7 @@ $(BUILD)/coffer-exec: src/coffer-exec.c
 $(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcoffer.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcoffer.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libcoffer.a $(LDLIBS) -lcmocka -o $@
 

@@ -10,7 +10,14 @@
    the number of cores, at least 2; modules with `SERIAL = True` run alone afterwards);
    each `test_*` function is one case. See tests/blackbox/harness.py.
 
-Failures are printed with their details; the last line is exactly `N passed, N failed`,
+Not as root, the run first caps RLIMIT_NPROC (soft and hard) at the user's current
+number of tasks plus $COFFER_TEST_NPROC (default 4096), so that nothing a test starts can
+take the machine's PIDs: tests of guarantees that need root skip themselves
+(harness.needs_root), and this cap holds anything else. Root is exempt from RLIMIT_NPROC;
+there cofferd gives each turn a uid of its own with RLIMIT_NPROC on it.
+
+Failures are printed with their details, skips with their reasons; the last line is
+exactly `N passed, N failed`,
 and the exit status is 1 when anything failed. Cases are named `binary::test` and
 `module::test`; -k keeps the cases whose name contains SUBSTR.
 """
@@ -61,6 +68,8 @@ class Results:
             if not quiet:
                 tag = {"pass": "ok  ", "skip": "skip", "fail": "FAIL"}.get(status, "FAIL")
                 extra = " (%.1fs)" % duration if duration is not None else ""
+                if status == "skip" and details:
+                    extra += ": " + details
                 print("%s %s%s" % (tag, name, extra), flush=True)
 
 
@@ -307,6 +316,40 @@ def worker(args):
     return 0
 
 
+# ------------------------------------------------------------------ bounds
+
+def user_tasks(uid):
+    """Tasks (threads included, as RLIMIT_NPROC counts them) of real uid `uid`."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/status" % pid) as f:
+                st = f.read()
+        except OSError:
+            continue
+        m_uid = re.search(r"^Uid:\s+(\d+)", st, re.M)
+        m_thr = re.search(r"^Threads:\s+(\d+)", st, re.M)
+        if m_uid and int(m_uid.group(1)) == uid:
+            n += int(m_thr.group(1)) if m_thr else 1
+    return n
+
+
+def cap_processes():
+    """Not root: caps RLIMIT_NPROC for this run and all it starts; returns a note or None."""
+    import resource
+    if os.geteuid() == 0:
+        return None
+    margin = int(os.environ.get("COFFER_TEST_NPROC") or 4096)
+    cap = user_tasks(os.getuid()) + margin
+    for have in resource.getrlimit(resource.RLIMIT_NPROC):
+        if have != resource.RLIM_INFINITY and have < cap:
+            cap = have   # never raises a limit already lower
+    resource.setrlimit(resource.RLIMIT_NPROC, (cap, cap))
+    return "note: not root: RLIMIT_NPROC %d (tests that need root are skipped)" % cap
+
+
 # ------------------------------------------------------------------ main
 
 def main():
@@ -323,6 +366,9 @@ def main():
     if args.worker:
         return worker(args)
     os.chdir(ROOT)
+    note = cap_processes()
+    if note:
+        print(note, flush=True)
     scale = scale_for(args.build)
     results = Results()
     t0 = time.time()

@@ -30,7 +30,10 @@ Module-level knobs: `SERIAL = True` (run.py runs the module alone, after the oth
 test (default 60; `@harness.timeout(s)` for one test). All timeouts are multiplied by
 `harness.SCALE` (3 when the build dir name contains "asan", or $COFFER_TEST_SCALE).
 A test that needs minutes starts with `harness.slow("why")`: it runs only with
-$COFFER_SLOW_TESTS=1 and is reported as skipped otherwise.
+$COFFER_SLOW_TESTS=1 and is reported as skipped otherwise. A test of a guarantee that
+only holds when cofferd runs as root (a uid of each turn's own, RLIMIT_NPROC on it,
+mounts) starts with `harness.needs_root("why")`: skipped, with the reason, when the tests
+do not run as root (harness.IS_ROOT). Skip reasons are printed by run.py.
 
 Server (see class Server):
     s.url, s.host, s.port, s.data (data dir), s.key (admin key), s.proc
@@ -107,6 +110,15 @@ class Skip(Exception):
 
 def skip(why):
     raise Skip(why)
+
+
+IS_ROOT = os.geteuid() == 0
+
+
+def needs_root(why):
+    """Skips the calling test when not root: `why` says which guarantee needs root."""
+    if not IS_ROOT:
+        raise Skip("needs root: %s" % why)
 
 
 def slow(why="slow"):

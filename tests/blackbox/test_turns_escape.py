@@ -54,6 +54,8 @@ def test_host_tmp_not_visible(srv):
 
 
 def test_executing_from_workspace_fails(srv):
+    harness.needs_root("the workspace is noexec only as root (a tmpfs, or a bind remounted "
+                       "noexec); without root /tmp is not noexec")
     t = new_turn(srv)
     out = call(srv, t["id"], "printf '#!/bin/sh\\necho ran\\n' > s.sh; chmod +x s.sh; ./s.sh")
     check(out["exitCode"] != 0 and "ran" not in out["stdout"], "./script ran: %r" % out)
@@ -61,6 +63,8 @@ def test_executing_from_workspace_fails(srv):
 
 
 def test_executing_a_copied_binary_fails(srv):
+    harness.needs_root("the workspace is noexec only as root (a tmpfs, or a bind remounted "
+                       "noexec); without root /tmp is not noexec")
     t = new_turn(srv)
     out = call(srv, t["id"], "cp /bin/true ./t && ./t")
     check(out["exitCode"] != 0, "a copied binary ran from the workspace")
@@ -125,7 +129,12 @@ def test_symlink_to_outside_is_read_only(srv):
 
 
 def test_fork_bomb_bounded_answered_and_turn_usable(srv):
+    harness.needs_root("only root gives a turn a uid of its own with RLIMIT_NPROC on it; "
+                       "without it nothing bounds a fork bomb, so it is not run")
     t = new_turn(srv)
+    lim = ok(srv, t["id"], "grep '^Max processes' /proc/self/limits")["stdout"].split()
+    check(lim[2].isdigit() and int(lim[2]) <= 4096, "no fork bomb without a process "
+          "limit in the call: %r" % lim)
     started = time.time()
     out = call(srv, t["id"], "b() { b | b & }; b; sleep 30", timeoutSeconds=3,
                timeout=60 * harness.SCALE)
@@ -135,6 +144,7 @@ def test_fork_bomb_bounded_answered_and_turn_usable(srv):
 
 
 def test_fork_bomb_limit_is_per_turn(srv):
+    harness.needs_root("the per-turn process limit is RLIMIT_NPROC on the turn's own uid")
     t = new_turn(srv)
     out = call(srv, t["id"], "i=0; while [ $i -lt 400 ]; do sleep 20 & i=$((i+1)); "
                "done; echo all 400 started", timeoutSeconds=10)

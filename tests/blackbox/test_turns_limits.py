@@ -115,6 +115,8 @@ def test_just_under_turn_disk_is_fine(srv):
 
 
 def test_sparse_file_counts_what_it_allocates(srv):
+    harness.needs_root("the kernel way of disk limits is a tmpfs per workspace, which only "
+                       "root can mount; without root the measuring loop keeps them")
     t = _sandbox_turn(srv, scratch="16m", turnDisk="2m", userDisk="2m")
     out = ok(srv, t["id"], "truncate -s 1G sparse && du -k sparse")
     eq(out.get("limit"), None, "a hole allocates nothing")
@@ -124,6 +126,8 @@ def test_sparse_file_counts_what_it_allocates(srv):
 
 
 def test_fallocate_past_the_limit_refused_whole(srv):
+    harness.needs_root("the kernel way of disk limits is a tmpfs per workspace, which only "
+                       "root can mount; without root the measuring loop keeps them")
     # the kernel refuses it before anything is allocated: nothing was written
     t = _sandbox_turn(srv, scratch="16m", turnDisk="2m", userDisk="2m")
     ok(srv, t["id"], "echo keep > k")
@@ -133,6 +137,8 @@ def test_fallocate_past_the_limit_refused_whole(srv):
 
 
 def test_fallocated_file_reaching_the_limit_breach(srv):
+    harness.needs_root("the kernel way of disk limits is a tmpfs per workspace, which only "
+                       "root can mount; without root the measuring loop keeps them")
     # 2 MiB less 1 KB for $OUTBOX, to the page below: 2044 KiB fill the tmpfs
     t = _sandbox_turn(srv, scratch="16m", turnDisk="2m", userDisk="2m")
     out = call(srv, t["id"], "fallocate -l 2044k big")
@@ -140,6 +146,8 @@ def test_fallocated_file_reaching_the_limit_breach(srv):
 
 
 def test_empty_files_count_1kb_each_at_the_edge(srv):
+    harness.needs_root("the kernel way of disk limits is a tmpfs per workspace, which only "
+                       "root can mount; without root the measuring loop keeps them")
     # turnDisk 64 KiB = 64 entries: $OUTBOX + 63 files reach it, 62 do not
     t = _sandbox_turn(srv, scratch="16m", turnDisk="64k", userDisk="64k")
     out = ok(srv, t["id"], "for i in $(seq 62); do : > f$i; done")
@@ -244,6 +252,8 @@ def test_walk_mode_tree_too_deep_counts_as_over():
 
 
 def test_walk_mode_workspace_still_noexec():
+    harness.needs_root("the workspace is noexec only as root (a tmpfs, or a bind remounted "
+                       "noexec); without root /tmp is not noexec")
     with harness.server(args=["--scratch-mode", "walk"]) as s:
         t = new_turn(s)
         out = call(s, t["id"], "cp /bin/true ./t && ./t")
