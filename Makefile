@@ -60,7 +60,7 @@ $(BUILD)/cofferd: $(BUILD)/obj/src/cofferd.o $(HTTP_OBJ) $(BUILD)/libcoffer.a
 
 # run inside a call's sandbox without root (src/coffer-exec.c): libc only, and
 # never with sanitizers (their shadow memory cannot be had under RLIMIT_AS)
-$(BUILD)/coffer-exec: src/coffer-exec.c
+$(BUILD)/coffer-exec: src/coffer-exec.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra $< -o $@
 
