@@ -1,6 +1,7 @@
 """Turns: escape attempts from a confined call (docs/design.md "Confinement").
 Each attempt is its own test; each checks the host afterwards where it can."""
 
+import glob
 import os
 import random
 import time
@@ -129,12 +130,20 @@ def test_symlink_to_outside_is_read_only(srv):
 
 
 def test_fork_bomb_bounded_answered_and_turn_usable(srv):
-    harness.needs_root("only root gives a turn a uid of its own with RLIMIT_NPROC on it; "
-                       "without it nothing bounds a fork bomb, so it is not run")
+    harness.needs_root("only root gives a turn a process limit of its own (a pids cgroup, "
+                       "or RLIMIT_NPROC on its own uid); without it nothing bounds a fork "
+                       "bomb, so it is not run")
     t = new_turn(srv)
     lim = ok(srv, t["id"], "grep '^Max processes' /proc/self/limits")["stdout"].split()
-    check(lim[2].isdigit() and int(lim[2]) <= 4096, "no fork bomb without a process "
-          "limit in the call: %r" % lim)
+    bounds = [int(lim[2])] if lim[2].isdigit() else []
+    # the pids cgroup cofferd made for this turn (src/turn/limits.c), seen from the host
+    for f in glob.glob("/sys/fs/cgroup/pids/**/coffer-%d/*/%s/pids.max" % (srv.proc.pid, t["id"]),
+                       recursive=True):
+        v = open(f).read().strip()
+        if v.isdigit():
+            bounds.append(int(v))
+    check(bounds and min(bounds) <= 4096, "no fork bomb without a process limit on the "
+          "call (RLIMIT_NPROC %r, no pids cgroup of the turn at or under 4096)" % lim)
     started = time.time()
     out = call(srv, t["id"], "b() { b | b & }; b; sleep 30", timeoutSeconds=3,
                timeout=60 * harness.SCALE)
