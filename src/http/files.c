@@ -50,26 +50,6 @@ static int is_inline_type(const char *ct)
 	return 0;
 }
 
-/* True when an If-None-Match value lists `etag` ("N", W/"N" or *). */
-static int etag_listed(const char *list, const char *etag)
-{
-	size_t elen = strlen(etag);
-	const char *p = list;
-
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (*p == '*')
-			return 1;
-		if (strncmp(p, "W/", 2) == 0)
-			p += 2;
-		size_t len = strcspn(p, ", \t");
-		if (len == elen && strncmp(p, etag, len) == 0)
-			return 1;
-		p += len;
-	}
-	return 0;
-}
 
 /* Adds the headers every answer about a file carries. */
 static void file_headers(struct MHD_Response *resp, const cof_file *f, const char *etag)
@@ -231,9 +211,10 @@ static int http_date_parse(const char *s, time_t *out)
 	return -1;
 }
 
-/* True when an If-Match value lists `etag` by strong comparison (a weak
- * W/"N" never matches), or is `*` (the file exists). */
-static int etag_matches_strong(const char *list, const char *etag)
+/* True when an If-Match / If-None-Match value lists `etag` or is `*`. RFC 9110
+ * compares If-Match strongly (a weak W/"N" never matches: weak_ok 0) and
+ * If-None-Match weakly (W/"N" matches "N": weak_ok 1). */
+static int etag_listed(const char *list, const char *etag, int weak_ok)
 {
 	size_t elen = strlen(etag);
 	const char *p = list;
@@ -243,6 +224,8 @@ static int etag_matches_strong(const char *list, const char *etag)
 			p++;
 		if (*p == '*')
 			return 1;
+		if (weak_ok && strncmp(p, "W/", 2) == 0)
+			p += 2;
 		size_t len = strcspn(p, ", \t");
 		if (len == elen && strncmp(p, etag, len) == 0)
 			return 1;
@@ -282,13 +265,13 @@ static unsigned read_preconditions(http_req *req, const cof_file *f, const char 
 	time_t when;
 
 	if (im != NULL) {
-		if (!etag_matches_strong(im, etag))
+		if (!etag_listed(im, etag, 0))
 			return MHD_HTTP_PRECONDITION_FAILED;
 	} else if (http_date_parse(ius, &when) == 0 && f->updated_at > (int64_t)when) {
 		return MHD_HTTP_PRECONDITION_FAILED;
 	}
 	if (inm != NULL) {
-		if (etag_listed(inm, etag))
+		if (etag_listed(inm, etag, 1))
 			return MHD_HTTP_NOT_MODIFIED;
 	} else if (http_date_parse(ims, &when) == 0 && f->updated_at <= (int64_t)when) {
 		return MHD_HTTP_NOT_MODIFIED;

@@ -520,6 +520,21 @@ int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow
 	return rc;
 }
 
+/* Runs each of `n` statements (string literals) with `vno` bound as ?1. */
+static int run_each(conn *c, const char *const *sqls, size_t n, int64_t vno,
+		    const char *what, cof_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_stmt *st = cof_sqlite_q(c, sqls[i], err);
+		if (!st)
+			return -1;
+		sqlite3_bind_int64(st, 1, vno);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			return cof_sqlite_db_error(err, c->db, what);
+	}
+	return 0;
+}
+
 /* Deletes one volume's rows; the caller holds the writer. */
 int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err)
 {
@@ -531,15 +546,7 @@ int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err)
 		"DELETE FROM changes WHERE vno = ?",
 		"DELETE FROM volumes WHERE vno = ?",
 	};
-	for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
-		sqlite3_stmt *st = cof_sqlite_q(c, sqls[i], err);
-		if (!st)
-			return -1;
-		sqlite3_bind_int64(st, 1, vno);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			return cof_sqlite_db_error(err, c->db, "deleting a volume");
-	}
-	return 0;
+	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno, "deleting a volume", err);
 }
 
 /* Deletes a snapshot row and, for a files-snapshot, its hidden volume. */
@@ -586,15 +593,8 @@ static int hidden_volumes_drop(conn *c, int64_t vno, cof_err *err)
 		"DELETE FROM volumes WHERE vno IN " HIDDEN,
 	};
 #undef HIDDEN
-	for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
-		sqlite3_stmt *st = cof_sqlite_q(c, sqls[i], err);
-		if (!st)
-			return -1;
-		sqlite3_bind_int64(st, 1, vno);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			return cof_sqlite_db_error(err, c->db, "deleting the volumes of files-snapshots");
-	}
-	return 0;
+	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno,
+			"deleting the volumes of files-snapshots", err);
 }
 
 int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
