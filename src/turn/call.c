@@ -191,6 +191,7 @@ static int run(call *c)
 			pf[n++] = (struct pollfd){c->p.in, POLLOUT, 0};
 		int64_t now = cof_mono_ms(), wait = next - now;
 		poll(pf, (nfds_t)n, wait < 0 ? 0 : (int)wait);
+		cof_confine_note_sandbox(&c->p);
 		for (int i = 0; i < 2; i++)
 			if (c->s[i].fd >= 0 && drain(c, &c->s[i])) {
 				close(c->s[i].fd);
@@ -223,6 +224,7 @@ static int run(call *c)
 			/* killed, yet its output is still open: its bwrap died before
 			 * tying the sandbox to itself */
 			escalated = 1;
+			cof_confine_kill_sandbox(&c->p);
 			cof_turn_kill_uid(c->ts, c->t);
 		}
 	}

@@ -579,21 +579,43 @@ static pid_t sandbox_pid(int info)
 	return (pid_t)strtol(k + 1, NULL, 10);
 }
 
+void cof_confine_note_sandbox(cof_proc *p)
+{
+	pid_t pid;
+
+	if (p->sandbox >= 0 || p->info < 0)
+		return;
+	if ((pid = sandbox_pid(p->info)) > 0)
+		p->sandbox = (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+void cof_confine_kill_sandbox(cof_proc *p)
+{
+	cof_confine_note_sandbox(p);
+	if (p->sandbox >= 0)
+		syscall(SYS_pidfd_send_signal, p->sandbox, SIGKILL, NULL, 0);
+}
+
 int cof_confine_wait_gone(cof_proc *p, int timeout_ms)
 {
-	pid_t pid = sandbox_pid(p->info);
-	int fd, rc = 0;
+	int rc = 0;
 
+	cof_confine_note_sandbox(p);
 	close(p->info);
 	p->info = -1;
 	/* bwrap answers as soon as the command exits; its init may still be
 	 * tearing the namespace down. Once it is gone, so is every process. */
-	if (pid <= 0 || (fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+	if (p->sandbox < 0)
 		return 0;
-	struct pollfd pf = {fd, POLLIN, 0};
-	if (poll(&pf, 1, timeout_ms) <= 0)
+	struct pollfd pf = {p->sandbox, POLLIN, 0};
+	if (poll(&pf, 1, timeout_ms) <= 0) {
+		/* still there: the pidfd names that very process, so this kill
+		 * reaches the call's namespace and nothing else */
+		syscall(SYS_pidfd_send_signal, p->sandbox, SIGKILL, NULL, 0);
 		rc = -1;
-	close(fd);
+	}
+	close(p->sandbox);
+	p->sandbox = -1;
 	return rc;
 }
 
@@ -635,6 +657,7 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof
 	p->out = pout[0];
 	p->errfd = perr[0];
 	p->info = pinfo[0];
+	p->sandbox = -1;
 	pin[1] = pout[0] = perr[0] = pinfo[0] = -1;
 	fcntl(p->in, F_SETFL, O_NONBLOCK);
 	fcntl(p->out, F_SETFL, O_NONBLOCK);

@@ -3,7 +3,7 @@
  * and of an agent's live turns together (4x those), in three layers:
  *
  *   cgroup v2, when our cgroup is delegated to us (memory and pids in its
- *   cgroup.controllers and writable): OURS/coffer-PID/a-AGENT/TURN with
+ *   cgroup.controllers and writable): OURS/coffer-NS-PID/a-AGENT/TURN with
  *   memory.max, memory.swap.max 0, pids.max; counted by memory.events
  *   oom_kill and pids.events max.
  *   cgroup v1 (as root): the same tree under our memory cgroup and under our
@@ -135,12 +135,24 @@ static const char *v2_mount(void)
 	return NULL;
 }
 
-/* cgroup v2: OURS/coffer-PID with memory and pids enabled for its
+/* Our cgroup folders' name: coffer-NS-PID, NS the inode of our pid namespace,
+ * so that cofferds in other pid namespaces sharing the cgroup file system (a
+ * container, a test root) never take, or clean up as stale, each other's. */
+static void self_name(char *out, size_t size)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st))
+		st.st_ino = 0;
+	snprintf(out, size, "coffer-%llu-%d", (unsigned long long)st.st_ino, (int)getpid());
+}
+
+/* cgroup v2: OURS/coffer-NS-PID with memory and pids enabled for its
  * children. Our own process may have to move into a leaf first (a cgroup
  * with processes cannot hand controllers down). 0 or -1. */
 static int open_v2(cof_turns *ts)
 {
-	char own[PATH_MAX], base[PATH_MAX], ctl[256], leaf[PATH_MAX + 16], pid[24];
+	char own[PATH_MAX], base[PATH_MAX], ctl[256], leaf[PATH_MAX + 16], pid[24], name[64];
 
 	const char *mnt = v2_mount();
 
@@ -157,7 +169,8 @@ static int open_v2(cof_turns *ts)
 		    put(base, "cgroup.subtree_control", "+memory +pids"))
 			return -1;
 	}
-	snprintf(ts->cg_mem, sizeof ts->cg_mem, "%.3900s/coffer-%d", base, (int)getpid());
+	self_name(name, sizeof name);
+	snprintf(ts->cg_mem, sizeof ts->cg_mem, "%.3900s/%s", base, name);
 	if (mkcg(ts->cg_mem) || put(ts->cg_mem, "cgroup.subtree_control", "+memory +pids")) {
 		rmdir(ts->cg_mem);
 		return -1;
@@ -167,18 +180,19 @@ static int open_v2(cof_turns *ts)
 	return 0;
 }
 
-/* cgroup v1: coffer-PID under our memory cgroup and under our pids cgroup.
+/* cgroup v1: coffer-NS-PID under our memory cgroup and under our pids cgroup.
  * 0 or -1. */
 static int open_v1(cof_turns *ts)
 {
-	char mem[PATH_MAX], pids[PATH_MAX];
+	char mem[PATH_MAX], pids[PATH_MAX], name[64];
 
 	if (own_path("memory", mem, sizeof mem) || own_path("pids", pids, sizeof pids))
 		return -1;
-	snprintf(ts->cg_mem, sizeof ts->cg_mem, "/sys/fs/cgroup/memory%.3800s/coffer-%d",
-		 strcmp(mem, "/") ? mem : "", (int)getpid());
-	snprintf(ts->cg_pids, sizeof ts->cg_pids, "/sys/fs/cgroup/pids%.3800s/coffer-%d",
-		 strcmp(pids, "/") ? pids : "", (int)getpid());
+	self_name(name, sizeof name);
+	snprintf(ts->cg_mem, sizeof ts->cg_mem, "/sys/fs/cgroup/memory%.3800s/%s",
+		 strcmp(mem, "/") ? mem : "", name);
+	snprintf(ts->cg_pids, sizeof ts->cg_pids, "/sys/fs/cgroup/pids%.3800s/%s",
+		 strcmp(pids, "/") ? pids : "", name);
 	if (mkcg(ts->cg_mem) || mkcg(ts->cg_pids)) {
 		rmdir(ts->cg_mem);
 		ts->cg_mem[0] = ts->cg_pids[0] = '\0';
@@ -207,11 +221,13 @@ static void rm_tree(const char *dir, int depth)
 	rmdir(dir);
 }
 
-/* Removes the coffer-PID cgroups (under `parent`) of cofferds that are gone
+/* Removes the coffer-NS-PID cgroups (under `parent`) of cofferds that are gone
  * (killed, they could not remove their own). */
 static void rm_stale(const char *parent)
 {
 	char dir[PATH_MAX];
+	char mine[64];
+	unsigned long long ns;
 	const char *slash = strrchr(parent, '/');
 	DIR *d;
 	struct dirent *e;
@@ -219,11 +235,15 @@ static void rm_stale(const char *parent)
 	if (!slash || snprintf(dir, sizeof dir, "%.*s", (int)(slash - parent), parent) >=
 		      (int)sizeof dir || !(d = opendir(dir)))
 		return;
+	self_name(mine, sizeof mine);
+	ns = strtoull(mine + strlen("coffer-"), NULL, 10);
 	while ((e = readdir(d)) != NULL) {
 		char sub[PATH_MAX];
+		unsigned long long their_ns;
 		int pid;
-		if (sscanf(e->d_name, "coffer-%d", &pid) != 1 || pid <= 0 ||
-		    (kill(pid, 0) == 0 || errno != ESRCH))
+		/* only ours to judge: a pid of our own namespace that is gone */
+		if (sscanf(e->d_name, "coffer-%llu-%d", &their_ns, &pid) != 2 || pid <= 0 ||
+		    their_ns != ns || (kill(pid, 0) == 0 || errno != ESRCH))
 			continue;
 		if (snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) < (int)sizeof sub)
 			rm_tree(sub, 3);

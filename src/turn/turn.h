@@ -127,8 +127,8 @@ struct cof_turns {
 	size_t bpf_len;
 	int cg;                  /* memory and processes kept by cgroup v2, v1 or
 				    (0) rlimits only (limits.c) */
-	char cg_mem[PATH_MAX];   /* our coffer-PID cgroup: memory (v1) or both (v2) */
-	char cg_pids[PATH_MAX];  /* our coffer-PID cgroup: pids (v1) */
+	char cg_mem[PATH_MAX];   /* our coffer-NS-PID cgroup: memory (v1) or both (v2) */
+	char cg_pids[PATH_MAX];  /* our coffer-NS-PID cgroup: pids (v1) */
 	char **etc;              /* the names under /etc a call sees */
 	char how[768];           /* how limits are kept, for the log */
 	char exec_helper[PATH_MAX]; /* coffer-exec next to our binary, used without
@@ -199,7 +199,7 @@ int cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2]);
 void cof_limits_counts(const cof_turns *ts, const cof_turn *t, int64_t *oom, int64_t *forks);
 /* Removes the cgroups of `t` (and its agent's when no other turn uses them). */
 void cof_limits_drop(const cof_turns *ts, cof_turn *t);
-/* Removes our coffer-PID cgroups. */
+/* Removes our coffer-NS-PID cgroups. */
 void cof_limits_close(cof_turns *ts);
 
 /* ---- confine.c: bwrap and seccomp */
@@ -215,15 +215,27 @@ typedef struct cof_proc {
 	pid_t pid;               /* the outer bwrap */
 	int in, out, errfd;      /* our ends of its stdin, stdout, stderr */
 	int info;                /* bwrap's --info-fd (the sandbox's pid) */
+	int sandbox;             /* pidfd of the sandbox's pid 1 once read, or -1 */
 } cof_proc;
 
 /* Starts `sh -c command` confined in the workspace of `t`. 0, or -1 with err. */
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		      cof_proc *p, cof_err *err);
 
+/* Kills the sandbox's pid 1 (and with it every process of the call) by the
+ * pidfd taken from bwrap's --info-fd: what ends a call whose bwrap was killed
+ * before it tied the sandbox's life to its own, also without root (where
+ * there is no uid of the turn's own to kill). Does nothing before bwrap has
+ * said the pid. */
+void cof_confine_kill_sandbox(cof_proc *p);
+/* Takes the sandbox's pid from --info-fd as a pidfd as soon as bwrap has
+ * written it; called on every turn of the call's loop, so the pidfd is taken
+ * while that process lives (a pid read later could name another process). */
+void cof_confine_note_sandbox(cof_proc *p);
+
 /* After bwrap was reaped: waits up to `timeout_ms` for the sandbox's pid 1
  * to be gone (then every process of the call is). Closes p->info. 0, or -1
- * when it is still there. */
+ * when it was still there (it is then killed by its pidfd). */
 int cof_confine_wait_gone(cof_proc *p, int timeout_ms);
 
 #endif /* COF_TURN_H */

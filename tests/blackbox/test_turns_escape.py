@@ -137,7 +137,7 @@ def test_fork_bomb_bounded_answered_and_turn_usable(srv):
     lim = ok(srv, t["id"], "grep '^Max processes' /proc/self/limits")["stdout"].split()
     bounds = [int(lim[2])] if lim[2].isdigit() else []
     # the pids cgroup cofferd made for this turn (src/turn/limits.c), seen from the host
-    for f in glob.glob("/sys/fs/cgroup/pids/**/coffer-%d/*/%s/pids.max" % (srv.proc.pid, t["id"]),
+    for f in glob.glob("/sys/fs/cgroup/pids/**/coffer-*-%d/*/%s/pids.max" % (srv.proc.pid, t["id"]),
                        recursive=True):
         v = open(f).read().strip()
         if v.isdigit():
