@@ -2,7 +2,8 @@
  * fuzz_path.c — cof_path_check, cof_prefix_check and cof_utf8_valid against
  * reference rules written here from API.md "General" (not from path.c):
  * a path is UTF-8, at most 4096 bytes after its one optional leading '/',
- * made of 1..255-byte segments none of which is "." or "..", with no NUL.
+ * made of 1..255-byte segments none of which is "." or "..", with no NUL and
+ * no other control character (0x01-0x1f, 0x7f).
  */
 #include "fuzz.h"
 #include "util/util.h"
@@ -26,9 +27,18 @@ static int ref_segments_ok(const char *p, size_t len)
 	return 1;
 }
 
+/* No NUL and no other control character: 0x00-0x1f and 0x7f. */
+static int ref_no_controls(const char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)p[i] < 0x20 || (unsigned char)p[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
 static int ref_path_ok(const char *p, size_t len)
 {
-	if (memchr(p, '\0', len))
+	if (!ref_no_controls(p, len))
 		return 0;
 	if (len && p[0] == '/')
 		p++, len--;
@@ -90,6 +100,7 @@ static void check_prefix(const uint8_t *data, size_t size)
 			   "only one leading '/' may be stripped");
 		FUZZ_CHECK(n <= COF_PATH_MAX, "accepted a %zu-byte prefix", n);
 		FUZZ_CHECK(fuzz_utf8_ref((const unsigned char *)out, n), "accepted bad UTF-8");
+		FUZZ_CHECK(ref_no_controls(out, n), "accepted a control character");
 		/* The whole segments (up to the last '/') follow the path rules; the
 		 * last one may stop anywhere ("src/ma"). */
 		const char *slash = memrchr(out, '/', n);
