@@ -507,6 +507,17 @@ class Server:
     def delete(self, path, **kw):
         return self.request("DELETE", path, **kw)
 
+    def blob_of_size(self, size):
+        """The path of a content file of `size` bytes under DATA/blobs, made writable
+        (for tests that damage stored content); skips the test when there is none."""
+        for root, _, names in os.walk(os.path.join(self.data, "blobs")):
+            for n in names:
+                f = os.path.join(root, n)
+                if os.path.getsize(f) == size:
+                    os.chmod(f, 0o644)
+                    return f
+        skip("no blob file of %d bytes under DATA/blobs" % size)
+
     # ---- API shorthands
     @staticmethod
     def file_path(vid, path, quote=True):

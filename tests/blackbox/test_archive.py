@@ -364,14 +364,8 @@ def test_archive_failure_mid_stream_cuts_it_and_cofferd_goes_on():
         data = os.urandom(300_000)
         s.put_ok(vid, "ok/first.txt", b"first")
         s.put_ok(vid, "zz/big.bin", data)
-        blobs = []
-        for root, _, names in os.walk(os.path.join(s.data, "blobs")):
-            blobs += [os.path.join(root, n) for n in names
-                      if os.path.getsize(os.path.join(root, n)) == len(data)]
-        if not blobs:
-            harness.skip("no blob file of the file's size under DATA/blobs")
-        os.chmod(blobs[0], 0o644)
-        os.truncate(blobs[0], 1000)
+        blob = s.blob_of_size(len(data))
+        os.truncate(blob, 1000)
         try:
             r = s.get("/v1/volumes/%s/archive" % vid)
             body, status = r.body, r.status

@@ -418,14 +418,8 @@ def test_fsck_finds_corruption():
         vid = s.create_volume()["id"]
         data = os.urandom(300_000)
         s.put_ok(vid, "big.bin", data)
-        blobs = []
-        for root, _, names in os.walk(os.path.join(s.data, "blobs")):
-            blobs += [os.path.join(root, n) for n in names
-                      if os.path.getsize(os.path.join(root, n)) == len(data)]
-        if not blobs:
-            harness.skip("no blob file of the file's size under DATA/blobs")
-        os.chmod(blobs[0], 0o644)
-        with open(blobs[0], "r+b") as f:
+        blob = s.blob_of_size(len(data))
+        with open(blob, "r+b") as f:
             f.write(b"\x00" * 64)
         p = run(s, "fsck", "--data", s.data, rc=1)
         contains(p.stdout.decode(), "corrupt", "fsck names the corrupt blob")
