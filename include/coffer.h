@@ -565,9 +565,13 @@ int cof_relay_stream_next(cof_relay_stream *s, int wait_ms, json_t **out, cof_er
 /* Closes a stream: a client stream that is still the attached one pauses the
  * session; the last agent stream closing tells the client agent_disconnected. */
 void cof_relay_stream_close(cof_relay_stream *s);
-/* POST .../results/{opId} {ok, result?|error?} with the connect token. */
+/* POST .../results/{opId} {ok, result?|error?} with the connect token. A body
+ * that is not such an answer (`body` NULL: it was not JSON at all, `bad` says
+ * why) is refused (-1, COF_EVALIDATION) and ends the operation it names with
+ * an internal error, so the agent side is told at once rather than waiting
+ * out the op's time. */
 int cof_relay_result(cof_relay *r, const char *uid, const char *token, const char *op_id,
-		     json_t *body, cof_err *err);
+		     json_t *body, const cof_err *bad, cof_err *err);
 /* POST .../events {type, data?} with the connect token: accept, write_blocked, abort. */
 int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, json_t *body,
 			   cof_err *err);

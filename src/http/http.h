@@ -43,6 +43,8 @@ typedef enum http_body {
 /* Route flags. */
 #define HTTP_F_AUTH    1u  /* needs an API key */
 #define HTTP_F_NOAGENT 2u  /* a key bound to an agent gets 403 */
+#define HTTP_F_BADBODY 4u  /* a JSON body that does not parse still reaches the
+			    * handler: req->json NULL, req->err saying why */
 
 typedef struct http_req http_req;
 

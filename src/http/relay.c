@@ -275,13 +275,15 @@ enum MHD_Result http_relay_connect(http_req *req)
 	return sse_answer(req, x, ": ping\n\n");
 }
 
-/* POST /v1/relay/sessions/{uid}/results/{opId}: 204. */
+/* POST /v1/relay/sessions/{uid}/results/{opId}: 204. A body that is not JSON
+ * (HTTP_F_BADBODY: req->err says why) still ends the op it names. */
 enum MHD_Result http_relay_result(http_req *req)
 {
 	cof_err err = {0};
+	int unreadable = req->err.code != COF_OK;
 
 	if (cof_relay_result(req->srv->relay, req->param[0], client_token(req), req->param[1],
-			     req->json, &err))
+			     unreadable ? NULL : req->json, unreadable ? &req->err : NULL, &err))
 		return http_send_error(req, &err);
 	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
 }

@@ -121,7 +121,7 @@ static const http_route routes[] = {
 	{ "GET", "/v1/relay/sessions/{}/log", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_relay_log },
 	/* the user's client: the connect token, checked by the handlers */
 	{ "POST", "/v1/relay/sessions/{}/connect", 0, HTTP_BODY_JSON, NULL, http_relay_connect },
-	{ "POST", "/v1/relay/sessions/{}/results/{}", 0, HTTP_BODY_JSON, NULL,
+	{ "POST", "/v1/relay/sessions/{}/results/{}", HTTP_F_BADBODY, HTTP_BODY_JSON, NULL,
 	  http_relay_result },
 	{ "POST", "/v1/relay/sessions/{}/events", 0, HTTP_BODY_JSON, NULL,
 	  http_relay_client_event },
@@ -390,7 +390,8 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (!req->failed && is_json(req->route) && parse_json(req))
+	if (!req->failed && is_json(req->route) && parse_json(req) &&
+	    !(req->route->flags & HTTP_F_BADBODY))
 		req->failed = 1;
 	if (req->failed)
 		return answer_error(req);

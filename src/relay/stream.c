@@ -217,14 +217,21 @@ static const cof_jfield result_fields[] = {
 	{"ok", COF_JBOOL, 1}, {"result", COF_JOBJ, 0}, {"error", COF_JOBJ, 0}, {NULL, 0, 0}};
 
 int cof_relay_result(cof_relay *r, const char *uid, const char *token, const char *op_id,
-		     json_t *body, cof_err *err)
+		     json_t *body, const cof_err *bad, cof_err *err)
 {
 	rsession *s;
 	rop *op = NULL;
 	int rc = -1;
 
-	if (cof_json_check(body, result_fields, err))
-		return -1;
+	cof_err why = {0};
+	int malformed = 1;
+
+	if (!body)
+		cof_error(&why, COF_EVALIDATION, "%s",
+			  bad && bad->msg[0] ? bad->msg : "the answer has no body");
+	else
+		malformed = cof_json_check(body, result_fields, &why) != 0;
+
 	pthread_mutex_lock(&r->mu);
 	s = cof_relay_find_client(r, uid, token, err);
 	if (s && s->status == RS_ENDED) {
@@ -236,6 +243,16 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 			op = o;
 	if (s && !op) {
 		cof_error(err, COF_ENOTFOUND, "no operation '%.64s' waits for an answer", op_id);
+	} else if (malformed) {
+		if (op) {
+			cof_err e = {0};
+			cof_error(&e, COF_EINTERNAL, "the user's side answered %s of '%s' with "
+				  "something that is not an answer: %s", op->op,
+				  op->path ? op->path : "", why.msg);
+			cof_relay_op_finish(r, s, op, NULL, &e);
+			cof_err_clear(&e);
+		}
+		cof_error(err, COF_EVALIDATION, "%s", why.msg);
 	} else if (op && json_is_true(json_object_get(body, "ok"))) {
 		json_t *res = json_object_get(body, "result");
 		cof_err e = {0};
@@ -259,6 +276,7 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 		rc = 0;
 	}
 	pthread_mutex_unlock(&r->mu);
+	cof_err_clear(&why);
 	return rc;
 }
 

@@ -401,6 +401,39 @@ def test_client_error_passed_on(srv):
     c.close()
 
 
+def test_malformed_answer_ends_the_op_at_once(srv):
+    """A user's side that answers with a body that is not JSON (here a NUL escape, which
+    cofferd's parser refuses) or not an answer gets 400, and the op it names ends with a
+    500 naming why at once; before, the agent side waited out --relay-op-wait (120 s)."""
+    s, c, _ = _session(srv, files={"a.txt": "hello"})
+    c.hold = True
+    bodies = [b'{"ok": true, "result": {"content": "x\\u0000y", "encoding": "utf-8"}}',
+              b'not json at all', b'{"result": {}}', b'']
+    for raw in bodies:
+        res = {}
+        th = threading.Thread(target=lambda: res.update(
+            r=_op(srv, s["uid"], op="read_file", path="a.txt")))
+        th.start()
+        deadline = time.time() + 10 * harness.SCALE
+        while not c.ops and time.time() < deadline:
+            time.sleep(0.02)
+        check(c.ops, "the op reached the user's side")
+        op = c.ops.pop()
+        r = srv.request("POST", "/v1/relay/sessions/%s/results/%s" % (s["uid"], op["id"]),
+                        body=raw, headers={"Content-Type": "application/json"},
+                        key=c.token)
+        expect_error(r, 400, "validation_error")
+        th.join(10 * harness.SCALE)
+        check(not th.is_alive(), "the agent's op still waits after %r" % raw)
+        err = expect_error(res["r"], 500, "internal")
+        contains(err["message"], "not an answer", "the agent is told why")
+    # the session goes on: a good answer still comes through
+    c.hold = False
+    eq(expect(_op(srv, s["uid"], op="read_file", path="a.txt"), 200).json()["content"],
+       "hello", "a read after the bad answers")
+    c.close()
+
+
 def test_op_bad_bodies_400(srv):
     s, c, _ = _session(srv)
     for body in ({"op": "delete_file", "path": "a"}, {"op": "read_file"},
