@@ -166,7 +166,10 @@ def test_agent_wide_cap_is_4x(srv):
     res = []
 
     def run(t):
-        res.append(call(srv, t["id"], "python3 forks.py 20 6; sleep 4", timeoutSeconds=60))
+        # each turn holds what it started for 20 s, so the six overlap even when their
+        # calls start seconds apart (a loaded machine): the sum below is then of
+        # processes held at one time, which the agent's cgroup caps
+        res.append(call(srv, t["id"], "python3 forks.py 20 30; sleep 20", timeoutSeconds=60))
     ths = [threading.Thread(target=run, args=(t,)) for t in turns]
     for th in ths:
         th.start()
