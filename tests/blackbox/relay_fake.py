@@ -41,6 +41,19 @@ def create(srv, agent, limits=None, key=None):
     return r.json()
 
 
+def wait_status(srv, uid, status, timeout=10):
+    """Polls GET /v1/relay/sessions/{uid} until its status is `status` (asserts it
+    after `timeout` seconds, times harness.SCALE); returns the session."""
+    import harness
+    deadline = time.time() + timeout * harness.SCALE
+    while True:
+        got = harness.expect(srv.get("/v1/relay/sessions/" + uid), 200).json()
+        if got["status"] == status or time.time() > deadline:
+            harness.eq(got["status"], status, "session status")
+            return got
+        time.sleep(0.05)
+
+
 class FakeClient:
     def __init__(self, srv, uid, token, root, mode=None, exclusions=None, client="fake 1",
                  allow_write=None):

@@ -405,18 +405,25 @@ def test_ceiling_refused_before_100_continue(srv):
     eq(srv.volume(vid)["bytes"], MiB // 2, "bytes stored")
 
 
-def test_ceiling_stops_a_streamed_body(srv):
-    vid = srv.create_volume(ceiling=MiB)["id"]
-    total, chunk = 48 * MiB, 256 * 1024
+def _sampling_body(srv, total, chunk, fill):
+    """A streamed body of `total` bytes in `chunk`s that records, before each chunk,
+    the most DATA/tmp held so far (seen["max"])."""
     seen = {"max": 0, "sent": 0}
 
     def body():
         while seen["sent"] < total:
             seen["max"] = max(seen["max"], _tmp_bytes(srv))
             seen["sent"] += chunk
-            yield b"z" * chunk
+            yield fill * chunk
+    return seen, body()
 
-    e = expect_error(srv.put_file(vid, "huge.bin", body()), 400, "validation_error")
+
+def test_ceiling_stops_a_streamed_body(srv):
+    vid = srv.create_volume(ceiling=MiB)["id"]
+    total, chunk = 48 * MiB, 256 * 1024
+    seen, body = _sampling_body(srv, total, chunk, b"z")
+
+    e = expect_error(srv.put_file(vid, "huge.bin", body), 400, "validation_error")
     contains(e["message"], "ceiling", "the error names the ceiling")
     eq(e.get("ceiling"), MiB, "error.ceiling")
     seen["max"] = max(seen["max"], _tmp_bytes(srv))
@@ -433,8 +440,8 @@ def test_ceiling_stops_a_streamed_body(srv):
     # and a signed PUT link holds the same ceiling
     link = expect(srv.post("/v1/volumes/%s/links" % vid,
                            json={"path": "l.bin", "method": "PUT"}), 201).json()["url"]
-    seen.update(max=0, sent=0)
-    expect_error(srv.put(link, body=body(), key=None), 400, "validation_error")
+    seen, body = _sampling_body(srv, total, chunk, b"z")
+    expect_error(srv.put(link, body=body, key=None), 400, "validation_error")
     check(seen["max"] <= MiB + chunk, "link upload cut at the ceiling (saw %d)" % seen["max"])
 
 
@@ -444,16 +451,10 @@ def test_ceiling_holds_for_agent_files(srv):
     expect(srv.put("/v1/agents/%s" % aid,
                    json={"mounts": [{"volumeId": vid, "path": "/data", "mode": "rw"}]}), 201)
     total, chunk = 24 * MiB, 256 * 1024
-    seen = {"max": 0, "sent": 0}
-
-    def body():
-        while seen["sent"] < total:
-            seen["max"] = max(seen["max"], _tmp_bytes(srv))
-            seen["sent"] += chunk
-            yield b"z" * chunk
+    seen, body = _sampling_body(srv, total, chunk, b"z")
 
     url = "/v1/agents/%s/files/data/big.bin" % aid
-    e = expect_error(srv.put(url, body=body()), 400, "validation_error")
+    e = expect_error(srv.put(url, body=body), 400, "validation_error")
     contains(e["message"], "ceiling", "the error names the ceiling")
     check(seen["max"] <= MiB + chunk, "agent upload cut at the ceiling (saw %d)" % seen["max"])
     s = socket.create_connection((srv.host, srv.port), timeout=10)
@@ -473,16 +474,10 @@ def test_ceiling_holds_for_agent_uploads(srv):
                    json={"mounts": [{"workspace": False},
                                     {"volumeId": vid, "path": "/data", "mode": "rw"}]}), 201)
     total, chunk = 24 * MiB, 256 * 1024
-    seen = {"max": 0, "sent": 0}
-
-    def body():
-        while seen["sent"] < total:
-            seen["max"] = max(seen["max"], _tmp_bytes(srv))
-            seen["sent"] += chunk
-            yield b"u" * chunk
+    seen, body = _sampling_body(srv, total, chunk, b"u")
 
     url = "/v1/agents/%s/uploads/r1/big.bin" % aid
-    e = expect_error(srv.put(url, body=body()), 400, "validation_error")
+    e = expect_error(srv.put(url, body=body), 400, "validation_error")
     contains(e["message"], "ceiling", "the error names the ceiling")
     check(seen["max"] <= MiB + chunk, "upload cut at the ceiling (saw %d)" % seen["max"])
     eq(srv.volume(vid)["bytes"], 0, "nothing stored")

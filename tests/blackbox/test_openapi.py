@@ -16,7 +16,7 @@ import time
 import harness
 import openapi_check as oc
 from harness import check, contains, eq, expect, expect_error
-from relay_fake import FakeClient, create, make_agent
+from relay_fake import FakeClient, create, make_agent, wait_status
 
 OPENAPI_DIR = os.path.join(harness.ROOT, "tests", "openapi")
 DOC_PATH = os.path.join(harness.ROOT, "docs", "openapi.json")
@@ -430,14 +430,7 @@ def test_tour_turns(srv):
     expect(srv.delete("/v1/agents/" + aid), 204)
 
 
-def _wait_status(srv, uid, status):
-    deadline = time.time() + 10 * harness.SCALE
-    while True:
-        got = expect(srv.get("/v1/relay/sessions/" + uid), 200).json()
-        if got["status"] == status or time.time() > deadline:
-            eq(got["status"], status, "session status")
-            return got
-        time.sleep(0.05)
+_wait_status = wait_status
 
 
 def test_tour_relay(srv):

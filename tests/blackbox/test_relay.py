@@ -10,7 +10,7 @@ import time
 
 import harness
 from harness import check, contains, eq, expect, expect_error
-from relay_fake import FakeClient, create, make_agent
+from relay_fake import FakeClient, create, make_agent, wait_status
 
 _n = [0]
 
@@ -38,14 +38,7 @@ def _session(srv, mode=None, limits=None, files=None, client_mode=None, exclusio
     return s, c, root
 
 
-def _wait_status(srv, uid, status, timeout=10):
-    deadline = time.time() + timeout * harness.SCALE
-    while True:
-        got = expect(srv.get("/v1/relay/sessions/" + uid), 200).json()
-        if got["status"] == status or time.time() > deadline:
-            eq(got["status"], status, "session status")
-            return got
-        time.sleep(0.05)
+_wait_status = wait_status
 
 
 def _op(srv, uid, query=None, key=None, **body):
