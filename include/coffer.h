@@ -69,6 +69,7 @@ typedef struct cof_store cof_store;
 typedef struct cof_store_opts {
 	int64_t gc_grace_seconds;   /* unreferenced content kept this long; 0 = 24 h */
 	int64_t history_seconds;    /* changes feed kept at least this long; 0 = 7 days */
+	int serve;                  /* cofferd: the only server of the dir (DATA/lock) */
 } cof_store_opts;
 
 /* Opens (creating if needed) the data dir: blobs/, meta.db, link.key. The admin key

@@ -567,8 +567,8 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 	    (r = cof_meta_subject_get(st->meta, org, agent, SKILLS_ROW, skvol, err)) < 0)
 		return -1;
 	/* The skills' content is named by the skills volume until the change that
-	 * names it again commits; holding gc_lock keeps a replaced one alive. */
-	pthread_rwlock_rdlock(&st->gc_lock);
+	 * names it again commits; holding the content keeps a replaced one alive. */
+	cof_store_hold_content(st);
 	if (r == 1 && (cof_view_open(st, org, skvol, NULL, &sk, err) ||
 		       cof_meta_list(st->meta, sk.vno, sk.seq, "", NULL, cof_items_add, &s.skills,
 				     err)))
@@ -587,7 +587,7 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 	*out = json_pack("{s:s, s:o}", "volumeId", vol, "skills", names);
 	rc = 0;
 out:
-	pthread_rwlock_unlock(&st->gc_lock);
+	cof_store_release_content(st);
 	cof_items_release(&s.skills);
 	return rc;
 }

@@ -183,14 +183,17 @@ const cli_cmd cli_admin_cmds[] = {
 	 admin_key_create},
 	{NULL, "gc", "--data DIR [--grace SECONDS]",
 	 "delete content nothing refers to any more (works on the data dir)",
-	 "Opens DIR directly (no server needed; a running cofferd may share it).\n\n"
+	 "Opens DIR directly (no server needed). Safe beside the cofferd serving DIR:\n"
+	 "uploads under way are left alone and content a write is about to name is\n"
+	 "never deleted (docs/design.md, \"Processes sharing a data dir\").\n\n"
 	 "Options:\n"
 	 "  -d, --data DIR       the data dir\n"
 	 "  --grace SECONDS      keep unreferenced content this long (default 24 h)\n",
 	 admin_gc},
 	{NULL, "fsck", "--data DIR",
 	 "check that every stored file's content exists and hashes right",
-	 "Opens DIR directly (no server needed). Exits 1 when something is missing\n"
+	 "Opens DIR directly (no server needed; safe beside the cofferd serving DIR:\n"
+	 "uploads under way are left alone). Exits 1 when something is missing\n"
 	 "or corrupt.\n\n"
 	 "Options:\n"
 	 "  -d, --data DIR       the data dir\n",

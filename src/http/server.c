@@ -582,6 +582,7 @@ static int open_store(const server_opts *o, cof_store **st)
 
 	so.gc_grace_seconds = o->gc_grace < 0 ? 0 : (o->gc_grace == 0 ? 1 : o->gc_grace);
 	so.history_seconds = o->history; /* 0 = the default, 7 days */
+	so.serve = 1;
 	if (cof_store_open(o->data, &so, st, &err)) {
 		fprintf(stderr, "cofferd: cannot open data dir '%s': %s\n", o->data, err.msg);
 		cof_err_clear(&err);

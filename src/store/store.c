@@ -123,7 +123,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		st->opts.gc_grace_seconds = 24 * 3600;
 	if (st->opts.history_seconds <= 0)
 		st->opts.history_seconds = 7 * 24 * 3600;
-	pthread_rwlock_init(&st->gc_lock, NULL);
+	st->gc_fd = st->serve_fd = -1;
 	pthread_mutex_init(&st->change_mu, NULL);
 	cof_cond_init(&st->change_cv); /* timed waits: long-polls, watches */
 	pthread_mutex_init(&st->magic_mu, NULL);
@@ -132,6 +132,8 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		cof_error(err, COF_EINTERNAL, "cannot create '%s': %s", dir, strerror(errno));
 		goto fail;
 	}
+	if (cof_store_locks_open(st, st->opts.serve, err))
+		goto fail;
 	snprintf(file, sizeof file, "%s/meta.db", dir);
 	/* SQLite gives its -wal and -shm files the database file's mode: 0600. */
 	int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -164,7 +166,7 @@ void cof_store_close(cof_store *st)
 		st->blobs->close(st->blobs);
 	if (st->magic)
 		magic_close(st->magic);
-	pthread_rwlock_destroy(&st->gc_lock);
+	cof_store_locks_close(st);
 	pthread_mutex_destroy(&st->change_mu);
 	pthread_cond_destroy(&st->change_cv);
 	pthread_mutex_destroy(&st->magic_mu);

@@ -19,10 +19,13 @@ struct cof_store {
 	char admin_key[80];
 	int admin_key_new;
 	unsigned char link_secret[32];
-	/* Uploads hold it shared from blob commit to metadata commit; the collector
-	 * holds it exclusively while deleting, so it never deletes content that a
-	 * write is about to name. */
+	/* The content lock and the serving lock (lock.c): gc_lock between this
+	 * process's threads, gc_fd (DATA/gc.lock) between processes; holders
+	 * counts this process's writers inside it. serve_fd holds DATA/lock. */
 	pthread_rwlock_t gc_lock;
+	pthread_mutex_t hold_mu;
+	int64_t holders;
+	int gc_fd, serve_fd;
 	/* Broadcast after every committed change, for long-polling readers. */
 	pthread_mutex_t change_mu;
 	pthread_cond_t change_cv;
@@ -42,6 +45,20 @@ struct cof_store {
 	pthread_mutex_t magic_mu;
 	void *magic;
 };
+
+/* Takes the data dir's locks (lock.c); `serve` also takes DATA/lock, refused
+ * (COF_ECONFLICT naming the pid) while another cofferd holds it. */
+int cof_store_locks_open(cof_store *st, int serve, cof_err *err);
+void cof_store_locks_close(cof_store *st);
+/* A write holds content from its blob's commit until the metadata naming the
+ * blob has committed (or failed); the collector never deletes meanwhile, in
+ * this process or another. Cannot fail. */
+void cof_store_hold_content(cof_store *st);
+void cof_store_release_content(cof_store *st);
+/* The collector, around forgetting and deleting content: waits for writes of
+ * every process to leave it (COF_EUNAVAILABLE after a minute). */
+int cof_store_collect_begin(cof_store *st, cof_err *err);
+void cof_store_collect_end(cof_store *st);
 
 /* Wakes long-pollers after a change was committed. */
 void cof_store_changed(cof_store *st);

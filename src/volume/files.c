@@ -294,7 +294,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 			       sizeof ctype);
 	/* Held from the blob's commit to the metadata's, so the collector never
 	 * deletes content a write is about to name. */
-	pthread_rwlock_rdlock(&st->gc_lock);
+	cof_store_hold_content(st);
 	if (up->w) {
 		rc = st->blobs->commit(up->w, sha, &size, err);
 	} else {
@@ -307,7 +307,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 		p.sha = sha, p.size = size, p.ctype = ctype;
 		rc = cof_meta_change(st->meta, v.vno, put_apply, &p, &seq, err);
 	}
-	pthread_rwlock_unlock(&st->gc_lock);
+	cof_store_release_content(st);
 	free(up->vol);
 	free(up);
 	if (rc)

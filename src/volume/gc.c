@@ -6,8 +6,9 @@
  * content nothing refers to as orphaned (now) and un-marks what is referred to
  * again; (3) deletes content orphaned for longer than the grace period, and
  * stored content the metadata never named (an upload refused or cut off) once
- * its file is older than the grace period. Deleting holds gc_lock exclusively
- * so a write that is about to name some content never loses it.
+ * its file is older than the grace period. Deleting holds the content lock
+ * exclusively (store/lock.c), so a write that is about to name some content
+ * never loses it, in this process or in another sharing the data dir.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,8 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err)
 	size_t tracked = s.n;
 	if (st->blobs->each(st->blobs, collect_untracked, &s, err))
 		goto fail;
-	pthread_rwlock_wrlock(&st->gc_lock);
+	if (cof_store_collect_begin(st, err))
+		goto fail;
 	for (size_t i = 0; i < s.n; i++) {
 		int gone = 1;
 		if (i < tracked) {
@@ -81,7 +83,7 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err)
 			s.freed += s.sizes[i];
 		}
 	}
-	pthread_rwlock_unlock(&st->gc_lock);
+	cof_store_collect_end(st);
 	if (err->code)
 		goto fail;
 	free(s.shas);

@@ -140,7 +140,7 @@ static int given_store(cof_store *st, const cof_volrow *v, json_t *files, cof_sn
 	h.capacity = h.ceiling = COF_MAX_CEILING;
 	h.created_at = cof_now();
 	h.hidden = 1;
-	pthread_rwlock_rdlock(&st->gc_lock);
+	cof_store_hold_content(st);
 	for (size_t i = 0; i < g.n; i++) {
 		given_file *f = &g.f[i];
 		int r = cof_content_put(st, f->data, f->len, f->sha, err);
@@ -169,7 +169,7 @@ static int given_store(cof_store *st, const cof_volrow *v, json_t *files, cof_sn
 	}
 	rc = 0;
 unlock:
-	pthread_rwlock_unlock(&st->gc_lock);
+	cof_store_release_content(st);
 out:
 	given_release(&g);
 	return rc;

@@ -101,7 +101,7 @@ int cof_folder_children(cof_store *st, const cof_view *view, const char *prefix,
 #define COF_INLINE_MAX (16 * 1024)
 
 /* Stores `data` as content: inline (returns 1; pass `data` to cof_txn_write) or
- * as a blob (returns 0). The caller must hold st->gc_lock (read) until the
+ * as a blob (returns 0). The caller must hold the content (cof_store_hold_content) until the
  * metadata naming it has committed. */
 int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
 		    cof_err *err);
