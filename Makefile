@@ -22,6 +22,9 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# the power-cut library the crash tests preload into cofferd (never sanitized:
+# it must not depend on a sanitizer runtime)
+POWERCUT := $(BUILD)/tests/libpowercut.so
 
 DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
@@ -74,10 +77,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcoffer.a | deps
 run: all
 	$(BUILD)/cofferd --data $(DATA) --listen $(LISTEN)
 
-unit: all $(UNITS)
-blackbox: all
+$(POWERCUT): tests/powerloss/powercut.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -Wall -Wextra -fPIC -shared $< -o $@ -ldl -pthread
 
-test: all $(UNITS)
+unit: all $(UNITS)
+blackbox: all $(POWERCUT)
+
+test: all $(UNITS) $(POWERCUT)
 	python3 tests/run.py --build $(BUILD)
 
 asan:

@@ -44,18 +44,6 @@ static int io_error(cof_err *err, int e, const char *what)
 	return cof_error(err, COF_EINTERNAL, "%s failed: %s", what, strerror(e));
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int r;
-
-	if (fd < 0)
-		return -1;
-	r = fsync(fd);
-	close(fd);
-	return r;
-}
-
 static int local_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 {
 	local_store *st = (local_store *)bs;
@@ -135,7 +123,8 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 		goto out;
 	}
 	blob_path(w->st, sha, path, sizeof path, dir, sizeof dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	/* a new folder lives only once its parent (blobs/) is synced too */
+	if (mkdir(dir, 0700) == 0 ? cof_fsync_dir(w->st->dir) < 0 : errno != EEXIST) {
 		io_error(err, errno, "storing the upload");
 		goto out;
 	}
@@ -145,7 +134,7 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 		rc = 0;
 		goto out;
 	}
-	if (rename(w->tmp, path) < 0 || fsync_dir(dir) < 0) {
+	if (rename(w->tmp, path) < 0 || cof_fsync_dir(dir) < 0) {
 		io_error(err, errno, "storing the upload");
 		goto out;
 	}
@@ -278,6 +267,12 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 		local_close(&st->base);
 		return cof_error(err, COF_EINTERNAL, "cannot create '%s/blobs': %s", dir,
 				 strerror(e));
+	}
+	/* blobs/ and tmp/ (when just made) are entries of the data dir */
+	if (cof_fsync_dir(dir) < 0) {
+		int e = errno;
+		local_close(&st->base);
+		return cof_error(err, COF_EINTERNAL, "cannot sync '%s': %s", dir, strerror(e));
 	}
 	sweep_tmp(st->tmpdir);
 	st->base.begin = local_begin;

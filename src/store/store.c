@@ -150,6 +150,11 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		magic_close(st->magic);
 		st->magic = NULL;
 	}
+	/* the files made above (meta.db, the keys, the locks) are entries of DATA */
+	if (cof_fsync_dir(dir) < 0) {
+		cof_error(err, COF_EINTERNAL, "cannot sync '%s': %s", dir, strerror(errno));
+		goto fail;
+	}
 	*out = st;
 	return 0;
 fail:

@@ -2,10 +2,12 @@
  * misc.c — ids, randomness, hashing, clocks, time and size formatting.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include "util/util.h"
@@ -131,4 +133,16 @@ void cof_size_fmt(int64_t bytes, char *out, size_t outsz)
 		snprintf(out, outsz, "%lld %s", (long long)v, units[u]);
 	else
 		snprintf(out, outsz, "%.1f %s", v, units[u]);
+}
+
+int cof_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	int r = fsync(fd), e = errno;
+	close(fd);
+	errno = e;
+	return r;
 }

@@ -81,6 +81,9 @@ void cof_glob_literal_prefix(const char *pattern, char *out, size_t outsz);
 /* Fills `out` with `prefix` + 20 random lowercase base32 chars. */
 void cof_id_new(const char *prefix, char *out, size_t outsz);
 int cof_random(void *buf, size_t len);
+/* fsync(2) of a directory, so the entries made in it so far survive a power
+ * cut. 0, or -1 with errno. */
+int cof_fsync_dir(const char *dir);
 void cof_hex(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
 int cof_sha256_hex(const void *data, size_t len, char out[65]);
 /* Wall-clock time, only for a time shown or stored (createdAt, expiresAt,
