@@ -27,7 +27,7 @@ export function fail(e) {
   if (e && e.name === 'AbortError') return;
   if (e instanceof api.ApiError && e.status === 401) {
     api.forgetKey();
-    say('The key was refused: ' + e.message, 'error');
+    say('The key was refused: 401 ' + e.type + ': ' + e.message, 'error');
     route();
     return;
   }
