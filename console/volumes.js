@@ -20,12 +20,13 @@ const TEXT_MAX = 1 << 20; // larger text files are offered as downloads
 
 export const mediaType = (ct) => (ct || '').split(';')[0].trim().toLowerCase();
 
-// The volume's heading and tabs (Files, Snapshots, Changes).
+// The volume's heading and tabs (Files, Snapshots, Changes); the Files views
+// show the path's own breadcrumbs instead.
 export function volHead(vol, which) {
   const id = encodeURIComponent(vol.id);
   const tab = (r, t) => link(r, t, { class: which === t ? 'tab here' : 'tab', 'aria-current': which === t ? 'page' : null });
   return h('div', { class: 'volhead' },
-    h('p', { class: 'crumbs' }, link('/volumes', 'Volumes'), ' / ', vol.name || vol.id),
+    which === 'Files' ? null : h('p', { class: 'crumbs' }, link('/volumes', 'Volumes'), ' / ', vol.name || vol.id),
     h('p', { class: 'facts' }, (vol.files ?? '?') + ' files · ' + bytes(vol.bytes) + ' · seq ' + vol.seq),
     h('nav', { class: 'tabs', 'aria-label': 'Volume' },
       tab('/v/' + id + '/files', 'Files'), tab('/v/' + id + '/snapshots', 'Snapshots'),
