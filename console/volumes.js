@@ -35,7 +35,17 @@ export function volHead(vol, which) {
 
 // #/volumes: the organization's volumes.
 export async function list(ctx) {
-  const { items, more } = await api.all('/v1/volumes', 'volumes', { limit: 1000 }, 5000, ctx.signal);
+  let got;
+  try {
+    got = await api.all('/v1/volumes', 'volumes', { limit: 1000 }, 5000, ctx.signal);
+  } catch (e) {
+    if (e.status !== 403) throw e;
+    // a key bound to an agent reaches only that agent (and its relay sessions)
+    put(ctx.main, h('h1', {}, 'Volumes'), h('p', {}, '403 ' + e.type + ': ' + e.message + '. '),
+      h('p', {}, link('/agents', 'Agents'), ' · ', link('/relay', 'Relay sessions')));
+    return;
+  }
+  const { items, more } = got;
   const rows = items.map((v) => [link(folderRoute(v.id, ''), v.name), String(v.files),
     bytes(v.bytes), String(v.seq), when(v.createdAt)]);
   put(ctx.main, h('h1', {}, 'Volumes'),

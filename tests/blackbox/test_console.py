@@ -225,3 +225,22 @@ def test_stored_html_and_svg_never_run(srv):
     srv.put_ok(v["id"], "console/app.js", b"window.__pwned = 3;\n")
     _drive(srv, "stored_script", vid=v["id"],
            paths=["page.html", "pic.svg", "console/index.html"])
+
+
+def test_file_as_a_snapshot_had_it(srv):
+    v = srv.create_volume(_name("snapview"))
+    srv.put_ok(v["id"], "pixel.png", PNG, content_type="image/png")
+    srv.put_ok(v["id"], "pic.svg", b"<svg xmlns='http://www.w3.org/2000/svg'><script>"
+               b"window.__pwned = 1;</script></svg>\n", content_type="image/svg+xml")
+    srv.put_ok(v["id"], "t.txt", b"as it was\n")
+    s = srv.snapshot(v["id"])
+    srv.put_ok(v["id"], "t.txt", b"as it is now\n")
+    _drive(srv, "snapshot_view", vid=v["id"], sid=s["id"], image="pixel.png", svg="pic.svg",
+           text="t.txt", oldText="as it was")
+
+
+def test_agent_bound_key(srv):
+    aid = _name("bound")
+    expect(srv.put("/v1/agents/" + aid, json={}), 200, 201)
+    k = expect(srv.post("/v1/keys", json={"agent": aid}), 201).json()["key"]
+    _drive(srv, "agentkey", agentKey=k, agent=aid)

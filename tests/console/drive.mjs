@@ -298,6 +298,51 @@ const scenarios = {
     check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
   },
 
+  // A file as a snapshot had it: signed links have no snapshot (nor may a read-only key
+  // make one), so raster images come as blob: URLs typed as images, an SVG as its source
+  // only, downloads as application/octet-stream blobs.
+  async snapshot_view(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    const at = (p) => '/v/' + A.vid + '/file?path=' + encodeURIComponent(p) + '&snapshot=' + A.sid;
+    await go(page, at(A.image));
+    await page.waitForSelector('img.preview');
+    await page.waitForFunction(() => { const i = document.querySelector('img.preview'); return i.complete && i.naturalWidth > 0; });
+    check((await page.$eval('img.preview', (i) => i.getAttribute('src'))).startsWith('blob:'), 'a raster image as a blob: URL');
+    await go(page, at(A.svg));
+    await waitText(page, '.facts', 'as snapshot ' + A.sid);
+    await page.waitForSelector('.code .line');
+    check(!(await page.$('img.preview')), 'without a link an SVG is not shown as an image');
+    check(!(await page.$('#newver')), 'no upload form on a snapshot view');
+    await page.click('a.download');
+    await page.waitForFunction(() => document.querySelector('a.download').dataset.ready === '1');
+    const href = await page.$eval('a.download', (a) => a.getAttribute('href'));
+    check(href.startsWith('blob:'), 'the download is a blob: URL: ' + href);
+    // the console's CSP refuses fetch(blob:); a page of this origin without it reads the type
+    const probe = await newPage(b);
+    await probe.setBypassCSP(true);
+    await probe.goto(A.url + '/console', { waitUntil: 'load' });
+    const type = await probe.evaluate((u) => fetch(u).then((r) => r.blob()).then((x) => x.type), href);
+    await probe.close();
+    check(type === 'application/octet-stream', 'typed application/octet-stream, not ' + type);
+    await go(page, at(A.text));
+    await waitText(page, '.code .tx', A.oldText);
+    await shot(page, 'text');
+    check(await page.evaluate(() => window.__pwned) === undefined, 'the SVG script did not run');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // A key bound to an agent: the volumes page says why it shows nothing; the agent opens.
+  async agentkey(b) {
+    const page = await newPage(b);
+    await signIn(page, A.agentKey);
+    await waitText(page, 'main', '403 forbidden');
+    await go(page, '/agents/' + A.agent);
+    await waitText(page, 'h1', 'Agent ' + A.agent);
+    await shot(page, 'agent');
+  },
+
   // A stored HTML and SVG with script, viewed every way the console offers: the
   // script must never run (it would set a global or request /pwned-...).
   async stored_script(b) {
