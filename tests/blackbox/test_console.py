@@ -86,6 +86,16 @@ def test_page_headers(srv):
     eq(srv.post("/console", key=None, json={}).status, 405, "POST /console: 405")
 
 
+def test_served_files_are_the_source(srv):
+    """What cofferd serves under /console is console/ of this tree, byte for byte (the
+    build embeds it; a stale build would fail here)."""
+    cdir = os.path.join(harness.ROOT, "console")
+    for name in sorted(os.listdir(cdir)):
+        with open(os.path.join(cdir, name), "rb") as f:
+            want = f.read()
+        eq(expect(srv.get("/console/" + name, key=None), 200).body, want, "console/" + name)
+
+
 def test_page_uses_nothing_external():
     """Every file of console/: no URL of another origin (fonts, CDN), no inline handler,
     no HTML parsing of data (innerHTML and the like)."""

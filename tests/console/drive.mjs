@@ -152,6 +152,8 @@ const scenarios = {
       check(JSON.stringify(lines) === JSON.stringify(want.map((l, i) => [String(i + 1), l])),
         'the text with line numbers: ' + JSON.stringify(lines));
       await shot(page, 'text-' + width);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(over <= 0, 'the file view fits ' + width + ' px (overflows by ' + over + ' px)');
       await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.image));
       await page.waitForSelector('img.preview');
       await page.waitForFunction(() => { const i = document.querySelector('img.preview'); return i.complete && i.naturalWidth > 0; });
