@@ -7,7 +7,7 @@
 // Exit 0: passed. Exit 1: failed (the reason on stderr). Exit 3: Chromium could
 // not start (the test skips with the reason on stderr). Screenshots of each
 // page go to `shots` as SCENARIO-STEP.png (1280 px wide, some also 390 px).
-import { writeFileSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import puppeteer from 'puppeteer-core';
@@ -28,14 +28,17 @@ async function apiCall(method, path, body, headers = {}) {
   return { status: r.status, text, json: () => JSON.parse(text) };
 }
 
+const profile = mkdtempSync(join(tmpdir(), 'coffer-chromium-')); // removed at the end
+
 async function launch() {
   const args = ['--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
   try {
     return await puppeteer.launch({ executablePath: A.chromium || '/usr/bin/chromium', headless: true,
-      args, timeout: 60000, userDataDir: mkdtempSync(join(tmpdir(), 'coffer-chromium-')) });
+      args, timeout: 60000, userDataDir: profile });
   } catch (e) {
     process.stderr.write('chromium cannot start: ' + e.message + '\n');
+    rmSync(profile, { recursive: true, force: true });
     process.exit(3);
   }
 }
@@ -170,7 +173,7 @@ const scenarios = {
 
   async upload(b) {
     const page = await newPage(b);
-    const dir = mkdtempSync(join(tmpdir(), 'coffer-up-'));
+    const dir = mkdtempSync(join(profile, 'up-'));
     const local = join(dir, 'note.txt');
     writeFileSync(local, A.content);
     await signIn(page);
@@ -399,5 +402,6 @@ try {
   code = 1;
 } finally {
   await browser.close().catch(() => {});
+  rmSync(profile, { recursive: true, force: true });
 }
 process.exit(code);
