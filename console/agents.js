@@ -81,9 +81,8 @@ export async function one(ctx, aid) {
   const runs = recent('runs:' + aid);
   put(ctx.main, h('p', { class: 'crumbs' }, link('/agents', 'Agents'), ' / ', aid),
     h('h1', {}, 'Agent ' + aid),
-    h('p', { class: 'facts' }, 'Created ' + when(a.createdAt) +
-      (a.workspaceVolumeId ? ' · workspace volume ' : '')),
-    a.workspaceVolumeId ? h('p', {}, link(folderRoute(a.workspaceVolumeId, ''), 'Open the workspace volume')) : null,
+    h('p', { class: 'facts' }, 'Created ' + when(a.createdAt)),
+    a.workspaceVolumeId ? h('p', {}, 'Workspace: ', link(folderRoute(a.workspaceVolumeId, ''), a.workspaceVolumeId)) : null,
     h('h2', {}, 'Mounts'), mountsTable(a.mounts),
     h('h2', {}, 'Settings'), jsonBlock(settings),
     h('h2', {}, 'Runs'),

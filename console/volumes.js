@@ -87,8 +87,9 @@ function staleNotice(ctx, e, what) {
   ctx.say('');
   return h('div', { class: 'notice error', role: 'alert' },
     h('p', {}, '412 precondition_failed: ' + what + ' changed since this page was loaded' +
-      (cur ? ' (it is now at version ' + cur.version + ')' : ' (it exists now)') +
-      '; nothing was written. ' + e.message),
+      (cur ? ': it is now at version ' + cur.version : ': it exists now') +
+      '. Nothing was written. Reload to see it, then try again.'),
+    h('p', { class: 'hint' }, 'cofferd said: ' + e.message),
     button('Reload', () => window.dispatchEvent(new HashChangeEvent('hashchange')),
       { class: 'reload' }));
 }
