@@ -141,7 +141,7 @@ def test_open_folder_and_file(srv):
            version=put["version"], image="docs/pixel.png", binary="docs/blob.bin")
 
 
-def test_upload_and_stale_page(srv):
+def test_upload_stale_page_and_delete(srv):
     v = srv.create_volume(_name("up"))
     srv.put_ok(v["id"], "in/keep.txt", b"keep")
     _drive(srv, "upload", vid=v["id"], prefix="in/", content="uploaded from the browser\n",
@@ -149,8 +149,11 @@ def test_upload_and_stale_page(srv):
     r = expect(srv.get_file(v["id"], "in/note.txt"), 200)
     eq(r.body, b"written by someone else\n", "the stale page's upload was refused (412)")
     changes = expect(srv.get("/v1/volumes/%s/changes" % v["id"]), 200).json()["changes"]
-    eq([c["path"] for c in changes], ["in/keep.txt", "in/note.txt", "in/note.txt"],
-       "two writes of note.txt: the console's and the other writer's")
+    eq([(c["op"], c["path"]) for c in changes],
+       [("write", "in/keep.txt"), ("write", "in/note.txt"), ("write", "in/note.txt"),
+        ("write", "in/keep.txt"), ("remove", "in/keep.txt")],
+       "two writes of note.txt (the console's and the other writer's), keep.txt rewritten "
+       "under the page (its first delete got 412), then the page's delete")
 
 
 def test_two_snapshots_and_their_diff(srv):

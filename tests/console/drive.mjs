@@ -199,6 +199,19 @@ const scenarios = {
     await shot(page, 'stale');
     await page.click('.notice button.reload');
     await waitText(page, '.code .tx', A.other.trim());
+    // delete from the folder, after the confirmation (accepted)
+    await go(page, '/v/' + A.vid + '/files?prefix=' + encodeURIComponent(A.prefix));
+    await page.waitForSelector('button[aria-label="Delete keep.txt"]');
+    const w = await apiCall('PUT', '/v1/volumes/' + A.vid + '/files/' + A.prefix + 'keep.txt', 'newer\n');
+    check(w.status === 200, 'keep.txt rewritten from outside: ' + w.status);
+    await page.click('button[aria-label="Delete keep.txt"]');
+    await waitText(page, '.notice', 'it is now at version ' + w.json().version);
+    await shot(page, 'stale-delete');
+    await page.click('.notice button.reload');
+    await waitText(page, 'tbody', 'v' + w.json().version);
+    await page.click('button[aria-label="Delete keep.txt"]');
+    await waitText(page, '#status', "Deleted '" + A.prefix + "keep.txt'");
+    await page.waitForFunction(() => !document.querySelector('button[aria-label="Delete keep.txt"]'));
     check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
   },
 
