@@ -53,6 +53,13 @@ $(BUILD)/gen/openapi_json.inc: docs/openapi.json | deps
 	xxd -i < $< > $@
 $(BUILD)/obj/src/http/openapi.o: $(BUILD)/gen/openapi_json.inc
 
+# The web console, served at /console: the files of console/ as C arrays (the
+# folder itself is a prerequisite so that adding or removing a file rebuilds).
+$(BUILD)/gen/console_assets.inc: console $(wildcard console/*) scripts/embed-console | deps
+	@mkdir -p $(dir $@)
+	scripts/embed-console console $@
+$(BUILD)/obj/src/http/console.o: $(BUILD)/gen/console_assets.inc
+
 $(BUILD)/libcoffer.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@

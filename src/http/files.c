@@ -234,6 +234,11 @@ static int etag_listed(const char *list, const char *etag, int weak_ok)
 	return 0;
 }
 
+int http_etag_listed(const char *list, const char *etag, int weak_ok)
+{
+	return etag_listed(list, etag, weak_ok);
+}
+
 /* The 412 of a read whose precondition failed, with the file's headers. */
 static enum MHD_Result send_412(http_req *req, const cof_file *f, const char *etag,
 				const char *which)

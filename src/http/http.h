@@ -161,6 +161,9 @@ enum MHD_Result http_serve_file(http_req *req, cof_file *f, const char *name);
 /* The Content-Disposition value `disp` ("inline"/"attachment") naming the last
  * segment of `path` (RFC 6266 and 8187) in `out`; "" when there is no name. */
 void http_disposition(const char *disp, const char *path, char *out, size_t outsz);
+/* True when an If-Match / If-None-Match list names `etag` or is `*`; weak_ok 1
+ * compares weakly (If-None-Match), 0 strongly (If-Match). */
+int http_etag_listed(const char *list, const char *etag, int weak_ok);
 
 /* ---- routes: the handlers, one group per file */
 int http_begin_file_put(http_req *req);
@@ -263,6 +266,9 @@ enum MHD_Result http_link_put(http_req *req);
 enum MHD_Result http_health(http_req *req);
 /* openapi.c: GET /v1/openapi.json */
 enum MHD_Result http_openapi(http_req *req);
+/* console.c: the web console's page and files (no key) */
+enum MHD_Result http_console(http_req *req);
+enum MHD_Result http_console_file(http_req *req);
 
 /* ---- router.c: what server.c hands to MHD */
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,

@@ -19,6 +19,8 @@
 static const http_route routes[] = {
 	{ "GET", "/v1/health", 0, HTTP_BODY_NONE, NULL, http_health },
 	{ "GET", "/v1/openapi.json", 0, HTTP_BODY_NONE, NULL, http_openapi },
+	{ "GET", "/console", 0, HTTP_BODY_NONE, NULL, http_console },
+	{ "GET", "/console/{+}", 0, HTTP_BODY_NONE, NULL, http_console_file },
 	{ "POST", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_keys_create },
 	{ "POST", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,

@@ -664,3 +664,36 @@ def threads_started(fns):
 if os.environ.get("COFFER_OPENAPI_CHECK") == "1":
     import openapi_check
     openapi_check.enable()
+
+
+def _npm_installed(folder, package):
+    marker = os.path.join(folder, "node_modules", package, "package.json")
+    try:
+        with open(marker) as f:
+            return jsonlib.load(f).get("version")
+    except (OSError, ValueError):
+        return None
+
+
+def npm_ready(folder, package, what):
+    """Node and `package` at the version package.json in `folder` pins, in its
+    node_modules: on first use `npm ci --prefer-offline` installs exactly
+    package-lock.json, from npm's cache when it has the packages, else from the registry;
+    under a lock on package-lock.json (modules using one folder run in parallel). Fails,
+    never skips, when node or npm is missing (scripts/deps installs them); `what` names
+    the test in that message. Returns node's path."""
+    import fcntl
+    node, npm = shutil.which("node"), shutil.which("npm")
+    check(node and npm, "node and npm are needed for %s (found node=%r npm=%r); install "
+          "Node.js 18 or later (scripts/deps does)" % (what, node, npm))
+    with open(os.path.join(folder, "package.json")) as f:
+        pinned = jsonlib.load(f)["dependencies"][package]
+    with open(os.path.join(folder, "package-lock.json")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _npm_installed(folder, package) != pinned:
+            p = subprocess.run([npm, "ci", "--prefer-offline", "--no-audit", "--no-fund"],
+                               cwd=folder, capture_output=True, timeout=300 * SCALE)
+            check(p.returncode == 0, "npm ci in %s failed (exit %s):\n%s\n%s" % (
+                folder, p.returncode, p.stdout.decode()[-2000:], p.stderr.decode()[-3000:]))
+            eq(_npm_installed(folder, package), pinned, package + " installed by npm ci")
+    return node

@@ -1,0 +1,420 @@
+// drive.mjs — runs one browser scenario of the web console in headless Chromium
+// (puppeteer-core, Debian's chromium) and exits 0 when it held. Called by
+// tests/blackbox/test_console.py, which prepares the server's data first:
+//
+//   node drive.mjs SCENARIO '{"url":..., "key":..., "shots":DIR, ...}'
+//
+// Exit 0: passed. Exit 1: failed (the reason on stderr). Exit 3: Chromium could
+// not start (the test skips with the reason on stderr). Screenshots of each
+// page go to `shots` as SCENARIO-STEP.png (1280 px wide, some also 390 px).
+import { writeFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import puppeteer from 'puppeteer-core';
+
+const [name, argJson] = process.argv.slice(2);
+const A = JSON.parse(argJson || '{}');
+const STEP_MS = Number(A.stepMs || 20000);
+
+class Failed extends Error {}
+const check = (cond, what) => { if (!cond) throw new Failed(what); };
+
+// The API from node (the "other side" that changes things under the page).
+async function apiCall(method, path, body, headers = {}) {
+  const h = { Authorization: 'Bearer ' + A.key, ...headers };
+  if (body !== undefined && typeof body !== 'string') { h['Content-Type'] = 'application/json'; body = JSON.stringify(body); }
+  const r = await fetch(A.url + path, { method, headers: h, body });
+  const text = await r.text();
+  return { status: r.status, text, json: () => JSON.parse(text) };
+}
+
+const profile = mkdtempSync(join(tmpdir(), 'coffer-chromium-')); // removed at the end
+
+async function launch() {
+  const args = ['--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'];
+  if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
+  try {
+    return await puppeteer.launch({ executablePath: A.chromium || '/usr/bin/chromium', headless: true,
+      args, timeout: 60000, userDataDir: profile });
+  } catch (e) {
+    process.stderr.write('chromium cannot start: ' + e.message + '\n');
+    rmSync(profile, { recursive: true, force: true });
+    process.exit(3);
+  }
+}
+
+// A page that records every request it makes and fails the run on a script error.
+async function newPage(browser, width = 1280) {
+  const page = await browser.newPage();
+  await page.setViewport({ width, height: 860 });
+  page.requests = [];
+  page.errors = [];
+  page.on('request', (r) => page.requests.push(r.url()));
+  page.on('pageerror', (e) => page.errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') page.errors.push('console: ' + m.text()); });
+  page.on('dialog', (d) => d.accept()); // confirmations say yes
+  page.setDefaultTimeout(STEP_MS);
+  return page;
+}
+
+async function shot(page, step) {
+  mkdirSync(A.shots, { recursive: true });
+  await page.screenshot({ path: join(A.shots, name + '-' + step + '.png'), fullPage: true });
+}
+
+const text = (page, sel) => page.$eval(sel, (e) => e.textContent);
+const waitText = (page, sel, want) => page.waitForFunction((s, w) =>
+  [...document.querySelectorAll(s)].some((e) => e.textContent.includes(w)), {}, sel, want);
+
+// Opens the console and signs in with the key.
+async function signIn(page, key = A.key) {
+  await page.goto(A.url + '/console', { waitUntil: 'load' });
+  await page.waitForSelector('#key');
+  await page.type('#key', key);
+  await page.keyboard.press('Enter'); // the form submits from the keyboard
+}
+
+async function go(page, route) {
+  await page.evaluate((r) => { location.hash = r; }, route);
+}
+
+// Errors that are not the page's own fault: a refused API call shows in the
+// console as a failed resource load; those are what a scenario provokes.
+const pageErrors = (page) => page.errors.filter((e) => !/Failed to load resource/.test(e));
+
+const scenarios = {
+  async signin(b) {
+    const page = await newPage(b);
+    await signIn(page, 'not-a-key');
+    await waitText(page, '#status', 'unauthorized');
+    await shot(page, 'refused');
+    check(await page.$('#key'), 'a wrong key leaves the sign-in form');
+    await page.$eval('#key', (e) => { e.value = ''; });
+    await page.type('#key', A.key);
+    await page.click('.signin button[type=submit]');
+    await waitText(page, 'h1', 'Volumes');
+    const st = await page.evaluate(() => ({ key: sessionStorage.getItem('coffer.key'), cookie: document.cookie,
+      local: Object.keys(localStorage).length, href: location.href }));
+    check(st.key === A.key, 'the key is kept in sessionStorage');
+    check(st.cookie === '' && st.local === 0, 'no cookie and nothing in localStorage');
+    check(!page.requests.some((u) => u.includes(A.key)), 'the key is in no URL requested');
+    check(!st.href.includes(A.key), 'the key is not in the page URL');
+    await shot(page, 'volumes');
+    await page.click('#signout');
+    await page.waitForSelector('#key');
+    check(await page.evaluate(() => sessionStorage.getItem('coffer.key')) === null, 'sign out forgets the key');
+  },
+
+  async volumes(b) {
+    for (const width of [1280, 390]) {
+      const page = await newPage(b, width);
+      await signIn(page);
+      await waitText(page, 'h1', 'Volumes');
+      for (const v of A.volumes) await waitText(page, 'table a', v.name);
+      const rows = await page.$$eval('tbody tr', (tr) => tr.map((r) => [...r.cells].map((c) => c.textContent)));
+      for (const v of A.volumes) {
+        const row = rows.find((r) => r[0] === v.name);
+        check(row && row[1] === String(v.files) && row[3] === String(v.seq),
+          'volume ' + v.name + ' shows its files and seq: ' + JSON.stringify(row));
+      }
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(over <= 0, 'the page fits ' + width + ' px (overflows by ' + over + ' px)');
+      await shot(page, 'list-' + width);
+      // keyboard: Tab reaches the first volume's link
+      let reached = false;
+      for (let i = 0; i < 12 && !reached; i++) {
+        await page.keyboard.press('Tab');
+        reached = await page.evaluate((n) => document.activeElement && document.activeElement.textContent === n, A.volumes[0].name);
+      }
+      check(reached, 'the volume link is reachable with Tab');
+      await page.keyboard.press('Enter');
+      await waitText(page, 'h1', 'All files');
+      check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+    }
+  },
+
+  async folder_file(b) {
+    for (const width of [1280, 390]) {
+      const page = await newPage(b, width);
+      await signIn(page);
+      await waitText(page, 'h1', 'Volumes');
+      await go(page, '/v/' + A.vid + '/files');
+      await waitText(page, 'table a', A.dir + '/');
+      await page.$$eval('table a', (as, d) => as.find((a) => a.textContent === d + '/').click(), A.dir);
+      await waitText(page, 'h1', A.dir + '/');
+      await shot(page, 'folder-' + width);
+      const cells = await page.$$eval('tbody tr', (tr) => tr.map((r) => [...r.cells].map((c) => c.textContent)));
+      const row = cells.find((r) => r[0] === A.file);
+      check(row && row[1].startsWith('text/plain') && row[3] === 'v' + A.version,
+        'the folder lists the file with type and version: ' + JSON.stringify(cells));
+      check(cells.some((r) => r[0] === 'sub/' && r[1] === 'folder'), 'a subfolder is listed as a folder');
+      await page.$$eval('table a', (as, f) => as.find((a) => a.textContent === f).click(), A.file);
+      await page.waitForSelector('.code .line');
+      const lines = await page.$$eval('.code .line', (ls) => ls.map((l) => [l.children[0].textContent, l.children[1].textContent]));
+      const want = A.text.split('\n').filter((l, i, all) => i < all.length - 1 || l !== '');
+      check(JSON.stringify(lines) === JSON.stringify(want.map((l, i) => [String(i + 1), l])),
+        'the text with line numbers: ' + JSON.stringify(lines));
+      await shot(page, 'text-' + width);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(over <= 0, 'the file view fits ' + width + ' px (overflows by ' + over + ' px)');
+      await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.image));
+      await page.waitForSelector('img.preview');
+      await page.waitForFunction(() => { const i = document.querySelector('img.preview'); return i.complete && i.naturalWidth > 0; });
+      const src = await page.$eval('img.preview', (i) => i.getAttribute('src'));
+      check(src.startsWith('/l/'), 'the image comes through a signed link: ' + src);
+      await shot(page, 'image-' + width);
+      await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.binary));
+      await waitText(page, 'a.download', 'Download');
+      check(!(await page.$('.code')), 'a binary file is not shown as text');
+      await shot(page, 'binary-' + width);
+      check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+    }
+  },
+
+  async upload(b) {
+    const page = await newPage(b);
+    const dir = mkdtempSync(join(profile, 'up-'));
+    const local = join(dir, 'note.txt');
+    writeFileSync(local, A.content);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/files?prefix=' + encodeURIComponent(A.prefix));
+    await page.waitForSelector('#upfile');
+    await (await page.$('#upfile')).uploadFile(local);
+    await page.click('form.upload button[type=submit]');
+    await waitText(page, '#status', 'Uploaded ' + A.prefix + 'note.txt');
+    await waitText(page, 'table a', 'note.txt');
+    await shot(page, 'done');
+    // a stale page: the file changes after the page showed it, then the page uploads
+    await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.prefix + 'note.txt'));
+    await page.waitForSelector('#newver');
+    const r = await apiCall('PUT', '/v1/volumes/' + A.vid + '/files/' + A.prefix + 'note.txt', A.other);
+    check(r.status === 200, 'the other writer wrote: ' + r.status + ' ' + r.text);
+    writeFileSync(local, 'from the stale page\n');
+    await (await page.$('#newver')).uploadFile(local);
+    await page.click('form.upload button[type=submit]');
+    await waitText(page, '.notice', '412');
+    const note = await text(page, '.notice');
+    check(note.includes('version ' + r.json().version), 'the 412 names the current version: ' + note);
+    await shot(page, 'stale');
+    await page.click('.notice button.reload');
+    await waitText(page, '.code .tx', A.other.trim());
+    // delete from the folder, after the confirmation (accepted)
+    await go(page, '/v/' + A.vid + '/files?prefix=' + encodeURIComponent(A.prefix));
+    await page.waitForSelector('button[aria-label="Delete keep.txt"]');
+    const w = await apiCall('PUT', '/v1/volumes/' + A.vid + '/files/' + A.prefix + 'keep.txt', 'newer\n');
+    check(w.status === 200, 'keep.txt rewritten from outside: ' + w.status);
+    await page.click('button[aria-label="Delete keep.txt"]');
+    await waitText(page, '.notice', 'it is now at version ' + w.json().version);
+    await shot(page, 'stale-delete');
+    await page.click('.notice button.reload');
+    await waitText(page, 'tbody', 'v' + w.json().version);
+    await page.click('button[aria-label="Delete keep.txt"]');
+    await waitText(page, '#status', "Deleted '" + A.prefix + "keep.txt'");
+    await page.waitForFunction(() => !document.querySelector('button[aria-label="Delete keep.txt"]'));
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  async diff(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/snapshots');
+    await waitText(page, 'tbody code', A.s2);
+    await waitText(page, 'tbody', 'stage:before');
+    await shot(page, 'snapshots');
+    await page.select('#difffrom', A.s1);
+    await page.select('#diffto', A.s2);
+    await page.click('form[aria-label=Compare] button');
+    await page.waitForSelector('.diff');
+    const sec = (id) => page.$eval('section[aria-labelledby=' + id + ']', (s) => s.textContent);
+    check((await sec('added')).includes('added.txt'), 'added: ' + await sec('added'));
+    check((await sec('removed')).includes('gone.txt'), 'removed: ' + await sec('removed'));
+    check(!(await sec('added')).includes('same.txt') && !(await sec('changedh')).includes('same.txt'), 'an unchanged file is in no list');
+    const del = await page.$$eval('.line.del .tx', (l) => l.map((x) => x.textContent));
+    const add = await page.$$eval('.line.add .tx', (l) => l.map((x) => x.textContent));
+    check(JSON.stringify(del) === JSON.stringify(['two']) && JSON.stringify(add) === JSON.stringify(['TWO', 'four']),
+      'the text diff of changed.txt: -' + JSON.stringify(del) + ' +' + JSON.stringify(add));
+    await shot(page, 'two-snapshots');
+    await go(page, '/v/' + A.vid + '/diff?from=' + A.s2 + '&to=now');
+    await waitText(page, 'h1', 'now');
+    check((await sec('added')).includes('later.txt'), 'a snapshot against now: ' + await sec('added'));
+    await shot(page, 'snapshot-now');
+    // pin from the page
+    await go(page, '/v/' + A.vid + '/snapshots');
+    await page.waitForSelector('button[aria-label="Pin ' + A.s1 + '"]');
+    await page.click('button[aria-label="Pin ' + A.s1 + '"]');
+    await page.waitForSelector('button[aria-label="Unpin ' + A.s1 + '"]');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  async restore(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/snapshots');
+    await page.waitForSelector('button[aria-label="Restore ' + A.sid + '"]');
+    await page.click('button[aria-label="Restore ' + A.sid + '"]');
+    await waitText(page, '#status', 'Restored ' + A.sid);
+    await shot(page, 'done');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  async live(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/changes');
+    await waitText(page, '.live', 'Following live: up to seq');
+    await waitText(page, 'tbody', 'first.txt');
+    await new Promise((r) => setTimeout(r, 1500)); // the page is now waiting in a long-poll
+    const r = await apiCall('PUT', '/v1/volumes/' + A.vid + '/files/arrived.txt', 'hello\n');
+    check(r.status === 201, 'written from outside: ' + r.status);
+    await waitText(page, 'tbody tr:first-child', 'arrived.txt');
+    const polls = page.requests.filter((u) => u.includes('/changes?') && u.includes('wait=25'));
+    check(polls.length >= 1, 'the page long-polls (wait=25): ' + JSON.stringify(page.requests.slice(-5)));
+    await shot(page, 'arrived');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  async agent(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/agents');
+    await page.waitForSelector('#agentid');
+    await page.type('#agentid', A.agent);
+    await page.keyboard.press('Enter');
+    await waitText(page, 'h1', 'Agent ' + A.agent);
+    await waitText(page, 'table[aria-label=Mounts]', A.mountPath);
+    await page.type('#runid', A.run);
+    await page.keyboard.press('Enter');
+    await waitText(page, 'table[aria-label="Files written"]', A.written);
+    await waitText(page, 'table[aria-label="Presented files"]', A.caption);
+    await shot(page, 'agent');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  async relay_log(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/relay');
+    await waitText(page, 'table a', A.uid);
+    await shot(page, 'sessions');
+    await page.$$eval('table a', (as, u) => as.find((a) => a.textContent === u).click(), A.uid);
+    await waitText(page, 'h1', 'Relay session ' + A.uid);
+    await waitText(page, 'table[aria-label="Blocked writes"]', A.rule);
+    await waitText(page, 'table[aria-label="Session log"]', 'blocked');
+    const dd = await page.$$eval('dl dd', (d) => d.map((x) => x.textContent));
+    check(dd.includes('1 / ' + A.reads) && dd.includes('1 / ' + A.writes), 'counts against limits: ' + JSON.stringify(dd));
+    await shot(page, 'log');
+    await page.$$eval('button', (bs) => bs.find((x) => x.textContent === 'Abort this session').click());
+    await waitText(page, '#status', 'aborted');
+    await waitText(page, 'dd', 'ended');
+    await shot(page, 'aborted');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // A file as a snapshot had it: signed links have no snapshot (nor may a read-only key
+  // make one), so raster images come as blob: URLs typed as images, an SVG as its source
+  // only, downloads as application/octet-stream blobs.
+  async snapshot_view(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    const at = (p) => '/v/' + A.vid + '/file?path=' + encodeURIComponent(p) + '&snapshot=' + A.sid;
+    await go(page, at(A.image));
+    await page.waitForSelector('img.preview');
+    await page.waitForFunction(() => { const i = document.querySelector('img.preview'); return i.complete && i.naturalWidth > 0; });
+    check((await page.$eval('img.preview', (i) => i.getAttribute('src'))).startsWith('blob:'), 'a raster image as a blob: URL');
+    await go(page, at(A.svg));
+    await waitText(page, '.facts', 'as snapshot ' + A.sid);
+    await page.waitForSelector('.code .line');
+    check(!(await page.$('img.preview')), 'without a link an SVG is not shown as an image');
+    check(!(await page.$('#newver')), 'no upload form on a snapshot view');
+    await page.click('a.download');
+    await page.waitForFunction(() => document.querySelector('a.download').dataset.ready === '1');
+    const href = await page.$eval('a.download', (a) => a.getAttribute('href'));
+    check(href.startsWith('blob:'), 'the download is a blob: URL: ' + href);
+    // the console's CSP refuses fetch(blob:); a page of this origin without it reads the type
+    const probe = await newPage(b);
+    await probe.setBypassCSP(true);
+    await probe.goto(A.url + '/console', { waitUntil: 'load' });
+    const type = await probe.evaluate((u) => fetch(u).then((r) => r.blob()).then((x) => x.type), href);
+    await probe.close();
+    check(type === 'application/octet-stream', 'typed application/octet-stream, not ' + type);
+    await go(page, at(A.text));
+    await waitText(page, '.code .tx', A.oldText);
+    await shot(page, 'text');
+    check(await page.evaluate(() => window.__pwned) === undefined, 'the SVG script did not run');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // A key bound to an agent: the volumes page says why it shows nothing; the agent opens.
+  async agentkey(b) {
+    const page = await newPage(b);
+    await signIn(page, A.agentKey);
+    await waitText(page, 'main', '403 forbidden');
+    await go(page, '/agents/' + A.agent);
+    await waitText(page, 'h1', 'Agent ' + A.agent);
+    await shot(page, 'agent');
+  },
+
+  // A stored HTML and SVG with script, viewed every way the console offers: the
+  // script must never run (it would set a global or request /pwned-...).
+  async stored_script(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    for (const p of A.paths) {
+      await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(p));
+      await waitText(page, 'h1', p.split('/').pop());
+      await page.waitForSelector('a.download');
+      if (p.endsWith('.svg')) {
+        await page.waitForSelector('img.preview');
+        await page.waitForFunction(() => document.querySelector('img.preview').complete);
+      }
+      const src = await page.$$eval('.code .tx', (l) => l.map((x) => x.textContent).join('\n'));
+      check(src.includes('<script>'), p + ' is shown as its source text: ' + src.slice(0, 200));
+      check(!(await page.$('.fileview script, .fileview iframe, .fileview object, .fileview embed')),
+        p + ': no script, iframe, object or embed element in the page');
+      await shot(page, p.replace(/\W+/g, '_'));
+      // the download link, opened as a page of its own (what a user may do)
+      await page.click('a.download');
+      await page.waitForFunction(() => document.querySelector('a.download').dataset.ready === '1');
+      const href = await page.$eval('a.download', (a) => a.getAttribute('href'));
+      check(href.startsWith('/l/'), 'the download is a signed link: ' + href);
+      const other = await newPage(b);
+      try { await other.goto(A.url + href, { waitUntil: 'load', timeout: 10000 }); } catch (_) { /* a download aborts the navigation */ }
+      await new Promise((r) => setTimeout(r, 500));
+      const pw = await other.evaluate(() => window.__pwned).catch(() => undefined);
+      check(pw === undefined, p + ' opened by its link ran its script');
+      page.requests.push(...other.requests);
+      await other.close();
+    }
+    // a volume file named console/... is never served as the console
+    const own = await (await fetch(A.url + '/console/app.js')).text();
+    check(!own.includes('__pwned'), "/console/app.js is the console's, not the volume file console/app.js");
+    await new Promise((r2) => setTimeout(r2, 1000));
+    const pwned = await page.evaluate(() => window.__pwned);
+    check(pwned === undefined, 'the stored script set window.__pwned in the console');
+    const hits = page.requests.filter((u) => u.includes('/pwned'));
+    check(hits.length === 0, 'the stored script made a request: ' + JSON.stringify(hits));
+  },
+};
+
+const fn = scenarios[name];
+if (!fn) { process.stderr.write('no scenario ' + name + '\n'); process.exit(2); }
+const browser = await launch();
+let code = 0;
+try {
+  await fn(browser);
+} catch (e) {
+  process.stderr.write((e instanceof Failed ? 'failed: ' : 'error: ') + (e && e.stack || e) + '\n');
+  code = 1;
+} finally {
+  await browser.close().catch(() => {});
+  rmSync(profile, { recursive: true, force: true });
+}
+process.exit(code);
