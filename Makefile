@@ -92,6 +92,7 @@ unit: all $(UNITS)
 blackbox: all $(POWERCUT)
 
 test: all $(UNITS) $(POWERCUT)
+	@scripts/deps --test
 	python3 tests/run.py --build $(BUILD)
 
 asan:
