@@ -312,7 +312,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	free(up);
 	if (rc)
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	if (created)
 		*created = p.created;
 	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I}", "path", p.path, "version",
@@ -441,7 +441,7 @@ int cof_file_remove(cof_store *st, const char *org, const char *vol,
 	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:I}", "path", r.path, "seq", (json_int_t)seq);
 	return 0;
 }
@@ -547,7 +547,7 @@ int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
 	if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, move_apply, &m, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:s, s:I, s:I}", "from", m.from, "to", m.to, "seq",
 			 (json_int_t)seq, "moved", (json_int_t)m.moved);
 	return 0;
