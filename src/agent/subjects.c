@@ -307,7 +307,6 @@ int cof_subject_file_open(cof_store *st, const char *org, const char *agent,
 	char vol[48];
 
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (path_arg(path, "path", &p, err) || subject_open(st, org, agent, subject, vol, err))
 		return -1;
 	return cof_file_open(st, org, vol, p, NULL, out, err);
@@ -389,7 +388,7 @@ int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
 	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:I, s:I}", "path", r.path, "seq", (json_int_t)seq, "removed",
 			 (json_int_t)r.removed);
 	return 0;
@@ -444,7 +443,6 @@ int cof_subject_memory_open(cof_store *st, const char *org, const char *agent,
 	cof_err e2 = {0};
 
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (memory_path(name, path, sizeof path, err) ||
 	    subject_open(st, org, agent, subject, vol, err))
 		return -1;
@@ -579,7 +577,7 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 	}
 	if (cof_meta_change(st->meta, v.vno, session_apply, &s, &seq, err))
 		goto out;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	json_t *names = json_array();
 	for (size_t i = 0; i < s.skills.n; i++)
 		json_array_append_new(names, json_stringn(s.skills.v[i].path,

@@ -113,7 +113,7 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 	unsigned char md[32];
 	unsigned int mdlen = 0;
 	char path[4300], dir[4300];
-	int rc = -1;
+	int rc = -1, made;
 
 	EVP_DigestFinal_ex(w->md, md, &mdlen);
 	cof_hex(md, 32, sha);
@@ -123,8 +123,8 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 		goto out;
 	}
 	blob_path(w->st, sha, path, sizeof path, dir, sizeof dir);
-	/* a new folder lives only once its parent (blobs/) is synced too */
-	if (mkdir(dir, 0700) == 0 ? cof_fsync_dir(w->st->dir) < 0 : errno != EEXIST) {
+	made = mkdir(dir, 0700) == 0;
+	if (!made && errno != EEXIST) {
 		io_error(err, errno, "storing the upload");
 		goto out;
 	}
@@ -134,7 +134,10 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 		rc = 0;
 		goto out;
 	}
-	if (rename(w->tmp, path) < 0 || cof_fsync_dir(dir) < 0) {
+	/* The file's entry in its folder, and a folder made just now in its
+	 * parent: both durable before the metadata naming the blob commits. */
+	if (rename(w->tmp, path) < 0 || cof_fsync_dir(dir) < 0 ||
+	    (made && cof_fsync_dir(w->st->dir) < 0)) {
 		io_error(err, errno, "storing the upload");
 		goto out;
 	}
@@ -149,19 +152,28 @@ out:
 	return rc;
 }
 
-static int local_open(cof_blobstore *bs, const char *sha, int *fd, cof_err *err)
+static int local_open(cof_blobstore *bs, const char *sha, cof_blob_reader **out,
+		      int64_t *size, cof_err *err)
 {
 	char path[4300], dir[4300];
+	struct stat sb;
+	int fd;
 
 	blob_path((local_store *)bs, sha, path, sizeof path, dir, sizeof dir);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0) {
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		if (errno == ENOENT)
 			return cof_error(err, COF_ENOTFOUND, "content %.12s is missing", sha);
 		return cof_error(err, COF_EINTERNAL, "cannot open content %.12s: %s",
 				 sha, strerror(errno));
 	}
-	return 0;
+	if (fstat(fd, &sb) < 0) {
+		close(fd);
+		return cof_error(err, COF_EINTERNAL, "cannot open content %.12s: %s", sha,
+				 strerror(errno));
+	}
+	*size = (int64_t)sb.st_size;
+	return cof_blob_reader_fd(fd, out, err);
 }
 
 static int local_remove(cof_blobstore *bs, const char *sha, cof_err *err)
@@ -252,6 +264,7 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 {
 	local_store *st = cof_calloc(1, sizeof *st);
 	cof_buf a = COF_BUF_INIT, b = COF_BUF_INIT;
+	int made = 0, ok = 0;
 
 	if (!st || cof_buf_addf(&a, "%s/blobs", dir) || cof_buf_addf(&b, "%s/tmp", dir)) {
 		free(st);
@@ -261,20 +274,20 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 	}
 	st->dir = cof_buf_detach(&a, NULL);
 	st->tmpdir = cof_buf_detach(&b, NULL);
-	if ((mkdir(st->dir, 0700) < 0 && errno != EEXIST) ||
-	    (mkdir(st->tmpdir, 0700) < 0 && errno != EEXIST)) {
+	if (mkdir(dir, 0700) == 0 || errno == EEXIST) {
+		made = mkdir(st->dir, 0700) == 0;
+		ok = made || errno == EEXIST;
+	}
+	/* a blobs/ made just now is made durable in the store's root */
+	if (!ok || (mkdir(st->tmpdir, 0700) < 0 && errno != EEXIST) ||
+	    (made && cof_fsync_dir(dir) < 0)) {
 		int e = errno;
 		local_close(&st->base);
 		return cof_error(err, COF_EINTERNAL, "cannot create '%s/blobs': %s", dir,
 				 strerror(e));
 	}
-	/* blobs/ and tmp/ (when just made) are entries of the data dir */
-	if (cof_fsync_dir(dir) < 0) {
-		int e = errno;
-		local_close(&st->base);
-		return cof_error(err, COF_EINTERNAL, "cannot sync '%s': %s", dir, strerror(e));
-	}
 	sweep_tmp(st->tmpdir);
+	st->base.name = "local";
 	st->base.begin = local_begin;
 	st->base.write = local_write;
 	st->base.commit = local_commit;

@@ -124,8 +124,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	if (st->opts.history_seconds <= 0)
 		st->opts.history_seconds = 7 * 24 * 3600;
 	st->gc_fd = st->serve_fd = -1;
-	pthread_mutex_init(&st->change_mu, NULL);
-	cof_cond_init(&st->change_cv); /* timed waits: long-polls, watches */
+	pthread_mutex_init(&st->events_mu, NULL);
 	pthread_mutex_init(&st->magic_mu, NULL);
 	pthread_mutex_init(&st->key_mu, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -135,15 +134,14 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	if (cof_store_locks_open(st, st->opts.serve, err))
 		goto fail;
 	snprintf(file, sizeof file, "%s/meta.db", dir);
-	/* SQLite gives its -wal and -shm files the database file's mode: 0600. */
-	int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
-	if (cof_blobstore_local_open(dir, &st->blobs, err) ||
-	    cof_meta_open(file, &st->meta, err))
+	if (cof_notify_local_open(&st->notify, err) ||
+	    cof_blobstore_open_url(st->opts.blobs_url, dir, &st->blobs, err) ||
+	    cof_meta_open(st->opts.meta_url ? st->opts.meta_url : file, &st->meta, err))
 		goto fail;
+	/* the URLs are the caller's: keep nothing that points at them */
+	st->opts.meta_url = st->opts.blobs_url = NULL;
 	if (secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
-			err) < 0 || admin_key_setup(st, err))
+			err) < 0 || (!st->opts.tool && admin_key_setup(st, err)))
 		goto fail;
 	st->magic = magic_open(MAGIC_MIME_TYPE);
 	if (st->magic && magic_load(st->magic, NULL) != 0) {
@@ -172,8 +170,8 @@ void cof_store_close(cof_store *st)
 	if (st->magic)
 		magic_close(st->magic);
 	cof_store_locks_close(st);
-	pthread_mutex_destroy(&st->change_mu);
-	pthread_cond_destroy(&st->change_cv);
+	cof_notify_close(st->notify);
+	pthread_mutex_destroy(&st->events_mu);
 	pthread_mutex_destroy(&st->magic_mu);
 	pthread_mutex_destroy(&st->key_mu);
 	for (size_t i = 0; i < sizeof st->events / sizeof *st->events; i++)
@@ -192,21 +190,16 @@ int cof_store_admin_key_is_new(cof_store *st)
 	return st->admin_key_new;
 }
 
-void cof_store_changed(cof_store *st)
+void cof_store_changed(cof_store *st, const cof_volrow *v)
 {
-	pthread_mutex_lock(&st->change_mu);
-	st->change_gen++;
-	pthread_cond_broadcast(&st->change_cv);
-	pthread_mutex_unlock(&st->change_mu);
+	cof_topic t = cof_topic_volume(v->org, v->id);
+
+	cof_notify_publish(st->notify, &t);
 }
 
 void cof_changes_wake_all(cof_store *st)
 {
-	pthread_mutex_lock(&st->change_mu);
-	st->closing = 1;
-	st->change_gen++;
-	pthread_cond_broadcast(&st->change_cv);
-	pthread_mutex_unlock(&st->change_mu);
+	cof_notify_shutdown(st->notify);
 }
 
 /* ------------------------------------------------------------------ keys */

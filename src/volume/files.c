@@ -312,7 +312,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	free(up);
 	if (rc)
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	if (created)
 		*created = p.created;
 	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I}", "path", p.path, "version",
@@ -348,7 +348,6 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	int r;
 
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (cof_path_check(path, strlen(path), "path", &p, err) ||
 	    cof_view_open(st, org, vol, snapshot, &view, err))
 		return -1;
@@ -360,7 +359,8 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	if (r == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
 			  view.snapshot ? " in that snapshot" : "");
-	if (r == 1 && (out->data || !st->blobs->open(st->blobs, e->sha256, &out->fd, err))) {
+	if (r == 1 && (out->data || !cof_content_reader(st, e->sha256, e->size, p, &out->reader,
+							  err))) {
 		out->version = e->version;
 		out->size = e->size;
 		/* A write may land between reading the seq and the row: the seq
@@ -382,11 +382,52 @@ void cof_file_close(cof_file *f)
 {
 	if (!f)
 		return;
-	if (f->fd >= 0)
-		close(f->fd);
-	f->fd = -1;
+	cof_blob_close(f->reader);
+	f->reader = NULL;
 	free(f->data);
 	f->data = NULL;
+}
+
+int cof_file_read_at(const cof_file *f, int64_t off, void *buf, size_t len, size_t *got,
+		     cof_err *err)
+{
+	*got = 0;
+	if (f->reader)
+		return cof_blob_read_at(f->reader, off, buf, len, got, err);
+	if (off < 0 || off >= f->size || !f->data)
+		return 0;
+	*got = (size_t)(f->size - off) < len ? (size_t)(f->size - off) : len;
+	memcpy(buf, f->data + off, *got);
+	return 0;
+}
+
+int cof_file_fd(const cof_file *f)
+{
+	return f->reader ? cof_blob_fd(f->reader) : -1;
+}
+
+int cof_file_verify(cof_file *f, const char *name, cof_err *err)
+{
+	unsigned char *buf;
+	char sha[65];
+	cof_err e = {0};
+
+	if (!f->reader || !f->sha256[0] || f->size > COF_VERIFY_MAX)
+		return 0; /* inline (checked by SQLite), no hash (a turn's file), or large */
+	if (!(buf = cof_malloc((size_t)f->size + 1)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (cof_blob_read_full(f->reader, 0, buf, (size_t)f->size, f->sha256, &e) ||
+	    cof_sha256_hex(buf, (size_t)f->size, sha) || strcmp(sha, f->sha256)) {
+		free(buf);
+		cof_err_clear(&e);
+		return cof_error(err, COF_EINTERNAL, "the content of '%.200s' is damaged: its "
+				 "bytes do not hash to its sha256 %.12s (run coffer fsck)",
+				 name ? name : "", f->sha256);
+	}
+	cof_blob_close(f->reader);
+	f->reader = NULL;
+	f->data = buf;
+	return 0;
 }
 
 /* ----------------------------------------------------------------- remove */
@@ -424,7 +465,7 @@ int cof_file_remove(cof_store *st, const char *org, const char *vol,
 	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:I}", "path", r.path, "seq", (json_int_t)seq);
 	return 0;
 }
@@ -530,7 +571,7 @@ int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
 	if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, move_apply, &m, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:s, s:I, s:I}", "from", m.from, "to", m.to, "seq",
 			 (json_int_t)seq, "moved", (json_int_t)m.moved);
 	return 0;
