@@ -12,8 +12,8 @@
  * a file overwritten or deleted later still shows as it was.
  *
  * Records are small JSON files in the agent's own conversations volume
- * (subjects row "#conversations"): prompts/{requestId}.json, and for a prompt
- * of a conversation the same content at conversations/{id}/{requestId}.json
+ * (subjects row "#conversations"): prompts/{requestId}, and for a prompt
+ * of a conversation the same content at conversations/{id}/{requestId}
  * (stored once). A prompt's place in its conversation is the version of that
  * file. A record found for the request id makes the call a retry: nothing is
  * written and the answer is rebuilt from it.
@@ -231,7 +231,7 @@ static int record_get(cof_store *st, const char *org, const char *vol, const cha
 	char path[COF_PATH_MAX + 1];
 	int r;
 
-	snprintf(path, sizeof path, "prompts/%s.json", rid);
+	snprintf(path, sizeof path, "prompts/%s", rid);
 	r = entry_at(st, org, vol, path, e, NULL, err);
 	if (r == 1)
 		r = record_load(st, e->sha256, e->size, rec, err) ? -1 : 1;
@@ -299,7 +299,7 @@ static int conv_add(cof_store *st, const char *org, const char *vol, json_t *rec
 
 	if (!conv)
 		return 0;
-	snprintf(path, sizeof path, "conversations/%s/%s.json", conv, rid);
+	snprintf(path, sizeof path, "conversations/%s/%s", conv, rid);
 	return record_put(st, org, vol, path, rec, err) < 0 ? -1 : 0;
 }
 
@@ -675,7 +675,7 @@ static int prompt_fresh(cof_store *st, const cof_agent *a, const char *vol, preq
 	if (prompt_answer(st, rec, r->openai, out, err) ||
 	    note_seen(st, a, r, rec, *out, err))
 		goto out;
-	snprintf(path, sizeof path, "prompts/%s.json", r->rid);
+	snprintf(path, sizeof path, "prompts/%s", r->rid);
 	if ((w = record_put(st, a->org, vol, path, rec, err)) < 0)
 		goto out;
 	if (w == 1) { /* a concurrent retry recorded it first */
