@@ -14,6 +14,7 @@ import struct
 import zlib
 
 import harness
+import openapi_check as oc
 from harness import check, contains, eq, expect, expect_error
 from test_gc import run_gc
 from test_media import GIF_1X1, image_size, pdf, png, sha
@@ -25,6 +26,8 @@ except ImportError:  # scripts/deps installs python3-jsonschema
     jsonschema = None
 
 SERVER_OPTS = {"gc_grace": 1}
+if oc.jsonschema is not None:
+    oc.enable()  # every answer here is checked against docs/openapi.json too
 TIMEOUT = 180
 MIB = 1 << 20
 SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "schemas")
@@ -485,7 +488,6 @@ def test_shown_file_counts_as_read(srv):
 
 
 def test_conversation_prompt_limit(srv):
-    harness.slow("1,000 prompts (two records each) take minutes on a loaded machine")
     aid, _ = agent(srv)
     for i in range(1000):
         answer(srv, aid, text="t", requestId="p%04d" % i, conversation="full")
