@@ -422,6 +422,8 @@ def test_limits_at_their_edges(srv):
         contains(r.error["message"], phrase, "names what is wrong in %r" % (bad,))
     r = prompt(srv, aid, status=400, text="t", requestId="dup", files=[one, one])
     contains(r.error["message"], "twice", "a name given twice")
+    r = prompt(srv, aid, status=400, text="", requestId="empty")
+    contains(r.error["message"], "text or at least one file", "an empty message is refused")
     prompt(srv, aid, status=400, text="t", requestId="x", extra=1)
     prompt(srv, aid, status=400, requestId="x")
     prompt(srv, aid, status=400, text="t")
