@@ -326,14 +326,15 @@ def test_budget_100_files_newest_first(srv):
 
 def test_budget_24_mib_newest_first(srv):
     aid, ws = agent(srv)
+    # 6 MiB of PDF is 8 MiB of base64, as sent: three make the budget exactly
     for i in range(3):
-        srv.put_ok(ws, "p%d.pdf" % i, pdf_of_size(8 * MIB + 0, pages=1 + i))
+        srv.put_ok(ws, "p%d.pdf" % i, pdf_of_size(6 * MIB, pages=1 + i))
     for i in range(3):
         answer(srv, aid, text="pdf %d" % i, requestId="m%d" % i, conversation="mib",
                files=[{"path": "/workspace/p%d.pdf" % i}])
     req = rebuilt(srv, aid, "mib")
     eq([[f["shown"] for f in p["files"]] for p in req["prompts"]], [[True]] * 3,
-       "3 x 8 MiB = 24 MiB: exactly the budget, all shown")
+       "3 x 8 MiB of base64 = 24 MiB: exactly the budget, all shown")
     # one byte more, in a newer prompt: the oldest PDF is named only
     answer(srv, aid, text="one more", requestId="m3", conversation="mib",
            files=[{"name": "tiny.gif", "data": b64(GIF_1X1)}])
@@ -343,8 +344,19 @@ def test_budget_24_mib_newest_first(srv):
     contains(req["prompts"][0]["files"][0]["reason"], "24 MiB", "why")
     eq(req["format"], "openai", "format")
     eq(req["conversation"], "mib", "conversation")
-    total = sum(len(block_bytes(b)[1]) for m in req["messages"] for b in media(m["content"]))
-    check(total <= 24 * MIB, "at most 24 MiB shown (%d)" % total)
+    sent = [len(base64.b64encode(block_bytes(b)[1])) for m in req["messages"]
+            for b in media(m["content"])]
+    check(sum(sent) <= 24 * MIB, "at most 24 MiB of base64 shown (%d)" % sum(sent))
+    eq(sum(sent), 2 * 8 * MIB + 4 * ((len(GIF_1X1) + 2) // 3), "what is shown")
+    # a 16 MiB PDF (21.3 MiB of base64) fits alone; with a newer 6 MiB one it is named
+    srv.put_ok(ws, "p16.pdf", pdf_of_size(16 * MIB))
+    answer(srv, aid, text="a", requestId="n0", conversation="big",
+           files=[{"path": "/workspace/p16.pdf"}])
+    eq(rebuilt(srv, aid, "big")["prompts"][0]["files"][0]["shown"], True, "16 MiB alone")
+    answer(srv, aid, text="b", requestId="n1", conversation="big",
+           files=[{"path": "/workspace/p0.pdf"}])
+    eq([p["files"][0]["shown"] for p in rebuilt(srv, aid, "big")["prompts"]], [False, True],
+       "8 + 21.3 MiB of base64 is past 24 MiB: the older is named")
 
 
 # ------------------------------------------------------------------ formats
