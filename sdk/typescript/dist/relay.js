@@ -1,0 +1,85 @@
+// Relay sessions, the agent's side (API.md "Relay"; docs/api.md "Relay").
+import { parseSse } from "./sse.js";
+export class Relay {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /** A session for an agent that declared `relay.capability`; `connectToken` is shown only here. */
+    async create(body, o) {
+        const info = await this.t.json({ method: "POST", path: "/v1/relay/sessions", json: body }, o);
+        return Object.assign(new RelaySessionHandle(this.t, info.uid), { info });
+    }
+    /** The organization's sessions, newest first (`all`: ended ones too). */
+    list(q = {}, o) {
+        return this.t.json({
+            method: "GET", path: "/v1/relay/sessions", query: { agent: q.agent, all: q.all ? "true" : undefined },
+        }, o).then((j) => j.sessions);
+    }
+    session(uid) {
+        return new RelaySessionHandle(this.t, uid);
+    }
+}
+export class RelaySessionHandle {
+    t;
+    uid;
+    base;
+    constructor(t, uid) {
+        this.t = t;
+        this.uid = uid;
+        this.base = `/v1/relay/sessions/${encodeURIComponent(uid)}`;
+    }
+    get(o) {
+        return this.t.json({ method: "GET", path: this.base }, o);
+    }
+    /**
+     * One operation relayed to the user's side. `wait: false` makes a supervised write
+     * answer LockedError (423) with `opId` at once; see opStatus. Not retried after a
+     * dropped connection unless it only reads.
+     */
+    op(body, o = {}) {
+        return this.t.json({
+            method: "POST", path: `${this.base}/ops`, json: body, query: { wait: o.wait === false ? "false" : undefined },
+            idempotent: body.op !== "write_file", extraWaitMs: 120_000,
+        }, o);
+    }
+    readFile(path, o) {
+        return this.op({ op: "read_file", path }, o);
+    }
+    writeFile(path, content, o = {}) {
+        return this.op({ op: "write_file", path, content, encoding: o.encoding }, o);
+    }
+    listDirectory(path, o) {
+        return this.op({ op: "list_directory", path }, o);
+    }
+    searchFiles(pattern, q = {}, o) {
+        return this.op({ op: "search_files", pattern, ...q }, o);
+    }
+    /** A supervised write answered 423: pending, or done with its result or error. */
+    opStatus(opId, o) {
+        return this.t.json({ method: "GET", path: `${this.base}/ops/${encodeURIComponent(opId)}` }, o);
+    }
+    /**
+     * The session's events; `lastEventId` resumes after that event. `break` (or `signal`)
+     * closes the stream.
+     */
+    async *events(o = {}) {
+        const a = await this.t.request({
+            method: "GET", path: `${this.base}/events`, stream: true, headers: { "Last-Event-ID": o.lastEventId },
+        }, o);
+        if (a.body)
+            yield* parseSse(a.body);
+    }
+    /** The session's log (scan results of blocked writes, ...). */
+    log(o) {
+        return this.t.json({ method: "GET", path: `${this.base}/log` }, o);
+    }
+    /** Ends the session now (`endReason: "aborted"`). */
+    abort(o) {
+        return this.t.json({ method: "POST", path: `${this.base}/abort`, json: {} }, o);
+    }
+    /** Closes the session, the job done (`endReason: "closed"`). */
+    close(o) {
+        return this.t.json({ method: "DELETE", path: this.base }, o);
+    }
+}
