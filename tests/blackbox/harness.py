@@ -57,6 +57,8 @@ Response: status, reason, headers (case-insensitive .get), body (bytes), .json()
     .text, .header(name), .error (the {"error":{...}} object or None)
 Assertions: expect(resp, *statuses), expect_error(resp, status, type), eq(a, b, what),
     check(cond, what), contains(container, item, what); sha256(bytes) -> hex.
+Node packages: npm_ready(dir, package) -> node's path, after `npm ci --prefer-offline` in dir
+    when the pinned `package` (of its package.json) is not installed there yet.
 Event streams: EventStream(srv, path) reads a Server-Sent Events stream in a thread;
     .events [(type, data)], .types(), .wait(kind, n, timeout) -> list (may be short),
     .expect(kind, n, timeout) -> list (raises when short), .close().
@@ -645,6 +647,40 @@ def coffer_binary():
     """build/coffer if it exists, else None."""
     p = bin_path("coffer")
     return p if os.path.exists(p) else None
+
+
+def _installed_version(directory, package):
+    marker = os.path.join(directory, "node_modules", *package.split("/"), "package.json")
+    try:
+        with open(marker) as f:
+            return jsonlib.load(f).get("version")
+    except (OSError, ValueError):
+        return None
+
+
+def npm_ready(directory, package):
+    """Node, and the packages of `directory`'s package-lock.json in its node_modules: when
+    the version of `package` pinned in package.json (dependencies or devDependencies) is
+    not the one installed, `npm ci --prefer-offline` installs exactly the lock file, from
+    npm's cache when it has the packages, else from the registry. Under a lock on the lock
+    file: modules using one directory run in parallel. Fails, never skips, when node or
+    npm is missing (scripts/deps installs them). Returns node's path."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    check(node and npm, "node and npm are needed for the tests in %s (found node=%r npm=%r); "
+          "install Node.js 18 or later (scripts/deps does)" % (directory, node, npm))
+    with open(os.path.join(directory, "package.json")) as f:
+        pkg = jsonlib.load(f)
+    pinned = dict(pkg.get("devDependencies", {}), **pkg.get("dependencies", {}))[package]
+    import fcntl
+    with open(os.path.join(directory, "package-lock.json")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _installed_version(directory, package) != pinned:
+            p = subprocess.run([npm, "ci", "--prefer-offline", "--no-audit", "--no-fund"],
+                               cwd=directory, capture_output=True, timeout=300 * SCALE)
+            check(p.returncode == 0, "npm ci in %s failed (exit %s):\n%s\n%s" % (
+                directory, p.returncode, p.stdout.decode()[-2000:], p.stderr.decode()[-3000:]))
+            eq(_installed_version(directory, package), pinned, "%s installed by npm ci" % package)
+    return node
 
 
 @contextlib.contextmanager

@@ -13,10 +13,10 @@ export class Agents {
         this.t = t;
     }
     /** Creates or updates an agent (201/200). */
-    upsert(id, settings = {}, o) {
+    async upsert(id, settings = {}, o) {
         return this.t.json({ method: "PUT", path: `/v1/agents/${encodeURIComponent(id)}`, json: settings }, o);
     }
-    get(id, o) {
+    async get(id, o) {
         return this.t.json({ method: "GET", path: `/v1/agents/${encodeURIComponent(id)}` }, o);
     }
     /** Deletes the agent and its own workspace volume (mounted volumes stay). */
@@ -44,18 +44,18 @@ export class AgentHandle {
         this.files = new AgentFiles(t, this.base);
         this.tools = new AgentTools(t, this.base);
     }
-    get(o) {
+    async get(o) {
         return this.t.json({ method: "GET", path: this.base }, o);
     }
-    upsert(settings = {}, o) {
+    async upsert(settings = {}, o) {
         return this.t.json({ method: "PUT", path: this.base, json: settings }, o);
     }
     /** Replaces the mounts (applies from the agent's next call). */
-    setMounts(mounts, o) {
+    async setMounts(mounts, o) {
         return this.t.json({ method: "PUT", path: `${this.base}/mounts`, json: mounts }, o);
     }
     /** The files a run wrote and presented. */
-    run(runId, o) {
+    async run(runId, o) {
         return this.t.json({ method: "GET", path: `${this.base}/runs/${encodeURIComponent(runId)}` }, o);
     }
     /**
@@ -97,7 +97,7 @@ export class AgentHandle {
         }, o);
     }
     /** The whole model request of a conversation, rebuilt from its references. */
-    conversationRequest(conversation, o = {}) {
+    async conversationRequest(conversation, o = {}) {
         return this.t.json({
             method: "GET", path: `${this.base}/conversations/${encodeURIComponent(conversation)}/request`, query: { format: o.format },
         }, o);
@@ -106,7 +106,7 @@ export class AgentHandle {
      * An upload: saved at `uploads/<requestId>/<name>` of the workspace; a retry never
      * writes twice (`replayed: true`).
      */
-    upload(requestId, name, data, o = {}) {
+    async upload(requestId, name, data, o = {}) {
         return this.t.json({
             method: "PUT", path: `${this.base}/uploads/${encodeURIComponent(requestId)}/${encodeURIComponent(name)}`,
             body: data, headers: { "Content-Type": o.contentType },
@@ -117,7 +117,7 @@ export class AgentHandle {
         return new Subject(this.t, `${this.base}/users/${encodeURIComponent(id)}`);
     }
     /** Writes a skill (`name` without `.md`), copied to each subject's `skills/` at session start. */
-    putSkill(name, data, o) {
+    async putSkill(name, data, o) {
         return this.t.json({ method: "PUT", path: `${this.base}/skills/${encodeURIComponent(name)}.md`, body: data }, o);
     }
 }
@@ -145,7 +145,7 @@ export class AgentFiles {
         return `${this.base}/files/${encodePath(path)}`;
     }
     /** The file whole: `{data, contentType, version}`. */
-    download(path, o = {}) {
+    async download(path, o = {}) {
         return this.t.request({ method: "GET", path: this.url(path), stream: true, headers: { Range: typeof o.range === "string" ? o.range : undefined } }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
     /** The file as a stream. */
@@ -154,18 +154,18 @@ export class AgentFiles {
         return { ...downloadInfo(a), body: a.body ?? new Blob([]).stream() };
     }
     /** Writes a file by agent path, streamed, with the agent's own access. */
-    upload(path, data, o = {}) {
+    async upload(path, data, o = {}) {
         return this.t.json({ method: "PUT", path: this.url(path), body: data, query: { version: o.version }, headers: { "Content-Type": o.contentType } }, o);
     }
-    remove(path, o) {
+    async remove(path, o) {
         return this.t.json({ method: "DELETE", path: this.url(path) }, o);
     }
     /** The immediate children of a folder. */
-    list(path = "/workspace", o) {
+    async list(path = "/workspace", o) {
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
     }
     /** A signed link to a file by agent path. */
-    link(path, o = {}) {
+    async link(path, o = {}) {
         const { method, expiresIn, maxBytes, contentType } = o;
         return this.t.json({
             method: "POST", path: `${this.base}/links`, json: { path, method, expiresIn, maxBytes, contentType },
@@ -182,7 +182,7 @@ export class AgentTools {
         this.base = base;
     }
     /** Runs one tool by name with its arguments, as the model would. */
-    call(tool, args, o = {}) {
+    async call(tool, args, o = {}) {
         return this.t.json({
             method: "POST", path: `${this.base}/tools/${encodeURIComponent(tool)}`, json: args,
             headers: { "X-Run-Id": o.runId },
@@ -205,7 +205,7 @@ export class Subject {
         this.base = base;
     }
     /** Writes one file from text (or base64 with `encoding`). */
-    write(path, content, o = {}) {
+    async write(path, content, o = {}) {
         const bin = content instanceof Uint8Array;
         return this.t.json({
             method: "PUT", path: `${this.base}/files/content`,
@@ -216,33 +216,33 @@ export class Subject {
         }, o);
     }
     /** The bytes of one file. */
-    read(path, o) {
+    async read(path, o) {
         return this.t.request({ method: "GET", path: `${this.base}/files/content`, query: { path }, stream: true }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
-    list(path = "", o) {
+    async list(path = "", o) {
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
     }
-    move(from, to, o = {}) {
+    async move(from, to, o = {}) {
         return this.t.json({ method: "POST", path: `${this.base}/files/move`, json: { from, to, overwrite: o.overwrite } }, o);
     }
     /** Removes a file, or a folder and all under it, as one change. */
-    remove(path, o) {
+    async remove(path, o) {
         return this.t.json({ method: "DELETE", path: `${this.base}/files`, query: { path } }, o);
     }
     /** `{volumeId, used, capacity, ceiling, files}`. */
-    volume(o) {
+    async volume(o) {
         return this.t.json({ method: "GET", path: `${this.base}/volume` }, o);
     }
     /** Reads `USER.md` or `MEMORY.md` of `memories/`, as text. */
-    readMemory(name, o) {
+    async readMemory(name, o) {
         return this.t.request({ method: "GET", path: `${this.base}/memory/${name}`, stream: true }, o, async (a) => new TextDecoder().decode(await bytesOf(a)));
     }
     /** Writes `USER.md` or `MEMORY.md` (the only way to write `memories/`). */
-    writeMemory(name, data, o) {
+    async writeMemory(name, data, o) {
         return this.t.json({ method: "PUT", path: `${this.base}/memory/${name}`, body: data }, o);
     }
     /** Starts a sandbox session: `skills/` becomes the agent's skills. */
-    startSession(o) {
+    async startSession(o) {
         return this.t.json({ method: "POST", path: `${this.base}/sessions`, json: {} }, o);
     }
 }

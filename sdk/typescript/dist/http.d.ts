@@ -49,7 +49,12 @@ export interface Answer {
     headers: Headers;
     body: ReadableStream<Uint8Array> | null;
 }
-/** Percent-encodes a slash-separated path segment by segment (a leading `/` dropped). */
+/**
+ * Percent-encodes a slash-separated path segment by segment (a leading `/` dropped).
+ * A `.` or `..` segment throws ValidationError here: URL parsing (fetch's too) would
+ * resolve it, even percent-encoded, so the server could never see and refuse it, and
+ * the call would reach another file than the one named.
+ */
 export declare function encodePath(p: string): string;
 export declare class Transport {
     readonly url: string;

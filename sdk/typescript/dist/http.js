@@ -3,7 +3,7 @@
 // the SDK describes calls and shapes and goes through Transport.request.
 import { randomUUID } from "node:crypto";
 import { isReplayable, prepareBody } from "./body.js";
-import { ConnectionError, errorFromBody, TimeoutError } from "./errors.js";
+import { ConnectionError, errorFromBody, TimeoutError, ValidationError } from "./errors.js";
 const NETWORK_CODES = new Set([
     "ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT", "ECONNABORTED", "EHOSTUNREACH",
     "ENETUNREACH", "EAI_AGAIN", "UND_ERR_SOCKET", "UND_ERR_CLOSED",
@@ -66,9 +66,22 @@ function retryAfterMs(h) {
     const d = Date.parse(v);
     return Number.isNaN(d) ? undefined : Math.max(0, d - Date.now());
 }
-/** Percent-encodes a slash-separated path segment by segment (a leading `/` dropped). */
+/**
+ * Percent-encodes a slash-separated path segment by segment (a leading `/` dropped).
+ * A `.` or `..` segment throws ValidationError here: URL parsing (fetch's too) would
+ * resolve it, even percent-encoded, so the server could never see and refuse it, and
+ * the call would reach another file than the one named.
+ */
 export function encodePath(p) {
-    return p.replace(/^\//, "").split("/").map(encodeURIComponent).join("/");
+    const segs = p.replace(/^\//, "").split("/");
+    for (const s of segs) {
+        if (s === "." || s === "..") {
+            throw new ValidationError(400, {
+                type: "validation_error", message: `path '${p}': '${s}' segments are not allowed (refused by the SDK)`,
+            });
+        }
+    }
+    return segs.map(encodeURIComponent).join("/");
 }
 export class Transport {
     url;

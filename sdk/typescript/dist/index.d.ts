@@ -12,13 +12,9 @@ export { type StreamEvent } from "./sse.js";
 export { type BodyInput, fromFile } from "./body.js";
 export { type CallOptions, type ClientOptions } from "./http.js";
 export interface Key {
-    id: string;
-    key?: string;
+    key: string;
     org: string;
     agent?: string;
-    name?: string;
-    readOnly: boolean;
-    expiresAt?: string;
     [more: string]: unknown;
 }
 /** The client. Options default to `$COFFER_URL` and `$COFFER_KEY`. */
@@ -33,16 +29,14 @@ export declare class Coffer {
     volume(id: string): VolumeHandle;
     /** `client.agent(id)`: a handle on one agent. */
     agent(id: string): AgentHandle;
-    /** Mints a key (`org`, `agent`, `name`, `expiresIn`, `readOnly`); its secret only here. */
+    /**
+     * Mints a key: of this organization, of a new one (`org`, admin key only), or bound to
+     * one agent (`agent`). The secret is in this answer only.
+     */
     createKey(body?: {
         org?: string;
         agent?: string;
-        name?: string;
-        expiresIn?: number;
-        readOnly?: boolean;
     }, o?: CallOptions): Promise<Key>;
-    listKeys(o?: CallOptions): Promise<Key[]>;
-    revokeKey(id: string, o?: CallOptions): Promise<void>;
     /** `GET /v1/health`. */
     health(o?: CallOptions): Promise<{
         ok: boolean;

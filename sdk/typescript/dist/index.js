@@ -32,18 +32,15 @@ export class Coffer {
     agent(id) {
         return this.agents.agent(id);
     }
-    /** Mints a key (`org`, `agent`, `name`, `expiresIn`, `readOnly`); its secret only here. */
-    createKey(body = {}, o) {
+    /**
+     * Mints a key: of this organization, of a new one (`org`, admin key only), or bound to
+     * one agent (`agent`). The secret is in this answer only.
+     */
+    async createKey(body = {}, o) {
         return this.transport.json({ method: "POST", path: "/v1/keys", json: body }, o);
     }
-    listKeys(o) {
-        return this.transport.json({ method: "GET", path: "/v1/keys" }, o).then((j) => j.keys);
-    }
-    async revokeKey(id, o) {
-        await this.transport.json({ method: "DELETE", path: `/v1/keys/${encodeURIComponent(id)}` }, o);
-    }
     /** `GET /v1/health`. */
-    health(o) {
+    async health(o) {
         return this.transport.json({ method: "GET", path: "/v1/health" }, o);
     }
 }

@@ -11,7 +11,7 @@ export class Relay {
         return Object.assign(new RelaySessionHandle(this.t, info.uid), { info });
     }
     /** The organization's sessions, newest first (`all`: ended ones too). */
-    list(q = {}, o) {
+    async list(q = {}, o) {
         return this.t.json({
             method: "GET", path: "/v1/relay/sessions", query: { agent: q.agent, all: q.all ? "true" : undefined },
         }, o).then((j) => j.sessions);
@@ -29,7 +29,7 @@ export class RelaySessionHandle {
         this.uid = uid;
         this.base = `/v1/relay/sessions/${encodeURIComponent(uid)}`;
     }
-    get(o) {
+    async get(o) {
         return this.t.json({ method: "GET", path: this.base }, o);
     }
     /**
@@ -56,7 +56,7 @@ export class RelaySessionHandle {
         return this.op({ op: "search_files", pattern, ...q }, o);
     }
     /** A supervised write answered 423: pending, or done with its result or error. */
-    opStatus(opId, o) {
+    async opStatus(opId, o) {
         return this.t.json({ method: "GET", path: `${this.base}/ops/${encodeURIComponent(opId)}` }, o);
     }
     /**
@@ -71,15 +71,15 @@ export class RelaySessionHandle {
             yield* parseSse(a.body);
     }
     /** The session's log (scan results of blocked writes, ...). */
-    log(o) {
+    async log(o) {
         return this.t.json({ method: "GET", path: `${this.base}/log` }, o);
     }
     /** Ends the session now (`endReason: "aborted"`). */
-    abort(o) {
+    async abort(o) {
         return this.t.json({ method: "POST", path: `${this.base}/abort`, json: {} }, o);
     }
     /** Closes the session, the job done (`endReason: "closed"`). */
-    close(o) {
+    async close(o) {
         return this.t.json({ method: "DELETE", path: this.base }, o);
     }
 }

@@ -26,7 +26,7 @@ export class Turn {
         this.id = info.id;
         this.base = `/v1/turns/${encodeURIComponent(info.id)}`;
     }
-    get(o) {
+    async get(o) {
         return this.t.json({ method: "GET", path: this.base }, o);
     }
     /**
@@ -34,14 +34,14 @@ export class Turn {
      * connection (a command is not idempotent). The idle timeout is raised to cover
      * `timeoutSeconds` (default 120).
      */
-    call(command, a = {}, o) {
+    async call(command, a = {}, o) {
         return this.t.json({
             method: "POST", path: `${this.base}/calls`, json: { command, ...a },
             extraWaitMs: (a.timeoutSeconds ?? 120) * 1000,
         }, o);
     }
     /** A file a call returned. */
-    file(callId, name, o) {
+    async file(callId, name, o) {
         return this.t.request({
             method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`, stream: true,
         }, o, async (r) => ({ ...downloadInfo(r), data: await bytesOf(r) }));

@@ -42,12 +42,12 @@ export class Volumes {
      * Creates a volume. An Idempotency-Key is always sent (a fresh one unless given), so a
      * retry after a dropped connection gets the same volume, never a second one.
      */
-    create(body, o = {}) {
+    async create(body, o = {}) {
         const key = o.idempotencyKey ?? Transport.newKey();
         return this.t.json({ method: "POST", path: "/v1/volumes", json: body, headers: { "Idempotency-Key": key } }, o);
     }
     /** One page of volumes by name (`cursor` while more remain). */
-    list(q = {}, o) {
+    async list(q = {}, o) {
         return this.t.json({ method: "GET", path: "/v1/volumes", query: q }, o);
     }
     /** Every volume (pages followed). */
@@ -60,11 +60,11 @@ export class Volumes {
         } while (cursor);
     }
     /** Batch seq read: `{id, seq, files, bytes}` of at most 50 volumes (unknown ids left out). */
-    seqs(ids, o) {
+    async seqs(ids, o) {
         return this.t.json({ method: "GET", path: "/v1/volumes", query: { ids: ids.join(",") } }, o)
             .then((j) => j.volumes);
     }
-    get(id, o) {
+    async get(id, o) {
         return this.t.json({ method: "GET", path: `/v1/volumes/${encodeURIComponent(id)}` }, o);
     }
     async delete(id, o) {
@@ -85,21 +85,21 @@ export class VolumeHandle {
         this.id = id;
         this.base = `/v1/volumes/${encodeURIComponent(id)}`;
     }
-    get(o) {
+    async get(o) {
         return this.t.json({ method: "GET", path: this.base }, o);
     }
     /**
      * Writes a file, streamed. `version` makes it conditional (412 PreconditionFailedError
      * with `current` on a mismatch; 0 = only if absent).
      */
-    write(path, data, o = {}) {
+    async write(path, data, o = {}) {
         return this.t.json({
             method: "PUT", path: `${this.base}/files/${encodePath(path)}`, body: data,
             query: { version: o.version }, headers: { "Content-Type": o.contentType },
         }, o);
     }
     /** Reads a file whole into memory (`version` from its ETag). */
-    read(path, o = {}) {
+    async read(path, o = {}) {
         return this.t.request(this.readReq(path, o), o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
     /** Reads a file as a stream: nothing is held in memory beyond a chunk. */
@@ -114,15 +114,15 @@ export class VolumeHandle {
         };
     }
     /** Removes a file (`version`: only if still at it). */
-    remove(path, o = {}) {
+    async remove(path, o = {}) {
         return this.t.json({ method: "DELETE", path: `${this.base}/files/${encodePath(path)}`, query: { version: o.version } }, o);
     }
     /** Moves a file or a folder as one change. */
-    move(from, to, o = {}) {
+    async move(from, to, o = {}) {
         return this.t.json({ method: "POST", path: `${this.base}/move`, json: { from, to, overwrite: o.overwrite } }, o);
     }
     /** One page of the listing, sorted by path. */
-    list(q = {}, o) {
+    async list(q = {}, o) {
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: q }, o);
     }
     /** Read-all: every matching file with its contents, at one seq (1,000 files / 16 MiB). */
@@ -136,7 +136,7 @@ export class VolumeHandle {
         };
     }
     /** Changes after `since`, oldest first; `wait` long-polls up to that many seconds. */
-    changes(since, q = {}, o) {
+    async changes(since, q = {}, o) {
         return this.t.json({
             method: "GET", path: `${this.base}/changes`, query: { since, ...q }, extraWaitMs: (q.wait ?? 0) * 1000,
         }, o);
@@ -158,19 +158,19 @@ export class VolumeHandle {
         }
     }
     /** A snapshot of the volume, or with `files` of the given files only. */
-    snapshot(body = {}, o) {
+    async snapshot(body = {}, o) {
         return this.t.json({ method: "POST", path: `${this.base}/snapshots`, json: body }, o);
     }
     /** Snapshots, filtered by labels (every one must hold). */
-    snapshots(q = {}, o) {
+    async snapshots(q = {}, o) {
         const label = Object.entries(q.labels ?? {}).map(([k, v]) => `${k}:${v}`);
         return this.t.json({ method: "GET", path: `${this.base}/snapshots`, query: { label } }, o)
             .then((j) => j.snapshots);
     }
-    getSnapshot(sid, o) {
+    async getSnapshot(sid, o) {
         return this.t.json({ method: "GET", path: `${this.base}/snapshots/${encodeURIComponent(sid)}` }, o);
     }
-    updateSnapshot(sid, body, o) {
+    async updateSnapshot(sid, body, o) {
         return this.t.json({ method: "PATCH", path: `${this.base}/snapshots/${encodeURIComponent(sid)}`, json: body, idempotent: true }, o);
     }
     /** Deletes a snapshot; a pinned one needs `force` (else ConflictError). */
@@ -178,11 +178,11 @@ export class VolumeHandle {
         await this.t.json({ method: "DELETE", path: `${this.base}/snapshots/${encodeURIComponent(sid)}`, query: { force: o.force ? "true" : undefined } }, o);
     }
     /** A new volume sharing the content (of `snapshot`, or of now). */
-    fork(body = {}, o) {
+    async fork(body = {}, o) {
         return this.t.json({ method: "POST", path: `${this.base}/fork`, json: body }, o);
     }
     /** Makes the volume as the snapshot was, as one change. */
-    restore(snapshot, o) {
+    async restore(snapshot, o) {
         return this.t.json({ method: "POST", path: `${this.base}/restore`, json: { snapshot }, idempotent: true }, o);
     }
     /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq). */
@@ -191,7 +191,7 @@ export class VolumeHandle {
         return { seq: Number(a.headers.get("x-volume-seq")), body: a.body ?? new Blob([]).stream() };
     }
     /** A signed link anyone can use until it expires. */
-    link(path, o = {}) {
+    async link(path, o = {}) {
         const { method, expiresIn, maxBytes, contentType } = o;
         return this.t.json({
             method: "POST", path: `${this.base}/links`, json: { path, method, expiresIn, maxBytes, contentType },

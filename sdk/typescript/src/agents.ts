@@ -95,11 +95,11 @@ export class Agents {
   constructor(private t: Transport) {}
 
   /** Creates or updates an agent (201/200). */
-  upsert(id: string, settings: AgentSettings = {}, o?: CallOptions): Promise<Agent> {
+  async upsert(id: string, settings: AgentSettings = {}, o?: CallOptions): Promise<Agent> {
     return this.t.json({ method: "PUT", path: `/v1/agents/${encodeURIComponent(id)}`, json: settings }, o);
   }
 
-  get(id: string, o?: CallOptions): Promise<Agent> {
+  async get(id: string, o?: CallOptions): Promise<Agent> {
     return this.t.json({ method: "GET", path: `/v1/agents/${encodeURIComponent(id)}` }, o);
   }
 
@@ -128,21 +128,21 @@ export class AgentHandle {
     this.tools = new AgentTools(t, this.base);
   }
 
-  get(o?: CallOptions): Promise<Agent> {
+  async get(o?: CallOptions): Promise<Agent> {
     return this.t.json({ method: "GET", path: this.base }, o);
   }
 
-  upsert(settings: AgentSettings = {}, o?: CallOptions): Promise<Agent> {
+  async upsert(settings: AgentSettings = {}, o?: CallOptions): Promise<Agent> {
     return this.t.json({ method: "PUT", path: this.base, json: settings }, o);
   }
 
   /** Replaces the mounts (applies from the agent's next call). */
-  setMounts(mounts: Mount[], o?: CallOptions): Promise<Agent> {
+  async setMounts(mounts: Mount[], o?: CallOptions): Promise<Agent> {
     return this.t.json({ method: "PUT", path: `${this.base}/mounts`, json: mounts }, o);
   }
 
   /** The files a run wrote and presented. */
-  run(runId: string, o?: CallOptions): Promise<Run> {
+  async run(runId: string, o?: CallOptions): Promise<Run> {
     return this.t.json({ method: "GET", path: `${this.base}/runs/${encodeURIComponent(runId)}` }, o);
   }
 
@@ -185,7 +185,7 @@ export class AgentHandle {
   }
 
   /** The whole model request of a conversation, rebuilt from its references. */
-  conversationRequest(conversation: string, o: CallOptions & { format?: "anthropic" | "openai" } = {}): Promise<Record<string, unknown>> {
+  async conversationRequest(conversation: string, o: CallOptions & { format?: "anthropic" | "openai" } = {}): Promise<Record<string, unknown>> {
     return this.t.json({
       method: "GET", path: `${this.base}/conversations/${encodeURIComponent(conversation)}/request`, query: { format: o.format },
     }, o);
@@ -195,7 +195,7 @@ export class AgentHandle {
    * An upload: saved at `uploads/<requestId>/<name>` of the workspace; a retry never
    * writes twice (`replayed: true`).
    */
-  upload(requestId: string, name: string, data: BodyInput, o: WriteOptions = {}): Promise<WriteResult> {
+  async upload(requestId: string, name: string, data: BodyInput, o: WriteOptions = {}): Promise<WriteResult> {
     return this.t.json({
       method: "PUT", path: `${this.base}/uploads/${encodeURIComponent(requestId)}/${encodeURIComponent(name)}`,
       body: data, headers: { "Content-Type": o.contentType },
@@ -208,7 +208,7 @@ export class AgentHandle {
   }
 
   /** Writes a skill (`name` without `.md`), copied to each subject's `skills/` at session start. */
-  putSkill(name: string, data: BodyInput, o?: CallOptions): Promise<{ name: string; size: number; sha256: string; version: number }> {
+  async putSkill(name: string, data: BodyInput, o?: CallOptions): Promise<{ name: string; size: number; sha256: string; version: number }> {
     return this.t.json({ method: "PUT", path: `${this.base}/skills/${encodeURIComponent(name)}.md`, body: data }, o);
   }
 }
@@ -233,7 +233,7 @@ export class AgentFiles {
   }
 
   /** The file whole: `{data, contentType, version}`. */
-  download(path: string, o: ReadOptions = {}): Promise<Download> {
+  async download(path: string, o: ReadOptions = {}): Promise<Download> {
     return this.t.request({ method: "GET", path: this.url(path), stream: true, headers: { Range: typeof o.range === "string" ? o.range : undefined } }, o,
       async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
   }
@@ -245,21 +245,21 @@ export class AgentFiles {
   }
 
   /** Writes a file by agent path, streamed, with the agent's own access. */
-  upload(path: string, data: BodyInput, o: WriteOptions = {}): Promise<WriteResult> {
+  async upload(path: string, data: BodyInput, o: WriteOptions = {}): Promise<WriteResult> {
     return this.t.json({ method: "PUT", path: this.url(path), body: data, query: { version: o.version }, headers: { "Content-Type": o.contentType } }, o);
   }
 
-  remove(path: string, o?: CallOptions): Promise<{ path: string; seq: number }> {
+  async remove(path: string, o?: CallOptions): Promise<{ path: string; seq: number }> {
     return this.t.json({ method: "DELETE", path: this.url(path) }, o);
   }
 
   /** The immediate children of a folder. */
-  list(path = "/workspace", o?: CallOptions): Promise<Listing> {
+  async list(path = "/workspace", o?: CallOptions): Promise<Listing> {
     return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
   }
 
   /** A signed link to a file by agent path. */
-  link(path: string, o: LinkOptions = {}): Promise<Link> {
+  async link(path: string, o: LinkOptions = {}): Promise<Link> {
     const { method, expiresIn, maxBytes, contentType } = o;
     return this.t.json({
       method: "POST", path: `${this.base}/links`, json: { path, method, expiresIn, maxBytes, contentType },
@@ -273,7 +273,7 @@ export class AgentTools {
   constructor(private t: Transport, private base: string) {}
 
   /** Runs one tool by name with its arguments, as the model would. */
-  call(tool: ToolName | string, args: Record<string, unknown>, o: CallOptions & { runId?: string } = {}): Promise<ToolResult> {
+  async call(tool: ToolName | string, args: Record<string, unknown>, o: CallOptions & { runId?: string } = {}): Promise<ToolResult> {
     return this.t.json({
       method: "POST", path: `${this.base}/tools/${encodeURIComponent(tool)}`, json: args,
       headers: { "X-Run-Id": o.runId },
@@ -294,7 +294,7 @@ export class Subject {
   constructor(private t: Transport, private base: string) {}
 
   /** Writes one file from text (or base64 with `encoding`). */
-  write(path: string, content: string | Uint8Array, o: CallOptions & { createParents?: boolean } = {}): Promise<WriteResult> {
+  async write(path: string, content: string | Uint8Array, o: CallOptions & { createParents?: boolean } = {}): Promise<WriteResult> {
     const bin = content instanceof Uint8Array;
     return this.t.json({
       method: "PUT", path: `${this.base}/files/content`,
@@ -306,42 +306,42 @@ export class Subject {
   }
 
   /** The bytes of one file. */
-  read(path: string, o?: CallOptions): Promise<Download> {
+  async read(path: string, o?: CallOptions): Promise<Download> {
     return this.t.request({ method: "GET", path: `${this.base}/files/content`, query: { path }, stream: true }, o,
       async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
   }
 
-  list(path = "", o?: CallOptions): Promise<Listing> {
+  async list(path = "", o?: CallOptions): Promise<Listing> {
     return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
   }
 
-  move(from: string, to: string, o: CallOptions & { overwrite?: boolean } = {}): Promise<{ from: string; to: string; seq: number; moved: number }> {
+  async move(from: string, to: string, o: CallOptions & { overwrite?: boolean } = {}): Promise<{ from: string; to: string; seq: number; moved: number }> {
     return this.t.json({ method: "POST", path: `${this.base}/files/move`, json: { from, to, overwrite: o.overwrite } }, o);
   }
 
   /** Removes a file, or a folder and all under it, as one change. */
-  remove(path: string, o?: CallOptions): Promise<{ path: string; seq: number; removed: number }> {
+  async remove(path: string, o?: CallOptions): Promise<{ path: string; seq: number; removed: number }> {
     return this.t.json({ method: "DELETE", path: `${this.base}/files`, query: { path } }, o);
   }
 
   /** `{volumeId, used, capacity, ceiling, files}`. */
-  volume(o?: CallOptions): Promise<{ volumeId: string; used: number; capacity: number; ceiling: number; files: number }> {
+  async volume(o?: CallOptions): Promise<{ volumeId: string; used: number; capacity: number; ceiling: number; files: number }> {
     return this.t.json({ method: "GET", path: `${this.base}/volume` }, o);
   }
 
   /** Reads `USER.md` or `MEMORY.md` of `memories/`, as text. */
-  readMemory(name: "USER.md" | "MEMORY.md", o?: CallOptions): Promise<string> {
+  async readMemory(name: "USER.md" | "MEMORY.md", o?: CallOptions): Promise<string> {
     return this.t.request({ method: "GET", path: `${this.base}/memory/${name}`, stream: true }, o,
       async (a) => new TextDecoder().decode(await bytesOf(a)));
   }
 
   /** Writes `USER.md` or `MEMORY.md` (the only way to write `memories/`). */
-  writeMemory(name: "USER.md" | "MEMORY.md", data: BodyInput, o?: CallOptions): Promise<WriteResult> {
+  async writeMemory(name: "USER.md" | "MEMORY.md", data: BodyInput, o?: CallOptions): Promise<WriteResult> {
     return this.t.json({ method: "PUT", path: `${this.base}/memory/${name}`, body: data }, o);
   }
 
   /** Starts a sandbox session: `skills/` becomes the agent's skills. */
-  startSession(o?: CallOptions): Promise<{ volumeId: string; skills: string[] }> {
+  async startSession(o?: CallOptions): Promise<{ volumeId: string; skills: string[] }> {
     return this.t.json({ method: "POST", path: `${this.base}/sessions`, json: {} }, o);
   }
 }

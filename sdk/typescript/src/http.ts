@@ -4,7 +4,7 @@
 
 import { randomUUID } from "node:crypto";
 import { type BodyInput, isReplayable, prepareBody } from "./body.js";
-import { ConnectionError, errorFromBody, TimeoutError } from "./errors.js";
+import { ConnectionError, errorFromBody, TimeoutError, ValidationError } from "./errors.js";
 
 /** Settings of a client. Every field has a default. */
 export interface ClientOptions {
@@ -116,9 +116,22 @@ function retryAfterMs(h: Headers): number | undefined {
   return Number.isNaN(d) ? undefined : Math.max(0, d - Date.now());
 }
 
-/** Percent-encodes a slash-separated path segment by segment (a leading `/` dropped). */
+/**
+ * Percent-encodes a slash-separated path segment by segment (a leading `/` dropped).
+ * A `.` or `..` segment throws ValidationError here: URL parsing (fetch's too) would
+ * resolve it, even percent-encoded, so the server could never see and refuse it, and
+ * the call would reach another file than the one named.
+ */
 export function encodePath(p: string): string {
-  return p.replace(/^\//, "").split("/").map(encodeURIComponent).join("/");
+  const segs = p.replace(/^\//, "").split("/");
+  for (const s of segs) {
+    if (s === "." || s === "..") {
+      throw new ValidationError(400, {
+        type: "validation_error", message: `path '${p}': '${s}' segments are not allowed (refused by the SDK)`,
+      });
+    }
+  }
+  return segs.map(encodeURIComponent).join("/");
 }
 
 export class Transport {

@@ -16,13 +16,9 @@ export { type BodyInput, fromFile } from "./body.js";
 export { type CallOptions, type ClientOptions } from "./http.js";
 
 export interface Key {
-  id: string;
-  key?: string;
+  key: string;
   org: string;
   agent?: string;
-  name?: string;
-  readOnly: boolean;
-  expiresAt?: string;
   [more: string]: unknown;
 }
 
@@ -52,21 +48,16 @@ export class Coffer {
     return this.agents.agent(id);
   }
 
-  /** Mints a key (`org`, `agent`, `name`, `expiresIn`, `readOnly`); its secret only here. */
-  createKey(body: { org?: string; agent?: string; name?: string; expiresIn?: number; readOnly?: boolean } = {}, o?: CallOptions): Promise<Key> {
+  /**
+   * Mints a key: of this organization, of a new one (`org`, admin key only), or bound to
+   * one agent (`agent`). The secret is in this answer only.
+   */
+  async createKey(body: { org?: string; agent?: string } = {}, o?: CallOptions): Promise<Key> {
     return this.transport.json({ method: "POST", path: "/v1/keys", json: body }, o);
   }
 
-  listKeys(o?: CallOptions): Promise<Key[]> {
-    return this.transport.json<{ keys: Key[] }>({ method: "GET", path: "/v1/keys" }, o).then((j) => j.keys);
-  }
-
-  async revokeKey(id: string, o?: CallOptions): Promise<void> {
-    await this.transport.json({ method: "DELETE", path: `/v1/keys/${encodeURIComponent(id)}` }, o);
-  }
-
   /** `GET /v1/health`. */
-  health(o?: CallOptions): Promise<{ ok: boolean }> {
+  async health(o?: CallOptions): Promise<{ ok: boolean }> {
     return this.transport.json({ method: "GET", path: "/v1/health" }, o);
   }
 }

@@ -35,7 +35,7 @@ export class Relay {
   }
 
   /** The organization's sessions, newest first (`all`: ended ones too). */
-  list(q: { agent?: string; all?: boolean } = {}, o?: CallOptions): Promise<RelaySession[]> {
+  async list(q: { agent?: string; all?: boolean } = {}, o?: CallOptions): Promise<RelaySession[]> {
     return this.t.json<{ sessions: RelaySession[] }>({
       method: "GET", path: "/v1/relay/sessions", query: { agent: q.agent, all: q.all ? "true" : undefined },
     }, o).then((j) => j.sessions);
@@ -52,7 +52,7 @@ export class RelaySessionHandle {
     this.base = `/v1/relay/sessions/${encodeURIComponent(uid)}`;
   }
 
-  get(o?: CallOptions): Promise<RelaySession> {
+  async get(o?: CallOptions): Promise<RelaySession> {
     return this.t.json({ method: "GET", path: this.base }, o);
   }
 
@@ -82,7 +82,7 @@ export class RelaySessionHandle {
   }
 
   /** A supervised write answered 423: pending, or done with its result or error. */
-  opStatus(opId: string, o?: CallOptions): Promise<Record<string, unknown>> {
+  async opStatus(opId: string, o?: CallOptions): Promise<Record<string, unknown>> {
     return this.t.json({ method: "GET", path: `${this.base}/ops/${encodeURIComponent(opId)}` }, o);
   }
 
@@ -98,17 +98,17 @@ export class RelaySessionHandle {
   }
 
   /** The session's log (scan results of blocked writes, ...). */
-  log(o?: CallOptions): Promise<{ uid: string; entries: Record<string, unknown>[]; truncated: boolean }> {
+  async log(o?: CallOptions): Promise<{ uid: string; entries: Record<string, unknown>[]; truncated: boolean }> {
     return this.t.json({ method: "GET", path: `${this.base}/log` }, o);
   }
 
   /** Ends the session now (`endReason: "aborted"`). */
-  abort(o?: CallOptions): Promise<RelaySession> {
+  async abort(o?: CallOptions): Promise<RelaySession> {
     return this.t.json({ method: "POST", path: `${this.base}/abort`, json: {} }, o);
   }
 
   /** Closes the session, the job done (`endReason: "closed"`). */
-  close(o?: CallOptions): Promise<RelaySession> {
+  async close(o?: CallOptions): Promise<RelaySession> {
     return this.t.json({ method: "DELETE", path: this.base }, o);
   }
 }

@@ -53,7 +53,7 @@ export class Turn {
     this.base = `/v1/turns/${encodeURIComponent(info.id)}`;
   }
 
-  get(o?: CallOptions): Promise<TurnInfo> {
+  async get(o?: CallOptions): Promise<TurnInfo> {
     return this.t.json({ method: "GET", path: this.base }, o);
   }
 
@@ -62,7 +62,7 @@ export class Turn {
    * connection (a command is not idempotent). The idle timeout is raised to cover
    * `timeoutSeconds` (default 120).
    */
-  call(command: string, a: { stdin?: string; timeoutSeconds?: number } = {}, o?: CallOptions): Promise<CallResult> {
+  async call(command: string, a: { stdin?: string; timeoutSeconds?: number } = {}, o?: CallOptions): Promise<CallResult> {
     return this.t.json({
       method: "POST", path: `${this.base}/calls`, json: { command, ...a },
       extraWaitMs: (a.timeoutSeconds ?? 120) * 1000,
@@ -70,7 +70,7 @@ export class Turn {
   }
 
   /** A file a call returned. */
-  file(callId: string, name: string, o?: CallOptions): Promise<Download> {
+  async file(callId: string, name: string, o?: CallOptions): Promise<Download> {
     return this.t.request({
       method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`, stream: true,
     }, o, async (r) => ({ ...downloadInfo(r), data: await bytesOf(r) }));

@@ -157,13 +157,13 @@ export class Volumes {
    * Creates a volume. An Idempotency-Key is always sent (a fresh one unless given), so a
    * retry after a dropped connection gets the same volume, never a second one.
    */
-  create(body: { name: string; ceiling?: number }, o: CallOptions & { idempotencyKey?: string } = {}): Promise<Volume> {
+  async create(body: { name: string; ceiling?: number }, o: CallOptions & { idempotencyKey?: string } = {}): Promise<Volume> {
     const key = o.idempotencyKey ?? Transport.newKey();
     return this.t.json({ method: "POST", path: "/v1/volumes", json: body, headers: { "Idempotency-Key": key } }, o);
   }
 
   /** One page of volumes by name (`cursor` while more remain). */
-  list(q: { prefix?: string; cursor?: string; limit?: number } = {}, o?: CallOptions): Promise<{ volumes: Volume[]; cursor?: string }> {
+  async list(q: { prefix?: string; cursor?: string; limit?: number } = {}, o?: CallOptions): Promise<{ volumes: Volume[]; cursor?: string }> {
     return this.t.json({ method: "GET", path: "/v1/volumes", query: q }, o);
   }
 
@@ -178,12 +178,12 @@ export class Volumes {
   }
 
   /** Batch seq read: `{id, seq, files, bytes}` of at most 50 volumes (unknown ids left out). */
-  seqs(ids: string[], o?: CallOptions): Promise<Volume[]> {
+  async seqs(ids: string[], o?: CallOptions): Promise<Volume[]> {
     return this.t.json<{ volumes: Volume[] }>({ method: "GET", path: "/v1/volumes", query: { ids: ids.join(",") } }, o)
       .then((j) => j.volumes);
   }
 
-  get(id: string, o?: CallOptions): Promise<Volume> {
+  async get(id: string, o?: CallOptions): Promise<Volume> {
     return this.t.json({ method: "GET", path: `/v1/volumes/${encodeURIComponent(id)}` }, o);
   }
 
@@ -204,7 +204,7 @@ export class VolumeHandle {
     this.base = `/v1/volumes/${encodeURIComponent(id)}`;
   }
 
-  get(o?: CallOptions): Promise<Volume> {
+  async get(o?: CallOptions): Promise<Volume> {
     return this.t.json({ method: "GET", path: this.base }, o);
   }
 
@@ -212,7 +212,7 @@ export class VolumeHandle {
    * Writes a file, streamed. `version` makes it conditional (412 PreconditionFailedError
    * with `current` on a mismatch; 0 = only if absent).
    */
-  write(path: string, data: BodyInput, o: WriteOptions = {}): Promise<WriteResult> {
+  async write(path: string, data: BodyInput, o: WriteOptions = {}): Promise<WriteResult> {
     return this.t.json({
       method: "PUT", path: `${this.base}/files/${encodePath(path)}`, body: data,
       query: { version: o.version }, headers: { "Content-Type": o.contentType },
@@ -220,7 +220,7 @@ export class VolumeHandle {
   }
 
   /** Reads a file whole into memory (`version` from its ETag). */
-  read(path: string, o: ReadOptions = {}): Promise<Download> {
+  async read(path: string, o: ReadOptions = {}): Promise<Download> {
     return this.t.request(this.readReq(path, o), o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
   }
 
@@ -238,17 +238,17 @@ export class VolumeHandle {
   }
 
   /** Removes a file (`version`: only if still at it). */
-  remove(path: string, o: WriteOptions = {}): Promise<{ path: string; seq: number }> {
+  async remove(path: string, o: WriteOptions = {}): Promise<{ path: string; seq: number }> {
     return this.t.json({ method: "DELETE", path: `${this.base}/files/${encodePath(path)}`, query: { version: o.version } }, o);
   }
 
   /** Moves a file or a folder as one change. */
-  move(from: string, to: string, o: CallOptions & { overwrite?: boolean } = {}): Promise<{ from: string; to: string; seq: number; moved: number }> {
+  async move(from: string, to: string, o: CallOptions & { overwrite?: boolean } = {}): Promise<{ from: string; to: string; seq: number; moved: number }> {
     return this.t.json({ method: "POST", path: `${this.base}/move`, json: { from, to, overwrite: o.overwrite } }, o);
   }
 
   /** One page of the listing, sorted by path. */
-  list(q: { prefix?: string; glob?: string; snapshot?: string; cursor?: string; limit?: number } = {}, o?: CallOptions): Promise<{ seq: number; files: FileInfo[]; cursor?: string }> {
+  async list(q: { prefix?: string; glob?: string; snapshot?: string; cursor?: string; limit?: number } = {}, o?: CallOptions): Promise<{ seq: number; files: FileInfo[]; cursor?: string }> {
     return this.t.json({ method: "GET", path: `${this.base}/files`, query: q }, o);
   }
 
@@ -265,7 +265,7 @@ export class VolumeHandle {
   }
 
   /** Changes after `since`, oldest first; `wait` long-polls up to that many seconds. */
-  changes(since: number, q: { prefix?: string; wait?: number } = {}, o?: CallOptions): Promise<ChangesPage> {
+  async changes(since: number, q: { prefix?: string; wait?: number } = {}, o?: CallOptions): Promise<ChangesPage> {
     return this.t.json({
       method: "GET", path: `${this.base}/changes`, query: { since, ...q }, extraWaitMs: (q.wait ?? 0) * 1000,
     }, o);
@@ -287,22 +287,22 @@ export class VolumeHandle {
   }
 
   /** A snapshot of the volume, or with `files` of the given files only. */
-  snapshot(body: { pinned?: boolean; labels?: Record<string, string>; files?: Record<string, string | { data: string }> } = {}, o?: CallOptions): Promise<Snapshot> {
+  async snapshot(body: { pinned?: boolean; labels?: Record<string, string>; files?: Record<string, string | { data: string }> } = {}, o?: CallOptions): Promise<Snapshot> {
     return this.t.json({ method: "POST", path: `${this.base}/snapshots`, json: body }, o);
   }
 
   /** Snapshots, filtered by labels (every one must hold). */
-  snapshots(q: { labels?: Record<string, string> } = {}, o?: CallOptions): Promise<Snapshot[]> {
+  async snapshots(q: { labels?: Record<string, string> } = {}, o?: CallOptions): Promise<Snapshot[]> {
     const label = Object.entries(q.labels ?? {}).map(([k, v]) => `${k}:${v}`);
     return this.t.json<{ snapshots: Snapshot[] }>({ method: "GET", path: `${this.base}/snapshots`, query: { label } }, o)
       .then((j) => j.snapshots);
   }
 
-  getSnapshot(sid: string, o?: CallOptions): Promise<Snapshot> {
+  async getSnapshot(sid: string, o?: CallOptions): Promise<Snapshot> {
     return this.t.json({ method: "GET", path: `${this.base}/snapshots/${encodeURIComponent(sid)}` }, o);
   }
 
-  updateSnapshot(sid: string, body: { pinned?: boolean; labels?: Record<string, string> }, o?: CallOptions): Promise<Snapshot> {
+  async updateSnapshot(sid: string, body: { pinned?: boolean; labels?: Record<string, string> }, o?: CallOptions): Promise<Snapshot> {
     return this.t.json({ method: "PATCH", path: `${this.base}/snapshots/${encodeURIComponent(sid)}`, json: body, idempotent: true }, o);
   }
 
@@ -312,12 +312,12 @@ export class VolumeHandle {
   }
 
   /** A new volume sharing the content (of `snapshot`, or of now). */
-  fork(body: { snapshot?: string; name?: string } = {}, o?: CallOptions): Promise<Volume> {
+  async fork(body: { snapshot?: string; name?: string } = {}, o?: CallOptions): Promise<Volume> {
     return this.t.json({ method: "POST", path: `${this.base}/fork`, json: body }, o);
   }
 
   /** Makes the volume as the snapshot was, as one change. */
-  restore(snapshot: string, o?: CallOptions): Promise<{ snapshot: string; seq: number; written: number; removed: number }> {
+  async restore(snapshot: string, o?: CallOptions): Promise<{ snapshot: string; seq: number; written: number; removed: number }> {
     return this.t.json({ method: "POST", path: `${this.base}/restore`, json: { snapshot }, idempotent: true }, o);
   }
 
@@ -328,7 +328,7 @@ export class VolumeHandle {
   }
 
   /** A signed link anyone can use until it expires. */
-  link(path: string, o: LinkOptions = {}): Promise<Link> {
+  async link(path: string, o: LinkOptions = {}): Promise<Link> {
     const { method, expiresIn, maxBytes, contentType } = o;
     return this.t.json({
       method: "POST", path: `${this.base}/links`, json: { path, method, expiresIn, maxBytes, contentType },
