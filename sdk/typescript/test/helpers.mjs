@@ -106,3 +106,13 @@ export function headerOf(head, name) {
 }
 
 export const text = (u8) => new TextDecoder().decode(u8);
+
+/** `p`, or a rejection naming `what` after `ms` (the timer cleared either way). */
+export async function within(p, ms, what) {
+  let t;
+  try {
+    return await Promise.race([p, new Promise((_, no) => { t = setTimeout(() => no(new Error(`timed out: ${what()}`)), ms); })]);
+  } finally {
+    clearTimeout(t);
+  }
+}
