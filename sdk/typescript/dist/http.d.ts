@@ -64,6 +64,7 @@ export declare class Transport {
     private base;
     private cap;
     private fetch;
+    private ownFetch;
     constructor(o?: ClientOptions);
     /** The full URL of an API path and query. */
     href(path: string, query?: Record<string, QueryValue>): string;

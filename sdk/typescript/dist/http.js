@@ -3,6 +3,7 @@
 // the SDK describes calls and shapes and goes through Transport.request.
 import { randomUUID } from "node:crypto";
 import { isReplayable, prepareBody } from "./body.js";
+import { streamingFetch } from "./upload.js";
 import { ConnectionError, errorFromBody, TimeoutError, ValidationError } from "./errors.js";
 const NETWORK_CODES = new Set([
     "ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT", "ECONNABORTED", "EHOSTUNREACH",
@@ -91,6 +92,7 @@ export class Transport {
     base;
     cap;
     fetch;
+    ownFetch;
     constructor(o = {}) {
         const env = typeof process !== "undefined" ? process.env : {};
         this.url = (o.url ?? env.COFFER_URL ?? "http://127.0.0.1:7700").replace(/\/+$/, "");
@@ -100,6 +102,7 @@ export class Transport {
         this.base = o.retryBaseMs ?? 250;
         this.cap = o.retryMaxMs ?? 8_000;
         this.fetch = o.fetch ?? globalThis.fetch;
+        this.ownFetch = !o.fetch;
         if (!this.fetch)
             throw new Error("no fetch: Node 18 or later is needed");
     }
@@ -165,7 +168,9 @@ export class Transport {
                 };
                 if (prepared.stream)
                     init.duplex = "half";
-                const res = await this.fetch(url, init);
+                const res = prepared.stream && this.ownFetch
+                    ? await streamingFetch(url, { method: req.method, headers, body: prepared.body, signal: ac.signal })
+                    : await this.fetch(url, init);
                 idle.touch();
                 if (res.ok || res.status === 304) {
                     const answer = { status: res.status, headers: res.headers, body: null };

@@ -4,6 +4,7 @@
 
 import { randomUUID } from "node:crypto";
 import { type BodyInput, isReplayable, prepareBody } from "./body.js";
+import { streamingFetch } from "./upload.js";
 import { ConnectionError, errorFromBody, TimeoutError, ValidationError } from "./errors.js";
 
 /** Settings of a client. Every field has a default. */
@@ -142,6 +143,7 @@ export class Transport {
   private base: number;
   private cap: number;
   private fetch: typeof fetch;
+  private ownFetch: boolean;
 
   constructor(o: ClientOptions = {}) {
     const env = typeof process !== "undefined" ? process.env : {};
@@ -152,6 +154,7 @@ export class Transport {
     this.base = o.retryBaseMs ?? 250;
     this.cap = o.retryMaxMs ?? 8_000;
     this.fetch = o.fetch ?? globalThis.fetch;
+    this.ownFetch = !o.fetch;
     if (!this.fetch) throw new Error("no fetch: Node 18 or later is needed");
   }
 
@@ -211,7 +214,9 @@ export class Transport {
           signal: ac.signal, redirect: "manual",
         };
         if (prepared.stream) init.duplex = "half";
-        const res = await this.fetch(url, init);
+        const res = prepared.stream && this.ownFetch
+          ? await streamingFetch(url, { method: req.method, headers, body: prepared.body as ReadableStream<Uint8Array>, signal: ac.signal })
+          : await this.fetch(url, init);
         idle.touch();
         if (res.ok || res.status === 304) {
           const answer: Answer = { status: res.status, headers: res.headers, body: null };
