@@ -3,6 +3,7 @@
 // subject workspaces with their memory (API.md "Subject workspaces").
 import { basename } from "node:path";
 import { fromFile } from "./body.js";
+import { ValidationError } from "./errors.js";
 import { encodePath, Transport } from "./http.js";
 import { parseSse } from "./sse.js";
 import { bytesOf, downloadInfo, } from "./volumes.js";
@@ -75,21 +76,33 @@ export class AgentHandle {
      */
     async prompt(text, o = {}) {
         const requestId = o.requestId ?? Transport.newKey();
-        const refs = [];
+        const files = o.files ?? [];
+        if (files.length > MAX_PROMPT_FILES) {
+            throw new ValidationError(400, {
+                type: "validation_error",
+                message: `prompt has ${files.length} files; the limit is ${MAX_PROMPT_FILES} (refused by the SDK, nothing uploaded)`,
+            });
+        }
+        // Every file is looked at (a local path opened, names made unique) before any upload,
+        // so a bad entry uploads nothing.
         const used = new Set();
-        let n = 0;
-        for (const f of o.files ?? []) {
-            n++;
-            if (typeof f === "object" && !(f instanceof Uint8Array) && !(f instanceof Blob) && !("data" in f)) {
-                refs.push({ path: f.path });
+        const plan = files.map((f, i) => {
+            if (isAgentPath(f))
+                return { path: f.path };
+            const up = promptUpload(f, i + 1);
+            while (used.has(up.name))
+                up.name = `${i + 1}-${up.name}`;
+            used.add(up.name);
+            return up;
+        });
+        const refs = [];
+        for (const p of plan) {
+            if ("path" in p) {
+                refs.push(p);
                 continue;
             }
-            let { name, data, contentType } = promptUpload(f, n);
-            while (used.has(name))
-                name = `${n}-${name}`;
-            used.add(name);
-            const up = await this.upload(requestId, name, data, { ...o, contentType });
-            refs.push({ path: up.path });
+            const done = await this.upload(requestId, p.name, p.data, { ...o, contentType: p.contentType });
+            refs.push({ path: done.path });
         }
         return this.t.json({
             method: "POST", path: `${this.base}/prompt`, idempotent: true,
@@ -121,7 +134,15 @@ export class AgentHandle {
         return this.t.json({ method: "PUT", path: `${this.base}/skills/${encodeURIComponent(name)}.md`, body: data }, o);
     }
 }
-/** The name, body and type a prompt file is uploaded with. */
+/** At most this many files a prompt (API.md). */
+const MAX_PROMPT_FILES = 20;
+function isAgentPath(f) {
+    return typeof f === "object" && !(f instanceof Uint8Array) && !(f instanceof Blob) && !("data" in f);
+}
+/**
+ * The name, body and type a prompt file is uploaded with. A local path is opened (its
+ * size read) now, so a missing file throws before anything is uploaded.
+ */
 function promptUpload(f, n) {
     if (typeof f === "string")
         return { name: basename(f), data: fromFile(f) };
