@@ -167,7 +167,7 @@ export declare class AgentFiles {
     private url;
     /** The file whole: `{data, contentType, version}`. */
     download(path: string, o?: ReadOptions): Promise<Download>;
-    /** The file as a stream. */
+    /** The file as a stream, resumed after a dropped connection (as a volume download). */
     stream(path: string, o?: CallOptions): Promise<DownloadStream>;
     /** Writes a file by agent path, streamed, with the agent's own access. */
     upload(path: string, data: BodyInput, o?: WriteOptions): Promise<WriteResult>;

@@ -3,6 +3,7 @@
 // subject workspaces with their memory (API.md "Subject workspaces").
 import { basename } from "node:path";
 import { fromFile } from "./body.js";
+import { resumable } from "./download.js";
 import { ValidationError } from "./errors.js";
 import { encodePath, Transport } from "./http.js";
 import { parseSse } from "./sse.js";
@@ -64,7 +65,7 @@ export class AgentHandle {
      * the loop runs; `break` (or `signal`) closes the stream.
      */
     async *events(o = {}) {
-        const a = await this.t.request({ method: "GET", path: `${this.base}/events`, stream: true }, o);
+        const a = await this.t.request({ method: "GET", path: `${this.base}/events`, events: true }, o);
         if (a.body)
             yield* parseSse(a.body);
     }
@@ -167,12 +168,14 @@ export class AgentFiles {
     }
     /** The file whole: `{data, contentType, version}`. */
     async download(path, o = {}) {
-        return this.t.request({ method: "GET", path: this.url(path), stream: true, headers: { Range: typeof o.range === "string" ? o.range : undefined } }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
+        const range = Array.isArray(o.range) ? `bytes=${o.range[0]}-${o.range[1] ?? ""}` : o.range;
+        return this.t.request({ method: "GET", path: this.url(path), headers: { Range: range } }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
-    /** The file as a stream. */
+    /** The file as a stream, resumed after a dropped connection (as a volume download). */
     async stream(path, o = {}) {
-        const a = await this.t.request({ method: "GET", path: this.url(path), stream: true }, o);
-        return { ...downloadInfo(a), body: a.body ?? new Blob([]).stream() };
+        const req = { method: "GET", path: this.url(path) };
+        const a = await this.t.request(req, o);
+        return { ...downloadInfo(a), body: resumable(this.t, req, o, a) };
     }
     /** Writes a file by agent path, streamed, with the agent's own access. */
     async upload(path, data, o = {}) {
@@ -238,7 +241,7 @@ export class Subject {
     }
     /** The bytes of one file. */
     async read(path, o) {
-        return this.t.request({ method: "GET", path: `${this.base}/files/content`, query: { path }, stream: true }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
+        return this.t.request({ method: "GET", path: `${this.base}/files/content`, query: { path } }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
     async list(path = "", o) {
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
@@ -256,7 +259,7 @@ export class Subject {
     }
     /** Reads `USER.md` or `MEMORY.md` of `memories/`, as text. */
     async readMemory(name, o) {
-        return this.t.request({ method: "GET", path: `${this.base}/memory/${name}`, stream: true }, o, async (a) => new TextDecoder().decode(await bytesOf(a)));
+        return this.t.request({ method: "GET", path: `${this.base}/memory/${name}` }, o, async (a) => new TextDecoder().decode(await bytesOf(a)));
     }
     /** Writes `USER.md` or `MEMORY.md` (the only way to write `memories/`). */
     async writeMemory(name, data, o) {

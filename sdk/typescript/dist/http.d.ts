@@ -38,8 +38,8 @@ export interface Req {
     headers?: Record<string, string | undefined>;
     /** Safe to send again after a dropped connection or a 503 (default: by method). */
     idempotent?: boolean;
-    /** The answer streams (SSE, downloads): the idle timeout stops at the headers. */
-    stream?: boolean;
+    /** An event stream (SSE): quiet for as long as nothing happens, so no idle timeout after the headers. */
+    events?: boolean;
     /** Extra ms added to the timeout before the headers (long-polls). */
     extraWaitMs?: number;
 }
@@ -49,6 +49,8 @@ export interface Answer {
     headers: Headers;
     body: ReadableStream<Uint8Array> | null;
 }
+/** True for the error fetch gives when the connection failed or dropped. */
+export declare function isNetworkError(e: unknown): boolean;
 /**
  * Percent-encodes a slash-separated path segment by segment (a leading `/` dropped).
  * A `.` or `..` segment throws ValidationError here: URL parsing (fetch's too) would

@@ -10,7 +10,7 @@ const NETWORK_CODES = new Set([
     "ENETUNREACH", "EAI_AGAIN", "UND_ERR_SOCKET", "UND_ERR_CLOSED",
 ]);
 /** True for the error fetch gives when the connection failed or dropped. */
-function isNetworkError(e) {
+export function isNetworkError(e) {
     if (!(e instanceof Error))
         return false;
     let c = e;
@@ -174,12 +174,13 @@ export class Transport {
                 idle.touch();
                 if (res.ok || res.status === 304) {
                     const answer = { status: res.status, headers: res.headers, body: null };
+                    // From here the watchdog runs only while a read of the body waits: a caller
+                    // that reads a download slowly is not timed out for its own pauses.
+                    idle.stop();
                     if (res.body)
-                        answer.body = watch(res.body, req.stream ? null : idle, done);
+                        answer.body = watch(res.body, req.events ? null : idle, done);
                     else
                         done();
-                    if (req.stream)
-                        idle.stop();
                     if (!consume)
                         return answer;
                     try {
@@ -237,16 +238,17 @@ function describe(e) {
     return c?.code ? `${c.code}${c.message ? " " + c.message : ""}` : String(e.message ?? e);
 }
 /**
- * The answer's body, touching the idle watchdog on each chunk (when `idle` is given) and
- * calling `done` at its end, error or cancel.
+ * The answer's body, the idle watchdog (when given) armed while each read waits, and
+ * `done` called at its end, error or cancel.
  */
 function watch(body, idle, done) {
     const r = body.getReader();
     return new ReadableStream({
         async pull(c) {
             try {
-                const { value, done: end } = await r.read();
                 idle?.touch();
+                const { value, done: end } = await r.read();
+                idle?.stop();
                 if (end) {
                     done();
                     c.close();

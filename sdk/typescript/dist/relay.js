@@ -65,7 +65,7 @@ export class RelaySessionHandle {
      */
     async *events(o = {}) {
         const a = await this.t.request({
-            method: "GET", path: `${this.base}/events`, stream: true, headers: { "Last-Event-ID": o.lastEventId },
+            method: "GET", path: `${this.base}/events`, events: true, headers: { "Last-Event-ID": o.lastEventId },
         }, o);
         if (a.body)
             yield* parseSse(a.body);

@@ -43,7 +43,7 @@ export class Turn {
     /** A file a call returned. */
     async file(callId, name, o) {
         return this.t.request({
-            method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`, stream: true,
+            method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`,
         }, o, async (r) => ({ ...downloadInfo(r), data: await bytesOf(r) }));
     }
     /** Ends the turn: its calls are stopped, its workspace deleted. */

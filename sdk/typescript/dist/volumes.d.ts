@@ -160,8 +160,13 @@ export declare class VolumeHandle {
     write(path: string, data: BodyInput, o?: WriteOptions): Promise<WriteResult>;
     /** Reads a file whole into memory (`version` from its ETag). */
     read(path: string, o?: ReadOptions): Promise<Download>;
-    /** Reads a file as a stream: nothing is held in memory beyond a chunk. */
+    /**
+     * Reads a file as a stream: nothing is held in memory beyond a chunk. A connection
+     * dropped mid-way is resumed from the bytes read, pinned to the version first sent.
+     */
     download(path: string, o?: ReadOptions): Promise<DownloadStream>;
+    /** A file's version, type, size and seq (HEAD), without its bytes. */
+    stat(path: string, o?: ReadOptions): Promise<Omit<Download, "data">>;
     private readReq;
     /** Removes a file (`version`: only if still at it). */
     remove(path: string, o?: WriteOptions): Promise<{

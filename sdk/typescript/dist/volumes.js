@@ -1,5 +1,6 @@
 // Volumes: create, list, batch seq reads, and one volume's files, changes, snapshots,
 // forks, restore, read-all, archive and signed links (API.md "Volumes").
+import { resumable } from "./download.js";
 import { GoneError } from "./errors.js";
 import { encodePath, Transport } from "./http.js";
 /** Reads the download headers that every file GET carries. */
@@ -102,14 +103,24 @@ export class VolumeHandle {
     async read(path, o = {}) {
         return this.t.request(this.readReq(path, o), o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
-    /** Reads a file as a stream: nothing is held in memory beyond a chunk. */
+    /**
+     * Reads a file as a stream: nothing is held in memory beyond a chunk. A connection
+     * dropped mid-way is resumed from the bytes read, pinned to the version first sent.
+     */
     async download(path, o = {}) {
-        const a = await this.t.request(this.readReq(path, o), o);
-        return { ...downloadInfo(a), body: a.body ?? new Blob([]).stream() };
+        const req = this.readReq(path, o);
+        const a = await this.t.request(req, o);
+        return { ...downloadInfo(a), body: resumable(this.t, req, o, a) };
+    }
+    /** A file's version, type, size and seq (HEAD), without its bytes. */
+    async stat(path, o = {}) {
+        const a = await this.t.request({ ...this.readReq(path, o), method: "HEAD" }, o);
+        await a.body?.cancel();
+        return downloadInfo(a);
     }
     readReq(path, o) {
         return {
-            method: "GET", path: `${this.base}/files/${encodePath(path)}`, stream: true,
+            method: "GET", path: `${this.base}/files/${encodePath(path)}`,
             query: { snapshot: o.snapshot }, headers: { Range: rangeHeader(o.range) },
         };
     }
@@ -187,7 +198,7 @@ export class VolumeHandle {
     }
     /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq). */
     async archive(q = {}, o) {
-        const a = await this.t.request({ method: "GET", path: `${this.base}/archive`, query: q, stream: true }, o);
+        const a = await this.t.request({ method: "GET", path: `${this.base}/archive`, query: q }, o);
         return { seq: Number(a.headers.get("x-volume-seq")), body: a.body ?? new Blob([]).stream() };
     }
     /** A signed link anyone can use until it expires. */

@@ -4,6 +4,7 @@
 
 import { basename } from "node:path";
 import { type BodyInput, fromFile } from "./body.js";
+import { resumable } from "./download.js";
 import { ValidationError } from "./errors.js";
 import { type CallOptions, encodePath, Transport } from "./http.js";
 import { parseSse, type StreamEvent } from "./sse.js";
@@ -152,7 +153,7 @@ export class AgentHandle {
    * the loop runs; `break` (or `signal`) closes the stream.
    */
   async *events(o: CallOptions = {}): AsyncGenerator<StreamEvent<Record<string, unknown>>> {
-    const a = await this.t.request({ method: "GET", path: `${this.base}/events`, stream: true }, o);
+    const a = await this.t.request({ method: "GET", path: `${this.base}/events`, events: true }, o);
     if (a.body) yield* parseSse<Record<string, unknown>>(a.body);
   }
 
@@ -253,14 +254,16 @@ export class AgentFiles {
 
   /** The file whole: `{data, contentType, version}`. */
   async download(path: string, o: ReadOptions = {}): Promise<Download> {
-    return this.t.request({ method: "GET", path: this.url(path), stream: true, headers: { Range: typeof o.range === "string" ? o.range : undefined } }, o,
+    const range = Array.isArray(o.range) ? `bytes=${o.range[0]}-${o.range[1] ?? ""}` : o.range;
+    return this.t.request({ method: "GET", path: this.url(path), headers: { Range: range } }, o,
       async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
   }
 
-  /** The file as a stream. */
+  /** The file as a stream, resumed after a dropped connection (as a volume download). */
   async stream(path: string, o: CallOptions = {}): Promise<DownloadStream> {
-    const a = await this.t.request({ method: "GET", path: this.url(path), stream: true }, o);
-    return { ...downloadInfo(a), body: a.body ?? new Blob([]).stream() };
+    const req = { method: "GET" as const, path: this.url(path) };
+    const a = await this.t.request(req, o);
+    return { ...downloadInfo(a), body: resumable(this.t, req, o, a) };
   }
 
   /** Writes a file by agent path, streamed, with the agent's own access. */
@@ -326,7 +329,7 @@ export class Subject {
 
   /** The bytes of one file. */
   async read(path: string, o?: CallOptions): Promise<Download> {
-    return this.t.request({ method: "GET", path: `${this.base}/files/content`, query: { path }, stream: true }, o,
+    return this.t.request({ method: "GET", path: `${this.base}/files/content`, query: { path } }, o,
       async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
   }
 
@@ -350,7 +353,7 @@ export class Subject {
 
   /** Reads `USER.md` or `MEMORY.md` of `memories/`, as text. */
   async readMemory(name: "USER.md" | "MEMORY.md", o?: CallOptions): Promise<string> {
-    return this.t.request({ method: "GET", path: `${this.base}/memory/${name}`, stream: true }, o,
+    return this.t.request({ method: "GET", path: `${this.base}/memory/${name}` }, o,
       async (a) => new TextDecoder().decode(await bytesOf(a)));
   }
 

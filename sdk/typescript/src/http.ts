@@ -49,8 +49,8 @@ export interface Req {
   headers?: Record<string, string | undefined>;
   /** Safe to send again after a dropped connection or a 503 (default: by method). */
   idempotent?: boolean;
-  /** The answer streams (SSE, downloads): the idle timeout stops at the headers. */
-  stream?: boolean;
+  /** An event stream (SSE): quiet for as long as nothing happens, so no idle timeout after the headers. */
+  events?: boolean;
   /** Extra ms added to the timeout before the headers (long-polls). */
   extraWaitMs?: number;
 }
@@ -68,7 +68,7 @@ const NETWORK_CODES = new Set([
 ]);
 
 /** True for the error fetch gives when the connection failed or dropped. */
-function isNetworkError(e: unknown): boolean {
+export function isNetworkError(e: unknown): boolean {
   if (!(e instanceof Error)) return false;
   let c: unknown = e;
   for (let i = 0; i < 4 && c; i++) {
@@ -220,9 +220,11 @@ export class Transport {
         idle.touch();
         if (res.ok || res.status === 304) {
           const answer: Answer = { status: res.status, headers: res.headers, body: null };
-          if (res.body) answer.body = watch(res.body, req.stream ? null : idle, done);
+          // From here the watchdog runs only while a read of the body waits: a caller
+          // that reads a download slowly is not timed out for its own pauses.
+          idle.stop();
+          if (res.body) answer.body = watch(res.body, req.events ? null : idle, done);
           else done();
-          if (req.stream) idle.stop();
           if (!consume) return answer as T;
           try {
             return await consume(answer);
@@ -273,16 +275,17 @@ function describe(e: unknown): string {
 }
 
 /**
- * The answer's body, touching the idle watchdog on each chunk (when `idle` is given) and
- * calling `done` at its end, error or cancel.
+ * The answer's body, the idle watchdog (when given) armed while each read waits, and
+ * `done` called at its end, error or cancel.
  */
 function watch(body: ReadableStream<Uint8Array>, idle: Idle | null, done: () => void): ReadableStream<Uint8Array> {
   const r = body.getReader();
   return new ReadableStream<Uint8Array>({
     async pull(c) {
       try {
-        const { value, done: end } = await r.read();
         idle?.touch();
+        const { value, done: end } = await r.read();
+        idle?.stop();
         if (end) { done(); c.close(); } else c.enqueue(value);
       } catch (e) {
         done();

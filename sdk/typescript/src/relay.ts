@@ -92,7 +92,7 @@ export class RelaySessionHandle {
    */
   async *events(o: CallOptions & { lastEventId?: string } = {}): AsyncGenerator<StreamEvent<Record<string, unknown>>> {
     const a = await this.t.request({
-      method: "GET", path: `${this.base}/events`, stream: true, headers: { "Last-Event-ID": o.lastEventId },
+      method: "GET", path: `${this.base}/events`, events: true, headers: { "Last-Event-ID": o.lastEventId },
     }, o);
     if (a.body) yield* parseSse<Record<string, unknown>>(a.body);
   }

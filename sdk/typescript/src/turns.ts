@@ -72,7 +72,7 @@ export class Turn {
   /** A file a call returned. */
   async file(callId: string, name: string, o?: CallOptions): Promise<Download> {
     return this.t.request({
-      method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`, stream: true,
+      method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`,
     }, o, async (r) => ({ ...downloadInfo(r), data: await bytesOf(r) }));
   }
 

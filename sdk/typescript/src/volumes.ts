@@ -2,8 +2,9 @@
 // forks, restore, read-all, archive and signed links (API.md "Volumes").
 
 import { type BodyInput } from "./body.js";
+import { resumable } from "./download.js";
 import { GoneError } from "./errors.js";
-import { type Answer, type CallOptions, encodePath, Transport } from "./http.js";
+import { type Answer, type CallOptions, encodePath, type Req, Transport } from "./http.js";
 
 export interface Volume {
   id: string;
@@ -224,15 +225,26 @@ export class VolumeHandle {
     return this.t.request(this.readReq(path, o), o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
   }
 
-  /** Reads a file as a stream: nothing is held in memory beyond a chunk. */
+  /**
+   * Reads a file as a stream: nothing is held in memory beyond a chunk. A connection
+   * dropped mid-way is resumed from the bytes read, pinned to the version first sent.
+   */
   async download(path: string, o: ReadOptions = {}): Promise<DownloadStream> {
-    const a = await this.t.request(this.readReq(path, o), o);
-    return { ...downloadInfo(a), body: a.body ?? new Blob([]).stream() };
+    const req = this.readReq(path, o);
+    const a = await this.t.request(req, o);
+    return { ...downloadInfo(a), body: resumable(this.t, req, o, a) };
   }
 
-  private readReq(path: string, o: ReadOptions) {
+  /** A file's version, type, size and seq (HEAD), without its bytes. */
+  async stat(path: string, o: ReadOptions = {}): Promise<Omit<Download, "data">> {
+    const a = await this.t.request({ ...this.readReq(path, o), method: "HEAD" }, o);
+    await a.body?.cancel();
+    return downloadInfo(a);
+  }
+
+  private readReq(path: string, o: ReadOptions): Req {
     return {
-      method: "GET" as const, path: `${this.base}/files/${encodePath(path)}`, stream: true,
+      method: "GET", path: `${this.base}/files/${encodePath(path)}`,
       query: { snapshot: o.snapshot }, headers: { Range: rangeHeader(o.range) },
     };
   }
@@ -323,7 +335,7 @@ export class VolumeHandle {
 
   /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq). */
   async archive(q: { snapshot?: string; path?: string; glob?: string } = {}, o?: CallOptions): Promise<{ seq: number; body: ReadableStream<Uint8Array> }> {
-    const a = await this.t.request({ method: "GET", path: `${this.base}/archive`, query: q, stream: true }, o);
+    const a = await this.t.request({ method: "GET", path: `${this.base}/archive`, query: q }, o);
     return { seq: Number(a.headers.get("x-volume-seq")), body: a.body ?? new Blob([]).stream() };
   }
 

@@ -36,6 +36,8 @@ export async function until(cond, what, ms = 15000) {
  *   "cutResponse"          forward the request; reset the client as the answer starts
  *   {answer: "HTTP/1.1 503 ..."} answer this text without reaching cofferd
  *   "silent"               accept and never answer
+ *   {cutResponseAfterBytes: N, onCut?}  forward; reset both once N answer bytes came back
+ *   {after: promise}       forward once the promise has settled
  * `conns` records each connection's request head (the text up to the first blank line).
  */
 export async function proxy(plan) {
@@ -67,6 +69,28 @@ export async function proxy(plan) {
       c.on("error", () => {});
       return;
     }
+    if (what && what.after) {
+      c.pause(); // what arrives meanwhile waits in the socket's buffer
+      what.after.finally(() => {
+        relay(c, i, rec, "pass");
+        c.resume();
+      });
+      return;
+    }
+    relay(c, i, rec, what);
+  });
+
+  /** Forwards connection `c` to cofferd, doing what `what` says. */
+  function relay(c, i, rec, what) {
+    let headDone = false;
+    const note = (chunk) => {
+      rec.up += chunk.length;
+      if (!headDone) {
+        rec.head += chunk.toString("latin1");
+        const end = rec.head.indexOf("\r\n\r\n");
+        if (end >= 0) { rec.head = rec.head.slice(0, end); headDone = true; }
+      }
+    };
     const s = net.connect(Number(u.port), u.hostname);
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
@@ -81,13 +105,21 @@ export async function proxy(plan) {
       }
       s.write(chunk);
     });
+    let down = 0;
     s.on("data", (chunk) => {
       if (what === "cutResponse") { rec.cut = true; return kill(); }
+      if (what && what.cutResponseAfterBytes !== undefined && down + chunk.length > what.cutResponseAfterBytes) {
+        c.write(chunk.subarray(0, what.cutResponseAfterBytes - down));
+        rec.cut = true;
+        what.onCut?.();
+        return kill();
+      }
+      down += chunk.length;
       c.write(chunk);
     });
     c.on("end", () => s.end());
     s.on("end", () => c.end());
-  });
+  }
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${server.address().port}`,

@@ -153,3 +153,34 @@ test("never retried: a one-shot stream, a tool call; a silent server times out",
     await p.close();
   }
 });
+
+test("a download cut mid-way resumes from the bytes read; a file changed meanwhile is not joined", async () => {
+  const v = c.volume((await c.volumes.create({ name: uniq() })).id);
+  const data = new Uint8Array(4 << 20).map((_, i) => (i * 13 + (i >> 12)) & 0xff);
+  await v.write("f.bin", data);
+  let p = await proxy((i) => (i === 0 ? { cutResponseAfterBytes: 1 << 20 } : "pass"));
+  try {
+    const d = await client({ url: p.url }).volume(v.id).download("f.bin");
+    const got = new Uint8Array(await new Response(d.body).arrayBuffer());
+    assert.equal(got.length, data.length);
+    assert.ok(Buffer.from(got).equals(Buffer.from(data)), "the bytes, whole and in order");
+    assert.equal(p.conns.length, 2, "one resume");
+    assert.match(headerOf(p.conns[1].head, "Range"), /^bytes=\d+-$/);
+    assert.equal(headerOf(p.conns[1].head, "If-Range"), '"1"');
+  } finally {
+    await p.close();
+  }
+  let changed;
+  const overwritten = new Promise((r) => { changed = r; });
+  p = await proxy((i) => (i === 0
+    ? { cutResponseAfterBytes: 1 << 20, onCut: () => v.write("f.bin", "another version").then(changed, changed) }
+    : { after: overwritten }));
+  try {
+    const d = await client({ url: p.url }).volume(v.id).download("f.bin");
+    const e = await new Response(d.body).arrayBuffer().catch((x) => x);
+    assert.ok(e instanceof ConnectionError, String(e));
+    assert.match(e.message, /no longer at "1"/);
+  } finally {
+    await p.close();
+  }
+});
