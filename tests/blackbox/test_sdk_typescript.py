@@ -42,8 +42,9 @@ def _files(root):
 
 @harness.timeout(400)
 def test_dist_is_current():
-    """dist/ is what the pinned tsc makes of src/ now; the package has no runtime
-    dependencies and says what it is (ESM, exports, Node 18+)."""
+    """dist/ is what the pinned tsc makes of src/ now; its types serve a user's
+    TypeScript (test/types.ts); the package has no runtime dependencies and says what it
+    is (ESM, exports, Node 18+)."""
     node = harness.npm_ready(SDK_DIR, "typescript")
     with open(os.path.join(SDK_DIR, "package.json")) as f:
         pkg = json.load(f)
@@ -66,6 +67,14 @@ def test_dist_is_current():
            "in sdk/typescript and commit dist/)")
     finally:
         shutil.rmtree(out, ignore_errors=True)
+    # The published types, through the package's own name and exports, as a user's
+    # TypeScript sees them (test/types.ts, compiled, never run).
+    p = subprocess.run([node, os.path.join("node_modules", "typescript", "bin", "tsc"), "--noEmit",
+                        "--strict", "--skipLibCheck", "--module", "nodenext", "--moduleResolution",
+                        "nodenext", "--target", "es2022", "--types", "node", "test/types.ts"],
+                       cwd=SDK_DIR, capture_output=True, text=True, timeout=300 * harness.SCALE)
+    check(p.returncode == 0, "test/types.ts does not type-check against dist/*.d.ts:\n%s%s" % (
+        p.stdout[-4000:], p.stderr[-2000:]))
 
 
 def _case(path):
