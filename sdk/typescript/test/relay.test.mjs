@@ -8,16 +8,16 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConflictError, ForbiddenError, GoneError, NotFoundError } from "../dist/index.js";
+import { ConflictError, ForbiddenError, GoneError, LockedError, NotFoundError } from "../dist/index.js";
 import { client, until, uniq, URL_, within } from "./helpers.mjs";
 
 const c = client();
 const BIN = process.env.COFFER_BIN;
 
 /** A `coffer connect` serving `dir` for the session; kill() ends it. */
-function connect(s, dir) {
+function connect(s, dir, args = []) {
   assert.ok(BIN, "COFFER_BIN names build/coffer");
-  const p = spawn(BIN, ["connect", "--server", URL_, "--uid", s.uid, "--dir", dir], {
+  const p = spawn(BIN, ["connect", "--server", URL_, "--uid", s.uid, "--dir", dir, ...args], {
     env: { ...process.env, COFFER_CONNECT_TOKEN: s.info.connectToken }, stdio: ["ignore", "ignore", "pipe"],
   });
   let log = "";
@@ -87,4 +87,26 @@ test("abort ends a session at once; ended sessions are listed with all", async (
   assert.ok(!(await c.relay.list({ agent })).some((x) => x.uid === s.uid));
   assert.ok((await c.relay.list({ agent, all: true })).some((x) => x.uid === s.uid));
   await assert.rejects(c.relay.session("nope").get(), NotFoundError);
+});
+
+test("a supervised write with wait: false is LockedError with opId; opStatus says pending", async () => {
+  const agent = uniq("ag");
+  await c.agents.upsert(agent, { relay: { capability: true, defaultMode: "supervised" } });
+  const s = await c.relay.create({ agent });
+  const dir = mkdtempSync(join(tmpdir(), "sdk-relay-"));
+  const cl = connect(s, dir, ["--supervised"]);
+  try {
+    await until(async () => (await s.get()).status === "active", "the session to become active; " + cl.log());
+    assert.equal((await s.get()).mode, "supervised");
+    const e = await s.writeFile("w.txt", "needs a yes", { wait: false }).catch((x) => x);
+    assert.ok(e instanceof LockedError, String(e));
+    assert.equal(e.status, 423);
+    assert.equal(typeof e.opId, "string");
+    const st = await s.opStatus(e.opId);
+    assert.deepEqual([st.opId, st.op, st.path, st.status], [e.opId, "write_file", "w.txt", "pending"]);
+    await s.abort();
+  } finally {
+    await cl.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -51,6 +51,8 @@ test("write, read, conditional writes, range, remove, move, list, readAll", asyn
   const r = await v.read("docs/a.md");
   assert.equal(text(r.data), "# hello");
   assert.deepEqual([r.contentType, r.version, r.seq, r.size], ["text/markdown", 1, 1, 7]);
+  const st = await v.stat("docs/a.md");
+  assert.deepEqual([st.version, st.size, st.contentType, st.seq], [1, 7, "text/markdown", 1]);
   const part = await v.read("docs/a.md", { range: [2, 4] });
   assert.equal(text(part.data), "hel");
   assert.equal(part.contentRange, "bytes 2-4/7");
