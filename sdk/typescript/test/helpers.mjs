@@ -9,6 +9,9 @@ export const URL_ = process.env.COFFER_URL;
 export const KEY = process.env.COFFER_KEY;
 if (!URL_ || !KEY) throw new Error("COFFER_URL and COFFER_KEY must name a running cofferd and its admin key");
 
+/** Waits are multiplied by this (3 under sanitizers: the binaries are slower). */
+export const SCALE = Number(process.env.COFFER_TEST_SCALE || 1);
+
 export function client(o = {}) {
   return new Coffer({ url: URL_, key: KEY, retryBaseMs: 20, ...o });
 }
@@ -20,7 +23,7 @@ export function uniq(prefix = "ts") {
 
 /** Polls `cond` every 50 ms until it is truthy (or throws after `ms`). */
 export async function until(cond, what, ms = 15000) {
-  const end = Date.now() + ms;
+  const end = Date.now() + ms * SCALE;
   for (;;) {
     const v = await cond();
     if (v) return v;
@@ -143,7 +146,7 @@ export const text = (u8) => new TextDecoder().decode(u8);
 export async function within(p, ms, what) {
   let t;
   try {
-    return await Promise.race([p, new Promise((_, no) => { t = setTimeout(() => no(new Error(`timed out: ${what()}`)), ms); })]);
+    return await Promise.race([p, new Promise((_, no) => { t = setTimeout(() => no(new Error(`timed out: ${what()}`)), ms * SCALE); })]);
   } finally {
     clearTimeout(t);
   }

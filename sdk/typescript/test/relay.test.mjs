@@ -19,6 +19,7 @@ function connect(s, dir, args = []) {
   assert.ok(BIN, "COFFER_BIN names build/coffer");
   const p = spawn(BIN, ["connect", "--server", URL_, "--uid", s.uid, "--dir", dir, ...args], {
     env: { ...process.env, COFFER_CONNECT_TOKEN: s.info.connectToken }, stdio: ["ignore", "ignore", "pipe"],
+    detached: true, // a session of its own: no controlling terminal, so supervised writes are refused
   });
   let log = "";
   p.stderr.on("data", (d) => { log += d; });
@@ -89,7 +90,7 @@ test("abort ends a session at once; ended sessions are listed with all", async (
   await assert.rejects(c.relay.session("nope").get(), NotFoundError);
 });
 
-test("a supervised write with wait: false is LockedError with opId; opStatus says pending", async () => {
+test("a supervised write with wait: false is LockedError with opId; opStatus tells the user's no", async () => {
   const agent = uniq("ag");
   await c.agents.upsert(agent, { relay: { capability: true, defaultMode: "supervised" } });
   const s = await c.relay.create({ agent });
@@ -103,7 +104,14 @@ test("a supervised write with wait: false is LockedError with opId; opStatus say
     assert.equal(e.status, 423);
     assert.equal(typeof e.opId, "string");
     const st = await s.opStatus(e.opId);
-    assert.deepEqual([st.opId, st.op, st.path, st.status], [e.opId, "write_file", "w.txt", "pending"]);
+    assert.deepEqual([st.opId, st.op, st.path], [e.opId, "write_file", "w.txt"]);
+    assert.ok(["pending", "done"].includes(st.status), st.status);
+    // With no terminal to ask on, `coffer connect --supervised` refuses every write.
+    const end = await until(async () => { const x = await s.opStatus(e.opId); return x.status === "done" && x; },
+      "the op to be decided");
+    assert.equal(end.ok, false);
+    assert.equal(end.error.type, "forbidden");
+    assert.match(end.error.message, /refused/);
     await s.abort();
   } finally {
     await cl.kill();
