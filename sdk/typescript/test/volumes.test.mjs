@@ -4,9 +4,12 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import {
-  ConflictError, GoneError, NotFoundError, PreconditionFailedError, ValidationError, CofferError,
+  ConflictError, fromFile, GoneError, NotFoundError, PreconditionFailedError, ValidationError, CofferError,
 } from "../dist/index.js";
 import { client, text, uniq } from "./helpers.mjs";
 
@@ -65,10 +68,16 @@ test("write, read, conditional writes, range, remove, move, list, readAll", asyn
   assert.equal(w2.version, 2);
   assert.equal((await v.read("docs/a.md")).contentType, "text/plain");
   await v.write("docs/b.txt", new Blob(["bee"]));
+  const dir = mkdtempSync(join(tmpdir(), "sdk-vol-"));
+  writeFileSync(join(dir, "local.txt"), "from disk");
+  const fw = await v.write("docs/disk.txt", fromFile(join(dir, "local.txt")));
+  rmSync(dir, { recursive: true });
+  assert.equal(fw.sha256, sha("from disk"));
+  await v.remove("docs/disk.txt");
   await v.write("src/c.js", async function* () { yield new TextEncoder().encode("let c"); }());
   const ls = await v.list({ glob: "**/*.md" });
   assert.deepEqual(ls.files.map((f) => f.path), ["docs/a.md"]);
-  assert.equal(ls.seq, 4);
+  assert.equal(ls.seq, 6);
   const pre = await v.list({ prefix: "docs/" });
   assert.deepEqual(pre.files.map((f) => f.path), ["docs/a.md", "docs/b.txt"]);
   const mv = await v.move("docs/b.txt", "docs/bee.txt");
