@@ -104,11 +104,14 @@ export declare class RelaySessionHandle {
     /** A supervised write answered 423: pending, or done with its result or error. */
     opStatus(opId: string, o?: CallOptions): Promise<Record<string, unknown>>;
     /**
-     * The session's events; `lastEventId` resumes after that event. `break` (or `signal`)
-     * closes the stream.
+     * The session's events, replayed from the start (or after `lastEventId`) then followed,
+     * until `session_ended`. A stream that drops is reopened with `Last-Event-ID` set to
+     * the last event seen, so no event is lost or seen twice (at most `maxRetries`
+     * reconnections in a row; `resume: false` turns this off). `break` (or `signal`) closes it.
      */
     events(o?: CallOptions & {
         lastEventId?: string;
+        resume?: boolean;
     }): AsyncGenerator<StreamEvent<Record<string, unknown>>>;
     /** The session's log (scan results of blocked writes, ...). */
     log(o?: CallOptions): Promise<{

@@ -1,6 +1,6 @@
 // Relay sessions, the agent's side (API.md "Relay"; docs/api.md "Relay").
 
-import { type CallOptions, Transport } from "./http.js";
+import { type CallOptions, isNetworkError, Transport } from "./http.js";
 import { parseSse, type StreamEvent } from "./sse.js";
 
 export interface RelaySession {
@@ -87,14 +87,32 @@ export class RelaySessionHandle {
   }
 
   /**
-   * The session's events; `lastEventId` resumes after that event. `break` (or `signal`)
-   * closes the stream.
+   * The session's events, replayed from the start (or after `lastEventId`) then followed,
+   * until `session_ended`. A stream that drops is reopened with `Last-Event-ID` set to
+   * the last event seen, so no event is lost or seen twice (at most `maxRetries`
+   * reconnections in a row; `resume: false` turns this off). `break` (or `signal`) closes it.
    */
-  async *events(o: CallOptions & { lastEventId?: string } = {}): AsyncGenerator<StreamEvent<Record<string, unknown>>> {
-    const a = await this.t.request({
-      method: "GET", path: `${this.base}/events`, events: true, headers: { "Last-Event-ID": o.lastEventId },
-    }, o);
-    if (a.body) yield* parseSse<Record<string, unknown>>(a.body);
+  async *events(o: CallOptions & { lastEventId?: string; resume?: boolean } = {}): AsyncGenerator<StreamEvent<Record<string, unknown>>> {
+    let last = o.lastEventId;
+    const max = o.maxRetries ?? this.t.maxRetries;
+    for (let failures = 0; ;) {
+      const a = await this.t.request({
+        method: "GET", path: `${this.base}/events`, events: true, headers: { "Last-Event-ID": last },
+      }, o);
+      if (!a.body) return;
+      try {
+        for await (const ev of parseSse<Record<string, unknown>>(a.body)) {
+          failures = 0;
+          if (ev.id !== undefined) last = ev.id;
+          yield ev;
+          if (ev.event === "session_ended") return;
+        }
+        return;
+      } catch (e) {
+        if (o.signal?.aborted || o.resume === false || !isNetworkError(e) || ++failures > max) throw e;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** failures, 8000)));
+    }
   }
 
   /** The session's log (scan results of blocked writes, ...). */

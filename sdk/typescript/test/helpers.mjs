@@ -41,6 +41,8 @@ export async function until(cond, what, ms = 15000) {
  *   "silent"               accept and never answer
  *   {cutResponseAfterBytes: N, onCut?}  forward; reset both once N answer bytes came back
  *   {after: promise}       forward once the promise has settled
+ *   {cutResponseAfterText: T}  forward; reset both right after the first SSE event whose
+ *                          text holds T (at the blank line ending it)
  * `conns` records each connection's request head (the text up to the first blank line).
  */
 export async function proxy(plan) {
@@ -109,8 +111,20 @@ export async function proxy(plan) {
       s.write(chunk);
     });
     let down = 0;
+    let seen = "";
     s.on("data", (chunk) => {
       if (what === "cutResponse") { rec.cut = true; return kill(); }
+      if (what && what.cutResponseAfterText !== undefined) {
+        const at = seen.length;
+        seen += chunk.toString("latin1");
+        const hit = seen.indexOf(what.cutResponseAfterText);
+        const end = hit < 0 ? -1 : seen.indexOf("\n\n", hit);
+        if (end >= 0) {
+          c.write(chunk.subarray(0, end + 2 - at));
+          rec.cut = true;
+          return kill();
+        }
+      }
       if (what && what.cutResponseAfterBytes !== undefined && down + chunk.length > what.cutResponseAfterBytes) {
         c.write(chunk.subarray(0, what.cutResponseAfterBytes - down));
         rec.cut = true;

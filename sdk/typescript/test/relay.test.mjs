@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConflictError, ForbiddenError, GoneError, LockedError, NotFoundError } from "../dist/index.js";
-import { client, until, uniq, URL_, within } from "./helpers.mjs";
+import { client, headerOf, proxy, until, uniq, URL_, within } from "./helpers.mjs";
 
 const c = client();
 const BIN = process.env.COFFER_BIN;
@@ -114,6 +114,44 @@ test("a supervised write with wait: false is LockedError with opId; opStatus tel
     assert.match(end.error.message, /refused/);
     await s.abort();
   } finally {
+    await cl.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("an events stream that drops is resumed after the last event seen: none lost, none twice", async () => {
+  const agent = uniq("ag");
+  await c.agents.upsert(agent, { relay: { capability: true } });
+  const s = await c.relay.create({ agent });
+  const dir = mkdtempSync(join(tmpdir(), "sdk-relay-"));
+  const cl = connect(s, dir);
+  const p = await proxy((i) => (i === 0 ? { cutResponseAfterText: "event: exclusions" } : "pass"));
+  const ac = new AbortController();
+  try {
+    await until(async () => (await s.get()).status === "active", "the session to become active; " + cl.log());
+    const events = [];
+    const viaProxy = client({ url: p.url }).relay.session(s.uid);
+    const reader = (async () => {
+      for await (const e of viaProxy.events({ signal: ac.signal })) {
+        events.push(e);
+        if (e.event === "write_result") return;
+      }
+    })();
+    await until(() => p.conns.length === 2, "the stream reopened");
+    await s.writeFile("after-the-drop.txt", "x");
+    await within(reader, 10000, () => "write_result after the drop; got " + JSON.stringify(events));
+    const ids = events.map((e) => Number(e.id));
+    assert.deepEqual([...ids].sort((a, b) => a - b), ids, "in order");
+    assert.equal(new Set(ids).size, ids.length, "none twice");
+    const exclusions = events.find((e) => e.event === "exclusions");
+    assert.ok(p.conns[0].cut && exclusions, JSON.stringify(events));
+    assert.equal(headerOf(p.conns[1].head, "Last-Event-ID"), exclusions.id, "resumed after the last event seen");
+    const types = events.map((e) => e.event);
+    assert.ok(types.indexOf("status_changed") < types.indexOf("exclusions"), types.join());
+    assert.equal(types.filter((t) => t === "exclusions").length, 1, types.join());
+  } finally {
+    ac.abort();
+    await p.close();
     await cl.kill();
     rmSync(dir, { recursive: true, force: true });
   }
