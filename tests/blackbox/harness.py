@@ -57,8 +57,9 @@ Response: status, reason, headers (case-insensitive .get), body (bytes), .json()
     .text, .header(name), .error (the {"error":{...}} object or None)
 Assertions: expect(resp, *statuses), expect_error(resp, status, type), eq(a, b, what),
     check(cond, what), contains(container, item, what); sha256(bytes) -> hex.
-Node packages: npm_ready(dir, package) -> node's path, after `npm ci --prefer-offline` in dir
-    when the pinned `package` (of its package.json) is not installed there yet.
+Node packages: npm_ready(dir, package, what=None) -> node's path, after `npm ci
+    --prefer-offline` in dir (absolute, or under tests/) when the pinned `package` (of its
+    package.json) is not installed there yet.
 Event streams: EventStream(srv, path) reads a Server-Sent Events stream in a thread;
     .events [(type, data)], .types(), .wait(kind, n, timeout) -> list (may be short),
     .expect(kind, n, timeout) -> list (raises when short), .close().
@@ -658,16 +659,21 @@ def _installed_version(directory, package):
         return None
 
 
-def npm_ready(directory, package):
-    """Node, and the packages of `directory`'s package-lock.json in its node_modules: when
-    the version of `package` pinned in package.json (dependencies or devDependencies) is
-    not the one installed, `npm ci --prefer-offline` installs exactly the lock file, from
-    npm's cache when it has the packages, else from the registry. Under a lock on the lock
-    file: modules using one directory run in parallel. Fails, never skips, when node or
-    npm is missing (scripts/deps installs them). Returns node's path."""
+def npm_ready(directory, package, what=None):
+    """Node, and the packages of `directory`'s package-lock.json in its node_modules
+    (`directory` absolute, or relative to tests/): when the version of `package` pinned in
+    package.json (dependencies or devDependencies) is not the one installed, `npm ci
+    --prefer-offline` installs exactly the lock file, from npm's cache when it has the
+    packages, else from the registry. Under a lock on the lock file: modules using one
+    directory run in parallel. Fails, never skips, when node or npm is missing
+    (scripts/deps installs them); `what` names the tests in that message. Returns node's
+    path."""
+    if not os.path.isabs(directory):
+        directory = os.path.join(ROOT, "tests", directory)
     node, npm = shutil.which("node"), shutil.which("npm")
-    check(node and npm, "node and npm are needed for the tests in %s (found node=%r npm=%r); "
-          "install Node.js 18 or later (scripts/deps does)" % (directory, node, npm))
+    check(node and npm, "node and npm are needed for %s (found node=%r npm=%r); install "
+          "Node.js 18 or later (scripts/deps does)" % (what or "the tests in " + directory,
+                                                        node, npm))
     with open(os.path.join(directory, "package.json")) as f:
         pkg = jsonlib.load(f)
     pinned = dict(pkg.get("devDependencies", {}), **pkg.get("dependencies", {}))[package]

@@ -461,7 +461,7 @@ def test_stdio_session_data_dir():
 def sdk_ready():
     """Node and the pinned @modelcontextprotocol/sdk in tests/mcp/node_modules
     (harness.npm_ready; test_mcp and test_relay_mcp run in parallel)."""
-    return harness.npm_ready(MCP_DIR, "@modelcontextprotocol/sdk")
+    return harness.npm_ready(MCP_DIR, "@modelcontextprotocol/sdk", "the MCP SDK end-to-end test")
 
 
 @harness.timeout(400)

@@ -45,7 +45,7 @@ def test_dist_is_current():
     """dist/ is what the pinned tsc makes of src/ now; its types serve a user's
     TypeScript (test/types.ts); the package has no runtime dependencies and says what it
     is (ESM, exports, Node 18+)."""
-    node = harness.npm_ready(SDK_DIR, "typescript")
+    node = harness.npm_ready(SDK_DIR, "typescript", "the TypeScript SDK's dist/ check")
     with open(os.path.join(SDK_DIR, "package.json")) as f:
         pkg = json.load(f)
     eq(pkg.get("type"), "module", "package.json type")
