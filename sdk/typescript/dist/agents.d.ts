@@ -175,7 +175,7 @@ export declare class AgentFiles {
         path: string;
         seq: number;
     }>;
-    /** The immediate children of a folder. */
+    /** The immediate children of a folder (default: the server's, the first mount). */
     list(path?: string, o?: CallOptions): Promise<Listing>;
     /** A signed link to a file by agent path. */
     link(path: string, o?: LinkOptions): Promise<Link>;

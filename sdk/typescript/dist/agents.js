@@ -184,8 +184,8 @@ export class AgentFiles {
     async remove(path, o) {
         return this.t.json({ method: "DELETE", path: this.url(path) }, o);
     }
-    /** The immediate children of a folder. */
-    async list(path = "/workspace", o) {
+    /** The immediate children of a folder (default: the server's, the first mount). */
+    async list(path, o) {
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
     }
     /** A signed link to a file by agent path. */

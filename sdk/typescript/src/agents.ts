@@ -275,8 +275,8 @@ export class AgentFiles {
     return this.t.json({ method: "DELETE", path: this.url(path) }, o);
   }
 
-  /** The immediate children of a folder. */
-  async list(path = "/workspace", o?: CallOptions): Promise<Listing> {
+  /** The immediate children of a folder (default: the server's, the first mount). */
+  async list(path?: string, o?: CallOptions): Promise<Listing> {
     return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
   }
 

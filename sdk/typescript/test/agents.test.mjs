@@ -38,6 +38,8 @@ test("files by agent path: upload, download, list, link, remove; uploads replaye
   assert.deepEqual([text(d.data), d.contentType, d.version], ["a,b\n1,2\n", "text/csv", 1]);
   const s = await h.files.stream("/workspace/out/chart.csv");
   assert.equal(await new Response(s.body).text(), "a,b\n1,2\n");
+  const top = await h.files.list();
+  assert.equal(top.path, "/workspace", "the first mount by default");
   const ls = await h.files.list("/workspace/out");
   assert.deepEqual(ls.entries.map((e) => [e.name, e.type]), [["chart.csv", "file"]]);
   const l = await h.files.link("/workspace/out/chart.csv");
