@@ -265,6 +265,10 @@ def test_large_image_arrives_at_1568x1045(srv):
     j = answer(srv, aid, text="e", requestId="edge", files=[{"path": "/workspace/edge.png"}])
     eq(j["files"][0]["shown"], True, "8,000 px a side is within the limit")
     eq(image_size(block_bytes(media(j["content"])[0])[1])[1:], (1568, 2), "scaled to 1568")
+    srv.put_ok(ws, "over.png", png(10, 8001))
+    j = answer(srv, aid, text="o", requestId="over", files=[{"path": "/workspace/over.png"}])
+    eq(j["files"][0]["shown"], False, "8,001 px a side is past the limit")
+    contains(j["files"][0]["reason"], "10x8001", "names the image's size")
 
 
 def test_over_limits_named_with_why(srv):
@@ -422,6 +426,8 @@ def test_limits_at_their_edges(srv):
         contains(r.error["message"], phrase, "names what is wrong in %r" % (bad,))
     r = prompt(srv, aid, status=400, text="t", requestId="dup", files=[one, one])
     contains(r.error["message"], "twice", "a name given twice")
+    r = prompt(srv, aid, status=400, text="", requestId="empty")
+    contains(r.error["message"], "text or at least one file", "an empty message is refused")
     prompt(srv, aid, status=400, text="t", requestId="x", extra=1)
     prompt(srv, aid, status=400, requestId="x")
     prompt(srv, aid, status=400, text="t")
