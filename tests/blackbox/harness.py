@@ -57,6 +57,9 @@ Response: status, reason, headers (case-insensitive .get), body (bytes), .json()
     .text, .header(name), .error (the {"error":{...}} object or None)
 Assertions: expect(resp, *statuses), expect_error(resp, status, type), eq(a, b, what),
     check(cond, what), contains(container, item, what); sha256(bytes) -> hex.
+Node packages: npm_ready(dir, package, what=None) -> node's path, after `npm ci
+    --prefer-offline` in dir (absolute, or under tests/) when the pinned `package` (of its
+    package.json) is not installed there yet.
 Event streams: EventStream(srv, path) reads a Server-Sent Events stream in a thread;
     .events [(type, data)], .types(), .wait(kind, n, timeout) -> list (may be short),
     .expect(kind, n, timeout) -> list (raises when short), .close().
@@ -647,6 +650,45 @@ def coffer_binary():
     return p if os.path.exists(p) else None
 
 
+def _installed_version(directory, package):
+    marker = os.path.join(directory, "node_modules", *package.split("/"), "package.json")
+    try:
+        with open(marker) as f:
+            return jsonlib.load(f).get("version")
+    except (OSError, ValueError):
+        return None
+
+
+def npm_ready(directory, package, what=None):
+    """Node, and the packages of `directory`'s package-lock.json in its node_modules
+    (`directory` absolute, or relative to tests/): when the version of `package` pinned in
+    package.json (dependencies or devDependencies) is not the one installed, `npm ci
+    --prefer-offline` installs exactly the lock file, from npm's cache when it has the
+    packages, else from the registry. Under a lock on the lock file: modules using one
+    directory run in parallel. Fails, never skips, when node or npm is missing
+    (scripts/deps installs them); `what` names the tests in that message. Returns node's
+    path."""
+    if not os.path.isabs(directory):
+        directory = os.path.join(ROOT, "tests", directory)
+    node, npm = shutil.which("node"), shutil.which("npm")
+    check(node and npm, "node and npm are needed for %s (found node=%r npm=%r); install "
+          "Node.js 18 or later (scripts/deps does)" % (what or "the tests in " + directory,
+                                                        node, npm))
+    with open(os.path.join(directory, "package.json")) as f:
+        pkg = jsonlib.load(f)
+    pinned = dict(pkg.get("devDependencies", {}), **pkg.get("dependencies", {}))[package]
+    import fcntl
+    with open(os.path.join(directory, "package-lock.json")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _installed_version(directory, package) != pinned:
+            p = subprocess.run([npm, "ci", "--prefer-offline", "--no-audit", "--no-fund"],
+                               cwd=directory, capture_output=True, timeout=300 * SCALE)
+            check(p.returncode == 0, "npm ci in %s failed (exit %s):\n%s\n%s" % (
+                directory, p.returncode, p.stdout.decode()[-2000:], p.stderr.decode()[-3000:]))
+            eq(_installed_version(directory, package), pinned, "%s installed by npm ci" % package)
+    return node
+
+
 @contextlib.contextmanager
 def threads_started(fns):
     """Starts one thread per callable; joins them all on exit."""
@@ -664,36 +706,3 @@ def threads_started(fns):
 if os.environ.get("COFFER_OPENAPI_CHECK") == "1":
     import openapi_check
     openapi_check.enable()
-
-
-def _npm_installed(folder, package):
-    marker = os.path.join(folder, "node_modules", package, "package.json")
-    try:
-        with open(marker) as f:
-            return jsonlib.load(f).get("version")
-    except (OSError, ValueError):
-        return None
-
-
-def npm_ready(folder, package, what):
-    """Node and `package` at the version package.json in `folder` pins, in its
-    node_modules: on first use `npm ci --prefer-offline` installs exactly
-    package-lock.json, from npm's cache when it has the packages, else from the registry;
-    under a lock on package-lock.json (modules using one folder run in parallel). Fails,
-    never skips, when node or npm is missing (scripts/deps installs them); `what` names
-    the test in that message. Returns node's path."""
-    import fcntl
-    node, npm = shutil.which("node"), shutil.which("npm")
-    check(node and npm, "node and npm are needed for %s (found node=%r npm=%r); install "
-          "Node.js 18 or later (scripts/deps does)" % (what, node, npm))
-    with open(os.path.join(folder, "package.json")) as f:
-        pinned = jsonlib.load(f)["dependencies"][package]
-    with open(os.path.join(folder, "package-lock.json")) as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _npm_installed(folder, package) != pinned:
-            p = subprocess.run([npm, "ci", "--prefer-offline", "--no-audit", "--no-fund"],
-                               cwd=folder, capture_output=True, timeout=300 * SCALE)
-            check(p.returncode == 0, "npm ci in %s failed (exit %s):\n%s\n%s" % (
-                folder, p.returncode, p.stdout.decode()[-2000:], p.stderr.decode()[-3000:]))
-            eq(_npm_installed(folder, package), pinned, package + " installed by npm ci")
-    return node

@@ -6,7 +6,6 @@ installed with npm on first run)."""
 import json
 import os
 import queue
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -461,10 +460,8 @@ def test_stdio_session_data_dir():
 
 def sdk_ready():
     """Node and the pinned @modelcontextprotocol/sdk in tests/mcp/node_modules
-    (harness.npm_ready: npm ci on first run, under a lock: test_mcp and test_relay_mcp run
-    in parallel)."""
-    return harness.npm_ready(MCP_DIR, "@modelcontextprotocol/sdk",
-                             "the MCP SDK end-to-end test")
+    (harness.npm_ready; test_mcp and test_relay_mcp run in parallel)."""
+    return harness.npm_ready(MCP_DIR, "@modelcontextprotocol/sdk", "the MCP SDK end-to-end test")
 
 
 @harness.timeout(400)

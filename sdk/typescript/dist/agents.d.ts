@@ -1,0 +1,286 @@
+import { type BodyInput } from "./body.js";
+import { type CallOptions, Transport } from "./http.js";
+import { type StreamEvent } from "./sse.js";
+import { type Download, type DownloadStream, type Link, type LinkOptions, type ReadOptions, type WriteOptions, type WriteResult } from "./volumes.js";
+export type Mount = {
+    volumeId: string;
+    path: string;
+    mode: "ro" | "rw";
+    subpath?: string;
+    notify?: boolean;
+} | {
+    workspace: true;
+    path?: string;
+} | {
+    workspace: false;
+};
+export interface AgentSettings {
+    mounts?: Mount[];
+    fileTools?: boolean;
+    exclude?: string[];
+    defaultExclusions?: boolean;
+    sandbox?: Record<string, unknown>;
+    output?: {
+        files: string[];
+    };
+    relay?: {
+        capability: boolean;
+        defaultMode?: "standard" | "supervised" | "readonly";
+    };
+    remount?: boolean;
+}
+export interface Agent extends Omit<AgentSettings, "remount"> {
+    id: string;
+    workspaceVolumeId?: string;
+    createdAt: string;
+    [more: string]: unknown;
+}
+export interface DirEntry {
+    name: string;
+    path: string;
+    type: "file" | "dir";
+    size?: number;
+    contentType?: string;
+}
+export interface Listing {
+    path: string;
+    entries: DirEntry[];
+    truncated?: boolean;
+}
+/** The answer of a file tool: `ok`, the model's `output`, and structured fields. */
+export interface ToolResult {
+    ok: boolean;
+    output: string;
+    [field: string]: unknown;
+}
+export interface Run {
+    runId: string;
+    files: {
+        path: string;
+        version: number;
+        size: number;
+        contentType: string;
+    }[];
+    presented: {
+        path: string;
+        caption: string;
+        url: string;
+    }[];
+}
+/**
+ * A file sent with a prompt: bytes, a Blob or File, `{name, data, contentType?}`, a local
+ * file's path (a string), or `{path}`: a file already in the agent's mounts.
+ */
+export type PromptFile = Uint8Array | Blob | string | {
+    name: string;
+    data: BodyInput;
+    contentType?: string;
+} | {
+    path: string;
+};
+export interface PromptOptions extends CallOptions {
+    files?: PromptFile[];
+    /** The prompt's id: the uploads land in `uploads/<requestId>/`; default a new UUID. */
+    requestId?: string;
+    conversation?: string;
+    format?: "anthropic" | "openai";
+}
+export interface PromptResult {
+    requestId: string;
+    text: string;
+    files: {
+        path: string;
+        contentType: string;
+        size: number;
+        sha256: string;
+        shown: boolean;
+        reason?: string;
+    }[];
+    content: Record<string, unknown>[];
+    [more: string]: unknown;
+}
+export type ToolName = "read" | "write" | "edit" | "ls" | "glob" | "grep" | "present_file";
+/** Agent-wide calls (no agent id yet). */
+export declare class Agents {
+    private t;
+    constructor(t: Transport);
+    /** Creates or updates an agent (201/200). */
+    upsert(id: string, settings?: AgentSettings, o?: CallOptions): Promise<Agent>;
+    get(id: string, o?: CallOptions): Promise<Agent>;
+    /** Deletes the agent and its own workspace volume (mounted volumes stay). */
+    delete(id: string, o?: CallOptions): Promise<void>;
+    /** A handle on one agent (no request made). */
+    agent(id: string): AgentHandle;
+}
+/** One agent's calls. */
+export declare class AgentHandle {
+    private t;
+    readonly id: string;
+    readonly base: string;
+    /** The agent's files by the paths it sees (`/workspace/out/chart.png`). */
+    readonly files: AgentFiles;
+    /** The file tools, as the model calls them. */
+    readonly tools: AgentTools;
+    constructor(t: Transport, id: string);
+    get(o?: CallOptions): Promise<Agent>;
+    upsert(settings?: AgentSettings, o?: CallOptions): Promise<Agent>;
+    /** Replaces the mounts (applies from the agent's next call). */
+    setMounts(mounts: Mount[], o?: CallOptions): Promise<Agent>;
+    /** The files a run wrote and presented. */
+    run(runId: string, o?: CallOptions): Promise<Run>;
+    /**
+     * The agent's events (`files_changed`, `file_presented`) as they happen, for as long as
+     * the loop runs; `break` (or `signal`) closes the stream.
+     */
+    events(o?: CallOptions): AsyncGenerator<StreamEvent<Record<string, unknown>>>;
+    /**
+     * A user message with its files, as the model should see it. Every file that is not a
+     * `{path}` is first uploaded, streamed, to `uploads/<requestId>/<name>`; a retry with the
+     * same `requestId` uploads nothing twice (the server replays) and the prompt itself is
+     * idempotent by that id.
+     */
+    prompt(text: string, o?: PromptOptions): Promise<PromptResult>;
+    /** The whole model request of a conversation, rebuilt from its references. */
+    conversationRequest(conversation: string, o?: CallOptions & {
+        format?: "anthropic" | "openai";
+    }): Promise<Record<string, unknown>>;
+    /**
+     * An upload: saved at `uploads/<requestId>/<name>` of the workspace; a retry never
+     * writes twice (`replayed: true`).
+     */
+    upload(requestId: string, name: string, data: BodyInput, o?: WriteOptions): Promise<WriteResult>;
+    /** A subject's workspace (one volume per agent and subject). */
+    subject(id: string): Subject;
+    /** Writes a skill (`name` without `.md`), copied to each subject's `skills/` at session start. */
+    putSkill(name: string, data: BodyInput, o?: CallOptions): Promise<{
+        name: string;
+        size: number;
+        sha256: string;
+        version: number;
+    }>;
+}
+/** An agent's files by agent path. */
+export declare class AgentFiles {
+    private t;
+    private base;
+    constructor(t: Transport, base: string);
+    private url;
+    /** The file whole: `{data, contentType, version}`. */
+    download(path: string, o?: ReadOptions): Promise<Download>;
+    /** The file as a stream, resumed after a dropped connection (as a volume download). */
+    stream(path: string, o?: CallOptions): Promise<DownloadStream>;
+    /** Writes a file by agent path, streamed, with the agent's own access. */
+    upload(path: string, data: BodyInput, o?: WriteOptions): Promise<WriteResult>;
+    remove(path: string, o?: CallOptions): Promise<{
+        path: string;
+        seq: number;
+    }>;
+    /** The immediate children of a folder (default: the server's, the first mount). */
+    list(path?: string, o?: CallOptions): Promise<Listing>;
+    /** A signed link to a file by agent path. */
+    link(path: string, o?: LinkOptions): Promise<Link>;
+}
+/** The file tools; `runId` groups calls into a run (`X-Run-Id`). */
+export declare class AgentTools {
+    private t;
+    private base;
+    constructor(t: Transport, base: string);
+    /** Runs one tool by name with its arguments, as the model would. */
+    call(tool: ToolName | string, args: Record<string, unknown>, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+    read(a: {
+        path: string;
+        offset?: number;
+        limit?: number;
+        encoding?: "base64";
+    }, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+    write(a: {
+        path: string;
+        content: string;
+    }, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+    edit(a: {
+        path: string;
+        oldString: string;
+        newString: string;
+        replaceAll?: boolean;
+    }, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+    ls(a?: {
+        path?: string;
+    }, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+    glob(a: {
+        pattern: string;
+        path?: string;
+    }, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+    grep(a: {
+        pattern: string;
+        path?: string;
+        glob?: string;
+        ignoreCase?: boolean;
+        context?: number;
+        outputMode?: "content" | "files" | "count";
+        limit?: number;
+    }, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+    presentFile(a: {
+        path: string;
+        caption?: string;
+    }, o?: CallOptions & {
+        runId?: string;
+    }): Promise<ToolResult>;
+}
+/** One subject's workspace under an agent, and its memory files. */
+export declare class Subject {
+    private t;
+    private base;
+    constructor(t: Transport, base: string);
+    /** Writes one file from text (or base64 with `encoding`). */
+    write(path: string, content: string | Uint8Array, o?: CallOptions & {
+        createParents?: boolean;
+    }): Promise<WriteResult>;
+    /** The bytes of one file. */
+    read(path: string, o?: CallOptions): Promise<Download>;
+    list(path?: string, o?: CallOptions): Promise<Listing>;
+    move(from: string, to: string, o?: CallOptions & {
+        overwrite?: boolean;
+    }): Promise<{
+        from: string;
+        to: string;
+        seq: number;
+        moved: number;
+    }>;
+    /** Removes a file, or a folder and all under it, as one change. */
+    remove(path: string, o?: CallOptions): Promise<{
+        path: string;
+        seq: number;
+        removed: number;
+    }>;
+    /** `{volumeId, used, capacity, ceiling, files}`. */
+    volume(o?: CallOptions): Promise<{
+        volumeId: string;
+        used: number;
+        capacity: number;
+        ceiling: number;
+        files: number;
+    }>;
+    /** Reads `USER.md` or `MEMORY.md` of `memories/`, as text. */
+    readMemory(name: "USER.md" | "MEMORY.md", o?: CallOptions): Promise<string>;
+    /** Writes `USER.md` or `MEMORY.md` (the only way to write `memories/`). */
+    writeMemory(name: "USER.md" | "MEMORY.md", data: BodyInput, o?: CallOptions): Promise<WriteResult>;
+    /** Starts a sandbox session: `skills/` becomes the agent's skills. */
+    startSession(o?: CallOptions): Promise<{
+        volumeId: string;
+        skills: string[];
+    }>;
+}

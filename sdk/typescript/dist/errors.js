@@ -1,0 +1,120 @@
+// Errors: one class per API error type (API.md "General"), all under CofferError, so
+// callers can `catch (e) { if (e instanceof PreconditionFailedError) ... }`. Extra fields
+// of the error object (`current` on 412, `oldest` on 410, `ceiling`, `opId`, `rule`, ...)
+// are copied onto the exception as they came.
+/** Any error the server answered with (a status >= 400 and its JSON error). */
+export class CofferError extends Error {
+    /** HTTP status of the answer. */
+    status;
+    /** The API's error type (`validation_error`, `not_found`, ...). */
+    type;
+    /** `X-Request-Id` of the answer, or the error body's `requestId`. */
+    requestId;
+    /** The whole error object as the server sent it. */
+    body;
+    constructor(status, body, requestId) {
+        super(body.message);
+        this.name = new.target.name;
+        this.status = status;
+        this.type = body.type;
+        this.body = body;
+        this.requestId = body.requestId ?? requestId;
+        for (const [k, v] of Object.entries(body)) {
+            if (!(k in this))
+                this[k] = v;
+        }
+    }
+}
+export class ValidationError extends CofferError {
+}
+export class UnauthorizedError extends CofferError {
+}
+export class ForbiddenError extends CofferError {
+}
+export class NotFoundError extends CofferError {
+}
+export class ConflictError extends CofferError {
+}
+/** 410: `oldest` is set when a changes feed's `since` is older than the kept history. */
+export class GoneError extends CofferError {
+}
+/** 412: `current` is the file's version and sha256 now (`{version: 0, sha256: null}` if absent). */
+export class PreconditionFailedError extends CofferError {
+}
+export class TooLargeError extends CofferError {
+}
+export class UnsupportedMediaTypeError extends CofferError {
+}
+export class RangeNotSatisfiableError extends CofferError {
+}
+/** 422: the guard refused the content (`rule`, `category`, `offset`, `layer?`). */
+export class BlockedError extends CofferError {
+}
+/** 423: a supervised relay write waits for the user (`opId`). */
+export class LockedError extends CofferError {
+}
+export class RateLimitedError extends CofferError {
+}
+export class InternalError extends CofferError {
+}
+export class UnavailableError extends CofferError {
+}
+const BY_TYPE = {
+    validation_error: ValidationError,
+    unauthorized: UnauthorizedError,
+    forbidden: ForbiddenError,
+    not_found: NotFoundError,
+    conflict: ConflictError,
+    gone: GoneError,
+    precondition_failed: PreconditionFailedError,
+    too_large: TooLargeError,
+    unsupported_media_type: UnsupportedMediaTypeError,
+    range_not_satisfiable: RangeNotSatisfiableError,
+    blocked: BlockedError,
+    locked: LockedError,
+    rate_limited: RateLimitedError,
+    internal: InternalError,
+    unavailable: UnavailableError,
+};
+const TYPE_OF_STATUS = {
+    400: "validation_error", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+    405: "not_found", 409: "conflict", 410: "gone", 412: "precondition_failed",
+    413: "too_large", 415: "unsupported_media_type", 416: "range_not_satisfiable",
+    422: "blocked", 423: "locked", 429: "rate_limited", 500: "internal", 503: "unavailable",
+};
+/**
+ * The exception for an error answer: the class of its `type` (or, for a body that is
+ * not an API error, of its status). Never throws.
+ */
+export function errorFromBody(status, raw, requestId) {
+    let body;
+    const e = raw?.error;
+    if (e && typeof e === "object" && typeof e.type === "string") {
+        body = { ...e, message: typeof e.message === "string" ? e.message : e.type };
+    }
+    else {
+        const type = TYPE_OF_STATUS[status] ?? (status >= 500 ? "internal" : "validation_error");
+        const text = typeof raw === "string" && raw ? raw.slice(0, 500) : `HTTP ${status}`;
+        body = { type, message: text };
+    }
+    const cls = BY_TYPE[body.type] ?? CofferError;
+    return new cls(status, body, requestId);
+}
+/** The request never got an answer: the connection failed or was reset. */
+export class ConnectionError extends Error {
+    cause;
+    constructor(message, cause) {
+        super(message);
+        this.name = "ConnectionError";
+        this.cause = cause;
+    }
+}
+/** Nothing was sent or received for `timeoutMs` (the client's or the call's). */
+export class TimeoutError extends Error {
+    timeoutMs;
+    constructor(timeoutMs, what) {
+        super(`${what}: no progress for ${timeoutMs} ms (timeoutMs)`);
+        this.name = "TimeoutError";
+        this.timeoutMs = timeoutMs;
+    }
+}

@@ -1,0 +1,45 @@
+import { Agents, type AgentHandle } from "./agents.js";
+import { type CallOptions, type ClientOptions, Transport } from "./http.js";
+import { Relay } from "./relay.js";
+import { Turns } from "./turns.js";
+import { type VolumeHandle, Volumes } from "./volumes.js";
+export * from "./errors.js";
+export * from "./volumes.js";
+export * from "./agents.js";
+export * from "./turns.js";
+export * from "./relay.js";
+export { type StreamEvent } from "./sse.js";
+export { type BodyInput, fromFile } from "./body.js";
+export { type CallOptions, type ClientOptions } from "./http.js";
+export interface Key {
+    key: string;
+    org: string;
+    agent?: string;
+    [more: string]: unknown;
+}
+/** The client. Options default to `$COFFER_URL` and `$COFFER_KEY`. */
+export declare class Coffer {
+    readonly transport: Transport;
+    readonly volumes: Volumes;
+    readonly agents: Agents;
+    readonly turns: Turns;
+    readonly relay: Relay;
+    constructor(o?: ClientOptions);
+    /** `client.volume(id)`: a handle on one volume. */
+    volume(id: string): VolumeHandle;
+    /** `client.agent(id)`: a handle on one agent. */
+    agent(id: string): AgentHandle;
+    /**
+     * Mints a key: of this organization, of a new one (`org`, admin key only), or bound to
+     * one agent (`agent`). The secret is in this answer only.
+     */
+    createKey(body?: {
+        org?: string;
+        agent?: string;
+    }, o?: CallOptions): Promise<Key>;
+    /** `GET /v1/health`. */
+    health(o?: CallOptions): Promise<{
+        ok: boolean;
+    }>;
+}
+export default Coffer;

@@ -1,0 +1,53 @@
+// Turns: scratch workspaces for confined tool calls (API.md "Turns").
+import { bytesOf, downloadInfo } from "./volumes.js";
+export class Turns {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /** A new turn for an agent and a user (its workspace is made at its first call). */
+    async create(body, o) {
+        const info = await this.t.json({ method: "POST", path: "/v1/turns", json: body }, o);
+        return new Turn(this.t, info);
+    }
+    /** A handle on a turn by id (no request made). */
+    turn(id) {
+        return new Turn(this.t, { id });
+    }
+}
+export class Turn {
+    t;
+    info;
+    id;
+    base;
+    constructor(t, info) {
+        this.t = t;
+        this.info = info;
+        this.id = info.id;
+        this.base = `/v1/turns/${encodeURIComponent(info.id)}`;
+    }
+    async get(o) {
+        return this.t.json({ method: "GET", path: this.base }, o);
+    }
+    /**
+     * Runs `sh -c command` confined and waits for it. Never retried after a dropped
+     * connection (a command is not idempotent). The idle timeout is raised to cover
+     * `timeoutSeconds` (default 120).
+     */
+    async call(command, a = {}, o) {
+        return this.t.json({
+            method: "POST", path: `${this.base}/calls`, json: { command, ...a },
+            extraWaitMs: (a.timeoutSeconds ?? 120) * 1000,
+        }, o);
+    }
+    /** A file a call returned. */
+    async file(callId, name, o) {
+        return this.t.request({
+            method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`,
+        }, o, async (r) => ({ ...downloadInfo(r), data: await bytesOf(r) }));
+    }
+    /** Ends the turn: its calls are stopped, its workspace deleted. */
+    async end(o) {
+        await this.t.json({ method: "DELETE", path: this.base }, o);
+    }
+}

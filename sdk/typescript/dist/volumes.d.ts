@@ -1,0 +1,264 @@
+import { type BodyInput } from "./body.js";
+import { type Answer, type CallOptions, Transport } from "./http.js";
+export interface Volume {
+    id: string;
+    name?: string;
+    seq: number;
+    files: number;
+    bytes: number;
+    capacity?: number;
+    ceiling?: number;
+    createdAt?: string;
+}
+export interface WriteResult {
+    path: string;
+    version: number;
+    size: number;
+    contentType: string;
+    sha256: string;
+    seq?: number;
+    replayed?: boolean;
+}
+export interface FileInfo {
+    path: string;
+    size: number;
+    version: number;
+    contentType: string;
+    sha256: string;
+    updatedAt: string;
+}
+export interface Change {
+    seq: number;
+    op: "write" | "remove";
+    path: string;
+    version: number;
+    size: number;
+    sha256: string;
+}
+export interface ChangesPage {
+    seq: number;
+    changes: Change[];
+    more?: boolean;
+}
+export interface Snapshot {
+    id: string;
+    volumeId: string;
+    seq: number;
+    pinned: boolean;
+    labels: Record<string, string>;
+    files: number;
+    bytes: number;
+    createdAt: string;
+    contents?: {
+        path: string;
+        sha256: string;
+    }[];
+    [more: string]: unknown;
+}
+export interface Link {
+    url: string;
+    method: "GET" | "PUT";
+    path: string;
+    expiresAt: string;
+}
+export interface LinkOptions extends CallOptions {
+    method?: "GET" | "PUT";
+    expiresIn?: number;
+    maxBytes?: number;
+    contentType?: string;
+    idempotencyKey?: string;
+}
+/** A downloaded file, whole: its bytes and what the answer said of them. */
+export interface Download {
+    data: Uint8Array;
+    contentType: string;
+    version: number;
+    size: number;
+    seq?: number;
+    /** 206 answers: the `Content-Range` header. */
+    contentRange?: string;
+}
+/** A download as a stream: read `body` to its end (or cancel it). */
+export interface DownloadStream extends Omit<Download, "data"> {
+    body: ReadableStream<Uint8Array>;
+}
+export interface ReadOptions extends CallOptions {
+    snapshot?: string;
+    /** `bytes=a-b` as in the Range header, or `[start, end]` inclusive. */
+    range?: string | [number, number?];
+}
+export interface WriteOptions extends CallOptions {
+    /** Write only if the file is still at this version (0: only if it does not exist). */
+    version?: number;
+    contentType?: string;
+}
+export interface ReadAllFile {
+    path: string;
+    size: number;
+    version: number;
+    contentType: string;
+    sha256: string;
+    text?: string;
+    data?: string;
+    /** The contents as bytes, whichever way they came. */
+    bytes: Uint8Array;
+}
+/** Reads the download headers that every file GET carries. */
+export declare function downloadInfo(a: Answer): Omit<Download, "data">;
+/** The whole body of an answer as bytes. */
+export declare function bytesOf(a: Answer): Promise<Uint8Array>;
+/** Base64 (standard alphabet) to bytes and back; Buffer is Node's own. */
+export declare const b64: {
+    decode: (s: string) => Uint8Array<ArrayBuffer>;
+    encode: (u: Uint8Array) => string;
+};
+/** The volumes of the key's organization. */
+export declare class Volumes {
+    private t;
+    constructor(t: Transport);
+    /**
+     * Creates a volume. An Idempotency-Key is always sent (a fresh one unless given), so a
+     * retry after a dropped connection gets the same volume, never a second one.
+     */
+    create(body: {
+        name: string;
+        ceiling?: number;
+    }, o?: CallOptions & {
+        idempotencyKey?: string;
+    }): Promise<Volume>;
+    /** One page of volumes by name (`cursor` while more remain). */
+    list(q?: {
+        prefix?: string;
+        cursor?: string;
+        limit?: number;
+    }, o?: CallOptions): Promise<{
+        volumes: Volume[];
+        cursor?: string;
+    }>;
+    /** Every volume (pages followed). */
+    all(q?: {
+        prefix?: string;
+    }, o?: CallOptions): AsyncGenerator<Volume>;
+    /** Batch seq read: `{id, seq, files, bytes}` of at most 50 volumes (unknown ids left out). */
+    seqs(ids: string[], o?: CallOptions): Promise<Volume[]>;
+    get(id: string, o?: CallOptions): Promise<Volume>;
+    delete(id: string, o?: CallOptions): Promise<void>;
+    /** A handle on one volume (no request made). */
+    volume(id: string): VolumeHandle;
+}
+/** One volume's calls. */
+export declare class VolumeHandle {
+    private t;
+    readonly id: string;
+    private base;
+    constructor(t: Transport, id: string);
+    get(o?: CallOptions): Promise<Volume>;
+    /**
+     * Writes a file, streamed. `version` makes it conditional (412 PreconditionFailedError
+     * with `current` on a mismatch; 0 = only if absent).
+     */
+    write(path: string, data: BodyInput, o?: WriteOptions): Promise<WriteResult>;
+    /** Reads a file whole into memory (`version` from its ETag). */
+    read(path: string, o?: ReadOptions): Promise<Download>;
+    /**
+     * Reads a file as a stream: nothing is held in memory beyond a chunk. A connection
+     * dropped mid-way is resumed from the bytes read, pinned to the version first sent.
+     */
+    download(path: string, o?: ReadOptions): Promise<DownloadStream>;
+    /** A file's version, type, size and seq (HEAD), without its bytes. */
+    stat(path: string, o?: ReadOptions): Promise<Omit<Download, "data">>;
+    private readReq;
+    /** Removes a file (`version`: only if still at it). */
+    remove(path: string, o?: WriteOptions): Promise<{
+        path: string;
+        seq: number;
+    }>;
+    /** Moves a file or a folder as one change. */
+    move(from: string, to: string, o?: CallOptions & {
+        overwrite?: boolean;
+    }): Promise<{
+        from: string;
+        to: string;
+        seq: number;
+        moved: number;
+    }>;
+    /** One page of the listing, sorted by path. */
+    list(q?: {
+        prefix?: string;
+        glob?: string;
+        snapshot?: string;
+        cursor?: string;
+        limit?: number;
+    }, o?: CallOptions): Promise<{
+        seq: number;
+        files: FileInfo[];
+        cursor?: string;
+    }>;
+    /** Read-all: every matching file with its contents, at one seq (1,000 files / 16 MiB). */
+    readAll(q?: {
+        prefix?: string;
+        glob?: string;
+        snapshot?: string;
+    }, o?: CallOptions): Promise<{
+        seq: number;
+        files: ReadAllFile[];
+    }>;
+    /** Changes after `since`, oldest first; `wait` long-polls up to that many seconds. */
+    changes(since: number, q?: {
+        prefix?: string;
+        wait?: number;
+    }, o?: CallOptions): Promise<ChangesPage>;
+    /**
+     * Follows the changes feed: yields every change after `since`, in order, for as long as
+     * the loop runs, over long-polls of `wait` seconds (default 30). A `since` older than
+     * the kept history throws GoneError (its `oldest` says where to start again).
+     */
+    follow(since: number, q?: {
+        prefix?: string;
+        wait?: number;
+    }, o?: CallOptions): AsyncGenerator<Change>;
+    /** A snapshot of the volume, or with `files` of the given files only. */
+    snapshot(body?: {
+        pinned?: boolean;
+        labels?: Record<string, string>;
+        files?: Record<string, string | {
+            data: string;
+        }>;
+    }, o?: CallOptions): Promise<Snapshot>;
+    /** Snapshots, filtered by labels (every one must hold). */
+    snapshots(q?: {
+        labels?: Record<string, string>;
+    }, o?: CallOptions): Promise<Snapshot[]>;
+    getSnapshot(sid: string, o?: CallOptions): Promise<Snapshot>;
+    updateSnapshot(sid: string, body: {
+        pinned?: boolean;
+        labels?: Record<string, string>;
+    }, o?: CallOptions): Promise<Snapshot>;
+    /** Deletes a snapshot; a pinned one needs `force` (else ConflictError). */
+    deleteSnapshot(sid: string, o?: CallOptions & {
+        force?: boolean;
+    }): Promise<void>;
+    /** A new volume sharing the content (of `snapshot`, or of now). */
+    fork(body?: {
+        snapshot?: string;
+        name?: string;
+    }, o?: CallOptions): Promise<Volume>;
+    /** Makes the volume as the snapshot was, as one change. */
+    restore(snapshot: string, o?: CallOptions): Promise<{
+        snapshot: string;
+        seq: number;
+        written: number;
+        removed: number;
+    }>;
+    /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq). */
+    archive(q?: {
+        snapshot?: string;
+        path?: string;
+        glob?: string;
+    }, o?: CallOptions): Promise<{
+        seq: number;
+        body: ReadableStream<Uint8Array>;
+    }>;
+    /** A signed link anyone can use until it expires. */
+    link(path: string, o?: LinkOptions): Promise<Link>;
+}

@@ -1,0 +1,300 @@
+// The transport: one place that sends a request to cofferd, with the key, the idle
+// timeout, retries with backoff, and errors turned into exceptions. Everything else in
+// the SDK describes calls and shapes and goes through Transport.request.
+
+import { randomUUID } from "node:crypto";
+import { type BodyInput, isReplayable, prepareBody } from "./body.js";
+import { streamingFetch } from "./upload.js";
+import { ConnectionError, errorFromBody, TimeoutError, ValidationError } from "./errors.js";
+
+/** Settings of a client. Every field has a default. */
+export interface ClientOptions {
+  /** cofferd's base URL; default `$COFFER_URL` or `http://127.0.0.1:7700`. */
+  url?: string;
+  /** An API key; default `$COFFER_KEY`. */
+  key?: string;
+  /**
+   * Longest wait, in ms, with no progress: until the answer's headers, and between two
+   * chunks of a body sent or received. Default 60,000. Long-polls add their `wait`.
+   */
+  timeoutMs?: number;
+  /** Retries after a 429, a 503 or a dropped connection; default 3. */
+  maxRetries?: number;
+  /** First backoff in ms (doubled each retry, with jitter); default 250. */
+  retryBaseMs?: number;
+  /** Longest backoff or `Retry-After` honoured, in ms; default 8,000. */
+  retryMaxMs?: number;
+  /** The fetch to use; default the platform's. */
+  fetch?: typeof fetch;
+}
+
+/** Options every call takes. */
+export interface CallOptions {
+  timeoutMs?: number;
+  maxRetries?: number;
+  signal?: AbortSignal;
+  /** Extra request headers (`X-Request-Id`, say). */
+  headers?: Record<string, string>;
+}
+
+type QueryValue = string | number | boolean | undefined | null | string[];
+
+/** One request as the API modules describe it. */
+export interface Req {
+  method: "GET" | "HEAD" | "PUT" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  query?: Record<string, QueryValue>;
+  json?: unknown;
+  body?: BodyInput;
+  headers?: Record<string, string | undefined>;
+  /** Safe to send again after a dropped connection or a 503 (default: by method). */
+  idempotent?: boolean;
+  /** An event stream (SSE): quiet for as long as nothing happens, so no idle timeout after the headers. */
+  events?: boolean;
+  /** Extra ms added to the timeout before the headers (long-polls). */
+  extraWaitMs?: number;
+}
+
+/** An answer whose status was 2xx or 304, its body not read yet. */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: ReadableStream<Uint8Array> | null;
+}
+
+const NETWORK_CODES = new Set([
+  "ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT", "ECONNABORTED", "EHOSTUNREACH",
+  "ENETUNREACH", "EAI_AGAIN", "UND_ERR_SOCKET", "UND_ERR_CLOSED",
+]);
+
+/** True for the error fetch gives when the connection failed or dropped. */
+export function isNetworkError(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  let c: unknown = e;
+  for (let i = 0; i < 4 && c; i++) {
+    const code = (c as { code?: string }).code;
+    if (code && NETWORK_CODES.has(code)) return true;
+    c = (c as { cause?: unknown }).cause;
+  }
+  return e.name === "TypeError" && /fetch failed|terminated|other side closed/.test(e.message);
+}
+
+/** A watchdog that aborts when nothing happens for `ms`; touch() is progress. */
+class Idle {
+  private t?: ReturnType<typeof setTimeout>;
+  fired = false;
+  constructor(readonly ms: number, private ac: AbortController) {}
+  touch(extra = 0) {
+    if (this.t) clearTimeout(this.t);
+    if (this.ms <= 0) return;
+    this.t = setTimeout(() => {
+      this.fired = true;
+      this.ac.abort(new Error("timeout"));
+    }, this.ms + extra);
+  }
+  stop() {
+    if (this.t) clearTimeout(this.t);
+    this.t = undefined;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    }, { once: true });
+  });
+}
+
+/** `Retry-After` as ms (seconds or an HTTP date), or undefined. */
+function retryAfterMs(h: Headers): number | undefined {
+  const v = h.get("retry-after");
+  if (!v) return undefined;
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const d = Date.parse(v);
+  return Number.isNaN(d) ? undefined : Math.max(0, d - Date.now());
+}
+
+/**
+ * Percent-encodes a slash-separated path segment by segment (a leading `/` dropped).
+ * A `.` or `..` segment throws ValidationError here: URL parsing (fetch's too) would
+ * resolve it, even percent-encoded, so the server could never see and refuse it, and
+ * the call would reach another file than the one named.
+ */
+export function encodePath(p: string): string {
+  const segs = p.replace(/^\//, "").split("/");
+  for (const s of segs) {
+    if (s === "." || s === "..") {
+      throw new ValidationError(400, {
+        type: "validation_error", message: `path '${p}': '${s}' segments are not allowed (refused by the SDK)`,
+      });
+    }
+  }
+  return segs.map(encodeURIComponent).join("/");
+}
+
+export class Transport {
+  readonly url: string;
+  readonly key?: string;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+  private base: number;
+  private cap: number;
+  private fetch: typeof fetch;
+  private ownFetch: boolean;
+
+  constructor(o: ClientOptions = {}) {
+    const env = typeof process !== "undefined" ? process.env : {};
+    this.url = (o.url ?? env.COFFER_URL ?? "http://127.0.0.1:7700").replace(/\/+$/, "");
+    this.key = o.key ?? env.COFFER_KEY;
+    this.timeoutMs = o.timeoutMs ?? 60_000;
+    this.maxRetries = o.maxRetries ?? 3;
+    this.base = o.retryBaseMs ?? 250;
+    this.cap = o.retryMaxMs ?? 8_000;
+    this.fetch = o.fetch ?? globalThis.fetch;
+    this.ownFetch = !o.fetch;
+    if (!this.fetch) throw new Error("no fetch: Node 18 or later is needed");
+  }
+
+  /** The full URL of an API path and query. */
+  href(path: string, query?: Record<string, QueryValue>): string {
+    const u = new URL(path.startsWith("http") ? path : this.url + path);
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v === undefined || v === null) continue;
+      for (const one of Array.isArray(v) ? v : [v]) u.searchParams.append(k, String(one));
+    }
+    return u.toString();
+  }
+
+  /** Backoff before retry number `n` (0-based): doubling with full jitter, capped. */
+  private backoff(n: number, after?: number): number {
+    if (after !== undefined) return Math.min(after, this.cap);
+    const top = Math.min(this.cap, this.base * 2 ** n);
+    return top / 2 + Math.random() * (top / 2);
+  }
+
+  /**
+   * Sends `req` and returns its answer (2xx or 304) with the body unread, or throws the
+   * API's error as its class, ConnectionError or TimeoutError. Retries 429 always (the
+   * server did nothing), and 503 and dropped connections when the request is idempotent
+   * and its body replayable, with the same headers (so the same Idempotency-Key). When
+   * `consume` is given the body is read inside the retry loop, so a connection dropped
+   * while reading is retried too.
+   */
+  async request<T = Answer>(req: Req, o: CallOptions = {}, consume?: (a: Answer) => Promise<T>): Promise<T> {
+    const max = o.maxRetries ?? this.maxRetries;
+    const timeout = o.timeoutMs ?? this.timeoutMs;
+    const idempotent = req.idempotent ??
+      (req.method !== "POST" && req.method !== "PATCH" || !!req.headers?.["Idempotency-Key"]);
+    const replayable = isReplayable(req.body);
+    const headers: Record<string, string> = { "User-Agent": "coffer-sdk-ts/0.1" };
+    if (this.key) headers.Authorization = `Bearer ${this.key}`;
+    for (const [k, v] of Object.entries({ ...o.headers, ...req.headers })) if (v !== undefined) headers[k] = v;
+    let jsonBody: Uint8Array | undefined;
+    if (req.json !== undefined) {
+      jsonBody = new TextEncoder().encode(JSON.stringify(req.json));
+      headers["Content-Type"] = "application/json";
+    }
+    const url = this.href(req.path, req.query);
+    for (let attempt = 0; ; attempt++) {
+      const ac = new AbortController();
+      const idle = new Idle(timeout, ac);
+      const onUser = () => ac.abort(o.signal!.reason);
+      if (o.signal?.aborted) throw o.signal.reason;
+      o.signal?.addEventListener("abort", onUser, { once: true });
+      const done = () => { idle.stop(); o.signal?.removeEventListener("abort", onUser); };
+      let retryWait: number | undefined;
+      try {
+        const prepared = jsonBody ? { body: jsonBody, stream: false } : prepareBody(req.body, () => idle.touch());
+        idle.touch(req.extraWaitMs ?? 0);
+        const init: RequestInit & { duplex?: string } = {
+          method: req.method, headers, body: prepared.body as BodyInit | undefined,
+          signal: ac.signal, redirect: "manual",
+        };
+        if (prepared.stream) init.duplex = "half";
+        const res = prepared.stream && this.ownFetch
+          ? await streamingFetch(url, { method: req.method, headers, body: prepared.body as ReadableStream<Uint8Array>, signal: ac.signal })
+          : await this.fetch(url, init);
+        idle.touch();
+        if (res.ok || res.status === 304) {
+          const answer: Answer = { status: res.status, headers: res.headers, body: null };
+          // From here the watchdog runs only while a read of the body waits: a caller
+          // that reads a download slowly is not timed out for its own pauses.
+          idle.stop();
+          if (res.body) answer.body = watch(res.body, req.events ? null : idle, done);
+          else done();
+          if (!consume) return answer as T;
+          try {
+            return await consume(answer);
+          } finally {
+            done();
+          }
+        }
+        const text = await res.text();
+        done();
+        let parsed: unknown = text;
+        try { parsed = JSON.parse(text); } catch { /* not JSON: the text is the message */ }
+        const err = errorFromBody(res.status, parsed, res.headers.get("x-request-id") ?? undefined);
+        const canRetry = attempt < max && replayable &&
+          (res.status === 429 || (res.status === 503 && idempotent));
+        if (!canRetry) throw err;
+        retryWait = retryAfterMs(res.headers);
+      } catch (e) {
+        done();
+        if (idle.fired) throw new TimeoutError(timeout, `${req.method} ${req.path}`);
+        else if (o.signal?.aborted) throw o.signal.reason;
+        else if (isNetworkError(e)) {
+          if (!(attempt < max && idempotent && replayable)) {
+            throw new ConnectionError(`${req.method} ${req.path}: ${describe(e)}`, e);
+          }
+        } else throw e;
+      }
+      await sleep(this.backoff(attempt, retryWait), o.signal);
+    }
+  }
+
+  /** A JSON call: the parsed answer (undefined for 204). */
+  async json<T>(req: Req, o?: CallOptions): Promise<T> {
+    return this.request(req, o, async (a) => {
+      const t = a.body ? await new Response(a.body).text() : "";
+      return (t ? JSON.parse(t) : undefined) as T;
+    });
+  }
+
+  /** A fresh Idempotency-Key. */
+  static newKey(): string {
+    return randomUUID();
+  }
+}
+
+function describe(e: unknown): string {
+  const c = (e as { cause?: { code?: string; message?: string } }).cause;
+  return c?.code ? `${c.code}${c.message ? " " + c.message : ""}` : String((e as Error).message ?? e);
+}
+
+/**
+ * The answer's body, the idle watchdog (when given) armed while each read waits, and
+ * `done` called at its end, error or cancel.
+ */
+function watch(body: ReadableStream<Uint8Array>, idle: Idle | null, done: () => void): ReadableStream<Uint8Array> {
+  const r = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(c) {
+      try {
+        idle?.touch();
+        const { value, done: end } = await r.read();
+        idle?.stop();
+        if (end) { done(); c.close(); } else c.enqueue(value);
+      } catch (e) {
+        done();
+        c.error(idle?.fired ? new TimeoutError(idle.ms, "reading the answer") : e);
+      }
+    },
+    cancel(reason) {
+      done();
+      return r.cancel(reason);
+    },
+  });
+}

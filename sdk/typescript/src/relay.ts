@@ -1,0 +1,132 @@
+// Relay sessions, the agent's side (API.md "Relay"; docs/api.md "Relay").
+
+import { type CallOptions, isNetworkError, Transport } from "./http.js";
+import { parseSse, type StreamEvent } from "./sse.js";
+
+export interface RelaySession {
+  uid: string;
+  connectToken?: string;
+  agent: string;
+  status: "waiting" | "active" | "paused" | "ended";
+  mode: string;
+  defaultMode?: string;
+  exclusions: string[];
+  counts: { reads: number; writes: number; bytesWritten: number };
+  limits?: Record<string, number>;
+  startedAt: string;
+  expiresAt?: string;
+  endReason?: string;
+  [more: string]: unknown;
+}
+
+export type RelayOp =
+  | { op: "read_file"; path: string }
+  | { op: "write_file"; path: string; content: string; encoding?: "utf-8" | "base64" }
+  | { op: "list_directory"; path?: string }
+  | { op: "search_files"; pattern: string; path?: string; glob?: string; maxResults?: number };
+
+export class Relay {
+  constructor(private t: Transport) {}
+
+  /** A session for an agent that declared `relay.capability`; `connectToken` is shown only here. */
+  async create(body: { agent: string; limits?: Record<string, number> }, o?: CallOptions): Promise<RelaySessionHandle & { info: RelaySession }> {
+    const info = await this.t.json<RelaySession>({ method: "POST", path: "/v1/relay/sessions", json: body }, o);
+    return Object.assign(new RelaySessionHandle(this.t, info.uid), { info });
+  }
+
+  /** The organization's sessions, newest first (`all`: ended ones too). */
+  async list(q: { agent?: string; all?: boolean } = {}, o?: CallOptions): Promise<RelaySession[]> {
+    return this.t.json<{ sessions: RelaySession[] }>({
+      method: "GET", path: "/v1/relay/sessions", query: { agent: q.agent, all: q.all ? "true" : undefined },
+    }, o).then((j) => j.sessions);
+  }
+
+  session(uid: string): RelaySessionHandle {
+    return new RelaySessionHandle(this.t, uid);
+  }
+}
+
+export class RelaySessionHandle {
+  private base: string;
+  constructor(private t: Transport, readonly uid: string) {
+    this.base = `/v1/relay/sessions/${encodeURIComponent(uid)}`;
+  }
+
+  async get(o?: CallOptions): Promise<RelaySession> {
+    return this.t.json({ method: "GET", path: this.base }, o);
+  }
+
+  /**
+   * One operation relayed to the user's side. `wait: false` makes a supervised write
+   * answer LockedError (423) with `opId` at once; see opStatus. Not retried after a
+   * dropped connection unless it only reads.
+   */
+  op<T = Record<string, unknown>>(body: RelayOp, o: CallOptions & { wait?: boolean } = {}): Promise<T> {
+    return this.t.json({
+      method: "POST", path: `${this.base}/ops`, json: body, query: { wait: o.wait === false ? "false" : undefined },
+      idempotent: body.op !== "write_file", extraWaitMs: 120_000,
+    }, o);
+  }
+
+  readFile(path: string, o?: CallOptions) {
+    return this.op<{ path: string; content: string; encoding: "utf-8" | "base64"; size: number }>({ op: "read_file", path }, o);
+  }
+  writeFile(path: string, content: string, o: CallOptions & { encoding?: "utf-8" | "base64"; wait?: boolean } = {}) {
+    return this.op<{ path: string; size: number; sha256: string }>({ op: "write_file", path, content, encoding: o.encoding }, o);
+  }
+  listDirectory(path?: string, o?: CallOptions) {
+    return this.op<{ entries: { name: string; type: string; size: number }[] }>({ op: "list_directory", path }, o);
+  }
+  searchFiles(pattern: string, q: { path?: string; glob?: string; maxResults?: number } = {}, o?: CallOptions) {
+    return this.op<{ results: { file: string; line: number; content: string }[]; truncated: boolean }>({ op: "search_files", pattern, ...q }, o);
+  }
+
+  /** A supervised write answered 423: pending, or done with its result or error. */
+  async opStatus(opId: string, o?: CallOptions): Promise<Record<string, unknown>> {
+    return this.t.json({ method: "GET", path: `${this.base}/ops/${encodeURIComponent(opId)}` }, o);
+  }
+
+  /**
+   * The session's events, replayed from the start (or after `lastEventId`) then followed,
+   * until `session_ended`. A stream that drops is reopened with `Last-Event-ID` set to
+   * the last event seen, so no event is lost or seen twice (at most `maxRetries`
+   * reconnections in a row; `resume: false` turns this off). `break` (or `signal`) closes it.
+   */
+  async *events(o: CallOptions & { lastEventId?: string; resume?: boolean } = {}): AsyncGenerator<StreamEvent<Record<string, unknown>>> {
+    let last = o.lastEventId;
+    const max = o.maxRetries ?? this.t.maxRetries;
+    for (let failures = 0; ;) {
+      const a = await this.t.request({
+        method: "GET", path: `${this.base}/events`, events: true, headers: { "Last-Event-ID": last },
+      }, o);
+      if (!a.body) return;
+      try {
+        for await (const ev of parseSse<Record<string, unknown>>(a.body)) {
+          failures = 0;
+          if (ev.id !== undefined) last = ev.id;
+          yield ev;
+          if (ev.event === "session_ended") return;
+        }
+        return;
+      } catch (e) {
+        if (o.signal?.aborted || o.resume === false || !isNetworkError(e) || ++failures > max) throw e;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** failures, 8000)));
+    }
+  }
+
+  /** The session's log (scan results of blocked writes, ...). */
+  async log(o?: CallOptions): Promise<{ uid: string; entries: Record<string, unknown>[]; truncated: boolean }> {
+    return this.t.json({ method: "GET", path: `${this.base}/log` }, o);
+  }
+
+  /** Ends the session now (`endReason: "aborted"`). */
+  async abort(o?: CallOptions): Promise<RelaySession> {
+    return this.t.json({ method: "POST", path: `${this.base}/abort`, json: {} }, o);
+  }
+
+  /** Closes the session, the job done (`endReason: "closed"`). */
+  async close(o?: CallOptions): Promise<RelaySession> {
+    return this.t.json({ method: "DELETE", path: this.base }, o);
+  }
+}
