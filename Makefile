@@ -24,7 +24,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # the power-cut library the crash tests preload into cofferd (never sanitized:
 # it must not depend on a sanitizer runtime)
-POWERCUT := $(BUILD)/tests/libpowercut.so
+POWERCUT := $(BUILD)/lib/libpowercut.so
 
 DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700

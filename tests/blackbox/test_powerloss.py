@@ -23,7 +23,7 @@ TIMEOUT = 120
 
 
 def _lib():
-    p = harness.bin_path(os.path.join("tests", "libpowercut.so"))
+    p = harness.bin_path(os.path.join("lib", "libpowercut.so"))
     if not os.path.exists(p):
         raise AssertionError("%s does not exist (make builds it)" % p)
     if "asan" in harness.BUILD:
