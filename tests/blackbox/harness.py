@@ -57,6 +57,8 @@ Response: status, reason, headers (case-insensitive .get), body (bytes), .json()
     .text, .header(name), .error (the {"error":{...}} object or None)
 Assertions: expect(resp, *statuses), expect_error(resp, status, type), eq(a, b, what),
     check(cond, what), contains(container, item, what); sha256(bytes) -> hex.
+Node packages: npm_ready(subdir, package) -> path of node, with tests/SUBDIR's pinned
+    package installed (npm ci on first use).
 Event streams: EventStream(srv, path) reads a Server-Sent Events stream in a thread;
     .events [(type, data)], .types(), .wait(kind, n, timeout) -> list (may be short),
     .expect(kind, n, timeout) -> list (raises when short), .close().
@@ -645,6 +647,37 @@ def coffer_binary():
     """build/coffer if it exists, else None."""
     p = bin_path("coffer")
     return p if os.path.exists(p) else None
+
+
+def npm_ready(subdir, package):
+    """Node and the exact `package` that tests/SUBDIR/package.json pins, installed in
+    tests/SUBDIR/node_modules: on first use `npm ci --prefer-offline` installs exactly its
+    package-lock.json, from npm's cache when it has the packages, else from the registry.
+    Under a lock on the lock file, since modules run in parallel. Fails, never skips, when
+    node or npm is missing (scripts/deps installs them). Returns the path of node."""
+    import fcntl
+    node, npm = shutil.which("node"), shutil.which("npm")
+    check(node and npm, "node and npm are needed for tests/%s (found node=%r npm=%r); "
+          "install Node.js 20 or later (scripts/deps does)" % (subdir, node, npm))
+    d = os.path.join(ROOT, "tests", subdir)
+    with open(os.path.join(d, "package.json")) as f:
+        pinned = jsonlib.load(f)["dependencies"][package]
+
+    def installed():
+        try:
+            with open(os.path.join(d, "node_modules", package, "package.json")) as f:
+                return jsonlib.load(f).get("version")
+        except (OSError, ValueError):
+            return None
+    with open(os.path.join(d, "package-lock.json")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if installed() != pinned:
+            p = subprocess.run([npm, "ci", "--prefer-offline", "--no-audit", "--no-fund"],
+                               cwd=d, capture_output=True, timeout=300 * SCALE)
+            check(p.returncode == 0, "npm ci in tests/%s failed (exit %s):\n%s\n%s" % (
+                subdir, p.returncode, p.stdout.decode()[-2000:], p.stderr.decode()[-3000:]))
+            eq(installed(), pinned, "%s installed by npm ci" % package)
+    return node
 
 
 @contextlib.contextmanager

@@ -6,7 +6,6 @@ installed with npm on first run)."""
 import json
 import os
 import queue
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -459,37 +458,10 @@ def test_stdio_session_data_dir():
 
 # ------------------------------------------------------------ the official SDK client
 
-def _sdk_version():
-    marker = os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "sdk",
-                          "package.json")
-    try:
-        with open(marker) as f:
-            return json.load(f).get("version")
-    except (OSError, ValueError):
-        return None
-
-
 def sdk_ready():
-    """Node and the pinned @modelcontextprotocol/sdk in tests/mcp/node_modules: on first
-    run `npm ci --prefer-offline` installs exactly package-lock.json, from npm's cache when
-    it has the packages, else from the registry. Under a lock: test_mcp and test_relay_mcp
-    run in parallel. Fails, never skips, when node or npm is missing (scripts/deps installs
-    them)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    check(node and npm, "node and npm are needed for the MCP SDK end-to-end test (found "
-          "node=%r npm=%r); install Node.js 18 or later (scripts/deps does)" % (node, npm))
-    with open(os.path.join(MCP_DIR, "package.json")) as f:
-        pinned = json.load(f)["dependencies"]["@modelcontextprotocol/sdk"]
-    import fcntl
-    with open(os.path.join(MCP_DIR, "package-lock.json")) as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _sdk_version() != pinned:
-            p = subprocess.run([npm, "ci", "--prefer-offline", "--no-audit", "--no-fund"],
-                               cwd=MCP_DIR, capture_output=True, timeout=300 * harness.SCALE)
-            check(p.returncode == 0, "npm ci in tests/mcp failed (exit %s):\n%s\n%s" % (
-                p.returncode, p.stdout.decode()[-2000:], p.stderr.decode()[-3000:]))
-            eq(_sdk_version(), pinned, "@modelcontextprotocol/sdk installed by npm ci")
-    return node
+    """Node and the pinned @modelcontextprotocol/sdk in tests/mcp/node_modules (installed
+    on first run: harness.npm_ready)."""
+    return harness.npm_ready("mcp", "@modelcontextprotocol/sdk")
 
 
 @harness.timeout(400)
