@@ -15,6 +15,9 @@ start(bucket="coffer", prefix="blobs", region="us-east-1") -> dict:
 stop(p)          stops it (SIGTERM, then SIGKILL) and removes its dir.
 pause(p) / resume(p)   stop s3rver and start it again on the same port and dir (an
                  outage: requests meanwhile find nothing listening).
+url_for(p, prefix) -> the --blobs URL of another prefix in the same bucket (servers over
+                 their own data dirs must not share a prefix: each one's GC would take
+                 the others' objects for leftovers).
 keys(p, prefix=None) -> sorted object keys in the bucket, listed by s3rver's own files.
 The first start installs s3rver with `npm ci` (harness.npm_ready).
 """
@@ -64,10 +67,16 @@ def start(bucket="coffer", prefix="blobs", region="us-east-1"):
     port = _launch(p)
     p["port"] = port
     p["endpoint"] = "http://127.0.0.1:%d" % port
-    p["url"] = "s3://%s/%s?endpoint=%s&region=%s" % (bucket, prefix, p["endpoint"], region)
+    p["url"] = url_for(p, prefix)
     p["env"] = {"AWS_ACCESS_KEY_ID": p["access_key"],
                 "AWS_SECRET_ACCESS_KEY": p["secret_key"]}
     return p
+
+
+def url_for(p, prefix):
+    """The --blobs URL of `prefix` in p's bucket."""
+    return "s3://%s/%s?endpoint=%s&region=%s" % (p["bucket"], prefix, p["endpoint"],
+                                                 p["region"])
 
 
 def _halt(p):
