@@ -209,7 +209,8 @@ static int put_parts(cof_blob_writer *w, const char *key, const char *id,
 	cof_buf_adds(&q, "uploadId=");
 	cof_s3_escape(&q, id, 0);
 	cof_s3_req c = {.method = "POST", .key = key, .query = q.data, .payload_sha = sha,
-			.up_mem = xml.data, .up_mem_len = xml.len, .body = &ans, .bulk = 1};
+			.up_mem = xml.data, .up_mem_len = xml.len, .body = &ans, .bulk = 1,
+			.ctype = "application/xml"};
 	if (cof_s3_do(w->st->s3, &c, doing, err))
 		goto out;
 	/* S3 may answer 200 and then an error in the body. */
@@ -232,7 +233,9 @@ static int put_multipart(cof_blob_writer *w, const char *key, const char *doing,
 			 cof_err *err)
 {
 	cof_buf ans = {NULL, 0, 0, 65536};
-	cof_s3_req r = {.method = "POST", .key = key, .query = "uploads=", .body = &ans};
+	/* the object's type: libcurl would send a form's for an empty POST */
+	cof_s3_req r = {.method = "POST", .key = key, .query = "uploads=", .body = &ans,
+			.ctype = "application/octet-stream"};
 	const char *from = NULL;
 	char id[1024];
 	int rc;

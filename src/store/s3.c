@@ -424,6 +424,10 @@ static struct curl_slist *setup(cof_s3 *s, CURL *h, cof_s3_req *r, xfer *x, cof_
 		snprintf(line, sizeof line, "Range: %s", r->range);
 		hd = curl_slist_append(hd, line);
 	}
+	if (r->ctype) {
+		snprintf(line, sizeof line, "Content-Type: %s", r->ctype);
+		hd = curl_slist_append(hd, line);
+	}
 	if (s->token) {
 		cof_buf t = COF_BUF_INIT;
 		cof_buf_addf(&t, "x-amz-security-token: %s", s->token);

@@ -48,6 +48,7 @@ typedef struct cof_s3_req {
 	const char *query;
 	const char *payload_sha;  /* hex SHA-256 of the body; NULL = of no body */
 	const char *range;        /* "bytes=A-B" or NULL */
+	const char *ctype;        /* Content-Type to send, or NULL */
 	/* body to send: `up_len` bytes of `up_fd` from `up_off`, or `up_mem` */
 	int up_fd;
 	int64_t up_off, up_len;

@@ -18,6 +18,7 @@ pause(p) / resume(p)   stop s3rver and start it again on the same port and dir (
 url_for(p, prefix) -> the --blobs URL of another prefix in the same bucket (servers over
                  their own data dirs must not share a prefix: each one's GC would take
                  the others' objects for leftovers).
+requests(p) -> ["METHOD URL", ...]: every request s3rver got so far, in order.
 keys(p, prefix=None) -> sorted object keys in the bucket, listed by s3rver's own files.
 The first start installs s3rver with `npm ci` (harness.npm_ready).
 """
@@ -39,7 +40,7 @@ PEER_JS = os.path.join(harness.ROOT, "tests", "s3", "peer.js")
 
 def _launch(p, port=0):
     node = harness.npm_ready("s3", "@20minutes/s3rver")
-    proc = subprocess.Popen([node, PEER_JS, p["dir"], p["bucket"], p["access_key"],
+    proc = subprocess.Popen([node, "--openssl-legacy-provider", PEER_JS, p["dir"], p["bucket"], p["access_key"],
                              p["secret_key"], str(port)], stdout=subprocess.PIPE,
                             stderr=open(p["log"], "ab"), stdin=subprocess.DEVNULL,
                             start_new_session=True)
@@ -125,6 +126,13 @@ def peer(**kw):
         yield p
     finally:
         stop(p)
+
+
+def requests(p):
+    """Every request s3rver got so far, as "METHOD URL" (its log holds them)."""
+    with open(p["log"], "rb") as f:
+        return [l for l in f.read().decode("utf-8", "replace").splitlines()
+                if l.split(" ", 1)[0] in ("GET", "PUT", "HEAD", "POST", "DELETE")]
 
 
 def keys(p, prefix=None):

@@ -4,8 +4,11 @@
 //
 //   node peer.js DIR BUCKET ACCESS_KEY SECRET_KEY [PORT]
 //
-// Prints one line `{"port": N}` once it listens; runs until SIGTERM. PORT
-// (default 0: any free one) lets a test start it again where it was.
+// Prints one line `{"port": N}` once it listens, and then each request it gets
+// as `METHOD URL` on stderr (tests read what was asked of it); runs until
+// SIGTERM. PORT (default 0: any free one) lets a test start it again where it
+// was. Run with --openssl-legacy-provider on OpenSSL 3: s3rver's listing
+// continuation tokens use DES.
 'use strict';
 
 const S3rver = require('@20minutes/s3rver');
@@ -29,6 +32,7 @@ const server = new S3rver({
   configureBuckets: [{ name: bucket }],
 });
 server.run().then(({ port: p }) => {
+  server.httpServer.on('request', (req) => process.stderr.write(`${req.method} ${req.url}\n`));
   process.stdout.write(JSON.stringify({ port: p }) + '\n');
 }, (e) => {
   console.error('s3rver: ' + e.message);
