@@ -284,3 +284,42 @@ def test_200_mib_streamed_with_bounded_memory():
                   (hwm - base) // MIB, base // MIB, hwm // MIB))
         eq(parts_put(key_of(md.hexdigest(), "huge")), 13, "200 MiB is 13 parts of 16 MiB")
         eq(os.listdir(os.path.join(s.data, "tmp")), [], "no spool file left in DATA/tmp")
+
+
+def _plant(prefix, n, age=3600):
+    """n objects under PREFIX/ab/<62 hex> written as s3rver's own files (quicker than n
+    uploads), `age` seconds old; returns their sha256s."""
+    out = []
+    for i in range(n):
+        sha = sha256(b"planted-%d" % i)
+        path = os.path.join(PEER["dir"], PEER["bucket"], prefix, sha[:2], sha[2:])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + "._S3rver_object", "wb") as f:
+            f.write(b"planted-%d" % i)
+        with open(path + "._S3rver_metadata.json", "w") as f:
+            f.write('{"content-type": "binary/octet-stream"}')
+        t = time.time() - age
+        os.utime(path + "._S3rver_object", (t, t))
+        out.append(sha)
+    return out
+
+
+@harness.timeout(300)
+def test_listing_pages_past_1000_objects():
+    """ListObjectsV2 answers 1,000 keys a page: fsck and gc see all 1,100 objects
+    (continuation tokens), and gc deletes the ones nothing names."""
+    url = s3peer.url_for(PEER, "paged")
+    with harness.server(args=["--blobs", url], env=PEER["env"]) as s:
+        planted = _plant("paged", 1100)
+        peer = dict(PEER, url=url)
+        p = cli(s, "fsck", peer=peer)
+        out = p.stdout.decode()
+        eq(p.returncode, 0, "fsck with leftovers only (%s)" % p.stderr.decode()[-500:])
+        contains(out.split(), "1100", "fsck counts 1100 orphans over two pages:\n" + out)
+        before = sum(1 for r in s3peer.requests(PEER)
+                     if r.startswith("GET /%s?continuation-token=" % PEER["bucket"]))
+        check(before >= 1, "a second page was asked for with a continuation token")
+        p = cli(s, "gc", "--grace", "1", peer=peer)
+        eq(p.returncode, 0, "gc (%s)" % p.stderr.decode()[-500:])
+        eq(s3peer.keys(PEER, "paged/"), [], "gc deleted all 1100 leftovers")
+        check(len(planted) == 1100, "planted")
