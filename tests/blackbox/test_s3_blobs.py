@@ -213,6 +213,26 @@ def test_outage_is_503_naming_the_store_then_recovers(srv):
     srv.put_ok(vid, "new.bin", data_of(80 * 1024, 10))
 
 
+def test_signature_refused_while_running_is_500_naming_the_store(srv):
+    vid = srv.create_volume()["id"]
+    secret = PEER["secret_key"]
+    s3peer.pause(PEER)
+    PEER["secret_key"] = secret + "-rotated"  # s3rver comes back knowing another secret
+    try:
+        s3peer.resume(PEER)
+        r = srv.put_file(vid, "x.bin", data_of(50 * 1024, 12))
+        expect_error(r, 500, "internal")
+        contains(r.error["message"], STORE, "the 500 names the store")
+        contains(r.error["message"], "refused the server's credentials", "and says why")
+        check("x.bin" not in [f["path"] for f in srv.list_files(vid)["files"]],
+              "the refused write left no file")
+    finally:
+        s3peer.pause(PEER)
+        PEER["secret_key"] = secret
+        s3peer.resume(PEER)
+    srv.put_ok(vid, "x.bin", data_of(50 * 1024, 12))
+
+
 def test_refused_credentials_stop_the_start_naming_the_store():
     bad = dict(PEER["env"], AWS_SECRET_ACCESS_KEY="not-the-secret")
     url = s3peer.url_for(PEER, "refused")
