@@ -301,9 +301,8 @@ out:
 
 /* ---------------------------------------------------------------- reading */
 
-typedef struct cof_blob_reader cof_blob_reader;
-
-struct cof_blob_reader {
+typedef struct s3_reader {
+	cof_blob_reader base;  /* first: the interface's view of it */
 	s3_store *st;
 	char key[400];
 	char sha[65];
@@ -312,13 +311,16 @@ struct cof_blob_reader {
 	size_t blen, ahead;
 	int64_t boff;
 	int64_t next;       /* where the last read ended: the next is sequential */
-};
+} s3_reader;
+
+static const cof_blob_reader_ops s3_reader_ops;
 
 /* Opens content `sha` for ranged reads; COF_ENOTFOUND if it is not stored. */
-static int reader_open(s3_store *st, const char *sha, cof_blob_reader **out,
-		       int64_t *size, cof_err *err)
+static int s3_open(cof_blobstore *bs, const char *sha, cof_blob_reader **out,
+		   int64_t *size, cof_err *err)
 {
-	cof_blob_reader *r = cof_calloc(1, sizeof *r);
+	s3_store *st = (s3_store *)bs;
+	s3_reader *r = cof_calloc(1, sizeof *r);
 	char doing[64];
 
 	r->st = st;
@@ -335,16 +337,17 @@ static int reader_open(s3_store *st, const char *sha, cof_blob_reader **out,
 		return cof_error(err, COF_ENOTFOUND, "content %.12s is missing from the %s", sha,
 				 cof_s3_name(st->s3));
 	}
+	r->base.ops = &s3_reader_ops;
 	r->size = head.length;
 	r->ahead = AHEAD_MIN;
 	r->next = -1;
 	*size = r->size;
-	*out = r;
+	*out = &r->base;
 	return 0;
 }
 
 /* GETs exactly [off, off + len) of the blob into dst. */
-static int get_range(cof_blob_reader *r, int64_t off, size_t len, char *dst, cof_err *err)
+static int get_range(s3_reader *r, int64_t off, size_t len, char *dst, cof_err *err)
 {
 	char range[64], doing[64];
 
@@ -365,9 +368,10 @@ static int get_range(cof_blob_reader *r, int64_t off, size_t len, char *dst, cof
 }
 
 /* Reads up to `len` bytes at `off` (fewer only at the end of the blob). */
-static int reader_read_at(cof_blob_reader *r, int64_t off, void *out, size_t len,
-			  size_t *got, cof_err *err)
+static int s3_read_at(cof_blob_reader *base, int64_t off, void *out, size_t len,
+		      size_t *got, cof_err *err)
 {
+	s3_reader *r = (s3_reader *)base;
 	char *dst = out;
 	size_t done = 0;
 
@@ -409,60 +413,24 @@ static int reader_read_at(cof_blob_reader *r, int64_t off, void *out, size_t len
 	return 0;
 }
 
-static void reader_close(cof_blob_reader *r)
+/* S3 has no local file: downloads go through read_at. */
+static int s3_reader_fd(cof_blob_reader *r)
 {
+	(void)r;
+	return -1;
+}
+
+static void s3_reader_close(cof_blob_reader *base)
+{
+	s3_reader *r = (s3_reader *)base;
+
 	if (!r)
 		return;
 	free(r->buf);
 	free(r);
 }
 
-/* Copies content `sha` into an unlinked file of DATA/tmp and returns its fd,
- * for the blob interface's fd `open`. */
-static int s3_open_fd(cof_blobstore *bs, const char *sha, int *fd, cof_err *err)
-{
-	s3_store *st = (s3_store *)bs;
-	cof_blob_reader *r = NULL;
-	char path[4200], id[40], *chunk = NULL;
-	int64_t size = 0, off = 0;
-
-	if (reader_open(st, sha, &r, &size, err))
-		return -1;
-	cof_id_new(SPOOL_PREFIX, id, sizeof id);
-	snprintf(path, sizeof path, "%s/%s", st->tmpdir, id);
-	*fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (*fd < 0) {
-		reader_close(r);
-		return io_error(err, errno, "reading content");
-	}
-	unlink(path);
-	chunk = cof_malloc(AHEAD_MAX);
-	while (off < size) {
-		size_t got = 0;
-		if (reader_read_at(r, off, chunk, AHEAD_MAX, &got, err))
-			goto fail;
-		for (size_t w = 0; w < got;) {
-			ssize_t n = pwrite(*fd, chunk + w, got - w, off + (int64_t)w);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				io_error(err, errno, "reading content");
-				goto fail;
-			}
-			w += (size_t)n;
-		}
-		off += (int64_t)got;
-	}
-	free(chunk);
-	reader_close(r);
-	return 0;
-fail:
-	free(chunk);
-	reader_close(r);
-	close(*fd);
-	*fd = -1;
-	return -1;
-}
+static const cof_blob_reader_ops s3_reader_ops = {s3_read_at, s3_reader_fd, s3_reader_close};
 
 /* ------------------------------------------------------------ the rest */
 
@@ -615,9 +583,9 @@ int cof_blobstore_s3_open(const char *url, const char *data_dir, cof_blobstore *
 	if (cof_s3_url_parse(url, &u, err))
 		return -1;
 	if (!ak || !*ak || !sk || !*sk)
-		return cof_error(err, COF_EVALIDATION, "the blob store 's3://%s' needs "
+		return cof_error(err, COF_EVALIDATION, "the blob store 's3://%s%s%s' needs "
 				 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment",
-				 u.bucket);
+				 u.bucket, u.prefix[0] ? "/" : "", u.prefix);
 	st = cof_calloc(1, sizeof *st);
 	st->u = u;
 	cof_buf_addf(&t, "%s/tmp", data_dir);
@@ -634,11 +602,12 @@ int cof_blobstore_s3_open(const char *url, const char *data_dir, cof_blobstore *
 		return -1;
 	}
 	sweep_spool(st->tmpdir);
+	st->base.name = "s3";
 	st->base.begin = s3_begin;
 	st->base.write = s3_write;
 	st->base.commit = s3_commit;
 	st->base.abort = s3_abort;
-	st->base.open = s3_open_fd;
+	st->base.open = s3_open;
 	st->base.remove = s3_remove;
 	st->base.each = s3_each;
 	st->base.close = s3_close;
