@@ -96,6 +96,16 @@ def test_inline_medium_and_multipart_round_trip(srv):
     with open(os.path.join(PEER["dir"], PEER["bucket"],
                            key_of(sha256(files["large.bin"])) + "._S3rver_object"), "rb") as f:
         check(f.read() == files["large.bin"], "the object holds exactly the content")
+    # a download streams through a read-ahead that grows: a few ranged GETs, not one
+    # per piece the HTTP server asks for
+    key = key_of(sha256(files["large.bin"]))
+    n0 = len([r for r in s3peer.requests(PEER) if r == "GET /%s/%s" % (PEER["bucket"], key)])
+    st, digest, got = stream_get(srv, srv.file_path(vid, "large.bin"))
+    eq((st, got, digest), (200, len(files["large.bin"]), sha256(files["large.bin"])),
+       "large.bin streamed")
+    gets = len([r for r in s3peer.requests(PEER) if r == "GET /%s/%s" % (PEER["bucket"], key)])
+    check(1 <= gets - n0 <= 16, "a 32 MiB download took %d ranged GETs (read-ahead up to "
+          "8 MiB: about 10)" % (gets - n0))
 
 
 def test_ranged_reads(srv):
