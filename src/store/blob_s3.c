@@ -315,35 +315,57 @@ typedef struct s3_reader {
 
 static const cof_blob_reader_ops s3_reader_ops;
 
-/* Opens content `sha` for ranged reads; COF_ENOTFOUND if it is not stored. */
+/* Opens content `sha` for ranged reads; COF_ENOTFOUND if it is not stored.
+ * One request: a GET of the first AHEAD_MIN bytes tells the size (its
+ * Content-Range) and fills the read-ahead, so a small blob is read with it. */
 static int s3_open(cof_blobstore *bs, const char *sha, cof_blob_reader **out,
 		   int64_t *size, cof_err *err)
 {
 	s3_store *st = (s3_store *)bs;
 	s3_reader *r = cof_calloc(1, sizeof *r);
-	char doing[64];
+	char doing[64], range[48];
 
 	r->st = st;
 	memcpy(r->sha, sha, 64);
 	key_of(st, sha, r->key, sizeof r->key);
+	r->buf = cof_malloc(AHEAD_MIN);
 	snprintf(doing, sizeof doing, "reading content %.12s", sha);
-	cof_s3_req head = {.method = "HEAD", .key = r->key};
-	if (cof_s3_do(st->s3, &head, doing, err)) {
-		free(r);
-		return -1;
+	snprintf(range, sizeof range, "bytes=0-%zu", AHEAD_MIN - 1);
+	cof_s3_req g = {.method = "GET", .key = r->key, .range = range, .dst = r->buf,
+			.dst_cap = AHEAD_MIN, .bulk = 1};
+	if (cof_s3_do(st->s3, &g, doing, err))
+		goto fail;
+	if (g.status == 416) {
+		/* no byte to give: an empty object (S3 refuses any range of it) */
+		cof_s3_req head = {.method = "HEAD", .key = r->key};
+		if (cof_s3_do(st->s3, &head, doing, err))
+			goto fail;
+		g.status = head.status, g.total = head.length, g.dst_got = 0;
+	} else if (g.status == 200) {
+		g.total = (int64_t)g.dst_got;  /* the whole object, the range ignored */
 	}
-	if (head.status == 404 || head.length < 0) {
-		free(r);
-		return cof_error(err, COF_ENOTFOUND, "content %.12s is missing from the %s", sha,
-				 cof_s3_name(st->s3));
+	if (g.status == 404) {
+		cof_error(err, COF_ENOTFOUND, "content %.12s is missing from the %s", sha,
+			  cof_s3_name(st->s3));
+		goto fail;
+	}
+	if (g.total < 0 || (int64_t)g.dst_got > g.total) {
+		cof_error(err, COF_EINTERNAL, "%s answered %ld without the size of content %.12s",
+			  cof_s3_name(st->s3), g.status, sha);
+		goto fail;
 	}
 	r->base.ops = &s3_reader_ops;
-	r->size = head.length;
+	r->size = g.total;
+	r->blen = g.dst_got, r->boff = 0;
 	r->ahead = AHEAD_MIN;
 	r->next = -1;
 	*size = r->size;
 	*out = &r->base;
 	return 0;
+fail:
+	free(r->buf);
+	free(r);
+	return -1;
 }
 
 /* GETs exactly [off, off + len) of the blob into dst. */

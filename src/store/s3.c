@@ -369,6 +369,12 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 
 	if (len > 5 && !strncmp(data, "HTTP/", 5)) {
 		x->r->etag[0] = '\0';  /* a new answer (after 100 Continue) */
+		x->r->total = -1;
+	} else if (len > 14 && !strncasecmp(data, "content-range:", 14)) {
+		/* bytes A-B/TOTAL */
+		const char *slash = memchr(data, '/', len);
+		if (slash && slash + 1 < data + len && isdigit((unsigned char)slash[1]))
+			x->r->total = strtoll(slash + 1, NULL, 10);
 	} else if (len > 5 && !strncasecmp(data, "etag:", 5)) {
 		const char *v = data + 5;
 		size_t vl = len - 5;
@@ -454,7 +460,7 @@ static struct curl_slist *setup(cof_s3 *s, CURL *h, cof_s3_req *r, xfer *x, cof_
 	return hd;
 }
 
-/* Maps an answer that is neither 2xx nor 404 to the API's error. */
+/* Maps an answer that is neither 2xx, 404 nor 416 to the API's error. */
 static int answer_error(cof_s3 *s, cof_s3_req *r, const cof_buf *body, const char *doing,
 			cof_err *err)
 {
@@ -490,7 +496,7 @@ static int attempt(cof_s3 *s, cof_s3_req *r, const char *doing, cof_err *err)
 
 	if (!h)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	r->status = 0, r->dst_got = 0, r->length = -1, r->mtime = -1;
+	r->status = 0, r->dst_got = 0, r->length = -1, r->mtime = -1, r->total = -1;
 	r->etag[0] = r->what[0] = '\0';
 	if (r->body)
 		cof_buf_reset(r->body);
@@ -516,7 +522,8 @@ static int attempt(cof_s3 *s, cof_s3_req *r, const char *doing, cof_err *err)
 		cof_error(err, COF_EUNAVAILABLE, "%s is unavailable (%s): %s", s->name, doing,
 			  errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		out = -2;
-	} else if ((r->status < 200 || r->status > 299) && r->status != 404) {
+	} else if ((r->status < 200 || r->status > 299) && r->status != 404 &&
+		   !(r->status == 416 && r->range)) {
 		answer_error(s, r, &x.errbody, doing, err);
 		out = r->status >= 500 ? -2 : -1;
 	}

@@ -7,7 +7,8 @@
  * bodies). Errors are cof_err naming the store ("blob store 's3://b/p'"): the
  * endpoint unreachable, timed out or answering 5xx is COF_EUNAVAILABLE (503);
  * a refused signature or key, and any other answer the client does not expect,
- * is COF_EINTERNAL (500). 404 is left to the caller (status in the answer).
+ * is COF_EINTERNAL (500). 404, and 416 to a Range, are left to the caller
+ * (status in the answer).
  */
 #ifndef COF_S3_H
 #define COF_S3_H
@@ -64,12 +65,13 @@ typedef struct cof_s3_req {
 	long status;
 	size_t dst_got;
 	int64_t length;           /* Content-Length, -1 if none */
+	int64_t total;            /* the object's size from Content-Range, -1 if none */
 	int64_t mtime;            /* Last-Modified as unix seconds, -1 if none */
 	char etag[80];
 	char what[64];            /* the S3 error code of a non-2xx answer */
 } cof_s3_req;
 
-/* Sends `r`; 0 with r->status set for any HTTP answer that is 2xx or 404,
+/* Sends `r`; 0 with r->status set for any HTTP answer that is 2xx, 404 or 416,
  * else -1 with `err` (see the top of this file; `doing` says what the request
  * was for, e.g. "storing content 1a2b3c4d"). */
 int cof_s3_do(cof_s3 *s, cof_s3_req *r, const char *doing, cof_err *err);

@@ -96,6 +96,13 @@ def test_inline_medium_and_multipart_round_trip(srv):
     with open(os.path.join(PEER["dir"], PEER["bucket"],
                            key_of(sha256(files["large.bin"])) + "._S3rver_object"), "rb") as f:
         check(f.read() == files["large.bin"], "the object holds exactly the content")
+    # the GET that opens a blob (its first 256 KiB) tells its size too: no HEAD, and
+    # 300 KiB is two ranged GETs
+    mkey = "/%s/%s" % (PEER["bucket"], key_of(sha256(files["medium.bin"])))
+    n0 = len([r for r in s3peer.requests(PEER) if r.endswith(mkey)])
+    check(expect(srv.get_file(vid, "medium.bin"), 200).body == files["medium.bin"], "medium")
+    eq([r for r in s3peer.requests(PEER) if r.endswith(mkey)][n0:], ["GET " + mkey] * 2,
+       "requests to S3 for one read of a 300 KiB file")
     # a download streams through a read-ahead that grows: a few ranged GETs, not one
     # per piece the HTTP server asks for
     key = key_of(sha256(files["large.bin"]))
