@@ -4,7 +4,7 @@ blobs (`--data` only) and on s3rver (`--blobs s3://...`, tests/blackbox/s3peer.p
 one run, side by side:
 
   4 KiB PUT and GET (kept inline in the metadata: S3 is not touched), 64 KiB PUT and
-  GET (the smallest blob: one HEAD + one PUT, one HEAD + one ranged GET), 64 MiB PUT
+  GET (the smallest blob: one HEAD + one PUT, one ranged GET), 64 MiB PUT
   and GET (a multipart upload of 4 parts; a streamed read).
 
 Usage: bench/s3.py [--out FILE] (writes the "Blobs in S3" section of bench/results.md,
@@ -150,7 +150,7 @@ content: no dedupe), %d of 64 MiB (streamed chunked PUT, streamed GET).
 
 Content up to 16 KiB is kept inline in the metadata, so 4 KiB never reaches S3 (the
 two columns measure the same path). 64 KiB is the cost of a blob: a PUT spools to
-DATA/tmp, then HEAD (stored already?) and PUT to S3; a GET is HEAD + ranged GET. 64
+DATA/tmp, then HEAD (stored already?) and PUT to S3; a GET is one ranged GET. 64
 MiB is a multipart upload of four 16 MiB parts, each signed with its own SHA-256; for
 the large rows the ratio is local over S3 (how many times slower S3 is).
 """ % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time() - t0,
