@@ -316,11 +316,13 @@ def test_200_mib_streamed_with_bounded_memory():
         st, digest, n = stream_get(s, s.file_path(vid, "huge.bin"))
         eq((st, n, digest), (200, size, md.hexdigest()), "the 200 MiB read back")
         hwm = _vm(s.proc.pid, "VmHWM")
+        eq(parts_put(key_of(md.hexdigest(), "huge")), 13, "200 MiB is 13 parts of 16 MiB")
+        eq(os.listdir(os.path.join(s.data, "tmp")), [], "no spool file left in DATA/tmp")
+        if harness.SCALE > 1:
+            return  # sanitizers keep freed memory in quarantine: RSS says nothing there
         check(hwm - base < 64 * MIB, "cofferd's peak RSS grew by %d MiB for a 200 MiB body "
               "(from %d MiB to %d MiB); it must stream, not hold it" % (
                   (hwm - base) // MIB, base // MIB, hwm // MIB))
-        eq(parts_put(key_of(md.hexdigest(), "huge")), 13, "200 MiB is 13 parts of 16 MiB")
-        eq(os.listdir(os.path.join(s.data, "tmp")), [], "no spool file left in DATA/tmp")
 
 
 def _plant(prefix, n, age=3600):
