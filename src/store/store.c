@@ -124,8 +124,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	if (st->opts.history_seconds <= 0)
 		st->opts.history_seconds = 7 * 24 * 3600;
 	pthread_rwlock_init(&st->gc_lock, NULL);
-	pthread_mutex_init(&st->change_mu, NULL);
-	cof_cond_init(&st->change_cv); /* timed waits: long-polls, watches */
+	pthread_mutex_init(&st->events_mu, NULL);
 	pthread_mutex_init(&st->magic_mu, NULL);
 	pthread_mutex_init(&st->key_mu, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -133,7 +132,8 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		goto fail;
 	}
 	snprintf(file, sizeof file, "%s/meta.db", dir);
-	if (cof_blobstore_open_url(st->opts.blobs_url, dir, &st->blobs, err) ||
+	if (cof_notify_local_open(&st->notify, err) ||
+	    cof_blobstore_open_url(st->opts.blobs_url, dir, &st->blobs, err) ||
 	    cof_meta_open(st->opts.meta_url ? st->opts.meta_url : file, &st->meta, err))
 		goto fail;
 	/* the URLs are the caller's: keep nothing that points at them */
@@ -163,8 +163,8 @@ void cof_store_close(cof_store *st)
 	if (st->magic)
 		magic_close(st->magic);
 	pthread_rwlock_destroy(&st->gc_lock);
-	pthread_mutex_destroy(&st->change_mu);
-	pthread_cond_destroy(&st->change_cv);
+	cof_notify_close(st->notify);
+	pthread_mutex_destroy(&st->events_mu);
 	pthread_mutex_destroy(&st->magic_mu);
 	pthread_mutex_destroy(&st->key_mu);
 	for (size_t i = 0; i < sizeof st->events / sizeof *st->events; i++)
@@ -183,21 +183,16 @@ int cof_store_admin_key_is_new(cof_store *st)
 	return st->admin_key_new;
 }
 
-void cof_store_changed(cof_store *st)
+void cof_store_changed(cof_store *st, const cof_volrow *v)
 {
-	pthread_mutex_lock(&st->change_mu);
-	st->change_gen++;
-	pthread_cond_broadcast(&st->change_cv);
-	pthread_mutex_unlock(&st->change_mu);
+	cof_topic t = cof_topic_volume(v->org, v->id);
+
+	cof_notify_publish(st->notify, &t);
 }
 
 void cof_changes_wake_all(cof_store *st)
 {
-	pthread_mutex_lock(&st->change_mu);
-	st->closing = 1;
-	st->change_gen++;
-	pthread_cond_broadcast(&st->change_cv);
-	pthread_mutex_unlock(&st->change_mu);
+	cof_notify_shutdown(st->notify);
 }
 
 /* ------------------------------------------------------------------ keys */
