@@ -111,6 +111,7 @@ bench: all
 	bench/turns.py
 	bench/mcp/run.sh
 	bench/relay.py
+	bench/s3.py
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
 

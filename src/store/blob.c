@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "store/blob.h"
+#include "store/blob_s3.h"
 #include "util/util.h"
 
 int cof_blobstore_open_url(const char *url, const char *data_dir, cof_blobstore **out,
@@ -17,8 +18,7 @@ int cof_blobstore_open_url(const char *url, const char *data_dir, cof_blobstore 
 	if (!url || !*url)
 		return cof_blobstore_local_open(data_dir, out, err);
 	if (!strncmp(url, "s3://", 5))
-		return cof_error(err, COF_EVALIDATION,
-				 "--blobs '%s': the s3 blob backend is not built in", url);
+		return cof_blobstore_s3_open(url, data_dir, out, err);
 	if (!strncmp(url, "file:", 5))
 		url += 5;
 	if (!*url)

@@ -174,7 +174,8 @@ static int check_orphan(void *arg, const char *sha, int64_t size, int64_t mtime)
 {
 	check *c = arg;
 
-	if (!bsearch(sha, c->refs, c->nrefs, sizeof *c->refs, cmp_sha)) {
+	/* no refs: c->refs is NULL, which bsearch may not be given */
+	if (!c->nrefs || !bsearch(sha, c->refs, c->nrefs, sizeof *c->refs, cmp_sha)) {
 		if (c->norphans++ < 1000)
 			json_array_append_new(c->orphans, json_string(sha));
 	}
@@ -189,7 +190,8 @@ int cof_fsck(cof_store *st, json_t **out, cof_err *err)
 
 	if (cof_meta_referenced(st->meta, check_ref, &c, err))
 		goto out;
-	qsort(c.refs, c.nrefs, sizeof *c.refs, cmp_sha);
+	if (c.nrefs)
+		qsort(c.refs, c.nrefs, sizeof *c.refs, cmp_sha);
 	if (st->blobs->each(st->blobs, check_orphan, &c, err))
 		goto out;
 	int ok = json_array_size(c.missing) == 0 && json_array_size(c.corrupt) == 0;
