@@ -127,6 +127,7 @@ int cof_blob_reader_memory(unsigned char *data, size_t len, cof_blob_reader **ou
 typedef struct fd_reader {
 	cof_blob_reader base;
 	int fd;
+	int offer;               /* offered for sendfile */
 } fd_reader;
 
 static int fd_read_at(cof_blob_reader *r, int64_t off, void *buf, size_t len, size_t *got,
@@ -146,7 +147,7 @@ static int fd_read_at(cof_blob_reader *r, int64_t off, void *buf, size_t len, si
 
 static int fd_fd(cof_blob_reader *r)
 {
-	return ((fd_reader *)r)->fd;
+	return ((fd_reader *)r)->offer ? ((fd_reader *)r)->fd : -1;
 }
 
 static void fd_close(cof_blob_reader *r)
@@ -157,7 +158,7 @@ static void fd_close(cof_blob_reader *r)
 
 static const cof_blob_reader_ops fd_ops = {fd_read_at, fd_fd, fd_close};
 
-int cof_blob_reader_fd(int fd, cof_blob_reader **out, cof_err *err)
+int cof_blob_reader_fd(int fd, int offer, cof_blob_reader **out, cof_err *err)
 {
 	fd_reader *r = cof_calloc(1, sizeof *r);
 
@@ -167,6 +168,7 @@ int cof_blob_reader_fd(int fd, cof_blob_reader **out, cof_err *err)
 	}
 	r->base.ops = &fd_ops;
 	r->fd = fd;
+	r->offer = offer;
 	*out = &r->base;
 	return 0;
 }

@@ -89,8 +89,8 @@ void cof_blob_close(cof_blob_reader *r);
 /* A reader over `len` bytes at `data`, which it takes (free()d at close). */
 int cof_blob_reader_memory(unsigned char *data, size_t len, cof_blob_reader **out,
 			   cof_err *err);
-/* A reader over the local file `fd`, which it takes (closed at close); its
- * fd is `fd`, for sendfile. */
-int cof_blob_reader_fd(int fd, cof_blob_reader **out, cof_err *err);
+/* A reader over the local file `fd`, which it takes (closed at close); it
+ * offers `fd` for sendfile when `offer` (else its fd op says -1). */
+int cof_blob_reader_fd(int fd, int offer, cof_blob_reader **out, cof_err *err);
 
 #endif

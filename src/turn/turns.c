@@ -499,7 +499,7 @@ int cof_turn_file_open(cof_turns *ts, const cof_principal *who, const char *id,
 		return cof_error(err, COF_ENOTFOUND, "no file '%.100s'", name);
 	}
 	memset(out, 0, sizeof *out);
-	if (cof_blob_reader_fd(fd, &out->reader, err))
+	if (cof_blob_reader_fd(fd, 1, &out->reader, err))
 		return -1;
 	out->size = sb.st_size;
 	out->version = 1;

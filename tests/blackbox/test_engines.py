@@ -76,3 +76,30 @@ def test_backends_not_built_in_are_refused_by_name():
         p = _coffer("fsck", "--meta", "postgres://u@127.0.0.1:1/db")
         eq(p.returncode, 1, "fsck exit")
         contains(p.stderr.decode(), "postgres", "fsck names the backend")
+
+
+def test_downloads_through_the_reader_without_sendfile():
+    """COFFER_BLOB_NO_FD=1 makes the local store's readers offer no fd, as S3's will
+    not: downloads then go through the MHD content reader over read_at, whole, in
+    ranges, conditional and as links."""
+    with harness.server(env={"COFFER_BLOB_NO_FD": "1"}) as s:
+        vid = s.create_volume()["id"]
+        big = os.urandom(3 * 1024 * 1024 + 12345)    # past the 1 MiB hashed at GET
+        put = s.put_ok(vid, "big.bin", big)
+        r = expect(s.get_file(vid, "big.bin"), 200)
+        eq(len(r.body), len(big), "length")
+        eq(sha256(r.body), sha256(big), "whole body")
+        for rng, want in (("bytes=0-99", big[:100]),
+                          ("bytes=1048570-2097160", big[1048570:2097161]),
+                          ("bytes=-5000", big[-5000:])):
+            r = expect(s.get_file(vid, "big.bin", headers={"Range": rng}), 206)
+            eq(r.body, want, "range %s" % rng)
+        etag = r.header("ETag")
+        expect(s.get_file(vid, "big.bin", headers={"If-None-Match": etag}), 304)
+        mid = os.urandom(200_000)                     # hashed, then sent from memory
+        s.put_ok(vid, "mid.bin", mid)
+        eq(expect(s.get_file(vid, "mid.bin"), 200).body, mid, "a file under 1 MiB")
+        link = expect(s.post("/v1/volumes/%s/links" % vid, json={"path": "big.bin"}),
+                      201).json()
+        r = expect(s.get(link["url"], key=None), 200)
+        eq(sha256(r.body), put["sha256"], "through a signed link")
