@@ -80,7 +80,7 @@ static enum MHD_Result send_416(http_req *req, const cof_file *f, const char *et
 
 	cof_error(&err, COF_ERANGE, "range '%s' is outside the file's %" PRId64 " bytes",
 		  http_header(req, MHD_HTTP_HEADER_RANGE), f->size);
-	resp = http_error_response(&err);
+	resp = http_error_response(req, &err);
 	cof_err_clear(&err);
 	if (resp == NULL)
 		return MHD_NO;
@@ -315,7 +315,7 @@ static enum MHD_Result send_412(http_req *req, const cof_file *f, const char *et
 		  which, f->version);
 	cof_err_set(&err, "current", json_pack("{s:I, s:s}", "version", (json_int_t)f->version,
 					       "sha256", f->sha256));
-	resp = http_error_response(&err);
+	resp = http_error_response(req, &err);
 	cof_err_clear(&err);
 	if (resp == NULL)
 		return MHD_NO;

@@ -70,6 +70,7 @@ struct http_req {
 	int nparams;
 	char *allow;                   /* Allow header of a 405 (in `owned`) */
 	cof_principal who;
+	char request_id[130];          /* X-Request-Id: the client's when sane, else ours */
 	int failed;                    /* err holds an answer to give */
 	cof_err err;
 	cof_buf body;                  /* HTTP_BODY_JSON bytes */
@@ -150,7 +151,7 @@ enum MHD_Result http_send_events(http_req *req, size_t block,
 				 MHD_ContentReaderCallback reader, void *cls,
 				 MHD_ContentReaderFreeCallback free_cls);
 /* The JSON error body for `err` (for callers that add headers themselves). */
-struct MHD_Response *http_error_response(const cof_err *err);
+struct MHD_Response *http_error_response(const http_req *req, const cof_err *err);
 
 /* ---- files.c: serving file bytes (volume files and GET links) */
 

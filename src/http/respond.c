@@ -4,7 +4,8 @@
  * Every JSON answer carries `Content-Type: application/json; charset=utf-8`.
  * Errors are {"error":{"type":T,"message":M, ...extra}} where T and the status
  * come from the cof_code (cof_code_type / cof_code_status), so the library's
- * error maps 1:1 to the API's.
+ * error maps 1:1 to the API's, plus "requestId". Every answer goes out through
+ * http_queue, which adds the request's X-Request-Id.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@ enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *
 
 	if (resp == NULL)
 		return MHD_NO; /* out of memory: MHD closes the connection */
+	if (req->request_id[0])
+		MHD_add_response_header(resp, "X-Request-Id", req->request_id);
 	ret = MHD_queue_response(req->conn, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -95,7 +98,7 @@ enum MHD_Result http_send_json(http_req *req, unsigned status, json_t *body)
 	return http_send_json_h(req, status, body, NULL);
 }
 
-struct MHD_Response *http_error_response(const cof_err *err)
+struct MHD_Response *http_error_response(const http_req *req, const cof_err *err)
 {
 	json_t *obj = json_object(), *wrap;
 	struct MHD_Response *resp;
@@ -114,6 +117,8 @@ struct MHD_Response *http_error_response(const cof_err *err)
 				json_object_set(obj, k, v);
 		}
 	}
+	if (req->request_id[0])
+		json_object_set_new(obj, "requestId", json_string(req->request_id));
 	wrap = json_pack("{s:o}", "error", obj);
 	if (wrap == NULL)
 		return NULL;
@@ -125,7 +130,7 @@ struct MHD_Response *http_error_response(const cof_err *err)
 enum MHD_Result http_send_error(http_req *req, cof_err *err)
 {
 	cof_code code = err->code == COF_OK ? COF_EINTERNAL : err->code;
-	struct MHD_Response *resp = http_error_response(err);
+	struct MHD_Response *resp = http_error_response(req, err);
 
 	if (code == COF_EINTERNAL || code == COF_EUNAVAILABLE)
 		fprintf(stderr, "cofferd: %s %s: %s\n", req->method,

@@ -355,7 +355,7 @@ static enum MHD_Result answer_error(http_req *req)
 
 	if (req->allow == NULL && code != COF_EUNAUTHORIZED)
 		return http_send_error(req, &req->err);
-	resp = http_error_response(&req->err);
+	resp = http_error_response(req, &req->err);
 	cof_err_clear(&req->err);
 	if (resp == NULL)
 		return MHD_NO;
@@ -366,6 +366,22 @@ static enum MHD_Result answer_error(http_req *req)
 	if (code == COF_EUNAUTHORIZED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 	return http_queue(req, status, resp);
+}
+
+/* The client's X-Request-Id when it is 1..128 printable ASCII bytes (so it can
+ * be echoed and logged as it is), else a new one. */
+static void request_id(http_req *req)
+{
+	const char *v = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "X-Request-Id");
+	size_t n = v ? strlen(v) : 0;
+	int sane = n >= 1 && n <= 128;
+
+	for (size_t i = 0; sane && i < n; i++)
+		sane = v[i] >= 0x20 && v[i] <= 0x7e;
+	if (sane)
+		memcpy(req->request_id, v, n + 1);
+	else
+		cof_id_new("req_", req->request_id, sizeof req->request_id);
 }
 
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -383,6 +399,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		req->conn = conn;
 		req->method = method;
 		req->url = http_own(req, url, strlen(url));
+		request_id(req);
 		*con_cls = req;
 		__atomic_add_fetch(&srv->in_flight, 1, __ATOMIC_SEQ_CST);
 		req_begin(req, url);

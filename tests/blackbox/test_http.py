@@ -86,3 +86,31 @@ def test_error_shape_everywhere(srv):
         err = expect_error(r, r.status)
         eq(sorted(set(json.loads(r.body)) - {"error"}), [], "nothing beside error")
         check(err["type"] and err["message"], "type and message")
+
+
+def test_request_id_echoed_or_made(srv):
+    # API.md General: taken from the request when 1..128 printable ASCII bytes, else
+    # made; on every answer, and in every error body as requestId
+    r = expect(srv.get("/v1/volumes", headers={"X-Request-Id": "trace-42 a/b"}), 200)
+    eq(r.header("X-Request-Id"), "trace-42 a/b", "a sane id echoed")
+    edge = "x" * 128
+    eq(srv.get("/v1/volumes", headers={"X-Request-Id": edge}).header("X-Request-Id"), edge,
+       "128 bytes echoed")
+    for bad in ("x" * 129, "caf\u00e9", ""):
+        got = srv.get("/v1/volumes", headers={"X-Request-Id": bad}).header("X-Request-Id")
+        check(got and got != bad and got.startswith("req_"), "%r replaced: %r" % (bad, got))
+    made = {srv.get("/v1/volumes").header("X-Request-Id") for _ in range(3)}
+    eq(len(made), 3, "a new id each request: %r" % made)
+    vol = srv.create_volume()
+    srv.put_ok(vol["id"], "a.bin", b"\x00\x01")
+    r = expect(srv.get_file(vol["id"], "a.bin", headers={"X-Request-Id": "dl-1"}), 200)
+    eq(r.header("X-Request-Id"), "dl-1", "on a file download")
+    for r in (srv.get("/v1/volumes/vol_nope", headers={"X-Request-Id": "e-404"}),
+              srv.get("/v1/volumes", key=None, headers={"X-Request-Id": "e-401"}),
+              srv.delete("/v1/volumes", headers={"X-Request-Id": "e-405"})):
+        check(r.error, "an error answer: %s" % r.status)
+        eq((r.header("X-Request-Id"), r.error.get("requestId")),
+           (r.header("X-Request-Id"), r.header("X-Request-Id")), "requestId in the body")
+        check(r.header("X-Request-Id").startswith("e-"), "the client's id kept")
+    r = srv.get("/v1/volumes/vol_nope")
+    eq(r.error.get("requestId"), r.header("X-Request-Id"), "a made id in the body too")
