@@ -73,6 +73,7 @@ static enum MHD_Result send_asset(http_req *req, const console_asset *a)
 
 	if (resp == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	http_count_out(req, fresh ? 0 : (int64_t)a->size);
 	if (!fresh)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, asset_type(a->name));
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);

@@ -231,6 +231,8 @@ static enum MHD_Result serve_bytes(http_req *req, cof_file *f, const char *etag,
 	if (rc == 0 && cof_file_verify(f, name, &err))
 		return http_send_error(req, &err);
 	resp = bytes_response(f, start, len);
+	if (resp)
+		http_count_out(req, len);
 	if (resp == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "cannot send the file: out of resources");
 	file_headers(resp, f, etag);

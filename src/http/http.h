@@ -71,6 +71,9 @@ struct http_req {
 	char *allow;                   /* Allow header of a 405 (in `owned`) */
 	cof_principal who;
 	char request_id[130];          /* X-Request-Id: the client's when sane, else ours */
+	char key_id[24];               /* "k_" + 16 hex of the key's SHA-256, or "" */
+	unsigned status;               /* of the answer queued; 0 = none yet */
+	int64_t started_us, bytes_in, bytes_out; /* for the request log */
 	int failed;                    /* err holds an answer to give */
 	cof_err err;
 	cof_buf body;                  /* HTTP_BODY_JSON bytes */
@@ -151,7 +154,7 @@ enum MHD_Result http_send_events(http_req *req, size_t block,
 				 MHD_ContentReaderCallback reader, void *cls,
 				 MHD_ContentReaderFreeCallback free_cls);
 /* The JSON error body for `err` (for callers that add headers themselves). */
-struct MHD_Response *http_error_response(const http_req *req, const cof_err *err);
+struct MHD_Response *http_error_response(http_req *req, const cof_err *err);
 
 /* ---- files.c: serving file bytes (volume files and GET links) */
 
@@ -283,5 +286,24 @@ void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /* MHD's unescaper, made a no-op: the router decodes paths and args itself so
  * that `%00` is refused rather than cutting the string short. */
 size_t http_unescape_none(void *cls, struct MHD_Connection *conn, char *s);
+
+/* A body of unknown size from `reader` (freed by `free_cls` with the
+ * response; when this fails, NULL, `cls` is still the caller's), its bytes
+ * counted for the request log. */
+struct MHD_Response *http_stream_response(http_req *req, size_t block,
+					  MHD_ContentReaderCallback reader, void *cls,
+					  MHD_ContentReaderFreeCallback free_cls);
+/* The request log (reqlog.c): `path` NULL keeps stderr. 0 or -1 (said why). */
+int http_log_open(const char *path);
+/* SIGHUP: the log file is opened again under its name (logrotate moved it). */
+void http_log_reopen(void);
+/* One line for a request that completed. */
+void http_log_request(const http_req *req);
+/* Counts `n` bytes of body sent (or to be sent) for the request log. */
+static inline void http_count_out(http_req *req, int64_t n)
+{
+	if (n > 0)
+		req->bytes_out += n;
+}
 
 #endif /* COF_HTTP_H */

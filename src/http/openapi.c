@@ -20,6 +20,7 @@ enum MHD_Result http_openapi(http_req *req)
 
 	if (resp == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
+	http_count_out(req, (int64_t)sizeof openapi_doc - 1);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	return http_queue(req, MHD_HTTP_OK, resp);
 }

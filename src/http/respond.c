@@ -23,17 +23,60 @@ enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *
 		return MHD_NO; /* out of memory: MHD closes the connection */
 	if (req->request_id[0])
 		MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+	req->status = status;
 	ret = MHD_queue_response(req->conn, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+/* A body of unknown size read by a callback, its bytes counted for the
+ * request log as the callback produces them. */
+typedef struct counted {
+	MHD_ContentReaderCallback reader;
+	MHD_ContentReaderFreeCallback free_cls;
+	void *cls;
+	int64_t *out;    /* the request's bytes_out: the request outlives its reads */
+} counted;
+
+static ssize_t counted_read(void *c, uint64_t pos, char *buf, size_t max)
+{
+	counted *k = c;
+	ssize_t n = k->reader(k->cls, pos, buf, max);
+
+	if (n > 0)
+		__atomic_add_fetch(k->out, (int64_t)n, __ATOMIC_RELAXED);
+	return n;
+}
+
+static void counted_free(void *c)
+{
+	counted *k = c;
+
+	if (k->free_cls)
+		k->free_cls(k->cls);
+	free(k);
+}
+
+struct MHD_Response *http_stream_response(http_req *req, size_t block,
+					  MHD_ContentReaderCallback reader, void *cls,
+					  MHD_ContentReaderFreeCallback free_cls)
+{
+	counted *k = cof_malloc(sizeof *k);
+	struct MHD_Response *resp;
+
+	*k = (counted){reader, free_cls, cls, &req->bytes_out};
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, counted_read, k,
+						 counted_free);
+	if (!resp)
+		free(k);
+	return resp;
 }
 
 enum MHD_Result http_send_events(http_req *req, size_t block,
 				 MHD_ContentReaderCallback reader, void *cls,
 				 MHD_ContentReaderFreeCallback free_cls)
 {
-	struct MHD_Response *resp =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, reader, cls, free_cls);
+	struct MHD_Response *resp = http_stream_response(req, block, reader, cls, free_cls);
 
 	if (!resp) {
 		free_cls(cls);
@@ -53,12 +96,14 @@ enum MHD_Result http_send_json_text(http_req *req, unsigned status, char *text, 
 		free(text);
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
 	}
+	http_count_out(req, (int64_t)len);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, JSON_CT);
 	return http_queue(req, status, resp);
 }
 
-/* A response holding `body` serialised (NULL body = empty), or NULL. */
-static struct MHD_Response *json_response(json_t *body)
+/* A response holding `body` serialised (NULL body = empty), or NULL; its
+ * size counted as the request's. */
+static struct MHD_Response *json_response(http_req *req, json_t *body)
 {
 	struct MHD_Response *resp;
 	char *text = NULL;
@@ -75,6 +120,7 @@ static struct MHD_Response *json_response(json_t *body)
 		free(text);
 		return NULL;
 	}
+	http_count_out(req, (int64_t)len);
 	if (body != NULL)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, JSON_CT);
 	return resp;
@@ -83,7 +129,7 @@ static struct MHD_Response *json_response(json_t *body)
 enum MHD_Result http_send_json_h(http_req *req, unsigned status, json_t *body,
 				 const char *const *headers)
 {
-	struct MHD_Response *resp = json_response(body);
+	struct MHD_Response *resp = json_response(req, body);
 
 	json_decref(body);
 	if (resp == NULL)
@@ -98,7 +144,7 @@ enum MHD_Result http_send_json(http_req *req, unsigned status, json_t *body)
 	return http_send_json_h(req, status, body, NULL);
 }
 
-struct MHD_Response *http_error_response(const http_req *req, const cof_err *err)
+struct MHD_Response *http_error_response(http_req *req, const cof_err *err)
 {
 	json_t *obj = json_object(), *wrap;
 	struct MHD_Response *resp;
@@ -122,7 +168,7 @@ struct MHD_Response *http_error_response(const http_req *req, const cof_err *err
 	wrap = json_pack("{s:o}", "error", obj);
 	if (wrap == NULL)
 		return NULL;
-	resp = json_response(wrap);
+	resp = json_response(req, wrap);
 	json_decref(wrap);
 	return resp;
 }

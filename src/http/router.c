@@ -267,6 +267,9 @@ static int authenticate(http_req *req)
 	if (key == NULL)
 		return cof_error(&req->err, COF_EUNAUTHORIZED,
 				 "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
+	char hash[65];
+	if (cof_sha256_hex(key, strlen(key), hash) == 0)
+		snprintf(req->key_id, sizeof req->key_id, "k_%.16s", hash);
 	if (cof_key_auth(req->srv->st, key, &req->who, &req->err))
 		return -1;
 	if ((req->route->flags & HTTP_F_NOAGENT) && req->who.agent[0])
@@ -399,6 +402,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		req->conn = conn;
 		req->method = method;
 		req->url = http_own(req, url, strlen(url));
+		req->started_us = cof_mono_us();
 		request_id(req);
 		*con_cls = req;
 		__atomic_add_fetch(&srv->in_flight, 1, __ATOMIC_SEQ_CST);
@@ -408,6 +412,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
+		req->bytes_in += (int64_t)*upload_data_size;
 		req_feed(req, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
@@ -433,6 +438,7 @@ void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (req == NULL)
 		return;
+	http_log_request(req);
 	http_req_release(req);
 	free(req);
 	*con_cls = NULL;

@@ -63,6 +63,7 @@ typedef struct server_opts {
 	int turn_rlimits;        /* --turn-limits rlimit */
 	const char *meta;        /* --meta URL; NULL = DATA/meta.db */
 	const char *blobs;       /* --blobs URL; NULL = DATA/blobs */
+	const char *log;         /* --log FILE: the request log; NULL = stderr */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -109,7 +110,7 @@ static void usage(FILE *to)
 	      "               [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
 	      "               [--relay-op-wait SECONDS] [--relay-sessions N]\n"
 	      "               [--relay-sessions-per-org N] [--max-conns N]\n"
-	      "               [--max-conns-per-ip N] [--head-timeout SECONDS]\n"
+	      "               [--max-conns-per-ip N] [--head-timeout SECONDS] [--log FILE]\n"
 	      "               [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --meta URL             the metadata store: a SQLite file (PATH or\n"
@@ -117,6 +118,9 @@ static void usage(FILE *to)
 	      "                         DATA/meta.db)\n"
 	      "  --blobs URL            the blob store: a directory or s3://BUCKET/PREFIX\n"
 	      "                         (default DATA: DATA/blobs)\n"
+	      "  --log FILE             the request log, one JSON line a request\n"
+	      "                         (default stderr; SIGHUP reopens FILE; none:\n"
+	      "                         no request log)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
 	      "                         port 0 picks a free port)\n"
 	      "  --gc-grace SECONDS     keep unreferenced content this long (default 86400)\n"
@@ -209,7 +213,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
-			    !strcmp(a, "--meta") || !strcmp(a, "--blobs") ||
+			    !strcmp(a, "--meta") || !strcmp(a, "--blobs") || !strcmp(a, "--log") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
 			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
 			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace") ||
@@ -243,6 +247,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			o->meta = v;
 		} else if (!strcmp(a, "--blobs") && *v) {
 			o->blobs = v;
+		} else if (!strcmp(a, "--log") && *v) {
+			o->log = v;
 		} else if (!strcmp(a, "--listen")) {
 			if (parse_listen(v, o) == 0)
 				continue;
@@ -578,7 +584,10 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 		cof_changes_wake_all(srv->st);
 		if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) <= 0)
 			break;
-		if (sigtimedwait(sigs, NULL, &tick) > 0) {
+		int s = sigtimedwait(sigs, NULL, &tick);
+		if (s == SIGHUP) {
+			http_log_reopen();
+		} else if (s > 0) {
 			fprintf(stderr, "cofferd: second signal, stopping now\n");
 			break;
 		}
@@ -630,7 +639,7 @@ static int open_turns(const server_opts *o, http_server *srv)
 int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
-			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL };
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -650,10 +659,11 @@ int cofferd_main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (open_store(&o, &srv.st))
+	if (http_log_open(o.log) || open_store(&o, &srv.st))
 		return 1;
 	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
 			      .op_wait_ms = o.relay_op_wait * 1000,
@@ -695,8 +705,12 @@ int cofferd_main(int argc, char **argv)
 	printf("cofferd listening on http://%s:%u\n", srv.host, srv.port);
 	fflush(stdout);
 
-	while (sigwait(&sigs, &sig) != 0)
-		;
+	/* SIGHUP reopens the request log (logrotate moved it away) */
+	while (sigwait(&sigs, &sig) != 0 || sig == SIGHUP)
+		if (sig == SIGHUP) {
+			http_log_reopen();
+			sig = 0;
+		}
 	fprintf(stderr, "cofferd: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
 	mhd_drain(&srv, &sigs);

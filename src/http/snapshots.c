@@ -127,8 +127,7 @@ enum MHD_Result http_archive(http_req *req)
 	    cof_archive_open(req->srv->st, ORG(req), req->param[0], snap, path, glob,
 			     &a, &seq, &err))
 		return http_send_error(req, &err);
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, ARCHIVE_BLOCK,
-						 archive_reader, a, archive_free);
+	resp = http_stream_response(req, ARCHIVE_BLOCK, archive_reader, a, archive_free);
 	if (resp == NULL) {
 		cof_archive_close(a);
 		return MHD_NO;

@@ -96,6 +96,7 @@ int64_t cof_now_ms(void);        /* unix milliseconds */
 /* Milliseconds on CLOCK_MONOTONIC, which no clock step moves: for every
  * duration, deadline and timeout. Only differences are meaningful. */
 int64_t cof_mono_ms(void);
+int64_t cof_mono_us(void); /* the same clock in microseconds */
 /* Initializes `cv` so that its timed waits measure CLOCK_MONOTONIC. Every
  * condition variable waited on with cof_cond_wait_until starts here. 0 or an
  * errno value. */

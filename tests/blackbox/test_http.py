@@ -5,8 +5,12 @@ import concurrent.futures
 import http.client
 import json
 import os
+import shutil
+import tempfile
+import time
 import unicodedata
 
+import harness
 from harness import check, eq, expect, expect_error, sha256
 
 
@@ -114,3 +118,51 @@ def test_request_id_echoed_or_made(srv):
         check(r.header("X-Request-Id").startswith("e-"), "the client's id kept")
     r = srv.get("/v1/volumes/vol_nope")
     eq(r.error.get("requestId"), r.header("X-Request-Id"), "a made id in the body too")
+
+
+def test_request_log_lines():
+    # docs/api.md "Request log": one JSON line a request, never a key, a path or a byte of
+    # a body; --log FILE, reopened on SIGHUP
+    import json as _json
+    import signal as _signal
+    root = tempfile.mkdtemp(prefix="coffer-reqlog-")
+    log = os.path.join(root, "requests.log")
+    with harness.server(args=["--log", log]) as s:
+        vol = s.create_volume()
+        secret_path = "secret-name-%s.txt" % os.getpid()
+        s.put_ok(vol["id"], secret_path, b"body-bytes-never-logged")
+        expect(s.get_file(vol["id"], secret_path, headers={"X-Request-Id": "find-me"}), 200)
+        expect_error(s.get("/v1/volumes", key="ck_wrong", headers={"X-Request-Id": "last"}),
+                     401, "unauthorized")
+        # a line is written once the answer went out: the client may read it first
+        deadline = time.time() + 10
+        while '"last"' not in open(log).read() and time.time() < deadline:
+            time.sleep(0.02)
+        text = open(log).read()
+        lines = [_json.loads(l) for l in text.splitlines()]
+        for bad in (s.key, "ck_wrong", secret_path, "body-bytes-never-logged"):
+            check(bad not in text, "%r is not in the log" % bad)
+        got = [l for l in lines if l["requestId"] == "find-me"]
+        eq(len(got), 1, "one line for the request")
+        g = got[0]
+        eq((g["method"], g["route"], g["status"], g["bytesOut"], g["org"]),
+           ("GET", "/v1/volumes/{}/files/{+}", 200, 23, "org_default"), "its fields")
+        check(g["keyId"].startswith("k_") and len(g["keyId"]) == 18, "keyId %r" % g["keyId"])
+        check(g["durationMs"] >= 0 and g["time"].endswith("Z"), "time and duration %r" % g)
+        put = [l for l in lines if l["method"] == "PUT"][0]
+        eq((put["bytesIn"], put["status"]), (23, 201), "the upload's bytes in")
+        eq([l["status"] for l in lines if l["route"] == "/v1/volumes" and
+            l["method"] == "GET"], [401], "the refused call logged too")
+        # logrotate: move the file away, SIGHUP, the next line goes to a new file
+        os.rename(log, log + ".1")
+        s.proc.send_signal(_signal.SIGHUP)
+        deadline = time.time() + 10
+        while not os.path.exists(log) and time.time() < deadline:
+            time.sleep(0.05)
+        expect(s.get("/v1/volumes", headers={"X-Request-Id": "after-hup"}), 200)
+        deadline = time.time() + 10
+        while "after-hup" not in open(log).read() and time.time() < deadline:
+            time.sleep(0.02)
+        check("after-hup" in open(log).read(), "logged in the new file")
+        check("after-hup" not in open(log + ".1").read(), "not in the rotated one")
+    shutil.rmtree(root, ignore_errors=True)
