@@ -70,11 +70,10 @@ static const char *const migrations[] = {
 	"CREATE TABLE subjects(org text NOT NULL, agent text NOT NULL,"
 	" subject text COLLATE \"C\" NOT NULL, vol text NOT NULL, created_at bigint NOT NULL,"
 	" PRIMARY KEY(org, agent, subject));",
-	/* 2: content a write on some node is about to name (docs/design.md,
-	 * "Garbage collection across nodes"): the collector keeps it. */
-	"CREATE TABLE pending_blobs(sha256 text NOT NULL, node text NOT NULL,"
-	" at bigint NOT NULL, PRIMARY KEY(sha256, node));"
-	"CREATE INDEX pending_blobs_at ON pending_blobs(at);",
+	/* 2: garbage collection across nodes (docs/design.md): pending_at, when
+	 * a write on some node last said it is about to name the content;
+	 * claimed_at, when a collector took it to delete its bytes. */
+	"ALTER TABLE blobs ADD COLUMN pending_at bigint, ADD COLUMN claimed_at bigint;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

@@ -42,6 +42,12 @@ typedef struct pg_txn {
 	int64_t now;
 } pg_txn;
 
+/* Garbage collection across nodes (docs/design.md): content a write said it
+ * is about to name is not claimed for this long; a collector's claim older
+ * than this is taken to be a dead collector's. */
+#define COF_PG_PENDING_SECONDS 600
+#define COF_PG_CLAIM_SECONDS 30
+
 #define PGM(m) ((pg_meta *)(void *)(m))
 
 /* A connection from the pool (a new one when none is idle), and back: one

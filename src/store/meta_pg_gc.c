@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "store/meta_pg.h"
 
 int cof_pg_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
@@ -74,8 +75,10 @@ int cof_pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof
 
 	if (!c)
 		return -1;
-	if ((r = cof_pg_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= $1",
-			  "reading blobs", err, "i", before))) {
+	/* Content a write said it is about to name is no orphan for a while. */
+	if ((r = cof_pg_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= $1 AND"
+			  " (pending_at IS NULL OR pending_at < $2)", "reading blobs", err, "ii",
+			  before, cof_now() - COF_PG_PENDING_SECONDS))) {
 		each_sha(r, fn, ctx);
 		PQclear(r);
 		rc = 0;
@@ -84,22 +87,72 @@ int cof_pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof
 	return rc;
 }
 
+/* The collector's claim on an orphan: 1 = claimed (delete its bytes, then
+ * cof_pg_blob_forgotten), 0 = named again, or pending. One statement: the row
+ * lock it takes orders it with a write's cof_pg_blob_pending, which sets
+ * pending_at on the same row, so exactly one of the two goes first and the
+ * other sees what it did. A claim left by a collector that died is taken over
+ * after COF_PG_CLAIM_SECONDS. */
 int cof_pg_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	int64_t n = 0;
-	int rc;
+	int64_t n = 0, now = cof_now();
 
-	if (!c)
+	if (cof_pg_one(m, "UPDATE blobs SET claimed_at = $2 WHERE sha256 = $1 AND orphan_since IS"
+		       " NOT NULL AND (claimed_at IS NULL OR claimed_at < $3) AND (pending_at IS"
+		       " NULL OR pending_at < $4) AND NOT EXISTS (SELECT 1 FROM entries e WHERE"
+		       " e.sha256 = blobs.sha256) AND NOT EXISTS (SELECT 1 FROM pins p WHERE"
+		       " p.sha256 = blobs.sha256)", "collecting garbage", &n, err, "siii", sha, now,
+		       now - COF_PG_CLAIM_SECONDS, now - COF_PG_PENDING_SECONDS))
 		return -1;
-	/* One statement: the row lock it takes makes a write that names the
-	 * content at this moment (clearing orphan_since) either win or wait. */
-	rc = cof_pg_do(c, "DELETE FROM blobs WHERE sha256 = $1 AND orphan_since IS NOT NULL AND"
-		       " NOT EXISTS (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT"
-		       " EXISTS (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)",
-		       "collecting garbage", &n, err, "s", sha);
-	cof_pg_put(m, c);
-	return rc ? -1 : n > 0;
+	return n > 0;
+}
+
+/* The claimed content's bytes are deleted: the row goes. */
+int cof_pg_blob_forgotten(cof_meta *m, const char *sha, cof_err *err)
+{
+	/* Unless a write named it meanwhile (inline content needs no bytes). */
+	return cof_pg_one(m, "DELETE FROM blobs WHERE sha256 = $1 AND claimed_at IS NOT NULL AND"
+			  " orphan_since IS NOT NULL AND NOT EXISTS (SELECT 1 FROM entries e WHERE"
+			  " e.sha256 = blobs.sha256) AND NOT EXISTS (SELECT 1 FROM pins p WHERE"
+			  " p.sha256 = blobs.sha256)", "collecting garbage", NULL, err, "s", sha);
+}
+
+/* A write is about to name `sha` (its bytes are in the blob store): records
+ * it, so no collector claims it for COF_PG_PENDING_SECONDS. 0 = safe to name;
+ * 1 = a collector had claimed it and has now deleted its row: its bytes may
+ * be gone, the caller checks them (and re-stores or refuses). Waits at most
+ * COF_PG_CLAIM_SECONDS for a claim in progress (a delete takes milliseconds). */
+int cof_pg_blob_pending(cof_meta *m, const char *sha, int64_t size, cof_err *err)
+{
+	int64_t t0 = cof_mono_ms();
+	int was_claimed = 0;
+
+	for (;;) {
+		pgconn *c = cof_pg_get(m, err);
+		int64_t now = cof_now();
+		PGresult *r;
+		if (!c)
+			return -1;
+		/* A new row is an orphan from now (a write that then fails leaves it
+		 * to the collector); a claimed row stays claimed. */
+		r = cof_pg_q(c, "INSERT INTO blobs(sha256, size, orphan_since, pending_at)"
+			     " VALUES($1,$2,$3,$3) ON CONFLICT(sha256) DO UPDATE SET pending_at = $3"
+			     " RETURNING claimed_at IS NOT NULL AND claimed_at >= $4",
+			     "recording content about to be named", err, "siii", sha, size, now,
+			     now - COF_PG_CLAIM_SECONDS);
+		int claimed = r && !strcmp(PQgetvalue(r, 0, 0), "t");
+		PQclear(r);
+		cof_pg_put(m, c);
+		if (!r)
+			return -1;
+		if (!claimed)
+			return was_claimed;
+		was_claimed = 1;
+		if (cof_mono_ms() - t0 > COF_PG_CLAIM_SECONDS * 1000)
+			return cof_error(err, COF_EUNAVAILABLE, "the content is being collected;"
+					 " retry the write");
+		usleep(20000);
+	}
 }
 
 int cof_pg_blob_known(cof_meta *m, const char *sha, cof_err *err)

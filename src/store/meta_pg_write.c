@@ -122,7 +122,7 @@ int cof_pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t size
 		goto out;
 	/* Inline content goes as bytea: it need not be text. */
 	if (cof_pg_do(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES($1,$2,"
-		      "NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, data ="
+		      "NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at = NULL, data ="
 		      " coalesce(blobs.data, excluded.data)", "writing a file", NULL, err, "sib",
 		      sha, size, inline_data, inline_data ? size : (int64_t)0))
 		goto out;
