@@ -4,13 +4,20 @@
  *
  * The narrow interface the volume layer uses. It is written in terms of what
  * coffer needs (an atomic change applied to one volume, an as-of-seq listing),
- * not of SQL, so that a PostgreSQL backend can implement the same functions.
- * Today meta_sqlite.c implements it on SQLite in WAL mode.
+ * not of SQL. Like the blob store (blob.h) it is a table of functions,
+ * cof_meta_ops, that each backend fills: SQLite in WAL mode (meta_sqlite*.c)
+ * today, PostgreSQL next. A backend's handle embeds `struct cof_meta` as its
+ * first member (and its transactions `struct cof_txn`); callers use the
+ * cof_meta_x / cof_txn_x functions below, which dispatch through the table
+ * (meta.c), and cof_meta_open picks the backend from a URL.
  *
  * History model: each version of a file is a row live in [from_seq, to_seq);
  * to_seq NULL = live now. Reading "as of seq S" is a range query; a snapshot is
  * (source volume, seq). Rows are only dropped by the garbage collector, once no
  * snapshot covers them.
+ *
+ * Paths and names compare bytewise (UTF-8 code point order): a backend whose
+ * text compares otherwise (PostgreSQL) uses the "C" collation.
  */
 #ifndef COF_META_H
 #define COF_META_H
@@ -20,6 +27,8 @@
 #include "util/util.h"
 
 typedef struct cof_meta cof_meta;
+typedef struct cof_txn cof_txn;
+typedef struct cof_meta_ops cof_meta_ops;
 
 typedef struct cof_volrow {
 	int64_t vno;             /* internal key */
@@ -60,93 +69,9 @@ typedef int (*cof_change_fn)(void *ctx, const cof_change_row *c);
 typedef int (*cof_snap_fn)(void *ctx, const cof_snaprow *s);
 typedef int (*cof_sha_fn)(void *ctx, const char *sha256, int64_t size);
 
-int cof_meta_open(const char *file, cof_meta **out, cof_err *err);
-void cof_meta_close(cof_meta *m);
-
-/* ---- keys (stored by hash) and idempotency */
-int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err);
-/* COF_EUNAUTHORIZED when unknown. */
-int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err);
-/* Returns 1 and *value (malloc'd) when (scope, key) was recorded less than
- * `ttl` seconds ago, 0 when not. */
-int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
-		      char **value, cof_err *err);
-int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key,
-		      const char *value, cof_err *err);
-
-/* ---- volumes */
-int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err); /* sets v->vno */
-/* COF_ENOTFOUND (naming the id) for unknown, another org's or hidden volumes. */
-int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
-			cof_err *err);
-/* The organization's volumes (not hidden ones) whose name starts with `prefix`,
- * in (name, id) order after (after_name, after_id) ("" = from the start), at
- * most `limit`. Only id, name, seq, files, bytes and created_at are filled. */
 typedef int (*cof_vol_fn)(void *ctx, const cof_volrow *v);
-int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
-			 const char *after_name, const char *after_id, int64_t limit,
-			 cof_vol_fn fn, void *ctx, cof_err *err);
-/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes). */
-int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err);
-/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
- * v->seq must be set by the caller (the fork starts at at_seq). */
-int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-			 cof_err *err);
-
-/* ---- reading files. at_seq < 0 = live now. */
-/* 1 = found, 0 = absent, -1 = error. */
-int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		       cof_entry *out, cof_err *err);
-/* Like cof_meta_entry_get, and when the content is kept inline, *data gets a
- * malloc'd, NUL-terminated copy of it (else NULL): one query for a GET. */
-int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-			cof_entry *out, unsigned char **data, cof_err *err);
-/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
- * the start), in path order (bytewise). */
-int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
-		  const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
-/* Changes with seq > since under `prefix`, oldest first, at most `limit`. */
-int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
-		     int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
-
-/* ---- the one write primitive: a change to one volume.
- * cof_meta_change opens a write transaction, loads the volume (404 if gone) and
- * calls fn; every cof_txn_write/remove inside becomes part of change seq+1.
- * When fn fails, nothing is stored. When fn made no write or remove, nothing
- * is stored and *seq is the unchanged seq. */
-typedef struct cof_txn cof_txn;
 typedef int (*cof_txn_fn)(cof_txn *tx, void *ctx, cof_err *err);
-int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
-		    int64_t *seq, cof_err *err);
-/* The volume as it will be after the change so far (seq = the new seq). */
-cof_volrow *cof_txn_volume(cof_txn *tx);
-int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);
-int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
-		 cof_err *err);
-/* `inline_data` (size bytes) stores small content in the metadata itself, in
- * the same transaction; NULL when the content is in the blob store (or is
- * already known, as for moves and restores). */
-int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
-		  const char *ctype, const void *inline_data, cof_err *err);
-/* Removing an absent path is COF_ENOTFOUND. */
-int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
 
-/* ---- snapshots */
-/* Adds a snapshot; when the volume then has more than `keep_unpinned` unpinned
- * ones, the oldest unpinned is dropped and its id written to `dropped` ("" if
- * none). A pinned one past `max_pinned`: COF_ECONFLICT. */
-int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
-			  int max_pinned, char dropped[48], cof_err *err);
-int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
-			  cof_err *err);
-int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
-			   cof_err *err);
-/* pinned < 0 keeps it; labels NULL keeps them. */
-int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
-			     const char *labels, int max_pinned, cof_err *err);
-int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
-
-/* ---- agents and what each has seen */
 typedef struct cof_agentrow {
 	char org[48];
 	char id[128];
@@ -155,26 +80,6 @@ typedef struct cof_agentrow {
 	int64_t created_at;
 } cof_agentrow;
 
-/* Creates or replaces the row. */
-int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err);
-/* COF_ENOTFOUND naming the id. Free out->settings. */
-int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
-		       cof_err *err);
-/* Deletes the row and what the agent has seen. */
-int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err);
-/* The version and sha256 of `path` in volume `vol` the agent last read or wrote:
- * 1 found, 0 never seen. */
-int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
-		      const char *path, int64_t *version, char sha[65], cof_err *err);
-int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
-		      const char *path, int64_t version, const char *sha, cof_err *err);
-
-/* Keeps content an agent was shown or sent until the agent is deleted: the
- * garbage collector treats a pin as a reference. */
-int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
-		 cof_err *err);
-
-/* ---- runs: what an agent's tool calls with one X-Run-Id wrote and presented */
 typedef struct cof_run_item {
 	const char *kind;        /* "file" or "presented" */
 	const char *path;        /* the agent path */
@@ -182,46 +87,250 @@ typedef struct cof_run_item {
 	const char *ctype, *caption, *url;
 } cof_run_item;
 typedef int (*cof_run_fn)(void *ctx, const cof_run_item *it);
-/* Records an item; the same kind and path again updates it in place. */
-int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
-		     const cof_run_item *it, cof_err *err);
-/* The items of a run in the order they were first recorded. */
-int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
-		      cof_run_fn fn, void *ctx, cof_err *err);
-
-/* ---- subject workspaces: the volume of each (org, agent, subject). The row
- * of subject "" (never a valid subject id) names the agent's skills volume. */
-/* 1 and `vol` when recorded, 0 when not. */
-int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
-			 const char *subject, char vol[48], cof_err *err);
-/* Records `vol` unless the subject has a row: 1 = recorded, 0 = one was there. */
-int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
-			 const char *subject, const char *vol, cof_err *err);
 typedef int (*cof_subject_fn)(void *ctx, const char *subject, const char *vol);
-/* Every row of the agent (the skills row first), in subject order. */
-int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
-			  cof_subject_fn fn, void *ctx, cof_err *err);
-/* Forgets every row of the agent (the volumes are the caller's to delete). */
-int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err);
 
-/* ---- garbage collection and checking */
-/* Drops history rows closed before `closed_before` that no snapshot covers and
- * changes older than `changes_before`; returns the rows dropped. */
+/* What every backend implements. The contracts are the same whichever backend
+ * answers; tests/unit/test_meta_conformance.c checks them on any URL. */
+struct cof_meta_ops {
+	const char *name;        /* "sqlite", "postgres" */
+	/* Frees the store (NULL-safe at the caller, cof_meta_close). */
+	void (*close)(cof_meta *m);
+
+	/* ---- keys (stored by hash) and idempotency */
+	int (*key_add)(cof_meta *m, const char *hash, const cof_principal *who,
+		cof_err *err);
+	/* COF_EUNAUTHORIZED when unknown. */
+	int (*key_find)(cof_meta *m, const char *hash, cof_principal *who, cof_err *err);
+	/* Returns 1 and *value (malloc'd) when (scope, key) was recorded less than
+	 * `ttl` seconds ago, 0 when not. */
+	int (*idem_get)(cof_meta *m, const char *scope, const char *key, int64_t ttl,
+		char **value, cof_err *err);
+	int (*idem_put)(cof_meta *m, const char *scope, const char *key,
+		const char *value, cof_err *err);
+
+	/* ---- volumes */
+	/* Adds a volume; sets v->vno. */
+	int (*volume_add)(cof_meta *m, cof_volrow *v, cof_err *err);
+	/* COF_ENOTFOUND (naming the id) for unknown, another org's or hidden volumes. */
+	int (*volume_get)(cof_meta *m, const char *org, const char *id, cof_volrow *out,
+		cof_err *err);
+	int (*volume_list)(cof_meta *m, const char *org, const char *prefix,
+		const char *after_name, const char *after_id, int64_t limit,
+		cof_vol_fn fn, void *ctx, cof_err *err);
+	/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes). */
+	int (*volume_delete)(cof_meta *m, int64_t vno, cof_err *err);
+	/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
+	 * v->seq must be set by the caller (the fork starts at at_seq). */
+	int (*volume_fork)(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+		cof_err *err);
+
+	/* ---- reading files. at_seq < 0 = live now. */
+	/* 1 = found, 0 = absent, -1 = error. */
+	int (*entry_get)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		cof_entry *out, cof_err *err);
+	/* Like cof_meta_entry_get, and when the content is kept inline, *data gets a
+	 * malloc'd, NUL-terminated copy of it (else NULL): one query for a GET. */
+	int (*entry_read)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		cof_entry *out, unsigned char **data, cof_err *err);
+	/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
+	 * the start), in path order (bytewise). */
+	int (*list)(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
+		const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+	/* Changes with seq > since under `prefix`, oldest first, at most `limit`. */
+	int (*changes)(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
+
+	/* ---- the one write primitive: a change to one volume.
+	 * cof_meta_change opens a write transaction, loads the volume (404 if gone) and
+	 * calls fn; every cof_txn_write/remove inside becomes part of change seq+1.
+	 * When fn fails, nothing is stored. When fn made no write or remove, nothing
+	 * is stored and *seq is the unchanged seq. */
+	int (*change)(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
+		cof_err *err);
+	/* The volume as it will be after the change so far (seq = the new seq). */
+	cof_volrow *(*txn_volume)(cof_txn *tx);
+	int (*txn_get)(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);
+	int (*txn_list)(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+		cof_err *err);
+	/* `inline_data` (size bytes) stores small content in the metadata itself, in
+	 * the same transaction; NULL when the content is in the blob store (or is
+	 * already known, as for moves and restores). */
+	int (*txn_write)(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, cof_err *err);
+	/* Removing an absent path is COF_ENOTFOUND. */
+	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
+
+	/* ---- snapshots */
+	/* Adds a snapshot; when the volume then has more than `keep_unpinned` unpinned
+	 * ones, the oldest unpinned is dropped and its id written to `dropped` ("" if
+	 * none). A pinned one past `max_pinned`: COF_ECONFLICT. */
+	int (*snapshot_add)(cof_meta *m, cof_snaprow *s, int keep_unpinned,
+		int max_pinned, char dropped[48], cof_err *err);
+	int (*snapshot_get)(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+		cof_err *err);
+	int (*snapshot_list)(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
+		cof_err *err);
+	/* pinned < 0 keeps it; labels NULL keeps them. */
+	int (*snapshot_update)(cof_meta *m, int64_t vno, const char *sid, int pinned,
+		const char *labels, int max_pinned, cof_err *err);
+	int (*snapshot_delete)(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
+
+	/* ---- agents and what each has seen */
+	/* Creates or replaces the row. */
+	int (*agent_put)(cof_meta *m, const cof_agentrow *a, cof_err *err);
+	/* COF_ENOTFOUND naming the id. Free out->settings. */
+	int (*agent_get)(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+		cof_err *err);
+	/* Deletes the row and what the agent has seen. */
+	int (*agent_delete)(cof_meta *m, const char *org, const char *id, cof_err *err);
+	/* The version and sha256 of `path` in volume `vol` the agent last read or wrote:
+	 * 1 found, 0 never seen. */
+	int (*seen_get)(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t *version, char sha[65], cof_err *err);
+	int (*seen_put)(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t version, const char *sha, cof_err *err);
+	/* Keeps content an agent was shown or sent until the agent is deleted: the
+	 * garbage collector treats a pin as a reference. */
+	int (*pin)(cof_meta *m, const char *org, const char *agent, const char *sha,
+		cof_err *err);
+
+	/* ---- runs: what an agent's tool calls with one X-Run-Id wrote and presented */
+	/* Records an item; the same kind and path again updates it in place. */
+	int (*run_add)(cof_meta *m, const char *org, const char *agent, const char *run,
+		const cof_run_item *it, cof_err *err);
+	/* The items of a run in the order they were first recorded. */
+	int (*run_list)(cof_meta *m, const char *org, const char *agent, const char *run,
+		cof_run_fn fn, void *ctx, cof_err *err);
+
+	/* ---- subject workspaces: the volume of each (org, agent, subject). The row
+	 * of subject "" (never a valid subject id) names the agent's skills volume. */
+	/* 1 and `vol` when recorded, 0 when not. */
+	int (*subject_get)(cof_meta *m, const char *org, const char *agent,
+		const char *subject, char vol[48], cof_err *err);
+	/* Records `vol` unless the subject has a row: 1 = recorded, 0 = one was there. */
+	int (*subject_add)(cof_meta *m, const char *org, const char *agent,
+		const char *subject, const char *vol, cof_err *err);
+	/* Every row of the agent (the skills row first), in subject order. */
+	int (*subject_list)(cof_meta *m, const char *org, const char *agent,
+		cof_subject_fn fn, void *ctx, cof_err *err);
+	/* Forgets every row of the agent (the volumes are the caller's to delete). */
+	int (*subject_delete_all)(cof_meta *m, const char *org, const char *agent,
+		cof_err *err);
+
+	/* ---- garbage collection and checking */
+	/* Drops history rows closed before `closed_before` that no snapshot covers and
+	 * changes older than `changes_before`; returns the rows dropped. */
+	int (*gc_prune)(cof_meta *m, int64_t closed_before, int64_t changes_before,
+		int64_t *pruned, cof_err *err);
+	/* Marks blobs nothing refers to as orphans since `now`; un-marks referenced ones. */
+	int (*gc_mark)(cof_meta *m, int64_t now, cof_err *err);
+	/* Orphans marked at or before `before`. */
+	int (*gc_orphans)(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
+		cof_err *err);
+	/* Forgets an orphan if still unreferenced: 1 = forgotten (delete its bytes). */
+	int (*blob_forget)(cof_meta *m, const char *sha256, cof_err *err);
+	/* 1 if the blob is known to the metadata (referenced or pending), 0 if not. */
+	int (*blob_known)(cof_meta *m, const char *sha256, cof_err *err);
+	/* Small content kept in the metadata: 1 with *data (malloc'd), 0 if not inline. */
+	int (*blob_inline)(cof_meta *m, const char *sha256, unsigned char **data,
+		size_t *len, cof_err *err);
+	/* Every blob referenced by a row, once each. */
+	int (*referenced)(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+};
+
+/* The base of every backend's handle (its first member). */
+struct cof_meta {
+	const cof_meta_ops *ops;
+};
+
+/* The base of every backend's transaction (its first member). */
+struct cof_txn {
+	cof_meta *m;
+};
+
+/* Opens the metadata store named by `url`: a plain path or "sqlite:PATH" is
+ * SQLite (created when absent); "postgres://" and "postgresql://" are
+ * PostgreSQL where built in (else a clear COF_EINVALID). */
+int cof_meta_open(const char *url, cof_meta **out, cof_err *err);
+/* The SQLite backend on the database file `file`. */
+int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err);
+
+/* One function per member of cof_meta_ops, with its contract (meta.c).
+ * cof_meta_close(NULL) does nothing. */
+void cof_meta_close(cof_meta *m);
+int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who,
+		cof_err *err);
+int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err);
+int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
+		char **value, cof_err *err);
+int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
+		cof_err *err);
+int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err);
+int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
+		cof_err *err);
+int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
+		const char *after_name, const char *after_id, int64_t limit,
+		cof_vol_fn fn, void *ctx, cof_err *err);
+int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err);
+int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+		cof_err *err);
+int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		cof_entry *out, cof_err *err);
+int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		cof_entry *out, unsigned char **data, cof_err *err);
+int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
+		const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
+int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
+		cof_err *err);
+cof_volrow *cof_txn_volume(cof_txn *tx);
+int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);
+int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+		cof_err *err);
+int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, cof_err *err);
+int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
+int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
+		char dropped[48], cof_err *err);
+int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+		cof_err *err);
+int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
+		cof_err *err);
+int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
+		const char *labels, int max_pinned, cof_err *err);
+int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
+int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err);
+int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+		cof_err *err);
+int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err);
+int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t *version, char sha[65], cof_err *err);
+int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t version, const char *sha, cof_err *err);
+int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+		cof_err *err);
+int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+		const cof_run_item *it, cof_err *err);
+int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+		cof_run_fn fn, void *ctx, cof_err *err);
+int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
+		const char *subject, char vol[48], cof_err *err);
+int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
+		const char *subject, const char *vol, cof_err *err);
+int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
+		cof_subject_fn fn, void *ctx, cof_err *err);
+int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent,
+		cof_err *err);
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
-		      int64_t *pruned, cof_err *err);
-/* Marks blobs nothing refers to as orphans since `now`; un-marks referenced ones. */
+		int64_t *pruned, cof_err *err);
 int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err);
-/* Orphans marked at or before `before`. */
 int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
-			cof_err *err);
-/* Forgets an orphan if still unreferenced: 1 = forgotten (delete its bytes). */
+		cof_err *err);
 int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err);
-/* 1 if the blob is known to the metadata (referenced or pending), 0 if not. */
 int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err);
-/* Small content kept in the metadata: 1 with *data (malloc'd), 0 if not inline. */
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
-			 size_t *len, cof_err *err);
-/* Every blob referenced by a row, once each. */
+		size_t *len, cof_err *err);
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
 
 #endif

@@ -146,28 +146,28 @@ conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err)
 {
 	conn *c;
 
-	pthread_mutex_lock(&m->plock);
-	c = m->idle;
+	pthread_mutex_lock(&SQ(m)->plock);
+	c = SQ(m)->idle;
 	if (c) {
-		m->idle = c->next;
-		m->nidle--;
+		SQ(m)->idle = c->next;
+		SQ(m)->nidle--;
 	}
-	pthread_mutex_unlock(&m->plock);
-	return c ? c : conn_open(m->file, 0, err);
+	pthread_mutex_unlock(&SQ(m)->plock);
+	return c ? c : conn_open(SQ(m)->file, 0, err);
 }
 
 void cof_sqlite_reader_put(cof_meta *m, conn *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&m->plock);
-	if (m->nidle < POOL_IDLE) {
-		c->next = m->idle;
-		m->idle = c;
-		m->nidle++;
+	pthread_mutex_lock(&SQ(m)->plock);
+	if (SQ(m)->nidle < POOL_IDLE) {
+		c->next = SQ(m)->idle;
+		SQ(m)->idle = c;
+		SQ(m)->nidle++;
 		c = NULL;
 	}
-	pthread_mutex_unlock(&m->plock);
+	pthread_mutex_unlock(&SQ(m)->plock);
 	conn_close(c);
 }
 
@@ -181,12 +181,12 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 /* Takes the writer and opens a write transaction. */
 conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err)
 {
-	pthread_mutex_lock(&m->wlock);
-	if (cof_sqlite_exec(m->writer, "BEGIN IMMEDIATE", err)) {
-		pthread_mutex_unlock(&m->wlock);
+	pthread_mutex_lock(&SQ(m)->wlock);
+	if (cof_sqlite_exec(SQ(m)->writer, "BEGIN IMMEDIATE", err)) {
+		pthread_mutex_unlock(&SQ(m)->wlock);
 		return NULL;
 	}
-	return m->writer;
+	return SQ(m)->writer;
 }
 
 /* Commits (ok == 0) or rolls back, and gives the writer back. */
@@ -195,10 +195,10 @@ int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err)
 	int rc = ok;
 
 	if (ok == 0)
-		rc = cof_sqlite_exec(m->writer, "COMMIT", err);
+		rc = cof_sqlite_exec(SQ(m)->writer, "COMMIT", err);
 	if (rc != 0)
-		sqlite3_exec(m->writer->db, "ROLLBACK", NULL, NULL, NULL);
-	pthread_mutex_unlock(&m->wlock);
+		sqlite3_exec(SQ(m)->writer->db, "ROLLBACK", NULL, NULL, NULL);
+	pthread_mutex_unlock(&SQ(m)->wlock);
 	return rc;
 }
 
@@ -244,42 +244,75 @@ static int migrate(conn *c, cof_err *err)
 	return 0;
 }
 
-int cof_meta_open(const char *file, cof_meta **out, cof_err *err)
-{
-	cof_meta *m = cof_calloc(1, sizeof *m);
+static void sq_close(cof_meta *m);
+static cof_meta_ops sqlite_ops;
 
-	if (!m || !(m->file = cof_strdup(file))) {
-		free(m);
+/* The table of the SQLite backend: each file of it fills its own members,
+ * so that every function stays static to its file. */
+static void ops_fill(void)
+{
+	sqlite_ops.name = "sqlite";
+	cof_sqlite_ops_main(&sqlite_ops);
+	cof_sqlite_ops_read(&sqlite_ops);
+	cof_sqlite_ops_write(&sqlite_ops);
+	cof_sqlite_ops_list(&sqlite_ops);
+	cof_sqlite_ops_agent(&sqlite_ops);
+	cof_sqlite_ops_subject(&sqlite_ops);
+	cof_sqlite_ops_gc(&sqlite_ops);
+}
+
+/* The SQLite backend's table of functions, filled once. */
+const cof_meta_ops *cof_meta_sqlite_ops(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, ops_fill);
+	return &sqlite_ops;
+}
+
+/* Opens (creating if needed) the database `file`, brings its schema up to
+ * date and returns the store behind cof_meta_sqlite_ops(). */
+int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
+{
+	sq_meta *s = cof_calloc(1, sizeof *s);
+	cof_meta *m = (cof_meta *)s;
+
+	if (!s || !(s->file = cof_strdup(file))) {
+		free(s);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
-	pthread_mutex_init(&m->wlock, NULL);
-	pthread_mutex_init(&m->plock, NULL);
-	m->writer = conn_open(file, 1, err);
-	if (!m->writer || cof_sqlite_exec(m->writer, "PRAGMA journal_mode=WAL", err) ||
-	    cof_sqlite_exec(m->writer, schema, err) || migrate(m->writer, err)) {
-		cof_meta_close(m);
+	m->ops = cof_meta_sqlite_ops();
+	pthread_mutex_init(&s->wlock, NULL);
+	pthread_mutex_init(&s->plock, NULL);
+	s->writer = conn_open(file, 1, err);
+	if (!s->writer || cof_sqlite_exec(s->writer, "PRAGMA journal_mode=WAL", err) ||
+	    cof_sqlite_exec(s->writer, schema, err) || migrate(s->writer, err)) {
+		sq_close(m);
 		return -1;
 	}
 	*out = m;
 	return 0;
 }
 
-void cof_meta_close(cof_meta *m)
+/* Checkpoints the WAL and frees the store. */
+static void sq_close(cof_meta *m)
 {
+	sq_meta *s = SQ(m);
+
 	if (!m)
 		return;
-	while (m->idle) {
-		conn *c = m->idle;
-		m->idle = c->next;
+	while (s->idle) {
+		conn *c = s->idle;
+		s->idle = c->next;
 		conn_close(c);
 	}
-	if (m->writer)
-		sqlite3_exec(m->writer->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
-	conn_close(m->writer);
-	pthread_mutex_destroy(&m->wlock);
-	pthread_mutex_destroy(&m->plock);
-	free(m->file);
-	free(m);
+	if (s->writer)
+		sqlite3_exec(s->writer->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+	conn_close(s->writer);
+	pthread_mutex_destroy(&s->wlock);
+	pthread_mutex_destroy(&s->plock);
+	free(s->file);
+	free(s);
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -305,16 +338,17 @@ void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
 	out[n] = '\0';
 }
 
-/* Upper bound for a prefix range: every UTF-8 path starting with `prefix`
- * sorts below prefix + 0xFF (0xFF never occurs in UTF-8). */
-void cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
-			  cof_buf *upper)
+/* Binds a prefix range: ?lo = prefix, ?hi = its upper bound, valid text
+ * (cof_prefix_upper), so that the index on the column gives the range. */
+int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
+			     cof_buf *upper, cof_err *err)
 {
-	cof_buf_reset(upper);
-	cof_buf_adds(upper, prefix ? prefix : "");
-	cof_buf_add(upper, "\xff", 1);
-	cof_sqlite_bind_text(st, lo, prefix ? prefix : "");
+	prefix = prefix ? prefix : "";
+	if (cof_prefix_upper(prefix, upper))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_sqlite_bind_text(st, lo, prefix);
 	sqlite3_bind_text(st, hi, upper->data, (int)upper->len, SQLITE_STATIC);
+	return 0;
 }
 
 void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
@@ -329,7 +363,7 @@ void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
 
 /* ---------------------------------------------------- keys, idempotency */
 
-int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
+static int sq_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -349,7 +383,7 @@ int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who, co
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
+static int sq_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -377,8 +411,8 @@ int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err
 	return rc;
 }
 
-int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
-		      char **value, cof_err *err)
+static int sq_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
+		       char **value, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -404,8 +438,8 @@ int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t t
 	return rc;
 }
 
-int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key,
-		      const char *value, cof_err *err)
+static int sq_idem_put(cof_meta *m, const char *scope, const char *key,
+		       const char *value, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -469,7 +503,7 @@ static int volume_insert(conn *c, cof_volrow *v, cof_err *err)
 	return 0;
 }
 
-int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
+static int sq_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 
@@ -507,8 +541,8 @@ int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id
 	return 0;
 }
 
-int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
-			cof_err *err)
+static int sq_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
+			 cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	int rc;
@@ -597,7 +631,7 @@ static int hidden_volumes_drop(conn *c, int64_t vno, cof_err *err)
 			"deleting the volumes of files-snapshots", err);
 }
 
-int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
+static int sq_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -619,8 +653,8 @@ int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-			 cof_err *err)
+static int sq_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+			  cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -659,186 +693,16 @@ int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-/* ---------------------------------------------------------- reading files */
-
-int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
-		     cof_entry *out, cof_err *err)
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_main(cof_meta_ops *o)
 {
-	sqlite3_stmt *st;
-	int r;
-
-	if (at_seq < 0)
-		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
-		       " WHERE vno = ? AND path = ? AND to_seq IS NULL", err);
-	else
-		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
-		       " WHERE vno = ? AND path = ? AND from_seq <= ?3 AND"
-		       " (to_seq IS NULL OR to_seq > ?3)", err);
-	if (!st)
-		return -1;
-	sqlite3_bind_int64(st, 1, vno);
-	cof_sqlite_bind_text(st, 2, path);
-	if (at_seq >= 0)
-		sqlite3_bind_int64(st, 3, at_seq);
-	r = sqlite3_step(st);
-	if (r == SQLITE_ROW)
-		cof_sqlite_row_entry(st, out);
-	sqlite3_reset(st);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "reading a file");
-	return r == SQLITE_ROW;
-}
-
-int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-			cof_entry *out, unsigned char **data, cof_err *err)
-{
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int r, rc = -1;
-
-	*data = NULL;
-	if (!c)
-		return -1;
-	if (at_seq < 0)
-		st = cof_sqlite_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
-			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
-			    " WHERE e.vno = ? AND e.path = ? AND e.to_seq IS NULL", err);
-	else
-		st = cof_sqlite_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
-			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
-			    " WHERE e.vno = ? AND e.path = ? AND e.from_seq <= ?3 AND"
-			    " (e.to_seq IS NULL OR e.to_seq > ?3)", err);
-	if (st) {
-		sqlite3_bind_int64(st, 1, vno);
-		cof_sqlite_bind_text(st, 2, path);
-		if (at_seq >= 0)
-			sqlite3_bind_int64(st, 3, at_seq);
-		r = sqlite3_step(st);
-		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading a file");
-		if (r == SQLITE_ROW) {
-			cof_sqlite_row_entry(st, out);
-			if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
-				size_t n = (size_t)sqlite3_column_bytes(st, 6);
-				if (!(*data = cof_malloc(n + 1)))
-					rc = cof_error(err, COF_EINTERNAL, "out of memory");
-				else {
-					if (n) /* an empty blob's pointer is NULL */
-						memcpy(*data, sqlite3_column_blob(st, 6), n);
-					(*data)[n] = '\0';
-				}
-			}
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
-}
-
-int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		       cof_entry *out, cof_err *err)
-{
-	conn *c = cof_sqlite_reader_get(m, err);
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = cof_sqlite_entry_get(c, vno, path, at_seq, out, err);
-	cof_sqlite_reader_put(m, c);
-	return rc;
-}
-
-int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
-		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
-{
-	cof_buf upper = COF_BUF_INIT;
-	sqlite3_stmt *st;
-	cof_entry *e;
-	int r, rc = 0;
-
-	if (at_seq < 0)
-		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
-		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
-		       " AND to_seq IS NULL ORDER BY path", err);
-	else
-		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
-		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
-		       " AND from_seq <= ?5 AND (to_seq IS NULL OR to_seq > ?5) ORDER BY path", err);
-	if (!st || !(e = cof_malloc(sizeof *e)))
-		return st ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
-	sqlite3_bind_int64(st, 1, vno);
-	cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper);
-	cof_sqlite_bind_text(st, 4, after ? after : "");
-	if (at_seq >= 0)
-		sqlite3_bind_int64(st, 5, at_seq);
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		cof_sqlite_row_entry(st, e);
-		if (fn(ctx, e))
-			break;
-	}
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = cof_sqlite_db_error(err, c->db, "listing files");
-	sqlite3_reset(st);
-	cof_buf_release(&upper);
-	free(e);
-	return rc;
-}
-
-int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
-		  const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
-{
-	conn *c = cof_sqlite_reader_get(m, err);
-	int rc;
-
-	if (!c)
-		return -1;
-	/* One read transaction, so a long walk sees one state of the database. */
-	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	rc = cof_sqlite_entry_list(c, vno, at_seq, prefix, after, fn, ctx, err);
-	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-	cof_sqlite_reader_put(m, c);
-	return rc;
-}
-
-int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
-		     int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
-{
-	conn *c = cof_sqlite_reader_get(m, err);
-	cof_buf upper = COF_BUF_INIT;
-	cof_change_row *ch = cof_malloc(sizeof *ch);
-	sqlite3_stmt *st = NULL;
-	int r, rc = 0;
-
-	if (!c || !ch) {
-		free(ch);
-		cof_sqlite_reader_put(m, c);
-		return c ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
-	}
-	st = cof_sqlite_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE vno = ?1"
-	       " AND seq > ?2 AND path >= ?3 AND path < ?4 ORDER BY seq, path LIMIT ?5", err);
-	if (!st) {
-		rc = -1;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, vno);
-	sqlite3_bind_int64(st, 2, since);
-	cof_sqlite_prefix_bounds(st, 3, 4, prefix, &upper);
-	sqlite3_bind_int64(st, 5, limit);
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		ch->seq = sqlite3_column_int64(st, 0);
-		cof_sqlite_col_copy(st, 1, ch->path, sizeof ch->path);
-		ch->removed = sqlite3_column_int(st, 2);
-		ch->version = sqlite3_column_int64(st, 3);
-		ch->size = sqlite3_column_int64(st, 4);
-		cof_sqlite_col_copy(st, 5, ch->sha256, sizeof ch->sha256);
-		if (fn(ctx, ch))
-			break;
-	}
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = cof_sqlite_db_error(err, c->db, "reading changes");
-	sqlite3_reset(st);
-out:
-	cof_buf_release(&upper);
-	free(ch);
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	o->close = sq_close;
+	o->key_add = sq_key_add;
+	o->key_find = sq_key_find;
+	o->idem_get = sq_idem_get;
+	o->idem_put = sq_idem_put;
+	o->volume_add = sq_volume_add;
+	o->volume_get = sq_volume_get;
+	o->volume_delete = sq_volume_delete;
+	o->volume_fork = sq_volume_fork;
 }

@@ -18,22 +18,38 @@ typedef struct conn {
 	struct conn *next;
 } conn;
 
-struct cof_meta {
+/* The SQLite store: the meta.h base first. */
+typedef struct sq_meta {
+	cof_meta base;
 	char *file;
 	conn *writer;
 	pthread_mutex_t wlock;
 	pthread_mutex_t plock;
 	conn *idle;
 	int nidle;
-};
+} sq_meta;
+#define SQ(m) ((sq_meta *)(m))
 
-struct cof_txn {
-	cof_meta *m;
+/* A change under way: the meta.h base first. */
+typedef struct sq_txn {
+	cof_txn base;
 	conn *c;
 	cof_volrow vol;
 	int ops;
 	int64_t now;
-};
+} sq_txn;
+#define SQT(tx) ((sq_txn *)(tx))
+
+/* The SQLite backend's table (filled once), and what fills it: each file of
+ * the backend sets the members it implements. */
+const cof_meta_ops *cof_meta_sqlite_ops(void);
+void cof_sqlite_ops_main(cof_meta_ops *o);
+void cof_sqlite_ops_read(cof_meta_ops *o);
+void cof_sqlite_ops_write(cof_meta_ops *o);
+void cof_sqlite_ops_list(cof_meta_ops *o);
+void cof_sqlite_ops_agent(cof_meta_ops *o);
+void cof_sqlite_ops_subject(cof_meta_ops *o);
+void cof_sqlite_ops_gc(cof_meta_ops *o);
 
 /* Maps the connection's last error to the API (disk full = 503). Returns -1. */
 int cof_sqlite_db_error(cof_err *err, sqlite3 *db, const char *what);
@@ -49,8 +65,9 @@ conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err);
 int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err);
 void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s);
 void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
-void cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
-			cof_buf *upper);
+/* Binds ?lo = prefix and ?hi = its valid-text upper bound (kept in `upper`). */
+int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
+			     cof_buf *upper, cof_err *err);
 void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e);
 int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 		   cof_entry *out, cof_err *err);

@@ -33,15 +33,15 @@ static int write_one(cof_meta *m, const char *sql, const char *what, cof_err *er
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
+static int sq_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
 {
 	return write_one(m, "INSERT OR REPLACE INTO agents(org, id, workspace, settings, created_at)"
 			 " VALUES(?,?,?,?,?)", "saving an agent", err, "ssssi", a->org, a->id,
 			 a->workspace, a->settings, a->created_at);
 }
 
-int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
-		       cof_err *err)
+static int sq_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+			cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -73,7 +73,7 @@ int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentro
 	return rc;
 }
 
-int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
+static int sq_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
 {
 	if (write_one(m, "DELETE FROM run_items WHERE org = ? AND agent = ?", "deleting an agent",
 		      err, "ss", org, id) ||
@@ -87,8 +87,8 @@ int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err 
 			 err, "ss", org, id);
 }
 
-int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
-		      const char *path, int64_t *version, char sha[65], cof_err *err)
+static int sq_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
+		       const char *path, int64_t *version, char sha[65], cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -116,16 +116,16 @@ int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const cha
 	return rc;
 }
 
-int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
-		      const char *path, int64_t version, const char *sha, cof_err *err)
+static int sq_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
+		       const char *path, int64_t version, const char *sha, cof_err *err)
 {
 	return write_one(m, "INSERT OR REPLACE INTO seen(org, agent, vol, path, version, sha256)"
 			 " VALUES(?,?,?,?,?,?)", "recording what was seen", err, "ssssis", org,
 			 agent, vol, path, version, sha);
 }
 
-int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
-		     const cof_run_item *it, cof_err *err)
+static int sq_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+		      const cof_run_item *it, cof_err *err)
 {
 	return write_one(m, "INSERT INTO run_items(org, agent, run, kind, path, version, size,"
 			 " ctype, caption, url) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(org, agent,"
@@ -136,8 +136,8 @@ int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char
 			 it->caption ? it->caption : "", it->url ? it->url : "");
 }
 
-int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
-		      cof_run_fn fn, void *ctx, cof_err *err)
+static int sq_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+		       cof_run_fn fn, void *ctx, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -170,9 +170,22 @@ int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const cha
 	return rc;
 }
 
-int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
-		 cof_err *err)
+static int sq_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+		  cof_err *err)
 {
 	return write_one(m, "INSERT OR IGNORE INTO pins(org, agent, sha256) VALUES(?,?,?)",
 			 "pinning content", err, "sss", org, agent, sha);
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_agent(cof_meta_ops *o)
+{
+	o->agent_put = sq_agent_put;
+	o->agent_get = sq_agent_get;
+	o->agent_delete = sq_agent_delete;
+	o->seen_get = sq_seen_get;
+	o->seen_put = sq_seen_put;
+	o->run_add = sq_run_add;
+	o->run_list = sq_run_list;
+	o->pin = sq_pin;
 }

@@ -18,8 +18,8 @@ static int step_all(conn *c, sqlite3_stmt *st, int64_t *changes, cof_err *err)
 	return 0;
 }
 
-int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
-		      int64_t *pruned, cof_err *err)
+static int sq_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
+		       int64_t *pruned, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -66,7 +66,7 @@ int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err)
+static int sq_gc_mark(cof_meta *m, int64_t now, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -100,8 +100,8 @@ static int each_sha(conn *c, sqlite3_stmt *st, cof_sha_fn fn, void *ctx, cof_err
 	return (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : cof_sqlite_db_error(err, c->db, "reading blobs");
 }
 
-int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
-			cof_err *err)
+static int sq_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
+			 cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -117,7 +117,7 @@ int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
 	return rc;
 }
 
-int cof_meta_blob_forget(cof_meta *m, const char *sha, cof_err *err)
+static int sq_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -137,7 +137,7 @@ int cof_meta_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 	return n > 0;
 }
 
-int cof_meta_blob_known(cof_meta *m, const char *sha, cof_err *err)
+static int sq_blob_known(cof_meta *m, const char *sha, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -155,8 +155,8 @@ int cof_meta_blob_known(cof_meta *m, const char *sha, cof_err *err)
 	return rc;
 }
 
-int cof_meta_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
-			 size_t *len, cof_err *err)
+static int sq_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
+			  size_t *len, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -187,7 +187,7 @@ int cof_meta_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
 	return rc;
 }
 
-int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
+static int sq_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -202,4 +202,16 @@ int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 	cof_sqlite_reader_put(m, c);
 	return rc;
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_gc(cof_meta_ops *o)
+{
+	o->gc_prune = sq_gc_prune;
+	o->gc_mark = sq_gc_mark;
+	o->gc_orphans = sq_gc_orphans;
+	o->blob_forget = sq_blob_forget;
+	o->blob_known = sq_blob_known;
+	o->blob_inline = sq_blob_inline;
+	o->referenced = sq_referenced;
 }

@@ -5,9 +5,9 @@
 #include <string.h>
 #include "store/meta_sqlite.h"
 
-int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
-			 const char *after_name, const char *after_id, int64_t limit,
-			 cof_vol_fn fn, void *ctx, cof_err *err)
+static int sq_volume_list(cof_meta *m, const char *org, const char *prefix,
+			  const char *after_name, const char *after_id, int64_t limit,
+			  cof_vol_fn fn, void *ctx, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	cof_buf upper = COF_BUF_INIT;
@@ -26,7 +26,11 @@ int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
 		return -1;
 	}
 	cof_sqlite_bind_text(st, 1, org);
-	cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper);
+	if (cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper, err)) {
+		cof_buf_release(&upper);
+		cof_sqlite_reader_put(m, c);
+		return -1;
+	}
 	cof_sqlite_bind_text(st, 4, after_name ? after_name : "");
 	cof_sqlite_bind_text(st, 5, after_id ? after_id : "");
 	sqlite3_bind_int64(st, 6, limit);
@@ -47,4 +51,10 @@ int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
 	cof_buf_release(&upper);
 	cof_sqlite_reader_put(m, c);
 	return rc;
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_list(cof_meta_ops *o)
+{
+	o->volume_list = sq_volume_list;
 }

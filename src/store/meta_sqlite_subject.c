@@ -7,8 +7,8 @@
 #include <string.h>
 #include "store/meta_sqlite.h"
 
-int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
-			 const char *subject, char vol[48], cof_err *err)
+static int sq_subject_get(cof_meta *m, const char *org, const char *agent,
+			  const char *subject, char vol[48], cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -34,8 +34,8 @@ int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
 	return rc;
 }
 
-int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
-			 const char *subject, const char *vol, cof_err *err)
+static int sq_subject_add(cof_meta *m, const char *org, const char *agent,
+			  const char *subject, const char *vol, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -63,8 +63,8 @@ int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
 	return added;
 }
 
-int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
-			  cof_subject_fn fn, void *ctx, cof_err *err)
+static int sq_subject_list(cof_meta *m, const char *org, const char *agent,
+			   cof_subject_fn fn, void *ctx, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
@@ -88,7 +88,7 @@ int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
 	return rc;
 }
 
-int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err)
+static int sq_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -104,4 +104,13 @@ int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent,
 		sqlite3_reset(st);
 	}
 	return cof_sqlite_writer_end(m, rc, err);
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_subject(cof_meta_ops *o)
+{
+	o->subject_get = sq_subject_get;
+	o->subject_add = sq_subject_add;
+	o->subject_list = sq_subject_list;
+	o->subject_delete_all = sq_subject_delete_all;
 }

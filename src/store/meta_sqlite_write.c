@@ -7,10 +7,10 @@
 
 /* ------------------------------------------------------------- changes */
 
-int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
-		    int64_t *seq, cof_err *err)
+static int sq_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
+		     int64_t *seq, cof_err *err)
 {
-	cof_txn tx = {.m = m, .now = cof_now()};
+	sq_txn tx = {.base.m = m, .now = cof_now()};
 	sqlite3_stmt *st;
 	int rc;
 
@@ -19,7 +19,7 @@ int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
 	rc = cof_sqlite_volume_load(tx.c, vno, NULL, NULL, &tx.vol, err);
 	if (!rc) {
 		tx.vol.seq++;
-		rc = fn(&tx, ctx, err);
+		rc = fn(&tx.base, ctx, err);
 	}
 	if (!rc && tx.ops == 0) {
 		*seq = tx.vol.seq - 1;
@@ -44,20 +44,20 @@ int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
 	return 0;
 }
 
-cof_volrow *cof_txn_volume(cof_txn *tx)
+static cof_volrow *sq_txn_volume(cof_txn *tx)
 {
-	return &tx->vol;
+	return &SQT(tx)->vol;
 }
 
-int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
+static int sq_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
 {
-	return cof_sqlite_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
+	return cof_sqlite_entry_get(SQT(tx)->c, SQT(tx)->vol.vno, path, -1, out, err);
 }
 
-int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
-		 cof_err *err)
+static int sq_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+		       cof_err *err)
 {
-	return cof_sqlite_entry_list(tx->c, tx->vol.vno, -1, prefix, NULL, fn, ctx, err);
+	return cof_sqlite_entry_list(SQT(tx)->c, SQT(tx)->vol.vno, -1, prefix, NULL, fn, ctx, err);
 }
 
 /* Closes the live row of `path` (if any) at this change's seq; *old gets it. */
@@ -66,47 +66,47 @@ static int close_live(cof_txn *tx, const char *path, cof_entry *old, int *had,
 {
 	sqlite3_stmt *st;
 
-	*had = cof_sqlite_entry_get(tx->c, tx->vol.vno, path, -1, old, err);
+	*had = cof_sqlite_entry_get(SQT(tx)->c, SQT(tx)->vol.vno, path, -1, old, err);
 	if (*had <= 0)
 		return *had;
-	st = cof_sqlite_q(tx->c, "UPDATE entries SET to_seq = ?, closed_at = ? WHERE vno = ? AND path = ?"
+	st = cof_sqlite_q(SQT(tx)->c, "UPDATE entries SET to_seq = ?, closed_at = ? WHERE vno = ? AND path = ?"
 	       " AND to_seq IS NULL", err);
 	if (!st)
 		return -1;
-	sqlite3_bind_int64(st, 1, tx->vol.seq);
-	sqlite3_bind_int64(st, 2, tx->now);
-	sqlite3_bind_int64(st, 3, tx->vol.vno);
+	sqlite3_bind_int64(st, 1, SQT(tx)->vol.seq);
+	sqlite3_bind_int64(st, 2, SQT(tx)->now);
+	sqlite3_bind_int64(st, 3, SQT(tx)->vol.vno);
 	cof_sqlite_bind_text(st, 4, path);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, tx->c->db, "writing a file");
-	tx->vol.files--;
-	tx->vol.bytes -= old->size;
+		return cof_sqlite_db_error(err, SQT(tx)->c->db, "writing a file");
+	SQT(tx)->vol.files--;
+	SQT(tx)->vol.bytes -= old->size;
 	return 1;
 }
 
 static int record_change(cof_txn *tx, const char *path, int removed, int64_t version,
 			 int64_t size, const char *sha, cof_err *err)
 {
-	sqlite3_stmt *st = cof_sqlite_q(tx->c, "INSERT OR REPLACE INTO changes(vno, seq, path, removed,"
+	sqlite3_stmt *st = cof_sqlite_q(SQT(tx)->c, "INSERT OR REPLACE INTO changes(vno, seq, path, removed,"
 			     " version, size, sha256, at) VALUES(?,?,?,?,?,?,?,?)", err);
 	if (!st)
 		return -1;
-	sqlite3_bind_int64(st, 1, tx->vol.vno);
-	sqlite3_bind_int64(st, 2, tx->vol.seq);
+	sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
+	sqlite3_bind_int64(st, 2, SQT(tx)->vol.seq);
 	cof_sqlite_bind_text(st, 3, path);
 	sqlite3_bind_int(st, 4, removed);
 	sqlite3_bind_int64(st, 5, version);
 	sqlite3_bind_int64(st, 6, size);
 	cof_sqlite_bind_text(st, 7, sha);
-	sqlite3_bind_int64(st, 8, tx->now);
+	sqlite3_bind_int64(st, 8, SQT(tx)->now);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, tx->c->db, "recording a change");
-	tx->ops++;
+		return cof_sqlite_db_error(err, SQT(tx)->c->db, "recording a change");
+	SQT(tx)->ops++;
 	return 0;
 }
 
-int cof_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
-		  const char *ctype, const void *inline_data, cof_err *err)
+static int sq_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
+			const char *ctype, const void *inline_data, cof_err *err)
 {
 	cof_entry *old = cof_malloc(sizeof *old);
 	sqlite3_stmt *st;
@@ -117,29 +117,29 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
 	if (close_live(tx, path, old, &had, err) < 0)
 		goto out;
 	/* A row written earlier in this same change is replaced, not kept as history. */
-	if ((st = cof_sqlite_q(tx->c, "DELETE FROM entries WHERE vno = ? AND path = ? AND from_seq = ?", err))) {
-		sqlite3_bind_int64(st, 1, tx->vol.vno);
+	if ((st = cof_sqlite_q(SQT(tx)->c, "DELETE FROM entries WHERE vno = ? AND path = ? AND from_seq = ?", err))) {
+		sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
 		cof_sqlite_bind_text(st, 2, path);
-		sqlite3_bind_int64(st, 3, tx->vol.seq);
+		sqlite3_bind_int64(st, 3, SQT(tx)->vol.seq);
 		sqlite3_step(st);
 	}
-	st = cof_sqlite_q(tx->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size, sha256,"
+	st = cof_sqlite_q(SQT(tx)->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size, sha256,"
 	       " ctype, updated_at) VALUES(?,?,?,NULL,?,?,?,?,?)", err);
 	if (!st)
 		goto out;
-	sqlite3_bind_int64(st, 1, tx->vol.vno);
+	sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
 	cof_sqlite_bind_text(st, 2, path);
-	sqlite3_bind_int64(st, 3, tx->vol.seq);
-	sqlite3_bind_int64(st, 4, tx->vol.seq);
+	sqlite3_bind_int64(st, 3, SQT(tx)->vol.seq);
+	sqlite3_bind_int64(st, 4, SQT(tx)->vol.seq);
 	sqlite3_bind_int64(st, 5, size);
 	cof_sqlite_bind_text(st, 6, sha);
 	cof_sqlite_bind_text(st, 7, ctype);
-	sqlite3_bind_int64(st, 8, tx->now);
+	sqlite3_bind_int64(st, 8, SQT(tx)->now);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		cof_sqlite_db_error(err, tx->c->db, "writing a file");
+		cof_sqlite_db_error(err, SQT(tx)->c->db, "writing a file");
 		goto out;
 	}
-	st = cof_sqlite_q(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES(?,?,NULL,?)"
+	st = cof_sqlite_q(SQT(tx)->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES(?,?,NULL,?)"
 	       " ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL,"
 	       " data = coalesce(data, excluded.data)", err);
 	if (!st)
@@ -149,18 +149,18 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
 	if (inline_data)
 		sqlite3_bind_blob(st, 3, inline_data, (int)size, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		cof_sqlite_db_error(err, tx->c->db, "writing a file");
+		cof_sqlite_db_error(err, SQT(tx)->c->db, "writing a file");
 		goto out;
 	}
-	tx->vol.files++;
-	tx->vol.bytes += size;
-	rc = record_change(tx, path, 0, tx->vol.seq, size, sha, err);
+	SQT(tx)->vol.files++;
+	SQT(tx)->vol.bytes += size;
+	rc = record_change(tx, path, 0, SQT(tx)->vol.seq, size, sha, err);
 out:
 	free(old);
 	return rc;
 }
 
-int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
+static int sq_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 {
 	cof_entry *old = cof_malloc(sizeof *old);
 	int had, rc = -1;
@@ -243,8 +243,8 @@ static int snapshot_retain(conn *c, int64_t vno, int keep, char dropped[48], cof
 	return n < 0 ? -1 : 0;
 }
 
-int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
-			  int max_pinned, char dropped[48], cof_err *err)
+static int sq_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
+			   int max_pinned, char dropped[48], cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -302,8 +302,8 @@ static int snapshot_load(conn *c, int64_t vno, const char *sid, cof_snaprow *out
 	return r == SQLITE_ROW ? 0 : cof_sqlite_db_error(err, c->db, "reading a snapshot");
 }
 
-int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
-			  cof_err *err)
+static int sq_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+			   cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	int rc;
@@ -315,8 +315,8 @@ int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow
 	return rc;
 }
 
-int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
-			   cof_err *err)
+static int sq_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
+			    cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	cof_snaprow *s = cof_malloc(sizeof *s);
@@ -343,8 +343,8 @@ int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 	return rc;
 }
 
-int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
-			     const char *labels, int max_pinned, cof_err *err)
+static int sq_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
+			      const char *labels, int max_pinned, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	cof_snaprow *s = cof_malloc(sizeof *s);
@@ -379,7 +379,7 @@ int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinn
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
+static int sq_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	cof_snaprow *s = cof_malloc(sizeof *s);
@@ -395,4 +395,20 @@ int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err 
 		rc = cof_sqlite_snapshot_drop(c, sid, vno, s->src_vno, err);
 	free(s);
 	return cof_sqlite_writer_end(m, rc, err);
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_write(cof_meta_ops *o)
+{
+	o->change = sq_change;
+	o->txn_volume = sq_txn_volume;
+	o->txn_get = sq_txn_get;
+	o->txn_list = sq_txn_list;
+	o->txn_write = sq_txn_write;
+	o->txn_remove = sq_txn_remove;
+	o->snapshot_add = sq_snapshot_add;
+	o->snapshot_get = sq_snapshot_get;
+	o->snapshot_list = sq_snapshot_list;
+	o->snapshot_update = sq_snapshot_update;
+	o->snapshot_delete = sq_snapshot_delete;
 }

@@ -136,3 +136,66 @@ int cof_prefix_check(const char *prefix, const char *what, const char **out,
 	*out = prefix;
 	return 0;
 }
+
+/* Appends code point `cp` as UTF-8. */
+static int utf8_add(cof_buf *b, uint32_t cp)
+{
+	unsigned char u[4];
+	size_t n;
+
+	if (cp < 0x80)
+		u[0] = (unsigned char)cp, n = 1;
+	else if (cp < 0x800)
+		u[0] = (unsigned char)(0xC0 | cp >> 6), n = 2;
+	else if (cp < 0x10000)
+		u[0] = (unsigned char)(0xE0 | cp >> 12), n = 3;
+	else
+		u[0] = (unsigned char)(0xF0 | cp >> 18), n = 4;
+	for (size_t k = 1; k < n; k++)
+		u[k] = (unsigned char)(0x80 | ((cp >> (6 * (n - 1 - k))) & 0x3F));
+	return cof_buf_add(b, u, n);
+}
+
+/* The upper bound of a prefix range, valid UTF-8 text (PostgreSQL refuses a
+ * 0xFF byte in text, so the old prefix + "\xff" will not do): every string of
+ * at most COF_PATH_MAX bytes that starts with `prefix` sorts, bytewise, in
+ * [prefix, upper), and no other valid string does. `upper` is the prefix with
+ * its last code point below U+10FFFF raised by one (past the surrogates) and
+ * what follows it dropped; when there is none (empty, or all U+10FFFF), it is
+ * the prefix and then more U+10FFFF than a path can hold. An invalid prefix
+ * (no valid text starts with it) gives upper = prefix: an empty range.
+ * Returns 0, or -1 when out of memory. */
+int cof_prefix_upper(const char *prefix, cof_buf *upper)
+{
+	size_t len = strlen(prefix), end = len;
+
+	cof_buf_reset(upper);
+	if (!cof_utf8_valid(prefix, len))
+		return cof_buf_adds(upper, prefix);
+	while (end > 0) {
+		size_t start = end - 1;
+		uint32_t cp;
+
+		while (start > 0 && ((unsigned char)prefix[start] & 0xC0) == 0x80)
+			start--;
+		cp = (unsigned char)prefix[start];
+		if (end - start > 1) {
+			cp &= 0xFFu >> (end - start + 1);
+			for (size_t k = start + 1; k < end; k++)
+				cp = (cp << 6) | ((unsigned char)prefix[k] & 0x3F);
+		}
+		if (cp < 0x10FFFF) {
+			cp = cp + 1 == 0xD800 ? 0xE000 : cp + 1;
+			if (cof_buf_add(upper, prefix, start) || utf8_add(upper, cp))
+				return -1;
+			return 0;
+		}
+		end = start;
+	}
+	if (cof_buf_adds(upper, prefix))
+		return -1;
+	for (int i = 0; i <= COF_PATH_MAX / 4; i++)
+		if (utf8_add(upper, 0x10FFFF))
+			return -1;
+	return 0;
+}

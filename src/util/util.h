@@ -55,6 +55,9 @@ int cof_prefix_check(const char *prefix, const char *what, const char **out,
 		     cof_err *err);
 /* True if `s` (len bytes) is valid UTF-8 without overlong forms or surrogates. */
 int cof_utf8_valid(const char *s, size_t len);
+/* The end of a prefix range as valid text: strings of at most COF_PATH_MAX
+ * bytes start with `prefix` iff they sort in [prefix, upper). 0 or -1 (memory). */
+int cof_prefix_upper(const char *prefix, cof_buf *upper);
 /* ---- media types (mediatype.c) */
 #define COF_MEDIA_TYPE_MAX 127
 /* 0 when `t` is one media type (RFC 9110 8.3.1: token/token, then `;name=value`

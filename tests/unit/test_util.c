@@ -652,9 +652,41 @@ static void test_size_fmt_rounding(void **state)
 	}
 }
 
+/* The end of a prefix range is valid text (PostgreSQL takes it) and exact. */
+static void test_prefix_upper(void **state)
+{
+	static const char *cases[][2] = {
+		{"a", "b"}, {"a/", "a0"}, {"\x7f", "\xc2\x80"},
+		{"\xc3\xa9", "\xc3\xaa"}, {"x\xdf\xbf", "x\xe0\xa0\x80"},
+		{"\xed\x9f\xbf", "\xee\x80\x80"},            /* past the surrogates */
+		{"\xef\xbf\xbf", "\xf0\x90\x80\x80"},
+		{"a\xf4\x8f\xbf\xbf", "b"},                  /* U+10FFFF dropped */
+	};
+	cof_buf up = COF_BUF_INIT;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(cof_prefix_upper(cases[i][0], &up), 0);
+		assert_string_equal(up.data, cases[i][1]);
+		assert_true(cof_utf8_valid(up.data, up.len));
+	}
+	/* no successor: the prefix, then more U+10FFFF than a path holds */
+	assert_int_equal(cof_prefix_upper("", &up), 0);
+	assert_true(up.len > COF_PATH_MAX && cof_utf8_valid(up.data, up.len));
+	assert_true(strcmp("\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf", up.data) < 0);
+	assert_int_equal(cof_prefix_upper("\xf4\x8f\xbf\xbf", &up), 0);
+	assert_true(up.len > COF_PATH_MAX && cof_utf8_valid(up.data, up.len));
+	assert_memory_equal(up.data, "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf", 8);
+	/* an invalid prefix: an empty range */
+	assert_int_equal(cof_prefix_upper("a\xff", &up), 0);
+	assert_string_equal(up.data, "a\xff");
+	cof_buf_release(&up);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prefix_upper),
 		cmocka_unit_test(test_path_length),
 		cmocka_unit_test(test_path_segment_length),
 		cmocka_unit_test(test_path_segments),

@@ -1,0 +1,280 @@
+/*
+ * meta.c — the metadata store's front: picks a backend from a URL and
+ * dispatches every cof_meta_x / cof_txn_x call through its cof_meta_ops.
+ * The contracts are in meta.h; nothing here knows a backend's insides.
+ */
+#include <string.h>
+#include "store/meta.h"
+
+/* Opens the backend `url` names: "postgres://" / "postgresql://" is
+ * PostgreSQL (not built in yet), "sqlite:PATH" or a plain PATH is SQLite. */
+int cof_meta_open(const char *url, cof_meta **out, cof_err *err)
+{
+	*out = NULL;
+	if (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13))
+		return cof_error(err, COF_EVALIDATION,
+				 "--meta '%s': the postgres metadata backend is not built in", url);
+	if (!strncmp(url, "sqlite:", 7))
+		url += 7;
+	if (!*url)
+		return cof_error(err, COF_EVALIDATION, "--meta: the sqlite database path is empty");
+	if (strstr(url, "://"))
+		return cof_error(err, COF_EVALIDATION,
+				 "--meta '%s': unknown metadata backend (a path, sqlite:PATH or "
+				 "postgres://...)", url);
+	return cof_meta_sqlite_open(url, out, err);
+}
+
+/* ---- dispatch: one function per member of cof_meta_ops */
+
+void cof_meta_close(cof_meta *m)
+{
+	if (m)
+		m->ops->close(m);
+}
+
+int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who,
+		cof_err *err)
+{
+	return m->ops->key_add(m, hash, who, err);
+}
+
+int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
+{
+	return m->ops->key_find(m, hash, who, err);
+}
+
+int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
+		char **value, cof_err *err)
+{
+	return m->ops->idem_get(m, scope, key, ttl, value, err);
+}
+
+int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
+		cof_err *err)
+{
+	return m->ops->idem_put(m, scope, key, value, err);
+}
+
+int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
+{
+	return m->ops->volume_add(m, v, err);
+}
+
+int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
+		cof_err *err)
+{
+	return m->ops->volume_get(m, org, id, out, err);
+}
+
+int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
+		const char *after_name, const char *after_id, int64_t limit,
+		cof_vol_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->volume_list(m, org, prefix, after_name, after_id, limit, fn, ctx, err);
+}
+
+int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
+{
+	return m->ops->volume_delete(m, vno, err);
+}
+
+int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+		cof_err *err)
+{
+	return m->ops->volume_fork(m, v, src_vno, at_seq, err);
+}
+
+int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		cof_entry *out, cof_err *err)
+{
+	return m->ops->entry_get(m, vno, path, at_seq, out, err);
+}
+
+int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		cof_entry *out, unsigned char **data, cof_err *err)
+{
+	return m->ops->entry_read(m, vno, path, at_seq, out, data, err);
+}
+
+int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
+		const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->list(m, vno, at_seq, prefix, after, fn, ctx, err);
+}
+
+int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->changes(m, vno, since, prefix, limit, fn, ctx, err);
+}
+
+int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
+		cof_err *err)
+{
+	return m->ops->change(m, vno, fn, ctx, seq, err);
+}
+
+cof_volrow *cof_txn_volume(cof_txn *tx)
+{
+	return tx->m->ops->txn_volume(tx);
+}
+
+int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
+{
+	return tx->m->ops->txn_get(tx, path, out, err);
+}
+
+int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+		cof_err *err)
+{
+	return tx->m->ops->txn_list(tx, prefix, fn, ctx, err);
+}
+
+int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, cof_err *err)
+{
+	return tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, err);
+}
+
+int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
+{
+	return tx->m->ops->txn_remove(tx, path, err);
+}
+
+int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
+		char dropped[48], cof_err *err)
+{
+	return m->ops->snapshot_add(m, s, keep_unpinned, max_pinned, dropped, err);
+}
+
+int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+		cof_err *err)
+{
+	return m->ops->snapshot_get(m, vno, sid, out, err);
+}
+
+int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
+		cof_err *err)
+{
+	return m->ops->snapshot_list(m, vno, fn, ctx, err);
+}
+
+int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
+		const char *labels, int max_pinned, cof_err *err)
+{
+	return m->ops->snapshot_update(m, vno, sid, pinned, labels, max_pinned, err);
+}
+
+int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
+{
+	return m->ops->snapshot_delete(m, vno, sid, err);
+}
+
+int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
+{
+	return m->ops->agent_put(m, a, err);
+}
+
+int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+		cof_err *err)
+{
+	return m->ops->agent_get(m, org, id, out, err);
+}
+
+int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
+{
+	return m->ops->agent_delete(m, org, id, err);
+}
+
+int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t *version, char sha[65], cof_err *err)
+{
+	return m->ops->seen_get(m, org, agent, vol, path, version, sha, err);
+}
+
+int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t version, const char *sha, cof_err *err)
+{
+	return m->ops->seen_put(m, org, agent, vol, path, version, sha, err);
+}
+
+int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+		cof_err *err)
+{
+	return m->ops->pin(m, org, agent, sha, err);
+}
+
+int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+		const cof_run_item *it, cof_err *err)
+{
+	return m->ops->run_add(m, org, agent, run, it, err);
+}
+
+int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+		cof_run_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->run_list(m, org, agent, run, fn, ctx, err);
+}
+
+int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
+		const char *subject, char vol[48], cof_err *err)
+{
+	return m->ops->subject_get(m, org, agent, subject, vol, err);
+}
+
+int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
+		const char *subject, const char *vol, cof_err *err)
+{
+	return m->ops->subject_add(m, org, agent, subject, vol, err);
+}
+
+int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
+		cof_subject_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->subject_list(m, org, agent, fn, ctx, err);
+}
+
+int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent,
+		cof_err *err)
+{
+	return m->ops->subject_delete_all(m, org, agent, err);
+}
+
+int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
+		int64_t *pruned, cof_err *err)
+{
+	return m->ops->gc_prune(m, closed_before, changes_before, pruned, err);
+}
+
+int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err)
+{
+	return m->ops->gc_mark(m, now, err);
+}
+
+int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
+		cof_err *err)
+{
+	return m->ops->gc_orphans(m, before, fn, ctx, err);
+}
+
+int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err)
+{
+	return m->ops->blob_forget(m, sha256, err);
+}
+
+int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err)
+{
+	return m->ops->blob_known(m, sha256, err);
+}
+
+int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
+		size_t *len, cof_err *err)
+{
+	return m->ops->blob_inline(m, sha256, data, len, err);
+}
+
+int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->referenced(m, fn, ctx, err);
+}

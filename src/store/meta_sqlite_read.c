@@ -1,0 +1,207 @@
+/*
+ * meta_sqlite_read.c — reading files on SQLite (meta.h): one entry, a listing
+ * by prefix as of a seq, and the changes feed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_sqlite.h"
+
+/* ---------------------------------------------------------- reading files */
+
+int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
+		     cof_entry *out, cof_err *err)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	if (at_seq < 0)
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		       " WHERE vno = ? AND path = ? AND to_seq IS NULL", err);
+	else
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		       " WHERE vno = ? AND path = ? AND from_seq <= ?3 AND"
+		       " (to_seq IS NULL OR to_seq > ?3)", err);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, vno);
+	cof_sqlite_bind_text(st, 2, path);
+	if (at_seq >= 0)
+		sqlite3_bind_int64(st, 3, at_seq);
+	r = sqlite3_step(st);
+	if (r == SQLITE_ROW)
+		cof_sqlite_row_entry(st, out);
+	sqlite3_reset(st);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, "reading a file");
+	return r == SQLITE_ROW;
+}
+
+static int sq_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			 cof_entry *out, unsigned char **data, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int r, rc = -1;
+
+	*data = NULL;
+	if (!c)
+		return -1;
+	if (at_seq < 0)
+		st = cof_sqlite_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
+			    " WHERE e.vno = ? AND e.path = ? AND e.to_seq IS NULL", err);
+	else
+		st = cof_sqlite_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
+			    " WHERE e.vno = ? AND e.path = ? AND e.from_seq <= ?3 AND"
+			    " (e.to_seq IS NULL OR e.to_seq > ?3)", err);
+	if (st) {
+		sqlite3_bind_int64(st, 1, vno);
+		cof_sqlite_bind_text(st, 2, path);
+		if (at_seq >= 0)
+			sqlite3_bind_int64(st, 3, at_seq);
+		r = sqlite3_step(st);
+		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading a file");
+		if (r == SQLITE_ROW) {
+			cof_sqlite_row_entry(st, out);
+			if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
+				size_t n = (size_t)sqlite3_column_bytes(st, 6);
+				if (!(*data = cof_malloc(n + 1)))
+					rc = cof_error(err, COF_EINTERNAL, "out of memory");
+				else {
+					if (n) /* an empty blob's pointer is NULL */
+						memcpy(*data, sqlite3_column_blob(st, 6), n);
+					(*data)[n] = '\0';
+				}
+			}
+		}
+		sqlite3_reset(st);
+	}
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+static int sq_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			cof_entry *out, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_sqlite_entry_get(c, vno, path, at_seq, out, err);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
+		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	cof_buf upper = COF_BUF_INIT;
+	sqlite3_stmt *st;
+	cof_entry *e;
+	int r, rc = 0;
+
+	if (at_seq < 0)
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
+		       " AND to_seq IS NULL ORDER BY path", err);
+	else
+		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
+		       " AND from_seq <= ?5 AND (to_seq IS NULL OR to_seq > ?5) ORDER BY path", err);
+	if (!st || !(e = cof_malloc(sizeof *e)))
+		return st ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
+	sqlite3_bind_int64(st, 1, vno);
+	if (cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper, err)) {
+		cof_buf_release(&upper);
+		free(e);
+		return -1;
+	}
+	cof_sqlite_bind_text(st, 4, after ? after : "");
+	if (at_seq >= 0)
+		sqlite3_bind_int64(st, 5, at_seq);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		cof_sqlite_row_entry(st, e);
+		if (fn(ctx, e))
+			break;
+	}
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		rc = cof_sqlite_db_error(err, c->db, "listing files");
+	sqlite3_reset(st);
+	cof_buf_release(&upper);
+	free(e);
+	return rc;
+}
+
+static int sq_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
+		   const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	/* One read transaction, so a long walk sees one state of the database. */
+	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+	rc = cof_sqlite_entry_list(c, vno, at_seq, prefix, after, fn, ctx, err);
+	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+static int sq_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		      int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	cof_buf upper = COF_BUF_INIT;
+	cof_change_row *ch = cof_malloc(sizeof *ch);
+	sqlite3_stmt *st = NULL;
+	int r, rc = 0;
+
+	if (!c || !ch) {
+		free(ch);
+		cof_sqlite_reader_put(m, c);
+		return c ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
+	}
+	st = cof_sqlite_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE vno = ?1"
+	       " AND seq > ?2 AND path >= ?3 AND path < ?4 ORDER BY seq, path LIMIT ?5", err);
+	if (!st) {
+		rc = -1;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, vno);
+	sqlite3_bind_int64(st, 2, since);
+	if (cof_sqlite_prefix_bounds(st, 3, 4, prefix, &upper, err)) {
+		rc = -1;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 5, limit);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		ch->seq = sqlite3_column_int64(st, 0);
+		cof_sqlite_col_copy(st, 1, ch->path, sizeof ch->path);
+		ch->removed = sqlite3_column_int(st, 2);
+		ch->version = sqlite3_column_int64(st, 3);
+		ch->size = sqlite3_column_int64(st, 4);
+		cof_sqlite_col_copy(st, 5, ch->sha256, sizeof ch->sha256);
+		if (fn(ctx, ch))
+			break;
+	}
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		rc = cof_sqlite_db_error(err, c->db, "reading changes");
+	sqlite3_reset(st);
+out:
+	cof_buf_release(&upper);
+	free(ch);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_read(cof_meta_ops *o)
+{
+	o->entry_read = sq_entry_read;
+	o->entry_get = sq_entry_get;
+	o->list = sq_list;
+	o->changes = sq_changes;
+}

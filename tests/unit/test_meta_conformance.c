@@ -1,0 +1,728 @@
+/*
+ * test_meta_conformance.c — the contract of meta.h (every member of
+ * cof_meta_ops), checked on whichever backend $COFFER_TEST_META_URL names
+ * (default: a fresh SQLite file in a temp dir). Everything it makes is under
+ * an organization, ids and content hashes of its own, so it can run again and
+ * again on one shared PostgreSQL database.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "store/meta.h"
+
+static cof_meta *m;
+static char dir[] = "/tmp/coffer-meta-XXXXXX";
+static char org[48], org2[48];
+static int own_dir;
+
+/* A sha256-looking name for `content`, unique to this run (the org's random
+ * part, then a hash of the content). */
+static void sha_for(char out[65], const char *content)
+{
+	uint32_t h = 2166136261u;
+	int n = 0;
+
+	for (const char *p = content; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	for (const char *p = org + 4; *p && n < 40; p++)
+		n += snprintf(out + n, 65 - (size_t)n, "%02x", (unsigned char)*p);
+	while (n < 56)
+		out[n++] = '0';
+	snprintf(out + 56, 9, "%08x", h);
+}
+
+static int setup(void **state)
+{
+	const char *url = getenv("COFFER_TEST_META_URL");
+	char file[128];
+	cof_err err = {0};
+
+	(void)state;
+	cof_id_new("org_", org, sizeof org);
+	cof_id_new("org_", org2, sizeof org2);
+	if (!url || !*url) {
+		if (!mkdtemp(dir))
+			return -1;
+		own_dir = 1;
+		snprintf(file, sizeof file, "sqlite:%s/meta.db", dir);
+		url = file;
+	}
+	if (cof_meta_open(url, &m, &err)) {
+		fprintf(stderr, "cannot open %s: %s\n", url, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[256];
+
+	(void)state;
+	cof_meta_close(m);
+	if (!own_dir)
+		return 0;
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	return system(cmd);
+}
+
+/* A new volume of `o` named `name`; returns its vno. */
+static int64_t vol_add(const char *o, const char *name, cof_volrow *v)
+{
+	cof_err err = {0};
+
+	memset(v, 0, sizeof *v);
+	cof_id_new("vol_", v->id, sizeof v->id);
+	snprintf(v->org, sizeof v->org, "%s", o);
+	snprintf(v->name, sizeof v->name, "%s", name);
+	v->capacity = 1 << 20;
+	v->created_at = cof_now();
+	assert_int_equal(cof_meta_volume_add(m, v, &err), 0);
+	assert_true(v->vno > 0);
+	return v->vno;
+}
+
+/* ---- one change: a list of writes ("path=content") and removes ("-path") */
+struct edits {
+	const char **ops;
+	int fail;                /* fn fails after the edits */
+	cof_code code;           /* what the last op failed with */
+};
+
+static int apply(cof_txn *tx, void *ctx, cof_err *err)
+{
+	struct edits *e = ctx;
+
+	for (int i = 0; e->ops[i]; i++) {
+		const char *op = e->ops[i];
+		int rc;
+		if (op[0] == '-') {
+			rc = cof_txn_remove(tx, op + 1, err);
+		} else {
+			char path[256], sha[65];
+			const char *eq = strchr(op, '=');
+			snprintf(path, sizeof path, "%.*s", (int)(eq - op), op);
+			sha_for(sha, eq + 1);
+			rc = cof_txn_write(tx, path, sha, (int64_t)strlen(eq + 1), "text/plain",
+					   eq + 1, err);
+		}
+		if (rc) {
+			e->code = err->code;
+			return rc;
+		}
+	}
+	return e->fail ? cof_error(err, COF_ECONFLICT, "asked to fail") : 0;
+}
+
+static int64_t change(int64_t vno, const char **ops, int expect_rc)
+{
+	struct edits e = {.ops = ops};
+	cof_err err = {0};
+	int64_t seq = -7;
+
+	assert_int_equal(cof_meta_change(m, vno, apply, &e, &seq, &err), expect_rc);
+	return seq;
+}
+
+static int count_fn(void *ctx, const cof_entry *e)
+{
+	cof_buf *b = ctx;
+
+	cof_buf_addf(b, "%s,", e->path);
+	return 0;
+}
+
+/* The paths listed under `prefix` after `after` at `at`, comma-separated. */
+static char *listing(int64_t vno, int64_t at, const char *prefix, const char *after)
+{
+	static char out[4096];
+	cof_buf b = COF_BUF_INIT;
+	cof_err err = {0};
+
+	assert_int_equal(cof_meta_list(m, vno, at, prefix, after, count_fn, &b, &err), 0);
+	snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+	cof_buf_release(&b);
+	return out;
+}
+
+static void test_keys_and_idempotency(void **state)
+{
+	cof_principal who = {0}, got = {0};
+	cof_err err = {0};
+	char hash[65], *value = NULL;
+
+	(void)state;
+	sha_for(hash, "a key");
+	snprintf(who.org, sizeof who.org, "%s", org);
+	snprintf(who.agent, sizeof who.agent, "bot");
+	who.admin = 1;
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_key_find(m, hash, &got, &err), -1);
+	assert_int_equal(err.code, COF_EUNAUTHORIZED);
+	assert_int_equal(cof_meta_key_add(m, hash, &who, &err), 0);
+	assert_int_equal(cof_meta_key_find(m, hash, &got, &err), 0);
+	assert_string_equal(got.org, org);
+	assert_string_equal(got.agent, "bot");
+	assert_int_equal(got.admin, 1);
+
+	assert_int_equal(cof_meta_idem_get(m, org, "k1", 3600, &value, &err), 0);
+	assert_int_equal(cof_meta_idem_put(m, org, "k1", "{\"a\":1}", &err), 0);
+	assert_int_equal(cof_meta_idem_get(m, org, "k1", 3600, &value, &err), 1);
+	assert_string_equal(value, "{\"a\":1}");
+	free(value);
+	/* older than the ttl: not there */
+	assert_int_equal(cof_meta_idem_get(m, org, "k1", -5, &value, &err), 0);
+	assert_int_equal(cof_meta_idem_get(m, org2, "k1", 3600, &value, &err), 0);
+}
+
+static int vol_fn(void *ctx, const cof_volrow *v)
+{
+	cof_buf_addf(ctx, "%s,", v->name);
+	return 0;
+}
+
+static char *vol_names(const char *prefix, const char *after_name, const char *after_id,
+		       int64_t limit)
+{
+	static char out[4096];
+	cof_buf b = COF_BUF_INIT;
+	cof_err err = {0};
+
+	assert_int_equal(cof_meta_volume_list(m, org, prefix, after_name, after_id, limit,
+					      vol_fn, &b, &err), 0);
+	snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+	cof_buf_release(&b);
+	return out;
+}
+
+static void test_volumes(void **state)
+{
+	cof_volrow v, a, b, c, got, h;
+	cof_err err = {0};
+
+	(void)state;
+	vol_add(org, "beta", &b);
+	vol_add(org, "alpha", &a);
+	vol_add(org, "al\xc3\xa9", &c);          /* "alé" */
+	vol_add(org, "al\xf4\x8f\xbf\xbf", &v);  /* "al" U+10FFFF */
+	vol_add(org2, "alpha", &got);
+	vol_add(org, "hidden", &h);
+	{
+		cof_volrow z;
+		memset(&z, 0, sizeof z);
+		cof_id_new("vol_", z.id, sizeof z.id);
+		snprintf(z.org, sizeof z.org, "%s", org);
+		snprintf(z.name, sizeof z.name, "zhidden");
+		z.hidden = 1;
+		assert_int_equal(cof_meta_volume_add(m, &z, &err), 0);
+		cof_err_clear(&err);
+		assert_int_equal(cof_meta_volume_get(m, org, z.id, &got, &err), -1);
+		assert_int_equal(err.code, COF_ENOTFOUND);
+	}
+	assert_int_equal(cof_meta_volume_get(m, org, a.id, &got, &err), 0);
+	assert_int_equal(got.vno, a.vno);
+	assert_string_equal(got.name, "alpha");
+	assert_int_equal(got.capacity, 1 << 20);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_volume_get(m, org2, a.id, &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	assert_non_null(strstr(err.msg, a.id));
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_volume_get(m, org, "vol_nosuch", &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+
+	/* bytewise: "alpha" < "al\xc3..." < "al\xf4..." */
+	assert_string_equal(vol_names("", "", "", 100),
+			    "alpha,al\xc3\xa9,al\xf4\x8f\xbf\xbf,beta,hidden,");
+	assert_string_equal(vol_names("al", "", "", 100), "alpha,al\xc3\xa9,al\xf4\x8f\xbf\xbf,");
+	assert_string_equal(vol_names("al\xf4\x8f\xbf\xbf", "", "", 100), "al\xf4\x8f\xbf\xbf,");
+	assert_string_equal(vol_names("al\xc3\xa9", "", "", 100), "al\xc3\xa9,");
+	assert_string_equal(vol_names("alp", "", "", 100), "alpha,");
+	assert_string_equal(vol_names("b", "", "", 100), "beta,");
+	assert_string_equal(vol_names("c", "", "", 100), "");
+	assert_string_equal(vol_names("", "", "", 2), "alpha,al\xc3\xa9,");
+	assert_string_equal(vol_names("", "alpha", a.id, 100),
+			    "al\xc3\xa9,al\xf4\x8f\xbf\xbf,beta,hidden,");
+	assert_string_equal(vol_names("", "alpha", "", 100),
+			    "alpha,al\xc3\xa9,al\xf4\x8f\xbf\xbf,beta,hidden,");
+
+	assert_int_equal(cof_meta_volume_delete(m, h.vno, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_volume_get(m, org, h.id, &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	assert_string_equal(vol_names("h", "", "", 100), "");
+}
+
+static void test_changes_and_reads(void **state)
+{
+	cof_volrow v, now;
+	cof_entry e;
+	cof_err err = {0};
+	unsigned char *data = NULL;
+	int64_t s1, s2;
+
+	(void)state;
+	vol_add(org, "files", &v);
+	s1 = change(v.vno, (const char *[]){"a/x=one", "a/y=two2", "b=three", NULL}, 0);
+	assert_int_equal(s1, 1);
+	s2 = change(v.vno, (const char *[]){"a/x=uno!", "-b", NULL}, 0);
+	assert_int_equal(s2, 2);
+	/* no edit: nothing stored, the seq unchanged */
+	assert_int_equal(change(v.vno, (const char *[]){NULL}, 0), 2);
+	/* a failing change stores nothing */
+	{
+		struct edits ed = {.ops = (const char *[]){"c=lost", NULL}, .fail = 1};
+		int64_t seq = 0;
+		cof_err_clear(&err);
+		assert_int_equal(cof_meta_change(m, v.vno, apply, &ed, &seq, &err), -1);
+		assert_int_equal(err.code, COF_ECONFLICT);
+		cof_err_clear(&err);
+	}
+	/* removing an absent path: 404, nothing stored */
+	{
+		struct edits ed = {.ops = (const char *[]){"c=lost", "-nope", NULL}};
+		int64_t seq = 0;
+		cof_err_clear(&err);
+		assert_int_equal(cof_meta_change(m, v.vno, apply, &ed, &seq, &err), -1);
+		assert_int_equal(ed.code, COF_ENOTFOUND);
+		cof_err_clear(&err);
+	}
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "c", -1, &e, &err), 0);
+	assert_int_equal(cof_meta_volume_get(m, org, v.id, &now, &err), 0);
+	assert_int_equal(now.seq, 2);
+	assert_int_equal(now.files, 2);
+	assert_int_equal(now.bytes, 4 + 4);
+
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "a/x", -1, &e, &err), 1);
+	assert_int_equal(e.size, 4);
+	assert_string_equal(e.ctype, "text/plain");
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "a/x", 1, &e, &err), 1);
+	assert_int_equal(e.size, 3);
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "b", -1, &e, &err), 0);
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "b", 1, &e, &err), 1);
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "a/x", 0, &e, &err), 0);
+	assert_int_equal(cof_meta_entry_read(m, v.vno, "a/x", -1, &e, &data, &err), 1);
+	assert_non_null(data);
+	assert_string_equal((char *)data, "uno!");
+	free(data);
+	data = NULL;
+	assert_int_equal(cof_meta_entry_read(m, v.vno, "a/x", 1, &e, &data, &err), 1);
+	assert_string_equal((char *)data, "one");
+	free(data);
+
+	assert_string_equal(listing(v.vno, -1, "", NULL), "a/x,a/y,");
+	assert_string_equal(listing(v.vno, 1, "", NULL), "a/x,a/y,b,");
+	assert_string_equal(listing(v.vno, 1, "a/", NULL), "a/x,a/y,");
+	assert_string_equal(listing(v.vno, 1, "a/", "a/x"), "a/y,");
+	assert_string_equal(listing(v.vno, 1, "b", NULL), "b,");
+	assert_string_equal(listing(v.vno, -1, "c", NULL), "");
+}
+
+/* Prefix ranges hold at the edges of UTF-8 (the successor of the prefix's
+ * last code point, and a prefix ending in U+10FFFF). */
+static void test_list_prefix_edges(void **state)
+{
+	cof_volrow v;
+
+	(void)state;
+	vol_add(org, "edges", &v);
+	change(v.vno, (const char *[]){"a=1", "a0=2", "a/b=3", "a\x7f=4", "b=5",
+				       "\xc3\xa9=6", "\xc3\xaaz=7", "\xed\x9f\xbf=8", "\xee\x80\x80=9",
+				       "\xf4\x8f\xbf\xbf=10", "\xf4\x8f\xbf\xbf" "x=11",
+				       "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf=12", NULL}, 0);
+	assert_string_equal(listing(v.vno, -1, "a", NULL), "a,a/b,a0,a\x7f,");
+	assert_string_equal(listing(v.vno, -1, "a/", NULL), "a/b,");
+	assert_string_equal(listing(v.vno, -1, "\xc3\xa9", NULL), "\xc3\xa9,");
+	assert_string_equal(listing(v.vno, -1, "\xed\x9f\xbf", NULL), "\xed\x9f\xbf,");
+	assert_string_equal(listing(v.vno, -1, "\xf4\x8f\xbf\xbf", NULL),
+			    "\xf4\x8f\xbf\xbf,\xf4\x8f\xbf\xbf" "x,\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf,");
+	assert_string_equal(listing(v.vno, -1, "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf", NULL),
+			    "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf,");
+	assert_string_equal(listing(v.vno, -1, "", "b"),
+			    "\xc3\xa9,\xc3\xaaz,\xed\x9f\xbf,\xee\x80\x80,\xf4\x8f\xbf\xbf,"
+			    "\xf4\x8f\xbf\xbf" "x,\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf,");
+}
+
+static int change_fn(void *ctx, const cof_change_row *c)
+{
+	cof_buf_addf(ctx, "%lld%s%s,", (long long)c->seq, c->removed ? "-" : "+", c->path);
+	return 0;
+}
+
+static void test_changes_feed(void **state)
+{
+	cof_volrow v;
+	cof_buf b = COF_BUF_INIT;
+	cof_err err = {0};
+
+	(void)state;
+	vol_add(org, "feed", &v);
+	change(v.vno, (const char *[]){"d/1=a", "e=b", NULL}, 0);
+	change(v.vno, (const char *[]){"-d/1", "d/2=c", NULL}, 0);
+	change(v.vno, (const char *[]){"e=bb", NULL}, 0);
+	assert_int_equal(cof_meta_changes(m, v.vno, 0, "", 100, change_fn, &b, &err), 0);
+	assert_string_equal(b.data, "1+d/1,1+e,2-d/1,2+d/2,3+e,");
+	cof_buf_reset(&b);
+	assert_int_equal(cof_meta_changes(m, v.vno, 1, "d/", 100, change_fn, &b, &err), 0);
+	assert_string_equal(b.data, "2-d/1,2+d/2,");
+	cof_buf_reset(&b);
+	assert_int_equal(cof_meta_changes(m, v.vno, 0, "", 2, change_fn, &b, &err), 0);
+	assert_string_equal(b.data, "1+d/1,1+e,");
+	cof_buf_release(&b);
+}
+
+/* What a txn sees: its own writes, and the volume as it will be. */
+static int txn_probe(cof_txn *tx, void *ctx, cof_err *err)
+{
+	cof_entry e;
+	cof_buf b = COF_BUF_INIT;
+	cof_volrow *v = cof_txn_volume(tx);
+	char sha[65];
+
+	assert_int_equal(v->seq, 2);
+	assert_int_equal(v->files, 1);
+	sha_for(sha, "hi");
+	assert_int_equal(cof_txn_get(tx, "p/one", &e, err), 1);
+	assert_int_equal(cof_txn_write(tx, "p/two", sha, 2, "text/plain", "hi", err), 0);
+	assert_int_equal(cof_txn_get(tx, "p/two", &e, err), 1);
+	assert_int_equal(e.size, 2);
+	assert_int_equal(cof_txn_volume(tx)->files, 2);
+	assert_int_equal(cof_txn_list(tx, "p/", count_fn, &b, err), 0);
+	assert_string_equal(b.data, "p/one,p/two,");
+	cof_buf_release(&b);
+	assert_int_equal(cof_txn_remove(tx, "p/one", err), 0);
+	assert_int_equal(cof_txn_get(tx, "p/one", &e, err), 0);
+	*(int *)ctx = 1;
+	return 0;
+}
+
+static void test_txn_view(void **state)
+{
+	cof_volrow v, got;
+	cof_err err = {0};
+	int64_t seq;
+	int ran = 0;
+
+	(void)state;
+	vol_add(org, "txn", &v);
+	change(v.vno, (const char *[]){"p/one=1", NULL}, 0);
+	assert_int_equal(cof_meta_change(m, v.vno, txn_probe, &ran, &seq, &err), 0);
+	assert_int_equal(ran, 1);
+	assert_int_equal(seq, 2);
+	assert_int_equal(cof_meta_volume_get(m, org, v.id, &got, &err), 0);
+	assert_int_equal(got.files, 1);
+	assert_string_equal(listing(v.vno, -1, "", NULL), "p/two,");
+	/* a change to a volume that is gone: 404 */
+	assert_int_equal(cof_meta_volume_delete(m, v.vno, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_change(m, v.vno, txn_probe, &ran, &seq, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+}
+
+static int snap_fn(void *ctx, const cof_snaprow *s)
+{
+	cof_buf_addf(ctx, "%s:%d,", s->labels, s->pinned);
+	return 0;
+}
+
+static void snap_new(cof_snaprow *s, const cof_volrow *v, int64_t seq, int pinned,
+		     const char *label)
+{
+	memset(s, 0, sizeof *s);
+	cof_id_new("snap_", s->id, sizeof s->id);
+	s->vno = s->src_vno = v->vno;
+	s->seq = seq;
+	s->pinned = pinned;
+	s->created_at = cof_now();
+	snprintf(s->labels, sizeof s->labels, "{\"l\":\"%s\"}", label);
+}
+
+static void test_snapshots_and_fork(void **state)
+{
+	cof_volrow v, f, got;
+	cof_snaprow s1, s2, s3, p1, p2, out;
+	cof_buf b = COF_BUF_INIT;
+	cof_err err = {0};
+	char dropped[48];
+
+	(void)state;
+	vol_add(org, "snaps", &v);
+	change(v.vno, (const char *[]){"k=1", NULL}, 0);
+	change(v.vno, (const char *[]){"k=22", "l=3", NULL}, 0);
+	snap_new(&s1, &v, 1, 0, "one");
+	snap_new(&s2, &v, 2, 0, "two");
+	snap_new(&s3, &v, 2, 0, "three");
+	assert_int_equal(cof_meta_snapshot_add(m, &s1, 2, 1, dropped, &err), 0);
+	assert_string_equal(dropped, "");
+	assert_int_equal(cof_meta_snapshot_add(m, &s2, 2, 1, dropped, &err), 0);
+	assert_int_equal(cof_meta_snapshot_add(m, &s3, 2, 1, dropped, &err), 0);
+	assert_string_equal(dropped, s1.id);
+	snap_new(&p1, &v, 1, 1, "p1");
+	snap_new(&p2, &v, 1, 1, "p2");
+	assert_int_equal(cof_meta_snapshot_add(m, &p1, 2, 1, dropped, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_add(m, &p2, 2, 1, dropped, &err), -1);
+	assert_int_equal(err.code, COF_ECONFLICT);
+	assert_int_equal(cof_meta_snapshot_list(m, v.vno, snap_fn, &b, &err), 0);
+	assert_string_equal(b.data, "{\"l\":\"two\"}:0,{\"l\":\"three\"}:0,{\"l\":\"p1\"}:1,");
+	cof_buf_release(&b);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s1.id, &out, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s2.id, &out, &err), 0);
+	assert_int_equal(out.seq, 2);
+	assert_int_equal(out.src_vno, v.vno);
+	/* pinning a second one past max_pinned: 409; labels alone change */
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_update(m, v.vno, s2.id, 1, NULL, 1, &err), -1);
+	assert_int_equal(err.code, COF_ECONFLICT);
+	assert_int_equal(cof_meta_snapshot_update(m, v.vno, s2.id, -1, "{\"l\":\"2\"}", 1, &err), 0);
+	assert_int_equal(cof_meta_snapshot_update(m, v.vno, p1.id, 0, NULL, 1, &err), 0);
+	assert_int_equal(cof_meta_snapshot_update(m, v.vno, s2.id, 1, NULL, 1, &err), 0);
+	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s2.id, &out, &err), 0);
+	assert_string_equal(out.labels, "{\"l\":\"2\"}");
+	assert_int_equal(out.pinned, 1);
+	assert_int_equal(cof_meta_snapshot_delete(m, v.vno, s3.id, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s3.id, &out, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+
+	/* a fork has the rows live at its seq, and its own history from there */
+	memset(&f, 0, sizeof f);
+	cof_id_new("vol_", f.id, sizeof f.id);
+	snprintf(f.org, sizeof f.org, "%s", org);
+	snprintf(f.name, sizeof f.name, "fork");
+	f.seq = 1;
+	f.capacity = 1 << 20;
+	assert_int_equal(cof_meta_volume_fork(m, &f, v.vno, 1, &err), 0);
+	assert_true(f.vno > 0 && f.vno != v.vno);
+	assert_string_equal(listing(f.vno, -1, "", NULL), "k,");
+	assert_int_equal(cof_meta_volume_get(m, org, f.id, &got, &err), 0);
+	assert_int_equal(got.seq, 1);
+	assert_int_equal(got.files, 1);
+	assert_int_equal(got.bytes, 1);
+	assert_int_equal(change(f.vno, (const char *[]){"m=x", NULL}, 0), 2);
+	assert_string_equal(listing(f.vno, -1, "", NULL), "k,m,");
+	assert_string_equal(listing(v.vno, -1, "", NULL), "k,l,");
+}
+
+static int run_fn(void *ctx, const cof_run_item *it)
+{
+	cof_buf_addf(ctx, "%s:%s:%lld:%s,", it->kind, it->path, (long long)it->version,
+		     it->caption);
+	return 0;
+}
+
+static int subject_fn(void *ctx, const char *subject, const char *vol)
+{
+	cof_buf_addf(ctx, "%s=%s,", subject, vol);
+	return 0;
+}
+
+static void test_agents(void **state)
+{
+	cof_agentrow a = {0}, got = {0};
+	cof_err err = {0};
+	cof_buf b = COF_BUF_INIT;
+	int64_t version = 0;
+	char sha[65], vol[48], seen[65];
+
+	(void)state;
+	snprintf(a.org, sizeof a.org, "%s", org);
+	snprintf(a.id, sizeof a.id, "agent-1");
+	snprintf(a.workspace, sizeof a.workspace, "vol_ws");
+	a.settings = "{\"x\":1}";
+	a.created_at = 1000;
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_agent_get(m, org, "agent-1", &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "agent-1"));
+	assert_int_equal(cof_meta_agent_put(m, &a, &err), 0);
+	a.settings = "{\"x\":2}";
+	assert_int_equal(cof_meta_agent_put(m, &a, &err), 0);
+	assert_int_equal(cof_meta_agent_get(m, org, "agent-1", &got, &err), 0);
+	assert_string_equal(got.settings, "{\"x\":2}");
+	assert_string_equal(got.workspace, "vol_ws");
+	assert_int_equal(got.created_at, 1000);
+	free(got.settings);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_agent_get(m, org2, "agent-1", &got, &err), -1);
+
+	sha_for(sha, "seen");
+	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_a", "f", &version, seen, &err), 0);
+	assert_int_equal(cof_meta_seen_put(m, org, "agent-1", "vol_a", "f", 3, sha, &err), 0);
+	assert_int_equal(cof_meta_seen_put(m, org, "agent-1", "vol_a", "f", 4, sha, &err), 0);
+	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_a", "f", &version, seen, &err), 1);
+	assert_int_equal(version, 4);
+	assert_string_equal(seen, sha);
+
+	cof_run_item i1 = {.kind = "file", .path = "o/a", .version = 1, .size = 1,
+			   .ctype = "text/plain", .caption = "", .url = ""};
+	cof_run_item i2 = {.kind = "presented", .path = "o/b", .version = 2, .size = 2,
+			   .ctype = "image/png", .caption = "c", .url = "u"};
+	assert_int_equal(cof_meta_run_add(m, org, "agent-1", "run1", &i1, &err), 0);
+	assert_int_equal(cof_meta_run_add(m, org, "agent-1", "run1", &i2, &err), 0);
+	i1.version = 5;
+	assert_int_equal(cof_meta_run_add(m, org, "agent-1", "run1", &i1, &err), 0);
+	assert_int_equal(cof_meta_run_list(m, org, "agent-1", "run1", run_fn, &b, &err), 0);
+	assert_string_equal(b.data, "file:o/a:5:,presented:o/b:2:c,");
+	cof_buf_reset(&b);
+	assert_int_equal(cof_meta_run_list(m, org, "agent-1", "run2", run_fn, &b, &err), 0);
+	assert_true(!b.data || !*b.data);
+
+	assert_int_equal(cof_meta_subject_get(m, org, "agent-1", "s1", vol, &err), 0);
+	assert_int_equal(cof_meta_subject_add(m, org, "agent-1", "s1", "vol_s1", &err), 1);
+	assert_int_equal(cof_meta_subject_add(m, org, "agent-1", "s1", "vol_other", &err), 0);
+	assert_int_equal(cof_meta_subject_add(m, org, "agent-1", "", "vol_skills", &err), 1);
+	assert_int_equal(cof_meta_subject_add(m, org, "agent-1", "a0", "vol_a0", &err), 1);
+	assert_int_equal(cof_meta_subject_get(m, org, "agent-1", "s1", vol, &err), 1);
+	assert_string_equal(vol, "vol_s1");
+	cof_buf_reset(&b);
+	assert_int_equal(cof_meta_subject_list(m, org, "agent-1", subject_fn, &b, &err), 0);
+	assert_string_equal(b.data, "=vol_skills,a0=vol_a0,s1=vol_s1,");
+	assert_int_equal(cof_meta_subject_delete_all(m, org, "agent-1", &err), 0);
+	assert_int_equal(cof_meta_subject_get(m, org, "agent-1", "s1", vol, &err), 0);
+
+	assert_int_equal(cof_meta_agent_delete(m, org, "agent-1", &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_agent_get(m, org, "agent-1", &got, &err), -1);
+	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_a", "f", &version, seen, &err), 0);
+	cof_buf_release(&b);
+}
+
+struct shas { char want[65]; int found; };
+
+static int sha_fn(void *ctx, const char *sha, int64_t size)
+{
+	struct shas *s = ctx;
+
+	if (!strcmp(sha, s->want))
+		s->found++;
+	return 0;
+}
+
+static int has(int (*each)(cof_meta *, cof_sha_fn, void *, cof_err *), const char *sha)
+{
+	struct shas s = {.found = 0};
+	cof_err err = {0};
+
+	snprintf(s.want, sizeof s.want, "%s", sha);
+	assert_int_equal(each(m, sha_fn, &s, &err), 0);
+	return s.found;
+}
+
+static int orphan(const char *sha, int64_t before)
+{
+	struct shas s = {.found = 0};
+	cof_err err = {0};
+
+	snprintf(s.want, sizeof s.want, "%s", sha);
+	assert_int_equal(cof_meta_gc_orphans(m, before, sha_fn, &s, &err), 0);
+	return s.found;
+}
+
+static void test_gc(void **state)
+{
+	cof_volrow v;
+	cof_entry e;
+	cof_err err = {0};
+	unsigned char *data = NULL;
+	size_t len = 0;
+	int64_t pruned = -1, now = cof_now();
+	char old[65], kept[65], pinned[65];
+
+	(void)state;
+	vol_add(org, "gc", &v);
+	sha_for(old, "old");
+	sha_for(kept, "kept!");
+	sha_for(pinned, "pinned");
+	assert_int_equal(cof_meta_blob_known(m, old, &err), 0);
+	change(v.vno, (const char *[]){"g=old", NULL}, 0);
+	assert_int_equal(cof_meta_blob_known(m, old, &err), 1);
+	assert_int_equal(cof_meta_blob_inline(m, old, &data, &len, &err), 1);
+	assert_int_equal(len, 3);
+	assert_memory_equal(data, "old", 3);
+	free(data);
+	change(v.vno, (const char *[]){"g=kept!", "h=pinned", NULL}, 0);
+	assert_int_equal(cof_meta_pin(m, org, "agent-gc", pinned, &err), 0);
+	assert_int_equal(has(cof_meta_referenced, old), 1);   /* a history row */
+	assert_int_equal(has(cof_meta_referenced, kept), 1);
+	/* history closed before now + 10 goes; its content is an orphan since then */
+	assert_int_equal(cof_meta_gc_prune(m, now + 10, 0, &pruned, &err), 0);
+	assert_true(pruned >= 1);
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "g", 1, &e, &err), 0);
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "g", 2, &e, &err), 1);
+	assert_int_equal(has(cof_meta_referenced, old), 0);
+	assert_int_equal(cof_meta_gc_mark(m, now, &err), 0);
+	assert_int_equal(orphan(old, now + 10), 1);
+	assert_int_equal(orphan(old, now - 100), 0);
+	assert_int_equal(orphan(kept, now + 100), 0);
+	/* a row naming it again un-marks it, and forget then refuses */
+	change(v.vno, (const char *[]){"again=old", NULL}, 0);
+	assert_int_equal(orphan(old, now + 100), 0);
+	assert_int_equal(cof_meta_blob_forget(m, old, &err), 0);
+	assert_int_equal(cof_meta_gc_mark(m, now, &err), 0);
+	assert_int_equal(orphan(old, now + 100), 0);
+	change(v.vno, (const char *[]){"-again", NULL}, 0);
+	assert_int_equal(cof_meta_gc_prune(m, now + 10, 0, &pruned, &err), 0);
+	assert_int_equal(cof_meta_gc_mark(m, now, &err), 0);
+	assert_int_equal(orphan(old, now + 100), 1);
+	assert_int_equal(cof_meta_blob_forget(m, old, &err), 1);
+	assert_int_equal(cof_meta_blob_known(m, old, &err), 0);
+	assert_int_equal(orphan(old, now + 100), 0);
+	/* a pin is a reference: pinned content is never an orphan */
+	change(v.vno, (const char *[]){"-h", NULL}, 0);
+	assert_int_equal(cof_meta_gc_prune(m, now + 10, 0, &pruned, &err), 0);
+	assert_int_equal(cof_meta_gc_mark(m, now, &err), 0);
+	assert_int_equal(orphan(pinned, now + 100), 0);
+	assert_int_equal(has(cof_meta_referenced, pinned), 1);
+	assert_int_equal(cof_meta_blob_forget(m, pinned, &err), 0);
+	assert_int_equal(cof_meta_blob_known(m, pinned, &err), 1);
+}
+
+/* The front refuses URLs it cannot serve, naming them. */
+static void test_open_urls(void **state)
+{
+	const char *url = getenv("COFFER_TEST_META_URL");
+	cof_meta *x = NULL;
+	cof_err err = {0};
+
+	(void)state;
+	if (!url || !*url) {
+		assert_string_equal(m->ops->name, "sqlite");
+		/* nothing listens on port 1: refused either way, with a reason */
+		cof_err_clear(&err);
+		assert_int_equal(cof_meta_open("postgres://u@127.0.0.1:1/db", &x, &err), -1);
+		assert_true(err.msg[0] != '\0');
+	}
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_open("s3://bucket/x", &x, &err), -1);
+	assert_non_null(strstr(err.msg, "s3://bucket/x"));
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_open("sqlite:", &x, &err), -1);
+	assert_non_null(strstr(err.msg, "empty"));
+	assert_null(x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_keys_and_idempotency),
+		cmocka_unit_test(test_volumes),
+		cmocka_unit_test(test_changes_and_reads),
+		cmocka_unit_test(test_list_prefix_edges),
+		cmocka_unit_test(test_changes_feed),
+		cmocka_unit_test(test_txn_view),
+		cmocka_unit_test(test_snapshots_and_fork),
+		cmocka_unit_test(test_agents),
+		cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_open_urls),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
