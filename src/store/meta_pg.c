@@ -402,48 +402,6 @@ int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *le
 	return 1;
 }
 
-const char *cof_pg_prefix_upper(const char *prefix, cof_buf *upper)
-{
-	size_t n = prefix ? strlen(prefix) : 0;
-
-	/* Drop trailing U+10FFFF (F4 8F BF BF): nothing follows it. */
-	while (n >= 4 && !memcmp(prefix + n - 4, "\xf4\x8f\xbf\xbf", 4))
-		n -= 4;
-	if (n == 0)
-		return NULL;
-	size_t start = n - 1;       /* the last character's first byte */
-	while (start > 0 && ((unsigned char)prefix[start] & 0xC0) == 0x80)
-		start--;
-	/* Decode it, take the next code point (past the surrogates), encode. */
-	const unsigned char *s = (const unsigned char *)prefix + start;
-	size_t clen = n - start;
-	uint32_t cp = clen == 1 ? s[0] : clen == 2 ? (uint32_t)(s[0] & 0x1F) << 6 | (s[1] & 0x3F)
-		: clen == 3 ? (uint32_t)(s[0] & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F)
-		: (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3F) << 12 |
-		  (uint32_t)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
-	cp++;
-	if (cp >= 0xD800 && cp < 0xE000)
-		cp = 0xE000;
-	char enc[4];
-	size_t elen;
-	if (cp < 0x80) {
-		enc[0] = (char)cp, elen = 1;
-	} else if (cp < 0x800) {
-		enc[0] = (char)(0xC0 | cp >> 6), enc[1] = (char)(0x80 | (cp & 0x3F)), elen = 2;
-	} else if (cp < 0x10000) {
-		enc[0] = (char)(0xE0 | cp >> 12), enc[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		enc[2] = (char)(0x80 | (cp & 0x3F)), elen = 3;
-	} else {
-		enc[0] = (char)(0xF0 | cp >> 18), enc[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		enc[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), enc[3] = (char)(0x80 | (cp & 0x3F));
-		elen = 4;
-	}
-	cof_buf_reset(upper);
-	if (cof_buf_add(upper, prefix, start) || cof_buf_add(upper, enc, elen))
-		return NULL;
-	return upper->data;
-}
-
 void cof_pg_row_entry(PGresult *r, int row, cof_entry *e)
 {
 	cof_pg_copy(r, row, 0, e->path, sizeof e->path);
@@ -456,27 +414,7 @@ void cof_pg_row_entry(PGresult *r, int row, cof_entry *e)
 
 /* ------------------------------------------------------------ open, close */
 
-int cof_pg_open(const char *url, cof_meta **out, cof_err *err)
-{
-	pg_meta *p = cof_calloc(1, sizeof *p);
-	pgconn *c;
-
-	if (!p || !(p->url = cof_strdup(url))) {
-		free(p);
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	}
-	pthread_mutex_init(&p->plock, NULL);
-	if (!(c = cof_pg_get((cof_meta *)(void *)p, err)) || migrate(c, err)) {
-		conn_close(c);
-		cof_pg_close((cof_meta *)(void *)p);
-		return -1;
-	}
-	cof_pg_put((cof_meta *)(void *)p, c);
-	*out = (cof_meta *)(void *)p;
-	return 0;
-}
-
-void cof_pg_close(cof_meta *m)
+static void pg_close(cof_meta *m)
 {
 	pg_meta *p = PGM(m);
 
@@ -490,4 +428,40 @@ void cof_pg_close(cof_meta *m)
 	pthread_mutex_destroy(&p->plock);
 	free(p->url);
 	free(p);
+}
+
+static cof_meta_ops pg_ops;
+
+static void ops_fill(void)
+{
+	pg_ops.name = "postgres";
+	pg_ops.close = pg_close;
+	cof_pg_ops_vol(&pg_ops);
+	cof_pg_ops_read(&pg_ops);
+	cof_pg_ops_write(&pg_ops);
+	cof_pg_ops_gc(&pg_ops);
+	cof_pg_ops_agent(&pg_ops);
+}
+
+int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pg_meta *p = cof_calloc(1, sizeof *p);
+	pgconn *c;
+
+	pthread_once(&once, ops_fill);
+	if (!p || !(p->url = cof_strdup(url))) {
+		free(p);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	p->base.ops = &pg_ops;
+	pthread_mutex_init(&p->plock, NULL);
+	if (!(c = cof_pg_get(&p->base, err)) || migrate(c, err)) {
+		conn_close(c);
+		pg_close(&p->base);
+		return -1;
+	}
+	cof_pg_put(&p->base, c);
+	*out = &p->base;
+	return 0;
 }

@@ -3,8 +3,8 @@
  * of the meta.h interface): the connection pool, prepared statements, the
  * query helper and row helpers.
  *
- * Every op of meta.h is implemented here as cof_pg_<op> with the parameters
- * and contract meta.h states; meta_pg.c puts them in the backend's table.
+ * Every member of cof_meta_ops is a static pg_<op> in one of the files, with
+ * the parameters and contract meta.h states; each file fills its members.
  */
 #ifndef COF_META_PG_H
 #define COF_META_PG_H
@@ -12,10 +12,6 @@
 #include <pthread.h>
 #include <libpq-fe.h>
 #include "store/meta.h"
-
-/* The backend-independent heads of cof_meta and cof_txn (meta.h), first. */
-#define COF_META_BASE
-#define COF_TXN_BASE
 
 #define PG_STMTS 128       /* prepared statements per connection (about 2x ours) */
 #define PG_POOL_IDLE 16    /* idle connections kept */
@@ -27,7 +23,7 @@ typedef struct pgconn {
 } pgconn;
 
 typedef struct pg_meta {
-	COF_META_BASE                 /* the backend-independent head (meta.h) */
+	cof_meta base;                /* first (meta.h) */
 	char *url;
 	pthread_mutex_t plock;
 	pgconn *idle;
@@ -35,7 +31,7 @@ typedef struct pg_meta {
 } pg_meta;
 
 typedef struct pg_txn {
-	COF_TXN_BASE
+	cof_txn base;                 /* first (meta.h) */
 	pgconn *c;
 	cof_volrow vol;
 	int ops;
@@ -80,8 +76,12 @@ int cof_pg_error(cof_err *err, pgconn *c, PGresult *res, const char *what);
 pgconn *cof_pg_begin(cof_meta *m, const char *mode, cof_err *err);
 int cof_pg_end(cof_meta *m, pgconn *c, int ok, cof_err *err);
 
-int cof_pg_open(const char *url, cof_meta **out, cof_err *err);
-void cof_pg_close(cof_meta *m);
+/* Each file of the backend fills its own members of the table (meta_pg.c). */
+void cof_pg_ops_vol(cof_meta_ops *o);
+void cof_pg_ops_read(cof_meta_ops *o);
+void cof_pg_ops_write(cof_meta_ops *o);
+void cof_pg_ops_gc(cof_meta_ops *o);
+void cof_pg_ops_agent(cof_meta_ops *o);
 
 /* Row helpers over text results. */
 int64_t cof_pg_int(PGresult *r, int row, int col);
@@ -89,10 +89,6 @@ void cof_pg_copy(PGresult *r, int row, int col, char *out, size_t outsz);
 /* The bytea value of a cell, malloc'd with a NUL after it (*len without it);
  * 0 = NULL cell (*data NULL), 1 = value, -1 = out of memory. */
 int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *len);
-/* The least string above every string that starts with `prefix` (bytewise,
- * valid UTF-8), into `upper`; NULL when there is none ("" or only U+10FFFF). */
-const char *cof_pg_prefix_upper(const char *prefix, cof_buf *upper);
-
 #define PG_ENTRY_COLS "path, version, size, sha256, ctype, updated_at"
 void cof_pg_row_entry(PGresult *r, int row, cof_entry *e);
 int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "store/meta_pg.h"
 
-int cof_pg_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
+static int pg_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
 {
 	return cof_pg_one(m, "INSERT INTO agents(org, id, workspace, settings, created_at)"
 		   " VALUES($1,$2,$3,$4,$5) ON CONFLICT(org, id) DO UPDATE SET workspace ="
@@ -16,7 +16,7 @@ int cof_pg_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
 		   a->workspace, a->settings, a->created_at);
 }
 
-int cof_pg_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+static int pg_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
 		     cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -44,7 +44,7 @@ int cof_pg_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow 
 	return rc;
 }
 
-int cof_pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
+static int pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
 {
 	static const char *const sqls[] = {
 		"DELETE FROM run_items WHERE org = $1 AND agent = $2",
@@ -62,7 +62,7 @@ int cof_pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *e
 	return cof_pg_end(m, c, rc, err);
 }
 
-int cof_pg_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
+static int pg_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
 		    const char *path, int64_t *version, char sha[65], cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -85,7 +85,7 @@ int cof_pg_seen_get(cof_meta *m, const char *org, const char *agent, const char 
 	return rc;
 }
 
-int cof_pg_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
+static int pg_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
 		    const char *path, int64_t version, const char *sha, cof_err *err)
 {
 	return cof_pg_one(m, "INSERT INTO seen(org, agent, vol, path, version, sha256)"
@@ -95,7 +95,7 @@ int cof_pg_seen_put(cof_meta *m, const char *org, const char *agent, const char 
 		   version, sha);
 }
 
-int cof_pg_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+static int pg_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
 		   const cof_run_item *it, cof_err *err)
 {
 	return cof_pg_one(m, "INSERT INTO run_items(org, agent, run, kind, path, version, size,"
@@ -107,7 +107,7 @@ int cof_pg_run_add(cof_meta *m, const char *org, const char *agent, const char *
 		   it->caption ? it->caption : "", it->url ? it->url : "");
 }
 
-int cof_pg_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+static int pg_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
 		    cof_run_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -137,7 +137,7 @@ int cof_pg_run_list(cof_meta *m, const char *org, const char *agent, const char 
 	return rc;
 }
 
-int cof_pg_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+static int pg_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
 	       cof_err *err)
 {
 	return cof_pg_one(m, "INSERT INTO pins(org, agent, sha256) VALUES($1,$2,$3) ON CONFLICT"
@@ -146,7 +146,7 @@ int cof_pg_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
 
 /* ------------------------------------------------------ subject workspaces */
 
-int cof_pg_subject_get(cof_meta *m, const char *org, const char *agent, const char *subject,
+static int pg_subject_get(cof_meta *m, const char *org, const char *agent, const char *subject,
 		       char vol[48], cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -166,7 +166,7 @@ int cof_pg_subject_get(cof_meta *m, const char *org, const char *agent, const ch
 	return rc;
 }
 
-int cof_pg_subject_add(cof_meta *m, const char *org, const char *agent, const char *subject,
+static int pg_subject_add(cof_meta *m, const char *org, const char *agent, const char *subject,
 		       const char *vol, cof_err *err)
 {
 	int64_t n = 0;
@@ -176,7 +176,7 @@ int cof_pg_subject_add(cof_meta *m, const char *org, const char *agent, const ch
 	return rc ? -1 : n > 0;
 }
 
-int cof_pg_subject_list(cof_meta *m, const char *org, const char *agent, cof_subject_fn fn,
+static int pg_subject_list(cof_meta *m, const char *org, const char *agent, cof_subject_fn fn,
 			void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -197,8 +197,25 @@ int cof_pg_subject_list(cof_meta *m, const char *org, const char *agent, cof_sub
 	return rc;
 }
 
-int cof_pg_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err)
+static int pg_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err)
 {
 	return cof_pg_one(m, "DELETE FROM subjects WHERE org = $1 AND agent = $2",
 		   "deleting subjects", NULL, err, "ss", org, agent);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_agent(cof_meta_ops *o)
+{
+	o->agent_put = pg_agent_put;
+	o->agent_get = pg_agent_get;
+	o->agent_delete = pg_agent_delete;
+	o->seen_get = pg_seen_get;
+	o->seen_put = pg_seen_put;
+	o->pin = pg_pin;
+	o->run_add = pg_run_add;
+	o->run_list = pg_run_list;
+	o->subject_get = pg_subject_get;
+	o->subject_add = pg_subject_add;
+	o->subject_list = pg_subject_list;
+	o->subject_delete_all = pg_subject_delete_all;
 }

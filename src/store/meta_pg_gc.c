@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include "store/meta_pg.h"
 
-int cof_pg_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
+static int pg_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		    int64_t *pruned, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
@@ -39,7 +39,7 @@ int cof_pg_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 	return cof_pg_end(m, c, rc, err);
 }
 
-int cof_pg_gc_mark(cof_meta *m, int64_t now, cof_err *err)
+static int pg_gc_mark(cof_meta *m, int64_t now, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
 	int rc;
@@ -67,7 +67,7 @@ static void each_sha(PGresult *r, cof_sha_fn fn, void *ctx)
 			break;
 }
 
-int cof_pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof_err *err)
+static int pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
 	PGresult *r;
@@ -75,10 +75,12 @@ int cof_pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof
 
 	if (!c)
 		return -1;
-	/* Content a write said it is about to name is no orphan for a while. */
+	/* Content a write said it is about to name is no orphan for a while;
+	 * content a collector claimed is its own (until the claim goes stale). */
 	if ((r = cof_pg_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= $1 AND"
-			  " (pending_at IS NULL OR pending_at < $2)", "reading blobs", err, "ii",
-			  before, cof_now() - COF_PG_PENDING_SECONDS))) {
+			  " (pending_at IS NULL OR pending_at < $2) AND (claimed_at IS NULL OR"
+			  " claimed_at < $3)", "reading blobs", err, "iii", before,
+			  cof_now() - COF_PG_PENDING_SECONDS, cof_now() - COF_PG_CLAIM_SECONDS))) {
 		each_sha(r, fn, ctx);
 		PQclear(r);
 		rc = 0;
@@ -93,7 +95,7 @@ int cof_pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof
  * pending_at on the same row, so exactly one of the two goes first and the
  * other sees what it did. A claim left by a collector that died is taken over
  * after COF_PG_CLAIM_SECONDS. */
-int cof_pg_blob_forget(cof_meta *m, const char *sha, cof_err *err)
+static int pg_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 {
 	int64_t n = 0, now = cof_now();
 
@@ -108,7 +110,7 @@ int cof_pg_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 }
 
 /* The claimed content's bytes are deleted: the row goes. */
-int cof_pg_blob_forgotten(cof_meta *m, const char *sha, cof_err *err)
+static int pg_blob_forgotten(cof_meta *m, const char *sha, cof_err *err)
 {
 	/* Unless a write named it meanwhile (inline content needs no bytes). */
 	return cof_pg_one(m, "DELETE FROM blobs WHERE sha256 = $1 AND claimed_at IS NOT NULL AND"
@@ -122,7 +124,7 @@ int cof_pg_blob_forgotten(cof_meta *m, const char *sha, cof_err *err)
  * 1 = a collector had claimed it and has now deleted its row: its bytes may
  * be gone, the caller checks them (and re-stores or refuses). Waits at most
  * COF_PG_CLAIM_SECONDS for a claim in progress (a delete takes milliseconds). */
-int cof_pg_blob_pending(cof_meta *m, const char *sha, int64_t size, cof_err *err)
+static int pg_blob_pending(cof_meta *m, const char *sha, int64_t size, cof_err *err)
 {
 	int64_t t0 = cof_mono_ms();
 	int was_claimed = 0;
@@ -155,7 +157,7 @@ int cof_pg_blob_pending(cof_meta *m, const char *sha, int64_t size, cof_err *err
 	}
 }
 
-int cof_pg_blob_known(cof_meta *m, const char *sha, cof_err *err)
+static int pg_blob_known(cof_meta *m, const char *sha, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
 	PGresult *r;
@@ -163,7 +165,9 @@ int cof_pg_blob_known(cof_meta *m, const char *sha, cof_err *err)
 
 	if (!c)
 		return -1;
-	if ((r = cof_pg_q(c, "SELECT 1 FROM blobs WHERE sha256 = $1", "blobs", err, "s", sha))) {
+	/* A claimed blob is being forgotten: it counts as gone already. */
+	if ((r = cof_pg_q(c, "SELECT 1 FROM blobs WHERE sha256 = $1 AND claimed_at IS NULL",
+			  "blobs", err, "s", sha))) {
 		rc = PQntuples(r) > 0;
 		PQclear(r);
 	}
@@ -171,7 +175,7 @@ int cof_pg_blob_known(cof_meta *m, const char *sha, cof_err *err)
 	return rc;
 }
 
-int cof_pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, size_t *len,
+static int pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, size_t *len,
 		       cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -192,7 +196,7 @@ int cof_pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, size_
 	return rc;
 }
 
-int cof_pg_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
+static int pg_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
 	PGresult *r;
@@ -208,4 +212,18 @@ int cof_pg_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 		rc = 0;
 	}
 	return cof_pg_end(m, c, rc, err);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_gc(cof_meta_ops *o)
+{
+	o->gc_prune = pg_gc_prune;
+	o->gc_mark = pg_gc_mark;
+	o->gc_orphans = pg_gc_orphans;
+	o->blob_forget = pg_blob_forget;
+	o->blob_known = pg_blob_known;
+	o->blob_inline = pg_blob_inline;
+	o->referenced = pg_referenced;
+	o->blob_pending = pg_blob_pending;
+	o->blob_forgotten = pg_blob_forgotten;
 }

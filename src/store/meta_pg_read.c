@@ -33,7 +33,7 @@ int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
 	return found;
 }
 
-int cof_pg_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 			  cof_entry *out, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -46,7 +46,7 @@ int cof_pg_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at
 	return rc;
 }
 
-int cof_pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+static int pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		      cof_entry *out, unsigned char **data, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -90,12 +90,12 @@ static int list_page(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
 
 	if (at_seq < 0)
 		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path >= $2 AND ($3::text IS NULL OR path < $3) AND path > $4 AND"
+			     " path >= $2 AND path < $3 AND path > $4 AND"
 			     " to_seq IS NULL ORDER BY path LIMIT $5", "listing files", err,
 			     "isssi", vno, prefix, upper, after, (int64_t)LIST_PAGE);
 	else
 		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path >= $2 AND ($3::text IS NULL OR path < $3) AND path > $4 AND"
+			     " path >= $2 AND path < $3 AND path > $4 AND"
 			     " from_seq <= $6 AND (to_seq IS NULL OR to_seq > $6) ORDER BY path"
 			     " LIMIT $5", "listing files", err, "isssii", vno, prefix, upper, after,
 			     (int64_t)LIST_PAGE, at_seq);
@@ -128,7 +128,8 @@ int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	snprintf(cursor, COF_PATH_MAX + 1, "%s", after ? after : "");
-	up = cof_pg_prefix_upper(prefix, &upper);
+	cof_prefix_upper(prefix ? prefix : "", &upper);
+	up = upper.data;
 	do {
 		rc = list_page(c, vno, at_seq, prefix ? prefix : "", up, cursor, e, fn, ctx,
 			       &n, &stop, err);
@@ -139,7 +140,7 @@ int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix
 	return rc;
 }
 
-int cof_pg_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
+static int pg_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 		const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
@@ -151,7 +152,7 @@ int cof_pg_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 	return cof_pg_end(m, c, rc, err);
 }
 
-int cof_pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+static int pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		   int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -165,10 +166,11 @@ int cof_pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		cof_pg_put(m, c);
 		return c ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
 	}
+	cof_prefix_upper(prefix ? prefix : "", &upper);
 	r = cof_pg_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE"
-		     " vno = $1 AND seq > $2 AND path >= $3 AND ($4::text IS NULL OR path < $4)"
+		     " vno = $1 AND seq > $2 AND path >= $3 AND path < $4"
 		     " ORDER BY seq, path LIMIT $5", "reading changes", err, "iissi", vno, since,
-		     prefix ? prefix : "", cof_pg_prefix_upper(prefix, &upper), limit);
+		     prefix ? prefix : "", upper.data, limit);
 	if (r) {
 		for (int i = 0; i < PQntuples(r); i++) {
 			ch->seq = cof_pg_int(r, i, 0);
@@ -187,4 +189,13 @@ int cof_pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 	free(ch);
 	cof_pg_put(m, c);
 	return rc;
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_read(cof_meta_ops *o)
+{
+	o->entry_read = pg_entry_read;
+	o->list = pg_list;
+	o->changes = pg_changes;
+	o->entry_get = pg_entry_get;
 }

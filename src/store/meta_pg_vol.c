@@ -7,7 +7,7 @@
 
 /* ---------------------------------------------------- keys, idempotency */
 
-int cof_pg_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
+static int pg_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
 	int rc;
@@ -21,7 +21,7 @@ int cof_pg_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_
 	return rc;
 }
 
-int cof_pg_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
+static int pg_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
 	PGresult *r;
@@ -45,7 +45,7 @@ int cof_pg_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *
 	return rc;
 }
 
-int cof_pg_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
+static int pg_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		    char **value, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -69,7 +69,7 @@ int cof_pg_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl
 	return rc;
 }
 
-int cof_pg_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
+static int pg_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
 		    cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -121,7 +121,7 @@ int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err)
 	return 0;
 }
 
-int cof_pg_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
+static int pg_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
 	int rc;
@@ -162,7 +162,7 @@ int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id, 
 	return 0;
 }
 
-int cof_pg_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
+static int pg_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
 		      cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -175,7 +175,7 @@ int cof_pg_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *
 	return rc;
 }
 
-int cof_pg_volume_list(cof_meta *m, const char *org, const char *prefix,
+static int pg_volume_list(cof_meta *m, const char *org, const char *prefix,
 		       const char *after_name, const char *after_id, int64_t limit,
 		       cof_vol_fn fn, void *ctx, cof_err *err)
 {
@@ -187,11 +187,11 @@ int cof_pg_volume_list(cof_meta *m, const char *org, const char *prefix,
 
 	if (!c)
 		return -1;
+	cof_prefix_upper(prefix ? prefix : "", &upper);
 	r = cof_pg_q(c, "SELECT id, name, seq, files, bytes, created_at FROM volumes"
-		     " WHERE org = $1 AND hidden = 0 AND name >= $2 AND ($3::text IS NULL OR"
-		     " name < $3) AND (name > $4 OR (name = $4 AND id > $5))"
+		     " WHERE org = $1 AND hidden = 0 AND name >= $2 AND name < $3 AND (name > $4 OR (name = $4 AND id > $5))"
 		     " ORDER BY name, id LIMIT $6", "listing volumes", err, "sssssi", org,
-		     prefix ? prefix : "", cof_pg_prefix_upper(prefix, &upper),
+		     prefix ? prefix : "", upper.data,
 		     after_name ? after_name : "", after_id ? after_id : "", limit);
 	if (r) {
 		memset(&v, 0, sizeof v);
@@ -276,7 +276,7 @@ static int hidden_volumes_drop(pgconn *c, int64_t vno, cof_err *err)
 			"deleting the volumes of files-snapshots", err);
 }
 
-int cof_pg_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
+static int pg_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
 	cof_volrow v;
@@ -302,7 +302,7 @@ int cof_pg_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 	return cof_pg_end(m, c, rc, err);
 }
 
-int cof_pg_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+static int pg_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
 		       cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
@@ -329,4 +329,18 @@ int cof_pg_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_s
 		PQclear(r);
 	}
 	return cof_pg_end(m, c, rc, err);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_vol(cof_meta_ops *o)
+{
+	o->key_add = pg_key_add;
+	o->key_find = pg_key_find;
+	o->idem_get = pg_idem_get;
+	o->idem_put = pg_idem_put;
+	o->volume_add = pg_volume_add;
+	o->volume_get = pg_volume_get;
+	o->volume_list = pg_volume_list;
+	o->volume_delete = pg_volume_delete;
+	o->volume_fork = pg_volume_fork;
 }

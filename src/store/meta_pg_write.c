@@ -17,10 +17,10 @@
 
 /* ------------------------------------------------------------- changes */
 
-int cof_pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
+static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		  cof_err *err)
 {
-	pg_txn tx = {.now = cof_now()};
+	pg_txn tx = {.base.m = m, .now = cof_now()};
 	char note[48];
 	int rc;
 
@@ -50,17 +50,17 @@ int cof_pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *s
 	return 0;
 }
 
-cof_volrow *cof_pg_txn_volume(cof_txn *tx)
+static cof_volrow *pg_txn_volume(cof_txn *tx)
 {
 	return &PGT(tx)->vol;
 }
 
-int cof_pg_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
+static int pg_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
 {
 	return cof_pg_entry_get(PGT(tx)->c, PGT(tx)->vol.vno, path, -1, out, err);
 }
 
-int cof_pg_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+static int pg_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
 		    cof_err *err)
 {
 	return cof_pg_entry_list(PGT(tx)->c, PGT(tx)->vol.vno, -1, prefix, NULL, fn, ctx, err);
@@ -101,7 +101,7 @@ static int record_change(pg_txn *tx, const char *path, int removed, int64_t vers
 	return 0;
 }
 
-int cof_pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t size,
+static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t size,
 		     const char *ctype, const void *inline_data, cof_err *err)
 {
 	pg_txn *tx = PGT(t);
@@ -134,7 +134,7 @@ out:
 	return rc;
 }
 
-int cof_pg_txn_remove(cof_txn *t, const char *path, cof_err *err)
+static int pg_txn_remove(cof_txn *t, const char *path, cof_err *err)
 {
 	pg_txn *tx = PGT(t);
 	cof_entry *old = cof_malloc(sizeof *old);
@@ -231,7 +231,7 @@ static int snapshot_retain(pgconn *c, int64_t vno, int keep, char dropped[48], c
 	return n < 0 ? -1 : 0;
 }
 
-int cof_pg_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
+static int pg_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
 			char dropped[48], cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
@@ -269,7 +269,7 @@ static int snapshot_load(pgconn *c, int64_t vno, const char *sid, cof_snaprow *o
 	return found ? 0 : cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
 }
 
-int cof_pg_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+static int pg_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
 			cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -282,7 +282,7 @@ int cof_pg_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *
 	return rc;
 }
 
-int cof_pg_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx, cof_err *err)
+static int pg_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
 	cof_snaprow *s = cof_malloc(sizeof *s);
@@ -306,7 +306,7 @@ int cof_pg_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx, co
 	return rc;
 }
 
-int cof_pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
+static int pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
 			   const char *labels, int max_pinned, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
@@ -332,7 +332,7 @@ int cof_pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned
 	return cof_pg_end(m, c, rc, err);
 }
 
-int cof_pg_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
+static int pg_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
 	cof_snaprow *s = cof_malloc(sizeof *s);
@@ -348,4 +348,20 @@ int cof_pg_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *e
 		rc = cof_pg_snapshot_drop(c, sid, vno, s->src_vno, err);
 	free(s);
 	return cof_pg_end(m, c, rc, err);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_write(cof_meta_ops *o)
+{
+	o->change = pg_change;
+	o->txn_volume = pg_txn_volume;
+	o->txn_get = pg_txn_get;
+	o->txn_list = pg_txn_list;
+	o->txn_write = pg_txn_write;
+	o->txn_remove = pg_txn_remove;
+	o->snapshot_add = pg_snapshot_add;
+	o->snapshot_get = pg_snapshot_get;
+	o->snapshot_list = pg_snapshot_list;
+	o->snapshot_update = pg_snapshot_update;
+	o->snapshot_delete = pg_snapshot_delete;
 }

@@ -297,6 +297,8 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	pthread_rwlock_rdlock(&st->gc_lock);
 	if (up->w) {
 		rc = st->blobs->commit(up->w, sha, &size, err);
+		if (!rc)
+			rc = cof_content_pending(st, sha, size, err);
 	} else {
 		size = up->size;
 		rc = cof_sha256_hex(up->head, up->headlen, sha)

@@ -79,6 +79,9 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err)
 		if (gone && !st->blobs->remove(st->blobs, s.shas[i], err)) {
 			s.deleted++;
 			s.freed += s.sizes[i];
+			/* The claim blob_forget took ends with the bytes gone. */
+			if (i < tracked && cof_meta_blob_forgotten(st->meta, s.shas[i], err))
+				break;
 		}
 	}
 	pthread_rwlock_unlock(&st->gc_lock);
