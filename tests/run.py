@@ -165,11 +165,17 @@ def run_units(args, results, scale):
     jobs = [lambda b=b: run_unit(b, args, results, scale) for b in bins]
     if args.pg:
         # The metadata contracts again, on a PostgreSQL database of their own.
+        def on_pg(b):
+            try:
+                url = args.pg.new_database(args.build)
+            except Exception as e:
+                results.add(PASS_PREFIX + os.path.basename(b) + "::<setup>", "fail", str(e))
+                return
+            run_unit(b, args, results, scale, prefix=PASS_PREFIX,
+                     extra_env={"COFFER_TEST_META_URL": url})
         for b in bins:
             if "meta_conformance" in os.path.basename(b):
-                jobs.append(lambda b=b: run_unit(
-                    b, args, results, scale, prefix=PASS_PREFIX,
-                    extra_env={"COFFER_TEST_META_URL": args.pg.new_database(args.build)}))
+                jobs.append(lambda b=b: on_pg(b))
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         list(ex.map(lambda job: job(), jobs))
 
