@@ -185,8 +185,12 @@ static int cmd_lat(const char *data, const char *vol, long n, long reads, long w
 		if (f.data) /* small content comes inline, already read */
 			memcpy(buf, f.data, (size_t)f.size < sizeof buf ? (size_t)f.size : sizeof buf);
 		else
-			while (read(f.fd, buf, sizeof buf) > 0)
-				;
+			for (int64_t off = 0, got = 1; got > 0; off += got) {
+				size_t n = 0;
+				if (cof_file_read_at(&f, off, buf, sizeof buf, &n, &err))
+					die(path, &err);
+				got = (int64_t)n;
+			}
 		cof_file_close(&f);
 		rv[k] = now() - t0;
 	}

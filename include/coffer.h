@@ -69,9 +69,13 @@ typedef struct cof_store cof_store;
 typedef struct cof_store_opts {
 	int64_t gc_grace_seconds;   /* unreferenced content kept this long; 0 = 24 h */
 	int64_t history_seconds;    /* changes feed kept at least this long; 0 = 7 days */
+	const char *meta_url;       /* the metadata store (meta.h cof_meta_open); NULL = DIR/meta.db */
+	const char *blobs_url;      /* the blob store (blob.h cof_blobstore_open_url); NULL = DIR */
+	int tool;                   /* an offline tool (fsck, gc): no admin key made or recorded */
 } cof_store_opts;
 
-/* Opens (creating if needed) the data dir: blobs/, meta.db, link.key. The admin key
+/* Opens (creating if needed) the data dir: blobs/, meta.db, link.key (blobs and
+ * metadata elsewhere when opts names them; the URLs are borrowed). The admin key
  * is created on first open; cof_store_admin_key() returns it (owned by the store). */
 int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		   cof_err *err);
@@ -172,11 +176,12 @@ int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
 		       const char *content_type, cof_cond cond, json_t **out,
 		       int *created, cof_err *err);
 
-/* An open file for reading: what GET needs to answer. The bytes are either in
- * `fd` (content in the blob store) or, for small content kept inline in the
- * metadata, in `data` (fd is then -1). Both are owned: cof_file_close. */
+/* An open file for reading: what GET needs to answer. The bytes are either
+ * behind `reader` (content in the blob store: read them with cof_file_read_at)
+ * or, for small content kept inline in the metadata, in `data` (reader is then
+ * NULL). Both are owned: cof_file_close. A zeroed cof_file is closed. */
 typedef struct cof_file {
-	int fd;
+	struct cof_blob_reader *reader; /* private to the library */
 	unsigned char *data;
 	int64_t version;
 	int64_t size;
@@ -190,6 +195,13 @@ typedef struct cof_file {
 int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
 		  const char *snapshot, cof_file *out, cof_err *err);
 void cof_file_close(cof_file *f);
+/* Reads up to `len` bytes of the file at `off`; *got = 0 only at or past the
+ * end. -1 with err when the store fails. */
+int cof_file_read_at(const cof_file *f, int64_t off, void *buf, size_t len, size_t *got,
+		     cof_err *err);
+/* A local file descriptor holding the file's bytes, for sendfile (the file
+ * keeps it: do not close it), or -1: read with cof_file_read_at instead. */
+int cof_file_fd(const cof_file *f);
 
 /* DELETE /v1/volumes/{id}/files/{path}; answer {path, seq}. */
 int cof_file_remove(cof_store *st, const char *org, const char *vol,

@@ -32,7 +32,6 @@ int cof_agent_file_open(cof_store *st, const char *org, const char *id, const ch
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (file_target(st, org, id, path, &a, &t, err))
 		return -1;
 	rc = cof_file_open(st, org, t.mount->vol, t.vpath, NULL, out, err);

@@ -307,7 +307,6 @@ int cof_subject_file_open(cof_store *st, const char *org, const char *agent,
 	char vol[48];
 
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (path_arg(path, "path", &p, err) || subject_open(st, org, agent, subject, vol, err))
 		return -1;
 	return cof_file_open(st, org, vol, p, NULL, out, err);
@@ -444,7 +443,6 @@ int cof_subject_memory_open(cof_store *st, const char *org, const char *agent,
 	cof_err e2 = {0};
 
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (memory_path(name, path, sizeof path, err) ||
 	    subject_open(st, org, agent, subject, vol, err))
 		return -1;

@@ -67,14 +67,15 @@ static int file_bytes(cof_store *st, const cof_agent *a, const cof_target *t,
 	unsigned char *buf = cof_malloc((size_t)f->size + 1);
 	int64_t got = 0;
 	while (buf && got < f->size) {
-		ssize_t n = pread(f->fd, buf + got, (size_t)(f->size - got), got);
-		if (n <= 0)
+		size_t n = 0;
+		if (cof_file_read_at(f, got, buf + got, (size_t)(f->size - got), &n, &e) || !n)
 			break;
-		got += n;
+		got += (int64_t)n;
 	}
 	cof_file_close(f);
 	if (!buf || got < f->size) {
 		free(buf);
+		cof_err_clear(&e);
 		return cof_error(err, COF_EINTERNAL, "cannot read '%s'", t->apath);
 	}
 	buf[f->size] = '\0';

@@ -60,7 +60,7 @@ int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st)
 	cli_buf_addf(&meta, "%s/meta.db", dir);
 	missing = stat(meta.data, &sb) != 0;
 	cof_buf_release(&meta);
-	if (missing)
+	if (missing && !(opts && opts->meta_url))
 		return cli_fail("'%s' is not a coffer data dir (no meta.db)", dir);
 	if (cof_store_open(dir, opts, st, &err)) {
 		cli_fail("cannot open data dir '%s': %s (%s)", dir, err.msg,
@@ -109,22 +109,34 @@ static void admin_report(json_t *rep)
 	}
 }
 
-/* Shared body of gc and fsck once their options are parsed: open DIR, run,
- * print, close. fsck exits 1 unless the report says ok. grace < 0: default. */
-static int admin_store_run(const cli_cmd *cmd, const char *dir, int64_t grace, int is_gc)
+/* Where gc and fsck find the dataset: --data DIR, and --meta/--blobs URLs
+ * for engines outside it (docs/api.md "Running on several nodes"). */
+typedef struct admin_where {
+	const char *dir, *meta, *blobs;
+} admin_where;
+
+/* Shared body of gc and fsck once their options are parsed: open the store,
+ * run, print, close. fsck exits 1 unless the report says ok. grace < 0:
+ * default. With --meta and no --data, DIR is a temp folder of the tool's
+ * own (it holds no dataset: the engines do), removed at the end. */
+static int admin_store_run(const cli_cmd *cmd, admin_where w, int64_t grace, int is_gc)
 {
-	cof_store_opts sopts = {0};
+	cof_store_opts sopts = {.meta_url = w.meta, .blobs_url = w.blobs, .tool = 1};
+	char tmp[] = "/tmp/coffer-tool-XXXXXX";
 	cof_store *st = NULL;
 	cof_err err = {0};
 	json_t *rep = NULL;
 	int rc;
 
-	if (!dir)
-		return cli_usage(cmd, "missing --data DIR");
+	if (!w.dir && !w.meta)
+		return cli_usage(cmd, "missing --data DIR (or --meta URL)");
+	if (!w.dir && !mkdtemp(tmp))
+		return cli_fail("cannot make a temp folder: %s", strerror(errno));
 	if (grace >= 0)
 		sopts.gc_grace_seconds = grace ? grace : 1; /* 0 means "default" below */
-	if ((rc = cli_open_data(dir, &sopts, &st)))
-		return rc;
+	rc = cli_open_data(w.dir ? w.dir : tmp, &sopts, &st);
+	if (rc)
+		goto out;
 	if ((is_gc ? cof_gc(st, &rep, &err) : cof_fsck(st, &rep, &err))) {
 		rc = cli_fail("%s failed: %s (%s)", cmd->name, err.msg, cof_code_type(err.code));
 		cof_err_clear(&err);
@@ -135,16 +147,27 @@ static int admin_store_run(const cli_cmd *cmd, const char *dir, int64_t grace, i
 	}
 	json_decref(rep);
 	cof_store_close(st);
+out:
+	if (!w.dir) {
+		cof_buf cmd_rm = COF_BUF_INIT;
+		cli_buf_addf(&cmd_rm, "rm -rf '%s'", tmp);
+		if (system(cmd_rm.data) != 0)
+			fprintf(stderr, "coffer: could not remove %s\n", tmp);
+		cof_buf_release(&cmd_rm);
+	}
 	return rc;
 }
 
 /* coffer gc --data DIR [--grace SECONDS] */
 static int admin_gc(const cli_cmd *cmd, int argc, char **argv)
 {
-	const char *dir = NULL, *pos[1];
+	const char *pos[1];
+	admin_where w = {0};
 	int64_t grace = -1;
 	const cli_opt opts[] = {
-		{"data", 'd', CLI_OPT_STR, &dir},
+		{"data", 'd', CLI_OPT_STR, &w.dir},
+		{"meta", 0, CLI_OPT_STR, &w.meta},
+		{"blobs", 0, CLI_OPT_STR, &w.blobs},
 		{"grace", 0, CLI_OPT_INT, &grace},
 		{NULL, 0, 0, NULL},
 	};
@@ -152,22 +175,25 @@ static int admin_gc(const cli_cmd *cmd, int argc, char **argv)
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
-	return admin_store_run(cmd, dir, grace, 1);
+	return admin_store_run(cmd, w, grace, 1);
 }
 
 /* coffer fsck --data DIR */
 static int admin_fsck(const cli_cmd *cmd, int argc, char **argv)
 {
-	const char *dir = NULL, *pos[1];
+	const char *pos[1];
+	admin_where w = {0};
 	const cli_opt opts[] = {
-		{"data", 'd', CLI_OPT_STR, &dir},
+		{"data", 'd', CLI_OPT_STR, &w.dir},
+		{"meta", 0, CLI_OPT_STR, &w.meta},
+		{"blobs", 0, CLI_OPT_STR, &w.blobs},
 		{NULL, 0, 0, NULL},
 	};
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
-	return admin_store_run(cmd, dir, -1, 0);
+	return admin_store_run(cmd, w, -1, 0);
 }
 
 const cli_cmd cli_admin_cmds[] = {
@@ -181,19 +207,23 @@ const cli_cmd cli_admin_cmds[] = {
 	 "                       new one; default: the caller's)\n"
 	 "  --agent A            bind the key to agent A\n",
 	 admin_key_create},
-	{NULL, "gc", "--data DIR [--grace SECONDS]",
+	{NULL, "gc", "--data DIR [--meta URL] [--blobs URL] [--grace SECONDS]",
 	 "delete content nothing refers to any more (works on the data dir)",
 	 "Opens DIR directly (no server needed; a running cofferd may share it).\n\n"
 	 "Options:\n"
 	 "  -d, --data DIR       the data dir\n"
+	 "  --meta URL           the metadata store, when not DIR/meta.db\n"
+	 "  --blobs URL          the blob store, when not DIR/blobs\n"
 	 "  --grace SECONDS      keep unreferenced content this long (default 24 h)\n",
 	 admin_gc},
-	{NULL, "fsck", "--data DIR",
+	{NULL, "fsck", "--data DIR [--meta URL] [--blobs URL]",
 	 "check that every stored file's content exists and hashes right",
 	 "Opens DIR directly (no server needed). Exits 1 when something is missing\n"
 	 "or corrupt.\n\n"
 	 "Options:\n"
-	 "  -d, --data DIR       the data dir\n",
+	 "  -d, --data DIR       the data dir\n"
+	 "  --meta URL           the metadata store, when not DIR/meta.db\n"
+	 "  --blobs URL          the blob store, when not DIR/blobs\n",
 	 admin_fsck},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -107,7 +107,6 @@ enum MHD_Result http_agent_file_get(http_req *req)
 	cof_file f;
 
 	memset(&f, 0, sizeof(f));
-	f.fd = -1;
 	if (http_agent_allowed(req, &err) ||
 	    cof_agent_file_open(req->srv->st, ORG(req), req->param[0],
 				agent_path(req, req->param[1]), &f, &err))

@@ -3,11 +3,13 @@
  *
  * Uploads stream: each body chunk goes to cof_upload_write as it arrives, so
  * memory use does not grow with the file. Downloads are zero-copy from the
- * library's fd (MHD uses sendfile), with the headers that keep a file from
+ * library's local fd when it has one (MHD uses sendfile), else read through
+ * the library's reader as MHD asks for each block, with the headers that keep a file from
  * ever running as this server's origin.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -88,10 +90,54 @@ static enum MHD_Result send_416(http_req *req, const cof_file *f, const char *et
 	return http_queue(req, MHD_HTTP_RANGE_NOT_SATISFIABLE, resp);
 }
 
-/* Makes the body response for bytes [start, start+len) of f: zero copy. */
-static struct MHD_Response *bytes_response(const cof_file *f, int64_t start, int64_t len)
+/* A body read through the library's reader (no local fd: S3, inline content
+ * behind a reader): the file, taken over from the caller, and its range. */
+typedef struct body_src {
+	cof_file f;
+	int64_t start, end;
+} body_src;
+
+#define BODY_BLOCK (64 * 1024)
+
+/* MHD_ContentReaderCallback: the next piece of the range. A store that
+ * fails or ends early cuts the stream (MHD closes the connection at once:
+ * the client sees fewer bytes than Content-Length said, never a stall). */
+static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	body_src *b = cls;
+	int64_t off = b->start + (int64_t)pos;
+	size_t got = 0;
+	cof_err err = { 0 };
+
+	if (off >= b->end)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if ((int64_t)max > b->end - off)
+		max = (size_t)(b->end - off);
+	if (cof_file_read_at(&b->f, off, buf, max, &got, &err) || got == 0) {
+		fprintf(stderr, "cofferd: download of content %.12s cut at byte %" PRId64 ": %s\n",
+			b->f.sha256, off, err.msg[0] ? err.msg : "it ends before its recorded size");
+		cof_err_clear(&err);
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	return (ssize_t)got;
+}
+
+/* MHD_ContentReaderFreeCallback. */
+static void body_free(void *cls)
+{
+	body_src *b = cls;
+
+	cof_file_close(&b->f);
+	free(b);
+}
+
+/* Makes the body response for bytes [start, start+len) of f: zero copy from
+ * a local fd (sendfile) when the store has one, else read through the
+ * reader, which the response then owns (f is left without it). */
+static struct MHD_Response *bytes_response(cof_file *f, int64_t start, int64_t len)
 {
 	struct MHD_Response *resp;
+	body_src *b;
 	int fd;
 
 	if (len == 0)
@@ -99,12 +145,27 @@ static struct MHD_Response *bytes_response(const cof_file *f, int64_t start, int
 	if (f->data) /* small content kept inline: copied once into the response */
 		return MHD_create_response_from_buffer((size_t)len, f->data + start,
 						       MHD_RESPMEM_MUST_COPY);
-	fd = dup(f->fd); /* MHD closes its fd; the library closes its own */
-	if (fd < 0)
+	if (cof_file_fd(f) >= 0) {
+		fd = dup(cof_file_fd(f)); /* MHD closes its fd; the library closes its own */
+		if (fd < 0)
+			return NULL;
+		resp = MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)start);
+		if (resp == NULL)
+			close(fd);
+		return resp;
+	}
+	if (!(b = calloc(1, sizeof *b)))
 		return NULL;
-	resp = MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)start);
-	if (resp == NULL)
-		close(fd);
+	b->f = *f;
+	b->start = start;
+	b->end = start + len;
+	resp = MHD_create_response_from_callback((uint64_t)len, BODY_BLOCK, body_read, b,
+						 body_free);
+	if (resp == NULL) {
+		free(b);
+		return NULL;
+	}
+	f->reader = NULL; /* the response's now */
 	return resp;
 }
 
@@ -149,7 +210,7 @@ void http_disposition(const char *disp, const char *path, char *out, size_t outs
 }
 
 /* Answers the bytes (200/206/416) once preconditions are settled. */
-static enum MHD_Result serve_bytes(http_req *req, const cof_file *f, const char *etag,
+static enum MHD_Result serve_bytes(http_req *req, cof_file *f, const char *etag,
 				   const char *name)
 {
 	const char *range = http_header(req, MHD_HTTP_HEADER_RANGE);
@@ -406,7 +467,6 @@ enum MHD_Result http_file_get(http_req *req)
 	const char *snap;
 
 	memset(&f, 0, sizeof(f));
-	f.fd = -1;
 	if (http_query(req, "snapshot", &snap, &err) ||
 	    cof_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], snap,
 			  &f, &err))
@@ -438,7 +498,6 @@ enum MHD_Result http_link_get(http_req *req)
 	cof_file f;
 
 	memset(&f, 0, sizeof(f));
-	f.fd = -1;
 	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err) ||
 	    cof_link_open(req->srv->st, &req->link, &f, &err))
 		return http_send_error(req, &err);

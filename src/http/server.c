@@ -61,6 +61,8 @@ typedef struct server_opts {
 	int64_t max_conns_per_ip;
 	int64_t head_timeout;
 	int turn_rlimits;        /* --turn-limits rlimit */
+	const char *meta;        /* --meta URL; NULL = DATA/meta.db */
+	const char *blobs;       /* --blobs URL; NULL = DATA/blobs */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -100,7 +102,8 @@ typedef struct head_guard {
 
 static void usage(FILE *to)
 {
-	fputs("usage: cofferd [--data DIR] [--listen HOST:PORT] [--gc-grace SECONDS]\n"
+	fputs("usage: cofferd [--data DIR] [--meta URL] [--blobs URL] [--listen HOST:PORT]\n"
+	      "               [--gc-grace SECONDS]\n"
 	      "               [--gc-interval SECONDS] [--history SECONDS] [--scratch DIR]\n"
 	      "               [--scratch-mode kernel|walk] [--turn-limits cgroup|rlimit]\n"
 	      "               [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
@@ -109,6 +112,11 @@ static void usage(FILE *to)
 	      "               [--max-conns-per-ip N] [--head-timeout SECONDS]\n"
 	      "               [--help] [--version]\n"
 	      "  --data DIR             data directory (default ./data)\n"
+	      "  --meta URL             the metadata store: a SQLite file (PATH or\n"
+	      "                         sqlite:PATH) or postgres://... (default\n"
+	      "                         DATA/meta.db)\n"
+	      "  --blobs URL            the blob store: a directory or s3://BUCKET/PREFIX\n"
+	      "                         (default DATA: DATA/blobs)\n"
 	      "  --listen HOST:PORT     address to serve (default 127.0.0.1:7700;\n"
 	      "                         port 0 picks a free port)\n"
 	      "  --gc-grace SECONDS     keep unreferenced content this long (default 86400)\n"
@@ -201,6 +209,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
+			    !strcmp(a, "--meta") || !strcmp(a, "--blobs") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
 			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
 			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace") ||
@@ -230,6 +239,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		i++;
 		if (!strcmp(a, "--data") && *v) {
 			o->data = v;
+		} else if (!strcmp(a, "--meta") && *v) {
+			o->meta = v;
+		} else if (!strcmp(a, "--blobs") && *v) {
+			o->blobs = v;
 		} else if (!strcmp(a, "--listen")) {
 			if (parse_listen(v, o) == 0)
 				continue;
@@ -582,6 +595,8 @@ static int open_store(const server_opts *o, cof_store **st)
 
 	so.gc_grace_seconds = o->gc_grace < 0 ? 0 : (o->gc_grace == 0 ? 1 : o->gc_grace);
 	so.history_seconds = o->history; /* 0 = the default, 7 days */
+	so.meta_url = o->meta;
+	so.blobs_url = o->blobs;
 	if (cof_store_open(o->data, &so, st, &err)) {
 		fprintf(stderr, "cofferd: cannot open data dir '%s': %s\n", o->data, err.msg);
 		cof_err_clear(&err);
@@ -614,7 +629,7 @@ static int open_turns(const server_opts *o, http_server *srv)
 int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
-			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0 };
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;

@@ -53,7 +53,6 @@ enum MHD_Result http_subject_file_get(http_req *req)
 	cof_file f;
 
 	memset(&f, 0, sizeof(f));
-	f.fd = -1;
 	if (http_agent_allowed(req, &err) || path_query(req, &path, &err) ||
 	    cof_subject_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], path, &f,
 				  &err))
@@ -123,7 +122,6 @@ enum MHD_Result http_subject_memory_get(http_req *req)
 	cof_file f;
 
 	memset(&f, 0, sizeof(f));
-	f.fd = -1;
 	if (http_agent_allowed(req, &err) ||
 	    cof_subject_memory_open(req->srv->st, ORG(req), req->param[0], req->param[1],
 				    req->param[2], &f, &err))

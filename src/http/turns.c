@@ -54,7 +54,6 @@ enum MHD_Result http_turn_file(http_req *req)
 	cof_file f;
 
 	memset(&f, 0, sizeof f);
-	f.fd = -1;
 	if (cof_turn_file_open(req->srv->turns, &req->who, req->param[0], req->param[1],
 			       req->param[2], &f, &err))
 		return http_send_error(req, &err);

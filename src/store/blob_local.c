@@ -157,19 +157,28 @@ out:
 	return rc;
 }
 
-static int local_open(cof_blobstore *bs, const char *sha, int *fd, cof_err *err)
+static int local_open(cof_blobstore *bs, const char *sha, cof_blob_reader **out,
+		      int64_t *size, cof_err *err)
 {
 	char path[4300], dir[4300];
+	struct stat sb;
+	int fd;
 
 	blob_path((local_store *)bs, sha, path, sizeof path, dir, sizeof dir);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0) {
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		if (errno == ENOENT)
 			return cof_error(err, COF_ENOTFOUND, "content %.12s is missing", sha);
 		return cof_error(err, COF_EINTERNAL, "cannot open content %.12s: %s",
 				 sha, strerror(errno));
 	}
-	return 0;
+	if (fstat(fd, &sb) < 0) {
+		close(fd);
+		return cof_error(err, COF_EINTERNAL, "cannot open content %.12s: %s", sha,
+				 strerror(errno));
+	}
+	*size = (int64_t)sb.st_size;
+	return cof_blob_reader_fd(fd, out, err);
 }
 
 static int local_remove(cof_blobstore *bs, const char *sha, cof_err *err)
@@ -257,7 +266,8 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 	}
 	st->dir = cof_buf_detach(&a, NULL);
 	st->tmpdir = cof_buf_detach(&b, NULL);
-	if ((mkdir(st->dir, 0700) < 0 && errno != EEXIST) ||
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(st->dir, 0700) < 0 && errno != EEXIST) ||
 	    (mkdir(st->tmpdir, 0700) < 0 && errno != EEXIST)) {
 		int e = errno;
 		local_close(&st->base);
@@ -265,6 +275,7 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 				 strerror(e));
 	}
 	sweep_tmp(st->tmpdir);
+	st->base.name = "local";
 	st->base.begin = local_begin;
 	st->base.write = local_write;
 	st->base.commit = local_commit;

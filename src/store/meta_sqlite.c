@@ -8,8 +8,10 @@
  * synchronous=FULL: an acknowledged change survives power loss.
  */
 #include <assert.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "store/meta_sqlite.h"
 
 static const char *schema =
@@ -276,7 +278,11 @@ int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
 {
 	sq_meta *s = cof_calloc(1, sizeof *s);
 	cof_meta *m = (cof_meta *)s;
+	int fd;
 
+	/* SQLite gives its -wal and -shm files the database file's mode: 0600. */
+	if ((fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) >= 0)
+		close(fd);
 	if (!s || !(s->file = cof_strdup(file))) {
 		free(s);
 		return cof_error(err, COF_EINTERNAL, "out of memory");

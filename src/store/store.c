@@ -133,15 +133,13 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		goto fail;
 	}
 	snprintf(file, sizeof file, "%s/meta.db", dir);
-	/* SQLite gives its -wal and -shm files the database file's mode: 0600. */
-	int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
-	if (cof_blobstore_local_open(dir, &st->blobs, err) ||
-	    cof_meta_open(file, &st->meta, err))
+	if (cof_blobstore_open_url(st->opts.blobs_url, dir, &st->blobs, err) ||
+	    cof_meta_open(st->opts.meta_url ? st->opts.meta_url : file, &st->meta, err))
 		goto fail;
+	/* the URLs are the caller's: keep nothing that points at them */
+	st->opts.meta_url = st->opts.blobs_url = NULL;
 	if (secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
-			err) < 0 || admin_key_setup(st, err))
+			err) < 0 || (!st->opts.tool && admin_key_setup(st, err)))
 		goto fail;
 	st->magic = magic_open(MAGIC_MIME_TYPE);
 	if (st->magic && magic_load(st->magic, NULL) != 0) {

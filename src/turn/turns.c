@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "store/blob.h"
 #include "turn/outbox.h"
 #include "turn/turn.h"
 #include "util/util.h"
@@ -498,7 +499,8 @@ int cof_turn_file_open(cof_turns *ts, const cof_principal *who, const char *id,
 		return cof_error(err, COF_ENOTFOUND, "no file '%.100s'", name);
 	}
 	memset(out, 0, sizeof *out);
-	out->fd = fd;
+	if (cof_blob_reader_fd(fd, &out->reader, err))
+		return -1;
 	out->size = sb.st_size;
 	out->version = 1;
 	out->updated_at = sb.st_mtime;

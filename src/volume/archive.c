@@ -28,7 +28,8 @@ struct cof_archive {
 	size_t strip;          /* bytes of `path/` removed from each name */
 	size_t next;           /* next entry to start */
 	int in_file;           /* an entry's data is being fed */
-	int fd;                /* its blob (store archives), else -1 */
+	cof_blob_reader *r;    /* its content (store archives), else NULL */
+	int64_t off;           /* where the next read of it starts */
 	const unsigned char *mem; /* its bytes still to feed (memory archives) */
 	int64_t left;          /* bytes of it still to feed */
 	int finished, failed;
@@ -128,7 +129,8 @@ static int open_data(cof_archive *ar, size_t i, cof_err *err)
 		ar->mem = ar->files[i].data;
 		return 0;
 	}
-	return cof_content_open(ar->st, ar->items.v[i].sha256, &ar->fd, err);
+	ar->off = 0;
+	return cof_content_open(ar->st, ar->items.v[i].sha256, ar->items.v[i].size, &ar->r, err);
 }
 
 /* Writes the next entry's header; 0 when there is none left. */
@@ -165,9 +167,8 @@ static int start_file(cof_archive *ar, cof_err *err)
 /* Ends the current entry's data (libarchive pads it when the next starts). */
 static void end_file(cof_archive *ar)
 {
-	if (ar->fd >= 0)
-		close(ar->fd);
-	ar->fd = -1;
+	cof_blob_close(ar->r);
+	ar->r = NULL;
 	ar->mem = NULL;
 	ar->in_file = 0;
 }
@@ -176,7 +177,7 @@ static void end_file(cof_archive *ar)
 static int feed(cof_archive *ar, cof_err *err)
 {
 	const unsigned char *p;
-	ssize_t n;
+	size_t n;
 
 	if (!ar->in_file) {
 		int r = start_file(ar, err);
@@ -196,21 +197,21 @@ static int feed(cof_archive *ar, cof_err *err)
 	size_t want = ar->left < CHUNK ? (size_t)ar->left : CHUNK;
 	if (ar->files) {
 		p = ar->mem;
-		n = (ssize_t)want;
+		n = want;
 		ar->mem += want;
 	} else {
 		p = ar->chunk;
-		n = read(ar->fd, ar->chunk, want);
-		if (n < 0 && errno == EINTR)
-			return 0;
-		if (n <= 0)
+		if (cof_blob_read_at(ar->r, ar->off, ar->chunk, want, &n, err))
+			return -1;
+		if (n == 0)
 			return cof_error(err, COF_EINTERNAL,
 					 "content of '%.200s' is shorter than recorded",
 					 ar->items.v[ar->next - 1].path);
+		ar->off += (int64_t)n;
 	}
-	if (archive_write_data(ar->a, p, (size_t)n) != n)
+	if (archive_write_data(ar->a, p, n) != (la_ssize_t)n)
 		return cof_error(err, COF_EINTERNAL, "archive: %s", la_error(ar));
-	ar->left -= n;
+	ar->left -= (int64_t)n;
 	return 0;
 }
 
@@ -239,8 +240,7 @@ void cof_archive_close(cof_archive *ar)
 {
 	if (!ar)
 		return;
-	if (ar->fd >= 0)
-		close(ar->fd);
+	cof_blob_close(ar->r);
 	if (ar->a)
 		archive_write_free(ar->a);
 	cof_items_release(&ar->items);
@@ -255,7 +255,6 @@ int cof_archive_open_files(const cof_archive_file *v, size_t n, cof_archive **ou
 
 	if (!ar)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	ar->fd = -1;
 	ar->files = v;
 	ar->n = n;
 	for (size_t i = 0; i < n; i++)
@@ -283,7 +282,6 @@ int cof_archive_open(cof_store *st, const char *org, const char *vol,
 	if (!ar)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	ar->st = st;
-	ar->fd = -1;
 	if (path && *path && strcmp(path, "/") &&
 	    cof_path_check(path, strlen(path), "'path'", &p, err))
 		goto fail;

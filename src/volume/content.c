@@ -1,14 +1,10 @@
 /*
  * content.c — content by hash, wherever it is kept: small content inline in the
- * metadata store, the rest in the blob store. Readers always get an fd, so the
- * HTTP layer can send either with the same zero-copy path.
+ * metadata store, the rest in the blob store. Either is read through a
+ * cof_blob_reader (blob.h), so nothing here needs a file descriptor.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include "volume/volume.h"
 
 int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
@@ -52,87 +48,57 @@ int cof_content_pending(cof_store *st, const char *sha, int64_t size, cof_err *e
 	return r;
 }
 
-/* An fd over bytes held in memory: a memfd sealed against writes and resizing
- * once filled, so whoever reads it (sendfile, mmap) sees exactly these bytes. */
-static int memory_fd(const unsigned char *data, size_t len, int *fd, cof_err *err)
+int cof_content_reader(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
+		       cof_err *err)
 {
-	size_t off = 0;
+	int64_t stored;
 
-	*fd = memfd_create("coffer-inline", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (*fd < 0)
-		return cof_error(err, COF_EINTERNAL, "memfd_create: %s", strerror(errno));
-	while (off < len) {
-		ssize_t n = write(*fd, data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(*fd);
-			*fd = -1;
-			return cof_error(err, COF_EINTERNAL, "memfd write: %s", strerror(errno));
-		}
-		off += (size_t)n;
-	}
-	if (fcntl(*fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)) {
-		cof_error(err, COF_EINTERNAL, "memfd seal: %s", strerror(errno));
-		close(*fd);
-		*fd = -1;
-		return -1;
-	}
-	lseek(*fd, 0, SEEK_SET);
-	return 0;
+	(void)size;
+	return st->blobs->open(st->blobs, sha, r, &stored, err);
 }
 
-int cof_content_open(cof_store *st, const char *sha, int *fd, cof_err *err)
+int cof_content_open(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
+		     cof_err *err)
 {
 	unsigned char *data = NULL;
 	size_t len = 0;
-	int r = cof_meta_blob_inline(st->meta, sha, &data, &len, err);
+	int rc = cof_meta_blob_inline(st->meta, sha, &data, &len, err);
 
-	if (r < 0)
+	if (rc < 0)
 		return -1;
-	if (r == 1) {
-		r = memory_fd(data, len, fd, err);
-		free(data);
-		return r;
-	}
-	return st->blobs->open(st->blobs, sha, fd, err);
+	if (rc == 1)
+		return cof_blob_reader_memory(data, len, r, err);
+	return cof_content_reader(st, sha, size, r, err);
 }
 
 int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char **out,
 		     cof_err *err)
 {
+	cof_blob_reader *r;
 	unsigned char *buf;
 	size_t len = 0;
-	int64_t got = 0;
-	int fd, r;
+	int rc;
 
-	/* Inline content comes straight from the metadata: no fd at all. */
-	r = cof_meta_blob_inline(st->meta, sha, out, &len, err);
-	if (r < 0)
+	/* Inline content comes straight from the metadata: no reader at all. */
+	rc = cof_meta_blob_inline(st->meta, sha, out, &len, err);
+	if (rc < 0)
 		return -1;
-	if (r == 1) {
+	if (rc == 1) {
 		(*out)[len] = '\0';
 		return 0;
 	}
 	if (!(buf = cof_malloc((size_t)size + 1)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	if (st->blobs->open(st->blobs, sha, &fd, err)) {
+	if (cof_content_reader(st, sha, size, &r, err)) {
 		free(buf);
 		return -1;
 	}
-	while (got < size) {
-		ssize_t n = pread(fd, buf + got, (size_t)(size - got), got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			free(buf);
-			return cof_error(err, COF_EINTERNAL, "content %.12s is shorter than recorded",
-					 sha);
-		}
-		got += n;
+	rc = cof_blob_read_full(r, 0, buf, (size_t)size, sha, err);
+	cof_blob_close(r);
+	if (rc) {
+		free(buf);
+		return -1;
 	}
-	close(fd);
 	buf[size] = '\0';
 	*out = buf;
 	return 0;

@@ -350,7 +350,6 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	int r;
 
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (cof_path_check(path, strlen(path), "path", &p, err) ||
 	    cof_view_open(st, org, vol, snapshot, &view, err))
 		return -1;
@@ -362,7 +361,8 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	if (r == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
 			  view.snapshot ? " in that snapshot" : "");
-	if (r == 1 && (out->data || !st->blobs->open(st->blobs, e->sha256, &out->fd, err))) {
+	if (r == 1 && (out->data || !cof_content_reader(st, e->sha256, e->size, &out->reader,
+							  err))) {
 		out->version = e->version;
 		out->size = e->size;
 		/* A write may land between reading the seq and the row: the seq
@@ -384,11 +384,28 @@ void cof_file_close(cof_file *f)
 {
 	if (!f)
 		return;
-	if (f->fd >= 0)
-		close(f->fd);
-	f->fd = -1;
+	cof_blob_close(f->reader);
+	f->reader = NULL;
 	free(f->data);
 	f->data = NULL;
+}
+
+int cof_file_read_at(const cof_file *f, int64_t off, void *buf, size_t len, size_t *got,
+		     cof_err *err)
+{
+	*got = 0;
+	if (f->reader)
+		return cof_blob_read_at(f->reader, off, buf, len, got, err);
+	if (off < 0 || off >= f->size || !f->data)
+		return 0;
+	*got = (size_t)(f->size - off) < len ? (size_t)(f->size - off) : len;
+	memcpy(buf, f->data + off, *got);
+	return 0;
+}
+
+int cof_file_fd(const cof_file *f)
+{
+	return f->reader ? cof_blob_fd(f->reader) : -1;
 }
 
 /* ----------------------------------------------------------------- remove */

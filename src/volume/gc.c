@@ -118,7 +118,7 @@ typedef struct check {
 static int blob_hash(cof_store *st, const char *sha, int64_t size, int *missing)
 {
 	cof_err e = {0};
-	int fd;
+	cof_blob_reader *r;
 	unsigned char buf[65536], md[32];
 	unsigned int mdlen;
 	char hex[65];
@@ -126,7 +126,7 @@ static int blob_hash(cof_store *st, const char *sha, int64_t size, int *missing)
 	EVP_MD_CTX *ctx;
 
 	*missing = 0;
-	if (cof_content_open(st, sha, &fd, &e)) {
+	if (cof_content_open(st, sha, size, &r, &e)) {
 		*missing = e.code == COF_ENOTFOUND;
 		cof_err_clear(&e);
 		return -1;
@@ -134,13 +134,14 @@ static int blob_hash(cof_store *st, const char *sha, int64_t size, int *missing)
 	ctx = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof buf);
-		if (n <= 0)
+		size_t n = 0;
+		if (cof_blob_read_at(r, total, buf, sizeof buf, &n, &e) || n == 0)
 			break;
-		EVP_DigestUpdate(ctx, buf, (size_t)n);
-		total += n;
+		EVP_DigestUpdate(ctx, buf, n);
+		total += (int64_t)n;
 	}
-	close(fd);
+	cof_err_clear(&e);
+	cof_blob_close(r);
 	EVP_DigestFinal_ex(ctx, md, &mdlen);
 	EVP_MD_CTX_free(ctx);
 	cof_hex(md, 32, hex);

@@ -219,9 +219,8 @@ int cof_link_open(cof_store *st, const cof_link *l, cof_file *out, cof_err *err)
 		return cof_file_open(st, l->org, l->vol, l->path, NULL, out, err);
 	/* Pinned content: the bytes as they were shown, while the volume exists. */
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
 	if (cof_meta_volume_get(st->meta, l->org, l->vol, &v, err) ||
-	    cof_content_open(st, l->sha256, &out->fd, err))
+	    cof_content_open(st, l->sha256, l->size, &out->reader, err))
 		return -1;
 	out->version = l->version;
 	out->size = l->size;

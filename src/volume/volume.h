@@ -116,8 +116,13 @@ int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
  * for bounded uses such as read-all. */
 int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char **out,
 		     cof_err *err);
-/* Opens content by hash, inline or blob, as a readable fd (closed by the caller). */
-int cof_content_open(cof_store *st, const char *sha, int *fd, cof_err *err);
+/* Opens content by hash, inline or blob, as a reader (cof_blob_close). `size`
+ * is what the metadata records. */
+int cof_content_open(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
+		     cof_err *err);
+/* Opens content known to be in the blob store (not inline) as a reader. */
+int cof_content_reader(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
+		       cof_err *err);
 
 /* A GET link to exactly this content of `path` (as present_file shows it):
  * serves these bytes even after the file changes. Answer as cof_link_create. */

@@ -85,10 +85,13 @@ static char *get(const char *vol, const char *path, const char *snapshot)
 		return NULL;
 	}
 	buf = calloc(1, (size_t)f.size + 1);
-	if (f.data)
-		memcpy(buf, f.data, (size_t)f.size);
-	else
-		assert_int_equal(pread(f.fd, buf, (size_t)f.size, 0), f.size);
+	for (int64_t got = 0; got < f.size;) {
+		size_t n = 0;
+		assert_int_equal(cof_file_read_at(&f, got, buf + got, (size_t)(f.size - got), &n,
+						  &err), 0);
+		assert_true(n > 0);
+		got += (int64_t)n;
+	}
 	cof_file_close(&f);
 	return buf;
 }
