@@ -152,7 +152,10 @@ static pgconn *conn_open(const char *url, cof_err *err)
 	}
 	c->db = PQconnectdb(url);
 	if (!c->db || PQstatus(c->db) != CONNECTION_OK) {
-		cof_error(err, COF_EUNAVAILABLE, "cannot connect to the metadata database: %.300s",
+		/* Named by host, port and database: the URL may hold a password. */
+		cof_error(err, COF_EUNAVAILABLE, "cannot connect to the postgres metadata database"
+			  " '%s' on %s:%s: %.300s", c->db ? PQdb(c->db) : "?",
+			  c->db ? PQhost(c->db) : "?", c->db ? PQport(c->db) : "?",
 			  c->db ? PQerrorMessage(c->db) : "out of memory");
 		conn_close(c);
 		return NULL;

@@ -28,6 +28,8 @@ struct cof_store {
 	pthread_cond_t change_cv;
 	uint64_t change_gen;
 	int closing;
+	/* On PostgreSQL: the notifications of every node's changes (pg_listen.h). */
+	struct cof_pg_listener *listener;
 	/* Agent events (file_presented) and the changes agents made through their
 	 * own tools, kept in memory for the events stream; under change_mu. */
 	struct { uint64_t id; char org[48]; char agent[128]; char *json; } events[256];
