@@ -272,6 +272,16 @@ int cof_meta_blob_pending(cof_meta *m, const char *sha256, int64_t size, cof_err
 	return m->ops->blob_pending ? m->ops->blob_pending(m, sha256, size, err) : 0;
 }
 
+int cof_meta_blob_abandoned(cof_meta *m, const char *sha256, cof_err *err)
+{
+	return m->ops->blob_abandoned ? m->ops->blob_abandoned(m, sha256, err) : 0;
+}
+
+int cof_meta_blob_claim(cof_meta *m, const char *sha256, cof_err *err)
+{
+	return m->ops->blob_claim ? m->ops->blob_claim(m, sha256, err) : 1;
+}
+
 int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err)
 {
 	return m->ops->blob_forgotten ? m->ops->blob_forgotten(m, sha256, err) : 0;

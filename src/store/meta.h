@@ -235,10 +235,16 @@ struct cof_meta_ops {
 	 * calls blob_pending once the content's bytes are stored and before the
 	 * change naming it; 0 = safe to name; 1 = a collector had claimed it and has
 	 * deleted it since: the bytes may be gone (check, store again or refuse).
-	 * After blob_forget said 1 and the bytes are deleted, the collector calls
-	 * blob_forgotten. NULL members: the backend needs neither (one process; the
-	 * store's gc_lock orders writes and deletes). */
+	 * A write that called blob_pending and then stores nothing (refused, failed)
+	 * calls blob_abandoned: its bytes are then as a cut-off upload's. Before
+	 * deleting bytes the metadata never named, the collector calls blob_claim:
+	 * 1 = claimed (delete them), 0 = a write named them meanwhile. After deleting
+	 * bytes (blob_forget or blob_claim said 1) it calls blob_forgotten. NULL
+	 * members: the backend needs none of them (one process; the store's gc_lock
+	 * orders writes and deletes): pending 0, claim 1, the others nothing. */
 	int (*blob_pending)(cof_meta *m, const char *sha256, int64_t size, cof_err *err);
+	int (*blob_abandoned)(cof_meta *m, const char *sha256, cof_err *err);
+	int (*blob_claim)(cof_meta *m, const char *sha256, cof_err *err);
 	int (*blob_forgotten)(cof_meta *m, const char *sha256, cof_err *err);
 	/* Small content kept in the metadata: 1 with *data (malloc'd), 0 if not inline. */
 	int (*blob_inline)(cof_meta *m, const char *sha256, unsigned char **data,
@@ -342,6 +348,8 @@ int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
 int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_pending(cof_meta *m, const char *sha256, int64_t size, cof_err *err);
+int cof_meta_blob_abandoned(cof_meta *m, const char *sha256, cof_err *err);
+int cof_meta_blob_claim(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);

@@ -119,6 +119,35 @@ static int pg_blob_forgotten(cof_meta *m, const char *sha, cof_err *err)
 			  " p.sha256 = blobs.sha256)", "collecting garbage", NULL, err, "s", sha);
 }
 
+/* A write that marked `sha` pending names nothing after all: the row goes
+ * unless something else has it (a row, a pin, inline content, a claim), so
+ * its bytes are collected as a cut-off upload's are, a grace period after
+ * they were stored. A concurrent write of the same content upserts the row
+ * again when it commits; until then its fresh bytes' mtime keeps them. */
+static int pg_blob_abandoned(cof_meta *m, const char *sha, cof_err *err)
+{
+	return cof_pg_one(m, "DELETE FROM blobs WHERE sha256 = $1 AND pending_at IS NOT NULL AND"
+			  " claimed_at IS NULL AND data IS NULL AND NOT EXISTS (SELECT 1 FROM"
+			  " entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS (SELECT 1 FROM"
+			  " pins p WHERE p.sha256 = blobs.sha256)", "abandoning content", NULL, err,
+			  "s", sha);
+}
+
+/* Bytes the metadata does not know (a cut-off upload's): the collector claims
+ * them by a row of their own, so a write that stores the same content now
+ * waits (cof_pg_blob_pending). 1 = claimed, 0 = a row is there (a write
+ * knows them: keep them). */
+static int pg_blob_claim(cof_meta *m, const char *sha, cof_err *err)
+{
+	int64_t n = 0, now = cof_now();
+
+	if (cof_pg_one(m, "INSERT INTO blobs(sha256, size, orphan_since, claimed_at)"
+		       " VALUES($1, 0, $2, $2) ON CONFLICT DO NOTHING", "collecting garbage", &n,
+		       err, "si", sha, now))
+		return -1;
+	return n > 0;
+}
+
 /* A write is about to name `sha` (its bytes are in the blob store): records
  * it, so no collector claims it for COF_PG_PENDING_SECONDS. 0 = safe to name;
  * 1 = a collector had claimed it and has now deleted its row: its bytes may
@@ -226,4 +255,6 @@ void cof_pg_ops_gc(cof_meta_ops *o)
 	o->referenced = pg_referenced;
 	o->blob_pending = pg_blob_pending;
 	o->blob_forgotten = pg_blob_forgotten;
+	o->blob_abandoned = pg_blob_abandoned;
+	o->blob_claim = pg_blob_claim;
 }

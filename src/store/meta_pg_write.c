@@ -120,10 +120,12 @@ static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t s
 		      "writing a file", NULL, err, "isiissi", tx->vol.vno, path, tx->vol.seq, size,
 		      sha, ctype, tx->now))
 		goto out;
-	/* Inline content goes as bytea: it need not be text. */
+	/* Inline content goes as bytea: it need not be text. The row naming it
+	 * now protects it: the pending mark of the write that stored it ends. */
 	if (cof_pg_do(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES($1,$2,"
-		      "NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at = NULL, data ="
-		      " coalesce(blobs.data, excluded.data)", "writing a file", NULL, err, "sib",
+		      "NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at ="
+		      " NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)",
+		      "writing a file", NULL, err, "sib",
 		      sha, size, inline_data, inline_data ? size : (int64_t)0))
 		goto out;
 	tx->vol.files++;

@@ -308,6 +308,11 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	if (!rc) {
 		p.sha = sha, p.size = size, p.ctype = ctype;
 		rc = cof_meta_change(st->meta, v.vno, put_apply, &p, &seq, err);
+		if (rc && up->w) {   /* refused: the bytes are as a cut-off upload's */
+			cof_err e2 = {0};
+			cof_meta_blob_abandoned(st->meta, sha, &e2);
+			cof_err_clear(&e2);
+		}
 	}
 	pthread_rwlock_unlock(&st->gc_lock);
 	free(up->vol);

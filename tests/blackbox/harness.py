@@ -411,7 +411,9 @@ class Server:
         tail = self.log_tail(6000)
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
-            if self.meta_url:
+            # A data dir of the test's own outlives the server (a tool may open it
+            # after): so does its database, until the run's cluster goes.
+            if self.meta_url and self.data.startswith(self.root + os.sep):
                 import pgpeer
                 pgpeer.shared().drop_database(self.meta_url)
         if check_exit and code is not None and code != 0:
