@@ -164,7 +164,7 @@ def run_units(args, results, scale):
         print("note: no unit test binaries in %s/" % d, flush=True)
     jobs = [lambda b=b: run_unit(b, args, results, scale) for b in bins]
     if args.pg:
-        # The metadata contracts again, on a PostgreSQL database of their own.
+        # The metadata tests (test_meta_*) again, on a PostgreSQL database each.
         def on_pg(b):
             try:
                 url = args.pg.new_database(args.build)
@@ -174,7 +174,7 @@ def run_units(args, results, scale):
             run_unit(b, args, results, scale, prefix=PASS_PREFIX,
                      extra_env={"COFFER_TEST_META_URL": url})
         for b in bins:
-            if "meta_conformance" in os.path.basename(b):
+            if os.path.basename(b).startswith("test_meta_"):
                 jobs.append(lambda b=b: on_pg(b))
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         list(ex.map(lambda job: job(), jobs))
