@@ -35,8 +35,8 @@ only holds when cofferd runs as root (a uid of each turn's own, RLIMIT_NPROC on 
 mounts) starts with `harness.needs_root("why")`: skipped, with the reason, when the tests
 do not run as root (harness.IS_ROOT). Skip reasons are printed by run.py.
 $COFFER_TEST_ENGINE=pg (run.py's second pass) gives every Server a PostgreSQL database
-of its own (`--meta`, tests/blackbox/pgpeer.py); a test that only makes sense on the
-embedded store starts with `harness.embedded_only("why")`.
+of its own (`--meta`, tests/blackbox/pgpeer.py; `s.meta_url`, dropped at close unless
+the test gave the data dir); `harness.ENGINE` says which pass runs.
 
 Server (see class Server):
     s.url, s.host, s.port, s.data (data dir), s.key (admin key), s.proc
@@ -125,13 +125,6 @@ def needs_root(why):
     """Skips the calling test when not root: `why` says which guarantee needs root."""
     if not IS_ROOT:
         raise Skip("needs root: %s" % why)
-
-
-def embedded_only(why):
-    """Skips the calling test on the PostgreSQL pass: `why` names what it reads or does
-    that only the embedded store has (its SQLite file, say)."""
-    if ENGINE != "embedded":
-        raise Skip("embedded store only: %s" % why)
 
 
 def slow(why="slow"):
