@@ -202,6 +202,10 @@ int cof_file_read_at(const cof_file *f, int64_t off, void *buf, size_t len, size
 /* A local file descriptor holding the file's bytes, for sendfile (the file
  * keeps it: do not close it), or -1: read with cof_file_read_at instead. */
 int cof_file_fd(const cof_file *f);
+/* Before a whole-file answer: content of at most 1 MiB in the blob store is
+ * read whole and its sha256 checked; the bytes are then in f->data. Damaged
+ * content is COF_EINTERNAL naming `name`. Other files are left as they are. */
+int cof_file_verify(cof_file *f, const char *name, cof_err *err);
 
 /* DELETE /v1/volumes/{id}/files/{path}; answer {path, seq}. */
 int cof_file_remove(cof_store *st, const char *org, const char *vol,

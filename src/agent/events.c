@@ -25,26 +25,26 @@ void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, j
 	json_decref(ev);
 	if (!text)
 		return;
-	pthread_mutex_lock(&st->change_mu);
+	pthread_mutex_lock(&st->events_mu);
 	size_t i = st->event_next % EVENTS_RING;
 	free(st->events[i].json);
 	st->events[i].id = ++st->event_next;
 	snprintf(st->events[i].org, sizeof st->events[i].org, "%s", a->org);
 	snprintf(st->events[i].agent, sizeof st->events[i].agent, "%s", a->id);
 	st->events[i].json = text;
-	st->change_gen++;
-	pthread_cond_broadcast(&st->change_cv);
-	pthread_mutex_unlock(&st->change_mu);
+	pthread_mutex_unlock(&st->events_mu);
+	cof_topic t = cof_topic_agent(a->org, a->id);
+	cof_notify_publish(st->notify, &t);
 }
 
 void cof_agent_own_write(cof_store *st, const cof_agent *a, const char *vol, int64_t seq)
 {
-	pthread_mutex_lock(&st->change_mu);
+	pthread_mutex_lock(&st->events_mu);
 	size_t i = st->own_next++ % OWN_RING;
 	snprintf(st->own[i].agent, sizeof st->own[i].agent, "%s", a->id);
 	snprintf(st->own[i].vol, sizeof st->own[i].vol, "%s", vol);
 	st->own[i].seq = seq;
-	pthread_mutex_unlock(&st->change_mu);
+	pthread_mutex_unlock(&st->events_mu);
 }
 
 /* True when change `seq` of `vol` was made by this agent's own tools. */
@@ -52,21 +52,36 @@ static int own_change(cof_store *st, const char *agent, const char *vol, int64_t
 {
 	int yes = 0;
 
-	pthread_mutex_lock(&st->change_mu);
+	pthread_mutex_lock(&st->events_mu);
 	for (size_t i = 0; i < OWN_RING && !yes; i++)
 		yes = st->own[i].seq == seq && !strcmp(st->own[i].vol, vol) &&
 		      !strcmp(st->own[i].agent, agent);
-	pthread_mutex_unlock(&st->change_mu);
+	pthread_mutex_unlock(&st->events_mu);
 	return yes;
 }
 
 struct cof_agent_watch {
 	cof_store *st;
+	cof_sub *sub;                     /* the agent's events and its notify mounts */
 	cof_agent agent;
 	uint64_t event_seen;
 	int64_t seq[COF_MOUNTS_MAX];      /* per notify mount: changes seen up to */
 	int64_t pending_ms;               /* a change waits for its coalescing window */
 };
+
+/* Subscribes the watch to the agent's events and to the volume of each
+ * mount marked notify (at most COF_SUB_TOPICS - 1 of them). */
+static int watch_subscribe(cof_agent_watch *w, cof_err *err)
+{
+	cof_topic t[COF_SUB_TOPICS];
+	size_t n = 0;
+
+	t[n++] = cof_topic_agent(w->agent.org, w->agent.id);
+	for (size_t i = 0; i < w->agent.nmounts && n < COF_SUB_TOPICS; i++)
+		if (w->agent.mounts[i].notify)
+			t[n++] = cof_topic_volume(w->agent.org, w->agent.mounts[i].vol);
+	return cof_notify_subscribe(w->st->notify, t, n, &w->sub, err);
+}
 
 int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
 			 cof_agent_watch **out, cof_err *err)
@@ -80,6 +95,10 @@ int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
 		free(w);
 		return -1;
 	}
+	if (watch_subscribe(w, err)) {
+		cof_agent_watch_close(w);
+		return -1;
+	}
 	for (size_t i = 0; i < w->agent.nmounts; i++) {
 		cof_volrow v;
 		cof_err e = {0};
@@ -88,9 +107,9 @@ int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
 			w->seq[i] = v.seq;
 		cof_err_clear(&e);
 	}
-	pthread_mutex_lock(&st->change_mu);
+	pthread_mutex_lock(&st->events_mu);
 	w->event_seen = st->event_next;
-	pthread_mutex_unlock(&st->change_mu);
+	pthread_mutex_unlock(&st->events_mu);
 	*out = w;
 	return 0;
 }
@@ -99,11 +118,12 @@ void cof_agent_watch_close(cof_agent_watch *w)
 {
 	if (!w)
 		return;
+	cof_notify_unsubscribe(w->sub);
 	cof_agent_release(&w->agent);
 	free(w);
 }
 
-/* Moves this agent's new events into `out`. Call with change_mu held. */
+/* Moves this agent's new events into `out`. Call with events_mu held. */
 static void take_events(cof_agent_watch *w, json_t *out)
 {
 	cof_store *st = w->st;
@@ -196,6 +216,7 @@ int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err 
 	json_t *list = json_array();
 
 	for (;;) {
+		uint64_t gen = cof_sub_gen(w->sub); /* before looking: no wake-up lost */
 		int64_t now = cof_mono_ms();
 		if (!w->pending_ms && changes_waiting(w))
 			w->pending_ms = now;
@@ -206,12 +227,11 @@ int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err 
 				return -1;
 			}
 		}
-		pthread_mutex_lock(&st->change_mu);
+		pthread_mutex_lock(&st->events_mu);
 		take_events(w, list);
-		int closing = st->closing;
-		uint64_t gen = st->change_gen;
+		pthread_mutex_unlock(&st->events_mu);
+		int closing = cof_notify_closing(st->notify);
 		if (json_array_size(list) || closing || now >= deadline) {
-			pthread_mutex_unlock(&st->change_mu);
 			*out = list;
 			return closing ? 1 : 0;
 		}
@@ -219,9 +239,6 @@ int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err 
 		int64_t until = w->pending_ms ? w->pending_ms + COALESCE_MS : deadline;
 		if (until > deadline)
 			until = deadline;
-		int r = 0;
-		while (st->change_gen == gen && !st->closing && r != ETIMEDOUT)
-			r = cof_cond_wait_until(&st->change_cv, &st->change_mu, until);
-		pthread_mutex_unlock(&st->change_mu);
+		cof_sub_wait(w->sub, gen, until);
 	}
 }

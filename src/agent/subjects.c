@@ -388,7 +388,7 @@ int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
 	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:I, s:I}", "path", r.path, "seq", (json_int_t)seq, "removed",
 			 (json_int_t)r.removed);
 	return 0;
@@ -577,7 +577,7 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 	}
 	if (cof_meta_change(st->meta, v.vno, session_apply, &s, &seq, err))
 		goto out;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	json_t *names = json_array();
 	for (size_t i = 0; i < s.skills.n; i++)
 		json_array_append_new(names, json_stringn(s.skills.v[i].path,

@@ -219,6 +219,7 @@ static enum MHD_Result serve_bytes(http_req *req, cof_file *f, const char *etag,
 	int64_t start = 0, len = f->size;
 	struct MHD_Response *resp;
 	char cr[80], disp[1400];
+	cof_err err = { 0 };
 	int rc;
 
 	if (range != NULL && if_range != NULL && strcmp(if_range, etag) != 0)
@@ -226,6 +227,9 @@ static enum MHD_Result serve_bytes(http_req *req, cof_file *f, const char *etag,
 	rc = cof_range_parse(range, f->size, &start, &len);
 	if (rc < 0)
 		return send_416(req, f, etag);
+	/* a whole small file is checked against its sha256 before the 200 */
+	if (rc == 0 && cof_file_verify(f, name, &err))
+		return http_send_error(req, &err);
 	resp = bytes_response(f, start, len);
 	if (resp == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "cannot send the file: out of resources");

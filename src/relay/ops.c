@@ -296,7 +296,7 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 			if (s->attached && s->gen == op->gen)
 				cof_relay_detach(r, s, "idle");
 		} else {
-			cof_relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
+			cof_relay_wait(r, s, now + 1000 < deadline ? now + 1000 : deadline);
 		}
 	}
 	if (op->result) {
@@ -347,7 +347,7 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 			pp = &(*pp)->next;
 		*pp = op;
 		s->nops++;
-		pthread_cond_broadcast(&r->cv);
+		cof_relay_wake(r, s);
 		if (!op->waiter) {
 			cof_error(err, COF_ELOCKED, "the write to '%s' waits for the user's decision; "
 				  "GET /v1/relay/sessions/%s/ops/%s gives its result", op->path,

@@ -97,8 +97,7 @@ struct cof_relay {
 	int64_t op_wait_ms;
 	size_t sessions_max;    /* the global ceiling */
 	size_t sessions_per_org;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_mutex_t mu;      /* waits and wake-ups: st->notify, a session's topic */
 	int closing;
 	rsession *sessions;     /* newest first */
 	size_t nsessions;
@@ -141,8 +140,11 @@ int cof_relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
 void cof_relay_op_free(rop *op);
 /* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT. */
 void cof_relay_ops_prune(rsession *s);
-/* Waits on r->cv until woken or `until_ms` (cof_mono_ms time) passes. */
-void cof_relay_wait(cof_relay *r, int64_t until_ms);
+/* With r->mu held: releases it until session s is woken (cof_relay_wake),
+ * the hub shuts down or `until_ms` (cof_mono_ms time) passes; holds it again. */
+void cof_relay_wait(cof_relay *r, rsession *s, int64_t until_ms);
+/* Wakes whoever waits on session s (its streams, its ops' callers). */
+void cof_relay_wake(cof_relay *r, rsession *s);
 /* The API error code of a type name ("not_found"), COF_EINTERNAL if unknown. */
 cof_code cof_relay_code_of(const char *type);
 

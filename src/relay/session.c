@@ -9,7 +9,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "relay/relay.h"
+#include "store/store.h"
 
 static const char *status_name[] = {"waiting", "active", "paused", "ended"};
 
@@ -30,7 +32,6 @@ int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 	r->sessions_per_org = opts && opts->sessions_per_org > 0
 				      ? (size_t)opts->sessions_per_org : RELAY_SESSIONS_PER_ORG;
 	pthread_mutex_init(&r->mu, NULL);
-	cof_cond_init(&r->cv);
 	*out = r;
 	return 0;
 }
@@ -41,7 +42,8 @@ void cof_relay_shutdown(cof_relay *r)
 		return;
 	pthread_mutex_lock(&r->mu);
 	r->closing = 1;
-	pthread_cond_broadcast(&r->cv);
+	for (rsession *s = r->sessions; s; s = s->next)
+		cof_relay_wake(r, s);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -78,7 +80,6 @@ void cof_relay_close(cof_relay *r)
 		session_free(s);
 	}
 	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
 	free(r);
 }
 
@@ -94,7 +95,7 @@ void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, j
 	slot->id = ++s->ev_next;
 	slot->to = to;
 	json_decref(ev);
-	pthread_cond_broadcast(&r->cv);
+	cof_relay_wake(r, s);
 }
 
 void cof_relay_log_add(rsession *s, json_t *entry)
@@ -149,7 +150,7 @@ void cof_relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, con
 				      json_object_get(result, "sha256")));
 	json_decref(op->msg); /* an op never sent is never sent now */
 	op->msg = NULL;
-	pthread_cond_broadcast(&r->cv);
+	cof_relay_wake(r, s);
 }
 
 void cof_relay_ops_prune(rsession *s)
@@ -559,7 +560,32 @@ int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_
 	return s ? 0 : -1;
 }
 
-void cof_relay_wait(cof_relay *r, int64_t until_ms)
+void cof_relay_wake(cof_relay *r, rsession *s)
 {
-	(void)cof_cond_wait_until(&r->cv, &r->mu, until_ms);
+	cof_topic t = cof_topic_session(s->uid);
+
+	cof_notify_publish(r->st->notify, &t);
+}
+
+void cof_relay_wait(cof_relay *r, rsession *s, int64_t until_ms)
+{
+	cof_topic t = cof_topic_session(s->uid);
+	cof_sub *sub;
+	cof_err e = {0};
+	uint64_t gen;
+
+	/* Subscribed under r->mu, where the caller looked at the session and
+	 * where every change to it is published: nothing is missed. */
+	if (cof_notify_subscribe(r->st->notify, &t, 1, &sub, &e)) {
+		cof_err_clear(&e);
+		pthread_mutex_unlock(&r->mu);
+		usleep(50 * 1000); /* no fd to wait on: look again soon */
+		pthread_mutex_lock(&r->mu);
+		return;
+	}
+	gen = cof_sub_gen(sub);
+	pthread_mutex_unlock(&r->mu);
+	cof_sub_wait(sub, gen, until_ms);
+	pthread_mutex_lock(&r->mu);
+	cof_notify_unsubscribe(sub);
 }

@@ -104,7 +104,7 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 		int64_t now = cof_mono_ms();
 		if (json_array_size(list) || done || now >= deadline)
 			break;
-		cof_relay_wait(r, now + 1000 < deadline ? now + 1000 : deadline);
+		cof_relay_wait(r, s, now + 1000 < deadline ? now + 1000 : deadline);
 	}
 	pthread_mutex_unlock(&r->mu);
 	*out = list;

@@ -122,7 +122,7 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 	unsigned char md[32];
 	unsigned int mdlen = 0;
 	char path[4300], dir[4300];
-	int rc = -1;
+	int rc = -1, made;
 
 	EVP_DigestFinal_ex(w->md, md, &mdlen);
 	cof_hex(md, 32, sha);
@@ -132,7 +132,8 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 		goto out;
 	}
 	blob_path(w->st, sha, path, sizeof path, dir, sizeof dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	made = mkdir(dir, 0700) == 0;
+	if (!made && errno != EEXIST) {
 		io_error(err, errno, "storing the upload");
 		goto out;
 	}
@@ -142,7 +143,10 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 		rc = 0;
 		goto out;
 	}
-	if (rename(w->tmp, path) < 0 || fsync_dir(dir) < 0) {
+	/* The file's entry in its folder, and a folder made just now in its
+	 * parent: both durable before the metadata naming the blob commits. */
+	if (rename(w->tmp, path) < 0 || fsync_dir(dir) < 0 ||
+	    (made && fsync_dir(w->st->dir) < 0)) {
 		io_error(err, errno, "storing the upload");
 		goto out;
 	}
@@ -257,6 +261,7 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 {
 	local_store *st = cof_calloc(1, sizeof *st);
 	cof_buf a = COF_BUF_INIT, b = COF_BUF_INIT;
+	int made = 0, ok = 0;
 
 	if (!st || cof_buf_addf(&a, "%s/blobs", dir) || cof_buf_addf(&b, "%s/tmp", dir)) {
 		free(st);
@@ -266,9 +271,13 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 	}
 	st->dir = cof_buf_detach(&a, NULL);
 	st->tmpdir = cof_buf_detach(&b, NULL);
-	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
-	    (mkdir(st->dir, 0700) < 0 && errno != EEXIST) ||
-	    (mkdir(st->tmpdir, 0700) < 0 && errno != EEXIST)) {
+	if (mkdir(dir, 0700) == 0 || errno == EEXIST) {
+		made = mkdir(st->dir, 0700) == 0;
+		ok = made || errno == EEXIST;
+	}
+	/* a blobs/ made just now is made durable in the store's root */
+	if (!ok || (mkdir(st->tmpdir, 0700) < 0 && errno != EEXIST) ||
+	    (made && fsync_dir(dir) < 0)) {
 		int e = errno;
 		local_close(&st->base);
 		return cof_error(err, COF_EINTERNAL, "cannot create '%s/blobs': %s", dir,

@@ -297,8 +297,6 @@ static int pg_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 			       NULL, err, "i", vno);
 	if (!rc)
 		rc = cof_pg_volume_drop(c, vno, err);
-	if (!rc)
-		rc = cof_pg_notify(c, "v", err);
 	return cof_pg_end(m, c, rc, err);
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_pg.h"
+#include "store/notify.h"
 
 #define PGT(tx) ((pg_txn *)(void *)(tx))
 
@@ -21,7 +22,7 @@ static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t
 		  cof_err *err)
 {
 	pg_txn tx = {.base.m = m, .now = cof_now()};
-	char note[48];
+	char note[256];
 	int rc;
 
 	if (!(tx.c = cof_pg_begin(m, NULL, err)))
@@ -40,8 +41,9 @@ static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t
 		rc = cof_pg_do(tx.c, "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
 			       " capacity = $4 WHERE vno = $5", "updating the volume", NULL, err,
 			       "iiiii", tx.vol.seq, tx.vol.files, tx.vol.bytes, tx.vol.capacity, vno);
-	/* Every node's waiters on this volume wake when it commits. */
-	snprintf(note, sizeof note, "v:%lld:%lld", (long long)vno, (long long)tx.vol.seq);
+	/* Every node's waiters on this volume wake when it commits (notify_pg.c). */
+	cof_topic t = cof_topic_volume(tx.vol.org, tx.vol.id);
+	cof_notify_pg_payload(&t, note, sizeof note);
 	if (!rc)
 		rc = cof_pg_notify(tx.c, note, err);
 	if (cof_pg_end(m, tx.c, rc, err))

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "store/pg_listen.h"
 #include "store/store.h"
 #include "util/util.h"
 
@@ -160,20 +159,14 @@ static int engine_url_write(const char *dir, const char *name, const char *url,
 	return 0;
 }
 
-/* A notification from any node (pg_listen.h): wake what waits here. */
-static void on_notify(void *ctx, const char *payload)
+/* The hub that wakes waiters (notify.h): on PostgreSQL one that hears every
+ * node's changes (notify_pg.c), else in process. Offline tools wait for
+ * nothing: in process. */
+static int store_notify_open(cof_store *st, const char *meta_url, cof_err *err)
 {
-	(void)payload;   /* a volume's change, or "" (all): waiters re-read */
-	cof_store_changed(ctx);
-}
-
-/* On PostgreSQL, every node's changes wake this node's waiters (long-polls,
- * watches): one listener per store, not for offline tools. */
-static int store_listen(cof_store *st, const char *meta_url, cof_err *err)
-{
-	if (st->opts.tool || !meta_url || strcmp(st->meta->ops->name, "postgres"))
-		return 0;
-	return cof_pg_listener_start(meta_url, on_notify, st, &st->listener, err);
+	if (!st->opts.tool && meta_url && !strcmp(st->meta->ops->name, "postgres"))
+		return cof_notify_pg_open(meta_url, &st->notify, err);
+	return cof_notify_local_open(&st->notify, err);
 }
 
 int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
@@ -194,8 +187,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	if (st->opts.history_seconds <= 0)
 		st->opts.history_seconds = 7 * 24 * 3600;
 	pthread_rwlock_init(&st->gc_lock, NULL);
-	pthread_mutex_init(&st->change_mu, NULL);
-	cof_cond_init(&st->change_cv); /* timed waits: long-polls, watches */
+	pthread_mutex_init(&st->events_mu, NULL);
 	pthread_mutex_init(&st->magic_mu, NULL);
 	pthread_mutex_init(&st->key_mu, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -210,7 +202,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	const char *mu = st->opts.meta_url ? st->opts.meta_url : meta_url;
 	const char *bu = st->opts.blobs_url ? st->opts.blobs_url : blobs_url;
 	if (cof_blobstore_open_url(bu, dir, &st->blobs, err) ||
-	    cof_meta_open(mu ? mu : file, &st->meta, err) || store_listen(st, mu, err))
+	    cof_meta_open(mu ? mu : file, &st->meta, err) || store_notify_open(st, mu, err))
 		goto fail;
 	if (!st->opts.tool &&
 	    ((st->opts.meta_url && engine_url_write(dir, "meta.url", st->opts.meta_url, err)) ||
@@ -242,15 +234,14 @@ void cof_store_close(cof_store *st)
 {
 	if (!st)
 		return;
-	cof_pg_listener_stop(st->listener);   /* no wake-up after this */
 	cof_meta_close(st->meta);
 	if (st->blobs)
 		st->blobs->close(st->blobs);
 	if (st->magic)
 		magic_close(st->magic);
 	pthread_rwlock_destroy(&st->gc_lock);
-	pthread_mutex_destroy(&st->change_mu);
-	pthread_cond_destroy(&st->change_cv);
+	cof_notify_close(st->notify);
+	pthread_mutex_destroy(&st->events_mu);
 	pthread_mutex_destroy(&st->magic_mu);
 	pthread_mutex_destroy(&st->key_mu);
 	for (size_t i = 0; i < sizeof st->events / sizeof *st->events; i++)
@@ -269,21 +260,16 @@ int cof_store_admin_key_is_new(cof_store *st)
 	return st->admin_key_new;
 }
 
-void cof_store_changed(cof_store *st)
+void cof_store_changed(cof_store *st, const cof_volrow *v)
 {
-	pthread_mutex_lock(&st->change_mu);
-	st->change_gen++;
-	pthread_cond_broadcast(&st->change_cv);
-	pthread_mutex_unlock(&st->change_mu);
+	cof_topic t = cof_topic_volume(v->org, v->id);
+
+	cof_notify_publish(st->notify, &t);
 }
 
 void cof_changes_wake_all(cof_store *st)
 {
-	pthread_mutex_lock(&st->change_mu);
-	st->closing = 1;
-	st->change_gen++;
-	pthread_cond_broadcast(&st->change_cv);
-	pthread_mutex_unlock(&st->change_mu);
+	cof_notify_shutdown(st->notify);
 }
 
 /* ------------------------------------------------------------------ keys */

@@ -10,6 +10,7 @@
 #include "coffer.h"
 #include "store/blob.h"
 #include "store/meta.h"
+#include "store/notify.h"
 
 struct cof_store {
 	char *dir;
@@ -23,15 +24,12 @@ struct cof_store {
 	 * holds it exclusively while deleting, so it never deletes content that a
 	 * write is about to name. */
 	pthread_rwlock_t gc_lock;
-	/* Broadcast after every committed change, for long-polling readers. */
-	pthread_mutex_t change_mu;
-	pthread_cond_t change_cv;
-	uint64_t change_gen;
-	int closing;
-	/* On PostgreSQL: the notifications of every node's changes (pg_listen.h). */
-	struct cof_pg_listener *listener;
+	/* Waiting and waking (notify.h): long-polls, agent events, relay waits;
+	 * on PostgreSQL it hears every node's changes (notify_pg.c). */
+	cof_notify *notify;
 	/* Agent events (file_presented) and the changes agents made through their
-	 * own tools, kept in memory for the events stream; under change_mu. */
+	 * own tools, kept in memory for the events stream; under events_mu. */
+	pthread_mutex_t events_mu;
 	struct { uint64_t id; char org[48]; char agent[128]; char *json; } events[256];
 	uint64_t event_next;
 	struct { char agent[128]; char vol[48]; int64_t seq; } own[1024];
@@ -45,7 +43,8 @@ struct cof_store {
 	void *magic;
 };
 
-/* Wakes long-pollers after a change was committed. */
-void cof_store_changed(cof_store *st);
+/* Wakes whoever waits on volume `v` (long-polls, agents' notify mounts)
+ * after a change to it was committed. */
+void cof_store_changed(cof_store *st, const cof_volrow *v);
 
 #endif

@@ -130,7 +130,8 @@ static int open_data(cof_archive *ar, size_t i, cof_err *err)
 		return 0;
 	}
 	ar->off = 0;
-	return cof_content_open(ar->st, ar->items.v[i].sha256, ar->items.v[i].size, &ar->r, err);
+	return cof_content_open(ar->st, ar->items.v[i].sha256, ar->items.v[i].size,
+				ar->items.v[i].path, &ar->r, err);
 }
 
 /* Writes the next entry's header; 0 when there is none left. */

@@ -48,17 +48,27 @@ int cof_content_pending(cof_store *st, const char *sha, int64_t size, cof_err *e
 	return r;
 }
 
-int cof_content_reader(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
-		       cof_err *err)
+int cof_content_reader(cof_store *st, const char *sha, int64_t size, const char *name,
+		       cof_blob_reader **r, cof_err *err)
 {
-	int64_t stored;
+	int64_t stored = -1;
 
-	(void)size;
-	return st->blobs->open(st->blobs, sha, r, &stored, err);
+	if (st->blobs->open(st->blobs, sha, r, &stored, err))
+		return -1;
+	if (size >= 0 && stored != size) {
+		cof_blob_close(*r);
+		*r = NULL;
+		return cof_error(err, COF_EINTERNAL,
+				 "the content of %s%.200s%s is damaged: %lld bytes stored, %lld "
+				 "recorded (content %.12s; run coffer fsck)", name ? "'" : "",
+				 name ? name : "a file", name ? "'" : "", (long long)stored,
+				 (long long)size, sha);
+	}
+	return 0;
 }
 
-int cof_content_open(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
-		     cof_err *err)
+int cof_content_open(cof_store *st, const char *sha, int64_t size, const char *name,
+		     cof_blob_reader **r, cof_err *err)
 {
 	unsigned char *data = NULL;
 	size_t len = 0;
@@ -68,7 +78,7 @@ int cof_content_open(cof_store *st, const char *sha, int64_t size, cof_blob_read
 		return -1;
 	if (rc == 1)
 		return cof_blob_reader_memory(data, len, r, err);
-	return cof_content_reader(st, sha, size, r, err);
+	return cof_content_reader(st, sha, size, name, r, err);
 }
 
 int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char **out,
@@ -89,7 +99,7 @@ int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char
 	}
 	if (!(buf = cof_malloc((size_t)size + 1)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	if (cof_content_reader(st, sha, size, &r, err)) {
+	if (cof_content_reader(st, sha, size, NULL, &r, err)) {
 		free(buf);
 		return -1;
 	}

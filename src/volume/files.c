@@ -319,7 +319,7 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	free(up);
 	if (rc)
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	if (created)
 		*created = p.created;
 	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I}", "path", p.path, "version",
@@ -366,7 +366,7 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	if (r == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
 			  view.snapshot ? " in that snapshot" : "");
-	if (r == 1 && (out->data || !cof_content_reader(st, e->sha256, e->size, &out->reader,
+	if (r == 1 && (out->data || !cof_content_reader(st, e->sha256, e->size, p, &out->reader,
 							  err))) {
 		out->version = e->version;
 		out->size = e->size;
@@ -413,6 +413,30 @@ int cof_file_fd(const cof_file *f)
 	return f->reader ? cof_blob_fd(f->reader) : -1;
 }
 
+int cof_file_verify(cof_file *f, const char *name, cof_err *err)
+{
+	unsigned char *buf;
+	char sha[65];
+	cof_err e = {0};
+
+	if (!f->reader || !f->sha256[0] || f->size > COF_VERIFY_MAX)
+		return 0; /* inline (checked by SQLite), no hash (a turn's file), or large */
+	if (!(buf = cof_malloc((size_t)f->size + 1)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (cof_blob_read_full(f->reader, 0, buf, (size_t)f->size, f->sha256, &e) ||
+	    cof_sha256_hex(buf, (size_t)f->size, sha) || strcmp(sha, f->sha256)) {
+		free(buf);
+		cof_err_clear(&e);
+		return cof_error(err, COF_EINTERNAL, "the content of '%.200s' is damaged: its "
+				 "bytes do not hash to its sha256 %.12s (run coffer fsck)",
+				 name ? name : "", f->sha256);
+	}
+	cof_blob_close(f->reader);
+	f->reader = NULL;
+	f->data = buf;
+	return 0;
+}
+
 /* ----------------------------------------------------------------- remove */
 
 typedef struct remove_ctx {
@@ -448,7 +472,7 @@ int cof_file_remove(cof_store *st, const char *org, const char *vol,
 	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:I}", "path", r.path, "seq", (json_int_t)seq);
 	return 0;
 }
@@ -554,7 +578,7 @@ int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
 	if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
 	    cof_meta_change(st->meta, v.vno, move_apply, &m, &seq, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:s, s:I, s:I}", "from", m.from, "to", m.to, "seq",
 			 (json_int_t)seq, "moved", (json_int_t)m.moved);
 	return 0;

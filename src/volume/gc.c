@@ -125,7 +125,7 @@ static int blob_hash(cof_store *st, const char *sha, int64_t size, int *missing)
 	EVP_MD_CTX *ctx;
 
 	*missing = 0;
-	if (cof_content_open(st, sha, size, &r, &e)) {
+	if (cof_content_open(st, sha, size, NULL, &r, &e)) {
 		*missing = e.code == COF_ENOTFOUND;
 		cof_err_clear(&e);
 		return -1;

@@ -220,7 +220,7 @@ int cof_link_open(cof_store *st, const cof_link *l, cof_file *out, cof_err *err)
 	/* Pinned content: the bytes as they were shown, while the volume exists. */
 	memset(out, 0, sizeof *out);
 	if (cof_meta_volume_get(st->meta, l->org, l->vol, &v, err) ||
-	    cof_content_open(st, l->sha256, l->size, &out->reader, err))
+	    cof_content_open(st, l->sha256, l->size, l->path, &out->reader, err))
 		return -1;
 	out->version = l->version;
 	out->size = l->size;

@@ -357,9 +357,10 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 {
 	changes_ctx x = {0};
 	cof_volrow v;
+	cof_sub *sub = NULL;
 	const char *pre;
 	int64_t deadline;
-	int more;
+	int more, rc = -1;
 
 	if (since < 0)
 		return cof_error(err, COF_EVALIDATION, "'since' must be 0 or more");
@@ -368,41 +369,35 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 	if (cof_prefix_check(prefix, "'prefix'", &pre, err))
 		return -1;
 	deadline = cof_mono_ms() + wait_seconds * 1000;
-	for (;;) {
-		uint64_t gen;
-		pthread_mutex_lock(&st->change_mu);
-		gen = st->change_gen;
-		pthread_mutex_unlock(&st->change_mu);
-		if (cof_meta_volume_get(st->meta, org, vol, &v, err))
+	/* Subscribed before the first read: a commit after it wakes the wait. */
+	if (wait_seconds > 0) {
+		cof_topic t = cof_topic_volume(org, vol);
+		if (cof_notify_subscribe(st->notify, &t, 1, &sub, err))
 			return -1;
+	}
+	for (;;) {
+		uint64_t gen = sub ? cof_sub_gen(sub) : 0;
+		if (cof_meta_volume_get(st->meta, org, vol, &v, err))
+			goto out;
 		if (since < v.history_from) {
 			cof_error(err, COF_EGONE,
 				  "changes before seq %lld are no longer kept; list the volume "
 				  "and follow from its seq", (long long)v.history_from);
 			cof_err_set(err, "oldest", json_integer(v.history_from));
-			return -1;
+			goto out;
 		}
-		if (changes_page(st, v.vno, since, pre, &x, &more, err)) {
-			json_decref(x.list);
-			return -1;
-		}
+		if (changes_page(st, v.vno, since, pre, &x, &more, err))
+			goto out;
 		if (x.n > 0 || wait_seconds == 0)
 			break;
 		/* Nothing yet: sleep until the next commit or the deadline. */
 		json_decref(x.list);
 		x.list = NULL;
-		pthread_mutex_lock(&st->change_mu);
-		int r = 0;
-		while (st->change_gen == gen && !st->closing && r != ETIMEDOUT)
-			r = cof_cond_wait_until(&st->change_cv, &st->change_mu, deadline);
-		int stop = st->closing || r == ETIMEDOUT;
-		pthread_mutex_unlock(&st->change_mu);
-		if (stop) {
+		int moved = cof_sub_wait(sub, gen, deadline) != gen;
+		if (cof_notify_closing(st->notify) || (!moved && cof_mono_ms() >= deadline)) {
 			if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
-			    changes_page(st, v.vno, since, pre, &x, &more, err)) {
-				json_decref(x.list);
-				return -1;
-			}
+			    changes_page(st, v.vno, since, pre, &x, &more, err))
+				goto out;
 			break;
 		}
 	}
@@ -411,5 +406,10 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 			 "changes", x.list);
 	if (more)
 		json_object_set_new(*out, "more", json_true());
-	return 0;
+	x.list = NULL;
+	rc = 0;
+out:
+	json_decref(x.list);
+	cof_notify_unsubscribe(sub);
+	return rc;
 }

@@ -116,7 +116,7 @@ int cof_volume_restore(cof_store *st, const char *org, const char *vol, json_t *
 	}
 	if (cof_meta_change(st->meta, view.vol.vno, restore_apply, &r, &seq, err))
 		goto out;
-	cof_store_changed(st);
+	cof_store_changed(st, &view.vol);
 	*out = json_pack("{s:s, s:I, s:I, s:I}", "snapshot", sid, "seq", (json_int_t)seq,
 			 "written", (json_int_t)r.written, "removed", (json_int_t)r.removed);
 	rc = 0;

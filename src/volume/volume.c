@@ -382,6 +382,6 @@ int cof_volume_delete(cof_store *st, const char *org, const char *id, cof_err *e
 	if (cof_meta_volume_get(st->meta, org, id, &v, err) ||
 	    cof_meta_volume_delete(st->meta, v.vno, err))
 		return -1;
-	cof_store_changed(st);
+	cof_store_changed(st, &v);
 	return 0;
 }

@@ -117,12 +117,16 @@ int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
 int cof_content_read(cof_store *st, const char *sha, int64_t size, unsigned char **out,
 		     cof_err *err);
 /* Opens content by hash, inline or blob, as a reader (cof_blob_close). `size`
- * is what the metadata records. */
-int cof_content_open(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
-		     cof_err *err);
-/* Opens content known to be in the blob store (not inline) as a reader. */
-int cof_content_reader(cof_store *st, const char *sha, int64_t size, cof_blob_reader **r,
-		       cof_err *err);
+ * is what the metadata records; `name` (a path, or NULL) names it in errors. */
+int cof_content_open(cof_store *st, const char *sha, int64_t size, const char *name,
+		     cof_blob_reader **r, cof_err *err);
+/* Opens content known to be in the blob store (not inline) as a reader. A
+ * stored size other than `size` (a truncated or grown file) is COF_EINTERNAL
+ * "the content of NAME is damaged", before any byte is read. */
+int cof_content_reader(cof_store *st, const char *sha, int64_t size, const char *name,
+		       cof_blob_reader **r, cof_err *err);
+/* The largest blob a whole-file GET reads and hashes before answering. */
+#define COF_VERIFY_MAX (1024 * 1024)
 
 /* A GET link to exactly this content of `path` (as present_file shows it):
  * serves these bytes even after the file changes. Answer as cof_link_create. */
