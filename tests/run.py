@@ -405,6 +405,9 @@ def main():
     if args.worker:
         return worker(args)
     os.chdir(ROOT)
+    # SIGTERM ends the run as an exception would, so the PostgreSQL cluster's dir
+    # is removed too (atexit; the postmaster itself dies with us either way).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     note = cap_processes()
     if note:
         print(note, flush=True)
