@@ -2,6 +2,7 @@
 """coffer's test runner (Python 3 standard library only).
 
     tests/run.py [--build DIR] [-k SUBSTR] [--unit-only | --blackbox-only] [-j N]
+                 [--engines embedded,pg]
 
 1. Every cmocka binary in DIR/tests/ runs with CMOCKA_MESSAGE_OUTPUT=TAP; each `ok` /
    `not ok` line is one case. A binary that crashes, times out or exits non-zero without
@@ -16,9 +17,18 @@ take the machine's PIDs: tests of guarantees that need root skip themselves
 (harness.needs_root), and this cap holds anything else. Root is exempt from RLIMIT_NPROC;
 there cofferd gives each turn a uid of its own with RLIMIT_NPROC on it.
 
+3. Both run once per engine pass (--engines, or $COFFER_TEST_ENGINES; default both):
+   `embedded` (SQLite and a local blob dir, the default of cofferd) and `pg` (a real
+   PostgreSQL 15 that this run starts once, tests/blackbox/pgpeer.py, and stops at the
+   end; every cofferd gets a database of its own, $COFFER_TEST_ENGINE=pg tells the
+   harness). On the pg pass the black-box suite runs again whole, and of the unit tests
+   the metadata conformance test runs again on a PostgreSQL database
+   ($COFFER_TEST_META_URL). Cases of the pg pass are named `pg:module::test`. The two
+   passes share the -j N workers.
+
 Failures are printed with their details, skips with their reasons; the last line is
-exactly `N passed, N failed`,
-and the exit status is 1 when anything failed. Cases are named `binary::test` and
+exactly `N passed, N failed` over every pass, after one
+`pass ENGINE: N passed, N failed, N skipped` line per pass, and the exit status is 1 when anything failed. Cases are named `binary::test` and
 `module::test`; -k keeps the cases whose name contains SUBSTR.
 """
 
@@ -38,6 +48,7 @@ import threading
 import time
 import traceback
 
+PASS_PREFIX = "pg:"   # the names of the second pass's cases start with it
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BLACKBOX = os.path.join(HERE, "blackbox")
@@ -57,8 +68,13 @@ class Results:
         self.failed = []   # (name, details)
         self.skipped = []  # (name, why)
 
+        self.per_pass = {}  # engine -> [passed, failed, skipped]
+
     def add(self, name, status, details="", duration=None, quiet=False):
         with self.lock:
+            engine = name.split(":", 1)[0] if name.startswith(PASS_PREFIX) else "embedded"
+            counts = self.per_pass.setdefault(engine, [0, 0, 0])
+            counts[{"pass": 0, "skip": 2}.get(status, 1)] += 1
             if status == "pass":
                 self.passed += 1
             elif status == "skip":
@@ -78,10 +94,10 @@ class Results:
 TAP_LINE = re.compile(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?(.*?)\s*(?:#\s*(SKIP|TODO).*)?$")
 
 
-def run_unit(path, args, results, scale):
+def run_unit(path, args, results, scale, extra_env=None, prefix=""):
     """Runs one cmocka binary in TAP mode and records its cases."""
-    name = os.path.basename(path)
-    env = dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP")
+    name = prefix + os.path.basename(path)
+    env = dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP", **(extra_env or {}))
     t0 = time.time()
     try:
         p = subprocess.run([path], cwd=ROOT, env=env, capture_output=True,
@@ -146,8 +162,22 @@ def run_units(args, results, scale):
                   if os.path.isfile(p) and os.access(p, os.X_OK))
     if not bins:
         print("note: no unit test binaries in %s/" % d, flush=True)
+    jobs = [lambda b=b: run_unit(b, args, results, scale) for b in bins]
+    if args.pg:
+        # The metadata tests (test_meta_*) again, on a PostgreSQL database each.
+        def on_pg(b):
+            try:
+                url = args.pg.new_database(args.build)
+            except Exception as e:
+                results.add(PASS_PREFIX + os.path.basename(b) + "::<setup>", "fail", str(e))
+                return
+            run_unit(b, args, results, scale, prefix=PASS_PREFIX,
+                     extra_env={"COFFER_TEST_META_URL": url})
+        for b in bins:
+            if os.path.basename(b).startswith("test_meta_"):
+                jobs.append(lambda b=b: on_pg(b))
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        list(ex.map(lambda b: run_unit(b, args, results, scale), bins))
+        list(ex.map(lambda job: job(), jobs))
 
 
 # ------------------------------------------------------------------ black-box tests
@@ -159,21 +189,27 @@ def module_is_serial(path):
 
 def run_blackbox(args, results, scale):
     mods = sorted(glob.glob(os.path.join(BLACKBOX, "test_*.py")))
-    parallel = [m for m in mods if not module_is_serial(m)]
-    serial = [m for m in mods if module_is_serial(m)]
+    passes = [e for e in args.engines if e in ("embedded", "pg")]
+    # Both passes interleaved, so the two share the workers to the end.
+    parallel = [(m, e) for m in mods if not module_is_serial(m) for e in passes]
+    serial = [(m, e) for m in mods if module_is_serial(m) for e in passes]
 
-    def one(mod):
-        run_module_process(mod, args, results, scale)
+    def one(job):
+        run_module_process(job[0], args, results, scale, job[1])
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         list(ex.map(one, parallel))
-    for m in serial:
-        one(m)
+    for job in serial:
+        one(job)
 
 
-def run_module_process(mod, args, results, scale):
-    """Runs one module in a worker process and records what it reports."""
-    modname = os.path.splitext(os.path.basename(mod))[0]
+def run_module_process(mod, args, results, scale, engine="embedded"):
+    """Runs one module in a worker process on `engine` and records what it reports."""
+    prefix = PASS_PREFIX if engine == "pg" else ""
+    modname = prefix + os.path.splitext(os.path.basename(mod))[0]
+    env = dict(os.environ, COFFER_TEST_ENGINE=engine)
+    if engine == "pg":
+        env["COFFER_TEST_PG"] = args.pg.env()
     fd, resfile = tempfile.mkstemp(prefix="coffer-res-")
     os.close(fd)
     cmd = [sys.executable, "-B", os.path.abspath(__file__), "--worker", mod, "--build",
@@ -183,7 +219,7 @@ def run_module_process(mod, args, results, scale):
     limit = 900 * scale
     t0 = time.time()
     try:
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=limit)
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=limit, env=env)
         out = (p.stdout + p.stderr).decode("utf-8", "replace")
         code = p.returncode
     except subprocess.TimeoutExpired as e:
@@ -197,7 +233,8 @@ def run_module_process(mod, args, results, scale):
             except ValueError:
                 continue
             reported += 1
-            results.add(r["name"], r["status"], r.get("details", ""), r.get("duration"))
+            results.add(prefix + r["name"], r["status"], r.get("details", ""),
+                        r.get("duration"))
     os.unlink(resfile)
     if code != 0:
         results.add("%s::<worker>" % modname, "fail",
@@ -360,18 +397,35 @@ def main():
     ap.add_argument("--blackbox-only", action="store_true")
     ap.add_argument("-j", "--jobs", type=int, default=max(2, os.cpu_count() or 2))
     ap.add_argument("-v", "--verbose", action="store_true", help="list passing unit cases")
+    ap.add_argument("--engines", default=os.environ.get("COFFER_TEST_ENGINES") or
+                    "embedded,pg", help="the passes: embedded, pg (default both)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--results", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
     os.chdir(ROOT)
+    # SIGTERM ends the run as an exception would, so the PostgreSQL cluster's dir
+    # is removed too (atexit; the postmaster itself dies with us either way).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     note = cap_processes()
     if note:
         print(note, flush=True)
     scale = scale_for(args.build)
     results = Results()
     t0 = time.time()
+    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    args.pg = None
+    if "pg" in args.engines:
+        sys.path.insert(0, BLACKBOX)
+        import pgpeer
+        try:
+            args.pg = pgpeer.Cluster()
+            print("note: pg pass: PostgreSQL on %s:%d" % (args.pg.host, args.pg.port),
+                  flush=True)
+        except Exception as e:
+            results.add(PASS_PREFIX + "<setup>", "fail", "cannot start PostgreSQL: %s" % e)
+            args.engines.remove("pg")
     if not args.blackbox_only:
         run_units(args, results, scale)
     if not args.unit_only:
@@ -388,7 +442,11 @@ def main():
         print("\nskipped:")
         for name, why in sorted(results.skipped):
             print("  %s: %s" % (name, why))
+    if args.pg:
+        args.pg.stop()
     print("\n(%.0fs, %d skipped)" % (time.time() - t0, len(results.skipped)))
+    for engine, (np, nf, ns) in sorted(results.per_pass.items()):
+        print("pass %s: %d passed, %d failed, %d skipped" % (engine, np, nf, ns))
     print("%d passed, %d failed" % (results.passed, len(results.failed)))
     return 1 if results.failed else 0
 

@@ -59,9 +59,13 @@ int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st)
 
 	cli_buf_addf(&meta, "%s/meta.db", dir);
 	missing = stat(meta.data, &sb) != 0;
+	cof_buf_reset(&meta);
+	/* a node on shared engines keeps their URLs in its dir instead */
+	cli_buf_addf(&meta, "%s/meta.url", dir);
+	missing = missing && stat(meta.data, &sb) != 0;
 	cof_buf_release(&meta);
 	if (missing && !(opts && opts->meta_url))
-		return cli_fail("'%s' is not a coffer data dir (no meta.db)", dir);
+		return cli_fail("'%s' is not a coffer data dir (no meta.db or meta.url)", dir);
 	if (cof_store_open(dir, opts, st, &err)) {
 		cli_fail("cannot open data dir '%s': %s (%s)", dir, err.msg,
 			 cof_code_type(err.code));

@@ -7,13 +7,12 @@
 #include "store/meta.h"
 
 /* Opens the backend `url` names: "postgres://" / "postgresql://" is
- * PostgreSQL (not built in yet), "sqlite:PATH" or a plain PATH is SQLite. */
+ * PostgreSQL (a libpq URL), "sqlite:PATH" or a plain PATH is SQLite. */
 int cof_meta_open(const char *url, cof_meta **out, cof_err *err)
 {
 	*out = NULL;
 	if (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13))
-		return cof_error(err, COF_EVALIDATION,
-				 "--meta '%s': the postgres metadata backend is not built in", url);
+		return cof_meta_pg_open(url, out, err);
 	if (!strncmp(url, "sqlite:", 7))
 		url += 7;
 	if (!*url)
@@ -266,6 +265,26 @@ int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err)
 int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err)
 {
 	return m->ops->blob_known(m, sha256, err);
+}
+
+int cof_meta_blob_pending(cof_meta *m, const char *sha256, int64_t size, cof_err *err)
+{
+	return m->ops->blob_pending ? m->ops->blob_pending(m, sha256, size, err) : 0;
+}
+
+int cof_meta_blob_abandoned(cof_meta *m, const char *sha256, cof_err *err)
+{
+	return m->ops->blob_abandoned ? m->ops->blob_abandoned(m, sha256, err) : 0;
+}
+
+int cof_meta_blob_claim(cof_meta *m, const char *sha256, cof_err *err)
+{
+	return m->ops->blob_claim ? m->ops->blob_claim(m, sha256, err) : 1;
+}
+
+int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err)
+{
+	return m->ops->blob_forgotten ? m->ops->blob_forgotten(m, sha256, err) : 0;
 }
 
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,

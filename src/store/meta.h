@@ -231,6 +231,21 @@ struct cof_meta_ops {
 	int (*blob_forget)(cof_meta *m, const char *sha256, cof_err *err);
 	/* 1 if the blob is known to the metadata (referenced or pending), 0 if not. */
 	int (*blob_known)(cof_meta *m, const char *sha256, cof_err *err);
+	/* Across nodes (docs/design.md, "Garbage collection across nodes"): a write
+	 * calls blob_pending once the content's bytes are stored and before the
+	 * change naming it; 0 = safe to name; 1 = a collector had claimed it and has
+	 * deleted it since: the bytes may be gone (check, store again or refuse).
+	 * A write that called blob_pending and then stores nothing (refused, failed)
+	 * calls blob_abandoned: its bytes are then as a cut-off upload's. Before
+	 * deleting bytes the metadata never named, the collector calls blob_claim:
+	 * 1 = claimed (delete them), 0 = a write named them meanwhile. After deleting
+	 * bytes (blob_forget or blob_claim said 1) it calls blob_forgotten. NULL
+	 * members: the backend needs none of them (one process; the store's gc_lock
+	 * orders writes and deletes): pending 0, claim 1, the others nothing. */
+	int (*blob_pending)(cof_meta *m, const char *sha256, int64_t size, cof_err *err);
+	int (*blob_abandoned)(cof_meta *m, const char *sha256, cof_err *err);
+	int (*blob_claim)(cof_meta *m, const char *sha256, cof_err *err);
+	int (*blob_forgotten)(cof_meta *m, const char *sha256, cof_err *err);
 	/* Small content kept in the metadata: 1 with *data (malloc'd), 0 if not inline. */
 	int (*blob_inline)(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
@@ -250,10 +265,13 @@ struct cof_txn {
 
 /* Opens the metadata store named by `url`: a plain path or "sqlite:PATH" is
  * SQLite (created when absent); "postgres://" and "postgresql://" are
- * PostgreSQL where built in (else a clear COF_EINVALID). */
+ * PostgreSQL. */
 int cof_meta_open(const char *url, cof_meta **out, cof_err *err);
 /* The SQLite backend on the database file `file`. */
 int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err);
+/* The PostgreSQL backend on the database `url` (libpq URL or conninfo);
+ * migrates its schema. COF_EUNAVAILABLE when it cannot be reached. */
+int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err);
 
 /* One function per member of cof_meta_ops, with its contract (meta.c).
  * cof_meta_close(NULL) does nothing. */
@@ -329,6 +347,10 @@ int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
 		cof_err *err);
 int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err);
+int cof_meta_blob_pending(cof_meta *m, const char *sha256, int64_t size, cof_err *err);
+int cof_meta_blob_abandoned(cof_meta *m, const char *sha256, cof_err *err);
+int cof_meta_blob_claim(cof_meta *m, const char *sha256, cof_err *err);
+int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);

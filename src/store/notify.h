@@ -75,6 +75,13 @@ struct cof_sub {
 
 /* The in-process hub. */
 int cof_notify_local_open(cof_notify **out, cof_err *err);
+/* The PostgreSQL hub (notify_pg.c): the in-process one, plus one LISTEN
+ * connection to `url` through which every node's publishes (and the changes
+ * the metadata store commits) wake this node's subscriptions. */
+int cof_notify_pg_open(const char *url, cof_notify **out, cof_err *err);
+/* The NOTIFY payload of topic `t` (what the metadata store sends in a
+ * change's transaction, and the hub for other topics). */
+void cof_notify_pg_payload(const cof_topic *t, char *out, size_t outsz);
 
 /* Topic constructors: a volume (org, id), an agent (org, id), a session. */
 cof_topic cof_topic_volume(const char *org, const char *vol);

@@ -107,9 +107,72 @@ static int admin_key_setup(cof_store *st, cof_err *err)
 	return cof_meta_key_add(st->meta, hash, &who, err);
 }
 
+/* The engine URL `name` (meta.url, blobs.url) a node recorded in its data
+ * dir, into *out (malloc'd), or NULL when none (the embedded default). */
+static int engine_url_read(const char *dir, const char *name, char **out, cof_err *err)
+{
+	char path[4200], line[4096];
+	cof_buf b = COF_BUF_INIT;
+	FILE *f;
+
+	*out = NULL;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (!(f = fopen(path, "re")))
+		return errno == ENOENT ? 0 : cof_error(err, COF_EINTERNAL, "cannot read '%s': %s",
+						       path, strerror(errno));
+	if (fgets(line, sizeof line, f))
+		cof_buf_adds(&b, line);
+	fclose(f);
+	while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' '))
+		b.data[--b.len] = '\0';
+	if (!b.len) {
+		cof_buf_release(&b);
+		return cof_error(err, COF_EINTERNAL, "'%s' is damaged (empty)", path);
+	}
+	*out = cof_buf_detach(&b, NULL);
+	return 0;
+}
+
+/* Records a URL given to a node in its data dir (mode 0600: it may hold a
+ * password), once the store opened on it, so that a restart without the flag
+ * and `coffer gc/fsck --data DIR` open the same dataset, never an empty
+ * SQLite store beside it. */
+static int engine_url_write(const char *dir, const char *name, const char *url,
+			    cof_err *err)
+{
+	char path[4200], tmp[4300];
+	size_t n = strlen(url);
+	int fd;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, url, n) != (ssize_t)n || write(fd, "\n", 1) != 1 ||
+	    fsync(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp);
+		return cof_error(err, COF_EINTERNAL, "cannot write '%s': %s", path, strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+/* The hub that wakes waiters (notify.h): on PostgreSQL one that hears every
+ * node's changes (notify_pg.c), else in process. Offline tools wait for
+ * nothing: in process. */
+static int store_notify_open(cof_store *st, const char *meta_url, cof_err *err)
+{
+	if (!st->opts.tool && meta_url && !strcmp(st->meta->ops->name, "postgres"))
+		return cof_notify_pg_open(meta_url, &st->notify, err);
+	return cof_notify_local_open(&st->notify, err);
+}
+
 int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		   cof_err *err)
 {
+	char *meta_url = NULL, *blobs_url = NULL;
 	cof_store *st = cof_calloc(1, sizeof *st);
 	char file[4200];
 
@@ -134,12 +197,24 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	if (cof_store_locks_open(st, st->opts.serve, err))
 		goto fail;
 	snprintf(file, sizeof file, "%s/meta.db", dir);
-	if (cof_notify_local_open(&st->notify, err) ||
-	    cof_blobstore_open_url(st->opts.blobs_url, dir, &st->blobs, err) ||
-	    cof_meta_open(st->opts.meta_url ? st->opts.meta_url : file, &st->meta, err))
+	/* A URL given wins; else the one this dir's node was last started with. */
+	if ((!st->opts.meta_url && engine_url_read(dir, "meta.url", &meta_url, err)) ||
+	    (!st->opts.blobs_url && engine_url_read(dir, "blobs.url", &blobs_url, err)))
+		goto fail;
+	const char *mu = st->opts.meta_url ? st->opts.meta_url : meta_url;
+	const char *bu = st->opts.blobs_url ? st->opts.blobs_url : blobs_url;
+	if (cof_blobstore_open_url(bu, dir, &st->blobs, err) ||
+	    cof_meta_open(mu ? mu : file, &st->meta, err) || store_notify_open(st, mu, err))
+		goto fail;
+	if (!st->opts.tool &&
+	    ((st->opts.meta_url && engine_url_write(dir, "meta.url", st->opts.meta_url, err)) ||
+	     (st->opts.blobs_url && engine_url_write(dir, "blobs.url", st->opts.blobs_url, err))))
 		goto fail;
 	/* the URLs are the caller's: keep nothing that points at them */
 	st->opts.meta_url = st->opts.blobs_url = NULL;
+	free(meta_url);
+	free(blobs_url);
+	meta_url = blobs_url = NULL;
 	if (secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
 			err) < 0 || (!st->opts.tool && admin_key_setup(st, err)))
 		goto fail;
@@ -156,6 +231,8 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	*out = st;
 	return 0;
 fail:
+	free(meta_url);
+	free(blobs_url);
 	cof_store_close(st);
 	return -1;
 }

@@ -27,7 +27,8 @@ struct cof_store {
 	pthread_mutex_t hold_mu;
 	int64_t holders;
 	int gc_fd, serve_fd;
-	/* Waiting and waking (notify.h): long-polls, agent events, relay waits. */
+	/* Waiting and waking (notify.h): long-polls, agent events, relay waits;
+	 * on PostgreSQL it hears every node's changes (notify_pg.c). */
 	cof_notify *notify;
 	/* Agent events (file_presented) and the changes agents made through their
 	 * own tools, kept in memory for the events stream; under events_mu. */

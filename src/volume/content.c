@@ -18,13 +18,34 @@ int cof_content_put(cof_store *st, const void *data, size_t len, char sha[65],
 			return cof_error(err, COF_EINTERNAL, "cannot hash content");
 		return 1;
 	}
-	if (st->blobs->begin(st->blobs, &w, err))
-		return -1;
-	if (st->blobs->write(w, data, len, err)) {
-		st->blobs->abort(w);
-		return -1;
+	/* Twice at most: when a collector on another node deleted these bytes as
+	 * they were stored, storing them again brings them back. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int r;
+		if (st->blobs->begin(st->blobs, &w, err))
+			return -1;
+		if (st->blobs->write(w, data, len, err)) {
+			st->blobs->abort(w);
+			return -1;
+		}
+		if (st->blobs->commit(w, sha, &size, err))
+			return -1;
+		r = cof_meta_blob_pending(st->meta, sha, size, err);
+		if (r <= 0)
+			return r;
 	}
-	return st->blobs->commit(w, sha, &size, err);
+	return cof_error(err, COF_EUNAVAILABLE, "the content was being collected as it was "
+			 "written; retry");
+}
+
+int cof_content_pending(cof_store *st, const char *sha, int64_t size, cof_err *err)
+{
+	int r = cof_meta_blob_pending(st->meta, sha, size, err);
+
+	if (r > 0)
+		return cof_error(err, COF_EUNAVAILABLE, "the content was being collected as it "
+				 "was written; retry the write");
+	return r;
 }
 
 int cof_content_reader(cof_store *st, const char *sha, int64_t size, const char *name,

@@ -297,6 +297,8 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	cof_store_hold_content(st);
 	if (up->w) {
 		rc = st->blobs->commit(up->w, sha, &size, err);
+		if (!rc)
+			rc = cof_content_pending(st, sha, size, err);
 	} else {
 		size = up->size;
 		rc = cof_sha256_hex(up->head, up->headlen, sha)
@@ -306,6 +308,11 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	if (!rc) {
 		p.sha = sha, p.size = size, p.ctype = ctype;
 		rc = cof_meta_change(st->meta, v.vno, put_apply, &p, &seq, err);
+		if (rc && up->w) {   /* refused: the bytes are as a cut-off upload's */
+			cof_err e2 = {0};
+			cof_meta_blob_abandoned(st->meta, sha, &e2);
+			cof_err_clear(&e2);
+		}
 	}
 	cof_store_release_content(st);
 	free(up->vol);

@@ -72,15 +72,17 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err)
 	if (cof_store_collect_begin(st, err))
 		goto fail;
 	for (size_t i = 0; i < s.n; i++) {
-		int gone = 1;
-		if (i < tracked) {
-			gone = cof_meta_blob_forget(st->meta, s.shas[i], err);
-			if (gone < 0)
-				break;
-		}
+		/* Claimed first, in the metadata, so that no write on another node
+		 * names these bytes while they go (docs/design.md). */
+		int gone = i < tracked ? cof_meta_blob_forget(st->meta, s.shas[i], err)
+				       : cof_meta_blob_claim(st->meta, s.shas[i], err);
+		if (gone < 0)
+			break;
 		if (gone && !st->blobs->remove(st->blobs, s.shas[i], err)) {
 			s.deleted++;
 			s.freed += s.sizes[i];
+			if (cof_meta_blob_forgotten(st->meta, s.shas[i], err))
+				break;
 		}
 	}
 	cof_store_collect_end(st);

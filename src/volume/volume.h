@@ -100,6 +100,13 @@ int cof_folder_children(cof_store *st, const cof_view *view, const char *prefix,
 /* Content up to this size is kept inline in the metadata store. */
 #define COF_INLINE_MAX (16 * 1024)
 
+/* Tells the metadata that content just stored (`sha`, in the blob store) is
+ * about to be named, so that no collector, on any node, deletes it first
+ * (docs/design.md, "Garbage collection across nodes"). Call it after the blob's
+ * commit and before the change naming it. COF_EUNAVAILABLE (retry) when a
+ * collector was deleting these very bytes. */
+int cof_content_pending(cof_store *st, const char *sha, int64_t size, cof_err *err);
+
 /* Stores `data` as content: inline (returns 1; pass `data` to cof_txn_write) or
  * as a blob (returns 0). The caller must hold the content (cof_store_hold_content) until the
  * metadata naming it has committed. */

@@ -34,6 +34,9 @@ $COFFER_SLOW_TESTS=1 and is reported as skipped otherwise. A test of a guarantee
 only holds when cofferd runs as root (a uid of each turn's own, RLIMIT_NPROC on it,
 mounts) starts with `harness.needs_root("why")`: skipped, with the reason, when the tests
 do not run as root (harness.IS_ROOT). Skip reasons are printed by run.py.
+$COFFER_TEST_ENGINE=pg (run.py's second pass) gives every Server a PostgreSQL database
+of its own (`--meta`, tests/blackbox/pgpeer.py; `s.meta_url`, dropped at close unless
+the test gave the data dir); `harness.ENGINE` says which pass runs.
 
 Server (see class Server):
     s.url, s.host, s.port, s.data (data dir), s.key (admin key), s.proc
@@ -83,6 +86,9 @@ import urllib.parse
 BUILD = os.environ.get("COFFER_BUILD", "build")
 SCALE = float(os.environ.get("COFFER_TEST_SCALE") or (3 if "asan" in BUILD else 1))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The engines the servers of this run use: "embedded" (SQLite and a blob dir in DATA,
+# the default) or "pg" (PostgreSQL: pgpeer.py; tests/run.py's second pass).
+ENGINE = os.environ.get("COFFER_TEST_ENGINE") or "embedded"
 DEFAULT_TIMEOUT = 30  # seconds per HTTP request, times SCALE
 # Called with every Response that Server.request returns, or None. openapi_check.enable()
 # sets it to check answers against docs/openapi.json ($COFFER_OPENAPI_CHECK=1: every test).
@@ -289,12 +295,20 @@ class Server:
     """A cofferd on 127.0.0.1:<free port> over a temporary data dir."""
 
     def __init__(self, build=None, data=None, gc_grace=None, args=(), env=None,
-                 start=True, keep=False):
+                 start=True, keep=False, engine=None):
         self.build = build or BUILD
         self.root = tempfile.mkdtemp(prefix="coffer-bb-")
         self.data = data or os.path.join(self.root, "data")
         self.gc_grace = gc_grace
         self.args = list(args)
+        # The engines under test (ENGINE): "pg" gives this server a PostgreSQL
+        # database of its own, unless the test names one itself (--meta).
+        self.engine = engine or ENGINE
+        self.meta_url = None
+        if self.engine == "pg" and "--meta" not in self.args:
+            import pgpeer
+            self.meta_url = pgpeer.shared().new_database(self.build)
+            self.args = ["--meta", self.meta_url] + self.args
         self.env = env
         self.keep = keep
         self.proc = None
@@ -393,6 +407,11 @@ class Server:
         tail = self.log_tail(6000)
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
+            # A data dir of the test's own outlives the server (a tool may open it
+            # after): so does its database, until the run's cluster goes.
+            if self.meta_url and self.data.startswith(self.root + os.sep):
+                import pgpeer
+                pgpeer.shared().drop_database(self.meta_url)
         if check_exit and code is not None and code != 0:
             raise AssertionError("cofferd exit code on SIGTERM should be 0, got %s\n%s" % (
                 code, reports or tail))

@@ -78,6 +78,9 @@ def _shim(tmp):
 
 
 def test_new_blob_folder_is_fsynced_in_its_parent_before_the_metadata():
+    if harness.ENGINE == "pg":
+        harness.skip("embedded store only: the metadata's commit is seen as the fsync of "
+                     "DATA/meta.db-wal; on PostgreSQL it happens in the server's process")
     tmp = tempfile.mkdtemp(prefix="coffer-fsync-")
     try:
         so = _shim(tmp)

@@ -1,0 +1,470 @@
+/*
+ * meta_pg.c — the metadata store (meta.h) on PostgreSQL (libpq): connections,
+ * the schema and its migrations, keys, idempotency records and volumes.
+ *
+ * Several cofferd nodes share one database, so nothing here may rely on a
+ * process lock: a change to a volume holds the volume's row lock (SELECT ...
+ * FOR UPDATE) from loading it to commit, which serializes the changes of one
+ * volume across every node and gives each exactly one new seq; other writes
+ * are one statement each (INSERT ... ON CONFLICT). Connections come from a
+ * pool (a libpq connection is used by one thread at a time); statements are
+ * prepared once per connection. Text columns that must sort bytewise, as
+ * SQLite's do, are COLLATE "C".
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_pg.h"
+
+/* ------------------------------------------------------------- schema */
+
+/* Migration N brings a database at schema_version N-1 to N; they run in one
+ * transaction under an advisory lock, so nodes starting together migrate once. */
+static const char *const migrations[] = {
+	/* 1: the whole schema of the SQLite store. */
+	"CREATE TABLE keys(hash text PRIMARY KEY, org text NOT NULL,"
+	" agent text NOT NULL DEFAULT '', admin integer NOT NULL DEFAULT 0,"
+	" created_at bigint NOT NULL);"
+	"CREATE TABLE volumes(vno bigserial PRIMARY KEY, id text COLLATE \"C\" NOT NULL UNIQUE,"
+	" org text NOT NULL, name text COLLATE \"C\" NOT NULL, seq bigint NOT NULL,"
+	" files bigint NOT NULL, bytes bigint NOT NULL, capacity bigint NOT NULL,"
+	" ceiling bigint NOT NULL, created_at bigint NOT NULL, hidden integer NOT NULL DEFAULT 0,"
+	" history_from bigint NOT NULL DEFAULT 0);"
+	"CREATE INDEX volumes_org_name ON volumes(org, name, id);"
+	"CREATE TABLE entries(vno bigint NOT NULL, path text COLLATE \"C\" NOT NULL,"
+	" from_seq bigint NOT NULL, to_seq bigint, version bigint NOT NULL,"
+	" size bigint NOT NULL, sha256 text NOT NULL, ctype text NOT NULL,"
+	" updated_at bigint NOT NULL, closed_at bigint, PRIMARY KEY(vno, path, from_seq));"
+	"CREATE UNIQUE INDEX entries_live ON entries(vno, path) WHERE to_seq IS NULL;"
+	"CREATE INDEX entries_sha ON entries(sha256);"
+	"CREATE INDEX entries_closed ON entries(closed_at) WHERE to_seq IS NOT NULL;"
+	"CREATE TABLE changes(vno bigint NOT NULL, seq bigint NOT NULL,"
+	" path text COLLATE \"C\" NOT NULL, removed integer NOT NULL, version bigint NOT NULL,"
+	" size bigint NOT NULL, sha256 text NOT NULL, at bigint NOT NULL,"
+	" PRIMARY KEY(vno, seq, path));"
+	"CREATE INDEX changes_at ON changes(at);"
+	"CREATE TABLE snapshots(id text PRIMARY KEY, vno bigint NOT NULL,"
+	" src_vno bigint NOT NULL, seq bigint NOT NULL, pinned integer NOT NULL,"
+	" labels text NOT NULL, files bigint NOT NULL, bytes bigint NOT NULL,"
+	" created_at bigint NOT NULL, ord bigserial NOT NULL);"
+	"CREATE INDEX snapshots_vol ON snapshots(vno, ord);"
+	"CREATE INDEX snapshots_src ON snapshots(src_vno, seq);"
+	"CREATE TABLE blobs(sha256 text PRIMARY KEY, size bigint NOT NULL,"
+	" orphan_since bigint, data bytea);"
+	"CREATE TABLE agents(org text NOT NULL, id text NOT NULL,"
+	" workspace text NOT NULL, settings text NOT NULL, created_at bigint NOT NULL,"
+	" PRIMARY KEY(org, id));"
+	"CREATE TABLE seen(org text NOT NULL, agent text NOT NULL,"
+	" vol text NOT NULL, path text NOT NULL, version bigint NOT NULL,"
+	" sha256 text NOT NULL, PRIMARY KEY(org, agent, vol, path));"
+	"CREATE TABLE run_items(id bigserial PRIMARY KEY, org text NOT NULL, agent text NOT NULL,"
+	" run text NOT NULL, kind text NOT NULL, path text NOT NULL, version bigint NOT NULL,"
+	" size bigint NOT NULL, ctype text NOT NULL, caption text NOT NULL, url text NOT NULL,"
+	" UNIQUE(org, agent, run, kind, path));"
+	"CREATE TABLE pins(org text NOT NULL, agent text NOT NULL,"
+	" sha256 text NOT NULL, PRIMARY KEY(org, agent, sha256));"
+	"CREATE INDEX pins_sha ON pins(sha256);"
+	"CREATE TABLE idem(scope text NOT NULL, key text NOT NULL,"
+	" value text NOT NULL, created_at bigint NOT NULL, PRIMARY KEY(scope, key));"
+	"CREATE TABLE subjects(org text NOT NULL, agent text NOT NULL,"
+	" subject text COLLATE \"C\" NOT NULL, vol text NOT NULL, created_at bigint NOT NULL,"
+	" PRIMARY KEY(org, agent, subject));",
+	/* 2: garbage collection across nodes (docs/design.md): pending_at, when
+	 * a write on some node last said it is about to name the content;
+	 * claimed_at, when a collector took it to delete its bytes. */
+	"ALTER TABLE blobs ADD COLUMN pending_at bigint, ADD COLUMN claimed_at bigint;",
+};
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
+
+/* Brings the database to SCHEMA_VERSION; refuses one written by a newer cofferd. */
+static int migrate(pgconn *c, cof_err *err)
+{
+	PGresult *r;
+	int version = 0, rc = 0;
+
+	/* Any constant: every cofferd takes the same one. */
+	if (cof_pg_exec(c, "BEGIN", err) ||
+	    cof_pg_exec(c, "SELECT pg_advisory_xact_lock(7366111)", err) ||
+	    cof_pg_exec(c, "CREATE TABLE IF NOT EXISTS schema_version(version integer NOT NULL)",
+			err))
+		goto fail;
+	if (!(r = cof_pg_q(c, "SELECT max(version) FROM schema_version", "reading the schema's"
+			   " version", err, "")))
+		goto fail;
+	version = PQgetisnull(r, 0, 0) ? 0 : (int)cof_pg_int(r, 0, 0);
+	PQclear(r);
+	if (version > SCHEMA_VERSION) {
+		cof_error(err, COF_EINTERNAL, "the metadata database was written by a newer"
+			  " cofferd (schema %d; this one knows %d)", version, SCHEMA_VERSION);
+		goto fail;
+	}
+	for (; version < SCHEMA_VERSION; version++)
+		if (cof_pg_exec(c, migrations[version], err))
+			goto fail;
+	if (cof_pg_exec(c, "DELETE FROM schema_version", err) ||
+	    cof_pg_do(c, "INSERT INTO schema_version(version) VALUES($1)", "migrating", NULL,
+		      err, "i", (int64_t)SCHEMA_VERSION))
+		goto fail;
+	return cof_pg_exec(c, "COMMIT", err);
+fail:
+	rc = -1;
+	PQclear(PQexec(c->db, "ROLLBACK"));
+	return rc;
+}
+
+/* ------------------------------------------------------------ connections */
+
+int cof_pg_error(cof_err *err, pgconn *c, PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = res ? PQresultErrorMessage(res) : "";
+
+	if (!msg || !*msg)
+		msg = c ? PQerrorMessage(c->db) : "out of memory";
+	if (!c || PQstatus(c->db) != CONNECTION_OK)
+		return cof_error(err, COF_EUNAVAILABLE, "the metadata database cannot be reached;"
+				 " retry %s", what);
+	if (state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
+		      !strcmp(state, "55P03")))
+		return cof_error(err, COF_EUNAVAILABLE, "the store is busy; retry %s", what);
+	if (state && (!strcmp(state, "53100") || !strncmp(state, "08", 2)))
+		return cof_error(err, COF_EUNAVAILABLE, "the metadata database is unavailable"
+				 " (%.200s); %s refused", msg, what);
+	return cof_error(err, COF_EINTERNAL, "metadata store: %s: %.300s", what, msg);
+}
+
+static void conn_close(pgconn *c)
+{
+	if (!c)
+		return;
+	PQfinish(c->db);
+	free(c);
+}
+
+static pgconn *conn_open(const char *url, cof_err *err)
+{
+	pgconn *c = cof_calloc(1, sizeof *c);
+
+	if (!c) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		return NULL;
+	}
+	c->db = PQconnectdb(url);
+	if (!c->db || PQstatus(c->db) != CONNECTION_OK) {
+		/* Named by host, port and database: the URL may hold a password. */
+		cof_error(err, COF_EUNAVAILABLE, "cannot connect to the postgres metadata database"
+			  " '%s' on %s:%s: %.300s", c->db ? PQdb(c->db) : "?",
+			  c->db ? PQhost(c->db) : "?", c->db ? PQport(c->db) : "?",
+			  c->db ? PQerrorMessage(c->db) : "out of memory");
+		conn_close(c);
+		return NULL;
+	}
+	/* Notices (CREATE TABLE IF NOT EXISTS...) are not errors: keep them off stderr. */
+	PQclear(PQexec(c->db, "SET client_min_messages = warning"));
+	return c;
+}
+
+pgconn *cof_pg_get(cof_meta *m, cof_err *err)
+{
+	pg_meta *p = PGM(m);
+	pgconn *c;
+
+	pthread_mutex_lock(&p->plock);
+	c = p->idle;
+	if (c) {
+		p->idle = c->next;
+		p->nidle--;
+	}
+	pthread_mutex_unlock(&p->plock);
+	if (c && PQstatus(c->db) != CONNECTION_OK) {
+		conn_close(c);   /* the server restarted or dropped it: a fresh one */
+		c = NULL;
+	}
+	return c ? c : conn_open(p->url, err);
+}
+
+void cof_pg_put(cof_meta *m, pgconn *c)
+{
+	pg_meta *p = PGM(m);
+
+	if (!c)
+		return;
+	if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
+		PQclear(PQexec(c->db, "ROLLBACK"));
+	if (PQstatus(c->db) != CONNECTION_OK || PQtransactionStatus(c->db) != PQTRANS_IDLE) {
+		conn_close(c);
+		return;
+	}
+	pthread_mutex_lock(&p->plock);
+	if (p->nidle < PG_POOL_IDLE) {
+		c->next = p->idle;
+		p->idle = c;
+		p->nidle++;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&p->plock);
+	conn_close(c);
+}
+
+int cof_pg_exec(pgconn *c, const char *sql, cof_err *err)
+{
+	PGresult *r = PQexec(c->db, sql);
+	ExecStatusType s = PQresultStatus(r);
+	int rc = 0;
+
+	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+		rc = cof_pg_error(err, c, r, sql);
+	PQclear(r);
+	return rc;
+}
+
+/* The name of the prepared statement of `sql` on `c`, preparing it first. */
+static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)
+{
+	int slot = -1;
+
+	for (int i = 0; i < PG_STMTS; i++) {
+		if (c->prepared[i] == sql) {
+			snprintf(name, 16, "s%d", i);
+			return 0;
+		}
+		if (!c->prepared[i] && slot < 0)
+			slot = i;
+	}
+	if (slot < 0) /* a bug (PG_STMTS is twice the statements), not load */
+		return cof_error(err, COF_EINTERNAL, "metadata store: statement cache full");
+	snprintf(name, 16, "s%d", slot);
+	PGresult *r = PQprepare(c->db, name, sql, nparams, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		cof_pg_error(err, c, r, "preparing a statement");
+		PQclear(r);
+		return -1;
+	}
+	PQclear(r);
+	c->prepared[slot] = sql;
+	return 0;
+}
+
+#define PG_MAXPARAMS 16
+
+static PGresult *vq(pgconn *c, const char *sql, const char *what, cof_err *err,
+		    const char *kinds, va_list ap)
+{
+	const char *vals[PG_MAXPARAMS];
+	int lens[PG_MAXPARAMS], fmts[PG_MAXPARAMS];
+	char ints[PG_MAXPARAMS][24], name[16];
+	int n = (int)strlen(kinds);
+
+	if (n > PG_MAXPARAMS) {
+		cof_error(err, COF_EINTERNAL, "metadata store: too many parameters");
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		lens[i] = 0;
+		fmts[i] = 0;
+		if (kinds[i] == 'i') {
+			snprintf(ints[i], sizeof ints[i], "%lld", (long long)va_arg(ap, int64_t));
+			vals[i] = ints[i];
+		} else if (kinds[i] == 'b') {
+			vals[i] = va_arg(ap, const char *);
+			lens[i] = (int)va_arg(ap, int64_t);
+			fmts[i] = 1;
+		} else {
+			vals[i] = va_arg(ap, const char *);
+			/* PostgreSQL refuses such text anyway; say what it was. */
+			if (vals[i] && !cof_utf8_valid(vals[i], strlen(vals[i]))) {
+				cof_error(err, COF_EVALIDATION, "%s: a text value is not valid UTF-8",
+					  what);
+				return NULL;
+			}
+		}
+	}
+	if (prepared(c, sql, n, name, err))
+		return NULL;
+	PGresult *r = PQexecPrepared(c->db, name, n, vals, lens, fmts, 0);
+	ExecStatusType s = PQresultStatus(r);
+	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+		cof_pg_error(err, c, r, what);
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+PGresult *cof_pg_q(pgconn *c, const char *sql, const char *what, cof_err *err,
+		   const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	PGresult *r = vq(c, sql, what, err, kinds, ap);
+	va_end(ap);
+	return r;
+}
+
+int cof_pg_do(pgconn *c, const char *sql, const char *what, int64_t *n, cof_err *err,
+	      const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	PGresult *r = vq(c, sql, what, err, kinds, ap);
+	va_end(ap);
+	if (!r)
+		return -1;
+	if (n)
+		*n = strtoll(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	return 0;
+}
+
+int cof_pg_one(cof_meta *m, const char *sql, const char *what, int64_t *n, cof_err *err,
+	       const char *kinds, ...)
+{
+	pgconn *c = cof_pg_get(m, err);
+	va_list ap;
+	PGresult *r;
+
+	if (!c)
+		return -1;
+	va_start(ap, kinds);
+	r = vq(c, sql, what, err, kinds, ap);
+	va_end(ap);
+	if (r && n)
+		*n = strtoll(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	cof_pg_put(m, c);
+	return r ? 0 : -1;
+}
+
+pgconn *cof_pg_begin(cof_meta *m, const char *mode, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+
+	if (c && cof_pg_exec(c, mode ? mode : "BEGIN", err)) {
+		cof_pg_put(m, c);
+		return NULL;
+	}
+	return c;
+}
+
+int cof_pg_end(cof_meta *m, pgconn *c, int ok, cof_err *err)
+{
+	int rc = ok;
+
+	if (ok == 0)
+		rc = cof_pg_exec(c, "COMMIT", err);
+	cof_pg_put(m, c);   /* rolls back what is still open */
+	return rc;
+}
+
+int cof_pg_notify(pgconn *c, const char *payload, cof_err *err)
+{
+	return cof_pg_do(c, "SELECT pg_notify('coffer', $1)", "notifying", NULL, err, "s",
+			 payload);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+int64_t cof_pg_int(PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+void cof_pg_copy(PGresult *r, int row, int col, char *out, size_t outsz)
+{
+	const char *s = PQgetvalue(r, row, col);
+	size_t n = (size_t)PQgetlength(r, row, col);
+
+	if (outsz == 0)
+		return;
+	if (n >= outsz)
+		n = outsz - 1;
+	memcpy(out, s, n);
+	out[n] = '\0';
+}
+
+int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *len)
+{
+	size_t n = 0;
+	unsigned char *raw;
+
+	*data = NULL;
+	if (PQgetisnull(r, row, col))
+		return 0;
+	raw = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &n);
+	if (!raw || !(*data = cof_malloc(n + 1))) {
+		PQfreemem(raw);
+		return -1;
+	}
+	if (n)
+		memcpy(*data, raw, n);
+	(*data)[n] = '\0';
+	PQfreemem(raw);
+	if (len)
+		*len = n;
+	return 1;
+}
+
+void cof_pg_row_entry(PGresult *r, int row, cof_entry *e)
+{
+	cof_pg_copy(r, row, 0, e->path, sizeof e->path);
+	e->version = cof_pg_int(r, row, 1);
+	e->size = cof_pg_int(r, row, 2);
+	cof_pg_copy(r, row, 3, e->sha256, sizeof e->sha256);
+	cof_pg_copy(r, row, 4, e->ctype, sizeof e->ctype);
+	e->updated_at = cof_pg_int(r, row, 5);
+}
+
+/* ------------------------------------------------------------ open, close */
+
+static void pg_close(cof_meta *m)
+{
+	pg_meta *p = PGM(m);
+
+	if (!p)
+		return;
+	while (p->idle) {
+		pgconn *c = p->idle;
+		p->idle = c->next;
+		conn_close(c);
+	}
+	pthread_mutex_destroy(&p->plock);
+	free(p->url);
+	free(p);
+}
+
+static cof_meta_ops pg_ops;
+
+static void ops_fill(void)
+{
+	pg_ops.name = "postgres";
+	pg_ops.close = pg_close;
+	cof_pg_ops_vol(&pg_ops);
+	cof_pg_ops_read(&pg_ops);
+	cof_pg_ops_write(&pg_ops);
+	cof_pg_ops_gc(&pg_ops);
+	cof_pg_ops_agent(&pg_ops);
+}
+
+int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pg_meta *p = cof_calloc(1, sizeof *p);
+	pgconn *c;
+
+	pthread_once(&once, ops_fill);
+	if (!p || !(p->url = cof_strdup(url))) {
+		free(p);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	p->base.ops = &pg_ops;
+	pthread_mutex_init(&p->plock, NULL);
+	if (!(c = cof_pg_get(&p->base, err)) || migrate(c, err)) {
+		conn_close(c);
+		pg_close(&p->base);
+		return -1;
+	}
+	cof_pg_put(&p->base, c);
+	*out = &p->base;
+	return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * meta_pg.h — what the files of the PostgreSQL metadata store share (not part
+ * of the meta.h interface): the connection pool, prepared statements, the
+ * query helper and row helpers.
+ *
+ * Every member of cof_meta_ops is a static pg_<op> in one of the files, with
+ * the parameters and contract meta.h states; each file fills its members.
+ */
+#ifndef COF_META_PG_H
+#define COF_META_PG_H
+
+#include <pthread.h>
+#include <libpq-fe.h>
+#include "store/meta.h"
+
+#define PG_STMTS 128       /* prepared statements per connection (about 2x ours) */
+#define PG_POOL_IDLE 16    /* idle connections kept */
+
+typedef struct pgconn {
+	PGconn *db;
+	const char *prepared[PG_STMTS]; /* SQL text (by address) of statement "sN" */
+	struct pgconn *next;
+} pgconn;
+
+typedef struct pg_meta {
+	cof_meta base;                /* first (meta.h) */
+	char *url;
+	pthread_mutex_t plock;
+	pgconn *idle;
+	int nidle;
+} pg_meta;
+
+typedef struct pg_txn {
+	cof_txn base;                 /* first (meta.h) */
+	pgconn *c;
+	cof_volrow vol;
+	int ops;
+	int64_t now;
+} pg_txn;
+
+/* Garbage collection across nodes (docs/design.md): content a write said it
+ * is about to name is not claimed for this long; a collector's claim older
+ * than this is taken to be a dead collector's. */
+#define COF_PG_PENDING_SECONDS 600
+#define COF_PG_CLAIM_SECONDS 30
+
+#define PGM(m) ((pg_meta *)(void *)(m))
+
+/* A connection from the pool (a new one when none is idle), and back: one
+ * that is broken or inside a transaction is closed instead of kept. */
+pgconn *cof_pg_get(cof_meta *m, cof_err *err);
+void cof_pg_put(cof_meta *m, pgconn *c);
+
+/* Runs the prepared statement of `sql` (a string literal: prepared once per
+ * connection, known by its address). `kinds` names each parameter in turn:
+ * 's' text (const char *, NULL = SQL NULL; refused unless valid UTF-8), 'i'
+ * int64_t, 'b' bytea (const void *, int64_t length; NULL pointer = SQL NULL).
+ * Returns the result (PQclear it) or NULL with `err` filled naming `what`. */
+PGresult *cof_pg_q(pgconn *c, const char *sql, const char *what, cof_err *err,
+		   const char *kinds, ...);
+/* cof_pg_q for statements whose result is not needed: 0 or -1. With `n`,
+ * *n gets the number of rows affected. */
+int cof_pg_do(pgconn *c, const char *sql, const char *what, int64_t *n, cof_err *err,
+	      const char *kinds, ...);
+/* cof_pg_do on a connection of the pool, taken and given back. */
+int cof_pg_one(cof_meta *m, const char *sql, const char *what, int64_t *n, cof_err *err,
+	       const char *kinds, ...);
+/* Runs plain SQL without parameters (BEGIN, COMMIT, the schema): 0 or -1. */
+int cof_pg_exec(pgconn *c, const char *sql, cof_err *err);
+/* Maps a failed result (or a broken connection) to the API: lost connection,
+ * serialization failure, deadlock and disk full = 503; else 500. Returns -1. */
+int cof_pg_error(cof_err *err, pgconn *c, PGresult *res, const char *what);
+
+/* BEGIN on a pooled connection; cof_pg_end commits (ok == 0) or rolls back
+ * and gives the connection back. */
+pgconn *cof_pg_begin(cof_meta *m, const char *mode, cof_err *err);
+int cof_pg_end(cof_meta *m, pgconn *c, int ok, cof_err *err);
+
+/* Each file of the backend fills its own members of the table (meta_pg.c). */
+void cof_pg_ops_vol(cof_meta_ops *o);
+void cof_pg_ops_read(cof_meta_ops *o);
+void cof_pg_ops_write(cof_meta_ops *o);
+void cof_pg_ops_gc(cof_meta_ops *o);
+void cof_pg_ops_agent(cof_meta_ops *o);
+
+/* Row helpers over text results. */
+int64_t cof_pg_int(PGresult *r, int row, int col);
+void cof_pg_copy(PGresult *r, int row, int col, char *out, size_t outsz);
+/* The bytea value of a cell, malloc'd with a NUL after it (*len without it);
+ * 0 = NULL cell (*data NULL), 1 = value, -1 = out of memory. */
+int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *len);
+#define PG_ENTRY_COLS "path, version, size, sha256, ctype, updated_at"
+void cof_pg_row_entry(PGresult *r, int row, cof_entry *e);
+int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
+		     cof_entry *out, cof_err *err);
+int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
+		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id,
+		       int lock, cof_volrow *out, cof_err *err);
+int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err);
+int cof_pg_volume_drop(pgconn *c, int64_t vno, cof_err *err);
+int cof_pg_snapshot_drop(pgconn *c, const char *sid, int64_t vno, int64_t src_vno,
+			 cof_err *err);
+/* Queues a NOTIFY of a committed change (sent when the transaction commits). */
+int cof_pg_notify(pgconn *c, const char *payload, cof_err *err);
+
+#endif

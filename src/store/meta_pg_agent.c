@@ -1,0 +1,221 @@
+/*
+ * meta_pg_agent.c — agents, what each has seen, runs, pins and subject
+ * workspaces on PostgreSQL.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_pg.h"
+
+static int pg_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
+{
+	return cof_pg_one(m, "INSERT INTO agents(org, id, workspace, settings, created_at)"
+		   " VALUES($1,$2,$3,$4,$5) ON CONFLICT(org, id) DO UPDATE SET workspace ="
+		   " excluded.workspace, settings = excluded.settings, created_at ="
+		   " excluded.created_at", "saving an agent", NULL, err, "ssssi", a->org, a->id,
+		   a->workspace, a->settings, a->created_at);
+}
+
+static int pg_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+		     cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT workspace, settings, created_at FROM agents WHERE org = $1"
+			  " AND id = $2", "reading an agent", err, "ss", org, id))) {
+		if (PQntuples(r) == 1) {
+			snprintf(out->org, sizeof out->org, "%s", org);
+			snprintf(out->id, sizeof out->id, "%s", id);
+			cof_pg_copy(r, 0, 0, out->workspace, sizeof out->workspace);
+			out->settings = cof_strdup(PQgetvalue(r, 0, 1));
+			out->created_at = cof_pg_int(r, 0, 2);
+			rc = out->settings ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+		} else {
+			rc = cof_error(err, COF_ENOTFOUND, "agent '%.100s' not found", id);
+		}
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
+{
+	static const char *const sqls[] = {
+		"DELETE FROM run_items WHERE org = $1 AND agent = $2",
+		"DELETE FROM pins WHERE org = $1 AND agent = $2",
+		"DELETE FROM seen WHERE org = $1 AND agent = $2",
+		"DELETE FROM agents WHERE org = $1 AND id = $2",
+	};
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int rc = 0;
+
+	if (!c)
+		return -1;
+	for (size_t i = 0; !rc && i < sizeof sqls / sizeof *sqls; i++)
+		rc = cof_pg_do(c, sqls[i], "deleting an agent", NULL, err, "ss", org, id);
+	return cof_pg_end(m, c, rc, err);
+}
+
+static int pg_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
+		    const char *path, int64_t *version, char sha[65], cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT version, sha256 FROM seen WHERE org = $1 AND agent = $2 AND"
+			  " vol = $3 AND path = $4", "reading what was seen", err, "ssss", org,
+			  agent, vol, path))) {
+		rc = PQntuples(r) == 1;
+		if (rc) {
+			*version = cof_pg_int(r, 0, 0);
+			cof_pg_copy(r, 0, 1, sha, 65);
+		}
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
+		    const char *path, int64_t version, const char *sha, cof_err *err)
+{
+	return cof_pg_one(m, "INSERT INTO seen(org, agent, vol, path, version, sha256)"
+		   " VALUES($1,$2,$3,$4,$5,$6) ON CONFLICT(org, agent, vol, path) DO UPDATE SET"
+		   " version = excluded.version, sha256 = excluded.sha256",
+		   "recording what was seen", NULL, err, "ssssis", org, agent, vol, path,
+		   version, sha);
+}
+
+static int pg_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+		   const cof_run_item *it, cof_err *err)
+{
+	return cof_pg_one(m, "INSERT INTO run_items(org, agent, run, kind, path, version, size,"
+		   " ctype, caption, url) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT(org,"
+		   " agent, run, kind, path) DO UPDATE SET version = excluded.version, size ="
+		   " excluded.size, ctype = excluded.ctype, caption = excluded.caption, url ="
+		   " excluded.url", "recording a run", NULL, err, "sssssiisss", org, agent, run,
+		   it->kind, it->path, it->version, it->size, it->ctype ? it->ctype : "",
+		   it->caption ? it->caption : "", it->url ? it->url : "");
+}
+
+static int pg_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+		    cof_run_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	/* id grows with each new row; an update keeps it: first-recorded order. */
+	if ((r = cof_pg_q(c, "SELECT kind, path, version, size, ctype, caption, url FROM run_items"
+			  " WHERE org = $1 AND agent = $2 AND run = $3 ORDER BY id",
+			  "reading a run", err, "sss", org, agent, run))) {
+		for (int i = 0; i < PQntuples(r); i++) {
+			cof_run_item it = {
+				.kind = PQgetvalue(r, i, 0), .path = PQgetvalue(r, i, 1),
+				.version = cof_pg_int(r, i, 2), .size = cof_pg_int(r, i, 3),
+				.ctype = PQgetvalue(r, i, 4), .caption = PQgetvalue(r, i, 5),
+				.url = PQgetvalue(r, i, 6),
+			};
+			if (fn(ctx, &it))
+				break;
+		}
+		PQclear(r);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+	       cof_err *err)
+{
+	return cof_pg_one(m, "INSERT INTO pins(org, agent, sha256) VALUES($1,$2,$3) ON CONFLICT"
+		   " DO NOTHING", "pinning content", NULL, err, "sss", org, agent, sha);
+}
+
+/* ------------------------------------------------------ subject workspaces */
+
+static int pg_subject_get(cof_meta *m, const char *org, const char *agent, const char *subject,
+		       char vol[48], cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT vol FROM subjects WHERE org = $1 AND agent = $2 AND"
+			  " subject = $3", "reading a subject", err, "sss", org, agent, subject))) {
+		rc = PQntuples(r) == 1;
+		if (rc)
+			cof_pg_copy(r, 0, 0, vol, 48);
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_subject_add(cof_meta *m, const char *org, const char *agent, const char *subject,
+		       const char *vol, cof_err *err)
+{
+	int64_t n = 0;
+	int rc = cof_pg_one(m, "INSERT INTO subjects(org, agent, subject, vol, created_at)"
+		     " VALUES($1,$2,$3,$4,$5) ON CONFLICT DO NOTHING", "recording a subject", &n,
+		     err, "ssssi", org, agent, subject, vol, cof_now());
+	return rc ? -1 : n > 0;
+}
+
+static int pg_subject_list(cof_meta *m, const char *org, const char *agent, cof_subject_fn fn,
+			void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT subject, vol FROM subjects WHERE org = $1 AND agent = $2"
+			  " ORDER BY subject", "listing subjects", err, "ss", org, agent))) {
+		for (int i = 0; i < PQntuples(r); i++)
+			if (fn(ctx, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)))
+				break;
+		PQclear(r);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err)
+{
+	return cof_pg_one(m, "DELETE FROM subjects WHERE org = $1 AND agent = $2",
+		   "deleting subjects", NULL, err, "ss", org, agent);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_agent(cof_meta_ops *o)
+{
+	o->agent_put = pg_agent_put;
+	o->agent_get = pg_agent_get;
+	o->agent_delete = pg_agent_delete;
+	o->seen_get = pg_seen_get;
+	o->seen_put = pg_seen_put;
+	o->pin = pg_pin;
+	o->run_add = pg_run_add;
+	o->run_list = pg_run_list;
+	o->subject_get = pg_subject_get;
+	o->subject_add = pg_subject_add;
+	o->subject_list = pg_subject_list;
+	o->subject_delete_all = pg_subject_delete_all;
+}

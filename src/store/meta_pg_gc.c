@@ -1,0 +1,260 @@
+/*
+ * meta_pg_gc.c — what the garbage collector and fsck ask of the PostgreSQL store.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "store/meta_pg.h"
+
+static int pg_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
+		    int64_t *pruned, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int rc;
+
+	*pruned = 0;
+	if (!c)
+		return -1;
+	/* As in meta_sqlite_gc.c: content of history dropped now has been
+	 * unreferenced since its row was closed, over a grace period ago. */
+	rc = cof_pg_do(c, "UPDATE blobs SET orphan_since = $1 WHERE orphan_since IS NULL AND"
+		       " sha256 IN (SELECT sha256 FROM entries WHERE to_seq IS NOT NULL AND"
+		       " closed_at < $1 AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
+		       " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq))",
+		       "collecting garbage", NULL, err, "i", closed_before);
+	if (!rc)
+		rc = cof_pg_do(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < $1"
+			       " AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
+			       " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)",
+			       "collecting garbage", pruned, err, "i", closed_before);
+	/* The oldest seq the changes feed still answers, per volume (older: 410). */
+	if (!rc)
+		rc = cof_pg_do(c, "UPDATE volumes SET history_from = (SELECT max(seq) FROM changes"
+			       " WHERE changes.vno = volumes.vno AND at < $1) WHERE EXISTS (SELECT 1"
+			       " FROM changes WHERE changes.vno = volumes.vno AND at < $1)",
+			       "collecting garbage", NULL, err, "i", changes_before);
+	if (!rc)
+		rc = cof_pg_do(c, "DELETE FROM changes WHERE at < $1", "collecting garbage", NULL,
+			       err, "i", changes_before);
+	return cof_pg_end(m, c, rc, err);
+}
+
+static int pg_gc_mark(cof_meta *m, int64_t now, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	/* A pin (content an agent was shown or sent) counts as a reference. */
+	rc = cof_pg_do(c, "UPDATE blobs SET orphan_since = $1 WHERE orphan_since IS NULL AND NOT"
+		       " EXISTS (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT"
+		       " EXISTS (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)",
+		       "collecting garbage", NULL, err, "i", now);
+	if (!rc)
+		rc = cof_pg_do(c, "UPDATE blobs SET orphan_since = NULL WHERE orphan_since IS NOT"
+			       " NULL AND (EXISTS (SELECT 1 FROM entries e WHERE e.sha256 ="
+			       " blobs.sha256) OR EXISTS (SELECT 1 FROM pins p WHERE p.sha256 ="
+			       " blobs.sha256))", "collecting garbage", NULL, err, "");
+	return cof_pg_end(m, c, rc, err);
+}
+
+/* Calls fn for each (sha256, size) row of `r`. */
+static void each_sha(PGresult *r, cof_sha_fn fn, void *ctx)
+{
+	for (int i = 0; i < PQntuples(r); i++)
+		if (fn(ctx, PQgetvalue(r, i, 0), cof_pg_int(r, i, 1)))
+			break;
+}
+
+static int pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	/* Content a write said it is about to name is no orphan for a while;
+	 * content a collector claimed is its own (until the claim goes stale). */
+	if ((r = cof_pg_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= $1 AND"
+			  " (pending_at IS NULL OR pending_at < $2) AND (claimed_at IS NULL OR"
+			  " claimed_at < $3)", "reading blobs", err, "iii", before,
+			  cof_now() - COF_PG_PENDING_SECONDS, cof_now() - COF_PG_CLAIM_SECONDS))) {
+		each_sha(r, fn, ctx);
+		PQclear(r);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+/* The collector's claim on an orphan: 1 = claimed (delete its bytes, then
+ * cof_pg_blob_forgotten), 0 = named again, or pending. One statement: the row
+ * lock it takes orders it with a write's cof_pg_blob_pending, which sets
+ * pending_at on the same row, so exactly one of the two goes first and the
+ * other sees what it did. A claim left by a collector that died is taken over
+ * after COF_PG_CLAIM_SECONDS. */
+static int pg_blob_forget(cof_meta *m, const char *sha, cof_err *err)
+{
+	int64_t n = 0, now = cof_now();
+
+	if (cof_pg_one(m, "UPDATE blobs SET claimed_at = $2 WHERE sha256 = $1 AND orphan_since IS"
+		       " NOT NULL AND (claimed_at IS NULL OR claimed_at < $3) AND (pending_at IS"
+		       " NULL OR pending_at < $4) AND NOT EXISTS (SELECT 1 FROM entries e WHERE"
+		       " e.sha256 = blobs.sha256) AND NOT EXISTS (SELECT 1 FROM pins p WHERE"
+		       " p.sha256 = blobs.sha256)", "collecting garbage", &n, err, "siii", sha, now,
+		       now - COF_PG_CLAIM_SECONDS, now - COF_PG_PENDING_SECONDS))
+		return -1;
+	return n > 0;
+}
+
+/* The claimed content's bytes are deleted: the row goes. */
+static int pg_blob_forgotten(cof_meta *m, const char *sha, cof_err *err)
+{
+	/* Unless a write named it meanwhile (inline content needs no bytes). */
+	return cof_pg_one(m, "DELETE FROM blobs WHERE sha256 = $1 AND claimed_at IS NOT NULL AND"
+			  " orphan_since IS NOT NULL AND NOT EXISTS (SELECT 1 FROM entries e WHERE"
+			  " e.sha256 = blobs.sha256) AND NOT EXISTS (SELECT 1 FROM pins p WHERE"
+			  " p.sha256 = blobs.sha256)", "collecting garbage", NULL, err, "s", sha);
+}
+
+/* A write that marked `sha` pending names nothing after all: the row goes
+ * unless something else has it (a row, a pin, inline content, a claim), so
+ * its bytes are collected as a cut-off upload's are, a grace period after
+ * they were stored. A concurrent write of the same content upserts the row
+ * again when it commits; until then its fresh bytes' mtime keeps them. */
+static int pg_blob_abandoned(cof_meta *m, const char *sha, cof_err *err)
+{
+	return cof_pg_one(m, "DELETE FROM blobs WHERE sha256 = $1 AND pending_at IS NOT NULL AND"
+			  " claimed_at IS NULL AND data IS NULL AND NOT EXISTS (SELECT 1 FROM"
+			  " entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS (SELECT 1 FROM"
+			  " pins p WHERE p.sha256 = blobs.sha256)", "abandoning content", NULL, err,
+			  "s", sha);
+}
+
+/* Bytes the metadata does not know (a cut-off upload's): the collector claims
+ * them by a row of their own, so a write that stores the same content now
+ * waits (cof_pg_blob_pending). 1 = claimed, 0 = a row is there (a write
+ * knows them: keep them). */
+static int pg_blob_claim(cof_meta *m, const char *sha, cof_err *err)
+{
+	int64_t n = 0, now = cof_now();
+
+	if (cof_pg_one(m, "INSERT INTO blobs(sha256, size, orphan_since, claimed_at)"
+		       " VALUES($1, 0, $2, $2) ON CONFLICT DO NOTHING", "collecting garbage", &n,
+		       err, "si", sha, now))
+		return -1;
+	return n > 0;
+}
+
+/* A write is about to name `sha` (its bytes are in the blob store): records
+ * it, so no collector claims it for COF_PG_PENDING_SECONDS. 0 = safe to name;
+ * 1 = a collector had claimed it and has now deleted its row: its bytes may
+ * be gone, the caller checks them (and re-stores or refuses). Waits at most
+ * COF_PG_CLAIM_SECONDS for a claim in progress (a delete takes milliseconds). */
+static int pg_blob_pending(cof_meta *m, const char *sha, int64_t size, cof_err *err)
+{
+	int64_t t0 = cof_mono_ms();
+	int was_claimed = 0;
+
+	for (;;) {
+		pgconn *c = cof_pg_get(m, err);
+		int64_t now = cof_now();
+		PGresult *r;
+		if (!c)
+			return -1;
+		/* A new row is an orphan from now (a write that then fails leaves it
+		 * to the collector); a claimed row stays claimed. */
+		r = cof_pg_q(c, "INSERT INTO blobs(sha256, size, orphan_since, pending_at)"
+			     " VALUES($1,$2,$3,$3) ON CONFLICT(sha256) DO UPDATE SET pending_at = $3"
+			     " RETURNING claimed_at IS NOT NULL AND claimed_at >= $4",
+			     "recording content about to be named", err, "siii", sha, size, now,
+			     now - COF_PG_CLAIM_SECONDS);
+		int claimed = r && !strcmp(PQgetvalue(r, 0, 0), "t");
+		PQclear(r);
+		cof_pg_put(m, c);
+		if (!r)
+			return -1;
+		if (!claimed)
+			return was_claimed;
+		was_claimed = 1;
+		if (cof_mono_ms() - t0 > COF_PG_CLAIM_SECONDS * 1000)
+			return cof_error(err, COF_EUNAVAILABLE, "the content is being collected;"
+					 " retry the write");
+		usleep(20000);
+	}
+}
+
+static int pg_blob_known(cof_meta *m, const char *sha, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	/* A claimed blob is being forgotten: it counts as gone already. */
+	if ((r = cof_pg_q(c, "SELECT 1 FROM blobs WHERE sha256 = $1 AND claimed_at IS NULL",
+			  "blobs", err, "s", sha))) {
+		rc = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, size_t *len,
+		       cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	*data = NULL;
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT data FROM blobs WHERE sha256 = $1 AND data IS NOT NULL",
+			  "reading content", err, "s", sha))) {
+		rc = PQntuples(r) ? cof_pg_bytea(r, 0, 0, data, len) : 0;
+		if (rc < 0)
+			cof_error(err, COF_EINTERNAL, "out of memory");
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT sha256, max(size) FROM entries GROUP BY sha256 UNION"
+			  " SELECT p.sha256, b.size FROM pins p JOIN blobs b ON b.sha256 = p.sha256",
+			  "reading blobs", err, ""))) {
+		each_sha(r, fn, ctx);
+		PQclear(r);
+		rc = 0;
+	}
+	return cof_pg_end(m, c, rc, err);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_gc(cof_meta_ops *o)
+{
+	o->gc_prune = pg_gc_prune;
+	o->gc_mark = pg_gc_mark;
+	o->gc_orphans = pg_gc_orphans;
+	o->blob_forget = pg_blob_forget;
+	o->blob_known = pg_blob_known;
+	o->blob_inline = pg_blob_inline;
+	o->referenced = pg_referenced;
+	o->blob_pending = pg_blob_pending;
+	o->blob_forgotten = pg_blob_forgotten;
+	o->blob_abandoned = pg_blob_abandoned;
+	o->blob_claim = pg_blob_claim;
+}

@@ -1,0 +1,201 @@
+/*
+ * meta_pg_read.c — reading files and the changes feed on PostgreSQL.
+ *
+ * Listings are fetched in pages (keyset on path) inside one REPEATABLE READ
+ * transaction: a long walk sees one state of the database, as SQLite's read
+ * transaction gives, without holding a whole volume's rows in memory.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_pg.h"
+
+#define LIST_PAGE 512
+
+int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
+		     cof_entry *out, cof_err *err)
+{
+	PGresult *r;
+	int found;
+
+	if (at_seq < 0)
+		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
+			     " path = $2 AND to_seq IS NULL", "reading a file", err, "is", vno, path);
+	else
+		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
+			     " path = $2 AND from_seq <= $3 AND (to_seq IS NULL OR to_seq > $3)",
+			     "reading a file", err, "isi", vno, path, at_seq);
+	if (!r)
+		return -1;
+	found = PQntuples(r) > 0;
+	if (found)
+		cof_pg_row_entry(r, 0, out);
+	PQclear(r);
+	return found;
+}
+
+static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			  cof_entry *out, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_entry_get(c, vno, path, at_seq, out, err);
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		      cof_entry *out, unsigned char **data, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	*data = NULL;
+	if (!c)
+		return -1;
+	if (at_seq < 0)
+		r = cof_pg_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+			     " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
+			     " WHERE e.vno = $1 AND e.path = $2 AND e.to_seq IS NULL",
+			     "reading a file", err, "is", vno, path);
+	else
+		r = cof_pg_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
+			     " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
+			     " WHERE e.vno = $1 AND e.path = $2 AND e.from_seq <= $3 AND"
+			     " (e.to_seq IS NULL OR e.to_seq > $3)", "reading a file", err, "isi",
+			     vno, path, at_seq);
+	if (r) {
+		rc = PQntuples(r) > 0;
+		if (rc) {
+			cof_pg_row_entry(r, 0, out);
+			if (cof_pg_bytea(r, 0, 6, data, NULL) < 0)
+				rc = cof_error(err, COF_EINTERNAL, "out of memory");
+		}
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+/* One page of a listing after `after`; *n gets the rows seen, *stop is set when
+ * fn stopped the walk. */
+static int list_page(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
+		     const char *upper, char *after, cof_entry *e, cof_entry_fn fn, void *ctx,
+		     int *n, int *stop, cof_err *err)
+{
+	PGresult *r;
+
+	if (at_seq < 0)
+		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
+			     " path >= $2 AND path < $3 AND path > $4 AND"
+			     " to_seq IS NULL ORDER BY path LIMIT $5", "listing files", err,
+			     "isssi", vno, prefix, upper, after, (int64_t)LIST_PAGE);
+	else
+		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
+			     " path >= $2 AND path < $3 AND path > $4 AND"
+			     " from_seq <= $6 AND (to_seq IS NULL OR to_seq > $6) ORDER BY path"
+			     " LIMIT $5", "listing files", err, "isssii", vno, prefix, upper, after,
+			     (int64_t)LIST_PAGE, at_seq);
+	if (!r)
+		return -1;
+	*n = PQntuples(r);
+	for (int i = 0; i < *n && !*stop; i++) {
+		cof_pg_row_entry(r, i, e);
+		if (fn(ctx, e))
+			*stop = 1;
+	}
+	if (*n)
+		cof_pg_copy(r, *n - 1, 0, after, COF_PATH_MAX + 1);
+	PQclear(r);
+	return 0;
+}
+
+int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
+		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	cof_buf upper = COF_BUF_INIT;
+	cof_entry *e = cof_malloc(sizeof *e);
+	char *cursor = cof_malloc(COF_PATH_MAX + 1);
+	const char *up;
+	int n = 0, stop = 0, rc = 0;
+
+	if (!e || !cursor) {
+		free(e);
+		free(cursor);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	snprintf(cursor, COF_PATH_MAX + 1, "%s", after ? after : "");
+	cof_prefix_upper(prefix ? prefix : "", &upper);
+	up = upper.data;
+	do {
+		rc = list_page(c, vno, at_seq, prefix ? prefix : "", up, cursor, e, fn, ctx,
+			       &n, &stop, err);
+	} while (!rc && !stop && n == LIST_PAGE);
+	cof_buf_release(&upper);
+	free(cursor);
+	free(e);
+	return rc;
+}
+
+static int pg_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
+		const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_entry_list(c, vno, at_seq, prefix, after, fn, ctx, err);
+	return cof_pg_end(m, c, rc, err);
+}
+
+static int pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		   int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	cof_buf upper = COF_BUF_INIT;
+	cof_change_row *ch = cof_malloc(sizeof *ch);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c || !ch) {
+		free(ch);
+		cof_pg_put(m, c);
+		return c ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
+	}
+	cof_prefix_upper(prefix ? prefix : "", &upper);
+	r = cof_pg_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE"
+		     " vno = $1 AND seq > $2 AND path >= $3 AND path < $4"
+		     " ORDER BY seq, path LIMIT $5", "reading changes", err, "iissi", vno, since,
+		     prefix ? prefix : "", upper.data, limit);
+	if (r) {
+		for (int i = 0; i < PQntuples(r); i++) {
+			ch->seq = cof_pg_int(r, i, 0);
+			cof_pg_copy(r, i, 1, ch->path, sizeof ch->path);
+			ch->removed = (int)cof_pg_int(r, i, 2);
+			ch->version = cof_pg_int(r, i, 3);
+			ch->size = cof_pg_int(r, i, 4);
+			cof_pg_copy(r, i, 5, ch->sha256, sizeof ch->sha256);
+			if (fn(ctx, ch))
+				break;
+		}
+		PQclear(r);
+		rc = 0;
+	}
+	cof_buf_release(&upper);
+	free(ch);
+	cof_pg_put(m, c);
+	return rc;
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_read(cof_meta_ops *o)
+{
+	o->entry_read = pg_entry_read;
+	o->list = pg_list;
+	o->changes = pg_changes;
+	o->entry_get = pg_entry_get;
+}

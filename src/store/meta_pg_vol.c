@@ -1,0 +1,344 @@
+/*
+ * meta_pg_vol.c — keys, idempotency records and volumes on PostgreSQL.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_pg.h"
+
+/* ---------------------------------------------------- keys, idempotency */
+
+static int pg_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_do(c, "INSERT INTO keys(hash, org, agent, admin, created_at)"
+		       " VALUES($1,$2,$3,$4,$5)", "adding a key", NULL, err, "sssii", hash,
+		       who->org, who->agent, (int64_t)who->admin, cof_now());
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT org, agent, admin FROM keys WHERE hash = $1",
+			  "checking a key", err, "s", hash))) {
+		if (PQntuples(r) == 1) {
+			cof_pg_copy(r, 0, 0, who->org, sizeof who->org);
+			cof_pg_copy(r, 0, 1, who->agent, sizeof who->agent);
+			who->admin = (int)cof_pg_int(r, 0, 2);
+			rc = 0;
+		} else {
+			rc = cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
+		}
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
+		    char **value, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT value FROM idem WHERE scope = $1 AND key = $2 AND"
+			  " created_at > $3", "idempotency", err, "ssi", scope, key,
+			  cof_now() - ttl))) {
+		if (PQntuples(r) == 1) {
+			*value = cof_strdup(PQgetvalue(r, 0, 0));
+			rc = *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
+		} else {
+			rc = 0;
+		}
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
+		    cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_do(c, "INSERT INTO idem(scope, key, value, created_at) VALUES($1,$2,$3,$4)"
+		       " ON CONFLICT(scope, key) DO UPDATE SET value = excluded.value,"
+		       " created_at = excluded.created_at", "idempotency", NULL, err, "sssi",
+		       scope, key, value, cof_now());
+	cof_pg_put(m, c);
+	return rc;
+}
+
+/* --------------------------------------------------------------- volumes */
+
+#define VOL_COLS "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at, " \
+		 "hidden, history_from"
+
+static void row_volume(PGresult *r, int i, cof_volrow *v)
+{
+	v->vno = cof_pg_int(r, i, 0);
+	cof_pg_copy(r, i, 1, v->id, sizeof v->id);
+	cof_pg_copy(r, i, 2, v->org, sizeof v->org);
+	cof_pg_copy(r, i, 3, v->name, sizeof v->name);
+	v->seq = cof_pg_int(r, i, 4);
+	v->files = cof_pg_int(r, i, 5);
+	v->bytes = cof_pg_int(r, i, 6);
+	v->capacity = cof_pg_int(r, i, 7);
+	v->ceiling = cof_pg_int(r, i, 8);
+	v->created_at = cof_pg_int(r, i, 9);
+	v->hidden = (int)cof_pg_int(r, i, 10);
+	v->history_from = cof_pg_int(r, i, 11);
+}
+
+int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err)
+{
+	PGresult *r = cof_pg_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes,"
+			       " capacity, ceiling, created_at, hidden, history_from)"
+			       " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) RETURNING vno",
+			       "creating a volume", err, "sssiiiiiiii", v->id, v->org, v->name,
+			       v->seq, v->files, v->bytes, v->capacity, v->ceiling,
+			       v->created_at, (int64_t)v->hidden, v->history_from);
+	if (!r)
+		return -1;
+	v->vno = cof_pg_int(r, 0, 0);
+	PQclear(r);
+	return 0;
+}
+
+static int pg_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_volume_insert(c, v, err);
+	cof_pg_put(m, c);
+	return rc;
+}
+
+/* Loads a volume by id (or by vno when id is NULL); `lock` takes its row lock
+ * until the transaction ends (a change's serialization point). */
+int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id, int lock,
+		       cof_volrow *out, cof_err *err)
+{
+	PGresult *r;
+	int found;
+
+	if (id)
+		r = cof_pg_q(c, "SELECT " VOL_COLS " FROM volumes WHERE id = $1", "reading a volume",
+			     err, "s", id);
+	else if (lock)
+		r = cof_pg_q(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = $1 FOR UPDATE",
+			     "reading a volume", err, "i", vno);
+	else
+		r = cof_pg_q(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = $1",
+			     "reading a volume", err, "i", vno);
+	if (!r)
+		return -1;
+	found = PQntuples(r) == 1;
+	if (found)
+		row_volume(r, 0, out);
+	PQclear(r);
+	/* Another organization's volume answers exactly like an absent one. */
+	if (!found || (org && (strcmp(out->org, org) || out->hidden)))
+		return cof_error(err, COF_ENOTFOUND, "volume '%.64s' not found", id ? id : "?");
+	return 0;
+}
+
+static int pg_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
+		      cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_volume_load(c, 0, org, id, 0, out, err);
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_volume_list(cof_meta *m, const char *org, const char *prefix,
+		       const char *after_name, const char *after_id, int64_t limit,
+		       cof_vol_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	cof_buf upper = COF_BUF_INIT;
+	PGresult *r;
+	cof_volrow v;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	cof_prefix_upper(prefix ? prefix : "", &upper);
+	r = cof_pg_q(c, "SELECT id, name, seq, files, bytes, created_at FROM volumes"
+		     " WHERE org = $1 AND hidden = 0 AND name >= $2 AND name < $3 AND (name > $4 OR (name = $4 AND id > $5))"
+		     " ORDER BY name, id LIMIT $6", "listing volumes", err, "sssssi", org,
+		     prefix ? prefix : "", upper.data,
+		     after_name ? after_name : "", after_id ? after_id : "", limit);
+	if (r) {
+		memset(&v, 0, sizeof v);
+		for (int i = 0; i < PQntuples(r); i++) {
+			cof_pg_copy(r, i, 0, v.id, sizeof v.id);
+			cof_pg_copy(r, i, 1, v.name, sizeof v.name);
+			v.seq = cof_pg_int(r, i, 2);
+			v.files = cof_pg_int(r, i, 3);
+			v.bytes = cof_pg_int(r, i, 4);
+			v.created_at = cof_pg_int(r, i, 5);
+			if (fn(ctx, &v))
+				break;
+		}
+		PQclear(r);
+		rc = 0;
+	}
+	cof_buf_release(&upper);
+	cof_pg_put(m, c);
+	return rc;
+}
+
+/* Runs each of `n` statements (string literals) with `vno` as $1 and the
+ * time as $2 where they use it. */
+static int run_each(pgconn *c, const char *const *sqls, size_t n, int64_t vno,
+		    const char *what, cof_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		int timed = strstr(sqls[i], "$2") != NULL;
+		if (timed ? cof_pg_do(c, sqls[i], what, NULL, err, "ii", vno, cof_now())
+			  : cof_pg_do(c, sqls[i], what, NULL, err, "i", vno))
+			return -1;
+	}
+	return 0;
+}
+
+/* Deletes one volume's rows, inside the caller's transaction. */
+int cof_pg_volume_drop(pgconn *c, int64_t vno, cof_err *err)
+{
+	/* The grace period of the content starts now. */
+	static const char *const sqls[] = {
+		"UPDATE blobs SET orphan_since = $2 WHERE orphan_since IS NULL AND"
+		" sha256 IN (SELECT sha256 FROM entries WHERE vno = $1)",
+		"DELETE FROM entries WHERE vno = $1",
+		"DELETE FROM changes WHERE vno = $1",
+		"DELETE FROM volumes WHERE vno = $1",
+	};
+	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno, "deleting a volume", err);
+}
+
+/* Deletes a snapshot row and, for a files-snapshot, its hidden volume. */
+int cof_pg_snapshot_drop(pgconn *c, const char *sid, int64_t vno, int64_t src_vno,
+			 cof_err *err)
+{
+	if (src_vno != vno) {
+		if (cof_pg_volume_drop(c, src_vno, err))
+			return -1;
+	} else if (cof_pg_do(c, "UPDATE entries SET closed_at = $3 WHERE vno = $1 AND"
+			     " to_seq IS NOT NULL AND from_seq <= (SELECT seq FROM snapshots WHERE"
+			     " id = $2) AND to_seq > (SELECT seq FROM snapshots WHERE id = $2)",
+			     "deleting a snapshot", NULL, err, "isi", vno, sid, cof_now())) {
+		/* History only this snapshot kept starts its grace period now. */
+		return -1;
+	}
+	return cof_pg_do(c, "DELETE FROM snapshots WHERE id = $1", "deleting a snapshot", NULL,
+			 err, "s", sid);
+}
+
+/* Drops every hidden volume of the files-snapshots of `vno`, in four set
+ * statements: the snapshot rows that name them go right after. */
+static int hidden_volumes_drop(pgconn *c, int64_t vno, cof_err *err)
+{
+#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = $1 AND src_vno != vno)"
+	static const char *const sqls[] = {
+		"UPDATE blobs SET orphan_since = $2 WHERE orphan_since IS NULL AND"
+		" sha256 IN (SELECT sha256 FROM entries WHERE vno IN " HIDDEN ")",
+		"DELETE FROM entries WHERE vno IN " HIDDEN,
+		"DELETE FROM changes WHERE vno IN " HIDDEN,
+		"DELETE FROM volumes WHERE vno IN " HIDDEN,
+	};
+#undef HIDDEN
+	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno,
+			"deleting the volumes of files-snapshots", err);
+}
+
+static int pg_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	cof_volrow v;
+	int rc;
+
+	if (!c)
+		return -1;
+	/* The row lock waits for a change in flight on another node. */
+	rc = cof_pg_volume_load(c, vno, NULL, NULL, 1, &v, err);
+	if (rc && err && err->code == COF_ENOTFOUND) {
+		cof_err_clear(err);
+		rc = 0;   /* as SQLite's DELETE of nothing */
+	}
+	if (!rc)
+		rc = hidden_volumes_drop(c, vno, err);
+	if (!rc)
+		rc = cof_pg_do(c, "DELETE FROM snapshots WHERE vno = $1", "deleting snapshots",
+			       NULL, err, "i", vno);
+	if (!rc)
+		rc = cof_pg_volume_drop(c, vno, err);
+	return cof_pg_end(m, c, rc, err);
+}
+
+static int pg_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+		       cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	PGresult *r;
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_volume_insert(c, v, err);
+	if (!rc)
+		rc = cof_pg_do(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
+			       " sha256, ctype, updated_at) SELECT $1, path, from_seq, NULL, version,"
+			       " size, sha256, ctype, updated_at FROM entries WHERE vno = $2 AND"
+			       " from_seq <= $3 AND (to_seq IS NULL OR to_seq > $3)", "forking",
+			       NULL, err, "iii", v->vno, src_vno, at_seq);
+	if (!rc && !(r = cof_pg_q(c, "UPDATE volumes SET files = (SELECT count(*) FROM entries"
+				  " WHERE vno = $1), bytes = (SELECT coalesce(sum(size), 0) FROM"
+				  " entries WHERE vno = $1) WHERE vno = $1 RETURNING files, bytes",
+				  "forking", err, "i", v->vno)))
+		rc = -1;
+	if (!rc) {
+		v->files = cof_pg_int(r, 0, 0);
+		v->bytes = cof_pg_int(r, 0, 1);
+		PQclear(r);
+	}
+	return cof_pg_end(m, c, rc, err);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_vol(cof_meta_ops *o)
+{
+	o->key_add = pg_key_add;
+	o->key_find = pg_key_find;
+	o->idem_get = pg_idem_get;
+	o->idem_put = pg_idem_put;
+	o->volume_add = pg_volume_add;
+	o->volume_get = pg_volume_get;
+	o->volume_list = pg_volume_list;
+	o->volume_delete = pg_volume_delete;
+	o->volume_fork = pg_volume_fork;
+}

@@ -1,0 +1,371 @@
+/*
+ * meta_pg_write.c — changes (the one write primitive) and snapshots, on PostgreSQL.
+ *
+ * A change holds the volume's row lock (FOR UPDATE) from loading the volume to
+ * COMMIT. READ COMMITTED gives each later statement a fresh snapshot, so once
+ * the lock is held every read of the change (cof_txn_get, the conditions the
+ * volume layer checks) sees the last committed change of every node, and the
+ * seq it writes is exactly one past it: racing conditional writes on
+ * different nodes have one winner.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_pg.h"
+#include "store/notify.h"
+
+#define PGT(tx) ((pg_txn *)(void *)(tx))
+
+/* ------------------------------------------------------------- changes */
+
+static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
+		  cof_err *err)
+{
+	pg_txn tx = {.base.m = m, .now = cof_now()};
+	char note[256];
+	int rc;
+
+	if (!(tx.c = cof_pg_begin(m, NULL, err)))
+		return -1;
+	rc = cof_pg_volume_load(tx.c, vno, NULL, NULL, 1, &tx.vol, err);
+	if (!rc) {
+		tx.vol.seq++;
+		rc = fn((cof_txn *)(void *)&tx, ctx, err);
+	}
+	if (!rc && tx.ops == 0) {
+		*seq = tx.vol.seq - 1;
+		cof_pg_end(m, tx.c, 1, err); /* nothing to store: roll back */
+		return 0;
+	}
+	if (!rc)
+		rc = cof_pg_do(tx.c, "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
+			       " capacity = $4 WHERE vno = $5", "updating the volume", NULL, err,
+			       "iiiii", tx.vol.seq, tx.vol.files, tx.vol.bytes, tx.vol.capacity, vno);
+	/* Every node's waiters on this volume wake when it commits (notify_pg.c). */
+	cof_topic t = cof_topic_volume(tx.vol.org, tx.vol.id);
+	cof_notify_pg_payload(&t, note, sizeof note);
+	if (!rc)
+		rc = cof_pg_notify(tx.c, note, err);
+	if (cof_pg_end(m, tx.c, rc, err))
+		return -1;
+	*seq = tx.vol.seq;
+	return 0;
+}
+
+static cof_volrow *pg_txn_volume(cof_txn *tx)
+{
+	return &PGT(tx)->vol;
+}
+
+static int pg_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
+{
+	return cof_pg_entry_get(PGT(tx)->c, PGT(tx)->vol.vno, path, -1, out, err);
+}
+
+static int pg_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+		    cof_err *err)
+{
+	return cof_pg_entry_list(PGT(tx)->c, PGT(tx)->vol.vno, -1, prefix, NULL, fn, ctx, err);
+}
+
+/* Closes the live row of `path` (if any) at this change's seq, returning it
+ * into *old: 1 closed, 0 none, -1 error. */
+static int close_live(pg_txn *tx, const char *path, cof_entry *old, cof_err *err)
+{
+	PGresult *r = cof_pg_q(tx->c, "UPDATE entries SET to_seq = $1, closed_at = $2 WHERE"
+			       " vno = $3 AND path = $4 AND to_seq IS NULL RETURNING " PG_ENTRY_COLS,
+			       "writing a file", err, "iiis", tx->vol.seq, tx->now, tx->vol.vno, path);
+	int had;
+
+	if (!r)
+		return -1;
+	had = PQntuples(r) > 0;
+	if (had) {
+		cof_pg_row_entry(r, 0, old);
+		tx->vol.files--;
+		tx->vol.bytes -= old->size;
+	}
+	PQclear(r);
+	return had;
+}
+
+static int record_change(pg_txn *tx, const char *path, int removed, int64_t version,
+			 int64_t size, const char *sha, cof_err *err)
+{
+	if (cof_pg_do(tx->c, "INSERT INTO changes(vno, seq, path, removed, version, size, sha256,"
+		      " at) VALUES($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT(vno, seq, path) DO UPDATE"
+		      " SET removed = excluded.removed, version = excluded.version, size ="
+		      " excluded.size, sha256 = excluded.sha256, at = excluded.at",
+		      "recording a change", NULL, err, "iisiiisi", tx->vol.vno, tx->vol.seq, path,
+		      (int64_t)removed, version, size, sha, tx->now))
+		return -1;
+	tx->ops++;
+	return 0;
+}
+
+static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t size,
+		     const char *ctype, const void *inline_data, cof_err *err)
+{
+	pg_txn *tx = PGT(t);
+	cof_entry *old = cof_malloc(sizeof *old);
+	int rc = -1;
+
+	if (!old)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (close_live(tx, path, old, err) < 0)
+		goto out;
+	/* A row written earlier in this same change is replaced, not kept as history. */
+	if (cof_pg_do(tx->c, "DELETE FROM entries WHERE vno = $1 AND path = $2 AND from_seq = $3",
+		      "writing a file", NULL, err, "isi", tx->vol.vno, path, tx->vol.seq) ||
+	    cof_pg_do(tx->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
+		      " sha256, ctype, updated_at) VALUES($1,$2,$3,NULL,$3,$4,$5,$6,$7)",
+		      "writing a file", NULL, err, "isiissi", tx->vol.vno, path, tx->vol.seq, size,
+		      sha, ctype, tx->now))
+		goto out;
+	/* Inline content goes as bytea: it need not be text. The row naming it
+	 * now protects it: the pending mark of the write that stored it ends. */
+	if (cof_pg_do(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES($1,$2,"
+		      "NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at ="
+		      " NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)",
+		      "writing a file", NULL, err, "sib",
+		      sha, size, inline_data, inline_data ? size : (int64_t)0))
+		goto out;
+	tx->vol.files++;
+	tx->vol.bytes += size;
+	rc = record_change(tx, path, 0, tx->vol.seq, size, sha, err);
+out:
+	free(old);
+	return rc;
+}
+
+static int pg_txn_remove(cof_txn *t, const char *path, cof_err *err)
+{
+	pg_txn *tx = PGT(t);
+	cof_entry *old = cof_malloc(sizeof *old);
+	int had, rc = -1;
+
+	if (!old)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	had = close_live(tx, path, old, err);
+	if (had == 0)
+		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found", path);
+	if (had > 0)
+		rc = record_change(tx, path, 1, old->version, old->size, old->sha256, err);
+	free(old);
+	return rc;
+}
+
+/* ------------------------------------------------------------- snapshots */
+
+#define SNAP_COLS "id, vno, src_vno, seq, pinned, labels, files, bytes, created_at"
+
+static void row_snapshot(PGresult *r, int i, cof_snaprow *s)
+{
+	cof_pg_copy(r, i, 0, s->id, sizeof s->id);
+	s->vno = cof_pg_int(r, i, 1);
+	s->src_vno = cof_pg_int(r, i, 2);
+	s->seq = cof_pg_int(r, i, 3);
+	s->pinned = (int)cof_pg_int(r, i, 4);
+	cof_pg_copy(r, i, 5, s->labels, sizeof s->labels);
+	s->files = cof_pg_int(r, i, 6);
+	s->bytes = cof_pg_int(r, i, 7);
+	s->created_at = cof_pg_int(r, i, 8);
+}
+
+/* The volume's row lock: snapshot counts and retention of one volume are
+ * decided by one node at a time. 0, or -1 (COF_ENOTFOUND when it is gone). */
+static int lock_volume(pgconn *c, int64_t vno, cof_err *err)
+{
+	cof_volrow v;
+	return cof_pg_volume_load(c, vno, NULL, NULL, 1, &v, err);
+}
+
+static int64_t snapshot_count(pgconn *c, int64_t vno, int pinned, cof_err *err)
+{
+	PGresult *r = cof_pg_q(c, "SELECT count(*) FROM snapshots WHERE vno = $1 AND pinned = $2",
+			       "counting snapshots", err, "ii", vno, (int64_t)pinned);
+	int64_t n;
+
+	if (!r)
+		return -1;
+	n = cof_pg_int(r, 0, 0);
+	PQclear(r);
+	return n;
+}
+
+static int pinned_room(pgconn *c, int64_t vno, int max_pinned, cof_err *err)
+{
+	int64_t n = snapshot_count(c, vno, 1, err);
+
+	if (n < 0)
+		return -1;
+	if (n >= max_pinned)
+		return cof_error(err, COF_ECONFLICT,
+				 "the volume has %lld pinned snapshots; the limit is %d",
+				 (long long)n, max_pinned);
+	return 0;
+}
+
+/* Drops the oldest unpinned snapshots past `keep`; the last one dropped goes to
+ * `dropped`. */
+static int snapshot_retain(pgconn *c, int64_t vno, int keep, char dropped[48], cof_err *err)
+{
+	int64_t n = snapshot_count(c, vno, 0, err);
+
+	while (n > keep) {
+		PGresult *r = cof_pg_q(c, "SELECT id, src_vno FROM snapshots WHERE vno = $1 AND"
+				       " pinned = 0 ORDER BY ord LIMIT 1", "retaining snapshots",
+				       err, "i", vno);
+		char id[48];
+		int64_t src;
+		if (!r)
+			return -1;
+		if (PQntuples(r) != 1) {
+			PQclear(r);
+			return cof_error(err, COF_EINTERNAL, "metadata store: retaining snapshots");
+		}
+		cof_pg_copy(r, 0, 0, id, sizeof id);
+		src = cof_pg_int(r, 0, 1);
+		PQclear(r);
+		if (cof_pg_snapshot_drop(c, id, vno, src, err))
+			return -1;
+		memcpy(dropped, id, 48);
+		n--;
+	}
+	return n < 0 ? -1 : 0;
+}
+
+static int pg_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
+			char dropped[48], cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int rc;
+
+	dropped[0] = '\0';
+	if (!c)
+		return -1;
+	rc = lock_volume(c, s->vno, err);
+	if (!rc && s->pinned)
+		rc = pinned_room(c, s->vno, max_pinned, err);
+	if (!rc)
+		rc = cof_pg_do(c, "INSERT INTO snapshots(" SNAP_COLS ") VALUES($1,$2,$3,$4,$5,$6,$7,"
+			       "$8,$9)", "adding a snapshot", NULL, err, "siiiisiii", s->id, s->vno,
+			       s->src_vno, s->seq, (int64_t)s->pinned, s->labels, s->files,
+			       s->bytes, s->created_at);
+	if (!rc)
+		rc = snapshot_retain(c, s->vno, keep_unpinned, dropped, err);
+	return cof_pg_end(m, c, rc, err);
+}
+
+static int snapshot_load(pgconn *c, int64_t vno, const char *sid, cof_snaprow *out,
+			 cof_err *err)
+{
+	PGresult *r = cof_pg_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = $1 AND vno = $2",
+			       "reading a snapshot", err, "si", sid, vno);
+	int found;
+
+	if (!r)
+		return -1;
+	found = PQntuples(r) == 1;
+	if (found)
+		row_snapshot(r, 0, out);
+	PQclear(r);
+	return found ? 0 : cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
+}
+
+static int pg_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+			cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = snapshot_load(c, vno, sid, out, err);
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	cof_snaprow *s = cof_malloc(sizeof *s);
+	PGresult *r = NULL;
+	int rc = -1;
+
+	if (c && s && (r = cof_pg_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = $1"
+				    " ORDER BY ord", "listing snapshots", err, "i", vno))) {
+		for (int i = 0; i < PQntuples(r); i++) {
+			row_snapshot(r, i, s);
+			if (fn(ctx, s))
+				break;
+		}
+		PQclear(r);
+		rc = 0;
+	} else if (c && !s) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	free(s);
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
+			   const char *labels, int max_pinned, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	cof_snaprow *s = cof_malloc(sizeof *s);
+	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+
+	if (!c) {
+		free(s);
+		return -1;
+	}
+	if (!rc)
+		rc = snapshot_load(c, vno, sid, s, err);
+	if (!rc)
+		rc = lock_volume(c, vno, err);
+	if (!rc && pinned == 1 && !s->pinned)
+		rc = pinned_room(c, vno, max_pinned, err);
+	if (!rc)
+		rc = cof_pg_do(c, "UPDATE snapshots SET pinned = $1, labels = $2 WHERE id = $3",
+			       "updating a snapshot", NULL, err, "iss",
+			       (int64_t)(pinned < 0 ? s->pinned : pinned), labels ? labels : s->labels,
+			       sid);
+	free(s);
+	return cof_pg_end(m, c, rc, err);
+}
+
+static int pg_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	cof_snaprow *s = cof_malloc(sizeof *s);
+	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+
+	if (!c) {
+		free(s);
+		return -1;
+	}
+	if (!rc)
+		rc = snapshot_load(c, vno, sid, s, err);
+	if (!rc)
+		rc = cof_pg_snapshot_drop(c, sid, vno, s->src_vno, err);
+	free(s);
+	return cof_pg_end(m, c, rc, err);
+}
+
+/* This file's members of the PostgreSQL backend's table. */
+void cof_pg_ops_write(cof_meta_ops *o)
+{
+	o->change = pg_change;
+	o->txn_volume = pg_txn_volume;
+	o->txn_get = pg_txn_get;
+	o->txn_list = pg_txn_list;
+	o->txn_write = pg_txn_write;
+	o->txn_remove = pg_txn_remove;
+	o->snapshot_add = pg_snapshot_add;
+	o->snapshot_get = pg_snapshot_get;
+	o->snapshot_list = pg_snapshot_list;
+	o->snapshot_update = pg_snapshot_update;
+	o->snapshot_delete = pg_snapshot_delete;
+}
