@@ -42,6 +42,7 @@ class Proxy:
     with it (connections past the list are forwarded as they are):
       ("cut_request", N)  forward N bytes of the request, then close both sides;
       ("cut_answer",)     forward the whole request, drop the answer, close;
+      ("cut_answer", N)   the same after forwarding N bytes of the answer;
       ("status", CODE)    answer CODE with `Retry-After: 0` and close, forwarding nothing;
       ("silent",)         accept and never answer;
       ("pass",)           forward.
@@ -112,13 +113,18 @@ class Proxy:
             done.set()
 
         def downstream() -> None:
+            left = action[1] if kind == "cut_answer" and len(action) > 1 else None
             try:
                 while True:
                     data = up.recv(65536)
                     if not data:
                         break
                     if kind == "cut_answer":
-                        break
+                        if not left:
+                            break
+                        c.sendall(data[:left])
+                        left -= len(data[:left])
+                        continue
                     c.sendall(data)
             except OSError:
                 pass

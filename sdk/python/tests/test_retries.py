@@ -105,6 +105,30 @@ class Retries(unittest.TestCase):
         self.assertEqual(p.connections, 1, "a move whose answer was lost is not sent twice")
         self.assertEqual(self.vol.read("m/b.txt").data, b"a")
 
+    def test_download_cut_mid_way_resumes_where_it_stopped(self) -> None:
+        data = os.urandom(1024 * 1024)
+        self.vol.write("down.bin", data)
+        p, c = self.via([("cut_answer", 300_000)])
+        with c, c.volume(self.vol.id).open("down.bin") as d:
+            got = d.read()
+            self.assertEqual(d.resumed, 1)
+        self.assertEqual(p.connections, 2)
+        self.assertEqual(hashlib.sha256(got).hexdigest(), hashlib.sha256(data).hexdigest())
+        p, c = self.via([("cut_answer", 300_000)])
+        with c:
+            self.assertEqual(c.volume(self.vol.id).read("down.bin").data, data)
+
+    def test_download_not_joined_across_versions(self) -> None:
+        self.vol.write("moving.bin", b"a" * 1024 * 1024)
+        p, c = self.via([("cut_answer", 300_000)])
+        with c, c.volume(self.vol.id).open("moving.bin") as d:
+            first = d.read(65536)
+            self.vol.write("moving.bin", b"b" * 1024 * 1024)
+            with self.assertRaises(coffer.CofferConnectionError) as cm:
+                d.read()
+        self.assertEqual(first, b"a" * 65536)
+        self.assertIn("changed since", str(cm.exception))
+
     def test_timeout_is_settable(self) -> None:
         p, c = self.via([("silent",)], timeout=0.5, retries=0)
         with c, self.assertRaises(coffer.CofferTimeout):

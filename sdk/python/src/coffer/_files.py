@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import IO, Any, Iterator, Mapping, Optional, Union
+from typing import IO, Any, Callable, Iterator, Mapping, Optional, Union
 
 from ._http import CHUNK, StreamResponse, Transport
+from .errors import CofferConnectionError, CofferTimeout
 from .models import FileData
 
 
@@ -22,25 +23,62 @@ def etag_version(etag: Optional[str]) -> Optional[int]:
 
 class Download:
     """A file being downloaded: its headers at once, its bytes as they arrive.
-    Iterate for chunks, `read()`, or `save_to(path or file)`; close it (or use `with`)."""
+    Iterate for chunks, `read()`, or `save_to(path or file)`; close it (or use `with`).
 
-    def __init__(self, resp: StreamResponse) -> None:
+    A connection that breaks mid-way is resumed where it stopped (`Range` from the
+    bytes read, `If-Range` on the version), up to the client's `retries`; when the
+    file changed meanwhile the download raises CofferConnectionError instead of
+    joining two versions."""
+
+    def __init__(self, resp: StreamResponse,
+                 reopen: Optional[Callable[[int, str], StreamResponse]] = None,
+                 retries: int = 0) -> None:
         self._resp = resp
         self.status = resp.status
         self.headers = resp.headers
         self.content_type: str = resp.header("Content-Type") or "application/octet-stream"
-        self.version = etag_version(resp.header("ETag"))
+        self.etag = resp.header("ETag")
+        self.version = etag_version(self.etag)
         seq = resp.header("X-Volume-Seq")
         self.seq: Optional[int] = int(seq) if seq and seq.isdigit() else None
         length = resp.header("Content-Length")
         self.size: Optional[int] = int(length) if length and length.isdigit() else None
         self.content_range = resp.header("Content-Range")
+        self.position = 0
+        self.resumed = 0
+        self._reopen = reopen if (self.etag and resp.status == 200) else None
+        self._retries = retries
 
     def read(self, n: int = -1) -> bytes:
-        return self._resp.read(n)
+        """Up to `n` bytes (all that is left when n < 0); b"" at the end."""
+        if n < 0:
+            return b"".join(iter(lambda: self.read(CHUNK), b""))
+        while True:
+            try:
+                data = self._resp.read(n)
+            except CofferTimeout:
+                raise
+            except CofferConnectionError:
+                if self._reopen is None or self.resumed >= self._retries:
+                    raise
+                self._resume()
+                continue
+            self.position += len(data)
+            return data
+
+    def _resume(self) -> None:
+        assert self._reopen is not None and self.etag is not None
+        self.resumed += 1
+        resp = self._reopen(self.position, self.etag)
+        if resp.status != 206:
+            resp.close()
+            raise CofferConnectionError(
+                "the download broke after %d bytes and the file changed since (version "
+                "%s is no longer current): read it again" % (self.position, self.version))
+        self._resp = resp
 
     def __iter__(self) -> Iterator[bytes]:
-        return self._resp.iter_bytes(CHUNK)
+        return iter(lambda: self.read(CHUNK), b"")
 
     def save_to(self, dest: Union[str, "os.PathLike[str]", IO[bytes]]) -> int:
         """Writes the bytes to a path or a binary file as they arrive; returns how many."""
@@ -70,8 +108,17 @@ def open_download(t: Transport, path: str, query: Optional[Mapping[str, Any]] = 
     h = dict(headers or {})
     if range:
         h["Range"] = range
-    return Download(t.request("GET", path, query=query, headers=h, stream=True,
-                              timeout=timeout or t.timeout))
+    resp = t.request("GET", path, query=query, headers=h, stream=True,
+                     timeout=timeout or t.timeout)
+    if range:
+        return Download(resp)
+
+    def reopen(offset: int, etag: str) -> StreamResponse:
+        again = dict(h, Range="bytes=%d-" % offset, **{"If-Range": etag})
+        return t.request("GET", path, query=query, headers=again, stream=True,  # type: ignore[no-any-return]
+                         timeout=timeout or t.timeout)
+
+    return Download(resp, reopen, t.retries)
 
 
 def read_whole(t: Transport, path: str, query: Optional[Mapping[str, Any]] = None,

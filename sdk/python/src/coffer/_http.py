@@ -175,6 +175,12 @@ class StreamResponse:
         except _BROKEN as e:
             self.close()
             raise CofferConnectionError("the connection broke while reading: %s" % e) from None
+        if n != 0 and not data and self._resp.length:
+            # http.client reads a body cut short of its Content-Length as an end
+            left = self._resp.length
+            self.close()
+            raise CofferConnectionError("the connection broke %d bytes before the end "
+                                        "of the answer" % left)
         if n < 0 or not data:
             self.close()
         return data
@@ -338,6 +344,10 @@ class Transport:
                 content = resp.read()
             except (socket.timeout, *_BROKEN) as e:
                 conn.close()
+                if retry and payload.can_resend() and attempt < self.retries:
+                    attempt += 1
+                    self._sleep(attempt, None)
+                    continue
                 raise CofferConnectionError("%s %s: the answer broke off: %s" % (
                     method, url, e)) from None
             self._finish(conn, resp)
