@@ -346,6 +346,24 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		     const char *name, cof_upload *up, const char *content_type, json_t **out,
 		     int *created, cof_err *err);
 
+/* POST /v1/agents/{id}/prompt {text, requestId, files?, conversation?, format?}:
+ * the user message as the model should see it (docs/api.md "What the model
+ * sees"): {requestId, text, files:[{path, contentType, size, sha256, shown,
+ * reason?}], content:[blocks]}. Inline files are saved as uploads of the
+ * request first; the prompt is recorded by request id, so the same request
+ * again is a retry (*replayed = 1, nothing written) and another prompt under
+ * that id COF_ECONFLICT. `idem` (NULL = none) is the Idempotency-Key. */
+int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *body,
+		     const cof_idem *idem, json_t **out, int *replayed, cof_err *err);
+/* GET /v1/agents/{id}/conversations/{conversation}/request?format=: every
+ * prompt of the conversation rebuilt from its references, within one
+ * request's budget: {conversation, format, messages:[{role, content}],
+ * prompts:[{requestId, text, files}]}, oldest first. `format` NULL =
+ * anthropic. An unknown conversation is COF_ENOTFOUND. */
+int cof_agent_conversation_request(cof_store *st, const char *org, const char *id,
+				   const char *conversation, const char *format, json_t **out,
+				   cof_err *err);
+
 /* POST /v1/agents/{id}/links {path, method?, expiresIn?, maxBytes?, contentType?}:
  * a signed link to a file by the agent's path (PUT links need a read-write
  * mount). Answer as cof_link_create, with the agent path. */

@@ -113,6 +113,22 @@ int cof_media_read(const cof_target *t, const cof_file *f, const unsigned char *
 		   json_t **out, cof_err *err);
 int cof_media_refuse_large(const cof_target *t, const char *ctype, int64_t size, json_t **out);
 
+/* A volume of the agent's own beside its subjects' (subjects.c): the
+ * subjects row `key` ("#NAME", never a subject id: the volume is named "NAME
+ * of agent ID"), made on first use and deleted with the agent. */
+int cof_agent_own_volume(cof_store *st, const char *org, const char *agent, const char *key,
+			 char vol[48], cof_err *err);
+
+/* Uploads (uploads.c). cof_agent_upload_target: where upload `name` of
+ * request `request` lands (both checked as single segments; 409 without a
+ * writable place; excluded: 403). cof_agent_upload_count: how many files the
+ * request has saved so far. COF_UPLOADS_PER_REQUEST bounds that. */
+#define COF_UPLOADS_PER_REQUEST 20
+int cof_agent_upload_target(const cof_agent *a, const char *request, const char *name,
+			    cof_target *t, cof_err *err);
+int cof_agent_upload_count(cof_store *st, const cof_agent *a, const cof_target *t,
+			   int64_t *n, cof_err *err);
+
 /* Events (events.c): a file_presented event for the agent's streams (steals
  * `data`), and a change its own tools made (not reported back to it). */
 void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, json_t *data);

@@ -108,7 +108,9 @@ static int volume_make(cof_store *st, const char *org, const char *agent, const 
 	char name[256], made[48];
 	int created, r;
 
-	if (key[0])
+	if (key[0] == '#') /* a row of the agent's own, named after it */
+		snprintf(name, sizeof name, "%.100s of agent %.120s", key + 1, agent);
+	else if (key[0])
 		snprintf(name, sizeof name, "subject %.100s of agent %.120s", key, agent);
 	else
 		snprintf(name, sizeof name, "skills of agent %.120s", agent);
@@ -136,6 +138,12 @@ static int volume_make(cof_store *st, const char *org, const char *agent, const 
 /* The volume of row `key` of the agent, made on first use. */
 static int volume_of(cof_store *st, const char *org, const char *agent, const char *key,
 		     char vol[48], cof_err *err)
+{
+	return cof_agent_own_volume(st, org, agent, key, vol, err);
+}
+
+int cof_agent_own_volume(cof_store *st, const char *org, const char *agent, const char *key,
+			 char vol[48], cof_err *err)
 {
 	int r = cof_meta_subject_get(st->meta, org, agent, key, vol, err);
 

@@ -8,7 +8,6 @@
 #include <string.h>
 #include "agent/agent.h"
 
-#define UPLOADS_PER_REQUEST 20
 
 /* The mount uploads go to: the workspace, else the first read-write mount. */
 static const cof_mount *upload_mount(const cof_agent *a)
@@ -75,6 +74,33 @@ static int upload_target(const cof_agent *a, const char *id, const char *request
 	return 0;
 }
 
+int cof_agent_upload_target(const cof_agent *a, const char *request, const char *name,
+			    cof_target *t, cof_err *err)
+{
+	char dir[COF_PATH_MAX + 1];
+
+	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
+	    upload_target(a, a->id, request, name, t, dir, err))
+		return -1;
+	return cof_agent_allowed(a, t->apath, 0, err);
+}
+
+int cof_agent_upload_count(cof_store *st, const cof_agent *a, const cof_target *t,
+			   int64_t *n, cof_err *err)
+{
+	cof_view view;
+	char dir[COF_PATH_MAX + 1];
+	const char *slash = strrchr(t->vpath, '/');
+	size_t len = slash ? (size_t)(slash - t->vpath) + 1 : 0;
+
+	*n = 0;
+	memcpy(dir, t->vpath, len);
+	dir[len] = '\0';
+	if (cof_view_open(st, a->org, t->mount->vol, NULL, &view, err))
+		return -1;
+	return cof_meta_list(st->meta, view.vno, view.seq, dir, NULL, count_file, n, err);
+}
+
 int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
 			  const char *request, const char *name, cof_upload *up,
 			  int64_t declared, cof_err *err)
@@ -128,9 +154,9 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		rc = answer_existing(st, &a, &t, out, err);
 		goto out;
 	}
-	if (n >= UPLOADS_PER_REQUEST) {
+	if (n >= COF_UPLOADS_PER_REQUEST) {
 		cof_error(err, COF_ECONFLICT, "request '%s' already has %lld files; the limit is %d",
-			  request, (long long)n, UPLOADS_PER_REQUEST);
+			  request, (long long)n, COF_UPLOADS_PER_REQUEST);
 		goto out;
 	}
 	cof_cond absent = {COF_COND_ABSENT, 0};

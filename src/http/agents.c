@@ -324,3 +324,36 @@ enum MHD_Result http_agent_link(http_req *req)
 		http_absolute_url(req, out);
 	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
 }
+
+/* POST /v1/agents/{id}/prompt: 200 the message for the model; a retry of a
+ * recorded request is marked with `Idempotent-Replayed: true`. */
+enum MHD_Result http_agent_prompt(http_req *req)
+{
+	static const char *const replayed_h[] = { "Idempotent-Replayed", "true", NULL };
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	cof_idem idem_buf;
+	char hash[65];
+	const cof_idem *idem = http_idem(req, &idem_buf, hash);
+	int replayed = 0;
+	int rc = http_agent_allowed(req, &err) ? -1
+		 : cof_agent_prompt(req->srv->st, ORG(req), req->param[0], req->json, idem, &out,
+				    &replayed, &err);
+
+	if (rc != 0 || !replayed)
+		return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+	return http_send_json_h(req, MHD_HTTP_OK, out, replayed_h);
+}
+
+/* GET /v1/agents/{id}/conversations/{conversation}/request?format=. */
+enum MHD_Result http_agent_conversation(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *format = NULL;
+	int rc = http_agent_allowed(req, &err) || http_query(req, "format", &format, &err) ? -1
+		 : cof_agent_conversation_request(req->srv->st, ORG(req), req->param[0],
+						  req->param[1], format, &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}

@@ -193,6 +193,8 @@ enum MHD_Result http_agent_tool(http_req *req);
 enum MHD_Result http_agent_run(http_req *req);
 enum MHD_Result http_agent_events(http_req *req);
 enum MHD_Result http_agent_link(http_req *req);
+enum MHD_Result http_agent_prompt(http_req *req);
+enum MHD_Result http_agent_conversation(http_req *req);
 /* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN (links.c). 0 or -1. */
 int http_absolute_url(http_req *req, json_t *out);
 /* "http://HOST" as the client reached us (links.c), for URLs made later in a
