@@ -212,13 +212,14 @@ class Agent:
         `uploads/{request_id}/{name}`; then the prompt names them all by path. Calling
         again with the same `request_id` (made here unless given) uploads nothing twice."""
         rid = request_id or "req-" + uuid.uuid4().hex[:20]
+        # every entry is checked before anything is uploaded
+        plan = [_as_path_ref(f) or _attachment(f, i) for i, f in enumerate(files)]
         refs: list[dict[str, Any]] = []
-        for i, f in enumerate(files):
-            ref = _as_path_ref(f)
-            if ref is None:
-                name, data, ctype = _attachment(f, i)
-                ref = {"path": self.files.upload(rid, name, data, content_type=ctype).path}
-            refs.append(ref)
+        for item in plan:
+            if isinstance(item, tuple):
+                name, data, ctype = item
+                item = {"path": self.files.upload(rid, name, data, content_type=ctype).path}
+            refs.append(item)
         body: dict[str, Any] = {"text": text, "requestId": rid, "files": refs}
         if conversation is not None:
             body["conversation"] = conversation
