@@ -102,15 +102,14 @@ class VolumeCalls(unittest.TestCase):
         start = threading.Barrier(8)
 
         def writer(i: int) -> None:
-            c = client()
+            # one client shared by the 8 threads: its pool hands each its own connection
             start.wait()
             try:
-                out: object = c.volume(self.vol.id).write("race.txt", "w%d" % i, version=base.version)
+                out: object = self.vol.write("race.txt", "w%d" % i, version=base.version)
             except coffer.PreconditionFailed as e:
                 out = e
             with lock:
                 results.append(out)
-            c.close()
 
         threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
         for t in threads:

@@ -29,7 +29,7 @@ from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Union
 from .errors import CofferConnectionError, CofferError, CofferTimeout, error_from
 from .models import Event
 
-Body = Union[None, bytes, bytearray, memoryview, str, "os.PathLike[str]", IO[bytes],
+Body = Union[None, bytes, bytearray, memoryview, str, os.PathLike[str], IO[bytes],
              Iterable[bytes]]
 
 CHUNK = 256 * 1024

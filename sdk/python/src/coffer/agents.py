@@ -27,7 +27,7 @@ class Attachment:
 
 # What prompt() takes as a file: bytes, an Attachment, {"name", "data", "content_type"?},
 # a local path (str or os.PathLike), or {"path": agent path} of a file already mounted.
-PromptFile = Union[bytes, Attachment, Mapping[str, Any], str, "os.PathLike[str]"]
+PromptFile = Union[bytes, Attachment, Mapping[str, Any], str, os.PathLike[str]]
 
 
 class Agents:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from ._http import Transport
+from ._http import Transport, quote_seg
 from .agents import Agent, Agents
 from .models import Key
 from .relay import Relay
@@ -32,7 +32,6 @@ class Keys:
         return [Key(k) for k in self._t.request("GET", "/v1/keys").json().get("keys", [])]
 
     def revoke(self, key_id: str) -> None:
-        from ._http import quote_seg
         self._t.request("DELETE", "/v1/keys/" + quote_seg(key_id))
 
 

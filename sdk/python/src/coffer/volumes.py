@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from ._files import Download, open_download, read_whole
+from ._files import Download, etag_version, open_download, read_whole
 from ._http import Body, StreamResponse, Transport, quote_path, quote_seg
 from .models import (Change, ChangesPage, FileData, FileInfo, FileList, Link, Moved,
                      ReadAll, Removed, Restored, Snapshot, VolumeInfo)
@@ -131,7 +132,6 @@ class Volume:
     def stat(self, path: str, *, snapshot: Optional[str] = None) -> dict[str, Any]:
         """HEAD: `{version, size, content_type, seq}` without the bytes."""
         r = self._t.request("HEAD", self._file(path), query={"snapshot": snapshot})
-        from ._files import etag_version
         return {"version": etag_version(r.header("ETag")),
                 "size": int(r.header("Content-Length") or 0),
                 "content_type": r.header("Content-Type"),
@@ -209,7 +209,6 @@ class Volume:
         if labels is not None:
             body["labels"] = dict(labels)
         if files is not None:
-            import base64
             body["files"] = {p: (v if isinstance(v, str) else
                                  {"data": base64.b64encode(v).decode("ascii")})
                              for p, v in files.items()}
