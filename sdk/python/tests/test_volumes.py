@@ -179,7 +179,7 @@ class VolumeCalls(unittest.TestCase):
     def test_snapshots_fork_restore_archive(self) -> None:
         self.vol.write("a.txt", "first")
         snap = self.vol.snapshot(labels={"stage": "draft"}, pinned=True)
-        self.assertEqual((snap.seq, snap.pinned, snap.labels.to_dict()), (1, True, {"stage": "draft"}))
+        self.assertEqual((snap.seq, snap.pinned, snap.labels), (1, True, {"stage": "draft"}))
         self.assertEqual(self.vol.get_snapshot(snap.id).id, snap.id)
         self.assertEqual([s.id for s in self.vol.snapshots(labels={"stage": "draft"})], [snap.id])
         self.assertEqual(self.vol.snapshots(labels={"stage": "final"}), [])

@@ -134,11 +134,11 @@ class Snapshot(Record):
     volume_id: str
     seq: int
     pinned: bool
-    labels: dict[str, str]
+    labels: Mapping[str, str]
     files: int
     bytes: int
     created_at: str
-    contents: Optional[list[Any]]
+    contents: Optional[list[Record]]
 
 
 class Restored(Record):
@@ -185,7 +185,7 @@ class ReadAll(Record):
 class Agent(Record):
     id: str
     workspace_volume_id: str
-    mounts: list[Any]
+    mounts: list[Record]
     file_tools: bool
     created_at: str
 
@@ -214,15 +214,15 @@ class ToolResult(Record):
 
 class Run(Record):
     run_id: str
-    files: list[Any]
-    presented: list[Any]
+    files: list[Record]
+    presented: list[Record]
 
 
 class PromptResult(Record):
     request_id: str
     text: str
-    files: list[Any]
-    content: list[Any]
+    files: list[Record]
+    content: list[Record]
 
 
 class SubjectVolume(Record):
@@ -252,10 +252,10 @@ class Turn(Record):
     created_at: str
     deadline: str
     expires_at: str
-    sandbox: Any
+    sandbox: Record
     calls: Optional[int]
     running: Optional[int]
-    used: Any
+    used: Optional[Record]
 
 
 class CallResult(Record):
@@ -263,12 +263,12 @@ class CallResult(Record):
     exit_code: int
     stdout: str
     stderr: str
-    files: list[Any]
+    files: list[Record]
     notes: list[str]
     limit: Optional[str]
     timed_out: Optional[bool]
-    committed: Optional[list[Any]]
-    conflicts: Optional[list[Any]]
+    committed: Optional[list[Record]]
+    conflicts: Optional[list[Record]]
 
 
 class RelaySessionInfo(Record):
@@ -279,8 +279,8 @@ class RelaySessionInfo(Record):
     mode: Optional[str]
     default_mode: str
     exclusions: list[str]
-    counts: Any
-    limits: Any
+    counts: Record
+    limits: Record
     started_at: str
     expires_at: str
     end_reason: Optional[str]
