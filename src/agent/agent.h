@@ -129,6 +129,22 @@ int cof_agent_upload_target(const cof_agent *a, const char *request, const char 
 int cof_agent_upload_count(cof_store *st, const cof_agent *a, const cof_target *t,
 			   int64_t *n, cof_err *err);
 
+/* Prompts for the model (prompt.c, prompt_render.c). A record is
+ * {requestId, text, conversation?, files:[{path, contentType, size, sha256,
+ * version, kind?}]}; cof_prompt_record_ok: 1 when every field rendering
+ * relies on is there and sound. cof_prompt_render: the record as one message,
+ * *content (a line per file, the text, the files shown) and *files (the
+ * answer's entries), counting what it shows in `b`; a file's `kind` is
+ * filled in when missing. Call it newest prompt first. */
+typedef struct cof_budget {
+	int64_t bytes;
+	int files;
+	int cut;     /* a file did not fit: it and every older image or PDF only named */
+} cof_budget;
+int cof_prompt_record_ok(json_t *rec);
+int cof_prompt_render(cof_store *st, json_t *rec, int openai, cof_budget *b,
+		      json_t **content, json_t **files, cof_err *err);
+
 /* Events (events.c): a file_presented event for the agent's streams (steals
  * `data`), and a change its own tools made (not reported back to it). */
 void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, json_t *data);

@@ -18,9 +18,7 @@
  * file. A record found for the request id makes the call a retry: nothing is
  * written and the answer is rebuilt from it.
  *
- * Rendering (render.c would be the split if this grows) takes files newest
- * first against the request's budget (24 MiB and 100 files shown); images and
- * PDFs go through media.c exactly as the read tool's do.
+ * Rendering, against the request's budget, is prompt_render.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +27,8 @@
 #define PROMPT_FILES_MAX 20
 #define PROMPT_INLINE_MAX (4LL << 20)
 #define PROMPT_TEXT_MAX (1LL << 20)
-#define BUDGET_BYTES (24LL << 20)
-#define BUDGET_FILES 100
 #define CONV_ID_MAX 128
 #define CONV_PROMPTS_MAX 1000
-#define MEDIA_READ_MAX (16LL << 20) /* the largest file media.c may show */
-#define IMAGE_BYTES_MAX (5LL << 20)
 #define CONV_ROW "#conversations"
 
 /* One entry of `files` as asked, then resolved. */
@@ -213,9 +207,7 @@ static int record_load(cof_store *st, const char *sha, int64_t size, json_t **re
 		return -1;
 	*rec = json_loadb((const char *)d, (size_t)size, JSON_REJECT_DUPLICATES, &je);
 	free(d);
-	if (!json_is_object(*rec) || !json_is_array(json_object_get(*rec, "files")) ||
-	    !json_is_string(json_object_get(*rec, "requestId")) ||
-	    !json_is_string(json_object_get(*rec, "text"))) {
+	if (!cof_prompt_record_ok(*rec)) {
 		json_decref(*rec);
 		*rec = NULL;
 		return cof_error(err, COF_EINTERNAL, "prompt record %.12s is damaged", sha);
@@ -427,199 +419,13 @@ static int attach_inline(cof_store *st, const cof_agent *a, const preq *r, const
 	return 0;
 }
 
-/* ------------------------------------------------------------ rendering */
-
-typedef struct budget {
-	int64_t bytes;
-	int files;
-	int cut;     /* a file did not fit: it and every older one are only named */
-} budget;
-
-/* "2.1 MB": decimal units, one decimal, as the file lines show sizes. */
-static void size_human(int64_t n, char *out, size_t outsz)
-{
-	static const char *const units[] = {"KB", "MB", "GB", "TB"};
-	double v = (double)n;
-	int u = -1;
-
-	if (n < 1000) {
-		snprintf(out, outsz, "%lld byte%s", (long long)n, n == 1 ? "" : "s");
-		return;
-	}
-	while (v >= 999.95 && u < 3)
-		v /= 1000, u++;
-	snprintf(out, outsz, "%.1f %s", v, units[u]);
-}
-
-/* The kind a file's first bytes tell: "image", "pdf" or "" (neither). A file
- * too big to be shown is judged by its stored type. */
-static int kind_of(cof_store *st, json_t *rf, unsigned char **d, cof_err *err)
-{
-	const char *ct = jstr(rf, "contentType");
-	const char *sha = json_string_value(json_object_get(rf, "sha256"));
-	int64_t size = json_integer_value(json_object_get(rf, "size"));
-	const char *k, *mt;
-
-	if (size > MEDIA_READ_MAX) {
-		k = !strncmp(ct, "image/", 6) ? "image" : !strcmp(ct, "application/pdf") ? "pdf" : "";
-	} else {
-		if (!sha || cof_content_read(st, sha, size, d, err))
-			return -1;
-		mt = cof_media_type(*d, (size_t)size);
-		k = !mt ? "" : !strcmp(mt, "application/pdf") ? "pdf" : "image";
-	}
-	json_object_set_new(rf, "kind", json_string(k));
-	return 0;
-}
-
-/* The block that carries a shown file, in the format asked. */
-static json_t *media_block(int openai, const char *kind, const char *mtype, const char *b64,
-			   const char *apath)
-{
-	const char *base = strrchr(apath, '/');
-	json_t *blk;
-
-	if (!openai)
-		return json_pack("{s:s, s:{s:s, s:s, s:s}}", "type",
-				 !strcmp(kind, "pdf") ? "document" : "image", "source", "type",
-				 "base64", "media_type", mtype, "data", b64);
-	cof_buf url = COF_BUF_INIT;
-	cof_buf_addf(&url, "data:%s;base64,", mtype);
-	cof_buf_adds(&url, b64);
-	if (!strcmp(kind, "pdf"))
-		blk = json_pack("{s:s, s:{s:s, s:s}}", "type", "file", "file", "filename",
-				base ? base + 1 : apath, "file_data", url.data);
-	else
-		blk = json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url.data);
-	cof_buf_release(&url);
-	return blk;
-}
-
-/* Decides whether the model gets one file of a record and how: fills the
- * file's line (`line`), its block (*block, or NULL when only named) and its
- * entry of the answer's `files` (*fj). Counts what is shown in `b`. */
-static int render_file(cof_store *st, json_t *rf, int openai, budget *b, cof_buf *line,
-		       json_t **block, json_t **fj, cof_err *err)
-{
-	const char *apath = jstr(rf, "path");
-	const char *ct = jstr(rf, "contentType");
-	const char *sha = jstr(rf, "sha256");
-	int64_t size = json_integer_value(json_object_get(rf, "size"));
-	unsigned char *d = NULL;
-	json_t *res = NULL;
-	cof_buf why = COF_BUF_INIT;
-	char human[32];
-	int limited = 0, rc = -1;
-
-	*block = NULL;
-	if (!json_object_get(rf, "kind") && kind_of(st, rf, &d, err))
-		goto out;
-	const char *kind = jstr(rf, "kind");
-	if (!kind[0]) {
-		cof_buf_addf(&why, "only named: %s is not an image (PNG, JPEG, GIF, WebP) or a PDF, "
-			     "the kinds the model takes natively", ct);
-	} else if (b->cut) {
-		limited = 1;
-	} else if (size > (!strcmp(kind, "pdf") ? MEDIA_READ_MAX : IMAGE_BYTES_MAX)) {
-		cof_target t = {0};
-		snprintf(t.apath, sizeof t.apath, "%s", apath);
-		cof_media_refuse_large(&t, !strcmp(kind, "pdf") ? "application/pdf" : "image/",
-				       size, &res);
-		cof_buf_adds(&why, jstr(res, "output"));
-		limited = 1;
-	} else {
-		cof_target t = {0};
-		cof_file f = {.size = size,
-			      .version = json_integer_value(json_object_get(rf, "version"))};
-		snprintf(t.apath, sizeof t.apath, "%s", apath);
-		snprintf(f.sha256, sizeof f.sha256, "%s", sha);
-		snprintf(f.content_type, sizeof f.content_type, "%s", ct);
-		if (!d && cof_content_read(st, sha, size, &d, err))
-			goto out;
-		int r = cof_media_read(&t, &f, d, &res, err);
-		if (r < 0)
-			goto out;
-		json_t *m = json_object_get(res, !strcmp(kind, "pdf") ? "document" : "image");
-		if (r == 0 || !json_is_true(json_object_get(res, "ok")) || !m) {
-			cof_buf_adds(&why, r == 0 ? "its content is no longer an image or PDF"
-				     : jstr(res, "output"));
-			limited = 1;
-		} else {
-			const char *b64 = json_string_value(json_object_get(m, "data"));
-			size_t n64 = strlen(b64);
-			int64_t n = (int64_t)(n64 / 4 * 3) - (n64 && b64[n64 - 1] == '=') -
-				    (n64 > 1 && b64[n64 - 2] == '=');
-			if (b->bytes + n > BUDGET_BYTES || b->files + 1 > BUDGET_FILES) {
-				b->cut = 1;
-				limited = 1;
-			} else {
-				b->bytes += n;
-				b->files++;
-				*block = media_block(openai, kind, json_string_value(
-						     json_object_get(m, "mediaType")), b64, apath);
-			}
-		}
-	}
-	if (limited && !why.len)
-		cof_buf_addf(&why, "past the request's budget: at most 24 MiB and %d images and "
-			     "PDFs are shown in one model request, newest first", BUDGET_FILES);
-	size_human(size, human, sizeof human);
-	cof_buf_addf(line, "[File %s (%s, %s)", apath, ct, human);
-	if (limited)
-		cof_buf_addf(line, "; not shown: %s", why.data);
-	cof_buf_adds(line, "]");
-	*fj = json_pack("{s:s, s:s, s:I, s:s, s:b}", "path", apath, "contentType", ct, "size",
-			(json_int_t)size, "sha256", sha, "shown", *block != NULL);
-	if (!*block)
-		json_object_set_new(*fj, "reason", json_string(why.data ? why.data : ""));
-	rc = 0;
-out:
-	json_decref(res);
-	cof_buf_release(&why);
-	free(d);
-	return rc;
-}
-
-/* One record as the model's message: *content (lines, text, shown files)
- * and *files (the answer's entries). */
-static int render_prompt(cof_store *st, json_t *rec, int openai, budget *b, json_t **content,
-			 json_t **files, cof_err *err)
-{
-	json_t *rf, *blocks = json_array();
-	const char *text = jstr(rec, "text");
-	size_t i;
-
-	*content = json_array();
-	*files = json_array();
-	json_array_foreach(json_object_get(rec, "files"), i, rf) {
-		cof_buf line = COF_BUF_INIT;
-		json_t *blk, *fj;
-		if (render_file(st, rf, openai, b, &line, &blk, &fj, err)) {
-			cof_buf_release(&line);
-			json_decref(blocks);
-			return -1;
-		}
-		json_array_append_new(*content, json_pack("{s:s, s:s}", "type", "text", "text",
-							  line.data));
-		json_array_append_new(*files, fj);
-		if (blk)
-			json_array_append_new(blocks, blk);
-		cof_buf_release(&line);
-	}
-	if (text[0])
-		json_array_append_new(*content, json_pack("{s:s, s:s}", "type", "text", "text", text));
-	json_array_extend(*content, blocks);
-	json_decref(blocks);
-	return 0;
-}
-
 /* The POST answer for one record, alone in its request. */
 static int prompt_answer(cof_store *st, json_t *rec, int openai, json_t **out, cof_err *err)
 {
-	budget b = {0};
+	cof_budget b = {0};
 	json_t *content, *files;
 
-	if (render_prompt(st, rec, openai, &b, &content, &files, err)) {
+	if (cof_prompt_render(st, rec, openai, &b, &content, &files, err)) {
 		json_decref(content);
 		json_decref(files);
 		return -1;
@@ -768,7 +574,7 @@ int cof_agent_conversation_request(cof_store *st, const char *org, const char *i
 	cof_agentrow row;
 	json_t *msgs = NULL, *prompts = NULL;
 	char vol[48], dir[COF_PATH_MAX + 1];
-	budget b = {0};
+	cof_budget b = {0};
 	int openai, rc = -1;
 
 	*out = NULL;
@@ -801,7 +607,7 @@ int cof_agent_conversation_request(cof_store *st, const char *org, const char *i
 	for (size_t i = it.n; i-- > 0;) {
 		json_t *rec = NULL, *content = NULL, *files = NULL;
 		if (record_load(st, it.v[i].sha256, it.v[i].size, &rec, err) ||
-		    render_prompt(st, rec, openai, &b, &content, &files, err)) {
+		    cof_prompt_render(st, rec, openai, &b, &content, &files, err)) {
 			json_decref(rec);
 			json_decref(content);
 			json_decref(files);

@@ -370,6 +370,14 @@ def test_tour_agents_and_subjects(srv):
     expect(srv.post(base + "/links", json={"path": "/workspace/notes/b.md"}), 201)
     expect(srv.put(base + "/uploads/r1/q.txt", body=b"question"), 201)
     expect(srv.put(base + "/uploads/r1/q.txt", body=b"question"), 200)
+    gif = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"
+    pr = {"text": "see", "requestId": "p1", "conversation": "c1",
+          "files": [{"path": "/workspace/notes/a.txt"}, {"name": "i.gif", "data": gif}]}
+    expect(srv.post(base + "/prompt", json=pr), 200)
+    expect(srv.post(base + "/prompt", json=pr), 200)  # a retry
+    expect_error(srv.post(base + "/prompt", json=dict(pr, text="other")), 409, "conflict")
+    expect(srv.get(base + "/conversations/c1/request", query={"format": "openai"}), 200)
+    expect_error(srv.get(base + "/conversations/none/request"), 404, "not_found")
     expect(srv.delete(base + "/files/workspace/notes/b.md"), 200)
     expect_error(srv.delete(base + "/files/workspace/notes/b.md"), 404, "not_found")
     _stream_head(srv, "GET", base + "/events")
