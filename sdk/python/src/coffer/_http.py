@@ -342,7 +342,11 @@ class Transport:
                 return StreamResponse(self, conn, resp)
             try:
                 content = resp.read()
-            except (socket.timeout, *_BROKEN) as e:
+            except socket.timeout as e:
+                conn.close()
+                raise CofferTimeout("%s %s: the answer stalled for %ss (%s)" % (
+                    method, url, timeout, e)) from None
+            except _BROKEN as e:
                 conn.close()
                 if retry and payload.can_resend() and attempt < self.retries:
                     attempt += 1
