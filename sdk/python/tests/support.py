@@ -45,6 +45,8 @@ class Proxy:
       ("cut_answer", N)   the same after forwarding N bytes of the answer;
       ("status", CODE)    answer CODE with `Retry-After: 0` and close, forwarding nothing;
       ("silent",)         accept and never answer;
+      ("drop_idle",)      forward one whole answer, then close the connection as a
+                          server closes an idle kept-alive one (sets `dropped`);
       ("pass",)           forward.
     `connections` counts the connections accepted; `sent` the request bytes forwarded
     per connection."""
@@ -64,6 +66,7 @@ class Proxy:
         self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
         self.closed = False
         self.held: list[socket.socket] = []
+        self.dropped = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -114,21 +117,32 @@ class Proxy:
 
         def downstream() -> None:
             left = action[1] if kind == "cut_answer" and len(action) > 1 else None
+            seen = b""
             try:
                 while True:
                     data = up.recv(65536)
                     if not data:
                         break
+                    if kind == "drop_idle":
+                        c.sendall(data)
+                        seen += data
+                        if _answer_complete(seen):
+                            break   # one whole answer given: now "idle", close it
+                        continue
                     if kind == "cut_answer":
                         if not left:
                             break
                         c.sendall(data[:left])
                         left -= len(data[:left])
+                        if not left:
+                            break
                         continue
                     c.sendall(data)
             except OSError:
                 pass
             _close(c, up)
+            if kind == "drop_idle":
+                self.dropped.set()
 
         threading.Thread(target=upstream, daemon=True).start()
         threading.Thread(target=downstream, daemon=True).start()
@@ -138,6 +152,18 @@ class Proxy:
         self.sock.close()
         for c in self.held:
             c.close()
+
+
+def _answer_complete(seen: bytes) -> bool:
+    """Whether `seen` holds a whole answer with a Content-Length."""
+    head, sep, body = seen.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            return len(body) >= int(v.strip())
+    return False
 
 
 def _read_head(c: socket.socket) -> None:

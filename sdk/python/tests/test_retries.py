@@ -129,6 +129,25 @@ class Retries(unittest.TestCase):
         self.assertEqual(first, b"a" * 65536)
         self.assertIn("changed since", str(cm.exception))
 
+    def test_whole_answer_cut_is_fetched_again(self) -> None:
+        for i in range(30):
+            self.vol.write("many/%02d.txt" % i, "x")
+        p, c = self.via([("cut_answer", 200)])
+        with c:
+            listing = c.volume(self.vol.id).list(prefix="many/")
+        self.assertEqual((p.connections, len(listing.files)), (2, 30))
+
+    def test_kept_alive_connection_closed_by_the_server_is_replaced(self) -> None:
+        self.vol.write("k/a.txt", "a")
+        p, c = self.via([("drop_idle",)], retries=0)
+        with c:
+            self.assertTrue(c.health())
+            self.assertTrue(p.dropped.wait(10), "the proxy closed the kept-alive connection")
+            # a move is never repeated after a lost answer, but this one was never
+            # received: the pooled connection was dead before it was sent
+            mv = c.volume(self.vol.id).move("k/a.txt", "k/b.txt")
+        self.assertEqual((p.connections, mv.moved), (2, 1))
+
     def test_timeout_is_settable(self) -> None:
         p, c = self.via([("silent",)], timeout=0.5, retries=0)
         with c, self.assertRaises(coffer.CofferTimeout):
