@@ -2,7 +2,7 @@
 module's cofferd: one case per SDK test module, generated below, each running
 `python3 -m unittest -v MODULE` with COFFER_URL, COFFER_KEY and COFFER_BIN (the coffer
 binary, for `coffer connect`) in the environment and the package on PYTHONPATH. A failing
-module shows unittest's output. One more case runs the README's example as written."""
+module shows unittest's output. One more case runs the README's examples as written."""
 
 import os
 import re
@@ -56,9 +56,21 @@ for _f in sorted(os.listdir(TESTS)):
 
 
 def test_readme_example(srv):
-    """The first python block of sdk/python/README.md runs as written."""
+    """The python blocks of sdk/python/README.md, in order, run as written (in an empty
+    folder: the second writes question.txt) and print what their comments say."""
+    import tempfile
     with open(os.path.join(SDK, "README.md"), encoding="utf-8") as f:
-        m = re.search(r"```python\n(.*?)```", f.read(), re.S)
-    harness.check(m is not None, "README.md has a python example")
-    code, out = _run(srv, ["-c", m.group(1)], 60)
-    harness.eq((code, out), (0, "# hello\n"), "the README example's exit code and output")
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    harness.check(len(blocks) >= 3, "README.md has its python examples")
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([sys.executable, "-c", "\n".join(blocks)], cwd=d, env=_env(srv),
+                           capture_output=True, timeout=60 * harness.SCALE)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    lines = out.splitlines()
+    harness.eq(p.returncode, 0, "the README examples' exit code; output:\n" + out)
+    harness.eq(lines[0], "# hello", "the five-line example prints the file")
+    harness.check(re.match(r"\[File /workspace/uploads/req-[0-9a-f]+/question.txt "
+                           r"\(text/plain, 13 bytes\)\]$", lines[1]), "the prompt's file line: " + out)
+    harness.check("# hello" in lines[2], "the model reads the note: " + out)
+    harness.contains(lines, "write docs/b.md", "the change followed")
+    harness.eq(lines[-1], "someone else wrote version 0", "the 412 example")
