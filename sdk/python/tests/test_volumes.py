@@ -228,6 +228,17 @@ class VolumeCalls(unittest.TestCase):
         with self.assertRaises(coffer.Conflict):
             self.vol.link("shared.txt", idempotency_key=key)
 
+    def test_ceiling_refusal_reaches_the_caller_of_a_streamed_write(self) -> None:
+        small = self.c.volumes.create(name("small"), ceiling=1024 * 1024)
+        with self.assertRaises(coffer.ValidationError) as cm:
+            small.write("big.bin", io.BytesIO(b"z" * (2 * 1024 * 1024)))  # Content-Length
+        self.assertIn("ceiling", cm.exception.message)
+        self.assertEqual(cm.exception.ceiling, 1024 * 1024)
+        with self.assertRaises(coffer.ValidationError):
+            small.write("big.bin", (b"z" * 65536 for _ in range(32)))        # chunked
+        self.assertEqual(small.refresh().bytes, 0)
+        small.write("fits.bin", b"z" * 1000)
+
     def test_errors_are_typed(self) -> None:
         bad = coffer.Client(self.c.url, "ck_wrong")
         with self.assertRaises(coffer.Unauthorized) as cm:
