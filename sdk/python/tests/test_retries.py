@@ -148,6 +148,18 @@ class Retries(unittest.TestCase):
             mv = c.volume(self.vol.id).move("k/a.txt", "k/b.txt")
         self.assertEqual((p.connections, mv.moved), (2, 1))
 
+    def test_connections_are_kept_alive_and_reused(self) -> None:
+        p, c = self.via([])
+        with c:
+            v = c.volume(self.vol.id)
+            for i in range(10):
+                v.write("k/%d.txt" % i, "x")
+                v.read("k/%d.txt" % i)
+            with v.open("k/0.txt") as d:
+                d.read()
+            v.list()
+        self.assertEqual(p.connections, 1, "22 calls over one kept-alive connection")
+
     def test_timeout_is_settable(self) -> None:
         p, c = self.via([("silent",)], timeout=0.5, retries=0)
         with c, self.assertRaises(coffer.CofferTimeout):
