@@ -525,3 +525,16 @@ def test_damaged_records_refused_not_trusted(srv):
     srv.put_ok(cv, "conversations/dmg/d1", json.dumps(rec).encode())
     req = rebuilt(srv, aid, "dmg")
     eq(block_bytes(media(req["messages"][0]["content"])[0])[1], small, "a sound record renders")
+
+
+def test_agent_deleted_with_its_conversations(srv):
+    aid, _ = agent(srv)
+    answer(srv, aid, text="t", requestId="g1", conversation="gone",
+           files=[{"name": "a.txt", "data": b64(b"a")}])
+    cv = conv_volume(srv, aid)
+    expect(srv.delete("/v1/agents/%s" % aid), 204)
+    expect(srv.get("/v1/volumes/%s" % cv), 404)
+    make_agent(srv, aid)
+    expect(srv.get("/v1/agents/%s/conversations/gone/request" % aid), 404)
+    j = answer(srv, aid, text="t", requestId="g1", conversation="gone")
+    eq(j["files"], [], "the same request id is a new prompt for the new agent")
