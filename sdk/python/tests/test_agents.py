@@ -53,6 +53,7 @@ class AgentCalls(unittest.TestCase):
         self.assertEqual((d.data, d.content_type, d.version), (b"a,b\n1,2\n", "text/csv", w.version))
         with self.agent.files.open("/workspace/out/chart.csv") as s:
             self.assertEqual(b"".join(s), b"a,b\n1,2\n")
+        self.assertEqual([e.name for e in self.agent.files.list().entries], ["out"])
         listing = self.agent.files.list("/workspace/out")
         self.assertEqual([(e.name, e.type, e.size) for e in listing.entries], [("chart.csv", "file", 8)])
         link = self.agent.files.link("/workspace/out/chart.csv")

@@ -94,8 +94,8 @@ class AgentFiles:
         r: dict[str, Any] = self._t.request("DELETE", self._url(path)).json()
         return r
 
-    def list(self, path: str = "/workspace") -> Listing:
-        """A folder's immediate children."""
+    def list(self, path: Optional[str] = None) -> Listing:
+        """A folder's immediate children (by default the first mount's)."""
         return Listing(self._t.request("GET", self._agent._base + "/files",
                                        query={"path": path}).json())
 
