@@ -162,6 +162,9 @@ static int preq_parse(json_t *body, preq *r, cof_err *err)
 	    (r->conv && conv_check(r->conv, err)))
 		return -1;
 	files = json_object_get(body, "files");
+	/* An empty message is refused by both providers (no blocks at all). */
+	if (!r->text[0] && !json_array_size(files))
+		return cof_error(err, COF_EVALIDATION, "a prompt needs text or at least one file");
 	if (json_array_size(files) > PROMPT_FILES_MAX)
 		return cof_error(err, COF_EVALIDATION, "files has %zu entries; the limit is %d",
 				 json_array_size(files), PROMPT_FILES_MAX);

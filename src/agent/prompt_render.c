@@ -203,9 +203,9 @@ static int render_file(cof_store *st, json_t *rf, int openai, cof_budget *b, cof
 			limited = 1;
 		} else {
 			const char *b64 = json_string_value(json_object_get(m, "data"));
-			size_t n64 = strlen(b64);
-			int64_t n = (int64_t)(n64 / 4 * 3) - (n64 && b64[n64 - 1] == '=') -
-				    (n64 > 1 && b64[n64 - 2] == '=');
+			/* Counted as sent, in base64: 24 MiB of it keeps a whole
+			 * request under Anthropic's 32 MB. */
+			int64_t n = (int64_t)strlen(b64);
 			if (b->bytes + n > BUDGET_BYTES || b->files + 1 > BUDGET_FILES) {
 				b->cut = 1;
 				limited = 1;
@@ -218,8 +218,8 @@ static int render_file(cof_store *st, json_t *rf, int openai, cof_budget *b, cof
 		}
 	}
 	if (limited && !why.len)
-		cof_buf_addf(&why, "past the request's budget: at most 24 MiB and %d images and "
-			     "PDFs are shown in one model request, newest first", BUDGET_FILES);
+		cof_buf_addf(&why, "past the request's budget: at most 24 MiB (in base64) and %d "
+			     "images and PDFs are shown in one model request, newest first", BUDGET_FILES);
 	size_human(size, human, sizeof human);
 	cof_buf_addf(line, "[File %s (%s, %s)", apath, ct, human);
 	if (limited)

@@ -265,6 +265,10 @@ def test_large_image_arrives_at_1568x1045(srv):
     j = answer(srv, aid, text="e", requestId="edge", files=[{"path": "/workspace/edge.png"}])
     eq(j["files"][0]["shown"], True, "8,000 px a side is within the limit")
     eq(image_size(block_bytes(media(j["content"])[0])[1])[1:], (1568, 2), "scaled to 1568")
+    srv.put_ok(ws, "over.png", png(10, 8001))
+    j = answer(srv, aid, text="o", requestId="over", files=[{"path": "/workspace/over.png"}])
+    eq(j["files"][0]["shown"], False, "8,001 px a side is past the limit")
+    contains(j["files"][0]["reason"], "10x8001", "names the image's size")
 
 
 def test_over_limits_named_with_why(srv):
@@ -291,12 +295,15 @@ def test_over_limits_named_with_why(srv):
     srv.put_ok(ws, "i5x.png", png_of_size(5 * MIB + 1))
     srv.put_ok(ws, "p16.pdf", pdf_of_size(16 * MIB))
     srv.put_ok(ws, "p16x.pdf", pdf_of_size(16 * MIB + 1))
-    j = answer(srv, aid, text="y", requestId="bytes", files=[
-        {"path": "/workspace/i5.png"}, {"path": "/workspace/i5x.png"},
-        {"path": "/workspace/p16.pdf"}, {"path": "/workspace/p16x.pdf"}])
-    eq([f["shown"] for f in j["files"]], [True, False, True, False], "byte limits' edges")
+    # (one prompt each: 5 MiB and 16 MiB together are past the request's 24 MiB of base64)
+    j = answer(srv, aid, text="y", requestId="bytes-i", files=[
+        {"path": "/workspace/i5.png"}, {"path": "/workspace/i5x.png"}])
+    eq([f["shown"] for f in j["files"]], [True, False], "the image byte limit's edge")
     contains(j["files"][1]["reason"], "5 MiB", "names the image limit")
-    contains(j["files"][3]["reason"], "16 MiB", "names the PDF limit")
+    j = answer(srv, aid, text="y", requestId="bytes-p", files=[
+        {"path": "/workspace/p16.pdf"}, {"path": "/workspace/p16x.pdf"}])
+    eq([f["shown"] for f in j["files"]], [True, False], "the PDF byte limit's edge")
+    contains(j["files"][1]["reason"], "16 MiB", "names the PDF limit")
 
 
 # ------------------------------------------------------------------ the budget
@@ -322,14 +329,15 @@ def test_budget_100_files_newest_first(srv):
 
 def test_budget_24_mib_newest_first(srv):
     aid, ws = agent(srv)
+    # 6 MiB of PDF is 8 MiB of base64, as sent: three make the budget exactly
     for i in range(3):
-        srv.put_ok(ws, "p%d.pdf" % i, pdf_of_size(8 * MIB + 0, pages=1 + i))
+        srv.put_ok(ws, "p%d.pdf" % i, pdf_of_size(6 * MIB, pages=1 + i))
     for i in range(3):
         answer(srv, aid, text="pdf %d" % i, requestId="m%d" % i, conversation="mib",
                files=[{"path": "/workspace/p%d.pdf" % i}])
     req = rebuilt(srv, aid, "mib")
     eq([[f["shown"] for f in p["files"]] for p in req["prompts"]], [[True]] * 3,
-       "3 x 8 MiB = 24 MiB: exactly the budget, all shown")
+       "3 x 8 MiB of base64 = 24 MiB: exactly the budget, all shown")
     # one byte more, in a newer prompt: the oldest PDF is named only
     answer(srv, aid, text="one more", requestId="m3", conversation="mib",
            files=[{"name": "tiny.gif", "data": b64(GIF_1X1)}])
@@ -339,8 +347,19 @@ def test_budget_24_mib_newest_first(srv):
     contains(req["prompts"][0]["files"][0]["reason"], "24 MiB", "why")
     eq(req["format"], "openai", "format")
     eq(req["conversation"], "mib", "conversation")
-    total = sum(len(block_bytes(b)[1]) for m in req["messages"] for b in media(m["content"]))
-    check(total <= 24 * MIB, "at most 24 MiB shown (%d)" % total)
+    sent = [len(base64.b64encode(block_bytes(b)[1])) for m in req["messages"]
+            for b in media(m["content"])]
+    check(sum(sent) <= 24 * MIB, "at most 24 MiB of base64 shown (%d)" % sum(sent))
+    eq(sum(sent), 2 * 8 * MIB + 4 * ((len(GIF_1X1) + 2) // 3), "what is shown")
+    # a 16 MiB PDF (21.3 MiB of base64) fits alone; with a newer 6 MiB one it is named
+    srv.put_ok(ws, "p16.pdf", pdf_of_size(16 * MIB))
+    answer(srv, aid, text="a", requestId="n0", conversation="big",
+           files=[{"path": "/workspace/p16.pdf"}])
+    eq(rebuilt(srv, aid, "big")["prompts"][0]["files"][0]["shown"], True, "16 MiB alone")
+    answer(srv, aid, text="b", requestId="n1", conversation="big",
+           files=[{"path": "/workspace/p0.pdf"}])
+    eq([p["files"][0]["shown"] for p in rebuilt(srv, aid, "big")["prompts"]], [False, True],
+       "8 + 21.3 MiB of base64 is past 24 MiB: the older is named")
 
 
 # ------------------------------------------------------------------ formats
@@ -422,6 +441,8 @@ def test_limits_at_their_edges(srv):
         contains(r.error["message"], phrase, "names what is wrong in %r" % (bad,))
     r = prompt(srv, aid, status=400, text="t", requestId="dup", files=[one, one])
     contains(r.error["message"], "twice", "a name given twice")
+    r = prompt(srv, aid, status=400, text="", requestId="empty")
+    contains(r.error["message"], "text or at least one file", "an empty message is refused")
     prompt(srv, aid, status=400, text="t", requestId="x", extra=1)
     prompt(srv, aid, status=400, requestId="x")
     prompt(srv, aid, status=400, text="t")
