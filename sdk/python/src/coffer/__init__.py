@@ -1,0 +1,34 @@
+"""coffer: the Python client of cofferd (standard library only).
+
+    from coffer import Client
+    c = Client("http://127.0.0.1:7700", key)
+    vol = c.volumes.create("notes")
+    vol.write("docs/a.md", "# hello")
+    print(vol.read("docs/a.md").text)
+"""
+
+from ._files import Download
+from ._http import EventStream, Response, StreamResponse
+from .agents import Agent, AgentFiles, Agents, AgentTools, Attachment
+from .client import Client, Keys
+from .errors import (Blocked, CofferConnectionError, CofferError, CofferTimeout, Conflict,
+                     Forbidden, Gone, InternalError, Locked, NotFound, PreconditionFailed,
+                     RangeNotSatisfiable, RateLimited, TooLarge, Unauthorized, Unavailable,
+                     UnsupportedMediaType, ValidationError)
+from .models import Event, FileData, Record
+from .relay import Relay, RelaySession
+from .subjects import Subject
+from .turns import Turn, Turns
+from .volumes import Volume, Volumes
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "Keys", "Volume", "Volumes", "Agent", "Agents", "AgentFiles", "AgentTools",
+    "Attachment", "Subject", "Turn", "Turns", "Relay", "RelaySession", "Download",
+    "EventStream", "Response", "StreamResponse", "Event", "FileData", "Record",
+    "CofferError", "CofferConnectionError", "CofferTimeout", "ValidationError",
+    "Unauthorized", "Forbidden", "NotFound", "Conflict", "Gone", "PreconditionFailed",
+    "TooLarge", "UnsupportedMediaType", "RangeNotSatisfiable", "Blocked", "Locked",
+    "RateLimited", "InternalError", "Unavailable", "__version__",
+]

@@ -1,0 +1,284 @@
+"""Agents: settings and mounts, their files and uploads, the file tools, runs, events,
+`prompt`, and each subject's workspace and memory."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from ._files import Download, open_download, read_whole
+from ._http import Body, EventStream, Transport, quote_path, quote_seg
+from .models import (Agent as AgentInfo, FileData, FileInfo, Link, Listing, PromptResult,
+                     Run, Skill, ToolResult)
+from .subjects import Subject
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file sent with a prompt: its `name` (one path segment), its bytes (bytes, a
+    path, or a binary file object, streamed) and an optional `content_type`."""
+    name: str
+    data: Body
+    content_type: Optional[str] = None
+
+
+# What prompt() takes as a file: bytes, an Attachment, {"name", "data", "content_type"?},
+# a local path (str or os.PathLike), or {"path": agent path} of a file already mounted.
+PromptFile = Union[bytes, Attachment, Mapping[str, Any], str, os.PathLike[str]]
+
+
+class Agents:
+    """`client.agents`: create or update, fetch and delete agents."""
+
+    def __init__(self, t: Transport) -> None:
+        self._t = t
+
+    def __call__(self, agent_id: str) -> "Agent":
+        """A handle on an agent by id, without a request."""
+        return Agent(self._t, agent_id)
+
+    def upsert(self, agent_id: str, *, mounts: Optional[Sequence[Mapping[str, Any]]] = None,
+               remount: Optional[bool] = None, **settings: Any) -> "Agent":
+        """Creates or updates an agent. `settings` are the API's (`file_tools`,
+        `exclude`, `default_exclusions`, `sandbox`, `output`, `relay`), in snake_case or
+        camelCase. Other mounts than the agent has: Conflict unless `remount=True`."""
+        body: dict[str, Any] = {_camel(k): v for k, v in settings.items()}
+        if mounts is not None:
+            body["mounts"] = [dict(m) for m in mounts]
+        if remount is not None:
+            body["remount"] = remount
+        a = Agent(self._t, agent_id)
+        a.info = AgentInfo(self._t.request("PUT", a._base, json=body).json())
+        return a
+
+    def get(self, agent_id: str) -> "Agent":
+        a = Agent(self._t, agent_id)
+        a.refresh()
+        return a
+
+    def delete(self, agent_id: str) -> None:
+        """Deletes the agent and its own workspace (volumes it only mounted stay)."""
+        self._t.request("DELETE", "/v1/agents/" + quote_seg(agent_id))
+
+
+class AgentFiles:
+    """`agent.files`: the agent's files by the path the agent sees (`/workspace/a.md`)."""
+
+    def __init__(self, agent: "Agent") -> None:
+        self._t, self._agent = agent._t, agent
+
+    def _url(self, path: str) -> str:
+        return self._agent._base + "/files" + quote_path(path if path.startswith("/")
+                                                        else "/" + path)
+
+    def download(self, path: str, *, range: Optional[str] = None) -> FileData:
+        """The whole file: `{data, content_type, version}`."""
+        return read_whole(self._t, self._url(path), None, range)
+
+    def open(self, path: str, *, range: Optional[str] = None) -> Download:
+        """The file as a stream."""
+        return open_download(self._t, self._url(path), None, range)
+
+    def write(self, path: str, data: Body, *, content_type: Optional[str] = None,
+              version: Optional[int] = None) -> FileInfo:
+        """Writes a file through the agent's mounts (streamed)."""
+        h = {"Content-Type": content_type} if content_type else {}
+        if version is not None:
+            h["If-Match"] = '"%d"' % version
+        return FileInfo(self._t.request("PUT", self._url(path), body=data, headers=h).json())
+
+    def remove(self, path: str) -> dict[str, Any]:
+        r: dict[str, Any] = self._t.request("DELETE", self._url(path)).json()
+        return r
+
+    def list(self, path: Optional[str] = None) -> Listing:
+        """A folder's immediate children (by default the first mount's)."""
+        return Listing(self._t.request("GET", self._agent._base + "/files",
+                                       query={"path": path}).json())
+
+    def link(self, path: str, *, method: str = "GET", expires_in: Optional[int] = None,
+             max_bytes: Optional[int] = None, content_type: Optional[str] = None) -> Link:
+        """A signed link to a file by its agent path."""
+        body: dict[str, Any] = {"path": path, "method": method}
+        for k, v in (("expiresIn", expires_in), ("maxBytes", max_bytes),
+                     ("contentType", content_type)):
+            if v is not None:
+                body[k] = v
+        return Link(self._t.request("POST", self._agent._base + "/links", json=body,
+                                    retry=False).json())
+
+    def upload(self, request_id: str, name: str, data: Body, *,
+               content_type: Optional[str] = None) -> FileInfo:
+        """Saves `data` (streamed) at `uploads/{request_id}/{name}` of the agent's
+        workspace; a retry never writes twice (the answer then has `replayed`)."""
+        url = "%s/uploads/%s/%s" % (self._agent._base, quote_seg(request_id), quote_seg(name))
+        h = {"Content-Type": content_type} if content_type else None
+        return FileInfo(self._t.request("PUT", url, body=data, headers=h).json())
+
+
+class AgentTools:
+    """`agent.tools`: the model's file tools. `run_id` groups calls into a run."""
+
+    def __init__(self, agent: "Agent") -> None:
+        self._t, self._agent = agent._t, agent
+
+    def call(self, tool: str, args: Optional[Mapping[str, Any]] = None, *,
+             run_id: Optional[str] = None) -> ToolResult:
+        """Runs one tool with its arguments as the API names them (camelCase)."""
+        h = {"X-Run-Id": run_id} if run_id else None
+        read_only = tool in ("read", "ls", "glob", "grep")
+        return ToolResult(self._t.request(
+            "POST", self._agent._base + "/tools/" + quote_seg(tool), json=dict(args or {}),
+            headers=h, retry=read_only).json())
+
+    def read(self, path: str, *, offset: Optional[int] = None, limit: Optional[int] = None,
+             encoding: Optional[str] = None, run_id: Optional[str] = None) -> ToolResult:
+        return self.call("read", _args(path=path, offset=offset, limit=limit,
+                                       encoding=encoding), run_id=run_id)
+
+    def write(self, path: str, content: str, *, run_id: Optional[str] = None) -> ToolResult:
+        return self.call("write", {"path": path, "content": content}, run_id=run_id)
+
+    def edit(self, path: str, old_string: str, new_string: str, *,
+             replace_all: Optional[bool] = None, run_id: Optional[str] = None) -> ToolResult:
+        return self.call("edit", _args(path=path, oldString=old_string, newString=new_string,
+                                       replaceAll=replace_all), run_id=run_id)
+
+    def ls(self, path: Optional[str] = None, *, run_id: Optional[str] = None) -> ToolResult:
+        return self.call("ls", _args(path=path), run_id=run_id)
+
+    def glob(self, pattern: str, path: Optional[str] = None, *,
+             run_id: Optional[str] = None) -> ToolResult:
+        return self.call("glob", _args(pattern=pattern, path=path), run_id=run_id)
+
+    def grep(self, pattern: str, path: Optional[str] = None, *, glob: Optional[str] = None,
+             ignore_case: Optional[bool] = None, context: Optional[int] = None,
+             output_mode: Optional[str] = None, limit: Optional[int] = None,
+             run_id: Optional[str] = None) -> ToolResult:
+        return self.call("grep", _args(pattern=pattern, path=path, glob=glob,
+                                       ignoreCase=ignore_case, context=context,
+                                       outputMode=output_mode, limit=limit), run_id=run_id)
+
+    def present_file(self, path: str, caption: Optional[str] = None, *,
+                     run_id: Optional[str] = None) -> ToolResult:
+        return self.call("present_file", _args(path=path, caption=caption), run_id=run_id)
+
+
+class Agent:
+    """An agent by id; `info` holds its record when one was fetched."""
+
+    def __init__(self, t: Transport, agent_id: str) -> None:
+        self._t = t
+        self.id = agent_id
+        self.info: Optional[AgentInfo] = None
+        self._base = "/v1/agents/" + quote_seg(agent_id)
+        self.files = AgentFiles(self)
+        self.tools = AgentTools(self)
+
+    def __repr__(self) -> str:
+        return "Agent(%r)" % self.id
+
+    def refresh(self) -> AgentInfo:
+        self.info = AgentInfo(self._t.request("GET", self._base).json())
+        return self.info
+
+    def delete(self) -> None:
+        self._t.request("DELETE", self._base)
+
+    def set_mounts(self, mounts: Sequence[Mapping[str, Any]]) -> AgentInfo:
+        """Replaces the mounts now (they apply from the agent's next call)."""
+        self.info = AgentInfo(self._t.request("PUT", self._base + "/mounts",
+                                              json=[dict(m) for m in mounts]).json())
+        return self.info
+
+    def run(self, run_id: str) -> Run:
+        """What a run wrote and presented."""
+        return Run(self._t.request("GET", self._base + "/runs/" + quote_seg(run_id)).json())
+
+    def events(self, *, timeout: Optional[float] = None) -> EventStream:
+        """The agent's events (`files_changed`, `file_presented`) as they happen."""
+        return EventStream(self._t.request("GET", self._base + "/events", stream=True,
+                                           headers={"Accept": "text/event-stream"},
+                                           timeout=timeout))
+
+    def prompt(self, text: str, files: Iterable[PromptFile] = (), *,
+               request_id: Optional[str] = None, conversation: Optional[str] = None,
+               format: Optional[str] = None) -> PromptResult:
+        """A user message with its files, as the model should see it. Each file that is
+        not already the agent's (`{"path": ...}`) is first uploaded, streamed, to
+        `uploads/{request_id}/{name}`; then the prompt names them all by path. Calling
+        again with the same `request_id` (made here unless given) uploads nothing twice."""
+        rid = request_id or "req-" + uuid.uuid4().hex[:20]
+        # every entry is checked before anything is uploaded
+        plan = [_as_path_ref(f) or _attachment(f, i) for i, f in enumerate(files)]
+        refs: list[dict[str, Any]] = []
+        for item in plan:
+            if isinstance(item, tuple):
+                name, data, ctype = item
+                item = {"path": self.files.upload(rid, name, data, content_type=ctype).path}
+            refs.append(item)
+        body: dict[str, Any] = {"text": text, "requestId": rid, "files": refs}
+        if conversation is not None:
+            body["conversation"] = conversation
+        if format is not None:
+            body["format"] = format
+        return PromptResult(self._t.request("POST", self._base + "/prompt", json=body,
+                                            retry=True).json())
+
+    def conversation_request(self, conversation: str, *,
+                             format: Optional[str] = None) -> dict[str, Any]:
+        """The whole model request of a conversation, rebuilt from its references."""
+        r: dict[str, Any] = self._t.request(
+            "GET", "%s/conversations/%s/request" % (self._base, quote_seg(conversation)),
+            query={"format": format}).json()
+        return r
+
+    def subject(self, subject_id: str) -> Subject:
+        """The workspace and memory of one subject (user) of this agent."""
+        return Subject(self._t, self._base, subject_id)
+
+    def put_skill(self, name: str, content: Body) -> Skill:
+        """Writes skill `name` (`name.md`); copied to each subject's `skills/` when its
+        session starts."""
+        if not name.endswith(".md"):
+            name += ".md"
+        return Skill(self._t.request("PUT", self._base + "/skills/" + quote_seg(name),
+                                     body=content).json())
+
+
+def _args(**kw: Any) -> dict[str, Any]:
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _as_path_ref(f: PromptFile) -> Optional[dict[str, Any]]:
+    if isinstance(f, Mapping) and "path" in f and "data" not in f:
+        return {"path": f["path"]}
+    return None
+
+
+def _attachment(f: PromptFile, i: int) -> tuple[str, Body, Optional[str]]:
+    """(name, data, content type) of a file to upload."""
+    if isinstance(f, Attachment):
+        return f.name, f.data, f.content_type
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        return "file-%d" % (i + 1), bytes(f), None
+    if isinstance(f, (str, os.PathLike)):
+        p = os.fspath(f)
+        return os.path.basename(p), pathlib.Path(p), None
+    if isinstance(f, Mapping):
+        if "name" not in f or "data" not in f:
+            raise ValueError("prompt file %d: a mapping needs 'name' and 'data' "
+                             "(or 'path' for a file the agent has)" % (i + 1))
+        ctype = f.get("content_type", f.get("contentType"))
+        return str(f["name"]), f["data"], ctype
+    raise TypeError("prompt file %d: %s is not bytes, a path, an Attachment or a "
+                    "mapping" % (i + 1, type(f).__name__))
+

@@ -1,0 +1,76 @@
+"""The Python SDK's own tests (sdk/python/tests/test_*.py, `unittest`) against this
+module's cofferd: one case per SDK test module, generated below, each running
+`python3 -m unittest -v MODULE` with COFFER_URL, COFFER_KEY and COFFER_BIN (the coffer
+binary, for `coffer connect`) in the environment and the package on PYTHONPATH. A failing
+module shows unittest's output. One more case runs the README's examples as written."""
+
+import os
+import re
+import subprocess
+import sys
+
+import harness
+
+SDK = os.path.join(harness.ROOT, "sdk", "python")
+TESTS = os.path.join(SDK, "tests")
+# the 1 GiB round trip needs minutes under ASan or load; the others take seconds
+TIMEOUTS = {"test_large": 600}
+TIMEOUT = 180
+
+
+def _env(srv):
+    env = dict(os.environ)
+    env.update(COFFER_URL=srv.url, COFFER_KEY=srv.key, COFFER_BIN=harness.bin_path("coffer"),
+               PYTHONPATH=os.path.join(SDK, "src") + os.pathsep + TESTS,
+               PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def _run(srv, args, timeout):
+    p = subprocess.run([sys.executable] + args, cwd=TESTS, env=_env(srv),
+                       capture_output=True, timeout=timeout * harness.SCALE)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    return p.returncode, out
+
+
+def _case(module):
+    t = TIMEOUTS.get(module, TIMEOUT)
+
+    def case(srv):
+        code, out = _run(srv, ["-m", "unittest", "-v", module], t - 10)
+        if code != 0 or not re.search(r"^OK", out, re.M):
+            raise AssertionError("sdk/python/tests/%s.py failed (exit %d):\n%s" % (
+                module, code, out[-12000:]))
+        skipped = re.search(r"skipped=(\d+)", out)
+        harness.check(not skipped, "no SDK test skipped:\n" + out[-4000:])
+    case.__name__ = "test_" + module[len("test_"):]
+    case.__qualname__ = case.__name__
+    case.timeout = t
+    return case
+
+
+for _f in sorted(os.listdir(TESTS)):
+    if _f.startswith("test_") and _f.endswith(".py"):
+        _fn = _case(_f[:-3])
+        globals()[_fn.__name__] = _fn
+
+
+def test_readme_example(srv):
+    """The python blocks of sdk/python/README.md, in order, run as written (in an empty
+    folder: the second writes question.txt) and print what their comments say."""
+    import tempfile
+    with open(os.path.join(SDK, "README.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    harness.check(len(blocks) >= 3, "README.md has its python examples")
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([sys.executable, "-c", "\n".join(blocks)], cwd=d, env=_env(srv),
+                           capture_output=True, timeout=60 * harness.SCALE)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    lines = out.splitlines()
+    harness.eq(p.returncode, 0, "the README examples' exit code; output:\n" + out)
+    harness.eq(lines[0], "# hello", "the five-line example prints the file")
+    harness.check(re.match(r"\[File /workspace/uploads/req-[0-9a-f]+/question.txt "
+                           r"\(text/plain, 13 bytes\)\]$", lines[1]), "the prompt's file line: " + out)
+    harness.check("# hello" in lines[2], "the model reads the note: " + out)
+    harness.contains(lines, "write docs/b.md", "the change followed")
+    harness.eq(lines[-1], "someone else wrote version 0", "the 412 example")
