@@ -93,4 +93,11 @@ int cof_blob_reader_memory(unsigned char *data, size_t len, cof_blob_reader **ou
  * offers `fd` for sendfile when `offer` (else its fd op says -1). */
 int cof_blob_reader_fd(int fd, int offer, cof_blob_reader **out, cof_err *err);
 
+/* Blob writers' temp files in DATA/tmp, shared by the processes of a data dir
+ * (store/lock.c): made exclusive (O_EXCL) and locked while written, and swept
+ * after a crash only when unlocked and older than a minute. _create returns
+ * the fd (`how`: O_WRONLY or O_RDWR) or -1 with errno. */
+int cof_blob_tmp_create(const char *path, int how);
+void cof_blob_tmp_sweep(const char *tmpdir, const char *prefix);
+
 #endif

@@ -13,9 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 #include "store/blob.h"
@@ -56,10 +54,9 @@ static int local_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 	w->st = st;
 	cof_id_new("up_", id, sizeof id);
 	snprintf(w->tmp, sizeof w->tmp, "%s/%s", st->tmpdir, id);
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	w->fd = cof_blob_tmp_create(w->tmp, O_WRONLY);
 	w->md = EVP_MD_CTX_new();
-	/* locked while it is written, so no sweep by any process removes it */
-	if (w->fd < 0 || flock(w->fd, LOCK_EX) < 0 || !w->md || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL)) {
+	if (w->fd < 0 || !w->md || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL)) {
 		int e = errno;
 		if (w->fd >= 0) {
 			close(w->fd);
@@ -235,32 +232,6 @@ static void local_close(cof_blobstore *bs)
 	free(st);
 }
 
-/* Removes temp files left by uploads that were under way at a crash. An
- * upload under way (in this or another process sharing the dir: cofferd
- * beside `coffer fsck`) holds a lock on its file, and a file younger than a
- * minute may be one whose writer has not taken it yet: both are left. */
-static void sweep_tmp(const char *tmpdir)
-{
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	struct stat sb;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &sb) == 0 &&
-		    sb.st_mtime < time(NULL) - 60)
-			unlinkat(dirfd(d), e->d_name, 0);
-		close(fd); /* drops our lock */
-	}
-	closedir(d);
-}
-
 int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 {
 	local_store *st = cof_calloc(1, sizeof *st);
@@ -287,7 +258,7 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "cannot create '%s/blobs': %s", dir,
 				 strerror(e));
 	}
-	sweep_tmp(st->tmpdir);
+	cof_blob_tmp_sweep(st->tmpdir, "");
 	/* For tests and diagnosis: serve every download through read_at, the
 	 * path a backend without local files takes, instead of sendfile. */
 	st->no_fd = getenv("COFFER_BLOB_NO_FD") && !strcmp(getenv("COFFER_BLOB_NO_FD"), "1");

@@ -78,7 +78,7 @@ static int s3_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 	w->st = st;
 	cof_id_new(SPOOL_PREFIX, id, sizeof id);
 	snprintf(w->tmp, sizeof w->tmp, "%s/%s", st->tmpdir, id);
-	w->fd = open(w->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	w->fd = cof_blob_tmp_create(w->tmp, O_RDWR);
 	w->md = EVP_MD_CTX_new();
 	w->pmd = EVP_MD_CTX_new();
 	if (w->fd < 0 || !w->md || !w->pmd || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) ||
@@ -566,20 +566,6 @@ static void s3_close(cof_blobstore *bs)
 	free(st);
 }
 
-/* Removes spool files left by uploads that were under way at a crash. */
-static void sweep_spool(const char *tmpdir)
-{
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, SPOOL_PREFIX, strlen(SPOOL_PREFIX)))
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
-}
-
 /* A listing of at most one key: the bucket exists and the key pair is accepted. */
 static int probe(s3_store *st, cof_err *err)
 {
@@ -623,7 +609,7 @@ int cof_blobstore_s3_open(const char *url, const char *data_dir, cof_blobstore *
 		s3_close(&st->base);
 		return -1;
 	}
-	sweep_spool(st->tmpdir);
+	cof_blob_tmp_sweep(st->tmpdir, SPOOL_PREFIX);
 	st->base.name = "s3";
 	st->base.begin = s3_begin;
 	st->base.write = s3_write;

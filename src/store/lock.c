@@ -16,13 +16,18 @@
  *                 flock locks belong to an open file, which threads share, so the
  *                 process takes the file lock shared when its first writer
  *                 enters and drops it when its last one leaves.
+ *   DATA/tmp/...  a blob writer's temp file is locked while it is written
+ *                 (cof_blob_tmp_create), and the sweep of crash leftovers
+ *                 removes only files it can lock (cof_blob_tmp_sweep).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "store/store.h"
@@ -126,4 +131,45 @@ void cof_store_collect_end(cof_store *st)
 {
 	flock(st->gc_fd, LOCK_UN);
 	pthread_rwlock_unlock(&st->gc_lock);
+}
+
+int cof_blob_tmp_create(const char *path, int how)
+{
+	int fd = open(path, how | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	/* locked while it is written, so no sweep by any process removes it */
+	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(path);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Removes temp files left by uploads that were under way at a crash. An
+ * upload under way (in this or another process sharing the dir: cofferd
+ * beside `coffer fsck`) holds a lock on its file, and a file younger than a
+ * minute may be one whose writer has not taken it yet: both are left. */
+void cof_blob_tmp_sweep(const char *tmpdir, const char *prefix)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	struct stat sb;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &sb) == 0 &&
+		    sb.st_mtime < time(NULL) - 60)
+			unlinkat(dirfd(d), e->d_name, 0);
+		close(fd); /* drops our lock */
+	}
+	closedir(d);
 }

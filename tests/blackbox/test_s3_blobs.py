@@ -362,3 +362,38 @@ def test_listing_pages_past_1000_objects():
         eq(p.returncode, 0, "gc (%s)" % p.stderr.decode()[-500:])
         eq(s3peer.keys(PEER, "paged/"), [], "gc deleted all 1100 leftovers")
         check(len(planted) == 1100, "planted")
+
+
+def test_fsck_beside_the_server_leaves_a_spooling_upload(srv):
+    # the spool file of an upload under way is locked (store/lock.c), so a tool that
+    # opens the data dir, which sweeps crash leftovers, leaves it even when it is old
+    import threading
+    vol = srv.create_volume()
+    tmp = os.path.join(srv.data, "tmp")
+    chunk, go_on, res = data_of(MIB, 77), threading.Event(), {}
+
+    def body():
+        for i in range(6):
+            if i == 3:
+                go_on.wait(60)
+            yield chunk
+    th = threading.Thread(target=lambda: res.update(r=srv.put_file(vol["id"], "s.bin",
+                                                                   body())))
+    th.start()
+    try:
+        deadline, live = time.time() + 20, []
+        while time.time() < deadline and not live:
+            live = [n for n in os.listdir(tmp) if n.startswith("s3up_") and
+                    os.path.getsize(os.path.join(tmp, n)) >= 3 * MIB]
+            time.sleep(0.05)
+        check(live, "the upload's spool file (saw %r)" % os.listdir(tmp))
+        old = time.time() - 3600
+        os.utime(os.path.join(tmp, live[0]), (old, old))
+        p = cli(srv, "fsck")
+        eq(p.returncode, 0, "fsck beside the server: %s" % p.stderr.decode(errors="replace"))
+        check(os.path.exists(os.path.join(tmp, live[0])), "the spool file kept")
+    finally:
+        go_on.set()
+        th.join(60)
+    expect(res["r"], 201)
+    eq(stream_get(srv, srv.file_path(vol["id"], "s.bin"))[1], sha256(chunk * 6), "as sent")
