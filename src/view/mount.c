@@ -1,0 +1,234 @@
+/*
+ * mount.c — a view's life: open its roots at their seqs, mount the FUSE
+ * session, serve it from a thread (or the caller's), and end it: a lazy
+ * unmount, then, should a process still hold the mount, the connection is
+ * aborted through /sys/fs/fuse/connections so the serving thread always
+ * ends. What a crashed process left is swept by cof_view_sweep.
+ */
+#define FUSE_USE_VERSION 31
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include "view/view_int.h"
+
+extern const struct fuse_operations cof_view_ops;
+
+/* Removes every file of the (flat) layer folder open at `dirfd`. */
+static void layer_empty(int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd, e->d_name, 0);
+	closedir(d);
+}
+
+int64_t cof_view_seq(const cof_vfs *v, int i)
+{
+	return v->roots[i].v.seq;
+}
+
+/* Opens every root: its volume (and snapshot) at the seq the view reads. */
+static int roots_open(cof_vfs *v, cof_err *err)
+{
+	for (int i = 0; i < v->o.nroots; i++) {
+		vroot *r = &v->roots[i];
+		r->cfg = v->o.roots[i];
+		r->sublen = strlen(r->cfg.subpath);
+		if (cof_view_open(v->o.st, v->o.org, r->cfg.vol, r->cfg.snapshot, &r->v, err))
+			return -1;
+		if (r->v.snapshot)
+			r->cfg.rw = 0; /* a snapshot is read-only */
+	}
+	return 0;
+}
+
+static void *serve_thread(void *arg)
+{
+	cof_vfs *v = arg;
+
+	fuse_loop_mt(v->fuse, 0);
+	return NULL;
+}
+
+int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
+		   cof_err *err)
+{
+	char optstr[256];
+	char *argv[] = {"coffer", "-o", optstr, NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	cof_vfs *v;
+
+	*out = NULL;
+	if (opts->nroots < 1 || opts->nroots > COF_VIEW_ROOTS)
+		return cof_error(err, COF_EINTERNAL, "a view has 1 to %d volumes", COF_VIEW_ROOTS);
+	if (!(v = cof_calloc(1, sizeof *v)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	v->o = *opts;
+	v->layer = -1;
+	v->uid = getuid();
+	v->gid = getgid();
+	pthread_mutex_init(&v->mu, NULL);
+	if (roots_open(v, err))
+		goto fail;
+	if (opts->layer_dir &&
+	    (v->layer = open(opts->layer_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		cof_error(err, COF_EINTERNAL, "cannot open the layer '%s': %s", opts->layer_dir,
+			  strerror(errno));
+		goto fail;
+	}
+	snprintf(optstr, sizeof optstr, "fsname=coffer,subtype=coffer,nosuid,nodev%s%s%s",
+		 opts->noexec ? ",noexec" : "", opts->allow_other ? ",allow_other" : "",
+		 v->layer < 0 ? ",ro" : "");
+	if (!(v->dir = cof_strdup(dir)) ||
+	    !(v->fuse = fuse_new(&args, &cof_view_ops, sizeof cof_view_ops, v))) {
+		cof_error(err, COF_EINTERNAL, "cannot start the view of '%s'", dir);
+		goto fail;
+	}
+	if (fuse_mount(v->fuse, dir)) {
+		cof_error(err, COF_EINTERNAL, "cannot mount a view at '%s' (FUSE: /dev/fuse, "
+			  "fusermount3)", dir);
+		goto fail;
+	}
+	v->mounted = 1;
+	*out = v;
+	return 0;
+fail:
+	cof_view_unmount(v);
+	return -1;
+}
+
+/* Starts the serving thread (calls). */
+int cof_view_start(cof_vfs *v, cof_err *err)
+{
+	if (pthread_create(&v->thread, NULL, serve_thread, v))
+		return cof_error(err, COF_EINTERNAL, "cannot start the view's thread");
+	v->threaded = 1;
+	return 0;
+}
+
+int cof_view_serve(cof_vfs *v)
+{
+	struct fuse_session *se = fuse_get_session(v->fuse);
+	int rc;
+
+	/* Ctrl-C, SIGTERM, SIGHUP end the loop; the caller then unmounts */
+	if (fuse_set_signal_handlers(se))
+		return -1;
+	rc = fuse_loop_mt(v->fuse, 0);
+	fuse_remove_signal_handlers(se);
+	return rc;
+}
+
+void cof_view_stop(cof_vfs *v)
+{
+	fuse_exit(v->fuse);
+}
+
+/* Aborts the FUSE connection of the mount at v->dir (every request then
+ * fails with ENOTCONN and the serving loop ends). */
+static void conn_abort(dev_t dev)
+{
+	char p[96];
+	int fd;
+
+	snprintf(p, sizeof p, "/sys/fs/fuse/connections/%u/abort", minor(dev));
+	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) >= 0) {
+		(void)!write(fd, "1", 1);
+		close(fd);
+	}
+}
+
+void cof_view_detach(cof_vfs *v)
+{
+	struct stat sb;
+	dev_t dev = 0;
+
+	if (!v || !v->mounted)
+		return;
+	if (stat(v->dir, &sb) == 0)
+		dev = sb.st_dev;
+	fuse_exit(v->fuse);
+	fuse_unmount(v->fuse); /* lazy: MNT_DETACH, or fusermount3 -u -z */
+	v->mounted = 0;
+	if (!v->threaded)
+		return;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	if (pthread_timedjoin_np(v->thread, NULL, &until)) {
+		/* a process still holds the mount (a detached one serves on) */
+		if (dev)
+			conn_abort(dev);
+		pthread_join(v->thread, NULL);
+	}
+	v->threaded = 0;
+}
+
+void cof_view_unmount(cof_vfs *v)
+{
+	if (!v)
+		return;
+	cof_view_detach(v);
+	if (v->fuse)
+		fuse_destroy(v->fuse);
+	if (v->layer >= 0) {
+		layer_empty(v->layer);
+		close(v->layer);
+	}
+	for (vnode *n = v->nodes, *next; n; n = next) {
+		next = n->next;
+		free(n->path);
+		free(n);
+	}
+	pthread_mutex_destroy(&v->mu);
+	free(v->dir);
+	free(v);
+}
+
+void cof_view_sweep(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char line[8192], *paths[256];
+	size_t n = 0, len = strlen(dir);
+
+	if (!f)
+		return;
+	while (n < 256 && fgets(line, sizeof line, f)) {
+		char src[4096], mnt[4096], type[64];
+		if (sscanf(line, "%4095s %4095s %63s", src, mnt, type) != 3 ||
+		    strncmp(type, "fuse", 4) || strncmp(mnt, dir, len) ||
+		    (mnt[len] != '/' && mnt[len]))
+			continue;
+		paths[n++] = cof_strdup(mnt);
+	}
+	fclose(f);
+	while (n > 0) {
+		char *p = paths[--n];
+		if (p && umount2(p, MNT_DETACH)) {
+			char cmd[4200];
+			/* without root only fusermount3 may unmount it */
+			snprintf(cmd, sizeof cmd, "fusermount3 -u -z '%s' 2>/dev/null", p);
+			if (!strchr(p, '\''))
+				(void)!system(cmd);
+		}
+		free(p);
+	}
+}

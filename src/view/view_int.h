@@ -1,0 +1,100 @@
+/*
+ * view_int.h — what the files of src/view/ share: the view, its roots as
+ * opened, the layer's nodes, and the reads of a volume at a seq.
+ */
+#ifndef COF_VIEW_INT_H
+#define COF_VIEW_INT_H
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include "view/view.h"
+#include "volume/volume.h"
+
+/* What the layer knows of one path of a root. */
+typedef enum { N_FILE = 1, N_DIR, N_GONE } vnode_kind;
+
+typedef struct vnode {
+	struct vnode *chain;    /* hash chain */
+	struct vnode *next;     /* every node, newest first */
+	int root;
+	char *path;             /* volume path relative to the root's subpath */
+	vnode_kind kind;
+	int64_t lid;            /* > 0: the bytes are LAYER/lid; 0: content `sha` */
+	char sha[65];
+	int64_t size;           /* of content `sha` (a layer file: fstat) */
+	char ctype[128];        /* of content `sha` */
+	int64_t seen;           /* the version at `path` the view saw (0 = absent) */
+	mode_t mode;            /* permission bits (kept in the layer only) */
+	int64_t mtime;
+	int dirty;              /* DIRECT: written, not yet landed */
+} vnode;
+
+typedef struct vroot {
+	cof_view_root cfg;
+	cof_view v;             /* the volume at the seq read */
+	size_t sublen;
+} vroot;
+
+#define VNODE_BUCKETS 4096
+
+struct cof_vfs {
+	cof_view_opts o;
+	vroot roots[COF_VIEW_ROOTS];
+	pthread_mutex_t mu;     /* the nodes, next_lid */
+	vnode *bucket[VNODE_BUCKETS];
+	vnode *nodes;
+	int64_t next_lid;
+	int layer;              /* fd of layer_dir, or -1 */
+	char *dir;              /* the mount point */
+	struct fuse *fuse;
+	pthread_t thread;
+	int threaded, mounted;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* ---- layer.c */
+
+/* The node of (root, path), or NULL. Under mu. */
+vnode *cof_vnode_find(cof_vfs *v, int root, const char *path);
+/* The node of (root, path), made (kind N_GONE, seen from the base) if
+ * absent. NULL when out of memory. Under mu. */
+vnode *cof_vnode_get(cof_vfs *v, int root, const char *path);
+/* True when some node other than N_GONE lies under folder `path` of root. */
+int cof_vnode_under(cof_vfs *v, int root, const char *path);
+/* A new layer file; returns its id and an fd open for read and write, -1. */
+int64_t cof_layer_new(cof_vfs *v, int *fd);
+/* Opens layer file `lid` (flags as open(2)). */
+int cof_layer_open(cof_vfs *v, int64_t lid, int flags);
+
+/* ---- base.c: the volume of root r at its seq */
+
+/* The volume path of root-relative `path` in *out. */
+void cof_vbase_vpath(const vroot *r, const char *path, char *out, size_t outsz);
+/* 1 with *e when a file is at `path`, 0 when not, -1 on error. */
+int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e);
+/* 1 when some file lies under folder `path` ("" = root: always 1) that the
+ * layer has not removed; 0 when none. */
+int cof_vbase_dir(cof_vfs *v, int root, const char *path);
+/* One child of a folder as read from the volume. */
+typedef struct vchild {
+	char name[256];
+	int dir;
+	cof_entry e;            /* for a file */
+} vchild;
+/* Up to `cap` children of folder `path` after child `after` (NULL = from
+ * the start), in the volume's row order (folder "x" sorts as "x/"); *n how
+ * many. 0, or -1 on error. */
+int cof_vbase_children(cof_vfs *v, int root, const char *path, const vchild *after,
+		       vchild *out, int cap, int *n);
+/* THE one place that opens content for reading: an fd over the bytes of
+ * content `sha` (inline or blob). -1 with errno set. */
+int cof_vbase_content_open(cof_vfs *v, const char *sha);
+
+/* ---- commit.c */
+
+/* Lands one file of root r now (DIRECT): the layer file at node n, as a new
+ * version conditional on n->seen. 0, or a negative errno (EIO: conflict). */
+int cof_view_land_file(cof_vfs *v, vnode *n);
+
+#endif
