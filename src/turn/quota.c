@@ -32,6 +32,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 #include "turn/turn.h"
+#include "view/view.h"
 #include "util/util.h"
 
 #define TMPFS_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -145,7 +146,7 @@ static void rm_path(const char *path)
 
 int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err)
 {
-	char ws[PATH_MAX + 8], kept[PATH_MAX + 8], probe[PATH_MAX + 16];
+	char ws[PATH_MAX + 8], kept[PATH_MAX + 8], views[PATH_MAX + 8], probe[PATH_MAX + 16];
 	DIR *d;
 	struct dirent *e;
 
@@ -165,9 +166,14 @@ int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err)
 		}
 		closedir(d);
 	}
+	/* the views of calls a crashed run was serving: FUSE mounts whose
+	 * server is gone (ENOTCONN), unmounted before anything is removed */
+	snprintf(views, sizeof views, "%s/views", ts->root);
+	cof_view_sweep(views);
+	rm_path(views);
 	rm_path(ws);
 	rm_path(kept);
-	if (mkdir(ws, 0711) || mkdir(kept, 0700))
+	if (mkdir(ws, 0711) || mkdir(kept, 0700) || mkdir(views, 0711))
 		return cof_error(err, COF_EINTERNAL, "cannot prepare the scratch root '%s': %s",
 				 ts->root, strerror(errno));
 	ts->kernel = 0;

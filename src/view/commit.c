@@ -181,14 +181,23 @@ static void keep_conflict(cof_vfs *v, int dirfd, const char *shown, const vnode 
 	snprintf(path, sizeof path, "%s%s%s", shown, *shown ? "/" : "", n->path);
 	for (char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
 		*s = '\0';
-		mkdirat(dirfd, path, 0755);
+		if (mkdirat(dirfd, path, 0755) == 0 && v->o.owner)
+			fchownat(dirfd, path, v->o.owner, v->o.owner, AT_SYMLINK_NOFOLLOW);
 		*s = '/';
 	}
 	snprintf(name, sizeof name, "%lld", (long long)n->lid);
 	if (renameat(v->layer, name, dirfd, path) == 0) {
-		if (v->uid)
-			fchownat(dirfd, path, v->uid, v->gid, AT_SYMLINK_NOFOLLOW);
+		if (v->o.owner)
+			fchownat(dirfd, path, v->o.owner, v->o.owner, AT_SYMLINK_NOFOLLOW);
 	}
+}
+
+/* Where the caller sees root r, without its leading '/' ("" = nowhere). */
+static const char *shown_rel(const vroot *r)
+{
+	const char *s = r->cfg.shown ? r->cfg.shown : "";
+
+	return s + (*s == '/');
 }
 
 /* Lands root `root`'s layer as one change. */
@@ -252,7 +261,7 @@ static void commit_root(cof_vfs *v, int root, int conflict_dir, cof_view_result 
 	for (i = 0; i < l.nfiles; i++) {
 		stored *s = &l.files[i];
 		if (l.conflict[i])
-			keep_conflict(v, conflict_dir, v->roots[root].cfg.shown ? v->roots[root].cfg.shown + (v->roots[root].cfg.shown[0] == '/') : "", s->n);
+			keep_conflict(v, conflict_dir, shown_rel(&v->roots[root]), s->n);
 		else
 			json_array_append_new(res->files, json_pack(
 				"{s:s, s:I, s:I, s:s, s:s}", "path", s->n->path, "version",

@@ -57,6 +57,7 @@ typedef struct cof_view_opts {
 	const char *layer_dir;  /* where written bytes go; NULL = read-only */
 	int allow_other;        /* others than the mounting uid may enter (root) */
 	int noexec;             /* nothing in the view can be run */
+	uid_t owner;            /* owner of kept conflicts (0 = as made) */
 } cof_view_opts;
 
 typedef struct cof_vfs cof_vfs;
