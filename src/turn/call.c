@@ -515,6 +515,13 @@ static void call_finish(call *c, json_t **files, cof_err *err)
 int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
 		  cof_call_event_fn on_event, void *cls, json_t **out, cof_err *err)
 {
+	return cof_turn_call_run(ts, who, id, body, NULL, on_event, cls, out, err);
+}
+
+int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
+		      const char *run, cof_call_event_fn on_event, void *cls, json_t **out,
+		      cof_err *err)
+{
 	call c = {0};
 	json_t *files = NULL, *f, *in;
 	int64_t timeout;
@@ -568,7 +575,7 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
 	/* its processes are gone: the layer lands, unless a limit or the
 	 * timeout stopped it */
 	cof_call_views_end(ts, c.t, c.views, !c.timed_out && !c.limit && !c.stopped_by_end,
-			   NULL, *out, c.notes);
+			   run, *out, c.notes);
 	cof_call_views_close(c.views);
 	cof_buf_release(&c.s[0].kept);
 	cof_buf_release(&c.s[1].kept);
