@@ -519,7 +519,7 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
 }
 
 int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
-		      const char *run, cof_call_event_fn on_event, void *cls, json_t **out,
+		      const char *run_id, cof_call_event_fn on_event, void *cls, json_t **out,
 		      cof_err *err)
 {
 	call c = {0};
@@ -575,7 +575,7 @@ int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, j
 	/* its processes are gone: the layer lands, unless a limit or the
 	 * timeout stopped it */
 	cof_call_views_end(ts, c.t, c.views, !c.timed_out && !c.limit && !c.stopped_by_end,
-			   run, *out, c.notes);
+			   run_id, *out, c.notes);
 	cof_call_views_close(c.views);
 	cof_buf_release(&c.s[0].kept);
 	cof_buf_release(&c.s[1].kept);
