@@ -407,7 +407,7 @@ static int call_start(call *c, const char *command, cof_err *err)
 	if (!rc) {
 		see.nbinds = cof_call_views_binds(ts, c->views, binds, COF_VIEW_ROOTS);
 		see.view_dir = cof_call_views_dir(c->views);
-		see.view_inner = ts->root_user ? cof_call_views_inner(c->views) : NULL;
+		see.view_inner = ts->root_user && see.view_dir ? COF_VIEW_INNER : NULL;
 		rc = cof_confine_spawn(ts, c->t, command, &see, &c->p, err);
 	}
 	if (rc) {

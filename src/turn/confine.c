@@ -313,9 +313,7 @@ static int argv_root(const cof_turns *ts, const char **av, int n, char *keep, si
 }
 
 /* The agent's files: each folder of the call's view at its agent path
- * (read-only mounts --ro-bind: EROFS), then the workspace's .coffer (the
- * layer of written bytes) covered, so the call reaches its bytes only
- * through the view. */
+ * (read-only mounts --ro-bind: EROFS). */
 static int argv_views(const cof_call_see *see, const char **av, int n)
 {
 	if (!see || !see->view_dir)
@@ -325,12 +323,6 @@ static int argv_views(const cof_call_see *see, const char **av, int n)
 		av[n++] = see->binds[i].src;
 		av[n++] = see->binds[i].dst;
 	}
-	av[n++] = "--size";
-	av[n++] = "4096";
-	av[n++] = "--tmpfs";
-	av[n++] = "/tmp/.coffer";
-	av[n++] = "--remount-ro";
-	av[n++] = "/tmp/.coffer";
 	return n;
 }
 
@@ -450,19 +442,17 @@ static int child_mounts(const cof_turns *ts, const cof_turn *t, const cof_call_s
 	const char *hide[2] = {ts->root, ts->data};
 
 	/* noexec,nosuid,nodev on the bind too: a tmpfs has them already, a
-	 * folder of the measuring loop gets them here. The call's view goes
-	 * into the workspace first (its path may be under /tmp, which the
-	 * workspace then covers), and comes along with it. */
+	 * folder of the measuring loop gets them here. The call's view is
+	 * bound first (its path may be under /tmp, which the workspace then
+	 * covers) where the turn's uid reaches it. */
 	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return -1;
 	if (inner && mount(see->view_dir, inner, NULL, MS_BIND, NULL))
 		child_fail("bind the call's view");
-	if (mount(t->ws, "/tmp", NULL, MS_BIND | MS_REC, NULL) ||
+	if (mount(t->ws, "/tmp", NULL, MS_BIND, NULL) ||
 	    mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  NULL))
 		return -1;
-	/* the view into the workspace, where the turn's uid reaches it (the
-	 * workspace's own path, now at /tmp) */
 	for (int i = 0; i < 2; i++)
 		if (mount("tmpfs", hide[i], "tmpfs", ro, "size=4k,nr_inodes=2,mode=0755") &&
 		    errno != ENOENT)

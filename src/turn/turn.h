@@ -229,8 +229,8 @@ typedef struct cof_bind {
 typedef struct cof_call_see {
 	const cof_bind *binds;
 	int nbinds;
-	const char *view_dir;      /* the view's mount point (root: bound at ...) */
-	const char *view_inner;    /* ... this folder of the workspace; NULL = none */
+	const char *view_dir;      /* the view's mount point, NULL = none */
+	const char *view_inner;    /* as root: bound here first (COF_VIEW_INNER) */
 } cof_call_see;
 
 /* Starts `sh -c command` confined in the workspace of `t`; `see` (NULL =
@@ -249,7 +249,10 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 /* The binds bwrap makes (at most `max`); their count. */
 int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind *b, int max);
 const char *cof_call_views_dir(const cof_call_views *cv);
-const char *cof_call_views_inner(const cof_call_views *cv);
+/* As root, where the call's child binds its view (in its own mount
+ * namespace) for the turn's uid to reach: a folder every Debian has and no
+ * call sees (its root is built from nothing). */
+#define COF_VIEW_INNER "/mnt"
 /* After the call's processes are gone: stops the view and, when `commit`,
  * lands its layer (one change per volume), adding `committed` and
  * `conflicts` to `answer` and notes to `notes`. `run`: X-Run-Id or NULL. */

@@ -4,8 +4,9 @@
  * the turn's user (a subject of the agent) at /user. The view is mounted at
  * ROOT/views/CALL, served by a thread of cofferd, and bound by bwrap at
  * each mount's agent path (ro mounts read-only: EROFS); written bytes are
- * files in WS/.coffer/layer-CALL on the turn's own disk, so they count
- * against its limits, hidden from the call. At the call's end the layer
+ * files in ROOT/layers/TURN/CALL on the scratch disk, out of the call's
+ * sight, measured with the turn's workspace so they count against its
+ * limits. At the call's end the layer
  * lands as one change per volume, unless the call hit a limit or its
  * timeout; a conflicting file is kept at /tmp/.conflicts/PATH.
  */
@@ -38,8 +39,7 @@ struct cof_call_views {
 	int n;
 	cof_vfs *vfs;
 	char dir[PATH_MAX + 64];        /* ROOT/views/CALL: the mount point */
-	char layer[PATH_MAX + 160];     /* WS/.coffer/layer-CALL */
-	char inner[PATH_MAX + 160];     /* WS/.coffer/view-CALL (root: bound there) */
+	char layer[PATH_MAX + 160];     /* ROOT/layers/TURN/CALL */
 	char call[40];
 };
 
@@ -109,12 +109,11 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 		*out = cv;
 		return 0;
 	}
-	snprintf(co, sizeof co, "%s/.coffer", t->ws);
-	snprintf(cv->layer, sizeof cv->layer, "%s/layer-%s", co, call);
-	snprintf(cv->inner, sizeof cv->inner, "%s/view-%s", co, call);
+	snprintf(co, sizeof co, "%s/layers/%s", ts->root, t->id);
+	snprintf(cv->layer, sizeof cv->layer, "%s/%s", co, call);
 	snprintf(cv->dir, sizeof cv->dir, "%s/views/%s", ts->root, call);
-	if ((mkdir(co, 0755) && errno != EEXIST) || mkdir(cv->layer, 0700) ||
-	    (ts->root_user && mkdir(cv->inner, 0755)) || mkdir(cv->dir, 0755)) {
+	if ((mkdir(co, 0700) && errno != EEXIST) || mkdir(cv->layer, 0700) ||
+	    mkdir(cv->dir, 0755)) {
 		cof_error(err, COF_EINTERNAL, "cannot prepare the call's view: %s",
 			  strerror(errno));
 		cof_call_views_close(cv);
@@ -148,11 +147,12 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 		for (int i = 0; i < cv->n && n < max; i++) {
 			if (strlen(cv->roots[i].shown) != len)
 				continue;
-			/* as root the child has bound the view into the workspace
-			 * (the turn's uid cannot enter the scratch root) */
+			/* as root the child has bound the view at /mnt of its
+			 * own namespace (the turn's uid cannot enter the scratch
+			 * root) */
 			if (ts->root_user)
-				snprintf(b[n].src, sizeof b[n].src, "/tmp/.coffer/view-%s/%s",
-					 cv->call, cv->roots[i].name);
+				snprintf(b[n].src, sizeof b[n].src, "%s/%s", COF_VIEW_INNER,
+					 cv->roots[i].name);
 			else
 				snprintf(b[n].src, sizeof b[n].src, "%s/%s", cv->dir,
 					 cv->roots[i].name);
@@ -166,11 +166,6 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 const char *cof_call_views_dir(const cof_call_views *cv)
 {
 	return cv && cv->vfs ? cv->dir : NULL;
-}
-
-const char *cof_call_views_inner(const cof_call_views *cv)
-{
-	return cv && cv->vfs ? cv->inner : NULL;
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
@@ -272,8 +267,6 @@ void cof_call_views_close(cof_call_views *cv)
 	cof_view_unmount(cv->vfs);
 	if (cv->layer[0])
 		rmdir(cv->layer);
-	if (cv->inner[0])
-		rmdir(cv->inner);
 	if (cv->dir[0])
 		rmdir(cv->dir);
 	cof_agent_release(&cv->a);

@@ -171,6 +171,27 @@ fail:
 	return -1;
 }
 
+/* Copies file `from` (under fd a) to `to` (under fd b, made new). 0 or -1. */
+static int copy_at(int a, const char *from, int b, const char *to)
+{
+	char buf[65536];
+	int in = openat(a, from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1;
+	ssize_t k = 0;
+
+	if (in >= 0)
+		out = openat(b, to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	while (out >= 0 && (k = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)k) != k) {
+			k = -1;
+			break;
+		}
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return in < 0 || out < 0 || k < 0 ? -1 : 0;
+}
+
 /* Makes the folders of `rel` under dirfd and moves layer file `lid` there. */
 static void keep_conflict(cof_vfs *v, int dirfd, const char *shown, const vnode *n)
 {
@@ -186,10 +207,10 @@ static void keep_conflict(cof_vfs *v, int dirfd, const char *shown, const vnode 
 		*s = '/';
 	}
 	snprintf(name, sizeof name, "%lld", (long long)n->lid);
-	if (renameat(v->layer, name, dirfd, path) == 0) {
-		if (v->o.owner)
-			fchownat(dirfd, path, v->o.owner, v->o.owner, AT_SYMLINK_NOFOLLOW);
-	}
+	if (renameat(v->layer, name, dirfd, path) && copy_at(v->layer, name, dirfd, path))
+		return;
+	if (v->o.owner)
+		fchownat(dirfd, path, v->o.owner, v->o.owner, AT_SYMLINK_NOFOLLOW);
 }
 
 /* Where the caller sees root r, without its leading '/' ("" = nowhere). */
