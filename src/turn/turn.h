@@ -130,7 +130,9 @@ struct cof_turns {
 	char cg_mem[PATH_MAX];   /* our coffer-NS-PID cgroup: memory (v1) or both (v2) */
 	char cg_pids[PATH_MAX];  /* our coffer-NS-PID cgroup: pids (v1) */
 	char **etc;              /* the names under /etc a call sees */
-	char how[768];           /* how limits are kept, for the log */
+	char how[1024];          /* how limits are kept, for the log */
+	int views_ok;            /* FUSE works: calls see the agent's files */
+	char views_why[200];     /* else why not, for the log */
 	char exec_helper[PATH_MAX]; /* coffer-exec next to our binary, used without
 				    root (landlock: nothing written runs); "" = none */
 };

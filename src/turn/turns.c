@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "turn/outbox.h"
 #include "turn/turn.h"
+#include "view/view.h"
 #include "util/util.h"
 
 typedef struct tomb {
@@ -246,7 +247,13 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 				 "mounted here"
 			       : "disk limits kept by a measuring loop: not root, so no tmpfs per "
 				 "workspace and no uid per turn";
-	snprintf(ts->how, sizeof ts->how, "%s; %s; memory and processes kept by %s", *how,
+	/* the agent's files in calls need FUSE; without it calls run without
+	 * them rather than not at all, and the log says why */
+	char views[PATH_MAX + 16];
+	snprintf(views, sizeof views, "%s/views", ts->root);
+	ts->views_ok = cof_view_usable(views, ts->views_why, sizeof ts->views_why);
+	snprintf(ts->how, sizeof ts->how, "%s; %s; %s; memory and processes kept by %s", *how,
+		 ts->views_ok ? "the agent's files shown in calls (FUSE)" : ts->views_why,
 		 ts->root_user ? "bytes a call writes never run (noexec)"
 		 : ts->exec_helper[0] ? "bytes a call writes never run (landlock, coffer-exec)"
 		 : "without root and without coffer-exec or landlock, a call can run what it "

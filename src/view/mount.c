@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -68,6 +70,83 @@ static void *serve_thread(void *arg)
 	return NULL;
 }
 
+/* `fusermount3 -u -z DIR`: what libfuse cannot do for a mount it was handed
+ * as /dev/fd/N. */
+static void fusermount_u(const char *dir)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0)
+			dup2(null, 2);
+		execl("/usr/bin/fusermount3", "fusermount3", "-u", "-z", "--", dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+}
+
+/* Runs `fusermount3 -o OPTS -- DIR` and takes the /dev/fuse fd it passes
+ * back over a socket (_FUSE_COMMFD): the way in when /dev/fuse cannot be
+ * opened by this uid (libfuse does not fall back to fusermount3 then). The
+ * fd, or -1. */
+static int fusermount_fd(const char *dir, const char *opts)
+{
+	int sv[2], fd = -1, status;
+	char num[16], buf[1];
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {buf, 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof ctl};
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -1;
+	fcntl(sv[1], F_SETFD, FD_CLOEXEC);
+	pid = fork();
+	if (pid == 0) {
+		snprintf(num, sizeof num, "%d", sv[0]);
+		setenv("_FUSE_COMMFD", num, 1);
+		execl("/usr/bin/fusermount3", "fusermount3", "-o", opts, "--", dir, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[0]);
+	if (pid > 0 && recvmsg(sv[1], &mh, 0) > 0) {
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (c && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	}
+	close(sv[1]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return fd;
+}
+
+/* Mounts the view at `dir`: libfuse's own way, else (this uid cannot open
+ * /dev/fuse) through fusermount3, handing libfuse the fd as /dev/fd/N. */
+static int mount_fuse(cof_vfs *v, const char *dir, const char *opts)
+{
+	char fdpath[32];
+	int fd;
+
+	if (geteuid() == 0 || access("/dev/fuse", R_OK | W_OK) == 0)
+		return fuse_mount(v->fuse, dir);
+	/* fusermount3 takes only the kernel's options and its own */
+	char o[256];
+	snprintf(o, sizeof o, "%s", opts);
+	if ((fd = fusermount_fd(dir, o)) < 0)
+		return -1;
+	snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", fd);
+	if (fuse_mount(v->fuse, fdpath)) {
+		close(fd);
+		return -1;
+	}
+	v->by_fusermount = 1;
+	return 0;
+}
+
 int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		   cof_err *err)
 {
@@ -102,7 +181,7 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		cof_error(err, COF_EINTERNAL, "cannot start the view of '%s'", dir);
 		goto fail;
 	}
-	if (fuse_mount(v->fuse, dir)) {
+	if (mount_fuse(v, dir, optstr)) {
 		cof_error(err, COF_EINTERNAL, "cannot mount a view at '%s' (FUSE: /dev/fuse, "
 			  "fusermount3)", dir);
 		goto fail;
@@ -167,6 +246,8 @@ void cof_view_detach(cof_vfs *v)
 		dev = sb.st_dev;
 	fuse_exit(v->fuse);
 	fuse_unmount(v->fuse); /* lazy: MNT_DETACH, or fusermount3 -u -z */
+	if (v->by_fusermount)
+		fusermount_u(v->dir);
 	v->mounted = 0;
 	if (!v->threaded)
 		return;
@@ -201,6 +282,37 @@ void cof_view_unmount(cof_vfs *v)
 	pthread_mutex_destroy(&v->mu);
 	free(v->dir);
 	free(v);
+}
+
+int cof_view_usable(const char *dir, char *why, size_t whysz)
+{
+	char probe[4200];
+	int fd;
+
+	if ((fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)) >= 0) {
+		close(fd);
+		return 1;
+	}
+	if (errno == ENOENT || errno == ENODEV || geteuid() == 0) {
+		snprintf(why, whysz, "the agent's files are not shown in calls: cannot open "
+			 "/dev/fuse (%s)", strerror(errno));
+		return 0;
+	}
+	snprintf(probe, sizeof probe, "%s/.probe", dir);
+	if (mkdir(probe, 0700) && errno != EEXIST) {
+		snprintf(why, whysz, "the agent's files are not shown in calls: %s", strerror(errno));
+		return 0;
+	}
+	fd = fusermount_fd(probe, "nosuid,nodev,noexec");
+	if (fd >= 0) {
+		close(fd);
+		fusermount_u(probe);
+	}
+	rmdir(probe);
+	if (fd < 0)
+		snprintf(why, whysz, "the agent's files are not shown in calls: FUSE needs "
+			 "/dev/fuse or a working fusermount3 (setuid) for this user");
+	return fd >= 0;
 }
 
 void cof_view_sweep(const char *dir)

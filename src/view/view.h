@@ -101,6 +101,11 @@ void cof_view_result_release(cof_view_result *r);
  * NULL is fine. */
 void cof_view_unmount(cof_vfs *v);
 
+/* Whether views can be mounted here: 1, or 0 with why (for the log) in
+ * `why`. As root: /dev/fuse opens; else /dev/fuse opens for this uid or
+ * fusermount3 mounts (tried once in `dir`, an existing empty folder). */
+int cof_view_usable(const char *dir, char *why, size_t whysz);
+
 /* Lazily unmounts every FUSE mount under `dir` (what a crashed run left). */
 void cof_view_sweep(const char *dir);
 

@@ -49,6 +49,7 @@ struct cof_vfs {
 	struct fuse *fuse;
 	pthread_t thread;
 	int threaded, mounted;
+	int by_fusermount;      /* mounted through fusermount3: it unmounts too */
 	uid_t uid;
 	gid_t gid;
 };
