@@ -315,7 +315,51 @@ def test_user_volume_at_user_with_reserved_folders_read_only(srv):
     eq(r.body, b"n\n", "the file landed in the subject's volume")
 
 
-def test_no_fuse_mount_left(srv):
+def _flat(srv, n):
+    vid = srv.create_volume()["id"]
+    srv.put_many(vid, {"flat/f%05d.txt" % i: b"%d\n" % i for i in range(n)}, threads=8)
+    srv.put_ok(vid, "flat/sub/x.txt", b"x")
+    srv.put_ok(vid, "flat-sibling.txt", b"s")
+    return vid
+
+
+@harness.timeout(240)
+def test_large_folder_listed_in_pages(srv):
+    _fuse_ok(srv)
+    # 3,000 entries: a dozen pages of the view's listing (256 a page) and many
+    # readdir calls of the kernel; a subfolder among them is listed once
+    vid = _flat(srv, 3000)
+    m = Mount(srv, vid, "--read-only")
+    try:
+        names = os.listdir(m.path("flat"))
+        eq(len(names), 3001, "entries listed")
+        eq(len(set(names)), 3001, "no entry twice")
+        contains(names, "sub", "the subfolder")
+        eq(sorted(os.listdir(m.dir)), ["flat", "flat-sibling.txt"], "the top")
+    finally:
+        m.end()
+    aid = new_id("va")
+    expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+        {"volumeId": vid, "path": "/data", "mode": "ro"}]}), 201)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "ls /data/flat | wc -l; find /data -type f | wc -l; "
+             "cat /data/flat/f02999.txt")
+    eq(out["stdout"].split(), ["3001", "3002", "2999"], "ls, find and a read in a call")
+
+
+def test_hundred_thousand_files_mount(srv):
+    harness.slow("writes 100,000 files over HTTP first")
+    _fuse_ok(srv)
+    vid = _flat(srv, 100000)
+    aid = new_id("va")
+    expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+        {"volumeId": vid, "path": "/data", "mode": "ro"}]}), 201)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "ls /data/flat | wc -l; cat /data/flat/f54321.txt")
+    eq(out["stdout"].split(), ["100001", "54321"], "all listed, one read")
+
+
+def test_zz_no_fuse_mount_left(srv):
     with open("/proc/self/mounts") as f:
         left = [l for l in f if " fuse.coffer " in l and srv.data in l]
     eq(left, [], "views left mounted")
