@@ -173,6 +173,16 @@ int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err)
 	snprintf(layers, sizeof layers, "%s/layers", ts->root);
 	cof_view_sweep(views);
 	rm_path(views);
+	if ((d = opendir(layers)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			char p[PATH_MAX + 300];
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof p, "%s/%s", layers, e->d_name);
+			unmount_all(p);
+		}
+		closedir(d);
+	}
 	rm_path(layers);
 	rm_path(ws);
 	rm_path(kept);
@@ -448,6 +458,22 @@ static int tmpfs_set(cof_turns *ts, cof_turn *t, int remount)
 
 /* ------------------------------------------------------------ workspaces */
 
+/* The folder of the turn's view layers (ROOT/layers/TURN); the kernel way,
+ * a tmpfs of at most turnDisk (the layer's bytes then never touch the disk,
+ * and the kernel bounds them too). Best effort: a plain folder otherwise. */
+static void layers_make(cof_turns *ts, cof_turn *t)
+{
+	char p[PATH_MAX + 128], opts[96];
+
+	snprintf(p, sizeof p, "%s/layers/%s", ts->root, t->id);
+	if (mkdir(p, 0700) && errno != EEXIST)
+		return;
+	snprintf(opts, sizeof opts, "size=%lld,nr_inodes=%lld,mode=0700",
+		 (long long)t->sb.turn_disk, (long long)(t->sb.turn_disk / COF_ENTRY_BYTES + 1));
+	if (ts->kernel)
+		mount("tmpfs", p, "tmpfs", TMPFS_FLAGS, opts);
+}
+
 int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 {
 	snprintf(t->ws, sizeof t->ws, "%s/ws/%s", ts->root, t->id);
@@ -465,6 +491,7 @@ int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "cannot make the workspace: %s", strerror(e));
 	}
 	t->ws_made = 1;
+	layers_make(ts, t);
 	return 0;
 }
 
@@ -501,6 +528,7 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t)
 	snprintf(kept, sizeof kept, "%s/kept/%s", ts->root, t->id);
 	rm_path(kept);
 	snprintf(kept, sizeof kept, "%s/layers/%s", ts->root, t->id);
+	unmount_all(kept);
 	rm_path(kept);
 }
 

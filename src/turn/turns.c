@@ -300,6 +300,11 @@ void cof_turns_close(cof_turns *ts)
 		cof_limits_drop(ts, t);
 		free(t);
 	}
+	/* a view whose call was still ending (its request not drained) would
+	 * stay mounted after we exit: none is left behind */
+	char views[PATH_MAX + 16];
+	snprintf(views, sizeof views, "%s/views", ts->root);
+	cof_view_sweep(views);
 	pthread_mutex_unlock(&ts->mu);
 	pthread_mutex_destroy(&ts->mu);
 	pthread_cond_destroy(&ts->cv);

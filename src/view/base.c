@@ -150,17 +150,61 @@ int cof_vbase_children(cof_vfs *v, int root, const char *path, const vchild *aft
 	return 0;
 }
 
-int cof_vbase_content_open(cof_vfs *v, const char *sha)
+int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
+		    cof_vbytes *b)
 {
+	char vp[COF_PATH_MAX + 1];
 	cof_err err = {0};
-	int fd = -1;
+	cof_entry *e;
+	int r;
 
-	/* content kept inline comes as a sealed memfd, the rest as the blob's
-	 * own fd: either way reads are pread by range, never whole in memory */
-	if (cof_content_open(v->o.st, sha, &fd, &err)) {
+	b->fd = -1;
+	b->data = NULL;
+	b->size = 0;
+	if (sha) {
+		/* content known by hash (a file the view renamed): inline
+		 * content comes as a sealed memfd */
+		r = cof_content_open(v->o.st, sha, &b->fd, &err);
 		cof_err_clear(&err);
 		errno = EIO;
+		return r ? -1 : 0;
+	}
+	if (!(e = malloc(sizeof *e))) {
+		errno = ENOMEM;
 		return -1;
 	}
-	return fd;
+	cof_vbase_vpath(&v->roots[root], path, vp, sizeof vp);
+	/* one query: the row at the seq and, for small content, its bytes */
+	r = cof_meta_entry_read(v->o.st->meta, v->roots[root].v.vno, vp, at_seq(v, root), e,
+				&b->data, &err);
+	if (r == 1) {
+		b->size = e->size;
+		if (!b->data && v->o.st->blobs->open(v->o.st->blobs, e->sha256, &b->fd, &err))
+			r = -1;
+	}
+	cof_err_clear(&err);
+	free(e);
+	errno = r == 0 ? ENOENT : EIO;
+	return r == 1 ? 0 : -1;
+}
+
+ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off)
+{
+	if (b->fd >= 0)
+		return pread(b->fd, buf, n, off);
+	if (off >= b->size)
+		return 0;
+	if ((int64_t)n > b->size - off)
+		n = (size_t)(b->size - off);
+	memcpy(buf, b->data + off, n);
+	return (ssize_t)n;
+}
+
+void cof_vbytes_close(cof_vbytes *b)
+{
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b->data);
+	b->fd = -1;
+	b->data = NULL;
 }

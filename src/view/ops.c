@@ -21,7 +21,8 @@
 
 /* An open file: the fd of its bytes (the volume's content or a layer file). */
 typedef struct vfile {
-	int fd;
+	int fd;                 /* a layer file, or -1 */
+	cof_vbytes b;           /* else the volume's bytes */
 	vnode *n;               /* the layer's node when open for writing */
 	int wrote;
 } vfile;
@@ -439,23 +440,25 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
 /* ------------------------------------------------------------ files */
 
 /* Copies the bytes of content `sha` into fd (a new layer file). 0 or -errno. */
-static int copy_up(cof_vfs *v, const char *sha, int64_t size, int fd)
+static int copy_up(cof_vfs *v, const vnode *n, int fd)
 {
 	char buf[65536];
-	int src = cof_vbase_content_open(v, sha);
+	cof_vbytes b;
 	int64_t off = 0;
 	ssize_t k = 0;
 
-	if (src < 0)
+	/* a node of the layer with content known by hash was renamed: read
+	 * that content; else the file at the view's seq */
+	if (cof_vbytes_open(v, n->root, n->path, n->seen ? NULL : n->sha, &b))
 		return -EIO;
-	while (off < size && (k = pread(src, buf, sizeof buf, off)) > 0) {
+	while (off < n->size && (k = cof_vbytes_read(&b, buf, sizeof buf, off)) > 0) {
 		if (write(fd, buf, (size_t)k) != k) {
 			k = -1;
 			break;
 		}
 		off += k;
 	}
-	close(src);
+	cof_vbytes_close(&b);
 	return k < 0 ? -errno : 0;
 }
 
@@ -482,13 +485,39 @@ static vnode *file_for_write(cof_vfs *v, int r, const char *rel, int trunc, int 
 		*rc = -errno;
 		return NULL;
 	}
-	if (!trunc && (*rc = copy_up(v, n->sha, n->size, fd)) != 0) {
+	if (!trunc && (*rc = copy_up(v, n, fd)) != 0) {
 		close(fd);
 		return NULL;
 	}
 	close(fd);
 	n->lid = lid;
 	return n;
+}
+
+/* Opens `rel` of root r for reading into f: 0, 1 when there is no such file
+ * (the caller tells a folder from nothing), or -errno. One query for a file
+ * the layer never touched. */
+static int open_read(cof_vfs *v, int r, const char *rel, vfile *f)
+{
+	vnode *n;
+	int rc = 0;
+
+	if (hidden(v, r, rel, 0))
+		return -ENOENT;
+	pthread_mutex_lock(&v->mu);
+	n = cof_vnode_find(v, r, rel);
+	if (n && n->kind == N_FILE && n->lid > 0) {
+		if ((f->fd = cof_layer_open(v, n->lid, O_RDONLY)) < 0)
+			rc = -errno;
+	} else if (n && n->kind == N_FILE) {
+		if (cof_vbytes_open(v, r, rel, n->seen ? NULL : n->sha, &f->b))
+			rc = -EIO;
+	} else if (n)
+		rc = n->kind == N_DIR ? -EISDIR : -ENOENT;
+	pthread_mutex_unlock(&v->mu);
+	if (!n && cof_vbytes_open(v, r, rel, NULL, &f->b))
+		rc = errno == ENOENT ? 1 : -EIO; /* absent: a folder, or nothing */
+	return rc;
 }
 
 static int op_open(const char *path, struct fuse_file_info *fi)
@@ -507,11 +536,24 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	if (!(f = calloc(1, sizeof *f)))
 		return -ENOMEM;
 	f->fd = -1;
+	f->b.fd = -1;
+	if (!wr && (rc = open_read(v, r, rel, f)) != 1) {
+		if (rc) {
+			free(f);
+			return rc;
+		}
+		/* the volume's bytes at a seq never change: the page cache may
+		 * keep them */
+		fi->keep_cache = f->fd < 0 && !v->o.follow;
+		fi->fh = (uint64_t)(uintptr_t)f;
+		return 0;
+	}
+	rc = 0;
 	pthread_mutex_lock(&v->mu);
 	k = what_is(v, r, rel, &st);
-	if (k != 1)
-		rc = k ? -EISDIR : -ENOENT;
-	else if (wr) {
+	if (k != 1 || !wr)
+		rc = k == 2 ? -EISDIR : -ENOENT;
+	else {
 		vnode *n = file_for_write(v, r, rel, fi->flags & O_TRUNC, &rc);
 		if (n && (f->fd = cof_layer_open(v, n->lid, O_RDWR)) < 0)
 			rc = -errno;
@@ -521,22 +563,6 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 			f->wrote = 1;
 		}
 		f->n = n;
-	} else {
-		vnode *n = cof_vnode_find(v, r, rel);
-		if (n && n->lid > 0)
-			f->fd = cof_layer_open(v, n->lid, O_RDONLY);
-		else {
-			cof_entry *e = malloc(sizeof *e);
-			const char *sha = n ? n->sha : NULL;
-			if (!n && e && cof_vbase_file(v, r, rel, e) == 1)
-				sha = e->sha256;
-			f->fd = sha ? cof_vbase_content_open(v, sha) : -1;
-			free(e);
-			/* content at a seq never changes: the page cache may keep it */
-			fi->keep_cache = !v->o.follow;
-		}
-		if (f->fd < 0)
-			rc = -EIO;
 	}
 	pthread_mutex_unlock(&v->mu);
 	if (rc) {
@@ -565,6 +591,7 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		return -EACCES; /* an excluded name cannot be made either */
 	if (!(f = calloc(1, sizeof *f)))
 		return -ENOMEM;
+	f->b.fd = -1;
 	pthread_mutex_lock(&v->mu);
 	n = cof_vnode_get(v, r, rel);
 	int64_t lid = n ? cof_layer_new(v, &fd) : -1;
@@ -593,7 +620,8 @@ static int op_read(const char *path, char *buf, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
 	vfile *f = (vfile *)(uintptr_t)fi->fh;
-	ssize_t n = pread(f->fd, buf, size, off);
+	ssize_t n = f->fd >= 0 ? pread(f->fd, buf, size, off)
+				: cof_vbytes_read(&f->b, buf, size, off);
 
 	return n < 0 ? -errno : (int)n;
 }
@@ -641,6 +669,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 
 	if (f->fd >= 0)
 		close(f->fd);
+	cof_vbytes_close(&f->b);
 	free(f);
 	return 0;
 }

@@ -88,9 +88,21 @@ typedef struct vchild {
  * many. 0, or -1 on error. */
 int cof_vbase_children(cof_vfs *v, int root, const char *path, const vchild *after,
 		       vchild *out, int cap, int *n);
-/* THE one place that opens content for reading: an fd over the bytes of
- * content `sha` (inline or blob). -1 with errno set. */
-int cof_vbase_content_open(cof_vfs *v, const char *sha);
+/* An open file's bytes as the volume has them: small content in memory, a
+ * blob's fd otherwise. */
+typedef struct cof_vbytes {
+	int fd;                 /* the blob (or a memfd), or -1 */
+	unsigned char *data;    /* inline content, or NULL */
+	int64_t size;
+} cof_vbytes;
+/* THE place that opens a file's bytes for reading (with cof_vbytes_read):
+ * file `path` of root at the view's seq, or content `sha` when given. 0, or
+ * -1 with errno (ENOENT: no such file at the seq; EIO). */
+int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
+		    cof_vbytes *b);
+/* Reads by range (pread semantics), never the whole content at once. */
+ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off);
+void cof_vbytes_close(cof_vbytes *b);
 
 /* ---- commit.c */
 
