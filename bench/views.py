@@ -124,14 +124,18 @@ def main():
 
         # 3. commit of 1,000 small files
         t_ws = turn(s, a_empty)
-        wr = "mkdir -p %s/c && for i in $(seq 1000); do echo $i > %s/c/f$i; done"
+        wr = ("s=$(date +%%s%%N); mkdir -p %s/c && for i in $(seq 1000); do echo $i > %s/c/f$i;"
+              " done; e=$(date +%%s%%N); echo $(( (e-s)/1000 ))")
         mc, outc = call_ms(s, t_ws, wr % ("/workspace", "/workspace"))
-        mt, _ = call_ms(s, t_ws, wr % ("/tmp", "/tmp"))
+        mt, outt = call_ms(s, t_ws, wr % ("/tmp", "/tmp"))
+        wc, wt = int(outc["stdout"]) / 1000, int(outt["stdout"]) / 1000
         seqs = [c["seq"] for c in outc["committed"]]
-        lines.append("| a call writing 1,000 small files: /workspace (committed as seq %s, "
-                     "%d written) vs /tmp | %.0f ms | %.0f ms | %.2f |"
-                     % (",".join(map(str, seqs)), outc["committed"][0]["written"], mc, mt,
-                        mc / mt))
+        lines.append("| writing 1,000 small files inside a call: /workspace vs /tmp | %.0f ms "
+                     "| %.0f ms | %.2f |" % (wc, wt, wc / wt))
+        lines.append("| the rest of that call (mount, commit of the 1,000 files as seq %s "
+                     "with %d written, unmount) vs the same call on /tmp | %.0f ms | %.0f ms "
+                     "| %.2f |" % (",".join(map(str, seqs)), outc["committed"][0]["written"],
+                                   mc - wc, mt - wt, (mc - wc) / (mt - wt)))
         s.stop()
         s = None
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include "view/view_int.h"
 
-extern const struct fuse_operations cof_view_ops;
+const struct fuse_operations *cof_view_ops_for(cof_view_way way);
 
 /* Removes every file of the (flat) layer folder open at `dirfd`. */
 static void layer_empty(int dirfd)
@@ -177,7 +177,8 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		 opts->noexec ? ",noexec" : "", opts->allow_other ? ",allow_other" : "",
 		 v->layer < 0 ? ",ro" : "");
 	if (!(v->dir = cof_strdup(dir)) ||
-	    !(v->fuse = fuse_new(&args, &cof_view_ops, sizeof cof_view_ops, v))) {
+	    !(v->fuse = fuse_new(&args, cof_view_ops_for(opts->way), sizeof(struct fuse_operations),
+				 v))) {
 		cof_error(err, COF_EINTERNAL, "cannot start the view of '%s'", dir);
 		goto fail;
 	}

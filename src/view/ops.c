@@ -191,7 +191,8 @@ typedef struct vdir {
 	vchild last;
 	off_t off;              /* entries given so far ("." and ".." count) */
 	char pending[256];      /* the entry a full buffer did not take */
-	int pending_dir, has_pending;
+	struct stat pending_st; /* its attributes (readdirplus) */
+	int has_pending;
 } vdir;
 
 static int name_cmp(const void *a, const void *b)
@@ -322,11 +323,10 @@ static void vdir_reset(vdir *d)
 	d->has_pending = 0;
 }
 
-/* The next entry of the folder: 1 with its name and kind, 0 at the end. */
-static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, int *is_dir)
+/* The next entry of the folder: 1 with its name and attributes, 0 at the
+ * end. */
+static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat *st)
 {
-	struct stat st;
-
 	if (!d->started) {
 		d->started = 1;
 		if (d->root >= 0) {
@@ -338,8 +338,8 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, int *is_dir
 	if (d->root < 0) { /* the top of several roots */
 		if (d->inames >= (size_t)v->o.nroots)
 			return 0;
+		dir_attr(v, (int)d->inames, st);
 		snprintf(name, namesz, "%s", v->roots[d->inames++].cfg.name);
-		*is_dir = 1;
 		return 1;
 	}
 	while (d->inames < d->nnames) {
@@ -350,12 +350,11 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, int *is_dir
 			continue;
 		snprintf(sub, sizeof sub, "%s%s%s", d->rel, *d->rel ? "/" : "", d->names[i]);
 		pthread_mutex_lock(&v->mu);
-		k = what_is(v, d->root, sub, &st);
+		k = what_is(v, d->root, sub, st);
 		pthread_mutex_unlock(&v->mu);
 		if (!k)
 			continue;
 		snprintf(name, namesz, "%s", d->names[i]);
-		*is_dir = k == 2;
 		return 1;
 	}
 	for (;;) {
@@ -383,7 +382,10 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, int *is_dir
 		if (hidden(v, d->root, sub, c->dir))
 			continue;
 		snprintf(name, namesz, "%s", c->name);
-		*is_dir = c->dir;
+		if (c->dir)
+			dir_attr(v, d->root, st);
+		else
+			file_attr(v, d->root, c->e.size, c->e.updated_at, 0644, st);
 		return 1;
 	}
 }
@@ -393,13 +395,14 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 {
 	VIEW(v);
 	vdir *d = (vdir *)(uintptr_t)fi->fh;
+	enum fuse_fill_dir_flags plus = flags & FUSE_READDIR_PLUS ? FUSE_FILL_DIR_PLUS : 0;
 	struct stat st;
 
 	if (off != d->off) { /* a seek back: list again from the start */
 		vdir_reset(d);
 		d->off = 2;
 		while (d->off < off &&
-		       vdir_next(v, d, d->pending, sizeof d->pending, &d->pending_dir))
+		       vdir_next(v, d, d->pending, sizeof d->pending, &d->pending_st))
 			d->off++;
 		d->has_pending = 0;
 		if (off < 2)
@@ -412,13 +415,13 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 	if (d->off == 1 && fill(buf, "..", &st, 2, 0) == 0)
 		d->off = 2;
 	while (d->off >= 2) {
-		/* an entry a full buffer did not take is given first next time */
+		/* an entry a full buffer did not take is given first next time;
+		 * with readdirplus its attributes come along (no lookup each) */
 		if (!d->has_pending &&
-		    !vdir_next(v, d, d->pending, sizeof d->pending, &d->pending_dir))
+		    !vdir_next(v, d, d->pending, sizeof d->pending, &d->pending_st))
 			return 0;
 		d->has_pending = 1;
-		st.st_mode = d->pending_dir ? S_IFDIR : S_IFREG;
-		if (fill(buf, d->pending, &st, d->off + 1, 0))
+		if (fill(buf, d->pending, &d->pending_st, d->off + 1, plus))
 			return 0;
 		d->has_pending = 0;
 		d->off++;
@@ -1127,19 +1130,29 @@ static int op_readlink(const char *path, char *buf, size_t size)
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	cof_vfs *v = fuse_get_context()->private_data;
-	/* a view at a seq never changes under its readers (only through its
-	 * own writes, which the kernel sees): cache for long */
+	/* a view at a seq never changes under its readers, only through its
+	 * own writes, which go through the kernel: it may cache entries,
+	 * attributes and absences for long; a view that follows the volume
+	 * for a second */
 	double t = v->o.follow ? 1.0 : 3600.0;
 
+	/* listings carry attributes: `find`, `ls -l`, `git status` need no
+	 * lookup per entry */
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
 	cfg->entry_timeout = t;
-	cfg->attr_timeout = v->layer >= 0 ? 1.0 : t;
-	cfg->negative_timeout = v->layer >= 0 ? 0.0 : t;
+	cfg->attr_timeout = t;
+	cfg->negative_timeout = t;
 	cfg->kernel_cache = 0;
 	cfg->use_ino = 0;
 	cfg->hard_remove = 1;
 	return v;
 }
 
+/* The ops of a view; a call's (nothing lands on close) leaves flush out, so
+ * the kernel stops sending it (one round trip less per close). */
 const struct fuse_operations cof_view_ops = {
 	.init = op_init,
 	.getattr = op_getattr,
@@ -1165,3 +1178,21 @@ const struct fuse_operations cof_view_ops = {
 	.link = op_link,
 	.readlink = op_readlink,
 };
+
+static struct fuse_operations call_ops;
+
+static void call_ops_init(void)
+{
+	call_ops = cof_view_ops;
+	call_ops.flush = NULL;
+}
+
+const struct fuse_operations *cof_view_ops_for(cof_view_way way)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (way == COF_VIEW_DIRECT)
+		return &cof_view_ops;
+	pthread_once(&once, call_ops_init);
+	return &call_ops;
+}
