@@ -358,6 +358,38 @@ def test_hundred_thousand_files_mount(srv):
     out = ok(srv, t["id"], "ls /data/flat | wc -l; cat /data/flat/f54321.txt")
     eq(out["stdout"].split(), ["100001", "54321"], "all listed, one read")
 
+def test_commit_seen_by_others_not_by_itself_and_in_the_run(srv):
+    _fuse_ok(srv)
+    shared = srv.create_volume()["id"]
+    writer, watcher = new_id("vw"), new_id("vw")
+    for aid in (writer, watcher):
+        expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+            {"volumeId": shared, "path": "/shared", "mode": "rw", "notify": True}]}), 201)
+    streams = [harness.EventStream(srv, "/v1/agents/%s/events" % a, timeout=60)
+               for a in (writer, watcher)]
+    try:
+        time.sleep(0.3)
+        seq0 = srv.seq(shared)
+        t = new_turn(srv, writer)
+        r = expect(srv.post("/v1/turns/%s/calls" % t["id"], json={
+            "command": "echo a > /shared/a.txt; mkdir -p /shared/d; echo b > /shared/d/b.txt"},
+            headers={"X-Run-Id": "run-1"}), 200).json()
+        eq(r["committed"][0]["seq"], seq0 + 1, "one seq")
+        ch = expect(srv.get("/v1/volumes/%s/changes" % shared, query={"since": seq0}), 200).json()
+        eq(sorted((c["path"], c["seq"]) for c in ch["changes"]),
+           [("a.txt", seq0 + 1), ("d/b.txt", seq0 + 1)], "the changes feed")
+        got = streams[1].expect("files_changed", 1, timeout=10)
+        eq(sorted(got[0]["paths"]), ["/shared/a.txt", "/shared/d/b.txt"], "others are told")
+        time.sleep(2)
+        eq(streams[0].wait("files_changed", 1, timeout=0.1), [], "never back to the writer")
+        run = expect(srv.get("/v1/agents/%s/runs/run-1" % writer), 200).json()
+        eq(sorted(f["path"] for f in run["files"]), ["/shared/a.txt", "/shared/d/b.txt"],
+           "the run's files")
+    finally:
+        for st in streams:
+            st.close()
+
+
 
 def test_zz_no_fuse_mount_left(srv):
     with open("/proc/self/mounts") as f:
