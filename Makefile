@@ -98,6 +98,7 @@ bench: all
 	bench/relay.py
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
+	bench/views.py
 
 clean:
 	rm -rf build build-asan build-fuzz

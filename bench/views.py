@@ -116,7 +116,7 @@ def main():
         t_tree = turn(s, a_tree)
         run(s, t_tree, "cp -r /data /tmp/tree")
         for what, cmd in (("`grep -r` (5,000 files, 20 MB)", "grep -r zzzneedle %s"),
-                          ("`find | xargs stat`", "find %s -type f | xargs stat")):
+                          ("`find \\| xargs stat`", "find %s -type f | xargs stat")):
             inner_ms(s, t_tree, cmd % "/data", 1)  # warm
             m = inner_ms(s, t_tree, cmd % "/data")
             w = inner_ms(s, t_tree, cmd % "/tmp/tree")
