@@ -390,6 +390,24 @@ def test_commit_seen_by_others_not_by_itself_and_in_the_run(srv):
             st.close()
 
 
+def test_call_cannot_fill_a_volume_past_its_ceiling(srv):
+    _fuse_ok(srv)
+    vid = expect(srv.post("/v1/volumes", json={"name": new_id("vc"), "ceiling": 1 << 20}),
+                 201).json()["id"]
+    srv.put_ok(vid, "keep.txt", b"kept")
+    seq0 = srv.seq(vid)
+    aid = new_id("va")
+    expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+        {"volumeId": vid, "path": "/small", "mode": "rw"}]}), 201)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "head -c 2000000 /dev/zero > /small/big.bin; echo x > /small/x.txt")
+    eq(out["committed"], [], "nothing committed")
+    check(any("ceiling" in n for n in out["notes"]), "a note names the ceiling: %r" % out["notes"])
+    eq(srv.seq(vid), seq0, "the volume's seq")
+    eq(srv.get_file(vid, "big.bin").status, 404, "the big file is absent")
+    eq(srv.get_file(vid, "x.txt").status, 404, "and so is the rest of that change")
+
+
 
 def test_zz_no_fuse_mount_left(srv):
     with open("/proc/self/mounts") as f:
