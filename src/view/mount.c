@@ -176,9 +176,11 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 	snprintf(optstr, sizeof optstr, "fsname=coffer,subtype=coffer,nosuid,nodev%s%s%s",
 		 opts->noexec ? ",noexec" : "", opts->allow_other ? ",allow_other" : "",
 		 v->layer < 0 ? ",ro" : "");
-	if (!(v->dir = cof_strdup(dir)) ||
-	    !(v->fuse = fuse_new(&args, cof_view_ops_for(opts->way), sizeof(struct fuse_operations),
-				 v))) {
+	if ((v->dir = cof_strdup(dir)) != NULL)
+		v->fuse = fuse_new(&args, cof_view_ops_for(opts->way),
+				   sizeof(struct fuse_operations), v);
+	fuse_opt_free_args(&args); /* fuse_new may have grown them */
+	if (!v->dir || !v->fuse) {
 		cof_error(err, COF_EINTERNAL, "cannot start the view of '%s'", dir);
 		goto fail;
 	}
