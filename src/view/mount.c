@@ -147,15 +147,33 @@ static int mount_fuse(cof_vfs *v, const char *dir, const char *opts)
 	return 0;
 }
 
+/* libfuse keeps one thread-specific context key, deleted when its last
+ * `struct fuse` is destroyed; a thread that got a context (fuse_destroy
+ * gives the calling thread one) and ends after that deletion leaks it. One
+ * unmounted `struct fuse` kept for the process's life keeps the key. */
+static struct fuse *keeper;
+
+static void keeper_make(void)
+{
+	static const struct fuse_operations none;
+	char *argv[] = {"coffer", NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
+
+	keeper = fuse_new(&args, &none, sizeof none, NULL);
+	fuse_opt_free_args(&args);
+}
+
 int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		   cof_err *err)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	char optstr[256];
 	char *argv[] = {"coffer", "-o", optstr, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	cof_vfs *v;
 
 	*out = NULL;
+	pthread_once(&once, keeper_make);
 	if (opts->nroots < 1 || opts->nroots > COF_VIEW_ROOTS)
 		return cof_error(err, COF_EINTERNAL, "a view has 1 to %d volumes", COF_VIEW_ROOTS);
 	if (!(v = cof_calloc(1, sizeof *v)))
