@@ -60,14 +60,27 @@ int cof_vop_hidden(cof_vfs *v, int r, const char *rel, int is_dir)
 /* 0 when `rel` of root r may be written, else -EROFS. */
 int cof_vop_writable(cof_vfs *v, int r, const char *rel)
 {
-	const cof_view_root *c = &v->roots[r].cfg;
+	char vp[COF_PATH_MAX + 2];
+	const cof_view_root *c;
+	cof_err e = {0};
+	const char *p;
 
-	if (r < 0 || !c->rw || v->layer < 0 || !*rel)
+	if (r < 0 || !v->roots[r].cfg.rw || v->layer < 0 || !*rel)
 		return -EROFS;
+	c = &v->roots[r].cfg;
 	for (int i = 0; c->ro_tops && c->ro_tops[i]; i++) {
 		size_t k = strlen(c->ro_tops[i]);
 		if (!strncmp(rel, c->ro_tops[i], k) && (rel[k] == '/' || !rel[k]))
 			return -EROFS;
+	}
+	/* what is made here lands as a volume path: the volume's rules hold
+	 * (at most 4096 bytes; UTF-8, no control characters) */
+	if (v->roots[r].sublen + 1 + strlen(rel) > COF_PATH_MAX)
+		return -ENAMETOOLONG;
+	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp);
+	if (cof_path_check(vp, strlen(vp), "path", &p, &e)) {
+		cof_err_clear(&e);
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -25,7 +25,8 @@ typedef struct vfile {
 int cof_vop_split(cof_vfs *v, const char *fp, int *root, const char **rel);
 /* True when `rel` of root r is hidden by the root's exclusions. */
 int cof_vop_hidden(cof_vfs *v, int r, const char *rel, int is_dir);
-/* 0 when `rel` of root r may be written, else -EROFS. */
+/* 0 when `rel` of root r may be written: -EROFS (a read-only root or top
+ * folder), -ENAMETOOLONG or -EINVAL (not a valid volume path) otherwise. */
 int cof_vop_writable(cof_vfs *v, int r, const char *rel);
 void cof_vop_dir_attr(cof_vfs *v, int r, struct stat *st);
 void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mode,

@@ -408,6 +408,18 @@ def test_call_cannot_fill_a_volume_past_its_ceiling(srv):
     eq(srv.get_file(vid, "x.txt").status, 404, "and so is the rest of that change")
 
 
+def test_call_cannot_make_a_name_no_volume_can_hold(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    t = new_turn(srv, aid)
+    out = call(srv, t["id"], "cd /workspace; touch \"$(printf 'a\\001b')\" && echo made; "
+               "touch \"$(printf 'bad\\377')\" && echo made; "
+               "mkdir \"$(printf 'd\\033')\" && echo made; echo ok > fine.txt")
+    check("made" not in out["stdout"], "control characters and invalid UTF-8 refused: %r" % out)
+    contains(out["stderr"], "Invalid argument", "errno EINVAL")
+    eq([f["path"] for f in srv.list_files(ws)["files"]], ["fine.txt"], "what landed")
+
+
 
 def test_zz_no_fuse_mount_left(srv):
     with open("/proc/self/mounts") as f:
