@@ -221,6 +221,29 @@ static const char *shown_rel(const vroot *r)
 	return s + (*s == '/');
 }
 
+/* Refuses (the ceiling's error) a layer whose files add up to more than the
+ * volume's ceiling, before any byte is stored: a sparse file costs the layer
+ * nothing but would be stored whole. 0 when it may fit. */
+static int layer_too_big(cof_vfs *v, int root, cof_err *err)
+{
+	int64_t total = 0;
+
+	for (vnode *n = v->nodes; n; n = n->next) {
+		struct stat sb;
+		int fd;
+		if (n->root != root || !n->dirty || n->kind != N_FILE || n->lid <= 0)
+			continue;
+		if ((fd = cof_layer_open(v, n->lid, O_RDONLY)) < 0)
+			continue;
+		if (fstat(fd, &sb) == 0)
+			total += sb.st_size;
+		close(fd);
+	}
+	if (total <= v->roots[root].v.vol.ceiling)
+		return 0;
+	return cof_ceiling_error(&v->roots[root].v.vol, total, err);
+}
+
 /* Lands root `root`'s layer as one change. */
 static void commit_root(cof_vfs *v, int root, int conflict_dir, cof_view_result *res)
 {
@@ -247,6 +270,8 @@ static void commit_root(cof_vfs *v, int root, int conflict_dir, cof_view_result 
 		cof_error(&res->err, COF_EINTERNAL, "out of memory");
 		goto out;
 	}
+	if (layer_too_big(v, root, &res->err))
+		goto out;
 	pthread_rwlock_rdlock(&st->gc_lock);
 	for (vnode *n = v->nodes; n && !rc; n = n->next) {
 		if (n->root != root || !n->dirty || n->kind == N_DIR)

@@ -378,6 +378,10 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 
 	if (!f->n)
 		return -EBADF;
+	/* no file may outgrow its volume's ceiling (a sparse one included:
+	 * the commit stores every byte) */
+	if (off + (int64_t)size > v->roots[f->n->root].v.vol.ceiling)
+		return -EFBIG;
 	n = pwrite(f->fd, buf, size, off);
 	if (n < 0)
 		return -errno;
@@ -437,6 +441,8 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return -ENOENT;
 	if ((rc = cof_vop_writable(v, r, rel)))
 		return rc;
+	if (size > v->roots[r].v.vol.ceiling)
+		return -EFBIG;
 	pthread_mutex_lock(&v->mu);
 	n = file_for_write(v, r, rel, size == 0, &rc);
 	if (n) {

@@ -406,6 +406,14 @@ def test_call_cannot_fill_a_volume_past_its_ceiling(srv):
     eq(srv.seq(vid), seq0, "the volume's seq")
     eq(srv.get_file(vid, "big.bin").status, 404, "the big file is absent")
     eq(srv.get_file(vid, "x.txt").status, 404, "and so is the rest of that change")
+    # a sparse file past the ceiling: refused as it is made, never stored whole
+    out = call(srv, t["id"], "truncate -s 1T /small/sparse; echo $?; "
+               "dd if=/dev/zero of=/small/far bs=1 count=1 seek=2000000 2>&1; echo ok")
+    contains(out["stdout"], "File too large", "EFBIG past the ceiling: %r" % out)
+    sizes = {f["path"]: f["size"] for f in srv.list_files(vid)["files"]}
+    eq(sizes.get("keep.txt"), 4, "the file that was there")
+    check(all(n == 0 for p, n in sizes.items() if p != "keep.txt"),
+          "the files made empty stay empty: %r" % sizes)
 
 
 def test_call_cannot_make_a_name_no_volume_can_hold(srv):
