@@ -38,13 +38,19 @@ vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 
 	if (n)
 		return n;
+	if (v->nnodes >= COF_VIEW_NODES_MAX) {
+		errno = ENOSPC; /* what one view remembers is bounded */
+		return NULL;
+	}
 	n = calloc(1, sizeof *n);
 	e = malloc(sizeof *e);
 	if (!n || !e || !(n->path = strdup(path))) {
 		free(n);
 		free(e);
+		errno = ENOMEM;
 		return NULL;
 	}
+	v->nnodes++;
 	n->root = root;
 	n->kind = N_GONE;
 	/* what the view saw at this path: the condition its commit holds to */

@@ -214,7 +214,7 @@ static vnode *file_for_write(cof_vfs *v, int r, const char *rel, int trunc, int 
 
 	*rc = 0;
 	if (!n) {
-		*rc = -ENOMEM;
+		*rc = -errno;
 		return NULL;
 	}
 	if (n->kind != N_FILE) {
@@ -339,7 +339,7 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	n = cof_vnode_get(v, r, rel);
 	int64_t lid = n ? cof_layer_new(v, &fd) : -1;
 	if (lid < 0) {
-		rc = n ? -errno : -ENOMEM;
+		rc = -errno;
 		pthread_mutex_unlock(&v->mu);
 		free(f);
 		return rc;

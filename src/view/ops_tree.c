@@ -335,7 +335,7 @@ int cof_vop_unlink(const char *path)
 	if (cof_vop_what_is(v, r, rel, &st) != 1)
 		rc = -ENOENT;
 	else if (!(n = cof_vnode_get(v, r, rel)))
-		rc = -ENOMEM;
+		rc = -errno;
 	else if (!(rc = remove_now(v, r, n))) {
 		drop_bytes(v, n);
 		n->kind = N_GONE;
@@ -365,7 +365,7 @@ int cof_vop_mkdir(const char *path, mode_t mode)
 	if (cof_vop_what_is(v, r, rel, &st))
 		rc = -EEXIST;
 	else if (!(n = cof_vnode_get(v, r, rel)))
-		rc = -ENOMEM;
+		rc = -errno;
 	else {
 		/* folders are implicit in a volume: an empty one lives in the
 		 * layer only, until the view ends */
@@ -518,7 +518,7 @@ static int rename_dir(cof_vfs *v, int r, const char *from, const char *to, int64
 		vnode *a = cof_vnode_get(v, r, m.from[i]);
 		vnode *b = a ? cof_vnode_get(v, r, dst) : NULL;
 		if (!b) {
-			rc = -ENOMEM;
+			rc = -errno;
 			break;
 		}
 		if (a->kind == N_DIR) {
@@ -589,7 +589,7 @@ int cof_vop_rename(const char *from, const char *to, unsigned int flags)
 	}
 	vnode *a = cof_vnode_get(v, r, ra), *b = a ? cof_vnode_get(v, r, rb) : NULL;
 	if (!b) {
-		rc = -ENOMEM;
+		rc = -errno;
 		goto out;
 	}
 	if (v->o.way == COF_VIEW_DIRECT && !a->dirty && a->seen &&

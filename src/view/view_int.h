@@ -36,6 +36,10 @@ typedef struct vroot {
 } vroot;
 
 #define VNODE_BUCKETS 4096
+/* Paths one view may write, remove, rename or make (its nodes, in memory):
+ * past it ENOSPC. A folder made by mkdir costs no byte of the layer's disk,
+ * so this is what bounds them. */
+#define COF_VIEW_NODES_MAX 1000000
 
 struct cof_vfs {
 	cof_view_opts o;
@@ -43,6 +47,7 @@ struct cof_vfs {
 	pthread_mutex_t mu;     /* the nodes, next_lid */
 	vnode *bucket[VNODE_BUCKETS];
 	vnode *nodes;
+	int64_t nnodes;
 	int64_t next_lid;
 	int layer;              /* fd of layer_dir, or -1 */
 	char *dir;              /* the mount point */
@@ -59,7 +64,8 @@ struct cof_vfs {
 /* The node of (root, path), or NULL. Under mu. */
 vnode *cof_vnode_find(cof_vfs *v, int root, const char *path);
 /* The node of (root, path), made (kind N_GONE, seen from the base) if
- * absent. NULL when out of memory. Under mu. */
+ * absent. NULL with errno (ENOMEM, or ENOSPC past COF_VIEW_NODES_MAX).
+ * Under mu. */
 vnode *cof_vnode_get(cof_vfs *v, int root, const char *path);
 /* True when some node other than N_GONE lies under folder `path` of root. */
 int cof_vnode_under(cof_vfs *v, int root, const char *path);
