@@ -226,6 +226,13 @@ def test_call_greps_and_edits_mounts_one_seq(srv):
     r = expect(srv.post("/v1/agents/%s/tools/edit" % aid, json={
         "path": "/workspace/b.md", "oldString": "new", "newString": "newer"}), 200).json()
     check(r["ok"], "edit after the call's write: %r" % r)
+    # a file the call only read does not count as read by the model
+    srv.put_ok(ws, "r.md", b"read me\n")
+    ok(srv, t["id"], "cat /workspace/r.md")
+    r = expect(srv.post("/v1/agents/%s/tools/edit" % aid, json={
+        "path": "/workspace/r.md", "oldString": "read", "newString": "edit"}), 200).json()
+    check(not r["ok"] and "read it first" in r["output"], "edit of a file only the call "
+          "read: %r" % r)
 
 
 def test_call_does_not_see_writes_made_meanwhile_and_reports_conflict(srv):
