@@ -279,7 +279,13 @@ int cof_meta_blob_abandoned(cof_meta *m, const char *sha256, cof_err *err)
 
 int cof_meta_blob_claim(cof_meta *m, const char *sha256, cof_err *err)
 {
-	return m->ops->blob_claim ? m->ops->blob_claim(m, sha256, err) : 1;
+	if (m->ops->blob_claim)
+		return m->ops->blob_claim(m, sha256, err);
+	/* one process: the collector holds the content lock, so no write is
+	 * between its blob and its metadata; bytes named since they were listed
+	 * stay (the sweep lists before it takes the lock) */
+	int known = cof_meta_blob_known(m, sha256, err);
+	return known < 0 ? -1 : !known;
 }
 
 int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err)

@@ -241,7 +241,8 @@ struct cof_meta_ops {
 	 * 1 = claimed (delete them), 0 = a write named them meanwhile. After deleting
 	 * bytes (blob_forget or blob_claim said 1) it calls blob_forgotten. NULL
 	 * members: the backend needs none of them (one process; the store's gc_lock
-	 * orders writes and deletes): pending 0, claim 1, the others nothing. */
+	 * orders writes and deletes): pending 0, claim = not blob_known, the others
+	 * nothing. */
 	int (*blob_pending)(cof_meta *m, const char *sha256, int64_t size, cof_err *err);
 	int (*blob_abandoned)(cof_meta *m, const char *sha256, cof_err *err);
 	int (*blob_claim)(cof_meta *m, const char *sha256, cof_err *err);

@@ -684,6 +684,15 @@ static void test_gc(void **state)
 	assert_int_equal(has(cof_meta_referenced, pinned), 1);
 	assert_int_equal(cof_meta_blob_forget(m, pinned, &err), 0);
 	assert_int_equal(cof_meta_blob_known(m, pinned, &err), 1);
+	/* bytes the metadata never named may be claimed for deletion; bytes a write
+	 * named since the collector listed them may not (the sweep lists first and
+	 * deletes later) */
+	char never[65];
+	sha_for(never, "never named");
+	assert_int_equal(cof_meta_blob_claim(m, kept, &err), 0);
+	assert_int_equal(cof_meta_blob_claim(m, never, &err), 1);
+	assert_int_equal(cof_meta_blob_forgotten(m, never, &err), 0);
+	assert_int_equal(cof_meta_blob_known(m, kept, &err), 1);
 }
 
 /* The front refuses URLs it cannot serve, naming them. */
