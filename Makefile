@@ -5,7 +5,7 @@
 BUILD   ?= build
 CC      ?= cc
 PKGS    := sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips \
-           poppler-glib libseccomp libhs icu-uc zlib libpq fuse3
+           poppler-glib libseccomp libhs icu-uc zlib libpq
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
            -Wshadow -Wformat=2 -pthread -Iinclude -Isrc -I$(BUILD)/gen \
@@ -13,7 +13,7 @@ CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lmagic -lpthread -lm
 
 LIB_SRC  := $(wildcard src/util/*.c src/store/*.c src/volume/*.c src/policy/*.c \
-            src/agent/*.c src/turn/*.c src/relay/*.c src/view/*.c)
+            src/agent/*.c src/turn/*.c src/relay/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -114,7 +114,6 @@ bench: all
 	bench/s3.py
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
-	bench/views.py
 
 clean:
 	rm -rf build build-asan build-fuzz
