@@ -1,5 +1,6 @@
 # coffer build. `make` builds, `make run` starts cofferd on ./data, `make test` runs
-# every test, `make asan` runs them again under AddressSanitizer + UBSan.
+# every test, `make asan` runs them again under AddressSanitizer + UBSan (the
+# embedded pass only, for time: COFFER_TEST_ENGINES=embedded,pg make asan runs both).
 # Sources are found by directory, so adding a file needs no edit here.
 
 BUILD   ?= build
@@ -97,6 +98,7 @@ test: all $(UNITS) $(POWERCUT)
 
 asan:
 	@scripts/deps --asan
+	COFFER_TEST_ENGINES=$${COFFER_TEST_ENGINES:-embedded} \
 	$(MAKE) BUILD=build-asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
