@@ -172,3 +172,11 @@ int cof_blob_reader_fd(int fd, int offer, cof_blob_reader **out, cof_err *err)
 	*out = &r->base;
 	return 0;
 }
+
+int cof_blob_io_error(cof_err *err, int e, const char *what)
+{
+	if (e == ENOSPC || e == EDQUOT)
+		return cof_error(err, COF_EUNAVAILABLE,
+				 "the server's disk is full; %s refused", what);
+	return cof_error(err, COF_EINTERNAL, "%s failed: %s", what, strerror(e));
+}

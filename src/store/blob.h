@@ -98,6 +98,9 @@ int cof_blob_reader_fd(int fd, int offer, cof_blob_reader **out, cof_err *err);
  * after a crash only when unlocked and older than a minute. _create returns
  * the fd (`how`: O_WRONLY or O_RDWR) or -1 with errno. */
 int cof_blob_tmp_create(const char *path, int how);
+/* Maps errno `e` of storing bytes to the API: a full disk is 503 with a clear
+ * cause, anything else 500 naming `what`. Returns -1. */
+int cof_blob_io_error(cof_err *err, int e, const char *what);
 void cof_blob_tmp_sweep(const char *tmpdir, const char *prefix);
 
 #endif

@@ -34,15 +34,6 @@ struct cof_blob_writer {
 	char tmp[4200];
 };
 
-/* Maps an errno from a write to the API: a full disk is 503 with a clear cause. */
-static int io_error(cof_err *err, int e, const char *what)
-{
-	if (e == ENOSPC || e == EDQUOT)
-		return cof_error(err, COF_EUNAVAILABLE,
-				 "the server's disk is full; %s refused", what);
-	return cof_error(err, COF_EINTERNAL, "%s failed: %s", what, strerror(e));
-}
-
 static int local_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 {
 	local_store *st = (local_store *)bs;
@@ -64,7 +55,7 @@ static int local_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 		}
 		EVP_MD_CTX_free(w->md);
 		free(w);
-		return io_error(err, e, "storing the upload");
+		return cof_blob_io_error(err, e, "storing the upload");
 	}
 	*out = w;
 	return 0;
@@ -80,7 +71,7 @@ static int local_write(cof_blob_writer *w, const void *data, size_t len, cof_err
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return io_error(err, errno, "storing the upload");
+			return cof_blob_io_error(err, errno, "storing the upload");
 		}
 		p += n, left -= (size_t)n;
 	}
@@ -117,13 +108,13 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 	cof_hex(md, 32, sha);
 	*size = w->size;
 	if (fsync(w->fd) < 0) {
-		io_error(err, errno, "storing the upload");
+		cof_blob_io_error(err, errno, "storing the upload");
 		goto out;
 	}
 	blob_path(w->st, sha, path, sizeof path, dir, sizeof dir);
 	made = mkdir(dir, 0700) == 0;
 	if (!made && errno != EEXIST) {
-		io_error(err, errno, "storing the upload");
+		cof_blob_io_error(err, errno, "storing the upload");
 		goto out;
 	}
 	if (access(path, F_OK) == 0) {
@@ -136,7 +127,7 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 	 * parent: both durable before the metadata naming the blob commits. */
 	if (rename(w->tmp, path) < 0 || cof_fsync_dir(dir) < 0 ||
 	    (made && cof_fsync_dir(w->st->dir) < 0)) {
-		io_error(err, errno, "storing the upload");
+		cof_blob_io_error(err, errno, "storing the upload");
 		goto out;
 	}
 	w->tmp[0] = '\0';

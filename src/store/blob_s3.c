@@ -59,14 +59,6 @@ static void key_of(const s3_store *st, const char *sha, char *out, size_t outsz)
 		 sha + 2);
 }
 
-static int io_error(cof_err *err, int e, const char *what)
-{
-	if (e == ENOSPC || e == EDQUOT)
-		return cof_error(err, COF_EUNAVAILABLE,
-				 "the server's disk is full; %s refused", what);
-	return cof_error(err, COF_EINTERNAL, "%s failed: %s", what, strerror(e));
-}
-
 /* ---------------------------------------------------------------- writing */
 
 static int s3_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
@@ -91,7 +83,7 @@ static int s3_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 		EVP_MD_CTX_free(w->md);
 		EVP_MD_CTX_free(w->pmd);
 		free(w);
-		return io_error(err, e, "storing the upload");
+		return cof_blob_io_error(err, e, "storing the upload");
 	}
 	*out = w;
 	return 0;
@@ -123,7 +115,7 @@ static int s3_write(cof_blob_writer *w, const void *data, size_t len, cof_err *e
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return io_error(err, errno, "storing the upload");
+			return cof_blob_io_error(err, errno, "storing the upload");
 		}
 		p += n, left -= (size_t)n;
 	}
