@@ -197,8 +197,14 @@ def test_agent_wide_cap_is_4x(srv):
     for th in ths:
         th.join(150)
     eq(len(res), 6, "six calls answered")
-    rows = [o["stdout"].split() for o in res]
-    check(all(len(r) == 3 for r in rows), "each call counted: %r" % res)
+    # a call whose sandbox could not even start (the agent's cap already full: "bwrap:
+    # Can't fork for pid 1") holds nothing, and must say it met the limit
+    started = [o for o in res if len(o["stdout"].split()) == 3]
+    for o in res:
+        check(o in started or o.get("limit") == "processes", "counted, or refused at the "
+              "cap: %r" % o)
+    check(len(started) >= 4, "most calls started: %r" % res)
+    rows = [o["stdout"].split() for o in started]
     late = [float(r[2]) - until for r in rows if float(r[2]) >= until]
     check(not late, "every turn counted before the common moment (late by %r s): the "
           "machine is too loaded for the calls to overlap" % late)
