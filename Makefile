@@ -30,7 +30,7 @@ POWERCUT := $(BUILD)/lib/libpowercut.so
 DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
 
-.PHONY: all deps run test unit blackbox asan fuzz bench clean
+.PHONY: all deps run test unit blackbox asan fuzz bench clean pkgs
 all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
 # Every step that runs a tool waits for deps (an order-only prerequisite: deps runs
@@ -116,6 +116,10 @@ bench: all
 	bench/s3.py
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
+
+# The pkg-config names the library links with, for scripts/fuzz and bench/ (one list).
+pkgs:
+	@echo $(PKGS)
 
 clean:
 	rm -rf build build-asan build-fuzz

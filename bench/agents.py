@@ -11,7 +11,8 @@ Needs build/cofferd, bench/populate (built by bench/run, or here), rg, fdfind.""
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 from benchlib import ROOT, Cofferd, write_section
-PKGS = "sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips poppler-glib"
+PKGS = subprocess.run(["make", "-s", "--no-print-directory", "pkgs"], cwd=ROOT,
+                      capture_output=True, text=True, check=True).stdout.strip()  # one list
 
 
 def sh(cmd, **kw):
