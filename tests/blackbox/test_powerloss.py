@@ -118,6 +118,12 @@ def test_acknowledged_writes_survive_a_power_cut():
 
 
 def _loses(ignore, what):
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        # the library keeps a descriptor of each file never synced until the cut
+        harness.skip("needs 4,096 open files with a sync turned off; the hard limit is %d"
+                     % hard)
     acked, lost, fsck, rc = _cut_run(ignore=ignore)
     check(lost or rc != 0, "with %s removed, the cut lost none of %d acknowledged writes: "
           "the check would not catch its removal" % (what, len(acked)))

@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,8 +140,14 @@ static track *track_of(int fd, const struct stat *sb)
 		if (t->dev == sb->st_dev && t->ino == sb->st_ino)
 			return t;
 	track *t = calloc(1, sizeof *t);
-	if (!t || (t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+	if (!t || (t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		/* the cut could not undo this file: say so rather than lie */
+		static const char msg[] = "powercut: cannot keep a descriptor of a written "
+					  "file (out of descriptors or memory)\n";
+		/* the raw call: our own write() would come back here */
+		if (syscall(SYS_write, 2, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
 		abort();
+	}
 	t->dev = sb->st_dev, t->ino = sb->st_ino, t->durable = sb->st_size;
 	t->next = files;
 	files = t;
@@ -259,6 +267,14 @@ __attribute__((constructor)) static void powercut_init(void)
 	pthread_t th;
 
 	unsetenv("LD_PRELOAD");
+	/* a file never synced keeps a descriptor of ours until the cut: with a
+	 * sync made a no-op, one per file written (1,024 is a user's usual soft
+	 * limit) */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	ignore = getenv("COFFER_POWERCUT_IGNORE");
 	if (ignore && !*ignore)
 		ignore = NULL;

@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
+import { File } from "node:buffer"; // a global only from Node 20; Debian 12 has Node 18
 import { ValidationError } from "../dist/index.js";
 import { client, uniq } from "./helpers.mjs";
 
