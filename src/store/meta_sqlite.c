@@ -2,7 +2,8 @@
  * meta_sqlite.c — the metadata store (meta.h) on SQLite in WAL mode.
  *
  * One writer connection behind a mutex (SQLite allows one writer at a time
- * anyway; taking the mutex first avoids busy retries) and a pool of reader
+ * anyway; taking the mutex first avoids busy retries), whose concurrent
+ * changes commit in batches (meta_sqlite_commit.c), and a pool of reader
  * connections, each used by one thread at a time. Statements are prepared once
  * per connection and cached by the address of their SQL text.
  * synchronous=FULL: an acknowledged change survives power loss.
@@ -180,30 +181,6 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 	return 0;
 }
 
-/* Takes the writer and opens a write transaction. */
-conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err)
-{
-	pthread_mutex_lock(&SQ(m)->wlock);
-	if (cof_sqlite_exec(SQ(m)->writer, "BEGIN IMMEDIATE", err)) {
-		pthread_mutex_unlock(&SQ(m)->wlock);
-		return NULL;
-	}
-	return SQ(m)->writer;
-}
-
-/* Commits (ok == 0) or rolls back, and gives the writer back. */
-int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err)
-{
-	int rc = ok;
-
-	if (ok == 0)
-		rc = cof_sqlite_exec(SQ(m)->writer, "COMMIT", err);
-	if (rc != 0)
-		sqlite3_exec(SQ(m)->writer->db, "ROLLBACK", NULL, NULL, NULL);
-	pthread_mutex_unlock(&SQ(m)->wlock);
-	return rc;
-}
-
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
 #define SCHEMA_VERSION 1
@@ -290,6 +267,8 @@ int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
 	m->ops = cof_meta_sqlite_ops();
 	pthread_mutex_init(&s->wlock, NULL);
 	pthread_mutex_init(&s->plock, NULL);
+	pthread_mutex_init(&s->flock, NULL);
+	pthread_cond_init(&s->fdone, NULL);
 	s->writer = conn_open(file, 1, err);
 	if (!s->writer || cof_sqlite_exec(s->writer, "PRAGMA journal_mode=WAL", err) ||
 	    cof_sqlite_exec(s->writer, schema, err) || migrate(s->writer, err)) {
@@ -317,6 +296,8 @@ static void sq_close(cof_meta *m)
 	conn_close(s->writer);
 	pthread_mutex_destroy(&s->wlock);
 	pthread_mutex_destroy(&s->plock);
+	pthread_mutex_destroy(&s->flock);
+	pthread_cond_destroy(&s->fdone);
 	free(s->file);
 	free(s);
 }

@@ -6,11 +6,14 @@
 #define COF_META_SQLITE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include "store/meta.h"
 
 #define STMT_CACHE 96
 #define POOL_IDLE 16
+/* The most changes one commit (one WAL fsync) carries: meta_sqlite_commit.c. */
+#define COF_SQLITE_BATCH_MAX 64
 
 typedef struct conn {
 	sqlite3 *db;
@@ -27,6 +30,13 @@ typedef struct sq_meta {
 	pthread_mutex_t plock;
 	conn *idle;
 	int nidle;
+	/* group commit (meta_sqlite_commit.c): the open batch, under wlock */
+	atomic_int wwait;              /* writers waiting for wlock */
+	int intx, nbatch;              /* a batch's transaction is open; its changes */
+	struct sq_member *members;     /* their writers */
+	int64_t commits;               /* COMMITs run (batches) */
+	pthread_mutex_t flock;         /* members' outcomes */
+	pthread_cond_t fdone;
 } sq_meta;
 #define SQ(m) ((sq_meta *)(m))
 
@@ -59,8 +69,8 @@ sqlite3_stmt *cof_sqlite_q(conn *c, const char *sql, cof_err *err);
 conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err);
 void cof_sqlite_reader_put(cof_meta *m, conn *c);
 int cof_sqlite_exec(conn *c, const char *sql, cof_err *err);
-/* Takes the writer and opens a write transaction; commits (ok == 0) or rolls
- * back and gives it back. */
+/* Takes the writer and opens a change; keeps (ok == 0) or undoes it, commits
+ * it with its batch and gives the writer back (meta_sqlite_commit.c). */
 conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err);
 int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err);
 void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s);

@@ -23,8 +23,8 @@ static int sq_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx,
 	}
 	if (!rc && tx.ops == 0) {
 		*seq = tx.vol.seq - 1;
-		cof_sqlite_writer_end(m, 1, err); /* nothing to store: roll back */
-		return 0;
+		/* nothing to store: roll back; what it read commits with its batch */
+		return cof_sqlite_writer_end(m, 1, err) < 0 ? -1 : 0;
 	}
 	if (!rc && !(st = cof_sqlite_q(tx.c, "UPDATE volumes SET seq = ?, files = ?, bytes = ?,"
 			    " capacity = ? WHERE vno = ?", err)))
