@@ -1,8 +1,10 @@
 /*
  * fsynclog.c — an LD_PRELOAD shim for durability tests: every fsync and
  * fdatasync of the process is logged, in order, as "fsync PATH" (the fd's
- * path from /proc/self/fd) to the file $COFFER_FSYNC_LOG, then done.
- * Built by the test that uses it (test_durability.py).
+ * path from /proc/self/fd) to the file $COFFER_FSYNC_LOG, then done, after
+ * $COFFER_FSYNC_DELAY_MS milliseconds if that is set (a slow disk: writers
+ * that arrive meanwhile queue for the next commit, test_group_commit.py).
+ * Built by the tests that use it (test_durability.py, test_group_commit.py).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -34,14 +36,24 @@ static void note(const char *what, int fd)
 	}
 }
 
+static void delay(void)
+{
+	const char *ms = getenv("COFFER_FSYNC_DELAY_MS");
+
+	if (ms && atoi(ms) > 0)
+		usleep((useconds_t)atoi(ms) * 1000);
+}
+
 int fsync(int fd)
 {
 	note("fsync", fd);
+	delay();
 	return (int)syscall(SYS_fsync, fd);
 }
 
 int fdatasync(int fd)
 {
 	note("fsync", fd);
+	delay();
 	return (int)syscall(SYS_fdatasync, fd);
 }

@@ -1,0 +1,171 @@
+"""Group commit (docs/design.md "Durability", issue 13 part 2): concurrent writes share a
+commit, so one fsync of SQLite's WAL acknowledges many of them, and each write keeps its
+own result (a 412 in a batch fails only itself; its error names its own file).
+
+cofferd runs with tests/blackbox/fsynclog preloaded, which logs every fsync and makes
+each take 20 ms (a slow disk): writers that arrive during one commit's fsync queue for
+the next one, so batches form whatever the machine's load. No timing is measured; the
+WAL fsyncs are counted. (That an acknowledged write survives a power cut with many
+writers is test_powerloss.py's.)"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+
+import harness
+from harness import check, contains, eq, expect, expect_error, sha256
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DELAY_MS = "20"
+
+
+def _shim(tmp):
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        harness.skip("no C compiler for the fsync shim (build-essential)")
+    so = os.path.join(tmp, "fsynclog.so")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", so,
+                    os.path.join(HERE, "fsynclog", "fsynclog.c")], check=True,
+                   capture_output=True)
+    return so
+
+
+class _Slow:
+    """A server whose fsyncs are logged and slowed; wal_fsyncs() counts those of the
+    WAL since mark()."""
+
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="coffer-gcommit-")
+        self.log = os.path.join(self.tmp, "fsync.log")
+        env = None
+        if harness.ENGINE != "pg":   # on pg the metadata commits in PostgreSQL's process
+            env = {"LD_PRELOAD": _shim(self.tmp), "COFFER_FSYNC_LOG": self.log,
+                   "COFFER_FSYNC_DELAY_MS": DELAY_MS,
+                   "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") +
+                   ":verify_asan_link_order=0"}
+        self.s = harness.server(env=env)
+        self.start = 0
+
+    def mark(self):
+        self.start = os.path.getsize(self.log) if os.path.exists(self.log) else 0
+
+    def wal_fsyncs(self):
+        wal = "fsync " + os.path.realpath(os.path.join(self.s.data, "meta.db")) + "-wal"
+        with open(self.log) as f:
+            f.seek(self.start)
+            return sum(1 for l in f if l.rstrip("\n") == wal)
+
+    def close(self):
+        self.s.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _together(n, fn):
+    """Runs fn(i) for i < n on n threads released at once; returns their results (an
+    exception's repr in place of a result)."""
+    out, gate = [None] * n, threading.Barrier(n)
+
+    def run(i):
+        try:
+            gate.wait(30)
+            out[i] = fn(i)
+        except Exception as e:  # reported by the caller's checks
+            out[i] = repr(e)
+    ths = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join(120 * harness.SCALE)
+    return out
+
+
+def _data(i, j):
+    seed = ("writer %d file %d;" % (i, j)).encode()
+    return (seed * (4096 // len(seed) + 1))[:4096]
+
+
+def test_concurrent_writes_share_wal_fsyncs():
+    if harness.ENGINE == "pg":
+        harness.skip("embedded store only: on PostgreSQL the commits group in its own WAL")
+    slow = _Slow()
+    try:
+        s = slow.s
+        vid = s.create_volume()["id"]
+        writers, each = 16, 6
+
+        def write(i):
+            return [s.put_file(vid, "w%d/f%d.txt" % (i, j), _data(i, j), timeout=60).status
+                    for j in range(each)]
+        slow.mark()
+        statuses = _together(writers, write)
+        eq(statuses, [[201] * each] * writers, "every write acknowledged")
+        n = slow.wal_fsyncs()
+        check(n <= writers * each // 2,
+              "%d concurrent writes of 4 KiB took %d WAL fsyncs: commits are not grouped"
+              % (writers * each, n))
+        check(n >= 1, "the writes commit (no WAL fsync logged)")
+        for i in range(writers):
+            for j in range(each):
+                r = expect(s.get_file(vid, "w%d/f%d.txt" % (i, j)), 200)
+                eq(sha256(r.body), sha256(_data(i, j)), "w%d/f%d.txt reads back" % (i, j))
+        eq(s.seq(vid), writers * each, "one change each")
+    finally:
+        slow.close()
+
+
+def test_refused_writes_in_a_batch_fail_only_themselves():
+    slow = _Slow()
+    try:
+        s = slow.s
+        vid = s.create_volume()["id"]
+        n = 12
+        ver = [s.put_ok(vid, "p%d.txt" % i, b"base %d" % i)["version"] for i in range(n)]
+
+        # per path: one write that holds (If-Match its version), one with a version it
+        # never had, one If-None-Match: * on a file that exists, and a new file
+        def req(k):
+            i, kind = k // 4, k % 4
+            if kind == 0:
+                r = s.put_file(vid, "p%d.txt" % i, b"won %d" % i,
+                               headers={"If-Match": '"%d"' % ver[i]}, timeout=60)
+            elif kind == 1:
+                r = s.put_file(vid, "p%d.txt" % i, b"stale %d" % i,
+                               headers={"If-Match": '"%d"' % (ver[i] + 1000)}, timeout=60)
+            elif kind == 2:
+                r = s.put_file(vid, "p%d.txt" % i, b"exists %d" % i,
+                               headers={"If-None-Match": "*"}, timeout=60)
+            else:
+                r = s.put_file(vid, "new%d.txt" % i, b"new %d" % i,
+                               headers={"If-None-Match": "*"}, timeout=60)
+            return r
+        slow.mark()
+        out = _together(4 * n, req)
+        seqs = []
+        for k, r in enumerate(out):
+            i, kind = k // 4, k % 4
+            check(not isinstance(r, str), "request %d: %s" % (k, r))
+            if kind in (1, 2):
+                expect_error(r, 412, "precondition_failed")
+                contains(r.error["message"], "'p%d.txt'" % i, "the 412 names its own file")
+                won = out[4 * i].json().get("version") if out[4 * i].status == 200 else None
+                check(r.error["current"]["version"] in (ver[i], won),
+                      "p%d.txt's current version %r: %d before, %r after the write that "
+                      "holds" % (i, r.error["current"], ver[i], won))
+            else:
+                body = expect(r, 200 if kind == 0 else 201).json()
+                seqs.append(body["seq"])
+        eq(len(set(seqs)), 2 * n, "each acknowledged write has a seq of its own")
+        for i in range(n):
+            eq(expect(s.get_file(vid, "p%d.txt" % i), 200).body, b"won %d" % i,
+               "p%d.txt holds the write whose precondition held" % i)
+            eq(expect(s.get_file(vid, "new%d.txt" % i), 200).body, b"new %d" % i,
+               "new%d.txt stored" % i)
+        eq(s.seq(vid), n + 2 * n, "the refused writes made no change")
+        if harness.ENGINE != "pg":
+            check(slow.wal_fsyncs() < 2 * n,
+                  "%d acknowledged writes in %d WAL fsyncs: the refusals did not share a "
+                  "batch with them" % (2 * n, slow.wal_fsyncs()))
+    finally:
+        slow.close()
