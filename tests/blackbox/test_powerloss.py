@@ -1,7 +1,8 @@
 """Power loss (docs/design.md "Durability"): cofferd runs with tests/powerloss/powercut.c
 preloaded, which undoes on disk everything not yet made durable by an fsync (file bytes
 written since their last fsync; names made since their folder's last fsync) and kills
-cofferd at a moment the test picks, while 8 writers are storing new files. Restarted
+cofferd at a moment the test picks, while 8 writers are storing new files (and, for
+group commit, 32 writers of 4 KiB files, whose commits share WAL fsyncs). Restarted
 without it, every acknowledged write must read back with its sha256 and `coffer fsck`
 must be clean.
 
@@ -40,9 +41,15 @@ def _content(i, w):
     return (seed * (size // len(seed) + 1))[:size]
 
 
-def _cut_run(ignore=None, seconds=1.5):
-    """Writes with 8 writers, cuts the power, restarts; returns (acknowledged, lost, fsck
-    output, fsck exit code)."""
+def _small(i, w):
+    # 4 KiB, inline in the metadata: what group commit batches (one WAL fsync a batch)
+    seed = ("w%d-f%d-" % (w, i)).encode()
+    return (seed * (4096 // len(seed) + 1))[:4096]
+
+
+def _cut_run(ignore=None, seconds=1.5, writers=8, content=_content):
+    """Writes with `writers` writers, cuts the power, restarts; returns (acknowledged,
+    lost, fsck output, fsck exit code)."""
     lib = _lib()
     s = harness.Server()
     try:
@@ -58,7 +65,7 @@ def _cut_run(ignore=None, seconds=1.5):
         def writer(w):
             i = 0
             while not stop.is_set():
-                data, path = _content(i, w), "w%d/f%05d.bin" % (w, i)
+                data, path = content(i, w), "w%d/f%05d.bin" % (w, i)
                 try:
                     r = s.put_file(vol["id"], path, data, timeout=10)
                 except Exception:
@@ -67,7 +74,8 @@ def _cut_run(ignore=None, seconds=1.5):
                     with mu:
                         acked[path] = sha256(data)
                 i += 1
-        ths = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(8)]
+        ths = [threading.Thread(target=writer, args=(w,), daemon=True)
+               for w in range(writers)]
         for th in ths:
             th.start()
         deadline = time.time() + 30
@@ -117,14 +125,23 @@ def test_acknowledged_writes_survive_a_power_cut():
     eq(rc, 0, "coffer fsck after the cut:\n" + fsck)
 
 
-def _loses(ignore, what):
+def test_acknowledged_writes_of_32_writers_survive_a_power_cut():
+    # 32 writers of small files: their commits are grouped (several acknowledged by one
+    # WAL fsync), and a cut between a batch's writes and its fsync must lose none that
+    # was acknowledged
+    acked, lost, fsck, rc = _cut_run(writers=32, content=_small)
+    eq(lost[:10], [], "acknowledged writes lost of %d (first ten)" % len(acked))
+    eq(rc, 0, "coffer fsck after the cut:\n" + fsck)
+
+
+def _loses(ignore, what, **kw):
     import resource
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard < 4096:
         # the library keeps a descriptor of each file never synced until the cut
         harness.skip("needs 4,096 open files with a sync turned off; the hard limit is %d"
                      % hard)
-    acked, lost, fsck, rc = _cut_run(ignore=ignore)
+    acked, lost, fsck, rc = _cut_run(ignore=ignore, **kw)
     check(lost or rc != 0, "with %s removed, the cut lost none of %d acknowledged writes: "
           "the check would not catch its removal" % (what, len(acked)))
 
@@ -146,3 +163,11 @@ def test_without_the_wal_fsync_writes_are_lost():
         harness.skip("embedded store only: on PostgreSQL the metadata is committed by "
                      "PostgreSQL, not by an fsync of cofferd's")
     _loses("*/meta.db-wal", "SQLite's fsync of its WAL")
+
+
+def test_without_the_wal_fsync_grouped_writes_are_lost():
+    if harness.ENGINE == "pg":
+        harness.skip("embedded store only: on PostgreSQL the metadata is committed by "
+                     "PostgreSQL, not by an fsync of cofferd's")
+    _loses("*/meta.db-wal", "SQLite's fsync of its WAL (32 writers of small files)",
+           writers=32, content=_small)
