@@ -127,12 +127,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--before", help="another build dir whose cofferd runs the same load")
+    ap.add_argument("--before-label", default="before",
+                    help="its name in the table (e.g. the commit it was built from)")
     ap.add_argument("--strace", action="store_true")
     a = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
     builds = [("this build", os.path.join(ROOT, "build"))]
     if a.before:
-        builds.insert(0, ("before (%s)" % a.before, a.before))
+        builds.insert(0, (a.before_label, a.before))
     res, traces = {}, {}
     load0 = os.getloadavg()
     w0 = anchor(WORK, a.seconds)
