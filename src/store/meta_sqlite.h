@@ -34,7 +34,6 @@ typedef struct sq_meta {
 	atomic_int wwait;              /* writers waiting for wlock */
 	int intx, nbatch;              /* a batch's transaction is open; its changes */
 	struct sq_member *members;     /* their writers */
-	int64_t commits;               /* COMMITs run (batches) */
 	pthread_mutex_t flock;         /* members' outcomes */
 	pthread_cond_t fdone;
 } sq_meta;

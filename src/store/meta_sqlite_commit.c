@@ -95,7 +95,6 @@ static void batch_commit(sq_meta *s)
 	rc = cof_sqlite_exec(s->writer, "COMMIT", &e);
 	if (rc)
 		sqlite3_exec(s->writer->db, "ROLLBACK", NULL, NULL, NULL);
-	s->commits++;
 	batch_settle(s, rc, &e);
 	cof_err_clear(&e);
 }
