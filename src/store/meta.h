@@ -27,6 +27,10 @@
 #include "util/util.h"
 
 typedef struct cof_meta cof_meta;
+
+/* How many parents a fork's chain may have: a fork of a volume that deep
+ * copies its rows instead (so a read looks at no more than this + 1 volumes). */
+#define COF_FORK_DEPTH 8
 typedef struct cof_txn cof_txn;
 typedef struct cof_meta_ops cof_meta_ops;
 
@@ -38,6 +42,10 @@ typedef struct cof_volrow {
 	int64_t seq, files, bytes, capacity, ceiling, created_at;
 	int64_t history_from;    /* changes before this seq are not kept */
 	int hidden;              /* holds the files of a files-snapshot */
+	/* A fork refers to its parent at a seq instead of copying its rows
+	 * (docs/design.md, "Forks"): base_vno 0 = none. Set by the backend. */
+	int64_t base_vno, base_seq;
+	int depth;               /* parents in its chain (0 = not a fork) */
 } cof_volrow;
 
 typedef struct cof_entry {
@@ -120,7 +128,9 @@ struct cof_meta_ops {
 	/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes). */
 	int (*volume_delete)(cof_meta *m, int64_t vno, cof_err *err);
 	/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
-	 * v->seq must be set by the caller (the fork starts at at_seq). */
+	 * v->seq must be set by the caller (the fork starts at at_seq). It refers to
+	 * src_vno at at_seq (no row copied; v->files and v->bytes are set) unless
+	 * the source is COF_FORK_DEPTH forks deep: then its rows are copied. */
 	int (*volume_fork)(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
 		cof_err *err);
 
