@@ -171,7 +171,8 @@ struct cof_meta_ops {
 	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
 
 	/* ---- snapshots */
-	/* Adds a snapshot; when the volume then has more than `keep_unpinned` unpinned
+	/* Adds a snapshot (its files and bytes are the source's at its seq: a fork
+	 * from it takes them); when the volume then has more than `keep_unpinned` unpinned
 	 * ones, the oldest unpinned is dropped and its id written to `dropped` ("" if
 	 * none). A pinned one past `max_pinned`: COF_ECONFLICT. */
 	int (*snapshot_add)(cof_meta *m, cof_snaprow *s, int keep_unpinned,

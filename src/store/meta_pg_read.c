@@ -11,26 +11,29 @@
 
 #define LIST_PAGE 512
 
+/* A fork's own row answers; with none, its parent's at the fork's base seq,
+ * and so on up the chain (docs/design.md, "Forks"): one query, the lowest
+ * level first. A whiteout (sha256 "") is a file removed in the fork. */
+#define LEVEL_ROW "(SELECT * FROM entries e WHERE e.vno = c.vno AND e.path = $2 AND" \
+	" e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) LIMIT 1)"
+
 int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
 		     cof_entry *out, cof_err *err)
 {
 	PGresult *r;
 	int found;
 
-	if (at_seq < 0)
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path = $2 AND to_seq IS NULL", "reading a file", err, "is", vno, path);
-	else
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path = $2 AND from_seq <= $3 AND (to_seq IS NULL OR to_seq > $3)",
-			     "reading a file", err, "isi", vno, path, at_seq);
+	r = cof_pg_q(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
+		     " e.ctype, e.updated_at FROM chain c CROSS JOIN LATERAL " LEVEL_ROW " e"
+		     " ORDER BY c.depth LIMIT 1", "reading a file", err, "isi", vno, path,
+		     at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
 	if (!r)
 		return -1;
 	found = PQntuples(r) > 0;
 	if (found)
 		cof_pg_row_entry(r, 0, out);
 	PQclear(r);
-	return found;
+	return found && out->sha256[0];
 }
 
 static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
@@ -56,22 +59,18 @@ static int pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_
 	*data = NULL;
 	if (!c)
 		return -1;
-	if (at_seq < 0)
-		r = cof_pg_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
-			     " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
-			     " WHERE e.vno = $1 AND e.path = $2 AND e.to_seq IS NULL",
-			     "reading a file", err, "is", vno, path);
-	else
-		r = cof_pg_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
-			     " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
-			     " WHERE e.vno = $1 AND e.path = $2 AND e.from_seq <= $3 AND"
-			     " (e.to_seq IS NULL OR e.to_seq > $3)", "reading a file", err, "isi",
-			     vno, path, at_seq);
+	r = cof_pg_q(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
+		     " e.ctype, e.updated_at, b.data FROM chain c CROSS JOIN LATERAL " LEVEL_ROW
+		     " e LEFT JOIN blobs b ON b.sha256 = e.sha256 ORDER BY c.depth LIMIT 1",
+		     "reading a file", err, "isi", vno, path,
+		     at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
 	if (r) {
 		rc = PQntuples(r) > 0;
 		if (rc) {
 			cof_pg_row_entry(r, 0, out);
-			if (cof_pg_bytea(r, 0, 6, data, NULL) < 0)
+			if (!out->sha256[0])
+				rc = 0;   /* removed in the fork */
+			else if (cof_pg_bytea(r, 0, 6, data, NULL) < 0)
 				rc = cof_error(err, COF_EINTERNAL, "out of memory");
 		}
 		PQclear(r);
@@ -88,23 +87,22 @@ static int list_page(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
 {
 	PGresult *r;
 
-	if (at_seq < 0)
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path >= $2 AND path < $3 AND path > $4 AND"
-			     " to_seq IS NULL ORDER BY path LIMIT $5", "listing files", err,
-			     "isssi", vno, prefix, upper, after, (int64_t)LIST_PAGE);
-	else
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path >= $2 AND path < $3 AND path > $4 AND"
-			     " from_seq <= $6 AND (to_seq IS NULL OR to_seq > $6) ORDER BY path"
-			     " LIMIT $5", "listing files", err, "isssii", vno, prefix, upper, after,
-			     (int64_t)LIST_PAGE, at_seq);
+	/* Each level gives its first page after the cursor: the first page of
+	 * the merged paths is among them. */
+	r = cof_pg_q(c, PG_CHAIN("$1", "$2") "SELECT DISTINCT ON (e.path) e.path, e.version,"
+		     " e.size, e.sha256, e.ctype, e.updated_at FROM chain c CROSS JOIN LATERAL"
+		     " (SELECT * FROM entries e WHERE e.vno = c.vno AND e.path >= $3 AND"
+		     " e.path < $4 AND e.path > $5 AND e.from_seq <= c.at AND (e.to_seq IS NULL"
+		     " OR e.to_seq > c.at) ORDER BY e.path LIMIT $6) e ORDER BY e.path, c.depth"
+		     " LIMIT $6", "listing files", err, "iisssi", vno,
+		     at_seq < 0 ? (int64_t)PG_LIVE : at_seq, prefix, upper, after,
+		     (int64_t)LIST_PAGE);
 	if (!r)
 		return -1;
 	*n = PQntuples(r);
 	for (int i = 0; i < *n && !*stop; i++) {
 		cof_pg_row_entry(r, i, e);
-		if (fn(ctx, e))
+		if (e->sha256[0] && fn(ctx, e))   /* a whiteout hides its path */
 			*stop = 1;
 	}
 	if (*n)
