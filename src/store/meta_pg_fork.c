@@ -121,11 +121,22 @@ int cof_pg_volume_retire(pgconn *c, int64_t vno, cof_err *err)
 	PQclear(r);
 	if (!forked)
 		return 0;
+	/* Only the rows some fork reads stay; the grace of the others' content
+	 * starts now. */
+#define UNSEEN "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = $1 AND" \
+	       " entries.from_seq <= f.base_seq AND (entries.to_seq IS NULL OR" \
+	       " entries.to_seq > f.base_seq))"
 	if (cof_pg_do(c, "UPDATE volumes SET hidden = 1, retired = 1 WHERE vno = $1",
 		      "deleting a volume", NULL, err, "i", vno) ||
 	    cof_pg_do(c, "DELETE FROM changes WHERE vno = $1", "deleting a volume", NULL, err,
-		      "i", vno))
+		      "i", vno) ||
+	    cof_pg_do(c, "UPDATE blobs SET orphan_since = $2 WHERE orphan_since IS NULL AND"
+		      " sha256 IN (SELECT sha256 FROM entries WHERE vno = $1 AND " UNSEEN ")",
+		      "deleting a volume", NULL, err, "ii", vno, cof_now()) ||
+	    cof_pg_do(c, "DELETE FROM entries WHERE vno = $1 AND " UNSEEN, "deleting a volume",
+		      NULL, err, "i", vno))
 		return -1;
+#undef UNSEEN
 	return 1;
 }
 

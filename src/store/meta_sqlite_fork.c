@@ -255,10 +255,19 @@ static int sq_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t a
 
 int cof_sqlite_volume_retire(conn *c, int64_t vno, cof_err *err)
 {
+	/* Only the rows some fork reads stay; the grace of the others' content
+	 * starts now. */
+#define UNSEEN "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = ?1 AND" \
+	       " entries.from_seq <= f.base_seq AND (entries.to_seq IS NULL OR" \
+	       " entries.to_seq > f.base_seq))"
 	static const char *const sqls[] = {
-		"UPDATE volumes SET hidden = 1, retired = 1 WHERE vno = ?",
-		"DELETE FROM changes WHERE vno = ?",
+		"UPDATE volumes SET hidden = 1, retired = 1 WHERE vno = ?1",
+		"DELETE FROM changes WHERE vno = ?1",
+		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
+		" sha256 IN (SELECT sha256 FROM entries WHERE vno = ?1 AND " UNSEEN ")",
+		"DELETE FROM entries WHERE vno = ?1 AND " UNSEEN,
 	};
+#undef UNSEEN
 	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT 1 FROM volumes WHERE base_vno = ? LIMIT 1", err);
 	int r;
 
