@@ -13,7 +13,7 @@
 #include <libpq-fe.h>
 #include "store/meta.h"
 
-#define PG_STMTS 128       /* prepared statements per connection (about 2x ours) */
+#define PG_STMTS 192       /* prepared statements per connection (about 2x ours) */
 #define PG_POOL_IDLE 16    /* idle connections kept */
 
 typedef struct pgconn {

@@ -301,3 +301,26 @@ def test_gc_keeps_what_forks_name_and_frees_it_with_them(srv):
     eq(len(before - _blobs(srv.data)), len(big),
        "the content only the deleted chain named is collected (and nothing else)")
     _fsck_ok(srv)
+
+
+def test_fork_of_a_files_snapshot_outlives_it(srv):
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "live.txt", b"live")
+    given = expect(srv.post("/v1/volumes/%s/snapshots" % vid,
+                            json={"files": {"g/a.txt": "given a", "g/b.txt": "given b"}}),
+                   201).json()
+    f = fork(srv, vid, snapshot=given["id"])
+    eq((f["files"], f["bytes"]), (2, 14), "a fork of a files-snapshot: its counts")
+    expect(srv.delete(srv.file_path(f["id"], "g/a.txt")), 200, 204)
+    g = fork(srv, f["id"])
+    # the snapshot (its hidden volume) and then the volume deleted: the forks live on
+    expect(srv.delete("/v1/volumes/%s/snapshots/%s" % (vid, given["id"])), 200, 204)
+    eq(expect(srv.get_file(f["id"], "g/b.txt"), 200).body, b"given b", "after the snapshot")
+    expect(srv.delete("/v1/volumes/%s" % vid), 200, 204)
+    _run_gc(srv)
+    eq(sorted(listing(srv, g["id"])), ["g/b.txt"], "a fork of the fork after both went")
+    eq(expect(srv.get_file(g["id"], "g/b.txt"), 200).body, b"given b", "read after GC")
+    _fsck_ok(srv)
+    expect(srv.delete("/v1/volumes/%s" % f["id"]), 200, 204)
+    expect(srv.delete("/v1/volumes/%s" % g["id"]), 200, 204)
+    _fsck_ok(srv)
