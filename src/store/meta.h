@@ -14,7 +14,9 @@
  * History model: each version of a file is a row live in [from_seq, to_seq);
  * to_seq NULL = live now. Reading "as of seq S" is a range query; a snapshot is
  * (source volume, seq). Rows are only dropped by the garbage collector, once no
- * snapshot covers them.
+ * snapshot covers them. A fork is (parent, seq) too: its own rows, with whiteouts
+ * (sha256 "") for files it removed, shadow the parent's rows at that seq
+ * (docs/design.md, "Forks"); every read and listing here sees the fork whole.
  *
  * Paths and names compare bytewise (UTF-8 code point order): a backend whose
  * text compares otherwise (PostgreSQL) uses the "C" collation.
@@ -125,7 +127,9 @@ struct cof_meta_ops {
 	int (*volume_list)(cof_meta *m, const char *org, const char *prefix,
 		const char *after_name, const char *after_id, int64_t limit,
 		cof_vol_fn fn, void *ctx, cof_err *err);
-	/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes). */
+	/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes).
+	 * One that forks refer to is retired instead: hidden (404), its changes and
+	 * snapshots gone, its rows kept while forks read them, dropped with the last. */
 	int (*volume_delete)(cof_meta *m, int64_t vno, cof_err *err);
 	/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
 	 * v->seq must be set by the caller (the fork starts at at_seq). It refers to
