@@ -116,6 +116,7 @@ bench: all
 	bench/s3.py
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
+	bench/fork.py
 
 # The pkg-config names the library links with, for scripts/fuzz and bench/ (one list).
 pkgs:

@@ -14,7 +14,9 @@
  * History model: each version of a file is a row live in [from_seq, to_seq);
  * to_seq NULL = live now. Reading "as of seq S" is a range query; a snapshot is
  * (source volume, seq). Rows are only dropped by the garbage collector, once no
- * snapshot covers them.
+ * snapshot covers them. A fork is (parent, seq) too: its own rows, with whiteouts
+ * (sha256 "") for files it removed, shadow the parent's rows at that seq
+ * (docs/design.md, "Forks"); every read and listing here sees the fork whole.
  *
  * Paths and names compare bytewise (UTF-8 code point order): a backend whose
  * text compares otherwise (PostgreSQL) uses the "C" collation.
@@ -27,6 +29,10 @@
 #include "util/util.h"
 
 typedef struct cof_meta cof_meta;
+
+/* How many parents a fork's chain may have: a fork of a volume that deep
+ * copies its rows instead (so a read looks at no more than this + 1 volumes). */
+#define COF_FORK_DEPTH 8
 typedef struct cof_txn cof_txn;
 typedef struct cof_meta_ops cof_meta_ops;
 
@@ -38,6 +44,10 @@ typedef struct cof_volrow {
 	int64_t seq, files, bytes, capacity, ceiling, created_at;
 	int64_t history_from;    /* changes before this seq are not kept */
 	int hidden;              /* holds the files of a files-snapshot */
+	/* A fork refers to its parent at a seq instead of copying its rows
+	 * (docs/design.md, "Forks"): base_vno 0 = none. Set by the backend. */
+	int64_t base_vno, base_seq;
+	int depth;               /* parents in its chain (0 = not a fork) */
 } cof_volrow;
 
 typedef struct cof_entry {
@@ -117,10 +127,14 @@ struct cof_meta_ops {
 	int (*volume_list)(cof_meta *m, const char *org, const char *prefix,
 		const char *after_name, const char *after_id, int64_t limit,
 		cof_vol_fn fn, void *ctx, cof_err *err);
-	/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes). */
+	/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes).
+	 * One that forks refer to is retired instead: hidden (404), its changes and
+	 * snapshots gone, its rows kept while forks read them, dropped with the last. */
 	int (*volume_delete)(cof_meta *m, int64_t vno, cof_err *err);
 	/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
-	 * v->seq must be set by the caller (the fork starts at at_seq). */
+	 * v->seq must be set by the caller (the fork starts at at_seq). It refers to
+	 * src_vno at at_seq (no row copied; v->files and v->bytes are set) unless
+	 * the source is COF_FORK_DEPTH forks deep: then its rows are copied. */
 	int (*volume_fork)(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
 		cof_err *err);
 
@@ -161,7 +175,8 @@ struct cof_meta_ops {
 	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
 
 	/* ---- snapshots */
-	/* Adds a snapshot; when the volume then has more than `keep_unpinned` unpinned
+	/* Adds a snapshot (its files and bytes are the source's at its seq: a fork
+	 * from it takes them); when the volume then has more than `keep_unpinned` unpinned
 	 * ones, the oldest unpinned is dropped and its id written to `dropped` ("" if
 	 * none). A pinned one past `max_pinned`: COF_ECONFLICT. */
 	int (*snapshot_add)(cof_meta *m, cof_snaprow *s, int keep_unpinned,

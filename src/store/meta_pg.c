@@ -74,6 +74,13 @@ static const char *const migrations[] = {
 	 * a write on some node last said it is about to name the content;
 	 * claimed_at, when a collector took it to delete its bytes. */
 	"ALTER TABLE blobs ADD COLUMN pending_at bigint, ADD COLUMN claimed_at bigint;",
+	/* 3: forks refer to their parent at a seq instead of copying its rows
+	 * (docs/design.md, "Forks"); a volume deleted while forks refer to it is
+	 * kept as `retired`. Constant defaults rewrite no row. */
+	"ALTER TABLE volumes ADD COLUMN base_vno bigint, ADD COLUMN base_seq bigint NOT NULL"
+	" DEFAULT 0, ADD COLUMN depth integer NOT NULL DEFAULT 0, ADD COLUMN retired integer"
+	" NOT NULL DEFAULT 0;"
+	"CREATE INDEX volumes_base ON volumes(base_vno) WHERE base_vno IS NOT NULL;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
@@ -444,6 +451,7 @@ static void ops_fill(void)
 	cof_pg_ops_write(&pg_ops);
 	cof_pg_ops_gc(&pg_ops);
 	cof_pg_ops_agent(&pg_ops);
+	cof_pg_ops_fork(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

@@ -13,7 +13,7 @@
 #include <libpq-fe.h>
 #include "store/meta.h"
 
-#define PG_STMTS 128       /* prepared statements per connection (about 2x ours) */
+#define PG_STMTS 192       /* prepared statements per connection (about 2x ours) */
 #define PG_POOL_IDLE 16    /* idle connections kept */
 
 typedef struct pgconn {
@@ -82,6 +82,7 @@ void cof_pg_ops_read(cof_meta_ops *o);
 void cof_pg_ops_write(cof_meta_ops *o);
 void cof_pg_ops_gc(cof_meta_ops *o);
 void cof_pg_ops_agent(cof_meta_ops *o);
+void cof_pg_ops_fork(cof_meta_ops *o);
 
 /* Row helpers over text results. */
 int64_t cof_pg_int(PGresult *r, int row, int col);
@@ -98,6 +99,23 @@ int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix
 int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id,
 		       int lock, cof_volrow *out, cof_err *err);
 int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err);
+/* Forks (meta_pg_fork.c; docs/design.md, "Forks"). The parent of `vno` and
+ * the seq it is read at: 1 = a fork, 0 = none, -1 = error. */
+int cof_pg_base(pgconn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
+		cof_err *err);
+/* Before dropping `vno`: 1 when forks refer to it, and then it was retired
+ * instead (hidden, its changes gone, its rows kept for the forks). */
+int cof_pg_volume_retire(pgconn *c, int64_t vno, cof_err *err);
+/* After dropping a fork of `base_vno` at `base_seq`: restarts the grace of
+ * history only it kept; drops retired parents nothing refers to, up the chain. */
+int cof_pg_base_release(pgconn *c, int64_t base_vno, int64_t base_seq, cof_err *err);
+/* The chain of forks from volume $V read at $AT (bigint; live = INT64_MAX):
+ * a CTE `chain(vno, at, depth)`, depth 0 = the volume itself. */
+#define PG_CHAIN(V, AT) "WITH RECURSIVE chain(vno, at, depth) AS (SELECT " V "::bigint, " \
+	AT "::bigint, 0 UNION ALL SELECT v.base_vno, LEAST(c.at, v.base_seq), c.depth + 1" \
+	" FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno IS NOT NULL AND" \
+	" c.depth < 64) "
+#define PG_LIVE INT64_MAX
 int cof_pg_volume_drop(pgconn *c, int64_t vno, cof_err *err);
 int cof_pg_snapshot_drop(pgconn *c, const char *sid, int64_t vno, int64_t src_vno,
 			 cof_err *err);

@@ -6,6 +6,10 @@
 #include <unistd.h>
 #include "store/meta_pg.h"
 
+/* A fork reads its parent's rows at its base seq, as a snapshot does. */
+#define NOT_FORKED "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = entries.vno" \
+		   " AND f.base_seq >= entries.from_seq AND f.base_seq < entries.to_seq)"
+
 static int pg_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		    int64_t *pruned, cof_err *err)
 {
@@ -20,13 +24,14 @@ static int pg_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_befor
 	rc = cof_pg_do(c, "UPDATE blobs SET orphan_since = $1 WHERE orphan_since IS NULL AND"
 		       " sha256 IN (SELECT sha256 FROM entries WHERE to_seq IS NOT NULL AND"
 		       " closed_at < $1 AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
-		       " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq))",
+		       " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)"
+		       " AND " NOT_FORKED ")",
 		       "collecting garbage", NULL, err, "i", closed_before);
 	if (!rc)
 		rc = cof_pg_do(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < $1"
 			       " AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
-			       " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)",
-			       "collecting garbage", pruned, err, "i", closed_before);
+			       " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)"
+			       " AND " NOT_FORKED, "collecting garbage", pruned, err, "i", closed_before);
 	/* The oldest seq the changes feed still answers, per volume (older: 410). */
 	if (!rc)
 		rc = cof_pg_do(c, "UPDATE volumes SET history_from = (SELECT max(seq) FROM changes"
@@ -233,7 +238,7 @@ static int pg_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 
 	if (!c)
 		return -1;
-	if ((r = cof_pg_q(c, "SELECT sha256, max(size) FROM entries GROUP BY sha256 UNION"
+	if ((r = cof_pg_q(c, "SELECT sha256, max(size) FROM entries WHERE sha256 != '' GROUP BY sha256 UNION"
 			  " SELECT p.sha256, b.size FROM pins p JOIN blobs b ON b.sha256 = p.sha256",
 			  "reading blobs", err, ""))) {
 		each_sha(r, fn, ctx);

@@ -11,26 +11,29 @@
 
 #define LIST_PAGE 512
 
+/* A fork's own row answers; with none, its parent's at the fork's base seq,
+ * and so on up the chain (docs/design.md, "Forks"): one query, the lowest
+ * level first. A whiteout (sha256 "") is a file removed in the fork. */
+#define LEVEL_ROW "(SELECT * FROM entries e WHERE e.vno = c.vno AND e.path = $2 AND" \
+	" e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) LIMIT 1)"
+
 int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
 		     cof_entry *out, cof_err *err)
 {
 	PGresult *r;
 	int found;
 
-	if (at_seq < 0)
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path = $2 AND to_seq IS NULL", "reading a file", err, "is", vno, path);
-	else
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path = $2 AND from_seq <= $3 AND (to_seq IS NULL OR to_seq > $3)",
-			     "reading a file", err, "isi", vno, path, at_seq);
+	r = cof_pg_q(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
+		     " e.ctype, e.updated_at FROM chain c CROSS JOIN LATERAL " LEVEL_ROW " e"
+		     " ORDER BY c.depth LIMIT 1", "reading a file", err, "isi", vno, path,
+		     at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
 	if (!r)
 		return -1;
 	found = PQntuples(r) > 0;
 	if (found)
 		cof_pg_row_entry(r, 0, out);
 	PQclear(r);
-	return found;
+	return found && out->sha256[0];
 }
 
 static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
@@ -56,22 +59,18 @@ static int pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_
 	*data = NULL;
 	if (!c)
 		return -1;
-	if (at_seq < 0)
-		r = cof_pg_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
-			     " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
-			     " WHERE e.vno = $1 AND e.path = $2 AND e.to_seq IS NULL",
-			     "reading a file", err, "is", vno, path);
-	else
-		r = cof_pg_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
-			     " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
-			     " WHERE e.vno = $1 AND e.path = $2 AND e.from_seq <= $3 AND"
-			     " (e.to_seq IS NULL OR e.to_seq > $3)", "reading a file", err, "isi",
-			     vno, path, at_seq);
+	r = cof_pg_q(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
+		     " e.ctype, e.updated_at, b.data FROM chain c CROSS JOIN LATERAL " LEVEL_ROW
+		     " e LEFT JOIN blobs b ON b.sha256 = e.sha256 ORDER BY c.depth LIMIT 1",
+		     "reading a file", err, "isi", vno, path,
+		     at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
 	if (r) {
 		rc = PQntuples(r) > 0;
 		if (rc) {
 			cof_pg_row_entry(r, 0, out);
-			if (cof_pg_bytea(r, 0, 6, data, NULL) < 0)
+			if (!out->sha256[0])
+				rc = 0;   /* removed in the fork */
+			else if (cof_pg_bytea(r, 0, 6, data, NULL) < 0)
 				rc = cof_error(err, COF_EINTERNAL, "out of memory");
 		}
 		PQclear(r);
@@ -80,35 +79,83 @@ static int pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_
 	return rc;
 }
 
-/* One page of a listing after `after`; *n gets the rows seen, *stop is set when
- * fn stopped the walk. */
-static int list_page(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
-		     const char *upper, char *after, cof_entry *e, cof_entry_fn fn, void *ctx,
-		     int *n, int *stop, cof_err *err)
+/* The volumes of the chain of `vno` read at `at` (< 0 = live), lowest level
+ * first, as two bigint[] literals ("{v0,v1,...}", "{a0,a1,...}"): 1 = a fork,
+ * 0 = not one (a chain of one), -1 = error. */
+static int chain_load(pgconn *c, int64_t vno, int64_t at, cof_buf *vnos, cof_buf *ats,
+		      cof_err *err)
+{
+	PGresult *r = cof_pg_q(c, PG_CHAIN("$1", "$2") "SELECT vno, at FROM chain ORDER BY"
+			       " depth", "listing files", err, "ii", vno,
+			       at < 0 ? (int64_t)PG_LIVE : at);
+	int n;
+
+	if (!r)
+		return -1;
+	n = PQntuples(r);
+	cof_buf_add(vnos, "{", 1);
+	cof_buf_add(ats, "{", 1);
+	for (int i = 0; i < n; i++) {
+		cof_buf_addf(vnos, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
+		cof_buf_addf(ats, "%s%s", i ? "," : "", PQgetvalue(r, i, 1));
+	}
+	PQclear(r);
+	if (cof_buf_add(vnos, "}", 1) || cof_buf_add(ats, "}", 1))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	return n > 1;
+}
+
+/* One listing under way: what each page query needs. */
+typedef struct lister {
+	int64_t vno, at;
+	const char *prefix, *upper;
+	const char *vnos, *ats;   /* the chain of a fork, or NULL */
+	char *cursor;             /* the last path seen */
+	cof_entry *e;
+	cof_entry_fn fn;
+	void *ctx;
+	int stop;
+} lister;
+
+/* One page of a listing after l->cursor; *n gets the rows seen (whiteouts
+ * included), l->stop is set when fn stopped the walk. */
+static int list_page(pgconn *c, lister *l, int *n, cof_err *err)
 {
 	PGresult *r;
 
-	if (at_seq < 0)
+	if (l->vnos)
+		/* Each level gives its first page after the cursor: the first page
+		 * of the merged paths is among them. The chain comes as arrays, so
+		 * that a page is planned as plainly as a volume's. */
+		r = cof_pg_q(c, "SELECT DISTINCT ON (e.path) e.path, e.version, e.size, e.sha256,"
+			     " e.ctype, e.updated_at FROM unnest($1::bigint[], $2::bigint[]) WITH"
+			     " ORDINALITY c(vno, at, depth) CROSS JOIN LATERAL (SELECT * FROM entries e"
+			     " WHERE e.vno = c.vno AND e.path >= $3 AND e.path < $4 AND e.path > $5"
+			     " AND e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) ORDER BY"
+			     " e.path LIMIT $6) e ORDER BY e.path, c.depth LIMIT $6", "listing files",
+			     err, "sssssi", l->vnos, l->ats, l->prefix, l->upper, l->cursor,
+			     (int64_t)LIST_PAGE);
+	else if (l->at < 0)
 		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
 			     " path >= $2 AND path < $3 AND path > $4 AND"
 			     " to_seq IS NULL ORDER BY path LIMIT $5", "listing files", err,
-			     "isssi", vno, prefix, upper, after, (int64_t)LIST_PAGE);
+			     "isssi", l->vno, l->prefix, l->upper, l->cursor, (int64_t)LIST_PAGE);
 	else
 		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
 			     " path >= $2 AND path < $3 AND path > $4 AND"
 			     " from_seq <= $6 AND (to_seq IS NULL OR to_seq > $6) ORDER BY path"
-			     " LIMIT $5", "listing files", err, "isssii", vno, prefix, upper, after,
-			     (int64_t)LIST_PAGE, at_seq);
+			     " LIMIT $5", "listing files", err, "isssii", l->vno, l->prefix,
+			     l->upper, l->cursor, (int64_t)LIST_PAGE, l->at);
 	if (!r)
 		return -1;
 	*n = PQntuples(r);
-	for (int i = 0; i < *n && !*stop; i++) {
-		cof_pg_row_entry(r, i, e);
-		if (fn(ctx, e))
-			*stop = 1;
+	for (int i = 0; i < *n && !l->stop; i++) {
+		cof_pg_row_entry(r, i, l->e);
+		if (l->e->sha256[0] && l->fn(l->ctx, l->e))   /* a whiteout hides its path */
+			l->stop = 1;
 	}
 	if (*n)
-		cof_pg_copy(r, *n - 1, 0, after, COF_PATH_MAX + 1);
+		cof_pg_copy(r, *n - 1, 0, l->cursor, COF_PATH_MAX + 1);
 	PQclear(r);
 	return 0;
 }
@@ -116,27 +163,31 @@ static int list_page(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
 int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
 {
-	cof_buf upper = COF_BUF_INIT;
-	cof_entry *e = cof_malloc(sizeof *e);
-	char *cursor = cof_malloc(COF_PATH_MAX + 1);
-	const char *up;
-	int n = 0, stop = 0, rc = 0;
+	cof_buf upper = COF_BUF_INIT, vnos = COF_BUF_INIT, ats = COF_BUF_INIT;
+	lister l = {.vno = vno, .at = at_seq, .prefix = prefix ? prefix : "", .fn = fn,
+		    .ctx = ctx};
+	int n = 0, rc;
 
-	if (!e || !cursor) {
-		free(e);
-		free(cursor);
-		return cof_error(err, COF_EINTERNAL, "out of memory");
+	l.e = cof_malloc(sizeof *l.e);
+	l.cursor = cof_malloc(COF_PATH_MAX + 1);
+	rc = l.e && l.cursor && !cof_prefix_upper(l.prefix, &upper) ? 0
+		: cof_error(err, COF_EINTERNAL, "out of memory");
+	if (!rc && (rc = chain_load(c, vno, at_seq, &vnos, &ats, err)) == 1) {
+		l.vnos = vnos.data;
+		l.ats = ats.data;
 	}
-	snprintf(cursor, COF_PATH_MAX + 1, "%s", after ? after : "");
-	cof_prefix_upper(prefix ? prefix : "", &upper);
-	up = upper.data;
-	do {
-		rc = list_page(c, vno, at_seq, prefix ? prefix : "", up, cursor, e, fn, ctx,
-			       &n, &stop, err);
-	} while (!rc && !stop && n == LIST_PAGE);
+	if (rc >= 0) {
+		snprintf(l.cursor, COF_PATH_MAX + 1, "%s", after ? after : "");
+		l.upper = upper.data;
+		do
+			rc = list_page(c, &l, &n, err);
+		while (!rc && !l.stop && n == LIST_PAGE);
+	}
 	cof_buf_release(&upper);
-	free(cursor);
-	free(e);
+	cof_buf_release(&vnos);
+	cof_buf_release(&ats);
+	free(l.cursor);
+	free(l.e);
 	return rc;
 }
 

@@ -88,7 +88,7 @@ static int pg_idem_put(cof_meta *m, const char *scope, const char *key, const ch
 /* --------------------------------------------------------------- volumes */
 
 #define VOL_COLS "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at, " \
-		 "hidden, history_from"
+		 "hidden, history_from, coalesce(base_vno, 0), base_seq, depth"
 
 static void row_volume(PGresult *r, int i, cof_volrow *v)
 {
@@ -104,16 +104,21 @@ static void row_volume(PGresult *r, int i, cof_volrow *v)
 	v->created_at = cof_pg_int(r, i, 9);
 	v->hidden = (int)cof_pg_int(r, i, 10);
 	v->history_from = cof_pg_int(r, i, 11);
+	v->base_vno = cof_pg_int(r, i, 12);
+	v->base_seq = cof_pg_int(r, i, 13);
+	v->depth = (int)cof_pg_int(r, i, 14);
 }
 
 int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err)
 {
 	PGresult *r = cof_pg_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes,"
-			       " capacity, ceiling, created_at, hidden, history_from)"
-			       " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) RETURNING vno",
-			       "creating a volume", err, "sssiiiiiiii", v->id, v->org, v->name,
+			       " capacity, ceiling, created_at, hidden, history_from, base_vno,"
+			       " base_seq, depth) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
+			       "nullif($12::bigint, 0),$13,$14) RETURNING vno",
+			       "creating a volume", err, "sssiiiiiiiiiii", v->id, v->org, v->name,
 			       v->seq, v->files, v->bytes, v->capacity, v->ceiling,
-			       v->created_at, (int64_t)v->hidden, v->history_from);
+			       v->created_at, (int64_t)v->hidden, v->history_from, v->base_vno,
+			       v->base_seq, (int64_t)v->depth);
 	if (!r)
 		return -1;
 	v->vno = cof_pg_int(r, 0, 0);
@@ -238,7 +243,15 @@ int cof_pg_volume_drop(pgconn *c, int64_t vno, cof_err *err)
 		"DELETE FROM changes WHERE vno = $1",
 		"DELETE FROM volumes WHERE vno = $1",
 	};
-	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno, "deleting a volume", err);
+	int64_t base, base_seq;
+	int r = cof_pg_volume_retire(c, vno, err);
+
+	if (r)  /* forks still read its rows */
+		return r < 0 ? -1 : 0;
+	if ((r = cof_pg_base(c, vno, &base, &base_seq, err)) < 0 ||
+	    run_each(c, sqls, sizeof sqls / sizeof *sqls, vno, "deleting a volume", err))
+		return -1;
+	return r ? cof_pg_base_release(c, base, base_seq, err) : 0;
 }
 
 /* Deletes a snapshot row and, for a files-snapshot, its hidden volume. */
@@ -263,8 +276,13 @@ int cof_pg_snapshot_drop(pgconn *c, const char *sid, int64_t vno, int64_t src_vn
  * statements: the snapshot rows that name them go right after. */
 static int hidden_volumes_drop(pgconn *c, int64_t vno, cof_err *err)
 {
-#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = $1 AND src_vno != vno)"
+#define FORKED "(SELECT base_vno FROM volumes WHERE base_vno IS NOT NULL)"
+#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = $1 AND src_vno != vno" \
+	       " AND src_vno NOT IN " FORKED ")"
 	static const char *const sqls[] = {
+		/* One a fork refers to is retired (cof_pg_volume_retire). */
+		"UPDATE volumes SET hidden = 1, retired = 1 WHERE vno IN (SELECT src_vno FROM"
+		" snapshots WHERE vno = $1 AND src_vno != vno) AND vno IN " FORKED,
 		"UPDATE blobs SET orphan_since = $2 WHERE orphan_since IS NULL AND"
 		" sha256 IN (SELECT sha256 FROM entries WHERE vno IN " HIDDEN ")",
 		"DELETE FROM entries WHERE vno IN " HIDDEN,
@@ -272,6 +290,7 @@ static int hidden_volumes_drop(pgconn *c, int64_t vno, cof_err *err)
 		"DELETE FROM volumes WHERE vno IN " HIDDEN,
 	};
 #undef HIDDEN
+#undef FORKED
 	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno,
 			"deleting the volumes of files-snapshots", err);
 }
@@ -300,35 +319,6 @@ static int pg_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 	return cof_pg_end(m, c, rc, err);
 }
 
-static int pg_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-		       cof_err *err)
-{
-	pgconn *c = cof_pg_begin(m, NULL, err);
-	PGresult *r;
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = cof_pg_volume_insert(c, v, err);
-	if (!rc)
-		rc = cof_pg_do(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
-			       " sha256, ctype, updated_at) SELECT $1, path, from_seq, NULL, version,"
-			       " size, sha256, ctype, updated_at FROM entries WHERE vno = $2 AND"
-			       " from_seq <= $3 AND (to_seq IS NULL OR to_seq > $3)", "forking",
-			       NULL, err, "iii", v->vno, src_vno, at_seq);
-	if (!rc && !(r = cof_pg_q(c, "UPDATE volumes SET files = (SELECT count(*) FROM entries"
-				  " WHERE vno = $1), bytes = (SELECT coalesce(sum(size), 0) FROM"
-				  " entries WHERE vno = $1) WHERE vno = $1 RETURNING files, bytes",
-				  "forking", err, "i", v->vno)))
-		rc = -1;
-	if (!rc) {
-		v->files = cof_pg_int(r, 0, 0);
-		v->bytes = cof_pg_int(r, 0, 1);
-		PQclear(r);
-	}
-	return cof_pg_end(m, c, rc, err);
-}
-
 /* This file's members of the PostgreSQL backend's table. */
 void cof_pg_ops_vol(cof_meta_ops *o)
 {
@@ -340,5 +330,4 @@ void cof_pg_ops_vol(cof_meta_ops *o)
 	o->volume_get = pg_volume_get;
 	o->volume_list = pg_volume_list;
 	o->volume_delete = pg_volume_delete;
-	o->volume_fork = pg_volume_fork;
 }

@@ -80,13 +80,34 @@ static int close_live(pg_txn *tx, const char *path, cof_entry *old, cof_err *err
 	if (!r)
 		return -1;
 	had = PQntuples(r) > 0;
-	if (had) {
+	if (had)
 		cof_pg_row_entry(r, 0, old);
+	PQclear(r);
+	/* In a fork the closed row may be a whiteout (the file was removed), or
+	 * there is none of its own and the parent's row is the live one. */
+	if (had && !old->sha256[0])
+		had = 0;
+	else if (!had && tx->vol.base_vno &&
+		 (had = cof_pg_entry_get(tx->c, tx->vol.vno, path, -1, old, err)) < 0)
+		return -1;
+	if (had) {
 		tx->vol.files--;
 		tx->vol.bytes -= old->size;
 	}
-	PQclear(r);
 	return had;
+}
+
+/* A fork's remove leaves a whiteout row (sha256 ""), live from this change:
+ * it hides the parent's row of the path (docs/design.md, "Forks"). */
+static int whiteout(pg_txn *tx, const char *path, const cof_entry *old, cof_err *err)
+{
+	if (cof_pg_do(tx->c, "DELETE FROM entries WHERE vno = $1 AND path = $2 AND from_seq = $3",
+		      "removing a file", NULL, err, "isi", tx->vol.vno, path, tx->vol.seq))
+		return -1;
+	return cof_pg_do(tx->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
+			 " sha256, ctype, updated_at) VALUES($1,$2,$3,NULL,$4,0,'','',$5)",
+			 "removing a file", NULL, err, "isiii", tx->vol.vno, path, tx->vol.seq,
+			 old->version, tx->now);
 }
 
 static int record_change(pg_txn *tx, const char *path, int removed, int64_t version,
@@ -149,7 +170,7 @@ static int pg_txn_remove(cof_txn *t, const char *path, cof_err *err)
 	had = close_live(tx, path, old, err);
 	if (had == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found", path);
-	if (had > 0)
+	if (had > 0 && (!tx->vol.base_vno || !whiteout(tx, path, old, err)))
 		rc = record_change(tx, path, 1, old->version, old->size, old->sha256, err);
 	free(old);
 	return rc;

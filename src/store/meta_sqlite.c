@@ -23,7 +23,9 @@ static const char *schema =
 	" org TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, files INTEGER NOT NULL,"
 	" bytes INTEGER NOT NULL, capacity INTEGER NOT NULL, ceiling INTEGER NOT NULL,"
 	" created_at INTEGER NOT NULL, hidden INTEGER NOT NULL DEFAULT 0,"
-	" history_from INTEGER NOT NULL DEFAULT 0);"
+	" history_from INTEGER NOT NULL DEFAULT 0, base_vno INTEGER,"
+	" base_seq INTEGER NOT NULL DEFAULT 0, depth INTEGER NOT NULL DEFAULT 0,"
+	" retired INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS volumes_org_name ON volumes(org, name, id);"
 	"CREATE TABLE IF NOT EXISTS entries(vno INTEGER NOT NULL, path TEXT NOT NULL,"
 	" from_seq INTEGER NOT NULL, to_seq INTEGER, version INTEGER NOT NULL,"
@@ -183,7 +185,7 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -218,8 +220,20 @@ static int migrate(conn *c, cof_err *err)
 	if (version < 1 && !column_exists(c, "blobs", "data") &&
 	    cof_sqlite_exec(c, "ALTER TABLE blobs ADD COLUMN data BLOB", err))
 		return -1;
+	/* 1 -> 2: forks refer to their parent at a seq (docs/design.md, "Forks");
+	 * a volume deleted while forks refer to it is kept as `retired`. Adding
+	 * columns with constant defaults rewrites no row. */
+	if (version < 2 && !column_exists(c, "volumes", "base_vno") &&
+	    cof_sqlite_exec(c, "ALTER TABLE volumes ADD COLUMN base_vno INTEGER;"
+			    "ALTER TABLE volumes ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0;"
+			    "ALTER TABLE volumes ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;"
+			    "ALTER TABLE volumes ADD COLUMN retired INTEGER NOT NULL DEFAULT 0", err))
+		return -1;
+	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS volumes_base ON volumes(base_vno)"
+			    " WHERE base_vno IS NOT NULL", err))
+		return -1;
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 1", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 2", err);
 	return 0;
 }
 
@@ -238,6 +252,7 @@ static void ops_fill(void)
 	cof_sqlite_ops_agent(&sqlite_ops);
 	cof_sqlite_ops_subject(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
+	cof_sqlite_ops_fork(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -448,7 +463,7 @@ static int sq_idem_put(cof_meta *m, const char *scope, const char *key,
 /* --------------------------------------------------------------- volumes */
 
 #define VOL_COLS "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at, " \
-		 "hidden, history_from"
+		 "hidden, history_from, coalesce(base_vno, 0), base_seq, depth"
 
 static void row_volume(sqlite3_stmt *st, cof_volrow *v)
 {
@@ -464,13 +479,16 @@ static void row_volume(sqlite3_stmt *st, cof_volrow *v)
 	v->created_at = sqlite3_column_int64(st, 9);
 	v->hidden = sqlite3_column_int(st, 10);
 	v->history_from = sqlite3_column_int64(st, 11);
+	v->base_vno = sqlite3_column_int64(st, 12);
+	v->base_seq = sqlite3_column_int64(st, 13);
+	v->depth = sqlite3_column_int(st, 14);
 }
 
-static int volume_insert(conn *c, cof_volrow *v, cof_err *err)
+int cof_sqlite_volume_insert(conn *c, cof_volrow *v, cof_err *err)
 {
 	sqlite3_stmt *st = cof_sqlite_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes, capacity,"
-			     " ceiling, created_at, hidden, history_from) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-			     err);
+			     " ceiling, created_at, hidden, history_from, base_vno, base_seq, depth)"
+			     " VALUES(?,?,?,?,?,?,?,?,?,?,?,nullif(?, 0),?,?)", err);
 	if (!st)
 		return -1;
 	cof_sqlite_bind_text(st, 1, v->id);
@@ -484,6 +502,9 @@ static int volume_insert(conn *c, cof_volrow *v, cof_err *err)
 	sqlite3_bind_int64(st, 9, v->created_at);
 	sqlite3_bind_int(st, 10, v->hidden);
 	sqlite3_bind_int64(st, 11, v->history_from);
+	sqlite3_bind_int64(st, 12, v->base_vno);
+	sqlite3_bind_int64(st, 13, v->base_seq);
+	sqlite3_bind_int(st, 14, v->depth);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cof_sqlite_db_error(err, c->db, "creating a volume");
 	v->vno = sqlite3_last_insert_rowid(c->db);
@@ -496,7 +517,7 @@ static int sq_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
 
 	if (!c)
 		return -1;
-	return cof_sqlite_writer_end(m, volume_insert(c, v, err), err);
+	return cof_sqlite_writer_end(m, cof_sqlite_volume_insert(c, v, err), err);
 }
 
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
@@ -567,7 +588,15 @@ int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err)
 		"DELETE FROM changes WHERE vno = ?",
 		"DELETE FROM volumes WHERE vno = ?",
 	};
-	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno, "deleting a volume", err);
+	int64_t base, base_seq;
+	int r = cof_sqlite_volume_retire(c, vno, err);
+
+	if (r)  /* forks still read its rows */
+		return r < 0 ? -1 : 0;
+	if ((r = cof_sqlite_base(c, vno, &base, &base_seq, err)) < 0 ||
+	    run_each(c, sqls, sizeof sqls / sizeof *sqls, vno, "deleting a volume", err))
+		return -1;
+	return r ? cof_sqlite_base_release(c, base, base_seq, err) : 0;
 }
 
 /* Deletes a snapshot row and, for a files-snapshot, its hidden volume. */
@@ -605,8 +634,13 @@ int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_
  * statements: the snapshot rows that name them go right after. */
 static int hidden_volumes_drop(conn *c, int64_t vno, cof_err *err)
 {
-#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = ?1 AND src_vno != vno)"
+#define FORKED "(SELECT base_vno FROM volumes WHERE base_vno IS NOT NULL)"
+#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = ?1 AND src_vno != vno" \
+	       " AND src_vno NOT IN " FORKED ")"
 	static const char *const sqls[] = {
+		/* One a fork refers to is retired (cof_sqlite_volume_retire). */
+		"UPDATE volumes SET hidden = 1, retired = 1 WHERE vno IN (SELECT src_vno FROM"
+		" snapshots WHERE vno = ?1 AND src_vno != vno) AND vno IN " FORKED,
 		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
 		" sha256 IN (SELECT sha256 FROM entries WHERE vno IN " HIDDEN ")",
 		"DELETE FROM entries WHERE vno IN " HIDDEN,
@@ -614,6 +648,7 @@ static int hidden_volumes_drop(conn *c, int64_t vno, cof_err *err)
 		"DELETE FROM volumes WHERE vno IN " HIDDEN,
 	};
 #undef HIDDEN
+#undef FORKED
 	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno,
 			"deleting the volumes of files-snapshots", err);
 }
@@ -640,46 +675,6 @@ static int sq_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-static int sq_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-			  cof_err *err)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = volume_insert(c, v, err);
-	if (!rc && !(st = cof_sqlite_q(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
-			   " sha256, ctype, updated_at) SELECT ?, path, from_seq, NULL, version,"
-			   " size, sha256, ctype, updated_at FROM entries WHERE vno = ? AND"
-			   " from_seq <= ? AND (to_seq IS NULL OR to_seq > ?)", err)))
-		rc = -1;
-	if (!rc) {
-		sqlite3_bind_int64(st, 1, v->vno);
-		sqlite3_bind_int64(st, 2, src_vno);
-		sqlite3_bind_int64(st, 3, at_seq);
-		sqlite3_bind_int64(st, 4, at_seq);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = cof_sqlite_db_error(err, c->db, "forking");
-	}
-	if (!rc && (st = cof_sqlite_q(c, "UPDATE volumes SET files = (SELECT count(*) FROM entries WHERE"
-			   " vno = ?1), bytes = (SELECT coalesce(sum(size), 0) FROM entries WHERE"
-			   " vno = ?1) WHERE vno = ?1 RETURNING files, bytes", err))) {
-		sqlite3_bind_int64(st, 1, v->vno);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			v->files = sqlite3_column_int64(st, 0);
-			v->bytes = sqlite3_column_int64(st, 1);
-		} else {
-			rc = cof_sqlite_db_error(err, c->db, "forking");
-		}
-		sqlite3_reset(st);
-	} else if (!rc) {
-		rc = -1;
-	}
-	return cof_sqlite_writer_end(m, rc, err);
-}
-
 /* Fills the members of the SQLite backend this file implements. */
 void cof_sqlite_ops_main(cof_meta_ops *o)
 {
@@ -691,5 +686,4 @@ void cof_sqlite_ops_main(cof_meta_ops *o)
 	o->volume_add = sq_volume_add;
 	o->volume_get = sq_volume_get;
 	o->volume_delete = sq_volume_delete;
-	o->volume_fork = sq_volume_fork;
 }

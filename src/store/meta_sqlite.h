@@ -10,7 +10,7 @@
 #include <sqlite3.h>
 #include "store/meta.h"
 
-#define STMT_CACHE 96
+#define STMT_CACHE 128
 #define POOL_IDLE 16
 /* The most changes one commit (one WAL fsync) carries: meta_sqlite_commit.c. */
 #define COF_SQLITE_BATCH_MAX 64
@@ -59,6 +59,7 @@ void cof_sqlite_ops_list(cof_meta_ops *o);
 void cof_sqlite_ops_agent(cof_meta_ops *o);
 void cof_sqlite_ops_subject(cof_meta_ops *o);
 void cof_sqlite_ops_gc(cof_meta_ops *o);
+void cof_sqlite_ops_fork(cof_meta_ops *o);
 
 /* Maps the connection's last error to the API (disk full = 503). Returns -1. */
 int cof_sqlite_db_error(cof_err *err, sqlite3 *db, const char *what);
@@ -85,6 +86,23 @@ int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *pref
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		     cof_volrow *out, cof_err *err);
 int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err);
+int cof_sqlite_volume_insert(conn *c, cof_volrow *v, cof_err *err);
+/* Forks (meta_sqlite_fork.c). The parent of `vno` and the seq it is read at:
+ * 1 = a fork, 0 = none, -1 = error. */
+int cof_sqlite_base(conn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
+		    cof_err *err);
+/* The seq a level of a chain is read at: a fork's parent is read at the fork's
+ * base seq, or at `at` when that is older (at < 0 = live). */
+int64_t cof_sqlite_level_seq(int64_t at, int64_t base_seq);
+/* Before dropping `vno`: 1 when forks refer to it, and then it was retired
+ * instead (hidden, its changes gone, its rows kept for the forks). */
+int cof_sqlite_chain_list(conn *c, int64_t vno, int64_t at, const char *prefix,
+			  const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+int cof_sqlite_volume_retire(conn *c, int64_t vno, cof_err *err);
+/* After dropping a fork whose parent was `base_vno` at `base_seq`: restarts
+ * the grace of history only it kept and drops retired parents nothing refers
+ * to any longer, up the chain. */
+int cof_sqlite_base_release(conn *c, int64_t base_vno, int64_t base_seq, cof_err *err);
 int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
 		       cof_err *err);
 

@@ -18,6 +18,10 @@ static int step_all(conn *c, sqlite3_stmt *st, int64_t *changes, cof_err *err)
 	return 0;
 }
 
+/* A fork reads its parent's rows at its base seq, as a snapshot does. */
+#define NOT_FORKED "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = entries.vno" \
+		   " AND f.base_seq >= entries.from_seq AND f.base_seq < entries.to_seq)"
+
 static int sq_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		       int64_t *pruned, cof_err *err)
 {
@@ -34,14 +38,14 @@ static int sq_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_befor
 	st = cof_sqlite_q(c, "UPDATE blobs SET orphan_since = ?1 WHERE orphan_since IS NULL AND sha256 IN"
 	       " (SELECT sha256 FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?1 AND NOT"
 	       " EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno = entries.vno AND"
-	       " s.seq >= entries.from_seq AND s.seq < entries.to_seq))", err);
+	       " s.seq >= entries.from_seq AND s.seq < entries.to_seq) AND " NOT_FORKED ")", err);
 	if (st)
 		sqlite3_bind_int64(st, 1, closed_before);
 	rc = step_all(c, st, NULL, err);
 	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?"
 			   " AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
-			   " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)",
-			   err))) {
+			   " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)"
+			   " AND " NOT_FORKED, err))) {
 		sqlite3_bind_int64(st, 1, closed_before);
 		rc = step_all(c, st, pruned, err);
 	} else if (!rc) {
@@ -196,7 +200,7 @@ static int sq_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 	if (!c)
 		return -1;
 	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	if ((st = cof_sqlite_q(c, "SELECT sha256, max(size) FROM entries GROUP BY sha256 UNION"
+	if ((st = cof_sqlite_q(c, "SELECT sha256, max(size) FROM entries WHERE sha256 != '' GROUP BY sha256 UNION"
 			" SELECT p.sha256, b.size FROM pins p JOIN blobs b ON b.sha256 = p.sha256", err)))
 		rc = each_sha(c, st, fn, ctx, err);
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);

@@ -8,8 +8,9 @@
 
 /* ---------------------------------------------------------- reading files */
 
-int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
-		     cof_entry *out, cof_err *err)
+/* The row of `path` in volume `vno` itself (a whiteout included): 1, 0, -1. */
+static int own_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
+		   cof_entry *out, cof_err *err)
 {
 	sqlite3_stmt *st;
 	int r;
@@ -36,16 +37,32 @@ int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 	return r == SQLITE_ROW;
 }
 
-static int sq_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-			 cof_entry *out, unsigned char **data, cof_err *err)
+/* A fork's own row answers; with none, its parent at the fork's base seq does,
+ * and so on up the chain (docs/design.md, "Forks"). A whiteout (sha256 "") is
+ * a file removed in the fork: absent. */
+int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
+			 cof_entry *out, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
+	for (int depth = 0;; depth++) {
+		int64_t base, base_seq;
+		int r = own_get(c, vno, path, at_seq, out, err);
+		if (r)
+			return r < 0 ? -1 : out->sha256[0] != '\0';
+		if (depth >= COF_FORK_DEPTH ||
+		    (r = cof_sqlite_base(c, vno, &base, &base_seq, err)) <= 0)
+			return r;
+		vno = base;
+		at_seq = cof_sqlite_level_seq(at_seq, base_seq);
+	}
+}
+
+/* own_get with the inline content (*data, malloc'd) when there is some. */
+static int own_read(conn *c, int64_t vno, const char *path, int64_t at_seq,
+		    cof_entry *out, unsigned char **data, cof_err *err)
+{
 	sqlite3_stmt *st;
 	int r, rc = -1;
 
-	*data = NULL;
-	if (!c)
-		return -1;
 	if (at_seq < 0)
 		st = cof_sqlite_q(c, "SELECT e.path, e.version, e.size, e.sha256, e.ctype, e.updated_at,"
 			    " b.data FROM entries e LEFT JOIN blobs b ON b.sha256 = e.sha256"
@@ -77,6 +94,36 @@ static int sq_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_
 		}
 		sqlite3_reset(st);
 	}
+	return rc;
+}
+
+static int sq_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			 cof_entry *out, unsigned char **data, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	int rc = 0;
+
+	*data = NULL;
+	if (!c)
+		return -1;
+	/* No read transaction: a parent's rows at a fork's base seq never change,
+	 * so a read that goes up the chain sees the fork as it was at the miss. */
+	for (int depth = 0; rc == 0; depth++) {
+		int64_t base, base_seq;
+		rc = own_read(c, vno, path, at_seq, out, data, err);
+		if (rc == 1 && out->sha256[0] == '\0') {
+			free(*data);
+			*data = NULL;
+			rc = 0;   /* removed in the fork */
+			break;
+		}
+		if (rc || depth >= COF_FORK_DEPTH ||
+		    (rc = cof_sqlite_base(c, vno, &base, &base_seq, err)) <= 0)
+			break;
+		rc = 0;
+		vno = base;
+		at_seq = cof_sqlite_level_seq(at_seq, base_seq);
+	}
 	cof_sqlite_reader_put(m, c);
 	return rc;
 }
@@ -100,8 +147,11 @@ int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *pref
 	cof_buf upper = COF_BUF_INIT;
 	sqlite3_stmt *st;
 	cof_entry *e;
+	int64_t base, base_seq;
 	int r, rc = 0;
 
+	if ((r = cof_sqlite_base(c, vno, &base, &base_seq, err)) != 0)
+		return r < 0 ? -1 : cof_sqlite_chain_list(c, vno, at_seq, prefix, after, fn, ctx, err);
 	if (at_seq < 0)
 		st = cof_sqlite_q(c, "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
 		       " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"

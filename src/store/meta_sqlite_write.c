@@ -67,7 +67,9 @@ static int close_live(cof_txn *tx, const char *path, cof_entry *old, int *had,
 	sqlite3_stmt *st;
 
 	*had = cof_sqlite_entry_get(SQT(tx)->c, SQT(tx)->vol.vno, path, -1, old, err);
-	if (*had <= 0)
+	/* In a fork the live row may be a whiteout (closed all the same) or the
+	 * parent's (nothing of the fork's own to close). */
+	if (*had < 0 || (*had == 0 && !SQT(tx)->vol.base_vno))
 		return *had;
 	st = cof_sqlite_q(SQT(tx)->c, "UPDATE entries SET to_seq = ?, closed_at = ? WHERE vno = ? AND path = ?"
 	       " AND to_seq IS NULL", err);
@@ -79,9 +81,49 @@ static int close_live(cof_txn *tx, const char *path, cof_entry *old, int *had,
 	cof_sqlite_bind_text(st, 4, path);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cof_sqlite_db_error(err, SQT(tx)->c->db, "writing a file");
+	if (!*had)
+		return 0;
 	SQT(tx)->vol.files--;
 	SQT(tx)->vol.bytes -= old->size;
 	return 1;
+}
+
+/* Drops the row of `path` this same change wrote: it is replaced, not kept
+ * as history. */
+static int drop_own(cof_txn *tx, const char *path, cof_err *err)
+{
+	sqlite3_stmt *st = cof_sqlite_q(SQT(tx)->c, "DELETE FROM entries WHERE vno = ? AND path = ?"
+					" AND from_seq = ?", err);
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
+	cof_sqlite_bind_text(st, 2, path);
+	sqlite3_bind_int64(st, 3, SQT(tx)->vol.seq);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cof_sqlite_db_error(err, SQT(tx)->c->db, "writing a file");
+	return 0;
+}
+
+/* A fork's remove leaves a whiteout row (sha256 ""), live from this change:
+ * it hides the parent's row of the path (docs/design.md, "Forks"). */
+static int whiteout(cof_txn *tx, const char *path, const cof_entry *old, cof_err *err)
+{
+	sqlite3_stmt *st;
+
+	if (drop_own(tx, path, err))
+		return -1;
+	if (!(st = cof_sqlite_q(SQT(tx)->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version,"
+				" size, sha256, ctype, updated_at) VALUES(?,?,?,NULL,?,0,'','',?)", err)))
+		return -1;
+	sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
+	cof_sqlite_bind_text(st, 2, path);
+	sqlite3_bind_int64(st, 3, SQT(tx)->vol.seq);
+	sqlite3_bind_int64(st, 4, old->version);
+	sqlite3_bind_int64(st, 5, SQT(tx)->now);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cof_sqlite_db_error(err, SQT(tx)->c->db, "removing a file");
+	return 0;
 }
 
 static int record_change(cof_txn *tx, const char *path, int removed, int64_t version,
@@ -116,13 +158,8 @@ static int sq_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t 
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	if (close_live(tx, path, old, &had, err) < 0)
 		goto out;
-	/* A row written earlier in this same change is replaced, not kept as history. */
-	if ((st = cof_sqlite_q(SQT(tx)->c, "DELETE FROM entries WHERE vno = ? AND path = ? AND from_seq = ?", err))) {
-		sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
-		cof_sqlite_bind_text(st, 2, path);
-		sqlite3_bind_int64(st, 3, SQT(tx)->vol.seq);
-		sqlite3_step(st);
-	}
+	if (drop_own(tx, path, err))
+		goto out;
 	st = cof_sqlite_q(SQT(tx)->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size, sha256,"
 	       " ctype, updated_at) VALUES(?,?,?,NULL,?,?,?,?,?)", err);
 	if (!st)
@@ -173,6 +210,8 @@ static int sq_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found", path);
 		goto out;
 	}
+	if (SQT(tx)->vol.base_vno && whiteout(tx, path, old, err))
+		goto out;
 	rc = record_change(tx, path, 1, old->version, old->size, old->sha256, err);
 out:
 	free(old);

@@ -464,6 +464,7 @@ static void test_snapshots_and_fork(void **state)
 	assert_int_equal(cof_meta_snapshot_add(m, &s3, 2, 1, dropped, &err), 0);
 	assert_string_equal(dropped, s1.id);
 	snap_new(&p1, &v, 1, 1, "p1");
+	p1.files = p1.bytes = 1;   /* the volume's at seq 1 (k=1): a fork from seq 1 takes them */
 	snap_new(&p2, &v, 1, 1, "p2");
 	assert_int_equal(cof_meta_snapshot_add(m, &p1, 2, 1, dropped, &err), 0);
 	cof_err_clear(&err);
@@ -719,6 +720,158 @@ static void test_open_urls(void **state)
 	assert_null(x);
 }
 
+/* ---- forks of forks, against a model of each volume's files */
+#define FK_PATHS 6
+#define FK_LEVELS (COF_FORK_DEPTH + 3)   /* past the depth bound: a copy */
+
+typedef struct fk_model {
+	char content[FK_PATHS][16];  /* "" = absent */
+} fk_model;
+
+static const char *const fk_path[FK_PATHS] = {"a", "b/c", "b/d", "e", "f/g/h", "z"};
+
+static int fk_list_fn(void *ctx, const cof_entry *e)
+{
+	cof_buf_addf(ctx, "%s=%s,", e->path, e->sha256 + 56);
+	return 0;
+}
+
+/* What `fk` says the listing should be, in fk_list_fn's form. */
+static char *fk_expected(const fk_model *fk)
+{
+	static char out[1024];
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < FK_PATHS; i++) {
+		char sha[65];
+		if (!fk->content[i][0])
+			continue;
+		sha_for(sha, fk->content[i]);
+		n += (size_t)snprintf(out + n, sizeof out - n, "%s=%s,", fk_path[i], sha + 56);
+	}
+	return out;
+}
+
+/* Checks the listing (whole, and paged from each path) and every read. */
+static void fk_check(int64_t vno, int64_t at, const fk_model *fk)
+{
+	cof_buf b = COF_BUF_INIT;
+	cof_err err = {0};
+	cof_entry e;
+
+	assert_int_equal(cof_meta_list(m, vno, at, "", NULL, fk_list_fn, &b, &err), 0);
+	assert_string_equal(b.data ? b.data : "", fk_expected(fk));
+	cof_buf_release(&b);
+	assert_int_equal(cof_meta_list(m, vno, at, "b/", "b/c", fk_list_fn, &b, &err), 0);
+	if (fk->content[2][0])
+		assert_non_null(b.data && strstr(b.data, "b/d="));
+	else
+		assert_true(!b.data || !b.data[0]);
+	cof_buf_release(&b);
+	for (int i = 0; i < FK_PATHS; i++) {
+		char sha[65];
+		int r = cof_meta_entry_get(m, vno, fk_path[i], at, &e, &err);
+		assert_int_equal(r, fk->content[i][0] != '\0');
+		if (r) {
+			sha_for(sha, fk->content[i]);
+			assert_string_equal(e.sha256, sha);
+		}
+	}
+}
+
+/* Writes or removes one random path of volume `vno` (and of its model). */
+static void fk_edit(int64_t vno, fk_model *fk, unsigned *rnd, int level)
+{
+	int i = (int)(rand_r(rnd) % FK_PATHS);
+	char op[64];
+
+	/* "b/c" and "b/d" only ever files; no path is ever a folder and a file */
+	if (fk->content[i][0] && rand_r(rnd) % 3 == 0) {
+		snprintf(op, sizeof op, "-%s", fk_path[i]);
+		fk->content[i][0] = '\0';
+	} else {
+		snprintf(fk->content[i], sizeof fk->content[i], "L%d.%u", level, rand_r(rnd) % 1000);
+		snprintf(op, sizeof op, "%s=%s", fk_path[i], fk->content[i]);
+	}
+	change(vno, (const char *[]){op, NULL}, 0);
+}
+
+static void test_fork_chain(void **state)
+{
+	cof_volrow v[FK_LEVELS], got;
+	fk_model fk[FK_LEVELS], at_fork[FK_LEVELS];
+	int64_t fork_seq[FK_LEVELS];
+	cof_err err = {0};
+	unsigned rnd = 1234;
+	int64_t pruned;
+
+	(void)state;
+	memset(fk, 0, sizeof fk);
+	vol_add(org, "chain-0", &v[0]);
+	for (int k = 0; k < 5; k++)
+		fk_edit(v[0].vno, &fk[0], &rnd, 0);
+	for (int l = 1; l < FK_LEVELS; l++) {
+		/* the parent moves on a little, then is forked, then moves on again */
+		fk_edit(v[l - 1].vno, &fk[l - 1], &rnd, l - 1);
+		assert_int_equal(cof_meta_volume_get(m, org, v[l - 1].id, &got, &err), 0);
+		memset(&v[l], 0, sizeof v[l]);
+		cof_id_new("vol_", v[l].id, sizeof v[l].id);
+		snprintf(v[l].org, sizeof v[l].org, "%s", org);
+		snprintf(v[l].name, sizeof v[l].name, "chain-%d", l);
+		v[l].seq = v[l].history_from = got.seq;
+		v[l].capacity = 1 << 20;
+		assert_int_equal(cof_meta_volume_fork(m, &v[l], v[l - 1].vno, got.seq, &err), 0);
+		/* the depth is bounded: past COF_FORK_DEPTH a fork is a copy */
+		assert_int_equal(v[l].depth, got.depth >= COF_FORK_DEPTH ? 0 : got.depth + 1);
+		fk[l] = at_fork[l] = fk[l - 1];
+		fork_seq[l] = got.seq;
+		int files = 0;
+		for (int i = 0; i < FK_PATHS; i++)
+			files += fk[l].content[i][0] != '\0';
+		assert_int_equal(v[l].files, files);
+		fk_edit(v[l - 1].vno, &fk[l - 1], &rnd, l - 1);
+	}
+	/* writes and removes on every level, each checked on every level */
+	for (int round = 0; round < 4; round++) {
+		for (int l = 0; l < FK_LEVELS; l++)
+			fk_edit(v[l].vno, &fk[l], &rnd, l);
+		for (int l = 0; l < FK_LEVELS; l++) {
+			fk_check(v[l].vno, -1, &fk[l]);
+			fk_check(v[l].vno, fork_seq[l > 0 ? l : 1], l > 0 ? &at_fork[l] : &at_fork[1]);
+		}
+	}
+	for (int l = 1; l < FK_LEVELS; l++) {
+		assert_int_equal(cof_meta_volume_get(m, org, v[l].id, &got, &err), 0);
+		int files = 0;
+		for (int i = 0; i < FK_PATHS; i++)
+			files += fk[l].content[i][0] != '\0';
+		assert_int_equal(got.files, files);
+	}
+	/* deleting a parent keeps what its forks read; history they read outlives GC */
+	assert_int_equal(cof_meta_volume_delete(m, v[3].vno, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_volume_get(m, org, v[3].id, &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	assert_int_equal(cof_meta_gc_prune(m, cof_now() + 10, 0, &pruned, &err), 0);
+	for (int l = 0; l < FK_LEVELS; l++)
+		if (l != 3)
+			fk_check(v[l].vno, -1, &fk[l]);
+	for (int i = 0; i < FK_PATHS; i++) {
+		char sha[65];
+		if (!fk[4].content[i][0])
+			continue;
+		sha_for(sha, fk[4].content[i]);
+		assert_int_equal(has(cof_meta_referenced, sha), 1);
+	}
+	/* deleting the whole chain, leaves first, drops the retired parent too */
+	for (int l = FK_LEVELS - 1; l >= 0; l--)
+		if (l != 3)
+			assert_int_equal(cof_meta_volume_delete(m, v[l].vno, &err), 0);
+	for (int l = 0; l < FK_LEVELS; l++)
+		assert_int_equal(listing(v[l].vno, -1, "", NULL)[0], '\0');
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +884,7 @@ int main(void)
 		cmocka_unit_test(test_snapshots_and_fork),
 		cmocka_unit_test(test_agents),
 		cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_fork_chain),
 		cmocka_unit_test(test_open_urls),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,320 @@
+/*
+ * meta_sqlite_fork.c — forks on SQLite: a fork refers to its parent at a seq
+ * instead of copying its rows (docs/design.md, "Forks").
+ *
+ * A fork's own rows (what it wrote, and a whiteout row, sha256 "", for each
+ * file it removed) shadow its parent's rows at the fork's base seq, and so on
+ * up a chain of at most COF_FORK_DEPTH parents. A read tries the fork's own
+ * rows, then each parent's; a listing merges the levels in path order. A
+ * volume deleted while forks refer to it is retired: hidden and without its
+ * changes, its rows kept until the last fork referring to it goes.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_sqlite.h"
+
+int cof_sqlite_base(conn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
+		    cof_err *err)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT base_vno, base_seq FROM volumes WHERE vno = ?"
+					" AND base_vno IS NOT NULL", err);
+	int r;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, vno);
+	r = sqlite3_step(st);
+	if (r == SQLITE_ROW) {
+		*base_vno = sqlite3_column_int64(st, 0);
+		*base_seq = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, "reading a fork's parent");
+	return r == SQLITE_ROW;
+}
+
+int64_t cof_sqlite_level_seq(int64_t at, int64_t base_seq)
+{
+	return at < 0 || at > base_seq ? base_seq : at;
+}
+
+/* ---------------------------------------------------------------- listing */
+
+/* One volume of the chain being merged: its statement and its current row. */
+typedef struct level {
+	sqlite3_stmt *st;
+	int has;          /* st is on a row, copied into e */
+	cof_entry e;
+} level;
+
+static int level_step(conn *c, level *l, cof_err *err)
+{
+	int r = sqlite3_step(l->st);
+
+	l->has = r == SQLITE_ROW;
+	if (l->has)
+		cof_sqlite_row_entry(l->st, &l->e);
+	else if (r != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, "listing files");
+	return 0;
+}
+
+/* Prepares level `l` of the merge: the rows of `vno` at `at` (< 0 = live) in
+ * path order. Not cached: a chain has up to COF_FORK_DEPTH + 1 of them open. */
+static int level_open(conn *c, level *l, int64_t vno, int64_t at, const char *prefix,
+		      const cof_buf *upper, const char *after, cof_err *err)
+{
+	const char *sql = at < 0
+		? "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		  " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
+		  " AND to_seq IS NULL ORDER BY path"
+		: "SELECT path, version, size, sha256, ctype, updated_at FROM entries"
+		  " WHERE vno = ?1 AND path >= ?2 AND path < ?3 AND path > ?4"
+		  " AND from_seq <= ?5 AND (to_seq IS NULL OR to_seq > ?5) ORDER BY path";
+
+	if (sqlite3_prepare_v2(c->db, sql, -1, &l->st, NULL) != SQLITE_OK)
+		return cof_sqlite_db_error(err, c->db, "listing files");
+	sqlite3_bind_int64(l->st, 1, vno);
+	cof_sqlite_bind_text(l->st, 2, prefix ? prefix : "");
+	sqlite3_bind_text(l->st, 3, upper->data, (int)upper->len, SQLITE_STATIC);
+	cof_sqlite_bind_text(l->st, 4, after ? after : "");
+	if (at >= 0)
+		sqlite3_bind_int64(l->st, 5, at);
+	return level_step(c, l, err);
+}
+
+/* Emits the merged levels in path order: for each path the lowest level that
+ * has it answers, and a whiteout there hides it. */
+static int merge(conn *c, level *lv, int n, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	for (;;) {
+		int win = -1;
+		for (int i = 0; i < n; i++)
+			if (lv[i].has && (win < 0 || strcmp(lv[i].e.path, lv[win].e.path) < 0))
+				win = i;
+		if (win < 0)
+			return 0;
+		if (lv[win].e.sha256[0] && fn(ctx, &lv[win].e))
+			return 0;
+		for (int i = n - 1; i >= win; i--)
+			if (lv[i].has && (i == win || !strcmp(lv[i].e.path, lv[win].e.path)) &&
+			    level_step(c, &lv[i], err))
+				return -1;
+	}
+}
+
+/* cof_sqlite_entry_list for a fork (`vno` has a parent). */
+int cof_sqlite_chain_list(conn *c, int64_t vno, int64_t at, const char *prefix,
+			  const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	level *lv = cof_calloc(COF_FORK_DEPTH + 1, sizeof *lv);
+	cof_buf upper = COF_BUF_INIT;
+	int n = 0, rc = 0;
+
+	if (!lv || cof_prefix_upper(prefix ? prefix : "", &upper)) {
+		free(lv);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	for (;;) {
+		int64_t base, base_seq;
+		int r;
+		if ((rc = level_open(c, &lv[n++], vno, at, prefix, &upper, after, err)))
+			break;
+		if (n > COF_FORK_DEPTH || (r = cof_sqlite_base(c, vno, &base, &base_seq, err)) == 0)
+			break;
+		if (r < 0) {
+			rc = -1;
+			break;
+		}
+		vno = base;
+		at = cof_sqlite_level_seq(at, base_seq);
+	}
+	if (!rc)
+		rc = merge(c, lv, n, fn, ctx, err);
+	for (int i = 0; i < n; i++)
+		sqlite3_finalize(lv[i].st);
+	cof_buf_release(&upper);
+	free(lv);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- forking */
+
+/* The files and bytes of `src` at `at`: the volume's own counts when at is its
+ * seq, else those of a snapshot taken there (each stores them), else counted. */
+static int source_counts(conn *c, const cof_volrow *src, int64_t at, cof_volrow *v,
+			 cof_err *err)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	if (at == src->seq) {
+		v->files = src->files;
+		v->bytes = src->bytes;
+		return 0;
+	}
+	if (!(st = cof_sqlite_q(c, "SELECT files, bytes FROM snapshots WHERE src_vno = ? AND seq = ?"
+				" LIMIT 1", err)))
+		return -1;
+	sqlite3_bind_int64(st, 1, src->vno);
+	sqlite3_bind_int64(st, 2, at);
+	r = sqlite3_step(st);
+	if (r == SQLITE_ROW) {
+		v->files = sqlite3_column_int64(st, 0);
+		v->bytes = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (r == SQLITE_ROW)
+		return 0;
+	if (r != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, "forking");
+	return 1;
+}
+
+/* Counts the files of a volume (any depth) into v->files and v->bytes. */
+static int count_entry(void *ctx, const cof_entry *e)
+{
+	cof_volrow *v = ctx;
+
+	v->files++;
+	v->bytes += e->size;
+	return 0;
+}
+
+/* Copies the rows visible in `src_vno` at `at` (through its chain) into the
+ * new volume `vno`: a fork of a volume COF_FORK_DEPTH deep starts a new chain. */
+static int flatten(conn *c, int64_t vno, int64_t src_vno, int64_t at, cof_err *err)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version,"
+		" size, sha256, ctype, updated_at) SELECT ?1, path, from_seq, NULL, version, size,"
+		" sha256, ctype, updated_at FROM (WITH RECURSIVE chain(vno, at, depth) AS"
+		" (SELECT ?2, ?3, 0 UNION ALL SELECT v.base_vno, min(c.at, v.base_seq), c.depth + 1"
+		" FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno IS NOT NULL AND"
+		" c.depth < 64) SELECT e.path, e.from_seq, e.version, e.size, e.sha256, e.ctype,"
+		" e.updated_at, min(c.depth) FROM chain c JOIN entries e ON e.vno = c.vno AND"
+		" e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) GROUP BY e.path)"
+		" WHERE sha256 != ''", err);
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, vno);
+	sqlite3_bind_int64(st, 2, src_vno);
+	sqlite3_bind_int64(st, 3, at);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, "forking");
+	return 0;
+}
+
+static int sq_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
+			  cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	cof_volrow src;
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_sqlite_volume_load(c, src_vno, NULL, NULL, &src, err);
+	if (!rc && src.depth >= COF_FORK_DEPTH) {
+		v->base_vno = v->base_seq = v->depth = 0;
+		v->files = v->bytes = 0;
+		rc = cof_sqlite_volume_insert(c, v, err);
+		if (!rc)
+			rc = flatten(c, v->vno, src_vno, at_seq, err);
+		if (!rc)
+			rc = cof_sqlite_entry_list(c, v->vno, -1, "", NULL, count_entry, v, err);
+	} else if (!rc) {
+		v->base_vno = src_vno;
+		v->base_seq = at_seq;
+		v->depth = src.depth + 1;
+		v->files = v->bytes = 0;
+		rc = source_counts(c, &src, at_seq, v, err);
+		if (rc == 1)
+			rc = cof_sqlite_chain_list(c, src_vno, at_seq, "", NULL, count_entry, v, err);
+		if (!rc)
+			rc = cof_sqlite_volume_insert(c, v, err);
+	}
+	if (!rc && v->depth == 0) {
+		sqlite3_stmt *st = cof_sqlite_q(c, "UPDATE volumes SET files = ?, bytes = ? WHERE vno = ?",
+						err);
+		if (!st)
+			rc = -1;
+		else {
+			sqlite3_bind_int64(st, 1, v->files);
+			sqlite3_bind_int64(st, 2, v->bytes);
+			sqlite3_bind_int64(st, 3, v->vno);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				rc = cof_sqlite_db_error(err, c->db, "forking");
+		}
+	}
+	return cof_sqlite_writer_end(m, rc, err);
+}
+
+/* ------------------------------------------------- deleting and retiring */
+
+int cof_sqlite_volume_retire(conn *c, int64_t vno, cof_err *err)
+{
+	/* Only the rows some fork reads stay; the grace of the others' content
+	 * starts now. */
+#define UNSEEN "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = ?1 AND" \
+	       " entries.from_seq <= f.base_seq AND (entries.to_seq IS NULL OR" \
+	       " entries.to_seq > f.base_seq))"
+	static const char *const sqls[] = {
+		"UPDATE volumes SET hidden = 1, retired = 1 WHERE vno = ?1",
+		"DELETE FROM changes WHERE vno = ?1",
+		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
+		" sha256 IN (SELECT sha256 FROM entries WHERE vno = ?1 AND " UNSEEN ")",
+		"DELETE FROM entries WHERE vno = ?1 AND " UNSEEN,
+	};
+#undef UNSEEN
+	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT 1 FROM volumes WHERE base_vno = ? LIMIT 1", err);
+	int r;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, vno);
+	r = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (r == SQLITE_DONE)
+		return 0;
+	if (r != SQLITE_ROW)
+		return cof_sqlite_db_error(err, c->db, "deleting a volume");
+	for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
+		if (!(st = cof_sqlite_q(c, sqls[i], err)))
+			return -1;
+		sqlite3_bind_int64(st, 1, vno);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			return cof_sqlite_db_error(err, c->db, "deleting a volume");
+	}
+	return 1;
+}
+
+int cof_sqlite_base_release(conn *c, int64_t base_vno, int64_t base_seq, cof_err *err)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, "UPDATE entries SET closed_at = unixepoch() WHERE vno = ?1"
+		" AND to_seq IS NOT NULL AND from_seq <= ?2 AND to_seq > ?2", err);
+	int r;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, base_vno);
+	sqlite3_bind_int64(st, 2, base_seq);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, "deleting a volume");
+	if (!(st = cof_sqlite_q(c, "SELECT 1 FROM volumes WHERE vno = ?1 AND retired = 1 AND NOT"
+				" EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = ?1)", err)))
+		return -1;
+	sqlite3_bind_int64(st, 1, base_vno);
+	r = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (r == SQLITE_ROW)
+		return cof_sqlite_volume_drop(c, base_vno, err);
+	return r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "deleting a volume");
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_fork(cof_meta_ops *o)
+{
+	o->volume_fork = sq_volume_fork;
+}
