@@ -74,6 +74,14 @@ static const char *const migrations[] = {
 	 * a write on some node last said it is about to name the content;
 	 * claimed_at, when a collector took it to delete its bytes. */
 	"ALTER TABLE blobs ADD COLUMN pending_at bigint, ADD COLUMN claimed_at bigint;",
+	/* 3: stored state (meta_pg_state.c): relay sessions' and turns' records,
+	 * the recent history of event streams. */
+	"CREATE TABLE state(kind text NOT NULL, id text NOT NULL, org text NOT NULL,"
+	" node text NOT NULL, ended integer NOT NULL, updated_at bigint NOT NULL,"
+	" body text NOT NULL, PRIMARY KEY(kind, id));"
+	"CREATE TABLE events(stream text COLLATE \"C\" NOT NULL, id bigint NOT NULL,"
+	" mask integer NOT NULL, body text NOT NULL, at bigint NOT NULL,"
+	" PRIMARY KEY(stream, id));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
@@ -444,6 +452,7 @@ static void ops_fill(void)
 	cof_pg_ops_write(&pg_ops);
 	cof_pg_ops_gc(&pg_ops);
 	cof_pg_ops_agent(&pg_ops);
+	cof_pg_ops_state(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

@@ -61,7 +61,14 @@ static const char *schema =
 	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS subjects(org TEXT NOT NULL, agent TEXT NOT NULL,"
 	" subject TEXT NOT NULL, vol TEXT NOT NULL, created_at INTEGER NOT NULL,"
-	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;";
+	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;"
+	/* schema 2: stored state (meta_sqlite_state.c) */
+	"CREATE TABLE IF NOT EXISTS state(kind TEXT NOT NULL, id TEXT NOT NULL,"
+	" org TEXT NOT NULL, node TEXT NOT NULL, ended INTEGER NOT NULL,"
+	" updated_at INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS events(stream TEXT NOT NULL, id INTEGER NOT NULL,"
+	" mask INTEGER NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL,"
+	" PRIMARY KEY(stream, id)) WITHOUT ROWID;";
 
 /* ------------------------------------------------------------ connections */
 
@@ -206,7 +213,7 @@ int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err)
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -241,8 +248,9 @@ static int migrate(conn *c, cof_err *err)
 	if (version < 1 && !column_exists(c, "blobs", "data") &&
 	    cof_sqlite_exec(c, "ALTER TABLE blobs ADD COLUMN data BLOB", err))
 		return -1;
+	/* 1 -> 2: the state and events tables, made by `schema` (IF NOT EXISTS). */
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 1", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 2", err);
 	return 0;
 }
 
@@ -261,6 +269,7 @@ static void ops_fill(void)
 	cof_sqlite_ops_agent(&sqlite_ops);
 	cof_sqlite_ops_subject(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
+	cof_sqlite_ops_state(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
