@@ -544,6 +544,7 @@ typedef struct cof_relay_opts {
 	int64_t op_wait_ms;     /* an op waits this long for its result; 0 = 120 s */
 	int64_t sessions_max;   /* sessions in memory, every org; 0 = 1000 */
 	int64_t sessions_per_org; /* sessions not ended, per org; 0 = 100 */
+	const char *node;       /* this node's name (--node); NULL = "" */
 } cof_relay_opts;
 
 /* The registry; `st` (borrowed, must outlive it) is used to read agents. */

@@ -64,6 +64,7 @@ typedef struct server_opts {
 	const char *meta;        /* --meta URL; NULL = DATA/meta.db */
 	const char *blobs;       /* --blobs URL; NULL = DATA/blobs */
 	const char *log;         /* --log FILE: the request log; NULL = stderr */
+	const char *node;        /* --node NAME: this node among those of one dataset */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -104,7 +105,7 @@ typedef struct head_guard {
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--meta URL] [--blobs URL] [--listen HOST:PORT]\n"
-	      "               [--gc-grace SECONDS]\n"
+	      "               [--gc-grace SECONDS] [--node NAME]\n"
 	      "               [--gc-interval SECONDS] [--history SECONDS] [--scratch DIR]\n"
 	      "               [--scratch-mode kernel|walk] [--turn-limits cgroup|rlimit]\n"
 	      "               [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
@@ -133,6 +134,8 @@ static void usage(FILE *to)
 	      "                         root) or walk (a measuring loop)\n"
 	      "  --turn-limits WAY      cgroup (memory and processes by cgroup where one\n"
 	      "                         can be made, the default) or rlimit\n"
+	      "  --node NAME            this node's name among the nodes of one dataset\n"
+	      "                         (default: none; relay sessions and turns it holds)\n"
 	      "  --turn-grace SECONDS   a turn is dropped this long after its deadline\n"
 	      "                         (default 60)\n"
 	      "  --relay-grace SECONDS  a paused relay session ends when its client is\n"
@@ -214,6 +217,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
 			    !strcmp(a, "--meta") || !strcmp(a, "--blobs") || !strcmp(a, "--log") ||
+			    !strcmp(a, "--node") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
 			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
 			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace") ||
@@ -249,6 +253,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			o->blobs = v;
 		} else if (!strcmp(a, "--log") && *v) {
 			o->log = v;
+		} else if (!strcmp(a, "--node") && *v && strlen(v) < 64) {
+			o->node = v;
 		} else if (!strcmp(a, "--listen")) {
 			if (parse_listen(v, o) == 0)
 				continue;
@@ -639,7 +645,7 @@ static int open_turns(const server_opts *o, http_server *srv)
 int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
-			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL };
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL, NULL };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -668,7 +674,7 @@ int cofferd_main(int argc, char **argv)
 	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
 			      .op_wait_ms = o.relay_op_wait * 1000,
 			      .sessions_max = o.relay_sessions,
-			      .sessions_per_org = o.relay_per_org };
+			      .sessions_per_org = o.relay_per_org, .node = o.node };
 	cof_err rerr = { 0 };
 	if (open_turns(&o, &srv)) {
 		cof_store_close(srv.st);

@@ -31,7 +31,12 @@ int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 							 : RELAY_SESSIONS_MAX;
 	r->sessions_per_org = opts && opts->sessions_per_org > 0
 				      ? (size_t)opts->sessions_per_org : RELAY_SESSIONS_PER_ORG;
+	snprintf(r->node, sizeof r->node, "%s", opts && opts->node ? opts->node : "");
 	pthread_mutex_init(&r->mu, NULL);
+	if (cof_relay_load(r, err)) {
+		cof_relay_close(r);
+		return -1;
+	}
 	*out = r;
 	return 0;
 }
@@ -56,19 +61,44 @@ void cof_relay_op_free(rop *op)
 	free(op);
 }
 
-static void session_free(rsession *s)
+rsession *cof_relay_session_new(void)
 {
+	return cof_calloc(1, sizeof(rsession));
+}
+
+void cof_relay_session_free(rsession *s)
+{
+	if (!s)
+		return;
 	for (rop *op = s->ops, *n; op; op = n) {
 		n = op->next;
 		cof_relay_op_free(op);
 	}
-	for (size_t i = 0; i < RELAY_EVENTS; i++)
-		free(s->ev[i].json);
 	cof_excl_free(s->excl);
 	json_decref(s->user_excl);
 	cof_protect_free(s->prot);
-	json_decref(s->log);
 	free(s);
+}
+
+#define session_free cof_relay_session_free
+
+const char *cof_relay_status_name(rs_status st)
+{
+	return status_name[st];
+}
+
+int cof_relay_status_of(const char *name)
+{
+	for (int i = 0; name && i < 4; i++)
+		if (!strcmp(status_name[i], name))
+			return i;
+	return -1;
+}
+
+/* The name of a stored stream of session s: `prefix` + uid. */
+static void stream_name(const char *prefix, const rsession *s, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%s%s", prefix, s->uid);
 }
 
 void cof_relay_close(cof_relay *r)
@@ -85,27 +115,42 @@ void cof_relay_close(cof_relay *r)
 
 /* ------------------------------------------------------------ life cycle */
 
+/* Appends `obj` (stolen) to the stored stream `prefix` + uid, keeping `keep`;
+ * the id, or 0 when it could not be stored (said on stderr). */
+static int64_t stream_add(cof_relay *r, rsession *s, const char *prefix, unsigned to,
+			  json_t *obj, int64_t keep)
+{
+	char name[64], *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+	int64_t id = 0;
+	cof_err e = {0};
+
+	json_decref(obj);
+	stream_name(prefix, s, name, sizeof name);
+	if (!text || cof_meta_event_add(r->st->meta, name, to, text, keep, &id, &e)) {
+		fprintf(stderr, "cofferd: relay session %s: cannot store an event: %s\n", s->uid,
+			text ? e.msg : "out of memory");
+		id = 0;
+	}
+	cof_err_clear(&e);
+	free(text);
+	return id;
+}
+
 void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data)
 {
 	json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", data ? data : json_object());
-	revent *slot = &s->ev[s->ev_next % RELAY_EVENTS];
+	int64_t id = stream_add(r, s, RELAY_EVENT_STREAM, to, ev, RELAY_EVENTS);
 
-	free(slot->json);
-	slot->json = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-	slot->id = ++s->ev_next;
-	slot->to = to;
-	json_decref(ev);
+	if (id > 0)
+		s->ev_next = (uint64_t)id;
+	cof_relay_persist(r, s);
 	cof_relay_wake(r, s);
 }
 
-void cof_relay_log_add(rsession *s, json_t *entry)
+void cof_relay_log_add(cof_relay *r, rsession *s, json_t *entry)
 {
-	if (json_array_size(s->log) >= RELAY_LOG_MAX) {
-		s->log_truncated = 1;
-		json_array_remove(s->log, 0);
-	}
 	json_object_set_new(entry, "at", cof_json_time(cof_now()));
-	json_array_append_new(s->log, entry);
+	stream_add(r, s, RELAY_LOG_STREAM, 0, entry, RELAY_LOG_MAX);
 }
 
 static void set_status(cof_relay *r, rsession *s, rs_status to)
@@ -142,7 +187,7 @@ void cof_relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, con
 		json_object_set_new(entry, "message", json_string(e->msg));
 	if (op->is_write)
 		json_object_set_new(entry, "size", json_integer(op->size));
-	cof_relay_log_add(s, entry);
+	cof_relay_log_add(r, s, entry);
 	if (op->is_write && !e)
 		cof_relay_event(r, s, EV_AGENT, "write_result",
 			    json_pack("{s:s, s:s, s:I, s:O?}", "opId", op->id, "path", op->path,
@@ -179,8 +224,8 @@ void cof_relay_session_end(cof_relay *r, rsession *s, const char *reason)
 
 	if (s->status == RS_ENDED)
 		return;
-	s->ended_at = cof_now();
-	s->ended_ms = cof_mono_ms();
+	s->ended_ms = cof_now_ms();
+	s->ended_at = s->ended_ms / 1000;
 	snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
 	s->attached = 0;
 	set_status(r, s, RS_ENDED);
@@ -214,9 +259,9 @@ void cof_relay_tick(cof_relay *r, rsession *s)
 {
 	if (s->status == RS_ENDED)
 		return;
-	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
+	if (cof_now_ms() - s->started_ms >= s->limits.seconds * 1000)
 		cof_relay_session_end(r, s, "expired");
-	else if (s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms)
+	else if (s->status == RS_PAUSED && cof_now_ms() - s->paused_ms >= r->grace_ms)
 		cof_relay_session_end(r, s, "grace");
 }
 
@@ -227,8 +272,8 @@ void cof_relay_detach(cof_relay *r, rsession *s, const char *reason)
 	if (!s->attached || s->status == RS_ENDED)
 		return;
 	s->attached = 0;
-	s->paused_ms = cof_mono_ms();
-	cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
+	s->paused_ms = cof_now_ms();
+	cof_relay_log_add(r, s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
 	cof_relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
 	cof_error(&e, COF_EUNAVAILABLE, "the user's folder is not connected (the client %s)",
@@ -249,7 +294,7 @@ static void prune(cof_relay *r)
 		for (rsession **pp = &r->sessions; *pp;) {
 			rsession *s = *pp;
 			int old = s->status == RS_ENDED && !s->refs &&
-				  (cof_mono_ms() - s->ended_ms >= RELAY_ENDED_KEEP * 1000LL ||
+				  (cof_now_ms() - s->ended_ms >= RELAY_ENDED_KEEP * 1000LL ||
 				   (pass == 1 && full));
 			if (old) {
 				*pp = s->next;
@@ -455,9 +500,8 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 	s->mode = s->default_mode = mode;
 	s->limits = lim;
 	s->user_excl = json_array();
-	s->log = json_array();
-	s->started_at = cof_now();
-	s->started_ms = cof_mono_ms();
+	s->started_ms = cof_now_ms();
+	s->started_at = s->started_ms / 1000;
 	cof_buf t = COF_BUF_INIT;
 	cof_buf_addf(&t, "rct_%s", token);
 	free(token);
@@ -538,7 +582,7 @@ int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
 	} else if (s) {
 		if (!strcmp(reason, "aborted"))
 			cof_relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "agent"));
-		cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "end", "reason", reason));
+		cof_relay_log_add(r, s, json_pack("{s:s, s:s}", "event", "end", "reason", reason));
 		cof_relay_session_end(r, s, reason);
 		rc = 0;
 	}
@@ -546,18 +590,43 @@ int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
 	return rc;
 }
 
+/* Appends a stored log entry to the array `ctx`. */
+static int log_entry(void *ctx, int64_t id, unsigned to, const char *body)
+{
+	json_t *e = json_loads(body, 0, NULL);
+
+	(void)id, (void)to;
+	if (e)
+		json_array_append_new(ctx, e);
+	return 0;
+}
+
 int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_t **out,
 		  cof_err *err)
 {
+	char name[64];
+	int64_t last = 0, first = 0;
+	json_t *entries = NULL;
 	rsession *s;
+	int rc = -1;
 
 	pthread_mutex_lock(&r->mu);
 	s = cof_relay_find(r, who, uid, err);
-	if (s)
-		*out = json_pack("{s:s, s:O, s:b}", "uid", s->uid, "entries", s->log,
-				 "truncated", s->log_truncated);
+	if (s) {
+		stream_name(RELAY_LOG_STREAM, s, name, sizeof name);
+		entries = json_array();
+		if (!cof_meta_event_last(r->st->meta, name, &last, &first, err) &&
+		    !cof_meta_event_list(r->st->meta, name, 0, RELAY_LOG_MAX, log_entry, entries,
+					 err))
+			rc = 0;
+	}
 	pthread_mutex_unlock(&r->mu);
-	return s ? 0 : -1;
+	if (rc == 0)
+		*out = json_pack("{s:s, s:o, s:b}", "uid", uid, "entries", entries, "truncated",
+				 first > 1);
+	else
+		json_decref(entries);
+	return rc;
 }
 
 void cof_relay_wake(cof_relay *r, rsession *s)

@@ -10,7 +10,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include "relay/relay.h"
+#include "store/store.h"
 
 struct cof_relay_stream {
 	cof_relay *r;
@@ -50,23 +52,41 @@ int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *ui
 	return s ? 0 : -1;
 }
 
-/* Moves the stream's new events into `list`. */
+typedef struct take_ctx {
+	cof_relay_stream *x;
+	json_t *list;
+} take_ctx;
+
+/* One stored event: added to the list when it is meant for the stream. */
+static int take_one(void *arg, int64_t id, unsigned to, const char *body)
+{
+	take_ctx *t = arg;
+	unsigned bit = t->x->client ? EV_CLIENT : EV_AGENT;
+	json_t *ev = (to & bit) ? json_loads(body, 0, NULL) : NULL;
+
+	if (ev) {
+		json_object_set_new(ev, "id", json_integer((json_int_t)id));
+		json_array_append_new(t->list, ev);
+	}
+	t->x->pos = (uint64_t)id;
+	return 0;
+}
+
+/* Moves the stream's new events (read from the stored stream, 256 at a
+ * time) into `list`. */
 static void take_events(cof_relay_stream *x, json_t *list)
 {
-	rsession *s = x->s;
-	unsigned bit = x->client ? EV_CLIENT : EV_AGENT;
-	uint64_t first = s->ev_next > RELAY_EVENTS ? s->ev_next - RELAY_EVENTS + 1 : 1;
+	take_ctx t = {x, list};
+	char name[64];
+	cof_err e = {0};
 
-	for (uint64_t id = x->pos + 1 > first ? x->pos + 1 : first; id <= s->ev_next; id++) {
-		revent *e = &s->ev[(id - 1) % RELAY_EVENTS];
-		json_t *ev = (e->to & bit) && e->json ? json_loads(e->json, 0, NULL) : NULL;
-		if (ev) {
-			json_object_set_new(ev, "id", json_integer((json_int_t)id));
-			json_array_append_new(list, ev);
-		}
-	}
-	if (s->ev_next > x->pos)
-		x->pos = s->ev_next;
+	if (x->pos >= x->s->ev_next)
+		return;
+	snprintf(name, sizeof name, "%s%s", RELAY_EVENT_STREAM, x->s->uid);
+	if (cof_meta_event_list(x->r->st->meta, name, (int64_t)x->pos, 256, take_one, &t, &e))
+		fprintf(stderr, "cofferd: relay session %s: cannot read its events: %s\n",
+			x->s->uid, e.msg);
+	cof_err_clear(&e);
 }
 
 /* Moves the ops not yet sent to this attachment into `list`. */
@@ -183,7 +203,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	s->gen++;
 	s->attached = 1;
 	rs_status was = s->status;
-	cof_relay_log_add(s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
+	cof_relay_log_add(r, s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
 			       cof_mode_name(s->mode), "client", s->client));
 	*out = stream_new(r, s, 1, s->ev_next);
 	if (!*out) {
@@ -315,14 +335,14 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 	}
 	if (s && !strcmp(type, "abort")) {
 		cof_relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "user"));
-		cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
+		cof_relay_log_add(r, s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
 		cof_relay_session_end(r, s, "aborted");
 	} else if (s && !strcmp(type, "accept")) {
-		cof_relay_log_add(s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
+		cof_relay_log_add(r, s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
 		cof_relay_event(r, s, EV_AGENT, "accept", json_incref(data));
 	} else if (s) {
 		json_object_set_new(data, "by", json_string("client"));
-		cof_relay_log_add(s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
+		cof_relay_log_add(r, s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
 				       json_object_get(data, "path") ? json_object_get(data, "path")
 								     : json_null(),
 				       "outcome", "blocked", "blocked", data));

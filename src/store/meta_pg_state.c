@@ -98,9 +98,9 @@ static int pg_event_add(cof_meta *m, const char *stream, unsigned to, const char
 	if (!cof_pg_do(c, "SELECT pg_advisory_xact_lock(7700, hashtext($1))", "recording an event",
 		       NULL, err, "s", stream) &&
 	    (r = cof_pg_q(c, "INSERT INTO events(stream, id, mask, body, at) SELECT $1,"
-			  " coalesce(max(id), 0) + 1, $2, $3, $4 FROM events WHERE stream = $1"
-			  " RETURNING id", "recording an event", err, "siis", stream, (int64_t)to,
-			  body, cof_now_ms()))) {
+			  " coalesce(max(id), 0) + 1, $2::integer, $3::text, $4::bigint FROM events"
+			  " WHERE stream = $1 RETURNING id", "recording an event", err, "sisi", stream,
+			  (int64_t)to, body, cof_now_ms()))) {
 		*id = PQntuples(r) == 1 ? cof_pg_int(r, 0, 0) : 0;
 		PQclear(r);
 		rc = *id > 0 ? 0 : cof_error(err, COF_EINTERNAL, "recording an event: no id");
