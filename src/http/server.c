@@ -629,7 +629,7 @@ static int open_store(const server_opts *o, cof_store **st)
 static int open_turns(const server_opts *o, http_server *srv)
 {
 	cof_turns_opts to = {o->scratch, o->data, o->turn_grace, o->scratch_walk,
-			     o->turn_rlimits};
+			     o->turn_rlimits, o->node};
 	cof_err err = {0};
 	const char *how = NULL;
 
