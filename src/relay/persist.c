@@ -57,7 +57,7 @@ static int64_t int_of(json_t *o, const char *key)
 }
 
 /* A session from its record; NULL (err set) when the record cannot be read. */
-static rsession *session_of(const cof_staterow *row, cof_err *err)
+rsession *cof_relay_session_of(const cof_staterow *row, cof_err *err)
 {
 	json_t *b = json_loads(row->body, 0, NULL), *counts = json_object_get(b, "counts");
 	json_t *excl = json_object_get(b, "exclusions");
@@ -117,7 +117,7 @@ static int load_one(void *arg, const cof_staterow *row)
 
 	if (row->node[0] && strcmp(row->node, r->node))
 		return 0; /* another node's: it is read from the store when asked for */
-	if (!(s = session_of(row, &e))) {
+	if (!(s = cof_relay_session_of(row, &e))) {
 		fprintf(stderr, "cofferd: relay session %s: cannot load it: %s\n", row->id, e.msg);
 		cof_err_clear(&e);
 		l->bad++;

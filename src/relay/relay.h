@@ -16,6 +16,7 @@
 #include "coffer.h"
 #include "policy/policy.h"
 #include "util/util.h"
+#include "store/meta.h"
 
 #define RELAY_EVENTS 1024        /* events kept per session (stored stream) */
 #define RELAY_LOG_MAX 5000       /* log entries kept per session (stored stream) */
@@ -27,6 +28,7 @@
 #define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
 #define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
 #define RELAY_DEFAULT_GRACE 600
+#define RELAY_NODE_GONE_MS 15000 /* a node without heartbeat this long is gone (forward.c) */
 #define RELAY_DEFAULT_OP_WAIT_MS 120000
 
 /* Who an event goes to. */
@@ -124,6 +126,13 @@ void cof_relay_persist(cof_relay *r, rsession *s);
 /* Loads the stored sessions at start (persist.c): one that was active is
  * paused until its client reconnects; its timers go on from stored times. */
 int cof_relay_load(cof_relay *r, cof_err *err);
+/* A session's client attaches at this node while another holds it (its
+ * record names another node): moved here when it is not active, or when
+ * the node holding it is gone (with the session paused first); NULL with
+ * err otherwise. */
+rsession *cof_relay_claim(cof_relay *r, const char *uid, const char *token, cof_err *err);
+/* A session from its stored record (persist.c). */
+rsession *cof_relay_session_of(const cof_staterow *row, cof_err *err);
 /* A session as loaded or made: filled by the caller, freed by session_free. */
 rsession *cof_relay_session_new(void);
 void cof_relay_session_free(rsession *s);

@@ -317,19 +317,139 @@ static int hash_equal(const char *a, const char *b)
 	return d == 0;
 }
 
+/* True when the stored record of a session this node holds, not attached
+ * here, names another node: its client attached there (cof_relay_claim). */
+static int moved(cof_relay *r, const rsession *s)
+{
+	cof_staterow row;
+	cof_err e = {0};
+	int found, gone;
+
+	if (!r->node[0] || s->attached || s->status == RS_ENDED)
+		return 0;
+	found = cof_meta_state_get(r->st->meta, "relay", s->uid, &row, &e);
+	cof_err_clear(&e);
+	if (found <= 0)
+		return 0;
+	gone = row.node[0] && strcmp(row.node, r->node);
+	free(row.body);
+	return gone;
+}
+
+/* The session `uid` in the registry; one whose client attached at another
+ * node is dropped from it (once nothing here points at it). */
 static rsession *lookup(cof_relay *r, const char *uid)
 {
-	for (rsession *s = r->sessions; s; s = s->next)
-		if (!strcmp(s->uid, uid))
+	for (rsession **pp = &r->sessions; *pp; pp = &(*pp)->next) {
+		rsession *s = *pp;
+		if (strcmp(s->uid, uid))
+			continue;
+		if (!moved(r, s))
 			return s;
+		if (!s->refs) {
+			*pp = s->next;
+			session_free(s);
+			r->nsessions--;
+		}
+		return NULL;
+	}
 	return NULL;
+}
+
+/* 1 when node `name`'s heartbeat (its "node" record, forward.c) is older
+ * than `gone_ms` or it has none. */
+static int node_gone(cof_relay *r, const char *name, int64_t gone_ms)
+{
+	cof_staterow row;
+	cof_err e = {0};
+	int found = cof_meta_state_get(r->st->meta, "node", name, &row, &e);
+
+	cof_err_clear(&e);
+	if (found <= 0)
+		return 1;
+	free(row.body);
+	return cof_now_ms() - row.updated_at > gone_ms;
+}
+
+rsession *cof_relay_claim(cof_relay *r, const char *uid, const char *token, cof_err *err)
+{
+	cof_staterow row;
+	rsession *s = NULL;
+	char h[65];
+	int found;
+
+	if (!r->node[0] || !token)
+		return NULL;
+	found = cof_meta_state_get(r->st->meta, "relay", uid, &row, err);
+	if (found <= 0)
+		return NULL;
+	cof_err_clear(err);
+	if (!(s = cof_relay_session_of(&row, err)) || cof_sha256_hex(token, strlen(token), h) ||
+	    !hash_equal(h, s->token_hash)) {
+		cof_relay_session_free(s);
+		free(row.body);
+		cof_err_clear(err);
+		cof_error(err, COF_EUNAUTHORIZED, "unknown relay session or wrong connect token");
+		return NULL;
+	}
+	if (s->status == RS_ACTIVE && !node_gone(r, row.node, RELAY_NODE_GONE_MS)) {
+		cof_error(err, COF_ECONFLICT, "another client is attached to relay session '%s' "
+			  "(at node '%s')", s->uid, row.node);
+		cof_relay_session_free(s);
+		free(row.body);
+		return NULL;
+	}
+	free(row.body);
+	char name[64];
+	int64_t last = 0, first = 0;
+	snprintf(name, sizeof name, "%s%s", RELAY_EVENT_STREAM, s->uid);
+	if (!cof_meta_event_last(r->st->meta, name, &last, &first, err))
+		s->ev_next = (uint64_t)last;
+	cof_err_clear(err);
+	if (s->status == RS_ACTIVE) { /* its node is gone with its client */
+		s->attached = 1;
+		cof_relay_detach(r, s, "node_gone");
+	}
+	s->next = r->sessions;
+	r->sessions = s;
+	r->nsessions++;
+	cof_relay_persist(r, s); /* the record names this node now */
+	return s;
+}
+
+/* A session this node does not hold: COF_EUNAVAILABLE naming the node that
+ * holds it (extra "node": the HTTP layer carries the request there) when its
+ * record says so, else COF_ENOTFOUND. */
+static void elsewhere(cof_relay *r, const char *org, const char *uid, cof_err *err)
+{
+	cof_staterow row;
+	cof_err e = {0};
+	int found = r->node[0] ? cof_meta_state_get(r->st->meta, "relay", uid, &row, &e) : 0;
+
+	cof_err_clear(&e);
+	if (found > 0 && row.node[0] && strcmp(row.node, r->node) &&
+	    (!org || !strcmp(row.org, org))) {
+		cof_error(err, COF_EUNAVAILABLE, "relay session '%.64s' is held by node '%s'", uid,
+			  row.node);
+		cof_err_set(err, "node", json_string(row.node));
+	} else if (org) {
+		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
+	} else {
+		cof_error(err, COF_EUNAUTHORIZED, "unknown relay session or wrong connect token");
+	}
+	if (found > 0)
+		free(row.body);
 }
 
 rsession *cof_relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err)
 {
 	rsession *s = lookup(r, uid);
 
-	if (!s || strcmp(s->org, who->org) || (who->agent[0] && strcmp(who->agent, s->agent))) {
+	if (!s) {
+		elsewhere(r, who->org, uid, err);
+		return NULL;
+	}
+	if (strcmp(s->org, who->org) || (who->agent[0] && strcmp(who->agent, s->agent))) {
 		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
 		return NULL;
 	}
@@ -342,6 +462,10 @@ rsession *cof_relay_find_client(cof_relay *r, const char *uid, const char *token
 	rsession *s = lookup(r, uid);
 	char h[65];
 
+	if (!s && token) {
+		elsewhere(r, NULL, uid, err);
+		return NULL;
+	}
 	if (!token || cof_sha256_hex(token, strlen(token), h) || !s ||
 	    !hash_equal(h, s->token_hash)) {
 		cof_error(err, COF_EUNAUTHORIZED,

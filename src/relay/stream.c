@@ -179,6 +179,8 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	}
 	pthread_mutex_lock(&r->mu);
 	s = cof_relay_find_client(r, uid, token, err);
+	if (!s && json_object_get(err->extra, "node"))
+		s = cof_relay_claim(r, uid, token, err); /* docs/design.md, "Across nodes" */
 	if (!s)
 		goto out;
 	if (s->status == RS_ENDED) {
