@@ -86,6 +86,8 @@ typedef struct rsession {
 	rop *ops;
 	size_t nops;
 	uint64_t ev_next;       /* the id of its last stored event */
+	int mirror;             /* a copy of another node's session, read from the
+				   store for one agent events stream (stream.c) */
 } rsession;
 
 struct cof_relay {

@@ -257,7 +257,7 @@ int cof_relay_gone(const rsession *s, cof_err *err)
 
 void cof_relay_tick(cof_relay *r, rsession *s)
 {
-	if (s->status == RS_ENDED)
+	if (s->status == RS_ENDED || s->mirror) /* a mirror's holder ends it */
 		return;
 	if (cof_now_ms() - s->started_ms >= s->limits.seconds * 1000)
 		cof_relay_session_end(r, s, "expired");

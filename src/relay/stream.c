@@ -22,6 +22,11 @@ struct cof_relay_stream {
 	uint64_t pos;        /* the last event id delivered */
 };
 
+static rsession *mirror_open(cof_relay *r, const cof_principal *who, const char *uid,
+			     cof_err *err);
+static rsession *mirror_read(cof_relay *r, const cof_principal *who, const char *uid,
+			     rsession *into, cof_err *err);
+
 static cof_relay_stream *stream_new(cof_relay *r, rsession *s, int client, uint64_t pos)
 {
 	cof_relay_stream *x = cof_calloc(1, sizeof *x);
@@ -44,12 +49,76 @@ int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *ui
 
 	pthread_mutex_lock(&r->mu);
 	s = cof_relay_find(r, who, uid, err);
-	if (s && !(*out = stream_new(r, s, 0, after)))
+	if (!s && json_object_get(err->extra, "node"))
+		s = mirror_open(r, who, uid, err);
+	if (s && !(*out = stream_new(r, s, 0, after))) {
+		if (s->mirror)
+			cof_relay_session_free(s);
 		s = NULL, cof_error(err, COF_EINTERNAL, "out of memory");
+	}
 	if (s)
 		s->agent_streams++;
 	pthread_mutex_unlock(&r->mu);
 	return s ? 0 : -1;
+}
+
+/* Reads session `uid`'s record into a mirror (or refreshes `into`): its
+ * status and its last event id, as the node holding it stored them. */
+static rsession *mirror_read(cof_relay *r, const cof_principal *who, const char *uid,
+			     rsession *into, cof_err *err)
+{
+	cof_staterow row;
+	rsession *s;
+	char name[64];
+	int64_t last = 0, first = 0;
+	int found = cof_meta_state_get(r->st->meta, "relay", uid, &row, err);
+
+	if (found <= 0)
+		return NULL;
+	s = cof_relay_session_of(&row, err);
+	free(row.body);
+	if (!s)
+		return NULL;
+	if (strcmp(s->org, who->org) || (who->agent[0] && strcmp(who->agent, s->agent))) {
+		cof_relay_session_free(s);
+		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
+		return NULL;
+	}
+	snprintf(name, sizeof name, "%s%s", RELAY_EVENT_STREAM, s->uid);
+	if (cof_meta_event_last(r->st->meta, name, &last, &first, err)) {
+		cof_relay_session_free(s);
+		return NULL;
+	}
+	s->ev_next = (uint64_t)last;
+	s->mirror = 1;
+	if (!into)
+		return s;
+	into->status = s->status;
+	into->ev_next = s->ev_next;
+	memcpy(into->end_reason, s->end_reason, sizeof into->end_reason);
+	cof_relay_session_free(s);
+	return into;
+}
+
+/* An agent's events stream at a node that does not hold the session: the
+ * events are stored, so it reads them here, and wakes on notify (every
+ * node's, on PostgreSQL) or once a second (docs/design.md, "Across nodes"). */
+static rsession *mirror_open(cof_relay *r, const cof_principal *who, const char *uid,
+			     cof_err *err)
+{
+	cof_err e = {0};
+	rsession *s = mirror_read(r, who, uid, NULL, &e);
+
+	if (s) {
+		cof_err_clear(err);
+		cof_err_clear(&e);
+		return s;
+	}
+	if (e.code) {
+		cof_err_clear(err);
+		*err = e;
+	}
+	return NULL;
 }
 
 typedef struct take_ctx {
@@ -113,6 +182,13 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 	(void)err;
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
+		if (s->mirror) {
+			cof_err e = {0};
+			cof_principal who = {0};
+			snprintf(who.org, sizeof who.org, "%s", s->org);
+			mirror_read(r, &who, s->uid, s, &e);
+			cof_err_clear(&e);
+		}
 		cof_relay_tick(r, s);
 		take_events(x, list);
 		if (x->client && (s->gen != x->gen || !s->attached))
@@ -141,6 +217,12 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	r = x->r;
 	s = x->s;
 	pthread_mutex_lock(&r->mu);
+	if (s->mirror) {
+		cof_relay_session_free(s); /* its own copy, in no registry */
+		pthread_mutex_unlock(&r->mu);
+		free(x);
+		return;
+	}
 	if (x->client && s->attached && s->gen == x->gen) {
 		cof_relay_detach(r, s, "disconnected");
 	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {

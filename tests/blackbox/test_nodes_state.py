@@ -81,12 +81,25 @@ def test_relay_client_on_a_serves_ops_sent_to_c():
         r = expect(_op(a, s["uid"], op="read_file", path="w.txt"), 200)
         eq((r.json()["content"], r.header("X-Coffer-Node")), ("via C", "n1"),
            "an op sent to A reaches the client at B")
-        # every event of the session, stored, reads the same from node C's copy
-        evs = test_restart._sse(b, "/v1/relay/sessions/%s/events" % s["uid"], last_id=0,
-                                seconds=1.5)
+        # the session's events on node C, which does not hold it: the stored history
+        # after a Last-Event-ID, then live ones
+        path = "/v1/relay/sessions/%s/events" % s["uid"]
+        evs = test_restart._sse(c, path, last_id=0, seconds=1.5)
         types = [t for _, t, _ in evs]
         for want in ("write_result", "pause", "resume"):
-            check(want in types, "%s in the history: %r" % (want, types))
+            check(want in types, "%s in the history read on node C: %r" % (want, types))
+        eq([i for i, _, _ in evs], list(range(1, len(evs) + 1)), "ids from 1 on")
+        half = evs[len(evs) // 2][0]
+        eq([i for i, _, _ in test_restart._sse(a, path, last_id=half, seconds=1.5)],
+           [i for i, _, _ in evs if i > half], "replay after Last-Event-ID on node A")
+        live = harness.EventStream(c, path)
+        try:
+            expect(_op(a, s["uid"], op="write_file", path="l.txt", content="live"), 200)
+            got = live.expect("write_result", len([t for t in types if t == "write_result"]) + 1,
+                              timeout=10)
+            eq(got[-1]["path"], "l.txt", "a live event on node C")
+        finally:
+            live.close()
         cl2.close()
     finally:
         _close(url, [a, b, c])
