@@ -77,6 +77,7 @@ int http_nodes_start(http_server *srv, const char *node, const char *url)
 {
 	if (!node || !*node)
 		return 0; /* one node: nothing to carry anywhere */
+	curl_global_init(CURL_GLOBAL_DEFAULT); /* thread-safe in libcurl 7.84 and later */
 	hb.st = srv->st;
 	snprintf(hb.node, sizeof hb.node, "%s", node);
 	snprintf(hb.url, sizeof hb.url, "%s", url);

@@ -6,7 +6,8 @@
  * records, so a restart of cofferd, SIGKILL included, ends no session: one
  * that was active comes back paused (its client went with the process) and
  * goes on when the client reconnects; the time limit and the grace time are
- * measured from the stored wall-clock times.
+ * measured from the stored times (wall clock in the record, monotonic in
+ * memory, so a step of the wall clock ends nothing while cofferd runs).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,22 +15,40 @@
 #include "relay/relay.h"
 #include "store/store.h"
 
+/* A monotonic time as wall-clock ms now, and back: the record keeps wall
+ * clock (the monotonic clock means nothing to another process or node). */
+static int64_t to_wall(int64_t mono_ms)
+{
+	return mono_ms ? cof_now_ms() - (cof_mono_ms() - mono_ms) : 0;
+}
+
+static int64_t from_wall(int64_t wall_ms)
+{
+	return wall_ms ? cof_mono_ms() - (cof_now_ms() - wall_ms) : 0;
+}
+
 /* The record's body: what the registry holds of a session, less the ops in
  * flight (they belong to HTTP calls of this process). */
 static json_t *session_body(const rsession *s)
 {
-	json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:O, s:o, s:s, s:I, s:I, s:I, s:s,"
-			      " s:{s:I, s:I, s:I}}",
+	json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:s}",
 			      "agent", s->agent, "tokenHash", s->token_hash, "status",
 			      cof_relay_status_name(s->status), "mode", cof_mode_name(s->mode),
 			      "defaultMode", cof_mode_name(s->default_mode), "limits",
 			      cof_limits_json(&s->limits), "exclusions",
-			      s->user_excl ? s->user_excl : json_array(), "allowWrite",
-			      cof_protect_allowances(s->prot), "client", s->client, "startedMs",
-			      (json_int_t)s->started_ms, "pausedMs", (json_int_t)s->paused_ms,
-			      "endedMs", (json_int_t)s->ended_ms, "endReason", s->end_reason,
-			      "counts", "reads", (json_int_t)s->reads, "writes",
-			      (json_int_t)s->writes, "bytesWritten", (json_int_t)s->bytes_written);
+			      s->user_excl ? json_incref(s->user_excl) : json_array(), "allowWrite",
+			      cof_protect_allowances(s->prot), "client", s->client, "endReason",
+			      s->end_reason);
+
+	json_object_set_new(b, "counts", json_pack("{s:I, s:I, s:I}", "reads",
+						   (json_int_t)s->reads, "writes",
+						   (json_int_t)s->writes, "bytesWritten",
+						   (json_int_t)s->bytes_written));
+	json_object_set_new(b, "startedMs", json_integer(to_wall(s->started_ms)));
+	json_object_set_new(b, "pausedMs", json_integer(to_wall(s->paused_ms)));
+	json_object_set_new(b, "endedMs", json_integer(to_wall(s->ended_ms)));
+	json_object_set_new(b, "startedAt", json_integer(s->started_at));
+	json_object_set_new(b, "endedAt", json_integer(s->ended_at));
 	return b;
 }
 
@@ -87,11 +106,11 @@ rsession *cof_relay_session_of(const cof_staterow *row, cof_err *err)
 	snprintf(s->client, sizeof s->client, "%s", cof_json_str(b, "client") ? cof_json_str(b, "client") : "");
 	snprintf(s->end_reason, sizeof s->end_reason, "%s",
 		 cof_json_str(b, "endReason") ? cof_json_str(b, "endReason") : "");
-	s->started_ms = int_of(b, "startedMs");
-	s->started_at = s->started_ms / 1000;
-	s->paused_ms = int_of(b, "pausedMs");
-	s->ended_ms = int_of(b, "endedMs");
-	s->ended_at = s->ended_ms / 1000;
+	s->started_ms = from_wall(int_of(b, "startedMs"));
+	s->started_at = int_of(b, "startedAt");
+	s->paused_ms = from_wall(int_of(b, "pausedMs"));
+	s->ended_ms = from_wall(int_of(b, "endedMs"));
+	s->ended_at = int_of(b, "endedAt");
 	s->reads = int_of(counts, "reads");
 	s->writes = int_of(counts, "writes");
 	s->bytes_written = int_of(counts, "bytesWritten");

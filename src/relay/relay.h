@@ -70,13 +70,14 @@ typedef struct rsession {
 	json_t *user_excl;      /* the user's patterns as given */
 	cof_protect *prot;      /* the user's --allow-write (NULL: none yet) */
 	char client[128];
-	/* Wall-clock times (cof_now_ms), stored: the time limit, the grace time
-	 * and pruning keep running across a restart of cofferd. */
+	/* Timers run on cof_mono_ms(), so a step of the wall clock ends no
+	 * session; the record stores them as wall-clock ms (persist.c), turned
+	 * back into monotonic ones at load, so they go on across a restart. */
 	int64_t started_at;     /* unix seconds, shown */
-	int64_t started_ms;     /* unix ms: what the time limit measures */
-	int64_t paused_ms;      /* unix ms when it paused */
+	int64_t started_ms;     /* cof_mono_ms() then: what the time limit measures */
+	int64_t paused_ms;      /* cof_mono_ms() when it paused */
 	int64_t ended_at;       /* unix seconds, shown */
-	int64_t ended_ms;       /* unix ms: what pruning measures */
+	int64_t ended_ms;       /* cof_mono_ms() then: what pruning measures */
 	char end_reason[16];
 	int64_t reads, writes, bytes_written;
 	uint64_t gen;           /* rises with every client attach */

@@ -224,8 +224,8 @@ void cof_relay_session_end(cof_relay *r, rsession *s, const char *reason)
 
 	if (s->status == RS_ENDED)
 		return;
-	s->ended_ms = cof_now_ms();
-	s->ended_at = s->ended_ms / 1000;
+	s->ended_at = cof_now();
+	s->ended_ms = cof_mono_ms();
 	snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
 	s->attached = 0;
 	set_status(r, s, RS_ENDED);
@@ -259,9 +259,9 @@ void cof_relay_tick(cof_relay *r, rsession *s)
 {
 	if (s->status == RS_ENDED || s->mirror) /* a mirror's holder ends it */
 		return;
-	if (cof_now_ms() - s->started_ms >= s->limits.seconds * 1000)
+	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
 		cof_relay_session_end(r, s, "expired");
-	else if (s->status == RS_PAUSED && cof_now_ms() - s->paused_ms >= r->grace_ms)
+	else if (s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms)
 		cof_relay_session_end(r, s, "grace");
 }
 
@@ -272,7 +272,7 @@ void cof_relay_detach(cof_relay *r, rsession *s, const char *reason)
 	if (!s->attached || s->status == RS_ENDED)
 		return;
 	s->attached = 0;
-	s->paused_ms = cof_now_ms();
+	s->paused_ms = cof_mono_ms();
 	cof_relay_log_add(r, s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
 	cof_relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
@@ -294,7 +294,7 @@ static void prune(cof_relay *r)
 		for (rsession **pp = &r->sessions; *pp;) {
 			rsession *s = *pp;
 			int old = s->status == RS_ENDED && !s->refs &&
-				  (cof_now_ms() - s->ended_ms >= RELAY_ENDED_KEEP * 1000LL ||
+				  (cof_mono_ms() - s->ended_ms >= RELAY_ENDED_KEEP * 1000LL ||
 				   (pass == 1 && full));
 			if (old) {
 				*pp = s->next;
@@ -624,8 +624,8 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 	s->mode = s->default_mode = mode;
 	s->limits = lim;
 	s->user_excl = json_array();
-	s->started_ms = cof_now_ms();
-	s->started_at = s->started_ms / 1000;
+	s->started_at = cof_now();
+	s->started_ms = cof_mono_ms();
 	cof_buf t = COF_BUF_INIT;
 	cof_buf_addf(&t, "rct_%s", token);
 	free(token);
@@ -668,6 +668,35 @@ int cof_relay_get(cof_relay *r, const cof_principal *who, const char *uid, json_
 	return s ? 0 : -1;
 }
 
+typedef struct list_ctx {
+	cof_relay *r;
+	const cof_principal *who;
+	const char *agent;
+	int all;
+	json_t *list;
+} list_ctx;
+
+/* With several nodes: a stored session another node holds, as its record
+ * tells it (the sessions of this node's registry are listed already). */
+static int list_other(void *arg, const cof_staterow *row)
+{
+	list_ctx *l = arg;
+	cof_err e = {0};
+	rsession *s;
+
+	if (strcmp(row->org, l->who->org) || !strcmp(row->node, l->r->node) ||
+	    (row->ended && !l->all))
+		return 0;
+	for (rsession *x = l->r->sessions; x; x = x->next)
+		if (!strcmp(x->uid, row->id))
+			return 0;
+	if ((s = cof_relay_session_of(row, &e)) && (!l->agent || !strcmp(s->agent, l->agent)))
+		json_array_append_new(l->list, cof_relay_session_json(s));
+	cof_relay_session_free(s);
+	cof_err_clear(&e);
+	return 0;
+}
+
 int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, int all,
 		   json_t **out, cof_err *err)
 {
@@ -688,7 +717,15 @@ int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, in
 		if (all || s->status != RS_ENDED)
 			json_array_append_new(list, cof_relay_session_json(s));
 	}
+	list_ctx l = {r, who, agent, all, list};
+	int rc = r->node[0] ? cof_meta_state_list(r->st->meta, "relay", cof_now_ms() -
+						  RELAY_ENDED_KEEP * 1000LL, list_other, &l, err)
+			    : 0;
 	pthread_mutex_unlock(&r->mu);
+	if (rc) {
+		json_decref(list);
+		return -1;
+	}
 	*out = json_pack("{s:o}", "sessions", list);
 	return 0;
 }

@@ -23,7 +23,8 @@ void cof_turn_record_save(cof_turns *ts, const cof_turn *t)
 			      " s:I}}",
 			      "agent", t->agent, "user", t->user, "created", (json_int_t)t->created,
 			      "deadline", (json_int_t)t->deadline, "deadlineMs",
-			      (json_int_t)t->deadline_ms, "types", (int)t->types, "uid",
+			      (json_int_t)(cof_now_ms() - (cof_mono_ms() - t->deadline_ms)),
+			      "types", (int)t->types, "uid",
 			      (json_int_t)t->uid, "sandbox",
 			      "scratch", (json_int_t)t->sb.scratch, "turnDisk",
 			      (json_int_t)t->sb.turn_disk, "userDisk", (json_int_t)t->sb.user_disk,
@@ -66,7 +67,8 @@ static cof_turn *turn_of(const cof_staterow *row)
 	snprintf(t->user, sizeof t->user, "%s", cof_json_str(b, "user"));
 	t->created = int_of(b, "created");
 	t->deadline = int_of(b, "deadline");
-	t->deadline_ms = int_of(b, "deadlineMs");
+	/* stored as wall clock; the sweep measures the monotonic one */
+	t->deadline_ms = cof_mono_ms() - (cof_now_ms() - int_of(b, "deadlineMs"));
 	t->types = (unsigned)int_of(b, "types");
 	t->uid = (uid_t)int_of(b, "uid");
 	t->sb.scratch = int_of(sb, "scratch");

@@ -78,8 +78,8 @@ struct cof_turn {
 	cof_sandbox sb;
 	unsigned types;          /* COF_OUT_* that may come back */
 	int64_t created, deadline;  /* wall clock, shown */
-	int64_t deadline_ms;        /* unix ms at the deadline: what the sweep measures
-				       (wall clock: it holds across a restart) */
+	int64_t deadline_ms;        /* cof_mono_ms() at the deadline: what the sweep measures
+				       (the record stores it as wall clock: records.c) */
 	uid_t uid;               /* outside uid of its processes */
 	int refs;                /* calls and requests holding it */
 	int ended;               /* deleted or expired: no new calls */

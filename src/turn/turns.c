@@ -169,7 +169,7 @@ static void end_turn(cof_turns *ts, cof_turn *t)
 /* Ends every turn past its deadline plus the grace (under mu). */
 static void sweep(cof_turns *ts)
 {
-	int64_t now = cof_now_ms();
+	int64_t now = cof_mono_ms();
 	cof_turn *t = ts->list, *next;
 
 	for (; t; t = next) {
@@ -405,7 +405,7 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 	cof_json_int(body, "deadlineSeconds", &dl);
 	t->created = cof_now();
 	t->deadline = t->created + dl;
-	t->deadline_ms = t->created * 1000 + dl * 1000;
+	t->deadline_ms = cof_mono_ms() + dl * 1000;
 	pthread_mutex_lock(&ts->mu);
 	if (ts->stop) {
 		pthread_mutex_unlock(&ts->mu);

