@@ -106,7 +106,7 @@ typedef struct head_guard {
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--meta URL] [--blobs URL] [--listen HOST:PORT]\n"
-	      "               [--gc-grace SECONDS] [--node NAME]\n"
+	      "               [--gc-grace SECONDS] [--node NAME] [--advertise URL]\n"
 	      "               [--gc-interval SECONDS] [--history SECONDS] [--scratch DIR]\n"
 	      "               [--scratch-mode kernel|walk] [--turn-limits cgroup|rlimit]\n"
 	      "               [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
