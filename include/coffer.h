@@ -405,11 +405,15 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *t
  * presented a file) and `files_changed` (others changed files under a
  * `notify` mount; coalesced over about a second) while it is open.
  * cof_agent_watch_next waits up to `wait_ms`; *out is a JSON array of
- * {type, data} (empty on timeout). Returns 0, -1 on error, 1 when the store is
+ * {type, data, id?} (empty on timeout; id: a stored event's). Returns 0, -1 on error, 1 when the store is
  * closing (end the stream). */
 typedef struct cof_agent_watch cof_agent_watch;
 int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
 			 cof_agent_watch **out, cof_err *err);
+/* Resumes the watch after stored event `after` (an SSE Last-Event-ID):
+ * file_presented events are stored, so those after it come first, also
+ * across a restart; < 0 changes nothing (from the moment of opening). */
+void cof_agent_watch_after(cof_agent_watch *w, int64_t after);
 int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err *err);
 void cof_agent_watch_close(cof_agent_watch *w);
 
@@ -485,6 +489,7 @@ typedef struct cof_turns_opts {
 				  0 = 60 */
 	int force_walk;        /* keep limits by measuring even as root (bench) */
 	int rlimits_only;      /* memory and processes by rlimits, no cgroup */
+	const char *node;      /* this node's name (--node); NULL = "" */
 } cof_turns_opts;
 
 /* Prepares the scratch root (unmounting and removing what a previous run
@@ -544,6 +549,7 @@ typedef struct cof_relay_opts {
 	int64_t op_wait_ms;     /* an op waits this long for its result; 0 = 120 s */
 	int64_t sessions_max;   /* sessions in memory, every org; 0 = 1000 */
 	int64_t sessions_per_org; /* sessions not ended, per org; 0 = 100 */
+	const char *node;       /* this node's name (--node); NULL = "" */
 } cof_relay_opts;
 
 /* The registry; `st` (borrowed, must outlive it) is used to read agents. */

@@ -3,36 +3,46 @@
  * its tool calls presents a file, and `files_changed` about a second after
  * others change files under a mount it marked `notify` (changes within that
  * second are coalesced into one event; the agent's own tool writes are not
- * reported back to it). Events live in memory: a stream sees what happens
- * while it is open.
+ * reported back to it). file_presented events are a stored stream (the
+ * meta store's events, "agent:ORG:ID", the last AGENT_EVENTS_KEEP): each has
+ * an id, a stream resumes after a Last-Event-ID across a restart of cofferd
+ * and sees the events of every node. files_changed is derived from the
+ * volumes' changes while the stream is open, and has no id.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "agent/agent.h"
 
-#define EVENTS_RING (sizeof ((cof_store *)0)->events / sizeof *((cof_store *)0)->events)
+#define AGENT_EVENTS_KEEP 1024
 #define OWN_RING (sizeof ((cof_store *)0)->own / sizeof *((cof_store *)0)->own)
 #define COALESCE_MS 1000
 #define PATHS_MAX 100
 
+/* The name of the agent's stored event stream. */
+static void stream_name(const char *org, const char *id, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "agent:%s:%s", org, id);
+}
+
 void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, json_t *data)
 {
 	json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", data);
-	char *text = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	char *text = ev ? json_dumps(ev, JSON_COMPACT) : NULL, name[200];
+	cof_err e = {0};
+	int64_t id;
 
 	json_decref(ev);
 	if (!text)
 		return;
-	pthread_mutex_lock(&st->events_mu);
-	size_t i = st->event_next % EVENTS_RING;
-	free(st->events[i].json);
-	st->events[i].id = ++st->event_next;
-	snprintf(st->events[i].org, sizeof st->events[i].org, "%s", a->org);
-	snprintf(st->events[i].agent, sizeof st->events[i].agent, "%s", a->id);
-	st->events[i].json = text;
-	pthread_mutex_unlock(&st->events_mu);
+	stream_name(a->org, a->id, name, sizeof name);
+	if (cof_meta_event_add(st->meta, name, 1, text, AGENT_EVENTS_KEEP, &id, &e))
+		fprintf(stderr, "cofferd: agent %s: cannot store a %s event: %s\n", a->id, type,
+			e.msg);
+	cof_err_clear(&e);
+	free(text);
 	cof_topic t = cof_topic_agent(a->org, a->id);
 	cof_notify_publish(st->notify, &t);
 }
@@ -64,7 +74,7 @@ struct cof_agent_watch {
 	cof_store *st;
 	cof_sub *sub;                     /* the agent's events and its notify mounts */
 	cof_agent agent;
-	uint64_t event_seen;
+	int64_t event_seen;               /* the last stored event's id taken */
 	int64_t seq[COF_MOUNTS_MAX];      /* per notify mount: changes seen up to */
 	int64_t pending_ms;               /* a change waits for its coalescing window */
 };
@@ -107,11 +117,21 @@ int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
 			w->seq[i] = v.seq;
 		cof_err_clear(&e);
 	}
-	pthread_mutex_lock(&st->events_mu);
-	w->event_seen = st->event_next;
-	pthread_mutex_unlock(&st->events_mu);
+	char name[200];
+	int64_t first;
+	stream_name(org, id, name, sizeof name);
+	if (cof_meta_event_last(st->meta, name, &w->event_seen, &first, err)) {
+		cof_agent_watch_close(w);
+		return -1;
+	}
 	*out = w;
 	return 0;
+}
+
+void cof_agent_watch_after(cof_agent_watch *w, int64_t after)
+{
+	if (after >= 0)
+		w->event_seen = after;
 }
 
 void cof_agent_watch_close(cof_agent_watch *w)
@@ -123,19 +143,34 @@ void cof_agent_watch_close(cof_agent_watch *w)
 	free(w);
 }
 
-/* Moves this agent's new events into `out`. Call with events_mu held. */
-static void take_events(cof_agent_watch *w, json_t *out)
-{
-	cof_store *st = w->st;
-	uint64_t first = st->event_next > EVENTS_RING ? st->event_next - EVENTS_RING : 0;
+typedef struct take_ctx {
+	cof_agent_watch *w;
+	json_t *out;
+} take_ctx;
 
-	for (uint64_t id = w->event_seen > first ? w->event_seen : first; id < st->event_next; id++) {
-		size_t i = id % EVENTS_RING;
-		if (!strcmp(st->events[i].org, w->agent.org) &&
-		    !strcmp(st->events[i].agent, w->agent.id) && st->events[i].json)
-			json_array_append_new(out, json_loads(st->events[i].json, 0, NULL));
+/* One stored event into the list, with its id. */
+static int take_one(void *arg, int64_t id, unsigned to, const char *body)
+{
+	take_ctx *t = arg;
+	json_t *ev = json_loads(body, 0, NULL);
+
+	(void)to;
+	if (ev) {
+		json_object_set_new(ev, "id", json_integer((json_int_t)id));
+		json_array_append_new(t->out, ev);
 	}
-	w->event_seen = st->event_next;
+	t->w->event_seen = id;
+	return 0;
+}
+
+/* Moves this agent's new stored events (256 at most) into `out`. */
+static int take_events(cof_agent_watch *w, json_t *out, cof_err *err)
+{
+	take_ctx t = {w, out};
+	char name[200];
+
+	stream_name(w->agent.org, w->agent.id, name, sizeof name);
+	return cof_meta_event_list(w->st->meta, name, w->event_seen, 256, take_one, &t, err);
 }
 
 typedef struct changed_ctx {
@@ -227,9 +262,10 @@ int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err 
 				return -1;
 			}
 		}
-		pthread_mutex_lock(&st->events_mu);
-		take_events(w, list);
-		pthread_mutex_unlock(&st->events_mu);
+		if (take_events(w, list, err)) {
+			json_decref(list);
+			return -1;
+		}
 		int closing = cof_notify_closing(st->notify);
 		if (json_array_size(list) || closing || now >= deadline) {
 			*out = list;

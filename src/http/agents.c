@@ -246,6 +246,9 @@ static void sse_fill(sse_stream *s)
 			cof_buf_release(&abs);
 		}
 		char *data = json_dumps(d, JSON_COMPACT);
+		json_int_t id = json_integer_value(json_object_get(ev, "id"));
+		if (id > 0)
+			cof_buf_addf(&s->buf, "id: %lld\n", (long long)id);
 		cof_buf_addf(&s->buf, "event: %s\ndata: %s\n\n",
 			     json_string_value(json_object_get(ev, "type")), data ? data : "{}");
 		free(data);
@@ -287,7 +290,7 @@ static void sse_free(void *cls)
 }
 
 /* GET /v1/agents/{id}/events: Server-Sent Events until the client goes away
- * or the server stops. */
+ * or the server stops (Last-Event-ID: the stored events after that id first). */
 enum MHD_Result http_agent_events(http_req *req)
 {
 	cof_err err = { 0 };
@@ -301,6 +304,9 @@ enum MHD_Result http_agent_events(http_req *req)
 		free(s);
 		return http_send_error(req, &err);
 	}
+	const char *last = http_header(req, "Last-Event-ID");
+	if (last && *last)
+		cof_agent_watch_after(s->w, (int64_t)strtoll(last, NULL, 10));
 	http_base_url(req, s->base, sizeof s->base);
 	cof_buf_adds(&s->buf, "retry: 3000\n: connected\n\n");
 	return http_send_events(req, 4096, sse_read, s, sse_free);

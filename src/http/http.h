@@ -147,6 +147,16 @@ enum MHD_Result http_reply(http_req *req, int rc, unsigned status, json_t *out,
 enum MHD_Result http_send_empty(http_req *req, unsigned status);
 /* Queues `resp` with `status` and drops our reference to it. */
 enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *resp);
+
+/* ---- forward.c: the node-to-node path (docs/design.md, "Across nodes") */
+/* Registers this node (`node` NULL or "": one node, nothing to do) at `url`
+ * and keeps its heartbeat. 0 or -1. */
+int http_nodes_start(http_server *srv, const char *node, const char *url);
+void http_nodes_stop(void);
+/* When `why` names another node (extra "node") and the request was not
+ * forwarded already: carries it there (or answers 410 when that node is
+ * gone), sets *res and returns 1. Else 0: answer `why` as it is. */
+int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res);
 /* Answers 200 with a Server-Sent Events stream produced by `reader` in blocks of
  * `block` bytes. `free_cls` releases `cls` when the stream ends, and also here
  * when the answer cannot be made (500). */

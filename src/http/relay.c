@@ -60,13 +60,27 @@ enum MHD_Result http_relay_list(http_req *req)
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 
+/* http_reply 200, but a session held by another node (docs/design.md,
+ * "Across nodes") is answered there. */
+static enum MHD_Result relay_reply(http_req *req, int rc, json_t *out, cof_err *err)
+{
+	enum MHD_Result res;
+
+	if (rc && http_forward(req, err, &res)) {
+		json_decref(out);
+		cof_err_clear(err);
+		return res;
+	}
+	return http_reply(req, rc, MHD_HTTP_OK, out, err);
+}
+
 enum MHD_Result http_relay_get(http_req *req)
 {
 	cof_err err = {0};
 	json_t *out = NULL;
 	int rc = cof_relay_get(req->srv->relay, WHO(req), req->param[0], &out, &err);
 
-	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+	return relay_reply(req, rc, out, &err);
 }
 
 /* DELETE /v1/relay/sessions/{uid} ("closed") and POST .../abort ("aborted"):
@@ -78,7 +92,7 @@ static enum MHD_Result cof_relay_session_end(http_req *req, const char *reason)
 	int rc = cof_relay_end(req->srv->relay, WHO(req), req->param[0], reason, &err) ? -1
 		 : cof_relay_get(req->srv->relay, WHO(req), req->param[0], &out, &err);
 
-	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+	return relay_reply(req, rc, out, &err);
 }
 
 enum MHD_Result http_relay_delete(http_req *req)
@@ -101,7 +115,7 @@ enum MHD_Result http_relay_op(http_req *req)
 		 : cof_relay_op(req->srv->relay, WHO(req), req->param[0], req->json, wait, &out,
 				&err);
 
-	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+	return relay_reply(req, rc, out, &err);
 }
 
 enum MHD_Result http_relay_op_get(http_req *req)
@@ -111,7 +125,7 @@ enum MHD_Result http_relay_op_get(http_req *req)
 	int rc = cof_relay_op_get(req->srv->relay, WHO(req), req->param[0], req->param[1], &out,
 				  &err);
 
-	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+	return relay_reply(req, rc, out, &err);
 }
 
 enum MHD_Result http_relay_log(http_req *req)
@@ -120,7 +134,7 @@ enum MHD_Result http_relay_log(http_req *req)
 	json_t *out = NULL;
 	int rc = cof_relay_log(req->srv->relay, WHO(req), req->param[0], &out, &err);
 
-	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+	return relay_reply(req, rc, out, &err);
 }
 
 /* ------------------------------------------------------------------ SSE */

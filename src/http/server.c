@@ -64,6 +64,8 @@ typedef struct server_opts {
 	const char *meta;        /* --meta URL; NULL = DATA/meta.db */
 	const char *blobs;       /* --blobs URL; NULL = DATA/blobs */
 	const char *log;         /* --log FILE: the request log; NULL = stderr */
+	const char *node;        /* --node NAME: this node among those of one dataset */
+	const char *advertise;   /* --advertise URL: where other nodes reach it */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -104,7 +106,7 @@ typedef struct head_guard {
 static void usage(FILE *to)
 {
 	fputs("usage: cofferd [--data DIR] [--meta URL] [--blobs URL] [--listen HOST:PORT]\n"
-	      "               [--gc-grace SECONDS]\n"
+	      "               [--gc-grace SECONDS] [--node NAME] [--advertise URL]\n"
 	      "               [--gc-interval SECONDS] [--history SECONDS] [--scratch DIR]\n"
 	      "               [--scratch-mode kernel|walk] [--turn-limits cgroup|rlimit]\n"
 	      "               [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
@@ -133,6 +135,10 @@ static void usage(FILE *to)
 	      "                         root) or walk (a measuring loop)\n"
 	      "  --turn-limits WAY      cgroup (memory and processes by cgroup where one\n"
 	      "                         can be made, the default) or rlimit\n"
+	      "  --node NAME            this node's name among the nodes of one dataset\n"
+	      "                         (default: none; relay sessions and turns it holds)\n"
+	      "  --advertise URL        where the other nodes reach this one (default\n"
+	      "                         http://LISTEN-HOST:PORT)\n"
 	      "  --turn-grace SECONDS   a turn is dropped this long after its deadline\n"
 	      "                         (default 60)\n"
 	      "  --relay-grace SECONDS  a paused relay session ends when its client is\n"
@@ -214,6 +220,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--data") || !strcmp(a, "--listen") ||
 			    !strcmp(a, "--meta") || !strcmp(a, "--blobs") || !strcmp(a, "--log") ||
+			    !strcmp(a, "--node") || !strcmp(a, "--advertise") ||
 			    !strcmp(a, "--gc-grace") || !strcmp(a, "--gc-interval") ||
 			    !strcmp(a, "--history") || !strcmp(a, "--scratch") ||
 			    !strcmp(a, "--scratch-mode") || !strcmp(a, "--turn-grace") ||
@@ -249,6 +256,11 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			o->blobs = v;
 		} else if (!strcmp(a, "--log") && *v) {
 			o->log = v;
+		} else if (!strcmp(a, "--node") && *v && strlen(v) < 48) {
+			o->node = v;
+		} else if (!strcmp(a, "--advertise") && !strncmp(v, "http://", 7) &&
+			   strlen(v) < 256) {
+			o->advertise = v;
 		} else if (!strcmp(a, "--listen")) {
 			if (parse_listen(v, o) == 0)
 				continue;
@@ -623,7 +635,7 @@ static int open_store(const server_opts *o, cof_store **st)
 static int open_turns(const server_opts *o, http_server *srv)
 {
 	cof_turns_opts to = {o->scratch, o->data, o->turn_grace, o->scratch_walk,
-			     o->turn_rlimits};
+			     o->turn_rlimits, o->node};
 	cof_err err = {0};
 	const char *how = NULL;
 
@@ -639,7 +651,7 @@ static int open_turns(const server_opts *o, http_server *srv)
 int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
-			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL };
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL, NULL, NULL };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -668,7 +680,7 @@ int cofferd_main(int argc, char **argv)
 	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
 			      .op_wait_ms = o.relay_op_wait * 1000,
 			      .sessions_max = o.relay_sessions,
-			      .sessions_per_org = o.relay_per_org };
+			      .sessions_per_org = o.relay_per_org, .node = o.node };
 	cof_err rerr = { 0 };
 	if (open_turns(&o, &srv)) {
 		cof_store_close(srv.st);
@@ -702,6 +714,10 @@ int cofferd_main(int argc, char **argv)
 		cof_store_close(srv.st);
 		return 1;
 	}
+	char self_url[sizeof srv.host + 16];
+	snprintf(self_url, sizeof self_url, "http://%s:%u", srv.host, srv.port);
+	if (http_nodes_start(&srv, o.node, o.advertise ? o.advertise : self_url))
+		fprintf(stderr, "cofferd: cannot start the node heartbeat\n");
 	printf("cofferd listening on http://%s:%u\n", srv.host, srv.port);
 	fflush(stdout);
 
@@ -712,6 +728,7 @@ int cofferd_main(int argc, char **argv)
 			sig = 0;
 		}
 	fprintf(stderr, "cofferd: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	http_nodes_stop();
 	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
 	mhd_drain(&srv, &sigs);
 	head_stop(&hg);

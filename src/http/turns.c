@@ -35,8 +35,26 @@ enum MHD_Result http_turn_get(http_req *req)
 	cof_err err = {0};
 	json_t *out = NULL;
 	int rc = cof_turn_get(req->srv->turns, &req->who, req->param[0], &out, &err);
+	enum MHD_Result res;
 
+	if (rc && http_forward(req, &err, &res)) {
+		cof_err_clear(&err);
+		return res;
+	}
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* The answer of a turn held by another node (docs/design.md, "Across
+ * nodes"): carried there, or `err` as it is. */
+static enum MHD_Result turn_error(http_req *req, cof_err *err)
+{
+	enum MHD_Result res;
+
+	if (http_forward(req, err, &res)) {
+		cof_err_clear(err);
+		return res;
+	}
+	return http_send_error(req, err);
 }
 
 enum MHD_Result http_turn_delete(http_req *req)
@@ -44,7 +62,7 @@ enum MHD_Result http_turn_delete(http_req *req)
 	cof_err err = {0};
 
 	if (cof_turn_delete(req->srv->turns, &req->who, req->param[0], &err))
-		return http_send_error(req, &err);
+		return turn_error(req, &err);
 	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
 }
 
@@ -56,7 +74,7 @@ enum MHD_Result http_turn_file(http_req *req)
 	memset(&f, 0, sizeof f);
 	if (cof_turn_file_open(req->srv->turns, &req->who, req->param[0], req->param[1],
 			       req->param[2], &f, &err))
-		return http_send_error(req, &err);
+		return turn_error(req, &err);
 	return http_serve_file(req, &f, req->param[2]);
 }
 
@@ -210,7 +228,7 @@ enum MHD_Result http_turn_call(http_req *req)
 	if (wants_events(req)) {
 		/* an unknown or ended turn is answered with its status, not a stream */
 		if (cof_turn_get(req->srv->turns, &req->who, req->param[0], &out, &err))
-			return http_send_error(req, &err);
+			return turn_error(req, &err);
 		json_decref(out);
 		return call_streamed(req);
 	}
@@ -218,5 +236,7 @@ enum MHD_Result http_turn_call(http_req *req)
 			   &out, &err);
 	if (rc == 0)
 		absolute_urls(req, out);
+	else
+		return turn_error(req, &err);
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }

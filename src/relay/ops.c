@@ -196,7 +196,7 @@ static void op_refused(cof_relay *r, rsession *s, json_t *body, opreq *q, cof_er
 		json_object_set(entry, "blocked", hit);
 		cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "write_blocked", hit);
 	}
-	cof_relay_log_add(s, entry);
+	cof_relay_log_add(r, s, entry);
 }
 
 void cof_relay_protect_json(const rsession *s, json_t *obj)
@@ -342,6 +342,7 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 			s->writes++, s->bytes_written += op->size;
 		else
 			s->reads++;
+		cof_relay_persist(r, s);
 		rop **pp = &s->ops;
 		while (*pp)
 			pp = &(*pp)->next;

@@ -16,15 +16,19 @@
 #include "coffer.h"
 #include "policy/policy.h"
 #include "util/util.h"
+#include "store/meta.h"
 
-#define RELAY_EVENTS 1024        /* events kept per session (ring) */
-#define RELAY_LOG_MAX 5000       /* log entries kept per session */
+#define RELAY_EVENTS 1024        /* events kept per session (stored stream) */
+#define RELAY_LOG_MAX 5000       /* log entries kept per session (stored stream) */
+#define RELAY_EVENT_STREAM "relay:"   /* + uid: the session's events */
+#define RELAY_LOG_STREAM "relaylog:"  /* + uid: the session's log */
 #define RELAY_SESSIONS_MAX 1000  /* sessions in memory; ended ones dropped first */
 #define RELAY_SESSIONS_PER_ORG 100 /* sessions not ended, per organization */
 #define RELAY_ENDED_KEEP 86400   /* an ended session stays readable this long */
 #define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
 #define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
 #define RELAY_DEFAULT_GRACE 600
+#define RELAY_NODE_GONE_MS 15000 /* a node without heartbeat this long is gone (forward.c) */
 #define RELAY_DEFAULT_OP_WAIT_MS 120000
 
 /* Who an event goes to. */
@@ -53,12 +57,6 @@ typedef struct rop {
 	cof_err error;       /* done and failed */
 } rop;
 
-typedef struct revent {
-	uint64_t id;
-	unsigned to;         /* EV_AGENT | EV_CLIENT */
-	char *json;          /* {"type":..,"data":..} */
-} revent;
-
 typedef struct rsession {
 	struct rsession *next;
 	char uid[32];
@@ -72,6 +70,9 @@ typedef struct rsession {
 	json_t *user_excl;      /* the user's patterns as given */
 	cof_protect *prot;      /* the user's --allow-write (NULL: none yet) */
 	char client[128];
+	/* Timers run on cof_mono_ms(), so a step of the wall clock ends no
+	 * session; the record stores them as wall-clock ms (persist.c), turned
+	 * back into monotonic ones at load, so they go on across a restart. */
 	int64_t started_at;     /* unix seconds, shown */
 	int64_t started_ms;     /* cof_mono_ms() then: what the time limit measures */
 	int64_t paused_ms;      /* cof_mono_ms() when it paused */
@@ -85,14 +86,14 @@ typedef struct rsession {
 	int refs;               /* calls and streams that point at it */
 	rop *ops;
 	size_t nops;
-	revent ev[RELAY_EVENTS];
-	uint64_t ev_next;
-	json_t *log;
-	int log_truncated;
+	uint64_t ev_next;       /* the id of its last stored event */
+	int mirror;             /* a copy of another node's session, read from the
+				   store for one agent events stream (stream.c) */
 } rsession;
 
 struct cof_relay {
 	cof_store *st;
+	char node[64];          /* this node's name: sessions whose client is here */
 	int64_t grace_ms;
 	int64_t op_wait_ms;
 	size_t sessions_max;    /* the global ceiling */
@@ -120,8 +121,27 @@ void cof_relay_tick(cof_relay *r, rsession *s);
 void cof_relay_detach(cof_relay *r, rsession *s, const char *reason);
 /* Adds an event {type, data} (data stolen) for `to`; wakes the streams. */
 void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data);
-/* Adds a log entry (stolen); `at` is added. */
-void cof_relay_log_add(rsession *s, json_t *entry);
+/* Adds a log entry (stolen) to the stored log; `at` is added. */
+void cof_relay_log_add(cof_relay *r, rsession *s, json_t *entry);
+/* Writes the session's record to the store (persist.c); a failure is logged
+ * to stderr: the session goes on from memory. */
+void cof_relay_persist(cof_relay *r, rsession *s);
+/* Loads the stored sessions at start (persist.c): one that was active is
+ * paused until its client reconnects; its timers go on from stored times. */
+int cof_relay_load(cof_relay *r, cof_err *err);
+/* A session's client attaches at this node while another holds it (its
+ * record names another node): moved here when it is not active, or when
+ * the node holding it is gone (with the session paused first); NULL with
+ * err otherwise. */
+rsession *cof_relay_claim(cof_relay *r, const char *uid, const char *token, cof_err *err);
+/* A session from its stored record (persist.c). */
+rsession *cof_relay_session_of(const cof_staterow *row, cof_err *err);
+/* A session as loaded or made: filled by the caller, freed by session_free. */
+rsession *cof_relay_session_new(void);
+void cof_relay_session_free(rsession *s);
+/* The status name ("waiting", ...) and back (-1 when unknown). */
+const char *cof_relay_status_name(rs_status st);
+int cof_relay_status_of(const char *name);
 /* COF_EGONE naming why the session ended. */
 int cof_relay_gone(const rsession *s, cof_err *err);
 /* The answer of get/list. */

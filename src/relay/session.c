@@ -31,7 +31,12 @@ int cof_relay_open(cof_store *st, const cof_relay_opts *opts, cof_relay **out,
 							 : RELAY_SESSIONS_MAX;
 	r->sessions_per_org = opts && opts->sessions_per_org > 0
 				      ? (size_t)opts->sessions_per_org : RELAY_SESSIONS_PER_ORG;
+	snprintf(r->node, sizeof r->node, "%s", opts && opts->node ? opts->node : "");
 	pthread_mutex_init(&r->mu, NULL);
+	if (cof_relay_load(r, err)) {
+		cof_relay_close(r);
+		return -1;
+	}
 	*out = r;
 	return 0;
 }
@@ -56,19 +61,44 @@ void cof_relay_op_free(rop *op)
 	free(op);
 }
 
-static void session_free(rsession *s)
+rsession *cof_relay_session_new(void)
 {
+	return cof_calloc(1, sizeof(rsession));
+}
+
+void cof_relay_session_free(rsession *s)
+{
+	if (!s)
+		return;
 	for (rop *op = s->ops, *n; op; op = n) {
 		n = op->next;
 		cof_relay_op_free(op);
 	}
-	for (size_t i = 0; i < RELAY_EVENTS; i++)
-		free(s->ev[i].json);
 	cof_excl_free(s->excl);
 	json_decref(s->user_excl);
 	cof_protect_free(s->prot);
-	json_decref(s->log);
 	free(s);
+}
+
+#define session_free cof_relay_session_free
+
+const char *cof_relay_status_name(rs_status st)
+{
+	return status_name[st];
+}
+
+int cof_relay_status_of(const char *name)
+{
+	for (int i = 0; name && i < 4; i++)
+		if (!strcmp(status_name[i], name))
+			return i;
+	return -1;
+}
+
+/* The name of a stored stream of session s: `prefix` + uid. */
+static void stream_name(const char *prefix, const rsession *s, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%s%s", prefix, s->uid);
 }
 
 void cof_relay_close(cof_relay *r)
@@ -85,27 +115,42 @@ void cof_relay_close(cof_relay *r)
 
 /* ------------------------------------------------------------ life cycle */
 
+/* Appends `obj` (stolen) to the stored stream `prefix` + uid, keeping `keep`;
+ * the id, or 0 when it could not be stored (said on stderr). */
+static int64_t stream_add(cof_relay *r, rsession *s, const char *prefix, unsigned to,
+			  json_t *obj, int64_t keep)
+{
+	char name[64], *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+	int64_t id = 0;
+	cof_err e = {0};
+
+	json_decref(obj);
+	stream_name(prefix, s, name, sizeof name);
+	if (!text || cof_meta_event_add(r->st->meta, name, to, text, keep, &id, &e)) {
+		fprintf(stderr, "cofferd: relay session %s: cannot store an event: %s\n", s->uid,
+			text ? e.msg : "out of memory");
+		id = 0;
+	}
+	cof_err_clear(&e);
+	free(text);
+	return id;
+}
+
 void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data)
 {
 	json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", data ? data : json_object());
-	revent *slot = &s->ev[s->ev_next % RELAY_EVENTS];
+	int64_t id = stream_add(r, s, RELAY_EVENT_STREAM, to, ev, RELAY_EVENTS);
 
-	free(slot->json);
-	slot->json = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-	slot->id = ++s->ev_next;
-	slot->to = to;
-	json_decref(ev);
+	if (id > 0)
+		s->ev_next = (uint64_t)id;
+	cof_relay_persist(r, s);
 	cof_relay_wake(r, s);
 }
 
-void cof_relay_log_add(rsession *s, json_t *entry)
+void cof_relay_log_add(cof_relay *r, rsession *s, json_t *entry)
 {
-	if (json_array_size(s->log) >= RELAY_LOG_MAX) {
-		s->log_truncated = 1;
-		json_array_remove(s->log, 0);
-	}
 	json_object_set_new(entry, "at", cof_json_time(cof_now()));
-	json_array_append_new(s->log, entry);
+	stream_add(r, s, RELAY_LOG_STREAM, 0, entry, RELAY_LOG_MAX);
 }
 
 static void set_status(cof_relay *r, rsession *s, rs_status to)
@@ -142,7 +187,7 @@ void cof_relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, con
 		json_object_set_new(entry, "message", json_string(e->msg));
 	if (op->is_write)
 		json_object_set_new(entry, "size", json_integer(op->size));
-	cof_relay_log_add(s, entry);
+	cof_relay_log_add(r, s, entry);
 	if (op->is_write && !e)
 		cof_relay_event(r, s, EV_AGENT, "write_result",
 			    json_pack("{s:s, s:s, s:I, s:O?}", "opId", op->id, "path", op->path,
@@ -212,7 +257,7 @@ int cof_relay_gone(const rsession *s, cof_err *err)
 
 void cof_relay_tick(cof_relay *r, rsession *s)
 {
-	if (s->status == RS_ENDED)
+	if (s->status == RS_ENDED || s->mirror) /* a mirror's holder ends it */
 		return;
 	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
 		cof_relay_session_end(r, s, "expired");
@@ -228,7 +273,7 @@ void cof_relay_detach(cof_relay *r, rsession *s, const char *reason)
 		return;
 	s->attached = 0;
 	s->paused_ms = cof_mono_ms();
-	cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
+	cof_relay_log_add(r, s, json_pack("{s:s, s:s}", "event", "pause", "reason", reason));
 	cof_relay_event(r, s, EV_AGENT, "pause", json_pack("{s:s}", "reason", reason));
 	set_status(r, s, RS_PAUSED);
 	cof_error(&e, COF_EUNAVAILABLE, "the user's folder is not connected (the client %s)",
@@ -272,19 +317,139 @@ static int hash_equal(const char *a, const char *b)
 	return d == 0;
 }
 
+/* True when the stored record of a session this node holds, not attached
+ * here, names another node: its client attached there (cof_relay_claim). */
+static int moved(cof_relay *r, const rsession *s)
+{
+	cof_staterow row;
+	cof_err e = {0};
+	int found, gone;
+
+	if (!r->node[0] || s->attached || s->status == RS_ENDED)
+		return 0;
+	found = cof_meta_state_get(r->st->meta, "relay", s->uid, &row, &e);
+	cof_err_clear(&e);
+	if (found <= 0)
+		return 0;
+	gone = row.node[0] && strcmp(row.node, r->node);
+	free(row.body);
+	return gone;
+}
+
+/* The session `uid` in the registry; one whose client attached at another
+ * node is dropped from it (once nothing here points at it). */
 static rsession *lookup(cof_relay *r, const char *uid)
 {
-	for (rsession *s = r->sessions; s; s = s->next)
-		if (!strcmp(s->uid, uid))
+	for (rsession **pp = &r->sessions; *pp; pp = &(*pp)->next) {
+		rsession *s = *pp;
+		if (strcmp(s->uid, uid))
+			continue;
+		if (!moved(r, s))
 			return s;
+		if (!s->refs) {
+			*pp = s->next;
+			session_free(s);
+			r->nsessions--;
+		}
+		return NULL;
+	}
 	return NULL;
+}
+
+/* 1 when node `name`'s heartbeat (its "node" record, forward.c) is older
+ * than `gone_ms` or it has none. */
+static int node_gone(cof_relay *r, const char *name, int64_t gone_ms)
+{
+	cof_staterow row;
+	cof_err e = {0};
+	int found = cof_meta_state_get(r->st->meta, "node", name, &row, &e);
+
+	cof_err_clear(&e);
+	if (found <= 0)
+		return 1;
+	free(row.body);
+	return cof_now_ms() - row.updated_at > gone_ms;
+}
+
+rsession *cof_relay_claim(cof_relay *r, const char *uid, const char *token, cof_err *err)
+{
+	cof_staterow row;
+	rsession *s = NULL;
+	char h[65];
+	int found;
+
+	if (!r->node[0] || !token)
+		return NULL;
+	found = cof_meta_state_get(r->st->meta, "relay", uid, &row, err);
+	if (found <= 0)
+		return NULL;
+	cof_err_clear(err);
+	if (!(s = cof_relay_session_of(&row, err)) || cof_sha256_hex(token, strlen(token), h) ||
+	    !hash_equal(h, s->token_hash)) {
+		cof_relay_session_free(s);
+		free(row.body);
+		cof_err_clear(err);
+		cof_error(err, COF_EUNAUTHORIZED, "unknown relay session or wrong connect token");
+		return NULL;
+	}
+	if (s->status == RS_ACTIVE && !node_gone(r, row.node, RELAY_NODE_GONE_MS)) {
+		cof_error(err, COF_ECONFLICT, "another client is attached to relay session '%s' "
+			  "(at node '%s')", s->uid, row.node);
+		cof_relay_session_free(s);
+		free(row.body);
+		return NULL;
+	}
+	free(row.body);
+	char name[64];
+	int64_t last = 0, first = 0;
+	snprintf(name, sizeof name, "%s%s", RELAY_EVENT_STREAM, s->uid);
+	if (!cof_meta_event_last(r->st->meta, name, &last, &first, err))
+		s->ev_next = (uint64_t)last;
+	cof_err_clear(err);
+	if (s->status == RS_ACTIVE) { /* its node is gone with its client */
+		s->attached = 1;
+		cof_relay_detach(r, s, "node_gone");
+	}
+	s->next = r->sessions;
+	r->sessions = s;
+	r->nsessions++;
+	cof_relay_persist(r, s); /* the record names this node now */
+	return s;
+}
+
+/* A session this node does not hold: COF_EUNAVAILABLE naming the node that
+ * holds it (extra "node": the HTTP layer carries the request there) when its
+ * record says so, else COF_ENOTFOUND. */
+static void elsewhere(cof_relay *r, const char *org, const char *uid, cof_err *err)
+{
+	cof_staterow row;
+	cof_err e = {0};
+	int found = r->node[0] ? cof_meta_state_get(r->st->meta, "relay", uid, &row, &e) : 0;
+
+	cof_err_clear(&e);
+	if (found > 0 && row.node[0] && strcmp(row.node, r->node) &&
+	    (!org || !strcmp(row.org, org))) {
+		cof_error(err, COF_EUNAVAILABLE, "relay session '%.64s' is held by node '%s'", uid,
+			  row.node);
+		cof_err_set(err, "node", json_string(row.node));
+	} else if (org) {
+		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
+	} else {
+		cof_error(err, COF_EUNAUTHORIZED, "unknown relay session or wrong connect token");
+	}
+	if (found > 0)
+		free(row.body);
 }
 
 rsession *cof_relay_find(cof_relay *r, const cof_principal *who, const char *uid, cof_err *err)
 {
 	rsession *s = lookup(r, uid);
 
-	if (!s || strcmp(s->org, who->org) || (who->agent[0] && strcmp(who->agent, s->agent))) {
+	if (!s) {
+		elsewhere(r, who->org, uid, err);
+		return NULL;
+	}
+	if (strcmp(s->org, who->org) || (who->agent[0] && strcmp(who->agent, s->agent))) {
 		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
 		return NULL;
 	}
@@ -297,6 +462,10 @@ rsession *cof_relay_find_client(cof_relay *r, const char *uid, const char *token
 	rsession *s = lookup(r, uid);
 	char h[65];
 
+	if (!s && token) {
+		elsewhere(r, NULL, uid, err);
+		return NULL;
+	}
 	if (!token || cof_sha256_hex(token, strlen(token), h) || !s ||
 	    !hash_equal(h, s->token_hash)) {
 		cof_error(err, COF_EUNAUTHORIZED,
@@ -455,7 +624,6 @@ int cof_relay_create(cof_relay *r, const cof_principal *who, json_t *body, json_
 	s->mode = s->default_mode = mode;
 	s->limits = lim;
 	s->user_excl = json_array();
-	s->log = json_array();
 	s->started_at = cof_now();
 	s->started_ms = cof_mono_ms();
 	cof_buf t = COF_BUF_INIT;
@@ -500,6 +668,35 @@ int cof_relay_get(cof_relay *r, const cof_principal *who, const char *uid, json_
 	return s ? 0 : -1;
 }
 
+typedef struct list_ctx {
+	cof_relay *r;
+	const cof_principal *who;
+	const char *agent;
+	int all;
+	json_t *list;
+} list_ctx;
+
+/* With several nodes: a stored session another node holds, as its record
+ * tells it (the sessions of this node's registry are listed already). */
+static int list_other(void *arg, const cof_staterow *row)
+{
+	list_ctx *l = arg;
+	cof_err e = {0};
+	rsession *s;
+
+	if (strcmp(row->org, l->who->org) || !strcmp(row->node, l->r->node) ||
+	    (row->ended && !l->all))
+		return 0;
+	for (rsession *x = l->r->sessions; x; x = x->next)
+		if (!strcmp(x->uid, row->id))
+			return 0;
+	if ((s = cof_relay_session_of(row, &e)) && (!l->agent || !strcmp(s->agent, l->agent)))
+		json_array_append_new(l->list, cof_relay_session_json(s));
+	cof_relay_session_free(s);
+	cof_err_clear(&e);
+	return 0;
+}
+
 int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, int all,
 		   json_t **out, cof_err *err)
 {
@@ -520,7 +717,15 @@ int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, in
 		if (all || s->status != RS_ENDED)
 			json_array_append_new(list, cof_relay_session_json(s));
 	}
+	list_ctx l = {r, who, agent, all, list};
+	int rc = r->node[0] ? cof_meta_state_list(r->st->meta, "relay", cof_now_ms() -
+						  RELAY_ENDED_KEEP * 1000LL, list_other, &l, err)
+			    : 0;
 	pthread_mutex_unlock(&r->mu);
+	if (rc) {
+		json_decref(list);
+		return -1;
+	}
 	*out = json_pack("{s:o}", "sessions", list);
 	return 0;
 }
@@ -538,7 +743,7 @@ int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
 	} else if (s) {
 		if (!strcmp(reason, "aborted"))
 			cof_relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "agent"));
-		cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "end", "reason", reason));
+		cof_relay_log_add(r, s, json_pack("{s:s, s:s}", "event", "end", "reason", reason));
 		cof_relay_session_end(r, s, reason);
 		rc = 0;
 	}
@@ -546,18 +751,43 @@ int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
 	return rc;
 }
 
+/* Appends a stored log entry to the array `ctx`. */
+static int log_entry(void *ctx, int64_t id, unsigned to, const char *body)
+{
+	json_t *e = json_loads(body, 0, NULL);
+
+	(void)id, (void)to;
+	if (e)
+		json_array_append_new(ctx, e);
+	return 0;
+}
+
 int cof_relay_log(cof_relay *r, const cof_principal *who, const char *uid, json_t **out,
 		  cof_err *err)
 {
+	char name[64];
+	int64_t last = 0, first = 0;
+	json_t *entries = NULL;
 	rsession *s;
+	int rc = -1;
 
 	pthread_mutex_lock(&r->mu);
 	s = cof_relay_find(r, who, uid, err);
-	if (s)
-		*out = json_pack("{s:s, s:O, s:b}", "uid", s->uid, "entries", s->log,
-				 "truncated", s->log_truncated);
+	if (s) {
+		stream_name(RELAY_LOG_STREAM, s, name, sizeof name);
+		entries = json_array();
+		if (!cof_meta_event_last(r->st->meta, name, &last, &first, err) &&
+		    !cof_meta_event_list(r->st->meta, name, 0, RELAY_LOG_MAX, log_entry, entries,
+					 err))
+			rc = 0;
+	}
 	pthread_mutex_unlock(&r->mu);
-	return s ? 0 : -1;
+	if (rc == 0)
+		*out = json_pack("{s:s, s:o, s:b}", "uid", uid, "entries", entries, "truncated",
+				 first > 1);
+	else
+		json_decref(entries);
+	return rc;
 }
 
 void cof_relay_wake(cof_relay *r, rsession *s)

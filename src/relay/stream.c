@@ -10,7 +10,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include "relay/relay.h"
+#include "store/store.h"
 
 struct cof_relay_stream {
 	cof_relay *r;
@@ -19,6 +21,11 @@ struct cof_relay_stream {
 	uint64_t gen;        /* its attachment */
 	uint64_t pos;        /* the last event id delivered */
 };
+
+static rsession *mirror_open(cof_relay *r, const cof_principal *who, const char *uid,
+			     cof_err *err);
+static rsession *mirror_read(cof_relay *r, const cof_principal *who, const char *uid,
+			     rsession *into, cof_err *err);
 
 static cof_relay_stream *stream_new(cof_relay *r, rsession *s, int client, uint64_t pos)
 {
@@ -42,31 +49,113 @@ int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *ui
 
 	pthread_mutex_lock(&r->mu);
 	s = cof_relay_find(r, who, uid, err);
-	if (s && !(*out = stream_new(r, s, 0, after)))
+	if (!s && json_object_get(err->extra, "node"))
+		s = mirror_open(r, who, uid, err);
+	if (s && !(*out = stream_new(r, s, 0, after))) {
+		if (s->mirror)
+			cof_relay_session_free(s);
 		s = NULL, cof_error(err, COF_EINTERNAL, "out of memory");
+	}
 	if (s)
 		s->agent_streams++;
 	pthread_mutex_unlock(&r->mu);
 	return s ? 0 : -1;
 }
 
-/* Moves the stream's new events into `list`. */
+/* Reads session `uid`'s record into a mirror (or refreshes `into`): its
+ * status and its last event id, as the node holding it stored them. */
+static rsession *mirror_read(cof_relay *r, const cof_principal *who, const char *uid,
+			     rsession *into, cof_err *err)
+{
+	cof_staterow row;
+	rsession *s;
+	char name[64];
+	int64_t last = 0, first = 0;
+	int found = cof_meta_state_get(r->st->meta, "relay", uid, &row, err);
+
+	if (found <= 0)
+		return NULL;
+	s = cof_relay_session_of(&row, err);
+	free(row.body);
+	if (!s)
+		return NULL;
+	if (strcmp(s->org, who->org) || (who->agent[0] && strcmp(who->agent, s->agent))) {
+		cof_relay_session_free(s);
+		cof_error(err, COF_ENOTFOUND, "no relay session '%.64s'", uid);
+		return NULL;
+	}
+	snprintf(name, sizeof name, "%s%s", RELAY_EVENT_STREAM, s->uid);
+	if (cof_meta_event_last(r->st->meta, name, &last, &first, err)) {
+		cof_relay_session_free(s);
+		return NULL;
+	}
+	s->ev_next = (uint64_t)last;
+	s->mirror = 1;
+	if (!into)
+		return s;
+	into->status = s->status;
+	into->ev_next = s->ev_next;
+	memcpy(into->end_reason, s->end_reason, sizeof into->end_reason);
+	cof_relay_session_free(s);
+	return into;
+}
+
+/* An agent's events stream at a node that does not hold the session: the
+ * events are stored, so it reads them here, and wakes on notify (every
+ * node's, on PostgreSQL) or once a second (docs/design.md, "Across nodes"). */
+static rsession *mirror_open(cof_relay *r, const cof_principal *who, const char *uid,
+			     cof_err *err)
+{
+	cof_err e = {0};
+	rsession *s = mirror_read(r, who, uid, NULL, &e);
+
+	if (s) {
+		cof_err_clear(err);
+		cof_err_clear(&e);
+		return s;
+	}
+	if (e.code) {
+		cof_err_clear(err);
+		*err = e;
+	}
+	return NULL;
+}
+
+typedef struct take_ctx {
+	cof_relay_stream *x;
+	json_t *list;
+} take_ctx;
+
+/* One stored event: added to the list when it is meant for the stream. */
+static int take_one(void *arg, int64_t id, unsigned to, const char *body)
+{
+	take_ctx *t = arg;
+	unsigned bit = t->x->client ? EV_CLIENT : EV_AGENT;
+	json_t *ev = (to & bit) ? json_loads(body, 0, NULL) : NULL;
+
+	if (ev) {
+		json_object_set_new(ev, "id", json_integer((json_int_t)id));
+		json_array_append_new(t->list, ev);
+	}
+	t->x->pos = (uint64_t)id;
+	return 0;
+}
+
+/* Moves the stream's new events (read from the stored stream, 256 at a
+ * time) into `list`. */
 static void take_events(cof_relay_stream *x, json_t *list)
 {
-	rsession *s = x->s;
-	unsigned bit = x->client ? EV_CLIENT : EV_AGENT;
-	uint64_t first = s->ev_next > RELAY_EVENTS ? s->ev_next - RELAY_EVENTS + 1 : 1;
+	take_ctx t = {x, list};
+	char name[64];
+	cof_err e = {0};
 
-	for (uint64_t id = x->pos + 1 > first ? x->pos + 1 : first; id <= s->ev_next; id++) {
-		revent *e = &s->ev[(id - 1) % RELAY_EVENTS];
-		json_t *ev = (e->to & bit) && e->json ? json_loads(e->json, 0, NULL) : NULL;
-		if (ev) {
-			json_object_set_new(ev, "id", json_integer((json_int_t)id));
-			json_array_append_new(list, ev);
-		}
-	}
-	if (s->ev_next > x->pos)
-		x->pos = s->ev_next;
+	if (x->pos >= x->s->ev_next)
+		return;
+	snprintf(name, sizeof name, "%s%s", RELAY_EVENT_STREAM, x->s->uid);
+	if (cof_meta_event_list(x->r->st->meta, name, (int64_t)x->pos, 256, take_one, &t, &e))
+		fprintf(stderr, "cofferd: relay session %s: cannot read its events: %s\n",
+			x->s->uid, e.msg);
+	cof_err_clear(&e);
 }
 
 /* Moves the ops not yet sent to this attachment into `list`. */
@@ -93,6 +182,13 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 	(void)err;
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
+		if (s->mirror) {
+			cof_err e = {0};
+			cof_principal who = {0};
+			snprintf(who.org, sizeof who.org, "%s", s->org);
+			mirror_read(r, &who, s->uid, s, &e);
+			cof_err_clear(&e);
+		}
 		cof_relay_tick(r, s);
 		take_events(x, list);
 		if (x->client && (s->gen != x->gen || !s->attached))
@@ -121,6 +217,12 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	r = x->r;
 	s = x->s;
 	pthread_mutex_lock(&r->mu);
+	if (s->mirror) {
+		cof_relay_session_free(s); /* its own copy, in no registry */
+		pthread_mutex_unlock(&r->mu);
+		free(x);
+		return;
+	}
 	if (x->client && s->attached && s->gen == x->gen) {
 		cof_relay_detach(r, s, "disconnected");
 	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {
@@ -159,6 +261,8 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	}
 	pthread_mutex_lock(&r->mu);
 	s = cof_relay_find_client(r, uid, token, err);
+	if (!s && json_object_get(err->extra, "node"))
+		s = cof_relay_claim(r, uid, token, err); /* docs/design.md, "Across nodes" */
 	if (!s)
 		goto out;
 	if (s->status == RS_ENDED) {
@@ -183,7 +287,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	s->gen++;
 	s->attached = 1;
 	rs_status was = s->status;
-	cof_relay_log_add(s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
+	cof_relay_log_add(r, s, json_pack("{s:s, s:s, s:s}", "event", "connect", "mode",
 			       cof_mode_name(s->mode), "client", s->client));
 	*out = stream_new(r, s, 1, s->ev_next);
 	if (!*out) {
@@ -315,14 +419,14 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 	}
 	if (s && !strcmp(type, "abort")) {
 		cof_relay_event(r, s, EV_AGENT, "abort", json_pack("{s:s}", "by", "user"));
-		cof_relay_log_add(s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
+		cof_relay_log_add(r, s, json_pack("{s:s, s:s}", "event", "end", "reason", "aborted"));
 		cof_relay_session_end(r, s, "aborted");
 	} else if (s && !strcmp(type, "accept")) {
-		cof_relay_log_add(s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
+		cof_relay_log_add(r, s, json_pack("{s:s, s:O}", "event", "accept", "data", data));
 		cof_relay_event(r, s, EV_AGENT, "accept", json_incref(data));
 	} else if (s) {
 		json_object_set_new(data, "by", json_string("client"));
-		cof_relay_log_add(s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
+		cof_relay_log_add(r, s, json_pack("{s:s, s:O, s:s, s:O}", "op", "write_file", "path",
 				       json_object_get(data, "path") ? json_object_get(data, "path")
 								     : json_null(),
 				       "outcome", "blocked", "blocked", data));

@@ -303,3 +303,44 @@ int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	return m->ops->referenced(m, fn, ctx, err);
 }
+
+int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
+{
+	return m->ops->state_put(m, r, err);
+}
+
+int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
+		cof_err *err)
+{
+	return m->ops->state_get(m, kind, id, out, err);
+}
+
+int cof_meta_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
+		void *ctx, cof_err *err)
+{
+	return m->ops->state_list(m, kind, since_ms, fn, ctx, err);
+}
+
+int cof_meta_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
+		int64_t keep, int64_t *id, cof_err *err)
+{
+	return m->ops->event_add(m, stream, to, body, keep, id, err);
+}
+
+int cof_meta_event_list(cof_meta *m, const char *stream, int64_t after, int64_t limit,
+		cof_event_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->event_list(m, stream, after, limit, fn, ctx, err);
+}
+
+int cof_meta_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
+		cof_err *err)
+{
+	return m->ops->event_last(m, stream, last, first, err);
+}
+
+int cof_meta_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
+		const char *const *stream_prefixes, cof_err *err)
+{
+	return m->ops->state_prune(m, kind, before_ms, stream_prefixes, err);
+}

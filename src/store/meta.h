@@ -97,6 +97,23 @@ typedef struct cof_run_item {
 	const char *ctype, *caption, *url;
 } cof_run_item;
 typedef int (*cof_run_fn)(void *ctx, const cof_run_item *it);
+
+/* A stored state record (docs/design.md, "State in the store"): a relay
+ * session (kind "relay") or a turn's record (kind "turn"), its fields as one
+ * JSON object text. `node` names the node that holds its live part (the
+ * attached client, the workspace); "" = none. */
+typedef struct cof_staterow {
+	char kind[16];
+	char id[48];
+	char org[48];
+	char node[64];
+	int ended;
+	int64_t updated_at;      /* unix ms, set by state_put */
+	char *body;              /* JSON object text; malloc'd by _get/_list, borrowed by _put */
+} cof_staterow;
+typedef int (*cof_state_fn)(void *ctx, const cof_staterow *r);
+/* An event of a stored stream: id rises by 1 per event within the stream. */
+typedef int (*cof_event_fn)(void *ctx, int64_t id, unsigned to, const char *body);
 typedef int (*cof_subject_fn)(void *ctx, const char *subject, const char *vol);
 
 /* What every backend implements. The contracts are the same whichever backend
@@ -267,6 +284,31 @@ struct cof_meta_ops {
 		size_t *len, cof_err *err);
 	/* Every blob referenced by a row, once each. */
 	int (*referenced)(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+
+	/* ---- stored state: relay sessions, turns' records, event histories */
+	/* Writes the record (inserted or replaced whole); sets updated_at. */
+	int (*state_put)(cof_meta *m, cof_staterow *r, cof_err *err);
+	/* 1 and *out (body malloc'd) when (kind, id) is stored, 0 when not. */
+	int (*state_get)(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
+		cof_err *err);
+	/* Every record of `kind`, not ended or updated at or after `since_ms`;
+	 * each body is borrowed for the call. */
+	int (*state_list)(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
+		void *ctx, cof_err *err);
+	/* Appends an event to `stream` (*id = its id, 1 for the first) and keeps
+	 * only the last `keep` of the stream; ids never repeat, also across nodes. */
+	int (*event_add)(cof_meta *m, const char *stream, unsigned to, const char *body,
+		int64_t keep, int64_t *id, cof_err *err);
+	/* The stream's events after `after` in id order, at most `limit`. */
+	int (*event_list)(cof_meta *m, const char *stream, int64_t after, int64_t limit,
+		cof_event_fn fn, void *ctx, cof_err *err);
+	/* The last id of the stream (0 when none) and its first kept id. */
+	int (*event_last)(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
+		cof_err *err);
+	/* Forgets the records of `kind` ended before `before_ms` and the streams
+	 * named `stream_prefix` + their id. */
+	int (*state_prune)(cof_meta *m, const char *kind, int64_t before_ms,
+		const char *const *stream_prefixes, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -370,5 +412,18 @@ int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);
+int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
+		cof_err *err);
+int cof_meta_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
+		void *ctx, cof_err *err);
+int cof_meta_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
+		int64_t keep, int64_t *id, cof_err *err);
+int cof_meta_event_list(cof_meta *m, const char *stream, int64_t after, int64_t limit,
+		cof_event_fn fn, void *ctx, cof_err *err);
+int cof_meta_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
+		cof_err *err);
+int cof_meta_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
+		const char *const *stream_prefixes, cof_err *err);
 
 #endif

@@ -81,6 +81,15 @@ static const char *const migrations[] = {
 	" DEFAULT 0, ADD COLUMN depth integer NOT NULL DEFAULT 0, ADD COLUMN retired integer"
 	" NOT NULL DEFAULT 0;"
 	"CREATE INDEX volumes_base ON volumes(base_vno) WHERE base_vno IS NOT NULL;",
+
+	/* 4: stored state (meta_pg_state.c): relay sessions' and turns' records,
+	 * the recent history of event streams. */
+	"CREATE TABLE state(kind text NOT NULL, id text NOT NULL, org text NOT NULL,"
+	" node text NOT NULL, ended integer NOT NULL, updated_at bigint NOT NULL,"
+	" body text NOT NULL, PRIMARY KEY(kind, id));"
+	"CREATE TABLE events(stream text COLLATE \"C\" NOT NULL, id bigint NOT NULL,"
+	" mask integer NOT NULL, body text NOT NULL, at bigint NOT NULL,"
+	" PRIMARY KEY(stream, id));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
@@ -452,6 +461,8 @@ static void ops_fill(void)
 	cof_pg_ops_gc(&pg_ops);
 	cof_pg_ops_agent(&pg_ops);
 	cof_pg_ops_fork(&pg_ops);
+
+	cof_pg_ops_state(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

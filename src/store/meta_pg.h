@@ -84,6 +84,8 @@ void cof_pg_ops_gc(cof_meta_ops *o);
 void cof_pg_ops_agent(cof_meta_ops *o);
 void cof_pg_ops_fork(cof_meta_ops *o);
 
+void cof_pg_ops_state(cof_meta_ops *o);
+
 /* Row helpers over text results. */
 int64_t cof_pg_int(PGresult *r, int row, int col);
 void cof_pg_copy(PGresult *r, int row, int col, char *out, size_t outsz);

@@ -64,7 +64,14 @@ static const char *schema =
 	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS subjects(org TEXT NOT NULL, agent TEXT NOT NULL,"
 	" subject TEXT NOT NULL, vol TEXT NOT NULL, created_at INTEGER NOT NULL,"
-	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;";
+	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;"
+	/* schema 2: stored state (meta_sqlite_state.c) */
+	"CREATE TABLE IF NOT EXISTS state(kind TEXT NOT NULL, id TEXT NOT NULL,"
+	" org TEXT NOT NULL, node TEXT NOT NULL, ended INTEGER NOT NULL,"
+	" updated_at INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS events(stream TEXT NOT NULL, id INTEGER NOT NULL,"
+	" mask INTEGER NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL,"
+	" PRIMARY KEY(stream, id)) WITHOUT ROWID;";
 
 /* ------------------------------------------------------------ connections */
 
@@ -232,6 +239,8 @@ static int migrate(conn *c, cof_err *err)
 	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS volumes_base ON volumes(base_vno)"
 			    " WHERE base_vno IS NOT NULL", err))
 		return -1;
+
+	/* 1 -> 2: the state and events tables, made by `schema` (IF NOT EXISTS). */
 	if (version < SCHEMA_VERSION)
 		return cof_sqlite_exec(c, "PRAGMA user_version = 2", err);
 	return 0;
@@ -253,6 +262,8 @@ static void ops_fill(void)
 	cof_sqlite_ops_subject(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
 	cof_sqlite_ops_fork(&sqlite_ops);
+
+	cof_sqlite_ops_state(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */

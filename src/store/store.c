@@ -251,8 +251,6 @@ void cof_store_close(cof_store *st)
 	pthread_mutex_destroy(&st->events_mu);
 	pthread_mutex_destroy(&st->magic_mu);
 	pthread_mutex_destroy(&st->key_mu);
-	for (size_t i = 0; i < sizeof st->events / sizeof *st->events; i++)
-		free(st->events[i].json);
 	free(st->dir);
 	free(st);
 }

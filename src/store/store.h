@@ -30,11 +30,9 @@ struct cof_store {
 	/* Waiting and waking (notify.h): long-polls, agent events, relay waits;
 	 * on PostgreSQL it hears every node's changes (notify_pg.c). */
 	cof_notify *notify;
-	/* Agent events (file_presented) and the changes agents made through their
-	 * own tools, kept in memory for the events stream; under events_mu. */
+	/* The changes agents made through their own tools, kept in memory for
+	 * the events stream; under events_mu. (Agent events are stored: events.c.) */
 	pthread_mutex_t events_mu;
-	struct { uint64_t id; char org[48]; char agent[128]; char *json; } events[256];
-	uint64_t event_next;
 	struct { char agent[128]; char vol[48]; int64_t seq; } own[1024];
 	uint64_t own_next;
 	/* Keys seen recently (by hash): keys are never revoked, so an API call

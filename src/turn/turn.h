@@ -78,7 +78,8 @@ struct cof_turn {
 	cof_sandbox sb;
 	unsigned types;          /* COF_OUT_* that may come back */
 	int64_t created, deadline;  /* wall clock, shown */
-	int64_t deadline_ms;        /* cof_mono_ms() at the deadline: what the sweep measures */
+	int64_t deadline_ms;        /* cof_mono_ms() at the deadline: what the sweep measures
+				       (the record stores it as wall clock: records.c) */
 	uid_t uid;               /* outside uid of its processes */
 	int refs;                /* calls and requests holding it */
 	int ended;               /* deleted or expired: no new calls */
@@ -110,6 +111,7 @@ struct cof_turn {
 
 struct cof_turns {
 	cof_store *st;
+	char node[64];           /* this node's name: the turns whose workspace is here */
 	char root[PATH_MAX];     /* scratch root */
 	char data[PATH_MAX];     /* the data dir (hidden from calls) */
 	int kernel;              /* 1: a tmpfs per workspace; 0: the measuring loop */
@@ -134,6 +136,22 @@ struct cof_turns {
 	char exec_helper[PATH_MAX]; /* coffer-exec next to our binary, used without
 				    root (landlock: nothing written runs); "" = none */
 };
+
+/* Turns' records in the store (records.c). Saves t's record: ended or not,
+ * the node holding its workspace; a failure is said on stderr. */
+void cof_turn_record_save(cof_turns *ts, const cof_turn *t);
+/* At start: the live turns of this node's records come back (their
+ * workspaces start empty at their next call), ended ones become tombstones.
+ * Under no lock: before the sweeper starts serving. */
+int cof_turns_load(cof_turns *ts, cof_err *err);
+/* A turn not in memory, from its record: COF_EGONE when it ended or its node
+ * is not this one (naming the node), COF_ENOTFOUND when unknown. Always -1. */
+int cof_turn_record_miss(cof_turns *ts, const cof_principal *who, const char *id,
+			 cof_err *err);
+/* Makes a turn in memory (under mu): the list, a uid. */
+void cof_turn_add(cof_turns *ts, cof_turn *t);
+/* Adds an ended turn's id to the tombstones (under mu). */
+void cof_turn_tomb_add(cof_turns *ts, const char *org, const char *id);
 
 /* Reads the outside uid for a new turn (under mu). */
 uid_t cof_turns_uid_new(cof_turns *ts);

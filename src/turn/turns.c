@@ -2,8 +2,10 @@
  * turns.c — the registry of live turns: create, look up, end (DELETE or
  * expiry), the expiry sweeper, and kept outbox files.
  *
- * Turns live in memory only. An ended turn is remembered (a ring of
- * COF_TOMBSTONES_MAX ids) so that a call to it answers 410 rather than 404.
+ * Each turn has a record in the store (records.c): a restart of cofferd
+ * brings its live turns back. An ended turn is remembered (a ring of
+ * COF_TOMBSTONES_MAX ids, then its record) so that a call to it answers 410
+ * rather than 404.
  * A turn is freed when it has ended and the last call or request holding it
  * lets go; its workspace and kept files go with it.
  */
@@ -87,12 +89,12 @@ void cof_turn_kill_calls(cof_turns *ts, cof_turn *t)
 	t->stop_gen++;
 }
 
-static void tomb_add(cof_turns *ts, const cof_turn *t)
+void cof_turn_tomb_add(cof_turns *ts, const char *org, const char *id)
 {
 	tomb *r = (tomb *)ts->tomb;
 
-	snprintf(r[ts->tomb_next].id, sizeof r->id, "%s", t->id);
-	snprintf(r[ts->tomb_next].org, sizeof r->org, "%s", t->org);
+	snprintf(r[ts->tomb_next].id, sizeof r->id, "%s", id);
+	snprintf(r[ts->tomb_next].org, sizeof r->org, "%s", org);
 	ts->tomb_next = (ts->tomb_next + 1) % COF_TOMBSTONES_MAX;
 	if (ts->ntomb < COF_TOMBSTONES_MAX)
 		ts->ntomb++;
@@ -130,7 +132,7 @@ static cof_turn *find(cof_turns *ts, const cof_principal *who, const char *id, c
 		cof_error(err, COF_EGONE, "turn '%.64s' has ended", id);
 		return NULL;
 	}
-	cof_error(err, COF_ENOTFOUND, "no turn '%.64s'", id);
+	cof_turn_record_miss(ts, who, id, err);
 	return NULL;
 }
 
@@ -157,7 +159,9 @@ static void end_turn(cof_turns *ts, cof_turn *t)
 		return;
 	t->ended = 1;
 	t->stop_why = NULL;
-	tomb_add(ts, t);
+	cof_turn_tomb_add(ts, t->org, t->id);
+	if (!ts->stop) /* a stopping cofferd ends no turn: it comes back at start */
+		cof_turn_record_save(ts, t);
 	cof_turn_kill_calls(ts, t);
 	pthread_cond_broadcast(&ts->cv);
 }
@@ -227,10 +231,12 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 	} else {
 		snprintf(ts->root, sizeof ts->root, "%.4000s/scratch", ts->data);
 	}
+	snprintf(ts->node, sizeof ts->node, "%s", opts->node ? opts->node : "");
 	pthread_mutex_init(&ts->mu, NULL);
 	cof_cond_init(&ts->cv);
 	cof_limits_open(ts, opts->rlimits_only);
 	if (cof_confine_init(ts, err) || cof_quota_open(ts, opts->force_walk, err) ||
+	    cof_turns_load(ts, err) ||
 	    pthread_create(&ts->sweeper, NULL, sweeper_main, ts)) {
 		if (err->code == COF_OK)
 			cof_error(err, COF_EINTERNAL, "cannot start the turn sweeper");
@@ -305,6 +311,13 @@ void cof_turns_close(cof_turns *ts)
 }
 
 /* ------------------------------------------------------------ create/get */
+
+void cof_turn_add(cof_turns *ts, cof_turn *t)
+{
+	t->uid = cof_turns_uid_new(ts);
+	t->next = ts->list;
+	ts->list = t;
+}
 
 static const cof_jfield create_fields[] = {
 	{"agent", COF_JSTR, 1}, {"user", COF_JSTR, 1}, {"deadlineSeconds", COF_JINT, 1},
@@ -399,9 +412,8 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 		free(t);
 		return cof_error(err, COF_EUNAVAILABLE, "cofferd is stopping");
 	}
-	t->uid = cof_turns_uid_new(ts);
-	t->next = ts->list;
-	ts->list = t;
+	cof_turn_add(ts, t);
+	cof_turn_record_save(ts, t);
 	*out = turn_json(t, accepted);
 	json_object_set_new(*out, "expiresAt", cof_json_time(t->deadline + ts->grace));
 	pthread_mutex_unlock(&ts->mu);

@@ -872,6 +872,93 @@ static void test_fork_chain(void **state)
 		assert_int_equal(listing(v[l].vno, -1, "", NULL)[0], '\0');
 }
 
+/* Stored state: records replace whole, list by kind (ended ones only when
+ * recent), streams number from 1, keep their last `keep`, read after an id,
+ * and pruning forgets ended records with their streams. */
+static int count_state(void *ctx, const cof_staterow *r)
+{
+	(void)r;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+typedef struct ev_seen {
+	int64_t ids[16];
+	unsigned masks[16];
+	int n;
+} ev_seen;
+
+static int collect_event(void *ctx, int64_t id, unsigned to, const char *body)
+{
+	ev_seen *s = ctx;
+
+	assert_non_null(body);
+	if (s->n < 16) {
+		s->ids[s->n] = id;
+		s->masks[s->n++] = to;
+	}
+	return 0;
+}
+
+static void test_state_and_events(void **state)
+{
+	cof_staterow r = {.kind = "relay", .id = "rs_1", .node = "n1", .body = "{\"a\":1}"};
+	cof_staterow got;
+	cof_err err = {0};
+	int64_t id = 0, last = 0, first = 0;
+	ev_seen seen = {0};
+	int n = 0;
+	static const char *const streams[] = {"relay:", NULL};
+
+	(void)state;
+	snprintf(r.org, sizeof r.org, "%s", org);
+	assert_int_equal(cof_meta_state_get(m, "relay", "rs_1", &got, &err), 0);
+	assert_int_equal(cof_meta_state_put(m, &r, &err), 0);
+	r.body = "{\"a\":2}";
+	assert_int_equal(cof_meta_state_put(m, &r, &err), 0);
+	assert_int_equal(cof_meta_state_get(m, "relay", "rs_1", &got, &err), 1);
+	assert_string_equal(got.body, "{\"a\":2}");
+	assert_string_equal(got.node, "n1");
+	assert_string_equal(got.org, org);
+	assert_true(got.updated_at > 0);
+	free(got.body);
+	assert_int_equal(cof_meta_state_get(m, "turn", "rs_1", &got, &err), 0);
+	assert_int_equal(cof_meta_state_list(m, "relay", cof_now_ms() + 1000, count_state, &n,
+					     &err), 0);
+	assert_int_equal(n, 1);
+
+	for (int i = 1; i <= 5; i++) {
+		assert_int_equal(cof_meta_event_add(m, "relay:rs_1", (unsigned)i, "{}", 3, &id,
+						    &err), 0);
+		assert_int_equal(id, i);
+	}
+	assert_int_equal(cof_meta_event_last(m, "relay:rs_1", &last, &first, &err), 0);
+	assert_int_equal(last, 5);
+	assert_int_equal(first, 3);
+	assert_int_equal(cof_meta_event_list(m, "relay:rs_1", 3, 100, collect_event, &seen,
+					     &err), 0);
+	assert_int_equal(seen.n, 2);
+	assert_int_equal(seen.ids[0], 4);
+	assert_int_equal(seen.masks[1], 5);
+	assert_int_equal(cof_meta_event_last(m, "relay:other", &last, &first, &err), 0);
+	assert_int_equal(last, 0);
+
+	/* ended and old: pruned with its stream; a live one stays */
+	r.ended = 1;
+	assert_int_equal(cof_meta_state_put(m, &r, &err), 0);
+	n = 0;
+	assert_int_equal(cof_meta_state_list(m, "relay", cof_now_ms() + 1000, count_state, &n,
+					     &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(cof_meta_state_prune(m, "relay", cof_now_ms() + 1000, streams, &err), 0);
+	assert_int_equal(cof_meta_state_get(m, "relay", "rs_1", &got, &err), 0);
+	assert_int_equal(cof_meta_event_last(m, "relay:rs_1", &last, &first, &err), 0);
+	assert_int_equal(last, 0);
+	/* ids go on from 1 again only once the stream is gone: a fresh stream */
+	assert_int_equal(cof_meta_event_add(m, "relay:rs_1", 1, "{}", 3, &id, &err), 0);
+	assert_int_equal(id, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -886,6 +973,7 @@ int main(void)
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_fork_chain),
 		cmocka_unit_test(test_open_urls),
+		cmocka_unit_test(test_state_and_events),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,12 @@
+build2/obj/src/store/meta_pg_state.o: src/store/meta_pg_state.c \
+ src/store/meta_pg.h /usr/include/postgresql/libpq-fe.h \
+ /usr/include/postgresql/postgres_ext.h \
+ /usr/include/postgresql/pg_config_ext.h src/store/meta.h \
+ include/coffer.h src/util/util.h
+src/store/meta_pg.h:
+/usr/include/postgresql/libpq-fe.h:
+/usr/include/postgresql/postgres_ext.h:
+/usr/include/postgresql/pg_config_ext.h:
+src/store/meta.h:
+include/coffer.h:
+src/util/util.h:

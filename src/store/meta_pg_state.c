@@ -1,0 +1,187 @@
+/*
+ * meta_pg_state.c — stored state on PostgreSQL: relay sessions' and turns'
+ * records (table state) and the recent history of event streams (table
+ * events). Nodes append to one stream concurrently: an append holds the
+ * stream's advisory lock until it commits, so ids rise by one in the order
+ * readers see them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_pg.h"
+
+static int pg_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
+{
+	r->updated_at = cof_now_ms();
+	return cof_pg_one(m, "INSERT INTO state(kind, id, org, node, ended, updated_at, body)"
+		   " VALUES($1,$2,$3,$4,$5,$6,$7) ON CONFLICT(kind, id) DO UPDATE SET org ="
+		   " excluded.org, node = excluded.node, ended = excluded.ended, updated_at ="
+		   " excluded.updated_at, body = excluded.body", "saving a record", NULL, err,
+		   "ssssiis", r->kind, r->id, r->org, r->node, (int64_t)r->ended, r->updated_at,
+		   r->body ? r->body : "{}");
+}
+
+#define STATE_COLS "kind, id, org, node, ended, updated_at, body"
+
+/* Fills *out from row `i` of a STATE_COLS result; the body is borrowed. */
+static void row_read(PGresult *r, int i, cof_staterow *out)
+{
+	memset(out, 0, sizeof *out);
+	cof_pg_copy(r, i, 0, out->kind, sizeof out->kind);
+	cof_pg_copy(r, i, 1, out->id, sizeof out->id);
+	cof_pg_copy(r, i, 2, out->org, sizeof out->org);
+	cof_pg_copy(r, i, 3, out->node, sizeof out->node);
+	out->ended = (int)cof_pg_int(r, i, 4);
+	out->updated_at = cof_pg_int(r, i, 5);
+	out->body = PQgetvalue(r, i, 6);
+}
+
+static int pg_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
+			cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND id = $2",
+			  "reading a record", err, "ss", kind, id))) {
+		rc = 0;
+		if (PQntuples(r) == 1) {
+			row_read(r, 0, out);
+			out->body = cof_strdup(out->body);
+			rc = out->body ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
+		}
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
+			 void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND (ended = 0"
+			  " OR updated_at >= $2) ORDER BY updated_at", "reading records", err,
+			  "si", kind, since_ms))) {
+		for (int i = 0; i < PQntuples(r); i++) {
+			cof_staterow row;
+			row_read(r, i, &row);
+			if (fn(ctx, &row))
+				break;
+		}
+		PQclear(r);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
+			int64_t keep, int64_t *id, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	PGresult *r;
+	int rc = -1;
+
+	*id = 0;
+	if (!c)
+		return -1;
+	if (!cof_pg_do(c, "SELECT pg_advisory_xact_lock(7700, hashtext($1))", "recording an event",
+		       NULL, err, "s", stream) &&
+	    (r = cof_pg_q(c, "INSERT INTO events(stream, id, mask, body, at) SELECT $1,"
+			  " coalesce(max(id), 0) + 1, $2::integer, $3::text, $4::bigint FROM events"
+			  " WHERE stream = $1 RETURNING id", "recording an event", err, "sisi", stream,
+			  (int64_t)to, body, cof_now_ms()))) {
+		*id = PQntuples(r) == 1 ? cof_pg_int(r, 0, 0) : 0;
+		PQclear(r);
+		rc = *id > 0 ? 0 : cof_error(err, COF_EINTERNAL, "recording an event: no id");
+	}
+	if (!rc && *id > keep)
+		rc = cof_pg_do(c, "DELETE FROM events WHERE stream = $1 AND id <= $2",
+			       "recording an event", NULL, err, "si", stream, *id - keep);
+	return cof_pg_end(m, c, rc, err);
+}
+
+static int pg_event_list(cof_meta *m, const char *stream, int64_t after, int64_t limit,
+			 cof_event_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT id, mask, body FROM events WHERE stream = $1 AND id > $2"
+			  " ORDER BY id LIMIT $3", "reading events", err, "sii", stream, after,
+			  limit))) {
+		for (int i = 0; i < PQntuples(r); i++)
+			if (fn(ctx, cof_pg_int(r, i, 0), (unsigned)cof_pg_int(r, i, 1),
+			       PQgetvalue(r, i, 2)))
+				break;
+		PQclear(r);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
+			 cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	*last = *first = 0;
+	if (!c)
+		return -1;
+	if ((r = cof_pg_q(c, "SELECT coalesce(max(id), 0), coalesce(min(id), 0) FROM events"
+			  " WHERE stream = $1", "reading events", err, "s", stream))) {
+		*last = cof_pg_int(r, 0, 0);
+		*first = cof_pg_int(r, 0, 1);
+		PQclear(r);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
+			  const char *const *prefixes, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int rc = 0;
+
+	if (!c)
+		return -1;
+	for (size_t i = 0; !rc && prefixes && prefixes[i]; i++)
+		rc = cof_pg_do(c, "DELETE FROM events WHERE stream IN (SELECT $1 || id FROM state"
+			       " WHERE kind = $2 AND ended = 1 AND updated_at < $3)",
+			       "forgetting events", NULL, err, "ssi", prefixes[i], kind, before_ms);
+	if (!rc)
+		rc = cof_pg_do(c, "DELETE FROM state WHERE kind = $1 AND ended = 1 AND"
+			       " updated_at < $2", "forgetting records", NULL, err, "si", kind,
+			       before_ms);
+	return cof_pg_end(m, c, rc, err);
+}
+
+/* Fills the members of the PostgreSQL backend this file implements. */
+void cof_pg_ops_state(cof_meta_ops *o)
+{
+	o->state_put = pg_state_put;
+	o->state_get = pg_state_get;
+	o->state_list = pg_state_list;
+	o->event_add = pg_event_add;
+	o->event_list = pg_event_list;
+	o->event_last = pg_event_last;
+	o->state_prune = pg_state_prune;
+}

@@ -1,0 +1,249 @@
+/*
+ * meta_sqlite_state.c — stored state on SQLite: relay sessions' and turns'
+ * records (table state) and the recent history of event streams (table
+ * events). One process writes them (the writer connection orders appends, so
+ * an event's id is the stream's last id + 1).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_sqlite.h"
+
+static int sq_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	r->updated_at = cof_now_ms();
+	if ((st = cof_sqlite_q(c, "INSERT OR REPLACE INTO state(kind, id, org, node, ended,"
+			       " updated_at, body) VALUES(?,?,?,?,?,?,?)", err))) {
+		cof_sqlite_bind_text(st, 1, r->kind);
+		cof_sqlite_bind_text(st, 2, r->id);
+		cof_sqlite_bind_text(st, 3, r->org);
+		cof_sqlite_bind_text(st, 4, r->node);
+		sqlite3_bind_int(st, 5, r->ended);
+		sqlite3_bind_int64(st, 6, r->updated_at);
+		cof_sqlite_bind_text(st, 7, r->body ? r->body : "{}");
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0
+			: cof_sqlite_db_error(err, c->db, "saving a record");
+	}
+	return cof_sqlite_writer_end(m, rc, err);
+}
+
+/* Fills *out from a row (kind, id, org, node, ended, updated_at, body);
+ * the body is borrowed from the statement. */
+static void row_read(sqlite3_stmt *st, cof_staterow *out)
+{
+	memset(out, 0, sizeof *out);
+	cof_sqlite_col_copy(st, 0, out->kind, sizeof out->kind);
+	cof_sqlite_col_copy(st, 1, out->id, sizeof out->id);
+	cof_sqlite_col_copy(st, 2, out->org, sizeof out->org);
+	cof_sqlite_col_copy(st, 3, out->node, sizeof out->node);
+	out->ended = sqlite3_column_int(st, 4);
+	out->updated_at = sqlite3_column_int64(st, 5);
+	out->body = (char *)sqlite3_column_text(st, 6);
+}
+
+static int sq_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
+			cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	if (!c)
+		return -1;
+	if ((st = cof_sqlite_q(c, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
+			       " WHERE kind = ? AND id = ?", err))) {
+		cof_sqlite_bind_text(st, 1, kind);
+		cof_sqlite_bind_text(st, 2, id);
+		int r = sqlite3_step(st);
+		if (r == SQLITE_ROW) {
+			row_read(st, out);
+			out->body = cof_strdup(out->body ? out->body : "{}");
+			rc = out->body ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
+		} else {
+			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading a record");
+		}
+		sqlite3_reset(st);
+	}
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+static int sq_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
+			 void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int r, rc = -1;
+
+	if (!c)
+		return -1;
+	if ((st = cof_sqlite_q(c, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
+			       " WHERE kind = ? AND (ended = 0 OR updated_at >= ?) ORDER BY"
+			       " updated_at", err))) {
+		cof_sqlite_bind_text(st, 1, kind);
+		sqlite3_bind_int64(st, 2, since_ms);
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			cof_staterow row;
+			row_read(st, &row);
+			if (fn(ctx, &row))
+				break;
+		}
+		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
+			: cof_sqlite_db_error(err, c->db, "reading records");
+		sqlite3_reset(st);
+	}
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+/* Runs a statement of the writer with (stream, integer) binds. */
+static int stream_do(conn *c, const char *sql, const char *stream, int64_t n, cof_err *err)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
+
+	if (!st)
+		return -1;
+	cof_sqlite_bind_text(st, 1, stream);
+	sqlite3_bind_int64(st, 2, n);
+	return sqlite3_step(st) == SQLITE_DONE ? 0
+		: cof_sqlite_db_error(err, c->db, "recording an event");
+}
+
+static int sq_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
+			int64_t keep, int64_t *id, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	*id = 0;
+	if ((st = cof_sqlite_q(c, "SELECT coalesce(max(id), 0) + 1 FROM events WHERE stream = ?",
+			       err))) {
+		cof_sqlite_bind_text(st, 1, stream);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			*id = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+	}
+	if (*id > 0 && (st = cof_sqlite_q(c, "INSERT INTO events(stream, id, mask, body, at)"
+					   " VALUES(?,?,?,?,?)", err))) {
+		cof_sqlite_bind_text(st, 1, stream);
+		sqlite3_bind_int64(st, 2, *id);
+		sqlite3_bind_int64(st, 3, to);
+		cof_sqlite_bind_text(st, 4, body);
+		sqlite3_bind_int64(st, 5, cof_now_ms());
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0
+			: cof_sqlite_db_error(err, c->db, "recording an event");
+	} else if (*id <= 0) {
+		cof_sqlite_db_error(err, c->db, "numbering an event");
+	}
+	if (!rc && *id > keep)
+		rc = stream_do(c, "DELETE FROM events WHERE stream = ? AND id <= ?", stream,
+			       *id - keep, err);
+	return cof_sqlite_writer_end(m, rc, err);
+}
+
+static int sq_event_list(cof_meta *m, const char *stream, int64_t after, int64_t limit,
+			 cof_event_fn fn, void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int r, rc = -1;
+
+	if (!c)
+		return -1;
+	if ((st = cof_sqlite_q(c, "SELECT id, mask, body FROM events WHERE stream = ? AND id > ?"
+			       " ORDER BY id LIMIT ?", err))) {
+		cof_sqlite_bind_text(st, 1, stream);
+		sqlite3_bind_int64(st, 2, after);
+		sqlite3_bind_int64(st, 3, limit);
+		while ((r = sqlite3_step(st)) == SQLITE_ROW)
+			if (fn(ctx, sqlite3_column_int64(st, 0), (unsigned)sqlite3_column_int64(st, 1),
+			       (const char *)sqlite3_column_text(st, 2)))
+				break;
+		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
+			: cof_sqlite_db_error(err, c->db, "reading events");
+		sqlite3_reset(st);
+	}
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+static int sq_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
+			 cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	*last = *first = 0;
+	if (!c)
+		return -1;
+	if ((st = cof_sqlite_q(c, "SELECT coalesce(max(id), 0), coalesce(min(id), 0) FROM events"
+			       " WHERE stream = ?", err))) {
+		cof_sqlite_bind_text(st, 1, stream);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*last = sqlite3_column_int64(st, 0);
+			*first = sqlite3_column_int64(st, 1);
+			rc = 0;
+		} else {
+			cof_sqlite_db_error(err, c->db, "reading events");
+		}
+		sqlite3_reset(st);
+	}
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+static int sq_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
+			  const char *const *prefixes, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	if (!c)
+		return -1;
+	for (size_t i = 0; !rc && prefixes && prefixes[i]; i++) {
+		if (!(st = cof_sqlite_q(c, "DELETE FROM events WHERE stream IN (SELECT ? || id FROM"
+					" state WHERE kind = ? AND ended = 1 AND updated_at < ?)", err))) {
+			rc = -1;
+			break;
+		}
+		cof_sqlite_bind_text(st, 1, prefixes[i]);
+		cof_sqlite_bind_text(st, 2, kind);
+		sqlite3_bind_int64(st, 3, before_ms);
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0
+			: cof_sqlite_db_error(err, c->db, "forgetting events");
+	}
+	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM state WHERE kind = ? AND ended = 1 AND"
+				      " updated_at < ?", err))) {
+		cof_sqlite_bind_text(st, 1, kind);
+		sqlite3_bind_int64(st, 2, before_ms);
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0
+			: cof_sqlite_db_error(err, c->db, "forgetting records");
+	} else if (!rc) {
+		rc = -1;
+	}
+	return cof_sqlite_writer_end(m, rc, err);
+}
+
+/* Fills the members of the SQLite backend this file implements. */
+void cof_sqlite_ops_state(cof_meta_ops *o)
+{
+	o->state_put = sq_state_put;
+	o->state_get = sq_state_get;
+	o->state_list = sq_state_list;
+	o->event_add = sq_event_add;
+	o->event_list = sq_event_list;
+	o->event_last = sq_event_last;
+	o->state_prune = sq_state_prune;
+}

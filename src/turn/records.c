@@ -1,0 +1,140 @@
+/*
+ * records.c — turns' records in the store (kind "turn"; docs/design.md,
+ * "State in the store"): what a turn is (agent, user, deadline, sandbox,
+ * output types), whether it ended, and the node that holds its workspace.
+ * A record is written when the turn is made and when it ends (DELETE or
+ * expiry; not when cofferd stops). At start the live turns of this node come
+ * back: a call that ran when the process died is gone with it, the workspace
+ * (scratch, emptied at start) is made again at the next call, and the turn
+ * goes on. Ended turns answer 410 from their record after the tombstone ring
+ * forgot them, as long as the record is kept (COF_TURN_RECORD_KEEP).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/store.h"
+#include "turn/turn.h"
+
+#define COF_TURN_RECORD_KEEP (7 * 86400 * 1000LL) /* ms an ended turn's record is kept */
+
+void cof_turn_record_save(cof_turns *ts, const cof_turn *t)
+{
+	json_t *b = json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:{s:I, s:I, s:I, s:b, s:I,"
+			      " s:I}}",
+			      "agent", t->agent, "user", t->user, "created", (json_int_t)t->created,
+			      "deadline", (json_int_t)t->deadline, "deadlineMs",
+			      (json_int_t)(cof_now_ms() - (cof_mono_ms() - t->deadline_ms)),
+			      "types", (int)t->types, "uid",
+			      (json_int_t)t->uid, "sandbox",
+			      "scratch", (json_int_t)t->sb.scratch, "turnDisk",
+			      (json_int_t)t->sb.turn_disk, "userDisk", (json_int_t)t->sb.user_disk,
+			      "network", t->sb.network, "memory", (json_int_t)t->sb.memory,
+			      "processes", (json_int_t)t->sb.processes);
+	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	cof_staterow row = {.kind = "turn", .ended = t->ended, .body = text};
+	cof_err e = {0};
+
+	snprintf(row.id, sizeof row.id, "%s", t->id);
+	snprintf(row.org, sizeof row.org, "%s", t->org);
+	snprintf(row.node, sizeof row.node, "%s", ts->node);
+	if (!text || cof_meta_state_put(ts->st->meta, &row, &e))
+		fprintf(stderr, "cofferd: turn %s: cannot store its record: %s\n", t->id,
+			text ? e.msg : "out of memory");
+	cof_err_clear(&e);
+	json_decref(b);
+	free(text);
+}
+
+static int64_t int_of(json_t *o, const char *key)
+{
+	return (int64_t)json_integer_value(json_object_get(o, key));
+}
+
+/* A turn from its record, NULL when the record cannot be read. */
+static cof_turn *turn_of(const cof_staterow *row)
+{
+	json_t *b = json_loads(row->body, 0, NULL), *sb = json_object_get(b, "sandbox");
+	cof_turn *t = b ? cof_calloc(1, sizeof *t) : NULL;
+
+	if (!t || !cof_json_str(b, "agent") || !cof_json_str(b, "user")) {
+		free(t);
+		json_decref(b);
+		return NULL;
+	}
+	snprintf(t->id, sizeof t->id, "%.39s", row->id);
+	snprintf(t->org, sizeof t->org, "%s", row->org);
+	snprintf(t->agent, sizeof t->agent, "%s", cof_json_str(b, "agent"));
+	snprintf(t->user, sizeof t->user, "%s", cof_json_str(b, "user"));
+	t->created = int_of(b, "created");
+	t->deadline = int_of(b, "deadline");
+	/* stored as wall clock; the sweep measures the monotonic one */
+	t->deadline_ms = cof_mono_ms() - (cof_now_ms() - int_of(b, "deadlineMs"));
+	t->types = (unsigned)int_of(b, "types");
+	t->uid = (uid_t)int_of(b, "uid");
+	t->sb.scratch = int_of(sb, "scratch");
+	t->sb.turn_disk = int_of(sb, "turnDisk");
+	t->sb.user_disk = int_of(sb, "userDisk");
+	t->sb.network = json_is_true(json_object_get(sb, "network"));
+	t->sb.memory = int_of(sb, "memory");
+	t->sb.processes = int_of(sb, "processes");
+	json_decref(b);
+	return t;
+}
+
+/* One stored record at start: this node's live turns back in the list. */
+static int load_one(void *arg, const cof_staterow *row)
+{
+	cof_turns *ts = arg;
+	cof_turn *t;
+
+	if (row->ended || strcmp(row->node, ts->node))
+		return 0; /* ended (410 from the record) or another node's */
+	if (!(t = turn_of(row))) {
+		fprintf(stderr, "cofferd: turn %s: its record cannot be read\n", row->id);
+		return 0;
+	}
+	/* A call that ran when the process died is gone with it: whatever of it
+	 * is left (bwrap outlives a SIGKILLed parent) is killed by its uid. */
+	if (ts->root_user && t->uid >= COF_TURN_UID_BASE)
+		cof_turn_kill_uid(ts, t);
+	cof_turn_add(ts, t);
+	return 0;
+}
+
+int cof_turns_load(cof_turns *ts, cof_err *err)
+{
+	int64_t since = cof_now_ms() - COF_TURN_RECORD_KEEP;
+
+	if (cof_meta_state_prune(ts->st->meta, "turn", since, NULL, err))
+		return -1;
+	return cof_meta_state_list(ts->st->meta, "turn", cof_now_ms(), load_one, ts, err);
+}
+
+int cof_turn_record_miss(cof_turns *ts, const cof_principal *who, const char *id,
+			 cof_err *err)
+{
+	cof_staterow row;
+	cof_err e = {0};
+	int found = cof_meta_state_get(ts->st->meta, "turn", id, &row, &e);
+
+	if (found < 0) {
+		*err = e;
+		return -1;
+	}
+	if (!found || strcmp(row.org, who->org)) {
+		free(found ? row.body : NULL);
+		return cof_error(err, COF_ENOTFOUND, "no turn '%.64s'", id);
+	}
+	if (row.ended)
+		cof_error(err, COF_EGONE, "turn '%.64s' has ended", id);
+	else if (strcmp(row.node, ts->node))
+		cof_error(err, COF_EGONE, "turn '%.64s' runs on node '%s', and this node (%s) "
+			  "cannot reach it", id, row.node[0] ? row.node : "(unnamed)",
+			  ts->node[0] ? ts->node : "unnamed");
+	else
+		cof_error(err, COF_EGONE, "turn '%.64s' was lost by this node", id);
+	if (!row.ended)
+		cof_err_set(err, "node", json_string(row.node));
+	free(row.body);
+	return -1;
+}

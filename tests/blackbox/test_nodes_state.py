@@ -1,0 +1,174 @@
+"""State across nodes (issue 12; docs/design.md "Across nodes"): three nodes named with
+--node on one PostgreSQL dataset. A relay client attached at node A serves ops sent to
+node C (carried to A); a session's record, log and events read the same on every node; a
+client may attach at another node (the session moves there); agent events presented
+through one node replay on another after Last-Event-ID; a turn's calls, its returned
+files and its DELETE sent to another node run on the node holding its workspace; a turn
+of a node that is gone answers 410 naming it. pg pass only."""
+
+import os
+import shutil
+import tempfile
+import time
+
+import harness
+from harness import check, eq, expect, expect_error
+from relay_fake import FakeClient, create, make_agent, wait_status
+import test_restart
+import turnlib
+
+
+def _nodes(n=3):
+    if harness.ENGINE != "pg":
+        harness.skip("cross-node tests run once, in the pg pass")
+    import pgpeer
+    why = pgpeer.available()
+    if why:
+        harness.skip("PostgreSQL 15 is needed: " + why)
+    url = pgpeer.shared().new_database()
+    nodes = [harness.Server(args=["--meta", url, "--node", "n0"], engine="pg")]
+    for i in range(1, n):
+        s = harness.Server(args=["--meta", url, "--node", "n%d" % i], engine="pg",
+                           start=False)
+        os.makedirs(s.data, exist_ok=True)
+        shutil.copy(os.path.join(nodes[0].data, "admin.key"), s.data)
+        nodes.append(s.start())
+    return url, nodes
+
+
+def _close(url, nodes):
+    for s in nodes:
+        if s.alive():
+            s.close()
+    import pgpeer
+    pgpeer.shared().drop_database(url)
+
+
+def _op(srv, uid, **body):
+    return srv.post("/v1/relay/sessions/%s/ops" % uid, json=body)
+
+
+def test_relay_client_on_a_serves_ops_sent_to_c():
+    url, (a, b, c) = _nodes()
+    try:
+        agent = make_agent(a, "nsr-%d" % os.getpid())
+        s = create(a, agent)
+        root = tempfile.mkdtemp(prefix="relay-nodes-")
+        with open(os.path.join(root, "a.txt"), "w") as f:
+            f.write("from the user's folder")
+        cl = FakeClient(a, s["uid"], s["connectToken"], root)
+        eq(cl.status, 200, "connect at node A")
+        wait_status(a, s["uid"], "active")
+        r = expect(_op(c, s["uid"], op="read_file", path="a.txt"), 200)
+        eq(r.json()["content"], "from the user's folder", "a read sent to node C")
+        eq(r.header("X-Coffer-Node"), "n0", "carried to the node of the client")
+        expect(_op(c, s["uid"], op="write_file", path="w.txt", content="via C"), 200)
+        with open(os.path.join(root, "w.txt")) as f:
+            eq(f.read(), "via C", "the write sent to C reached the folder")
+        for n in (a, b, c):
+            listed = expect(n.get("/v1/relay/sessions", query={"agent": agent}), 200).json()
+            eq([x["uid"] for x in listed["sessions"]], [s["uid"]], "listed on every node")
+            got = expect(n.get("/v1/relay/sessions/" + s["uid"]), 200).json()
+            eq((got["status"], got["counts"]["reads"], got["counts"]["writes"]),
+               ("active", 1, 1), "the session as node %s tells it" % n.port)
+            log = expect(n.get("/v1/relay/sessions/%s/log" % s["uid"]), 200).json()
+            check(any(e.get("op") == "write_file" for e in log["entries"]),
+                  "the log on every node: %r" % log)
+        # the client comes back at node B: the session moves there
+        cl.close()
+        wait_status(a, s["uid"], "paused")
+        cl2 = FakeClient(b, s["uid"], s["connectToken"], root)
+        eq(cl2.status, 200, "the client attaches at node B")
+        wait_status(b, s["uid"], "active")
+        r = expect(_op(a, s["uid"], op="read_file", path="w.txt"), 200)
+        eq((r.json()["content"], r.header("X-Coffer-Node")), ("via C", "n1"),
+           "an op sent to A reaches the client at B")
+        # the session's events on node C, which does not hold it: the stored history
+        # after a Last-Event-ID, then live ones
+        path = "/v1/relay/sessions/%s/events" % s["uid"]
+        evs = test_restart._sse(c, path, last_id=0, seconds=1.5)
+        types = [t for _, t, _ in evs]
+        for want in ("write_result", "pause", "resume"):
+            check(want in types, "%s in the history read on node C: %r" % (want, types))
+        eq([i for i, _, _ in evs], list(range(1, len(evs) + 1)), "ids from 1 on")
+        half = evs[len(evs) // 2][0]
+        eq([i for i, _, _ in test_restart._sse(a, path, last_id=half, seconds=1.5)],
+           [i for i, _, _ in evs if i > half], "replay after Last-Event-ID on node A")
+        live = harness.EventStream(c, path)
+        try:
+            expect(_op(a, s["uid"], op="write_file", path="l.txt", content="live"), 200)
+            got = live.expect("write_result", len([t for t in types if t == "write_result"]) + 1,
+                              timeout=10)
+            eq(got[-1]["path"], "l.txt", "a live event on node C")
+        finally:
+            live.close()
+        cl2.close()
+    finally:
+        _close(url, [a, b, c])
+
+
+def test_agent_events_across_nodes_and_replay():
+    url, (a, b, c) = _nodes()
+    try:
+        vol = a.create_volume("shared")["id"]
+        agent = "nse-%d" % os.getpid()
+        expect(a.put("/v1/agents/" + agent, json={"mounts": [
+            {"volumeId": vol, "path": "/shared", "mode": "rw"}]}), 201)
+        a.put_ok(vol, "one.svg", b"<svg xmlns='http://www.w3.org/2000/svg'/>")
+        expect(a.post("/v1/agents/%s/tools/present_file" % agent,
+                      json={"path": "/shared/one.svg"}), 200)
+        got = test_restart._sse(b, "/v1/agents/%s/events" % agent, last_id=0, seconds=1.5)
+        eq([(t, d["path"]) for _, t, d in got], [("file_presented", "/shared/one.svg")],
+           "an event of node A replayed on node B")
+        # live: a stream open on C hears a presentation made on A
+        stream = harness.EventStream(c, "/v1/agents/%s/events" % agent)
+        try:
+            time.sleep(0.3)
+            expect(a.post("/v1/agents/%s/tools/present_file" % agent,
+                          json={"path": "/shared/one.svg", "caption": "again"}), 200)
+            live = stream.expect("file_presented", 1, timeout=10)
+            eq(live[0]["caption"], "again", "node C's stream")
+        finally:
+            stream.close()
+    finally:
+        _close(url, [a, b, c])
+
+
+def test_turn_calls_files_and_delete_sent_to_other_nodes():
+    url, (a, b, c) = _nodes()
+    try:
+        aid = turnlib.make_agent(a, output={"files": ["csv"]})
+        t = turnlib.new_turn(a, aid)
+        turnlib.ok(a, t["id"], "echo kept > here.txt")
+        r = expect(c.post("/v1/turns/%s/calls" % t["id"], json={
+            "command": "cat here.txt; printf 'a,b\\n1,2\\n' > $OUTBOX/t.csv"}), 200)
+        eq(r.header("X-Coffer-Node"), "n0", "the call ran on the workspace's node")
+        out = r.json()
+        eq(out["stdout"], "kept\n", "the call saw the workspace of node A")
+        eq(len(out["files"]), 1, "one file back: %r" % out)
+        path = "/v1/turns/%s/files/%s/t.csv" % (t["id"], out["callId"])
+        eq(expect(b.get(path), 200).body, b"a,b\n1,2\n", "its file read through node B")
+        eq(expect(b.get("/v1/turns/" + t["id"]), 200).json()["agent"], aid, "GET on B")
+        expect(c.delete("/v1/turns/" + t["id"]), 204)
+        expect_error(b.post("/v1/turns/%s/calls" % t["id"], json={"command": "true"}), 410)
+    finally:
+        _close(url, [a, b, c])
+
+
+def test_turn_of_a_gone_node_410_naming_it():
+    url, (a, b) = _nodes(2)
+    try:
+        t = turnlib.new_turn(a)
+        a.kill()
+        deadline = time.time() + 40 * harness.SCALE
+        while True:
+            r = b.post("/v1/turns/%s/calls" % t["id"], json={"command": "true"})
+            if r.status == 410 or time.time() > deadline:
+                break
+            time.sleep(1)
+        expect_error(r, 410)
+        err = r.json()["error"]
+        eq((err.get("reason"), err.get("node")), ("node_gone", "n0"), "why: %r" % err)
+        check("n0" in err["message"], "the message names the node: %r" % err)
+    finally:
+        _close(url, [a, b])
