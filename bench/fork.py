@@ -2,6 +2,7 @@
 """Constant-time fork (issue 13 part 3), one short run, both metadata stores.
 
     bench/fork.py [--baseline ROOT] [--reads N] [--sizes 100,10000,100000]
+                  [--engines embedded,pg] [--heading SECTION]
 
 For each store (embedded SQLite; PostgreSQL 15 started for the run by
 tests/blackbox/pgpeer.py, fsync off there as in the tests) and each build (this tree's
@@ -189,6 +190,8 @@ def main():
     ap.add_argument("--baseline", help="root of another checkout with a build/ (main)")
     ap.add_argument("--reads", type=int, default=3000)
     ap.add_argument("--sizes", default="100,10000,100000")
+    ap.add_argument("--engines", default="embedded,pg")
+    ap.add_argument("--heading", default=HEADING, help="the results.md section to write")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     harness.set_build(os.path.join(ROOT, "build"))
@@ -199,7 +202,7 @@ def main():
     res = {}
     peer = pgpeer.shared()
     try:
-        for engine in ("embedded", "pg"):
+        for engine in args.engines.split(","):
             for name, root in builds:
                 res[(engine, name)] = run_one(engine, root, sizes, args.reads)
     finally:
@@ -207,7 +210,7 @@ def main():
     load1 = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()
-    out = ["## " + HEADING, "",
+    out = ["## " + args.heading, "",
            "%s, commit %s, %d cores shared with 8 other engineers' builds and tests (load "
            "average %.1f/%.1f/%.1f at start, %.1f/%.1f/%.1f at end; one run, %.0f s). Volumes "
            "of 1 KiB files (inline content) filled by SQL with the rows one change writing "
@@ -250,7 +253,7 @@ def main():
             "(PostgreSQL)."]
     text = "\n".join(out) + "\n"
     print(text)
-    write_section(os.path.join(ROOT, "bench", "results.md"), HEADING, text)
+    write_section(os.path.join(ROOT, "bench", "results.md"), args.heading, text)
 
 
 if __name__ == "__main__":

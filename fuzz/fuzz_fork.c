@@ -1,13 +1,13 @@
 /*
  * fuzz_fork.c — copy-on-write forks of the SQLite metadata store
  * (src/store/meta_sqlite*.c; docs/design.md, "Forks") against a model. Input:
- * pairs of bytes (op, arg), at most 96. Ops: write or remove one of 6 paths in
+ * pairs of bytes (op, arg), at most 64. Ops: write or remove one of 6 paths in
  * one of the volumes, fork a volume (now, or at an older seq of it), delete a
  * volume, check everything. Forks of forks go past COF_FORK_DEPTH (a copy).
  *
  * Invariants: every live volume lists (whole and under a prefix, in path
  * order) and reads exactly what the model holds, now and at every older seq
- * it went through; files counts match; deleting a volume never changes what
+ * it went through (checked at the end); files counts match; deleting a volume never changes what
  * its forks show; the store stays usable (no error) throughout.
  */
 #include <unistd.h>
@@ -15,8 +15,8 @@
 #include "store/meta.h"
 
 #define NPATH 6
-#define MAXV 24
-#define MAXSEQ 48
+#define MAXV 12
+#define MAXSEQ 24
 
 static const char *const paths[NPATH] = {"a", "b/c", "b/d", "e", "f/g", "z"};
 
@@ -102,7 +102,8 @@ static void check_at(vol *v, int64_t at, const state *s)
 	}
 }
 
-static void check_all(void)
+/* Checks every live volume now and, with `history`, at each older seq. */
+static void check_all(int history)
 {
 	cof_err err = {0};
 	cof_volrow row;
@@ -114,7 +115,7 @@ static void check_all(void)
 		const state *now = &v->at[v->nseq - 1];
 		int files = 0;
 		check_at(v, -1, now);
-		for (int k = 0; k < v->nseq; k++)
+		for (int k = 0; history && k < v->nseq; k++)
 			check_at(v, v->seq0 + k, &v->at[k]);
 		for (int p = 0; p < NPATH; p++)
 			files += now->c[p][0] != '\0';
@@ -190,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(cof_meta_volume_add(m, &vols[0].row, &err) == 0, "%s", err.msg);
 	vols[0].live = 1;
 	vols[0].nseq = 1;
-	for (size_t i = 0; i + 1 < size && i < 192; i += 2) {
+	for (size_t i = 0; i + 1 < size && i < 128; i += 2) {
 		int op = data[i] % 8, arg = data[i + 1];
 		vol *v = &vols[(arg >> 3) % nv];
 		if (!v->live)
@@ -203,10 +204,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(cof_meta_volume_delete(m, v->row.vno, &err) == 0, "%s", err.msg);
 			v->live = 0;
 			break;
-		default: check_all(); break;
+		default: check_all(0); break;
 		}
 	}
-	check_all();
+	check_all(1);
 	/* Everything goes, leaves first or not: nothing is left to list. */
 	for (int i = 0; i < nv; i++)
 		if (vols[i].live)
