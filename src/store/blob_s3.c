@@ -107,18 +107,11 @@ static void part_end(cof_blob_writer *w)
 
 static int s3_write(cof_blob_writer *w, const void *data, size_t len, cof_err *err)
 {
-	const char *p = data;
-	size_t left = len;
+	const char *p;
+	size_t left;
 
-	while (left) {
-		ssize_t n = write(w->fd, p, left);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return cof_blob_io_error(err, errno, "storing the upload");
-		}
-		p += n, left -= (size_t)n;
-	}
+	if (cof_write_full(w->fd, data, len) < 0)
+		return cof_blob_io_error(err, errno, "storing the upload");
 	EVP_DigestUpdate(w->md, data, len);
 	for (p = data, left = len; left;) {
 		size_t n = (size_t)(PART_SIZE - w->pfill) < left ? (size_t)(PART_SIZE - w->pfill)
