@@ -77,7 +77,9 @@ typedef struct cof_store_opts {
 
 /* Opens (creating if needed) the data dir: blobs/, meta.db, link.key (blobs and
  * metadata elsewhere when opts names them; the URLs are borrowed). The admin key
- * is created on first open; cof_store_admin_key() returns it (owned by the store). */
+ * is created on first open; cof_store_admin_key() returns it (owned by the store).
+ * On metadata named by a URL, a dir with no admin.key over a dataset that has an
+ * admin key already makes none: cof_store_admin_key() is then "" (a later node). */
 int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		   cof_err *err);
 void cof_store_close(cof_store *st);
