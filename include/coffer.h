@@ -314,6 +314,15 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err);
 /* Verifies every referenced blob exists and hashes right; reports orphans.
  * Answer {ok, checked, missing:[], corrupt:[], orphans:[]}. */
 int cof_fsck(cof_store *st, json_t **out, cof_err *err);
+/* Copies the embedded dataset in data dir `from` (no cofferd may serve it) into
+ * the PostgreSQL database `meta` and the blob store `blobs` (store/migrate.c:
+ * every table, every blob the metadata names, the keys with the admin key's)
+ * and verifies the copy (row counts, each blob's sha256, fsck of the target).
+ * COF_ECONFLICT for a target that is not empty; a run again after a crash
+ * finishes the job. Answer {ok, tables:{name: rows}, blobs, blobsCopied,
+ * blobsPresent, bytesCopied, fsck, alreadyCopied?}. */
+int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **out,
+		cof_err *err);
 
 /* ----------------------------------------------------------------- agents */
 
