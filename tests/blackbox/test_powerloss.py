@@ -119,8 +119,9 @@ def test_acknowledged_writes_survive_a_power_cut():
 
 def _loses(ignore, what):
     if harness.ENGINE == "pg" and ignore != "*/meta.db-wal":
-        harness.skip("content is in S3 on this pass: the fsync of DATA/blobs this test "
-                     "removes is not on the write's path (S3 acknowledges the bytes)")
+        harness.skip("content is in S3 on this pass: %s, which this test removes, is "
+                     "the local blob store's, not on the write's path (S3 acknowledges "
+                     "the bytes)" % what)
     import resource
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard < 4096:
