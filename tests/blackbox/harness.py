@@ -316,7 +316,10 @@ class Server:
             self.args = ["--meta", self.meta_url] + self.args
         self.env = env
         self.s3 = self.blobs_url = self.blobs_prefix = None
-        if self.engine == "pg" and "--blobs" not in self.args:
+        # $COFFER_TEST_PG_BLOBS=local keeps the pg pass's content in DATA/blobs (to
+        # measure what S3 costs the pass, or to tell an S3 failure from a PostgreSQL one)
+        if (self.engine == "pg" and "--blobs" not in self.args and
+                os.environ.get("COFFER_TEST_PG_BLOBS") != "local"):
             self.use_s3(os.path.basename(self.root))
         self.keep = keep
         self.proc = None
