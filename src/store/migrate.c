@@ -527,7 +527,11 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 	json_t *tabs = json_object(), *fsck = NULL;
 	int lockfd = -1, rc = -1, again = 0;
 
+	char *abs = realpath(from, NULL);   /* the marker names DATA however it was given */
+
 	*out = NULL;
+	if (abs)
+		g.from = abs;
 	if (!mkdtemp(scratch)) {
 		cof_error(err, COF_EINTERNAL, "cannot make a temp folder: %s", strerror(errno));
 		goto out;
@@ -540,7 +544,7 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 		pg_fail(&g, NULL, "connecting");
 		goto out;
 	}
-	if ((again = marker_of(&g, from)) < 0)
+	if ((again = marker_of(&g, g.from)) < 0)
 		goto out;
 	if (!again && (blobs_each(&g, blob_copy) || meta_copy(&g)))
 		goto out;
@@ -549,7 +553,7 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 	if ((!again && counts_verify(&g, tabs)) || blobs_each(&g, blob_verify) ||
 	    target_fsck(&g, meta, blobs, scratch, &fsck))
 		goto out;
-	*out = json_pack("{s:b, s:s, s:O, s:I, s:I, s:I, s:I, s:O}", "ok", 1, "from", from,
+	*out = json_pack("{s:b, s:s, s:O, s:I, s:I, s:I, s:I, s:O}", "ok", 1, "from", g.from,
 			 "tables", tabs, "blobs", (json_int_t)g.blobs, "blobsCopied",
 			 (json_int_t)g.copied, "blobsPresent", (json_int_t)g.present,
 			 "bytesCopied", (json_int_t)g.bytes, "fsck", fsck);
@@ -570,5 +574,6 @@ out:
 	if (lockfd >= 0)
 		close(lockfd);
 	nftw(scratch, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(abs);
 	return rc;
 }

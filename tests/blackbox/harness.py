@@ -347,8 +347,12 @@ class Server:
         b = self.build if os.path.isabs(self.build) else os.path.join(ROOT, self.build)
         return os.path.join(b, "cofferd")
 
-    def start(self, wait=20):
-        """Starts cofferd (again) on the same data dir; a new port each time."""
+    def start(self, wait=None):
+        """Starts cofferd (again) on the same data dir; a new port each time. It must
+        listen within `wait` s (times SCALE): 20, or 40 where it first reaches
+        PostgreSQL and S3 (a loaded machine's pg pass missed 20)."""
+        if wait is None:
+            wait = 40 if self.engine == "pg" else 20
         assert self.proc is None or self.proc.poll() is not None, "already running"
         exe = self.binary()
         if not os.path.exists(exe):
