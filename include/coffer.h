@@ -77,7 +77,9 @@ typedef struct cof_store_opts {
 
 /* Opens (creating if needed) the data dir: blobs/, meta.db, link.key (blobs and
  * metadata elsewhere when opts names them; the URLs are borrowed). The admin key
- * is created on first open; cof_store_admin_key() returns it (owned by the store). */
+ * is created on first open; cof_store_admin_key() returns it (owned by the store).
+ * On metadata named by a URL, a dir with no admin.key over a dataset that has an
+ * admin key already makes none: cof_store_admin_key() is then "" (a later node). */
 int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		   cof_err *err);
 void cof_store_close(cof_store *st);
@@ -312,6 +314,15 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err);
 /* Verifies every referenced blob exists and hashes right; reports orphans.
  * Answer {ok, checked, missing:[], corrupt:[], orphans:[]}. */
 int cof_fsck(cof_store *st, json_t **out, cof_err *err);
+/* Copies the embedded dataset in data dir `from` (no cofferd may serve it) into
+ * the PostgreSQL database `meta` and the blob store `blobs` (store/migrate.c:
+ * every table, every blob the metadata names, the keys with the admin key's)
+ * and verifies the copy (row counts, each blob's sha256, fsck of the target).
+ * COF_ECONFLICT for a target that is not empty; a run again after a crash
+ * finishes the job. Answer {ok, tables:{name: rows}, blobs, blobsCopied,
+ * blobsPresent, bytesCopied, fsck, alreadyCopied?}. */
+int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **out,
+		cof_err *err);
 
 /* ----------------------------------------------------------------- agents */
 

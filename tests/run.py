@@ -23,7 +23,9 @@ there cofferd gives each turn a uid of its own with RLIMIT_NPROC on it.
    end; every cofferd gets a database of its own, $COFFER_TEST_ENGINE=pg tells the
    harness). On the pg pass the black-box suite runs again whole, and of the unit tests
    the metadata conformance test runs again on a PostgreSQL database
-   ($COFFER_TEST_META_URL). Cases of the pg pass are named `pg:module::test`. The two
+   ($COFFER_TEST_META_URL). The pg pass keeps content in S3 as well: one s3rver for
+   the pass (tests/blackbox/s3peer.py, started here, stopped at the end, handed to the
+   workers in $COFFER_TEST_S3), each cofferd under a prefix of its own. Cases of the pg pass are named `pg:module::test`. The two
    passes share the -j N workers.
 
 Failures are printed with their details, skips with their reasons; the last line is
@@ -210,6 +212,7 @@ def run_module_process(mod, args, results, scale, engine="embedded"):
     env = dict(os.environ, COFFER_TEST_ENGINE=engine)
     if engine == "pg":
         env["COFFER_TEST_PG"] = args.pg.env()
+        env["COFFER_TEST_S3"] = args.s3env
     fd, resfile = tempfile.mkstemp(prefix="coffer-res-")
     os.close(fd)
     cmd = [sys.executable, "-B", os.path.abspath(__file__), "--worker", mod, "--build",
@@ -426,6 +429,19 @@ def main():
         except Exception as e:
             results.add(PASS_PREFIX + "<setup>", "fail", "cannot start PostgreSQL: %s" % e)
             args.engines.remove("pg")
+    args.s3 = None
+    if "pg" in args.engines and not args.unit_only:
+        os.environ["COFFER_BUILD"] = args.build
+        import s3peer
+        try:
+            args.s3 = s3peer.start(prefix="")
+            import atexit
+            atexit.register(s3peer.stop, args.s3)
+            args.s3env = s3peer.to_env(args.s3)
+            print("note: pg pass: S3 (s3rver) on %s" % args.s3["endpoint"], flush=True)
+        except Exception as e:
+            results.add(PASS_PREFIX + "<setup>", "fail", "cannot start s3rver: %s" % e)
+            args.engines.remove("pg")
     if not args.blackbox_only:
         run_units(args, results, scale)
     if not args.unit_only:
@@ -444,6 +460,9 @@ def main():
             print("  %s: %s" % (name, why))
     if args.pg:
         args.pg.stop()
+    if args.s3:
+        import s3peer
+        s3peer.stop(args.s3)
     print("\n(%.0fs, %d skipped)" % (time.time() - t0, len(results.skipped)))
     for engine, (np, nf, ns) in sorted(results.per_pass.items()):
         print("pass %s: %d passed, %d failed, %d skipped" % (engine, np, nf, ns))

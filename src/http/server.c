@@ -608,7 +608,8 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 	srv->mhd = NULL;
 }
 
-/* Opens the store and prints the admin key when it is new. 0 or -1. */
+/* Opens the store and prints the admin key when it is new (or that the
+ * dataset's is used: a later node, API.md). 0 or -1. */
 static int open_store(const server_opts *o, cof_store **st)
 {
 	cof_store_opts so = { 0 };
@@ -627,6 +628,9 @@ static int open_store(const server_opts *o, cof_store **st)
 	if (cof_store_admin_key_is_new(*st))
 		printf("cofferd admin key: %s (saved in %s/admin.key)\n",
 		       cof_store_admin_key(*st), o->data);
+	else if (!cof_store_admin_key(*st)[0])
+		printf("cofferd: the dataset has an admin key already (in the DATA/admin.key of"
+		       " the node that made it); this node uses the dataset's keys\n");
 	return 0;
 }
 

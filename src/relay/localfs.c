@@ -366,23 +366,6 @@ static int lfs_mkdirs(cof_lfs *fs, const char *dir, cof_err *err)
 	return cur;
 }
 
-/* Writes all of `data` to `fd`. 0 or -1 with errno. */
-static int lfs_write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Makes the temp file in the folder open at `pfd`: a random name, O_EXCL so
  * nothing that exists (a symlink planted under a guessed name included) is
  * ever opened. Fills `tmp` with its name. */
@@ -443,7 +426,7 @@ int cof_lfs_write(cof_lfs *fs, const char *path, const void *data, size_t len,
 		close(pfd);
 		return cof_lfs_errno(e, path, err);
 	}
-	if (lfs_write_all(fd, data, len) || (keep_mode && fchmod(fd, mode)) || fsync(fd))
+	if (cof_write_full(fd, data, len) || (keep_mode && fchmod(fd, mode)) || fsync(fd))
 		e = errno;
 	if (close(fd) && !e)
 		e = errno;

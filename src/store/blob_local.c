@@ -63,18 +63,8 @@ static int local_begin(cof_blobstore *bs, cof_blob_writer **out, cof_err *err)
 
 static int local_write(cof_blob_writer *w, const void *data, size_t len, cof_err *err)
 {
-	const char *p = data;
-	size_t left = len;
-
-	while (left) {
-		ssize_t n = write(w->fd, p, left);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return cof_blob_io_error(err, errno, "storing the upload");
-		}
-		p += n, left -= (size_t)n;
-	}
+	if (cof_write_full(w->fd, data, len) < 0)
+		return cof_blob_io_error(err, errno, "storing the upload");
 	EVP_DigestUpdate(w->md, data, len);
 	w->size += (int64_t)len;
 	return 0;

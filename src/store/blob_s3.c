@@ -107,18 +107,11 @@ static void part_end(cof_blob_writer *w)
 
 static int s3_write(cof_blob_writer *w, const void *data, size_t len, cof_err *err)
 {
-	const char *p = data;
-	size_t left = len;
+	const char *p;
+	size_t left;
 
-	while (left) {
-		ssize_t n = write(w->fd, p, left);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return cof_blob_io_error(err, errno, "storing the upload");
-		}
-		p += n, left -= (size_t)n;
-	}
+	if (cof_write_full(w->fd, data, len) < 0)
+		return cof_blob_io_error(err, errno, "storing the upload");
 	EVP_DigestUpdate(w->md, data, len);
 	for (p = data, left = len; left;) {
 		size_t n = (size_t)(PART_SIZE - w->pfill) < left ? (size_t)(PART_SIZE - w->pfill)
@@ -200,9 +193,13 @@ static int put_parts(cof_blob_writer *w, const char *key, const char *id,
 	cof_buf_reset(&q);
 	cof_buf_adds(&q, "uploadId=");
 	cof_s3_escape(&q, id, 0);
+	/* S3 assembles the object before it answers: minutes for a large one (AWS
+	 * sends whitespace meanwhile; a peer such as s3rver is silent), so the
+	 * stall allowed grows with the parts, 10 s each, at least the usual 30 s. */
 	cof_s3_req c = {.method = "POST", .key = key, .query = q.data, .payload_sha = sha,
 			.up_mem = xml.data, .up_mem_len = xml.len, .body = &ans, .bulk = 1,
-			.ctype = "application/xml"};
+			.ctype = "application/xml",
+			.stall_seconds = 30 + 10 * (long)w->nparts};
 	if (cof_s3_do(w->st->s3, &c, doing, err))
 		goto out;
 	/* S3 may answer 200 and then an error in the body. */

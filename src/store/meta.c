@@ -43,6 +43,12 @@ int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err
 	return m->ops->key_find(m, hash, who, err);
 }
 
+int cof_meta_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
+		cof_err *err)
+{
+	return m->ops->key_add_first_admin(m, hash, who, err);
+}
+
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		char **value, cof_err *err)
 {

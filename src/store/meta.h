@@ -309,6 +309,13 @@ struct cof_meta_ops {
 	 * named `stream_prefix` + their id. */
 	int (*state_prune)(cof_meta *m, const char *kind, int64_t before_ms,
 		const char *const *stream_prefixes, cof_err *err);
+
+	/* ---- the dataset's first admin key (API.md "Running on several nodes")
+	 * Adds the admin key `hash` unless the dataset has an admin key already, in
+	 * one transaction that nodes starting together take in turn: 1 = added
+	 * (this node made the dataset's admin key), 0 = one was there. */
+	int (*key_add_first_admin)(cof_meta *m, const char *hash, const cof_principal *who,
+		cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -337,6 +344,8 @@ void cof_meta_close(cof_meta *m);
 int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who,
 		cof_err *err);
 int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err);
+int cof_meta_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
+		cof_err *err);
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		char **value, cof_err *err);
 int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,

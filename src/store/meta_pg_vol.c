@@ -21,6 +21,29 @@ static int pg_key_add(cof_meta *m, const char *hash, const cof_principal *who, c
 	return rc;
 }
 
+/* Under an advisory lock held to the commit, and the check a statement after
+ * it (a snapshot taken once the lock is ours): nodes starting together on an
+ * empty dataset make one admin key between them. */
+static int pg_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
+				  cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int64_t n = 0;
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_exec(c, "SELECT pg_advisory_xact_lock(7366112)", err);
+	if (!rc)
+		rc = cof_pg_do(c, "INSERT INTO keys(hash, org, agent, admin, created_at)"
+			       " SELECT $1,$2,$3,1,$4 WHERE NOT EXISTS"
+			       " (SELECT 1 FROM keys WHERE admin = 1)", "adding the admin key",
+			       &n, err, "sssi", hash, who->org, who->agent, cof_now());
+	if (cof_pg_end(m, c, rc, err) < 0)
+		return -1;
+	return n == 1;
+}
+
 static int pg_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);
@@ -324,6 +347,7 @@ void cof_pg_ops_vol(cof_meta_ops *o)
 {
 	o->key_add = pg_key_add;
 	o->key_find = pg_key_find;
+	o->key_add_first_admin = pg_key_add_first_admin;
 	o->idem_get = pg_idem_get;
 	o->idem_put = pg_idem_put;
 	o->volume_add = pg_volume_add;

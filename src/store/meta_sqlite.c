@@ -396,6 +396,34 @@ static int sq_key_add(cof_meta *m, const char *hash, const cof_principal *who, c
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
+/* In the writer's transaction (BEGIN IMMEDIATE): the check and the insert
+ * are one step for every process on the file. */
+static int sq_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
+				  cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	st = cof_sqlite_q(c, "INSERT INTO keys(hash, org, agent, admin, created_at)"
+			  " SELECT ?,?,?,1,? WHERE NOT EXISTS(SELECT 1 FROM keys WHERE admin = 1)",
+			  err);
+	if (st) {
+		cof_sqlite_bind_text(st, 1, hash);
+		cof_sqlite_bind_text(st, 2, who->org);
+		cof_sqlite_bind_text(st, 3, who->agent);
+		sqlite3_bind_int64(st, 4, cof_now());
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db,
+									 "adding the admin key");
+	}
+	int added = rc == 0 && sqlite3_changes(c->db) == 1;
+	if (cof_sqlite_writer_end(m, rc, err) < 0)
+		return -1;
+	return added;
+}
+
 static int sq_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
@@ -692,6 +720,7 @@ void cof_sqlite_ops_main(cof_meta_ops *o)
 	o->close = sq_close;
 	o->key_add = sq_key_add;
 	o->key_find = sq_key_find;
+	o->key_add_first_admin = sq_key_add_first_admin;
 	o->idem_get = sq_idem_get;
 	o->idem_put = sq_idem_put;
 	o->volume_add = sq_volume_add;

@@ -414,7 +414,8 @@ static struct curl_slist *setup(cof_s3 *s, CURL *h, cof_s3_req *r, xfer *x, cof_
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
 	if (r->bulk) {
 		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECONDS);
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, r->stall_seconds > 0 ?
+				 r->stall_seconds : LOW_SPEED_SECONDS);
 	} else {
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
 	}

@@ -61,6 +61,8 @@ typedef struct cof_s3_req {
 	size_t dst_cap;
 	cof_buf *body;
 	int bulk;                 /* a large body: low-speed timeout, not a total */
+	long stall_seconds;       /* bulk: silence allowed (0 = 30 s; more where S3 works
+	                           * before it answers, as CompleteMultipartUpload) */
 	/* filled in */
 	long status;
 	size_t dst_got;

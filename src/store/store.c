@@ -59,42 +59,114 @@ static void key_hash(const char *key, char out[65])
 	cof_sha256_hex(key, strlen(key), out);
 }
 
-/* Reads DATA/admin.key, or makes it on first start (mode 0600, the key as
- * printed, so `cat admin.key` is usable); registers its hash. */
-static int admin_key_setup(cof_store *st, cof_err *err)
+/* Reads the admin key file `path` into st->admin_key: 1 read, 0 absent, -1
+ * damaged or unreadable. */
+static int admin_key_read(cof_store *st, const char *path, cof_err *err)
 {
-	char path[4200], hash[65], hex[49];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : cof_error(err, COF_EINTERNAL, "cannot read '%s': %s",
+						       path, strerror(errno));
+	ssize_t n = read(fd, st->admin_key, sizeof st->admin_key - 1);
+	close(fd);
+	while (n > 0 && (st->admin_key[n - 1] == '\n' || st->admin_key[n - 1] == ' '))
+		n--;
+	if (n < 16)
+		return cof_error(err, COF_EINTERNAL, "'%s' is damaged", path);
+	st->admin_key[n] = '\0';
+	return 1;
+}
+
+/* A new random admin key in st->admin_key, written to `path` (mode 0600, the
+ * key as printed, so `cat admin.key` is usable) and synced. */
+static int admin_key_make(cof_store *st, const char *path, cof_err *err)
+{
 	unsigned char raw[24];
+	char hex[49];
 	int fd;
 
+	if (cof_random(raw, sizeof raw))
+		return cof_error(err, COF_EINTERNAL, "cannot make the admin key: no randomness");
+	cof_hex(raw, sizeof raw, hex);
+	snprintf(st->admin_key, sizeof st->admin_key, "ck_%s", hex);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	size_t n = strlen(st->admin_key);
+	if (fd < 0 || cof_write_full(fd, st->admin_key, n) < 0 ||
+	    cof_write_full(fd, "\n", 1) < 0 || fsync(fd) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		return cof_error(err, COF_EINTERNAL, "cannot write '%s': %s", path, strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+/* On a dataset other nodes may share (its metadata named by a URL), with no
+ * DATA/admin.key: this node makes the dataset's admin key only if it has none
+ * (key_add_first_admin, one winner among nodes starting together); else it
+ * uses the dataset's keys as they are and keeps no admin key (""). The new
+ * key goes to admin.key.new first and is renamed once registered: a crash
+ * between leaves a file that the next start renames (registered) or drops. */
+static int admin_key_adopt(cof_store *st, const char *path, cof_err *err)
+{
+	char tmp[4300], hash[65];
+	cof_principal who = {.org = DEFAULT_ORG, .admin = 1}, seen;
+	cof_err e2 = {0};
+	int r;
+
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	if ((r = admin_key_read(st, tmp, err)) < 0)
+		return -1;
+	key_hash(st->admin_key, hash);
+	if (r == 1 && cof_meta_key_find(st->meta, hash, &seen, &e2) == 0) {
+		st->admin_key_new = 1;   /* registered by the start that crashed */
+		goto keep;
+	}
+	cof_err_clear(&e2);
+	if (admin_key_make(st, tmp, err))
+		return -1;
+	key_hash(st->admin_key, hash);
+	if ((r = cof_meta_key_add_first_admin(st->meta, hash, &who, err)) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	if (r == 0) {   /* a node before this one made it */
+		unlink(tmp);
+		st->admin_key[0] = '\0';
+		return 0;
+	}
+	st->admin_key_new = 1;
+keep:
+	if (rename(tmp, path) < 0)
+		return cof_error(err, COF_EINTERNAL, "cannot write '%s': %s", path,
+				 strerror(errno));
+	return 0;
+}
+
+/* Reads DATA/admin.key and registers its hash when the dataset lacks it;
+ * without the file, makes one (admin_key_adopt when `shared`: the dataset's
+ * metadata is named by a URL and may have other nodes). */
+static int admin_key_setup(cof_store *st, int shared, cof_err *err)
+{
+	char path[4200], hash[65];
+	int r;
+
 	snprintf(path, sizeof path, "%s/admin.key", st->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, st->admin_key, sizeof st->admin_key - 1);
-		close(fd);
-		while (n > 0 && (st->admin_key[n - 1] == '\n' || st->admin_key[n - 1] == ' '))
-			n--;
-		if (n < 16)
-			return cof_error(err, COF_EINTERNAL, "'%s' is damaged", path);
-		st->admin_key[n] = '\0';
-	} else {
-		if (errno != ENOENT || cof_random(raw, sizeof raw))
-			return cof_error(err, COF_EINTERNAL, "cannot read '%s': %s", path,
-					 strerror(errno));
-		cof_hex(raw, sizeof raw, hex);
-		snprintf(st->admin_key, sizeof st->admin_key, "ck_%s", hex);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		size_t n = strlen(st->admin_key);
-		if (fd < 0 || write(fd, st->admin_key, n) != (ssize_t)n || write(fd, "\n", 1) != 1 ||
-		    fsync(fd) < 0) {
-			int e = errno;
-			if (fd >= 0)
-				close(fd);
-			unlink(path);
+	if ((r = admin_key_read(st, path, err)) < 0)
+		return -1;
+	if (r == 0 && shared)
+		return admin_key_adopt(st, path, err);
+	if (r == 0) {
+		char tmp[4300];
+		snprintf(tmp, sizeof tmp, "%s.new", path);
+		if (admin_key_make(st, tmp, err))
+			return -1;
+		if (rename(tmp, path) < 0)
 			return cof_error(err, COF_EINTERNAL, "cannot write '%s': %s", path,
-					 strerror(e));
-		}
-		close(fd);
+					 strerror(errno));
 		st->admin_key_new = 1;
 	}
 	key_hash(st->admin_key, hash);
@@ -203,6 +275,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		goto fail;
 	const char *mu = st->opts.meta_url ? st->opts.meta_url : meta_url;
 	const char *bu = st->opts.blobs_url ? st->opts.blobs_url : blobs_url;
+	int shared = mu != NULL;   /* other nodes may share the dataset */
 	if (cof_blobstore_open_url(bu, dir, &st->blobs, err) ||
 	    cof_meta_open(mu ? mu : file, &st->meta, err) || store_notify_open(st, mu, err))
 		goto fail;
@@ -216,7 +289,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	free(blobs_url);
 	meta_url = blobs_url = NULL;
 	if (secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
-			err) < 0 || (!st->opts.tool && admin_key_setup(st, err)))
+			err) < 0 || (!st->opts.tool && admin_key_setup(st, shared, err)))
 		goto fail;
 	st->magic = magic_open(MAGIC_MIME_TYPE);
 	if (st->magic && magic_load(st->magic, NULL) != 0) {

@@ -154,3 +154,19 @@ int cof_fsync_dir(const char *dir)
 	errno = e;
 	return r;
 }
+
+int cof_write_full(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -87,6 +87,9 @@ int cof_random(void *buf, size_t len);
 /* fsync(2) of a directory, so the entries made in it so far survive a power
  * cut. 0, or -1 with errno. */
 int cof_fsync_dir(const char *dir);
+/* write(2) of all `len` bytes of `data` to `fd`, again after EINTR and short
+ * writes. 0, or -1 with errno (what was written before the error stays). */
+int cof_write_full(int fd, const void *data, size_t len);
 void cof_hex(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
 int cof_sha256_hex(const void *data, size_t len, char out[65]);
 /* Wall-clock time, only for a time shown or stored (createdAt, expiresAt,

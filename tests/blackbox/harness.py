@@ -36,7 +36,12 @@ mounts) starts with `harness.needs_root("why")`: skipped, with the reason, when 
 do not run as root (harness.IS_ROOT). Skip reasons are printed by run.py.
 $COFFER_TEST_ENGINE=pg (run.py's second pass) gives every Server a PostgreSQL database
 of its own (`--meta`, tests/blackbox/pgpeer.py; `s.meta_url`, dropped at close unless
-the test gave the data dir); `harness.ENGINE` says which pass runs.
+the test gave the data dir); `harness.ENGINE` says which pass runs. On that pass every
+Server also keeps its content in S3 (`--blobs`, the run's one s3rver, s3peer.shared(),
+under a prefix of the server's own: `s.blobs_url`, `s.s3`), unless the test gives
+--blobs itself. `s.blob_files()` / `s.blob_file(sha)` / `s.blob_of_size(n)` find stored
+content files on either engine (on S3: s3rver's object files, which a test may damage as
+it would a local blob).
 
 Server (see class Server):
     s.url, s.host, s.port, s.data (data dir), s.key (admin key), s.proc
@@ -310,6 +315,12 @@ class Server:
             self.meta_url = pgpeer.shared().new_database(self.build)
             self.args = ["--meta", self.meta_url] + self.args
         self.env = env
+        self.s3 = self.blobs_url = self.blobs_prefix = None
+        # $COFFER_TEST_PG_BLOBS=local keeps the pg pass's content in DATA/blobs (to
+        # measure what S3 costs the pass, or to tell an S3 failure from a PostgreSQL one)
+        if (self.engine == "pg" and "--blobs" not in self.args and
+                os.environ.get("COFFER_TEST_PG_BLOBS") != "local"):
+            self.use_s3(os.path.basename(self.root))
         self.keep = keep
         self.proc = None
         self.log_path = os.path.join(self.root, "cofferd.log")
@@ -319,13 +330,29 @@ class Server:
         if start:
             self.start()
 
+    def use_s3(self, prefix, peer=None):
+        """Keeps this server's content in S3 (peer, default the run's s3peer.shared())
+        under `prefix`: servers of one dataset give the same one."""
+        import s3peer
+        self.s3 = peer or s3peer.shared()
+        self.blobs_prefix = prefix
+        self.blobs_url = s3peer.url_for(self.s3, prefix)
+        self.args += ["--blobs", self.blobs_url]
+        self.env = dict(self.env or {}, **self.s3["env"])
+        # and for every tool the test runs itself (coffer fsck --data ...)
+        os.environ.update(self.s3["env"])
+
     # ---- lifecycle
     def binary(self):
         b = self.build if os.path.isabs(self.build) else os.path.join(ROOT, self.build)
         return os.path.join(b, "cofferd")
 
-    def start(self, wait=20):
-        """Starts cofferd (again) on the same data dir; a new port each time."""
+    def start(self, wait=None):
+        """Starts cofferd (again) on the same data dir; a new port each time. It must
+        listen within `wait` s (times SCALE): 20, or 40 where it first reaches
+        PostgreSQL and S3 (a loaded machine's pg pass missed 20)."""
+        if wait is None:
+            wait = 40 if self.engine == "pg" else 20
         assert self.proc is None or self.proc.poll() is not None, "already running"
         exe = self.binary()
         if not os.path.exists(exe):
@@ -365,8 +392,14 @@ class Server:
                                   "HOST:PORT' within %ss:\n%s" % (wait * SCALE, out[-3000:]))
             time.sleep(0.02)
         self.url, self.host, self.port = m.group(1), m.group(2), int(m.group(3))
-        with open(os.path.join(self.data, "admin.key")) as f:
-            self.key = f.read().strip()
+        try:
+            with open(os.path.join(self.data, "admin.key")) as f:
+                self.key = f.read().strip()
+        except FileNotFoundError:
+            # a later node of a shared dataset keeps no admin key of its own (API.md
+            # "Running on several nodes"): the test sets s.key to the first node's
+            if "--meta" not in self.args:
+                raise
         return self
 
     def alive(self):
@@ -529,16 +562,40 @@ class Server:
     def delete(self, path, **kw):
         return self.request("DELETE", path, **kw)
 
+    S3_SUFFIX = "._S3rver_object"
+
+    def blob_files(self):
+        """Every stored content file: under DATA/blobs (temp files included: a leak is a
+        leak), or on S3 s3rver's object files under this server's prefix plus the
+        upload spool files in DATA/tmp."""
+        out = []
+        if self.s3 is None:
+            top = [os.path.join(self.data, "blobs")]
+        else:
+            top = [os.path.join(self.s3["dir"], self.s3["bucket"], self.blobs_prefix),
+                   os.path.join(self.data, "tmp")]
+        for t in top:
+            for dp, _, fn in os.walk(t):
+                out += [os.path.join(dp, f) for f in fn
+                        if self.s3 is None or dp.startswith(top[1]) or
+                        f.endswith(self.S3_SUFFIX)]
+        return out
+
+    def blob_file(self, sha):
+        """The file that holds content `sha` (which may not exist)."""
+        if self.s3 is None:
+            return os.path.join(self.data, "blobs", sha[:2], sha[2:])
+        return os.path.join(self.s3["dir"], self.s3["bucket"], self.blobs_prefix, sha[:2],
+                            sha[2:] + self.S3_SUFFIX)
+
     def blob_of_size(self, size):
-        """The path of a content file of `size` bytes under DATA/blobs, made writable
+        """The path of a content file of `size` bytes (blob_files), made writable
         (for tests that damage stored content); skips the test when there is none."""
-        for root, _, names in os.walk(os.path.join(self.data, "blobs")):
-            for n in names:
-                f = os.path.join(root, n)
-                if os.path.getsize(f) == size:
-                    os.chmod(f, 0o644)
-                    return f
-        skip("no blob file of %d bytes under DATA/blobs" % size)
+        for f in self.blob_files():
+            if os.path.getsize(f) == size:
+                os.chmod(f, 0o644)
+                return f
+        skip("no blob file of %d bytes in the blob store" % size)
 
     # ---- API shorthands
     @staticmethod

@@ -18,11 +18,16 @@ pause(p) / resume(p)   stop s3rver and start it again on the same port and dir (
 url_for(p, prefix) -> the --blobs URL of another prefix in the same bucket (servers over
                  their own data dirs must not share a prefix: each one's GC would take
                  the others' objects for leftovers).
+shared() -> the peer of the run's PostgreSQL + S3 pass ($COFFER_TEST_S3, started and
+                 stopped by tests/run.py), or one started for this process (stopped at
+                 exit) when the variable is not set (a module run by hand).
+to_env(p) -> the string run.py exports in $COFFER_TEST_S3 for its workers.
 requests(p) -> ["METHOD URL", ...]: every request s3rver got so far, in order.
 keys(p, prefix=None) -> sorted object keys in the bucket, listed by s3rver's own files.
 The first start installs s3rver with `npm ci` (harness.npm_ready).
 """
 
+import atexit
 import contextlib
 import json
 import os
@@ -31,11 +36,16 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import harness
 
 PEER_JS = os.path.join(harness.ROOT, "tests", "s3", "peer.js")
+_FIELDS = ("bucket", "prefix", "region", "access_key", "secret_key", "root", "dir", "log",
+           "port", "endpoint", "url", "env")
+_lock = threading.Lock()
+_shared = None
 
 
 def _launch(p, port=0):
@@ -116,6 +126,26 @@ def stop(p):
     """Stops s3rver and removes its temp dir."""
     _halt(p)
     shutil.rmtree(p["root"], ignore_errors=True)
+
+
+def to_env(p):
+    """p as the JSON that shared() reads back in another process."""
+    return json.dumps({k: p[k] for k in _FIELDS})
+
+
+def shared():
+    """The run's peer ($COFFER_TEST_S3: attached, never stopped here), or one of this
+    process's own, stopped at exit."""
+    global _shared
+    with _lock:
+        if _shared is None:
+            env = os.environ.get("COFFER_TEST_S3")
+            if env:
+                _shared = json.loads(env)
+            else:
+                _shared = start()
+                atexit.register(stop, _shared)
+        return _shared
 
 
 @contextlib.contextmanager

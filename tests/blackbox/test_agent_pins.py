@@ -20,7 +20,7 @@ def _tool(srv, agent, tool, **args):
 
 
 def _blob_of(srv, sha):
-    return os.path.join(srv.data, "blobs", sha[:2], sha[2:])
+    return srv.blob_file(sha)
 
 
 def test_read_content_kept_until_agent_deleted(srv):

@@ -25,8 +25,9 @@ def _tool(srv, *args):
 def test_fsck_and_gc_leave_an_upload_in_flight(srv):
     vol = srv.create_volume()
     tmp = os.path.join(srv.data, "tmp")
-    # a leftover of a crash: unlocked and old, so the tools sweep it
-    stale = os.path.join(tmp, "up_left_by_a_crash")
+    # a leftover of a crash: unlocked and old, so the tools sweep it (named as the
+    # blob store in use names its temp files: S3's spool files on the pg pass)
+    stale = os.path.join(tmp, ("s3up_" if srv.s3 else "up_") + "left_by_a_crash")
     with open(stale, "wb") as f:
         f.write(b"x" * 1000)
     old = time.time() - 3600

@@ -15,15 +15,10 @@ TIMEOUT = 90
 BIG = 300 * 1024  # big enough not to be stored inline in the metadata
 
 
-def blobs(data):
-    """Every regular file under DATA/blobs (temp files included: a leak is a leak)."""
-    out = []
-    for dp, dn, fn in os.walk(os.path.join(data, "blobs")):
-        for f in fn:
-            p = os.path.join(dp, f)
-            if os.path.isfile(p) and not os.path.islink(p):
-                out.append(p)
-    return out
+def blobs(srv):
+    """Every stored content file of srv (harness Server.blob_files: DATA/blobs with its
+    temp files, or on S3 the server's objects and upload spool files)."""
+    return [p for p in srv.blob_files() if os.path.isfile(p) and not os.path.islink(p)]
 
 
 def run_gc(srv, wait=2.1):
@@ -58,14 +53,14 @@ def gc_until(srv, cond, what):
 def test_deleted_file_blob_collected(srv):
     vid = srv.create_volume()["id"]
     data = os.urandom(BIG)
-    n0 = len(blobs(srv.data))
+    n0 = len(blobs(srv))
     srv.put_ok(vid, "big.bin", data)
-    n1 = len(blobs(srv.data))
+    n1 = len(blobs(srv))
     check(n1 == n0 + 1, "one new blob for a new %d-byte file (%d -> %d)" % (BIG, n0, n1))
     expect(srv.delete(srv.file_path(vid, "big.bin")), 200, 204)
-    gc_until(srv, lambda: len(blobs(srv.data)) < n1,
+    gc_until(srv, lambda: len(blobs(srv)) < n1,
              "the blob count did not go down after deleting the only file using it "
-             "(%d blobs; %s)" % (len(blobs(srv.data)), sorted(blobs(srv.data))[:5]))
+             "(%d blobs; %s)" % (len(blobs(srv)), sorted(blobs(srv))[:5]))
 
 
 def test_overwritten_content_collected_live_kept(srv):
@@ -73,32 +68,32 @@ def test_overwritten_content_collected_live_kept(srv):
     old, new = os.urandom(BIG), os.urandom(BIG)
     srv.put_ok(vid, "f.bin", old)
     srv.put_ok(vid, "f.bin", new)
-    n = len(blobs(srv.data))
-    gc_until(srv, lambda: len(blobs(srv.data)) < n, "the overwritten content was not collected")
+    n = len(blobs(srv))
+    gc_until(srv, lambda: len(blobs(srv)) < n, "the overwritten content was not collected")
     eq(sha256(expect(srv.get_file(vid, "f.bin"), 200).body), sha256(new), "live file after GC")
 
 
 def test_deleted_volume_collected(srv):
     vid = srv.create_volume()["id"]
-    n0 = len(blobs(srv.data))
+    n0 = len(blobs(srv))
     for i in range(3):
         srv.put_ok(vid, "f%d" % i, os.urandom(BIG))
-    check(len(blobs(srv.data)) == n0 + 3, "three new blobs")
+    check(len(blobs(srv)) == n0 + 3, "three new blobs")
     expect(srv.delete("/v1/volumes/%s" % vid), 200, 204)
-    gc_until(srv, lambda: len(blobs(srv.data)) <= n0,
+    gc_until(srv, lambda: len(blobs(srv)) <= n0,
              "a deleted volume's blobs were not all collected (%d -> %d)" % (
-                 n0 + 3, len(blobs(srv.data))))
+                 n0 + 3, len(blobs(srv))))
 
 
 def test_dedup_and_shared_content_kept(srv):
     a = srv.create_volume()["id"]
     b = srv.create_volume()["id"]
     data = os.urandom(BIG)
-    n0 = len(blobs(srv.data))
+    n0 = len(blobs(srv))
     srv.put_ok(a, "x.bin", data)
     srv.put_ok(b, "y.bin", data)
     srv.put_ok(a, "copy.bin", data)
-    eq(len(blobs(srv.data)), n0 + 1, "the same content is stored once across volumes")
+    eq(len(blobs(srv)), n0 + 1, "the same content is stored once across volumes")
     expect(srv.delete(srv.file_path(a, "x.bin")), 200, 204)
     expect(srv.delete("/v1/volumes/%s" % a), 200, 204)
     run_gc(srv)
@@ -127,9 +122,9 @@ def test_snapshot_and_fork_keep_content(srv):
     eq(expect(srv.get_file(vid, "g.txt", query={"snapshot": given["id"]}), 200).body,
        b"given " * 50000, "content of a given-files snapshot survives GC")
     # once the snapshot is deleted its content goes
-    n = len(blobs(srv.data))
+    n = len(blobs(srv))
     expect(srv.delete("/v1/volumes/%s/snapshots/%s" % (vid, snap["id"])), 200, 204)
-    gc_until(srv, lambda: len(blobs(srv.data)) < n,
+    gc_until(srv, lambda: len(blobs(srv)) < n,
              "content only a deleted snapshot referred to was not collected")
     eq(sha256(expect(srv.get_file(fork["id"], "f.bin"), 200).body), sha256(forked),
        "fork content after the second GC")
@@ -145,7 +140,7 @@ def test_refused_writes_leave_no_blob(srv):
     time.sleep(1.3)
     run_gc(srv)
     time.sleep(1)
-    before = sorted(blobs(srv.data))
+    before = sorted(blobs(srv))
     refused = []
     d1 = os.urandom(BIG)
     expect(srv.put_file(vid, "exists.bin", d1, headers={"If-None-Match": "*"}), 412)
@@ -160,9 +155,9 @@ def test_refused_writes_leave_no_blob(srv):
     expect(srv.put_file(vid, "bad/../path", d4), 400)
     expect(srv.put(srv.file_path("nosuchvolume", "x"), body=d4), 404)
     refused.append(sha256(d4))
-    gc_until(srv, lambda: sorted(blobs(srv.data)) == before,
-             "blobs left behind by refused writes: %s" % sorted(set(blobs(srv.data)) - set(before)))
-    names = "\n".join(blobs(srv.data))
+    gc_until(srv, lambda: sorted(blobs(srv)) == before,
+             "blobs left behind by refused writes: %s" % sorted(set(blobs(srv)) - set(before)))
+    names = "\n".join(blobs(srv))
     for h in refused:
         check(h not in names, "a blob named by a refused write's sha256 exists: %s" % h)
     eq(expect(srv.get_file(vid, "exists.bin"), 200).status, 200, "live file after GC")
@@ -173,9 +168,9 @@ def test_fork_move_restore_copy_no_bytes(srv):
     for i in range(3):
         srv.put_ok(vid, "d/f%d.bin" % i, os.urandom(BIG))
     snap = srv.snapshot(vid)
-    n = len(blobs(srv.data))
+    n = len(blobs(srv))
     expect(srv.post("/v1/volumes/%s/fork" % vid, json={}), 201)
     expect(srv.post("/v1/volumes/%s/fork" % vid, json={"snapshot": snap["id"]}), 201)
     expect(srv.post("/v1/volumes/%s/move" % vid, json={"from": "d", "to": "e"}), 200)
     expect(srv.post("/v1/volumes/%s/restore" % vid, json={"snapshot": snap["id"]}), 200)
-    eq(len(blobs(srv.data)), n, "blobs after forks, a move and a restore (no bytes copied)")
+    eq(len(blobs(srv)), n, "blobs after forks, a move and a restore (no bytes copied)")

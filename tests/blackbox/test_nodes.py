@@ -1,47 +1,67 @@
 """Several cofferd nodes on one PostgreSQL dataset (issue 12; API.md "Running on several
 nodes"): writes through every node read the same from every node, a conditional-write
-race across nodes has exactly one winner, and a long-poll on one node wakes for a write
-made on another (LISTEN/NOTIFY).
+race across nodes has exactly one winner, a long-poll on one node wakes for a write made
+on another (LISTEN/NOTIFY), later nodes use the dataset's admin key (they make none), and
+a node killed with SIGKILL under 8 writers loses no acknowledged write.
 
-Content here is small (inline in the metadata), since each node keeps its own blob
-directory in this test: what crosses nodes is the metadata.
+The nodes of one dataset share its content as well: on this pass every server keeps its
+content in S3 (harness.Server.use_s3), and the nodes of a test share one prefix.
 """
 
 import os
-import shutil
+import subprocess
 import threading
 import time
 
 import harness
-from harness import check, eq, expect
+from harness import check, contains, eq, expect, sha256
 
 TIMEOUT = 120
 
 
-def _nodes(n=3):
-    """n nodes on one new database; the first makes the admin key, the others get a copy
-    of it (API.md: later nodes use the dataset's keys)."""
+def _pg():
     if harness.ENGINE != "pg":
         harness.skip("cross-node tests run once, in the pg pass")
     import pgpeer
     why = pgpeer.available()
     if why:
         harness.skip("PostgreSQL 15 is needed: " + why)
-    url = pgpeer.shared().new_database()
-    nodes = [harness.Server(args=["--meta", url], engine="pg")]
+    return pgpeer
+
+
+def _node(url, first=None, start=True):
+    """A node on the dataset `url`; after the first, one over the first's content
+    store, with an empty data dir (no admin key of its own: the dataset's is used)."""
+    s = harness.Server(args=["--meta", url], engine="pg", start=False)
+    if first is not None and first.s3 is not None:
+        # the first's blob store, not one of its own
+        s.args = ["--meta", url]
+        s.use_s3(first.blobs_prefix, first.s3)
+    if first is not None:
+        s.key = first.key
+    return s.start() if start else s
+
+
+def _nodes(n=3):
+    """n nodes on one new database; the first makes the admin key."""
+    url = _pg().shared().new_database()
+    nodes = [_node(url)]
     for i in range(1, n):
-        s = harness.Server(args=["--meta", url], engine="pg", start=False)
-        os.makedirs(s.data, exist_ok=True)
-        shutil.copy(os.path.join(nodes[0].data, "admin.key"), s.data)
-        nodes.append(s.start())
+        nodes.append(_node(url, nodes[0]))
     return url, nodes
 
 
 def _close(url, nodes):
     for s in nodes:
-        s.close()
+        s.close(check_exit=s.alive())   # not a node a failed test left killed
     import pgpeer
     pgpeer.shared().drop_database(url)
+
+
+def _admin_keys(url):
+    import pgpeer
+    return int(pgpeer.shared().psql("SELECT count(*) FROM keys WHERE admin = 1",
+                                    db=url.rsplit("/", 1)[1]).stdout)
 
 
 def test_writes_through_every_node_read_on_every_node():
@@ -118,5 +138,135 @@ def test_long_poll_on_one_node_woken_by_a_write_on_another():
         check(res["took"] < 25, "node B's long-poll waited %.1fs: it was not woken" % res["took"])
         print("cross-node wake-up: %.1f ms after node A acknowledged the write" % (
             (res["at"] - acked) * 1000))
+    finally:
+        _close(url, nodes)
+
+
+def test_later_nodes_use_the_datasets_admin_key():
+    url, nodes = _nodes(2)
+    try:
+        a, b = nodes
+        check(os.path.exists(os.path.join(a.data, "admin.key")), "the first node saved the key")
+        contains(a.log(), "cofferd admin key: " + a.key, "the first node printed its new key")
+        check(not os.path.exists(os.path.join(b.data, "admin.key")),
+              "a later node with an empty data dir saves no admin key of its own")
+        contains(b.log(), "this node uses the dataset's keys", "what the later node says")
+        check("cofferd admin key:" not in b.log(), "the later node printed no new key")
+        eq(_admin_keys(url), 1, "admin keys in the dataset")
+        # the first node's key works on the later one, and keys it mints work on both
+        vid = b.create_volume()["id"]
+        b.put_ok(vid, "a.txt", b"through b")
+        k = expect(b.post("/v1/keys", json={}), 201).json()["key"]
+        eq(expect(a.get_file(vid, "a.txt", key=k), 200).body, b"through b",
+           "a key minted on node B, used on node A")
+        b.restart()
+        check(not os.path.exists(os.path.join(b.data, "admin.key")), "none after a restart")
+        eq(_admin_keys(url), 1, "admin keys after the later node's restart")
+    finally:
+        _close(url, nodes)
+
+
+def test_nodes_starting_together_make_one_admin_key():
+    url = _pg().shared().new_database()
+    nodes = [_node(url, start=False) for _ in range(4)]
+    try:
+        errs = []
+
+        def up(s):
+            try:
+                s.start()
+            except Exception as e:   # reported below
+                errs.append(e)
+        ts = [threading.Thread(target=up, args=(s,)) for s in nodes]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        eq(errs, [], "every node started")
+        made = [s for s in nodes if os.path.exists(os.path.join(s.data, "admin.key"))]
+        eq(len(made), 1, "nodes that made an admin key, of 4 started together")
+        eq(_admin_keys(url), 1, "admin keys in the dataset")
+        for s in nodes:
+            s.key = made[0].key
+            expect(s.get("/v1/volumes"), 200)
+    finally:
+        _close(url, nodes)
+
+
+def _content(w, i):
+    """Distinct content; every third small enough to be kept inline in the metadata,
+    the others in the blob store (S3 on this pass)."""
+    size = 2000 if i % 3 == 0 else 30000 + 991 * (i % 40)
+    seed = ("w%d-f%d-" % (w, i)).encode()
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+@harness.timeout(180)
+def test_sigkill_of_a_node_under_8_writers_loses_no_acknowledged_write():
+    url, nodes = _nodes(3)
+    try:
+        if not nodes[0].blobs_url:
+            harness.skip("the nodes need one shared blob store (S3; not with "
+                         "COFFER_TEST_PG_BLOBS=local)")
+        vid = nodes[0].create_volume()["id"]
+        acked, mu, stop = {}, threading.Lock(), threading.Event()
+        tried = [0] * 8
+
+        def writer(w):
+            s = nodes[w % 3]
+            i = 0
+            while not stop.is_set():
+                path, data = "w%d/f%05d.bin" % (w, i), _content(w, i)
+                i += 1
+                tried[w] += 1
+                try:
+                    r = s.put_file(vid, path, data, timeout=20)
+                except OSError:
+                    if not s.alive():
+                        return   # its node is gone: nothing more is acknowledged
+                    continue
+                if r.status in (200, 201):
+                    with mu:
+                        acked[path] = sha256(data)
+        ts = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+        for t in ts:
+            t.start()
+        time.sleep(1.5 * harness.SCALE)
+        victim = nodes[2]
+        victim.kill()
+        killed_at = len(acked)
+        time.sleep(1.0 * harness.SCALE)   # the survivors keep writing
+        stop.set()
+        for t in ts:
+            t.join(60 * harness.SCALE)
+        print("%d writes tried, %d acknowledged (%d before the kill)" % (
+            sum(tried), len(acked), killed_at))
+        check(killed_at > 0 and len(acked) > killed_at,
+              "writes were acknowledged before and after the kill (%d, %d)" % (
+                  killed_at, len(acked)))
+        for s in nodes[:2]:
+            listed = {f["path"]: f["sha256"]
+                      for f in s.list_files(vid, limit=10000)["files"]}
+            lost = [p for p, h in sorted(acked.items()) if listed.get(p) != h]
+            eq(lost[:10], [], "acknowledged writes missing from node %d's listing" %
+               nodes.index(s))
+            bad = []
+            for p, h in sorted(acked.items()):
+                r = s.get_file(vid, p)
+                if r.status != 200 or sha256(r.body) != h:
+                    bad.append((p, r.status))
+            eq(bad[:10], [], "acknowledged writes read back wrong from node %d" %
+               nodes.index(s))
+        # the killed node comes back with all of it too
+        victim.start()
+        r = victim.get_file(vid, sorted(acked)[-1])
+        eq(sha256(expect(r, 200).body), acked[sorted(acked)[-1]], "read on the restarted node")
+        args = ["fsck", "--json", "--meta", url, "--blobs", nodes[0].blobs_url]
+        p = subprocess.run([harness.coffer_binary()] + args, capture_output=True,
+                           env=dict(os.environ, **(nodes[0].env or {})),
+                           timeout=120 * harness.SCALE)
+        eq(p.returncode, 0, "coffer fsck --meta --blobs after the kill:\n%s%s" % (
+            p.stdout.decode(errors="replace")[-3000:], p.stderr.decode(errors="replace")))
+        contains(p.stdout.decode(), '"ok": true', "fsck report")
     finally:
         _close(url, nodes)

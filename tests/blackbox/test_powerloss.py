@@ -135,6 +135,10 @@ def test_acknowledged_writes_of_32_writers_survive_a_power_cut():
 
 
 def _loses(ignore, what, **kw):
+    if harness.ENGINE == "pg" and ignore != "*/meta.db-wal":
+        harness.skip("content is in S3 on this pass: %s, which this test removes, is "
+                     "the local blob store's, not on the write's path (S3 acknowledges "
+                     "the bytes)" % what)
     import resource
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard < 4096:

@@ -235,7 +235,7 @@ def test_overwritten_file_shows_old_bytes(srv):
        "references of the content as attached")
     eq(lines(req["messages"][0]["content"])[1]["path"], "/workspace/data.bin",
        "a deleted file is still named")
-    blob = os.path.join(srv.data, "blobs", sha(big)[:2], sha(big)[2:])
+    blob = srv.blob_file(sha(big))
     check(os.path.exists(blob), "deleted file's content kept (pinned), never copied")
     # a retry of the prompt also shows it as it was
     r = prompt(srv, aid, text="t", requestId="ov1", conversation="ov",

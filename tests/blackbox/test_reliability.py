@@ -148,6 +148,10 @@ def test_restart_keeps_everything():
 
 @harness.timeout(180)
 def test_disk_full_tmpfs():
+    if harness.ENGINE == "pg":
+        harness.skip("content is in S3 on this pass: a full data dir holds only each "
+                     "upload's spool file, removed once stored (the full disk of the "
+                     "embedded pass is in DATA/blobs)")
     mnt = tempfile.mkdtemp(prefix="coffer-tmpfs-")
     p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt],
                        capture_output=True)

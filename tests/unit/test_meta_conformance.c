@@ -163,6 +163,17 @@ static void test_keys_and_idempotency(void **state)
 	snprintf(who.agent, sizeof who.agent, "bot");
 	who.admin = 1;
 	cof_err_clear(&err);
+	/* the dataset's first admin key: added on an empty dataset, and never a
+	 * second one (a later node's) */
+	char first[65], later[65];
+	sha_for(first, "the first admin key");
+	sha_for(later, "a later node's key");
+	assert_int_equal(cof_meta_key_add_first_admin(m, first, &who, &err), 1);
+	assert_int_equal(cof_meta_key_find(m, first, &got, &err), 0);
+	assert_int_equal(got.admin, 1);
+	assert_int_equal(cof_meta_key_add_first_admin(m, later, &who, &err), 0);
+	assert_int_equal(cof_meta_key_find(m, later, &got, &err), -1);
+	cof_err_clear(&err);
 	assert_int_equal(cof_meta_key_find(m, hash, &got, &err), -1);
 	assert_int_equal(err.code, COF_EUNAUTHORIZED);
 	assert_int_equal(cof_meta_key_add(m, hash, &who, &err), 0);

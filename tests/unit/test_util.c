@@ -11,6 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "util/util.h"
 
@@ -683,6 +688,70 @@ static void test_prefix_upper(void **state)
 	cof_buf_release(&up);
 }
 
+static void on_tick(int sig)
+{
+	(void)sig;
+}
+
+/* Drains the pipe's read end into a cof_buf, a few bytes at a time. */
+static void *drain(void *arg)
+{
+	int *fds = arg;
+	cof_buf *got = malloc(sizeof *got);
+	char chunk[333];
+	ssize_t n;
+
+	*got = (cof_buf)COF_BUF_INIT;
+	while ((n = read(fds[0], chunk, sizeof chunk)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		cof_buf_add(got, chunk, (size_t)n);
+	}
+	return got;
+}
+
+/* cof_write_full: every byte arrives, in order, through a pipe far smaller than
+ * the data while a timer interrupts the writes (EINTR and short writes); a bad
+ * fd is -1 with errno. */
+static void test_write_full(void **state)
+{
+	(void)state;
+	size_t len = 4 << 20;
+	unsigned char *data = malloc(len);
+	int fds[2];
+	pthread_t t;
+	void *res;
+	struct sigaction sa = {.sa_handler = on_tick}, old;
+	struct itimerval tick = {{0, 500}, {0, 500}}, off = {{0, 0}, {0, 0}};
+
+	for (size_t i = 0; i < len; i++)
+		data[i] = (unsigned char)(i * 131 + (i >> 12));
+	assert_int_equal(pipe(fds), 0);
+	sigemptyset(&sa.sa_mask);   /* no SA_RESTART: writes return early */
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	assert_int_equal(pthread_create(&t, NULL, drain, fds), 0);
+	setitimer(ITIMER_REAL, &tick, NULL);
+	int rc = cof_write_full(fds[1], data, len);
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	assert_int_equal(rc, 0);
+	close(fds[1]);
+	assert_int_equal(pthread_join(t, &res), 0);
+	cof_buf *got = res;
+	assert_int_equal(got->len, len);
+	assert_memory_equal(got->data, data, len);
+	cof_buf_release(got);
+	free(got);
+	close(fds[0]);
+	errno = 0;
+	assert_int_equal(cof_write_full(fds[0], data, 10), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(cof_write_full(fds[0], data, 0), 0);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -703,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_json_accessors),
 		cmocka_unit_test(test_size_fmt),
 		cmocka_unit_test(test_size_fmt_rounding),
+		cmocka_unit_test(test_write_full),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

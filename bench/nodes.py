@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Scale-out (issue 12), side by side in one run:
+
+    bench/nodes.py [--writes N] [--reads N] [--threads T] [--polls N] [--files N]
+
+1. 4 KiB PUTs per second from T keep-alive clients and GET p50/p99 from one client, on
+   (a) the embedded store (SQLite + DATA/blobs), (b) one node on PostgreSQL + S3, and
+   (c) three nodes on one PostgreSQL + S3 dataset, the same client load spread over them
+   (client t talks to node t % 3; the GETs go round the nodes).
+2. Long-poll wake-up latency: `changes?wait=` on one node, the write on another (c), vs
+   the poll and the write on one embedded node (a); from the writer's acknowledgement
+   to the poll's answer, p50 and p99.
+3. Snapshot and fork of a volume of N files (default 100,000) on PostgreSQL, next to
+   the same at 1,000: the volume is filled embedded by bench/populate.c and moved with
+   `coffer migrate` (its time is reported too), then a node on the copy snapshots and
+   forks it over HTTP; metadata only (no S3 request is made by either).
+
+PostgreSQL 15 (tests/blackbox/pgpeer.py, fsync off as in the tests) and s3rver
+(tests/blackbox/s3peer.py, a Node.js peer over a local dir) are started for the run and
+stopped at the end, also on error. 4 KiB content is kept inline in the metadata (16 KiB
+or less is), so (1) measures the metadata path; s3rver is a test peer, not a real S3.
+Appends a section to bench/results.md.
+"""
+import argparse
+import datetime
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "blackbox"))
+import harness  # noqa: E402
+import pgpeer  # noqa: E402
+import s3peer  # noqa: E402
+
+BUILD = os.path.join(ROOT, "build")
+
+
+def client(srv):
+    return http.client.HTTPConnection(srv.host, srv.port, timeout=120)
+
+
+def put_load(nodes, vid, n, threads):
+    """n 4 KiB PUTs over `threads` keep-alive clients, client t on node t % len(nodes)."""
+    body = os.urandom(4096)
+
+    def run(t):
+        srv = nodes[t % len(nodes)]
+        hdr = {"Authorization": "Bearer " + srv.key,
+               "Content-Type": "application/octet-stream"}
+        c = client(srv)
+        for i in range(t, n, threads):
+            c.request("PUT", "/v1/volumes/%s/files/w/%d.bin" % (vid, i),
+                      body=body[:-8] + i.to_bytes(8, "big"), headers=hdr)
+            r = c.getresponse()
+            r.read()
+            assert r.status in (200, 201), r.status
+        c.close()
+    ts = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return n / (time.perf_counter() - t0)
+
+
+def pct(lat, p):
+    lat = sorted(lat)
+    return lat[max(0, int(round(len(lat) * p)) - 1)]
+
+
+def get_lat(nodes, vid, n, files):
+    """GET latency of one client going round the nodes (a connection to each)."""
+    conns = [client(s) for s in nodes]
+    lat = []
+    for i in range(n):
+        k = i % len(nodes)
+        t0 = time.perf_counter()
+        conns[k].request("GET", "/v1/volumes/%s/files/w/%d.bin" % (vid, i % files),
+                         headers={"Authorization": "Bearer " + nodes[k].key})
+        r = conns[k].getresponse()
+        r.read()
+        lat.append((time.perf_counter() - t0) * 1000)
+        assert r.status == 200, r.status
+    for c in conns:
+        c.close()
+    return statistics.median(lat), pct(lat, 0.99)
+
+
+def wake_lat(poller, writer, n):
+    """Wake-up latency (ms) of a long-poll on `poller` for a write on `writer`."""
+    vid = writer.create_volume()["id"]
+    writer.put_ok(vid, "w/0.txt", b"0")
+    lat, whole = [], []
+    for i in range(1, n + 1):
+        seq = writer.seq(vid)
+        res = {}
+
+        def poll():
+            c = client(poller)
+            c.request("GET", "/v1/volumes/%s/changes?since=%d&wait=30" % (vid, seq),
+                      headers={"Authorization": "Bearer " + poller.key})
+            r = c.getresponse()
+            r.read()
+            res["at"] = time.perf_counter()
+            c.close()
+        t = threading.Thread(target=poll)
+        t.start()
+        time.sleep(0.15)   # the poll is waiting
+        assert "at" not in res, "the poll answered before the write"
+        sent = time.perf_counter()
+        writer.put_ok(vid, "w/%d.txt" % i, b"%d" % i)
+        acked = time.perf_counter()
+        t.join(60)
+        lat.append((res["at"] - acked) * 1000)
+        whole.append((res["at"] - sent) * 1000)
+    return (statistics.median(lat), pct(lat, 0.99), statistics.median(whole),
+            pct(whole, 0.99))
+
+
+def node(url, first=None):
+    """A node on the PostgreSQL dataset `url` over the run's S3 (the first's prefix)."""
+    s = harness.Server(args=["--meta", url, "--log", "none"], engine="pg", start=False)
+    if first is not None:
+        s.args = ["--meta", url, "--log", "none"]
+        s.use_s3(first.blobs_prefix, first.s3)
+        s.key = first.key
+    return s.start()
+
+
+def measure(nodes, args):
+    vid = nodes[0].create_volume()["id"]
+    wps = put_load(nodes, vid, args.writes, args.threads)
+    p50, p99 = get_lat(nodes, vid, args.reads, args.writes)
+    return wps, p50, p99
+
+
+def timed(srv, method, path, body):
+    t0 = time.perf_counter()
+    r = srv.request(method, path, json=body, timeout=600)
+    ms = (time.perf_counter() - t0) * 1000
+    assert r.status in (200, 201), (r.status, r.body[:300])
+    return ms, r.json()
+
+
+def big_volume(pg, s3, files):
+    """A node on PostgreSQL + S3 with a volume of `files` files: filled embedded by
+    populate.c, moved by coffer migrate. Returns (node, vid, migrate seconds, url)."""
+    work = tempfile.mkdtemp(prefix="coffer-bench-nodes-")
+    pop = os.path.join(work, "populate")
+    pkgs = subprocess.run(["make", "-s", "--no-print-directory", "pkgs"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    cflags = subprocess.run("pkg-config --cflags --libs " + pkgs, shell=True, check=True,
+                            capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-std=c11", "-D_GNU_SOURCE", "-Iinclude", "-Isrc",
+                    "bench/populate.c", os.path.join(BUILD, "libcoffer.a")] + cflags +
+                   ["-lmagic", "-lpthread", "-lm", "-o", pop], cwd=ROOT, check=True)
+    data = os.path.join(work, "data")
+    filled = json.loads(subprocess.run([pop, "fill", data, "big", str(files), "100"],
+                                       env=dict(os.environ, COFFER_BENCH_NOSYNC="1"),
+                                       check=True, capture_output=True, text=True).stdout)
+    url = pg.new_database()
+    prefix = "bench-big-%d" % files
+    t0 = time.perf_counter()
+    p = subprocess.run([os.path.join(BUILD, "coffer"), "--json", "migrate", "--from", data,
+                        "--to-meta", url, "--to-blobs", s3peer.url_for(s3, prefix)],
+                       capture_output=True, text=True, env=dict(os.environ, **s3["env"]))
+    mig = time.perf_counter() - t0
+    assert p.returncode == 0, p.stderr
+    n = harness.Server(args=["--meta", url, "--log", "none"], engine="pg", start=False)
+    n.args = ["--meta", url, "--log", "none"]
+    n.use_s3(prefix, s3)
+    n.key = open(os.path.join(data, "admin.key")).read().strip()
+    n.start()
+    subprocess.run(["rm", "-rf", work])
+    return n, filled["id"], mig
+
+
+def snap_fork(pg, s3, files):
+    n, vid, mig = big_volume(pg, s3, files)
+    try:
+        before = len(s3peer.requests(s3))
+        snap_ms, snap = timed(n, "POST", "/v1/volumes/%s/snapshots" % vid, {})
+        fork_ms, fork = timed(n, "POST", "/v1/volumes/%s/fork" % vid,
+                              {"snapshot": snap["id"], "name": "fork"})
+        live_ms, _ = timed(n, "POST", "/v1/volumes/%s/fork" % vid, {"name": "fork-live"})
+        s3_reqs = len(s3peer.requests(s3)) - before
+        assert n.volume(fork["id"])["files"] == files, n.volume(fork["id"])
+        return {"files": files, "migrate_s": mig, "snapshot_ms": snap_ms,
+                "fork_ms": fork_ms, "fork_live_ms": live_ms, "s3_requests": s3_reqs}
+    finally:
+        n.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--writes", type=int, default=2000)
+    ap.add_argument("--reads", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=6)
+    ap.add_argument("--polls", type=int, default=40)
+    ap.add_argument("--files", type=int, default=100000)
+    args = ap.parse_args()
+    harness.set_build(BUILD)
+    load0 = os.getloadavg()[0]
+    pg = pgpeer.shared()
+    s3 = s3peer.shared()
+    rows, wake, sf = [], [], []
+    try:
+        with harness.Server(engine="embedded", args=["--log", "none"]) as e:
+            rows.append(("embedded (SQLite + local dir)",) + measure([e], args))
+            print("%-32s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms" % rows[-1], flush=True)
+            wake.append(("embedded, poll and write on one node",) + wake_lat(e, e, args.polls))
+            print("%-40s wake p50 %.2f ms  p99 %.2f ms (from the send %.2f, %.2f)" %
+                  wake[-1], flush=True)
+        url = pg.new_database()
+        one = node(url)
+        try:
+            rows.append(("1 node, PostgreSQL + S3",) + measure([one], args))
+            print("%-32s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms" % rows[-1], flush=True)
+        finally:
+            one.close()
+        url = pg.new_database()
+        three = [node(url)]
+        three += [node(url, three[0]) for _ in range(2)]
+        try:
+            rows.append(("3 nodes, PostgreSQL + S3",) + measure(three, args))
+            print("%-32s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms" % rows[-1], flush=True)
+            wake.append(("3 nodes, poll on B, write on A",) + wake_lat(three[1], three[0],
+                                                                       args.polls))
+            print("%-40s wake p50 %.2f ms  p99 %.2f ms (from the send %.2f, %.2f)" %
+                  wake[-1], flush=True)
+        finally:
+            for s in three:
+                s.close()
+        for files in (1000, args.files):
+            sf.append(snap_fork(pg, s3, files))
+            print(sf[-1], flush=True)
+    finally:
+        pg.stop()
+        s3peer.stop(s3)
+    load1 = os.getloadavg()[0]
+    e = rows[0]
+    out = ["", "## Several nodes: PostgreSQL + S3 vs embedded (issue 12; bench/nodes.py)", "",
+           "%s, %d cores, load average %.1f at the start and %.1f at the end (other "
+           "engineers' builds and tests share the machine); one run; %d 4 KiB PUTs from "
+           "%d keep-alive clients (spread over the nodes: client t on node t %% 3), then "
+           "%d GETs from one client going round the nodes. PostgreSQL 15 on 127.0.0.1 "
+           "with fsync off (as in the tests); S3 is s3rver (Node.js, a test peer). 4 KiB "
+           "content is inline in the metadata, so the blob store is not on this path." % (
+               datetime.date.today().isoformat(), os.cpu_count(), load0, load1,
+               args.writes, args.threads, args.reads), "",
+           "| engines | 4 KiB writes/s | GET p50 | GET p99 |", "|---|---|---|---|"]
+    for r in rows:
+        out.append("| %s | %.0f | %.2f ms | %.2f ms |" % r)
+    for r in rows[1:]:
+        out.append("| %s / embedded | %.2fx | %.2fx | %.2fx |" % (
+            r[0].split(",")[0], r[1] / e[1], r[2] / e[2], r[3] / e[3]))
+    out += ["", "Long-poll wake-up (`changes?wait=30`), %d rounds: the poll's answer after "
+            "the writer's acknowledgement, and after the write was sent (the write's own "
+            "time included):" % args.polls, "",
+            "| where | p50 after the ack | p99 after the ack | p50 after the send | "
+            "p99 after the send |", "|---|---|---|---|---|"]
+    for w in wake:
+        out.append("| %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms |" % w)
+    out += ["", "Snapshot and fork on PostgreSQL (a node on the copy; the volume filled "
+            "embedded by bench/populate.c, 100-byte files, and moved by `coffer migrate`):",
+            "", "| files | migrate | snapshot | fork of the snapshot | fork of live | "
+            "S3 requests |", "|---|---|---|---|---|---|"]
+    for r in sf:
+        out.append("| %d | %.1f s | %.1f ms | %.1f ms | %.1f ms | %d |" % (
+            r["files"], r["migrate_s"], r["snapshot_ms"], r["fork_ms"], r["fork_live_ms"],
+            r["s3_requests"]))
+    with open(os.path.join(ROOT, "bench", "results.md"), "a") as f:
+        f.write("\n".join(out) + "\n")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
