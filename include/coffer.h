@@ -92,13 +92,27 @@ typedef struct cof_principal {
 	char org[48];
 	char agent[128]; /* "" unless the key is bound to an agent */
 	int admin;       /* the admin key: may mint keys for a new organization */
+	int read_only;   /* may only read (GET/HEAD) */
+	char key_id[24]; /* the key's id ("k_" + 16 hex digits) */
 } cof_principal;
 
-/* Resolves `key`; COF_EUNAUTHORIZED when unknown. */
+/* Resolves `key`; COF_EUNAUTHORIZED when unknown, revoked or expired (the
+ * message says which). Records its use at most once a minute. */
 int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *err);
-/* POST /v1/keys {org?, agent?} -> {key, org}. Only the admin may name another org. */
+/* POST /v1/keys {org?, agent?, name?, expiresIn?, readOnly?} -> {id, key, org,
+ * agent?, name?, readOnly, expiresAt?}. Only the admin may name another org. */
 int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
 		   json_t **out, cof_err *err);
+/* GET /v1/keys: {keys: [...]} of who's organization (the admin key: of `org`
+ * when given), never a secret. */
+int cof_key_list(cof_store *st, const cof_principal *who, const char *org, json_t **out,
+		 cof_err *err);
+/* DELETE /v1/keys/{id}: revokes a key of who's organization (the admin key:
+ * of any). The admin key itself is revoked only by cof_admin_key_rotate. */
+int cof_key_revoke(cof_store *st, const cof_principal *who, const char *id, cof_err *err);
+/* Makes a new admin key, stores it in DATA/admin.key (replacing the file
+ * atomically) and revokes the old one; *out gets the new key. */
+int cof_admin_key_rotate(cof_store *st, char out[80], cof_err *err);
 
 /* ---------------------------------------------------------------- volumes */
 

@@ -200,6 +200,43 @@ static int admin_fsck(const cli_cmd *cmd, int argc, char **argv)
 	return admin_store_run(cmd, w, -1, 0);
 }
 
+/* coffer admin rotate-key --data DIR: a new admin key in DIR/admin.key; the
+ * old one is revoked (401 from its next request, on every node). Prints the
+ * new key. */
+static int admin_rotate_key(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[1];
+	admin_where w = {0};
+	const cli_opt opts[] = {
+		{"data", 'd', CLI_OPT_STR, &w.dir},
+		{"meta", 0, CLI_OPT_STR, &w.meta},
+		{"blobs", 0, CLI_OPT_STR, &w.blobs},
+		{NULL, 0, 0, NULL},
+	};
+	cof_store_opts sopts = {0};
+	cof_store *st = NULL;
+	cof_err err = {0};
+	char key[80];
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	if (!w.dir)
+		return cli_usage(cmd, "missing --data DIR");
+	sopts.meta_url = w.meta;
+	sopts.blobs_url = w.blobs;
+	if ((rc = cli_open_data(w.dir, &sopts, &st)))
+		return rc;
+	if (cof_admin_key_rotate(st, key, &err)) {
+		rc = cli_fail("rotate-key failed: %s (%s)", err.msg, cof_code_type(err.code));
+		cof_err_clear(&err);
+	} else {
+		printf("%s\n", key);
+	}
+	cof_store_close(st);
+	return rc;
+}
+
 const cli_cmd cli_admin_cmds[] = {
 	{NULL, "serve", "[--data DIR] [--listen HOST:PORT] [cofferd flags]",
 	 "run cofferd in the foreground (same flags as cofferd)",
@@ -232,5 +269,15 @@ const cli_cmd cli_admin_cmds[] = {
 	 "  --meta URL           the metadata store, when not DIR/meta.db\n"
 	 "  --blobs URL          the blob store, when not DIR/blobs\n",
 	 admin_fsck},
+	{"admin", "rotate-key", "--data DIR [--meta URL] [--blobs URL]",
+	 "replace the admin key (the old one is revoked at once)",
+	 "Opens DIR directly (cofferd may be running: it reads keys from the\n"
+	 "metadata store on every request). Writes the new key to DIR/admin.key\n"
+	 "(mode 0600) and prints it.\n\n"
+	 "Options:\n"
+	 "  -d, --data DIR       the data dir\n"
+	 "  --meta URL           the metadata store, when not DIR/meta.db\n"
+	 "  --blobs URL          the blob store, when not DIR/blobs\n",
+	 admin_rotate_key},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -248,6 +248,8 @@ enum MHD_Result http_relay_result(http_req *req);
 enum MHD_Result http_relay_client_event(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);
+enum MHD_Result http_keys_list(http_req *req);
+enum MHD_Result http_keys_revoke(http_req *req);
 enum MHD_Result http_volume_create(http_req *req);
 enum MHD_Result http_volume_get_many(http_req *req);
 enum MHD_Result http_volume_get(http_req *req);

@@ -23,6 +23,9 @@ static const http_route routes[] = {
 	{ "GET", "/console/{+}", 0, HTTP_BODY_NONE, NULL, http_console_file },
 	{ "POST", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_keys_create },
+	{ "GET", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL, http_keys_list },
+	{ "DELETE", "/v1/keys/{}", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL,
+	  http_keys_revoke },
 	{ "POST", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_volume_create },
 	{ "GET", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL,
@@ -272,6 +275,10 @@ static int authenticate(http_req *req)
 		snprintf(req->key_id, sizeof req->key_id, "k_%.16s", hash);
 	if (cof_key_auth(req->srv->st, key, &req->who, &req->err))
 		return -1;
+	if (req->who.read_only && strcmp(req->method, "GET") && strcmp(req->method, "HEAD"))
+		return cof_error(&req->err, COF_EFORBIDDEN,
+				 "this key is read-only: it may only GET and HEAD, not %s",
+				 req->method);
 	if ((req->route->flags & HTTP_F_NOAGENT) && req->who.agent[0])
 		return cof_error(&req->err, COF_EFORBIDDEN,
 				 "this key is bound to agent '%s' and reaches only that agent",

@@ -32,15 +32,30 @@ void cof_meta_close(cof_meta *m)
 		m->ops->close(m);
 }
 
-int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who,
-		cof_err *err)
+int cof_meta_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
 {
-	return m->ops->key_add(m, hash, who, err);
+	return m->ops->key_add(m, k, err);
 }
 
-int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
+int cof_meta_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err)
 {
-	return m->ops->key_find(m, hash, who, err);
+	return m->ops->key_find(m, hash, out, err);
+}
+
+int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->key_list(m, org, fn, ctx, err);
+}
+
+int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
+		int64_t now, cof_keyrow *out, cof_err *err)
+{
+	return m->ops->key_revoke(m, org, id, admin, now, out, err);
+}
+
+int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err)
+{
+	return m->ops->key_touch(m, hash, now, err);
 }
 
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,

@@ -74,6 +74,15 @@ static const char *const migrations[] = {
 	 * a write on some node last said it is about to name the content;
 	 * claimed_at, when a collector took it to delete its bytes. */
 	"ALTER TABLE blobs ADD COLUMN pending_at bigint, ADD COLUMN claimed_at bigint;",
+	/* 3: the key lifecycle (issue 16): ids (from the hash, as the request log
+	 * names keys), names, read-only, expiry, revocation, last use. */
+	"ALTER TABLE keys ADD COLUMN id text NOT NULL DEFAULT '',"
+	" ADD COLUMN name text NOT NULL DEFAULT '', ADD COLUMN read_only integer NOT NULL"
+	" DEFAULT 0, ADD COLUMN expires_at bigint NOT NULL DEFAULT 0, ADD COLUMN revoked_at"
+	" bigint NOT NULL DEFAULT 0, ADD COLUMN last_used_at bigint NOT NULL DEFAULT 0;"
+	"UPDATE keys SET id = 'k_' || substr(hash, 1, 16);"
+	"CREATE UNIQUE INDEX keys_id ON keys(id);"
+	"CREATE INDEX keys_org ON keys(org, created_at);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
@@ -444,6 +453,7 @@ static void ops_fill(void)
 	cof_pg_ops_write(&pg_ops);
 	cof_pg_ops_gc(&pg_ops);
 	cof_pg_ops_agent(&pg_ops);
+	cof_pg_ops_key(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

@@ -82,6 +82,7 @@ void cof_pg_ops_read(cof_meta_ops *o);
 void cof_pg_ops_write(cof_meta_ops *o);
 void cof_pg_ops_gc(cof_meta_ops *o);
 void cof_pg_ops_agent(cof_meta_ops *o);
+void cof_pg_ops_key(cof_meta_ops *o);
 
 /* Row helpers over text results. */
 int64_t cof_pg_int(PGresult *r, int row, int col);

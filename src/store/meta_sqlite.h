@@ -50,6 +50,7 @@ void cof_sqlite_ops_list(cof_meta_ops *o);
 void cof_sqlite_ops_agent(cof_meta_ops *o);
 void cof_sqlite_ops_subject(cof_meta_ops *o);
 void cof_sqlite_ops_gc(cof_meta_ops *o);
+void cof_sqlite_ops_key(cof_meta_ops *o);
 
 /* Maps the connection's last error to the API (disk full = 503). Returns -1. */
 int cof_sqlite_db_error(cof_err *err, sqlite3 *db, const char *what);

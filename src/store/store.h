@@ -37,14 +37,16 @@ struct cof_store {
 	uint64_t event_next;
 	struct { char agent[128]; char vol[48]; int64_t seq; } own[1024];
 	uint64_t own_next;
-	/* Keys seen recently (by hash): keys are never revoked, so an API call
-	 * needs no metadata read to authenticate. Direct-mapped. */
-	pthread_mutex_t key_mu;
-	struct { char hash[65]; cof_principal who; } keys[128];
 	/* libmagic handles are not thread-safe: one, behind a mutex. */
 	pthread_mutex_t magic_mu;
 	void *magic;
 };
+
+/* The organization of the admin key (and of keys minted without an org). */
+#define COF_DEFAULT_ORG "org_default"
+/* Stores a key by `hash` (keys.c): of `org`, the admin key when `admin`. */
+int cof_key_register(cof_store *st, const char *hash, const char *org, int admin,
+		     cof_err *err);
 
 /* Takes the data dir's locks (lock.c); `serve` also takes DATA/lock, refused
  * (COF_ECONFLICT naming the pid) while another cofferd holds it. */
