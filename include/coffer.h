@@ -87,6 +87,9 @@ int cof_store_admin_key_is_new(cof_store *st);
 
 /* ------------------------------------------------------------ keys & orgs */
 
+/* The admin key's organization: its keys may read GET /metrics. */
+#define COF_ADMIN_ORG "org_default"
+
 /* Who is calling, as resolved from an API key. */
 typedef struct cof_principal {
 	char org[48];
@@ -293,9 +296,11 @@ void cof_archive_close(cof_archive *a);
 
 /* POST /v1/volumes/{id}/links: {url:"/l/TOKEN", method, path, expiresAt}; the HTTP
  * layer makes `url` absolute. A retry with the same `idem` (NULL = none):
- * COF_ECONFLICT, and the link is never shown again. */
+ * COF_ECONFLICT, and the link is never shown again. `maker` (the id of the key
+ * that asked; NULL = none) is signed into the token: its uses count against
+ * that key's rate limit. */
 int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
-		    const cof_idem *idem, json_t **out, cof_err *err);
+		    const cof_idem *idem, const char *maker, json_t **out, cof_err *err);
 
 /* What a verified token allows. */
 typedef struct cof_link {
@@ -308,6 +313,7 @@ typedef struct cof_link {
 	char content_type[128];  /* "" = any; for a pinned link: the content's type */
 	char sha256[65];         /* "" = the file as it is now; else pinned content */
 	int64_t version, size;   /* of the pinned content */
+	char maker[24];          /* the id of the key that made it; "" = none */
 } cof_link;
 
 /* Checks signature and expiry (COF_EFORBIDDEN otherwise) and that `method` is the
@@ -399,7 +405,7 @@ int cof_agent_conversation_request(cof_store *st, const char *org, const char *i
  * a signed link to a file by the agent's path (PUT links need a read-write
  * mount). Answer as cof_link_create, with the agent path. */
 int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
-			  const cof_idem *idem, json_t **out, cof_err *err);
+			  const cof_idem *idem, const char *maker, json_t **out, cof_err *err);
 
 /* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
  * contentType}] (every file the run's tool calls wrote, up to 100),
@@ -624,5 +630,12 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 /* POST .../events {type, data?} with the connect token: accept, write_blocked, abort. */
 int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, json_t *body,
 			   cof_err *err);
+
+/* ----------------------------------------------------------- gauges */
+
+/* For /metrics: turns not ended and calls running. ts NULL: zeros. */
+void cof_turns_gauges(cof_turns *ts, int64_t *turns, int64_t *calls);
+/* For /metrics: sessions kept, by status (waiting, active, paused, ended). */
+void cof_relay_gauges(cof_relay *r, int64_t by_status[4]);
 
 #endif /* COFFER_H */

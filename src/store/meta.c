@@ -4,6 +4,7 @@
  * The contracts are in meta.h; nothing here knows a backend's insides.
  */
 #include <string.h>
+#include "util/metrics.h"
 #include "store/meta.h"
 
 /* Opens the backend `url` names: "postgres://" / "postgresql://" is
@@ -123,10 +124,18 @@ int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix
 	return m->ops->changes(m, vno, since, prefix, limit, fn, ctx, err);
 }
 
+/* Every change is counted and timed for /metrics: commits, failures, and the
+ * time from begin to durable (coffer_store_commit_seconds). */
 int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		cof_err *err)
 {
-	return m->ops->change(m, vno, fn, ctx, seq, err);
+	int64_t t0 = cof_mono_us();
+	int rc = m->ops->change(m, vno, fn, ctx, seq, err);
+
+	cof_metric_add(rc ? COF_M_STORE_COMMIT_ERRORS : COF_M_STORE_COMMITS, 1);
+	if (rc == 0)
+		cof_metric_observe(COF_H_COMMIT, cof_mono_us() - t0);
+	return rc;
 }
 
 cof_volrow *cof_txn_volume(cof_txn *tx)

@@ -43,7 +43,7 @@ struct cof_store {
 };
 
 /* The organization of the admin key (and of keys minted without an org). */
-#define COF_DEFAULT_ORG "org_default"
+#define COF_DEFAULT_ORG COF_ADMIN_ORG
 /* Stores a key by `hash` (keys.c): of `org`, the admin key when `admin`. */
 int cof_key_register(cof_store *st, const char *hash, const char *org, int admin,
 		     cof_err *err);

@@ -240,6 +240,7 @@ def test_tour_general_and_volumes(srv):
     lk = expect(srv.post("/v1/keys", json={"name": _name("k"), "expiresIn": 600,
                                            "readOnly": True}), 201).json()
     expect(srv.get("/v1/keys"), 200)
+    expect(srv.get("/metrics"), 200)
     expect(srv.delete("/v1/keys/" + lk["id"]), 204)
     expect_error(srv.delete("/v1/keys/" + lk["id"]), 404, "not_found")
 
