@@ -25,13 +25,18 @@ static int admin_serve(const cli_cmd *cmd, int argc, char **argv)
 	return cofferd_main(argc, argv);
 }
 
-/* coffer key create [--org O] [--agent A] */
+/* coffer key create [--org O] [--agent A] [--name N] [--expires-in S] [--read-only] */
 static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 {
-	const char *org = NULL, *agent = NULL, *pos[1];
+	const char *org = NULL, *agent = NULL, *name = NULL, *pos[1];
+	int64_t expires = -1;
+	int ro = 0;
 	const cli_opt opts[] = {
 		{"org", 0, CLI_OPT_STR, &org},
 		{"agent", 0, CLI_OPT_STR, &agent},
+		{"name", 0, CLI_OPT_STR, &name},
+		{"expires-in", 0, CLI_OPT_INT, &expires},
+		{"read-only", 0, CLI_OPT_FLAG, &ro},
 		{NULL, 0, 0, NULL},
 	};
 	cof_buf u = COF_BUF_INIT;
@@ -45,9 +50,51 @@ static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 		json_object_set_new(body, "org", json_string(org));
 	if (agent)
 		json_object_set_new(body, "agent", json_string(agent));
+	if (name)
+		json_object_set_new(body, "name", json_string(name));
+	if (expires >= 0)
+		json_object_set_new(body, "expiresIn", json_integer(expires));
+	if (ro)
+		json_object_set_new(body, "readOnly", json_true());
 	cli_url_begin(&u);
 	cli_url_lit(&u, "/v1/keys");
 	return cli_call_show("POST", &u, body);
+}
+
+/* coffer key list [--org O] */
+static int admin_key_list(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *org = NULL, *pos[1];
+	const cli_opt opts[] = {
+		{"org", 0, CLI_OPT_STR, &org},
+		{NULL, 0, 0, NULL},
+	};
+	cof_buf u = COF_BUF_INIT;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/keys");
+	if (org)
+		cli_url_query(&u, "org", org);
+	return cli_call_show("GET", &u, NULL);
+}
+
+/* coffer key revoke ID */
+static int admin_key_revoke(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[1];
+	const cli_opt opts[] = {{NULL, 0, 0, NULL}};
+	cof_buf u = COF_BUF_INIT;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/keys/");
+	cli_url_seg(&u, pos[0]);
+	return cli_call_show("DELETE", &u, NULL);
 }
 
 int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st)
@@ -242,12 +289,22 @@ const cli_cmd cli_admin_cmds[] = {
 	 "run cofferd in the foreground (same flags as cofferd)",
 	 "Everything after 'serve' goes to cofferd; see 'coffer serve --help'.\n",
 	 admin_serve},
-	{"key", "create", "[--org O] [--agent A]", "mint an API key",
+	{"key", "create", "[--org O] [--agent A] [--name N] [--expires-in SECONDS] [--read-only]",
+	 "mint an API key (the secret is shown once)",
 	 "Options:\n"
 	 "  --org O              the key's organization (only the admin key may name a\n"
 	 "                       new one; default: the caller's)\n"
-	 "  --agent A            bind the key to agent A\n",
+	 "  --agent A            bind the key to agent A\n"
+	 "  --name N             a label shown in 'coffer key list'\n"
+	 "  --expires-in SECONDS it stops working after this long (60 to ten years)\n"
+	 "  --read-only          it may only GET and HEAD\n",
 	 admin_key_create},
+	{"key", "list", "[--org O]", "list the organization's keys (never a secret)",
+	 "Options:\n"
+	 "  --org O              another organization's keys (the admin key only)\n",
+	 admin_key_list},
+	{"key", "revoke", "ID", "revoke a key at once (ID from 'coffer key list')", "",
+	 admin_key_revoke},
 	{NULL, "gc", "--data DIR [--meta URL] [--blobs URL] [--grace SECONDS]",
 	 "delete content nothing refers to any more (works on the data dir)",
 	 "Opens DIR directly (no server needed). Safe beside the cofferd serving DIR:\n"

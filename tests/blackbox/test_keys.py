@@ -193,3 +193,43 @@ def test_old_data_dir_upgrades_in_place():
         db = sqlite3.connect(os.path.join(s.data, "meta.db"))
         eq(db.execute("PRAGMA user_version").fetchone()[0], 2, "schema version after opening")
         db.close()
+
+
+def test_last_used_is_written_at_most_once_a_minute(srv):
+    if harness.ENGINE != "embedded":
+        harness.skip("sets lastUsedAt through the embedded store's SQLite file")
+    k = _mint(srv)
+    db = sqlite3.connect(os.path.join(srv.data, "meta.db"), timeout=30)
+
+    def set_used(t):
+        with db:
+            db.execute("UPDATE keys SET last_used_at = ? WHERE id = ?", (t, k["id"]))
+
+    def used():
+        return db.execute("SELECT last_used_at FROM keys WHERE id = ?", (k["id"],)).fetchone()[0]
+
+    now = int(time.time())
+    set_used(now - 30)        # used half a minute ago: this use writes nothing
+    expect(srv.get("/v1/volumes", key=k["key"]), 200)
+    eq(used(), now - 30, "lastUsedAt within the minute")
+    set_used(now - 61)        # over a minute ago: this use records itself
+    expect(srv.get("/v1/volumes", key=k["key"]), 200)
+    check(used() >= now, "lastUsedAt after a minute: %r" % used())
+    db.close()
+
+
+def test_cli_key_commands(srv):
+    r = srv.cli("--json", "key", "create", "--name", "from cli", "--expires-in", "600",
+                "--read-only")
+    eq(r.returncode, 0, "key create exit (stderr %r)" % r.stderr)
+    import json
+    k = json.loads(r.stdout)
+    eq((k["name"], k["readOnly"]), ("from cli", True), "fields")
+    r = srv.cli("--json", "key", "list")
+    eq(r.returncode, 0, "key list exit")
+    contains([x["id"] for x in json.loads(r.stdout)["keys"]], k["id"], "listed")
+    r = srv.cli("key", "revoke", k["id"])
+    eq(r.returncode, 0, "key revoke exit (stderr %r)" % r.stderr)
+    expect_error(srv.get("/v1/volumes", key=k["key"]), 401, "unauthorized")
+    r = srv.cli("key", "revoke", k["id"])
+    eq(r.returncode, 1, "revoking twice: not found")
