@@ -30,7 +30,7 @@ POWERCUT := $(BUILD)/lib/libpowercut.so
 DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
 
-.PHONY: all deps run test unit blackbox asan fuzz bench clean pkgs
+.PHONY: all deps run test unit blackbox asan fuzz bench clean pkgs install
 all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
 # Every step that runs a tool waits for deps (an order-only prerequisite: deps runs
@@ -81,6 +81,32 @@ $(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcoffer.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libcoffer.a $(LDLIBS) -lcmocka -o $@
+
+# make install PREFIX=/usr/local DESTDIR=...: the binaries (coffer-exec beside
+# cofferd, where it looks for it), the man pages, the hardened systemd unit, its
+# sysusers.d user, and the example config (as SYSCONFDIR/coffer/cofferd.conf
+# unless one is there; always under share/doc). docs/api.md, "Installing".
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/coffer
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/coffer $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSUSERSDIR)
+	install -m 0755 $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(DESTDIR)$(BINDIR)/
+	install -m 0644 docs/coffer.1 $(DESTDIR)$(MANDIR)/man1/coffer.1
+	install -m 0644 docs/cofferd.8 $(DESTDIR)$(MANDIR)/man8/cofferd.8
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		contrib/cofferd.service.in > $(DESTDIR)$(UNITDIR)/cofferd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/cofferd.service
+	install -m 0644 contrib/coffer.sysusers $(DESTDIR)$(SYSUSERSDIR)/coffer.conf
+	install -m 0644 contrib/cofferd.conf $(DESTDIR)$(DOCDIR)/cofferd.conf.example
+	test -e $(DESTDIR)$(SYSCONFDIR)/coffer/cofferd.conf || \
+		install -m 0644 contrib/cofferd.conf $(DESTDIR)$(SYSCONFDIR)/coffer/cofferd.conf
 
 run: all
 	$(BUILD)/cofferd --data $(DATA) --listen $(LISTEN)

@@ -224,7 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cof_err_clear(&err);
 
 	/* Links, with and without an idempotency key. */
-	rc = cof_link_create(st, ORG, vol, body, NULL, &out, &err);
+	rc = cof_link_create(st, ORG, vol, body, NULL, "k_fuzz", &out, &err);
 	check_answer("cof_link_create", rc, out, &err);
 	if (rc == 0) {
 		const char *url = json_string_value(json_object_get(out, "url"));
@@ -235,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   "a fresh link does not verify: %s", err.msg);
 	}
 	json_decref(out), out = NULL, cof_err_clear(&err);
-	rc = cof_link_create(st, ORG, vol, body, &fuzz_idem, &out, &err);
+	rc = cof_link_create(st, ORG, vol, body, &fuzz_idem, NULL, &out, &err);
 	if (rc)
 		check_answer("cof_link_create (idem)", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);
@@ -252,7 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_decref(out), out = NULL, cof_err_clear(&err);
 
 	/* Keys: a non-admin principal of ORG. */
-	cof_principal who = {ORG, "", 0};
+	cof_principal who = {.org = ORG};
 	rc = cof_key_create(st, &who, body, &out, &err);
 	check_answer("cof_key_create", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);

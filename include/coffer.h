@@ -89,18 +89,35 @@ int cof_store_admin_key_is_new(cof_store *st);
 
 /* ------------------------------------------------------------ keys & orgs */
 
+/* The admin key's organization: its keys may read GET /metrics. */
+#define COF_ADMIN_ORG "org_default"
+
 /* Who is calling, as resolved from an API key. */
 typedef struct cof_principal {
 	char org[48];
 	char agent[128]; /* "" unless the key is bound to an agent */
 	int admin;       /* the admin key: may mint keys for a new organization */
+	int read_only;   /* may only read (GET/HEAD) */
+	char key_id[24]; /* the key's id ("k_" + 16 hex digits) */
 } cof_principal;
 
-/* Resolves `key`; COF_EUNAUTHORIZED when unknown. */
+/* Resolves `key`; COF_EUNAUTHORIZED when unknown, revoked or expired (the
+ * message says which). Records its use at most once a minute. */
 int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *err);
-/* POST /v1/keys {org?, agent?} -> {key, org}. Only the admin may name another org. */
+/* POST /v1/keys {org?, agent?, name?, expiresIn?, readOnly?} -> {id, key, org,
+ * agent?, name?, readOnly, expiresAt?}. Only the admin may name another org. */
 int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
 		   json_t **out, cof_err *err);
+/* GET /v1/keys: {keys: [...]} of who's organization (the admin key: of `org`
+ * when given), never a secret. */
+int cof_key_list(cof_store *st, const cof_principal *who, const char *org, json_t **out,
+		 cof_err *err);
+/* DELETE /v1/keys/{id}: revokes a key of who's organization (the admin key:
+ * of any). The admin key itself is revoked only by cof_admin_key_rotate. */
+int cof_key_revoke(cof_store *st, const cof_principal *who, const char *id, cof_err *err);
+/* Makes a new admin key, stores it in DATA/admin.key (replacing the file
+ * atomically) and revokes the old one; *out gets the new key. */
+int cof_admin_key_rotate(cof_store *st, char out[80], cof_err *err);
 
 /* ---------------------------------------------------------------- volumes */
 
@@ -281,9 +298,11 @@ void cof_archive_close(cof_archive *a);
 
 /* POST /v1/volumes/{id}/links: {url:"/l/TOKEN", method, path, expiresAt}; the HTTP
  * layer makes `url` absolute. A retry with the same `idem` (NULL = none):
- * COF_ECONFLICT, and the link is never shown again. */
+ * COF_ECONFLICT, and the link is never shown again. `maker` (the id of the key
+ * that asked; NULL = none) is signed into the token: its uses count against
+ * that key's rate limit. */
 int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
-		    const cof_idem *idem, json_t **out, cof_err *err);
+		    const cof_idem *idem, const char *maker, json_t **out, cof_err *err);
 
 /* What a verified token allows. */
 typedef struct cof_link {
@@ -296,6 +315,7 @@ typedef struct cof_link {
 	char content_type[128];  /* "" = any; for a pinned link: the content's type */
 	char sha256[65];         /* "" = the file as it is now; else pinned content */
 	int64_t version, size;   /* of the pinned content */
+	char maker[24];          /* the id of the key that made it; "" = none */
 } cof_link;
 
 /* Checks signature and expiry (COF_EFORBIDDEN otherwise) and that `method` is the
@@ -396,7 +416,7 @@ int cof_agent_conversation_request(cof_store *st, const char *org, const char *i
  * a signed link to a file by the agent's path (PUT links need a read-write
  * mount). Answer as cof_link_create, with the agent path. */
 int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
-			  const cof_idem *idem, json_t **out, cof_err *err);
+			  const cof_idem *idem, const char *maker, json_t **out, cof_err *err);
 
 /* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
  * contentType}] (every file the run's tool calls wrote, up to 100),
@@ -627,5 +647,12 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 /* POST .../events {type, data?} with the connect token: accept, write_blocked, abort. */
 int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, json_t *body,
 			   cof_err *err);
+
+/* ----------------------------------------------------------- gauges */
+
+/* For /metrics: turns not ended and calls running. ts NULL: zeros. */
+void cof_turns_gauges(cof_turns *ts, int64_t *turns, int64_t *calls);
+/* For /metrics: sessions kept, by status (waiting, active, paused, ended). */
+void cof_relay_gauges(cof_relay *r, int64_t by_status[4]);
 
 #endif /* COFFER_H */

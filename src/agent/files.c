@@ -276,7 +276,7 @@ fail:
 /* ------------------------------------------------------------- links */
 
 int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
-			  const cof_idem *idem, json_t **out, cof_err *err)
+			  const cof_idem *idem, const char *maker, json_t **out, cof_err *err)
 {
 	const char *path = cof_json_str(body, "path"), *method = cof_json_str(body, "method");
 	json_t *vbody;
@@ -297,7 +297,7 @@ int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t
 	/* The volume layer checks every other field; only the path is translated. */
 	vbody = json_deep_copy(body);
 	json_object_set_new(vbody, "path", json_string(t.vpath));
-	rc = cof_link_create(st, org, t.mount->vol, vbody, idem, out, err);
+	rc = cof_link_create(st, org, t.mount->vol, vbody, idem, maker, out, err);
 	json_decref(vbody);
 	if (!rc)
 		answer_path(*out, &t);

@@ -25,13 +25,18 @@ static int admin_serve(const cli_cmd *cmd, int argc, char **argv)
 	return cofferd_main(argc, argv);
 }
 
-/* coffer key create [--org O] [--agent A] */
+/* coffer key create [--org O] [--agent A] [--name N] [--expires-in S] [--read-only] */
 static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 {
-	const char *org = NULL, *agent = NULL, *pos[1];
+	const char *org = NULL, *agent = NULL, *name = NULL, *pos[1];
+	int64_t expires = -1;
+	int ro = 0;
 	const cli_opt opts[] = {
 		{"org", 0, CLI_OPT_STR, &org},
 		{"agent", 0, CLI_OPT_STR, &agent},
+		{"name", 0, CLI_OPT_STR, &name},
+		{"expires-in", 0, CLI_OPT_INT, &expires},
+		{"read-only", 0, CLI_OPT_FLAG, &ro},
 		{NULL, 0, 0, NULL},
 	};
 	cof_buf u = COF_BUF_INIT;
@@ -45,9 +50,51 @@ static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 		json_object_set_new(body, "org", json_string(org));
 	if (agent)
 		json_object_set_new(body, "agent", json_string(agent));
+	if (name)
+		json_object_set_new(body, "name", json_string(name));
+	if (expires >= 0)
+		json_object_set_new(body, "expiresIn", json_integer(expires));
+	if (ro)
+		json_object_set_new(body, "readOnly", json_true());
 	cli_url_begin(&u);
 	cli_url_lit(&u, "/v1/keys");
 	return cli_call_show("POST", &u, body);
+}
+
+/* coffer key list [--org O] */
+static int admin_key_list(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *org = NULL, *pos[1];
+	const cli_opt opts[] = {
+		{"org", 0, CLI_OPT_STR, &org},
+		{NULL, 0, 0, NULL},
+	};
+	cof_buf u = COF_BUF_INIT;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/keys");
+	if (org)
+		cli_url_query(&u, "org", org);
+	return cli_call_show("GET", &u, NULL);
+}
+
+/* coffer key revoke ID */
+static int admin_key_revoke(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[1];
+	const cli_opt opts[] = {{NULL, 0, 0, NULL}};
+	cof_buf u = COF_BUF_INIT;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/keys/");
+	cli_url_seg(&u, pos[0]);
+	return cli_call_show("DELETE", &u, NULL);
 }
 
 int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st)
@@ -200,6 +247,43 @@ static int admin_fsck(const cli_cmd *cmd, int argc, char **argv)
 	return admin_store_run(cmd, w, -1, 0);
 }
 
+/* coffer admin rotate-key --data DIR: a new admin key in DIR/admin.key; the
+ * old one is revoked (401 from its next request, on every node). Prints the
+ * new key. */
+static int admin_rotate_key(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[1];
+	admin_where w = {0};
+	const cli_opt opts[] = {
+		{"data", 'd', CLI_OPT_STR, &w.dir},
+		{"meta", 0, CLI_OPT_STR, &w.meta},
+		{"blobs", 0, CLI_OPT_STR, &w.blobs},
+		{NULL, 0, 0, NULL},
+	};
+	cof_store_opts sopts = {0};
+	cof_store *st = NULL;
+	cof_err err = {0};
+	char key[80];
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	if (!w.dir)
+		return cli_usage(cmd, "missing --data DIR");
+	sopts.meta_url = w.meta;
+	sopts.blobs_url = w.blobs;
+	if ((rc = cli_open_data(w.dir, &sopts, &st)))
+		return rc;
+	if (cof_admin_key_rotate(st, key, &err)) {
+		rc = cli_fail("rotate-key failed: %s (%s)", err.msg, cof_code_type(err.code));
+		cof_err_clear(&err);
+	} else {
+		printf("%s\n", key);
+	}
+	cof_store_close(st);
+	return rc;
+}
+
 /* coffer migrate --from DATA --to-meta URL --to-blobs URL */
 static int admin_migrate(const cli_cmd *cmd, int argc, char **argv)
 {
@@ -233,12 +317,22 @@ const cli_cmd cli_admin_cmds[] = {
 	 "run cofferd in the foreground (same flags as cofferd)",
 	 "Everything after 'serve' goes to cofferd; see 'coffer serve --help'.\n",
 	 admin_serve},
-	{"key", "create", "[--org O] [--agent A]", "mint an API key",
+	{"key", "create", "[--org O] [--agent A] [--name N] [--expires-in SECONDS] [--read-only]",
+	 "mint an API key (the secret is shown once)",
 	 "Options:\n"
 	 "  --org O              the key's organization (only the admin key may name a\n"
 	 "                       new one; default: the caller's)\n"
-	 "  --agent A            bind the key to agent A\n",
+	 "  --agent A            bind the key to agent A\n"
+	 "  --name N             a label shown in 'coffer key list'\n"
+	 "  --expires-in SECONDS it stops working after this long (60 to ten years)\n"
+	 "  --read-only          it may only GET and HEAD\n",
 	 admin_key_create},
+	{"key", "list", "[--org O]", "list the organization's keys (never a secret)",
+	 "Options:\n"
+	 "  --org O              another organization's keys (the admin key only)\n",
+	 admin_key_list},
+	{"key", "revoke", "ID", "revoke a key at once (ID from 'coffer key list')", "",
+	 admin_key_revoke},
 	{NULL, "gc", "--data DIR [--meta URL] [--blobs URL] [--grace SECONDS]",
 	 "delete content nothing refers to any more (works on the data dir)",
 	 "Opens DIR directly (no server needed). Safe beside the cofferd serving DIR:\n"
@@ -260,6 +354,16 @@ const cli_cmd cli_admin_cmds[] = {
 	 "  --meta URL           the metadata store, when not DIR/meta.db\n"
 	 "  --blobs URL          the blob store, when not DIR/blobs\n",
 	 admin_fsck},
+	{"admin", "rotate-key", "--data DIR [--meta URL] [--blobs URL]",
+	 "replace the admin key (the old one is revoked at once)",
+	 "Opens DIR directly (cofferd may be running: it reads keys from the\n"
+	 "metadata store on every request). Writes the new key to DIR/admin.key\n"
+	 "(mode 0600) and prints it.\n\n"
+	 "Options:\n"
+	 "  -d, --data DIR       the data dir\n"
+	 "  --meta URL           the metadata store, when not DIR/meta.db\n"
+	 "  --blobs URL          the blob store, when not DIR/blobs\n",
+	 admin_rotate_key},
 	{NULL, "migrate", "--from DATA --to-meta URL --to-blobs URL",
 	 "copy an embedded dataset into PostgreSQL + S3 and verify the copy",
 	 "Copies DATA (DATA/meta.db and DATA/blobs; no cofferd may serve it) into an\n"

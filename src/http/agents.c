@@ -323,7 +323,7 @@ enum MHD_Result http_agent_link(http_req *req)
 	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_link_create(req->srv->st, ORG(req), req->param[0], req->json, idem,
-					 &out, &err);
+					 req->who.key_id, &out, &err);
 
 	if (rc == 0 && out)
 		http_absolute_url(req, out);

@@ -509,8 +509,12 @@ enum MHD_Result http_link_get(http_req *req)
 	cof_file f;
 
 	memset(&f, 0, sizeof(f));
-	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err) ||
-	    cof_link_open(req->srv->st, &req->link, &f, &err))
+	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err))
+		return http_send_error(req, &err);
+	/* a link's uses count against the key that made it */
+	if (http_rate_take(req->link.maker, &err, &req->retry_after))
+		return http_send_rate_limited(req, &err, req->retry_after);
+	if (cof_link_open(req->srv->st, &req->link, &f, &err))
 		return http_send_error(req, &err);
 	return http_serve_file(req, &f, req->link.path);
 }
@@ -538,7 +542,8 @@ int http_begin_link_put(http_req *req)
 	int64_t clen = http_content_length(req);
 	char a[32], b[32];
 
-	if (cof_link_verify(req->srv->st, req->param[0], "PUT", l, &req->err))
+	if (cof_link_verify(req->srv->st, req->param[0], "PUT", l, &req->err) ||
+	    http_rate_take(l->maker, &req->err, &req->retry_after))
 		return -1;
 	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (l->content_type[0] && !type_matches(l->content_type, req->content_type))

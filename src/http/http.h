@@ -82,9 +82,45 @@ struct http_req {
 	cof_cond cond;                 /* write precondition (file PUT) */
 	char *content_type;            /* trimmed Content-Type or NULL, owned */
 	cof_link link;                 /* verified signed link (/l/ routes) */
+	int retry_after;               /* a 429 of the rate limit: Retry-After seconds */
 	char **owned;                  /* strings freed with the request */
 	size_t nowned, capowned;
 };
+
+/* ---- ratelimit.c: --rate-limit N requests a second per key (burst 2N) */
+
+/* Sets the limit (0 = none); once, before serving. */
+void http_rate_configure(int64_t per_second);
+/* Takes one request of key `key_id` ("" or NULL: not limited): 0, or -1 with
+ * COF_ERATELIMIT in err and *retry_after in whole seconds (>= 1). */
+int http_rate_take(const char *key_id, cof_err *err, int *retry_after);
+/* Requests refused so far. */
+int64_t http_rate_limited_count(void);
+/* Answers err (a 429) with Retry-After. */
+enum MHD_Result http_send_rate_limited(http_req *req, cof_err *err, int retry_after);
+
+/* ---- metrics.c: GET /metrics */
+
+/* Counts a finished request (called once per request, with the log line). */
+void http_metrics_request(const http_req *req);
+/* GET /metrics on the API address: a key of the admin's organization. */
+enum MHD_Result http_metrics(http_req *req);
+/* --metrics-listen HOST:PORT: a second, unauthenticated address serving only
+ * GET /metrics. 0, or -1 (printed). */
+int http_metrics_listen(http_server *srv, const char *host, const char *port);
+void http_metrics_listen_stop(void);
+
+/* ---- config.c: cofferd --config FILE */
+
+/* When argv has --config FILE: *out_argv (free with http_config_free) holds
+ * argv[0], FILE's flags, then argv's own (so they win); else argv itself.
+ * Returns -1 to go on, or the exit code (2, message printed). */
+int http_config_args(int argc, char **argv, int *out_argc, char ***out_argv);
+void http_config_free(int argc, char **argv);
+
+/* ---- router.c: the route table, for metrics */
+size_t http_route_count(void);
+const http_route *http_route_at(size_t i);
 
 /* ---- request.c: reading the request */
 
@@ -258,6 +294,8 @@ enum MHD_Result http_relay_result(http_req *req);
 enum MHD_Result http_relay_client_event(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);
+enum MHD_Result http_keys_list(http_req *req);
+enum MHD_Result http_keys_revoke(http_req *req);
 enum MHD_Result http_volume_create(http_req *req);
 enum MHD_Result http_volume_get_many(http_req *req);
 enum MHD_Result http_volume_get(http_req *req);

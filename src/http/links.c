@@ -58,7 +58,7 @@ enum MHD_Result http_link_create(http_req *req)
 	char hash[65];
 	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = cof_link_create(req->srv->st, req->who.org, req->param[0], req->json,
-				 idem, &out, &err);
+				 idem, req->who.key_id, &out, &err);
 
 	if (rc == 0 && out != NULL && http_absolute_url(req, out)) {
 		json_decref(out);

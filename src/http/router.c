@@ -18,11 +18,15 @@
 /* Every route this server answers; the one place to look. */
 static const http_route routes[] = {
 	{ "GET", "/v1/health", 0, HTTP_BODY_NONE, NULL, http_health },
+	{ "GET", "/metrics", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL, http_metrics },
 	{ "GET", "/v1/openapi.json", 0, HTTP_BODY_NONE, NULL, http_openapi },
 	{ "GET", "/console", 0, HTTP_BODY_NONE, NULL, http_console },
 	{ "GET", "/console/{+}", 0, HTTP_BODY_NONE, NULL, http_console_file },
 	{ "POST", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_keys_create },
+	{ "GET", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL, http_keys_list },
+	{ "DELETE", "/v1/keys/{}", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL,
+	  http_keys_revoke },
 	{ "POST", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_volume_create },
 	{ "GET", "/v1/volumes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL,
@@ -134,6 +138,16 @@ static const http_route routes[] = {
 	{ "PUT", "/l/{}", 0, HTTP_BODY_STREAM, http_begin_link_put, http_link_put },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+size_t http_route_count(void)
+{
+	return NROUTES;
+}
+
+const http_route *http_route_at(size_t i)
+{
+	return i < NROUTES ? &routes[i] : NULL;
+}
 
 /* True when the route buffers and parses a JSON body. */
 static int is_json(const http_route *r)
@@ -272,11 +286,15 @@ static int authenticate(http_req *req)
 		snprintf(req->key_id, sizeof req->key_id, "k_%.16s", hash);
 	if (cof_key_auth(req->srv->st, key, &req->who, &req->err))
 		return -1;
+	if (req->who.read_only && strcmp(req->method, "GET") && strcmp(req->method, "HEAD"))
+		return cof_error(&req->err, COF_EFORBIDDEN,
+				 "this key is read-only: it may only GET and HEAD, not %s",
+				 req->method);
 	if ((req->route->flags & HTTP_F_NOAGENT) && req->who.agent[0])
 		return cof_error(&req->err, COF_EFORBIDDEN,
 				 "this key is bound to agent '%s' and reaches only that agent",
 				 req->who.agent);
-	return 0;
+	return http_rate_take(req->who.key_id, &req->err, &req->retry_after);
 }
 
 /* Everything done on MHD's first call: route, auth, header checks, limits. */
@@ -356,6 +374,8 @@ static enum MHD_Result answer_error(http_req *req)
 	cof_code code = req->err.code == COF_OK ? COF_EINTERNAL : req->err.code;
 	unsigned status = (unsigned)cof_code_status(code);
 
+	if (req->retry_after > 0)
+		return http_send_rate_limited(req, &req->err, req->retry_after);
 	if (req->allow == NULL && code != COF_EUNAUTHORIZED)
 		return http_send_error(req, &req->err);
 	resp = http_error_response(req, &req->err);
@@ -439,6 +459,7 @@ void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (req == NULL)
 		return;
 	http_log_request(req);
+	http_metrics_request(req);
 	http_req_release(req);
 	free(req);
 	*con_cls = NULL;

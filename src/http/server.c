@@ -66,6 +66,9 @@ typedef struct server_opts {
 	const char *log;         /* --log FILE: the request log; NULL = stderr */
 	const char *node;        /* --node NAME: this node among those of one dataset */
 	const char *advertise;   /* --advertise URL: where other nodes reach it */
+	int64_t rate_limit;      /* --rate-limit N a second per key; 0 = none */
+	char mhost[256];         /* --metrics-listen HOST:PORT; "" = none */
+	char mport[8];
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -113,7 +116,10 @@ static void usage(FILE *to)
 	      "               [--relay-op-wait SECONDS] [--relay-sessions N]\n"
 	      "               [--relay-sessions-per-org N] [--max-conns N]\n"
 	      "               [--max-conns-per-ip N] [--head-timeout SECONDS] [--log FILE]\n"
-	      "               [--help] [--version]\n"
+	      "               [--rate-limit N] [--metrics-listen HOST:PORT]\n"
+	      "               [--config FILE] [--help] [--version]\n"
+	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
+	      "                         (flags given here win)\n"
 	      "  --data DIR             data directory (default ./data)\n"
 	      "  --meta URL             the metadata store: a SQLite file (PATH or\n"
 	      "                         sqlite:PATH) or postgres://... (default\n"
@@ -153,7 +159,12 @@ static void usage(FILE *to)
 	      "  --max-conns-per-ip N   connections at once from one address (default 128)\n"
 	      "  --head-timeout SECONDS a request's line and headers must be in this long\n"
 	      "                         after the connect or the previous answer\n"
-	      "                         (default 30)\n", to);
+	      "                         (default 30)\n"
+	      "  --rate-limit N         requests a second per key, a burst of 2N\n"
+	      "                         (default: none; past it 429 with Retry-After)\n"
+	      "  --metrics-listen HOST:PORT  serve GET /metrics there without a key\n"
+	      "                         (default: none; /metrics on --listen needs a\n"
+	      "                         key of the admin's organization)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -228,7 +239,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--relay-grace") || !strcmp(a, "--relay-op-wait") ||
 			    !strcmp(a, "--relay-sessions") || !strcmp(a, "--relay-sessions-per-org") ||
 			    !strcmp(a, "--max-conns") || !strcmp(a, "--max-conns-per-ip") ||
-			    !strcmp(a, "--head-timeout");
+			    !strcmp(a, "--head-timeout") || !strcmp(a, "--rate-limit") ||
+			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -306,6 +318,20 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		} else if (!strcmp(a, "--head-timeout") &&
 			   parse_count(v, 86400, &o->head_timeout) == 0) {
 			continue;
+		} else if (!strcmp(a, "--rate-limit") &&
+			   parse_count(v, 1000000, &o->rate_limit) == 0) {
+			continue;
+		} else if (!strcmp(a, "--metrics-listen")) {
+			server_opts m;
+			if (parse_listen(v, &m) == 0) {
+				memcpy(o->mhost, m.host, sizeof o->mhost);
+				memcpy(o->mport, m.port, sizeof o->mport);
+				continue;
+			}
+			fprintf(stderr, "cofferd: --metrics-listen wants HOST:PORT, got '%s'\n", v);
+			return 2;
+		} else if (!strcmp(a, "--config")) {
+			continue; /* read before (config.c) */
 		} else {
 			fprintf(stderr, "cofferd: bad value '%s' for %s\n", v, a);
 			return 2;
@@ -655,15 +681,22 @@ static int open_turns(const server_opts *o, http_server *srv)
 int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
-			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL, NULL, NULL };
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL, NULL, NULL,
+			  0, "", "" };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
 	sigset_t sigs;
 	int rc, fd, sig = 0;
 
-	if ((rc = parse_args(argc, argv, &o)) >= 0)
+	/* the flags from --config: o points into them for the process's life */
+	static char **cargv;
+	int cargc;
+	if ((rc = http_config_args(argc, argv, &cargc, &cargv)) >= 0)
 		return rc;
+	if ((rc = parse_args(cargc, cargv, &o)) >= 0)
+		return rc;
+	http_rate_configure(o.rate_limit);
 	memset(&srv, 0, sizeof(srv));
 	memset(&gc, 0, sizeof(gc));
 	memset(&hg, 0, sizeof(hg));
@@ -722,6 +755,16 @@ int cofferd_main(int argc, char **argv)
 	snprintf(self_url, sizeof self_url, "http://%s:%u", srv.host, srv.port);
 	if (http_nodes_start(&srv, o.node, o.advertise ? o.advertise : self_url))
 		fprintf(stderr, "cofferd: cannot start the node heartbeat\n");
+	if (o.mhost[0] && http_metrics_listen(&srv, o.mhost, o.mport)) {
+		http_nodes_stop();
+		gc_stop(&gc);
+		MHD_stop_daemon(srv.mhd);
+		head_stop(&hg);
+		cof_turns_close(srv.turns);
+		cof_relay_close(srv.relay);
+		cof_store_close(srv.st);
+		return 1;
+	}
 	printf("cofferd listening on http://%s:%u\n", srv.host, srv.port);
 	fflush(stdout);
 
@@ -735,6 +778,7 @@ int cofferd_main(int argc, char **argv)
 	http_nodes_stop();
 	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
 	mhd_drain(&srv, &sigs);
+	http_metrics_listen_stop();
 	head_stop(&hg);
 	cof_turns_close(srv.turns);
 	gc_stop(&gc);

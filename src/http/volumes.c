@@ -24,6 +24,29 @@ enum MHD_Result http_keys_create(http_req *req)
 	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
 }
 
+/* GET /v1/keys[?org=O]: the organization's keys (another org's: admin only). */
+enum MHD_Result http_keys_list(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *org;
+
+	if (http_query(req, "org", &org, &err))
+		return http_send_error(req, &err);
+	int rc = cof_key_list(req->srv->st, &req->who, org, &out, &err);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* DELETE /v1/keys/{id}: 204; from the next request on the key is 401. */
+enum MHD_Result http_keys_revoke(http_req *req)
+{
+	cof_err err = { 0 };
+
+	if (cof_key_revoke(req->srv->st, &req->who, req->param[0], &err))
+		return http_send_error(req, &err);
+	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
+}
+
 /* POST /v1/volumes: 201 both when made now and when replayed for the same
  * Idempotency-Key; a replay is marked with `Idempotent-Replayed: true`. */
 enum MHD_Result http_volume_create(http_req *req)

@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <hs/hs.h>
+#include "util/metrics.h"
 #include "policy/normalize.h"
 #include "policy/policy.h"
 #include "util/util.h"
@@ -485,8 +486,24 @@ static int deep_scan_all(const cof_guard *g, const char *data, size_t len,
 	return 0;
 }
 
+static int guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
+		      cof_guard_hit *hit, cof_err *err);
+
+/* cof_guard_scan: guard_scan, and each refusal counted by category for
+ * /metrics (coffer_guard_blocks_total). */
 int cof_guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
 		   cof_guard_hit *hit, cof_err *err)
+{
+	int v = guard_scan(g, path, data, len, hit, err);
+
+	if (v == 1)
+		cof_metric_event("coffer_guard_blocks_total", "category",
+				 hit->category[0] ? hit->category : "unknown");
+	return v;
+}
+
+static int guard_scan(const cof_guard *g, const char *path, const void *data, size_t len,
+		      cof_guard_hit *hit, cof_err *err)
 {
 	scan_ctx x = {0};
 	hs_scratch_t *s;

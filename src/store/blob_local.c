@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/evp.h>
+#include "util/metrics.h"
 #include "store/blob.h"
 #include "util/util.h"
 
@@ -97,10 +98,12 @@ static int local_commit(cof_blob_writer *w, char sha[65], int64_t *size, cof_err
 	EVP_DigestFinal_ex(w->md, md, &mdlen);
 	cof_hex(md, 32, sha);
 	*size = w->size;
+	int64_t t0 = cof_mono_us();
 	if (fsync(w->fd) < 0) {
 		cof_blob_io_error(err, errno, "storing the upload");
 		goto out;
 	}
+	cof_metric_observe(COF_H_FSYNC, cof_mono_us() - t0);
 	blob_path(w->st, sha, path, sizeof path, dir, sizeof dir);
 	made = mkdir(dir, 0700) == 0;
 	if (!made && errno != EEXIST) {

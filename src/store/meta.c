@@ -4,6 +4,7 @@
  * The contracts are in meta.h; nothing here knows a backend's insides.
  */
 #include <string.h>
+#include "util/metrics.h"
 #include "store/meta.h"
 
 /* Opens the backend `url` names: "postgres://" / "postgresql://" is
@@ -32,21 +33,35 @@ void cof_meta_close(cof_meta *m)
 		m->ops->close(m);
 }
 
-int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who,
-		cof_err *err)
+int cof_meta_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
 {
-	return m->ops->key_add(m, hash, who, err);
+	return m->ops->key_add(m, k, err);
 }
 
-int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
+int cof_meta_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err)
 {
-	return m->ops->key_find(m, hash, who, err);
+	return m->ops->key_find(m, hash, out, err);
 }
 
-int cof_meta_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
-		cof_err *err)
+int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err)
 {
-	return m->ops->key_add_first_admin(m, hash, who, err);
+	return m->ops->key_list(m, org, fn, ctx, err);
+}
+
+int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
+		int64_t now, cof_keyrow *out, cof_err *err)
+{
+	return m->ops->key_revoke(m, org, id, admin, now, out, err);
+}
+
+int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err)
+{
+	return m->ops->key_touch(m, hash, now, err);
+}
+
+int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err)
+{
+	return m->ops->key_add_first_admin(m, k, err);
 }
 
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
@@ -114,10 +129,18 @@ int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix
 	return m->ops->changes(m, vno, since, prefix, limit, fn, ctx, err);
 }
 
+/* Every change is counted and timed for /metrics: commits, failures, and the
+ * time from begin to durable (coffer_store_commit_seconds). */
 int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		cof_err *err)
 {
-	return m->ops->change(m, vno, fn, ctx, seq, err);
+	int64_t t0 = cof_mono_us();
+	int rc = m->ops->change(m, vno, fn, ctx, seq, err);
+
+	cof_metric_add(rc ? COF_M_STORE_COMMIT_ERRORS : COF_M_STORE_COMMITS, 1);
+	if (rc == 0)
+		cof_metric_observe(COF_H_COMMIT, cof_mono_us() - t0);
+	return rc;
 }
 
 cof_volrow *cof_txn_volume(cof_txn *tx)

@@ -116,6 +116,19 @@ typedef int (*cof_state_fn)(void *ctx, const cof_staterow *r);
 typedef int (*cof_event_fn)(void *ctx, int64_t id, unsigned to, const char *body);
 typedef int (*cof_subject_fn)(void *ctx, const char *subject, const char *vol);
 
+/* An API key as stored: never the secret, only its SHA-256. Times are Unix
+ * seconds; 0 = none (no expiry, not revoked, never used). */
+typedef struct cof_keyrow {
+	char hash[65];
+	char id[24];             /* "k_" + the hash's first 16 hex digits */
+	char org[48];
+	char agent[128];         /* "" unless bound to an agent */
+	char name[129];
+	int admin, read_only;
+	int64_t created_at, expires_at, revoked_at, last_used_at;
+} cof_keyrow;
+typedef int (*cof_key_fn)(void *ctx, const cof_keyrow *k);
+
 /* What every backend implements. The contracts are the same whichever backend
  * answers; tests/unit/test_meta_conformance.c checks them on any URL. */
 struct cof_meta_ops {
@@ -124,10 +137,11 @@ struct cof_meta_ops {
 	void (*close)(cof_meta *m);
 
 	/* ---- keys (stored by hash) and idempotency */
-	int (*key_add)(cof_meta *m, const char *hash, const cof_principal *who,
-		cof_err *err);
-	/* COF_EUNAUTHORIZED when unknown. */
-	int (*key_find)(cof_meta *m, const char *hash, cof_principal *who, cof_err *err);
+	/* Adds the key k->hash (its created_at set by the caller). */
+	int (*key_add)(cof_meta *m, const cof_keyrow *k, cof_err *err);
+	/* The row of `hash`, revoked and expired ones too; COF_EUNAUTHORIZED when
+	 * unknown. */
+	int (*key_find)(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err);
 	/* Returns 1 and *value (malloc'd) when (scope, key) was recorded less than
 	 * `ttl` seconds ago, 0 when not. */
 	int (*idem_get)(cof_meta *m, const char *scope, const char *key, int64_t ttl,
@@ -311,11 +325,22 @@ struct cof_meta_ops {
 		const char *const *stream_prefixes, cof_err *err);
 
 	/* ---- the dataset's first admin key (API.md "Running on several nodes")
-	 * Adds the admin key `hash` unless the dataset has an admin key already, in
+	 * Adds the admin key `k` unless the dataset has an admin key already, in
 	 * one transaction that nodes starting together take in turn: 1 = added
 	 * (this node made the dataset's admin key), 0 = one was there. */
-	int (*key_add_first_admin)(cof_meta *m, const char *hash, const cof_principal *who,
+	int (*key_add_first_admin)(cof_meta *m, const cof_keyrow *k, cof_err *err);
+
+	/* ---- key lifecycle (issue 16) */
+	/* The keys of `org` not revoked, oldest first. */
+	int (*key_list)(cof_meta *m, const char *org, cof_key_fn fn, void *ctx,
 		cof_err *err);
+	/* Revokes key `id` of `org` (any org when org is NULL) at `now`, an admin
+	 * key only when `admin`; fills *out with its row. COF_ENOTFOUND naming the
+	 * id when there is no such key to revoke (absent, revoked, or admin). */
+	int (*key_revoke)(cof_meta *m, const char *org, const char *id, int admin,
+		int64_t now, cof_keyrow *out, cof_err *err);
+	/* Records that key `hash` was used at `now`. */
+	int (*key_touch)(cof_meta *m, const char *hash, int64_t now, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -341,11 +366,13 @@ int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err);
 /* One function per member of cof_meta_ops, with its contract (meta.c).
  * cof_meta_close(NULL) does nothing. */
 void cof_meta_close(cof_meta *m);
-int cof_meta_key_add(cof_meta *m, const char *hash, const cof_principal *who,
-		cof_err *err);
-int cof_meta_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err);
-int cof_meta_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
-		cof_err *err);
+int cof_meta_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err);
+int cof_meta_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err);
+int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err);
+int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
+		int64_t now, cof_keyrow *out, cof_err *err);
+int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err);
+int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err);
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		char **value, cof_err *err);
 int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,

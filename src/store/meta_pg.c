@@ -90,6 +90,16 @@ static const char *const migrations[] = {
 	"CREATE TABLE events(stream text COLLATE \"C\" NOT NULL, id bigint NOT NULL,"
 	" mask integer NOT NULL, body text NOT NULL, at bigint NOT NULL,"
 	" PRIMARY KEY(stream, id));",
+
+	/* 5: the key lifecycle (issue 16): ids (from the hash, as the request log
+	 * names keys), names, read-only, expiry, revocation, last use. */
+	"ALTER TABLE keys ADD COLUMN id text NOT NULL DEFAULT '',"
+	" ADD COLUMN name text NOT NULL DEFAULT '', ADD COLUMN read_only integer NOT NULL"
+	" DEFAULT 0, ADD COLUMN expires_at bigint NOT NULL DEFAULT 0, ADD COLUMN revoked_at"
+	" bigint NOT NULL DEFAULT 0, ADD COLUMN last_used_at bigint NOT NULL DEFAULT 0;"
+	"UPDATE keys SET id = 'k_' || substr(hash, 1, 16);"
+	"CREATE UNIQUE INDEX keys_id ON keys(id);"
+	"CREATE INDEX keys_org ON keys(org, created_at);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
@@ -463,6 +473,7 @@ static void ops_fill(void)
 	cof_pg_ops_fork(&pg_ops);
 
 	cof_pg_ops_state(&pg_ops);
+	cof_pg_ops_key(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

@@ -85,6 +85,7 @@ void cof_pg_ops_agent(cof_meta_ops *o);
 void cof_pg_ops_fork(cof_meta_ops *o);
 
 void cof_pg_ops_state(cof_meta_ops *o);
+void cof_pg_ops_key(cof_meta_ops *o);
 
 /* Row helpers over text results. */
 int64_t cof_pg_int(PGresult *r, int row, int col);

@@ -7,67 +7,6 @@
 
 /* ---------------------------------------------------- keys, idempotency */
 
-static int pg_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
-{
-	pgconn *c = cof_pg_get(m, err);
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = cof_pg_do(c, "INSERT INTO keys(hash, org, agent, admin, created_at)"
-		       " VALUES($1,$2,$3,$4,$5)", "adding a key", NULL, err, "sssii", hash,
-		       who->org, who->agent, (int64_t)who->admin, cof_now());
-	cof_pg_put(m, c);
-	return rc;
-}
-
-/* Under an advisory lock held to the commit, and the check a statement after
- * it (a snapshot taken once the lock is ours): nodes starting together on an
- * empty dataset make one admin key between them. */
-static int pg_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
-				  cof_err *err)
-{
-	pgconn *c = cof_pg_begin(m, NULL, err);
-	int64_t n = 0;
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = cof_pg_exec(c, "SELECT pg_advisory_xact_lock(7366112)", err);
-	if (!rc)
-		rc = cof_pg_do(c, "INSERT INTO keys(hash, org, agent, admin, created_at)"
-			       " SELECT $1,$2,$3,1,$4 WHERE NOT EXISTS"
-			       " (SELECT 1 FROM keys WHERE admin = 1)", "adding the admin key",
-			       &n, err, "sssi", hash, who->org, who->agent, cof_now());
-	if (cof_pg_end(m, c, rc, err) < 0)
-		return -1;
-	return n == 1;
-}
-
-static int pg_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
-{
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT org, agent, admin FROM keys WHERE hash = $1",
-			  "checking a key", err, "s", hash))) {
-		if (PQntuples(r) == 1) {
-			cof_pg_copy(r, 0, 0, who->org, sizeof who->org);
-			cof_pg_copy(r, 0, 1, who->agent, sizeof who->agent);
-			who->admin = (int)cof_pg_int(r, 0, 2);
-			rc = 0;
-		} else {
-			rc = cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
-}
-
 static int pg_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		    char **value, cof_err *err)
 {
@@ -345,9 +284,6 @@ static int pg_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 /* This file's members of the PostgreSQL backend's table. */
 void cof_pg_ops_vol(cof_meta_ops *o)
 {
-	o->key_add = pg_key_add;
-	o->key_find = pg_key_find;
-	o->key_add_first_admin = pg_key_add_first_admin;
 	o->idem_get = pg_idem_get;
 	o->idem_put = pg_idem_put;
 	o->volume_add = pg_volume_add;

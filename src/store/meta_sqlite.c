@@ -15,10 +15,16 @@
 #include <unistd.h>
 #include "store/meta_sqlite.h"
 
+/* The columns schema 2 added to keys (issue 16), in both the fresh schema
+ * and the migration of an older data dir. */
+#define KEY_LIFECYCLE_COLS ", id TEXT NOT NULL DEFAULT '', name TEXT NOT NULL DEFAULT ''," \
+	" read_only INTEGER NOT NULL DEFAULT 0, expires_at INTEGER NOT NULL DEFAULT 0," \
+	" revoked_at INTEGER NOT NULL DEFAULT 0, last_used_at INTEGER NOT NULL DEFAULT 0"
+
 static const char *schema =
 	"CREATE TABLE IF NOT EXISTS keys(hash TEXT PRIMARY KEY, org TEXT NOT NULL,"
 	" agent TEXT NOT NULL DEFAULT '', admin INTEGER NOT NULL DEFAULT 0,"
-	" created_at INTEGER NOT NULL) WITHOUT ROWID;"
+	" created_at INTEGER NOT NULL" KEY_LIFECYCLE_COLS ") WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS volumes(vno INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
 	" org TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, files INTEGER NOT NULL,"
 	" bytes INTEGER NOT NULL, capacity INTEGER NOT NULL, ceiling INTEGER NOT NULL,"
@@ -241,6 +247,23 @@ static int migrate(conn *c, cof_err *err)
 		return -1;
 
 	/* 1 -> 2: the state and events tables, made by `schema` (IF NOT EXISTS). */
+
+	/* 1 -> 2: the key lifecycle: ids (from the hash, as the request log
+	 * names keys), names, read-only, expiry, revocation, last use. */
+	if (version < 2 && !column_exists(c, "keys", "id") &&
+	    (cof_sqlite_exec(c, "ALTER TABLE keys ADD COLUMN id TEXT NOT NULL DEFAULT '';"
+			     "ALTER TABLE keys ADD COLUMN name TEXT NOT NULL DEFAULT '';"
+			     "ALTER TABLE keys ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0;"
+			     "ALTER TABLE keys ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;"
+			     "ALTER TABLE keys ADD COLUMN revoked_at INTEGER NOT NULL DEFAULT 0;"
+			     "ALTER TABLE keys ADD COLUMN last_used_at INTEGER NOT NULL DEFAULT 0",
+			     err)))
+		return -1;
+	if (version < 2 &&
+	    cof_sqlite_exec(c, "UPDATE keys SET id = 'k_' || substr(hash, 1, 16) WHERE id = '';"
+			    "CREATE UNIQUE INDEX IF NOT EXISTS keys_id ON keys(id);"
+			    "CREATE INDEX IF NOT EXISTS keys_org ON keys(org, created_at)", err))
+		return -1;
 	if (version < SCHEMA_VERSION)
 		return cof_sqlite_exec(c, "PRAGMA user_version = 2", err);
 	return 0;
@@ -264,6 +287,7 @@ static void ops_fill(void)
 	cof_sqlite_ops_fork(&sqlite_ops);
 
 	cof_sqlite_ops_state(&sqlite_ops);
+	cof_sqlite_ops_key(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -375,82 +399,6 @@ void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
 }
 
 /* ---------------------------------------------------- keys, idempotency */
-
-static int sq_key_add(cof_meta *m, const char *hash, const cof_principal *who, cof_err *err)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	st = cof_sqlite_q(c, "INSERT INTO keys(hash, org, agent, admin, created_at) VALUES(?,?,?,?,?)", err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, hash);
-		cof_sqlite_bind_text(st, 2, who->org);
-		cof_sqlite_bind_text(st, 3, who->agent);
-		sqlite3_bind_int(st, 4, who->admin);
-		sqlite3_bind_int64(st, 5, cof_now());
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "adding a key");
-	}
-	return cof_sqlite_writer_end(m, rc, err);
-}
-
-/* In the writer's transaction (BEGIN IMMEDIATE): the check and the insert
- * are one step for every process on the file. */
-static int sq_key_add_first_admin(cof_meta *m, const char *hash, const cof_principal *who,
-				  cof_err *err)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	st = cof_sqlite_q(c, "INSERT INTO keys(hash, org, agent, admin, created_at)"
-			  " SELECT ?,?,?,1,? WHERE NOT EXISTS(SELECT 1 FROM keys WHERE admin = 1)",
-			  err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, hash);
-		cof_sqlite_bind_text(st, 2, who->org);
-		cof_sqlite_bind_text(st, 3, who->agent);
-		sqlite3_bind_int64(st, 4, cof_now());
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db,
-									 "adding the admin key");
-	}
-	int added = rc == 0 && sqlite3_changes(c->db) == 1;
-	if (cof_sqlite_writer_end(m, rc, err) < 0)
-		return -1;
-	return added;
-}
-
-static int sq_key_find(cof_meta *m, const char *hash, cof_principal *who, cof_err *err)
-{
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	st = cof_sqlite_q(c, "SELECT org, agent, admin FROM keys WHERE hash = ?", err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, hash);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			cof_sqlite_col_copy(st, 0, who->org, sizeof who->org);
-			cof_sqlite_col_copy(st, 1, who->agent, sizeof who->agent);
-			who->admin = sqlite3_column_int(st, 2);
-			rc = 0;
-		} else if (r == SQLITE_DONE) {
-			rc = cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
-		} else {
-			rc = cof_sqlite_db_error(err, c->db, "checking a key");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
-}
 
 static int sq_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		       char **value, cof_err *err)
@@ -718,9 +666,6 @@ static int sq_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
 void cof_sqlite_ops_main(cof_meta_ops *o)
 {
 	o->close = sq_close;
-	o->key_add = sq_key_add;
-	o->key_find = sq_key_find;
-	o->key_add_first_admin = sq_key_add_first_admin;
 	o->idem_get = sq_idem_get;
 	o->idem_put = sq_idem_put;
 	o->volume_add = sq_volume_add;

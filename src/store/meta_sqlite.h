@@ -62,6 +62,7 @@ void cof_sqlite_ops_gc(cof_meta_ops *o);
 void cof_sqlite_ops_fork(cof_meta_ops *o);
 
 void cof_sqlite_ops_state(cof_meta_ops *o);
+void cof_sqlite_ops_key(cof_meta_ops *o);
 
 /* Maps the connection's last error to the API (disk full = 503). Returns -1. */
 int cof_sqlite_db_error(cof_err *err, sqlite3 *db, const char *what);

@@ -13,7 +13,6 @@
 #include "store/store.h"
 #include "util/util.h"
 
-#define DEFAULT_ORG "org_default"
 
 /* Reads a small secret file, or creates it with `len` random bytes (hex when
  * `hex`), mode 0600. Returns 1 when created, 0 when read, -1 on error. */
@@ -113,7 +112,7 @@ static int admin_key_make(cof_store *st, const char *path, cof_err *err)
 static int admin_key_adopt(cof_store *st, const char *path, cof_err *err)
 {
 	char tmp[4300], hash[65];
-	cof_principal who = {.org = DEFAULT_ORG, .admin = 1}, seen;
+	cof_keyrow seen;
 	cof_err e2 = {0};
 	int r;
 
@@ -129,7 +128,7 @@ static int admin_key_adopt(cof_store *st, const char *path, cof_err *err)
 	if (admin_key_make(st, tmp, err))
 		return -1;
 	key_hash(st->admin_key, hash);
-	if ((r = cof_meta_key_add_first_admin(st->meta, hash, &who, err)) < 0) {
+	if ((r = cof_key_register_first_admin(st, hash, err)) < 0) {
 		unlink(tmp);
 		return -1;
 	}
@@ -170,13 +169,12 @@ static int admin_key_setup(cof_store *st, int shared, cof_err *err)
 		st->admin_key_new = 1;
 	}
 	key_hash(st->admin_key, hash);
-	cof_principal who = {.org = DEFAULT_ORG, .admin = 1};
-	cof_principal seen;
+	cof_keyrow seen;
 	cof_err e2 = {0};
 	if (cof_meta_key_find(st->meta, hash, &seen, &e2) == 0)
 		return 0;
 	cof_err_clear(&e2);
-	return cof_meta_key_add(st->meta, hash, &who, err);
+	return cof_key_register(st, hash, COF_DEFAULT_ORG, 1, err);
 }
 
 /* The engine URL `name` (meta.url, blobs.url) a node recorded in its data
@@ -261,7 +259,6 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	st->gc_fd = st->serve_fd = -1;
 	pthread_mutex_init(&st->events_mu, NULL);
 	pthread_mutex_init(&st->magic_mu, NULL);
-	pthread_mutex_init(&st->key_mu, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		cof_error(err, COF_EINTERNAL, "cannot create '%s': %s", dir, strerror(errno));
 		goto fail;
@@ -323,7 +320,6 @@ void cof_store_close(cof_store *st)
 	cof_notify_close(st->notify);
 	pthread_mutex_destroy(&st->events_mu);
 	pthread_mutex_destroy(&st->magic_mu);
-	pthread_mutex_destroy(&st->key_mu);
 	free(st->dir);
 	free(st);
 }
@@ -348,90 +344,4 @@ void cof_store_changed(cof_store *st, const cof_volrow *v)
 void cof_changes_wake_all(cof_store *st)
 {
 	cof_notify_shutdown(st->notify);
-}
-
-/* ------------------------------------------------------------------ keys */
-
-int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *err)
-{
-	char hash[65];
-
-	if (!key || !*key)
-		return cof_error(err, COF_EUNAUTHORIZED,
-				 "an API key is required (Authorization: Bearer KEY or x-api-key)");
-	if (strlen(key) > 200)
-		return cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
-	key_hash(key, hash);
-	unsigned slot = (unsigned)strtoul((char[3]){hash[0], hash[1], 0}, NULL, 16) %
-			(sizeof st->keys / sizeof *st->keys);
-	pthread_mutex_lock(&st->key_mu);
-	int hit = !strcmp(st->keys[slot].hash, hash);
-	if (hit)
-		*who = st->keys[slot].who;
-	pthread_mutex_unlock(&st->key_mu);
-	if (hit)
-		return 0;
-	if (cof_meta_key_find(st->meta, hash, who, err))
-		return -1;
-	pthread_mutex_lock(&st->key_mu);
-	memcpy(st->keys[slot].hash, hash, sizeof hash);
-	st->keys[slot].who = *who;
-	pthread_mutex_unlock(&st->key_mu);
-	return 0;
-}
-
-static const cof_jfield key_fields[] = {
-	{"org", COF_JSTR, 0}, {"agent", COF_JSTR, 0}, {NULL, 0, 0}};
-
-/* Checks an org or agent name: 1..128 bytes of [A-Za-z0-9._-]. */
-static int name_check(const char *s, const char *what, size_t max, cof_err *err)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > max)
-		return cof_error(err, COF_EVALIDATION, "'%s' must be 1 to %zu bytes", what, max);
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return cof_error(err, COF_EVALIDATION,
-					 "'%s' may hold only letters, digits, '.', '_' and '-'", what);
-	}
-	return 0;
-}
-
-int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
-		   json_t **out, cof_err *err)
-{
-	cof_principal nw = {0};
-	const char *org, *agent;
-	unsigned char raw[24];
-	char hex[49], key[80], hash[65];
-
-	if (cof_json_check(body, key_fields, err))
-		return -1;
-	org = cof_json_str(body, "org");
-	agent = cof_json_str(body, "agent");
-	if (who->agent[0])
-		return cof_error(err, COF_EFORBIDDEN, "a key bound to an agent cannot mint keys");
-	if (org && name_check(org, "org", 40, err))
-		return -1;
-	if (agent && name_check(agent, "agent", 120, err))
-		return -1;
-	if (org && strcmp(org, who->org) && !who->admin)
-		return cof_error(err, COF_EFORBIDDEN,
-				 "only the admin key may mint keys for another organization");
-	snprintf(nw.org, sizeof nw.org, "%s", org ? org : who->org);
-	snprintf(nw.agent, sizeof nw.agent, "%s", agent ? agent : "");
-	if (cof_random(raw, sizeof raw))
-		return cof_error(err, COF_EINTERNAL, "no randomness available");
-	cof_hex(raw, sizeof raw, hex);
-	snprintf(key, sizeof key, "ck_%s", hex);
-	key_hash(key, hash);
-	if (cof_meta_key_add(st->meta, hash, &nw, err))
-		return -1;
-	*out = json_pack("{s:s, s:s}", "key", key, "org", nw.org);
-	if (agent)
-		json_object_set_new(*out, "agent", json_string(agent));
-	return 0;
 }

@@ -35,14 +35,19 @@ struct cof_store {
 	pthread_mutex_t events_mu;
 	struct { char agent[128]; char vol[48]; int64_t seq; } own[1024];
 	uint64_t own_next;
-	/* Keys seen recently (by hash): keys are never revoked, so an API call
-	 * needs no metadata read to authenticate. Direct-mapped. */
-	pthread_mutex_t key_mu;
-	struct { char hash[65]; cof_principal who; } keys[128];
 	/* libmagic handles are not thread-safe: one, behind a mutex. */
 	pthread_mutex_t magic_mu;
 	void *magic;
 };
+
+/* The organization of the admin key (and of keys minted without an org). */
+#define COF_DEFAULT_ORG COF_ADMIN_ORG
+/* Stores a key by `hash` (keys.c): of `org`, the admin key when `admin`. */
+int cof_key_register(cof_store *st, const char *hash, const char *org, int admin,
+		     cof_err *err);
+/* Stores the admin key `hash` unless the dataset has one (nodes starting
+ * together on one dataset make one between them): 1 stored, 0 one was there. */
+int cof_key_register_first_admin(cof_store *st, const char *hash, cof_err *err);
 
 /* Takes the data dir's locks (lock.c); `serve` also takes DATA/lock, refused
  * (COF_ECONFLICT naming the pid) while another cofferd holds it. */

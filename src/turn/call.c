@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "util/metrics.h"
 #include "turn/outbox.h"
 #include "turn/turn.h"
 #include "util/util.h"
@@ -550,6 +551,11 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
 		json_object_set_new(*out, "limit", json_string(c.limit ? c.limit : c.held));
 	if (c.timed_out)
 		json_object_set_new(*out, "timedOut", json_true());
+	/* /metrics: coffer_sandbox_breaches_total by the limit met */
+	if (c.limit || c.held)
+		cof_metric_event("coffer_sandbox_breaches_total", "limit", c.limit ? c.limit : c.held);
+	if (c.timed_out)
+		cof_metric_event("coffer_sandbox_breaches_total", "limit", "timeout");
 	cof_buf_release(&c.s[0].kept);
 	cof_buf_release(&c.s[1].kept);
 	cof_turn_release(ts, c.t);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <openssl/evp.h>
+#include "util/metrics.h"
 #include "volume/volume.h"
 
 typedef struct sweep {
@@ -94,6 +95,9 @@ int cof_gc(cof_store *st, json_t **out, cof_err *err)
 	/* What is marked and waits for its grace to end. */
 	if (cof_meta_gc_orphans(st->meta, now, collect, &s, err))
 		goto fail;
+	cof_metric_add(COF_M_GC_RUNS, 1);
+	cof_metric_add(COF_M_GC_BYTES_FREED, s.freed);
+	cof_metric_add(COF_M_GC_BLOBS_FREED, s.deleted);
 	*out = json_pack("{s:I, s:I, s:I, s:I}", "blobsDeleted", (json_int_t)s.deleted,
 			 "bytesFreed", (json_int_t)s.freed, "historyPruned", (json_int_t)pruned,
 			 "pending", (json_int_t)s.n);

@@ -123,7 +123,7 @@ int cof_link_create_pinned(cof_store *st, const char *org, const char *vol,
 static pthread_mutex_t idem_mu = PTHREAD_MUTEX_INITIALIZER;
 
 int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *body,
-		    const cof_idem *idem, json_t **out, cof_err *err)
+		    const cof_idem *idem, const char *maker, json_t **out, cof_err *err)
 {
 	json_t *payload = NULL;
 	int64_t expires = 0;
@@ -147,6 +147,8 @@ int cof_link_create(cof_store *st, const char *org, const char *vol, json_t *bod
 		if (r != 0)
 			goto out;
 	}
+	if (maker && *maker)
+		json_object_set_new(payload, "k", json_string(maker));
 	if (link_sign(st, payload, expires, out, err))
 		goto out;
 	rc = 0;
@@ -198,6 +200,8 @@ int cof_link_verify(cof_store *st, const char *token, const char *method,
 	snprintf(out->vol, sizeof out->vol, "%s", v);
 	snprintf(out->path, sizeof out->path, "%s", path);
 	snprintf(out->method, sizeof out->method, "%s", m);
+	const char *k = json_string_value(json_object_get(p, "k"));
+	snprintf(out->maker, sizeof out->maker, "%s", k ? k : "");
 	snprintf(out->content_type, sizeof out->content_type, "%s", t ? t : "");
 	const char *sha = json_string_value(json_object_get(p, "s"));
 	snprintf(out->sha256, sizeof out->sha256, "%s", sha && strlen(sha) == 64 ? sha : "");

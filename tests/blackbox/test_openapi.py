@@ -237,6 +237,12 @@ def test_tour_general_and_volumes(srv):
     expect_error(srv.patch("/v1/volumes", json={}), 405, "not_found")
     other = expect(srv.post("/v1/keys", json={"org": _name("org")}), 201).json()["key"]
     expect_error(srv.post("/v1/keys", json={"nope": 1}), 400, "validation_error")
+    lk = expect(srv.post("/v1/keys", json={"name": _name("k"), "expiresIn": 600,
+                                           "readOnly": True}), 201).json()
+    expect(srv.get("/v1/keys"), 200)
+    expect(srv.get("/metrics"), 200)
+    expect(srv.delete("/v1/keys/" + lk["id"]), 204)
+    expect_error(srv.delete("/v1/keys/" + lk["id"]), 404, "not_found")
 
     idem = {"Idempotency-Key": _name("idem")}
     v = expect(srv.post("/v1/volumes", json={"name": _name()}, headers=idem), 201).json()

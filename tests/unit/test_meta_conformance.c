@@ -151,36 +151,88 @@ static char *listing(int64_t vno, int64_t at, const char *prefix, const char *af
 	return out;
 }
 
+/* Counts the keys listed (ctx: an int) and remembers the last id seen. */
+static char listed_id[24];
+static int key_count_fn(void *ctx, const cof_keyrow *k)
+{
+	(*(int *)ctx)++;
+	snprintf(listed_id, sizeof listed_id, "%s", k->id);
+	return 0;
+}
+
 static void test_keys_and_idempotency(void **state)
 {
-	cof_principal who = {0}, got = {0};
+	cof_keyrow who = {0}, got = {0};
 	cof_err err = {0};
 	char hash[65], *value = NULL;
+	int n = 0;
 
 	(void)state;
 	sha_for(hash, "a key");
+	snprintf(who.hash, sizeof who.hash, "%s", hash);
+	snprintf(who.id, sizeof who.id, "k_%.16s", hash);
 	snprintf(who.org, sizeof who.org, "%s", org);
 	snprintf(who.agent, sizeof who.agent, "bot");
+	snprintf(who.name, sizeof who.name, "ci deploy");
 	who.admin = 1;
+	who.read_only = 1;
+	who.created_at = 1000;
+	who.expires_at = 5000;
 	cof_err_clear(&err);
 	/* the dataset's first admin key: added on an empty dataset, and never a
 	 * second one (a later node's) */
 	char first[65], later[65];
 	sha_for(first, "the first admin key");
 	sha_for(later, "a later node's key");
-	assert_int_equal(cof_meta_key_add_first_admin(m, first, &who, &err), 1);
+	cof_keyrow fk = who;   /* of another org: the listings below count `org`'s */
+	snprintf(fk.org, sizeof fk.org, "org_first_admin");
+	snprintf(fk.hash, sizeof fk.hash, "%s", first);
+	snprintf(fk.id, sizeof fk.id, "k_%.16s", first);
+	assert_int_equal(cof_meta_key_add_first_admin(m, &fk, &err), 1);
 	assert_int_equal(cof_meta_key_find(m, first, &got, &err), 0);
 	assert_int_equal(got.admin, 1);
-	assert_int_equal(cof_meta_key_add_first_admin(m, later, &who, &err), 0);
+	snprintf(fk.hash, sizeof fk.hash, "%s", later);
+	snprintf(fk.id, sizeof fk.id, "k_%.16s", later);
+	assert_int_equal(cof_meta_key_add_first_admin(m, &fk, &err), 0);
 	assert_int_equal(cof_meta_key_find(m, later, &got, &err), -1);
 	cof_err_clear(&err);
 	assert_int_equal(cof_meta_key_find(m, hash, &got, &err), -1);
 	assert_int_equal(err.code, COF_EUNAUTHORIZED);
-	assert_int_equal(cof_meta_key_add(m, hash, &who, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_key_add(m, &who, &err), 0);
 	assert_int_equal(cof_meta_key_find(m, hash, &got, &err), 0);
 	assert_string_equal(got.org, org);
 	assert_string_equal(got.agent, "bot");
+	assert_string_equal(got.name, "ci deploy");
+	assert_string_equal(got.id, who.id);
 	assert_int_equal(got.admin, 1);
+	assert_int_equal(got.read_only, 1);
+	assert_int_equal(got.expires_at, 5000);
+	assert_int_equal(got.revoked_at, 0);
+	assert_int_equal(got.last_used_at, 0);
+	assert_int_equal(cof_meta_key_touch(m, hash, 2000, &err), 0);
+	assert_int_equal(cof_meta_key_find(m, hash, &got, &err), 0);
+	assert_int_equal(got.last_used_at, 2000);
+	assert_int_equal(cof_meta_key_list(m, org, key_count_fn, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(listed_id, who.id);
+	/* another org's id is not found; an admin key only when asked */
+	assert_int_equal(cof_meta_key_revoke(m, org2, who.id, 1, 3000, &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_key_revoke(m, org, who.id, 0, 3000, &got, &err), -1);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_key_revoke(m, NULL, who.id, 1, 3000, &got, &err), 0);
+	assert_int_equal(got.revoked_at, 3000);
+	assert_int_equal(cof_meta_key_find(m, hash, &got, &err), 0);
+	assert_int_equal(got.revoked_at, 3000);
+	n = 0;
+	assert_int_equal(cof_meta_key_list(m, org, key_count_fn, &n, &err), 0);
+	assert_int_equal(n, 0);
+	/* revoking twice: not found */
+	assert_int_equal(cof_meta_key_revoke(m, org, who.id, 1, 3001, &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	cof_err_clear(&err);
 
 	assert_int_equal(cof_meta_idem_get(m, org, "k1", 3600, &value, &err), 0);
 	assert_int_equal(cof_meta_idem_put(m, org, "k1", "{\"a\":1}", &err), 0);
