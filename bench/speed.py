@@ -8,6 +8,7 @@
   readall   GET files?content=true of 1,000 files / 16 MB vs `tar c` of the same files
 
 Usage: bench/speed.py [--only grep,call,readall] [--runs N] [--work DIR] [--out FILE]
+                      [--build DIR] (another build's cofferd, e.g. an older commit's)
 Each figure is a median of N runs (default 7), alternating coffer and its anchor; beside
 the wall time it gives the user+sys CPU time of each side (the machine is shared: CPU
 time says more than wall time under load). --work keeps the fixtures in DIR for the next
@@ -20,6 +21,7 @@ from benchlib import ROOT, Cofferd, write_section
 PKGS = subprocess.run(["make", "-s", "--no-print-directory", "pkgs"], cwd=ROOT,
                       capture_output=True, text=True, check=True).stdout.strip()
 HZ = os.sysconf("SC_CLK_TCK")
+BUILD = None  # --build
 
 
 def arg(name, default):
@@ -93,7 +95,7 @@ def fixture(work, name, n, size):
 
 def bench_grep(work, runs):
     data, vol, tree = fixture(work, "grep", 20000, 10000)
-    s = Cofferd(data)
+    s = Cofferd(data, build=BUILD)
     try:
         s.call("PUT", "/v1/agents/bench", {"mounts": [
             {"volumeId": vol, "path": "/src", "mode": "ro"}]})
@@ -119,7 +121,7 @@ def bench_grep(work, runs):
 
 def bench_readall(work, runs):
     data, vol, tree = fixture(work, "readall", 1000, 16000)
-    s = Cofferd(data)
+    s = Cofferd(data, build=BUILD)
     try:
         url = "%s/v1/volumes/%s/files?content=true" % (s.url, vol)
         curl = ["curl", "-sf", "-o", "/dev/null", "-H", "Authorization: Bearer " + s.key, url]
@@ -163,7 +165,7 @@ def minimal_root():
 def bench_call(work, runs):
     if os.geteuid() != 0:
         return ["| confined call | skipped: needs root (as cofferd's sandbox does here) |"]
-    s = Cofferd(os.path.join(work, "data-call"), timeout=600)
+    s = Cofferd(os.path.join(work, "data-call"), build=BUILD, timeout=600)
     try:
         s.call("PUT", "/v1/agents/callbench", {"sandbox": {}})
         tid = s.call("POST", "/v1/turns", {"agent": "callbench", "user": "u",
@@ -201,6 +203,8 @@ def main():
     only = arg("--only", "grep,call,readall").split(",")
     out = arg("--out", os.path.join(ROOT, "bench/results.md"))
     keep = arg("--work", None)
+    global BUILD
+    BUILD = arg("--build", None)
     work = keep or tempfile.mkdtemp(prefix="coffer-bench-speed-")
     os.makedirs(work, exist_ok=True)
     load0 = open("/proc/loadavg").read().split()[:3]
@@ -223,7 +227,7 @@ def main():
           "(user+sys) less so." % (runs, runs * 5, os.cpu_count(), " ".join(load0),
                                    " ".join(load1)), ""]
     text = "\n".join(t)
-    if set(only) == {"grep", "call", "readall"}:
+    if set(only) == {"grep", "call", "readall"} and not BUILD:
         write_section(out, "Speed: grep, confined call, read-all (bench/speed.py)", text)
     print(text)
 
