@@ -5,10 +5,19 @@
  * JIT and skips binary files (saying how many); a pattern that meets a regex
  * limit or the time budget (util/regex.h) ends it with ok:false naming the
  * limit, the file and the line.
+ *
+ * grep reads and searches files on every core (up to GREP_THREADS_MAX), each
+ * file whole (cof_regex_next_line: memmem for a plain string, one multi-line
+ * PCRE2 call for most patterns), and takes the files' answers in path order,
+ * so the answer, its cuts and its stops are those of a search of the files
+ * one after the other.
  */
 #include "util/regex.h"
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "agent/agent.h"
 
 #define GLOB_CAP 1000
@@ -114,89 +123,303 @@ static const cof_jfield grep_fields[] = {
 
 enum { MODE_CONTENT, MODE_FILES, MODE_COUNT };
 
+#define GREP_THREADS_MAX 8
+#define GREP_WINDOW 256       /* files searched ahead of the answer at most */
+#define GREP_SHOWN_MAX 500    /* bytes of a line shown */
+
+/* One file's answer, made by any worker and taken into the search's answer
+ * in path order. Content mode keeps at most limit + 1 matches: marks[j] is
+ * out's length before match j's leading context, where a cut at j ends. */
+typedef struct grep_hit {
+	cof_buf out;
+	json_t *matches;
+	size_t *marks, nmarks;
+	int64_t count;          /* matching lines (content: at most limit + 1) */
+	int binary, stopped, done;
+	cof_regex_over over;    /* what stopped it, at stop_line */
+	int64_t stop_line;
+	cof_err *err;           /* the file could not be read */
+} grep_hit;
+
+/* One search: its options, the files in path order, their answers, and the
+ * answer so far. Workers claim files in order (`claim`) no further than
+ * GREP_WINDOW past `taken`; whoever finishes the file at `taken` takes it
+ * and those done after it, under `lock`, until a cut, a stop or an error
+ * ends the search (`halt`). */
 typedef struct grep_run {
 	cof_regex rx;
 	int mode;
 	int64_t context, limit, shown, files_matched, skipped;
 	int cut;
-	int stopped;            /* a regex limit: where, in stop_path and stop_line */
+	int stopped;            /* a regex limit: why, where */
+	cof_regex_over over;
 	char stop_path[COF_AGENT_PATH_MAX + 1];
 	int64_t stop_line;
+	cof_err *failed;        /* the first file in order that could not be read */
 	cof_buf out;
 	json_t *matches;
+	cof_store *st;
+	const cof_mount *mount;
+	cof_items *it;
+	grep_hit *hits;
+	size_t claim, taken;
+	int halt;
+	pthread_mutex_t lock;
+	pthread_cond_t room;
 } grep_run;
 
-/* Searches one text file; appends what the mode asks for. */
-static void grep_file(grep_run *g, const char *apath, const char *text, size_t len)
+/* Appends line [s, e) of a file as `apath<sep>line<sep>text`. */
+static void show_line(grep_hit *h, const char *apath, char sep, int64_t line,
+		      const char *s, size_t n)
 {
-	int64_t line = 1, count = 0, last_shown = 0;
-	const char *p = text, *end = text + len;
-	const char *starts[CONTEXT_MAX + 1];
-	size_t lens[CONTEXT_MAX + 1];
-	int64_t after = 0;
+	cof_buf_addf(&h->out, "%s%c%lld%c%.*s\n", apath, sep, (long long)line, sep,
+		     (int)(n < GREP_SHOWN_MAX ? n : GREP_SHOWN_MAX), s);
+}
 
-	while (p < end && !g->cut) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		int hit = cof_regex_match(&g->rx, p, n);
-		if (hit < 0) {
-			g->stopped = g->cut = 1;
-			snprintf(g->stop_path, sizeof g->stop_path, "%s", apath);
-			g->stop_line = line;
-			return;
-		}
-		if (hit) {
-			count++;
-			if (g->mode == MODE_CONTENT) {
-				if (g->shown >= g->limit) {
-					g->cut = 1;
-					break;
-				}
-				/* Context before, not shown yet. */
-				for (int64_t k = g->context; k >= 1; k--) {
-					int64_t ln = line - k;
-					if (ln >= 1 && ln > last_shown)
-						cof_buf_addf(&g->out, "%s-%lld-%.*s\n", apath, (long long)ln,
-							     (int)(lens[ln % (CONTEXT_MAX + 1)] < 500 ?
-								   lens[ln % (CONTEXT_MAX + 1)] : 500),
-							     starts[ln % (CONTEXT_MAX + 1)]);
-				}
-				cof_buf_addf(&g->out, "%s:%lld:%.*s\n", apath, (long long)line,
-					     (int)(n < 500 ? n : 500), p);
-				json_array_append_new(g->matches, json_pack(
-					"{s:s, s:I, s:s%}", "path", apath, "line", (json_int_t)line,
-					"text", p, n < 500 ? n : 500));
-				g->shown++;
-				last_shown = line;
-				after = g->context;
+static int64_t newlines(const char *s, size_t n)
+{
+	int64_t k = 0;
+	const char *end = s + n;
+
+	while (s < end && (s = memchr(s, '\n', (size_t)(end - s)))) {
+		k++;
+		s++;
+	}
+	return k;
+}
+
+/* The context lines after match `lm` (its line ending at `lm_end`) and before
+ * line `upto`; `*last` is the last line shown. */
+static void after_context(const grep_run *g, grep_hit *h, const char *apath, const char *t,
+			  size_t len, int64_t lm, size_t lm_end, int64_t upto, int64_t *last)
+{
+	size_t p = lm_end + 1;
+
+	for (int64_t ln = lm + 1; lm && ln <= lm + g->context && ln < upto && p < len; ln++) {
+		const char *nl = memchr(t + p, '\n', len - p);
+		size_t e = nl ? (size_t)(nl - t) : len;
+		show_line(h, apath, '-', ln, t + p, e - p);
+		*last = ln;
+		p = e + 1;
+	}
+}
+
+/* The context lines before match `line` (starting at `ls`) not shown yet. */
+static void before_context(const grep_run *g, grep_hit *h, const char *apath, const char *t,
+			   size_t ls, int64_t line, int64_t last)
+{
+	size_t starts[CONTEXT_MAX + 1];
+	int k = 0;
+
+	starts[0] = ls;
+	while (k < g->context && line - k - 1 >= 1 && line - k - 1 > last) {
+		size_t end = starts[k] - 1; /* the '\n' ending the line before */
+		const char *nl = end ? memrchr(t, '\n', end) : NULL;
+		starts[++k] = nl ? (size_t)(nl - t) + 1 : 0;
+	}
+	for (; k >= 1; k--)
+		show_line(h, apath, '-', line - k, t + starts[k], starts[k - 1] - 1 - starts[k]);
+}
+
+/* Searches one text file, whole (cof_regex_next_line), into `h`. */
+static void grep_file(const grep_run *g, cof_regex *rx, grep_hit *h, const char *apath,
+		      const char *t, size_t len)
+{
+	size_t pos = 0, ls, le, lm_end = 0;
+	int64_t line = 1, last = 0, lm = 0;   /* line at pos, last shown, last match */
+	int r;
+
+	while ((r = cof_regex_next_line(rx, t, len, pos, &ls, &le)) == 1) {
+		line += newlines(t + pos, ls - pos);
+		if (g->mode == MODE_CONTENT) {
+			after_context(g, h, apath, t, len, lm, lm_end, line, &last);
+			if (h->nmarks == (size_t)h->count) {
+				h->nmarks = h->nmarks ? h->nmarks * 2 : 16;
+				h->marks = cof_realloc(h->marks, h->nmarks * sizeof *h->marks);
 			}
-		} else if (after > 0 && g->mode == MODE_CONTENT) {
-			cof_buf_addf(&g->out, "%s-%lld-%.*s\n", apath, (long long)line,
-				     (int)(n < 500 ? n : 500), p);
-			last_shown = line;
-			after--;
+			h->marks[h->count] = h->out.len;
+			if (h->count++ == g->limit)
+				return; /* one past the limit: the cut is here */
+			before_context(g, h, apath, t, ls, line, last);
+			show_line(h, apath, ':', line, t + ls, le - ls);
+			json_array_append_new(h->matches, json_pack(
+				"{s:s, s:I, s:s%}", "path", apath, "line", (json_int_t)line, "text",
+				t + ls, le - ls < GREP_SHOWN_MAX ? le - ls : GREP_SHOWN_MAX));
+			last = lm = line;
+			lm_end = le;
+		} else {
+			h->count++;
 		}
-		starts[line % (CONTEXT_MAX + 1)] = p;
-		lens[line % (CONTEXT_MAX + 1)] = n;
+		if (le >= len)
+			break;
+		pos = le + 1;
 		line++;
-		p += n + 1;
 	}
-	if (!count)
+	if (r < 0) {
+		h->stopped = 1;
+		h->over = rx->over;
+		h->stop_line = line + newlines(t + pos, ls - pos);
 		return;
-	g->files_matched++;
-	if (g->mode == MODE_FILES || g->mode == MODE_COUNT) {
-		if (g->shown >= g->limit) {
-			g->cut = 1;
-			return;
-		}
-		if (g->mode == MODE_FILES)
-			cof_buf_addf(&g->out, "%s\n", apath);
-		else
-			cof_buf_addf(&g->out, "%s:%lld\n", apath, (long long)count);
-		json_array_append_new(g->matches, json_pack("{s:s, s:I}", "path", apath, "count",
-							    (json_int_t)count));
-		g->shown++;
 	}
+	if (g->mode == MODE_CONTENT) {
+		after_context(g, h, apath, t, len, lm, lm_end, INT64_MAX, &last);
+	} else if (h->count) {
+		if (g->mode == MODE_FILES)
+			cof_buf_addf(&h->out, "%s\n", apath);
+		else
+			cof_buf_addf(&h->out, "%s:%lld\n", apath, (long long)h->count);
+		json_array_append_new(h->matches, json_pack("{s:s, s:I}", "path", apath, "count",
+							    (json_int_t)h->count));
+	}
+}
+
+/* Reads file i and searches it (binary files are only counted). */
+static void grep_one(grep_run *g, cof_regex *rx, size_t i)
+{
+	const cof_item *x = &g->it->v[i];
+	grep_hit *h = &g->hits[i];
+	unsigned char *d;
+	cof_err err = {0};
+
+	h->matches = json_array();
+	if (cof_content_read(g->st, x->sha256, x->size, &d, &err)) {
+		h->err = cof_malloc(sizeof *h->err);
+		*h->err = err;
+		return;
+	}
+	if (memchr(d, '\0', (size_t)x->size) || !cof_utf8_valid((char *)d, (size_t)x->size)) {
+		h->binary = 1;
+	} else {
+		char ap[COF_AGENT_PATH_MAX + 1];
+		cof_agent_path_of(g->mount, x->path, ap, sizeof ap);
+		grep_file(g, rx, h, ap, (char *)d, (size_t)x->size);
+	}
+	free(d);
+}
+
+static void hit_release(grep_hit *h)
+{
+	cof_buf_release(&h->out);
+	json_decref(h->matches);
+	free(h->marks);
+	free(h->err);
+	*h = (grep_hit){0};
+}
+
+/* Takes file i's answer into the search's, as searching the files one by one
+ * in order would have: the limit cuts within a file, and a stop or an error
+ * counts only when the search got that far. Called under g->lock. */
+static void take(grep_run *g, size_t i)
+{
+	grep_hit *h = &g->hits[i];
+	int64_t room = g->limit - g->shown, n = h->count;
+
+	if (h->err) {
+		g->failed = h->err;
+		h->err = NULL;
+		g->halt = 1;
+	} else if (h->binary) {
+		g->skipped++;
+	} else if (g->mode == MODE_CONTENT && n > room) {
+		cof_buf_add(&g->out, h->out.data, h->marks[room]);
+		for (int64_t k = 0; k < room; k++)
+			json_array_append(g->matches, json_array_get(h->matches, (size_t)k));
+		g->shown = g->limit;
+		g->files_matched++;
+		g->cut = g->halt = 1;
+	} else if (h->stopped) {
+		g->stopped = g->halt = 1;
+		g->over = h->over;
+		cof_agent_path_of(g->mount, g->it->v[i].path, g->stop_path, sizeof g->stop_path);
+		g->stop_line = h->stop_line;
+	} else if (n) {
+		g->files_matched++;
+		if (g->mode != MODE_CONTENT && room <= 0) {
+			g->cut = g->halt = 1;
+		} else {
+			cof_buf_add(&g->out, h->out.data, h->out.len);
+			json_array_extend(g->matches, h->matches);
+			g->shown += g->mode == MODE_CONTENT ? n : 1;
+		}
+	}
+	hit_release(h);
+}
+
+/* A worker: claims the next file, searches it, takes what is done in order. */
+static void grep_work(grep_run *g, cof_regex *rx)
+{
+	pthread_mutex_lock(&g->lock);
+	for (;;) {
+		while (!g->halt && g->claim < g->it->n && g->claim >= g->taken + GREP_WINDOW)
+			pthread_cond_wait(&g->room, &g->lock);
+		if (g->halt || g->claim >= g->it->n)
+			break;
+		size_t i = g->claim++;
+		pthread_mutex_unlock(&g->lock);
+		grep_one(g, rx, i);
+		pthread_mutex_lock(&g->lock);
+		g->hits[i].done = 1;
+		while (!g->halt && g->taken < g->it->n && g->hits[g->taken].done)
+			take(g, g->taken++);
+		pthread_cond_broadcast(&g->room);
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+typedef struct grep_thread {
+	grep_run *g;
+	cof_regex rx;
+	pthread_t t;
+} grep_thread;
+
+static void *grep_thread_main(void *arg)
+{
+	grep_thread *w = arg;
+
+	grep_work(w->g, &w->rx);
+	return NULL;
+}
+
+/* Searches every file of g->it, in parallel on every core (at most
+ * GREP_THREADS_MAX threads; one for a few files). 0, or -1 when a file could
+ * not be read (err says why). */
+static int grep_files(grep_run *g, cof_err *err)
+{
+	grep_thread w[GREP_THREADS_MAX];
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t extra = 0, want = g->it->n < 64 ? 0 : (size_t)(cores > 1 ? cores - 1 : 0);
+
+	if (want > GREP_THREADS_MAX - 1)
+		want = GREP_THREADS_MAX - 1;
+	g->hits = cof_calloc(g->it->n ? g->it->n : 1, sizeof *g->hits);
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->room, NULL);
+	for (; extra < want; extra++) {
+		w[extra].g = g;
+		if (cof_regex_share(&w[extra].rx, &g->rx, NULL))
+			break;
+		if (pthread_create(&w[extra].t, NULL, grep_thread_main, &w[extra])) {
+			cof_regex_close(&w[extra].rx);
+			break;
+		}
+	}
+	grep_work(g, &g->rx);
+	for (size_t k = 0; k < extra; k++) {
+		pthread_join(w[k].t, NULL);
+		cof_regex_close(&w[k].rx);
+	}
+	for (size_t i = g->taken; i < g->it->n; i++)
+		hit_release(&g->hits[i]);
+	free(g->hits);
+	g->hits = NULL;
+	pthread_cond_destroy(&g->room);
+	pthread_mutex_destroy(&g->lock);
+	if (g->failed) {
+		*err = *g->failed;
+		free(g->failed);
+		return -1;
+	}
+	return 0;
 }
 
 static int grep_args(json_t *args, grep_run *g, cof_err *err)
@@ -261,22 +484,14 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 			cof_items_add(&it, e);
 		free(e);
 	}
-	for (size_t i = 0; i < it.n && !g.cut; i++) {
-		unsigned char *d;
-		char ap[COF_AGENT_PATH_MAX + 1];
-		if (cof_content_read(st, it.v[i].sha256, it.v[i].size, &d, err))
-			goto done;
-		if (memchr(d, '\0', (size_t)it.v[i].size) ||
-		    !cof_utf8_valid((char *)d, (size_t)it.v[i].size)) {
-			g.skipped++;
-		} else {
-			cof_agent_path_of(t.mount, it.v[i].path, ap, sizeof ap);
-			grep_file(&g, ap, (char *)d, (size_t)it.v[i].size);
-		}
-		free(d);
-	}
+	g.st = st;
+	g.mount = t.mount;
+	g.it = &it;
+	if (grep_files(&g, err))
+		goto done;
 	if (g.stopped) {
 		char lim[96];
+		g.rx.over = g.over;
 		rc = cof_tool_refuse(out, "grep stopped at %s on %s line %lld, before the search "
 				     "ended; use a simpler pattern (nested or overlapping "
 				     "repeats such as (a|aa)+ backtrack without end) or a "

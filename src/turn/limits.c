@@ -346,8 +346,13 @@ int cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2])
 	if (!ts->cg || !t->cg_made)
 		return 0;
 	for (int i = 0; i < (ts->cg == 1 ? 2 : 1); i++) {
+		/* v1: `tasks`. The call's child is single-threaded when it
+		 * writes "0" there, so that moves the whole process, and the
+		 * kernel moves a thread that moves itself without the global
+		 * threadgroup lock, whose RCU grace period made a write to
+		 * cgroup.procs cost milliseconds of each call. */
 		cg_dir(ts, t, i, 1, d, sizeof d);
-		snprintf(p, sizeof p, "%s/cgroup.procs", d);
+		snprintf(p, sizeof p, "%s/%s", d, ts->cg == 1 ? "tasks" : "cgroup.procs");
 		if ((fds[i] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
 			if (i == 1)
 				close(fds[0]);

@@ -209,8 +209,9 @@ int cof_limits_open(cof_turns *ts, int no_cgroup);
 /* Makes the cgroups of `t` and of its agent with their limits (under mu;
  * writes to cgroupfs only). 0, or -1 with err. */
 int cof_limits_turn(cof_turns *ts, cof_turn *t, cof_err *err);
-/* Opens the cgroup.procs files of `t` (memory, pids; -1 where none) for a
- * call's process to join. 0 or -1. */
+/* Opens the files of `t`'s cgroups (memory, pids; -1 where none) that a
+ * call's single-threaded child writes "0" to, to join: cgroup.procs (v2),
+ * tasks (v1). 0 or -1. */
 int cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2]);
 /* The turn's counts so far: processes the memory limit killed, forks it
  * refused. */

@@ -29,6 +29,11 @@ static int buf_grow(cof_buf *b, size_t extra)
 	return 0;
 }
 
+int cof_buf_reserve(cof_buf *b, size_t extra)
+{
+	return buf_grow(b, extra);
+}
+
 int cof_buf_add(cof_buf *b, const void *data, size_t len)
 {
 	if (buf_grow(b, len))

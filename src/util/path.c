@@ -18,7 +18,17 @@ int cof_utf8_valid(const char *str, size_t len)
 		uint32_t cp;
 
 		if (c < 0x80) {
-			i++;
+			/* Text is mostly ASCII: skip it 32 bytes at a time (grep and
+			 * read-all check every byte they serve). */
+			while (len - i >= 32) {
+				uint64_t w[4];
+				memcpy(w, s + i, sizeof w);
+				if ((w[0] | w[1] | w[2] | w[3]) & 0x8080808080808080ull)
+					break;
+				i += 32;
+			}
+			while (i < len && s[i] < 0x80)
+				i++;
 			continue;
 		} else if ((c & 0xE0) == 0xC0) {
 			n = 1, cp = c & 0x1F;

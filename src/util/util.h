@@ -34,6 +34,8 @@ typedef struct cof_buf {
 #define COF_BUF_INIT {NULL, 0, 0, 0}
 
 int cof_buf_add(cof_buf *b, const void *data, size_t len);
+/* Room for `extra` more bytes without another allocation (-1 past `max`). */
+int cof_buf_reserve(cof_buf *b, size_t extra);
 int cof_buf_adds(cof_buf *b, const char *s);
 int cof_buf_addf(cof_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cof_buf_reset(cof_buf *b);

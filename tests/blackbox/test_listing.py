@@ -167,6 +167,24 @@ def test_read_all_text_and_data(srv):
     check(e.get("text") == "" or e.get("data") == "", "empty file content: %r" % e)
 
 
+def test_read_all_escapes_every_byte_at_every_offset(srv):
+    """Text with each byte JSON escapes (controls, '"', '\\') and some it does not
+    (DEL, '/', UTF-8) at each offset of an 8-byte word, and long plain runs, comes
+    back exactly (read-all scans for escapes a word at a time)."""
+    vid = srv.create_volume()["id"]
+    special = [chr(c) for c in range(1, 0x20)] + ['"', "\\", "\x7f", "/", "é", "日"]
+    texts = {}
+    for k, ch in enumerate(special):
+        for off in range(9):
+            texts["e/%02d-%d.txt" % (k, off)] = "a" * off + ch + "b" * (17 - off) + ch + ch
+    texts["e/plain.txt"] = "x" * 1000
+    texts["e/tail.txt"] = "y" * 15 + '"'
+    srv.put_many(vid, {p: t.encode() for p, t in texts.items()}, threads=8)
+    j = expect(srv.get("/v1/volumes/%s/files" % vid, query={"content": "true"}), 200).json()
+    got = {f["path"]: f.get("text") for f in j["files"]}
+    eq(got, texts, "read-all texts")
+
+
 def test_read_all_glob_and_snapshot(srv):
     vid = srv.create_volume()["id"]
     srv.put_ok(vid, "a.txt", b"first")
