@@ -45,9 +45,10 @@ static const struct mtable {
 	const char *name, *cols, *src;   /* src: the SQLite select list (NULL = cols) */
 	const char *serial;              /* a bigserial column to move past max() */
 } tables[] = {
-	{"keys", "hash, org, agent, admin, created_at", NULL, NULL},
+	{"keys", "hash, org, agent, admin, created_at, id, name, read_only, expires_at,"
+	 " revoked_at, last_used_at", NULL, NULL},
 	{"volumes", "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at,"
-	 " hidden, history_from", NULL, "vno"},
+	 " hidden, history_from, base_vno, base_seq, depth, retired", NULL, "vno"},
 	{"entries", "vno, path, from_seq, to_seq, version, size, sha256, ctype, updated_at,"
 	 " closed_at", NULL, NULL},
 	{"changes", "vno, seq, path, removed, version, size, sha256, at", NULL, NULL},
@@ -61,6 +62,8 @@ static const struct mtable {
 	{"pins", "org, agent, sha256", NULL, NULL},
 	{"idem", "scope, key, value, created_at", NULL, NULL},
 	{"subjects", "org, agent, subject, vol, created_at", NULL, NULL},
+	{"state", "kind, id, org, node, ended, updated_at, body", NULL, NULL},
+	{"events", "stream, id, mask, body, at", NULL, NULL},
 };
 #define NTABLES (sizeof tables / sizeof *tables)
 
