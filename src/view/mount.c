@@ -1,9 +1,9 @@
 /*
  * mount.c — a view's life: open its roots at their seqs, mount the FUSE
  * session, serve it from a thread (or the caller's), and end it: a lazy
- * unmount, then, should a process still hold the mount, the connection is
- * aborted through /sys/fs/fuse/connections so the serving thread always
- * ends. What a crashed process left is swept by cof_view_sweep.
+ * unmount, then the serving loop is woken and ends whoever still holds a
+ * copy of the mount (cof_view_detach). What a crashed process left is
+ * swept by cof_view_sweep.
  */
 #define FUSE_USE_VERSION 31
 #include <dirent.h>
@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include "view/view_int.h"
@@ -62,10 +62,35 @@ static int roots_open(cof_vfs *v, cof_err *err)
 	return 0;
 }
 
+/* The signal that wakes a serving thread out of fuse_loop_mt's wait (see
+ * cof_view_detach); its handler does nothing, what matters is the EINTR. */
+static int wake_sig;
+
+static void wake_noop(int sig)
+{
+	(void)sig;
+}
+
+static void wake_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = wake_noop; /* no SA_RESTART: sem_wait returns EINTR */
+	sigemptyset(&sa.sa_mask);
+	wake_sig = SIGRTMIN + 4;
+	sigaction(wake_sig, &sa, NULL);
+}
+
 static void *serve_thread(void *arg)
 {
 	cof_vfs *v = arg;
+	sigset_t s;
 
+	/* the thread that made us may block it; libfuse's workers inherit this */
+	sigemptyset(&s);
+	sigaddset(&s, wake_sig);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
 	fuse_loop_mt(v->fuse, 0);
 	return NULL;
 }
@@ -166,7 +191,7 @@ static void keeper_make(void)
 int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		   cof_err *err)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	static pthread_once_t once = PTHREAD_ONCE_INIT, wake_once = PTHREAD_ONCE_INIT;
 	char optstr[256];
 	char *argv[] = {"coffer", "-o", optstr, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
@@ -174,6 +199,7 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 
 	*out = NULL;
 	pthread_once(&once, keeper_make);
+	pthread_once(&wake_once, wake_install);
 	if (opts->nroots < 1 || opts->nroots > COF_VIEW_ROOTS)
 		return cof_error(err, COF_EINTERNAL, "a view has 1 to %d volumes", COF_VIEW_ROOTS);
 	if (!(v = cof_calloc(1, sizeof *v)))
@@ -242,29 +268,27 @@ void cof_view_stop(cof_vfs *v)
 	fuse_exit(v->fuse);
 }
 
-/* Aborts the FUSE connection of the mount at v->dir (every request then
- * fails with ENOTCONN and the serving loop ends). */
-static void conn_abort(dev_t dev)
-{
-	char p[96];
-	int fd;
-
-	snprintf(p, sizeof p, "/sys/fs/fuse/connections/%u/abort", minor(dev));
-	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) >= 0) {
-		(void)!write(fd, "1", 1);
-		close(fd);
-	}
-}
-
+/* Ends the serving of a mounted view, then waits for its thread.
+ *
+ * Neither the lazy unmount nor an abort through /sys/fs/fuse/connections
+ * can be relied on to end the loop: every sandbox started (by us or any
+ * other process on the host) while this view was mounted holds a copy of
+ * the mount in its own mount namespace (unshare, bwrap; the host's mounts
+ * are private, so our unmount never reaches the copy), the superblock then
+ * lives on, and the kernel never fails the loop's read; fusectl is often
+ * not mounted (containers), so the abort does nothing. The loop then idles
+ * in fuse_dev_do_read until the other sandbox ends: the hang of calls seen
+ * under load. So the loop is woken directly: fuse_exit sets its flag, and
+ * wake_sig interrupts its sem_wait (never restarted), after which libfuse
+ * cancels its workers (cancellable only while waiting for a request) and
+ * returns. Closing /dev/fuse in fuse_destroy then aborts the connection, so
+ * a copy left elsewhere fails with ENOTCONN rather than blocking. The
+ * signal is repeated because one sent before the loop reaches sem_wait is
+ * lost. */
 void cof_view_detach(cof_vfs *v)
 {
-	struct stat sb;
-	dev_t dev = 0;
-
 	if (!v || !v->mounted)
 		return;
-	if (stat(v->dir, &sb) == 0)
-		dev = sb.st_dev;
 	fuse_exit(v->fuse);
 	fuse_unmount(v->fuse); /* lazy: MNT_DETACH, or fusermount3 -u -z */
 	if (v->by_fusermount)
@@ -272,14 +296,17 @@ void cof_view_detach(cof_vfs *v)
 	v->mounted = 0;
 	if (!v->threaded)
 		return;
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 2;
-	if (pthread_timedjoin_np(v->thread, NULL, &until)) {
-		/* a process still holds the mount (a detached one serves on) */
-		if (dev)
-			conn_abort(dev);
-		pthread_join(v->thread, NULL);
+	for (;;) {
+		struct timespec until;
+		pthread_kill(v->thread, wake_sig);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(v->thread, NULL, &until) == 0)
+			break;
 	}
 	v->threaded = 0;
 }

@@ -311,6 +311,58 @@ def test_two_turns_on_one_volume(srv):
     eq(srv.get_file(ws, "two.txt").body, b"two\n", "second")
 
 
+def test_a_call_ends_while_a_later_call_pins_its_view(srv):
+    # a call started while another call's view is mounted copies that mount
+    # into its own mount namespace (unshare, bwrap), where the other call's
+    # lazy unmount never reaches it: the earlier call must still end (and
+    # commit) while the later one runs, not wait for it
+    _fuse_ok(srv)
+    import threading
+    aid, ws = _agent(srv)
+    t1, t2 = new_turn(srv, aid, user="u1"), new_turn(srv, aid, user="u2")
+    res = {}
+    a = threading.Thread(target=lambda: res.update(a=call(
+        srv, t1["id"], "sleep 2; echo a > /workspace/a.txt", timeoutSeconds=60)))
+    b = threading.Thread(target=lambda: res.update(b=call(
+        srv, t2["id"], "cat /workspace/a.txt 2>/dev/null; sleep 20", timeoutSeconds=60)))
+    a.start()
+    time.sleep(1)
+    b.start()
+    a.join(60)
+    check("a" in res, "the first call answered")
+    check(b.is_alive(), "the first call answered while the second runs: %r" % res)
+    eq(res["a"]["exitCode"], 0, "the first call: %r" % res["a"])
+    eq(len(res["a"].get("committed", [])), 1, "it committed: %r" % res["a"])
+    eq(srv.get_file(ws, "a.txt").body, b"a\n", "its file")
+    b.join(60)
+    eq(res["b"]["stdout"], "", "the second call saw the seq it began at")
+
+
+def test_a_limit_stopped_call_beside_a_running_one_on_one_volume(srv):
+    # two calls on one volume: the one stopped at its scratch share commits
+    # nothing and answers; the other keeps its view and commits
+    _fuse_ok(srv)
+    import threading
+    aid, ws = _agent(srv, sandbox={"scratch": "32m", "turnDisk": "30m", "userDisk": "32m"})
+    small, big = new_turn(srv, aid, user="small"), new_turn(srv, aid, user="big")
+    res = {}
+    th = threading.Thread(target=lambda: res.update(out=call(
+        srv, small["id"], "cat /workspace/* >/dev/null 2>&1; sleep 4; "
+        "echo s > /workspace/s.txt", timeoutSeconds=60)))
+    th.start()
+    time.sleep(1.5)
+    out = call(srv, big["id"], "echo b > /workspace/b.txt; "
+               "dd if=/dev/zero of=f bs=1M count=40 2>/dev/null; sleep 1")
+    contains(["scratch", "turn_disk"], out.get("limit"), "the grower stopped: %r" % out)
+    check(not out.get("committed"), "the stopped call committed nothing: %r" % out)
+    th.join(60)
+    check("out" in res, "the other call answered")
+    eq(res["out"].get("limit"), None, "the call within its share: %r" % res["out"])
+    eq(len(res["out"].get("committed", [])), 1, "it committed: %r" % res["out"])
+    eq(srv.get_file(ws, "s.txt").body, b"s\n", "its file")
+    eq(srv.get_file(ws, "b.txt").status, 404, "nothing of the stopped call")
+
+
 def test_user_volume_at_user_with_reserved_folders_read_only(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)
