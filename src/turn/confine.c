@@ -442,12 +442,13 @@ static int child_mounts(const cof_turns *ts, const cof_turn *t, const cof_call_s
 	const char *hide[2] = {ts->root, ts->data};
 
 	/* noexec,nosuid,nodev on the bind too: a tmpfs has them already, a
-	 * folder of the measuring loop gets them here. The call's view is
-	 * bound first (its path may be under /tmp, which the workspace then
-	 * covers) where the turn's uid reaches it. */
+	 * folder of the measuring loop gets them here. The call's views (the
+	 * FUSE mounts rw/ and ro/ under its folder, hence MS_REC) are bound
+	 * first (the path may be under /tmp, which the workspace then covers)
+	 * where the turn's uid reaches them. */
 	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return -1;
-	if (inner && mount(see->view_dir, inner, NULL, MS_BIND, NULL))
+	if (inner && mount(see->view_dir, inner, NULL, MS_BIND | MS_REC, NULL))
 		child_fail("bind the call's view");
 	if (mount(t->ws, "/tmp", NULL, MS_BIND, NULL) ||
 	    mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,

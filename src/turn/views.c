@@ -37,8 +37,10 @@ struct cof_call_views {
 	cof_view_root roots[COF_VIEW_ROOTS];
 	const cof_mount *mounts[COF_VIEW_ROOTS];
 	int n;
-	cof_vfs *vfs;
-	char dir[PATH_MAX + 64];        /* ROOT/views/CALL: the mount point */
+	int nrw;                        /* roots[0..nrw) are read-write: vfs */
+	cof_vfs *vfs;                   /* the read-write roots, at DIR/rw */
+	cof_vfs *ro;                    /* the read-only roots, at DIR/ro */
+	char dir[PATH_MAX + 64];        /* ROOT/views/CALL */
 	char layer[PATH_MAX + 160];     /* ROOT/layers/TURN/CALL */
 	char call[40];
 };
@@ -86,11 +88,62 @@ static void user_add(cof_turns *ts, cof_turn *t, cof_call_views *cv)
 	root_add(cv, &cv->user, user_ro);
 }
 
+/* Mounts the roots [from, to) of cv as one view at DIR/sub (a layer for a
+ * read-write one), served by a thread. 0, or -1 with err. */
+static int view_mount(cof_turns *ts, cof_turn *t, cof_call_views *cv, int from, int to,
+		      const char *sub, cof_vfs **out, cof_err *err)
+{
+	cof_view_opts o = {0};
+	char mp[PATH_MAX + 80];
+
+	snprintf(mp, sizeof mp, "%s/%s", cv->dir, sub);
+	if (mkdir(mp, 0755))
+		return cof_error(err, COF_EINTERNAL, "cannot prepare the call's view: %s",
+				 strerror(errno));
+	o.st = ts->st;
+	o.org = t->org;
+	o.roots = cv->roots + from;
+	o.nroots = to - from;
+	o.way = COF_VIEW_CALL;
+	o.layer_dir = to > from && cv->roots[from].rw ? cv->layer : NULL;
+	o.allow_other = ts->root_user; /* the call runs as the turn's own uid */
+	o.noexec = 1;
+	o.owner = ts->root_user ? t->uid : 0;
+	if (cof_view_mount(&o, mp, out, err) || cof_view_start(*out, err))
+		return -1;
+	return 0;
+}
+
+/* Puts the read-write roots first: they are one view with a layer, the
+ * read-only ones another without, whose opens cost no round trip (a
+ * read-only view answers no open; src/view/ops.c). */
+static void roots_order(cof_call_views *cv)
+{
+	cof_view_root r[COF_VIEW_ROOTS];
+	excl_ctx ex[COF_VIEW_ROOTS];
+	const cof_mount *m[COF_VIEW_ROOTS];
+	int k = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < cv->n; i++)
+			if ((!cv->roots[i].rw) == pass) {
+				r[k] = cv->roots[i];
+				ex[k] = cv->ex[i];
+				m[k++] = cv->mounts[i];
+			}
+	for (int i = 0; i < cv->n; i++) {
+		cv->roots[i] = r[i];
+		cv->ex[i] = ex[i];
+		cv->roots[i].excl_ctx = &cv->ex[i];
+		cv->mounts[i] = m[i];
+		cv->nrw += r[i].rw;
+	}
+}
+
 int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_views **out,
 			cof_err *err)
 {
 	cof_call_views *cv = cof_calloc(1, sizeof *cv);
-	cof_view_opts o = {0};
 	char co[PATH_MAX + 80];
 
 	*out = NULL;
@@ -113,6 +166,7 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 		*out = cv;
 		return 0;
 	}
+	roots_order(cv);
 	snprintf(co, sizeof co, "%s/layers/%s", ts->root, t->id);
 	snprintf(cv->layer, sizeof cv->layer, "%s/%s", co, call);
 	snprintf(cv->dir, sizeof cv->dir, "%s/views/%s", ts->root, call);
@@ -123,16 +177,8 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 		cof_call_views_close(cv);
 		return -1;
 	}
-	o.st = ts->st;
-	o.org = t->org;
-	o.roots = cv->roots;
-	o.nroots = cv->n;
-	o.way = COF_VIEW_CALL;
-	o.layer_dir = cv->layer;
-	o.allow_other = ts->root_user; /* the call runs as the turn's own uid */
-	o.noexec = 1;
-	o.owner = ts->root_user ? t->uid : 0;
-	if (cof_view_mount(&o, cv->dir, &cv->vfs, err) || cof_view_start(cv->vfs, err)) {
+	if ((cv->nrw > 0 && view_mount(ts, t, cv, 0, cv->nrw, "rw", &cv->vfs, err)) ||
+	    (cv->nrw < cv->n && view_mount(ts, t, cv, cv->nrw, cv->n, "ro", &cv->ro, err))) {
 		cof_call_views_close(cv);
 		return -1;
 	}
@@ -144,7 +190,7 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 {
 	int n = 0;
 
-	if (!cv || !cv->vfs)
+	if (!cv || (!cv->vfs && !cv->ro))
 		return 0;
 	/* parents before children: "/data" is bound before "/data/x" */
 	for (size_t len = 1; len <= COF_AGENT_PATH_MAX && n < cv->n; len++)
@@ -154,12 +200,9 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 			/* as root the child has bound the view at /mnt of its
 			 * own namespace (the turn's uid cannot enter the scratch
 			 * root) */
-			if (ts->root_user)
-				snprintf(b[n].src, sizeof b[n].src, "%s/%s", COF_VIEW_INNER,
-					 cv->roots[i].name);
-			else
-				snprintf(b[n].src, sizeof b[n].src, "%s/%s", cv->dir,
-					 cv->roots[i].name);
+			snprintf(b[n].src, sizeof b[n].src, "%s/%s/%s",
+				 ts->root_user ? COF_VIEW_INNER : cv->dir,
+				 i < cv->nrw ? "rw" : "ro", cv->roots[i].name);
 			b[n].dst = cv->roots[i].shown;
 			b[n].ro = !cv->roots[i].rw;
 			n++;
@@ -169,7 +212,7 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 
 const char *cof_call_views_dir(const cof_call_views *cv)
 {
-	return cv && cv->vfs ? cv->dir : NULL;
+	return cv && (cv->vfs || cv->ro) ? cv->dir : NULL;
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
@@ -209,9 +252,12 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 	char cdir[PATH_MAX + 80];
 	int cfd;
 
-	if (!cv || !cv->vfs)
+	if (!cv || (!cv->vfs && !cv->ro))
 		return;
+	cof_view_detach(cv->ro);
 	cof_view_detach(cv->vfs);
+	if (!cv->vfs)
+		return; /* nothing to land */
 	if (!commit) {
 		json_array_append_new(notes, json_string(
 			"nothing the call wrote under the agent's mounts was kept (it was stopped)"));
@@ -228,7 +274,7 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 	rmdir(cdir); /* kept only when it holds a conflict */
 	committed = json_array();
 	conflicts = json_array();
-	for (int i = 0; i < cv->n; i++) {
+	for (int i = 0; i < cv->nrw; i++) {
 		json_t *c;
 		size_t k;
 		if (res[i].seq > 0) {
@@ -268,11 +314,19 @@ void cof_call_views_close(cof_call_views *cv)
 {
 	if (!cv)
 		return;
+	char p[PATH_MAX + 80];
+
 	cof_view_unmount(cv->vfs);
+	cof_view_unmount(cv->ro);
 	if (cv->layer[0])
 		rmdir(cv->layer);
-	if (cv->dir[0])
+	if (cv->dir[0]) {
+		snprintf(p, sizeof p, "%s/rw", cv->dir);
+		rmdir(p);
+		snprintf(p, sizeof p, "%s/ro", cv->dir);
+		rmdir(p);
 		rmdir(cv->dir);
+	}
 	cof_agent_release(&cv->a);
 	free(cv);
 }

@@ -204,7 +204,9 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		return cof_error(err, COF_EINTERNAL, "a view has 1 to %d volumes", COF_VIEW_ROOTS);
 	if (!(v = cof_calloc(1, sizeof *v)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
+	static uint64_t next_id;
 	v->o = *opts;
+	v->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	v->layer = -1;
 	v->uid = getuid();
 	v->gid = getgid();

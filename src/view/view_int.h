@@ -43,6 +43,7 @@ typedef struct vroot {
 
 struct cof_vfs {
 	cof_view_opts o;
+	uint64_t id;            /* unique in the process (views come and go) */
 	vroot roots[COF_VIEW_ROOTS];
 	pthread_mutex_t mu;     /* the nodes, next_lid */
 	vnode *bucket[VNODE_BUCKETS];

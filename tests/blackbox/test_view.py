@@ -363,6 +363,38 @@ def test_a_limit_stopped_call_beside_a_running_one_on_one_volume(srv):
     eq(srv.get_file(ws, "b.txt").status, 404, "nothing of the stopped call")
 
 
+def test_read_only_mount_reads_without_handles(srv):
+    # a call's read-only mounts are a view of their own that answers no open
+    # (the kernel then reads with no handle): large and small files, read
+    # interleaved by several processes, mmap, and a second pass from the page
+    # cache, all give the volume's bytes; the read-write mount beside it works
+    _fuse_ok(srv)
+    docs = srv.create_volume()["id"]
+    big = os.urandom(3 << 20)
+    srv.put_ok(docs, "big.bin", big)
+    small = {"s/%02d.txt" % i: (b"file %d\n" % i) * (i + 1) for i in range(40)}
+    for p, b in small.items():
+        srv.put_ok(docs, p, b)
+    aid, ws = _agent(srv, mounts=[{"workspace": True},
+                                  {"volumeId": docs, "path": "/docs", "mode": "ro"}])
+    t = new_turn(srv, aid)
+    cmd = ("for i in 1 2; do (sha256sum /docs/big.bin & sha256sum /docs/s/*.txt & wait) "
+           "| sort -k2; done; python3 -c 'import mmap,hashlib;f=open(\"/docs/big.bin\",\"rb\");"
+           "m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ);print(hashlib.sha256(m[:]).hexdigest())'; "
+           "cp /docs/s/01.txt /workspace/copy.txt; echo x > /docs/new.txt 2>&1 || true")
+    out = ok(srv, t["id"], cmd)
+    lines = out["stdout"].split("\n")
+    want = sorted([(harness.sha256(big), "/docs/big.bin")] +
+                  [(harness.sha256(b), "/docs/" + p) for p, b in small.items()],
+                  key=lambda x: x[1])
+    got = [tuple(l.split()) for l in lines if l.strip() and " " in l.strip()]
+    eq(got[:len(want)], want, "first pass")
+    eq(got[len(want):2 * len(want)], want, "second pass (page cache)")
+    eq(lines[2 * len(want)].strip(), harness.sha256(big), "mmap")
+    contains(out["stderr"], "Read-only file system", "a write to /docs")
+    eq(srv.get_file(ws, "copy.txt").body, small["s/01.txt"], "the rw mount beside it")
+
+
 def test_user_volume_at_user_with_reserved_folders_read_only(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)
