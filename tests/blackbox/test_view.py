@@ -395,6 +395,33 @@ def test_read_only_mount_reads_without_handles(srv):
     eq(srv.get_file(ws, "copy.txt").body, small["s/01.txt"], "the rw mount beside it")
 
 
+def test_call_runs_git_in_the_workspace_and_it_lands_as_one_seq(srv):
+    # a real program with lock files, renames over, fsync and many small
+    # files inside a call's rw mount: the repository lands as one seq and the
+    # next call's git reads it back
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    srv.put_ok(ws, "src/a.txt", b"alpha\n")
+    seq0 = srv.seq(ws)
+    t = new_turn(srv, aid)
+    env = "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@x GIT_COMMITTER_NAME=t " \
+          "GIT_COMMITTER_EMAIL=t@x GIT_CONFIG_NOSYSTEM=1; "
+    out = ok(srv, t["id"], env + "cd /workspace && git init -q && git add -A && "
+             "git commit -qm first && echo beta > src/b.txt && git add src/b.txt && "
+             "git mv src/a.txt src/a2.txt && git commit -qm second && git log --format=%s")
+    eq(out["stdout"].split(), ["second", "first"], "history in the call")
+    eq(len(out["committed"]), 1, "committed: %r" % out["committed"])
+    eq(srv.seq(ws), seq0 + 1, "one seq for the whole call")
+    paths = [f["path"] for f in srv.list_files(ws)["files"]]
+    contains(paths, ".git/HEAD", "the repository landed")
+    contains(paths, "src/a2.txt", "the moved file")
+    check("src/a.txt" not in paths, "the old name is gone: %r" % paths)
+    check(not any(p.endswith(".lock") for p in paths), "no lock file left: %r" % paths)
+    out = ok(srv, t["id"], env + "cd /workspace && git status --porcelain && "
+             "git log --format=%s && git show HEAD:src/b.txt")
+    eq(out["stdout"].split(), ["second", "first", "beta"], "the next call reads it back")
+
+
 def test_user_volume_at_user_with_reserved_folders_read_only(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)
