@@ -256,8 +256,11 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 		return;
 	cof_view_detach(cv->ro);
 	cof_view_detach(cv->vfs);
-	if (!cv->vfs)
-		return; /* nothing to land */
+	if (!cv->vfs) { /* only read-only mounts: nothing to land */
+		if (commit)
+			json_object_set_new(answer, "committed", json_array());
+		return;
+	}
 	if (!commit) {
 		json_array_append_new(notes, json_string(
 			"nothing the call wrote under the agent's mounts was kept (it was stopped)"));
