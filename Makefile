@@ -6,7 +6,7 @@
 BUILD   ?= build
 CC      ?= cc
 PKGS    := sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips \
-           poppler-glib libseccomp libhs icu-uc zlib libpq
+           poppler-glib libseccomp libhs icu-uc zlib libpq fuse3
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
            -Wshadow -Wformat=2 -pthread -Iinclude -Isrc -I$(BUILD)/gen \
@@ -14,7 +14,7 @@ CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lmagic -lpthread -lm
 
 LIB_SRC  := $(wildcard src/util/*.c src/store/*.c src/volume/*.c src/policy/*.c \
-            src/agent/*.c src/turn/*.c src/relay/*.c)
+            src/agent/*.c src/turn/*.c src/relay/*.c src/view/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -143,6 +143,7 @@ bench: all
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
 	bench/fork.py
+	bench/views.py
 
 # The pkg-config names the library links with, for scripts/fuzz and bench/ (one list).
 pkgs:

@@ -555,6 +555,13 @@ typedef void (*cof_call_event_fn)(void *cls, const char *type, json_t *data);
  * COF_EGONE. File urls are paths ("/v1/turns/..."). */
 int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
 		  cof_call_event_fn on_event, void *cls, json_t **out, cof_err *err);
+/* The same, for a call carrying X-Run-Id `run` (NULL = none): the files its
+ * commit wrote under the agent's mounts are the run's files too. The answer
+ * adds committed:[{volumeId, path, seq, written, removed}] and conflicts:[{path,
+ * reason}] (API.md "What a call sees"). */
+int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
+		      const char *run, cof_call_event_fn on_event, void *cls, json_t **out,
+		      cof_err *err);
 /* GET /v1/turns/{id}/files/{callId}/{name}: a file kept from a call's outbox
  * (cof_file_close it). */
 int cof_turn_file_open(cof_turns *ts, const cof_principal *who, const char *id,

@@ -87,6 +87,7 @@ typedef struct call_stream {
 	cof_turns *turns;
 	cof_principal who;
 	char id[160];
+	char run[160];           /* X-Run-Id, "" = none */
 	json_t *body;
 	char base[300];
 	pthread_t tid;
@@ -133,7 +134,8 @@ static void *stream_main(void *arg)
 	cof_err err = {0};
 	json_t *out = NULL;
 
-	if (cof_turn_call(s->turns, &s->who, s->id, s->body, stream_event, s, &out, &err) == 0) {
+	if (cof_turn_call_run(s->turns, &s->who, s->id, s->body, s->run[0] ? s->run : NULL,
+			      stream_event, s, &out, &err) == 0) {
 		stream_event(s, "exit", out);
 	} else {
 		json_t *e = json_pack("{s:s, s:s, s:i}", "type", cof_code_type(err.code),
@@ -204,6 +206,8 @@ static enum MHD_Result call_streamed(http_req *req)
 	s->turns = req->srv->turns;
 	s->who = req->who;
 	snprintf(s->id, sizeof s->id, "%s", req->param[0]);
+	const char *run = http_header_trim(req, "X-Run-Id");
+	snprintf(s->run, sizeof s->run, "%s", run ? run : "");
 	s->body = json_incref(req->json);
 	http_base_url(req, s->base, sizeof s->base);
 	pthread_mutex_init(&s->mu, NULL);
@@ -232,8 +236,8 @@ enum MHD_Result http_turn_call(http_req *req)
 		json_decref(out);
 		return call_streamed(req);
 	}
-	rc = cof_turn_call(req->srv->turns, &req->who, req->param[0], req->json, NULL, NULL,
-			   &out, &err);
+	rc = cof_turn_call_run(req->srv->turns, &req->who, req->param[0], req->json,
+			       http_header_trim(req, "X-Run-Id"), NULL, NULL, &out, &err);
 	if (rc == 0)
 		absolute_urls(req, out);
 	else

@@ -17,6 +17,7 @@
 #include "util/metrics.h"
 #include "turn/outbox.h"
 #include "turn/turn.h"
+#include "view/view.h"
 #include "util/util.h"
 
 /* One output stream of the call. */
@@ -48,6 +49,7 @@ typedef struct call {
 	int64_t oom0, forks0;  /* the turn's cgroup counts when it started */
 	const char *held;      /* "memory" or "processes": a limit the kernel held */
 	json_t *notes;
+	cof_call_views *views; /* the agent's files, as the call began */
 } call;
 
 /* ------------------------------------------------------------ text */
@@ -400,7 +402,19 @@ static int call_start(call *c, const char *command, cof_err *err)
 	if (rc)
 		return -1;
 	cof_limits_counts(ts, c->t, &c->oom0, &c->forks0);
-	rc = cof_confine_spawn(ts, c->t, command, &c->p, err);
+	cof_bind binds[COF_VIEW_ROOTS];
+	cof_call_see see = {binds, 0, NULL, NULL};
+	rc = cof_call_views_open(ts, c->t, c->id, &c->views, err);
+	if (!rc) {
+		see.nbinds = cof_call_views_binds(ts, c->views, binds, COF_VIEW_ROOTS);
+		see.view_dir = cof_call_views_dir(c->views);
+		see.view_inner = ts->root_user && see.view_dir ? COF_VIEW_INNER : NULL;
+		rc = cof_confine_spawn(ts, c->t, command, &see, &c->p, err);
+	}
+	if (rc) {
+		cof_call_views_close(c->views);
+		c->views = NULL;
+	}
 	pthread_mutex_lock(&ts->mu);
 	c->t->pids[c->slot] = rc ? 0 : c->p.pid;
 	if (rc) {
@@ -502,6 +516,13 @@ static void call_finish(call *c, json_t **files, cof_err *err)
 int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
 		  cof_call_event_fn on_event, void *cls, json_t **out, cof_err *err)
 {
+	return cof_turn_call_run(ts, who, id, body, NULL, on_event, cls, out, err);
+}
+
+int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
+		      const char *run_id, cof_call_event_fn on_event, void *cls, json_t **out,
+		      cof_err *err)
+{
 	call c = {0};
 	json_t *files = NULL, *f, *in;
 	int64_t timeout;
@@ -531,6 +552,7 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
 	call_finish(&c, &files, err);
 	call_notes(&c, timeout);
 	if (err->code != COF_OK) { /* the outbox failed: the server's fault */
+		cof_call_views_close(c.views);
 		json_decref(files);
 		json_decref(c.notes);
 		cof_buf_release(&c.s[0].kept);
@@ -556,6 +578,11 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
 		cof_metric_event("coffer_sandbox_breaches_total", "limit", c.limit ? c.limit : c.held);
 	if (c.timed_out)
 		cof_metric_event("coffer_sandbox_breaches_total", "limit", "timeout");
+	/* its processes are gone: the layer lands, unless a limit or the
+	 * timeout stopped it */
+	cof_call_views_end(ts, c.t, c.views, !c.timed_out && !c.limit && !c.stopped_by_end,
+			   run_id, *out, c.notes);
+	cof_call_views_close(c.views);
 	cof_buf_release(&c.s[0].kept);
 	cof_buf_release(&c.s[1].kept);
 	cof_turn_release(ts, c.t);

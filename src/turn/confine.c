@@ -313,6 +313,20 @@ static int argv_root(const cof_turns *ts, const char **av, int n, char *keep, si
 	return n;
 }
 
+/* The agent's files: each folder of the call's view at its agent path
+ * (read-only mounts --ro-bind: EROFS). */
+static int argv_views(const cof_call_see *see, const char **av, int n)
+{
+	if (!see || !see->view_dir)
+		return n;
+	for (int i = 0; i < see->nbinds && n < ARGV_MAX - 120; i++) {
+		av[n++] = see->binds[i].ro ? "--ro-bind" : "--bind";
+		av[n++] = see->binds[i].src;
+		av[n++] = see->binds[i].dst;
+	}
+	return n;
+}
+
 /* bwrap's arguments. As root the child has already put the workspace at
  * /tmp in a mount namespace of its own (paths under a folder only root may
  * enter cannot be bound by an unprivileged bwrap); otherwise bwrap binds it
@@ -320,7 +334,8 @@ static int argv_root(const cof_turns *ts, const char **av, int n, char *keep, si
  * should one be under /usr, `hide` gets the indexes of the "--tmpfs" pairs
  * that cover it (the child drops one it cannot reach). */
 static void argv_build(const cof_turns *ts, const cof_turn *t, const char *command,
-		       const char **av, int *hide, char *keep, size_t keep_size)
+		       const cof_call_see *see, const char **av, int *hide, char *keep,
+		       size_t keep_size)
 {
 	int n = 0;
 
@@ -363,6 +378,7 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 		av[n++] = "4";
 	}
 	av[n++] = "/tmp";
+	n = argv_views(see, av, n);
 	if (ts->exec_helper[0]) {
 		av[n++] = "--ro-bind";
 		av[n++] = ts->exec_helper;
@@ -414,19 +430,28 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n] = NULL;
 }
 
+static void child_fail(const char *what) __attribute__((noreturn));
+
 /* As root, in the child: a mount namespace of its own where the workspace
  * is at /tmp and the scratch root and the data dir are covered by empty
  * read-only tmpfs (a path that the workspace at /tmp now covers is out of
  * sight already). 0 or -1. */
-static int child_mounts(const cof_turns *ts, const cof_turn *t)
+static int child_mounts(const cof_turns *ts, const cof_turn *t, const cof_call_see *see,
+			const char *inner)
 {
 	const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
 	const char *hide[2] = {ts->root, ts->data};
 
 	/* noexec,nosuid,nodev on the bind too: a tmpfs has them already, a
-	 * folder of the measuring loop gets them here */
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount(t->ws, "/tmp", NULL, MS_BIND, NULL) ||
+	 * folder of the measuring loop gets them here. The call's views (the
+	 * FUSE mounts rw/ and ro/ under its folder, hence MS_REC) are bound
+	 * first (the path may be under /tmp, which the workspace then covers)
+	 * where the turn's uid reaches them. */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	if (inner && mount(see->view_dir, inner, NULL, MS_BIND | MS_REC, NULL))
+		child_fail("bind the call's view");
+	if (mount(t->ws, "/tmp", NULL, MS_BIND, NULL) ||
 	    mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  NULL))
 		return -1;
@@ -472,6 +497,7 @@ typedef struct kid {
 	int cg[2];             /* cgroup.procs of the turn (memory, pids) or -1 */
 	char shmmax[24];       /* sandbox.memory in bytes */
 	char shmall[24];       /* sandbox.memory in pages */
+	char inner[PATH_MAX + 160]; /* where the child binds the view ("" = none) */
 } kid;
 
 /* Writes `text` to the file at `path` (async-signal-safe). 0 or -1. */
@@ -520,8 +546,9 @@ static void child_limits(const cof_turns *ts, const cof_turn *t, const kid *k)
  * runs in our memory (spawn), so first every signal we catch goes back to
  * its default: a handler of ours must not run in it (all are blocked until
  * then, and unblocked below). */
-static void child(const cof_turns *ts, const cof_turn *t, const char **av, const int *hide,
-		  const kid *k, int in, int out, int errfd, int bpf, int ws, int info)
+static void child(const cof_turns *ts, const cof_turn *t, const cof_call_see *see,
+		  const char **av, const int *hide, const kid *k, int in, int out, int errfd,
+		  int bpf, int ws, int info)
 {
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, was;
@@ -547,7 +574,7 @@ static void child(const cof_turns *ts, const cof_turn *t, const char **av, const
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	if (ts->root_user) {
-		if (child_mounts(ts, t))
+		if (child_mounts(ts, t, see, k->inner[0] ? k->inner : NULL))
 			child_fail("prepare the mounts");
 		if (setgroups(0, NULL) || setresgid(t->uid, t->uid, t->uid) ||
 		    setresuid(t->uid, t->uid, t->uid))
@@ -633,6 +660,7 @@ int cof_confine_wait_gone(cof_proc *p, int timeout_ms)
 typedef struct spawn_args {
 	const cof_turns *ts;
 	const cof_turn *t;
+	const cof_call_see *see;
 	const char **av;
 	const int *hide;
 	const kid *k;
@@ -643,7 +671,7 @@ static int spawn_main(void *arg)
 {
 	const spawn_args *a = arg;
 
-	child(a->ts, a->t, a->av, a->hide, a->k, a->fd[0], a->fd[1], a->fd[2], a->fd[3],
+	child(a->ts, a->t, a->see, a->av, a->hide, a->k, a->fd[0], a->fd[1], a->fd[2], a->fd[3],
 	      a->fd[4], a->fd[5]);
 	return 127;
 }
@@ -690,18 +718,21 @@ static pid_t spawn(const spawn_args *a)
 #endif
 }
 
-int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof_proc *p,
-		      cof_err *err)
+int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
+		      const cof_call_see *see, cof_proc *p, cof_err *err)
 {
 	static __thread const char *av[ARGV_MAX];
 	static __thread char keep[32768];
 	int hide[2], pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
 	int pinfo[2] = {-1, -1};
 	int bpf = -1, ws = -1, rc = -1;
-	kid k = {{-1, -1}, "", ""};
+	static __thread kid k;
 	pid_t pid;
 
-	argv_build(ts, t, command, av, hide, keep, sizeof keep - 128);
+	k = (kid){{-1, -1}, "", "", ""};
+	if (see && see->view_inner && see->view_dir)
+		snprintf(k.inner, sizeof k.inner, "%s", see->view_inner);
+	argv_build(ts, t, command, see, av, hide, keep, sizeof keep - 128);
 	snprintf(k.shmmax, sizeof k.shmmax, "%lld", (long long)t->sb.memory);
 	snprintf(k.shmall, sizeof k.shmall, "%lld", (long long)(t->sb.memory / 4096));
 	if (cof_limits_procs_fds(ts, t, k.cg)) {
@@ -716,7 +747,7 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command, cof
 		cof_error(err, COF_EINTERNAL, "cannot prepare the call: %s", strerror(errno));
 		goto out;
 	}
-	spawn_args sa = {ts, t, av, hide, &k, {pin[0], pout[1], perr[1], bpf, ws, pinfo[1]}};
+	spawn_args sa = {ts, t, see, av, hide, &k, {pin[0], pout[1], perr[1], bpf, ws, pinfo[1]}};
 	pid = spawn(&sa);
 	if (pid < 0) {
 		cof_error(err, COF_EINTERNAL, "cannot start the call: %s", strerror(errno));

@@ -32,6 +32,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 #include "turn/turn.h"
+#include "view/view.h"
 #include "util/util.h"
 
 #define TMPFS_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -145,7 +146,8 @@ static void rm_path(const char *path)
 
 int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err)
 {
-	char ws[PATH_MAX + 8], kept[PATH_MAX + 8], probe[PATH_MAX + 16];
+	char ws[PATH_MAX + 8], kept[PATH_MAX + 8], views[PATH_MAX + 8], layers[PATH_MAX + 8];
+	char probe[PATH_MAX + 16];
 	DIR *d;
 	struct dirent *e;
 
@@ -165,9 +167,26 @@ int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err)
 		}
 		closedir(d);
 	}
+	/* the views of calls a crashed run was serving: FUSE mounts whose
+	 * server is gone (ENOTCONN), unmounted before anything is removed */
+	snprintf(views, sizeof views, "%s/views", ts->root);
+	snprintf(layers, sizeof layers, "%s/layers", ts->root);
+	cof_view_sweep(views);
+	rm_path(views);
+	if ((d = opendir(layers)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			char p[PATH_MAX + 300];
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof p, "%s/%s", layers, e->d_name);
+			unmount_all(p);
+		}
+		closedir(d);
+	}
+	rm_path(layers);
 	rm_path(ws);
 	rm_path(kept);
-	if (mkdir(ws, 0711) || mkdir(kept, 0700))
+	if (mkdir(ws, 0711) || mkdir(kept, 0700) || mkdir(views, 0711) || mkdir(layers, 0700))
 		return cof_error(err, COF_EINTERNAL, "cannot prepare the scratch root '%s': %s",
 				 ts->root, strerror(errno));
 	ts->kernel = 0;
@@ -291,6 +310,35 @@ static void deleted_open(dev_t dev, const pid_t *roots, int n, cof_usage *u)
 	closedir(proc);
 }
 
+/* Adds the files of the turn's view layers (ROOT/layers/TURN/CALL/...: the
+ * bytes its calls wrote under the agent's mounts) to *u; the folders of the
+ * layer are bookkeeping and do not count. */
+static void layers_add(const cof_turns *ts, const cof_turn *t, cof_usage *u)
+{
+	char p[PATH_MAX + 128];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(p, sizeof p, "%s/layers/%s", ts->root, t->id);
+	if (!(d = opendir(p)))
+		return;
+	while ((e = readdir(d)) != NULL) {
+		int fd;
+		if (e->d_name[0] == '.')
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			cof_usage lu;
+			cof_quota_walk(fd, &lu);
+			u->blocks += lu.blocks;
+			u->entries += lu.entries;
+			u->over |= lu.over;
+			close(fd);
+		}
+	}
+	closedir(d);
+}
+
 void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids, int n,
 		       cof_usage *u)
 {
@@ -304,6 +352,7 @@ void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids
 			u->blocks = (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize;
 			u->entries = (int64_t)(sf.f_files - sf.f_ffree) - 1; /* its root */
 			u->over = 0;
+			layers_add(ts, t, u);
 		}
 		return;
 	}
@@ -313,6 +362,7 @@ void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids
 	if (n > 0 && fstat(fd, &sb) == 0)
 		deleted_open(sb.st_dev, pids, n, u);
 	close(fd);
+	layers_add(ts, t, u);
 }
 
 /* Measures the workspace of `t` into t->used. */
@@ -408,6 +458,22 @@ static int tmpfs_set(cof_turns *ts, cof_turn *t, int remount)
 
 /* ------------------------------------------------------------ workspaces */
 
+/* The folder of the turn's view layers (ROOT/layers/TURN); the kernel way,
+ * a tmpfs of at most turnDisk (the layer's bytes then never touch the disk,
+ * and the kernel bounds them too). Best effort: a plain folder otherwise. */
+static void layers_make(cof_turns *ts, cof_turn *t)
+{
+	char p[PATH_MAX + 128], opts[96];
+
+	snprintf(p, sizeof p, "%s/layers/%s", ts->root, t->id);
+	if (mkdir(p, 0700) && errno != EEXIST)
+		return;
+	snprintf(opts, sizeof opts, "size=%lld,nr_inodes=%lld,mode=0700",
+		 (long long)t->sb.turn_disk, (long long)(t->sb.turn_disk / COF_ENTRY_BYTES + 1));
+	if (ts->kernel)
+		mount("tmpfs", p, "tmpfs", TMPFS_FLAGS, opts);
+}
+
 int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 {
 	snprintf(t->ws, sizeof t->ws, "%s/ws/%s", ts->root, t->id);
@@ -425,6 +491,7 @@ int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "cannot make the workspace: %s", strerror(e));
 	}
 	t->ws_made = 1;
+	layers_make(ts, t);
 	return 0;
 }
 
@@ -459,6 +526,9 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t)
 		memset(&t->used, 0, sizeof t->used);
 	}
 	snprintf(kept, sizeof kept, "%s/kept/%s", ts->root, t->id);
+	rm_path(kept);
+	snprintf(kept, sizeof kept, "%s/layers/%s", ts->root, t->id);
+	unmount_all(kept);
 	rm_path(kept);
 }
 

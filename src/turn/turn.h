@@ -132,7 +132,9 @@ struct cof_turns {
 	char cg_mem[PATH_MAX];   /* our coffer-NS-PID cgroup: memory (v1) or both (v2) */
 	char cg_pids[PATH_MAX];  /* our coffer-NS-PID cgroup: pids (v1) */
 	char **etc;              /* the names under /etc a call sees */
-	char how[768];           /* how limits are kept, for the log */
+	char how[1024];          /* how limits are kept, for the log */
+	int views_ok;            /* FUSE works: calls see the agent's files */
+	char views_why[200];     /* else why not, for the log */
 	char exec_helper[PATH_MAX]; /* coffer-exec next to our binary, used without
 				    root (landlock: nothing written runs); "" = none */
 };
@@ -237,9 +239,48 @@ typedef struct cof_proc {
 	int sandbox;             /* pidfd of the sandbox's pid 1 once read, or -1 */
 } cof_proc;
 
-/* Starts `sh -c command` confined in the workspace of `t`. 0, or -1 with err. */
+/* A folder of the call's view bound at an agent path. */
+typedef struct cof_bind {
+	char src[PATH_MAX + 128];  /* as bwrap sees it */
+	const char *dst;           /* the agent path ("/workspace") */
+	int ro;                    /* read-only (EROFS) */
+} cof_bind;
+
+/* What a call sees of the agent's files (views.c), for cof_confine_spawn. */
+typedef struct cof_call_see {
+	const cof_bind *binds;
+	int nbinds;
+	const char *view_dir;      /* the view's mount point, NULL = none */
+	const char *view_inner;    /* as root: bound here first (COF_VIEW_INNER) */
+} cof_call_see;
+
+/* Starts `sh -c command` confined in the workspace of `t`; `see` (NULL =
+ * nothing) adds the agent's files. 0, or -1 with err. */
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
-		      cof_proc *p, cof_err *err);
+		      const cof_call_see *see, cof_proc *p, cof_err *err);
+
+/* ---- views.c: the agent's files in a call */
+
+typedef struct cof_call_views cof_call_views;
+/* Mounts the call's view of the agent's mounts (as they are now) and of the
+ * turn user's volume at /user, and serves it. *out is NULL-free on success
+ * (it may hold no view when the agent has no mounts). 0, or -1 with err. */
+int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_views **out,
+			cof_err *err);
+/* The binds bwrap makes (at most `max`); their count. */
+int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind *b, int max);
+const char *cof_call_views_dir(const cof_call_views *cv);
+/* As root, where the call's child binds its view (in its own mount
+ * namespace) for the turn's uid to reach: a folder every Debian has and no
+ * call sees (its root is built from nothing). */
+#define COF_VIEW_INNER "/mnt"
+/* After the call's processes are gone: stops the view and, when `commit`,
+ * lands its layer (one change per volume), adding `committed` and
+ * `conflicts` to `answer` and notes to `notes`. `run`: X-Run-Id or NULL. */
+void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int commit,
+			const char *run, json_t *answer, json_t *notes);
+/* Unmounts the view, removes its layer, frees `cv`. NULL is fine. */
+void cof_call_views_close(cof_call_views *cv);
 
 /* Kills the sandbox's pid 1 (and with it every process of the call) by the
  * pidfd taken from bwrap's --info-fd: what ends a call whose bwrap was killed

@@ -23,6 +23,7 @@
 #include "store/blob.h"
 #include "turn/outbox.h"
 #include "turn/turn.h"
+#include "view/view.h"
 #include "util/util.h"
 
 typedef struct tomb {
@@ -253,7 +254,13 @@ int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
 				 "mounted here"
 			       : "disk limits kept by a measuring loop: not root, so no tmpfs per "
 				 "workspace and no uid per turn";
-	snprintf(ts->how, sizeof ts->how, "%s; %s; memory and processes kept by %s", *how,
+	/* the agent's files in calls need FUSE; without it calls run without
+	 * them rather than not at all, and the log says why */
+	char views[PATH_MAX + 16];
+	snprintf(views, sizeof views, "%s/views", ts->root);
+	ts->views_ok = cof_view_usable(views, ts->views_why, sizeof ts->views_why);
+	snprintf(ts->how, sizeof ts->how, "%s; %s; %s; memory and processes kept by %s", *how,
+		 ts->views_ok ? "the agent's files shown in calls (FUSE)" : ts->views_why,
 		 ts->root_user ? "bytes a call writes never run (noexec)"
 		 : ts->exec_helper[0] ? "bytes a call writes never run (landlock, coffer-exec)"
 		 : "without root and without coffer-exec or landlock, a call can run what it "
@@ -300,6 +307,11 @@ void cof_turns_close(cof_turns *ts)
 		cof_limits_drop(ts, t);
 		free(t);
 	}
+	/* a view whose call was still ending (its request not drained) would
+	 * stay mounted after we exit: none is left behind */
+	char views[PATH_MAX + 16];
+	snprintf(views, sizeof views, "%s/views", ts->root);
+	cof_view_sweep(views);
 	pthread_mutex_unlock(&ts->mu);
 	pthread_mutex_destroy(&ts->mu);
 	pthread_cond_destroy(&ts->cv);

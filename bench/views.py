@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Views of volumes (issue 11), side by side with their anchors in one run:
+
+  1. call start with a 100,000-file mount vs an empty one (`true`, medians of 15)
+  2. `grep -r` over 5,000 files / 20 MB in a mount vs the same tree copied to the
+     workspace's tmpfs; `find | xargs stat` the same (medians of 3, inside the call:
+     each a call's first run, its view cold, then a second run in one call)
+  3. a call that writes 1,000 small files under /workspace (committed at its end
+     as one seq) vs the same writes to /tmp (nothing to commit)
+  4. `coffer mount` sequential read of a 1 GiB file vs `cat` of its blob from disk
+     (both warm in the page cache)
+
+Usage: bench/views.py [--files N] [--out FILE]
+Writes a "Views" section into bench/results.md (replacing an older one).
+Needs build/cofferd and build/coffer, root (or FUSE for this user), bwrap."""
+
+import os, shutil, statistics, subprocess, sys, tempfile, time
+
+from benchlib import ROOT, Cofferd, write_section
+
+# the Makefile's own list of libraries (make pkgs), not a copy of it
+PKGS = subprocess.run(["make", "-s", "--no-print-directory", "pkgs"], cwd=ROOT,
+                      check=True, capture_output=True, text=True).stdout.strip()
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def populate_bin(work):
+    exe = os.path.join(work, "populate")
+    cflags = sh(["pkg-config", "--cflags"] + PKGS.split()).split()
+    libs = sh(["pkg-config", "--libs"] + PKGS.split()).split()
+    sh(["cc", "-O2", "-std=c11", "-D_GNU_SOURCE", "-Iinclude", "-Isrc"] + cflags +
+       ["bench/populate.c", "build/libcoffer.a"] + libs + ["-lmagic", "-lpthread", "-lm",
+                                                           "-o", exe], cwd=ROOT)
+    return exe
+
+
+def fill(exe, data, name, n, size):
+    import json
+    env = dict(os.environ, COFFER_BENCH_NOSYNC="1")  # fixtures only
+    return json.loads(sh([exe, "fill", data, name, str(n), str(size)], env=env))["id"]
+
+
+def agent(s, mounts, sandbox=None):
+    aid = "bv-%d" % time.monotonic_ns()
+    body = {"mounts": mounts}
+    if sandbox:
+        body["sandbox"] = sandbox
+    s.call("PUT", "/v1/agents/" + aid, body)
+    return aid
+
+
+def turn(s, aid):
+    return s.call("POST", "/v1/turns", {"agent": aid, "user": "u", "deadlineSeconds": 3600})["id"]
+
+
+def run(s, tid, cmd, timeout=600):
+    out = s.call("POST", "/v1/turns/%s/calls" % tid, {"command": cmd, "timeoutSeconds": timeout})
+    if out["exitCode"] != 0:
+        raise RuntimeError("%r: %s" % (cmd, out["stderr"][-500:]))
+    return out
+
+
+def inner_ms(s, tid, cmd, n=3):
+    """Median of n runs of `cmd` timed inside the call (milliseconds)."""
+    t = "s=$(date +%%s%%N); %s >/dev/null; e=$(date +%%s%%N); echo $(( (e-s)/1000 ))" % cmd
+    return statistics.median(int(run(s, tid, t)["stdout"]) / 1000 for _ in range(n))
+
+
+def warm_ms(s, tid, cmd, n=3):
+    """Median of n calls that run `cmd` once, then time a second run of it
+    (milliseconds): the page cache of the call's own view is warm."""
+    t = "%s >/dev/null; s=$(date +%%s%%N); %s >/dev/null; e=$(date +%%s%%N); " \
+        "echo $(( (e-s)/1000 ))" % (cmd, cmd)
+    return statistics.median(int(run(s, tid, t)["stdout"]) / 1000 for _ in range(n))
+
+
+def call_ms(s, tid, cmd):
+    t0 = time.perf_counter()
+    out = run(s, tid, cmd)
+    return (time.perf_counter() - t0) * 1000, out
+
+
+def main():
+    files = 100000
+    out = os.path.join(ROOT, "bench", "results.md")
+    args = sys.argv[1:]
+    while args:
+        a = args.pop(0)
+        if a == "--files":
+            files = int(args.pop(0))
+        elif a == "--out":
+            out = args.pop(0)
+    work = tempfile.mkdtemp(prefix="coffer-bench-views-")
+    data = os.path.join(work, "data")
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt)
+    s = None
+    try:
+        exe = populate_bin(work)
+        t0 = time.time()
+        big = fill(exe, data, "big", files, 64)
+        tree = fill(exe, data, "tree", 5000, 4096)
+        print("fixtures: %.0f s" % (time.time() - t0), file=sys.stderr)
+        s = Cofferd(data)
+        lines = []
+
+        # 1. call start
+        a_big = agent(s, [{"workspace": True}, {"volumeId": big, "path": "/data", "mode": "ro"}])
+        a_empty = agent(s, [{"workspace": True}])
+        t_big, t_empty = turn(s, a_big), turn(s, a_empty)
+        call_ms(s, t_big, "true"), call_ms(s, t_empty, "true")
+        sb, se = [], []
+        for _ in range(15):
+            sb.append(call_ms(s, t_big, "true")[0])
+            se.append(call_ms(s, t_empty, "true")[0])
+        mb, me = statistics.median(sb), statistics.median(se)
+        lines.append("| call start (`true`), %d-file mount vs an empty one | %.1f ms | %.1f ms "
+                     "| %.2f |" % (files, mb, me, mb / me))
+
+        # 2. grep and stat over a mount vs the workspace's tmpfs
+        a_tree = agent(s, [{"workspace": True}, {"volumeId": tree, "path": "/data", "mode": "ro"}],
+                       sandbox={"scratch": "512m", "turnDisk": "128m", "userDisk": "256m"})
+        t_tree = turn(s, a_tree)
+        run(s, t_tree, "cp -r /data /tmp/tree")
+        for what, cmd in (("`grep -r` (5,000 files, 20 MB)", "grep -r zzzneedle %s"),
+                          ("`find \\| xargs stat`", "find %s -type f | xargs stat")):
+            inner_ms(s, t_tree, cmd % "/data", 1)  # warm
+            m = inner_ms(s, t_tree, cmd % "/data")
+            w = inner_ms(s, t_tree, cmd % "/tmp/tree")
+            lines.append("| %s, mount vs tmpfs | %.0f ms | %.0f ms | %.2f |" % (what, m, w, m / w))
+            m = warm_ms(s, t_tree, cmd % "/data")
+            w = warm_ms(s, t_tree, cmd % "/tmp/tree")
+            lines.append("| %s again in the same call, mount vs tmpfs | %.0f ms | %.0f ms | "
+                         "%.2f |" % (what, m, w, m / w))
+
+        # 3. commit of 1,000 small files
+        t_ws = turn(s, a_empty)
+        wr = ("s=$(date +%%s%%N); mkdir -p %s/c && for i in $(seq 1000); do echo $i > %s/c/f$i;"
+              " done; e=$(date +%%s%%N); echo $(( (e-s)/1000 ))")
+        mc, outc = call_ms(s, t_ws, wr % ("/workspace", "/workspace"))
+        mt, outt = call_ms(s, t_ws, wr % ("/tmp", "/tmp"))
+        wc, wt = int(outc["stdout"]) / 1000, int(outt["stdout"]) / 1000
+        seqs = [c["seq"] for c in outc["committed"]]
+        lines.append("| writing 1,000 small files inside a call: /workspace vs /tmp | %.0f ms "
+                     "| %.0f ms | %.2f |" % (wc, wt, wc / wt))
+        lines.append("| the rest of that call (mount, commit of the 1,000 files as seq %s "
+                     "with %d written, unmount) vs the same call on /tmp | %.0f ms | %.0f ms "
+                     "| %.2f |" % (",".join(map(str, seqs)), outc["committed"][0]["written"],
+                                   mc - wc, mt - wt, (mc - wc) / (mt - wt)))
+        s.stop()
+        s = None
+
+        # 4. coffer mount, sequential read of 1 GiB
+        src = os.path.join(work, "1g.bin")
+        with open(src, "wb") as f:
+            for _ in range(1024):
+                f.write(os.urandom(1 << 20))
+        s = Cofferd(data)
+        import http.client
+        c = s.conn(600)
+        vid = s.call("POST", "/v1/volumes", {"name": "gib"})["id"]
+        with open(src, "rb") as f:
+            c.request("PUT", "/v1/volumes/%s/files/big.bin" % vid, body=f,
+                      headers={"Authorization": "Bearer " + s.key,
+                               "Content-Length": str(1 << 30)})
+            r = c.getresponse()
+            sha = __import__("json").loads(r.read())["sha256"]
+        s.stop()
+        s = None
+        os.unlink(src)
+        blob = os.path.join(data, "blobs", sha[:2], sha[2:])
+        if not os.path.exists(blob):
+            blob = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(data, "blobs"))
+                    for f in fs if f.startswith(sha[2:]) or f == sha][0]
+        p = subprocess.Popen([os.path.join(ROOT, "build", "coffer"), "mount", vid, mnt,
+                              "--data", data, "--read-only"])
+        try:
+            until = time.time() + 20
+            while not os.path.exists(os.path.join(mnt, "big.bin")) and time.time() < until:
+                time.sleep(0.1)
+
+            def read(path):
+                t0 = time.perf_counter()
+                subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+                return (1 << 30) / (time.perf_counter() - t0) / (1 << 20)
+            read(blob), read(os.path.join(mnt, "big.bin"))  # warm both
+            d = read(blob)
+            m = read(os.path.join(mnt, "big.bin"))
+            lines.append("| `coffer mount` sequential read of 1 GiB vs `cat` of its blob | "
+                         "%.0f MB/s | %.0f MB/s | %.2f |" % (m, d, m / d))
+        finally:
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+            p.wait(30)
+
+        load = open("/proc/loadavg").read().split()[0]
+        text = ("## Views\n\nbench/views.py, one run, %s, load average %s (2 cores shared "
+                "with other engineers' builds: compare the two columns of a row, not rows "
+                "of different runs). Fixtures built with bench/populate.c (fsync off for "
+                "the fixtures only).\n\n| what | view | anchor | ratio |\n|---|---|---|---|\n"
+                % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load)) + \
+            "\n".join(lines) + "\n"
+        print(text)
+        write_section(out, "Views", text)
+    finally:
+        if s:
+            s.stop()
+        subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+/*
+ * mount.c — `coffer mount VOLUME DIR`: a volume as a real directory (FUSE),
+ * over the same view code as a call's (src/view/). Read-only at one seq by
+ * default; --follow shows new seqs as they land; --rw lands each file
+ * closed after writing as one version (a conflicting close fails with EIO),
+ * unlink as a remove and rename as a move. Ends with `fusermount3 -u DIR` or
+ * Ctrl-C.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "view/view.h"
+
+/* Removes the layer folder (its files are gone with the view). */
+static void layer_drop(char *dir)
+{
+	if (dir && *dir)
+		rmdir(dir);
+}
+
+static int mount_main(const cli_cmd *cmd, int argc, char **argv)
+{
+	const char *pos[2], *data = NULL, *snapshot = NULL;
+	int ro = 0, rw = 0, follow = 0, npos, rc;
+	const cli_opt opts[] = {
+		{"data", 0, CLI_OPT_STR, &data},
+		{"snapshot", 0, CLI_OPT_STR, &snapshot},
+		{"read-only", 0, CLI_OPT_FLAG, &ro},
+		{"follow", 0, CLI_OPT_FLAG, &follow},
+		{NULL, 0, 0, NULL},
+	};
+	cof_view_root root = {0};
+	cof_view_opts vo = {0};
+	cof_store *st = NULL;
+	cof_vfs *v = NULL;
+	cof_err err = {0};
+	char layer[4096] = "";
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 2, 2, &npos)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	rw = !ro && !snapshot; /* a snapshot is read-only */
+	if (!data)
+		return cli_fail("coffer mount serves a data dir in process: give --data DIR "
+				"(mounting through a cofferd's --server is not built yet)");
+	if ((rc = cli_open_data(data, NULL, &st)))
+		return rc;
+	snprintf(root.vol, sizeof root.vol, "%s", pos[0]);
+	root.snapshot = snapshot;
+	root.rw = rw;
+	vo.st = st;
+	vo.org = "org_default";
+	vo.roots = &root;
+	vo.nroots = 1;
+	vo.way = COF_VIEW_DIRECT;
+	vo.follow = follow;
+	if (rw) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(layer, sizeof layer, "%s/coffer-mount-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(layer)) {
+			cof_store_close(st);
+			return cli_fail("cannot make a folder for written bytes in '%s': %s",
+					tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		}
+		vo.layer_dir = layer;
+	}
+	if (cof_view_mount(&vo, pos[1], &v, &err)) {
+		rc = cli_fail("cannot mount volume '%s' at '%s': %s", pos[0], pos[1], err.msg);
+		cof_err_clear(&err);
+		layer_drop(layer);
+		cof_store_close(st);
+		return rc;
+	}
+	if (cli_g.verbose || isatty(2))
+		fprintf(stderr, "coffer mount: volume %s at seq %lld on %s,%s%s (fusermount3 -u %s "
+			"or Ctrl-C ends it)\n", pos[0], (long long)cof_view_seq(v, 0), pos[1],
+			rw ? " read-write" : " read-only", follow ? ", following" : "", pos[1]);
+	rc = cof_view_serve(v) ? CLI_FAIL : CLI_OK;
+	cof_view_unmount(v);
+	layer_drop(layer);
+	cof_store_close(st);
+	return rc;
+}
+
+const cli_cmd cli_mount_cmds[] = {
+	{NULL, "mount", "VOLUME DIR --data DIR [--snapshot S] [--read-only] [--follow]",
+	 "mount a volume as a directory (FUSE)",
+	 "Shows volume VOLUME at DIR (an empty folder) so that git, compilers and\n"
+	 "editors work on its files unchanged. Reads are of one consistent seq: the\n"
+	 "volume as it was when mounted (or snapshot S) until --follow is given, then\n"
+	 "new seqs show as they land. Each file closed after writing is one\n"
+	 "new version, conditional on the version it was opened at (a conflicting\n"
+	 "close fails with EIO and the other side's version stays); unlink is one\n"
+	 "remove, rename of a file or folder one move; an empty folder lives only\n"
+	 "while mounted. Not supported: symlinks, hard links (EPERM), extended\n"
+	 "attributes; locks are local to the mount. Runs until `fusermount3 -u DIR`\n"
+	 "or Ctrl-C.\n"
+	 "\n"
+	 "Options:\n"
+	 "  --data DIR       use the data dir DIR directly (organization org_default);\n"
+	 "                   do not point it at a dir that a running cofferd serves\n"
+	 "  --snapshot S     mount snapshot S of the volume (read-only)\n"
+	 "  --read-only      refuse writes (EROFS)\n"
+	 "  --follow         show new seqs as they land (else one seq)\n",
+	 mount_main},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
+};

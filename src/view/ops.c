@@ -1,0 +1,699 @@
+/*
+ * ops.c — the file system operations of a view (libfuse's high-level API):
+ * lookups and listings merge the layer over the volume at its seq; opens of
+ * unchanged files read the volume's content by range; writes copy the file
+ * up into the layer first. Not supported, by design (docs/design.md):
+ * symlinks and hard links (EPERM), extended attributes (ENOTSUP); locks are
+ * the kernel's own, local to the mount.
+ */
+#define FUSE_USE_VERSION 31
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include "view/view_int.h"
+#include "view/ops.h"
+
+
+
+/* Splits a FUSE path into a root and the path inside it ("" = its top).
+ * *root = -1 for the top of a view of several roots. 0 or -ENOENT. */
+int cof_vop_split(cof_vfs *v, const char *fp, int *root, const char **rel)
+{
+	fp++; /* the leading '/' */
+	if (v->o.nroots == 1 && !v->roots[0].cfg.name[0]) {
+		*root = 0;
+		*rel = fp;
+		return 0;
+	}
+	*root = -1;
+	*rel = "";
+	if (!*fp)
+		return 0;
+	const char *slash = strchr(fp, '/');
+	size_t len = slash ? (size_t)(slash - fp) : strlen(fp);
+	for (int i = 0; i < v->o.nroots; i++)
+		if (strlen(v->roots[i].cfg.name) == len && !strncmp(v->roots[i].cfg.name, fp, len)) {
+			*root = i;
+			*rel = slash ? slash + 1 : "";
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* True when `rel` of root r is hidden by the root's exclusions. */
+int cof_vop_hidden(cof_vfs *v, int r, const char *rel, int is_dir)
+{
+	char vp[COF_PATH_MAX + 1];
+	const cof_view_root *c = &v->roots[r].cfg;
+
+	if (!c->excluded || !*rel)
+		return 0;
+	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp);
+	return c->excluded(c->excl_ctx, vp, is_dir);
+}
+
+/* 0 when `rel` of root r may be written, else -EROFS. */
+int cof_vop_writable(cof_vfs *v, int r, const char *rel)
+{
+	char vp[COF_PATH_MAX + 2];
+	const cof_view_root *c;
+	cof_err e = {0};
+	const char *p;
+
+	if (r < 0 || !v->roots[r].cfg.rw || v->layer < 0 || !*rel)
+		return -EROFS;
+	c = &v->roots[r].cfg;
+	for (int i = 0; c->ro_tops && c->ro_tops[i]; i++) {
+		size_t k = strlen(c->ro_tops[i]);
+		if (!strncmp(rel, c->ro_tops[i], k) && (rel[k] == '/' || !rel[k]))
+			return -EROFS;
+	}
+	/* what is made here lands as a volume path: the volume's rules hold
+	 * (at most 4096 bytes; UTF-8, no control characters) */
+	if (v->roots[r].sublen + 1 + strlen(rel) > COF_PATH_MAX)
+		return -ENAMETOOLONG;
+	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp);
+	if (cof_path_check(vp, strlen(vp), "path", &p, &e)) {
+		cof_err_clear(&e);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void cof_vop_dir_attr(cof_vfs *v, int r, struct stat *st)
+{
+	struct fuse_context *cx = fuse_get_context();
+
+	memset(st, 0, sizeof *st);
+	st->st_mode = S_IFDIR | (r >= 0 && v->roots[r].cfg.rw ? 0755 : 0555);
+	st->st_nlink = 2;
+	st->st_uid = cx->uid;
+	st->st_gid = cx->gid;
+	st->st_mtime = r >= 0 ? v->roots[r].v.vol.created_at : 0;
+}
+
+void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mode,
+		      struct stat *st)
+{
+	struct fuse_context *cx = fuse_get_context();
+
+	memset(st, 0, sizeof *st);
+	if (!v->roots[r].cfg.rw)
+		mode &= ~0222u;
+	st->st_mode = S_IFREG | (mode & 07777);
+	st->st_nlink = 1;
+	st->st_uid = cx->uid;
+	st->st_gid = cx->gid;
+	st->st_size = size;
+	st->st_blocks = (size + 511) / 512;
+	st->st_blksize = 65536;
+	st->st_mtime = st->st_ctime = st->st_atime = mtime;
+}
+
+/* What is at `rel` of root r: 1 file (attributes in *st), 2 folder, 0
+ * nothing. Under mu. */
+int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
+{
+	vnode *n;
+	cof_entry *e;
+	int rc;
+
+	if (!*rel) {
+		cof_vop_dir_attr(v, r, st);
+		return 2;
+	}
+	n = cof_vnode_find(v, r, rel);
+	if (n && n->kind == N_FILE) {
+		int64_t size = n->size;
+		if (n->lid > 0) {
+			int fd = cof_layer_open(v, n->lid, O_RDONLY);
+			struct stat lb;
+			if (fd >= 0 && fstat(fd, &lb) == 0)
+				size = lb.st_size;
+			if (fd >= 0)
+				close(fd);
+		}
+		cof_vop_file_attr(v, r, size, n->mtime, n->mode, st);
+		return cof_vop_hidden(v, r, rel, 0) ? 0 : 1;
+	}
+	if (n && n->kind == N_DIR) {
+		cof_vop_dir_attr(v, r, st);
+		return cof_vop_hidden(v, r, rel, 1) ? 0 : 2;
+	}
+	if (!n) {
+		if (!(e = malloc(sizeof *e)))
+			return 0;
+		rc = cof_vbase_file(v, r, rel, e);
+		if (rc == 1)
+			cof_vop_file_attr(v, r, e->size, e->updated_at, 0644, st);
+		free(e);
+		if (rc == 1)
+			return cof_vop_hidden(v, r, rel, 0) ? 0 : 1;
+	}
+	if (cof_vnode_under(v, r, rel) || cof_vbase_dir(v, r, rel)) {
+		cof_vop_dir_attr(v, r, st);
+		return cof_vop_hidden(v, r, rel, 1) ? 0 : 2;
+	}
+	return 0;
+}
+
+static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	const char *rel;
+	int r, k;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if (r < 0) {
+		cof_vop_dir_attr(v, -1, st);
+		return 0;
+	}
+	pthread_mutex_lock(&v->mu);
+	k = cof_vop_what_is(v, r, rel, st);
+	pthread_mutex_unlock(&v->mu);
+	return k ? 0 : -ENOENT;
+}
+
+/* ------------------------------------------------------------ files */
+
+/* Copies the bytes of content `sha` into fd (a new layer file). 0 or -errno. */
+static int copy_up(cof_vfs *v, const vnode *n, int fd)
+{
+	char buf[65536];
+	cof_vbytes b;
+	int64_t off = 0;
+	ssize_t k = 0;
+
+	/* a node of the layer with content known by hash was renamed: read
+	 * that content; else the file at the view's seq */
+	if (cof_vbytes_open(v, n->root, n->path, n->seen ? NULL : n->sha, &b))
+		return -EIO;
+	while (off < n->size && (k = cof_vbytes_read(&b, buf, sizeof buf, off)) > 0) {
+		if (write(fd, buf, (size_t)k) != k) {
+			k = -1;
+			break;
+		}
+		off += k;
+	}
+	cof_vbytes_close(&b);
+	return k < 0 ? -errno : 0;
+}
+
+/* The node of a file about to be written, with its bytes in the layer
+ * (copied up from the volume unless `trunc`). Under mu. NULL with *rc. */
+static vnode *file_for_write(cof_vfs *v, int r, const char *rel, int trunc, int *rc)
+{
+	vnode *n = cof_vnode_get(v, r, rel);
+	int fd;
+
+	*rc = 0;
+	if (!n) {
+		*rc = -errno;
+		return NULL;
+	}
+	if (n->kind != N_FILE) {
+		*rc = -ENOENT;
+		return NULL;
+	}
+	if (n->lid > 0)
+		return n;
+	int64_t lid = cof_layer_new(v, &fd);
+	if (lid < 0) {
+		*rc = -errno;
+		return NULL;
+	}
+	if (!trunc && (*rc = copy_up(v, n, fd)) != 0) {
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	n->lid = lid;
+	return n;
+}
+
+/* Opens `rel` of root r for reading into f: 0, 1 when there is no such file
+ * (the caller tells a folder from nothing), or -errno. One query for a file
+ * the layer never touched. */
+static int open_read(cof_vfs *v, int r, const char *rel, vfile *f)
+{
+	vnode *n;
+	int rc = 0;
+
+	if (cof_vop_hidden(v, r, rel, 0))
+		return -ENOENT;
+	pthread_mutex_lock(&v->mu);
+	n = cof_vnode_find(v, r, rel);
+	if (n && n->kind == N_FILE && n->lid > 0) {
+		if ((f->fd = cof_layer_open(v, n->lid, O_RDONLY)) < 0)
+			rc = -errno;
+	} else if (n && n->kind == N_FILE) {
+		if (cof_vbytes_open(v, r, rel, n->seen ? NULL : n->sha, &f->b))
+			rc = -EIO;
+	} else if (n)
+		rc = n->kind == N_DIR ? -EISDIR : -ENOENT;
+	pthread_mutex_unlock(&v->mu);
+	if (!n && cof_vbytes_open(v, r, rel, NULL, &f->b))
+		rc = errno == ENOENT ? 1 : -EIO; /* absent: a folder, or nothing */
+	return rc;
+}
+
+/* ------------------------------------------------ opens that cost nothing
+ *
+ * A read-only view at a fixed seq answers no open: ENOSYS tells the kernel
+ * to send neither OPEN nor RELEASE for any file of the connection from then
+ * on, and to keep the page cache across opens (FOPEN_KEEP_CACHE), so a
+ * warm `grep -r` or build reading 5,000 files makes no round trip to us
+ * per file. Reads then come without a handle: each serving thread keeps the
+ * bytes of the last file it read open, so a large file read sequentially
+ * opens its content once per thread, not once per read. */
+
+typedef struct nofh {
+	uint64_t view;          /* cof_vfs.id the bytes belong to */
+	int root;
+	char *rel;
+	cof_vbytes b;
+} nofh;
+
+static pthread_key_t nofh_key;
+
+static void nofh_drop(void *arg)
+{
+	nofh *c = arg;
+
+	if (!c)
+		return;
+	cof_vbytes_close(&c->b);
+	free(c->rel);
+	free(c);
+}
+
+static void nofh_key_make(void)
+{
+	pthread_key_create(&nofh_key, nofh_drop);
+}
+
+/* Whether this view serves reads with no open: read-only, at a seq. */
+static int no_open(const cof_vfs *v)
+{
+	return v->layer < 0 && !v->o.follow;
+}
+
+/* A read of file `path` with no handle (see above). */
+static int read_nofh(cof_vfs *v, const char *path, char *buf, size_t size, off_t off)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	const char *rel;
+	nofh *c;
+	int r;
+	ssize_t n;
+
+	if (cof_vop_split(v, path, &r, &rel) || r < 0)
+		return -ENOENT;
+	pthread_once(&once, nofh_key_make);
+	c = pthread_getspecific(nofh_key);
+	if (!c || c->view != v->id || c->root != r || strcmp(c->rel, rel)) {
+		nofh_drop(c);
+		pthread_setspecific(nofh_key, NULL);
+		if (!(c = calloc(1, sizeof *c)) || !(c->rel = strdup(rel))) {
+			free(c);
+			return -ENOMEM;
+		}
+		if (cof_vbytes_open(v, r, rel, NULL, &c->b)) {
+			int e = errno == ENOENT ? -ENOENT : -EIO;
+			free(c->rel);
+			free(c);
+			return e;
+		}
+		c->view = v->id;
+		c->root = r;
+		pthread_setspecific(nofh_key, c);
+	}
+	n = cof_vbytes_read(&c->b, buf, size, off);
+	return n < 0 ? -errno : (int)n;
+}
+
+static int op_open(const char *path, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	int wr = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+	const char *rel;
+	struct stat st;
+	vfile *f;
+	int r, k, rc = 0;
+
+	if (cof_vop_split(v, path, &r, &rel) || r < 0)
+		return r < 0 ? -EISDIR : -ENOENT;
+	if (!wr && no_open(v))
+		return -ENOSYS; /* the kernel only opens what its lookup found */
+	if (wr && (rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	if (!(f = calloc(1, sizeof *f)))
+		return -ENOMEM;
+	f->fd = -1;
+	f->b.r = NULL;
+	if (!wr && (rc = open_read(v, r, rel, f)) != 1) {
+		if (rc) {
+			free(f);
+			return rc;
+		}
+		/* the volume's bytes at a seq never change: the page cache may
+		 * keep them */
+		fi->keep_cache = f->fd < 0 && !v->o.follow;
+		fi->fh = (uint64_t)(uintptr_t)f;
+		return 0;
+	}
+	rc = 0;
+	pthread_mutex_lock(&v->mu);
+	k = cof_vop_what_is(v, r, rel, &st);
+	if (k != 1 || !wr)
+		rc = k == 2 ? -EISDIR : -ENOENT;
+	else {
+		vnode *n = file_for_write(v, r, rel, fi->flags & O_TRUNC, &rc);
+		if (n && (f->fd = cof_layer_open(v, n->lid, O_RDWR)) < 0)
+			rc = -errno;
+		if (n && !rc && (fi->flags & O_TRUNC) && ftruncate(f->fd, 0) == 0) {
+			n->dirty = 1;
+			n->mtime = cof_now();
+			f->wrote = 1;
+		}
+		f->n = n;
+	}
+	pthread_mutex_unlock(&v->mu);
+	if (rc) {
+		if (f->fd >= 0)
+			close(f->fd);
+		free(f);
+		return rc;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	return 0;
+}
+
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	const char *rel;
+	vnode *n;
+	vfile *f;
+	int r, fd, rc;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	if (cof_vop_hidden(v, r, rel, 0))
+		return -EACCES; /* an excluded name cannot be made either */
+	if (!(f = calloc(1, sizeof *f)))
+		return -ENOMEM;
+	f->b.r = NULL;
+	pthread_mutex_lock(&v->mu);
+	n = cof_vnode_get(v, r, rel);
+	int64_t lid = n ? cof_layer_new(v, &fd) : -1;
+	if (lid < 0) {
+		rc = -errno;
+		pthread_mutex_unlock(&v->mu);
+		free(f);
+		return rc;
+	}
+	n->kind = N_FILE;
+	n->lid = lid;
+	n->mode = mode & 0777;
+	n->mtime = cof_now();
+	n->dirty = 1;
+	n->sha[0] = '\0';
+	n->size = 0;
+	pthread_mutex_unlock(&v->mu);
+	f->fd = fd;
+	f->n = n;
+	f->wrote = 1;
+	fi->fh = (uint64_t)(uintptr_t)f;
+	return 0;
+}
+
+static int op_read(const char *path, char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	vfile *f = (vfile *)(uintptr_t)fi->fh;
+	ssize_t n;
+
+	if (!f) {
+		VIEW(v);
+		return read_nofh(v, path, buf, size, off);
+	}
+	n = f->fd >= 0 ? pread(f->fd, buf, size, off) : cof_vbytes_read(&f->b, buf, size, off);
+
+	return n < 0 ? -errno : (int)n;
+}
+
+static int op_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	VIEW(v);
+	vfile *f = (vfile *)(uintptr_t)fi->fh;
+	ssize_t n;
+
+	if (!f || !f->n)
+		return -EBADF; /* no handle: a read-only view (see no_open) */
+	/* no file may outgrow its volume's ceiling (a sparse one included:
+	 * the commit stores every byte) */
+	if (off + (int64_t)size > v->roots[f->n->root].v.vol.ceiling)
+		return -EFBIG;
+	n = pwrite(f->fd, buf, size, off);
+	if (n < 0)
+		return -errno;
+	pthread_mutex_lock(&v->mu);
+	f->wrote = 1;
+	f->n->dirty = 1;
+	f->n->mtime = cof_now();
+	pthread_mutex_unlock(&v->mu);
+	return (int)n;
+}
+
+/* DIRECT: a file closed after writing is one version (EIO on a conflict). */
+static int op_flush(const char *path, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	vfile *f = (vfile *)(uintptr_t)fi->fh;
+	int rc = 0;
+
+	if (v->o.way != COF_VIEW_DIRECT || !f || !f->n || !f->wrote)
+		return 0;
+	pthread_mutex_lock(&v->mu);
+	if (f->n->dirty && f->n->kind == N_FILE)
+		rc = cof_view_land_file(v, f->n);
+	f->wrote = 0;
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+static int op_release(const char *path, struct fuse_file_info *fi)
+{
+	vfile *f = (vfile *)(uintptr_t)fi->fh;
+
+	if (!f)
+		return 0;
+	if (f->fd >= 0)
+		close(f->fd);
+	cof_vbytes_close(&f->b);
+	free(f);
+	return 0;
+}
+
+static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	vfile *f = (vfile *)(uintptr_t)fi->fh;
+
+	/* the layer is the call's own until it ends: nothing to make durable */
+	(void)f;
+	return 0;
+}
+
+static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	const char *rel;
+	vnode *n;
+	int r, rc, fd;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	if (size > v->roots[r].v.vol.ceiling)
+		return -EFBIG;
+	pthread_mutex_lock(&v->mu);
+	n = file_for_write(v, r, rel, size == 0, &rc);
+	if (n) {
+		fd = cof_layer_open(v, n->lid, O_RDWR);
+		rc = fd < 0 || ftruncate(fd, size) ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
+		n->dirty = 1;
+		n->mtime = cof_now();
+		if (fi && fi->fh)
+			((vfile *)(uintptr_t)fi->fh)->wrote = 1;
+		if (!rc && v->o.way == COF_VIEW_DIRECT && !fi)
+			rc = cof_view_land_file(v, n);
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	vnode *n;
+	int r, rc, k;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	pthread_mutex_lock(&v->mu);
+	k = cof_vop_what_is(v, r, rel, &st);
+	if (!k)
+		rc = -ENOENT;
+	else if (k == 1 && (n = cof_vnode_get(v, r, rel)))
+		n->mode = mode & 0777; /* kept in the layer only: volumes keep no modes */
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+static int op_utimens(const char *path, const struct timespec tv[2],
+		      struct fuse_file_info *fi)
+{
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	vnode *n;
+	int r, rc, k;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	pthread_mutex_lock(&v->mu);
+	k = cof_vop_what_is(v, r, rel, &st);
+	if (!k)
+		rc = -ENOENT;
+	else if (k == 1 && (n = cof_vnode_get(v, r, rel)))
+		n->mtime = tv[1].tv_nsec == UTIME_NOW ? cof_now()
+			   : tv[1].tv_nsec == UTIME_OMIT ? n->mtime : tv[1].tv_sec;
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+static int op_statfs(const char *path, struct statvfs *sv)
+{
+	VIEW(v);
+	const char *rel;
+	int r;
+	int64_t cap = 0, used = 0;
+
+	if (cof_vop_split(v, path, &r, &rel) == 0 && r >= 0) {
+		cap = v->roots[r].v.vol.ceiling;
+		used = v->roots[r].v.vol.bytes;
+	}
+	memset(sv, 0, sizeof *sv);
+	sv->f_bsize = sv->f_frsize = 4096;
+	sv->f_blocks = (fsblkcnt_t)(cap / 4096);
+	sv->f_bfree = sv->f_bavail = (fsblkcnt_t)(cap > used ? (cap - used) / 4096 : 0);
+	sv->f_files = 1000000;
+	sv->f_ffree = 1000000;
+	sv->f_namemax = 255;
+	return 0;
+}
+
+/* Volumes hold files and implicit folders only. */
+static int op_symlink(const char *target, const char *path)
+{
+	return -EPERM;
+}
+
+static int op_link(const char *from, const char *to)
+{
+	return -EPERM;
+}
+
+static int op_readlink(const char *path, char *buf, size_t size)
+{
+	return -EINVAL; /* nothing in a view is a link */
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	cof_vfs *v = fuse_get_context()->private_data;
+	/* a view at a seq never changes under its readers, only through its
+	 * own writes, which go through the kernel: it may cache entries,
+	 * attributes and absences for long; a view that follows the volume
+	 * for a second */
+	double t = v->o.follow ? 1.0 : 3600.0;
+
+	/* listings carry attributes: `find`, `ls -l`, `git status` need no
+	 * lookup per entry */
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
+	cfg->entry_timeout = t;
+	cfg->attr_timeout = t;
+	cfg->negative_timeout = t;
+	cfg->kernel_cache = 0;
+	cfg->use_ino = 0;
+	cfg->hard_remove = 1;
+	return v;
+}
+
+/* The ops of a view; a call's (nothing lands on close) leaves flush out, so
+ * the kernel stops sending it (one round trip less per close). */
+const struct fuse_operations cof_view_ops = {
+	.init = op_init,
+	.getattr = op_getattr,
+	.opendir = cof_vop_opendir,
+	.readdir = cof_vop_readdir,
+	.releasedir = cof_vop_releasedir,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.truncate = op_truncate,
+	.unlink = cof_vop_unlink,
+	.mkdir = cof_vop_mkdir,
+	.rmdir = cof_vop_rmdir,
+	.rename = cof_vop_rename,
+	.chmod = op_chmod,
+	.utimens = op_utimens,
+	.statfs = op_statfs,
+	.symlink = op_symlink,
+	.link = op_link,
+	.readlink = op_readlink,
+};
+
+static struct fuse_operations call_ops;
+
+static void call_ops_init(void)
+{
+	call_ops = cof_view_ops;
+	call_ops.flush = NULL;
+}
+
+const struct fuse_operations *cof_view_ops_for(cof_view_way way)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (way == COF_VIEW_DIRECT)
+		return &cof_view_ops;
+	pthread_once(&once, call_ops_init);
+	return &call_ops;
+}

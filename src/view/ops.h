@@ -1,0 +1,47 @@
+/*
+ * ops.h — what ops.c (lookups, files) and ops_tree.c (listings, tree
+ * changes) share.
+ */
+#ifndef COF_VIEW_OPS_H
+#define COF_VIEW_OPS_H
+
+#define FUSE_USE_VERSION 31
+#include <fuse.h>
+#include "view/view_int.h"
+
+/* The view an operation runs on (libfuse's private data). */
+#define VIEW(v) cof_vfs *v = fuse_get_context()->private_data
+
+/* An open file: a layer file's fd, or the volume's bytes. */
+typedef struct vfile {
+	int fd;                 /* a layer file, or -1 */
+	cof_vbytes b;           /* else the volume's bytes */
+	vnode *n;               /* the layer's node when open for writing */
+	int wrote;
+} vfile;
+
+/* Splits a FUSE path into a root and the path inside it ("" = its top);
+ * *root = -1 for the top of a view of several roots. 0 or -ENOENT. */
+int cof_vop_split(cof_vfs *v, const char *fp, int *root, const char **rel);
+/* True when `rel` of root r is hidden by the root's exclusions. */
+int cof_vop_hidden(cof_vfs *v, int r, const char *rel, int is_dir);
+/* 0 when `rel` of root r may be written: -EROFS (a read-only root or top
+ * folder), -ENAMETOOLONG or -EINVAL (not a valid volume path) otherwise. */
+int cof_vop_writable(cof_vfs *v, int r, const char *rel);
+void cof_vop_dir_attr(cof_vfs *v, int r, struct stat *st);
+void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mode,
+		       struct stat *st);
+/* What is at `rel` of root r: 1 file (attributes in *st), 2 folder, 0
+ * nothing. Under mu. */
+int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st);
+
+int cof_vop_opendir(const char *path, struct fuse_file_info *fi);
+int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+		    struct fuse_file_info *fi, enum fuse_readdir_flags flags);
+int cof_vop_releasedir(const char *path, struct fuse_file_info *fi);
+int cof_vop_unlink(const char *path);
+int cof_vop_mkdir(const char *path, mode_t mode);
+int cof_vop_rmdir(const char *path);
+int cof_vop_rename(const char *from, const char *to, unsigned int flags);
+
+#endif

@@ -1,0 +1,613 @@
+/*
+ * ops_tree.c — the folder operations of a view: listings (the layer's names,
+ * then the volume's in pages, with attributes for readdirplus) and the
+ * changes of the tree (unlink, mkdir, rmdir, rename of files and folders),
+ * in the layer and, for `coffer mount`, in the volume at once.
+ */
+#define FUSE_USE_VERSION 31
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "view/view_int.h"
+#include "view/ops.h"
+
+
+/* ------------------------------------------------------------ listing */
+
+#define PAGE 256
+
+/* A folder being listed: the layer's names first, then the volume's in
+ * pages, so a folder of 100,000 files is never read whole. */
+typedef struct vdir {
+	int root;
+	char *rel;
+	char **names;           /* the layer's names here (shown or removed), sorted */
+	unsigned char *shown;   /* names[i] is listed (else removed by the layer) */
+	size_t nnames, inames;
+	vchild *page;
+	int npage, ipage, done, started;
+	vchild last;
+	off_t off;              /* entries given so far ("." and ".." count) */
+	char pending[256];      /* the entry a full buffer did not take */
+	struct stat pending_st; /* its attributes (readdirplus) */
+	int has_pending;
+} vdir;
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds `name` (len bytes) to the folder's layer names unless there. */
+static void name_add(vdir *d, const char *name, size_t len, int shown)
+{
+	for (size_t i = 0; i < d->nnames; i++)
+		if (strlen(d->names[i]) == len && !strncmp(d->names[i], name, len)) {
+			d->shown[i] |= (unsigned char)shown;
+			return;
+		}
+	char **nn = realloc(d->names, (d->nnames + 1) * sizeof *nn);
+	unsigned char *ns = realloc(d->shown, d->nnames + 1);
+	if (nn)
+		d->names = nn;
+	if (ns)
+		d->shown = ns;
+	if (!nn || !ns || !(d->names[d->nnames] = strndup(name, len)))
+		return;
+	d->shown[d->nnames++] = (unsigned char)shown;
+}
+
+/* The layer's entries of the folder (under mu). */
+static void layer_names(cof_vfs *v, vdir *d)
+{
+	size_t len = strlen(d->rel);
+
+	for (vnode *n = v->nodes; n; n = n->next) {
+		const char *p = n->path;
+		if (n->root != d->root)
+			continue;
+		if (len && (strncmp(p, d->rel, len) || p[len] != '/'))
+			continue;
+		p += len ? len + 1 : 0;
+		const char *slash = strchr(p, '/');
+		if (slash)
+			name_add(d, p, (size_t)(slash - p), n->kind != N_GONE);
+		else
+			name_add(d, p, strlen(p), n->kind != N_GONE);
+	}
+	/* a name the layer removed whose folder still holds files shows too */
+	for (size_t i = 0; i < d->nnames; i++)
+		if (!d->shown[i]) {
+			char sub[COF_PATH_MAX + 1];
+			snprintf(sub, sizeof sub, "%s%s%s", d->rel, len ? "/" : "", d->names[i]);
+			if (cof_vnode_under(v, d->root, sub) || cof_vbase_dir(v, d->root, sub))
+				d->shown[i] = 1;
+			else {
+				struct stat st;
+				vnode *n = cof_vnode_find(v, d->root, sub);
+				if (n && n->kind != N_GONE && cof_vop_what_is(v, d->root, sub, &st))
+					d->shown[i] = 1;
+			}
+		}
+	if (d->nnames) {
+		/* sort names and their flags together */
+		char **tmp = malloc(d->nnames * sizeof *tmp);
+		if (tmp) {
+			for (size_t i = 0; i < d->nnames; i++) {
+				size_t k = strlen(d->names[i]);
+				tmp[i] = malloc(k + 2);
+				if (!tmp[i])
+					continue;
+				tmp[i][0] = (char)(d->shown[i] ? '1' : '0');
+				memcpy(tmp[i] + 1, d->names[i], k + 1);
+				free(d->names[i]);
+			}
+			qsort(tmp, d->nnames, sizeof *tmp, name_cmp);
+			for (size_t i = 0; i < d->nnames; i++) {
+				d->shown[i] = tmp[i][0] == '1';
+				d->names[i] = strdup(tmp[i] + 1);
+				free(tmp[i]);
+			}
+			free(tmp);
+		}
+	}
+}
+
+static int in_layer(const vdir *d, const char *name)
+{
+	for (size_t i = 0; i < d->nnames; i++)
+		if (d->names[i] && !strcmp(d->names[i], name))
+			return 1;
+	return 0;
+}
+
+int cof_vop_opendir(const char *path, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	vdir *d;
+	int r, k = 2;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if (r >= 0) {
+		pthread_mutex_lock(&v->mu);
+		k = cof_vop_what_is(v, r, rel, &st);
+		pthread_mutex_unlock(&v->mu);
+	}
+	if (k != 2)
+		return k ? -ENOTDIR : -ENOENT;
+	if (!(d = calloc(1, sizeof *d)) || !(d->rel = strdup(rel))) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->root = r;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+static void vdir_reset(vdir *d)
+{
+	for (size_t i = 0; i < d->nnames; i++)
+		free(d->names[i]);
+	free(d->names);
+	free(d->shown);
+	d->names = NULL;
+	d->shown = NULL;
+	d->nnames = d->inames = 0;
+	d->npage = d->ipage = d->done = d->started = 0;
+	d->off = 0;
+	d->has_pending = 0;
+}
+
+/* The next entry of the folder: 1 with its name and attributes, 0 at the
+ * end. */
+static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat *st)
+{
+	if (!d->started) {
+		d->started = 1;
+		if (d->root >= 0) {
+			pthread_mutex_lock(&v->mu);
+			layer_names(v, d);
+			pthread_mutex_unlock(&v->mu);
+		}
+	}
+	if (d->root < 0) { /* the top of several roots */
+		if (d->inames >= (size_t)v->o.nroots)
+			return 0;
+		cof_vop_dir_attr(v, (int)d->inames, st);
+		snprintf(name, namesz, "%s", v->roots[d->inames++].cfg.name);
+		return 1;
+	}
+	while (d->inames < d->nnames) {
+		size_t i = d->inames++;
+		char sub[COF_PATH_MAX + 1];
+		int k;
+		if (!d->shown[i])
+			continue;
+		snprintf(sub, sizeof sub, "%s%s%s", d->rel, *d->rel ? "/" : "", d->names[i]);
+		pthread_mutex_lock(&v->mu);
+		k = cof_vop_what_is(v, d->root, sub, st);
+		pthread_mutex_unlock(&v->mu);
+		if (!k)
+			continue;
+		snprintf(name, namesz, "%s", d->names[i]);
+		return 1;
+	}
+	for (;;) {
+		if (d->ipage >= d->npage) {
+			if (d->done)
+				return 0;
+			if (!d->page && !(d->page = malloc(PAGE * sizeof *d->page)))
+				return 0;
+			if (cof_vbase_children(v, d->root, d->rel, d->npage ? &d->last : NULL,
+					       d->page, PAGE, &d->npage) || d->npage == 0) {
+				d->done = 1;
+				d->npage = 0;
+				return 0;
+			}
+			d->last = d->page[d->npage - 1];
+			d->ipage = 0;
+			if (d->npage < PAGE) /* the walk ran out of rows */
+				d->done = 1;
+		}
+		vchild *c = &d->page[d->ipage++];
+		if (in_layer(d, c->name))
+			continue;
+		char sub[COF_PATH_MAX + 1];
+		snprintf(sub, sizeof sub, "%s%s%s", d->rel, *d->rel ? "/" : "", c->name);
+		if (cof_vop_hidden(v, d->root, sub, c->dir))
+			continue;
+		snprintf(name, namesz, "%s", c->name);
+		if (c->dir)
+			cof_vop_dir_attr(v, d->root, st);
+		else
+			cof_vop_file_attr(v, d->root, c->e.size, c->e.updated_at, 0644, st);
+		return 1;
+	}
+}
+
+int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	VIEW(v);
+	vdir *d = (vdir *)(uintptr_t)fi->fh;
+	enum fuse_fill_dir_flags plus = flags & FUSE_READDIR_PLUS ? FUSE_FILL_DIR_PLUS : 0;
+	struct stat st;
+
+	if (off != d->off) { /* a seek back: list again from the start */
+		vdir_reset(d);
+		d->off = 2;
+		while (d->off < off &&
+		       vdir_next(v, d, d->pending, sizeof d->pending, &d->pending_st))
+			d->off++;
+		d->has_pending = 0;
+		if (off < 2)
+			d->off = off;
+	}
+	memset(&st, 0, sizeof st);
+	st.st_mode = S_IFDIR;
+	if (d->off == 0 && fill(buf, ".", &st, 1, 0) == 0)
+		d->off = 1;
+	if (d->off == 1 && fill(buf, "..", &st, 2, 0) == 0)
+		d->off = 2;
+	while (d->off >= 2) {
+		/* an entry a full buffer did not take is given first next time;
+		 * with readdirplus its attributes come along (no lookup each) */
+		if (!d->has_pending &&
+		    !vdir_next(v, d, d->pending, sizeof d->pending, &d->pending_st))
+			return 0;
+		d->has_pending = 1;
+		if (fill(buf, d->pending, &d->pending_st, d->off + 1, plus))
+			return 0;
+		d->has_pending = 0;
+		d->off++;
+	}
+	return 0;
+}
+
+int cof_vop_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	vdir *d = (vdir *)(uintptr_t)fi->fh;
+
+	vdir_reset(d);
+	free(d->page);
+	free(d->rel);
+	free(d);
+	return 0;
+}
+
+
+/* DIRECT: removes `rel` of root r from the volume now, conditional on the
+ * version the view saw. 0 or -EIO. */
+static int remove_now(cof_vfs *v, int r, vnode *n)
+{
+	char vp[COF_PATH_MAX + 1];
+	cof_cond cond = {COF_COND_VERSION, n->seen};
+	cof_err err = {0};
+	json_t *out = NULL;
+	int rc;
+
+	if (v->o.way != COF_VIEW_DIRECT || n->seen == 0)
+		return 0;
+	cof_vbase_vpath(&v->roots[r], n->path, vp, sizeof vp);
+	rc = cof_file_remove(v->o.st, v->o.org, v->roots[r].cfg.vol, vp, cond, &out, &err);
+	if (rc && err.code != COF_ENOTFOUND) {
+		fprintf(stderr, "coffer mount: cannot remove '%s': %s\n", vp, err.msg);
+		cof_err_clear(&err);
+		return -EIO;
+	}
+	cof_err_clear(&err);
+	json_decref(out);
+	return 0;
+}
+
+/* Forgets the layer's bytes of node n. */
+static void drop_bytes(cof_vfs *v, vnode *n)
+{
+	char name[32];
+
+	if (n->lid > 0) {
+		snprintf(name, sizeof name, "%lld", (long long)n->lid);
+		unlinkat(v->layer, name, 0);
+	}
+	n->lid = 0;
+}
+
+int cof_vop_unlink(const char *path)
+{
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	vnode *n;
+	int r, rc;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	pthread_mutex_lock(&v->mu);
+	if (cof_vop_what_is(v, r, rel, &st) != 1)
+		rc = -ENOENT;
+	else if (!(n = cof_vnode_get(v, r, rel)))
+		rc = -errno;
+	else if (!(rc = remove_now(v, r, n))) {
+		drop_bytes(v, n);
+		n->kind = N_GONE;
+		n->dirty = v->o.way == COF_VIEW_CALL && n->seen > 0;
+		if (v->o.way == COF_VIEW_DIRECT)
+			n->seen = 0;
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+int cof_vop_mkdir(const char *path, mode_t mode)
+{
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	vnode *n;
+	int r, rc;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	if (cof_vop_hidden(v, r, rel, 1))
+		return -EACCES;
+	pthread_mutex_lock(&v->mu);
+	if (cof_vop_what_is(v, r, rel, &st))
+		rc = -EEXIST;
+	else if (!(n = cof_vnode_get(v, r, rel)))
+		rc = -errno;
+	else {
+		/* folders are implicit in a volume: an empty one lives in the
+		 * layer only, until the view ends */
+		n->kind = N_DIR;
+		n->mode = mode & 0777;
+		n->mtime = cof_now();
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+/* True when folder `rel` of root r shows any entry. Under mu. */
+static int dir_has_entries(cof_vfs *v, int r, const char *rel)
+{
+	return cof_vnode_under(v, r, rel) || cof_vbase_dir(v, r, rel);
+}
+
+int cof_vop_rmdir(const char *path)
+{
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	vnode *n;
+	int r, rc, k;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	pthread_mutex_lock(&v->mu);
+	k = cof_vop_what_is(v, r, rel, &st);
+	if (k != 2)
+		rc = k ? -ENOTDIR : -ENOENT;
+	else if (dir_has_entries(v, r, rel))
+		rc = -ENOTEMPTY;
+	else if ((n = cof_vnode_find(v, r, rel)) && n->kind == N_DIR)
+		n->kind = N_GONE;
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+/* Moves what node `from` holds to node `to` (both of one root): `to` gets
+ * the bytes (a layer file, or known content), `from` is removed. */
+static void node_move(cof_vfs *v, vnode *from, vnode *to)
+{
+	drop_bytes(v, to);
+	to->kind = N_FILE;
+	to->lid = from->lid;
+	memcpy(to->sha, from->sha, sizeof to->sha);
+	to->size = from->size;
+	memcpy(to->ctype, from->ctype, sizeof to->ctype);
+	to->mode = from->mode;
+	to->mtime = from->mtime;
+	to->dirty = v->o.way == COF_VIEW_CALL || from->dirty;
+	from->lid = 0;
+	from->kind = N_GONE;
+	from->dirty = v->o.way == COF_VIEW_CALL && from->seen > 0;
+}
+
+typedef struct moves {
+	char **from;
+	size_t n, cap;
+} moves;
+
+static int moves_add(moves *m, const char *rel)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		char **nf = realloc(m->from, cap * sizeof *nf);
+		if (!nf)
+			return -1;
+		m->from = nf;
+		m->cap = cap;
+	}
+	return (m->from[m->n] = strdup(rel)) ? (int)++m->n * 0 : -1;
+}
+
+typedef struct walk_ctx {
+	cof_vfs *v;
+	int root;
+	size_t sublen;
+	moves *m;
+} walk_ctx;
+
+static int walk_add(void *arg, const cof_entry *e)
+{
+	walk_ctx *w = arg;
+	const char *rel = e->path + w->sublen;
+	vnode *n = cof_vnode_find(w->v, w->root, rel);
+
+	if (n) /* the layer's own nodes are taken from the layer */
+		return 0;
+	return moves_add(w->m, rel) ? 1 : 0;
+}
+
+/* Every file under folder `rel` (the volume's and the layer's). Under mu. */
+static int files_under(cof_vfs *v, int r, const char *rel, moves *m)
+{
+	char vp[COF_PATH_MAX + 2];
+	size_t len = strlen(rel);
+	walk_ctx w = {v, r, v->roots[r].sublen ? v->roots[r].sublen + 1 : 0, m};
+	cof_err err = {0};
+	int rc;
+
+	for (vnode *n = v->nodes; n; n = n->next)
+		if (n->root == r && n->kind != N_GONE && !strncmp(n->path, rel, len) &&
+		    n->path[len] == '/' && moves_add(m, n->path))
+			return -ENOMEM;
+	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp - 1);
+	strcat(vp, "/");
+	rc = cof_meta_list(v->o.st->meta, v->roots[r].v.vno, v->o.follow ? -1
+			   : v->roots[r].v.seq, vp, NULL, walk_add, &w, &err);
+	cof_err_clear(&err);
+	return rc ? -EIO : 0;
+}
+
+/* DIRECT: the move in the volume now, one change (a file or a folder). */
+static int move_now(cof_vfs *v, int r, const char *from, const char *to, int64_t *seq)
+{
+	char a[COF_PATH_MAX + 1], b[COF_PATH_MAX + 1];
+	cof_err err = {0};
+	json_t *body, *out = NULL;
+	int rc;
+
+	cof_vbase_vpath(&v->roots[r], from, a, sizeof a);
+	cof_vbase_vpath(&v->roots[r], to, b, sizeof b);
+	body = json_pack("{s:s, s:s, s:b}", "from", a, "to", b, "overwrite", 1);
+	rc = cof_file_move(v->o.st, v->o.org, v->roots[r].cfg.vol, body, &out, &err);
+	json_decref(body);
+	if (rc) {
+		fprintf(stderr, "coffer mount: cannot move '%s' to '%s': %s\n", a, b, err.msg);
+		cof_err_clear(&err);
+		return -EIO;
+	}
+	*seq = json_integer_value(json_object_get(out, "seq"));
+	json_decref(out);
+	return 0;
+}
+
+/* Renames folder `from` to `to` of root r in the layer. Under mu. */
+static int rename_dir(cof_vfs *v, int r, const char *from, const char *to, int64_t seq)
+{
+	size_t flen = strlen(from);
+	moves m = {0};
+	int rc = files_under(v, r, from, &m);
+
+	for (size_t i = 0; i < m.n && !rc; i++) {
+		char dst[COF_PATH_MAX + 1];
+		snprintf(dst, sizeof dst, "%s%s", to, m.from[i] + flen);
+		vnode *a = cof_vnode_get(v, r, m.from[i]);
+		vnode *b = a ? cof_vnode_get(v, r, dst) : NULL;
+		if (!b) {
+			rc = -errno;
+			break;
+		}
+		if (a->kind == N_DIR) {
+			a->kind = N_GONE;
+			b->kind = N_DIR;
+			continue;
+		}
+		node_move(v, a, b);
+		if (seq) { /* DIRECT: the volume has the move already */
+			b->seen = seq;
+			b->dirty = 0;
+			a->seen = 0;
+		}
+	}
+	vnode *top = cof_vnode_find(v, r, from);
+	if (!rc && top && top->kind == N_DIR) {
+		top->kind = N_GONE;
+		vnode *b = cof_vnode_get(v, r, to);
+		if (b)
+			b->kind = N_DIR;
+	}
+	for (size_t i = 0; i < m.n; i++)
+		free(m.from[i]);
+	free(m.from);
+	return rc;
+}
+
+int cof_vop_rename(const char *from, const char *to, unsigned int flags)
+{
+	VIEW(v);
+	const char *ra, *rb;
+	struct stat st;
+	int r, r2, rc, ka, kb;
+	int64_t seq = 0;
+
+	if (cof_vop_split(v, from, &r, &ra) || cof_vop_split(v, to, &r2, &rb))
+		return -ENOENT;
+	if (r != r2)
+		return -EXDEV;
+	if ((rc = cof_vop_writable(v, r, ra)) || (rc = cof_vop_writable(v, r, rb)))
+		return rc;
+	if (flags & RENAME_EXCHANGE)
+		return -EINVAL;
+	pthread_mutex_lock(&v->mu);
+	ka = cof_vop_what_is(v, r, ra, &st);
+	kb = cof_vop_what_is(v, r, rb, &st);
+	if (!ka)
+		rc = -ENOENT;
+	else if (cof_vop_hidden(v, r, rb, ka == 2))
+		rc = -EACCES;
+	else if (kb && (flags & RENAME_NOREPLACE))
+		rc = -EEXIST;
+	else if (kb == 2 && ka == 1)
+		rc = -EISDIR;
+	else if (kb == 1 && ka == 2)
+		rc = -ENOTDIR;
+	else if (kb == 2 && dir_has_entries(v, r, rb))
+		rc = -ENOTEMPTY;
+	else if (!strncmp(rb, ra, strlen(ra)) && rb[strlen(ra)] == '/')
+		rc = -EINVAL;
+	if (rc)
+		goto out;
+	if (ka == 2) {
+		if (v->o.way == COF_VIEW_DIRECT && (rc = move_now(v, r, ra, rb, &seq)))
+			goto out;
+		rc = rename_dir(v, r, ra, rb, seq);
+		goto out;
+	}
+	vnode *a = cof_vnode_get(v, r, ra), *b = a ? cof_vnode_get(v, r, rb) : NULL;
+	if (!b) {
+		rc = -errno;
+		goto out;
+	}
+	if (v->o.way == COF_VIEW_DIRECT && !a->dirty && a->seen &&
+	    (rc = move_now(v, r, ra, rb, &seq)))
+		goto out;
+	int was_dirty = a->dirty;
+	node_move(v, a, b);
+	if (v->o.way == COF_VIEW_DIRECT) {
+		if (!was_dirty) {
+			b->seen = seq;
+			b->dirty = 0;
+			a->seen = 0;
+		} else if (b->lid > 0) {
+			/* written, not yet landed: it lands at its new name */
+			rc = cof_view_land_file(v, b);
+		}
+	}
+out:
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}

@@ -1,0 +1,120 @@
+/*
+ * view_int.h — what the files of src/view/ share: the view, its roots as
+ * opened, the layer's nodes, and the reads of a volume at a seq.
+ */
+#ifndef COF_VIEW_INT_H
+#define COF_VIEW_INT_H
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include "view/view.h"
+#include "volume/volume.h"
+
+/* What the layer knows of one path of a root. */
+typedef enum { N_FILE = 1, N_DIR, N_GONE } vnode_kind;
+
+typedef struct vnode {
+	struct vnode *chain;    /* hash chain */
+	struct vnode *next;     /* every node, newest first */
+	int root;
+	char *path;             /* volume path relative to the root's subpath */
+	vnode_kind kind;
+	int64_t lid;            /* > 0: the bytes are LAYER/lid; 0: content `sha` */
+	char sha[65];
+	int64_t size;           /* of content `sha` (a layer file: fstat) */
+	char ctype[128];        /* of content `sha` */
+	int64_t seen;           /* the version at `path` the view saw (0 = absent) */
+	mode_t mode;            /* permission bits (kept in the layer only) */
+	int64_t mtime;
+	int dirty;              /* DIRECT: written, not yet landed */
+} vnode;
+
+typedef struct vroot {
+	cof_view_root cfg;
+	cof_view v;             /* the volume at the seq read */
+	size_t sublen;
+} vroot;
+
+#define VNODE_BUCKETS 4096
+/* Paths one view may write, remove, rename or make (its nodes, in memory):
+ * past it ENOSPC. A folder made by mkdir costs no byte of the layer's disk,
+ * so this is what bounds them. */
+#define COF_VIEW_NODES_MAX 1000000
+
+struct cof_vfs {
+	cof_view_opts o;
+	uint64_t id;            /* unique in the process (views come and go) */
+	vroot roots[COF_VIEW_ROOTS];
+	pthread_mutex_t mu;     /* the nodes, next_lid */
+	vnode *bucket[VNODE_BUCKETS];
+	vnode *nodes;
+	int64_t nnodes;
+	int64_t next_lid;
+	int layer;              /* fd of layer_dir, or -1 */
+	char *dir;              /* the mount point */
+	struct fuse *fuse;
+	pthread_t thread;
+	int threaded, mounted;
+	int by_fusermount;      /* mounted through fusermount3: it unmounts too */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* ---- layer.c */
+
+/* The node of (root, path), or NULL. Under mu. */
+vnode *cof_vnode_find(cof_vfs *v, int root, const char *path);
+/* The node of (root, path), made (kind N_GONE, seen from the base) if
+ * absent. NULL with errno (ENOMEM, or ENOSPC past COF_VIEW_NODES_MAX).
+ * Under mu. */
+vnode *cof_vnode_get(cof_vfs *v, int root, const char *path);
+/* True when some node other than N_GONE lies under folder `path` of root. */
+int cof_vnode_under(cof_vfs *v, int root, const char *path);
+/* A new layer file; returns its id and an fd open for read and write, -1. */
+int64_t cof_layer_new(cof_vfs *v, int *fd);
+/* Opens layer file `lid` (flags as open(2)). */
+int cof_layer_open(cof_vfs *v, int64_t lid, int flags);
+
+/* ---- base.c: the volume of root r at its seq */
+
+/* The volume path of root-relative `path` in *out. */
+void cof_vbase_vpath(const vroot *r, const char *path, char *out, size_t outsz);
+/* 1 with *e when a file is at `path`, 0 when not, -1 on error. */
+int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e);
+/* 1 when some file lies under folder `path` ("" = root: always 1) that the
+ * layer has not removed; 0 when none. */
+int cof_vbase_dir(cof_vfs *v, int root, const char *path);
+/* One child of a folder as read from the volume. */
+typedef struct vchild {
+	char name[256];
+	int dir;
+	cof_entry e;            /* for a file */
+} vchild;
+/* Up to `cap` children of folder `path` after child `after` (NULL = from
+ * the start), in the volume's row order (folder "x" sorts as "x/"); *n how
+ * many. 0, or -1 on error. */
+int cof_vbase_children(cof_vfs *v, int root, const char *path, const vchild *after,
+		       vchild *out, int cap, int *n);
+/* An open file's bytes as the volume has them: small content in memory, a
+ * blob reader (ranged reads, any backend) otherwise. */
+typedef struct cof_vbytes {
+	cof_blob_reader *r;     /* the content, or NULL */
+	unsigned char *data;    /* inline content, or NULL */
+	int64_t size;
+} cof_vbytes;
+/* THE place that opens a file's bytes for reading (with cof_vbytes_read):
+ * file `path` of root at the view's seq, or content `sha` when given. 0, or
+ * -1 with errno (ENOENT: no such file at the seq; EIO). */
+int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
+		    cof_vbytes *b);
+/* Reads by range (pread semantics), never the whole content at once. */
+ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off);
+void cof_vbytes_close(cof_vbytes *b);
+
+/* ---- commit.c */
+
+/* Lands one file of root r now (DIRECT): the layer file at node n, as a new
+ * version conditional on n->seen. 0, or a negative errno (EIO: conflict). */
+int cof_view_land_file(cof_vfs *v, vnode *n);
+
+#endif

@@ -1,0 +1,553 @@
+"""Views of volumes as directories (FUSE): `coffer mount` and the agent's files
+in confined calls (API.md "What a call sees", "coffer mount"). Real FUSE, real
+bubblewrap. Every mount a test makes is lazily unmounted in a `finally`."""
+
+import os
+import socket
+import subprocess
+import time
+
+import harness
+from harness import check, contains, eq, expect
+from turnlib import call, new_id, new_turn, ok
+
+TIMEOUT = 90
+
+
+_probe = {}
+
+
+def _fuse_ok(srv=None):
+    """Skips (naming why) where this user cannot mount FUSE: no /dev/fuse, or
+    not root and neither /dev/fuse nor a setuid fusermount3 works for it."""
+    if not os.path.exists("/dev/fuse"):
+        harness.skip("no /dev/fuse on this machine")
+    if harness.IS_ROOT or os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return
+    if "ok" not in _probe:
+        d = harness.tempfile.mkdtemp(prefix="coffer-probe-")
+        a, b = socket.socketpair()
+        try:
+            r = subprocess.run(["fusermount3", "-o", "nosuid,nodev", "--", d],
+                               env=dict(os.environ, _FUSE_COMMFD=str(a.fileno())),
+                               pass_fds=[a.fileno()], capture_output=True, timeout=10)
+        finally:
+            a.close()
+            b.close()
+            subprocess.run(["fusermount3", "-u", "-z", d], capture_output=True)
+            os.rmdir(d)
+        _probe["ok"] = r.returncode == 0
+        _probe["why"] = r.stderr.decode("utf-8", "replace").strip()
+    if not _probe["ok"]:
+        harness.skip("needs root here: FUSE as another user goes through fusermount3, "
+                     "which cannot open /dev/fuse on this machine (%s)" % _probe["why"])
+
+
+def _mounted(path):
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == path for line in f)
+
+
+class Mount:
+    """`coffer mount VOL DIR --data DATA ...` in the background."""
+
+    def __init__(self, srv, vid, *flags):
+        _fuse_ok()
+        self.dir = os.path.realpath(harness.tempfile.mkdtemp(prefix="coffer-mnt-"))
+        exe = harness.bin_path("coffer")
+        self.proc = subprocess.Popen([exe, "mount", vid, self.dir, "--data", srv.data] +
+                                     list(flags), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        until = time.time() + 20 * harness.SCALE
+        while not _mounted(self.dir):
+            if self.proc.poll() is not None or time.time() > until:
+                out, err = self.proc.communicate(timeout=5) if self.proc.poll() is not None \
+                    else (b"", b"")
+                self.end()
+                raise AssertionError("coffer mount did not mount: %r" % err)
+            time.sleep(0.05)
+
+    def path(self, rel):
+        return os.path.join(self.dir, rel)
+
+    def end(self):
+        subprocess.run(["fusermount3", "-u", "-z", self.dir], capture_output=True)
+        if _mounted(self.dir):
+            subprocess.run(["umount", "-l", self.dir], capture_output=True)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+        return self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr else ""
+
+
+# ---------------------------------------------------------------- coffer mount
+
+
+def test_mount_read_only_is_one_seq(srv):
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "docs/a.md", b"first")
+    big = os.urandom(300000)
+    srv.put_ok(vid, "big.bin", big)
+    m = Mount(srv, vid, "--read-only")
+    try:
+        eq(sorted(os.listdir(m.dir)), ["big.bin", "docs"], "top of the mount")
+        eq(open(m.path("docs/a.md"), "rb").read(), b"first", "a file's bytes")
+        eq(open(m.path("big.bin"), "rb").read(), big, "a blob read by range")
+        # written after the mount: the view stays at its seq
+        srv.put_ok(vid, "docs/a.md", b"second")
+        srv.put_ok(vid, "docs/new.md", b"new")
+        eq(open(m.path("docs/a.md"), "rb").read(), b"first", "a file changed meanwhile")
+        check(not os.path.exists(m.path("docs/new.md")), "a file made meanwhile is absent")
+        try:
+            open(m.path("docs/x.md"), "wb")
+            raise AssertionError("a write in a read-only mount succeeded")
+        except OSError as e:
+            eq(e.errno, 30, "errno of a write (EROFS)")
+        check(not os.path.islink(m.path("docs")), "no links")
+    finally:
+        m.end()
+    check(not _mounted(m.dir), "unmounted")
+
+
+def test_mount_follow_shows_new_seqs(srv):
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "a.txt", b"one")
+    m = Mount(srv, vid, "--read-only", "--follow")
+    try:
+        eq(open(m.path("a.txt"), "rb").read(), b"one", "before")
+        srv.put_ok(vid, "b.txt", b"two")
+        until = time.time() + 5
+        while not os.path.exists(m.path("b.txt")) and time.time() < until:
+            time.sleep(0.2)
+        eq(open(m.path("b.txt"), "rb").read(), b"two", "a file made after the mount")
+    finally:
+        m.end()
+
+
+def test_mount_git_init_add_commit_and_clone(srv):
+    vid = srv.create_volume()["id"]
+    m = Mount(srv, vid)
+    clone = harness.tempfile.mkdtemp(prefix="coffer-clone-")
+    try:
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x", HOME=clone)
+        repo = m.path("repo")
+        for cmd in (["git", "init", "-q", repo],
+                    ["sh", "-c", "echo hello > %s/f.txt && mkdir %s/sub && echo x > %s/sub/g"
+                     % (repo, repo, repo)],
+                    ["git", "-C", repo, "add", "-A"],
+                    ["git", "-C", repo, "commit", "-qm", "first"],
+                    ["git", "-C", repo, "mv", "f.txt", "renamed.txt"],
+                    ["git", "-C", repo, "commit", "-qm", "second"],
+                    ["git", "clone", "-q", repo, clone + "/c"]):
+            r = subprocess.run(cmd, capture_output=True, env=env, timeout=60)
+            eq(r.returncode, 0, "%s: %s" % (cmd, r.stderr.decode()))
+        eq(sorted(os.listdir(clone + "/c")), [".git", "renamed.txt", "sub"], "the clone")
+        r = subprocess.run(["git", "-C", clone + "/c", "log", "--format=%s"],
+                           capture_output=True, timeout=30)
+        eq(r.stdout.decode().split(), ["second", "first"], "history")
+        paths = [f["path"] for f in srv.list_files(vid)["files"]]
+        contains(paths, "repo/renamed.txt", "the volume's files")
+        contains(paths, "repo/.git/HEAD", "the volume's files")
+        check("repo/f.txt" not in paths, "the renamed file is gone from the volume")
+    finally:
+        m.end()
+        subprocess.run(["rm", "-rf", clone])
+
+
+def test_mount_editor_save_is_one_version_and_conflict_is_eio(srv):
+    vid = srv.create_volume()["id"]
+    v1 = srv.put_ok(vid, "notes.md", b"draft")["version"]
+    m = Mount(srv, vid)
+    try:
+        # an editor's save: a temp file, then rename over the original
+        with open(m.path(".notes.md.swp"), "wb") as f:
+            f.write(b"saved by the editor")
+        os.rename(m.path(".notes.md.swp"), m.path("notes.md"))
+        r = expect(srv.get_file(vid, "notes.md"), 200)
+        eq(r.body, b"saved by the editor", "the saved bytes")
+        check(int(r.header("etag").strip('"')) > v1, "a new version")
+        eq(srv.get_file(vid, ".notes.md.swp").status, 404, "no temp file left")
+        # someone else writes while the file is open here: the close fails
+        f = open(m.path("notes.md"), "r+b")
+        srv.put_ok(vid, "notes.md", b"the other side")
+        f.write(b"mine")
+        try:
+            f.close()
+            raise AssertionError("a conflicting close succeeded")
+        except OSError as e:
+            eq(e.errno, 5, "errno of a conflicting close (EIO)")
+        eq(srv.get_file(vid, "notes.md").body, b"the other side", "the other side's bytes stay")
+    finally:
+        m.end()
+
+
+# ---------------------------------------------------------------- calls
+
+
+def _agent(srv, **body):
+    aid = new_id("va")
+    expect(srv.put("/v1/agents/%s" % aid, json=body), 201)
+    ws = expect(srv.get("/v1/agents/%s" % aid), 200).json()["workspaceVolumeId"]
+    return aid, ws
+
+
+def test_call_greps_and_edits_mounts_one_seq(srv):
+    _fuse_ok(srv)
+    docs = srv.create_volume()["id"]
+    srv.put_ok(docs, "species/fox.md", b"the fox is red\n")
+    srv.put_ok(docs, "species/owl.md", b"the owl hoots\n")
+    aid, ws = _agent(srv, mounts=[{"workspace": True},
+                                  {"volumeId": docs, "path": "/docs", "mode": "ro"}])
+    old = srv.put_ok(ws, "a.md", b"hello world\n")
+    seq0 = srv.seq(ws)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "grep -l red /docs/species/*.md; "
+             "sed -i s/world/there/ /workspace/a.md; echo new > /workspace/b.md; "
+             "echo no > /docs/x.md 2>&1 || true")
+    eq(out["stdout"].split(), ["/docs/species/fox.md"], "grep over /docs")
+    contains(out["stderr"], "Read-only file system", "a write to /docs (EROFS)")
+    eq(out["committed"], [{"volumeId": ws, "path": "/workspace", "seq": seq0 + 1,
+                           "written": 2, "removed": 0}], "committed")
+    eq(srv.seq(ws), seq0 + 1, "one seq for the call")
+    r = expect(srv.get_file(ws, "a.md"), 200)
+    eq(r.body, b"hello there\n", "the edit landed")
+    eq(r.header("etag"), '"%d"' % (seq0 + 1), "its version")
+    eq(srv.get_file(ws, "b.md").body, b"new\n", "a new file")
+    eq(srv.seq(docs), 2, "the ro volume is unchanged")
+    check(old["version"] < seq0 + 1, "versions move")
+    # a file the call wrote counts as written by the agent: edit needs no read
+    r = expect(srv.post("/v1/agents/%s/tools/edit" % aid, json={
+        "path": "/workspace/b.md", "oldString": "new", "newString": "newer"}), 200).json()
+    check(r["ok"], "edit after the call's write: %r" % r)
+    # a file the call only read does not count as read by the model
+    srv.put_ok(ws, "r.md", b"read me\n")
+    ok(srv, t["id"], "cat /workspace/r.md")
+    r = expect(srv.post("/v1/agents/%s/tools/edit" % aid, json={
+        "path": "/workspace/r.md", "oldString": "read", "newString": "edit"}), 200).json()
+    check(not r["ok"] and "read it first" in r["output"], "edit of a file only the call "
+          "read: %r" % r)
+
+
+def test_call_does_not_see_writes_made_meanwhile_and_reports_conflict(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    srv.put_ok(ws, "shared.md", b"before\n")
+    t = new_turn(srv, aid)
+    import threading
+    res = {}
+
+    def run():
+        res["out"] = call(srv, t["id"], "sleep 2; cat /workspace/shared.md; "
+                          "echo mine > /workspace/shared.md; echo ok > /workspace/other.md")
+    th = threading.Thread(target=run)
+    th.start()
+    time.sleep(1)
+    srv.put_ok(ws, "shared.md", b"theirs\n")
+    th.join(60)
+    out = res["out"]
+    eq(out["stdout"], "before\n", "the call read the seq it began at")
+    eq([c["path"] for c in out.get("conflicts", [])], ["/workspace/shared.md"], "conflicts")
+    eq(srv.get_file(ws, "shared.md").body, b"theirs\n", "the other side's bytes stay")
+    eq(srv.get_file(ws, "other.md").body, b"ok\n", "the rest landed")
+    out = ok(srv, t["id"], "cat /tmp/.conflicts/workspace/shared.md")
+    eq(out["stdout"], "mine\n", "the call's version is kept in the workspace")
+
+
+def test_call_stopped_by_its_timeout_commits_nothing(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    seq0 = srv.seq(ws)
+    t = new_turn(srv, aid)
+    out = call(srv, t["id"], "echo x > /workspace/t.txt; sleep 30", timeoutSeconds=1)
+    check(out.get("timedOut"), "timed out: %r" % out)
+    check(not out.get("committed"), "nothing committed: %r" % out.get("committed"))
+    eq(srv.seq(ws), seq0, "the volume's seq")
+    eq(srv.get_file(ws, "t.txt").status, 404, "the file is absent")
+
+
+def test_call_excluded_file_absent_and_not_creatable(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv, exclude=["secret/"])
+    srv.put_ok(ws, ".env", b"KEY=1\n")
+    srv.put_ok(ws, "secret/k.txt", b"k\n")
+    srv.put_ok(ws, "ok.txt", b"fine\n")
+    t = new_turn(srv, aid)
+    out = call(srv, t["id"], "ls -a /workspace; cat /workspace/.env; "
+               "echo s > /workspace/.env && echo made; mkdir /workspace/secret && echo made")
+    names = out["stdout"].split()
+    contains(names, "ok.txt", "listing")
+    check(".env" not in names and "secret" not in names, "excluded entries absent: %r" % names)
+    check("made" not in names, "an excluded name cannot be made: %r" % out)
+    eq(srv.get_file(ws, ".env").body, b"KEY=1\n", ".env untouched")
+
+
+def test_call_python_mmap_reads(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    data = bytes(range(256)) * 400
+    srv.put_ok(ws, "blob.bin", data)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "python3 -c 'import mmap,hashlib;f=open(\"/workspace/blob.bin\",\"rb\");"
+             "m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ);print(hashlib.sha256(m[:]).hexdigest())'")
+    eq(out["stdout"].strip(), harness.sha256(data), "sha256 through mmap")
+
+
+def test_two_turns_on_one_volume(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    t1, t2 = new_turn(srv, aid, user="u1"), new_turn(srv, aid, user="u2")
+    a = ok(srv, t1["id"], "echo one > /workspace/one.txt")
+    b = ok(srv, t2["id"], "ls /workspace; echo two > /workspace/two.txt")
+    eq(b["stdout"].split(), ["one.txt"], "the second turn sees the first's commit")
+    check(b["committed"][0]["seq"] == a["committed"][0]["seq"] + 1, "two seqs")
+    eq(srv.get_file(ws, "one.txt").body, b"one\n", "first")
+    eq(srv.get_file(ws, "two.txt").body, b"two\n", "second")
+
+
+def test_a_call_ends_while_a_later_call_pins_its_view(srv):
+    # a call started while another call's view is mounted copies that mount
+    # into its own mount namespace (unshare, bwrap), where the other call's
+    # lazy unmount never reaches it: the earlier call must still end (and
+    # commit) while the later one runs, not wait for it
+    _fuse_ok(srv)
+    import threading
+    aid, ws = _agent(srv)
+    t1, t2 = new_turn(srv, aid, user="u1"), new_turn(srv, aid, user="u2")
+    res = {}
+    a = threading.Thread(target=lambda: res.update(a=call(
+        srv, t1["id"], "sleep 2; echo a > /workspace/a.txt", timeoutSeconds=60)))
+    b = threading.Thread(target=lambda: res.update(b=call(
+        srv, t2["id"], "cat /workspace/a.txt 2>/dev/null; sleep 20", timeoutSeconds=60)))
+    a.start()
+    time.sleep(1)
+    b.start()
+    a.join(60)
+    check("a" in res, "the first call answered")
+    check(b.is_alive(), "the first call answered while the second runs: %r" % res)
+    eq(res["a"]["exitCode"], 0, "the first call: %r" % res["a"])
+    eq(len(res["a"].get("committed", [])), 1, "it committed: %r" % res["a"])
+    eq(srv.get_file(ws, "a.txt").body, b"a\n", "its file")
+    b.join(60)
+    eq(res["b"]["stdout"], "", "the second call saw the seq it began at")
+
+
+def test_a_limit_stopped_call_beside_a_running_one_on_one_volume(srv):
+    # two calls on one volume: the one stopped at its scratch share commits
+    # nothing and answers; the other keeps its view and commits
+    _fuse_ok(srv)
+    import threading
+    aid, ws = _agent(srv, sandbox={"scratch": "32m", "turnDisk": "30m", "userDisk": "32m"})
+    small, big = new_turn(srv, aid, user="small"), new_turn(srv, aid, user="big")
+    res = {}
+    th = threading.Thread(target=lambda: res.update(out=call(
+        srv, small["id"], "cat /workspace/* >/dev/null 2>&1; sleep 4; "
+        "echo s > /workspace/s.txt", timeoutSeconds=60)))
+    th.start()
+    time.sleep(1.5)
+    out = call(srv, big["id"], "echo b > /workspace/b.txt; "
+               "dd if=/dev/zero of=f bs=1M count=40 2>/dev/null; sleep 1")
+    contains(["scratch", "turn_disk"], out.get("limit"), "the grower stopped: %r" % out)
+    check(not out.get("committed"), "the stopped call committed nothing: %r" % out)
+    th.join(60)
+    check("out" in res, "the other call answered")
+    eq(res["out"].get("limit"), None, "the call within its share: %r" % res["out"])
+    eq(len(res["out"].get("committed", [])), 1, "it committed: %r" % res["out"])
+    eq(srv.get_file(ws, "s.txt").body, b"s\n", "its file")
+    eq(srv.get_file(ws, "b.txt").status, 404, "nothing of the stopped call")
+
+
+def test_read_only_mount_reads_without_handles(srv):
+    # a call's read-only mounts are a view of their own that answers no open
+    # (the kernel then reads with no handle): large and small files, read
+    # interleaved by several processes, mmap, and a second pass from the page
+    # cache, all give the volume's bytes; the read-write mount beside it works
+    _fuse_ok(srv)
+    docs = srv.create_volume()["id"]
+    big = os.urandom(3 << 20)
+    srv.put_ok(docs, "big.bin", big)
+    small = {"s/%02d.txt" % i: (b"file %d\n" % i) * (i + 1) for i in range(40)}
+    for p, b in small.items():
+        srv.put_ok(docs, p, b)
+    aid, ws = _agent(srv, mounts=[{"workspace": True},
+                                  {"volumeId": docs, "path": "/docs", "mode": "ro"}])
+    t = new_turn(srv, aid)
+    cmd = ("for i in 1 2; do (sha256sum /docs/big.bin & sha256sum /docs/s/*.txt & wait) "
+           "| sort -k2; done; python3 -c 'import mmap,hashlib;f=open(\"/docs/big.bin\",\"rb\");"
+           "m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ);print(hashlib.sha256(m[:]).hexdigest())'; "
+           "cp /docs/s/01.txt /workspace/copy.txt; echo x > /docs/new.txt 2>&1 || true")
+    out = ok(srv, t["id"], cmd)
+    lines = out["stdout"].split("\n")
+    want = sorted([(harness.sha256(big), "/docs/big.bin")] +
+                  [(harness.sha256(b), "/docs/" + p) for p, b in small.items()],
+                  key=lambda x: x[1])
+    got = [tuple(l.split()) for l in lines if l.strip() and " " in l.strip()]
+    eq(got[:len(want)], want, "first pass")
+    eq(got[len(want):2 * len(want)], want, "second pass (page cache)")
+    eq(lines[2 * len(want)].strip(), harness.sha256(big), "mmap")
+    contains(out["stderr"], "Read-only file system", "a write to /docs")
+    eq(srv.get_file(ws, "copy.txt").body, small["s/01.txt"], "the rw mount beside it")
+
+
+def test_call_runs_git_in_the_workspace_and_it_lands_as_one_seq(srv):
+    # a real program with lock files, renames over, fsync and many small
+    # files inside a call's rw mount: the repository lands as one seq and the
+    # next call's git reads it back
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    srv.put_ok(ws, "src/a.txt", b"alpha\n")
+    seq0 = srv.seq(ws)
+    t = new_turn(srv, aid)
+    env = "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@x GIT_COMMITTER_NAME=t " \
+          "GIT_COMMITTER_EMAIL=t@x GIT_CONFIG_NOSYSTEM=1; "
+    out = ok(srv, t["id"], env + "cd /workspace && git init -q && git add -A && "
+             "git commit -qm first && echo beta > src/b.txt && git add src/b.txt && "
+             "git mv src/a.txt src/a2.txt && git commit -qm second && git log --format=%s")
+    eq(out["stdout"].split(), ["second", "first"], "history in the call")
+    eq(len(out["committed"]), 1, "committed: %r" % out["committed"])
+    eq(srv.seq(ws), seq0 + 1, "one seq for the whole call")
+    paths = [f["path"] for f in srv.list_files(ws)["files"]]
+    contains(paths, ".git/HEAD", "the repository landed")
+    contains(paths, "src/a2.txt", "the moved file")
+    check("src/a.txt" not in paths, "the old name is gone: %r" % paths)
+    check(not any(p.endswith(".lock") for p in paths), "no lock file left: %r" % paths)
+    out = ok(srv, t["id"], env + "cd /workspace && git status --porcelain && "
+             "git log --format=%s && git show HEAD:src/b.txt")
+    eq(out["stdout"].split(), ["second", "first", "beta"], "the next call reads it back")
+
+
+def test_user_volume_at_user_with_reserved_folders_read_only(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    t = new_turn(srv, aid, user="ann")
+    out = call(srv, t["id"], "echo n > /user/note.md; mkdir /user/memories; true")
+    contains(out["stderr"], "Read-only", "memories/ is read-only")
+    r = expect(srv.get("/v1/agents/%s/users/ann/files/content" % aid,
+                       query={"path": "note.md"}), 200)
+    eq(r.body, b"n\n", "the file landed in the subject's volume")
+
+
+def _flat(srv, n):
+    vid = srv.create_volume()["id"]
+    srv.put_many(vid, {"flat/f%05d.txt" % i: b"%d\n" % i for i in range(n)}, threads=8)
+    srv.put_ok(vid, "flat/sub/x.txt", b"x")
+    srv.put_ok(vid, "flat-sibling.txt", b"s")
+    return vid
+
+
+@harness.timeout(240)
+def test_large_folder_listed_in_pages(srv):
+    _fuse_ok(srv)
+    # 3,000 entries: a dozen pages of the view's listing (256 a page) and many
+    # readdir calls of the kernel; a subfolder among them is listed once
+    vid = _flat(srv, 3000)
+    m = Mount(srv, vid, "--read-only")
+    try:
+        names = os.listdir(m.path("flat"))
+        eq(len(names), 3001, "entries listed")
+        eq(len(set(names)), 3001, "no entry twice")
+        contains(names, "sub", "the subfolder")
+        eq(sorted(os.listdir(m.dir)), ["flat", "flat-sibling.txt"], "the top")
+    finally:
+        m.end()
+    aid = new_id("va")
+    expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+        {"volumeId": vid, "path": "/data", "mode": "ro"}]}), 201)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "ls /data/flat | wc -l; find /data -type f | wc -l; "
+             "cat /data/flat/f02999.txt")
+    eq(out["stdout"].split(), ["3001", "3002", "2999"], "ls, find and a read in a call")
+
+
+def test_hundred_thousand_files_mount(srv):
+    harness.slow("writes 100,000 files over HTTP first")
+    _fuse_ok(srv)
+    vid = _flat(srv, 100000)
+    aid = new_id("va")
+    expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+        {"volumeId": vid, "path": "/data", "mode": "ro"}]}), 201)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "ls /data/flat | wc -l; cat /data/flat/f54321.txt")
+    eq(out["stdout"].split(), ["100001", "54321"], "all listed, one read")
+
+def test_commit_seen_by_others_not_by_itself_and_in_the_run(srv):
+    _fuse_ok(srv)
+    shared = srv.create_volume()["id"]
+    writer, watcher = new_id("vw"), new_id("vw")
+    for aid in (writer, watcher):
+        expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+            {"volumeId": shared, "path": "/shared", "mode": "rw", "notify": True}]}), 201)
+    streams = [harness.EventStream(srv, "/v1/agents/%s/events" % a, timeout=60)
+               for a in (writer, watcher)]
+    try:
+        time.sleep(0.3)
+        seq0 = srv.seq(shared)
+        t = new_turn(srv, writer)
+        r = expect(srv.post("/v1/turns/%s/calls" % t["id"], json={
+            "command": "echo a > /shared/a.txt; mkdir -p /shared/d; echo b > /shared/d/b.txt"},
+            headers={"X-Run-Id": "run-1"}), 200).json()
+        eq(r["committed"][0]["seq"], seq0 + 1, "one seq")
+        ch = expect(srv.get("/v1/volumes/%s/changes" % shared, query={"since": seq0}), 200).json()
+        eq(sorted((c["path"], c["seq"]) for c in ch["changes"]),
+           [("a.txt", seq0 + 1), ("d/b.txt", seq0 + 1)], "the changes feed")
+        got = streams[1].expect("files_changed", 1, timeout=10)
+        eq(sorted(got[0]["paths"]), ["/shared/a.txt", "/shared/d/b.txt"], "others are told")
+        time.sleep(2)
+        eq(streams[0].wait("files_changed", 1, timeout=0.1), [], "never back to the writer")
+        run = expect(srv.get("/v1/agents/%s/runs/run-1" % writer), 200).json()
+        eq(sorted(f["path"] for f in run["files"]), ["/shared/a.txt", "/shared/d/b.txt"],
+           "the run's files")
+    finally:
+        for st in streams:
+            st.close()
+
+
+def test_call_cannot_fill_a_volume_past_its_ceiling(srv):
+    _fuse_ok(srv)
+    vid = expect(srv.post("/v1/volumes", json={"name": new_id("vc"), "ceiling": 1 << 20}),
+                 201).json()["id"]
+    srv.put_ok(vid, "keep.txt", b"kept")
+    seq0 = srv.seq(vid)
+    aid = new_id("va")
+    expect(srv.put("/v1/agents/%s" % aid, json={"mounts": [
+        {"volumeId": vid, "path": "/small", "mode": "rw"}]}), 201)
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "head -c 2000000 /dev/zero > /small/big.bin; echo x > /small/x.txt")
+    eq(out["committed"], [], "nothing committed")
+    check(any("ceiling" in n for n in out["notes"]), "a note names the ceiling: %r" % out["notes"])
+    eq(srv.seq(vid), seq0, "the volume's seq")
+    eq(srv.get_file(vid, "big.bin").status, 404, "the big file is absent")
+    eq(srv.get_file(vid, "x.txt").status, 404, "and so is the rest of that change")
+    # a sparse file past the ceiling: refused as it is made, never stored whole
+    out = call(srv, t["id"], "truncate -s 1T /small/sparse; echo $?; "
+               "dd if=/dev/zero of=/small/far bs=1 count=1 seek=2000000 2>&1; echo ok")
+    contains(out["stdout"], "File too large", "EFBIG past the ceiling: %r" % out)
+    sizes = {f["path"]: f["size"] for f in srv.list_files(vid)["files"]}
+    eq(sizes.get("keep.txt"), 4, "the file that was there")
+    check(all(n == 0 for p, n in sizes.items() if p != "keep.txt"),
+          "the files made empty stay empty: %r" % sizes)
+
+
+def test_call_cannot_make_a_name_no_volume_can_hold(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    t = new_turn(srv, aid)
+    out = call(srv, t["id"], "cd /workspace; touch \"$(printf 'a\\001b')\" && echo made; "
+               "touch \"$(printf 'bad\\377')\" && echo made; "
+               "mkdir \"$(printf 'd\\033')\" && echo made; echo ok > fine.txt")
+    check("made" not in out["stdout"], "control characters and invalid UTF-8 refused: %r" % out)
+    contains(out["stderr"], "Invalid argument", "errno EINVAL")
+    eq([f["path"] for f in srv.list_files(ws)["files"]], ["fine.txt"], "what landed")
+
+
+
+def test_zz_no_fuse_mount_left(srv):
+    with open("/proc/self/mounts") as f:
+        left = [l for l in f if " fuse.coffer " in l and srv.data in l]
+    eq(left, [], "views left mounted")
