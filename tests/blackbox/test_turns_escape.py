@@ -148,7 +148,12 @@ def test_fork_bomb_bounded_answered_and_turn_usable(srv):
     out = call(srv, t["id"], "b() { b | b & }; b; sleep 30", timeoutSeconds=3,
                timeout=60 * harness.SCALE)
     check(time.time() - started < 30 * harness.SCALE, "answered")
-    check(out.get("timedOut"), "stopped by its timeout: %r" % out)
+    # Stopped by its timeout, or (the bomb filled the limit before the shell could fork
+    # `sleep`) ended by the limit: sh says it cannot fork and exits non-zero. Both are
+    # the bound holding; under load the second happens (seen 1 run in ~10).
+    check(out.get("timedOut") or (out.get("exitCode") not in (0, None) and
+                                  "fork" in out.get("stderr", "").lower()),
+          "stopped by its timeout or by the process limit: %r" % out)
     eq(ok(srv, t["id"], "echo alive")["stdout"], "alive\n", "the turn after the bomb")
 
 
