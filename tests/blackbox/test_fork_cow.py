@@ -255,11 +255,9 @@ def _fsck_ok(srv):
     eq(j.get("ok"), True, "fsck clean: %r" % j)
 
 
-def _blobs(data):
-    out = set()
-    for dp, _, fn in os.walk(os.path.join(data, "blobs")):
-        out.update(fn)
-    return out
+def _blobs(srv):
+    """The stored content files, on either blob store (harness blob_files)."""
+    return {os.path.basename(f) for f in srv.blob_files()}
 
 
 def test_gc_keeps_what_forks_name_and_frees_it_with_them(srv):
@@ -279,7 +277,7 @@ def test_gc_keeps_what_forks_name_and_frees_it_with_them(srv):
     _fsck_ok(srv)
     # the parent and the middle fork deleted: the leaf still reads everything, and
     # what only the parent named after the forks (its new k1.bin) goes
-    stored = _blobs(srv.data)
+    stored = _blobs(srv)
     expect(srv.delete("/v1/volumes/%s" % src), 200, 204)
     expect(srv.delete("/v1/volumes/%s" % f1), 200, 204)
     expect_error(srv.get("/v1/volumes/%s" % src), 404)
@@ -290,15 +288,15 @@ def test_gc_keeps_what_forks_name_and_frees_it_with_them(srv):
     for name, data in big.items():
         eq(sha256(expect(srv.get_file(f2, name), 200).body), sha256(data),
            "after deleting its parents, a fork keeps %s" % name)
-    eq(len(stored - _blobs(srv.data)), 1,
+    eq(len(stored - _blobs(srv)), 1,
        "a deleted parent's content no fork reads is collected")
     _fsck_ok(srv)
     # the last fork goes: its content goes too
-    before = _blobs(srv.data)
+    before = _blobs(srv)
     expect(srv.delete("/v1/volumes/%s" % f2), 200, 204)
     _run_gc(srv)
     _run_gc(srv)
-    eq(len(before - _blobs(srv.data)), len(big),
+    eq(len(before - _blobs(srv)), len(big),
        "the content only the deleted chain named is collected (and nothing else)")
     _fsck_ok(srv)
 

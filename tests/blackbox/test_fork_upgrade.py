@@ -1,6 +1,8 @@
 """A dataset from before copy-on-write forks upgrades in place: the metadata is taken back
 to the schema of main d73bcf9 (SQLite user_version 1, PostgreSQL schema_version 2: the
-volumes table without base_vno, base_seq, depth, retired and its index), with a volume
+volumes table without base_vno, base_seq, depth, retired and its index; and without what
+the same round added beside forks: the keys' lifecycle columns, the state and events
+tables), with a volume
 and a fork made the old way (rows copied), and a cofferd of this tree then opens it,
 serves it unchanged and forks it the new way."""
 
@@ -12,6 +14,10 @@ import pgpeer
 from harness import eq, expect, expect_error
 
 NEW_COLUMNS = ("base_vno", "base_seq", "depth", "retired")
+# added in the same round as forks (stored state; the key lifecycle)
+NEW_TABLES = ("state", "events")
+NEW_KEY_INDEXES = ("keys_id", "keys_org")
+NEW_KEY_COLUMNS = ("id", "name", "read_only", "expires_at", "revoked_at", "last_used_at")
 
 
 def _downgrade_sqlite(data):
@@ -19,6 +25,12 @@ def _downgrade_sqlite(data):
     db.execute("DROP INDEX IF EXISTS volumes_base")
     for c in NEW_COLUMNS:
         db.execute("ALTER TABLE volumes DROP COLUMN %s" % c)
+    for t in NEW_TABLES:
+        db.execute("DROP TABLE IF EXISTS %s" % t)
+    for i in NEW_KEY_INDEXES:
+        db.execute("DROP INDEX IF EXISTS %s" % i)
+    for c in NEW_KEY_COLUMNS:
+        db.execute("ALTER TABLE keys DROP COLUMN %s" % c)
     db.execute("PRAGMA user_version = 1")
     db.commit()
     cols = [r[1] for r in db.execute("PRAGMA table_info(volumes)")]
@@ -30,7 +42,10 @@ def _downgrade_pg(url):
     db = url.rsplit("/", 1)[1].split("?")[0]
     peer = pgpeer.shared()
     peer.psql("DROP INDEX IF EXISTS volumes_base; ALTER TABLE volumes " +
-              ", ".join("DROP COLUMN %s" % c for c in NEW_COLUMNS) +
+              ", ".join("DROP COLUMN %s" % c for c in NEW_COLUMNS) + "; " +
+              "".join("DROP TABLE IF EXISTS %s; " % t for t in NEW_TABLES) +
+              "".join("DROP INDEX IF EXISTS %s; " % i for i in NEW_KEY_INDEXES) +
+              "ALTER TABLE keys " + ", ".join("DROP COLUMN %s" % c for c in NEW_KEY_COLUMNS) +
               "; UPDATE schema_version SET version = 2", db=db)
     out = peer.psql("SELECT column_name FROM information_schema.columns WHERE "
                     "table_name = 'volumes'", db=db).stdout.decode().split()

@@ -187,12 +187,12 @@ static void test_keys_and_idempotency(void **state)
 	cof_keyrow fk = who;   /* of another org: the listings below count `org`'s */
 	snprintf(fk.org, sizeof fk.org, "org_first_admin");
 	snprintf(fk.hash, sizeof fk.hash, "%s", first);
-	snprintf(fk.id, sizeof fk.id, "k_%.16s", first);
+	snprintf(fk.id, sizeof fk.id, "k_first");   /* sha_for's hashes share a prefix */
 	assert_int_equal(cof_meta_key_add_first_admin(m, &fk, &err), 1);
 	assert_int_equal(cof_meta_key_find(m, first, &got, &err), 0);
 	assert_int_equal(got.admin, 1);
 	snprintf(fk.hash, sizeof fk.hash, "%s", later);
-	snprintf(fk.id, sizeof fk.id, "k_%.16s", later);
+	snprintf(fk.id, sizeof fk.id, "k_later");
 	assert_int_equal(cof_meta_key_add_first_admin(m, &fk, &err), 0);
 	assert_int_equal(cof_meta_key_find(m, later, &got, &err), -1);
 	cof_err_clear(&err);
