@@ -197,6 +197,7 @@ static int unhex(const char *hex, unsigned char *out, size_t len)
 	return 0;
 }
 
+/* See store.h: the body of the dataset's link secret record. */
 int cof_link_secret_body(const unsigned char *secret, size_t len, char *out, size_t cap)
 {
 	char hex[129];
