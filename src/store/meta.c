@@ -338,6 +338,11 @@ int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
 	return m->ops->state_put(m, r, err);
 }
 
+int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err)
+{
+	return m->ops->state_add(m, r, err);
+}
+
 int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 		cof_err *err)
 {

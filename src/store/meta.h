@@ -302,6 +302,10 @@ struct cof_meta_ops {
 	/* ---- stored state: relay sessions, turns' records, event histories */
 	/* Writes the record (inserted or replaced whole); sets updated_at. */
 	int (*state_put)(cof_meta *m, cof_staterow *r, cof_err *err);
+	/* Inserts the record unless (kind, id) is stored, in one statement that
+	 * nodes starting together take in turn: 1 = inserted, 0 = one was there
+	 * (left as it is). */
+	int (*state_add)(cof_meta *m, cof_staterow *r, cof_err *err);
 	/* 1 and *out (body malloc'd) when (kind, id) is stored, 0 when not. */
 	int (*state_get)(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 		cof_err *err);
@@ -449,6 +453,7 @@ int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);
+int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err);
 int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 		cof_err *err);
 int cof_meta_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,

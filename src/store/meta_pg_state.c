@@ -21,6 +21,19 @@ static int pg_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
 		   r->body ? r->body : "{}");
 }
 
+static int pg_state_add(cof_meta *m, cof_staterow *r, cof_err *err)
+{
+	int64_t n = 0;
+
+	r->updated_at = cof_now_ms();
+	if (cof_pg_one(m, "INSERT INTO state(kind, id, org, node, ended, updated_at, body)"
+		       " VALUES($1,$2,$3,$4,$5,$6,$7) ON CONFLICT(kind, id) DO NOTHING",
+		       "saving a record", &n, err, "ssssiis", r->kind, r->id, r->org, r->node,
+		       (int64_t)r->ended, r->updated_at, r->body ? r->body : "{}"))
+		return -1;
+	return n == 1;
+}
+
 #define STATE_COLS "kind, id, org, node, ended, updated_at, body"
 
 /* Fills *out from row `i` of a STATE_COLS result; the body is borrowed. */
@@ -178,6 +191,7 @@ static int pg_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 void cof_pg_ops_state(cof_meta_ops *o)
 {
 	o->state_put = pg_state_put;
+	o->state_add = pg_state_add;
 	o->state_get = pg_state_get;
 	o->state_list = pg_state_list;
 	o->event_add = pg_event_add;

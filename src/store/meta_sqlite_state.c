@@ -9,7 +9,9 @@
 #include <string.h>
 #include "store/meta_sqlite.h"
 
-static int sq_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
+/* Inserts the record; an existing one (kind, id) is replaced (`replace`) or
+ * kept. 1 = written, 0 = kept, -1 = error. */
+static int state_write(cof_meta *m, cof_staterow *r, int replace, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	sqlite3_stmt *st;
@@ -18,7 +20,9 @@ static int sq_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
 	if (!c)
 		return -1;
 	r->updated_at = cof_now_ms();
-	if ((st = cof_sqlite_q(c, "INSERT OR REPLACE INTO state(kind, id, org, node, ended,"
+	if ((st = cof_sqlite_q(c, replace ? "INSERT OR REPLACE INTO state(kind, id, org, node,"
+			       " ended, updated_at, body) VALUES(?,?,?,?,?,?,?)"
+			       : "INSERT OR IGNORE INTO state(kind, id, org, node, ended,"
 			       " updated_at, body) VALUES(?,?,?,?,?,?,?)", err))) {
 		cof_sqlite_bind_text(st, 1, r->kind);
 		cof_sqlite_bind_text(st, 2, r->id);
@@ -27,10 +31,23 @@ static int sq_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
 		sqlite3_bind_int(st, 5, r->ended);
 		sqlite3_bind_int64(st, 6, r->updated_at);
 		cof_sqlite_bind_text(st, 7, r->body ? r->body : "{}");
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0
+		rc = sqlite3_step(st) == SQLITE_DONE ? sqlite3_changes(c->db) > 0
 			: cof_sqlite_db_error(err, c->db, "saving a record");
 	}
-	return cof_sqlite_writer_end(m, rc, err);
+	int w = rc;
+	if (cof_sqlite_writer_end(m, rc < 0 ? -1 : 0, err) < 0)
+		return -1;
+	return w;
+}
+
+static int sq_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
+{
+	return state_write(m, r, 1, err) < 0 ? -1 : 0;
+}
+
+static int sq_state_add(cof_meta *m, cof_staterow *r, cof_err *err)
+{
+	return state_write(m, r, 0, err);
 }
 
 /* Fills *out from a row (kind, id, org, node, ended, updated_at, body);
@@ -240,6 +257,7 @@ static int sq_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 void cof_sqlite_ops_state(cof_meta_ops *o)
 {
 	o->state_put = sq_state_put;
+	o->state_add = sq_state_add;
 	o->state_get = sq_state_get;
 	o->state_list = sq_state_list;
 	o->event_add = sq_event_add;

@@ -74,6 +74,7 @@ typedef struct mig {
 	cof_blobstore *src_blobs, *dst_blobs;
 	int64_t counts[NTABLES];
 	int64_t blobs, copied, present, bytes;
+	int link_key;                    /* 1 once the source's link.key is stored */
 	cof_err *err;
 } mig;
 
@@ -387,6 +388,37 @@ static int marker_of(mig *g, const char *from)
 	return n > 0;
 }
 
+/* Step 2, last: the source's DATA/link.key becomes the dataset's stored
+ * link secret (store.c, link_secret_shared), so links signed before the
+ * migration verify on every node. A source without one has signed none. */
+static int link_key_copy(mig *g)
+{
+	unsigned char sec[32];
+	char path[4200], body[160], now[32];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/link.key", g->from);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : cof_error(g->err, COF_EINTERNAL, "cannot read"
+						       " '%s': %s", path, strerror(errno));
+	ssize_t n = read(fd, sec, sizeof sec);
+	close(fd);
+	if (n != (ssize_t)sizeof sec)
+		return cof_error(g->err, COF_EINTERNAL, "'%s' is damaged", path);
+	cof_link_secret_body(sec, sizeof sec, body, sizeof body);
+	snprintf(now, sizeof now, "%lld", (long long)cof_now_ms());
+	const char *p[4] = {COF_LINK_KIND, COF_LINK_ID, now, body};
+	PGresult *r = PQexecParams(g->pg, "INSERT INTO state(kind, id, org, node, ended,"
+				   " updated_at, body) VALUES($1, $2, '', '', 0, $3, $4)"
+				   " ON CONFLICT(kind, id) DO UPDATE SET body = excluded.body",
+				   4, NULL, p, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		return pg_fail(g, r, "storing the link secret");
+	PQclear(r);
+	g->link_key = 1;
+	return 0;
+}
+
 /* Step 2: every table in one transaction, refused unless the target is
  * empty; sequences moved past the copied ids; the marker last. */
 static int meta_copy(mig *g)
@@ -417,6 +449,8 @@ static int meta_copy(mig *g)
 		if (pg_run(g, sql, "moving a sequence", NULL))
 			goto fail;
 	}
+	if (link_key_copy(g))
+		goto fail;
 	snprintf(now, sizeof now, "%lld", (long long)cof_now());
 	const char *p[3] = {MARK_SCOPE, g->from, now};
 	PGresult *r = PQexecParams(g->pg, "INSERT INTO idem(scope, key, value, created_at)"
@@ -433,7 +467,8 @@ fail:
 }
 
 /* Step 3, counts: every table has as many rows in the target as in the
- * source (the marker row is the target's one more in idem). */
+ * source (the marker row is the target's one more in idem, the link secret
+ * its one more in state). */
 static int counts_verify(mig *g, json_t *tabs)
 {
 	char sql[200];
@@ -445,6 +480,8 @@ static int counts_verify(mig *g, json_t *tabs)
 			return -1;
 		if (!strcmp(tables[t].name, "idem"))
 			dst--;
+		if (!strcmp(tables[t].name, "state"))
+			dst -= g->link_key;
 		if (src != dst)
 			return cof_error(g->err, COF_EINTERNAL, "verifying: table '%s' has %lld rows"
 					 " in the source and %lld in the target", tables[t].name,

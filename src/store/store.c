@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "store/store.h"
+#include <jansson.h>
 #include "util/util.h"
 
 
@@ -177,6 +178,78 @@ static int admin_key_setup(cof_store *st, int shared, cof_err *err)
 	return cof_key_register(st, hash, COF_DEFAULT_ORG, 1, err);
 }
 
+/* Decodes the 2*len hex digits at `hex` into out[len]: 0, or -1 if any is
+ * not a hex digit. */
+static int unhex(const char *hex, unsigned char *out, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned v = 0;
+		for (int j = 0; j < 2; j++) {
+			char ch = hex[2 * i + j];
+			int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ?
+				ch - 'a' + 10 : -1;
+			if (d < 0)
+				return -1;
+			v = v << 4 | (unsigned)d;
+		}
+		out[i] = (unsigned char)v;
+	}
+	return 0;
+}
+
+/* See store.h: the body of the dataset's link secret record. */
+int cof_link_secret_body(const unsigned char *secret, size_t len, char *out, size_t cap)
+{
+	char hex[129];
+
+	if (len > 64 || cap < 2 * len + 16)
+		return -1;
+	cof_hex(secret, len, hex);
+	snprintf(out, cap, "{\"secret\":\"%s\"}", hex);
+	return 0;
+}
+
+/* On a dataset other nodes may share: the signing secret of links is the
+ * dataset's, stored once in the metadata (state record dataset/link.key), so
+ * a link signed on one node verifies on every node. The first node to start
+ * stores its DATA/link.key when it has one (links it signed before stay
+ * valid), else a random secret; nodes starting together store one between
+ * them (state_add); every node then uses the stored one. */
+static int link_secret_shared(cof_store *st, cof_err *err)
+{
+	unsigned char *sec = st->link_secret;
+	size_t len = sizeof st->link_secret;
+	char path[4200], body[160];
+	cof_staterow row = {.kind = COF_LINK_KIND, .id = COF_LINK_ID};
+	int fd, r;
+
+	snprintf(path, sizeof path, "%s/link.key", st->dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		ssize_t n = read(fd, sec, len);
+		close(fd);
+		if (n != (ssize_t)len)
+			return cof_error(err, COF_EINTERNAL, "'%s' is damaged", path);
+	} else if (errno != ENOENT || cof_random(sec, len)) {
+		return cof_error(err, COF_EINTERNAL, "cannot read '%s': %s", path,
+				 strerror(errno));
+	}
+	cof_link_secret_body(sec, len, body, sizeof body);
+	row.body = body;
+	if ((r = cof_meta_state_add(st->meta, &row, err)) < 0 ||
+	    (r == 0 && cof_meta_state_get(st->meta, COF_LINK_KIND, COF_LINK_ID, &row, err) < 0))
+		return -1;
+	if (r == 1)
+		return 0;
+	json_t *j = row.body ? json_loads(row.body, 0, NULL) : NULL;
+	const char *hex = json_string_value(json_object_get(j, "secret"));
+	r = hex && strlen(hex) == 2 * len && !unhex(hex, sec, len) ? 0
+		: cof_error(err, COF_EINTERNAL, "the dataset's link secret (state record"
+			    " %s/%s) is damaged", COF_LINK_KIND, COF_LINK_ID);
+	json_decref(j);
+	free(row.body);
+	return r;
+}
+
 /* The engine URL `name` (meta.url, blobs.url) a node recorded in its data
  * dir, into *out (malloc'd), or NULL when none (the embedded default). */
 static int engine_url_read(const char *dir, const char *name, char **out, cof_err *err)
@@ -285,8 +358,9 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	free(meta_url);
 	free(blobs_url);
 	meta_url = blobs_url = NULL;
-	if (secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
-			err) < 0 || (!st->opts.tool && admin_key_setup(st, shared, err)))
+	if ((shared ? link_secret_shared(st, err)
+	     : secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
+			   err)) < 0 || (!st->opts.tool && admin_key_setup(st, shared, err)))
 		goto fail;
 	st->magic = magic_open(MAGIC_MIME_TYPE);
 	if (st->magic && magic_load(st->magic, NULL) != 0) {

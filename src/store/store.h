@@ -63,6 +63,13 @@ void cof_store_release_content(cof_store *st);
 int cof_store_collect_begin(cof_store *st, cof_err *err);
 void cof_store_collect_end(cof_store *st);
 
+/* On a shared dataset the secret signing links is the dataset's: the state
+ * record (COF_LINK_KIND, COF_LINK_ID), body {"secret": hex} written into
+ * out[cap] by cof_link_secret_body (0, or -1 if cap is short). */
+#define COF_LINK_KIND "dataset"
+#define COF_LINK_ID "link.key"
+int cof_link_secret_body(const unsigned char *secret, size_t len, char *out, size_t cap);
+
 /* Wakes whoever waits on volume `v` (long-polls, agents' notify mounts)
  * after a change to it was committed. */
 void cof_store_changed(cof_store *st, const cof_volrow *v);

@@ -1,7 +1,8 @@
 /*
  * link.c — signed links: a token that lets anyone holding it GET or PUT one
  * file until it expires. token = base64url(payload JSON) "." base64url(HMAC-
- * SHA256(server secret, first part)). The secret lives in DATA/link.key.
+ * SHA256(server secret, first part)). The secret lives in DATA/link.key, or on a
+ * shared dataset in its metadata (store.c, link_secret_shared).
  */
 #include <pthread.h>
 #include <stdlib.h>

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.parse
 
 import harness
 from harness import check, contains, eq, expect, sha256
@@ -50,8 +51,12 @@ def _source(files=12):
     expect(s.put("/v1/agents/migrated", json={}), 201)
     key = expect(s.post("/v1/keys", json={}), 201).json()["key"]
     ro = expect(s.post("/v1/keys", json={"name": "reader", "readOnly": True}), 201).json()
+    # a link signed with the source's DATA/link.key (the path only: /l/TOKEN)
+    link = expect(s.post("/v1/volumes/%s/links" % vid, json={"path": "d1/f01.txt",
+                                                              "expiresIn": 86400}), 201)
     what = {"vid": vid, "want": want, "seq": s.seq(vid), "snap": snap, "fork": fork,
-            "key": key, "admin": s.key, "ro": ro}
+            "key": key, "admin": s.key, "ro": ro,
+            "link": urllib.parse.urlsplit(link.json()["url"]).path}
     s.stop()
     return s, what
 
@@ -96,6 +101,9 @@ def _check_copy(n, what):
     eq(sorted(f["path"] for f in n.list_files(what["fork"], limit=1000)["files"]),
        sorted(p for p in what["want"] if p != "d0/f00.txt"), "files of the fork")
     expect(n.get("/v1/agents/migrated"), 200)
+    # a link made before the migration verifies on a node of the target
+    eq(sha256(expect(n.get(what["link"], key=None), 200).body), what["want"]["d1/f01.txt"],
+       "a link signed before the migration")
     expect(n.get("/v1/volumes", key=what["key"]), 200)   # a key minted before
     # a named read-only key keeps its id, name and scope
     ro = what["ro"]

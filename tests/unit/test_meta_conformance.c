@@ -170,7 +170,7 @@ static void test_keys_and_idempotency(void **state)
 	(void)state;
 	sha_for(hash, "a key");
 	snprintf(who.hash, sizeof who.hash, "%s", hash);
-	snprintf(who.id, sizeof who.id, "k_%.16s", hash);
+	snprintf(who.id, sizeof who.id, "k_%.12s%.8s", hash, hash + 56);
 	snprintf(who.org, sizeof who.org, "%s", org);
 	snprintf(who.agent, sizeof who.agent, "bot");
 	snprintf(who.name, sizeof who.name, "ci deploy");
@@ -1022,6 +1022,28 @@ static void test_state_and_events(void **state)
 	assert_int_equal(id, 1);
 }
 
+/* state_add: the first record of (kind, id) stays; a later add leaves it. */
+static void test_state_add_first_wins(void **state)
+{
+	cof_staterow r = {.kind = "test-add", .body = "{\"v\":1}"};
+	cof_staterow got;
+	cof_err err = {0};
+
+	(void)state;
+	snprintf(r.id, sizeof r.id, "%s", org);   /* this run's own record */
+	assert_int_equal(cof_meta_state_add(m, &r, &err), 1);
+	r.body = "{\"v\":2}";
+	assert_int_equal(cof_meta_state_add(m, &r, &err), 0);
+	assert_int_equal(cof_meta_state_get(m, "test-add", org, &got, &err), 1);
+	assert_string_equal(got.body, "{\"v\":1}");
+	free(got.body);
+	/* state_put still replaces */
+	assert_int_equal(cof_meta_state_put(m, &r, &err), 0);
+	assert_int_equal(cof_meta_state_get(m, "test-add", org, &got, &err), 1);
+	assert_string_equal(got.body, "{\"v\":2}");
+	free(got.body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1037,6 +1059,7 @@ int main(void)
 		cmocka_unit_test(test_fork_chain),
 		cmocka_unit_test(test_open_urls),
 		cmocka_unit_test(test_state_and_events),
+		cmocka_unit_test(test_state_add_first_wins),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
