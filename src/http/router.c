@@ -411,6 +411,8 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 			return answer_error(req);
 		return MHD_YES;
 	}
+	if (req->off_loop == HTTP_OFF_DONE)
+		return http_unpark(req); /* a worker ran the handler */
 	if (*upload_data_size != 0) {
 		req->bytes_in += (int64_t)*upload_data_size;
 		req_feed(req, upload_data, *upload_data_size);
@@ -425,6 +427,11 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 	/* A streamed body's handler can count on the upload its begin set up. */
 	if (req->route->body == HTTP_BODY_STREAM && req->up == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
+	/* Whatever is not a GET writes (an fsync), runs a turn call or waits
+	 * for a relay op: it runs on a worker, not on an event-loop thread. */
+	if (req->off_loop == HTTP_OFF_NO && strcmp(req->route->method, "GET") != 0 &&
+	    http_run_off_loop(req) == 0)
+		return MHD_YES;
 	return req->route->handle(req);
 }
 
