@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The event-driven server against nginx (issue 13.1), side by side in one run.
 
-    bench/http_evloop.py [--secs S] [--build DIR]
+    bench/http_evloop.py [--secs S] [--build DIR] [--before DIR]
 
 Prints a Markdown section for bench/results.md:
   - GET of a 4 KiB file with `wrk -t2 --latency` at 32 and 256 connections: req/s,
@@ -11,7 +11,9 @@ Prints a Markdown section for bench/results.md:
     the 4 KiB GET at 32 connections while they are held.
 nginx is set up as its users run it: worker_processes 2, sendfile on,
 keepalive_requests 100000, access_log off. Needs wrk and nginx (scripts/deps --bench).
-Every server it starts is stopped at the end, also on error.
+--before DIR adds the 4 KiB rows for another build's cofferd (the thread-per-connection
+server of main, say) in the same run. Every server it starts is stopped at the end, also
+on error.
 """
 import argparse
 import json
@@ -131,6 +133,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--before", default=None, help="another build dir to compare")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="evloop-bench-")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -166,6 +169,23 @@ def main():
         c = wrk(cu("big.bin"), key, 4, a.secs)
         n = wrk(nu("big.bin"), key, 4, a.secs)
         rows.append(("GET 100 MiB, 4 connections", c, n))
+        if a.before:
+            old = os.path.join(work, "cofferd-before")
+            shutil.copy(os.path.join(a.before, "cofferd"), old)
+            op, oport, okey = start_cofferd(old, os.path.join(work, "data-before"))
+            ovol = json.loads(req(oport, okey, "POST", "/v1/volumes",
+                                  json.dumps({"name": "wrk"}).encode()))["id"]
+            with open(os.path.join(www, "small.bin"), "rb") as f:
+                req(oport, okey, "PUT", "/v1/volumes/%s/files/small.bin" % ovol, f.read())
+            ou = "http://127.0.0.1:%d/v1/volumes/%s/files/small.bin" % (oport, ovol)
+            wrk(ou, okey, 32, 1)
+            for conns in (32, 256):
+                c = wrk(ou, okey, conns, a.secs)
+                n = wrk(nu("small.bin"), key, conns, a.secs)
+                rows.append(("before (%s): GET 4 KiB, %d connections" % (a.before, conns),
+                             c, n))
+            op.terminate()
+            op.wait(30)
         rss0, th0 = rss_kb(cp.pid)
         idle = []
         for _ in range(10000):

@@ -48,6 +48,8 @@ typedef enum http_body {
 #define HTTP_F_NOAGENT 2u  /* a key bound to an agent gets 403 */
 #define HTTP_F_BADBODY 4u  /* a JSON body that does not parse still reaches the
 			    * handler: req->json NULL, req->err saying why */
+#define HTTP_F_LONG    8u  /* the handler may wait long (a turn call, a relay op):
+			    * it runs on the workers' second lane (loop.c) */
 
 typedef struct http_req http_req;
 

@@ -54,11 +54,17 @@ typedef struct pool {
 	http_req *head, *tail;
 	pthread_t *tids;
 	int nthreads, stop;
-	int64_t queued, busy;    /* for the docs' numbers and the stop */
 } pool;
 
 static watcher W = { .mu = PTHREAD_MUTEX_INITIALIZER, .ep = -1, .wake_fd = -1 };
-static pool P = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+/* Two lanes: [0] for handlers that end on their own (writes, most calls),
+ * [1] for those that wait on another request (a relay op waits for the
+ * client's result POST, which lane 0 serves) or run for seconds (turn
+ * calls): a full lane 1 never keeps lane 0's answers from coming. */
+static pool PL[2] = {
+	{ .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER },
+	{ .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER },
+};
 
 /* ------------------------------------------------------------ the heap */
 
@@ -308,50 +314,48 @@ int http_sub_fd(http_req *req)
 /* A worker's body: runs queued handlers, parks their answers, resumes. */
 static void *work_main(void *arg)
 {
-	(void)arg;
-	pthread_mutex_lock(&P.mu);
+	pool *pp = arg;
+	pthread_mutex_lock(&pp->mu);
 	for (;;) {
-		while (!P.head && !P.stop)
-			pthread_cond_wait(&P.cv, &P.mu);
-		if (!P.head)
+		while (!pp->head && !pp->stop)
+			pthread_cond_wait(&pp->cv, &pp->mu);
+		if (!pp->head)
 			break;
-		http_req *req = P.head;
-		P.head = req->job_next;
-		if (!P.head)
-			P.tail = NULL;
-		P.busy++;
-		pthread_mutex_unlock(&P.mu);
+		http_req *req = pp->head;
+		pp->head = req->job_next;
+		if (!pp->head)
+			pp->tail = NULL;
+		pthread_mutex_unlock(&pp->mu);
 		req->parking = 1;
 		req->park_ret = req->route->handle(req);
 		req->parking = 0;
 		req->off_loop = HTTP_OFF_DONE;
 		MHD_resume_connection(req->conn); /* `req` is the loop's again */
-		pthread_mutex_lock(&P.mu);
-		P.busy--;
+		pthread_mutex_lock(&pp->mu);
 	}
-	pthread_mutex_unlock(&P.mu);
+	pthread_mutex_unlock(&pp->mu);
 	return NULL;
 }
 
 int http_run_off_loop(http_req *req)
 {
-	pthread_mutex_lock(&P.mu);
-	if (P.stop || P.nthreads == 0) {
-		pthread_mutex_unlock(&P.mu);
+	pool *pp = &PL[(req->route->flags & HTTP_F_LONG) ? 1 : 0];
+	pthread_mutex_lock(&pp->mu);
+	if (pp->stop || pp->nthreads == 0) {
+		pthread_mutex_unlock(&pp->mu);
 		return -1;
 	}
 	req->off_loop = HTTP_OFF_RUNNING;
 	req->job_next = NULL;
 	/* suspended before a worker can see it, so its resume finds it so */
 	MHD_suspend_connection(req->conn);
-	if (P.tail)
-		P.tail->job_next = req;
+	if (pp->tail)
+		pp->tail->job_next = req;
 	else
-		P.head = req;
-	P.tail = req;
-	P.queued++;
-	pthread_cond_signal(&P.cv);
-	pthread_mutex_unlock(&P.mu);
+		pp->head = req;
+	pp->tail = req;
+	pthread_cond_signal(&pp->cv);
+	pthread_mutex_unlock(&pp->mu);
 	return 0;
 }
 
@@ -388,14 +392,17 @@ int http_loop_start(int workers, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "cannot start the wait watcher");
 	}
 	W.started = 1;
-	P.tids = cof_calloc((size_t)workers, sizeof *P.tids);
-	for (int i = 0; i < workers; i++) {
-		if (pthread_create(&P.tids[i], &at, work_main, NULL)) {
-			pthread_attr_destroy(&at);
-			return cof_error(err, COF_EINTERNAL, "cannot start worker %d of %d", i + 1,
-					 workers);
+	for (int l = 0; l < 2; l++) {
+		pool *p = &PL[l];
+		p->tids = cof_calloc((size_t)workers, sizeof *p->tids);
+		for (int i = 0; i < workers; i++) {
+			if (pthread_create(&p->tids[i], &at, work_main, p)) {
+				pthread_attr_destroy(&at);
+				return cof_error(err, COF_EINTERNAL, "cannot start worker %d of %d",
+						 i + 1, workers);
+			}
+			p->nthreads++;
 		}
-		P.nthreads++;
 	}
 	pthread_attr_destroy(&at);
 	return 0;
@@ -412,15 +419,18 @@ void http_loop_wake_all(void)
 
 void http_loop_stop(void)
 {
-	pthread_mutex_lock(&P.mu);
-	P.stop = 1;
-	pthread_cond_broadcast(&P.cv);
-	pthread_mutex_unlock(&P.mu);
-	for (int i = 0; i < P.nthreads; i++)
-		pthread_join(P.tids[i], NULL);
-	free(P.tids);
-	P.tids = NULL;
-	P.nthreads = 0;
+	for (int l = 0; l < 2; l++) {
+		pool *p = &PL[l];
+		pthread_mutex_lock(&p->mu);
+		p->stop = 1;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		for (int i = 0; i < p->nthreads; i++)
+			pthread_join(p->tids[i], NULL);
+		free(p->tids);
+		p->tids = NULL;
+		p->nthreads = 0;
+	}
 	http_loop_wake_all();
 	if (W.started) {
 		pthread_mutex_lock(&W.mu);

@@ -161,8 +161,8 @@ static void usage(FILE *to)
 	      "                         after the connect or the previous answer\n"
 	      "                         (default 30)\n"
 	      "  --threads N            event-loop threads (default one per core)\n"
-	      "  --workers N            threads for handlers that may block: writes,\n"
-	      "                         turn calls, relay ops (default 32)\n", to);
+	      "  --workers N            threads for handlers that may block (default 32):\n"
+	      "                         N for writes, N more for turn calls and relay ops\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
