@@ -639,6 +639,11 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 		http_loop_wake_all();
 		if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) <= 0)
 			break;
+		/* no connection left: nothing is under way, whatever the count says */
+		const union MHD_DaemonInfo *di =
+			MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (di && di->num_connections == 0)
+			break;
 		int s = sigtimedwait(sigs, NULL, &tick);
 		if (s == SIGHUP) {
 			http_log_reopen();
