@@ -114,6 +114,7 @@ struct http_req {
 	struct cof_sub *sub;
 	int64_t wait_until;
 	http_wait wait;
+	struct http_req *live_prev, *live_next; /* router.c: requests under way */
 };
 
 /* ---- request.c: reading the request */
@@ -174,6 +175,8 @@ int http_sub_fd(http_req *req);
 /* Runs req->route->handle on the worker pool with the connection suspended.
  * 0, or -1 (stopping) when the caller should run it here. */
 int http_run_off_loop(http_req *req);
+/* Prints every request still under way to stderr (the stop's drain). */
+void http_dump_in_flight(void);
 /* Queues the answer a worker parked (on MHD's next call after the resume). */
 enum MHD_Result http_unpark(http_req *req);
 /* Starts the watcher and `workers` worker threads. 0 or -1 with err. */

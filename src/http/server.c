@@ -652,6 +652,8 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 			break;
 		}
 	}
+	if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) > 0)
+		http_dump_in_flight();
 	http_loop_stop(); /* every job ended and every wait resumed: none suspended */
 	MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;

@@ -197,3 +197,56 @@ def test_many_idle_and_waiting_connections_without_threads():
             for p in polls:
                 p.sock.close()
 
+
+
+def _cut_upload(srv, vid, name, head_extra, body):
+    """Sends a PUT of `name` whose body stops short, then half-closes at once, so
+    the last bytes and the FIN come together: the pattern the SDKs' retry tests
+    make (a proxy cutting an upload). Returns the request id sent."""
+    rid = "cut-%s" % name
+    s = _connect(srv)
+    head = ("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+            "X-Request-Id: %s\r\nContent-Type: application/octet-stream\r\n%s\r\n") % (
+        srv.file_path(vid, name), srv.key, rid, head_extra)
+    s.sendall(head.encode() + body)
+    s.shutdown(socket.SHUT_WR)
+    return s, rid
+
+
+@harness.timeout(TIMEOUT)
+def test_upload_cut_by_the_client_ends_and_the_stop_is_prompt():
+    """An upload whose client sends part of the body and closes (FIN with the last
+    bytes) ends at once as aborted, not at the 300 s idle timeout: before, MHD's
+    epoll loop took the last short read as "nothing more to read" and never saw
+    the FIN, the request stayed counted in flight and the stop waited its 30 s
+    drain. Both a Content-Length body and a chunked one; nothing is stored."""
+    with harness.Server(args=["--threads", "2"]) as srv:
+        vid = srv.create_volume()["id"]
+        part = bytes(range(256)) * 1024                    # 256 KiB of a 1 MiB body
+        socks, rids = [], []
+        for i in range(4):
+            s, rid = _cut_upload(srv, vid, "len%d.bin" % i,
+                                 "Content-Length: %d\r\n" % (1 << 20), part)
+            socks.append(s)
+            rids.append(rid)
+            chunks = b"".join(b"%x\r\n%s\r\n" % (len(part[j:j + 65536]), part[j:j + 65536])
+                              for j in range(0, len(part), 65536))
+            s, rid = _cut_upload(srv, vid, "chunk%d.bin" % i,
+                                 "Transfer-Encoding: chunked\r\n", chunks)
+            socks.append(s)
+            rids.append(rid)
+        deadline = time.time() + 20 * harness.SCALE
+        left = rids
+        while left and time.time() < deadline:
+            log = srv.log()
+            left = [r for r in rids if '"requestId":"%s"' % r not in log]
+            time.sleep(0.2)
+        check(not left, "cut uploads still under way after 20 s (no request log "
+              "line): %s\n%s" % (left, srv.log_tail()))
+        for s in socks:
+            s.close()
+        eq(len(srv.list_files(vid)["files"]), 0,
+           "files stored by cut uploads")
+        t0 = time.time()
+        eq(srv.stop(timeout=10), 0, "cofferd's exit code, stopped after cut uploads")
+        check(time.time() - t0 < 10 * harness.SCALE, "the stop took its drain")
