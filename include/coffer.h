@@ -447,6 +447,10 @@ int cof_agent_watch_open(cof_store *st, const char *org, const char *id,
 void cof_agent_watch_after(cof_agent_watch *w, int64_t after);
 int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err *err);
 void cof_agent_watch_close(cof_agent_watch *w);
+/* For an event loop that calls cof_agent_watch_next with wait_ms 0: the fd
+ * that turns readable on news (drain it before that call), and in *at_ms
+ * when to call again even without news (a coalescing window's end; 0 none). */
+int cof_agent_watch_wake(cof_agent_watch *w, int64_t *at_ms);
 
 /* ------------------------------------------------------ subject workspaces */
 

@@ -278,3 +278,9 @@ int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err 
 		cof_sub_wait(w->sub, gen, until);
 	}
 }
+
+int cof_agent_watch_wake(cof_agent_watch *w, int64_t *at_ms)
+{
+	*at_ms = w->pending_ms ? w->pending_ms + COALESCE_MS : 0;
+	return w->sub->fd;
+}

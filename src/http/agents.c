@@ -213,15 +213,19 @@ enum MHD_Result http_agent_upload(http_req *req)
 
 typedef struct sse_stream {
 	http_server *srv;
+	struct MHD_Connection *conn;
 	cof_agent_watch *w;
 	cof_buf buf;
 	size_t pos;
 	int done;
+	int64_t last_ms;        /* when something was last sent */
+	http_wait wait;
 	char base[300];         /* "http://HOST", for links in events */
 } sse_stream;
 
-/* Fills the stream's buffer with the next events, or a keep-alive comment
- * after 15 s without any; marks the end when the server stops. */
+/* Fills the stream's buffer with the events there are now (it never
+ * waits), or a keep-alive comment 15 s after the last thing sent; marks the
+ * end when the server stops. */
 static void sse_fill(sse_stream *s)
 {
 	json_t *evs = NULL, *ev;
@@ -235,7 +239,7 @@ static void sse_fill(sse_stream *s)
 		s->done = 1;
 		return;
 	}
-	r = cof_agent_watch_next(s->w, 15000, &evs, &err);
+	r = cof_agent_watch_next(s->w, 0, &evs, &err);
 	json_array_foreach(evs, i, ev) {
 		json_t *d = json_object_get(ev, "data");
 		const char *url = json_string_value(json_object_get(d, "url"));
@@ -258,25 +262,41 @@ static void sse_fill(sse_stream *s)
 			     cof_code_type(err.code));
 	if (r != 0)
 		s->done = 1;
-	else if (!json_array_size(evs))
+	else if (!json_array_size(evs) && cof_mono_ms() - s->last_ms >= 15000)
 		cof_buf_adds(&s->buf, ": keep-alive\n\n");
 	json_decref(evs);
 	cof_err_clear(&err);
 }
 
+/* MHD's content reader: with nothing to send, the connection is suspended
+ * until the watch's fd says there is news, its coalescing window ends or
+ * the keep-alive is due (0 is returned, as MHD wants with a suspend). */
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	sse_stream *s = cls;
+	int64_t at;
 
 	(void)pos;
 	while (s->pos == s->buf.len) {
 		if (s->done)
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		int fd = cof_agent_watch_wake(s->w, &at);
+		http_drain_fd(fd);
 		sse_fill(s);
+		if (s->pos < s->buf.len || s->done)
+			continue;
+		cof_agent_watch_wake(s->w, &at); /* a change may have opened a window */
+		int64_t until = s->last_ms + 15000;
+		if (at && at < until)
+			until = at;
+		if (http_wait_on(&s->wait, s->conn, fd, -1, until) == 0)
+			return 0;
+		s->done = 1; /* stopping: no wait */
 	}
 	size_t n = s->buf.len - s->pos < max ? s->buf.len - s->pos : max;
 	memcpy(out, s->buf.data + s->pos, n);
 	s->pos += n;
+	s->last_ms = cof_mono_ms();
 	return (ssize_t)n;
 }
 
@@ -299,6 +319,8 @@ enum MHD_Result http_agent_events(http_req *req)
 	if (!s)
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
 	s->srv = req->srv;
+	s->conn = req->conn;
+	s->last_ms = cof_mono_ms();
 	if (http_agent_allowed(req, &err) ||
 	    cof_agent_watch_open(req->srv->st, ORG(req), req->param[0], &s->w, &err)) {
 		free(s);

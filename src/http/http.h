@@ -16,6 +16,9 @@
 #include "coffer.h"
 #include "util/util.h"
 
+struct cof_topic;
+struct cof_sub;
+
 #define HTTP_JSON_MAX ((size_t)32 << 20)  /* JSON request bodies */
 #define HTTP_MAX_PARAMS 4                 /* captures in one route pattern */
 #define HTTP_MAX_LABELS 64                /* `label` query args on one call */
@@ -45,8 +48,27 @@ typedef enum http_body {
 #define HTTP_F_NOAGENT 2u  /* a key bound to an agent gets 403 */
 #define HTTP_F_BADBODY 4u  /* a JSON body that does not parse still reaches the
 			    * handler: req->json NULL, req->err saying why */
+#define HTTP_F_LONG    8u  /* the handler may wait long (a turn call, a relay op):
+			    * it runs on the workers' second lane (loop.c) */
+#define HTTP_F_FORWARDS 16u /* a GET that may be carried to another node (forward.c):
+			    * a node-to-node call blocks, so it runs on a worker, not
+			    * on an event loop */
 
 typedef struct http_req http_req;
+
+/* A wait of a suspended connection (loop.c): owned by the one waiting, who
+ * leaves it alone until the connection runs again. */
+typedef struct http_wait {
+	struct MHD_Connection *conn;
+	int fd, hup_fd;          /* readable / hung up ends the wait; -1 none */
+	int64_t deadline;        /* cof_mono_ms(); 0 = none */
+	size_t slot;             /* index + 1 in the deadline heap; 0 = not in it */
+	int armed;
+	struct http_wait *next, *all_prev, *all_next;
+} http_wait;
+
+/* Where a request's handler stands with the worker pool (req->off_loop). */
+enum { HTTP_OFF_NO = 0, HTTP_OFF_RUNNING, HTTP_OFF_DONE, HTTP_OFF_ANSWERED };
 
 typedef struct http_route {
 	const char *method;      /* "GET" also serves HEAD */
@@ -85,6 +107,18 @@ struct http_req {
 	int retry_after;               /* a 429 of the rate limit: Retry-After seconds */
 	char **owned;                  /* strings freed with the request */
 	size_t nowned, capowned;
+	/* loop.c: a handler on the worker pool parks its answer here */
+	int off_loop;                  /* HTTP_OFF_* */
+	int parking;                   /* http_queue parks instead of queueing */
+	struct http_req *job_next;
+	struct MHD_Response *park_resp;
+	unsigned park_status;
+	enum MHD_Result park_ret;
+	/* loop.c: a long-poll's subscription, deadline and wait */
+	struct cof_sub *sub;
+	int64_t wait_until;
+	http_wait wait;
+	struct http_req *live_prev, *live_next; /* router.c: requests under way */
 };
 
 /* ---- ratelimit.c: --rate-limit N requests a second per key (burst 2N) */
@@ -160,6 +194,36 @@ int64_t http_content_length(http_req *req);
 const cof_idem *http_idem(http_req *req, cof_idem *idem, char hash[65]);
 /* Releases everything the request owns (not the struct). */
 void http_req_release(http_req *req);
+
+/* ---- loop.c: waiting without a thread (see its header comment) */
+
+/* Suspends `conn` until `fd` is readable, `hup_fd` (its socket, or -1) hangs
+ * up, or cof_mono_ms() reaches `deadline_ms` (0 = no deadline); MHD then
+ * calls the handler or content reader again. Call only from MHD's access
+ * handler or a content reader, which then returns (a reader returns 0).
+ * Returns 0, or -1 when it cannot wait (the server is stopping, or out of
+ * memory or descriptors): the caller answers now. */
+int http_wait_on(http_wait *w, struct MHD_Connection *conn, int fd, int hup_fd,
+		 int64_t deadline_ms);
+/* Reads an eventfd empty (before looking at what it signals). */
+void http_drain_fd(int fd);
+/* Subscribes the request to `topics` (once; freed with the request). 0 or -1. */
+int http_subscribe(http_req *req, const struct cof_topic *topics, size_t n, cof_err *err);
+/* The request's subscription's fd, or -1. */
+int http_sub_fd(http_req *req);
+/* Runs req->route->handle on the worker pool with the connection suspended.
+ * 0, or -1 (stopping) when the caller should run it here. */
+int http_run_off_loop(http_req *req);
+/* Prints every request still under way to stderr (the stop's drain). */
+void http_dump_in_flight(void);
+/* Queues the answer a worker parked (on MHD's next call after the resume). */
+enum MHD_Result http_unpark(http_req *req);
+/* Starts the watcher and `workers` worker threads. 0 or -1 with err. */
+int http_loop_start(int workers, cof_err *err);
+/* Resumes every wait now and refuses new ones (the server is stopping). */
+void http_loop_wake_all(void);
+/* Joins the workers (each ends its job) and the watcher. */
+void http_loop_stop(void);
 
 /* ---- respond.c: answering (each queues one response and returns MHD's result) */
 
@@ -277,6 +341,8 @@ enum MHD_Result http_turn_get(http_req *req);
 enum MHD_Result http_turn_delete(http_req *req);
 enum MHD_Result http_turn_call(http_req *req);
 enum MHD_Result http_turn_file(http_req *req);
+/* Waits for every streamed call's thread to end (before turns close). */
+void http_turn_streams_wait(void);
 
 /* ---- relay.c: relay sessions (agent side with an API key; the client's
  * calls with the session's connect token, so their routes need no key) */

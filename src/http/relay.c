@@ -4,7 +4,9 @@
  * Parsing and rendering only; the rules are in src/relay.
  *
  * Both event streams are Server-Sent Events answered from a content reader
- * that waits in one-second steps: between steps it looks whether the peer
+ * that never blocks: with nothing to send it suspends the connection
+ * (loop.c) until the session's topic is published, the peer hangs up or a
+ * second passes, and looks again; between looks it sees whether the peer
  * closed its socket, so a client that goes away pauses its session within
  * about a second rather than at the next failed write.
  */
@@ -17,6 +19,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include "http/http.h"
+#include "store/notify.h"
 
 #define WHO(req) (&(req)->who)
 #define PING_MS 15000
@@ -148,6 +151,9 @@ typedef struct relay_sse {
 	const char *ping;     /* the keep-alive comment */
 	cof_buf buf;
 	size_t pos;
+	struct MHD_Connection *conn;
+	int sub_fd;           /* the request's subscription to the session */
+	http_wait wait;
 } relay_sse;
 
 /* True when the peer has closed its side of the socket. */
@@ -163,7 +169,7 @@ static int peer_gone(int fd)
 	return (p.revents & POLLIN) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-/* Renders the stream's next events into the buffer (one second at most). */
+/* Renders the stream's events there are now into the buffer. */
 static void sse_fill(relay_sse *e)
 {
 	json_t *evs = NULL, *ev;
@@ -173,7 +179,8 @@ static void sse_fill(relay_sse *e)
 
 	cof_buf_reset(&e->buf);
 	e->pos = 0;
-	r = cof_relay_stream_next(e->x, 1000, &evs, &err);
+	http_drain_fd(e->sub_fd);
+	r = cof_relay_stream_next(e->x, 0, &evs, &err);
 	json_array_foreach(evs, i, ev) {
 		json_int_t id = json_integer_value(json_object_get(ev, "id"));
 		char *data = json_dumps(json_object_get(ev, "data"), JSON_COMPACT);
@@ -206,6 +213,11 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 		if (peer_gone(e->fd))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		sse_fill(e);
+		if (e->pos < e->buf.len || e->done)
+			continue;
+		if (http_wait_on(&e->wait, e->conn, e->sub_fd, e->fd, cof_mono_ms() + 1000) == 0)
+			return 0;
+		e->done = 1; /* stopping: no wait */
 	}
 	size_t n = e->buf.len - e->pos < max ? e->buf.len - e->pos : max;
 	memcpy(out, e->buf.data + e->pos, n);
@@ -252,8 +264,17 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 		cof_relay_stream_close(x);
 		return http_send_fail(req, COF_EINTERNAL, "out of memory");
 	}
+	cof_topic t = cof_topic_session(req->param[0]);
+	cof_err err = {0};
+	if (http_subscribe(req, &t, 1, &err)) {
+		free(e);
+		cof_relay_stream_close(x);
+		return http_send_error(req, &err);
+	}
 	e->srv = req->srv;
 	e->x = x;
+	e->conn = req->conn;
+	e->sub_fd = http_sub_fd(req);
 	e->fd = ci ? ci->connect_fd : -1;
 	sse_socket_opts(e->fd);
 	e->ping = ping;

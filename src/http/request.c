@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include "http/http.h"
+#include "store/notify.h"
 
 size_t http_unescape_none(void *cls, struct MHD_Connection *conn, char *s)
 {
@@ -288,6 +289,11 @@ void http_req_release(http_req *req)
 	cof_upload_abort(req->up);
 	req->up = NULL;
 	cof_err_clear(&req->err);
+	cof_notify_unsubscribe(req->sub);
+	req->sub = NULL;
+	if (req->park_resp)
+		MHD_destroy_response(req->park_resp);
+	req->park_resp = NULL;
 }
 
 cof_upload *http_take_upload(http_req *req)

@@ -24,6 +24,14 @@ enum MHD_Result http_queue(http_req *req, unsigned status, struct MHD_Response *
 	if (req->request_id[0])
 		MHD_add_response_header(resp, "X-Request-Id", req->request_id);
 	req->status = status;
+	if (req->parking) {
+		/* on a worker: the loop thread queues it after the resume */
+		if (req->park_resp)
+			MHD_destroy_response(req->park_resp);
+		req->park_resp = resp;
+		req->park_status = status;
+		return MHD_YES;
+	}
 	ret = MHD_queue_response(req->conn, status, resp);
 	MHD_destroy_response(resp);
 	return ret;

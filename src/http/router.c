@@ -9,10 +9,13 @@
  * exception is a client waiting on `Expect: 100-continue`: it has sent no body
  * yet, so the error is answered at once and the body never comes.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include "http/http.h"
 
 /* Every route this server answers; the one place to look. */
@@ -109,25 +112,27 @@ static const http_route routes[] = {
 	{ "POST", "/v1/agents/{}/users/{}/sessions", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
 	  http_subject_session },
 	{ "POST", "/v1/turns", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_turn_create },
-	{ "GET", "/v1/turns/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_turn_get },
+	{ "GET", "/v1/turns/{}", HTTP_F_AUTH | HTTP_F_FORWARDS, HTTP_BODY_NONE, NULL, http_turn_get },
 	{ "DELETE", "/v1/turns/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_turn_delete },
-	{ "POST", "/v1/turns/{}/calls", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_turn_call },
-	{ "GET", "/v1/turns/{}/files/{}/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
+	{ "POST", "/v1/turns/{}/calls", HTTP_F_AUTH | HTTP_F_LONG, HTTP_BODY_JSON, NULL,
+	  http_turn_call },
+	{ "GET", "/v1/turns/{}/files/{}/{}", HTTP_F_AUTH | HTTP_F_FORWARDS, HTTP_BODY_NONE, NULL,
 	  http_turn_file },
 
 	{ "POST", "/v1/relay/sessions", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_relay_create },
 	{ "GET", "/v1/relay/sessions", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_relay_list },
-	{ "GET", "/v1/relay/sessions/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_relay_get },
+	{ "GET", "/v1/relay/sessions/{}", HTTP_F_AUTH | HTTP_F_FORWARDS, HTTP_BODY_NONE, NULL, http_relay_get },
 	{ "DELETE", "/v1/relay/sessions/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
 	  http_relay_delete },
-	{ "POST", "/v1/relay/sessions/{}/ops", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_relay_op },
-	{ "GET", "/v1/relay/sessions/{}/ops/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
+	{ "POST", "/v1/relay/sessions/{}/ops", HTTP_F_AUTH | HTTP_F_LONG, HTTP_BODY_JSON, NULL,
+	  http_relay_op },
+	{ "GET", "/v1/relay/sessions/{}/ops/{}", HTTP_F_AUTH | HTTP_F_FORWARDS, HTTP_BODY_NONE, NULL,
 	  http_relay_op_get },
 	{ "GET", "/v1/relay/sessions/{}/events", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
 	  http_relay_events },
 	{ "POST", "/v1/relay/sessions/{}/abort", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
 	  http_relay_abort },
-	{ "GET", "/v1/relay/sessions/{}/log", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_relay_log },
+	{ "GET", "/v1/relay/sessions/{}/log", HTTP_F_AUTH | HTTP_F_FORWARDS, HTTP_BODY_NONE, NULL, http_relay_log },
 	/* the user's client: the connect token, checked by the handlers */
 	{ "POST", "/v1/relay/sessions/{}/connect", 0, HTTP_BODY_JSON, NULL, http_relay_connect },
 	{ "POST", "/v1/relay/sessions/{}/results/{}", HTTP_F_BADBODY, HTTP_BODY_JSON, NULL,
@@ -407,6 +412,82 @@ static void request_id(http_req *req)
 		cof_id_new("req_", req->request_id, sizeof req->request_id);
 }
 
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static http_req *live_head;
+
+static void live_add(http_req *req)
+{
+	pthread_mutex_lock(&live_mu);
+	req->live_next = live_head;
+	if (live_head)
+		live_head->live_prev = req;
+	live_head = req;
+	pthread_mutex_unlock(&live_mu);
+}
+
+static void live_del(http_req *req)
+{
+	pthread_mutex_lock(&live_mu);
+	if (req->live_prev)
+		req->live_prev->live_next = req->live_next;
+	else
+		live_head = req->live_next;
+	if (req->live_next)
+		req->live_next->live_prev = req->live_prev;
+	pthread_mutex_unlock(&live_mu);
+}
+
+void http_dump_in_flight(void)
+{
+	pthread_mutex_lock(&live_mu);
+	for (http_req *r = live_head; r; r = r->live_next) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
+		fprintf(stderr, "cofferd: still in flight: %s %s route=%s off_loop=%d "
+			"suspended=%d armed=%d\n", r->method, r->url,
+			r->route ? r->route->pattern : "-", r->off_loop,
+			ci ? (int)ci->suspended : -1, r->wait.armed);
+	}
+	pthread_mutex_unlock(&live_mu);
+}
+
+/* True when the body's Content-Length is known and fully in (then MHD goes on
+ * to the final call without reading the socket again). */
+static int body_complete(http_req *req)
+{
+	const char *v = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_CONTENT_LENGTH);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	return errno == 0 && *end == '\0' && (unsigned long long)req->bytes_in >= n;
+}
+
+/* A client that sends part of a body and closes can leave the request under
+ * way until the idle timeout: in epoll mode (edge-triggered) MHD 0.9.75 takes
+ * a short read as "nothing more to read", so a FIN that came with the last
+ * bytes raises no new event and is never read. Called with each piece of a
+ * body: when the client's side is closed with nothing left unread (a peek
+ * reads 0) and the body is not known to be complete, the connection is
+ * suspended and resumed at once, since MHD marks a resumed connection
+ * readable: it reads again, sees the end and aborts the request. */
+static void kick_if_peer_closed(http_req *req)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	char b;
+
+	if (!ci || recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0 ||
+	    body_complete(req))
+		return;
+	MHD_suspend_connection(req->conn);
+	MHD_resume_connection(req->conn);
+}
+
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
 			    const char *method, const char *version,
 			    const char *upload_data, size_t *upload_data_size,
@@ -426,15 +507,19 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		request_id(req);
 		*con_cls = req;
 		__atomic_add_fetch(&srv->in_flight, 1, __ATOMIC_SEQ_CST);
+		live_add(req);
 		req_begin(req, url);
 		if (req->failed && http_expects_continue(req))
 			return answer_error(req);
 		return MHD_YES;
 	}
+	if (req->off_loop == HTTP_OFF_DONE)
+		return http_unpark(req); /* a worker ran the handler */
 	if (*upload_data_size != 0) {
 		req->bytes_in += (int64_t)*upload_data_size;
 		req_feed(req, upload_data, *upload_data_size);
 		*upload_data_size = 0;
+		kick_if_peer_closed(req);
 		return MHD_YES;
 	}
 	if (!req->failed && is_json(req->route) && parse_json(req) &&
@@ -445,6 +530,13 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 	/* A streamed body's handler can count on the upload its begin set up. */
 	if (req->route->body == HTTP_BODY_STREAM && req->up == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
+	/* Whatever is not a GET writes (an fsync), runs a turn call or waits
+	 * for a relay op, and a GET that may be carried to another node waits
+	 * for that node: they run on a worker, not on an event-loop thread. */
+	if (req->off_loop == HTTP_OFF_NO &&
+	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS)) &&
+	    http_run_off_loop(req) == 0)
+		return MHD_YES;
 	return req->route->handle(req);
 }
 
@@ -458,6 +550,7 @@ void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (req == NULL)
 		return;
+	live_del(req);
 	http_log_request(req);
 	http_metrics_request(req);
 	http_req_release(req);

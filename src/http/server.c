@@ -2,8 +2,12 @@
  * server.c — cofferd's main: flags, the listening socket, MHD, the background
  * gc thread, and a graceful stop on SIGTERM/SIGINT.
  *
- * Threads: MHD runs one thread per connection (a long-poll on /changes holds
- * its thread while it waits); one more thread runs cof_gc every interval;
+ * Threads: MHD runs --threads event-loop threads (epoll, one per core by
+ * default) that read requests and write answers for every connection; a
+ * handler that may block (anything but a GET) runs on one of --workers
+ * worker threads, and a long-poll or event stream with nothing to say is
+ * suspended on a notification fd by loop.c's watcher thread, so no thread
+ * is held by a waiting request. One more thread runs cof_gc every interval;
  * one more closes connections whose request head is late (head_guard); the
  * calling thread waits for a signal with sigwait, so no handler runs in
  * signal context.
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +38,9 @@
 
 #define COFFERD_VERSION "0.1.0"
 #define DRAIN_SECONDS 30        /* requests under way get this long at stop */
-#define CONN_LIMIT 512          /* --max-conns */
+#define CONN_LIMIT 16384        /* --max-conns, unless the open-file limit is lower */
+#define FD_RESERVE 512          /* descriptors kept for files, the store, turns */
+#define WORKERS 32              /* --workers */
 #define CONN_PER_IP 128         /* --max-conns-per-ip */
 #define HEAD_TIMEOUT 30         /* --head-timeout, seconds */
 #define CONN_TIMEOUT 300        /* seconds a connection may stay idle */
@@ -60,6 +67,9 @@ typedef struct server_opts {
 	int64_t max_conns;
 	int64_t max_conns_per_ip;
 	int64_t head_timeout;
+	int64_t threads;         /* 0 = one per core */
+	int64_t workers;
+	int max_conns_given;
 	int turn_rlimits;        /* --turn-limits rlimit */
 	const char *meta;        /* --meta URL; NULL = DATA/meta.db */
 	const char *blobs;       /* --blobs URL; NULL = DATA/blobs */
@@ -117,7 +127,8 @@ static void usage(FILE *to)
 	      "               [--relay-sessions-per-org N] [--max-conns N]\n"
 	      "               [--max-conns-per-ip N] [--head-timeout SECONDS] [--log FILE]\n"
 	      "               [--rate-limit N] [--metrics-listen HOST:PORT]\n"
-	      "               [--config FILE] [--help] [--version]\n"
+	      "               [--config FILE] [--threads N] [--workers N]\n"
+	      "               [--help] [--version]\n"
 	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
 	      "                         (flags given here win)\n"
 	      "  --data DIR             data directory (default ./data)\n"
@@ -155,7 +166,8 @@ static void usage(FILE *to)
 	      "                         (default 1000)\n"
 	      "  --relay-sessions-per-org N  relay sessions not ended, per organization\n"
 	      "                         (default 100)\n"
-	      "  --max-conns N          connections at once (default 512)\n"
+	      "  --max-conns N          connections at once (default 16384, less when the\n"
+	      "                         open-file limit is lower)\n"
 	      "  --max-conns-per-ip N   connections at once from one address (default 128)\n"
 	      "  --head-timeout SECONDS a request's line and headers must be in this long\n"
 	      "                         after the connect or the previous answer\n"
@@ -164,7 +176,10 @@ static void usage(FILE *to)
 	      "                         (default: none; past it 429 with Retry-After)\n"
 	      "  --metrics-listen HOST:PORT  serve GET /metrics there without a key\n"
 	      "                         (default: none; /metrics on --listen needs a\n"
-	      "                         key of the admin's organization)\n", to);
+	      "                         key of the admin's organization)\n"
+	      "  --threads N            event-loop threads (default one per core)\n"
+	      "  --workers N            threads for handlers that may block (default 32):\n"
+	      "                         N for writes, N more for turn calls and relay ops\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -240,7 +255,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--relay-sessions") || !strcmp(a, "--relay-sessions-per-org") ||
 			    !strcmp(a, "--max-conns") || !strcmp(a, "--max-conns-per-ip") ||
 			    !strcmp(a, "--head-timeout") || !strcmp(a, "--rate-limit") ||
-			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config");
+			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config") ||
+			    !strcmp(a, "--threads") || !strcmp(a, "--workers");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -311,6 +327,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--max-conns") &&
 			   parse_count(v, COUNT_MAX, &o->max_conns) == 0) {
+			o->max_conns_given = 1;
+		} else if (!strcmp(a, "--threads") && parse_count(v, 256, &o->threads) == 0) {
+			continue;
+		} else if (!strcmp(a, "--workers") && parse_count(v, 4096, &o->workers) == 0) {
 			continue;
 		} else if (!strcmp(a, "--max-conns-per-ip") &&
 			   parse_count(v, COUNT_MAX, &o->max_conns_per_ip) == 0) {
@@ -585,16 +605,50 @@ static void head_stop(head_guard *g)
 	g->started = 0;
 }
 
+/* Raises the open-file limit to its hard limit (an idle connection holds one
+ * descriptor, a waiting one two) and fits --max-conns under it: a default
+ * is lowered to what fits, a --max-conns over it is lowered with a warning. */
+static void fit_conns(server_opts *o)
+{
+	struct rlimit rl;
+	int64_t room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return;
+	room = (int64_t)rl.rlim_cur - FD_RESERVE;
+	if (room < 16)
+		room = 16;
+	if (o->max_conns <= room)
+		return;
+	if (o->max_conns_given)
+		fprintf(stderr, "cofferd: --max-conns %lld is over what the open-file limit "
+			"(%llu) leaves room for; using %lld\n", (long long)o->max_conns,
+			(unsigned long long)rl.rlim_cur, (long long)room);
+	o->max_conns = room;
+}
+
 /* Starts MHD on the bound socket `fd` (MHD owns it from here), with the
- * connection bounds of `o` and the head deadline of `g`. */
+ * connection bounds of `o` and the head deadline of `g`: --threads event
+ * loops (epoll), each accepting on the socket, suspend and resume on. */
 static struct MHD_Daemon *mhd_start(head_guard *g, const server_opts *o, int fd)
 {
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_USE_ERROR_LOG;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned threads = o->threads ? (unsigned)o->threads
+				      : (unsigned)(cores < 1 ? 1 : cores > 64 ? 64 : cores);
 
 	return MHD_start_daemon(
 		flags, 0, NULL, NULL, head_access, g,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+		MHD_OPTION_THREAD_POOL_SIZE, threads,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_conns,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT,
@@ -620,7 +674,13 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 		close(lfd);
 	for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
 		cof_changes_wake_all(srv->st);
+		http_loop_wake_all();
 		if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) <= 0)
+			break;
+		/* no connection left: nothing is under way, whatever the count says */
+		const union MHD_DaemonInfo *di =
+			MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (di && di->num_connections == 0)
 			break;
 		int s = sigtimedwait(sigs, NULL, &tick);
 		if (s == SIGHUP) {
@@ -630,6 +690,9 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 			break;
 		}
 	}
+	if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) > 0)
+		http_dump_in_flight();
+	http_loop_stop(); /* every job ended and every wait resumed: none suspended */
 	MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;
 }
@@ -681,8 +744,8 @@ static int open_turns(const server_opts *o, http_server *srv)
 int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
-			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, NULL, NULL, NULL, NULL, NULL,
-			  0, "", "" };
+			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
+			  NULL, NULL, NULL, NULL, NULL, 0, "", "" };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -697,6 +760,7 @@ int cofferd_main(int argc, char **argv)
 	if ((rc = parse_args(cargc, cargv, &o)) >= 0)
 		return rc;
 	http_rate_configure(o.rate_limit);
+	fit_conns(&o);
 	memset(&srv, 0, sizeof(srv));
 	memset(&gc, 0, sizeof(gc));
 	memset(&hg, 0, sizeof(hg));
@@ -731,12 +795,19 @@ int cofferd_main(int argc, char **argv)
 	}
 	fd = listen_socket(&o, &srv.port);
 	snprintf(srv.host, sizeof(srv.host), strchr(o.host, ':') ? "[%s]" : "%s", o.host);
+	if (fd >= 0 && http_loop_start((int)o.workers, &rerr)) {
+		fprintf(stderr, "cofferd: %s\n", rerr.msg);
+		cof_err_clear(&rerr);
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0 || head_start(&hg, &srv, o.head_timeout) ||
 	    (srv.mhd = mhd_start(&hg, &o, fd)) == NULL) {
 		if (fd >= 0) {
 			fprintf(stderr, "cofferd: cannot start the HTTP server\n");
 			close(fd);
 		}
+		http_loop_stop();
 		head_stop(&hg);
 		cof_turns_close(srv.turns);
 		cof_relay_close(srv.relay);
@@ -744,6 +815,7 @@ int cofferd_main(int argc, char **argv)
 		return 1;
 	}
 	if (gc_start(&gc, srv.st, o.gc_interval)) {
+		http_loop_stop();
 		MHD_stop_daemon(srv.mhd);
 		head_stop(&hg);
 		cof_turns_close(srv.turns);
@@ -778,6 +850,7 @@ int cofferd_main(int argc, char **argv)
 	http_nodes_stop();
 	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
 	mhd_drain(&srv, &sigs);
+	http_turn_streams_wait();
 	http_metrics_listen_stop();
 	head_stop(&hg);
 	cof_turns_close(srv.turns);

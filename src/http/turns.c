@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include "http/http.h"
 
 /* Rewrites the `url` of each of out.files (and of `out` itself when it is
@@ -80,8 +82,11 @@ enum MHD_Result http_turn_file(http_req *req)
 
 /* ------------------------------------------------------------ SSE calls */
 
-/* A call streamed as events: a worker thread runs it and appends events to
- * `buf`; MHD's reader takes them as they come. */
+/* A call streamed as events: a thread of its own runs it and appends events
+ * to `buf`, poking `efd`; MHD's reader takes them as they come and, with
+ * none there, suspends the connection on `efd` (loop.c). The thread and the
+ * response each hold a reference: whichever ends last frees it, so a client
+ * that goes away never makes a loop thread wait for the call's end. */
 typedef struct call_stream {
 	http_req *req;           /* only while the handler runs (for URLs) */
 	cof_turns *turns;
@@ -96,7 +101,53 @@ typedef struct call_stream {
 	cof_buf buf;
 	size_t pos;
 	int done;
+	int refs;                /* the thread's and the response's */
+	int efd;                 /* readable once buf grew or done was set */
+	struct MHD_Connection *conn;
+	http_wait wait;
 } call_stream;
+
+/* Streamed calls whose thread still runs (the server waits for them before
+ * it closes turns) and the lock and cond of that count. */
+static int live_calls;
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t live_cv = PTHREAD_COND_INITIALIZER;
+
+void http_turn_streams_wait(void)
+{
+	pthread_mutex_lock(&live_mu);
+	while (live_calls > 0)
+		pthread_cond_wait(&live_cv, &live_mu);
+	pthread_mutex_unlock(&live_mu);
+}
+
+/* Drops one reference (under no lock); the last frees the stream. */
+static void stream_unref(call_stream *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int last = --s->refs == 0;
+	pthread_mutex_unlock(&s->mu);
+	if (!last)
+		return;
+	json_decref(s->body);
+	cof_buf_release(&s->buf);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	close(s->efd);
+	free(s);
+}
+
+/* Wakes the reader (under s->mu): the cond for a reader that could not
+ * suspend, the eventfd for a suspended one. */
+static void stream_poke(call_stream *s)
+{
+	uint64_t one = 1;
+
+	pthread_cond_broadcast(&s->cv);
+	if (write(s->efd, &one, sizeof one) < 0) {
+		/* EAGAIN: the counter is full, so it is readable anyway */
+	}
+}
 
 /* Makes `url` fields absolute with the stream's base. */
 static void stream_url(const call_stream *s, json_t *o)
@@ -122,7 +173,7 @@ static void stream_event(void *cls, const char *type, json_t *data)
 	text = json_dumps(copy, JSON_COMPACT);
 	pthread_mutex_lock(&s->mu);
 	cof_buf_addf(&s->buf, "event: %s\ndata: %s\n\n", type, text ? text : "{}");
-	pthread_cond_broadcast(&s->cv);
+	stream_poke(s);
 	pthread_mutex_unlock(&s->mu);
 	free(text);
 	json_decref(copy);
@@ -147,8 +198,13 @@ static void *stream_main(void *arg)
 	cof_err_clear(&err);
 	pthread_mutex_lock(&s->mu);
 	s->done = 1;
-	pthread_cond_broadcast(&s->cv);
+	stream_poke(s);
 	pthread_mutex_unlock(&s->mu);
+	stream_unref(s);
+	pthread_mutex_lock(&live_mu);
+	if (--live_calls == 0)
+		pthread_cond_broadcast(&live_cv);
+	pthread_mutex_unlock(&live_mu);
 	return NULL;
 }
 
@@ -159,8 +215,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 
 	(void)pos;
 	pthread_mutex_lock(&s->mu);
-	while (s->pos == s->buf.len && !s->done)
-		pthread_cond_wait(&s->cv, &s->mu);
+	while (s->pos == s->buf.len && !s->done) {
+		http_drain_fd(s->efd); /* under s->mu: a poke after this is seen */
+		if (http_wait_on(&s->wait, s->conn, s->efd, -1, 0) == 0) {
+			pthread_mutex_unlock(&s->mu);
+			return 0;
+		}
+		pthread_cond_wait(&s->cv, &s->mu); /* stopping: the call ends soon */
+	}
 	if (s->pos == s->buf.len) {
 		pthread_mutex_unlock(&s->mu);
 		return MHD_CONTENT_READER_END_OF_STREAM;
@@ -179,14 +241,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 /* The call runs to its end even when the client goes away. */
 static void stream_free(void *cls)
 {
-	call_stream *s = cls;
-
-	pthread_join(s->tid, NULL);
-	json_decref(s->body);
-	cof_buf_release(&s->buf);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
-	free(s);
+	stream_unref(cls);
 }
 
 /* True when the client asked for text/event-stream. */
@@ -210,13 +265,27 @@ static enum MHD_Result call_streamed(http_req *req)
 	snprintf(s->run, sizeof s->run, "%s", run ? run : "");
 	s->body = json_incref(req->json);
 	http_base_url(req, s->base, sizeof s->base);
+	s->conn = req->conn;
+	s->refs = 2;
+	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	if (pthread_create(&s->tid, NULL, stream_main, s)) {
+	pthread_mutex_lock(&live_mu);
+	live_calls++;
+	pthread_mutex_unlock(&live_mu);
+	if (s->efd < 0 || pthread_create(&s->tid, NULL, stream_main, s)) {
+		pthread_mutex_lock(&live_mu);
+		live_calls--;
+		pthread_mutex_unlock(&live_mu);
+		if (s->efd >= 0)
+			close(s->efd);
 		json_decref(s->body);
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
 		free(s);
 		return http_send_fail(req, COF_EINTERNAL, "cannot start the call");
 	}
+	pthread_detach(s->tid);
 	return http_send_events(req, 16384, stream_read, s, stream_free);
 }
 

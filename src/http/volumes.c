@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include "http/http.h"
+#include "store/notify.h"
 
 #define ORG(req) ((req)->who.org)
 
@@ -135,23 +136,43 @@ enum MHD_Result http_files_list(http_req *req)
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 
-/* GET /v1/volumes/{id}/changes?since=&prefix=&wait= — blocks this connection's
- * thread for up to `wait` seconds; a stopping server does not wait. */
+/* True when a changes answer holds no change (a long-poll waits on). */
+static int no_changes(json_t *out)
+{
+	return json_array_size(json_object_get(out, "changes")) == 0;
+}
+
+/* GET /v1/volumes/{id}/changes?since=&prefix=&wait= — a long-poll holds no
+ * thread: with nothing to say it is suspended on its subscription to the
+ * volume until a commit, the deadline or the stop; MHD then calls this
+ * again, which looks again (the fd is drained first, so a commit after the
+ * look wakes it). Subscribed before the first look: no commit is missed. */
 enum MHD_Result http_changes(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	const char *prefix;
 	int64_t since = 0, wait = 0;
+	int stopping = __atomic_load_n(&req->srv->stopping, __ATOMIC_SEQ_CST);
 
 	if (http_query_int(req, "since", 0, INT64_MAX, &since, &err) ||
 	    http_query(req, "prefix", &prefix, &err) ||
 	    http_query_int(req, "wait", 0, 60, &wait, &err))
 		return http_send_error(req, &err);
-	if (__atomic_load_n(&req->srv->stopping, __ATOMIC_SEQ_CST))
-		wait = 0;
-	int rc = cof_changes(req->srv->st, ORG(req), req->param[0], since, prefix,
-			     (int)wait, &out, &err);
+	if (wait > 0 && !stopping && req->wait_until == 0) {
+		cof_topic t = cof_topic_volume(ORG(req), req->param[0]);
+		if (http_subscribe(req, &t, 1, &err))
+			return http_send_error(req, &err);
+		req->wait_until = cof_mono_ms() + wait * 1000;
+	}
+	http_drain_fd(http_sub_fd(req));
+	int rc = cof_changes(req->srv->st, ORG(req), req->param[0], since, prefix, 0, &out,
+			     &err);
+	if (rc == 0 && req->sub && no_changes(out) && cof_mono_ms() < req->wait_until &&
+	    http_wait_on(&req->wait, req->conn, http_sub_fd(req), -1, req->wait_until) == 0) {
+		json_decref(out);
+		return MHD_YES;
+	}
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 

@@ -1,0 +1,252 @@
+"""The event-driven server (issue 13.1): many idle keep-alive connections and many
+waiting long-polls are held at once without a thread each, other requests are served
+meanwhile, a write wakes every long-poll on its volume, and a stop answers the
+long-polls still waiting.
+
+Structural, not timed: the count of cofferd's threads (/proc/PID/status) stays far
+below the count of connections it holds (one thread per connection would need
+thousands), and every answer is awaited within the harness's timeouts. The client
+side is raw sockets and select(), one thread for all of them."""
+
+import json
+import resource
+import select
+import socket
+import time
+
+import harness
+from harness import check, eq, expect
+
+TIMEOUT = 240
+IDLE = 2000          # idle keep-alive connections held
+POLLS = 200          # long-polls waiting at once
+THREADS_MAX = 200    # cofferd's threads while holding IDLE + POLLS connections
+
+
+def _raise_nofile(need):
+    """Raises this process's open-file limit to its hard limit; skips when even that
+    is below `need` (cofferd raises its own the same way, at start)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    if soft < need:
+        harness.skip("needs %d open files, the hard limit is %d" % (need, soft))
+
+
+def _threads(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise AssertionError("no Threads: line for pid %d" % pid)
+
+
+def _connect(srv):
+    s = socket.create_connection((srv.host, srv.port), timeout=30 * harness.SCALE)
+    return s
+
+
+class Poll:
+    """One long-poll on its own socket: sends GET .../changes?since=&wait=60 and reads
+    the answer without blocking (feed() as bytes arrive)."""
+
+    def __init__(self, srv, vid, since):
+        self.srv, self.vid, self.since = srv, vid, since
+        self.sock = _connect(srv)
+        self.sock.setblocking(False)
+        self.answers = []   # (status, json) in order
+        self.buf = b""
+        self.send()
+
+    def send(self):
+        req = ("GET /v1/volumes/%s/changes?since=%d&wait=60 HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % (self.vid, self.since, self.srv.key))
+        self.sock.setblocking(True)
+        self.sock.sendall(req.encode())
+        self.sock.setblocking(False)
+
+    def feed(self):
+        """Reads what there is; parses complete answers. False once the peer closed."""
+        try:
+            chunk = self.sock.recv(65536)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        self.buf += chunk
+        self.parse()
+        return True
+
+    def parse(self):
+        """Takes the complete answers out of the buffer."""
+        while b"\r\n\r\n" in self.buf:
+            head, rest = self.buf.split(b"\r\n\r\n", 1)
+            lines = head.decode("latin-1").split("\r\n")
+            clen = 0
+            for l in lines[1:]:
+                k, _, v = l.partition(":")
+                if k.strip().lower() == "content-length":
+                    clen = int(v.strip())
+            if len(rest) < clen:
+                return
+            body, self.buf = rest[:clen], rest[clen:]
+            self.answers.append((int(lines[0].split()[1]), json.loads(body) if body else None))
+
+    def changed(self):
+        """True once an answer carried a change; an empty one (the wait ended) is
+        followed by the next long-poll, as a client does."""
+        for st, body in self.answers:
+            eq(st, 200, "a long-poll's status: %r" % (body,))
+            if body["changes"]:
+                return True
+        if self.answers:
+            self.answers = []
+            self.send()
+        return False
+
+
+def _ready(polls, wait):
+    """The polls whose socket is readable within `wait` seconds (poll(2): the
+    descriptors are past select's 1,024)."""
+    pl = select.poll()
+    by_fd = {}
+    for p in polls:
+        pl.register(p.sock.fileno(), select.POLLIN)
+        by_fd[p.sock.fileno()] = p
+    return [by_fd[fd] for fd, _ in pl.poll(wait * 1000)]
+
+
+def _pump(polls, until, what):
+    """Feeds the polls until until(polls) is true; fails after the harness timeout."""
+    deadline = time.time() + 120 * harness.SCALE
+    while not until(polls):
+        check(time.time() < deadline, what)
+        for p in _ready(polls, 0.5):
+            check(p.feed(), "a long-poll's connection stays open")
+
+
+def test_many_idle_and_waiting_connections_without_threads():
+    """2,000 idle keep-alive connections and 200 long-polls are held; meanwhile writes
+    and reads on another volume are answered, cofferd runs far fewer threads than it
+    holds connections, one write wakes all 200 long-polls with that change, and SIGTERM
+    answers 200 long-polls waiting again and exits 0."""
+    _raise_nofile(IDLE + POLLS + 200)
+    with harness.server(args=["--max-conns", str(IDLE + POLLS + 100),
+                              "--max-conns-per-ip", str(IDLE + POLLS + 100),
+                              "--head-timeout", "600"]) as srv:
+        quiet = srv.create_volume(name="waited-on")["id"]
+        busy = srv.create_volume(name="busy")["id"]
+        since = srv.seq(quiet)
+        idle, polls = [], []
+        try:
+            # keep-alive connections: one request answered, then left open
+            for i in range(IDLE):
+                s = _connect(srv)
+                idle.append(s)
+                if i % 100 == 0:
+                    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    check(b"200" in s.recv(4096).split(b"\r\n")[0],
+                          "health on kept connection %d" % i)
+            polls = [Poll(srv, quiet, since) for _ in range(POLLS)]
+            # other requests are served while all of that is held
+            for i in range(20):
+                expect(srv.put_file(busy, "f%d.txt" % i, b"x" * 4096), 201)
+                r = expect(srv.get_file(busy, "f%d.txt" % i), 200)
+                eq(len(r.body), 4096, "file %d read back" % i)
+            # every long-poll is waiting (no answer with a change: nothing changed)
+            _pump(polls, lambda ps: True, "")
+            check(not any(p.changed() for p in polls), "no change answered before the write")
+            threads = _threads(srv.proc.pid)
+            check(threads < THREADS_MAX,
+                  "cofferd holds %d connections with %d threads (under %d)"
+                  % (IDLE + POLLS, threads, THREADS_MAX))
+            # one write to the waited-on volume wakes every long-poll
+            put = expect(srv.put_file(quiet, "woke.txt", b"now"), 201).json()
+            _pump(polls, lambda ps: all(p.changed() for p in ps),
+                  "all %d long-polls answered the write" % POLLS)
+            for p in polls:
+                st, body = p.answers[-1]
+                paths = [c.get("path") for c in body["changes"]]
+                check("woke.txt" in paths, "the long-poll's change names woke.txt: %r" % body)
+                check(body["seq"] >= put.get("seq", 0), "the answer's seq: %r" % body)
+            # the idle connections are still there and still serve
+            for i in range(0, IDLE, 250):
+                idle[i].sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                check(b"200" in idle[i].recv(4096).split(b"\r\n")[0],
+                      "health on idle connection %d after the wake" % i)
+            # long-polls waiting again are answered by a stop, which exits 0
+            since2 = srv.seq(quiet)
+            for p in polls:
+                p.answers, p.since = [], since2
+                p.send()
+            _pump(polls, lambda ps: True, "")
+            eq(srv.stop(), 0, "cofferd's exit code, stopped with 200 long-polls waiting")
+            open_ = list(polls)
+            deadline = time.time() + 60 * harness.SCALE
+            while open_ and time.time() < deadline:
+                for p in _ready(open_, 0.5):
+                    if not p.feed() or p.answers:
+                        open_.remove(p)
+            for p in polls:
+                check(p.answers, "a long-poll waiting at the stop was answered")
+                eq(p.answers[0][0], 200, "the status of a long-poll answered at the stop")
+        finally:
+            for s in idle:
+                s.close()
+            for p in polls:
+                p.sock.close()
+
+
+
+def _cut_upload(srv, vid, name, head_extra, body):
+    """Sends a PUT of `name` whose body stops short, then half-closes at once, so
+    the last bytes and the FIN come together: the pattern the SDKs' retry tests
+    make (a proxy cutting an upload). Returns the request id sent."""
+    rid = "cut-%s" % name
+    s = _connect(srv)
+    head = ("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+            "X-Request-Id: %s\r\nContent-Type: application/octet-stream\r\n%s\r\n") % (
+        srv.file_path(vid, name), srv.key, rid, head_extra)
+    s.sendall(head.encode() + body)
+    s.shutdown(socket.SHUT_WR)
+    return s, rid
+
+
+@harness.timeout(TIMEOUT)
+def test_upload_cut_by_the_client_ends_and_the_stop_is_prompt():
+    """An upload whose client sends part of the body and closes (FIN with the last
+    bytes) ends at once as aborted, not at the 300 s idle timeout: before, MHD's
+    epoll loop took the last short read as "nothing more to read" and never saw
+    the FIN, the request stayed counted in flight and the stop waited its 30 s
+    drain. Both a Content-Length body and a chunked one; nothing is stored."""
+    with harness.Server(args=["--threads", "2"]) as srv:
+        vid = srv.create_volume()["id"]
+        part = bytes(range(256)) * 1024                    # 256 KiB of a 1 MiB body
+        socks, rids = [], []
+        for i in range(4):
+            s, rid = _cut_upload(srv, vid, "len%d.bin" % i,
+                                 "Content-Length: %d\r\n" % (1 << 20), part)
+            socks.append(s)
+            rids.append(rid)
+            chunks = b"".join(b"%x\r\n%s\r\n" % (len(part[j:j + 65536]), part[j:j + 65536])
+                              for j in range(0, len(part), 65536))
+            s, rid = _cut_upload(srv, vid, "chunk%d.bin" % i,
+                                 "Transfer-Encoding: chunked\r\n", chunks)
+            socks.append(s)
+            rids.append(rid)
+        deadline = time.time() + 20 * harness.SCALE
+        left = rids
+        while left and time.time() < deadline:
+            log = srv.log()
+            left = [r for r in rids if '"requestId":"%s"' % r not in log]
+            time.sleep(0.2)
+        check(not left, "cut uploads still under way after 20 s (no request log "
+              "line): %s\n%s" % (left, srv.log_tail()))
+        for s in socks:
+            s.close()
+        eq(len(srv.list_files(vid)["files"]), 0,
+           "files stored by cut uploads")
+        t0 = time.time()
+        eq(srv.stop(timeout=10), 0, "cofferd's exit code, stopped after cut uploads")
+        check(time.time() - t0 < 10 * harness.SCALE, "the stop took its drain")
