@@ -199,8 +199,8 @@ int cof_pg_volume_drop(pgconn *c, int64_t vno, cof_err *err)
 {
 	/* The grace period of the content starts now. */
 	static const char *const sqls[] = {
-		"UPDATE blobs SET orphan_since = $2 WHERE orphan_since IS NULL AND"
-		" sha256 IN (SELECT sha256 FROM entries WHERE vno = $1)",
+		("UPDATE blobs SET orphan_since = $2 WHERE orphan_since IS NULL AND"
+		 " sha256 IN (SELECT sha256 FROM entries WHERE vno = $1)"),
 		"DELETE FROM entries WHERE vno = $1",
 		"DELETE FROM changes WHERE vno = $1",
 		"DELETE FROM volumes WHERE vno = $1",

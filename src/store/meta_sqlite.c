@@ -569,8 +569,8 @@ int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err)
 {
 	/* The grace period of the content starts now. */
 	static const char *const sqls[] = {
-		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
-		" sha256 IN (SELECT sha256 FROM entries WHERE vno = ?)",
+		("UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
+		 " sha256 IN (SELECT sha256 FROM entries WHERE vno = ?)"),
 		"DELETE FROM entries WHERE vno = ?",
 		"DELETE FROM changes WHERE vno = ?",
 		"DELETE FROM volumes WHERE vno = ?",

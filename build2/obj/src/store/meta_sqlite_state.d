@@ -1,7 +1,0 @@
-build2/obj/src/store/meta_sqlite_state.o: src/store/meta_sqlite_state.c \
- src/store/meta_sqlite.h src/store/meta.h include/coffer.h \
- src/util/util.h
-src/store/meta_sqlite.h:
-src/store/meta.h:
-include/coffer.h:
-src/util/util.h:

@@ -1,2 +1,0 @@
-build2/obj/src/util/err.o: src/util/err.c include/coffer.h
-include/coffer.h:

@@ -1,2 +1,0 @@
-build2/obj/src/util/range.o: src/util/range.c src/util/range.h
-src/util/range.h:
