@@ -32,6 +32,10 @@ Failures are printed with their details, skips with their reasons; the last line
 exactly `N passed, N failed` over every pass, after one
 `pass ENGINE: N passed, N failed, N skipped` line per pass, and the exit status is 1 when anything failed. Cases are named `binary::test` and
 `module::test`; -k keeps the cases whose name contains SUBSTR.
+
+Each module runs with $TMPDIR set to a folder of its own (mode 1777, as /tmp), which is
+removed when the module ends, mounts left in it detached first: tests need not clean up
+after themselves to leave /tmp as it was.
 """
 
 import argparse
@@ -42,6 +46,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -215,6 +220,11 @@ def run_module_process(mod, args, results, scale, engine="embedded"):
         env["COFFER_TEST_S3"] = args.s3env
     fd, resfile = tempfile.mkstemp(prefix="coffer-res-")
     os.close(fd)
+    # Everything the module and what it starts put in $TMPDIR goes in a folder of the
+    # module's own, removed when it ends: a failed or killed test leaves nothing in /tmp.
+    tmp = tempfile.mkdtemp(prefix="coffer-t-")
+    os.chmod(tmp, 0o1777)   # as /tmp is: a turn's uid may make its own folders there
+    env["TMPDIR"] = tmp
     cmd = [sys.executable, "-B", os.path.abspath(__file__), "--worker", mod, "--build",
            args.build, "--results", resfile]
     if args.k:
@@ -239,10 +249,31 @@ def run_module_process(mod, args, results, scale, engine="embedded"):
             results.add(prefix + r["name"], r["status"], r.get("details", ""),
                         r.get("duration"))
     os.unlink(resfile)
+    remove_tmp(tmp)
     if code != 0:
         results.add("%s::<worker>" % modname, "fail",
                     "worker exited with %s after %.0fs\n%s" % (code, time.time() - t0,
                                                                out[-6000:]))
+
+
+def remove_tmp(tmp):
+    """Removes a module's $TMPDIR; a mount a failed test left in it is detached first
+    (lazily, so a FUSE server that is gone cannot hang the removal, and rmtree never
+    descends into a volume)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            points = [line.split()[4] for line in f]
+    except OSError:
+        points = []
+    for mp in sorted((m for m in points if m == tmp or m.startswith(tmp + "/")),
+                     key=len, reverse=True):
+        for cmd in (["fusermount3", "-uz", mp], ["umount", "-l", mp]):
+            try:
+                if subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0:
+                    break
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ worker
