@@ -4,6 +4,7 @@
  * instead of asking a server.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -173,7 +174,7 @@ typedef struct admin_where {
 static int admin_store_run(const cli_cmd *cmd, admin_where w, int64_t grace, int is_gc)
 {
 	cof_store_opts sopts = {.meta_url = w.meta, .blobs_url = w.blobs, .tool = 1};
-	char tmp[] = "/tmp/coffer-tool-XXXXXX";
+	char tmp[PATH_MAX] = "";
 	cof_store *st = NULL;
 	cof_err err = {0};
 	json_t *rep = NULL;
@@ -181,7 +182,7 @@ static int admin_store_run(const cli_cmd *cmd, admin_where w, int64_t grace, int
 
 	if (!w.dir && !w.meta)
 		return cli_usage(cmd, "missing --data DIR (or --meta URL)");
-	if (!w.dir && !mkdtemp(tmp))
+	if (!w.dir && cof_temp_dir("coffer-tool", tmp, sizeof tmp))
 		return cli_fail("cannot make a temp folder: %s", strerror(errno));
 	if (grace >= 0)
 		sopts.gc_grace_seconds = grace ? grace : 1; /* 0 means "default" below */
@@ -199,13 +200,8 @@ static int admin_store_run(const cli_cmd *cmd, admin_where w, int64_t grace, int
 	json_decref(rep);
 	cof_store_close(st);
 out:
-	if (!w.dir) {
-		cof_buf cmd_rm = COF_BUF_INIT;
-		cli_buf_addf(&cmd_rm, "rm -rf '%s'", tmp);
-		if (system(cmd_rm.data) != 0)
-			fprintf(stderr, "coffer: could not remove %s\n", tmp);
-		cof_buf_release(&cmd_rm);
-	}
+	if (!w.dir)
+		cof_rm_tree(tmp);
 	return rc;
 }
 

@@ -19,7 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <limits.h>
 #include <libpq-fe.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
@@ -528,13 +528,6 @@ static int source_lock(mig *g, const char *from)
 	return fd;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	remove(path);
-	return 0;
-}
-
 /* Opens the source: an embedded dataset no cofferd serves (DATA/lock). */
 static int source_open(mig *g, const char *from, int *lockfd)
 {
@@ -562,7 +555,7 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 		cof_err *err)
 {
 	mig g = {.from = from, .err = err};
-	char scratch[] = "/tmp/coffer-migrate-XXXXXX";
+	char scratch[PATH_MAX] = "";
 	cof_meta *m = NULL;
 	json_t *tabs = json_object(), *fsck = NULL;
 	int lockfd = -1, rc = -1, again = 0;
@@ -572,8 +565,9 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 	*out = NULL;
 	if (abs)
 		g.from = abs;
-	if (!mkdtemp(scratch)) {
+	if (cof_temp_dir("coffer-migrate", scratch, sizeof scratch)) {
 		cof_error(err, COF_EINTERNAL, "cannot make a temp folder: %s", strerror(errno));
+		scratch[0] = '\0';
 		goto out;
 	}
 	if (source_open(&g, from, &lockfd) || table_check(&g) ||
@@ -613,7 +607,8 @@ out:
 	sqlite3_close(g.src);
 	if (lockfd >= 0)
 		close(lockfd);
-	nftw(scratch, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (scratch[0])
+		cof_rm_tree(scratch);
 	free(abs);
 	return rc;
 }
