@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -715,6 +717,60 @@ static void *drain(void *arg)
 /* cof_write_full: every byte arrives, in order, through a pipe far smaller than
  * the data while a timer interrupts the writes (EINTR and short writes); a bad
  * fd is -1 with errno. */
+/* cof_temp_dir honours an absolute TMPDIR, refuses a path that cannot fit, and
+ * cof_rm_tree removes a nested tree without following a link out of it. */
+static void test_temp_dir(void **state)
+{
+	(void)state;
+	char base[PATH_MAX], dir[PATH_MAX], p[PATH_MAX + 64], tiny[16];
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL;
+	struct stat st;
+	FILE *f;
+
+	snprintf(base, sizeof base, "/tmp/coffer-ut-XXXXXX");
+	assert_non_null(mkdtemp(base));
+	setenv("TMPDIR", base, 1);
+	assert_int_equal(cof_temp_dir("tool", dir, sizeof dir), 0);
+	assert_int_equal(strncmp(dir, base, strlen(base)), 0);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	setenv("TMPDIR", "relative/dir", 1);   /* ignored: not absolute */
+	char other[PATH_MAX];
+	assert_int_equal(cof_temp_dir("tool", other, sizeof other), 0);
+	assert_int_equal(strncmp(other, "/tmp/tool-", 10), 0);
+	rmdir(other);
+	errno = 0;
+	assert_int_equal(cof_temp_dir("a-prefix-too-long", tiny, sizeof tiny), -1);
+	assert_int_equal(errno, ENAMETOOLONG);
+
+	/* a tree with a link to a file outside it: the file outside stays */
+	char outside[PATH_MAX + 16];
+	snprintf(outside, sizeof outside, "%s/outside", base);
+	assert_non_null(f = fopen(outside, "w"));
+	fclose(f);
+	snprintf(p, sizeof p, "%s/a/b/c", dir);
+	for (char *s = p + strlen(dir) + 1; (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		assert_int_equal(mkdir(p, 0700), 0);
+		*s = '/';
+	}
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof p, "%s/a/b/link", dir);
+	assert_int_equal(symlink(outside, p), 0);
+	cof_rm_tree(dir);
+	assert_int_equal(stat(dir, &st), -1);
+	assert_int_equal(stat(outside, &st), 0);
+	unlink(outside);
+	rmdir(base);
+	if (saved) {
+		setenv("TMPDIR", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("TMPDIR");
+	}
+}
+
 static void test_write_full(void **state)
 {
 	(void)state;
@@ -773,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_size_fmt),
 		cmocka_unit_test(test_size_fmt_rounding),
 		cmocka_unit_test(test_write_full),
+		cmocka_unit_test(test_temp_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
