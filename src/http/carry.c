@@ -44,7 +44,8 @@
 #define CARRY_LOW (64u << 10)     /* ... and that let it go on */
 #define CARRY_HEAD_MAX (64u << 10) /* the holding node's header block */
 #define CARRY_TIMEOUT_S 3600      /* a call may run that long */
-#define CARRY_BLOCK 65536         /* MHD's reads from the buffer */
+#define CARRY_BLOCK (128u << 10)  /* MHD's reads from the buffer */
+#define CARRY_READ (128L << 10)   /* curl's socket reads (its default is 16 KiB) */
 
 typedef struct carry {
 	pthread_mutex_t mu;
@@ -148,6 +149,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 		pthread_mutex_unlock(&t->mu);
 		return CURL_WRITEFUNC_PAUSE; /* curl keeps these bytes for later */
 	}
+	int was_empty = t->pos == t->buf.len;
 	if (t->pos && t->pos >= t->buf.len / 2) {
 		memmove(t->buf.data, t->buf.data + t->pos, t->buf.len - t->pos);
 		t->buf.len -= t->pos;
@@ -157,8 +159,11 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 		pthread_mutex_unlock(&t->mu);
 		return 0;
 	}
-	t->head_done = 1;
-	carry_poke(t);
+	/* the reader waits only on an empty buffer, the worker only for the head */
+	if (was_empty || !t->head_done) {
+		t->head_done = 1;
+		carry_poke(t);
+	}
 	pthread_mutex_unlock(&t->mu);
 	return len;
 }
@@ -465,6 +470,7 @@ static carry *carry_new(http_req *req, const char *url)
 	curl_easy_setopt(t->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(t->h, CURLOPT_HEADERDATA, t);
 	curl_easy_setopt(t->h, CURLOPT_ERRORBUFFER, t->err);
+	curl_easy_setopt(t->h, CURLOPT_BUFFERSIZE, CARRY_READ);
 	curl_easy_setopt(t->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(t->h, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(t->h, CURLOPT_TIMEOUT, (long)CARRY_TIMEOUT_S);
