@@ -344,18 +344,17 @@ static ssize_t carry_read(void *cls, uint64_t pos, char *out, size_t max)
 
 	(void)pos;
 	pthread_mutex_lock(&t->mu);
-	while (t->pos == t->buf.len && !t->done) {
-		if (peer_gone(t->sock)) {
-			pthread_mutex_unlock(&t->mu);
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
+	if (t->pos == t->buf.len && !t->done) {
+		/* nothing yet: wait for bytes, the end, or the client hanging up
+		 * (then MHD calls again and peer_gone sees it) */
+		int wait = !peer_gone(t->sock);
 		http_drain_fd(t->efd); /* under t->mu: a poke after this is seen */
-		if (http_wait_on(&t->wait, t->conn, t->efd, t->sock, 0) == 0) {
+		if (wait && http_wait_on(&t->wait, t->conn, t->efd, t->sock, 0) == 0) {
 			pthread_mutex_unlock(&t->mu);
 			return 0;
 		}
 		pthread_mutex_unlock(&t->mu);
-		return MHD_CONTENT_READER_END_WITH_ERROR; /* stopping */
+		return MHD_CONTENT_READER_END_WITH_ERROR; /* gone, or the server stops */
 	}
 	if (t->pos == t->buf.len) {
 		int whole = t->rc == CURLE_OK;

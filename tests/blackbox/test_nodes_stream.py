@@ -210,8 +210,10 @@ def test_relay_read_through_another_node_keeps_that_nodes_memory_flat():
             time.sleep(0.002)  # a slow client: node B must not take it all ahead
         conn.close()
         eq(len(json.loads(bytes(got))["content"]), size, "the bytes read through node B")
-        check(peak - base < 4096, "node B's RSS grew by %d KiB carrying a %d-byte answer "
-              "(from %d KiB)" % (peak - base, len(got), base))
+        # under ASan freed memory sits in its quarantine, so RSS measures nothing there
+        if "asan" not in os.path.basename(os.path.abspath(harness.BUILD)):
+            check(peak - base < 4096, "node B's RSS grew by %d KiB carrying a %d-byte "
+                  "answer (from %d KiB)" % (peak - base, len(got), base))
         cl.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
