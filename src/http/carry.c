@@ -84,12 +84,14 @@ static struct {
 	char node[48];
 } C = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 64};
 
+/* --forward-max: the bound on transfers at once (0 keeps the default). */
 void http_carry_configure(int max_transfers)
 {
 	if (max_transfers > 0)
 		C.max = max_transfers;
 }
 
+/* Transfers counted against the bound now. */
 int http_carry_live(void)
 {
 	pthread_mutex_lock(&C.mu);
@@ -278,6 +280,9 @@ static void carrier_reap(void)
 	}
 }
 
+/* The carrier: tends its lists, lets curl move bytes, reaps what ended,
+ * then sleeps in curl_multi_poll until a socket or curl_multi_wakeup (a new
+ * transfer, an unpause, a request side leaving, the stop) wakes it. */
 static void *carrier_main(void *arg)
 {
 	int running = 0;
@@ -296,6 +301,7 @@ static void *carrier_main(void *arg)
 	}
 }
 
+/* Starts the carrier of node `node` (forward.c, with the heartbeat). 0 or -1. */
 int http_carry_start(const char *node)
 {
 	snprintf(C.node, sizeof C.node, "%s", node);
@@ -306,6 +312,8 @@ int http_carry_start(const char *node)
 	return 0;
 }
 
+/* Ends every transfer (their readers cut their clients, waiting workers
+ * answer 503) and joins the carrier; later submits are refused. */
 void http_carry_stop(void)
 {
 	if (!C.started)
@@ -575,6 +583,8 @@ static struct MHD_Response *carry_response(carry *t, int *streams)
 	return resp;
 }
 
+/* Carries req to `node` at `url` (on a worker): waits for the holder's
+ * status and headers, then queues the answer fed by the transfer. */
 enum MHD_Result http_carry(http_req *req, const char *node, const char *url)
 {
 	cof_err e = {0};
