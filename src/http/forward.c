@@ -10,15 +10,14 @@
  * the caller itself: nothing is trusted because it came from a node), and
  * X-Coffer-Forwarded naming this node, so that a forwarded request is never
  * forwarded again. The owner's answer (status, headers, body, streamed as
- * it comes: carry.c) is the answer. A node whose heartbeat is older than NODE_GONE_MS is gone: what it
- * held answers 410 naming it.
+ * it comes: carry.c) is the answer. A node whose heartbeat is older than
+ * NODE_GONE_MS is gone: what it held answers 410 naming it.
  */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include "http/http.h"
 #include "store/store.h"
 
