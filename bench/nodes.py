@@ -2,6 +2,7 @@
 """Scale-out (issue 12), side by side in one run:
 
     bench/nodes.py [--writes N] [--reads N] [--threads T] [--polls N] [--files N]
+                   [--forward-mib N] [--forward-only]
 
 1. 4 KiB PUTs per second from T keep-alive clients and GET p50/p99 from one client, on
    (a) the embedded store (SQLite + DATA/blobs), (b) one node on PostgreSQL + S3, and
@@ -14,6 +15,12 @@
    the same at 1,000: the volume is filled embedded by bench/populate.c and moved with
    `coffer migrate` (its time is reported too), then a node on the copy snapshots and
    forks it over HTTP; metadata only (no S3 request is made by either).
+
+4. A turn's file read through the node that does not hold it (carried, src/http/carry.c)
+   vs from its holding node: --forward-mib MiB (default 100) read as repeated GETs of
+   the largest file a turn may return (4 MB, API.md), MB/s each way, and the carrying
+   node's RSS before and its peak during (sampled every 20 ms). --forward-only runs
+   just this part and prints its table (to be put in results.md's nodes section).
 
 PostgreSQL 15 (tests/blackbox/pgpeer.py, fsync off as in the tests) and s3rver
 (tests/blackbox/s3peer.py, a Node.js peer over a local dir) are started for the run and
@@ -39,7 +46,7 @@ import harness  # noqa: E402
 import pgpeer  # noqa: E402
 import s3peer  # noqa: E402
 
-BUILD = os.path.join(ROOT, "build")
+BUILD = os.environ.get("COFFER_BUILD") or os.path.join(ROOT, "build")
 
 
 def client(srv):
@@ -199,6 +206,96 @@ def snap_fork(pg, s3, files):
         n.close()
 
 
+def rss_kb(srv):
+    with open("/proc/%d/status" % srv.proc.pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def read_rate(srv, path, total):
+    """GETs of `path` on one keep-alive client until `total` bytes: MB/s."""
+    c = client(srv)
+    hdr = {"Authorization": "Bearer " + srv.key}
+    got = 0
+    t0 = time.perf_counter()
+    while got < total:
+        c.request("GET", path, headers=hdr)
+        r = c.getresponse()
+        while True:
+            b = r.read(1 << 20)
+            if not b:
+                break
+            got += len(b)
+        assert r.status == 200, r.status
+    c.close()
+    return got / 1e6 / (time.perf_counter() - t0)
+
+
+def forwarded_read(pg, mib):
+    """A turn's 4 MB file read `mib` MiB worth from its node A and through node B."""
+    url = pg.new_database()
+    a = harness.Server(args=["--meta", url, "--log", "none", "--node", "n0"], engine="pg",
+                       start=False)
+    a.start()
+    b = harness.Server(args=["--meta", url, "--log", "none", "--node", "n1"], engine="pg",
+                       start=False)
+    b.args = ["--meta", url, "--log", "none", "--node", "n1"]
+    b.use_s3(a.blobs_prefix, a.s3)
+    b.key = a.key
+    b.start()
+    try:
+        aid = "bench-fwd-%d" % os.getpid()
+        r = a.put("/v1/agents/" + aid, json={"output": {"files": ["csv"]}})
+        assert r.status == 201, r.body
+        t = a.post("/v1/turns", json={"agent": aid, "user": "u", "deadlineSeconds": 3600})
+        assert t.status == 201, t.body
+        tid = t.json()["id"]
+        r = a.post("/v1/turns/%s/calls" % tid, json={
+            "command": "yes 'a,b,c,d' | head -n 500000 > $OUTBOX/big.csv"}, timeout=300)
+        out = r.json()
+        assert r.status == 200 and len(out["files"]) == 1, r.body[:300]
+        path = "/v1/turns/%s/files/%s/big.csv" % (tid, out["callId"])
+        total = mib << 20
+        read_rate(b, path, 4 << 20)  # warm both paths once
+        held = read_rate(a, path, total)
+        base, peak, stop = rss_kb(b), [0], []
+
+        def sample():
+            while not stop:
+                peak[0] = max(peak[0], rss_kb(b))
+                time.sleep(0.02)
+        th = threading.Thread(target=sample)
+        th.start()
+        try:
+            carried = read_rate(b, path, total)
+        finally:
+            stop.append(1)
+            th.join()
+        return {"mib": mib, "held": held, "carried": carried, "rss0": base,
+                "rss_peak": max(peak[0], base)}
+    finally:
+        b.close()
+        a.close()
+        pg.drop_database(url)
+
+
+def forward_table(fw, load0, load1):
+    return ["", "Forwarded reads (src/http/carry.c), %s, load average %.1f / %.1f, one run: "
+            "%d MiB of a turn's 4 MB file (the largest a turn returns) as repeated GETs on "
+            "one keep-alive client, from the holding node A and carried through node B "
+            "(two nodes on PostgreSQL + S3; the file is in A's workspace):" % (
+                datetime.date.today().isoformat(), load0, load1, fw["mib"]), "",
+            "| read | MB/s | node B's RSS before | node B's peak RSS during |",
+            "|---|---|---|---|",
+            "| from the holding node A | %.0f | | |" % fw["held"],
+            "| through node B (carried) | %.0f | %.1f MiB | %.1f MiB |" % (
+                fw["carried"], fw["rss0"] / 1024, fw["rss_peak"] / 1024),
+            "| through B / from A | %.2fx | | +%.1f MiB |" % (
+                fw["carried"] / fw["held"], (fw["rss_peak"] - fw["rss0"]) / 1024)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--writes", type=int, default=2000)
@@ -206,12 +303,22 @@ def main():
     ap.add_argument("--threads", type=int, default=6)
     ap.add_argument("--polls", type=int, default=40)
     ap.add_argument("--files", type=int, default=100000)
+    ap.add_argument("--forward-mib", type=int, default=100)
+    ap.add_argument("--forward-only", action="store_true")
     args = ap.parse_args()
     harness.set_build(BUILD)
     load0 = os.getloadavg()[0]
     pg = pgpeer.shared()
     s3 = s3peer.shared()
     rows, wake, sf = [], [], []
+    if args.forward_only:
+        try:
+            fw = forwarded_read(pg, args.forward_mib)
+        finally:
+            pg.stop()
+            s3peer.stop(s3)
+        print("\n".join(forward_table(fw, load0, os.getloadavg()[0])))
+        return
     try:
         with harness.Server(engine="embedded", args=["--log", "none"]) as e:
             rows.append(("embedded (SQLite + local dir)",) + measure([e], args))
@@ -242,6 +349,8 @@ def main():
         for files in (1000, args.files):
             sf.append(snap_fork(pg, s3, files))
             print(sf[-1], flush=True)
+        fw = forwarded_read(pg, args.forward_mib)
+        print(fw, flush=True)
     finally:
         pg.stop()
         s3peer.stop(s3)
@@ -277,6 +386,7 @@ def main():
         out.append("| %d | %.1f s | %.1f ms | %.1f ms | %.1f ms | %d |" % (
             r["files"], r["migrate_s"], r["snapshot_ms"], r["fork_ms"], r["fork_live_ms"],
             r["s3_requests"]))
+    out += forward_table(fw, load0, load1)
     with open(os.path.join(ROOT, "bench", "results.md"), "a") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))

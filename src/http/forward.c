@@ -9,23 +9,20 @@
  * Authorization (every node knows the dataset's keys, so the owner checks
  * the caller itself: nothing is trusted because it came from a node), and
  * X-Coffer-Forwarded naming this node, so that a forwarded request is never
- * forwarded again. The owner's answer (status, Content-Type, body) is the
- * answer. A node whose heartbeat is older than NODE_GONE_MS is gone: what it
- * held answers 410 naming it.
+ * forwarded again. The owner's answer (status, headers, body, streamed as
+ * it comes: carry.c) is the answer. A node whose heartbeat is older than
+ * NODE_GONE_MS is gone: what it held answers 410 naming it.
  */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include "http/http.h"
 #include "store/store.h"
 
 #define NODE_BEAT_MS 2000
 #define NODE_GONE_MS 15000
-#define FORWARD_BODY_MAX (64LL << 20)   /* an answer carried back: a turn's file is at most 4 MB */
-#define FORWARD_TIMEOUT_S 3600          /* a call may run that long */
 
 static struct {
 	pthread_mutex_t mu;
@@ -82,7 +79,7 @@ int http_nodes_start(http_server *srv, const char *node, const char *url)
 	snprintf(hb.node, sizeof hb.node, "%s", node);
 	snprintf(hb.url, sizeof hb.url, "%s", url);
 	beat();
-	if (pthread_create(&hb.tid, NULL, beat_main, NULL))
+	if (http_carry_start(node) || pthread_create(&hb.tid, NULL, beat_main, NULL))
 		return -1;
 	hb.started = 1;
 	return 0;
@@ -98,6 +95,7 @@ void http_nodes_stop(void)
 	pthread_mutex_unlock(&hb.mu);
 	pthread_join(hb.tid, NULL);
 	hb.started = 0;
+	http_carry_stop(); /* a stopping node's transfers end (their clients see a cut) */
 }
 
 /* The URL of node `name` when its heartbeat is fresh: 1; 0 with *age_ms
@@ -117,120 +115,6 @@ static int node_url(const char *name, char *url, size_t urlsz, int64_t *age_ms, 
 	json_decref(b);
 	free(row.body);
 	return *age_ms < NODE_GONE_MS && url[0];
-}
-
-typedef struct answer {
-	cof_buf body;
-	char ctype[128];
-	int too_big;
-} answer;
-
-static size_t on_body(char *p, size_t sz, size_t n, void *arg)
-{
-	answer *a = arg;
-
-	if ((int64_t)(a->body.len + sz * n) > FORWARD_BODY_MAX) {
-		a->too_big = 1;
-		return 0;
-	}
-	cof_buf_add(&a->body, p, sz * n);
-	return sz * n;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *arg)
-{
-	answer *a = arg;
-	size_t len = sz * n;
-
-	if (len > 13 && !strncasecmp(p, "content-type:", 13)) {
-		const char *v = p + 13;
-		while (*v == ' ')
-			v++;
-		size_t vl = (size_t)(p + len - v);
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
-			vl--;
-		snprintf(a->ctype, sizeof a->ctype, "%.*s", (int)vl, v);
-	}
-	return len;
-}
-
-/* Carries the request to `url` and queues its answer. */
-static enum MHD_Result carry(http_req *req, const char *node, const char *url)
-{
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdrs = NULL;
-	cof_buf target = COF_BUF_INIT, line = COF_BUF_INIT;
-	answer a = {COF_BUF_INIT, "", 0};
-	const char *auth = http_header(req, "Authorization");
-	const char *accept = http_header(req, "Accept");
-	long status = 0;
-	CURLcode rc;
-
-	if (!h)
-		return http_send_fail(req, COF_EINTERNAL, "out of memory");
-	cof_buf_addf(&target, "%s%s", url, req->url);
-	if (auth) {
-		cof_buf_addf(&line, "Authorization: %s", auth);
-		hdrs = curl_slist_append(hdrs, line.data);
-	}
-	cof_buf_reset(&line);
-	cof_buf_addf(&line, "X-Coffer-Forwarded: %s", hb.node);
-	hdrs = curl_slist_append(hdrs, line.data);
-	if (accept && !strstr(accept, "text/event-stream")) {
-		cof_buf_reset(&line);
-		cof_buf_addf(&line, "Accept: %s", accept);
-		hdrs = curl_slist_append(hdrs, line.data);
-	}
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	curl_easy_setopt(h, CURLOPT_URL, target.data);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
-	/* the body as parsed (the routes carried take JSON; the bytes are not kept) */
-	char *body = req->json ? json_dumps(req->json, JSON_COMPACT) : NULL;
-	if (!strcmp(req->method, "POST") || !strcmp(req->method, "PUT")) {
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)(body ? strlen(body) : 0));
-	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)FORWARD_TIMEOUT_S);
-	rc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(h);
-	free(body);
-	cof_buf_release(&target);
-	cof_buf_release(&line);
-	if (rc != CURLE_OK || status < 100) {
-		cof_err e = {0};
-		if (a.too_big)
-			cof_error(&e, COF_EINTERNAL, "node '%s' answered more than %lld bytes", node,
-				  FORWARD_BODY_MAX);
-		else
-			cof_error(&e, COF_EUNAVAILABLE, "node '%s' (%s) did not answer: %s", node,
-				  url, curl_easy_strerror(rc));
-		cof_err_set(&e, "node", json_string(node));
-		cof_buf_release(&a.body);
-		return http_send_error(req, &e);
-	}
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		a.body.len, a.body.data ? a.body.data : (char *)"", a.body.data ? MHD_RESPMEM_MUST_FREE
-								       : MHD_RESPMEM_PERSISTENT);
-	if (!resp) {
-		cof_buf_release(&a.body);
-		return http_send_fail(req, COF_EINTERNAL, "out of memory");
-	}
-	if (a.ctype[0])
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a.ctype);
-	MHD_add_response_header(resp, "X-Coffer-Node", node);
-	http_count_out(req, (int64_t)a.body.len);
-	return http_queue(req, (unsigned)status, resp);
 }
 
 int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res)
@@ -261,6 +145,6 @@ int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res)
 		*res = http_send_error(req, &e);
 		return 1;
 	}
-	*res = carry(req, node, url);
+	*res = http_carry(req, node, url);
 	return 1;
 }

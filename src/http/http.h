@@ -257,6 +257,18 @@ void http_nodes_stop(void);
  * forwarded already: carries it there (or answers 410 when that node is
  * gone), sets *res and returns 1. Else 0: answer `why` as it is. */
 int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res);
+/* ---- carry.c: a forwarded request's transfer, streamed both ways */
+/* At most `max_transfers` carried at once (--forward-max; before start). */
+void http_carry_configure(int max_transfers);
+/* Starts the carrier thread of node `node`. 0 or -1. */
+int http_carry_start(const char *node);
+/* Transfers under way now (for /metrics). */
+int http_carry_live(void);
+/* Ends every transfer under way and the carrier. */
+void http_carry_stop(void);
+/* Carries req to node `node` at `url` and queues its answer as it comes
+ * (on a worker: it waits for the holding node's status and headers). */
+enum MHD_Result http_carry(http_req *req, const char *node, const char *url);
 /* Answers 200 with a Server-Sent Events stream produced by `reader` in blocks of
  * `block` bytes. `free_cls` releases `cls` when the stream ends, and also here
  * when the answer cannot be made (500). */

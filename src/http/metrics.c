@@ -143,6 +143,9 @@ static void write_rest(cof_buf *b, http_server *srv)
 
 	one(b, "coffer_http_requests_in_flight", "gauge", "Requests being answered now.",
 	    __atomic_load_n(&srv->in_flight, __ATOMIC_RELAXED));
+	one(b, "coffer_forward_transfers", "gauge",
+	    "Requests being carried to other nodes now (at most --forward-max).",
+	    http_carry_live());
 	one(b, "coffer_http_rate_limited_total", "counter",
 	    "Requests refused with 429 by --rate-limit.", http_rate_limited_count());
 	one(b, "coffer_store_commits_total", "counter", "Metadata changes committed.",

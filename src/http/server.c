@@ -79,6 +79,7 @@ typedef struct server_opts {
 	int64_t rate_limit;      /* --rate-limit N a second per key; 0 = none */
 	char mhost[256];         /* --metrics-listen HOST:PORT; "" = none */
 	char mport[8];
+	int64_t forward_max;     /* --forward-max N; 0 = 64 */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -128,6 +129,7 @@ static void usage(FILE *to)
 	      "               [--max-conns-per-ip N] [--head-timeout SECONDS] [--log FILE]\n"
 	      "               [--rate-limit N] [--metrics-listen HOST:PORT]\n"
 	      "               [--config FILE] [--threads N] [--workers N]\n"
+	      "               [--forward-max N]\n"
 	      "               [--help] [--version]\n"
 	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
 	      "                         (flags given here win)\n"
@@ -179,7 +181,9 @@ static void usage(FILE *to)
 	      "                         key of the admin's organization)\n"
 	      "  --threads N            event-loop threads (default one per core)\n"
 	      "  --workers N            threads for handlers that may block (default 32):\n"
-	      "                         N for writes, N more for turn calls and relay ops\n", to);
+	      "                         N for writes, N more for turn calls and relay ops\n"
+	      "  --forward-max N        requests carried to other nodes at once (default\n"
+	      "                         64; past it 503 unavailable)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -256,7 +260,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--max-conns") || !strcmp(a, "--max-conns-per-ip") ||
 			    !strcmp(a, "--head-timeout") || !strcmp(a, "--rate-limit") ||
 			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config") ||
-			    !strcmp(a, "--threads") || !strcmp(a, "--workers");
+			    !strcmp(a, "--threads") || !strcmp(a, "--workers") ||
+			    !strcmp(a, "--forward-max");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -331,6 +336,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		} else if (!strcmp(a, "--threads") && parse_count(v, 256, &o->threads) == 0) {
 			continue;
 		} else if (!strcmp(a, "--workers") && parse_count(v, 4096, &o->workers) == 0) {
+			continue;
+		} else if (!strcmp(a, "--forward-max") && parse_count(v, 100000, &o->forward_max) == 0 &&
+			   o->forward_max > 0) {
 			continue;
 		} else if (!strcmp(a, "--max-conns-per-ip") &&
 			   parse_count(v, COUNT_MAX, &o->max_conns_per_ip) == 0) {
@@ -745,7 +753,7 @@ int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
-			  NULL, NULL, NULL, NULL, NULL, 0, "", "" };
+			  NULL, NULL, NULL, NULL, NULL, 0, "", "", 0 };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -825,6 +833,7 @@ int cofferd_main(int argc, char **argv)
 	}
 	char self_url[sizeof srv.host + 16];
 	snprintf(self_url, sizeof self_url, "http://%s:%u", srv.host, srv.port);
+	http_carry_configure((int)o.forward_max);
 	if (http_nodes_start(&srv, o.node, o.advertise ? o.advertise : self_url))
 		fprintf(stderr, "cofferd: cannot start the node heartbeat\n");
 	if (o.mhost[0] && http_metrics_listen(&srv, o.mhost, o.mport)) {
