@@ -237,6 +237,9 @@ static int run(call *c)
 		;
 	if (cof_confine_wait_gone(&c->p, 5000))
 		cof_turn_kill_uid(c->ts, c->t);
+	/* its processes are gone: the copy of /etc it saw may go */
+	cof_etc_drop(c->ts, c->p.etc);
+	c->p.etc = NULL;
 	return status;
 }
 
