@@ -417,8 +417,11 @@ static int child_mounts(const cof_turns *ts, const cof_turn *t, const cof_call_s
 	    mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  NULL))
 		return -1;
+	/* the call's root has of the host only /usr (and a copy of /etc): only
+	 * there could it reach them */
 	for (int i = 0; i < 2; i++)
-		if (mount("tmpfs", hide[i], "tmpfs", ro, "size=4k,nr_inodes=2,mode=0755") &&
+		if (under(hide[i], "/usr") &&
+		    mount("tmpfs", hide[i], "tmpfs", ro, "size=4k,nr_inodes=2,mode=0755") &&
 		    errno != ENOENT)
 			return -1;
 	return 0;
@@ -539,8 +542,12 @@ static void child(const cof_turns *ts, const cof_turn *t, const cof_call_see *se
 	if (ts->root_user) {
 		if (child_mounts(ts, t, see, k->inner[0] ? k->inner : NULL, k->etc))
 			child_fail("prepare the mounts");
-		if (setgroups(0, NULL) || setresgid(t->uid, t->uid, t->uid) ||
-		    setresuid(t->uid, t->uid, t->uid))
+		/* the system calls themselves: libc's wrappers would make every
+		 * thread of cofferd, whose memory this child runs in, change too
+		 * (they signal each; a tgkill and a getpid a thread a call) */
+		if (syscall(SYS_setgroups, 0, NULL) ||
+		    syscall(SYS_setresgid, t->uid, t->uid, t->uid) ||
+		    syscall(SYS_setresuid, t->uid, t->uid, t->uid))
 			child_fail("drop privileges");
 	}
 	/* no cgroup: each process at most sandbox.memory of address space */
