@@ -108,6 +108,10 @@ static scmp_filter_ctx filter_build(int bounded)
 #if defined(__x86_64__)
 	seccomp_arch_add(ctx, SCMP_ARCH_X86); /* 32-bit calls are filtered too */
 #endif
+	/* a binary tree of the syscall numbers, not a list: the kernel runs the
+	 * filter once for each number when bwrap loads it (to cache what is
+	 * always allowed), and then on every system call of the sandbox */
+	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	for (size_t i = 0; denied[i] && rc == 0; i++)
 		rc = deny(ctx, SCMP_ACT_ERRNO(EPERM), denied[i]);
 	for (size_t i = 0; i < sizeof ns / sizeof ns[0] && rc == 0; i++)
