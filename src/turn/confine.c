@@ -394,40 +394,17 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 
 static void child_fail(const char *what) __attribute__((noreturn));
 
-/* As root, in the child: a mount namespace of its own where the workspace
- * is at /tmp and the scratch root and the data dir are covered by empty
- * read-only tmpfs (a path that the workspace at /tmp now covers is out of
- * sight already). 0 or -1. */
+/* As root, in the child: the mount namespace bwrap starts in
+ * (confine_root.c). 0, or exits saying which step failed. */
 static int child_mounts(const cof_turns *ts, const cof_turn *t, const cof_call_see *see,
 			const char *inner, const char *etc)
 {
-	const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
 	const char *hide[2] = {ts->root, ts->data};
+	const char *failed = cof_confine_child_root(t->ws, inner ? see->view_dir : NULL, etc,
+						    hide);
 
-	/* noexec,nosuid,nodev on the bind too: a tmpfs has them already, a
-	 * folder of the measuring loop gets them here. The call's views (the
-	 * FUSE mounts rw/ and ro/ under its folder, hence MS_REC) are bound
-	 * first (the path may be under /tmp, which the workspace then covers)
-	 * where the turn's uid reaches them. */
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return -1;
-	/* the copy of /etc where bwrap finds it (and reads its own ld.so.cache):
-	 * the scratch root it is under is hidden below */
-	if (etc && mount(etc, "/etc", NULL, MS_BIND, NULL))
-		child_fail("bind the copy of /etc");
-	if (inner && mount(see->view_dir, inner, NULL, MS_BIND | MS_REC, NULL))
-		child_fail("bind the call's view");
-	if (mount(t->ws, "/tmp", NULL, MS_BIND, NULL) ||
-	    mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL))
-		return -1;
-	/* the call's root has of the host only /usr (and a copy of /etc): only
-	 * there could it reach them */
-	for (int i = 0; i < 2; i++)
-		if (under(hide[i], "/usr") &&
-		    mount("tmpfs", hide[i], "tmpfs", ro, "size=4k,nr_inodes=2,mode=0755") &&
-		    errno != ENOENT)
-			return -1;
+	if (failed)
+		child_fail(failed);
 	return 0;
 }
 

@@ -261,6 +261,15 @@ typedef struct cof_call_see {
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		      const cof_call_see *see, cof_proc *p, cof_err *err);
 
+/* As root, in a call's child (between clone and exec): a mount namespace
+ * of its own whose root has only the system folders, `etc` (the copy of
+ * /etc, or NULL: the host's) at /etc, /proc, /dev, the workspace `ws` at
+ * /tmp and the folder of the call's view `view` (or NULL) at COF_VIEW_INNER;
+ * `hide` (the scratch root, the data dir) covered where a system folder
+ * holds them. NULL, or the step that failed (errno says why). */
+const char *cof_confine_child_root(const char *ws, const char *view, const char *etc,
+				   const char *const hide[2]);
+
 /* ---- etcview.c: the allowed part of /etc, copied for calls */
 
 typedef struct cof_etc_view cof_etc_view;
