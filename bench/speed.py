@@ -228,11 +228,50 @@ def etc_copy(work):
     return dst
 
 
+def pruned_ns(ws, etc, group):
+    """For preexec_fn (as root, x86-64): what cofferd's child does before bwrap
+    (src/turn/confine_root.c): a mount namespace pivoted onto a tmpfs with only what
+    bwrap binds from, so bwrap by hand reads as short a mountinfo as a call's. Its
+    system calls count in `group` too."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+
+    def ck(rc):
+        if rc != 0:
+            raise OSError(ctypes.get_errno(), "pruned namespace")
+
+    def bind(src, name, rec=MS_REC):
+        os.mkdir("/mnt/" + name)
+        ck(libc.mount(src.encode(), ("/mnt/" + name).encode(), None, MS_BIND | rec, None))
+
+    def fn():
+        group.join()
+        ck(libc.unshare(0x00020000))  # CLONE_NEWNS
+        ck(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
+        ck(libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, b"size=64k,mode=0755"))
+        for d in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            if os.path.islink("/" + d):
+                os.symlink(os.readlink("/" + d), "/mnt/" + d)
+            elif os.path.isdir("/" + d):
+                bind("/" + d, d)
+        bind(etc, "etc", 0)
+        bind("/proc", "proc")
+        bind("/dev", "dev")
+        bind(os.path.join(ws, "w"), "tmp", 0)
+        bind(os.path.join(ws, "u"), "u", 0)
+        os.mkdir("/mnt/.old")
+        ck(libc.syscall(155, b"/mnt", b"/mnt/.old"))  # pivot_root
+        os.chdir("/")
+        ck(libc.umount2(b"/.old", 2))  # MNT_DETACH
+    return fn
+
+
 def bench_call(work, runs):
     if os.geteuid() != 0:
         return ["| confined call | skipped: needs root (as cofferd's sandbox does here) |"]
     s = Cofferd(os.path.join(work, "data-call"), build=BUILD, timeout=600)
-    gc, ga, gb = CpuGroup("coffer-bench-c"), CpuGroup("coffer-bench-a"), CpuGroup("coffer-bench-b")
+    gc, ga, gb, gp = (CpuGroup("coffer-bench-" + x) for x in "cabp")
     try:
         gc.add(s.p.pid)  # its threads, and every process it starts
         s.call("PUT", "/v1/agents/callbench", {"sandbox": {}})
@@ -261,23 +300,36 @@ def bench_call(work, runs):
                         "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
                         "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
                         "--setenv", "LANG", "C.UTF-8", "--", "/bin/sh", "-c", "true"]
-        one, many = argv(minimal_root(etc_copy(work))), argv(minimal_root())
-        subprocess.run(one, check=True)
-        subprocess.run(many, check=True)
-        c, a, b = Side("coffer"), Side("bwrap"), Side("bwrap39")
+        etc = etc_copy(work)
+        one, many = argv(minimal_root(etc)), argv(minimal_root())
+        # the same from the pruned namespace: its paths are those of its root
+        pruned = [x for x in argv(minimal_root("/etc"))]
+        for i, x in enumerate(pruned):
+            if x == os.path.join(ws, "w"):
+                pruned[i] = "/tmp"
+            elif x == os.path.join(ws, "u"):
+                pruned[i] = "/u"
+        for a in (one, many):
+            subprocess.run(a, check=True)
+        subprocess.run(pruned, check=True, preexec_fn=pruned_ns(ws, etc, gp))
+        c, a, b, p = Side("coffer"), Side("bwrap"), Side("bwrap39"), Side("pruned")
         for _ in range(runs * 5):
             c.run(run, gc.cpu)
             a.run(lambda: subprocess.run(one, check=True, preexec_fn=ga.join), ga.cpu)
             b.run(lambda: subprocess.run(many, check=True, preexec_fn=gb.join), gb.cpu)
-        for x in (c, a, b):
+            p.run(lambda: subprocess.run(pruned, check=True,
+                                         preexec_fn=pruned_ns(ws, etc, gp)), gp.cpu)
+        for x in (c, a, b, p):
             x.cpu_ms = (lambda x: lambda: statistics.median(x.cpu) * 1e3)(x)
         return [row("confined `true` (coffer: cofferd, its threads and children)", c, a,
                     "bwrap by hand, the same root: /etc one bind of a copy"),
                 row("the same, against the root before", c, b,
-                    "bwrap by hand, /etc as 39 binds")]
+                    "bwrap by hand, /etc as 39 binds"),
+                row("the same, against bwrap by hand from a namespace like the call's", c,
+                    p, "bwrap by hand, the same root, after unshare+pivot as cofferd's child")]
     finally:
         s.stop()
-        for g in (gc, ga, gb):
+        for g in (gc, ga, gb, gp):
             g.drop()
 
 
