@@ -3,9 +3,11 @@
  * seccomp filter, as an unprivileged uid of the turn's own.
  *
  * What the command sees: fresh user, pid, ipc, uts, cgroup and (unless the
- * agent's sandbox.network is true) net namespaces; / read-only; the workspace
- * (a tmpfs, noexec) at /tmp, the only writable place, also $HOME and $TMPDIR;
- * the scratch root and the data dir covered by empty tmpfs; a minimal /dev
+ * agent's sandbox.network is true) net namespaces; / read-only, built from
+ * nothing: the system folders, one bind of a copy of /etc's allowed part
+ * (etcview.c), the agent's files; the workspace (a tmpfs, noexec) at /tmp,
+ * the only writable place, also $HOME and $TMPDIR; the scratch root and the
+ * data dir out of reach (covered where /usr would hold them); a minimal /dev
  * made read-only; uid and gid 65534 inside, the turn's own uid outside (so
  * RLIMIT_NPROC bounds the turn's processes); a clean environment. The pid
  * namespace makes the end reliable: when `sh` exits, or bwrap is killed, the
