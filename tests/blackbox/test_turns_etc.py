@@ -7,6 +7,7 @@ Also: a call with an empty outbox leaves no folder behind on the scratch disk.
 These change the host's /etc (a name of the allowlist this system lacks, and
 a secret-looking name), so they need root; each removes what it made."""
 
+import fcntl
 import os
 import threading
 import time
@@ -21,13 +22,28 @@ TIMEOUT = 120
 _CANDIDATES = ["papersize", "mailcap", "locale.conf", "lsb-release"]
 
 
+_held = []
+
+
 def _free_name():
+    """A candidate name absent from /etc, held (flock) for this process's life: the
+    two passes, and other runs, run at once and must not share one."""
     if os.geteuid() != 0:
         harness.skip("needs root: these tests write the host's /etc")
+    if _held:  # this process's own, each test removing what it made
+        return _held[0][1]
     for n in _CANDIDATES:
+        fd = os.open("/tmp/coffer-test-etc-%s.lock" % n, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
         if not os.path.lexists("/etc/" + n):
+            _held.append((fd, n))
             return n
-    harness.skip("every candidate name exists in this /etc: %s" % _CANDIDATES)
+        os.close(fd)
+    harness.skip("every candidate name exists in this /etc or is in use: %s" % _CANDIDATES)
 
 
 def _write(path, text):
