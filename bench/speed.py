@@ -138,64 +138,199 @@ def bench_readall(work, runs):
         s.stop()
 
 
-def minimal_root():
-    """The root cofferd builds for a call (src/turn/confine.c argv_root): the system
-    folders read-only, the allowed part of /etc (its list read from confine.c, so the
-    two stay the same), each as its own --ro-bind-try."""
+class CpuGroup:
+    """A cgroup that counts the CPU time of everything in it, in ns: cpuacct (v1) or
+    cpu.stat (v2). A confined call's sandbox (bwrap's pid 1, which does the mounts)
+    is not reaped by the bwrap we wait for, so RUSAGE_CHILDREN never counts it
+    (bwrap --unshare-pid of a 2 s busy loop: 0.00 s user); a cgroup does."""
+
+    def __init__(self, name):
+        v1 = "/sys/fs/cgroup/cpuacct"
+        if os.path.isdir(v1):
+            self.path, self.file = os.path.join(v1, name), "cpuacct.usage"
+        else:
+            self.path, self.file = os.path.join("/sys/fs/cgroup", name), "cpu.stat"
+        os.makedirs(self.path, exist_ok=True)
+
+    def add(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def join(self):
+        """For preexec_fn: the child puts itself in."""
+        self.add(0)
+
+    def cpu(self):
+        with open(os.path.join(self.path, self.file)) as f:
+            text = f.read()
+        if self.file == "cpuacct.usage":
+            return int(text) / 1e9
+        return int(text.split("usage_usec ", 1)[1].split()[0]) / 1e6
+
+    def drop(self):
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
+
+def etc_allowed():
+    """/etc names a call sees (src/turn/etcview.c's lists, read from it, so the two
+    stay the same): (top-level names, parts such as ssl/certs)."""
     import re
-    src = open(os.path.join(ROOT, "src/turn/confine.c")).read()
+    src = open(os.path.join(ROOT, "src/turn/etcview.c")).read()
     allowed = re.findall(r'"([^"]+)"', src.split("etc_allowed[] = {", 1)[1].split("};", 1)[0])
     parts = re.findall(r'"([^"]+)"', src.split("etc_parts[] = {", 1)[1].split("};", 1)[0])
+    names = [n for n in sorted(os.listdir("/etc")) if any(
+        n.startswith(a[:-1]) if a.endswith("*") else n == a for a in allowed)]
+    return names, [p for p in parts if os.path.exists("/etc/" + p)]
+
+
+def system_dirs():
     args = []
     for d in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
-    args += ["--dir", "/etc"]
-    for name in sorted(os.listdir("/etc")):
-        if any(name.startswith(a[:-1]) if a.endswith("*") else name == a for a in allowed):
-            args += ["--ro-bind-try", "/etc/" + name, "/etc/" + name]
-    for p in parts:
-        if os.path.exists("/etc/" + p):
-            args += ["--ro-bind-try", "/etc/" + p, "/etc/" + p]
     return args
+
+
+def minimal_root(etc_copy=None):
+    """The root cofferd builds for a call (src/turn/confine.c argv_root): the system
+    folders read-only and the allowed part of /etc: with `etc_copy` one bind of that
+    copy of it (as cofferd does now), else each name as its own --ro-bind-try (as it
+    did before)."""
+    args = system_dirs()
+    if etc_copy:
+        return args + ["--ro-bind", etc_copy, "/etc"]
+    names, parts = etc_allowed()
+    args += ["--dir", "/etc"]
+    for name in names + parts:
+        args += ["--ro-bind-try", "/etc/" + name, "/etc/" + name]
+    return args
+
+
+def etc_copy(work):
+    """A copy of the allowed part of /etc, as cofferd makes (links kept, a link at
+    the top followed)."""
+    dst = os.path.join(work, "etc-copy")
+    shutil.rmtree(dst, ignore_errors=True)
+    os.makedirs(dst)
+    names, parts = etc_allowed()
+    for n in names + parts:
+        src, to = "/etc/" + n, os.path.join(dst, n)
+        os.makedirs(os.path.dirname(to), exist_ok=True)
+        if os.path.isdir(src):
+            shutil.copytree(src, to, symlinks=True)
+        else:
+            shutil.copy2(src, to)
+    return dst
+
+
+def pruned_ns(ws, etc, group):
+    """For preexec_fn (as root, x86-64): what cofferd's child does before bwrap
+    (src/turn/confine_root.c): a mount namespace pivoted onto a tmpfs with only what
+    bwrap binds from, so bwrap by hand reads as short a mountinfo as a call's. Its
+    system calls count in `group` too."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+
+    def ck(rc):
+        if rc != 0:
+            raise OSError(ctypes.get_errno(), "pruned namespace")
+
+    def bind(src, name, rec=MS_REC):
+        os.mkdir("/mnt/" + name)
+        ck(libc.mount(src.encode(), ("/mnt/" + name).encode(), None, MS_BIND | rec, None))
+
+    def fn():
+        group.join()
+        ck(libc.unshare(0x00020000))  # CLONE_NEWNS
+        ck(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
+        ck(libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, b"size=64k,mode=0755"))
+        for d in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            if os.path.islink("/" + d):
+                os.symlink(os.readlink("/" + d), "/mnt/" + d)
+            elif os.path.isdir("/" + d):
+                bind("/" + d, d)
+        bind(etc, "etc", 0)
+        bind("/proc", "proc")
+        bind("/dev", "dev")
+        bind(os.path.join(ws, "w"), "tmp", 0)
+        bind(os.path.join(ws, "u"), "u", 0)
+        os.mkdir("/mnt/.old")
+        ck(libc.syscall(155, b"/mnt", b"/mnt/.old"))  # pivot_root
+        os.chdir("/")
+        ck(libc.umount2(b"/.old", 2))  # MNT_DETACH
+    return fn
 
 
 def bench_call(work, runs):
     if os.geteuid() != 0:
         return ["| confined call | skipped: needs root (as cofferd's sandbox does here) |"]
     s = Cofferd(os.path.join(work, "data-call"), build=BUILD, timeout=600)
+    gc, ga, gb, gp = (CpuGroup("coffer-bench-" + x) for x in "cabp")
     try:
+        gc.add(s.p.pid)  # its threads, and every process it starts
         s.call("PUT", "/v1/agents/callbench", {"sandbox": {}})
         tid = s.call("POST", "/v1/turns", {"agent": "callbench", "user": "u",
                                            "deadlineSeconds": 3600})["id"]
         run = lambda: s.call("POST", "/v1/turns/%s/calls" % tid, {"command": "true"})
         assert run()["exitCode"] == 0
         ws = os.path.join(work, "byhand")
-        os.makedirs(ws, exist_ok=True)
-        os.chmod(ws, 0o777)
+        for d in ("", "w", "u"):
+            os.makedirs(os.path.join(ws, d), exist_ok=True)
+            os.chmod(os.path.join(ws, d), 0o777)
         # cofferd's bwrap command (confine.c argv_build, as root) but for its seccomp
         # filter and info fd, and the mount namespace, uid, IPC limits and cgroups
-        # cofferd's child sets up before it
-        argv = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
-                "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
-                "--die-with-parent", "--new-session", "--uid", "65534", "--gid", "65534",
-                "--hostname", "sandbox"] + minimal_root() + [
-                    "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
-                    "--bind", ws, "/tmp", "--remount-ro", "/", "--chdir", "/tmp",
-                    "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-                    "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
-                    "--setenv", "LANG", "C.UTF-8", "--", "/bin/sh", "-c", "true"]
-        subprocess.run(argv, check=True)
-        c, a = Side("coffer"), Side("bwrap")
+        # cofferd's child sets up before it; the agent's files (FUSE views at
+        # /workspace and /user) stand in as two plain folders bound there
+        def argv(root):
+            return ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
+                    "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
+                    "--die-with-parent", "--new-session", "--uid", "65534", "--gid",
+                    "65534", "--hostname", "sandbox"] + root + [
+                        "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
+                        "--bind", os.path.join(ws, "w"), "/tmp",
+                        "--bind", os.path.join(ws, "w"), "/workspace",
+                        "--bind", os.path.join(ws, "u"), "/user",
+                        "--remount-ro", "/", "--chdir", "/tmp",
+                        "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+                        "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
+                        "--setenv", "LANG", "C.UTF-8", "--", "/bin/sh", "-c", "true"]
+        etc = etc_copy(work)
+        one, many = argv(minimal_root(etc)), argv(minimal_root())
+        # the same from the pruned namespace: its paths are those of its root
+        pruned = [x for x in argv(minimal_root("/etc"))]
+        for i, x in enumerate(pruned):
+            if x == os.path.join(ws, "w"):
+                pruned[i] = "/tmp"
+            elif x == os.path.join(ws, "u"):
+                pruned[i] = "/u"
+        for a in (one, many):
+            subprocess.run(a, check=True)
+        subprocess.run(pruned, check=True, preexec_fn=pruned_ns(ws, etc, gp))
+        c, a, b, p = Side("coffer"), Side("bwrap"), Side("bwrap39"), Side("pruned")
         for _ in range(runs * 5):
-            c.run(run, lambda: proc_cpu(s.p.pid, True))
-            a.run(lambda: subprocess.run(argv, check=True), child_cpu)
-        return [row("confined `true` (coffer: cofferd + its children)", c, a,
-                    "bwrap by hand, the same root")]
+            c.run(run, gc.cpu)
+            a.run(lambda: subprocess.run(one, check=True, preexec_fn=ga.join), ga.cpu)
+            b.run(lambda: subprocess.run(many, check=True, preexec_fn=gb.join), gb.cpu)
+            p.run(lambda: subprocess.run(pruned, check=True,
+                                         preexec_fn=pruned_ns(ws, etc, gp)), gp.cpu)
+        for x in (c, a, b, p):
+            x.cpu_ms = (lambda x: lambda: statistics.median(x.cpu) * 1e3)(x)
+        return [row("confined `true` (coffer: cofferd, its threads and children)", c, a,
+                    "bwrap by hand, the same root: /etc one bind of a copy"),
+                row("the same, against the root before", c, b,
+                    "bwrap by hand, /etc as 39 binds"),
+                row("the same, against bwrap by hand from a namespace like the call's", c,
+                    p, "bwrap by hand, the same root, after unshare+pivot as cofferd's child")]
     finally:
         s.stop()
+        for g in (gc, ga, gb, gp):
+            g.drop()
 
 
 def main():
@@ -208,6 +343,7 @@ def main():
     work = keep or tempfile.mkdtemp(prefix="coffer-bench-speed-")
     os.makedirs(work, exist_ok=True)
     load0 = open("/proc/loadavg").read().split()[:3]
+    mounts0 = len(open("/proc/self/mountinfo").readlines())
     rows = []
     try:
         for name, fn in (("grep", bench_grep), ("call", bench_call),
@@ -218,14 +354,17 @@ def main():
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
     load1 = open("/proc/loadavg").read().split()[:3]
+    mounts1 = len(open("/proc/self/mountinfo").readlines())
     t = ["## Speed: grep, confined call, read-all (bench/speed.py)", "",
          "| | coffer ms | coffer CPU ms | anchor ms | anchor CPU ms | anchor | "
          "time ratio | CPU ratio |", "|---|---|---|---|---|---|---|---|"] + rows
-    t += ["", "Wall times: medians; CPU times: means. %d runs (calls: %d), coffer and anchor alternating, warm page "
+    t += ["", "Wall times: medians; CPU times: means (the call's: medians, counted by a cgroup). %d runs (calls: %d), coffer and anchor alternating, warm page "
           "cache, %d cores shared with 8 other engineers' builds and tests (load average "
           "%s at start, %s at end): wall times under that load are unreliable, CPU times "
-          "(user+sys) less so." % (runs, runs * 5, os.cpu_count(), " ".join(load0),
-                                   " ".join(load1)), ""]
+          "(user+sys) less so. The host had %d mounts at start, %d at end (bwrap by hand reads "
+          "them all after each bind; a call's bwrap starts in a namespace of its own)."
+          % (runs, runs * 5, os.cpu_count(), " ".join(load0), " ".join(load1), mounts0,
+             mounts1), ""]
     text = "\n".join(t)
     if set(only) == {"grep", "call", "readall"} and not BUILD:
         write_section(out, "Speed: grep, confined call, read-all (bench/speed.py)", text)

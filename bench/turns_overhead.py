@@ -59,14 +59,17 @@ def timed(fn, n):
     return out
 
 
-def bwrap_by_hand(ws):
+def bwrap_by_hand(ws, work):
     """bwrap with the options cofferd passes (seccomp left out: its filter is
-    made in memory), run as root without the uid switch."""
+    made in memory), run as root without the uid switch, with the root cofferd
+    builds (bench/speed.py's: the system folders, one bind of a copy of /etc)."""
+    from speed import etc_copy, minimal_root
     return ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session",
-            "--uid", "65534", "--gid", "65534", "--hostname", "sandbox",
-            "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-            "--remount-ro", "/dev", "--bind", ws, "/tmp", "--chdir", "/tmp", "--clearenv",
+            "--uid", "65534", "--gid", "65534", "--hostname", "sandbox"] + minimal_root(
+                etc_copy(work)) + ["--proc", "/proc", "--dev", "/dev",
+            "--remount-ro", "/dev", "--bind", ws, "/tmp", "--remount-ro", "/", "--chdir", "/tmp",
+            "--clearenv",
             "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
             "--", "/bin/sh", "-c", "true"]
 
@@ -83,7 +86,7 @@ def overhead(work, n):
     ws = os.path.join(work, "byhand")
     os.makedirs(ws)
     os.chmod(ws, 0o777)
-    argv = bwrap_by_hand(ws)
+    argv = bwrap_by_hand(ws, work)
     subprocess.run(argv, check=True)
     hand = timed(lambda: subprocess.run(argv, check=True), n)
     return [("plain `sh -c true` (fork/exec from Python)", stats(plain)),

@@ -4,6 +4,7 @@
  * while it runs and once when it ends, stop it on its timeout, a breach or
  * the turn's end, then take the outbox and answer.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -237,6 +238,9 @@ static int run(call *c)
 		;
 	if (cof_confine_wait_gone(&c->p, 5000))
 		cof_turn_kill_uid(c->ts, c->t);
+	/* its processes are gone: the copy of /etc it saw may go */
+	cof_etc_drop(c->ts, c->p.etc);
+	c->p.etc = NULL;
 	return status;
 }
 
@@ -258,6 +262,26 @@ static int outbox_prepare(const cof_turn *t)
 		rc = 0;
 	close(ws);
 	return rc;
+}
+
+/* True when the folder open at `fd` holds nothing (read through a file
+ * of its own, so `fd`'s offset stays). */
+static int dir_empty(int fd)
+{
+	int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+	struct dirent *e;
+	int empty = 1;
+
+	if (!dir) {
+		if (d >= 0)
+			close(d);
+		return 0;
+	}
+	while (empty && (e = readdir(dir)) != NULL)
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(dir);
+	return empty;
 }
 
 /* Takes the outbox: files that pass are kept outside the workspace, each
@@ -288,6 +312,11 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 		return 0;
 	}
 	close(ws);
+	if (dir_empty(ob)) {
+		/* nothing to keep: no folder on the scratch disk for this call */
+		close(ob);
+		return 0;
+	}
 	snprintf(kept, sizeof kept, "%s/kept/%s", ts->root, t->id);
 	mkdir(kept, 0700);
 	snprintf(kept, sizeof kept, "%s/kept/%s/%s", ts->root, t->id, c->id);

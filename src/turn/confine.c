@@ -3,15 +3,16 @@
  * seccomp filter, as an unprivileged uid of the turn's own.
  *
  * What the command sees: fresh user, pid, ipc, uts, cgroup and (unless the
- * agent's sandbox.network is true) net namespaces; / read-only; the workspace
- * (a tmpfs, noexec) at /tmp, the only writable place, also $HOME and $TMPDIR;
- * the scratch root and the data dir covered by empty tmpfs; a minimal /dev
+ * agent's sandbox.network is true) net namespaces; / read-only, built from
+ * nothing: the system folders, one bind of a copy of /etc's allowed part
+ * (etcview.c), the agent's files; the workspace (a tmpfs, noexec) at /tmp,
+ * the only writable place, also $HOME and $TMPDIR; the scratch root and the
+ * data dir out of reach (covered where /usr would hold them); a minimal /dev
  * made read-only; uid and gid 65534 inside, the turn's own uid outside (so
  * RLIMIT_NPROC bounds the turn's processes); a clean environment. The pid
  * namespace makes the end reliable: when `sh` exits, or bwrap is killed, the
  * kernel kills every process left in it.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -109,6 +110,10 @@ static scmp_filter_ctx filter_build(int bounded)
 #if defined(__x86_64__)
 	seccomp_arch_add(ctx, SCMP_ARCH_X86); /* 32-bit calls are filtered too */
 #endif
+	/* a binary tree of the syscall numbers, not a list: the kernel runs the
+	 * filter once for each number when bwrap loads it (to cache what is
+	 * always allowed), and then on every system call of the sandbox */
+	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	for (size_t i = 0; denied[i] && rc == 0; i++)
 		rc = deny(ctx, SCMP_ACT_ERRNO(EPERM), denied[i]);
 	for (size_t i = 0; i < sizeof ns / sizeof ns[0] && rc == 0; i++)
@@ -133,57 +138,6 @@ static scmp_filter_ctx filter_build(int bounded)
 		return NULL;
 	}
 	return ctx;
-}
-
-/* What a call sees of /etc: what programs read to run (users, names,
- * libraries, certificates, time zone, alternatives), never its secrets
- * (shadow, gshadow, sudoers, ssh keys, ...). A name ending in '*' is a
- * prefix. */
-static const char *const etc_allowed[] = {
-	"passwd", "group", "hosts", "host.conf", "hostname", "resolv.conf",
-	"nsswitch.conf", "gai.conf", "services", "protocols", "networks", "ld.so.cache",
-	"ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ca-certificates",
-	"ca-certificates.conf", "pki", "crypto-policies", "alternatives", "mime.types",
-	"magic", "magic.mime", "os-release", "debian_version", "lsb-release", "python3*",
-	"perl", "fonts", "locale.alias", "locale.conf", "default", "inputrc", "shells",
-	"mailcap", "xdg", "environment", "papersize", "gitconfig", "subversion", "vim",
-	"ImageMagick*", "R", "java*", "texmf", NULL};
-
-/* Parts of folders whose rest is secret (/etc/ssl/private holds keys). */
-static const char *const etc_parts[] = {"ssl/certs", "ssl/openssl.cnf", NULL};
-
-/* The names under /etc of etc_allowed and etc_parts that exist here
- * (NULL-terminated). */
-static char **etc_list(void)
-{
-	DIR *d = opendir("/etc");
-	struct dirent *e;
-	char **v = cof_calloc(256, sizeof *v);
-	size_t n = 0;
-
-	if (!v || !d) {
-		if (d)
-			closedir(d);
-		return v;
-	}
-	while (n < 255 && (e = readdir(d)) != NULL)
-		for (size_t i = 0; etc_allowed[i]; i++) {
-			size_t k = strlen(etc_allowed[i]);
-			int pre = etc_allowed[i][k - 1] == '*';
-			if (pre ? !strncmp(e->d_name, etc_allowed[i], k - 1)
-				: !strcmp(e->d_name, etc_allowed[i])) {
-				v[n++] = cof_strdup(e->d_name);
-				break;
-			}
-		}
-	closedir(d);
-	for (size_t i = 0; etc_parts[i] && n < 255; i++) {
-		char p[64];
-		snprintf(p, sizeof p, "/etc/%s", etc_parts[i]);
-		if (access(p, F_OK) == 0)
-			v[n++] = cof_strdup(etc_parts[i]);
-	}
-	return v;
 }
 
 /* Without root: coffer-exec next to our own binary, if it is there and this
@@ -214,7 +168,7 @@ int cof_confine_init(cof_turns *ts, cof_err *err)
 	int fd;
 
 	helper_find(ts);
-	if (!(ts->etc = etc_list())) {
+	if (cof_etc_open(ts)) {
 		seccomp_release(ctx);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
@@ -272,11 +226,13 @@ static int under(const char *path, const char *dir)
 }
 
 /* The call's root, built from nothing (not the host's /): system_dirs,
- * the allowed part of /etc, its own /proc and /dev, the workspace at /tmp;
- * then made read-only. `keep` (size bytes, and 128 more after them for
+ * the allowed part of /etc (the copy `etc` in one bind, or without one a
+ * bind per name), its own /proc and /dev, the workspace at /tmp; then made
+ * read-only. `keep` (size bytes, and 128 more after them for
  * argv_build) holds the strings it makes (link targets, /etc paths) for as
  * long as av is used. */
-static int argv_root(const cof_turns *ts, const char **av, int n, char *keep, size_t size)
+static int argv_root(const cof_turns *ts, const char *etc, const char **av, int n, char *keep,
+		     size_t size)
 {
 	size_t used = 0;
 
@@ -298,6 +254,14 @@ static int argv_root(const cof_turns *ts, const char **av, int n, char *keep, si
 			av[n++] = system_dirs[i];
 			av[n++] = system_dirs[i];
 		}
+	}
+	if (etc) {
+		/* as root the child has bound it at /etc (cof_etc_take's folder
+		 * is under the scratch root, which it hides) */
+		av[n++] = "--ro-bind";
+		av[n++] = ts->root_user ? "/etc" : etc;
+		av[n++] = "/etc";
+		return n;
 	}
 	av[n++] = "--dir";
 	av[n++] = "/etc";
@@ -334,8 +298,8 @@ static int argv_views(const cof_call_see *see, const char **av, int n)
  * should one be under /usr, `hide` gets the indexes of the "--tmpfs" pairs
  * that cover it (the child drops one it cannot reach). */
 static void argv_build(const cof_turns *ts, const cof_turn *t, const char *command,
-		       const cof_call_see *see, const char **av, int *hide, char *keep,
-		       size_t keep_size)
+		       const cof_call_see *see, const char *etc, const char **av, int *hide,
+		       char *keep, size_t keep_size)
 {
 	int n = 0;
 
@@ -356,7 +320,7 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n++] = "65534";
 	av[n++] = "--hostname";
 	av[n++] = "sandbox";
-	n = argv_root(ts, av, n, keep, keep_size);
+	n = argv_root(ts, etc, av, n, keep, keep_size);
 	hide[0] = hide[1] = -1;
 	for (int i = 0; i < 2 && !ts->root_user; i++)
 		if (under(i ? ts->data : ts->root, "/usr")) {
@@ -432,33 +396,17 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 
 static void child_fail(const char *what) __attribute__((noreturn));
 
-/* As root, in the child: a mount namespace of its own where the workspace
- * is at /tmp and the scratch root and the data dir are covered by empty
- * read-only tmpfs (a path that the workspace at /tmp now covers is out of
- * sight already). 0 or -1. */
+/* As root, in the child: the mount namespace bwrap starts in
+ * (confine_root.c). 0, or exits saying which step failed. */
 static int child_mounts(const cof_turns *ts, const cof_turn *t, const cof_call_see *see,
-			const char *inner)
+			const char *inner, const char *etc)
 {
-	const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
 	const char *hide[2] = {ts->root, ts->data};
+	const char *failed = cof_confine_child_root(t->ws, inner ? see->view_dir : NULL, etc,
+						    hide);
 
-	/* noexec,nosuid,nodev on the bind too: a tmpfs has them already, a
-	 * folder of the measuring loop gets them here. The call's views (the
-	 * FUSE mounts rw/ and ro/ under its folder, hence MS_REC) are bound
-	 * first (the path may be under /tmp, which the workspace then covers)
-	 * where the turn's uid reaches them. */
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return -1;
-	if (inner && mount(see->view_dir, inner, NULL, MS_BIND | MS_REC, NULL))
-		child_fail("bind the call's view");
-	if (mount(t->ws, "/tmp", NULL, MS_BIND, NULL) ||
-	    mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL))
-		return -1;
-	for (int i = 0; i < 2; i++)
-		if (mount("tmpfs", hide[i], "tmpfs", ro, "size=4k,nr_inodes=2,mode=0755") &&
-		    errno != ENOENT)
-			return -1;
+	if (failed)
+		child_fail(failed);
 	return 0;
 }
 
@@ -498,6 +446,7 @@ typedef struct kid {
 	char shmmax[24];       /* sandbox.memory in bytes */
 	char shmall[24];       /* sandbox.memory in pages */
 	char inner[PATH_MAX + 160]; /* where the child binds the view ("" = none) */
+	const char *etc;       /* the copy of /etc it binds at /etc, or NULL */
 } kid;
 
 /* Writes `text` to the file at `path` (async-signal-safe). 0 or -1. */
@@ -574,10 +523,14 @@ static void child(const cof_turns *ts, const cof_turn *t, const cof_call_see *se
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	if (ts->root_user) {
-		if (child_mounts(ts, t, see, k->inner[0] ? k->inner : NULL))
+		if (child_mounts(ts, t, see, k->inner[0] ? k->inner : NULL, k->etc))
 			child_fail("prepare the mounts");
-		if (setgroups(0, NULL) || setresgid(t->uid, t->uid, t->uid) ||
-		    setresuid(t->uid, t->uid, t->uid))
+		/* the system calls themselves: libc's wrappers would make every
+		 * thread of cofferd, whose memory this child runs in, change too
+		 * (they signal each; a tgkill and a getpid a thread a call) */
+		if (syscall(SYS_setgroups, 0, NULL) ||
+		    syscall(SYS_setresgid, t->uid, t->uid, t->uid) ||
+		    syscall(SYS_setresuid, t->uid, t->uid, t->uid))
 			child_fail("drop privileges");
 	}
 	/* no cgroup: each process at most sandbox.memory of address space */
@@ -729,10 +682,14 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 	static __thread kid k;
 	pid_t pid;
 
-	k = (kid){{-1, -1}, "", "", ""};
+	void *etc_ref = NULL;
+	const char *etc = cof_etc_take(ts, &etc_ref);
+
+	k = (kid){{-1, -1}, "", "", "", ts->root_user ? etc : NULL};
+	p->etc = NULL;
 	if (see && see->view_inner && see->view_dir)
 		snprintf(k.inner, sizeof k.inner, "%s", see->view_inner);
-	argv_build(ts, t, command, see, av, hide, keep, sizeof keep - 128);
+	argv_build(ts, t, command, see, etc, av, hide, keep, sizeof keep - 128);
 	snprintf(k.shmmax, sizeof k.shmmax, "%lld", (long long)t->sb.memory);
 	snprintf(k.shmall, sizeof k.shmall, "%lld", (long long)(t->sb.memory / 4096));
 	if (cof_limits_procs_fds(ts, t, k.cg)) {
@@ -759,6 +716,8 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 	p->errfd = perr[0];
 	p->info = pinfo[0];
 	p->sandbox = -1;
+	p->etc = etc_ref;
+	etc_ref = NULL;
 	pin[1] = pout[0] = perr[0] = pinfo[0] = -1;
 	fcntl(p->in, F_SETFL, O_NONBLOCK);
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
@@ -782,5 +741,6 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (k.cg[i] >= 0)
 			close(k.cg[i]);
+	cof_etc_drop(ts, etc_ref);
 	return rc;
 }

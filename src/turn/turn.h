@@ -131,7 +131,8 @@ struct cof_turns {
 				    (0) rlimits only (limits.c) */
 	char cg_mem[PATH_MAX];   /* our coffer-NS-PID cgroup: memory (v1) or both (v2) */
 	char cg_pids[PATH_MAX];  /* our coffer-NS-PID cgroup: pids (v1) */
-	char **etc;              /* the names under /etc a call sees */
+	char **etc;              /* the names under /etc a call sees (at start) */
+	struct cof_etc_view *etcv; /* their copy, one bind for a call (etcview.c) */
 	char how[1024];          /* how limits are kept, for the log */
 	int views_ok;            /* FUSE works: calls see the agent's files */
 	char views_why[200];     /* else why not, for the log */
@@ -237,6 +238,7 @@ typedef struct cof_proc {
 	int in, out, errfd;      /* our ends of its stdin, stdout, stderr */
 	int info;                /* bwrap's --info-fd (the sandbox's pid) */
 	int sandbox;             /* pidfd of the sandbox's pid 1 once read, or -1 */
+	void *etc;               /* the copy of /etc it was given (etcview.c) */
 } cof_proc;
 
 /* A folder of the call's view bound at an agent path. */
@@ -258,6 +260,33 @@ typedef struct cof_call_see {
  * nothing) adds the agent's files. 0, or -1 with err. */
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		      const cof_call_see *see, cof_proc *p, cof_err *err);
+
+/* As root, in a call's child (between clone and exec): a mount namespace
+ * of its own whose root has only the system folders, `etc` (the copy of
+ * /etc, or NULL: the host's) at /etc, /proc, /dev, the workspace `ws` at
+ * /tmp and the folder of the call's view `view` (or NULL) at COF_VIEW_INNER;
+ * `hide` (the scratch root, the data dir) covered where a system folder
+ * holds them. NULL, or the step that failed (errno says why). */
+const char *cof_confine_child_root(const char *ws, const char *view, const char *etc,
+				   const char *const hide[2]);
+
+/* ---- etcview.c: the allowed part of /etc, copied for calls */
+
+typedef struct cof_etc_view cof_etc_view;
+/* The names under /etc a call may see, as they are now (NULL-terminated,
+ * "ssl/certs" style parts last; NULL without memory). */
+char **cof_etc_list(void);
+/* Sets ts->etc (the names, for binds when no copy can be made) and ts->etcv.
+ * 0, or -1 without memory. */
+int cof_etc_open(cof_turns *ts);
+/* The folder to bind at a call's /etc, copied anew first when the host's
+ * changed (inotify), with a reference in *ref that cof_etc_drop gives back
+ * once the call's processes are gone; NULL (and *ref NULL) when there is no
+ * copy: then the call binds ts->etc name by name. */
+const char *cof_etc_take(cof_turns *ts, void **ref);
+void cof_etc_drop(cof_turns *ts, void *ref);
+/* Frees ts->etc and removes the copies (no call running). */
+void cof_etc_close(cof_turns *ts);
 
 /* ---- views.c: the agent's files in a call */
 

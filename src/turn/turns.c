@@ -200,10 +200,7 @@ static void *sweeper_main(void *arg)
 
 static void etc_free(cof_turns *ts)
 {
-	for (size_t i = 0; ts->etc && ts->etc[i]; i++)
-		free(ts->etc[i]);
-	free(ts->etc);
-	ts->etc = NULL;
+	cof_etc_close(ts);
 }
 
 int cof_turns_open(cof_store *st, const cof_turns_opts *opts, cof_turns **out,
