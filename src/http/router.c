@@ -419,6 +419,35 @@ static enum MHD_Result snapshot_handle(http_req *req)
 	return ret;
 }
 
+#define RID_CHARS 20             /* random characters of a request id, as cof_id_new */
+#define RID_POOL (RID_CHARS * 64)  /* random bytes fetched at once */
+
+/* "req_" + RID_CHARS random base-32 characters into out, as cof_id_new makes
+ * them, but from a per-thread pool of random bytes refilled 64 ids at a time:
+ * one RAND_bytes (its locks, its fork check's getpid) a request was 2% of a
+ * small GET. Ids must be unique, not secret; an event loop never forks. */
+static void new_request_id(char *out, size_t outsz)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+	static _Thread_local unsigned char pool[RID_POOL];
+	static _Thread_local size_t used = RID_POOL;
+	size_t o = 0;
+
+	if (used + RID_CHARS > RID_POOL) {
+		if (cof_random(pool, sizeof pool)) {
+			cof_id_new("req_", out, outsz); /* it aborts without entropy */
+			return;
+		}
+		used = 0;
+	}
+	for (const char *p = "req_"; *p && o + 1 < outsz; p++)
+		out[o++] = *p;
+	for (size_t i = 0; i < RID_CHARS && o + 1 < outsz; i++)
+		out[o++] = alphabet[pool[used + i] & 31];
+	out[o] = '\0';
+	used += RID_CHARS;
+}
+
 /* The client's X-Request-Id when it is 1..128 printable ASCII bytes (so it can
  * be echoed and logged as it is), else a new one. */
 static void request_id(http_req *req)
@@ -432,7 +461,7 @@ static void request_id(http_req *req)
 	if (sane)
 		memcpy(req->request_id, v, n + 1);
 	else
-		cof_id_new("req_", req->request_id, sizeof req->request_id);
+		new_request_id(req->request_id, sizeof req->request_id);
 }
 
 /* Requests under way, for http_dump_in_flight at a stuck stop: kept on
