@@ -251,10 +251,22 @@ static int reader_pin(cof_meta *m, conn *c)
 	return kept;
 }
 
+/* Resets any statement of c a read left stepping: it would keep its read
+ * transaction, so its snapshot, open into the next read on the connection
+ * (a pinned one serves every request of its thread: stale reads). */
+static void reset_busy(conn *c)
+{
+	for (sqlite3_stmt *st = sqlite3_next_stmt(c->db, NULL); st;
+	     st = sqlite3_next_stmt(c->db, st))
+		if (sqlite3_stmt_busy(st))
+			sqlite3_reset(st);
+}
+
 void cof_sqlite_reader_put(cof_meta *m, conn *c)
 {
 	if (!c)
 		return;
+	reset_busy(c);
 	if (c == tl_reader.c && tl_reader.serial == SQ(m)->serial) {
 		tl_reader.busy = 0;
 		return;

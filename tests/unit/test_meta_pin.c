@@ -8,7 +8,8 @@
  * them (its connection keeps no transaction open between reads); a hold is one
  * snapshot until its release, and after it the next read sees what committed
  * meanwhile; a nested read inside a hold works; a store closed and another
- * opened leaves the thread's slot for the old one unused (no stale handle).
+ * opened leaves the thread's slot for the old one unused (no stale handle);
+ * a listing stopped early leaves no snapshot open on the thread's reader.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,6 +174,35 @@ static void test_hold_is_one_snapshot_until_released(void **state)
 	cof_meta_close(m);
 }
 
+/* cof_key_fn: stops the listing at its first key. */
+static int stop_at_first(void *ctx, const cof_keyrow *k)
+{
+	(void)k;
+	++*(int *)ctx;
+	return 1;
+}
+
+/* A listing stopped early leaves no snapshot open on the thread's reader. */
+static void test_listing_stopped_early_leaves_no_snapshot(void **state)
+{
+	cof_meta *m = open_meta();
+	cof_keyrow a, b;
+	cof_err err = {0};
+	int seen = 0;
+
+	(void)state;
+	assert_non_null(m);
+	cof_meta_pin_reader();
+	new_key(m, &a, 5);
+	new_key(m, &b, 6);
+	assert_int_equal(revoked_at(m, b.hash), 0);
+	assert_int_equal(cof_meta_key_list(m, org, stop_at_first, &seen, &err), 0);
+	assert_int_equal(seen, 1);
+	revoke_elsewhere(m, b.id, 9000);
+	assert_int_equal(revoked_at(m, b.hash), 9000);
+	cof_meta_close(m);
+}
+
 /* A store closed and another opened: the thread reads the new one right. */
 static void test_reopened_store_is_read_afresh(void **state)
 {
@@ -201,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_pinned_reads_see_each_commit),
 		cmocka_unit_test(test_hold_is_one_snapshot_until_released),
 		cmocka_unit_test(test_reopened_store_is_read_afresh),
+		cmocka_unit_test(test_listing_stopped_early_leaves_no_snapshot),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
