@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The event-driven server against nginx (issue 13.1), side by side in one run.
 
-    bench/http_evloop.py [--secs S] [--build DIR] [--before DIR]
+    bench/http_evloop.py [--secs S] [--rounds N] [--build DIR] [--before DIR]
 
 Prints a Markdown section for bench/results.md:
   - GET of a 4 KiB file with `wrk -t2 --latency` at 32 and 256 connections: req/s,
@@ -12,7 +12,9 @@ Prints a Markdown section for bench/results.md:
 nginx is set up as its users run it: worker_processes 2, sendfile on,
 keepalive_requests 100000, access_log off. Needs wrk and nginx (scripts/deps --bench).
 --before DIR adds the 4 KiB rows for another build's cofferd (the thread-per-connection
-server of main, say) in the same run. Every server it starts is stopped at the end, also
+server of main, say) in the same run. Each 4 KiB row is --rounds runs (default 3), cofferd
+and nginx taking turns, so that both see the same load: the row gives each one's median
+req/s, p50 and p99, and the ratio is the median of the rounds' ratios. Every server it starts is stopped at the end, also
 on error.
 """
 import argparse
@@ -123,6 +125,21 @@ def wrk(url, key, conns, secs):
     return rps, mbs, p50, p99
 
 
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def rounds(curl, nurl, key, nkey, conns, secs, n):
+    """n rounds of cofferd then nginx; their medians and the median ratio."""
+    cs, ns = [], []
+    for _ in range(n):
+        cs.append(wrk(curl, key, conns, secs))
+        ns.append(wrk(nurl, nkey, conns, secs))
+    med = lambda runs: tuple(median([r[i] for r in runs]) for i in range(4))
+    return med(cs), med(ns), median([c[0] / m[0] for c, m in zip(cs, ns)])
+
+
 def rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:
         d = dict(l.split(":", 1) for l in f if ":" in l)
@@ -134,6 +151,7 @@ def main():
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--before", default=None, help="another build dir to compare")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of each 4 KiB case")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="evloop-bench-")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -163,12 +181,12 @@ def main():
         wrk(nu("small.bin"), key, 32, 1)
         rows = []
         for conns in (32, 256):
-            c = wrk(cu("small.bin"), key, conns, a.secs)
-            n = wrk(nu("small.bin"), key, conns, a.secs)
-            rows.append(("GET 4 KiB, %d connections" % conns, c, n))
+            rows.append(("GET 4 KiB, %d connections" % conns,) +
+                        rounds(cu("small.bin"), nu("small.bin"), key, key, conns, a.secs,
+                               a.rounds))
         c = wrk(cu("big.bin"), key, 4, a.secs)
         n = wrk(nu("big.bin"), key, 4, a.secs)
-        rows.append(("GET 100 MiB, 4 connections", c, n))
+        rows.append(("GET 100 MiB, 4 connections", c, n, c[0] / n[0]))
         if a.before:
             old = os.path.join(work, "cofferd-before")
             shutil.copy(os.path.join(a.before, "cofferd"), old)
@@ -180,10 +198,9 @@ def main():
             ou = "http://127.0.0.1:%d/v1/volumes/%s/files/small.bin" % (oport, ovol)
             wrk(ou, okey, 32, 1)
             for conns in (32, 256):
-                c = wrk(ou, okey, conns, a.secs)
-                n = wrk(nu("small.bin"), key, conns, a.secs)
-                rows.append(("before (%s): GET 4 KiB, %d connections" % (a.before, conns),
-                             c, n))
+                rows.append(("before (%s): GET 4 KiB, %d connections" % (a.before, conns),)
+                            + rounds(ou, nu("small.bin"), okey, key, conns, a.secs,
+                                     a.rounds))
             op.terminate()
             op.wait(30)
         rss0, th0 = rss_kb(cp.pid)
@@ -203,18 +220,19 @@ def main():
         load = open("/proc/loadavg").read().split()[:3]
         print("### Event-driven HTTP (issue 13.1), %s\n" % time.strftime("%Y-%m-%d %H:%M UTC",
                                                                            time.gmtime()))
-        print("wrk -t2 --latency -d%ds, one run each, cofferd then nginx, on %d cores "
-              "shared with 8 other engineers' builds and tests (load average before: %s)."
-              % (a.secs, os.cpu_count(), " ".join(load)))
+        print("wrk -t2 --latency -d%ds; 4 KiB rows: medians of %d rounds, cofferd and "
+              "nginx taking turns (ratio: the median of the rounds' ratios); on %d cores "
+              "shared with 8 other engineers' builds and tests (load average at the end: "
+              "%s)." % (a.secs, a.rounds, os.cpu_count(), " ".join(load)))
         print("nginx: worker_processes 2, sendfile on, keepalive_requests 100000, "
               "access_log off. cofferd: defaults (--threads = cores, --workers 32), "
               "--log none.\n")
         print("| case | cofferd req/s | nginx req/s | ratio | cofferd p50 / p99 ms | "
               "nginx p50 / p99 ms | cofferd MB/s | nginx MB/s |")
         print("|---|---|---|---|---|---|---|---|")
-        for label, c_, n_ in rows:
+        for label, c_, n_, ratio in rows:
             print("| %s | %.0f | %.0f | %.2fx | %.2f / %.2f | %.2f / %.2f | %.0f | %.0f |" % (
-                label, c_[0], n_[0], c_[0] / n_[0], c_[2], c_[3], n_[2], n_[3], c_[1], n_[1]))
+                label, c_[0], n_[0], ratio, c_[2], c_[3], n_[2], n_[3], c_[1], n_[1]))
         print("\n10,000 idle keep-alive connections: cofferd's RSS %.1f MiB before, %.1f MiB "
               "holding them (%.1f KiB each), %.1f MiB after wrk ran beside them; threads %d, "
               "%d, %d. GET 4 KiB at 32 connections while they are held: %.0f req/s, p50 "

@@ -104,6 +104,10 @@ typedef struct cof_principal {
 /* Resolves `key`; COF_EUNAUTHORIZED when unknown, revoked or expired (the
  * message says which). Records its use at most once a minute. */
 int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *err);
+/* cof_key_auth with the key's SHA-256 in hex already made by the caller
+ * (NULL: made here), so that a request hashes its key once. */
+int cof_key_auth_hashed(cof_store *st, const char *key, const char *hash,
+			cof_principal *who, cof_err *err);
 /* POST /v1/keys {org?, agent?, name?, expiresIn?, readOnly?} -> {id, key, org,
  * agent?, name?, readOnly, expiresAt?}. Only the admin may name another org. */
 int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,

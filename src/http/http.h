@@ -53,6 +53,9 @@ typedef enum http_body {
 #define HTTP_F_FORWARDS 16u /* a GET that may be carried to another node (forward.c):
 			    * a node-to-node call blocks, so it runs on a worker, not
 			    * on an event loop */
+#define HTTP_F_SNAPSHOT 32u /* a GET whose key check and reads are one read
+			    * transaction of the store (cof_meta_read_hold): the key
+			    * is checked on MHD's last call, with the handler */
 
 typedef struct http_req http_req;
 
@@ -119,6 +122,7 @@ struct http_req {
 	int64_t wait_until;
 	http_wait wait;
 	struct http_req *live_prev, *live_next; /* router.c: requests under way */
+	int live_stripe;                /* which of router.c's lists */
 };
 
 /* ---- ratelimit.c: --rate-limit N requests a second per key (burst 2N) */

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include "http/http.h"
+#include "store/store.h"
 
 /* Every route this server answers; the one place to look. */
 static const http_route routes[] = {
@@ -40,7 +41,7 @@ static const http_route routes[] = {
 	  http_volume_delete },
 	{ "GET", "/v1/volumes/{}/files", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE,
 	  NULL, http_files_list },
-	{ "GET", "/v1/volumes/{}/files/{+}", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	{ "GET", "/v1/volumes/{}/files/{+}", HTTP_F_AUTH | HTTP_F_NOAGENT | HTTP_F_SNAPSHOT,
 	  HTTP_BODY_NONE, NULL, http_file_get },
 	{ "PUT", "/v1/volumes/{}/files/{+}", HTTP_F_AUTH | HTTP_F_NOAGENT,
 	  HTTP_BODY_STREAM, http_begin_file_put, http_file_put },
@@ -287,9 +288,10 @@ static int authenticate(http_req *req)
 		return cof_error(&req->err, COF_EUNAUTHORIZED,
 				 "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
 	char hash[65];
-	if (cof_sha256_hex(key, strlen(key), hash) == 0)
+	int hashed = cof_sha256_hex(key, strlen(key), hash) == 0;
+	if (hashed)
 		snprintf(req->key_id, sizeof req->key_id, "k_%.16s", hash);
-	if (cof_key_auth(req->srv->st, key, &req->who, &req->err))
+	if (cof_key_auth_hashed(req->srv->st, key, hashed ? hash : NULL, &req->who, &req->err))
 		return -1;
 	if (req->who.read_only && strcmp(req->method, "GET") && strcmp(req->method, "HEAD"))
 		return cof_error(&req->err, COF_EFORBIDDEN,
@@ -308,7 +310,8 @@ static void req_begin(http_req *req, const char *url)
 	int64_t clen;
 
 	req->body.max = HTTP_JSON_MAX;
-	if (route_find(req, url) || authenticate(req)) {
+	if (route_find(req, url) ||
+	    (!(req->route->flags & HTTP_F_SNAPSHOT) && authenticate(req))) {
 		req->failed = 1;
 		return;
 	}
@@ -396,6 +399,55 @@ static enum MHD_Result answer_error(http_req *req)
 	return http_queue(req, status, resp);
 }
 
+/* Runs a HTTP_F_SNAPSHOT route: its key check and every read its handler
+ * makes on this thread in one read transaction of the store, so that a small
+ * GET takes the store's locks once (on an event loop, within this one call:
+ * no other request runs on the thread in between). */
+static enum MHD_Result snapshot_handle(http_req *req)
+{
+	cof_meta *m = req->srv->st->meta;
+	int held = cof_meta_read_hold(m);
+	enum MHD_Result ret;
+
+	if (authenticate(req)) {
+		cof_meta_read_release(m, held);
+		req->failed = 1;
+		return answer_error(req);
+	}
+	ret = req->route->handle(req);
+	cof_meta_read_release(m, held);
+	return ret;
+}
+
+#define RID_CHARS 20             /* random characters of a request id, as cof_id_new */
+#define RID_POOL (RID_CHARS * 64)  /* random bytes fetched at once */
+
+/* "req_" + RID_CHARS random base-32 characters into out, as cof_id_new makes
+ * them, but from a per-thread pool of random bytes refilled 64 ids at a time:
+ * one RAND_bytes (its locks, its fork check's getpid) a request was 2% of a
+ * small GET. Ids must be unique, not secret; an event loop never forks. */
+static void new_request_id(char *out, size_t outsz)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+	static _Thread_local unsigned char pool[RID_POOL];
+	static _Thread_local size_t used = RID_POOL;
+	size_t o = 0;
+
+	if (used + RID_CHARS > RID_POOL) {
+		if (cof_random(pool, sizeof pool)) {
+			cof_id_new("req_", out, outsz); /* it aborts without entropy */
+			return;
+		}
+		used = 0;
+	}
+	for (const char *p = "req_"; *p && o + 1 < outsz; p++)
+		out[o++] = *p;
+	for (size_t i = 0; i < RID_CHARS && o + 1 < outsz; i++)
+		out[o++] = alphabet[pool[used + i] & 31];
+	out[o] = '\0';
+	used += RID_CHARS;
+}
+
 /* The client's X-Request-Id when it is 1..128 printable ASCII bytes (so it can
  * be echoed and logged as it is), else a new one. */
 static void request_id(http_req *req)
@@ -409,46 +461,69 @@ static void request_id(http_req *req)
 	if (sane)
 		memcpy(req->request_id, v, n + 1);
 	else
-		cof_id_new("req_", req->request_id, sizeof req->request_id);
+		new_request_id(req->request_id, sizeof req->request_id);
 }
 
-static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
-static http_req *live_head;
+/* Requests under way, for http_dump_in_flight at a stuck stop: kept on
+ * LIVE_STRIPES lists, each thread adding to one of its own (round robin by
+ * first use), so that the event loops never share a mutex per request. */
+#define LIVE_STRIPES 16
+static struct live_stripe {
+	pthread_mutex_t mu;
+	http_req *head;
+} live[LIVE_STRIPES] = {
+#define LIVE_INIT { PTHREAD_MUTEX_INITIALIZER, NULL }
+	LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT,
+	LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT, LIVE_INIT,
+#undef LIVE_INIT
+};
 
 static void live_add(http_req *req)
 {
-	pthread_mutex_lock(&live_mu);
-	req->live_next = live_head;
-	if (live_head)
-		live_head->live_prev = req;
-	live_head = req;
-	pthread_mutex_unlock(&live_mu);
+	static unsigned next_stripe;
+	static _Thread_local int mine = -1;
+
+	if (mine < 0)
+		mine = (int)(__atomic_fetch_add(&next_stripe, 1, __ATOMIC_RELAXED) % LIVE_STRIPES);
+	struct live_stripe *l = &live[mine];
+	req->live_stripe = mine;
+	pthread_mutex_lock(&l->mu);
+	req->live_next = l->head;
+	if (l->head)
+		l->head->live_prev = req;
+	l->head = req;
+	pthread_mutex_unlock(&l->mu);
 }
 
+/* Takes req off its list (on whichever thread completes it). */
 static void live_del(http_req *req)
 {
-	pthread_mutex_lock(&live_mu);
+	struct live_stripe *l = &live[req->live_stripe];
+
+	pthread_mutex_lock(&l->mu);
 	if (req->live_prev)
 		req->live_prev->live_next = req->live_next;
 	else
-		live_head = req->live_next;
+		l->head = req->live_next;
 	if (req->live_next)
 		req->live_next->live_prev = req->live_prev;
-	pthread_mutex_unlock(&live_mu);
+	pthread_mutex_unlock(&l->mu);
 }
 
 void http_dump_in_flight(void)
 {
-	pthread_mutex_lock(&live_mu);
-	for (http_req *r = live_head; r; r = r->live_next) {
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
-		fprintf(stderr, "cofferd: still in flight: %s %s route=%s off_loop=%d "
-			"suspended=%d armed=%d\n", r->method, r->url,
-			r->route ? r->route->pattern : "-", r->off_loop,
-			ci ? (int)ci->suspended : -1, r->wait.armed);
+	for (int i = 0; i < LIVE_STRIPES; i++) {
+		pthread_mutex_lock(&live[i].mu);
+		for (http_req *r = live[i].head; r; r = r->live_next) {
+			const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+				r->conn, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
+			fprintf(stderr, "cofferd: still in flight: %s %s route=%s off_loop=%d "
+				"suspended=%d armed=%d\n", r->method, r->url,
+				r->route ? r->route->pattern : "-", r->off_loop,
+				ci ? (int)ci->suspended : -1, r->wait.armed);
+		}
+		pthread_mutex_unlock(&live[i].mu);
 	}
-	pthread_mutex_unlock(&live_mu);
 }
 
 /* True when the body's Content-Length is known and fully in (then MHD goes on
@@ -498,6 +573,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 
 	(void)version;
 	if (req == NULL) {
+		cof_meta_pin_reader(); /* an event loop: it reads on every request */
 		req = cof_calloc(1, sizeof(*req));
 		req->srv = srv;
 		req->conn = conn;
@@ -537,6 +613,8 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS)) &&
 	    http_run_off_loop(req) == 0)
 		return MHD_YES;
+	if (req->route->flags & HTTP_F_SNAPSHOT)
+		return snapshot_handle(req);
 	return req->route->handle(req);
 }
 

@@ -97,7 +97,8 @@ typedef struct gc_thread {
 typedef struct head_watch {
 	struct head_watch *prev, *next;
 	int fd;
-	int64_t deadline;        /* cof_mono_ms(); 0 while a request is answered */
+	int64_t deadline;        /* cof_mono_ms(); 0 while a request is answered;
+				    atomic: head_arm sets it outside the mutex */
 } head_watch;
 
 /* The head deadline of every connection: MHD's connection notifications add
@@ -498,8 +499,8 @@ static void head_notify(void *cls, struct MHD_Connection *conn, void **socket_co
 		if (!ci || !(w = cof_calloc(1, sizeof *w)))
 			return; /* unwatched: the idle timeout still holds */
 		w->fd = ci->connect_fd;
-		pthread_mutex_lock(&g->mu);
 		w->deadline = cof_mono_ms() + g->timeout_ms;
+		pthread_mutex_lock(&g->mu);
 		w->next = g->list;
 		if (g->list)
 			g->list->prev = w;
@@ -520,7 +521,8 @@ static void head_notify(void *cls, struct MHD_Connection *conn, void **socket_co
 	}
 }
 
-/* Sets the head deadline of `conn` to now + timeout (arm) or off. */
+/* Sets the head deadline of `conn` to now + timeout (arm) or off: twice per
+ * request, so without the list's mutex (the guard reads it atomically). */
 static void head_arm(head_guard *g, struct MHD_Connection *conn, int arm)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -529,9 +531,8 @@ static void head_arm(head_guard *g, struct MHD_Connection *conn, int arm)
 
 	if (!w)
 		return;
-	pthread_mutex_lock(&g->mu);
-	w->deadline = arm ? cof_mono_ms() + g->timeout_ms : 0;
-	pthread_mutex_unlock(&g->mu);
+	__atomic_store_n(&w->deadline, arm ? cof_mono_ms() + g->timeout_ms : 0,
+			 __ATOMIC_RELAXED);
 }
 
 /* MHD calls the access handler first once a request's head is complete
@@ -568,12 +569,16 @@ static void *head_main(void *arg)
 	pthread_mutex_lock(&g->mu);
 	while (!g->stop) {
 		int64_t now = cof_mono_ms();
-		for (head_watch *w = g->list; w; w = w->next)
-			if (w->deadline && w->deadline <= now) {
-				w->deadline = 0;
+		for (head_watch *w = g->list; w; w = w->next) {
+			int64_t d = __atomic_load_n(&w->deadline, __ATOMIC_RELAXED);
+			/* off unless a head came in meanwhile, which disarmed it */
+			if (d && d <= now && __atomic_compare_exchange_n(&w->deadline, &d, 0, 0,
+									 __ATOMIC_RELAXED,
+									 __ATOMIC_RELAXED)) {
 				shutdown(w->fd, SHUT_RDWR);
 				g->cut++;
 			}
+		}
 		cof_cond_wait_until(&g->cv, &g->mu, now + 250);
 	}
 	pthread_mutex_unlock(&g->mu);

@@ -73,6 +73,12 @@ int cof_key_register_first_admin(cof_store *st, const char *hash, cof_err *err)
 
 int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *err)
 {
+	return cof_key_auth_hashed(st, key, NULL, who, err);
+}
+
+int cof_key_auth_hashed(cof_store *st, const char *key, const char *given,
+			cof_principal *who, cof_err *err)
+{
 	char hash[65], when[32];
 	cof_keyrow k;
 	int64_t now = cof_now();
@@ -82,7 +88,10 @@ int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *er
 				 "an API key is required (Authorization: Bearer KEY or x-api-key)");
 	if (strlen(key) > 200)
 		return cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
-	cof_sha256_hex(key, strlen(key), hash);
+	if (given)
+		snprintf(hash, sizeof hash, "%s", given);
+	else
+		cof_sha256_hex(key, strlen(key), hash);
 	if (cof_meta_key_find(st->meta, hash, &k, err))
 		return -1;
 	if (k.revoked_at) {

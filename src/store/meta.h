@@ -367,6 +367,19 @@ int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err);
  * migrates its schema. COF_EUNAVAILABLE when it cannot be reached. */
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err);
 
+/* The calling thread keeps one reader connection of the SQLite store it
+ * reads (at most POOL_PINNED threads a store) instead of taking one from the
+ * shared pool under its mutex for every read: for the few long-lived threads
+ * that read most, the HTTP event loops. Other backends ignore it. */
+void cof_meta_pin_reader(void);
+/* On a pinned thread of a SQLite store, makes the reads that follow on this
+ * thread, up to cof_meta_read_release(m, held), one read transaction: one
+ * snapshot, and its locks taken once instead of once a read. Returns `held`
+ * (0: nothing held; each read is its own transaction as usual). Nothing
+ * between the two may write and expect to read its write back. */
+int cof_meta_read_hold(cof_meta *m);
+void cof_meta_read_release(cof_meta *m, int held);
+
 /* One function per member of cof_meta_ops, with its contract (meta.c).
  * cof_meta_close(NULL) does nothing. */
 void cof_meta_close(cof_meta *m);

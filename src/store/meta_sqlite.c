@@ -160,10 +160,62 @@ sqlite3_stmt *cof_sqlite_q(conn *c, const char *sql, cof_err *err)
 	return st;
 }
 
+/* The reader a pinned thread keeps (cof_meta_pin_reader): of the store
+ * whose serial it names; `busy` while a read of this thread uses it, so a
+ * read nested in another takes a second one from the pool. */
+static _Thread_local struct {
+	int pin;
+	uint64_t serial;
+	conn *c;
+	int busy;
+} tl_reader;
+
+void cof_meta_pin_reader(void)
+{
+	tl_reader.pin = 1;
+}
+
+/* Runs `sql` (a literal: BEGIN, COMMIT, ROLLBACK) on c through its cache. */
+static int run_cached(conn *c, const char *sql)
+{
+	cof_err err = { 0 };
+	sqlite3_stmt *st = cof_sqlite_q(c, sql, &err);
+	int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
+
+	if (st)
+		sqlite3_reset(st);
+	cof_err_clear(&err);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int cof_meta_read_hold(cof_meta *m)
+{
+	conn *c = tl_reader.c;
+
+	if (!m || m->ops != cof_meta_sqlite_ops() || !c || tl_reader.busy ||
+	    tl_reader.serial != SQ(m)->serial || !sqlite3_get_autocommit(c->db))
+		return 0;
+	return run_cached(c, "BEGIN") == 0;
+}
+
+void cof_meta_read_release(cof_meta *m, int held)
+{
+	conn *c = tl_reader.c;
+
+	if (!held || !c || tl_reader.serial != SQ(m)->serial || sqlite3_get_autocommit(c->db))
+		return;
+	if (run_cached(c, "COMMIT") != 0 && !sqlite3_get_autocommit(c->db))
+		(void)run_cached(c, "ROLLBACK");
+}
+
 conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err)
 {
 	conn *c;
 
+	if (tl_reader.c && tl_reader.serial == SQ(m)->serial && !tl_reader.busy) {
+		tl_reader.busy = 1;
+		return tl_reader.c;
+	}
 	pthread_mutex_lock(&SQ(m)->plock);
 	c = SQ(m)->idle;
 	if (c) {
@@ -174,9 +226,52 @@ conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err)
 	return c ? c : conn_open(SQ(m)->file, 0, err);
 }
 
+/* Keeps `c` as the calling pinned thread's own reader of m when it has none
+ * yet and m has room. 1 when kept. A thread's slot naming a closed store is
+ * free: that store closed the connection with its pinned list. */
+static int reader_pin(cof_meta *m, conn *c)
+{
+	int kept = 0;
+
+	if (!tl_reader.pin || (tl_reader.c && tl_reader.serial == SQ(m)->serial))
+		return 0;
+	pthread_mutex_lock(&SQ(m)->plock);
+	if (SQ(m)->npinned < POOL_PINNED) {
+		c->next = SQ(m)->pinned;
+		SQ(m)->pinned = c;
+		SQ(m)->npinned++;
+		kept = 1;
+	}
+	pthread_mutex_unlock(&SQ(m)->plock);
+	if (kept) {
+		tl_reader.serial = SQ(m)->serial;
+		tl_reader.c = c;
+		tl_reader.busy = 0;
+	}
+	return kept;
+}
+
+/* Resets any statement of c a read left stepping: it would keep its read
+ * transaction, so its snapshot, open into the next read on the connection
+ * (a pinned one serves every request of its thread: stale reads). */
+static void reset_busy(conn *c)
+{
+	for (sqlite3_stmt *st = sqlite3_next_stmt(c->db, NULL); st;
+	     st = sqlite3_next_stmt(c->db, st))
+		if (sqlite3_stmt_busy(st))
+			sqlite3_reset(st);
+}
+
 void cof_sqlite_reader_put(cof_meta *m, conn *c)
 {
 	if (!c)
+		return;
+	reset_busy(c);
+	if (c == tl_reader.c && tl_reader.serial == SQ(m)->serial) {
+		tl_reader.busy = 0;
+		return;
+	}
+	if (reader_pin(m, c))
 		return;
 	pthread_mutex_lock(&SQ(m)->plock);
 	if (SQ(m)->nidle < POOL_IDLE) {
@@ -299,6 +394,17 @@ const cof_meta_ops *cof_meta_sqlite_ops(void)
 	return &sqlite_ops;
 }
 
+static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+static uint64_t serials;
+
+/* Before SQLite's first use: no global memory statistics, which cost a
+ * process-wide mutex on every allocation of every connection (coffer never
+ * reads them). Refused harmlessly when SQLite was initialised already. */
+static void sqlite_setup(void)
+{
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 /* Opens (creating if needed) the database `file`, brings its schema up to
  * date and returns the store behind cof_meta_sqlite_ops(). */
 int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
@@ -315,6 +421,8 @@ int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	m->ops = cof_meta_sqlite_ops();
+	pthread_once(&sqlite_once, sqlite_setup);
+	s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&s->wlock, NULL);
 	pthread_mutex_init(&s->plock, NULL);
 	pthread_mutex_init(&s->flock, NULL);
@@ -339,6 +447,11 @@ static void sq_close(cof_meta *m)
 	while (s->idle) {
 		conn *c = s->idle;
 		s->idle = c->next;
+		conn_close(c);
+	}
+	while (s->pinned) {
+		conn *c = s->pinned;
+		s->pinned = c->next;
 		conn_close(c);
 	}
 	if (s->writer)

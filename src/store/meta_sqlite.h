@@ -12,6 +12,7 @@
 
 #define STMT_CACHE 128
 #define POOL_IDLE 16
+#define POOL_PINNED 16            /* threads that keep a reader of their own */
 /* The most changes one commit (one WAL fsync) carries: meta_sqlite_commit.c. */
 #define COF_SQLITE_BATCH_MAX 64
 
@@ -30,6 +31,9 @@ typedef struct sq_meta {
 	pthread_mutex_t plock;
 	conn *idle;
 	int nidle;
+	conn *pinned;                  /* held by a thread each (cof_meta_pin_reader) */
+	int npinned;
+	uint64_t serial;               /* tells this store from one closed before it */
 	/* group commit (meta_sqlite_commit.c): the open batch, under wlock */
 	atomic_int wwait;              /* writers waiting for wlock */
 	int intx, nbatch;              /* a batch's transaction is open; its changes */

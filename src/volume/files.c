@@ -355,14 +355,21 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 	int r;
 
 	memset(out, 0, sizeof *out);
-	if (cof_path_check(path, strlen(path), "path", &p, err) ||
-	    cof_view_open(st, org, vol, snapshot, &view, err))
+	if (cof_path_check(path, strlen(path), "path", &p, err))
 		return -1;
 	if (!(e = cof_malloc(sizeof *e)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
+	/* the volume's row and the file's in one read transaction */
+	int held = cof_meta_read_hold(st->meta);
+	if (cof_view_open(st, org, vol, snapshot, &view, err)) {
+		cof_meta_read_release(st->meta, held);
+		free(e);
+		return -1;
+	}
 	/* One query gives the row and, for small content, the bytes themselves. */
 	r = cof_meta_entry_read(st->meta, view.vno, p, view.snapshot ? view.seq : -1, e,
 				&out->data, err);
+	cof_meta_read_release(st->meta, held);
 	if (r == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
 			  view.snapshot ? " in that snapshot" : "");

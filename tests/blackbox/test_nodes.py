@@ -14,7 +14,7 @@ import threading
 import time
 
 import harness
-from harness import check, contains, eq, expect, sha256
+from harness import check, contains, eq, expect, expect_error, sha256
 
 TIMEOUT = 120
 
@@ -78,6 +78,32 @@ def test_writes_through_every_node_read_on_every_node():
             eq(s.seq(vid), 15, "seq on node %d" % i)
             eq(expect(s.get_file(vid, "n2/f4.txt"), 200).body, b"node 2 file 4",
                "a file written on node 2, read on node %d" % i)
+    finally:
+        _close(url, nodes)
+
+
+def test_revocation_and_overwrite_on_one_node_hold_on_another_at_once():
+    """The small-GET path (issue 13.1) keeps no key or entry that another node could
+    change behind it: a key revoked on node A is refused by node B on its next request,
+    and a file overwritten on A reads as the new version on B right away."""
+    url, nodes = _nodes(2)
+    a, b = nodes
+    try:
+        vid = a.create_volume()["id"]
+        a.put_ok(vid, "f.txt", b"one")
+        k = expect(a.post("/v1/keys", json={"name": "across"}), 201).json()
+        for _ in range(20):  # warm every loop thread of B on this key and file
+            eq(expect(b.get_file(vid, "f.txt", key=k["key"]), 200).body, b"one",
+               "version 1 on node B")
+        a.put_ok(vid, "f.txt", b"two")
+        for _ in range(5):
+            r = expect(b.get_file(vid, "f.txt", key=k["key"]), 200)
+            eq(r.body, b"two", "node B reads the overwrite made on node A")
+            eq(r.header("ETag"), '"2"', "its ETag")
+        expect(a.delete("/v1/keys/" + k["id"]), 204)
+        for _ in range(5):
+            r = expect_error(b.get_file(vid, "f.txt", key=k["key"]), 401, "unauthorized")
+            contains(r["message"], "revoked", "node B on the revoked key")
     finally:
         _close(url, nodes)
 
