@@ -138,7 +138,7 @@ def mount_rows(work, data, mnt):
         m, d = mounted_read(["--server", s.url, "--key", s.key])
     finally:
         s.stop()
-    rows.append("| `coffer mount --server` (HTTP: Range windows up to 8 MiB) sequential read "
+    rows.append("| `coffer mount --server` (HTTP: Range windows up to 2 MiB) sequential read "
                 "of 1 GiB vs `cat` of its blob | %.0f MB/s | %.0f MB/s | %.2f |" % (m, d, m / d))
     return rows
 

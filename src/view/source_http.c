@@ -25,7 +25,7 @@
 
 #define POOL_MAX 64              /* idle handles kept */
 #define WIN_FIRST (256 * 1024)   /* the first window of a file's bytes */
-#define WIN_MAX (8 * 1024 * 1024) /* a window grows to this while read in order */
+#define WIN_MAX (2 * 1024 * 1024) /* a window grows to this while read in order */
 #define PAGE_FIRST 16            /* a folder's first page (a probe wants one row) */
 #define PAGE_MAX 1000
 #define FOLLOW_MS 1000           /* --follow asks for the newest seq at most this often */
