@@ -22,42 +22,20 @@
 #include <time.h>
 #include <unistd.h>
 #include "view/view_int.h"
+#include "view/vhttp.h"
 
-#define POOL_MAX 64              /* idle handles kept */
 #define WIN_FIRST (256 * 1024)   /* the first window of a file's bytes */
 #define WIN_MAX (2 * 1024 * 1024) /* a window grows to this while read in order */
 #define PAGE_FIRST 16            /* a folder's first page (a probe wants one row) */
 #define PAGE_MAX 1000
 #define FOLLOW_MS 1000           /* --follow asks for the newest seq at most this often */
-#define ANSWER_MAX ((size_t)64 << 20)
 
 typedef struct hsrc {
 	cof_view_src base;
-	char *url;               /* without a trailing '/' */
-	char *auth;              /* "Authorization: Bearer KEY" */
-	pthread_mutex_t mu;      /* pool, newest */
-	CURL *pool[POOL_MAX];
-	int npool;
+	cof_vh c;                /* the server, its connections */
+	pthread_mutex_t mu;      /* newest */
 	int64_t newest[COF_VIEW_ROOTS], newest_ms[COF_VIEW_ROOTS];
 } hsrc;
-
-/* One request and what came back. */
-typedef struct hreq {
-	const char *method;      /* "GET", "HEAD", "PUT", "DELETE", "POST" */
-	cof_buf url;
-	const char *hdr[3];      /* extra headers, NULL-ended */
-	const char *json;        /* a JSON body, or NULL */
-	int up_fd;               /* a body read from this fd, or -1 */
-	int64_t up_len;
-	char *dst;               /* body into dst (cap bytes), else into `body` */
-	size_t cap, got;
-	cof_buf body;
-	long status;
-	char etag[32], vseq[24], crange[96], ctype[128], lastmod[64];
-	char clen[24];
-	char errbuf[CURL_ERROR_SIZE];
-	CURLcode rc;
-} hreq;
 
 static hsrc *H(cof_vfs *v)
 {
@@ -66,255 +44,27 @@ static hsrc *H(cof_vfs *v)
 
 /* --------------------------------------------------------------- requests */
 
-/* Appends `s` percent-encoded (RFC 3986 unreserved kept, and '/' when
- * keep_slash). */
-static void enc(cof_buf *u, const char *s, int keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '_' || *p == '.' || *p == '~' || (keep_slash && *p == '/'))
-			cof_buf_add(u, p, 1);
-		else
-			cof_buf_addf(u, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
-	}
-}
-
 /* The URL of root r's volume + `tail` ("/files/" + vpath, "/move", ""). */
-static void url_vol(hsrc *h, const vroot *r, hreq *q, const char *tail, const char *vpath)
+static void url_vol(hsrc *h, const vroot *r, cof_vh_req *q, const char *tail, const char *vpath)
 {
-	cof_buf_adds(&q->url, h->url);
+	cof_buf_adds(&q->url, h->c.url);
 	cof_buf_adds(&q->url, "/v1/volumes/");
-	enc(&q->url, r->cfg.vol, 0);
+	cof_vh_enc(&q->url, r->cfg.vol, 0);
 	cof_buf_adds(&q->url, tail);
 	if (vpath)
-		enc(&q->url, vpath, 1);
+		cof_vh_enc(&q->url, vpath, 1);
 }
 
 /* Adds the view's read point: ?snapshot=S, or ?seq=at (at >= 0). `sep` is
  * '?' or '&'. */
-static void url_at(const vroot *r, hreq *q, int64_t at, char sep)
+static void url_at(const vroot *r, cof_vh_req *q, int64_t at, char sep)
 {
 	if (r->v.snapshot && r->cfg.snapshot) {
 		cof_buf_addf(&q->url, "%csnapshot=", sep);
-		enc(&q->url, r->cfg.snapshot, 0);
+		cof_vh_enc(&q->url, r->cfg.snapshot, 0);
 	} else if (at >= 0) {
 		cof_buf_addf(&q->url, "%cseq=%" PRId64, sep, at);
 	}
-}
-
-/* Copies header value `line` (after "Name:") into out when it is `name`. */
-static void take_header(const char *line, size_t n, const char *name, char *out, size_t outsz)
-{
-	size_t nl = strlen(name);
-
-	if (n <= nl || strncasecmp(line, name, nl) || line[nl] != ':')
-		return;
-	line += nl + 1;
-	n -= nl + 1;
-	while (n && (*line == ' ' || *line == '\t'))
-		line++, n--;
-	while (n && (line[n - 1] == '\r' || line[n - 1] == '\n' || line[n - 1] == ' '))
-		n--;
-	snprintf(out, outsz, "%.*s", (int)n, line);
-}
-
-static size_t on_header(char *d, size_t size, size_t nmemb, void *ud)
-{
-	hreq *q = ud;
-	size_t n = size * nmemb;
-
-	take_header(d, n, "ETag", q->etag, sizeof q->etag);
-	take_header(d, n, "X-Volume-Seq", q->vseq, sizeof q->vseq);
-	take_header(d, n, "Content-Range", q->crange, sizeof q->crange);
-	take_header(d, n, "Content-Type", q->ctype, sizeof q->ctype);
-	take_header(d, n, "Content-Length", q->clen, sizeof q->clen);
-	take_header(d, n, "Last-Modified", q->lastmod, sizeof q->lastmod);
-	return n;
-}
-
-static size_t on_body(char *d, size_t size, size_t nmemb, void *ud)
-{
-	hreq *q = ud;
-	size_t n = size * nmemb;
-
-	if (q->dst && q->status / 100 == 2) {
-		if (n > q->cap - q->got)
-			return 0; /* more than asked: cut */
-		memcpy(q->dst + q->got, d, n);
-		q->got += n;
-		return n;
-	}
-	if (q->body.len + n > ANSWER_MAX || cof_buf_add(&q->body, d, n))
-		return 0;
-	return n;
-}
-
-static size_t on_read(char *buf, size_t size, size_t nmemb, void *ud)
-{
-	hreq *q = ud;
-	ssize_t k = read(q->up_fd, buf, size * nmemb);
-
-	return k < 0 ? CURL_READFUNC_ABORT : (size_t)k;
-}
-
-static CURL *handle_get(hsrc *h)
-{
-	CURL *c = NULL;
-
-	pthread_mutex_lock(&h->mu);
-	if (h->npool)
-		c = h->pool[--h->npool];
-	pthread_mutex_unlock(&h->mu);
-	return c ? c : curl_easy_init();
-}
-
-static void handle_put(hsrc *h, CURL *c)
-{
-	pthread_mutex_lock(&h->mu);
-	if (h->npool < POOL_MAX) {
-		h->pool[h->npool++] = c;
-		c = NULL;
-	}
-	pthread_mutex_unlock(&h->mu);
-	if (c)
-		curl_easy_cleanup(c);
-}
-
-/* Status known from the first header line, so that on_body can tell a
- * 2xx body from an error's. */
-static size_t on_header_status(char *d, size_t size, size_t nmemb, void *ud)
-{
-	hreq *q = ud;
-	size_t n = size * nmemb;
-	int st;
-
-	if (n > 9 && !strncmp(d, "HTTP/", 5) && sscanf(d, "HTTP/%*s %d", &st) == 1)
-		q->status = st;
-	return on_header(d, size, nmemb, ud);
-}
-
-/* Runs q on a pooled handle. 0 when an answer came (any status), -1 when
- * none could be had (q->errbuf says why). */
-static int run(hsrc *h, hreq *q)
-{
-	CURL *c = handle_get(h);
-	struct curl_slist *hl = NULL;
-
-	if (!c) {
-		snprintf(q->errbuf, sizeof q->errbuf, "out of memory");
-		return -1;
-	}
-	curl_easy_reset(c);
-	q->errbuf[0] = '\0';
-	curl_easy_setopt(c, CURLOPT_URL, q->url.data);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, q->errbuf);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header_status);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, q);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, q);
-	if (h->auth)
-		hl = curl_slist_append(hl, h->auth);
-	hl = curl_slist_append(hl, "Expect:");
-	for (int i = 0; q->hdr[i]; i++)
-		hl = curl_slist_append(hl, q->hdr[i]);
-	if (!strcmp(q->method, "HEAD")) {
-		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	} else if (!strcmp(q->method, "PUT")) {
-		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(c, CURLOPT_READDATA, q);
-		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->up_len);
-		hl = curl_slist_append(hl, "Content-Type:");
-	} else if (q->json) {
-		hl = curl_slist_append(hl, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->json);
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
-	} else if (strcmp(q->method, "GET")) {
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
-	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-	q->rc = curl_easy_perform(c);
-	if (q->rc == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &q->status);
-	curl_slist_free_all(hl);
-	if (q->rc != CURLE_OK) {
-		curl_easy_cleanup(c); /* a broken connection is not kept */
-		if (!q->errbuf[0])
-			snprintf(q->errbuf, sizeof q->errbuf, "%s", curl_easy_strerror(q->rc));
-		return -1;
-	}
-	handle_put(h, c);
-	return 0;
-}
-
-static void req_init(hreq *q, const char *method)
-{
-	memset(q, 0, sizeof *q);
-	q->method = method;
-	q->up_fd = -1;
-}
-
-static void req_done(hreq *q)
-{
-	cof_buf_release(&q->url);
-	cof_buf_release(&q->body);
-}
-
-/* The error message of an API answer (or its status). */
-static void answer_msg(hreq *q, char *out, size_t outsz)
-{
-	json_t *j = q->body.len ? json_loadb(q->body.data, q->body.len, 0, NULL) : NULL;
-	const char *m = json_string_value(json_object_get(json_object_get(j, "error"),
-							    "message"));
-
-	if (m)
-		snprintf(out, outsz, "%s", m);
-	else
-		snprintf(out, outsz, "HTTP status %ld", q->status);
-	json_decref(j);
-}
-
-/* Fills err from a request that failed (no answer, or not 2xx). */
-static int req_error(hsrc *h, hreq *q, cof_err *err)
-{
-	char msg[512];
-	cof_code code;
-
-	if (q->rc != CURLE_OK || !q->status)
-		return cof_error(err, COF_EUNAVAILABLE, "cannot reach cofferd at %s: %s", h->url,
-				 q->errbuf[0] ? q->errbuf : "no answer");
-	answer_msg(q, msg, sizeof msg);
-	switch (q->status) {
-	case 400: code = COF_EVALIDATION; break;
-	case 401: code = COF_EUNAUTHORIZED; break;
-	case 403: code = COF_EFORBIDDEN; break;
-	case 404: code = COF_ENOTFOUND; break;
-	case 409: code = COF_ECONFLICT; break;
-	case 410: code = COF_EGONE; break;
-	case 412: code = COF_EPRECONDITION; break;
-	default: code = q->status >= 500 ? COF_EUNAVAILABLE : COF_EINTERNAL;
-	}
-	if (q->status == 401)
-		return cof_error(err, code, "cofferd at %s refused the key: %s", h->url, msg);
-	return cof_error(err, code, "cofferd at %s: %s", h->url, msg);
-}
-
-/* GET of a JSON answer: 0 with *out, or -1 with err. */
-static int get_json(hsrc *h, hreq *q, json_t **out, cof_err *err)
-{
-	json_error_t je;
-
-	if (run(h, q) || q->status / 100 != 2)
-		return req_error(h, q, err);
-	if (!(*out = json_loadb(q->body.data ? q->body.data : "", q->body.len, 0, &je)))
-		return cof_error(err, COF_EINTERNAL, "cofferd at %s answered no JSON: %s", h->url,
-				 je.text);
-	return 0;
 }
 
 /* ------------------------------------------------------------------ reads */
@@ -357,14 +107,14 @@ static int http_open(cof_vfs *v, vroot *r, cof_err *err)
 {
 	hsrc *h = H(v);
 	json_t *vol = NULL, *snap = NULL;
-	hreq q;
+	cof_vh_req q;
 	int rc;
 
 	memset(&r->v, 0, sizeof r->v);
-	req_init(&q, "GET");
+	cof_vh_req_init(&q, "GET");
 	url_vol(h, r, &q, "", NULL);
-	rc = get_json(h, &q, &vol, err);
-	req_done(&q);
+	rc = cof_vh_json(&h->c, &q, &vol, err);
+	cof_vh_req_done(&q);
 	if (rc)
 		return -1;
 	snprintf(r->v.vol.id, sizeof r->v.vol.id, "%s",
@@ -373,11 +123,11 @@ static int http_open(cof_vfs *v, vroot *r, cof_err *err)
 	r->v.vol.ceiling = json_integer_value(json_object_get(vol, "ceiling"));
 	json_decref(vol);
 	if (r->cfg.snapshot && *r->cfg.snapshot) {
-		req_init(&q, "GET");
+		cof_vh_req_init(&q, "GET");
 		url_vol(h, r, &q, "/snapshots/", NULL);
-		enc(&q.url, r->cfg.snapshot, 0);
-		rc = get_json(h, &q, &snap, err);
-		req_done(&q);
+		cof_vh_enc(&q.url, r->cfg.snapshot, 0);
+		rc = cof_vh_json(&h->c, &q, &snap, err);
+		cof_vh_req_done(&q);
 		if (rc)
 			return -1;
 		r->v.seq = json_integer_value(json_object_get(snap, "seq"));
@@ -396,7 +146,7 @@ static int64_t http_newest(cof_vfs *v, int root)
 	int64_t t = now_ms(), seq;
 	json_t *vol = NULL;
 	cof_err err = {0};
-	hreq q;
+	cof_vh_req q;
 
 	if (r->v.snapshot)
 		return r->v.seq;
@@ -407,15 +157,15 @@ static int64_t http_newest(cof_vfs *v, int root)
 		return seq;
 	}
 	pthread_mutex_unlock(&h->mu);
-	req_init(&q, "GET");
+	cof_vh_req_init(&q, "GET");
 	url_vol(h, r, &q, "", NULL);
-	if (get_json(h, &q, &vol, &err) == 0) {
+	if (cof_vh_json(&h->c, &q, &vol, &err) == 0) {
 		seq = json_integer_value(json_object_get(vol, "seq"));
 		json_decref(vol);
 	} else {
 		seq = -1; /* unreachable: read at the newest, and fail there */
 	}
-	req_done(&q);
+	cof_vh_req_done(&q);
 	cof_err_clear(&err);
 	pthread_mutex_lock(&h->mu);
 	if (seq >= 0) {
@@ -438,24 +188,28 @@ static int http_list(cof_vfs *v, int root, int64_t at, const char *prefix, const
 	cof_entry *e = malloc(sizeof *e);
 	cof_err err = {0};
 
-	while (e && !stop && !rc) {
+	if (!e) {
+		free(cursor);
+		return -1;
+	}
+	while (!stop && !rc) {
 		json_t *page = NULL, *files, *f;
 		size_t i;
-		hreq q;
-		req_init(&q, "GET");
+		cof_vh_req q;
+		cof_vh_req_init(&q, "GET");
 		url_vol(h, r, &q, "/files", NULL);
 		cof_buf_addf(&q.url, "?limit=%d", limit);
 		url_at(r, &q, at, '&');
 		if (prefix && *prefix) {
 			cof_buf_adds(&q.url, "&prefix=");
-			enc(&q.url, prefix, 0);
+			cof_vh_enc(&q.url, prefix, 0);
 		}
 		if (cursor) {
 			cof_buf_adds(&q.url, "&cursor=");
-			enc(&q.url, cursor, 0);
+			cof_vh_enc(&q.url, cursor, 0);
 		}
-		rc = get_json(h, &q, &page, &err);
-		req_done(&q);
+		rc = cof_vh_json(&h->c, &q, &page, &err);
+		cof_vh_req_done(&q);
 		if (rc)
 			break;
 		files = json_object_get(page, "files");
@@ -482,19 +236,19 @@ static int http_list(cof_vfs *v, int root, int64_t at, const char *prefix, const
 	cof_err_clear(&err);
 	free(cursor);
 	free(e);
-	return e ? rc : -1;
+	return rc;
 }
 
 static int http_entry(cof_vfs *v, int root, const char *vpath, int64_t at, cof_entry *e)
 {
 	hsrc *h = H(v);
-	hreq q;
+	cof_vh_req q;
 	int r = -1;
 
-	req_init(&q, "HEAD");
+	cof_vh_req_init(&q, "HEAD");
 	url_vol(h, &v->roots[root], &q, "/files/", vpath);
 	url_at(&v->roots[root], &q, at, '?');
-	if (run(h, &q) == 0) {
+	if (cof_vh_run(&h->c, &q) == 0) {
 		if (q.status == 200) {
 			memset(e, 0, sizeof *e);
 			snprintf(e->path, sizeof e->path, "%s", vpath);
@@ -507,7 +261,7 @@ static int http_entry(cof_vfs *v, int root, const char *vpath, int64_t at, cof_e
 			r = 0;
 		}
 	}
-	req_done(&q);
+	cof_vh_req_done(&q);
 	return r;
 }
 
@@ -525,7 +279,7 @@ typedef struct hbytes {
 static int fetch(hbytes *x, int64_t off, size_t len)
 {
 	char range[64];
-	hreq q;
+	cof_vh_req q;
 	int rc = -1;
 
 	if (len > x->win_cap) {
@@ -537,14 +291,14 @@ static int fetch(hbytes *x, int64_t off, size_t len)
 		x->win = w;
 		x->win_cap = len;
 	}
-	req_init(&q, "GET");
+	cof_vh_req_init(&q, "GET");
 	cof_buf_adds(&q.url, x->url);
 	snprintf(range, sizeof range, "Range: bytes=%" PRId64 "-%" PRId64, off,
 		 off + (int64_t)len - 1);
 	q.hdr[0] = range;
 	q.dst = x->win;
 	q.cap = len;
-	if (run(x->h, &q) == 0 && q.status == 206 && q.got == len) {
+	if (cof_vh_run(&x->h->c, &q) == 0 && q.status == 206 && q.got == len) {
 		x->win_off = off;
 		x->win_len = len;
 		rc = 0;
@@ -553,7 +307,7 @@ static int fetch(hbytes *x, int64_t off, size_t len)
 			off, q.errbuf[0] ? q.errbuf : "the answer was cut or refused");
 		errno = EIO;
 	}
-	req_done(&q);
+	cof_vh_req_done(&q);
 	return rc;
 }
 
@@ -568,7 +322,8 @@ static int http_bytes_open(cof_vfs *v, int root, const char *vpath, const char *
 	hbytes *x = calloc(1, sizeof *x);
 	char range[64], *end;
 	const char *slash;
-	hreq q;
+	int64_t pinned;
+	cof_vh_req q;
 
 	if (!x) {
 		errno = ENOMEM;
@@ -576,7 +331,7 @@ static int http_bytes_open(cof_vfs *v, int root, const char *vpath, const char *
 	}
 	x->h = h;
 	pthread_mutex_init(&x->mu, NULL);
-	req_init(&q, "GET");
+	cof_vh_req_init(&q, "GET");
 	url_vol(h, r, &q, "/files/", vpath);
 	url_at(r, &q, sha ? -1 : at, '?');
 	snprintf(range, sizeof range, "Range: bytes=0-%d", WIN_FIRST - 1);
@@ -586,8 +341,8 @@ static int http_bytes_open(cof_vfs *v, int root, const char *vpath, const char *
 	x->win_cap = WIN_FIRST;
 	q.dst = x->win;
 	q.cap = WIN_FIRST;
-	if (run(h, &q)) {
-		fprintf(stderr, "coffer mount: cannot reach cofferd at %s: %s\n", h->url, q.errbuf);
+	if (cof_vh_run(&h->c, &q)) {
+		fprintf(stderr, "coffer mount: cannot reach cofferd at %s: %s\n", h->c.url, q.errbuf);
 		errno = EIO;
 		goto out;
 	}
@@ -602,33 +357,24 @@ static int http_bytes_open(cof_vfs *v, int root, const char *vpath, const char *
 		goto out;
 	}
 	b->size = strtoll(slash + 1, &end, 10);
+	pinned = q.vseq[0] ? strtoll(q.vseq, NULL, 10) : -1;
 	x->win_off = 0;
 	x->win_len = q.status == 206 ? q.got : 0;
 	x->want = WIN_FIRST;
 	/* later windows at the seq this answer was read at (--follow too) */
-	{
-		cof_buf u = COF_BUF_INIT;
-		cof_buf_adds(&u, h->url);
-		cof_buf_adds(&u, "/v1/volumes/");
-		enc(&u, r->cfg.vol, 0);
-		cof_buf_adds(&u, "/files/");
-		enc(&u, vpath, 1);
-		if (r->v.snapshot && r->cfg.snapshot) {
-			cof_buf_adds(&u, "?snapshot=");
-			enc(&u, r->cfg.snapshot, 0);
-		} else if (q.vseq[0]) {
-			cof_buf_addf(&u, "?seq=%s", q.vseq);
-		}
-		x->url = cof_buf_detach(&u, NULL);
-	}
-	req_done(&q);
+	cof_vh_req_done(&q);
+	cof_vh_req_init(&q, "GET");
+	url_vol(h, r, &q, "/files/", vpath);
+	url_at(r, &q, pinned, '?');
+	x->url = cof_buf_detach(&q.url, NULL);
+	cof_vh_req_done(&q);
 	b->src = VSRC(v);
 	b->h = x;
 	return 0;
 fail:
 	errno = ENOMEM;
 out:
-	req_done(&q);
+	cof_vh_req_done(&q);
 	free(x->win);
 	pthread_mutex_destroy(&x->mu);
 	free(x);
@@ -693,11 +439,11 @@ static int http_put(cof_vfs *v, vnode *n)
 	char vp[COF_PATH_MAX + 1], cond[48], msg[512];
 	struct stat sb;
 	json_t *out = NULL;
-	hreq q;
+	cof_vh_req q;
 	int rc = -EIO;
 
 	cof_vbase_vpath(r, n->path, vp, sizeof vp);
-	req_init(&q, "PUT");
+	cof_vh_req_init(&q, "PUT");
 	if ((q.up_fd = cof_layer_open(v, n->lid, O_RDONLY)) < 0 || fstat(q.up_fd, &sb)) {
 		fprintf(stderr, "coffer mount: cannot read the written bytes of '%s': %s\n", vp,
 			strerror(errno));
@@ -710,13 +456,13 @@ static int http_put(cof_vfs *v, vnode *n)
 	else
 		snprintf(cond, sizeof cond, "If-None-Match: *");
 	q.hdr[0] = cond;
-	if (run(h, &q)) {
+	if (cof_vh_run(&h->c, &q)) {
 		fprintf(stderr, "coffer mount: cannot write '%s': cannot reach cofferd at %s: %s\n",
-			vp, h->url, q.errbuf);
+			vp, h->c.url, q.errbuf);
 		goto out;
 	}
 	if (q.status / 100 != 2) {
-		answer_msg(&q, msg, sizeof msg);
+		cof_vh_msg(&q, msg, sizeof msg);
 		fprintf(stderr, "coffer mount: cannot write '%s': %s%s\n", vp, msg,
 			q.status == 412 ? " (changed by someone else since it was opened; "
 			"their version stays)" : "");
@@ -736,7 +482,7 @@ out:
 	if (q.up_fd >= 0)
 		close(q.up_fd);
 	json_decref(out);
-	req_done(&q);
+	cof_vh_req_done(&q);
 	return rc;
 }
 
@@ -744,22 +490,22 @@ static int http_remove(cof_vfs *v, int root, const char *vpath, int64_t seen)
 {
 	hsrc *h = H(v);
 	char cond[48], msg[512];
-	hreq q;
+	cof_vh_req q;
 	int rc = -EIO;
 
-	req_init(&q, "DELETE");
+	cof_vh_req_init(&q, "DELETE");
 	url_vol(h, &v->roots[root], &q, "/files/", vpath);
 	snprintf(cond, sizeof cond, "If-Match: \"%" PRId64 "\"", seen);
 	q.hdr[0] = cond;
-	if (run(h, &q))
-		snprintf(msg, sizeof msg, "cannot reach cofferd at %s: %s", h->url, q.errbuf);
+	if (cof_vh_run(&h->c, &q))
+		snprintf(msg, sizeof msg, "cannot reach cofferd at %s: %s", h->c.url, q.errbuf);
 	else if (q.status / 100 == 2 || q.status == 404)
 		rc = 0;
 	else
-		answer_msg(&q, msg, sizeof msg);
+		cof_vh_msg(&q, msg, sizeof msg);
 	if (rc)
 		fprintf(stderr, "coffer mount: cannot remove '%s': %s\n", vpath, msg);
-	req_done(&q);
+	cof_vh_req_done(&q);
 	return rc;
 }
 
@@ -769,13 +515,13 @@ static int http_move(cof_vfs *v, int root, const char *from, const char *to, int
 	json_t *body = json_pack("{s:s, s:s, s:b}", "from", from, "to", to, "overwrite", 1);
 	json_t *out = NULL;
 	cof_err err = {0};
-	hreq q;
+	cof_vh_req q;
 	int rc;
 
-	req_init(&q, "POST");
+	cof_vh_req_init(&q, "POST");
 	url_vol(h, &v->roots[root], &q, "/move", NULL);
 	q.json = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	rc = q.json ? get_json(h, &q, &out, &err) : cof_error(&err, COF_EINTERNAL, "out of memory");
+	rc = q.json ? cof_vh_json(&h->c, &q, &out, &err) : cof_error(&err, COF_EINTERNAL, "out of memory");
 	if (rc)
 		fprintf(stderr, "coffer mount: cannot move '%s' to '%s': %s\n", from, to, err.msg);
 	else
@@ -784,7 +530,7 @@ static int http_move(cof_vfs *v, int root, const char *from, const char *to, int
 	json_decref(body);
 	json_decref(out);
 	cof_err_clear(&err);
-	req_done(&q);
+	cof_vh_req_done(&q);
 	return rc ? -EIO : 0;
 }
 
@@ -805,29 +551,21 @@ static const cof_vsrc_ops http_ops = {
 
 cof_view_src *cof_view_src_http(const char *url, const char *key, cof_err *err)
 {
-	hsrc *h = calloc(1, sizeof *h);
-	size_t len;
+	hsrc *h;
 
-	if (!h || !url || !*url) {
-		free(h);
-		return h ? (cof_error(err, COF_EVALIDATION, "the server URL is missing"), NULL)
-			 : (cof_error(err, COF_EINTERNAL, "out of memory"), NULL);
+	if (!url || !*url) {
+		cof_error(err, COF_EVALIDATION, "the server URL is missing");
+		return NULL;
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	h->base.ops = &http_ops;
-	pthread_mutex_init(&h->mu, NULL);
-	len = strlen(url);
-	while (len && url[len - 1] == '/')
-		len--;
-	if (asprintf(&h->url, "%s%.*s", strstr(url, "://") ? "" : "http://", (int)len, url) < 0)
-		h->url = NULL;
-	if (key && *key && asprintf(&h->auth, "Authorization: Bearer %s", key) < 0)
-		h->auth = NULL;
-	if (!h->url) {
-		cof_view_src_free(&h->base);
+	if (!(h = calloc(1, sizeof *h)) || cof_vh_init(&h->c, url, key)) {
+		if (h)
+			cof_vh_release(&h->c);
+		free(h);
 		cof_error(err, COF_EINTERNAL, "out of memory");
 		return NULL;
 	}
+	h->base.ops = &http_ops;
+	pthread_mutex_init(&h->mu, NULL);
 	return &h->base;
 }
 
@@ -851,10 +589,7 @@ void cof_view_src_free(cof_view_src *s)
 
 	if (!h)
 		return;
-	for (int i = 0; i < h->npool; i++)
-		curl_easy_cleanup(h->pool[i]);
+	cof_vh_release(&h->c);
 	pthread_mutex_destroy(&h->mu);
-	free(h->url);
-	free(h->auth);
 	free(h);
 }
