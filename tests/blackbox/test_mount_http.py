@@ -215,6 +215,8 @@ def test_fifty_mib_file_read_by_range(srv):
                     break
                 h.update(b)
         eq(h.hexdigest(), hashlib.sha256(data).hexdigest(), "sha256 of the file read")
+        if "asan" in os.path.basename(os.path.abspath(harness.BUILD)):
+            return  # ASan's allocator keeps what is freed (quarantine): RSS says nothing
         grew = _rss_kib(srv.proc.pid) - before
         check(grew < 25 * 1024, "cofferd's RSS grew by %d KiB reading a 50 MiB file: it "
               "must stream ranges, not hold the file" % grew)
