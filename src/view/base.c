@@ -160,6 +160,22 @@ int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
 	return VSRC(v)->bytes_open(v, root, vp, sha, cof_vbase_at(v, root), b);
 }
 
+int cof_vbytes_open_node(cof_vfs *v, const vnode *n, cof_vbytes *b)
+{
+	char vp[COF_PATH_MAX + 1];
+	int64_t at = cof_vbase_at(v, n->root);
+
+	if (!n->seen)
+		return cof_vbytes_open(v, n->root, n->path, n->sha, b);
+	/* a version this view landed (a move of a file it never wrote) is
+	 * newer than the seq it reads: read the path at that version's seq */
+	if (at >= 0 && n->seen > at)
+		at = n->seen;
+	memset(b, 0, sizeof *b);
+	cof_vbase_vpath(&v->roots[n->root], n->path, vp, sizeof vp);
+	return VSRC(v)->bytes_open(v, n->root, vp, NULL, at, b);
+}
+
 ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off)
 {
 	return (b->src ? b->src : &cof_vsrc_local)->bytes_read(b, buf, n, off);

@@ -110,6 +110,10 @@ typedef struct cof_vbytes {
  * -1 with errno (ENOENT: no such file at the seq; EIO). */
 int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
 		    cof_vbytes *b);
+/* cof_vbytes_open for the file of layer node n (kind N_FILE, no layer
+ * bytes): the version it saw, also when the view landed it after its seq
+ * (a rename), else content n->sha. */
+int cof_vbytes_open_node(cof_vfs *v, const vnode *n, cof_vbytes *b);
 /* Reads by range (pread semantics), never the whole content at once. */
 ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off);
 void cof_vbytes_close(cof_vbytes *b);

@@ -175,6 +175,8 @@ def test_editor_save_remove_move_and_conflict_is_eio(srv):
         os.rename(m.path("dir"), m.path("moved"))
         eq(srv.get_file(vid, "moved/one.txt").body, b"1", "a folder renamed is one move")
         eq(srv.get_file(vid, "dir/one.txt").status, 404, "nothing left at the old name")
+        eq(open(m.path("moved/one.txt"), "rb").read(), b"1",
+           "a file moved here reads at its new name (a version after the mounted seq)")
         # someone else writes while the file is open here: the close fails
         f = open(m.path("notes.md"), "r+b")
         srv.put_ok(vid, "notes.md", b"the other side")
