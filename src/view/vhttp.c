@@ -54,6 +54,7 @@ static size_t on_header(char *d, size_t size, size_t nmemb, void *ud)
 	take_header(d, n, "Content-Type", q->ctype, sizeof q->ctype);
 	take_header(d, n, "Content-Length", q->clen, sizeof q->clen);
 	take_header(d, n, "Last-Modified", q->lastmod, sizeof q->lastmod);
+	take_header(d, n, "Retry-After", q->retry, sizeof q->retry);
 	return n;
 }
 
@@ -118,9 +119,8 @@ static size_t on_header_status(char *d, size_t size, size_t nmemb, void *ud)
 	return on_header(d, size, nmemb, ud);
 }
 
-/* Runs q on a pooled handle. 0 when an answer came (any status), -1 when
- * none could be had (q->errbuf says why). */
-int cof_vh_run(cof_vh *h, cof_vh_req *q)
+/* One try of q on a pooled handle (cof_vh_run). */
+static int run_once(cof_vh *h, cof_vh_req *q)
 {
 	CURL *c = handle_get(h);
 	struct curl_slist *hl = NULL;
@@ -177,6 +177,25 @@ int cof_vh_run(cof_vh *h, cof_vh_req *q)
 	}
 	handle_put(h, c);
 	return 0;
+}
+
+int cof_vh_run(cof_vh *h, cof_vh_req *q)
+{
+	for (int tries = 1;; tries++) {
+		int rc = run_once(h, q);
+		if (rc || q->status != 429 || tries == COF_VH_TRIES)
+			return rc;
+		/* over the key's --rate-limit: wait as told (at most 5 s), again */
+		long s = strtol(q->retry, NULL, 10);
+		usleep((useconds_t)(s < 1 ? 1 : s > 5 ? 5 : s) * 1000000);
+		if (q->up_fd >= 0 && lseek(q->up_fd, 0, SEEK_SET) != 0)
+			return 0; /* the 429 stands */
+		q->status = 0;
+		q->got = 0;
+		q->body.len = 0;
+		q->etag[0] = q->vseq[0] = q->crange[0] = q->ctype[0] = q->lastmod[0] = '\0';
+		q->clen[0] = q->retry[0] = '\0';
+	}
 }
 
 void cof_vh_req_init(cof_vh_req *q, const char *method)

@@ -13,6 +13,7 @@
 #include "util/util.h"
 
 #define COF_VH_POOL 64          /* idle handles kept */
+#define COF_VH_TRIES 5          /* tries of a request answered 429 */
 
 /* One cofferd. */
 typedef struct cof_vh {
@@ -35,7 +36,7 @@ typedef struct cof_vh_req {
 	size_t cap, got;
 	cof_buf body;
 	long status;             /* 0 = no answer */
-	char etag[32], vseq[24], crange[96], ctype[128], lastmod[64], clen[24];
+	char etag[32], vseq[24], crange[96], ctype[128], lastmod[64], clen[24], retry[16];
 	char errbuf[CURL_ERROR_SIZE];
 	CURLcode rc;
 } cof_vh_req;
@@ -49,7 +50,8 @@ void cof_vh_req_init(cof_vh_req *q, const char *method);
 void cof_vh_req_done(cof_vh_req *q);
 /* Runs q on a pooled handle: 0 when an answer came (any status), -1 when none
  * could be had (q->errbuf says why). A server that stops sending (under 1
- * byte/s for 60 s) is no answer. */
+ * byte/s for 60 s) is no answer; a 429 (the key's rate limit) is tried again
+ * after its Retry-After (at most 5 s), COF_VH_TRIES times in all. */
 int cof_vh_run(cof_vh *h, cof_vh_req *q);
 /* The API error message of q's answer, else its status. */
 void cof_vh_msg(cof_vh_req *q, char *out, size_t outsz);

@@ -260,6 +260,28 @@ def test_errors_name_the_thing_and_mount_nothing(srv):
         os.rmdir(d)
 
 
+def test_rate_limited_key_waits_and_goes_on():
+    """A key over its --rate-limit gets 429 with Retry-After: the mount waits and
+    tries again, so reading a folder of files still works (only slower)."""
+    _fuse_ok()
+    with harness.server(args=["--rate-limit", "5"]) as s:   # 5 a second, a burst of 10
+        vid = s.create_volume()["id"]
+        files = {"f%02d.txt" % i: b"x%d" % i for i in range(12)}
+        for p, b in files.items():
+            r = s.put_file(vid, p, b)
+            while r.status == 429:
+                time.sleep(1)
+                r = s.put_file(vid, p, b)
+            expect(r, 201)
+        time.sleep(2.5)  # the bucket full again
+        m = HttpMount(s, vid, "--read-only")
+        try:
+            got = {p: open(m.path(p), "rb").read() for p in sorted(os.listdir(m.dir))}
+        finally:
+            m.end()
+        eq(got, files, "every file read through a rate-limited key")
+
+
 def test_zz_no_fuse_mount_left(srv):
     eq([d for d in _made if _mounted(d)], [], "mounts of this module left mounted")
     eq([d for d in _made if os.path.exists(d)], [], "mount points left behind")
