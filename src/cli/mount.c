@@ -125,7 +125,6 @@ const cli_cmd cli_mount_cmds[] = {
 	 "attributes; locks are local to the mount. Runs until `fusermount3 -u DIR`\n"
 	 "or Ctrl-C.\n"
 	 "\n"
-	 "\n"
 	 "Without --data it works through the cofferd of --server and --key (or\n"
 	 "$COFFER_URL and $COFFER_KEY), the way every other command does: reads at\n"
 	 "the mounted seq (?seq=), content by range, each closed file one PUT.\n"

@@ -110,6 +110,25 @@ def test_read_only_is_one_seq_and_follow_sees_new_writes(srv):
     check(not _mounted(m.dir) and not _mounted(f.dir), "unmounted")
 
 
+def test_snapshot_mounted_read_only(srv):
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "a.txt", b"at the snapshot")
+    sid = srv.snapshot(vid)["id"]
+    srv.put_ok(vid, "a.txt", b"later")
+    srv.put_ok(vid, "b.txt", b"later too")
+    m = HttpMount(srv, vid, "--snapshot", sid)
+    try:
+        eq(sorted(os.listdir(m.dir)), ["a.txt"], "the snapshot's files")
+        eq(open(m.path("a.txt"), "rb").read(), b"at the snapshot", "the snapshot's bytes")
+        try:
+            open(m.path("c.txt"), "wb")
+            raise AssertionError("a write in a snapshot mount succeeded")
+        except OSError as e:
+            eq(e.errno, 30, "errno of a write (EROFS)")
+    finally:
+        m.end()
+
+
 def test_git_clone_of_a_tree_mounted_over_http(srv):
     vid = srv.create_volume()["id"]
     work = harness.tempfile.mkdtemp(prefix="coffer-hgit-")
