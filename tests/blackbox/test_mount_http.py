@@ -69,7 +69,14 @@ class HttpMount:
             os.rmdir(self.dir)
         except OSError:
             pass
-        return self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr else ""
+        err = self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr else ""
+        if self.proc.stderr:
+            self.proc.stderr.close()
+            self.proc.stdout.close()
+            self.proc.stderr = None
+        if harness.SANITIZER_PATTERNS.search(err):
+            raise AssertionError("coffer mount reported under the sanitizers:\n" + err[-4000:])
+        return err
 
     def left(self):
         """What the mount left in its TMPDIR (then removes the TMPDIR)."""
@@ -212,6 +219,7 @@ def test_editor_save_remove_move_and_conflict_is_eio(srv):
         eq(srv.get_file(vid, "fresh.txt").body, b"fresh", "a new file")
     finally:
         err = m.end()
+    eq(m.proc.returncode, 0, "coffer mount's exit status after fusermount3 -u")
     contains(err, "notes.md", "the conflict is reported on stderr")
     eq(m.left(), [], "the layer folder is gone at unmount")
     check(not _mounted(m.dir), "unmounted")
@@ -270,6 +278,7 @@ def test_errors_name_the_thing_and_mount_nothing(srv):
                                timeout=30 * harness.SCALE)
             err = r.stderr.decode("utf-8", "replace")
             check(r.returncode != 0, "%s: exit status 0" % flags)
+            check(not harness.SANITIZER_PATTERNS.search(err), "sanitizers: %s" % err[-3000:])
             contains(err, says, "the message of %s" % flags)
             check(not _mounted(d), "%s left a mount" % flags)
         # the key from $COFFER_KEY, as for every other command
