@@ -8,9 +8,11 @@
   3. a call that writes 1,000 small files under /workspace (committed at its end
      as one seq) vs the same writes to /tmp (nothing to commit)
   4. `coffer mount` sequential read of a 1 GiB file vs `cat` of its blob from disk
-     (both warm in the page cache)
+     (both warm in the page cache), with --data (in process) and with --server/--key
+     (through cofferd's HTTP API), in one run
 
-Usage: bench/views.py [--files N] [--out FILE]
+Usage: bench/views.py [--files N] [--out FILE] [--mount-only]
+--mount-only runs part 4 alone and writes it as the "Views: coffer mount" section.
 Writes a "Views" section into bench/results.md (replacing an older one).
 Needs build/cofferd and build/coffer, root (or FUSE for this user), bwrap."""
 
@@ -83,8 +85,67 @@ def call_ms(s, tid, cmd):
     return (time.perf_counter() - t0) * 1000, out
 
 
+def mount_rows(work, data, mnt):
+    """Section 4: a 1 GiB file read in order through `coffer mount --data` and
+    through `coffer mount --server --key` (a cofferd's HTTP API), each against `cat`
+    of its blob from disk, in one run (all warm in the page cache)."""
+    src = os.path.join(work, "1g.bin")
+    with open(src, "wb") as f:
+        for _ in range(1024):
+            f.write(os.urandom(1 << 20))
+    s = Cofferd(data)
+    c = s.conn(600)
+    vid = s.call("POST", "/v1/volumes", {"name": "gib-%d" % time.monotonic_ns()})["id"]
+    with open(src, "rb") as f:
+        c.request("PUT", "/v1/volumes/%s/files/big.bin" % vid, body=f,
+                  headers={"Authorization": "Bearer " + s.key,
+                           "Content-Length": str(1 << 30)})
+        r = c.getresponse()
+        sha = __import__("json").loads(r.read())["sha256"]
+    s.stop()
+    os.unlink(src)
+    blob = os.path.join(data, "blobs", sha[:2], sha[2:])
+    if not os.path.exists(blob):
+        blob = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(data, "blobs"))
+                for f in fs if f.startswith(sha[2:]) or f == sha][0]
+
+    def read(path):
+        t0 = time.perf_counter()
+        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+        return (1 << 30) / (time.perf_counter() - t0) / (1 << 20)
+
+    def mounted_read(flags):
+        p = subprocess.Popen([os.path.join(ROOT, "build", "coffer"), "mount", vid, mnt,
+                              "--read-only"] + flags)
+        try:
+            until = time.time() + 20
+            while not os.path.exists(os.path.join(mnt, "big.bin")) and time.time() < until:
+                time.sleep(0.1)
+            read(blob), read(os.path.join(mnt, "big.bin"))  # warm both
+            d = read(blob)
+            m = read(os.path.join(mnt, "big.bin"))
+            return m, d
+        finally:
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+            p.wait(30)
+
+    rows = []
+    m, d = mounted_read(["--data", data])
+    rows.append("| `coffer mount` sequential read of 1 GiB vs `cat` of its blob | "
+                "%.0f MB/s | %.0f MB/s | %.2f |" % (m, d, m / d))
+    s = Cofferd(data)
+    try:
+        m, d = mounted_read(["--server", s.url, "--key", s.key])
+    finally:
+        s.stop()
+    rows.append("| `coffer mount --server` (HTTP: Range windows up to 2 MiB) sequential read "
+                "of 1 GiB vs `cat` of its blob | %.0f MB/s | %.0f MB/s | %.2f |" % (m, d, m / d))
+    return rows
+
+
 def main():
     files = 100000
+    mount_only = False
     out = os.path.join(ROOT, "bench", "results.md")
     args = sys.argv[1:]
     while args:
@@ -93,11 +154,31 @@ def main():
             files = int(args.pop(0))
         elif a == "--out":
             out = args.pop(0)
+        elif a == "--mount-only":
+            mount_only = True
     work = tempfile.mkdtemp(prefix="coffer-bench-views-")
     data = os.path.join(work, "data")
     mnt = os.path.join(work, "mnt")
     os.makedirs(mnt)
     s = None
+    if mount_only:
+        try:
+            os.makedirs(data)
+            Cofferd(data).stop()  # a fresh data dir and its admin key
+            rows = mount_rows(work, data, mnt)
+            load = open("/proc/loadavg").read().split()[0]
+            text = ("## Views: coffer mount\n\nbench/views.py --mount-only, one run, %s, load "
+                    "average %s (2 cores shared with other engineers' builds: compare the "
+                    "two columns of a row, not rows of different runs).\n\n| what | view | "
+                    "anchor | ratio |\n|---|---|---|---|\n"
+                    % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load)) + \
+                "\n".join(rows) + "\n"
+            print(text)
+            write_section(out, "Views: coffer mount", text)
+        finally:
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         exe = populate_bin(work)
         t0 = time.time()
@@ -154,46 +235,7 @@ def main():
         s = None
 
         # 4. coffer mount, sequential read of 1 GiB
-        src = os.path.join(work, "1g.bin")
-        with open(src, "wb") as f:
-            for _ in range(1024):
-                f.write(os.urandom(1 << 20))
-        s = Cofferd(data)
-        import http.client
-        c = s.conn(600)
-        vid = s.call("POST", "/v1/volumes", {"name": "gib"})["id"]
-        with open(src, "rb") as f:
-            c.request("PUT", "/v1/volumes/%s/files/big.bin" % vid, body=f,
-                      headers={"Authorization": "Bearer " + s.key,
-                               "Content-Length": str(1 << 30)})
-            r = c.getresponse()
-            sha = __import__("json").loads(r.read())["sha256"]
-        s.stop()
-        s = None
-        os.unlink(src)
-        blob = os.path.join(data, "blobs", sha[:2], sha[2:])
-        if not os.path.exists(blob):
-            blob = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(data, "blobs"))
-                    for f in fs if f.startswith(sha[2:]) or f == sha][0]
-        p = subprocess.Popen([os.path.join(ROOT, "build", "coffer"), "mount", vid, mnt,
-                              "--data", data, "--read-only"])
-        try:
-            until = time.time() + 20
-            while not os.path.exists(os.path.join(mnt, "big.bin")) and time.time() < until:
-                time.sleep(0.1)
-
-            def read(path):
-                t0 = time.perf_counter()
-                subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
-                return (1 << 30) / (time.perf_counter() - t0) / (1 << 20)
-            read(blob), read(os.path.join(mnt, "big.bin"))  # warm both
-            d = read(blob)
-            m = read(os.path.join(mnt, "big.bin"))
-            lines.append("| `coffer mount` sequential read of 1 GiB vs `cat` of its blob | "
-                         "%.0f MB/s | %.0f MB/s | %.2f |" % (m, d, m / d))
-        finally:
-            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
-            p.wait(30)
+        lines += mount_rows(work, data, mnt)
 
         load = open("/proc/loadavg").read().split()[0]
         text = ("## Views\n\nbench/views.py, one run, %s, load average %s (2 cores shared "

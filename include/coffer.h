@@ -218,6 +218,10 @@ typedef struct cof_file {
 /* GET /v1/volumes/{id}/files/{path}?snapshot=S (snapshot NULL = now). */
 int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
 		  const char *snapshot, cof_file *out, cof_err *err);
+/* The same, at seq `seq` when >= 0 (?seq=N: 400 past the volume's seq or
+ * with a snapshot, 410 `oldest` when that history may be gone). */
+int cof_file_open_at(cof_store *st, const char *org, const char *vol, const char *path,
+		     const char *snapshot, int64_t seq, cof_file *out, cof_err *err);
 void cof_file_close(cof_file *f);
 /* Reads up to `len` bytes of the file at `off`; *got = 0 only at or past the
  * end. -1 with err when the store fails. */
@@ -246,6 +250,8 @@ typedef struct cof_list_opts {
 	const char *cursor;   /* from a previous page */
 	int64_t limit;        /* 0 = 10,000; at most 10,000 */
 	int content;          /* read-all: 1,000 files / 16 MiB at one seq */
+	int at;               /* read at `seq` (?seq=N), else now or the snapshot */
+	int64_t seq;
 } cof_list_opts;
 
 /* GET /v1/volumes/{id}/files?...: {seq, files:[...], cursor?}. With

@@ -177,6 +177,11 @@ int cli_http(const cli_req *req, cli_resp *resp);
 
 /* Releases the connection cli_http keeps between requests. */
 void cli_http_cleanup(void);
+/* The server's base URL (--server, $COFFER_URL, the default) and the API key
+ * (--key, $COFFER_KEY, ./data/admin.key; NULL when none), as every request
+ * uses them. */
+const char *cli_server_url(void);
+const char *cli_api_key(void);
 
 /* Shortcut for a JSON call: METHOD url with `body` (may be NULL); on CLI_OK,
  * *out (if not NULL) owns the answer (may be NULL for an empty answer). */

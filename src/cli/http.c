@@ -71,6 +71,16 @@ static const char *cli_key(void)
 	return key[0] ? key : NULL;
 }
 
+const char *cli_server_url(void)
+{
+	return cli_server();
+}
+
+const char *cli_api_key(void)
+{
+	return cli_key();
+}
+
 /* ------------------------------------------------------------------- URLs */
 
 /* Appends `s` percent-encoded: unreserved bytes (RFC 3986) stay, and '/'

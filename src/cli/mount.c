@@ -4,7 +4,8 @@
  * default; --follow shows new seqs as they land; --rw lands each file
  * closed after writing as one version (a conflicting close fails with EIO),
  * unlink as a remove and rename as a move. Ends with `fusermount3 -u DIR` or
- * Ctrl-C.
+ * Ctrl-C. In process over a data dir (--data), or through a cofferd's HTTP
+ * API (--server/--key: src/view/source_http.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +23,28 @@ static void layer_drop(char *dir)
 		rmdir(dir);
 }
 
+/* Where the view reads: the data dir in process (--data), else the cofferd
+ * of --server/--key, asked once so that an unreachable server, a refused
+ * key or an unknown volume fail before anything is mounted. */
+static int mount_source(const char *data, const char *vol, cof_store **st,
+			cof_view_src **src)
+{
+	cof_err err = {0};
+	int rc;
+
+	if (data)
+		return cli_open_data(data, NULL, st);
+	if (!(*src = cof_view_src_http(cli_server_url(), cli_api_key(), &err)) ||
+	    cof_view_src_check(*src, vol, &err)) {
+		rc = cli_fail("cannot mount volume '%s': %s", vol, err.msg);
+		cof_err_clear(&err);
+		cof_view_src_free(*src);
+		*src = NULL;
+		return rc;
+	}
+	return CLI_OK;
+}
+
 static int mount_main(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[2], *data = NULL, *snapshot = NULL;
@@ -36,6 +59,7 @@ static int mount_main(const cli_cmd *cmd, int argc, char **argv)
 	cof_view_root root = {0};
 	cof_view_opts vo = {0};
 	cof_store *st = NULL;
+	cof_view_src *src = NULL;
 	cof_vfs *v = NULL;
 	cof_err err = {0};
 	char layer[4096] = "";
@@ -43,15 +67,13 @@ static int mount_main(const cli_cmd *cmd, int argc, char **argv)
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 2, 2, &npos)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	rw = !ro && !snapshot; /* a snapshot is read-only */
-	if (!data)
-		return cli_fail("coffer mount serves a data dir in process: give --data DIR "
-				"(mounting through a cofferd's --server is not built yet)");
-	if ((rc = cli_open_data(data, NULL, &st)))
+	if ((rc = mount_source(data, pos[0], &st, &src)))
 		return rc;
 	snprintf(root.vol, sizeof root.vol, "%s", pos[0]);
 	root.snapshot = snapshot;
 	root.rw = rw;
 	vo.st = st;
+	vo.src = src;
 	vo.org = "org_default";
 	vo.roots = &root;
 	vo.nroots = 1;
@@ -62,6 +84,7 @@ static int mount_main(const cli_cmd *cmd, int argc, char **argv)
 		snprintf(layer, sizeof layer, "%s/coffer-mount-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(layer)) {
 			cof_store_close(st);
+			cof_view_src_free(src);
 			return cli_fail("cannot make a folder for written bytes in '%s': %s",
 					tmp && *tmp ? tmp : "/tmp", strerror(errno));
 		}
@@ -72,21 +95,24 @@ static int mount_main(const cli_cmd *cmd, int argc, char **argv)
 		cof_err_clear(&err);
 		layer_drop(layer);
 		cof_store_close(st);
+		cof_view_src_free(src);
 		return rc;
 	}
 	if (cli_g.verbose || isatty(2))
-		fprintf(stderr, "coffer mount: volume %s at seq %lld on %s,%s%s (fusermount3 -u %s "
-			"or Ctrl-C ends it)\n", pos[0], (long long)cof_view_seq(v, 0), pos[1],
-			rw ? " read-write" : " read-only", follow ? ", following" : "", pos[1]);
+		fprintf(stderr, "coffer mount: volume %s at seq %lld on %s,%s%s%s%s (fusermount3 -u "
+			"%s or Ctrl-C ends it)\n", pos[0], (long long)cof_view_seq(v, 0), pos[1],
+			rw ? " read-write" : " read-only", follow ? ", following" : "",
+			src ? ", from " : "", src ? cli_server_url() : "", pos[1]);
 	rc = cof_view_serve(v) ? CLI_FAIL : CLI_OK;
 	cof_view_unmount(v);
 	layer_drop(layer);
 	cof_store_close(st);
+	cof_view_src_free(src);
 	return rc;
 }
 
 const cli_cmd cli_mount_cmds[] = {
-	{NULL, "mount", "VOLUME DIR --data DIR [--snapshot S] [--read-only] [--follow]",
+	{NULL, "mount", "VOLUME DIR [--data DIR] [--snapshot S] [--read-only] [--follow]",
 	 "mount a volume as a directory (FUSE)",
 	 "Shows volume VOLUME at DIR (an empty folder) so that git, compilers and\n"
 	 "editors work on its files unchanged. Reads are of one consistent seq: the\n"
@@ -98,6 +124,11 @@ const cli_cmd cli_mount_cmds[] = {
 	 "while mounted. Not supported: symlinks, hard links (EPERM), extended\n"
 	 "attributes; locks are local to the mount. Runs until `fusermount3 -u DIR`\n"
 	 "or Ctrl-C.\n"
+	 "\n"
+	 "Without --data it works through the cofferd of --server and --key (or\n"
+	 "$COFFER_URL and $COFFER_KEY), the way every other command does: reads at\n"
+	 "the mounted seq (?seq=), content by range, each closed file one PUT.\n"
+	 "With --follow over a server the newest seq is asked at most once a second.\n"
 	 "\n"
 	 "Options:\n"
 	 "  --data DIR       use the data dir DIR directly (organization org_default);\n"

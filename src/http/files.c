@@ -476,11 +476,13 @@ enum MHD_Result http_file_get(http_req *req)
 	cof_err err = { 0 };
 	cof_file f;
 	const char *snap;
+	int64_t seq = -1;
 
 	memset(&f, 0, sizeof(f));
 	if (http_query(req, "snapshot", &snap, &err) ||
-	    cof_file_open(req->srv->st, ORG(req), req->param[0], req->param[1], snap,
-			  &f, &err))
+	    http_query_int(req, "seq", 0, INT64_MAX, &seq, &err) ||
+	    cof_file_open_at(req->srv->st, ORG(req), req->param[0], req->param[1], snap, seq,
+			     &f, &err))
 		return http_send_error(req, &err);
 	return http_serve_file(req, &f, req->param[1]);
 }

@@ -111,12 +111,17 @@ enum MHD_Result http_volume_delete(http_req *req)
 	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
 }
 
-/* GET /v1/volumes/{id}/files?prefix=&glob=&snapshot=&cursor=&limit=&content= */
+/* GET /v1/volumes/{id}/files?prefix=&glob=&snapshot=&seq=&cursor=&limit=&content= */
 enum MHD_Result http_files_list(http_req *req)
 {
 	cof_err err = { 0 };
 	cof_list_opts o = { 0 };
 	json_t *out = NULL;
+
+	o.seq = -1;
+	if (http_query_int(req, "seq", 0, INT64_MAX, &o.seq, &err))
+		return http_send_error(req, &err);
+	o.at = o.seq >= 0;
 
 	if (http_query(req, "prefix", &o.prefix, &err) ||
 	    http_query(req, "glob", &o.glob, &err) ||

@@ -59,6 +59,12 @@ int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err)
 	return m->ops->key_touch(m, hash, now, err);
 }
 
+int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
+		cof_err *err)
+{
+	return m->ops->history_kept(m, vno, closed_before, oldest, err);
+}
+
 int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err)
 {
 	return m->ops->key_add_first_admin(m, k, err);

@@ -345,6 +345,15 @@ struct cof_meta_ops {
 		int64_t now, cof_keyrow *out, cof_err *err);
 	/* Records that key `hash` was used at `now`. */
 	int (*key_touch)(cof_meta *m, const char *hash, int64_t now, cof_err *err);
+
+	/* ---- reads at a seq (issue 11, ?seq=)
+	 * The oldest seq volume `vno` is still read exactly at, when history rows
+	 * closed before `closed_before` may have been dropped by the collector:
+	 * the largest seq of a change made before then (a row it closed may be
+	 * gone), or history_from, over the fork chain (a parent level only up to
+	 * the seq its child forked at). 0 when every seq is kept. */
+	int (*history_kept)(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
+		cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -389,6 +398,8 @@ int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, co
 int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
 		int64_t now, cof_keyrow *out, cof_err *err);
 int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err);
+int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
+		cof_err *err);
 int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err);
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		char **value, cof_err *err);

@@ -1,6 +1,7 @@
 /*
  * meta_pg_gc.c — what the garbage collector and fsck ask of the PostgreSQL store.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -209,6 +210,34 @@ static int pg_blob_known(cof_meta *m, const char *sha, cof_err *err)
 	return rc;
 }
 
+/* As in meta_sqlite_gc.c: the oldest seq read exactly, over the fork chain. */
+static int pg_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
+			   cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	*oldest = 0;
+	if (!c)
+		return -1;
+	r = cof_pg_q(c, "WITH RECURSIVE chain(vno, cap, depth) AS (SELECT $1::bigint,"
+		     " $3::bigint, 0 UNION ALL SELECT v.base_vno, least(c.cap, v.base_seq),"
+		     " c.depth + 1 FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno"
+		     " IS NOT NULL AND c.depth < 64) SELECT coalesce(max(greatest(coalesce((SELECT"
+		     " max(x.seq) FROM changes x WHERE x.vno = c.vno AND x.at < $2 AND x.seq <="
+		     " c.cap), 0), coalesce((SELECT least(v.history_from, c.cap) FROM volumes v"
+		     " WHERE v.vno = c.vno), 0))), 0) FROM chain c", "reading the kept history",
+		     err, "iii", vno, closed_before, (int64_t)INT64_MAX);
+	if (r) {
+		*oldest = cof_pg_int(r, 0, 0);
+		PQclear(r);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
 static int pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, size_t *len,
 		       cof_err *err)
 {
@@ -262,4 +291,5 @@ void cof_pg_ops_gc(cof_meta_ops *o)
 	o->blob_forgotten = pg_blob_forgotten;
 	o->blob_abandoned = pg_blob_abandoned;
 	o->blob_claim = pg_blob_claim;
+	o->history_kept = pg_history_kept;
 }

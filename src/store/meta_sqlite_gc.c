@@ -1,6 +1,7 @@
 /*
  * meta_sqlite_gc.c — what the garbage collector and fsck ask of the SQLite store.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_sqlite.h"
@@ -208,6 +209,41 @@ static int sq_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 	return rc;
 }
 
+/* The fork chain of ?1 with each level's cap (the seq its child forked at),
+ * and per level the seq below which a read may miss a dropped row. */
+#define KEPT_SQL "WITH RECURSIVE chain(vno, cap, depth) AS (SELECT ?1, ?3, 0 UNION ALL" \
+	" SELECT v.base_vno, min(c.cap, v.base_seq), c.depth + 1 FROM chain c JOIN volumes v" \
+	" ON v.vno = c.vno WHERE v.base_vno IS NOT NULL AND c.depth < 64) SELECT" \
+	" coalesce(max(max(coalesce((SELECT max(x.seq) FROM changes x WHERE x.vno = c.vno" \
+	" AND x.at < ?2 AND x.seq <= c.cap), 0), coalesce((SELECT min(v.history_from, c.cap)" \
+	" FROM volumes v WHERE v.vno = c.vno), 0))), 0) FROM chain c"
+
+static int sq_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
+			   cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	*oldest = 0;
+	if (!c)
+		return -1;
+	if ((st = cof_sqlite_q(c, KEPT_SQL, err))) {
+		sqlite3_bind_int64(st, 1, vno);
+		sqlite3_bind_int64(st, 2, closed_before);
+		sqlite3_bind_int64(st, 3, INT64_MAX);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*oldest = sqlite3_column_int64(st, 0);
+			rc = 0;
+		} else {
+			rc = cof_sqlite_db_error(err, c->db, "reading the kept history");
+		}
+		sqlite3_reset(st);
+	}
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
 /* Fills the members of the SQLite backend this file implements. */
 void cof_sqlite_ops_gc(cof_meta_ops *o)
 {
@@ -218,4 +254,5 @@ void cof_sqlite_ops_gc(cof_meta_ops *o)
 	o->blob_known = sq_blob_known;
 	o->blob_inline = sq_blob_inline;
 	o->referenced = sq_referenced;
+	o->history_kept = sq_history_kept;
 }

@@ -2,7 +2,8 @@
  * base.c — what a view reads from its volumes: a file at the view's seq, a
  * folder's children in pages, and content by range. Everything here is a
  * query at one seq, so the view never moves under its readers (unless it
- * follows the volume).
+ * follows the volume). The queries go through the view's source
+ * (source_local.c in process, source_http.c over a cofferd).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,24 +22,20 @@ void cof_vbase_vpath(const vroot *r, const char *path, char *out, size_t outsz)
 		snprintf(out, outsz, "%s/%s", r->cfg.subpath, path);
 }
 
-/* The seq reads are made at: the view's, or now when it follows. */
-static int64_t at_seq(const cof_vfs *v, int root)
+int64_t cof_vbase_at(cof_vfs *v, int root)
 {
-	return v->o.follow ? -1 : v->roots[root].v.seq;
+	return v->o.follow ? VSRC(v)->newest(v, root) : v->roots[root].v.seq;
 }
 
 int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e)
 {
 	char vp[COF_PATH_MAX + 1];
-	cof_err err = {0};
 	int r;
 
 	if (!*path)
 		return 0;
 	cof_vbase_vpath(&v->roots[root], path, vp, sizeof vp);
-	r = cof_meta_entry_get(v->o.st->meta, v->roots[root].v.vno, vp, at_seq(v, root), e,
-			       &err);
-	cof_err_clear(&err);
+	r = VSRC(v)->entry(v, root, vp, cof_vbase_at(v, root), e);
 	if (r == 1) {
 		/* the entry's path is the volume's; callers want the root's */
 		snprintf(e->path, sizeof e->path, "%s", path);
@@ -71,16 +68,13 @@ int cof_vbase_dir(cof_vfs *v, int root, const char *path)
 	char vp[COF_PATH_MAX + 2];
 	vroot *r = &v->roots[root];
 	dir_probe p = {v, root, r->sublen ? r->sublen + 1 : 0, 0};
-	cof_err err = {0};
 
 	if (!*path)
 		return 1;
 	cof_vbase_vpath(r, path, vp, sizeof vp - 1);
 	strcat(vp, "/");
-	if (cof_meta_list(v->o.st->meta, r->v.vno, at_seq(v, root), vp, NULL, probe_one, &p,
-			  &err))
+	if (VSRC(v)->list(v, root, cof_vbase_at(v, root), vp, NULL, probe_one, &p))
 		p.found = 0;
-	cof_err_clear(&err);
 	return p.found;
 }
 
@@ -134,7 +128,7 @@ int cof_vbase_children(cof_vfs *v, int root, const char *path, const vchild *aft
 	char prefix[COF_PATH_MAX + 2];
 	vroot *r = &v->roots[root];
 	kids k = {0};
-	cof_err err = {0};
+	int64_t at = cof_vbase_at(v, root);
 
 	cof_vbase_vpath(r, path, prefix, sizeof prefix - 1);
 	if (*prefix)
@@ -149,11 +143,8 @@ int cof_vbase_children(cof_vfs *v, int root, const char *path, const vchild *aft
 			 after->dir ? DIR_END : "");
 	do {
 		k.skip_dir = 0;
-		if (cof_meta_list(v->o.st->meta, r->v.vno, at_seq(v, root), prefix,
-				  *k.resume ? k.resume : NULL, kid_add, &k, &err)) {
-			cof_err_clear(&err);
+		if (VSRC(v)->list(v, root, at, prefix, *k.resume ? k.resume : NULL, kid_add, &k))
 			return -1;
-		}
 	} while (k.skip_dir && k.n < cap);
 	*n = k.n;
 	return 0;
@@ -163,66 +154,34 @@ int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
 		    cof_vbytes *b)
 {
 	char vp[COF_PATH_MAX + 1];
-	cof_err err = {0};
-	cof_entry *e;
-	int r;
 
-	b->r = NULL;
-	b->data = NULL;
-	b->size = 0;
-	if (sha) {
-		/* content known by hash (a file the view renamed): inline
-		 * content comes as a memory reader */
-		r = cof_content_open(v->o.st, sha, -1, path, &b->r, &err);
-		cof_err_clear(&err);
-		errno = EIO;
-		return r ? -1 : 0;
-	}
-	if (!(e = malloc(sizeof *e))) {
-		errno = ENOMEM;
-		return -1;
-	}
+	memset(b, 0, sizeof *b);
 	cof_vbase_vpath(&v->roots[root], path, vp, sizeof vp);
-	/* one query: the row at the seq and, for small content, its bytes */
-	r = cof_meta_entry_read(v->o.st->meta, v->roots[root].v.vno, vp, at_seq(v, root), e,
-				&b->data, &err);
-	if (r == 1) {
-		b->size = e->size;
-		if (!b->data &&
-		    cof_content_reader(v->o.st, e->sha256, e->size, vp, &b->r, &err))
-			r = -1;
-	}
-	cof_err_clear(&err);
-	free(e);
-	errno = r == 0 ? ENOENT : EIO;
-	return r == 1 ? 0 : -1;
+	return VSRC(v)->bytes_open(v, root, vp, sha, cof_vbase_at(v, root), b);
+}
+
+int cof_vbytes_open_node(cof_vfs *v, const vnode *n, cof_vbytes *b)
+{
+	char vp[COF_PATH_MAX + 1];
+	int64_t at = cof_vbase_at(v, n->root);
+
+	if (!n->seen)
+		return cof_vbytes_open(v, n->root, n->path, n->sha, b);
+	/* a version this view landed (a move of a file it never wrote) is
+	 * newer than the seq it reads: read the path at that version's seq */
+	if (at >= 0 && n->seen > at)
+		at = n->seen;
+	memset(b, 0, sizeof *b);
+	cof_vbase_vpath(&v->roots[n->root], n->path, vp, sizeof vp);
+	return VSRC(v)->bytes_open(v, n->root, vp, NULL, at, b);
 }
 
 ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off)
 {
-	if (b->r) {
-		cof_err err = {0};
-		size_t got = 0;
-		int rc = cof_blob_read_at(b->r, off, buf, n, &got, &err);
-		cof_err_clear(&err);
-		if (rc) {
-			errno = EIO;
-			return -1;
-		}
-		return (ssize_t)got;
-	}
-	if (off >= b->size)
-		return 0;
-	if ((int64_t)n > b->size - off)
-		n = (size_t)(b->size - off);
-	memcpy(buf, b->data + off, n);
-	return (ssize_t)n;
+	return (b->src ? b->src : &cof_vsrc_local)->bytes_read(b, buf, n, off);
 }
 
 void cof_vbytes_close(cof_vbytes *b)
 {
-	cof_blob_close(b->r);
-	free(b->data);
-	b->r = NULL;
-	b->data = NULL;
+	(b->src ? b->src : &cof_vsrc_local)->bytes_close(b);
 }

@@ -348,6 +348,11 @@ void cof_view_result_release(cof_view_result *r)
 
 int cof_view_land_file(cof_vfs *v, vnode *n)
 {
+	return VSRC(v)->put(v, n);
+}
+
+int cof_view_land_local(cof_vfs *v, vnode *n)
+{
 	cof_view_result res = {0};
 	land l = {v, n->root, NULL, 1, NULL, 0, &res, NULL};
 	stored s = {0};

@@ -54,7 +54,7 @@ static int roots_open(cof_vfs *v, cof_err *err)
 		vroot *r = &v->roots[i];
 		r->cfg = v->o.roots[i];
 		r->sublen = strlen(r->cfg.subpath);
-		if (cof_view_open(v->o.st, v->o.org, r->cfg.vol, r->cfg.snapshot, &r->v, err))
+		if (VSRC(v)->open(v, r, err))
 			return -1;
 		if (r->v.snapshot)
 			r->cfg.rw = 0; /* a snapshot is read-only */

@@ -192,7 +192,7 @@ static int copy_up(cof_vfs *v, const vnode *n, int fd)
 
 	/* a node of the layer with content known by hash was renamed: read
 	 * that content; else the file at the view's seq */
-	if (cof_vbytes_open(v, n->root, n->path, n->seen ? NULL : n->sha, &b))
+	if (cof_vbytes_open_node(v, n, &b))
 		return -EIO;
 	while (off < n->size && (k = cof_vbytes_read(&b, buf, sizeof buf, off)) > 0) {
 		if (write(fd, buf, (size_t)k) != k) {
@@ -253,7 +253,7 @@ static int open_read(cof_vfs *v, int r, const char *rel, vfile *f)
 		if ((f->fd = cof_layer_open(v, n->lid, O_RDONLY)) < 0)
 			rc = -errno;
 	} else if (n && n->kind == N_FILE) {
-		if (cof_vbytes_open(v, r, rel, n->seen ? NULL : n->sha, &f->b))
+		if (cof_vbytes_open_node(v, n, &f->b))
 			rc = -EIO;
 	} else if (n)
 		rc = n->kind == N_DIR ? -EISDIR : -ENOENT;

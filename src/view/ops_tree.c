@@ -288,23 +288,11 @@ int cof_vop_releasedir(const char *path, struct fuse_file_info *fi)
 static int remove_now(cof_vfs *v, int r, vnode *n)
 {
 	char vp[COF_PATH_MAX + 1];
-	cof_cond cond = {COF_COND_VERSION, n->seen};
-	cof_err err = {0};
-	json_t *out = NULL;
-	int rc;
 
 	if (v->o.way != COF_VIEW_DIRECT || n->seen == 0)
 		return 0;
 	cof_vbase_vpath(&v->roots[r], n->path, vp, sizeof vp);
-	rc = cof_file_remove(v->o.st, v->o.org, v->roots[r].cfg.vol, vp, cond, &out, &err);
-	if (rc && err.code != COF_ENOTFOUND) {
-		fprintf(stderr, "coffer mount: cannot remove '%s': %s\n", vp, err.msg);
-		cof_err_clear(&err);
-		return -EIO;
-	}
-	cof_err_clear(&err);
-	json_decref(out);
-	return 0;
+	return VSRC(v)->remove(v, r, vp, n->seen);
 }
 
 /* Forgets the layer's bytes of node n. */
@@ -467,8 +455,6 @@ static int files_under(cof_vfs *v, int r, const char *rel, moves *m)
 	char vp[COF_PATH_MAX + 2];
 	size_t len = strlen(rel);
 	walk_ctx w = {v, r, v->roots[r].sublen ? v->roots[r].sublen + 1 : 0, m};
-	cof_err err = {0};
-	int rc;
 
 	for (vnode *n = v->nodes; n; n = n->next)
 		if (n->root == r && n->kind != N_GONE && !strncmp(n->path, rel, len) &&
@@ -476,33 +462,17 @@ static int files_under(cof_vfs *v, int r, const char *rel, moves *m)
 			return -ENOMEM;
 	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp - 1);
 	strcat(vp, "/");
-	rc = cof_meta_list(v->o.st->meta, v->roots[r].v.vno, v->o.follow ? -1
-			   : v->roots[r].v.seq, vp, NULL, walk_add, &w, &err);
-	cof_err_clear(&err);
-	return rc ? -EIO : 0;
+	return VSRC(v)->list(v, r, cof_vbase_at(v, r), vp, NULL, walk_add, &w) ? -EIO : 0;
 }
 
 /* DIRECT: the move in the volume now, one change (a file or a folder). */
 static int move_now(cof_vfs *v, int r, const char *from, const char *to, int64_t *seq)
 {
 	char a[COF_PATH_MAX + 1], b[COF_PATH_MAX + 1];
-	cof_err err = {0};
-	json_t *body, *out = NULL;
-	int rc;
 
 	cof_vbase_vpath(&v->roots[r], from, a, sizeof a);
 	cof_vbase_vpath(&v->roots[r], to, b, sizeof b);
-	body = json_pack("{s:s, s:s, s:b}", "from", a, "to", b, "overwrite", 1);
-	rc = cof_file_move(v->o.st, v->o.org, v->roots[r].cfg.vol, body, &out, &err);
-	json_decref(body);
-	if (rc) {
-		fprintf(stderr, "coffer mount: cannot move '%s' to '%s': %s\n", a, b, err.msg);
-		cof_err_clear(&err);
-		return -EIO;
-	}
-	*seq = json_integer_value(json_object_get(out, "seq"));
-	json_decref(out);
-	return 0;
+	return VSRC(v)->move(v, r, a, b, seq);
 }
 
 /* Renames folder `from` to `to` of root r in the layer. Under mu. */

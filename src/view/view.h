@@ -47,9 +47,14 @@ typedef struct cof_view_root {
 	const void *excl_ctx;   /* borrowed */
 } cof_view_root;
 
+/* Where a view reads its volumes and where DIRECT writes land: NULL = the
+ * store `st` in process, else a source such as cof_view_src_http's. */
+typedef struct cof_view_src cof_view_src;
+
 typedef struct cof_view_opts {
-	cof_store *st;
+	cof_store *st;          /* the store, when `src` is NULL */
 	const char *org;
+	cof_view_src *src;      /* NULL = st; borrowed until cof_view_unmount */
 	cof_view_root *roots;   /* borrowed until cof_view_unmount */
 	int nroots;
 	cof_view_way way;
@@ -105,6 +110,17 @@ void cof_view_unmount(cof_vfs *v);
  * `why`. As root: /dev/fuse opens; else /dev/fuse opens for this uid or
  * fusermount3 mounts (tried once in `dir`, an existing empty folder). */
 int cof_view_usable(const char *dir, char *why, size_t whysz);
+
+/* A source reading and writing volumes through a cofferd's HTTP API at
+ * `url` with API key `key` (libcurl, keep-alive connections, one per serving
+ * thread): reads at the view's seq with ?seq=, content by Range, a closed
+ * file as a PUT with If-Match, DELETE, POST move (src/view/source_http.c).
+ * Makes no request yet. NULL with err. */
+cof_view_src *cof_view_src_http(const char *url, const char *key, cof_err *err);
+/* Asks the server once (GET /v1/volumes/{vol}): 0, or -1 with err naming what
+ * failed (cannot reach it, the key refused, no such volume). */
+int cof_view_src_check(cof_view_src *s, const char *vol, cof_err *err);
+void cof_view_src_free(cof_view_src *s);
 
 /* Lazily unmounts every FUSE mount under `dir` (what a crashed run left). */
 void cof_view_sweep(const char *dir);

@@ -96,25 +96,78 @@ typedef struct vchild {
 int cof_vbase_children(cof_vfs *v, int root, const char *path, const vchild *after,
 		       vchild *out, int cap, int *n);
 /* An open file's bytes as the volume has them: small content in memory, a
- * blob reader (ranged reads, any backend) otherwise. */
+ * blob reader (ranged reads, any backend) otherwise; or the source's own
+ * (`h`, read through `src`). */
 typedef struct cof_vbytes {
 	cof_blob_reader *r;     /* the content, or NULL */
 	unsigned char *data;    /* inline content, or NULL */
 	int64_t size;
+	const struct cof_vsrc_ops *src; /* NULL = r / data above */
+	void *h;                /* the source's handle of the bytes */
 } cof_vbytes;
 /* THE place that opens a file's bytes for reading (with cof_vbytes_read):
  * file `path` of root at the view's seq, or content `sha` when given. 0, or
  * -1 with errno (ENOENT: no such file at the seq; EIO). */
 int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
 		    cof_vbytes *b);
+/* cof_vbytes_open for the file of layer node n (kind N_FILE, no layer
+ * bytes): the version it saw, also when the view landed it after its seq
+ * (a rename), else content n->sha. */
+int cof_vbytes_open_node(cof_vfs *v, const vnode *n, cof_vbytes *b);
 /* Reads by range (pread semantics), never the whole content at once. */
 ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off);
 void cof_vbytes_close(cof_vbytes *b);
 
+/* The seq root's reads are made at: the view's, or with `follow` the
+ * newest (-1 in process; a source may pin it for a while). */
+int64_t cof_vbase_at(cof_vfs *v, int root);
+
+/* ---- the source (source_local.c, source_http.c): every read of a volume
+ * and every DIRECT write goes through these. Paths are volume paths. */
+typedef struct cof_vsrc_ops {
+	/* Loads root r's volume (and snapshot) into r->v: id, seq, ceiling. */
+	int (*open)(cof_vfs *v, vroot *r, cof_err *err);
+	/* The seq `follow` reads at now (-1 = each read at the newest). */
+	int64_t (*newest)(cof_vfs *v, int root);
+	/* 1 with *e when a file is at vpath at seq `at` (-1 = now), 0, -1. */
+	int (*entry)(cof_vfs *v, int root, const char *vpath, int64_t at, cof_entry *e);
+	/* Rows under `prefix` after `after` (NULL = from the start) at `at`,
+	 * in path order, until fn returns nonzero. 0, or -1. */
+	int (*list)(cof_vfs *v, int root, int64_t at, const char *prefix, const char *after,
+		    cof_entry_fn fn, void *ctx);
+	/* cof_vbytes_open / _read / _close (see above). */
+	int (*bytes_open)(cof_vfs *v, int root, const char *vpath, const char *sha, int64_t at,
+			  cof_vbytes *b);
+	ssize_t (*bytes_read)(const cof_vbytes *b, void *buf, size_t n, int64_t off);
+	void (*bytes_close)(cof_vbytes *b);
+	/* DIRECT: lands node n's layer file as a new version conditional on
+	 * n->seen, then sets n's seen, sha, size, type. 0, or -errno (EIO:
+	 * conflict, the other side's version stays; ENOSPC: past the ceiling). */
+	int (*put)(cof_vfs *v, vnode *n);
+	/* DIRECT: removes vpath if still at version `seen`. 0 (also when gone),
+	 * or -EIO. */
+	int (*remove)(cof_vfs *v, int root, const char *vpath, int64_t seen);
+	/* DIRECT: one move of a file or folder (overwriting); *seq its seq. 0 or -EIO. */
+	int (*move)(cof_vfs *v, int root, const char *from, const char *to, int64_t *seq);
+} cof_vsrc_ops;
+
+/* What every source starts with. */
+struct cof_view_src {
+	const cof_vsrc_ops *ops;
+};
+
+/* The in-process source: v->o.st. */
+extern const cof_vsrc_ops cof_vsrc_local;
+/* The ops of view v. */
+#define VSRC(v) ((v)->o.src ? (v)->o.src->ops : &cof_vsrc_local)
+
 /* ---- commit.c */
 
 /* Lands one file of root r now (DIRECT): the layer file at node n, as a new
- * version conditional on n->seen. 0, or a negative errno (EIO: conflict). */
+ * version conditional on n->seen, through the view's source. 0, or a
+ * negative errno (EIO: conflict). */
 int cof_view_land_file(cof_vfs *v, vnode *n);
+/* The in-process way of it (the local source's put). */
+int cof_view_land_local(cof_vfs *v, vnode *n);
 
 #endif

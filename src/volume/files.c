@@ -349,6 +349,12 @@ int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
 int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
 		  const char *snapshot, cof_file *out, cof_err *err)
 {
+	return cof_file_open_at(st, org, vol, path, snapshot, -1, out, err);
+}
+
+int cof_file_open_at(cof_store *st, const char *org, const char *vol, const char *path,
+		     const char *snapshot, int64_t seq, cof_file *out, cof_err *err)
+{
 	cof_view view;
 	cof_entry *e;
 	const char *p;
@@ -361,18 +367,19 @@ int cof_file_open(cof_store *st, const char *org, const char *vol, const char *p
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	/* the volume's row and the file's in one read transaction */
 	int held = cof_meta_read_hold(st->meta);
-	if (cof_view_open(st, org, vol, snapshot, &view, err)) {
+	if (cof_view_open(st, org, vol, snapshot, &view, err) ||
+	    cof_view_at(st, &view, seq, err)) {
 		cof_meta_read_release(st->meta, held);
 		free(e);
 		return -1;
 	}
 	/* One query gives the row and, for small content, the bytes themselves. */
-	r = cof_meta_entry_read(st->meta, view.vno, p, view.snapshot ? view.seq : -1, e,
+	r = cof_meta_entry_read(st->meta, view.vno, p, COF_VIEW_READ_SEQ(&view), e,
 				&out->data, err);
 	cof_meta_read_release(st->meta, held);
 	if (r == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found%s", p,
-			  view.snapshot ? " in that snapshot" : "");
+			  view.snapshot ? " in that snapshot" : view.at ? " at that seq" : "");
 	if (r == 1 && (out->data || !cof_content_reader(st, e->sha256, e->size, p, &out->reader,
 							  err))) {
 		out->version = e->version;

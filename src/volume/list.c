@@ -181,7 +181,9 @@ static int list_prepare(cof_store *st, const char *org, const char *vol,
 			gpre[0] = '\0';
 	}
 	snprintf(walk, COF_PATH_MAX + 1, "%s", strlen(gpre) > strlen(prefix) ? gpre : prefix);
-	return cof_view_open(st, org, vol, opts->snapshot, view, err);
+	if (cof_view_open(st, org, vol, opts->snapshot, view, err))
+		return -1;
+	return opts->at ? cof_view_at(st, view, opts->seq, err) : 0;
 }
 
 int cof_file_read_all(cof_store *st, const char *org, const char *vol,

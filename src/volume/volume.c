@@ -48,6 +48,34 @@ int cof_view_open(cof_store *st, const char *org, const char *vol, const char *s
 	return 0;
 }
 
+int cof_view_at(cof_store *st, cof_view *view, int64_t seq, cof_err *err)
+{
+	int64_t oldest = 0;
+
+	if (seq < 0)
+		return 0;
+	if (view->snapshot)
+		return cof_error(err, COF_EVALIDATION, "'seq' and 'snapshot' cannot be given "
+				 "together: a snapshot is read at its own seq");
+	if (seq > view->vol.seq)
+		return cof_error(err, COF_EVALIDATION, "'seq' %lld is past volume '%s''s seq %lld",
+				 (long long)seq, view->vol.id, (long long)view->vol.seq);
+	if (cof_meta_history_kept(st->meta, view->vno, cof_now() - st->opts.gc_grace_seconds,
+				  &oldest, err))
+		return -1;
+	if (seq < oldest && seq < view->vol.seq) {
+		cof_error(err, COF_EGONE, "volume '%s' is no longer kept as it was at seq %lld: "
+			  "the oldest seq still read is %lld", view->vol.id, (long long)seq,
+			  (long long)(oldest < view->vol.seq ? oldest : view->vol.seq));
+		cof_err_set(err, "oldest", json_integer(oldest < view->vol.seq ? oldest
+								 : view->vol.seq));
+		return -1;
+	}
+	view->seq = seq;
+	view->at = 1;
+	return 0;
+}
+
 int cof_ceiling_error(const cof_volrow *v, int64_t bytes, cof_err *err)
 {
 	char a[32], b[32];

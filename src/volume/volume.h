@@ -40,6 +40,7 @@ typedef struct cof_view {
 	int64_t vno;           /* where the rows live (a hidden volume for files-snapshots) */
 	int64_t seq;           /* the seq read at */
 	int snapshot;          /* 1 when read through ?snapshot= */
+	int at;                /* 1 when read at an asked seq (?seq=) */
 } cof_view;
 
 /* Loads the volume (404 if unknown or another org's) and, when `snapshot` is
@@ -47,6 +48,14 @@ typedef struct cof_view {
  * volume at its current seq. */
 int cof_view_open(cof_store *st, const char *org, const char *vol, const char *snapshot,
 		  cof_view *out, cof_err *err);
+
+/* Moves an open view to seq `seq` (?seq=; < 0 = leave it now): 400 naming
+ * 'seq' past the volume's seq or given with a snapshot, 410 with `oldest`
+ * for a seq whose history the collector may have dropped (rows closed more
+ * than the grace period ago: cof_meta_history_kept). */
+int cof_view_at(cof_store *st, cof_view *view, int64_t seq, cof_err *err);
+/* The seq a row read through the view is looked up at (-1 = now). */
+#define COF_VIEW_READ_SEQ(view) ((view)->snapshot || (view)->at ? (view)->seq : -1)
 
 /* The JSON of a volume row: {id, name, seq, files, bytes, capacity, ceiling, createdAt}. */
 json_t *cof_volume_json(const cof_volrow *v);

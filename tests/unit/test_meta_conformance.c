@@ -440,6 +440,40 @@ static void test_changes_feed(void **state)
 	cof_buf_release(&b);
 }
 
+/* The oldest seq read exactly (?seq=): the last change made before the cut,
+ * over the fork chain, a parent level only up to the seq its child forked at. */
+static void test_history_kept(void **state)
+{
+	cof_volrow v, f;
+	cof_err err = {0};
+	int64_t oldest = -1, future = cof_now() + 3600;
+
+	(void)state;
+	vol_add(org, "kept", &v);
+	assert_int_equal(cof_meta_history_kept(m, v.vno, future, &oldest, &err), 0);
+	assert_int_equal(oldest, 0); /* no change yet */
+	change(v.vno, (const char *[]){"a=1", NULL}, 0);
+	change(v.vno, (const char *[]){"a=22", NULL}, 0);
+	change(v.vno, (const char *[]){"b=3", NULL}, 0);
+	assert_int_equal(cof_meta_history_kept(m, v.vno, 0, &oldest, &err), 0);
+	assert_int_equal(oldest, 0); /* nothing older than the cut: every seq */
+	assert_int_equal(cof_meta_history_kept(m, v.vno, future, &oldest, &err), 0);
+	assert_int_equal(oldest, 3); /* every change may have lost its closed rows */
+	memset(&f, 0, sizeof f);
+	cof_id_new("vol_", f.id, sizeof f.id);
+	snprintf(f.org, sizeof f.org, "%s", org);
+	snprintf(f.name, sizeof f.name, "kept-fork");
+	f.seq = 2;
+	f.capacity = 1 << 20;
+	f.created_at = cof_now();
+	assert_int_equal(cof_meta_volume_fork(m, &f, v.vno, 2, &err), 0);
+	assert_int_equal(cof_meta_history_kept(m, f.vno, 0, &oldest, &err), 0);
+	assert_int_equal(oldest, 0);
+	/* the parent's seq 3 came after the fork seq 2: not the fork's */
+	assert_int_equal(cof_meta_history_kept(m, f.vno, future, &oldest, &err), 0);
+	assert_int_equal(oldest, 2);
+}
+
 /* What a txn sees: its own writes, and the volume as it will be. */
 static int txn_probe(cof_txn *tx, void *ctx, cof_err *err)
 {
@@ -1052,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_changes_and_reads),
 		cmocka_unit_test(test_list_prefix_edges),
 		cmocka_unit_test(test_changes_feed),
+		cmocka_unit_test(test_history_kept),
 		cmocka_unit_test(test_txn_view),
 		cmocka_unit_test(test_snapshots_and_fork),
 		cmocka_unit_test(test_agents),
