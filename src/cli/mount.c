@@ -80,13 +80,11 @@ static int mount_main(const cli_cmd *cmd, int argc, char **argv)
 	vo.way = COF_VIEW_DIRECT;
 	vo.follow = follow;
 	if (rw) {
-		const char *tmp = getenv("TMPDIR");
-		snprintf(layer, sizeof layer, "%s/coffer-mount-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(layer)) {
+		if (cof_temp_dir("coffer-mount", layer, sizeof layer)) {
 			cof_store_close(st);
 			cof_view_src_free(src);
-			return cli_fail("cannot make a folder for written bytes in '%s': %s",
-					tmp && *tmp ? tmp : "/tmp", strerror(errno));
+			return cli_fail("cannot make a folder for written bytes in $TMPDIR: %s",
+					strerror(errno));
 		}
 		vo.layer_dir = layer;
 	}
