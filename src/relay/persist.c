@@ -151,6 +151,7 @@ static int load_one(void *arg, const cof_staterow *row)
 	s->next = r->sessions;
 	r->sessions = s;
 	r->nsessions++;
+	cof_relay_ops_load(r, s, "restart");
 	if (s->status == RS_ACTIVE) {
 		/* its client was attached to the process that stopped */
 		s->attached = 1;

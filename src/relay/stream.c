@@ -165,6 +165,8 @@ static void take_ops(cof_relay_stream *x, json_t *list)
 		if (op->sent || op->done || op->gen != x->gen || !op->msg)
 			continue;
 		op->sent = 1;
+		if (op->supervised) /* waits for the user, also across a restart */
+			cof_relay_op_store(x->r, x->s, op);
 		json_array_append_new(list, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)0,
 						      "type", "op", "data", op->msg));
 		op->msg = NULL; /* its content is not kept once sent */
