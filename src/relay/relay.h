@@ -106,6 +106,7 @@ struct cof_relay {
 	int closing;
 	rsession *sessions;     /* newest first */
 	size_t nsessions;
+	struct pcount *mirrors; /* agent streams open here on others' sessions */
 };
 
 /* All below: call with r->mu held. */
@@ -175,6 +176,17 @@ void cof_relay_ops_forget_all(cof_relay *r, rsession *s);
 /* Puts the stored ops of s back in s->ops after a restart or a move here
  * (`why`: "restart" or "moved"); the records of an ended session go. */
 void cof_relay_ops_load(cof_relay *r, rsession *s, const char *why);
+/* Agent streams on every node (presence.c). An agent stream of s opens
+ * (s a mirror or the session held here). */
+void cof_relay_presence_open(cof_relay *r, rsession *s);
+/* One closes: 1 when none is left open on any node alive. */
+int cof_relay_presence_close(cof_relay *r, rsession *s);
+/* Adds agent_disconnected to s's events (stored; the holder's streams and
+ * every node's get it). */
+void cof_relay_presence_event(cof_relay *r, rsession *s);
+/* At start: this node's stored counts of the last run are 0 now. */
+void cof_relay_presence_reset(cof_relay *r);
+void cof_relay_presence_free(cof_relay *r);
 /* The 410 of an op whose result is unknown (op->lost). Returns -1. */
 int cof_relay_op_lost(const rsession *s, const rop *op, cof_err *err);
 /* With r->mu held: releases it until session s is woken (cof_relay_wake),

@@ -109,6 +109,7 @@ void cof_relay_close(cof_relay *r)
 		n = s->next;
 		session_free(s);
 	}
+	cof_relay_presence_free(r);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 }

@@ -172,3 +172,70 @@ def test_turn_of_a_gone_node_410_naming_it():
         check("n0" in err["message"], "the message names the node: %r" % err)
     finally:
         _close(url, [a, b])
+
+
+def _psql(url, sql):
+    import pgpeer
+    return pgpeer.shared().psql(sql, db=url.rsplit("/", 1)[1]).stdout.decode().strip()
+
+
+def _log(srv):
+    with open(srv.log_path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def test_gone_nodes_turns_end_in_their_records_once():
+    url, (a, b, c) = _nodes()
+    try:
+        t = turnlib.new_turn(a)
+        a.kill()
+        sql = "SELECT ended, body::jsonb->>'endReason' FROM state WHERE kind = 'turn'" \
+              " AND id = '%s'" % t["id"]
+        deadline = time.time() + 40 * harness.SCALE
+        while _psql(url, sql) != "1|node_gone" and time.time() < deadline:
+            time.sleep(0.5)
+        eq(_psql(url, sql), "1|node_gone", "the gone node's turn ended in its record")
+        err = expect_error(b.get("/v1/turns/" + t["id"]), 410)
+        eq((err.get("reason"), err.get("node")), ("node_gone", "n0"), "GET on B: %r" % err)
+        time.sleep(3)   # both survivors have looked again by now
+        said = [n for n in (b, c) if "node n0 is gone" in _log(n)]
+        eq(len(said), 1, "one node ended them, the other found nothing left")
+        # n0 comes back under its name: the turn stays ended
+        a.start()
+        err = expect_error(a.get("/v1/turns/" + t["id"]), 410)
+        eq(err.get("reason"), "node_gone", "not running again on n0: %r" % err)
+        expect_error(a.post("/v1/turns/%s/calls" % t["id"], json={"command": "true"}), 410)
+        eq(_psql(url, sql), "1|node_gone", "still ended")
+    finally:
+        _close(url, [a, b, c])
+
+
+def test_agent_disconnected_reaches_the_client_from_another_node():
+    url, (a, b, c) = _nodes()
+    try:
+        agent = make_agent(a, "nsd-%d" % os.getpid())
+        s = create(a, agent)
+        root = tempfile.mkdtemp(prefix="relay-nodes-")
+        cl = FakeClient(a, s["uid"], s["connectToken"], root)
+        eq(cl.status, 200, "connect at node A")
+        wait_status(a, s["uid"], "active")
+        path = "/v1/relay/sessions/%s/events" % s["uid"]
+        on_b = harness.EventStream(b, path)    # a node not holding the session
+        on_a = harness.EventStream(a, path)    # and the holder
+        time.sleep(0.5)
+        on_a.close()
+        time.sleep(1.5)
+        eq([k for k, _ in cl.events if k == "agent_disconnected"], [],
+           "a stream of the agent is still open on node B")
+        on_b.close()
+        deadline = time.time() + 10 * harness.SCALE
+        while not cl.wait_event("agent_disconnected", timeout=0.2) and time.time() < deadline:
+            pass
+        check(cl.wait_event("agent_disconnected", timeout=0.1) is not None,
+              "the client at A heard the agent leave node B: %r" % cl.events)
+        evs = test_restart._sse(c, path, last_id=0, seconds=1.5)
+        eq([t for _, t, _ in evs].count("agent_disconnected"), 1,
+           "one agent_disconnected in the stored history, read on node C: %r" % evs)
+        cl.close()
+    finally:
+        _close(url, [a, b, c])
