@@ -7,7 +7,6 @@ files and its DELETE sent to another node run on the node holding its workspace;
 of a node that is gone answers 410 naming it. pg pass only."""
 
 import os
-import shutil
 import tempfile
 import time
 
@@ -19,29 +18,10 @@ import turnlib
 
 
 def _nodes(n=3):
-    if harness.ENGINE != "pg":
-        harness.skip("cross-node tests run once, in the pg pass")
-    import pgpeer
-    why = pgpeer.available()
-    if why:
-        harness.skip("PostgreSQL 15 is needed: " + why)
-    url = pgpeer.shared().new_database()
-    nodes = [harness.Server(args=["--meta", url, "--node", "n0"], engine="pg")]
-    for i in range(1, n):
-        s = harness.Server(args=["--meta", url, "--node", "n%d" % i], engine="pg",
-                           start=False)
-        os.makedirs(s.data, exist_ok=True)
-        shutil.copy(os.path.join(nodes[0].data, "admin.key"), s.data)
-        nodes.append(s.start())
-    return url, nodes
+    return harness.nodes(n, named=True)
 
 
-def _close(url, nodes):
-    for s in nodes:
-        if s.alive():
-            s.close()
-    import pgpeer
-    pgpeer.shared().drop_database(url)
+_close = harness.close_nodes
 
 
 def _op(srv, uid, **body):
