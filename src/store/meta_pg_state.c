@@ -49,6 +49,18 @@ static void row_read(PGresult *r, int i, cof_staterow *out)
 	out->body = PQgetvalue(r, i, 6);
 }
 
+/* Calls fn on each row of result r (until fn says stop), then frees r. */
+static void rows_each(PGresult *r, cof_state_fn fn, void *ctx)
+{
+	for (int i = 0; i < PQntuples(r); i++) {
+		cof_staterow row;
+		row_read(r, i, &row);
+		if (fn(ctx, &row))
+			break;
+	}
+	PQclear(r);
+}
+
 static int pg_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 			cof_err *err)
 {
@@ -85,13 +97,7 @@ static int pg_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_st
 	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND (ended = 0"
 			  " OR updated_at >= $2) ORDER BY updated_at", "reading records", err,
 			  "si", kind, since_ms))) {
-		for (int i = 0; i < PQntuples(r); i++) {
-			cof_staterow row;
-			row_read(r, i, &row);
-			if (fn(ctx, &row))
-				break;
-		}
-		PQclear(r);
+		rows_each(r, fn, ctx);
 		rc = 0;
 	}
 	cof_pg_put(m, c);
@@ -201,13 +207,7 @@ static int pg_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_
 	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND"
 			  " starts_with(id, $2) ORDER BY id COLLATE \"C\"", "reading records", err,
 			  "ss", kind, prefix ? prefix : ""))) {
-		for (int i = 0; i < PQntuples(r); i++) {
-			cof_staterow row;
-			row_read(r, i, &row);
-			if (fn(ctx, &row))
-				break;
-		}
-		PQclear(r);
+		rows_each(r, fn, ctx);
 		rc = 0;
 	}
 	cof_pg_put(m, c);

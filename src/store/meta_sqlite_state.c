@@ -55,6 +55,24 @@ static void row_read(sqlite3_stmt *st, cof_staterow *out)
 	out->body = (char *)sqlite3_column_text(st, 6);
 }
 
+/* Calls fn on each row of the bound statement st (until fn says stop) and
+ * resets it: 0, or -1 with err. */
+static int rows_each(conn *c, sqlite3_stmt *st, cof_state_fn fn, void *ctx, cof_err *err)
+{
+	int r, rc;
+
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		cof_staterow row;
+		row_read(st, &row);
+		if (fn(ctx, &row))
+			break;
+	}
+	rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
+		: cof_sqlite_db_error(err, c->db, "reading records");
+	sqlite3_reset(st);
+	return rc;
+}
+
 static int sq_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 			cof_err *err)
 {
@@ -88,7 +106,7 @@ static int sq_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_st
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
-	int r, rc = -1;
+	int rc = -1;
 
 	if (!c)
 		return -1;
@@ -97,15 +115,7 @@ static int sq_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_st
 			       " updated_at", err))) {
 		cof_sqlite_bind_text(st, 1, kind);
 		sqlite3_bind_int64(st, 2, since_ms);
-		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-			cof_staterow row;
-			row_read(st, &row);
-			if (fn(ctx, &row))
-				break;
-		}
-		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
-			: cof_sqlite_db_error(err, c->db, "reading records");
-		sqlite3_reset(st);
+		rc = rows_each(c, st, fn, ctx, err);
 	}
 	cof_sqlite_reader_put(m, c);
 	return rc;
@@ -223,24 +233,15 @@ static int sq_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_
 	conn *c = cof_sqlite_reader_get(m, err);
 	cof_buf upper = COF_BUF_INIT;
 	sqlite3_stmt *st;
-	int r, rc = -1;
+	int rc = -1;
 
 	if (!c)
 		return -1;
 	if ((st = cof_sqlite_q(c, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
 			       " WHERE kind = ? AND id >= ? AND id < ? ORDER BY id", err))) {
 		cof_sqlite_bind_text(st, 1, kind);
-		if (!cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper, err)) {
-			while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-				cof_staterow row;
-				row_read(st, &row);
-				if (fn(ctx, &row))
-					break;
-			}
-			rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
-				: cof_sqlite_db_error(err, c->db, "reading records");
-		}
-		sqlite3_reset(st);
+		if (!cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper, err))
+			rc = rows_each(c, st, fn, ctx, err);
 	}
 	cof_buf_release(&upper);
 	cof_sqlite_reader_put(m, c);

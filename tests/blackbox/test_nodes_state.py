@@ -4,7 +4,10 @@ node C (carried to A); a session's record, log and events read the same on every
 client may attach at another node (the session moves there); agent events presented
 through one node replay on another after Last-Event-ID; a turn's calls, its returned
 files and its DELETE sent to another node run on the node holding its workspace; a turn
-of a node that is gone answers 410 naming it. pg pass only."""
+of a node that is gone answers 410 naming it, and its turns end in their records once (by
+one survivor) and stay ended when the node comes back; the agent's last events stream
+closing on a node not holding the session gives the client agent_disconnected. pg pass
+only."""
 
 import os
 import tempfile
@@ -28,17 +31,25 @@ def _op(srv, uid, **body):
     return srv.post("/v1/relay/sessions/%s/ops" % uid, json=body)
 
 
+def _attached(a, name, text=None):
+    """A relay session of a new agent with a client attached at node a (its folder
+    has a.txt = `text` when given): (agent, session, folder, client)."""
+    agent = make_agent(a, "%s-%d" % (name, os.getpid()))
+    s = create(a, agent)
+    root = tempfile.mkdtemp(prefix="relay-nodes-")
+    if text is not None:
+        with open(os.path.join(root, "a.txt"), "w") as f:
+            f.write(text)
+    cl = FakeClient(a, s["uid"], s["connectToken"], root)
+    eq(cl.status, 200, "connect at node A")
+    wait_status(a, s["uid"], "active")
+    return agent, s, root, cl
+
+
 def test_relay_client_on_a_serves_ops_sent_to_c():
     url, (a, b, c) = _nodes()
     try:
-        agent = make_agent(a, "nsr-%d" % os.getpid())
-        s = create(a, agent)
-        root = tempfile.mkdtemp(prefix="relay-nodes-")
-        with open(os.path.join(root, "a.txt"), "w") as f:
-            f.write("from the user's folder")
-        cl = FakeClient(a, s["uid"], s["connectToken"], root)
-        eq(cl.status, 200, "connect at node A")
-        wait_status(a, s["uid"], "active")
+        agent, s, root, cl = _attached(a, "nsr", "from the user's folder")
         r = expect(_op(c, s["uid"], op="read_file", path="a.txt"), 200)
         eq(r.json()["content"], "from the user's folder", "a read sent to node C")
         eq(r.header("X-Coffer-Node"), "n0", "carried to the node of the client")
@@ -197,12 +208,7 @@ def test_gone_nodes_turns_end_in_their_records_once():
 def test_agent_disconnected_reaches_the_client_from_another_node():
     url, (a, b, c) = _nodes()
     try:
-        agent = make_agent(a, "nsd-%d" % os.getpid())
-        s = create(a, agent)
-        root = tempfile.mkdtemp(prefix="relay-nodes-")
-        cl = FakeClient(a, s["uid"], s["connectToken"], root)
-        eq(cl.status, 200, "connect at node A")
-        wait_status(a, s["uid"], "active")
+        agent, s, root, cl = _attached(a, "nsd")
         path = "/v1/relay/sessions/%s/events" % s["uid"]
         on_b = harness.EventStream(b, path)    # a node not holding the session
         on_a = harness.EventStream(a, path)    # and the holder
