@@ -86,9 +86,10 @@ def test_relay_client_on_a_serves_ops_sent_to_c():
         after = [i for i, _, _ in evs if i > half]
         again = test_restart._sse(a, path, last_id=half, seconds=1.5)
         eq([i for i, _, _ in again][:len(after)], after, "replay after Last-Event-ID on node A")
-        # the stream read on C closed since: the agent's last stream, on any node
-        eq([t for _, t, _ in again[len(after):]], ["agent_disconnected"],
-           "what came after the read on node C: %r" % again)
+        # the stream read on C closed since (seen within about a second): the agent's
+        # last stream, on any node, so agent_disconnected may follow
+        check(all(t == "agent_disconnected" for _, t, _ in again[len(after):]),
+              "what came after the read on node C: %r" % again)
         live = harness.EventStream(c, path)
         try:
             expect(_op(a, s["uid"], op="write_file", path="l.txt", content="live"), 200)
