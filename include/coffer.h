@@ -549,6 +549,11 @@ void cof_turns_stop(cof_turns *ts);
 /* Stops every call, unmounts and removes every workspace, frees `ts`. Call it
  * once no request is using `ts` any more (cofferd: after the HTTP drain). */
 void cof_turns_close(cof_turns *ts);
+/* Ends, in their records, the turns of every node but `self` whose heartbeat
+ * (its record of kind "node") is older than `gone_ms`, with endReason
+ * "node_gone": whichever node runs it first does it (a conditional update),
+ * the others find nothing left. Said on stderr when it ended some. */
+void cof_turns_end_gone_nodes(cof_store *st, const char *self, int64_t gone_ms);
 
 /* POST /v1/turns {agent, user, deadlineSeconds, acceptedOutputModes?} ->
  * {id, agent, user, deadline, expiresAt, createdAt, sandbox, acceptedOutputModes?}.

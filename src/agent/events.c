@@ -6,8 +6,12 @@
  * reported back to it). file_presented events are a stored stream (the
  * meta store's events, "agent:ORG:ID", the last AGENT_EVENTS_KEEP): each has
  * an id, a stream resumes after a Last-Event-ID across a restart of cofferd
- * and sees the events of every node. files_changed is derived from the
- * volumes' changes while the stream is open, and has no id.
+ * and sees the events of every node. files_changed is worked out from the
+ * volumes' changes by the streams open (on any node) and stored in the same
+ * stream, so it has an id and replays too: one event per coalescing window,
+ * written by the stream that wins the mount's cursor (a record of kind
+ * "agentchg": the last seq reported; a conditional swap, so two streams of
+ * the agent, here or on other nodes, never report the same change twice).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -177,7 +181,7 @@ typedef struct changed_ctx {
 	cof_agent_watch *w;
 	const cof_mount *m;
 	json_t *paths;
-	int64_t last;
+	int64_t upto;           /* the seq the event covers */
 	size_t n;
 } changed_ctx;
 
@@ -186,7 +190,8 @@ static int changed_add(void *arg, const cof_change_row *c)
 	changed_ctx *x = arg;
 	char ap[COF_AGENT_PATH_MAX + 1];
 
-	x->last = c->seq;
+	if (c->seq > x->upto) /* the next event's */
+		return 1;
 	if (own_change(x->w->st, x->w->agent.id, x->m->vol, c->seq))
 		return 0;
 	cof_agent_path_of(x->m, c->path, ap, sizeof ap);
@@ -197,33 +202,103 @@ static int changed_add(void *arg, const cof_change_row *c)
 	return 0;
 }
 
-/* Adds a files_changed event per notify mount changed by others. */
-static int take_changes(cof_agent_watch *w, json_t *out, cof_err *err)
+/* The cursor record of mount m: its id ("ac_" + a hash of org, agent and the
+ * mount's path: the names do not fit a record id) and the seq it holds in
+ * *seq (0 when there is none); *body = the stored body (malloc'd) or NULL. */
+static int cursor_get(cof_agent_watch *w, const cof_mount *m, cof_staterow *row,
+		      int64_t *seq, char **body, cof_err *err)
+{
+	cof_buf key = COF_BUF_INIT;
+	char hex[65];
+	int found;
+
+	cof_buf_addf(&key, "%s\n%s\n%s", w->agent.org, w->agent.id, m->path);
+	if (!key.data || cof_sha256_hex(key.data, key.len, hex)) {
+		cof_buf_release(&key);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	cof_buf_release(&key);
+	memset(row, 0, sizeof *row);
+	snprintf(row->kind, sizeof row->kind, "agentchg");
+	snprintf(row->id, sizeof row->id, "ac_%.40s", hex);
+	snprintf(row->org, sizeof row->org, "%s", w->agent.org);
+	*seq = 0;
+	*body = NULL;
+	cof_staterow got;
+	if ((found = cof_meta_state_get(w->st->meta, row->kind, row->id, &got, err)) < 0)
+		return -1;
+	if (found) {
+		json_t *b = json_loads(got.body, 0, NULL);
+		*seq = (int64_t)json_integer_value(json_object_get(b, "seq"));
+		json_decref(b);
+		*body = got.body;
+	}
+	return 0;
+}
+
+/* Reports mount i's changes after what was reported (by any stream) up to
+ * `upto`, when this stream wins the cursor: 1 = won (or nothing to say), 0 =
+ * another stream moved the cursor first (look again). */
+static int report_mount(cof_agent_watch *w, size_t i, int64_t vno, int64_t upto,
+			cof_err *err)
+{
+	const cof_mount *m = &w->agent.mounts[i];
+	char prefix[COF_PATH_MAX + 2], *old = NULL, *text;
+	cof_staterow row;
+	int64_t cur = 0;
+	int won;
+
+	if (cursor_get(w, m, &row, &cur, &old, err))
+		return -1;
+	int64_t from = cur > w->seq[i] ? cur : w->seq[i];
+	if (upto <= from) {
+		free(old);
+		w->seq[i] = from;
+		return 1;
+	}
+	json_t *b = json_pack("{s:s, s:I}", "agent", w->agent.id, "seq", (json_int_t)upto);
+	text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	json_decref(b);
+	row.body = text;
+	won = text ? cof_meta_state_swap(w->st->meta, &row, old, err)
+		   : cof_error(err, COF_EINTERNAL, "out of memory");
+	free(old);
+	free(text);
+	if (won <= 0)
+		return won;
+	changed_ctx x = {.w = w, .m = m, .paths = json_array(), .upto = upto};
+	snprintf(prefix, sizeof prefix, "%s%s", m->subpath, m->subpath[0] ? "/" : "");
+	if (cof_meta_changes(w->st->meta, vno, from, prefix, 100000, changed_add, &x, err)) {
+		json_decref(x.paths);
+		return -1;
+	}
+	w->seq[i] = upto;
+	if (x.n == 0) {
+		json_decref(x.paths);
+		return 1;
+	}
+	cof_agent_event_push(w->st, &w->agent, "files_changed", json_pack(
+		"{s:s, s:o, s:I, s:b}", "mount", m->path, "paths", x.paths, "count",
+		(json_int_t)x.n, "truncated", x.n > PATHS_MAX));
+	return 1;
+}
+
+/* Stores a files_changed event per notify mount changed by others (the
+ * stream takes them with the other stored events). */
+static int take_changes(cof_agent_watch *w, cof_err *err)
 {
 	for (size_t i = 0; i < w->agent.nmounts; i++) {
 		const cof_mount *m = &w->agent.mounts[i];
-		char prefix[COF_PATH_MAX + 2];
 		cof_volrow v;
 		if (!m->notify || cof_meta_volume_get(w->st->meta, w->agent.org, m->vol, &v, err))
 			continue;
-		if (v.seq <= w->seq[i])
-			continue;
-		changed_ctx x = {.w = w, .m = m, .paths = json_array(), .last = w->seq[i]};
-		snprintf(prefix, sizeof prefix, "%s%s", m->subpath, m->subpath[0] ? "/" : "");
-		if (cof_meta_changes(w->st->meta, v.vno, w->seq[i], prefix, 100000, changed_add, &x,
-				     err)) {
-			json_decref(x.paths);
+		/* a stream that lost the cursor looks again: the winner may have
+		 * reported less than this one has seen */
+		int r = 0;
+		for (int tries = 0; tries < 3 && r == 0; tries++)
+			r = v.seq > w->seq[i] ? report_mount(w, i, v.vno, v.seq, err) : 1;
+		if (r < 0)
 			return -1;
-		}
-		w->seq[i] = v.seq > x.last ? v.seq : x.last;
-		if (x.n == 0) {
-			json_decref(x.paths);
-			continue;
-		}
-		json_array_append_new(out, json_pack(
-			"{s:s, s:{s:s, s:o, s:I, s:b}}", "type", "files_changed", "data", "mount",
-			m->path, "paths", x.paths, "count", (json_int_t)x.n, "truncated",
-			x.n > PATHS_MAX));
 	}
 	return 0;
 }
@@ -257,7 +332,7 @@ int cof_agent_watch_next(cof_agent_watch *w, int wait_ms, json_t **out, cof_err 
 			w->pending_ms = now;
 		if (w->pending_ms && now - w->pending_ms >= COALESCE_MS) {
 			w->pending_ms = 0;
-			if (take_changes(w, list, err)) {
+			if (take_changes(w, err)) {
 				json_decref(list);
 				return -1;
 			}

@@ -59,6 +59,7 @@ static void *beat_main(void *arg)
 	while (!hb.stop) {
 		pthread_mutex_unlock(&hb.mu);
 		beat();
+		cof_turns_end_gone_nodes(hb.st, hb.node, NODE_GONE_MS); /* records.c */
 		pthread_mutex_lock(&hb.mu);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);

@@ -275,7 +275,15 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 		cof_relay_tick(r, s);
 		if (op->done)
 			break;
-		if (r->closing) {
+		if (r->closing && op->supervised) {
+			/* stored, it waits for the user across the restart (oprec.c) */
+			op->waiter = 0;
+			cof_error(err, COF_ELOCKED, "cofferd is stopping; the write to '%s' waits for "
+				  "the user's decision: GET /v1/relay/sessions/%s/ops/%s gives its "
+				  "result", op->path, s->uid, op->id);
+			cof_err_set(err, "opId", json_string(op->id));
+			return -1;
+		} else if (r->closing) {
 			cof_err e = {0};
 			cof_error(&e, COF_EUNAVAILABLE, "cofferd is stopping");
 			cof_relay_op_finish(r, s, op, NULL, &e);
@@ -310,8 +318,25 @@ static int op_wait(cof_relay *r, rsession *s, rop *op, json_t **out, cof_err *er
 		rc = -1;
 	}
 	op_unlink(s, op);
+	cof_relay_op_forget(r, s, op); /* its caller has the answer */
 	cof_relay_op_free(op);
 	return rc;
+}
+
+/* 429 when the session has RELAY_OPS_INFLIGHT ops not finished (each has a
+ * stored record: what is kept stays bounded). */
+static int room_for_op(const rsession *s, cof_err *err)
+{
+	size_t n = 0;
+
+	for (const rop *op = s->ops; op; op = op->next)
+		n += !op->done;
+	if (n < RELAY_OPS_INFLIGHT)
+		return 0;
+	cof_error(err, COF_ERATELIMIT, "%zu operations of the session are not finished; the "
+		  "limit is %d (opsInFlight)", n, RELAY_OPS_INFLIGHT);
+	cof_err_set(err, "limit", json_string("opsInFlight"));
+	return -1;
 }
 
 int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t *body,
@@ -333,7 +358,8 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 		cof_relay_gone(s, err);
 	else if (q.bad.code)
 		*err = q.bad, q.bad.extra = NULL, q.bad.code = COF_OK;
-	else if (!op_allowed(r, s, &q, err) && !(op = op_new(s, body, &q, wait)))
+	else if (!op_allowed(r, s, &q, err) && !room_for_op(s, err) &&
+		 !(op = op_new(s, body, &q, wait)))
 		cof_error(err, COF_EINTERNAL, "out of memory");
 	if (!op) {
 		op_refused(r, s, body, &q, err);
@@ -348,6 +374,7 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 			pp = &(*pp)->next;
 		*pp = op;
 		s->nops++;
+		cof_relay_op_store(r, s, op); /* pending: a restart says what became of it */
 		cof_relay_wake(r, s);
 		if (!op->waiter) {
 			cof_error(err, COF_ELOCKED, "the write to '%s' waits for the user's decision; "
@@ -357,7 +384,7 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 		} else {
 			rc = op_wait(r, s, op, out, err);
 		}
-		cof_relay_ops_prune(s);
+		cof_relay_ops_prune(r, s);
 	}
 	cof_relay_unref(s);
 out:
@@ -378,10 +405,15 @@ int cof_relay_op_get(cof_relay *r, const cof_principal *who, const char *uid,
 	for (rop *o = s ? s->ops : NULL; o && !op; o = o->next)
 		if (!strcmp(o->id, op_id) && !o->waiter)
 			op = o;
-	if (s && !op)
+	if (s && !op && s->status == RS_ENDED)
+		cof_relay_gone(s, err); /* its ops' records went with it */
+	else if (s && !op)
 		cof_error(err, COF_ENOTFOUND, "no operation '%.64s' in relay session '%s'", op_id,
 			  s->uid);
-	if (op) {
+	if (op && op->lost) {
+		cof_relay_op_lost(s, op, err);
+		op = NULL;
+	} else if (op) {
 		*out = json_pack("{s:s, s:s, s:s, s:s}", "opId", op->id, "op", op->op, "path",
 				 op->path, "status", op->done ? "done" : "pending");
 		if (op->done && op->result) {

@@ -151,6 +151,7 @@ static int load_one(void *arg, const cof_staterow *row)
 	s->next = r->sessions;
 	r->sessions = s;
 	r->nsessions++;
+	cof_relay_ops_load(r, s, "restart");
 	if (s->status == RS_ACTIVE) {
 		/* its client was attached to the process that stopped */
 		s->attached = 1;
@@ -165,6 +166,7 @@ int cof_relay_load(cof_relay *r, cof_err *err)
 	static const char *const streams[] = {RELAY_EVENT_STREAM, RELAY_LOG_STREAM, NULL};
 	int64_t keep_since = cof_now_ms() - RELAY_ENDED_KEEP * 1000LL;
 
+	cof_relay_presence_reset(r);
 	if (cof_meta_state_prune(r->st->meta, "relay", keep_since, streams, err) ||
 	    cof_meta_state_list(r->st->meta, "relay", keep_since, load_one, &l, err))
 		return -1;

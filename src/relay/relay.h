@@ -26,6 +26,9 @@
 #define RELAY_SESSIONS_PER_ORG 100 /* sessions not ended, per organization */
 #define RELAY_ENDED_KEEP 86400   /* an ended session stays readable this long */
 #define RELAY_OPS_KEPT 256       /* finished ops nobody waits for, kept for ops/{id} */
+#define RELAY_OPS_INFLIGHT 1024  /* ops of a session not finished (429 past it) */
+#define RELAY_OP_KIND "relayop"  /* stored ops' records (oprec.c) */
+#define RELAY_OP_RECORD_MAX 16384 /* bytes of a stored op's record */
 #define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
 #define RELAY_DEFAULT_GRACE 600
 #define RELAY_NODE_GONE_MS 15000 /* a node without heartbeat this long is gone (forward.c) */
@@ -49,6 +52,7 @@ typedef struct rop {
 	int waiter;          /* an agent call waits for it */
 	int sent;
 	int done;
+	int lost;            /* done: its result is unknown (a restart, a move): 410 */
 	uint64_t gen;        /* the client attachment it belongs to */
 	int64_t size;        /* bytes of a write */
 	char sha256[65];     /* of a write's bytes: what the answer must report */
@@ -102,6 +106,7 @@ struct cof_relay {
 	int closing;
 	rsession *sessions;     /* newest first */
 	size_t nsessions;
+	struct pcount *mirrors; /* agent streams open here on others' sessions */
 };
 
 /* All below: call with r->mu held. */
@@ -158,8 +163,32 @@ void cof_relay_protect_json(const rsession *s, json_t *obj);
  * exclusions hidden from listings and search, search capped, read size. */
 int cof_relay_result_check(rsession *s, rop *op, json_t *result, cof_err *err);
 void cof_relay_op_free(rop *op);
-/* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT. */
-void cof_relay_ops_prune(rsession *s);
+/* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT (and their
+ * records). */
+void cof_relay_ops_prune(cof_relay *r, rsession *s);
+/* Ops' records in the store (oprec.c). Writes op's record (a failure is
+ * said on stderr: the op goes on from memory). */
+void cof_relay_op_store(cof_relay *r, rsession *s, const rop *op);
+/* Forgets op's record. */
+void cof_relay_op_forget(cof_relay *r, rsession *s, const rop *op);
+/* Forgets the records of every op of s (the session ended). */
+void cof_relay_ops_forget_all(cof_relay *r, rsession *s);
+/* Puts the stored ops of s back in s->ops after a restart or a move here
+ * (`why`: "restart" or "moved"); the records of an ended session go. */
+void cof_relay_ops_load(cof_relay *r, rsession *s, const char *why);
+/* Agent streams on every node (presence.c). An agent stream of s opens
+ * (s a mirror or the session held here). */
+void cof_relay_presence_open(cof_relay *r, rsession *s);
+/* One closes: 1 when none is left open on any node alive. */
+int cof_relay_presence_close(cof_relay *r, rsession *s);
+/* Adds agent_disconnected to s's events (stored; the holder's streams and
+ * every node's get it). */
+void cof_relay_presence_event(cof_relay *r, rsession *s);
+/* At start: this node's stored counts of the last run are 0 now. */
+void cof_relay_presence_reset(cof_relay *r);
+void cof_relay_presence_free(cof_relay *r);
+/* The 410 of an op whose result is unknown (op->lost). Returns -1. */
+int cof_relay_op_lost(const rsession *s, const rop *op, cof_err *err);
 /* With r->mu held: releases it until session s is woken (cof_relay_wake),
  * the hub shuts down or `until_ms` (cof_mono_ms time) passes; holds it again. */
 void cof_relay_wait(cof_relay *r, rsession *s, int64_t until_ms);

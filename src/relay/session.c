@@ -109,6 +109,7 @@ void cof_relay_close(cof_relay *r)
 		n = s->next;
 		session_free(s);
 	}
+	cof_relay_presence_free(r);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 }
@@ -195,10 +196,12 @@ void cof_relay_op_finish(cof_relay *r, rsession *s, rop *op, json_t *result, con
 				      json_object_get(result, "sha256")));
 	json_decref(op->msg); /* an op never sent is never sent now */
 	op->msg = NULL;
+	if (!op->waiter && s->status != RS_ENDED) /* for ops/{id}; a waiter's goes with it */
+		cof_relay_op_store(r, s, op);
 	cof_relay_wake(r, s);
 }
 
-void cof_relay_ops_prune(rsession *s)
+void cof_relay_ops_prune(cof_relay *r, rsession *s)
 {
 	size_t kept = 0;
 
@@ -209,6 +212,7 @@ void cof_relay_ops_prune(rsession *s)
 		rop *op = *pp;
 		if (op->done && !op->waiter) {
 			*pp = op->next;
+			cof_relay_op_forget(r, s, op);
 			cof_relay_op_free(op);
 			s->nops--;
 			kept--;
@@ -235,7 +239,8 @@ void cof_relay_session_end(cof_relay *r, rsession *s, const char *reason)
 	for (rop *op = s->ops; op; op = op->next)
 		cof_relay_op_finish(r, s, op, NULL, &e);
 	cof_err_clear(&e);
-	cof_relay_ops_prune(s);
+	cof_relay_ops_forget_all(r, s); /* the records go with the session */
+	cof_relay_ops_prune(r, s);
 }
 
 int cof_relay_gone(const rsession *s, cof_err *err)
@@ -278,8 +283,10 @@ void cof_relay_detach(cof_relay *r, rsession *s, const char *reason)
 	set_status(r, s, RS_PAUSED);
 	cof_error(&e, COF_EUNAVAILABLE, "the user's folder is not connected (the client %s)",
 		  !strcmp(reason, "idle") ? "left an operation unanswered" : "went away");
+	/* a stopping cofferd leaves the user's supervised writes to the user:
+	 * stored, they wait across the restart (oprec.c) */
 	for (rop *op = s->ops; op; op = op->next)
-		if (op->gen == s->gen)
+		if (op->gen == s->gen && !(r->closing && op->supervised))
 			cof_relay_op_finish(r, s, op, NULL, &e);
 	cof_err_clear(&e);
 }
@@ -414,6 +421,7 @@ rsession *cof_relay_claim(cof_relay *r, const char *uid, const char *token, cof_
 	r->sessions = s;
 	r->nsessions++;
 	cof_relay_persist(r, s); /* the record names this node now */
+	cof_relay_ops_load(r, s, "moved");
 	return s;
 }
 

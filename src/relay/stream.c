@@ -57,7 +57,7 @@ int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *ui
 		s = NULL, cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	if (s)
-		s->agent_streams++;
+		cof_relay_presence_open(r, s);
 	pthread_mutex_unlock(&r->mu);
 	return s ? 0 : -1;
 }
@@ -141,6 +141,20 @@ static int take_one(void *arg, int64_t id, unsigned to, const char *body)
 	return 0;
 }
 
+/* Moves s->ev_next up to the stored stream's last id. */
+static void stored_last(cof_relay *r, rsession *s)
+{
+	char name[64];
+	int64_t last = 0, first = 0;
+	cof_err e = {0};
+
+	snprintf(name, sizeof name, "%s%s", RELAY_EVENT_STREAM, s->uid);
+	if (!cof_meta_event_last(r->st->meta, name, &last, &first, &e) &&
+	    (uint64_t)last > s->ev_next)
+		s->ev_next = (uint64_t)last;
+	cof_err_clear(&e);
+}
+
 /* Moves the stream's new events (read from the stored stream, 256 at a
  * time) into `list`. */
 static void take_events(cof_relay_stream *x, json_t *list)
@@ -165,6 +179,8 @@ static void take_ops(cof_relay_stream *x, json_t *list)
 		if (op->sent || op->done || op->gen != x->gen || !op->msg)
 			continue;
 		op->sent = 1;
+		if (op->supervised) /* waits for the user, also across a restart */
+			cof_relay_op_store(x->r, x->s, op);
 		json_array_append_new(list, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)0,
 						      "type", "op", "data", op->msg));
 		op->msg = NULL; /* its content is not kept once sent */
@@ -188,6 +204,8 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 			snprintf(who.org, sizeof who.org, "%s", s->org);
 			mirror_read(r, &who, s->uid, s, &e);
 			cof_err_clear(&e);
+		} else if (r->node[0]) {
+			stored_last(r, s); /* events other nodes added (presence.c) */
 		}
 		cof_relay_tick(r, s);
 		take_events(x, list);
@@ -218,6 +236,8 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	s = x->s;
 	pthread_mutex_lock(&r->mu);
 	if (s->mirror) {
+		if (cof_relay_presence_close(r, s) && s->status != RS_ENDED)
+			cof_relay_presence_event(r, s);
 		cof_relay_session_free(s); /* its own copy, in no registry */
 		pthread_mutex_unlock(&r->mu);
 		free(x);
@@ -225,8 +245,8 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	}
 	if (x->client && s->attached && s->gen == x->gen) {
 		cof_relay_detach(r, s, "disconnected");
-	} else if (!x->client && --s->agent_streams == 0 && s->status != RS_ENDED) {
-		cof_relay_event(r, s, EV_AGENT | EV_CLIENT, "agent_disconnected", NULL);
+	} else if (!x->client && cof_relay_presence_close(r, s) && s->status != RS_ENDED) {
+		cof_relay_presence_event(r, s);
 	}
 	cof_relay_unref(s);
 	pthread_mutex_unlock(&r->mu);

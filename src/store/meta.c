@@ -384,3 +384,25 @@ int cof_meta_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 {
 	return m->ops->state_prune(m, kind, before_ms, stream_prefixes, err);
 }
+
+int cof_meta_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
+		void *ctx, cof_err *err)
+{
+	return m->ops->state_scan(m, kind, prefix, fn, ctx, err);
+}
+
+int cof_meta_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err)
+{
+	return m->ops->state_delete(m, kind, id, err);
+}
+
+int cof_meta_state_end_node(cof_meta *m, const char *kind, const char *node,
+		int64_t stale_before, const char *reason, int64_t *n, cof_err *err)
+{
+	return m->ops->state_end_node(m, kind, node, stale_before, reason, n, err);
+}
+
+int cof_meta_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err)
+{
+	return old_body ? m->ops->state_swap(m, r, old_body, err) : m->ops->state_add(m, r, err);
+}

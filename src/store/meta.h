@@ -354,6 +354,25 @@ struct cof_meta_ops {
 	 * the seq its child forked at). 0 when every seq is kept. */
 	int (*history_kept)(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 		cof_err *err);
+
+	/* ---- stored state, continued (issue 12: relay ops, gone nodes) */
+	/* Every record of `kind` whose id starts with `prefix`, in id order;
+	 * each body is borrowed for the call. */
+	int (*state_scan)(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
+		void *ctx, cof_err *err);
+	/* Forgets the record (kind, id) if there is one. */
+	int (*state_delete)(cof_meta *m, const char *kind, const char *id, cof_err *err);
+	/* Ends every record of `kind` that `node` holds and that has not ended,
+	 * adding "endReason": `reason` to each body, in one conditional statement
+	 * taken only while node's own record (kind "node") was updated before
+	 * `stale_before` (unix ms). *n = the records it ended: 0 when another
+	 * node did it first or the node is back. */
+	int (*state_end_node)(cof_meta *m, const char *kind, const char *node,
+		int64_t stale_before, const char *reason, int64_t *n, cof_err *err);
+	/* Replaces the record (kind, id) by `r` (updated_at set) when its body
+	 * is `old_body`; with old_body NULL, inserts it when none is stored: 1 =
+	 * done, 0 = another writer changed it first (nothing written). */
+	int (*state_swap)(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -490,5 +509,11 @@ int cof_meta_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t 
 		cof_err *err);
 int cof_meta_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 		const char *const *stream_prefixes, cof_err *err);
+int cof_meta_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
+		void *ctx, cof_err *err);
+int cof_meta_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err);
+int cof_meta_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err);
+int cof_meta_state_end_node(cof_meta *m, const char *kind, const char *node,
+		int64_t stale_before, const char *reason, int64_t *n, cof_err *err);
 
 #endif

@@ -49,6 +49,18 @@ static void row_read(PGresult *r, int i, cof_staterow *out)
 	out->body = PQgetvalue(r, i, 6);
 }
 
+/* Calls fn on each row of result r (until fn says stop), then frees r. */
+static void rows_each(PGresult *r, cof_state_fn fn, void *ctx)
+{
+	for (int i = 0; i < PQntuples(r); i++) {
+		cof_staterow row;
+		row_read(r, i, &row);
+		if (fn(ctx, &row))
+			break;
+	}
+	PQclear(r);
+}
+
 static int pg_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 			cof_err *err)
 {
@@ -85,13 +97,7 @@ static int pg_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_st
 	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND (ended = 0"
 			  " OR updated_at >= $2) ORDER BY updated_at", "reading records", err,
 			  "si", kind, since_ms))) {
-		for (int i = 0; i < PQntuples(r); i++) {
-			cof_staterow row;
-			row_read(r, i, &row);
-			if (fn(ctx, &row))
-				break;
-		}
-		PQclear(r);
+		rows_each(r, fn, ctx);
 		rc = 0;
 	}
 	cof_pg_put(m, c);
@@ -187,6 +193,60 @@ static int pg_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 	return cof_pg_end(m, c, rc, err);
 }
 
+static int pg_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
+			 void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	PGresult *r;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	/* starts_with: the id column has the database's collation, where a
+	 * range of text would not be a prefix */
+	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND"
+			  " starts_with(id, $2) ORDER BY id COLLATE \"C\"", "reading records", err,
+			  "ss", kind, prefix ? prefix : ""))) {
+		rows_each(r, fn, ctx);
+		rc = 0;
+	}
+	cof_pg_put(m, c);
+	return rc;
+}
+
+static int pg_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err)
+{
+	return cof_pg_one(m, "DELETE FROM state WHERE kind = $1 AND id = $2",
+			  "forgetting a record", NULL, err, "ss", kind, id);
+}
+
+/* Nodes noticing together: the UPDATE of the second waits for the first's
+ * row locks, then finds the rows ended and changes none (one winner). */
+static int pg_state_end_node(cof_meta *m, const char *kind, const char *node,
+			     int64_t stale_before, const char *reason, int64_t *n, cof_err *err)
+{
+	*n = 0;
+	return cof_pg_one(m, "UPDATE state SET ended = 1, updated_at = $1, body = (body::jsonb"
+			  " || jsonb_build_object('endReason', $2::text))::text WHERE kind = $3"
+			  " AND node = $4 AND ended = 0 AND EXISTS(SELECT 1 FROM state WHERE"
+			  " kind = 'node' AND id = $4 AND updated_at < $5)",
+			  "ending a gone node's records", n, err, "isssi", cof_now_ms(), reason,
+			  kind, node, stale_before);
+}
+
+static int pg_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err)
+{
+	int64_t n = 0;
+
+	r->updated_at = cof_now_ms();
+	if (cof_pg_one(m, "UPDATE state SET org = $1, node = $2, ended = $3, updated_at = $4,"
+		       " body = $5 WHERE kind = $6 AND id = $7 AND body = $8", "saving a record",
+		       &n, err, "ssiissss", r->org, r->node, (int64_t)r->ended, r->updated_at,
+		       r->body ? r->body : "{}", r->kind, r->id, old_body))
+		return -1;
+	return n == 1;
+}
+
 /* Fills the members of the PostgreSQL backend this file implements. */
 void cof_pg_ops_state(cof_meta_ops *o)
 {
@@ -198,4 +258,8 @@ void cof_pg_ops_state(cof_meta_ops *o)
 	o->event_list = pg_event_list;
 	o->event_last = pg_event_last;
 	o->state_prune = pg_state_prune;
+	o->state_scan = pg_state_scan;
+	o->state_delete = pg_state_delete;
+	o->state_end_node = pg_state_end_node;
+	o->state_swap = pg_state_swap;
 }

@@ -9,6 +9,7 @@
  * synchronous=FULL: an acknowledged change survives power loss.
  */
 #include <assert.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,6 +487,54 @@ void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
 		n = (int)outsz - 1;
 	memcpy(out, s, (size_t)n);
 	out[n] = '\0';
+}
+
+/* Binds `kinds` ("s" text, "i" int64, one letter per parameter) from `ap`. */
+static void bind_args(sqlite3_stmt *st, const char *kinds, va_list ap)
+{
+	for (int i = 0; kinds[i]; i++) {
+		if (kinds[i] == 's')
+			cof_sqlite_bind_text(st, i + 1, va_arg(ap, const char *));
+		else
+			sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+	}
+}
+
+int cof_sqlite_run(conn *c, int64_t *changed, const char *sql, const char *what,
+		   cof_err *err, const char *kinds, ...)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
+	va_list ap;
+
+	if (!st)
+		return -1;
+	va_start(ap, kinds);
+	bind_args(st, kinds, ap);
+	va_end(ap);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, what);
+	if (changed)
+		*changed = sqlite3_changes(c->db);
+	return 0;
+}
+
+int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *err,
+		     const char *kinds, ...)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((st = cof_sqlite_q(c, sql, err))) {
+		va_start(ap, kinds);
+		bind_args(st, kinds, ap);
+		va_end(ap);
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, what);
+	}
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 /* Binds a prefix range: ?lo = prefix, ?hi = its upper bound, valid text

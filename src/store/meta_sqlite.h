@@ -81,6 +81,14 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err);
 conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err);
 int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err);
 void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s);
+/* Runs the writer's statement `sql` with binds `kinds` ("s" text, "i"
+ * int64, one per parameter); *changed (when not NULL) = rows it changed.
+ * 0, or -1 with err naming `what`. */
+int cof_sqlite_run(conn *c, int64_t *changed, const char *sql, const char *what,
+		   cof_err *err, const char *kinds, ...);
+/* The same as one change of its own: takes the writer, runs, commits. */
+int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *err,
+		     const char *kinds, ...);
 void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
 /* Binds ?lo = prefix and ?hi = its valid-text upper bound (kept in `upper`). */
 int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,

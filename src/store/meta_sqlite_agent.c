@@ -1,41 +1,14 @@
 /*
  * meta_sqlite_agent.c — agents and read tracking on SQLite.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_sqlite.h"
 
-/* Runs one write statement with text/integer binds given as a NULL-ended list
- * of "s"/"i" kinds. */
-static int write_one(cof_meta *m, const char *sql, const char *what, cof_err *err,
-		     const char *kinds, ...)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	va_list ap;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, sql, err))) {
-		va_start(ap, kinds);
-		for (int i = 0; kinds[i]; i++) {
-			if (kinds[i] == 's')
-				cof_sqlite_bind_text(st, i + 1, va_arg(ap, const char *));
-			else
-				sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-		}
-		va_end(ap);
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, what);
-	}
-	return cof_sqlite_writer_end(m, rc, err);
-}
-
 static int sq_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
 {
-	return write_one(m, "INSERT OR REPLACE INTO agents(org, id, workspace, settings, created_at)"
+	return cof_sqlite_write(m, "INSERT OR REPLACE INTO agents(org, id, workspace, settings, created_at)"
 			 " VALUES(?,?,?,?,?)", "saving an agent", err, "ssssi", a->org, a->id,
 			 a->workspace, a->settings, a->created_at);
 }
@@ -73,18 +46,28 @@ static int sq_agent_get(cof_meta *m, const char *org, const char *id, cof_agentr
 	return rc;
 }
 
+/* Everything keyed by the agent goes in one change: its runs, pins, what it
+ * saw, its stored event stream (events.c names it "agent:ORG:ID"), its
+ * mounts' files_changed cursors (records "agentchg", events.c) and the row. */
 static int sq_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
 {
-	if (write_one(m, "DELETE FROM run_items WHERE org = ? AND agent = ?", "deleting an agent",
-		      err, "ss", org, id) ||
-	    write_one(m, "DELETE FROM pins WHERE org = ? AND agent = ?", "deleting an agent",
-		      err, "ss", org, id))
+	static const char *const sqls[] = {
+		"DELETE FROM run_items WHERE org = ? AND agent = ?",
+		"DELETE FROM pins WHERE org = ? AND agent = ?",
+		"DELETE FROM seen WHERE org = ? AND agent = ?",
+		"DELETE FROM events WHERE stream = 'agent:' || ? || ':' || ?",
+		"DELETE FROM state WHERE kind = 'agentchg' AND org = ? AND"
+		" json_extract(body, '$.agent') = ?",
+		"DELETE FROM agents WHERE org = ? AND id = ?",
+	};
+	conn *c = cof_sqlite_writer_begin(m, err);
+	int rc = 0;
+
+	if (!c)
 		return -1;
-	if (write_one(m, "DELETE FROM seen WHERE org = ? AND agent = ?", "deleting an agent",
-		      err, "ss", org, id))
-		return -1;
-	return write_one(m, "DELETE FROM agents WHERE org = ? AND id = ?", "deleting an agent",
-			 err, "ss", org, id);
+	for (size_t i = 0; !rc && i < sizeof sqls / sizeof *sqls; i++)
+		rc = cof_sqlite_run(c, NULL, sqls[i], "deleting an agent", err, "ss", org, id);
+	return cof_sqlite_writer_end(m, rc, err);
 }
 
 static int sq_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
@@ -119,7 +102,7 @@ static int sq_seen_get(cof_meta *m, const char *org, const char *agent, const ch
 static int sq_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
 		       const char *path, int64_t version, const char *sha, cof_err *err)
 {
-	return write_one(m, "INSERT OR REPLACE INTO seen(org, agent, vol, path, version, sha256)"
+	return cof_sqlite_write(m, "INSERT OR REPLACE INTO seen(org, agent, vol, path, version, sha256)"
 			 " VALUES(?,?,?,?,?,?)", "recording what was seen", err, "ssssis", org,
 			 agent, vol, path, version, sha);
 }
@@ -127,7 +110,7 @@ static int sq_seen_put(cof_meta *m, const char *org, const char *agent, const ch
 static int sq_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
 		      const cof_run_item *it, cof_err *err)
 {
-	return write_one(m, "INSERT INTO run_items(org, agent, run, kind, path, version, size,"
+	return cof_sqlite_write(m, "INSERT INTO run_items(org, agent, run, kind, path, version, size,"
 			 " ctype, caption, url) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(org, agent,"
 			 " run, kind, path) DO UPDATE SET version = excluded.version, size ="
 			 " excluded.size, ctype = excluded.ctype, caption = excluded.caption, url ="
@@ -173,7 +156,7 @@ static int sq_run_list(cof_meta *m, const char *org, const char *agent, const ch
 static int sq_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
 		  cof_err *err)
 {
-	return write_one(m, "INSERT OR IGNORE INTO pins(org, agent, sha256) VALUES(?,?,?)",
+	return cof_sqlite_write(m, "INSERT OR IGNORE INTO pins(org, agent, sha256) VALUES(?,?,?)",
 			 "pinning content", err, "sss", org, agent, sha);
 }
 

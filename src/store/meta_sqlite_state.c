@@ -14,30 +14,21 @@
 static int state_write(cof_meta *m, cof_staterow *r, int replace, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	int64_t n = 0;
+	int rc;
 
 	if (!c)
 		return -1;
 	r->updated_at = cof_now_ms();
-	if ((st = cof_sqlite_q(c, replace ? "INSERT OR REPLACE INTO state(kind, id, org, node,"
-			       " ended, updated_at, body) VALUES(?,?,?,?,?,?,?)"
-			       : "INSERT OR IGNORE INTO state(kind, id, org, node, ended,"
-			       " updated_at, body) VALUES(?,?,?,?,?,?,?)", err))) {
-		cof_sqlite_bind_text(st, 1, r->kind);
-		cof_sqlite_bind_text(st, 2, r->id);
-		cof_sqlite_bind_text(st, 3, r->org);
-		cof_sqlite_bind_text(st, 4, r->node);
-		sqlite3_bind_int(st, 5, r->ended);
-		sqlite3_bind_int64(st, 6, r->updated_at);
-		cof_sqlite_bind_text(st, 7, r->body ? r->body : "{}");
-		rc = sqlite3_step(st) == SQLITE_DONE ? sqlite3_changes(c->db) > 0
-			: cof_sqlite_db_error(err, c->db, "saving a record");
-	}
-	int w = rc;
-	if (cof_sqlite_writer_end(m, rc < 0 ? -1 : 0, err) < 0)
+	rc = cof_sqlite_run(c, &n, replace ? "INSERT OR REPLACE INTO state(kind, id, org, node,"
+			    " ended, updated_at, body) VALUES(?,?,?,?,?,?,?)"
+			    : "INSERT OR IGNORE INTO state(kind, id, org, node, ended,"
+			    " updated_at, body) VALUES(?,?,?,?,?,?,?)", "saving a record", err,
+			    "ssssiis", r->kind, r->id, r->org, r->node, (int64_t)r->ended,
+			    r->updated_at, r->body ? r->body : "{}");
+	if (cof_sqlite_writer_end(m, rc, err) < 0 || rc < 0)
 		return -1;
-	return w;
+	return n > 0;
 }
 
 static int sq_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
@@ -62,6 +53,24 @@ static void row_read(sqlite3_stmt *st, cof_staterow *out)
 	out->ended = sqlite3_column_int(st, 4);
 	out->updated_at = sqlite3_column_int64(st, 5);
 	out->body = (char *)sqlite3_column_text(st, 6);
+}
+
+/* Calls fn on each row of the bound statement st (until fn says stop) and
+ * resets it: 0, or -1 with err. */
+static int rows_each(conn *c, sqlite3_stmt *st, cof_state_fn fn, void *ctx, cof_err *err)
+{
+	int r, rc;
+
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		cof_staterow row;
+		row_read(st, &row);
+		if (fn(ctx, &row))
+			break;
+	}
+	rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
+		: cof_sqlite_db_error(err, c->db, "reading records");
+	sqlite3_reset(st);
+	return rc;
 }
 
 static int sq_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
@@ -97,7 +106,7 @@ static int sq_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_st
 {
 	conn *c = cof_sqlite_reader_get(m, err);
 	sqlite3_stmt *st;
-	int r, rc = -1;
+	int rc = -1;
 
 	if (!c)
 		return -1;
@@ -106,31 +115,10 @@ static int sq_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_st
 			       " updated_at", err))) {
 		cof_sqlite_bind_text(st, 1, kind);
 		sqlite3_bind_int64(st, 2, since_ms);
-		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-			cof_staterow row;
-			row_read(st, &row);
-			if (fn(ctx, &row))
-				break;
-		}
-		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
-			: cof_sqlite_db_error(err, c->db, "reading records");
-		sqlite3_reset(st);
+		rc = rows_each(c, st, fn, ctx, err);
 	}
 	cof_sqlite_reader_put(m, c);
 	return rc;
-}
-
-/* Runs a statement of the writer with (stream, integer) binds. */
-static int stream_do(conn *c, const char *sql, const char *stream, int64_t n, cof_err *err)
-{
-	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
-
-	if (!st)
-		return -1;
-	cof_sqlite_bind_text(st, 1, stream);
-	sqlite3_bind_int64(st, 2, n);
-	return sqlite3_step(st) == SQLITE_DONE ? 0
-		: cof_sqlite_db_error(err, c->db, "recording an event");
 }
 
 static int sq_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
@@ -163,8 +151,8 @@ static int sq_event_add(cof_meta *m, const char *stream, unsigned to, const char
 		cof_sqlite_db_error(err, c->db, "numbering an event");
 	}
 	if (!rc && *id > keep)
-		rc = stream_do(c, "DELETE FROM events WHERE stream = ? AND id <= ?", stream,
-			       *id - keep, err);
+		rc = cof_sqlite_run(c, NULL, "DELETE FROM events WHERE stream = ? AND id <= ?",
+				    "recording an event", err, "si", stream, *id - keep);
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
@@ -224,33 +212,81 @@ static int sq_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 			  const char *const *prefixes, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
 	int rc = 0;
 
 	if (!c)
 		return -1;
-	for (size_t i = 0; !rc && prefixes && prefixes[i]; i++) {
-		if (!(st = cof_sqlite_q(c, "DELETE FROM events WHERE stream IN (SELECT ? || id FROM"
-					" state WHERE kind = ? AND ended = 1 AND updated_at < ?)", err))) {
-			rc = -1;
-			break;
-		}
-		cof_sqlite_bind_text(st, 1, prefixes[i]);
-		cof_sqlite_bind_text(st, 2, kind);
-		sqlite3_bind_int64(st, 3, before_ms);
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0
-			: cof_sqlite_db_error(err, c->db, "forgetting events");
-	}
-	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM state WHERE kind = ? AND ended = 1 AND"
-				      " updated_at < ?", err))) {
-		cof_sqlite_bind_text(st, 1, kind);
-		sqlite3_bind_int64(st, 2, before_ms);
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0
-			: cof_sqlite_db_error(err, c->db, "forgetting records");
-	} else if (!rc) {
-		rc = -1;
-	}
+	for (size_t i = 0; !rc && prefixes && prefixes[i]; i++)
+		rc = cof_sqlite_run(c, NULL, "DELETE FROM events WHERE stream IN (SELECT ? || id FROM"
+				    " state WHERE kind = ? AND ended = 1 AND updated_at < ?)",
+				    "forgetting events", err, "ssi", prefixes[i], kind, before_ms);
+	if (!rc)
+		rc = cof_sqlite_run(c, NULL, "DELETE FROM state WHERE kind = ? AND ended = 1 AND"
+				    " updated_at < ?", "forgetting records", err, "si", kind,
+				    before_ms);
 	return cof_sqlite_writer_end(m, rc, err);
+}
+
+static int sq_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
+			 void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	cof_buf upper = COF_BUF_INIT;
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if ((st = cof_sqlite_q(c, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
+			       " WHERE kind = ? AND id >= ? AND id < ? ORDER BY id", err))) {
+		cof_sqlite_bind_text(st, 1, kind);
+		if (!cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper, err))
+			rc = rows_each(c, st, fn, ctx, err);
+	}
+	cof_buf_release(&upper);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+static int sq_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err)
+{
+	return cof_sqlite_write(m, "DELETE FROM state WHERE kind = ? AND id = ?",
+				"forgetting a record", err, "ss", kind, id);
+}
+
+static int sq_state_end_node(cof_meta *m, const char *kind, const char *node,
+			     int64_t stale_before, const char *reason, int64_t *n, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	int rc;
+
+	*n = 0;
+	if (!c)
+		return -1;
+	rc = cof_sqlite_run(c, n, "UPDATE state SET ended = 1, updated_at = ?, body ="
+			    " json_set(body, '$.endReason', ?) WHERE kind = ? AND node = ? AND"
+			    " ended = 0 AND EXISTS(SELECT 1 FROM state WHERE kind = 'node' AND"
+			    " id = ? AND updated_at < ?)", "ending a gone node's records", err,
+			    "issssi", cof_now_ms(), reason, kind, node, node, stale_before);
+	return cof_sqlite_writer_end(m, rc, err);
+}
+
+static int sq_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	int64_t n = 0;
+	int rc;
+
+	if (!c)
+		return -1;
+	r->updated_at = cof_now_ms();
+	rc = cof_sqlite_run(c, &n, "UPDATE state SET org = ?, node = ?, ended = ?, updated_at = ?,"
+			    " body = ? WHERE kind = ? AND id = ? AND body = ?", "saving a record",
+			    err, "ssiissss", r->org, r->node, (int64_t)r->ended, r->updated_at,
+			    r->body ? r->body : "{}", r->kind, r->id, old_body);
+	if (cof_sqlite_writer_end(m, rc, err) < 0 || rc < 0)
+		return -1;
+	return n > 0;
 }
 
 /* Fills the members of the SQLite backend this file implements. */
@@ -264,4 +300,8 @@ void cof_sqlite_ops_state(cof_meta_ops *o)
 	o->event_list = sq_event_list;
 	o->event_last = sq_event_last;
 	o->state_prune = sq_state_prune;
+	o->state_scan = sq_state_scan;
+	o->state_delete = sq_state_delete;
+	o->state_end_node = sq_state_end_node;
+	o->state_swap = sq_state_swap;
 }

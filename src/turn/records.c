@@ -16,6 +16,7 @@
 #include "turn/turn.h"
 
 #define COF_TURN_RECORD_KEEP (7 * 86400 * 1000LL) /* ms an ended turn's record is kept */
+#define COF_TURN_NODE_GONE_MS 15000 /* a node without heartbeat this long is gone (forward.c) */
 
 void cof_turn_record_save(cof_turns *ts, const cof_turn *t)
 {
@@ -101,12 +102,75 @@ static int load_one(void *arg, const cof_staterow *row)
 	return 0;
 }
 
+/* Ends the not-ended turns of `node` in their records when its heartbeat is
+ * older than `gone_ms`: *n = how many (0: none, or another node did it). */
+static int end_node(cof_store *st, const char *node, int64_t gone_ms, int64_t *n,
+		    cof_err *err)
+{
+	return cof_meta_state_end_node(st->meta, "turn", node, cof_now_ms() - gone_ms,
+				       "node_gone", n, err);
+}
+
+typedef struct gone_ctx {
+	const char *self;
+	int64_t gone_ms;
+	char (*names)[64];
+	size_t n, cap;
+} gone_ctx;
+
+/* One node's record: its name kept when its heartbeat is old. */
+static int gone_one(void *arg, const cof_staterow *row)
+{
+	gone_ctx *g = arg;
+
+	if (!strcmp(row->id, g->self) || cof_now_ms() - row->updated_at <= g->gone_ms)
+		return 0;
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 8;
+		char (*names)[64] = realloc(g->names, cap * sizeof *names);
+		if (!names)
+			return 1;
+		g->names = names, g->cap = cap;
+	}
+	snprintf(g->names[g->n++], 64, "%s", row->id);
+	return 0;
+}
+
+void cof_turns_end_gone_nodes(cof_store *st, const char *self, int64_t gone_ms)
+{
+	gone_ctx g = {.self = self, .gone_ms = gone_ms};
+	cof_err e = {0};
+	int64_t n = 0;
+
+	if (cof_meta_state_list(st->meta, "node", 0, gone_one, &g, &e))
+		fprintf(stderr, "cofferd: reading the nodes' heartbeats: %s\n", e.msg);
+	cof_err_clear(&e);
+	for (size_t i = 0; i < g.n; i++) {
+		if (end_node(st, g.names[i], gone_ms, &n, &e))
+			fprintf(stderr, "cofferd: node %s is gone: cannot end its turns: %s\n",
+				g.names[i], e.msg);
+		else if (n > 0)
+			fprintf(stderr, "cofferd: node %s is gone (no heartbeat for %lld s): %lld of "
+				"its turns ended\n", g.names[i], (long long)(gone_ms / 1000),
+				(long long)n);
+		cof_err_clear(&e);
+	}
+	free(g.names);
+}
+
 int cof_turns_load(cof_turns *ts, cof_err *err)
 {
-	int64_t since = cof_now_ms() - COF_TURN_RECORD_KEEP;
+	int64_t since = cof_now_ms() - COF_TURN_RECORD_KEEP, n = 0;
 
 	if (cof_meta_state_prune(ts->st->meta, "turn", since, NULL, err))
 		return -1;
+	/* Back after being declared gone: its turns ended then (or now, when no
+	 * other node noticed), and they stay ended. */
+	if (ts->node[0] && end_node(ts->st, ts->node, COF_TURN_NODE_GONE_MS, &n, err))
+		return -1;
+	if (n > 0)
+		fprintf(stderr, "cofferd: this node (%s) was gone; %lld of its turns ended\n",
+			ts->node, (long long)n);
 	return cof_meta_state_list(ts->st->meta, "turn", cof_now_ms(), load_one, ts, err);
 }
 
@@ -125,14 +189,23 @@ int cof_turn_record_miss(cof_turns *ts, const cof_principal *who, const char *id
 		free(found ? row.body : NULL);
 		return cof_error(err, COF_ENOTFOUND, "no turn '%.64s'", id);
 	}
-	if (row.ended)
+	json_t *b = row.ended ? json_loads(row.body, 0, NULL) : NULL;
+	const char *why = cof_json_str(b, "endReason");
+	if (why && !strcmp(why, "node_gone")) {
+		cof_error(err, COF_EGONE, "turn '%.64s' has ended: its node '%s' was gone (no "
+			  "heartbeat for %d s)", id, row.node, COF_TURN_NODE_GONE_MS / 1000);
+		cof_err_set(err, "reason", json_string("node_gone"));
+		cof_err_set(err, "node", json_string(row.node));
+	} else if (row.ended) {
 		cof_error(err, COF_EGONE, "turn '%.64s' has ended", id);
-	else if (strcmp(row.node, ts->node))
+	} else if (strcmp(row.node, ts->node)) {
 		cof_error(err, COF_EGONE, "turn '%.64s' runs on node '%s', and this node (%s) "
 			  "cannot reach it", id, row.node[0] ? row.node : "(unnamed)",
 			  ts->node[0] ? ts->node : "unnamed");
-	else
+	} else {
 		cof_error(err, COF_EGONE, "turn '%.64s' was lost by this node", id);
+	}
+	json_decref(b);
 	if (!row.ended)
 		cof_err_set(err, "node", json_string(row.node));
 	free(row.body);

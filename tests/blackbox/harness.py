@@ -720,6 +720,50 @@ def server(**kw):
     return Server(**kw)
 
 
+def nodes_pg():
+    """pgpeer when this pass may start several nodes on one PostgreSQL dataset; skips
+    the test otherwise (cross-node tests run once, in the pg pass)."""
+    if ENGINE != "pg":
+        skip("cross-node tests run once, in the pg pass")
+    import pgpeer
+    why = pgpeer.available()
+    if why:
+        skip("PostgreSQL 15 is needed: " + why)
+    return pgpeer
+
+
+def node(url, first=None, start=True, name=None):
+    """A node on the dataset `url` (`--node name` when named); after the first, one over
+    the first's content store, with an empty data dir (no admin key of its own: the
+    dataset's is used)."""
+    s = Server(args=["--meta", url] + (["--node", name] if name else []), engine="pg",
+               start=False)
+    if first is not None and first.s3 is not None:
+        s.use_s3(first.blobs_prefix, first.s3)   # the first's blob store
+    if first is not None:
+        s.key = first.key
+    return s.start() if start else s
+
+
+def nodes(n=3, named=False):
+    """n nodes on one new database (named: --node n0, n1, ...); the first makes the
+    admin key. Returns (url, [Server]); close_nodes(url, nodes) ends them."""
+    url = nodes_pg().shared().new_database()
+    out = [node(url, name="n0" if named else None)]
+    for i in range(1, n):
+        out.append(node(url, out[0], name="n%d" % i if named else None))
+    return url, out
+
+
+def close_nodes(url, nodes):
+    """Stops the nodes (a node a test left killed is not asked for its exit code) and
+    drops their database."""
+    for s in nodes:
+        s.close(check_exit=s.alive())
+    import pgpeer
+    pgpeer.shared().drop_database(url)
+
+
 def coffer_binary():
     """build/coffer if it exists, else None."""
     p = bin_path("coffer")

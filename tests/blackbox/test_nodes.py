@@ -19,43 +19,9 @@ from harness import check, contains, eq, expect, expect_error, sha256
 TIMEOUT = 120
 
 
-def _pg():
-    if harness.ENGINE != "pg":
-        harness.skip("cross-node tests run once, in the pg pass")
-    import pgpeer
-    why = pgpeer.available()
-    if why:
-        harness.skip("PostgreSQL 15 is needed: " + why)
-    return pgpeer
-
-
-def _node(url, first=None, start=True):
-    """A node on the dataset `url`; after the first, one over the first's content
-    store, with an empty data dir (no admin key of its own: the dataset's is used)."""
-    s = harness.Server(args=["--meta", url], engine="pg", start=False)
-    if first is not None and first.s3 is not None:
-        # the first's blob store, not one of its own
-        s.args = ["--meta", url]
-        s.use_s3(first.blobs_prefix, first.s3)
-    if first is not None:
-        s.key = first.key
-    return s.start() if start else s
-
-
-def _nodes(n=3):
-    """n nodes on one new database; the first makes the admin key."""
-    url = _pg().shared().new_database()
-    nodes = [_node(url)]
-    for i in range(1, n):
-        nodes.append(_node(url, nodes[0]))
-    return url, nodes
-
-
-def _close(url, nodes):
-    for s in nodes:
-        s.close(check_exit=s.alive())   # not a node a failed test left killed
-    import pgpeer
-    pgpeer.shared().drop_database(url)
+# the nodes of a test: harness.nodes (one starter for every test_nodes* module)
+_pg, _node, _nodes, _close = (harness.nodes_pg, harness.node, harness.nodes,
+                              harness.close_nodes)
 
 
 def _admin_keys(url):

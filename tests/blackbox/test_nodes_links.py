@@ -10,7 +10,8 @@ import urllib.parse
 
 import harness
 from harness import check, eq, expect, sha256
-from test_nodes import _close, _node, _nodes, _pg
+
+_close, _node, _nodes, _pg = harness.close_nodes, harness.node, harness.nodes, harness.nodes_pg
 
 
 def _link(srv, vid, **body):

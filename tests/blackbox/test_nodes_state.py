@@ -4,10 +4,12 @@ node C (carried to A); a session's record, log and events read the same on every
 client may attach at another node (the session moves there); agent events presented
 through one node replay on another after Last-Event-ID; a turn's calls, its returned
 files and its DELETE sent to another node run on the node holding its workspace; a turn
-of a node that is gone answers 410 naming it. pg pass only."""
+of a node that is gone answers 410 naming it, and its turns end in their records once (by
+one survivor) and stay ended when the node comes back; the agent's last events stream
+closing on a node not holding the session gives the client agent_disconnected. pg pass
+only."""
 
 import os
-import shutil
 import tempfile
 import time
 
@@ -19,46 +21,35 @@ import turnlib
 
 
 def _nodes(n=3):
-    if harness.ENGINE != "pg":
-        harness.skip("cross-node tests run once, in the pg pass")
-    import pgpeer
-    why = pgpeer.available()
-    if why:
-        harness.skip("PostgreSQL 15 is needed: " + why)
-    url = pgpeer.shared().new_database()
-    nodes = [harness.Server(args=["--meta", url, "--node", "n0"], engine="pg")]
-    for i in range(1, n):
-        s = harness.Server(args=["--meta", url, "--node", "n%d" % i], engine="pg",
-                           start=False)
-        os.makedirs(s.data, exist_ok=True)
-        shutil.copy(os.path.join(nodes[0].data, "admin.key"), s.data)
-        nodes.append(s.start())
-    return url, nodes
+    return harness.nodes(n, named=True)
 
 
-def _close(url, nodes):
-    for s in nodes:
-        if s.alive():
-            s.close()
-    import pgpeer
-    pgpeer.shared().drop_database(url)
+_close = harness.close_nodes
 
 
 def _op(srv, uid, **body):
     return srv.post("/v1/relay/sessions/%s/ops" % uid, json=body)
 
 
+def _attached(a, name, text=None):
+    """A relay session of a new agent with a client attached at node a (its folder
+    has a.txt = `text` when given): (agent, session, folder, client)."""
+    agent = make_agent(a, "%s-%d" % (name, os.getpid()))
+    s = create(a, agent)
+    root = tempfile.mkdtemp(prefix="relay-nodes-")
+    if text is not None:
+        with open(os.path.join(root, "a.txt"), "w") as f:
+            f.write(text)
+    cl = FakeClient(a, s["uid"], s["connectToken"], root)
+    eq(cl.status, 200, "connect at node A")
+    wait_status(a, s["uid"], "active")
+    return agent, s, root, cl
+
+
 def test_relay_client_on_a_serves_ops_sent_to_c():
     url, (a, b, c) = _nodes()
     try:
-        agent = make_agent(a, "nsr-%d" % os.getpid())
-        s = create(a, agent)
-        root = tempfile.mkdtemp(prefix="relay-nodes-")
-        with open(os.path.join(root, "a.txt"), "w") as f:
-            f.write("from the user's folder")
-        cl = FakeClient(a, s["uid"], s["connectToken"], root)
-        eq(cl.status, 200, "connect at node A")
-        wait_status(a, s["uid"], "active")
+        agent, s, root, cl = _attached(a, "nsr", "from the user's folder")
         r = expect(_op(c, s["uid"], op="read_file", path="a.txt"), 200)
         eq(r.json()["content"], "from the user's folder", "a read sent to node C")
         eq(r.header("X-Coffer-Node"), "n0", "carried to the node of the client")
@@ -92,8 +83,13 @@ def test_relay_client_on_a_serves_ops_sent_to_c():
             check(want in types, "%s in the history read on node C: %r" % (want, types))
         eq([i for i, _, _ in evs], list(range(1, len(evs) + 1)), "ids from 1 on")
         half = evs[len(evs) // 2][0]
-        eq([i for i, _, _ in test_restart._sse(a, path, last_id=half, seconds=1.5)],
-           [i for i, _, _ in evs if i > half], "replay after Last-Event-ID on node A")
+        after = [i for i, _, _ in evs if i > half]
+        again = test_restart._sse(a, path, last_id=half, seconds=1.5)
+        eq([i for i, _, _ in again][:len(after)], after, "replay after Last-Event-ID on node A")
+        # the stream read on C closed since (seen within about a second): the agent's
+        # last stream, on any node, so agent_disconnected may follow
+        check(all(t == "agent_disconnected" for _, t, _ in again[len(after):]),
+              "what came after the read on node C: %r" % again)
         live = harness.EventStream(c, path)
         try:
             expect(_op(a, s["uid"], op="write_file", path="l.txt", content="live"), 200)
@@ -172,3 +168,65 @@ def test_turn_of_a_gone_node_410_naming_it():
         check("n0" in err["message"], "the message names the node: %r" % err)
     finally:
         _close(url, [a, b])
+
+
+def _psql(url, sql):
+    import pgpeer
+    return pgpeer.shared().psql(sql, db=url.rsplit("/", 1)[1]).stdout.decode().strip()
+
+
+def _log(srv):
+    with open(srv.log_path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def test_gone_nodes_turns_end_in_their_records_once():
+    url, (a, b, c) = _nodes()
+    try:
+        t = turnlib.new_turn(a)
+        a.kill()
+        sql = "SELECT ended, body::jsonb->>'endReason' FROM state WHERE kind = 'turn'" \
+              " AND id = '%s'" % t["id"]
+        deadline = time.time() + 40 * harness.SCALE
+        while _psql(url, sql) != "1|node_gone" and time.time() < deadline:
+            time.sleep(0.5)
+        eq(_psql(url, sql), "1|node_gone", "the gone node's turn ended in its record")
+        err = expect_error(b.get("/v1/turns/" + t["id"]), 410)
+        eq((err.get("reason"), err.get("node")), ("node_gone", "n0"), "GET on B: %r" % err)
+        time.sleep(3)   # both survivors have looked again by now
+        said = [n for n in (b, c) if "node n0 is gone" in _log(n)]
+        eq(len(said), 1, "one node ended them, the other found nothing left")
+        # n0 comes back under its name: the turn stays ended
+        a.start()
+        err = expect_error(a.get("/v1/turns/" + t["id"]), 410)
+        eq(err.get("reason"), "node_gone", "not running again on n0: %r" % err)
+        expect_error(a.post("/v1/turns/%s/calls" % t["id"], json={"command": "true"}), 410)
+        eq(_psql(url, sql), "1|node_gone", "still ended")
+    finally:
+        _close(url, [a, b, c])
+
+
+def test_agent_disconnected_reaches_the_client_from_another_node():
+    url, (a, b, c) = _nodes()
+    try:
+        agent, s, root, cl = _attached(a, "nsd")
+        path = "/v1/relay/sessions/%s/events" % s["uid"]
+        on_b = harness.EventStream(b, path)    # a node not holding the session
+        on_a = harness.EventStream(a, path)    # and the holder
+        time.sleep(0.5)
+        on_a.close()
+        time.sleep(1.5)
+        eq([k for k, _ in cl.events if k == "agent_disconnected"], [],
+           "a stream of the agent is still open on node B")
+        on_b.close()
+        deadline = time.time() + 10 * harness.SCALE
+        while not cl.wait_event("agent_disconnected", timeout=0.2) and time.time() < deadline:
+            pass
+        check(cl.wait_event("agent_disconnected", timeout=0.1) is not None,
+              "the client at A heard the agent leave node B: %r" % cl.events)
+        evs = test_restart._sse(c, path, last_id=0, seconds=1.5)
+        eq([t for _, t, _ in evs].count("agent_disconnected"), 1,
+           "one agent_disconnected in the stored history, read on node C: %r" % evs)
+        cl.close()
+    finally:
+        _close(url, [a, b, c])
