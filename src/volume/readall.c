@@ -127,6 +127,29 @@ static size_t escape_into(const unsigned char *s, size_t n, char *d, size_t room
 	char e[6];
 
 	while (i < n && o < room) {
+#ifdef __SSE2__
+		/* copy and scan in one pass, 16 bytes a step: stored, then looked
+		 * at; what follows an escape overwrites the bytes stored past it */
+		const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+		const __m128i ctl = _mm_set1_epi8(0x1f);
+		while (i + 16 <= n && room - o >= 16 + 6) {
+			__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+			_mm_storeu_si128((__m128i *)(void *)(d + o), x);
+			__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q),
+							      _mm_cmpeq_epi8(x, bs)),
+						 _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl));
+			unsigned mask = (unsigned)_mm_movemask_epi8(m);
+			if (!mask) {
+				i += 16;
+				o += 16;
+				continue;
+			}
+			unsigned k = (unsigned)__builtin_ctz(mask);
+			i += k;
+			o += k;
+			o += escape_of(s[i++], d + o);
+		}
+#endif
 		size_t lim = n - i < room - o ? n : i + (room - o);
 		size_t k = next_escape(s, i, lim);
 		memcpy(d + o, s + i, k - i);
