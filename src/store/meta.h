@@ -78,6 +78,9 @@ typedef int (*cof_entry_fn)(void *ctx, const cof_entry *e);
 typedef int (*cof_change_fn)(void *ctx, const cof_change_row *c);
 typedef int (*cof_snap_fn)(void *ctx, const cof_snaprow *s);
 typedef int (*cof_sha_fn)(void *ctx, const char *sha256, int64_t size);
+/* One content kept inline, for blob_inline_many: shas[i]'s `len` bytes;
+ * nonzero stops. */
+typedef int (*cof_inline_fn)(void *ctx, size_t i, const unsigned char *data, size_t len);
 
 typedef int (*cof_vol_fn)(void *ctx, const cof_volrow *v);
 typedef int (*cof_txn_fn)(cof_txn *tx, void *ctx, cof_err *err);
@@ -345,6 +348,13 @@ struct cof_meta_ops {
 		int64_t now, cof_keyrow *out, cof_err *err);
 	/* Records that key `hash` was used at `now`. */
 	int (*key_touch)(cof_meta *m, const char *hash, int64_t now, cof_err *err);
+
+	/* ---- read-all (issue 13.5b); optional: cof_meta_blob_inline_many falls
+	 * back to blob_inline one by one.
+	 * Calls fn(ctx, i, data, len) for each of shas[0..n) kept inline, in one
+	 * read (one lock, one statement); `data` lasts only the call. */
+	int (*blob_inline_many)(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -452,6 +462,8 @@ int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err);
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);
 int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err);
 int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,

@@ -23,7 +23,23 @@
  * chunk joins the next without padding. */
 #define CHUNK (3 * 128 * 1024)
 
+/* Inline contents of the next files are read in one batch (one read lock,
+ * one statement) of at most this many files and bytes. */
+#define BATCH_FILES 256
+#define BATCH_BYTES (1 << 20)
+
 enum { RA_FILE, RA_BODY, RA_DONE };
+
+/* A batch of inline contents: files [from, to) of the listing. */
+typedef struct batch {
+	size_t from, to;
+	unsigned char *arena;        /* their bytes, at off[] */
+	size_t off[BATCH_FILES];
+	int64_t len[BATCH_FILES];    /* -1 not inline (a blob), -2 damaged */
+	size_t asked[BATCH_FILES];   /* the files looked up: their index - from */
+	const char *shas[BATCH_FILES];
+	const cof_items *it;
+} batch;
 
 struct cof_readall {
 	cof_store *st;
@@ -37,7 +53,9 @@ struct cof_readall {
 	/* the current file's content: inline whole, or a blob chunk by chunk */
 	const char *name;            /* its path, for errors */
 	int text;                    /* written as text (escaped) or data (base64) */
+	batch b;
 	unsigned char *mem;          /* inline content, or the chunk buffer */
+	int mem_owned;               /* mem is freed (not the batch's arena) */
 	size_t mlen, mpos;           /* bytes in mem, bytes of them written */
 	cof_blob_reader *r;          /* NULL for inline content */
 	int64_t size, roff;          /* the blob's size; bytes read into chunks so far */
@@ -229,17 +247,94 @@ static void content_close(cof_readall *ra)
 {
 	cof_blob_close(ra->r);
 	ra->r = NULL;
-	free(ra->mem);
+	if (ra->mem_owned)
+		free(ra->mem);
 	ra->mem = NULL;
+	ra->mem_owned = 0;
 	ra->mlen = ra->mpos = 0;
 }
 
-/* Opens file x's content (inline straight from its row, or the blob) and
- * decides text or data. */
-static int content_open(cof_readall *ra, const cof_item *x, cof_err *err)
+/* cof_inline_fn: copies one inline content into the batch's arena; a size
+ * other than the recorded one is marked damaged. */
+static int batch_take(void *ctx, size_t i, const unsigned char *data, size_t len)
 {
+	batch *b = ctx;
+	size_t k = b->asked[i];
+
+	if ((int64_t)len != b->it->v[b->from + k].size) {
+		b->len[k] = -2;
+		return 0;
+	}
+	memcpy(b->arena + b->off[k], data, len);
+	b->len[k] = (int64_t)len;
+	return 0;
+}
+
+/* Reads the inline contents of the files from `from` on that may be inline
+ * (up to BATCH_FILES files and BATCH_BYTES bytes) in one call. */
+static int batch_read(cof_readall *ra, size_t from, cof_err *err)
+{
+	batch *b = &ra->b;
+	size_t bytes = 0, n = 0, to = from;
+
+	b->from = from;
+	b->it = &ra->it;
+	for (; to < ra->it.n && to - from < BATCH_FILES; to++) {
+		const cof_item *x = &ra->it.v[to];
+		b->len[to - from] = -1;
+		if (x->size > COF_INLINE_MAX)
+			continue; /* a blob: opened when its turn comes */
+		if (n && bytes + (size_t)x->size > BATCH_BYTES)
+			break;
+		b->off[to - from] = bytes;
+		b->asked[n] = to - from;
+		b->shas[n++] = x->sha256;
+		bytes += (size_t)x->size;
+	}
+	b->to = to;
+	free(b->arena);
+	if (!(b->arena = cof_malloc(bytes + 1))) {
+		b->to = from;
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	return cof_meta_blob_inline_many(ra->st->meta, b->shas, n, batch_take, b, err);
+}
+
+/* The inline content of file i: 1 with *mem, *len (owned by the batch or,
+ * *owned, the caller), 0 when it is a blob, -1 with err. */
+static int inline_get(cof_readall *ra, size_t i, unsigned char **mem, size_t *len,
+		      int *owned, cof_err *err)
+{
+	const cof_item *x = &ra->it.v[i];
+	batch *b = &ra->b;
+
+	*owned = 0;
+	if (x->size > COF_INLINE_MAX) { /* alone: a batch is for the small ones */
+		int rc = cof_meta_blob_inline(ra->st->meta, x->sha256, mem, len, err);
+		*owned = rc == 1;
+		return rc;
+	}
+	if ((i < b->from || i >= b->to) && batch_read(ra, i, err))
+		return -1;
+	int64_t l = b->len[i - b->from];
+	if (l == -1)
+		return 0;
+	if (l == -2)
+		return cof_error(err, COF_EINTERNAL, "the content of '%.200s' is damaged: its "
+				 "stored size is not the %lld bytes recorded (content %.12s; run "
+				 "coffer fsck)", x->path, (long long)x->size, x->sha256);
+	*mem = b->arena + b->off[i - b->from];
+	*len = (size_t)l;
+	return 1;
+}
+
+/* Opens file i's content (inline, read in batches straight from the rows, or
+ * the blob) and decides text or data. */
+static int content_open(cof_readall *ra, size_t i, cof_err *err)
+{
+	const cof_item *x = &ra->it.v[i];
 	size_t len = 0;
-	int rc = cof_meta_blob_inline(ra->st->meta, x->sha256, &ra->mem, &len, err);
+	int rc = inline_get(ra, i, &ra->mem, &len, &ra->mem_owned, err);
 
 	ra->name = x->path;
 	if (rc < 0)
@@ -262,6 +357,7 @@ static int content_open(cof_readall *ra, const cof_item *x, cof_err *err)
 	ra->roff = 0;
 	if (!(ra->mem = cof_malloc(CHUNK)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
+	ra->mem_owned = 1;
 	if (x->size <= CHUNK) { /* one read serves both the check and the write */
 		if (read_chunk(ra, err))
 			return -1;
@@ -290,8 +386,8 @@ static int file_start(cof_readall *ra, cof_err *err)
 		ra->phase = RA_DONE;
 		return cof_buf_adds(b, "]}") ? cof_error(err, COF_EINTERNAL, "out of memory") : 0;
 	}
-	const cof_item *x = &ra->it.v[ra->next++];
-	if (content_open(ra, x, err))
+	const cof_item *x = &ra->it.v[ra->next];
+	if (content_open(ra, ra->next++, err))
 		return -1;
 	cof_time_fmt(x->updated_at, when, sizeof when);
 	rc |= cof_buf_adds(b, ra->next > 1 ? ",{\"path\":" : "{\"path\":");
@@ -398,6 +494,7 @@ void cof_readall_close(cof_readall *ra)
 	if (!ra)
 		return;
 	content_close(ra);
+	free(ra->b.arena);
 	cof_buf_release(&ra->stage);
 	cof_items_release(&ra->it);
 	free(ra);
