@@ -48,6 +48,7 @@ struct cof_readall {
 	size_t next;                 /* the next file to start */
 	int phase;
 	int failed;
+	char why[480];               /* the failure, told at the read after it */
 	cof_buf stage;               /* small text waiting to go out: a file's fields */
 	size_t spos;
 	/* the current file's content: inline whole, or a blob chunk by chunk */
@@ -460,7 +461,8 @@ ssize_t cof_readall_read(cof_readall *ra, void *buf, size_t max, cof_err *err)
 	size_t n = 0;
 
 	if (ra->failed)
-		return cof_error(err, COF_EINTERNAL, "read-all: the stream already failed");
+		return cof_error(err, COF_EINTERNAL, "%s",
+				 ra->why[0] ? ra->why : "read-all: the stream already failed");
 	while (n < max) {
 		if (ra->spos < ra->stage.len) {
 			size_t k = ra->stage.len - ra->spos < max - n ? ra->stage.len - ra->spos
@@ -482,8 +484,14 @@ ssize_t cof_readall_read(cof_readall *ra, void *buf, size_t max, cof_err *err)
 			rc = file_start(ra, err);
 		}
 		if (rc) {
+			/* what is written goes out first (it ends before the failed
+			 * file or inside it: the answer is cut either way) */
 			ra->failed = 1;
-			return -1;
+			if (n == 0)
+				return -1;
+			snprintf(ra->why, sizeof ra->why, "%s", err->msg);
+			cof_err_clear(err);
+			break;
 		}
 	}
 	return (ssize_t)n;
