@@ -351,8 +351,9 @@ struct cof_meta_ops {
 
 	/* ---- read-all (issue 13.5b); optional: cof_meta_blob_inline_many falls
 	 * back to blob_inline one by one.
-	 * Calls fn(ctx, i, data, len) for each of shas[0..n) kept inline, in one
-	 * read (one lock, one statement); `data` lasts only the call. */
+	 * Calls fn(ctx, i, data, len) for each of shas[0..n) kept inline, in any
+	 * order, in one read (SQLite: one read lock; PostgreSQL: one query);
+	 * `data` lasts only the call. */
 	int (*blob_inline_many)(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err);
 };
