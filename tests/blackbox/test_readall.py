@@ -72,6 +72,8 @@ def test_readall_memory_stays_bounded():
            {p: sha256(d) for p, d in files.items()}, "read-all contents")
         check("text" in {f["path"]: f for f in j["files"]}["big/a.txt"], "a.txt is text")
         grew = (peak - idle) / 1024
+        if "asan" in os.path.basename(os.path.abspath(harness.BUILD)):
+            return  # ASan's quarantine keeps freed memory resident: RSS says nothing
         check(grew < 6, "cofferd's peak RSS grew %.1f MiB above idle (%.1f MiB) for a 16 MiB "
               "read-all; the answer must be streamed" % (grew, idle / 1024))
 
