@@ -44,7 +44,6 @@ typedef struct batch {
 struct cof_readall {
 	cof_store *st;
 	cof_items it;
-	int64_t seq;
 	size_t next;                 /* the next file to start */
 	int phase;
 	int failed;
@@ -52,7 +51,6 @@ struct cof_readall {
 	cof_buf stage;               /* small text waiting to go out: a file's fields */
 	size_t spos;
 	/* the current file's content: inline whole, or a blob chunk by chunk */
-	const char *name;            /* its path, for errors */
 	int text;                    /* written as text (escaped) or data (base64) */
 	batch b;
 	unsigned char *mem;          /* inline content, or the chunk buffer */
@@ -337,7 +335,6 @@ static int content_open(cof_readall *ra, size_t i, cof_err *err)
 	size_t len = 0;
 	int rc = inline_get(ra, i, &ra->mem, &len, &ra->mem_owned, err);
 
-	ra->name = x->path;
 	if (rc < 0)
 		return -1;
 	if (rc == 1) {
@@ -537,7 +534,6 @@ int cof_readall_open(cof_store *st, const char *org, const char *vol,
 			  ra->it.over ? "more than " : "", ra->it.n, (long long)ra->it.bytes);
 		goto fail;
 	}
-	ra->seq = view.seq;
 	ra->phase = RA_FILE; /* after the opening, staged here, has gone out */
 	if (cof_buf_addf(&ra->stage, "{\"seq\":%lld,\"files\":[", (long long)view.seq)) {
 		cof_error(err, COF_EINTERNAL, "out of memory");
