@@ -6,8 +6,9 @@
   call      a confined `true` over HTTP (POST /v1/turns/{id}/calls) vs the same
             bubblewrap command by hand with a minimal root
   readall   GET files?content=true of 1,000 files / 16 MB vs `tar c` of the same files
+  readall-pg  the same on PostgreSQL + S3 (reported, not a goal; needs PostgreSQL, node)
 
-Usage: bench/speed.py [--only grep,call,readall] [--runs N] [--work DIR] [--out FILE]
+Usage: bench/speed.py [--only grep,call,readall,readall-pg] [--runs N] [--work DIR] [--out FILE]
                       [--build DIR] (another build's cofferd, e.g. an older commit's)
 Each figure is a median of N runs (default 7), alternating coffer and its anchor; beside
 the wall time it gives the user+sys CPU time of each side (the machine is shared: CPU
@@ -122,6 +123,41 @@ def bench_grep(work, runs):
 def bench_readall(work, runs):
     data, vol, tree = fixture(work, "readall", 1000, 16000)
     s = Cofferd(data, build=BUILD)
+    return readall_rows(s, vol, tree, runs, "")
+
+
+def bench_readall_pg(work, runs):
+    """The same read-all on PostgreSQL + S3 (the tests' peers: a local cluster and
+    s3rver). The fixture's 16,000-byte files are inline content, so they are read
+    from PostgreSQL; the files are PUT over HTTP from the same tree."""
+    _, _, tree = fixture(work, "readall", 1000, 16000)
+    sys.path.insert(0, os.path.join(ROOT, "tests/blackbox"))
+    import pgpeer, s3peer
+    cluster, peer = pgpeer.Cluster(), s3peer.start()
+    try:
+        os.environ.update(peer["env"])
+        data = os.path.join(work, "data-readall-pg")
+        shutil.rmtree(data, ignore_errors=True)
+        s = Cofferd(data, "--meta", cluster.new_database(), "--blobs", peer["url"],
+                    build=BUILD)
+        vol = s.call("POST", "/v1/volumes", {"name": "readall-pg"})["id"]
+        c = s.conn()
+        for dp, _, fns in os.walk(tree):
+            for fn in fns:
+                full = os.path.join(dp, fn)
+                c.request("PUT", "/v1/volumes/%s/files/%s" % (vol, os.path.relpath(full, tree)),
+                          body=open(full, "rb").read(),
+                          headers={"Authorization": "Bearer " + s.key})
+                r = c.getresponse()
+                r.read()
+                assert r.status < 300, r.status
+        return readall_rows(s, vol, tree, runs, ", PostgreSQL + S3")
+    finally:
+        s3peer.stop(peer)
+        cluster.stop()
+
+
+def readall_rows(s, vol, tree, runs, what):
     try:
         url = "%s/v1/volumes/%s/files?content=true" % (s.url, vol)
         curl = ["curl", "-sf", "-o", "/dev/null", "-H", "Authorization: Bearer " + s.key, url]
@@ -132,8 +168,8 @@ def bench_readall(work, runs):
             c.run(lambda: subprocess.run(curl, check=True),
                   lambda: proc_cpu(s.p.pid) + child_cpu())  # curl's too
             a.run(lambda: subprocess.run(tar, shell=True, check=True), child_cpu)
-        return [row("read-all, 1,000 files / 16 MB (coffer: cofferd + curl)", c, a,
-                    "tar c | cat")]
+        return [row("read-all, 1,000 files / 16 MB%s (coffer: cofferd + curl)" % what, c, a,
+                    "tar c \\| cat")]
     finally:
         s.stop()
 
@@ -347,7 +383,7 @@ def main():
     rows = []
     try:
         for name, fn in (("grep", bench_grep), ("call", bench_call),
-                         ("readall", bench_readall)):
+                         ("readall", bench_readall), ("readall-pg", bench_readall_pg)):
             if name in only:
                 rows += fn(work, runs)
     finally:

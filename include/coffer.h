@@ -259,9 +259,20 @@ typedef struct cof_list_opts {
 int cof_file_list(cof_store *st, const char *org, const char *vol,
 		  const cof_list_opts *opts, json_t **out, cof_err *err);
 /* The read-all answer {seq, files:[{..., text|data}]} as JSON text (*text
- * malloc'd, *len bytes): what HTTP sends, without building a tree. */
+ * malloc'd, *len bytes), read whole from a cof_readall. */
 int cof_file_read_all(cof_store *st, const char *org, const char *vol,
 		      const cof_list_opts *opts, char **text, size_t *len, cof_err *err);
+/* Read-all as a stream (what HTTP sends): _open lists the files at one seq
+ * (*seq, may be NULL) and decides the limits (COF_ETOOLARGE past 1,000 files
+ * or 16 MiB) before any byte; _read writes the next bytes of the answer into
+ * buf (up to max; 0 at its end, -1 with err when a file's content cannot be
+ * read: the answer can then only be cut short, every later read fails too);
+ * memory stays one file's inline content or one blob chunk. */
+typedef struct cof_readall cof_readall;
+int cof_readall_open(cof_store *st, const char *org, const char *vol,
+		     const cof_list_opts *opts, cof_readall **out, int64_t *seq, cof_err *err);
+ssize_t cof_readall_read(cof_readall *ra, void *buf, size_t max, cof_err *err);
+void cof_readall_close(cof_readall *ra);
 
 /* GET /v1/volumes/{id}/changes?since=&prefix=&wait=: blocks up to `wait_seconds`
  * (<= 60) for a change when there is none yet. */

@@ -383,6 +383,8 @@ enum MHD_Result http_volume_get_many(http_req *req);
 enum MHD_Result http_volume_get(http_req *req);
 enum MHD_Result http_volume_delete(http_req *req);
 enum MHD_Result http_files_list(http_req *req);
+/* The read-all branch of http_files_list (readall.c): streamed. */
+enum MHD_Result http_read_all(http_req *req, const cof_list_opts *o);
 enum MHD_Result http_changes(http_req *req);
 enum MHD_Result http_move(http_req *req);
 

@@ -130,13 +130,8 @@ enum MHD_Result http_files_list(http_req *req)
 	    http_query_int(req, "limit", 1, 10000, &o.limit, &err) ||
 	    http_query_bool(req, "content", 0, &o.content, &err))
 		return http_send_error(req, &err);
-	if (o.content) {
-		char *text;
-		size_t len;
-		if (cof_file_read_all(req->srv->st, ORG(req), req->param[0], &o, &text, &len, &err))
-			return http_send_error(req, &err);
-		return http_send_json_text(req, MHD_HTTP_OK, text, len);
-	}
+	if (o.content)
+		return http_read_all(req, &o);
 	int rc = cof_file_list(req->srv->st, ORG(req), req->param[0], &o, &out, &err);
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }

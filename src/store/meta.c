@@ -3,6 +3,7 @@
  * dispatches every cof_meta_x / cof_txn_x call through its cof_meta_ops.
  * The contracts are in meta.h; nothing here knows a backend's insides.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "util/metrics.h"
 #include "store/meta.h"
@@ -337,6 +338,27 @@ int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	return m->ops->referenced(m, fn, ctx, err);
+}
+
+int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err)
+{
+	if (m->ops->blob_inline_many)
+		return m->ops->blob_inline_many(m, shas, n, fn, ctx, err);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *data = NULL;
+		size_t len = 0;
+		int rc = m->ops->blob_inline(m, shas[i], &data, &len, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 1) {
+			rc = fn(ctx, i, data, len);
+			free(data);
+			if (rc)
+				break;
+		}
+	}
+	return 0;
 }
 
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err)

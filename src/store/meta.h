@@ -78,6 +78,9 @@ typedef int (*cof_entry_fn)(void *ctx, const cof_entry *e);
 typedef int (*cof_change_fn)(void *ctx, const cof_change_row *c);
 typedef int (*cof_snap_fn)(void *ctx, const cof_snaprow *s);
 typedef int (*cof_sha_fn)(void *ctx, const char *sha256, int64_t size);
+/* One content kept inline, for blob_inline_many: shas[i]'s `len` bytes;
+ * nonzero stops. */
+typedef int (*cof_inline_fn)(void *ctx, size_t i, const unsigned char *data, size_t len);
 
 typedef int (*cof_vol_fn)(void *ctx, const cof_volrow *v);
 typedef int (*cof_txn_fn)(cof_txn *tx, void *ctx, cof_err *err);
@@ -373,6 +376,14 @@ struct cof_meta_ops {
 	 * is `old_body`; with old_body NULL, inserts it when none is stored: 1 =
 	 * done, 0 = another writer changed it first (nothing written). */
 	int (*state_swap)(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err);
+
+	/* ---- read-all (issue 13.5b); optional: cof_meta_blob_inline_many falls
+	 * back to blob_inline one by one.
+	 * Calls fn(ctx, i, data, len) for each of shas[0..n) kept inline, in any
+	 * order, in one read (SQLite: one read lock; PostgreSQL: one query);
+	 * `data` lasts only the call. */
+	int (*blob_inline_many)(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -495,6 +506,8 @@ int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err);
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);
 int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err);
 int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,

@@ -259,6 +259,50 @@ static int pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, si
 	return rc;
 }
 
+/* One query for the batch (read-all's inline files): a round trip per batch,
+ * not per file. Content shared by several of shas is given to each. */
+static int pg_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+			       cof_inline_fn fn, void *ctx, cof_err *err)
+{
+	cof_buf list = COF_BUF_INIT;
+	pgconn *c;
+	PGresult *r;
+	int rc = -1;
+
+	if (n == 0)
+		return 0;
+	cof_buf_add(&list, "{", 1);
+	for (size_t i = 0; i < n; i++) /* hex digits: nothing to quote */
+		cof_buf_addf(&list, "%s%s", i ? "," : "", shas[i]);
+	cof_buf_add(&list, "}", 1);
+	if (!(c = cof_pg_get(m, err))) {
+		cof_buf_release(&list);
+		return -1;
+	}
+	if ((r = cof_pg_q(c, "SELECT sha256, data FROM blobs WHERE sha256 = ANY($1) AND "
+			  "data IS NOT NULL", "reading content", err, "s", list.data))) {
+		rc = 0;
+		int stop = 0;
+		for (int row = 0; row < PQntuples(r) && !rc && !stop; row++) {
+			unsigned char *data = NULL;
+			size_t len = 0;
+			if (cof_pg_bytea(r, row, 1, &data, &len) < 0) {
+				rc = cof_error(err, COF_EINTERNAL, "out of memory");
+				break;
+			}
+			const char *sha = PQgetvalue(r, row, 0);
+			for (size_t i = 0; i < n && !stop; i++)
+				if (!strcmp(shas[i], sha))
+					stop = fn(ctx, i, data, len);
+			free(data);
+		}
+		PQclear(r);
+	}
+	cof_pg_put(m, c);
+	cof_buf_release(&list);
+	return rc;
+}
+
 static int pg_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
@@ -286,6 +330,7 @@ void cof_pg_ops_gc(cof_meta_ops *o)
 	o->blob_forget = pg_blob_forget;
 	o->blob_known = pg_blob_known;
 	o->blob_inline = pg_blob_inline;
+	o->blob_inline_many = pg_blob_inline_many;
 	o->referenced = pg_referenced;
 	o->blob_pending = pg_blob_pending;
 	o->blob_forgotten = pg_blob_forgotten;

@@ -192,6 +192,42 @@ static int sq_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
 	return rc;
 }
 
+/* One read transaction for the batch: the WAL read lock is taken once, not
+ * once a file (read-all's inline files). */
+static int sq_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+			       cof_inline_fn fn, void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+	if ((st = cof_sqlite_q(c, "SELECT data FROM blobs WHERE sha256 = ? AND data IS NOT NULL", err))) {
+		rc = 0;
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			cof_sqlite_bind_text(st, 1, shas[i]);
+			int r = sqlite3_step(st);
+			if (r == SQLITE_ROW) {
+				const void *d = sqlite3_column_blob(st, 0);
+				size_t len = (size_t)sqlite3_column_bytes(st, 0);
+				int stop = fn(ctx, i, d ? d : (const void *)"", len);
+				sqlite3_reset(st);
+				if (stop)
+					break;
+				continue;
+			}
+			if (r != SQLITE_DONE)
+				rc = cof_sqlite_db_error(err, c->db, "reading content");
+			sqlite3_reset(st);
+		}
+	}
+	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
 static int sq_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
@@ -253,6 +289,7 @@ void cof_sqlite_ops_gc(cof_meta_ops *o)
 	o->blob_forget = sq_blob_forget;
 	o->blob_known = sq_blob_known;
 	o->blob_inline = sq_blob_inline;
+	o->blob_inline_many = sq_blob_inline_many;
 	o->referenced = sq_referenced;
 	o->history_kept = sq_history_kept;
 }

@@ -146,6 +146,10 @@ int cof_json_bool(json_t *body, const char *name, int dflt);
 
 /* ---- base64 (standard alphabet with padding). Output NUL-terminated; free it. */
 char *cof_base64_encode(const void *data, size_t len, size_t *outlen);
+/* Writes the padded base64 of `len` bytes to `out` (room for 4 * ((len + 2) / 3)
+ * bytes, not NUL-terminated) and returns how many it wrote. Any `len` that is a
+ * multiple of 3 may be written piece by piece: the pieces join up. */
+size_t cof_base64_write(const void *data, size_t len, char *out);
 /* Decodes; -1 on bad input. */
 int cof_base64_decode(const char *in, size_t inlen, unsigned char **out, size_t *outlen);
 /* base64url without padding, for tokens. */

@@ -33,140 +33,11 @@ static int page_add(void *arg, const cof_entry *e)
 	return 0;
 }
 
-/* The offset of the first byte of s[i..n) that a JSON string must escape
- * (below 0x20, '"', '\\'), or n. Eight bytes at a time: read-all is mostly
- * this scan. In a word, the lowest byte flagged is always one to escape
- * (a borrow can only flag bytes above one), and that is the one taken. */
-static size_t next_escape(const unsigned char *s, size_t i, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w, q, b;
-		memcpy(&w, s + i, 8);
-		q = w ^ (ones * '"');
-		b = w ^ (ones * '\\');
-		uint64_t m = ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b);
-		if (m & high)
-			return i + (size_t)(__builtin_ctzll(m & high) >> 3);
-	}
-#endif
-	for (; i < n; i++)
-		if (s[i] < 0x20 || s[i] == '"' || s[i] == '\\')
-			return i;
-	return n;
-}
-
-/* Appends `s` (n bytes, valid UTF-8) as a JSON string. Runs of bytes that
- * need no escape are copied whole. */
-static int json_str_add(cof_buf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *u = (const unsigned char *)s;
-	size_t start = 0;
-
-	if (cof_buf_add(b, "\"", 1))
-		return -1;
-	for (size_t i = next_escape(u, 0, n); i < n; i = next_escape(u, start, n)) {
-		char esc[7] = "\\u00";
-		const char *e = esc;
-		size_t elen = 2;
-		switch (u[i]) {
-		case '"': e = "\\\""; break;
-		case '\\': e = "\\\\"; break;
-		case '\n': e = "\\n"; break;
-		case '\r': e = "\\r"; break;
-		case '\t': e = "\\t"; break;
-		default:
-			esc[4] = hex[u[i] >> 4];
-			esc[5] = hex[u[i] & 15];
-			elen = 6;
-		}
-		if (cof_buf_add(b, s + start, i - start) || cof_buf_add(b, e, elen))
-			return -1;
-		start = i + 1;
-	}
-	return cof_buf_add(b, s + start, n - start) || cof_buf_add(b, "\"", 1) ? -1 : 0;
-}
-
-/* Appends one file of a read-all answer, with its contents. */
-static int read_all_file(cof_store *st, const cof_item *x, cof_buf *b, cof_err *err)
-{
-	unsigned char *data = NULL;
-	char when[32];
-	int rc = 0;
-
-	if (cof_content_read(st, x->sha256, x->size, &data, err))
-		return -1;
-	cof_time_fmt(x->updated_at, when, sizeof when);
-	rc |= cof_buf_adds(b, "{\"path\":");
-	rc |= json_str_add(b, x->path, strlen(x->path));
-	rc |= cof_buf_addf(b, ",\"size\":%lld,\"version\":%lld,\"contentType\":",
-			   (long long)x->size, (long long)x->version);
-	rc |= json_str_add(b, x->ctype, strlen(x->ctype));
-	rc |= cof_buf_addf(b, ",\"sha256\":\"%s\",\"updatedAt\":\"%s\",", x->sha256, when);
-	if (cof_utf8_valid((char *)data, (size_t)x->size) && !memchr(data, '\0', (size_t)x->size)) {
-		rc |= cof_buf_adds(b, "\"text\":");
-		rc |= json_str_add(b, (char *)data, (size_t)x->size);
-	} else {
-		char *b64 = cof_base64_encode(data, (size_t)x->size, NULL);
-		rc |= !b64 || cof_buf_addf(b, "\"data\":\"%s\"", b64);
-		free(b64);
-	}
-	rc |= cof_buf_add(b, "}", 1);
-	free(data);
-	return rc ? cof_error(err, COF_EINTERNAL, "out of memory") : 0;
-}
-
-/* read-all: every matching file with its contents, at the view's seq, written
- * straight as JSON text (no tree of 16 MiB of strings to copy and escape). */
-static int read_all(cof_store *st, const cof_view *view, const char *prefix,
-		    const char *glob, cof_buf *out, cof_err *err)
-{
-	cof_items it = {.max = COF_READALL_FILES + 1, .glob = glob};
-	int rc = -1;
-
-	if (cof_meta_list(st->meta, view->vno, view->seq, prefix, NULL, cof_items_add, &it, err))
-		goto out;
-	if (it.over < 0) {
-		cof_error(err, COF_EINTERNAL, "out of memory");
-		goto out;
-	}
-	if (it.n > COF_READALL_FILES || it.bytes > COF_READALL_BYTES) {
-		cof_error(err, COF_ETOOLARGE,
-			  "read-all returns at most %d files and 16 MiB; this selection has %s%zu "
-			  "files and %lld bytes; narrow 'prefix' or 'glob'", COF_READALL_FILES,
-			  it.over ? "more than " : "", it.n, (long long)it.bytes);
-		goto out;
-	}
-	/* the answer's size, about: the bytes, their escapes, each file's fields;
-	 * one allocation instead of doubling through 16 MiB */
-	cof_buf_reserve(out, (size_t)it.bytes + (size_t)it.bytes / 8 + it.n * 320 + 64);
-	if (cof_buf_addf(out, "{\"seq\":%lld,\"files\":[", (long long)view->seq))
-		goto oom;
-	for (size_t i = 0; i < it.n; i++) {
-		if (i && cof_buf_add(out, ",", 1))
-			goto oom;
-		if (read_all_file(st, &it.v[i], out, err))
-			goto out;
-	}
-	if (cof_buf_adds(out, "]}"))
-		goto oom;
-	rc = 0;
-	goto out;
-oom:
-	cof_error(err, COF_EINTERNAL, "out of memory");
-out:
-	cof_items_release(&it);
-	return rc;
-}
-
 /* Checks list options and opens the view; *walk is the prefix to walk
  * (narrowed to the glob's literal folder when that says more). */
-static int list_prepare(cof_store *st, const char *org, const char *vol,
-			const cof_list_opts *opts, cof_view *view, const char **glob,
-			char walk[COF_PATH_MAX + 1], cof_err *err)
+int cof_list_prepare(cof_store *st, const char *org, const char *vol,
+		     const cof_list_opts *opts, cof_view *view, const char **glob,
+		     char walk[COF_PATH_MAX + 1], cof_err *err)
 {
 	const char *prefix;
 	char gpre[COF_PATH_MAX + 1] = "";
@@ -184,24 +55,6 @@ static int list_prepare(cof_store *st, const char *org, const char *vol,
 	if (cof_view_open(st, org, vol, opts->snapshot, view, err))
 		return -1;
 	return opts->at ? cof_view_at(st, view, opts->seq, err) : 0;
-}
-
-int cof_file_read_all(cof_store *st, const char *org, const char *vol,
-		      const cof_list_opts *opts, char **text, size_t *len, cof_err *err)
-{
-	cof_buf b = COF_BUF_INIT;
-	cof_view view;
-	const char *glob;
-	char walk[COF_PATH_MAX + 1];
-
-	if (list_prepare(st, org, vol, opts, &view, &glob, walk, err))
-		return -1;
-	if (read_all(st, &view, walk, glob, &b, err)) {
-		cof_buf_release(&b);
-		return -1;
-	}
-	*text = cof_buf_detach(&b, len);
-	return *text ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 }
 
 int cof_file_list(cof_store *st, const char *org, const char *vol,
@@ -236,7 +89,7 @@ int cof_file_list(cof_store *st, const char *org, const char *vol,
 	}
 	if (after)
 		after[afterlen] = '\0';
-	if (list_prepare(st, org, vol, opts, &view, &p.glob, walk, err)) {
+	if (cof_list_prepare(st, org, vol, opts, &view, &p.glob, walk, err)) {
 		free(after);
 		return -1;
 	}

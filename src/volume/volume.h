@@ -92,6 +92,13 @@ typedef struct cof_items {
 int cof_items_add(void *ctx, const cof_entry *e);
 void cof_items_release(cof_items *it);
 
+/* Checks list options (prefix, glob) and opens the view; *glob is the glob
+ * (NULL for none), `walk` the prefix to walk (narrowed to the glob's literal
+ * folder when that says more). Listings and read-all share it. */
+int cof_list_prepare(cof_store *st, const char *org, const char *vol,
+		     const cof_list_opts *opts, cof_view *view, const char **glob,
+		     char walk[COF_PATH_MAX + 1], cof_err *err);
+
 /* Content type for a new file: from the name's extension or the first bytes. */
 void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t len,
 		    char *out, size_t outsz);

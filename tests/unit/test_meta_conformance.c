@@ -725,6 +725,48 @@ static int orphan(const char *sha, int64_t before)
 	return s.found;
 }
 
+typedef struct inl_seen {
+	size_t n;
+	char data[4][16];  /* by index in the shas asked for; "" = not given */
+} inl_seen;
+
+static int inl_take(void *ctx, size_t i, const unsigned char *data, size_t len)
+{
+	inl_seen *s = ctx;
+
+	assert_true(i < 4 && len < 16 && !s->data[i][0]);
+	memcpy(s->data[i], data, len);
+	s->data[i][len] = '\0';
+	s->n++;
+	return 0;
+}
+
+/* blob_inline_many gives each inline content asked for by its index, in any
+ * order, to every index that names it, and skips content it does not hold. */
+static void test_blob_inline_many(void **state)
+{
+	cof_volrow v;
+	cof_err err = {0};
+	inl_seen seen = {0};
+	char a[65], b[65], none[65];
+
+	(void)state;
+	vol_add(org, "inlmany", &v);
+	sha_for(a, "alpha");
+	sha_for(b, "beta");
+	sha_for(none, "never stored");
+	change(v.vno, (const char *[]){"a=alpha", "b=beta", NULL}, 0);
+	const char *shas[] = { b, none, a, b };
+	assert_int_equal(cof_meta_blob_inline_many(m, shas, 4, inl_take, &seen, &err), 0);
+	assert_int_equal(seen.n, 3);
+	assert_string_equal(seen.data[0], "beta");
+	assert_string_equal(seen.data[1], "");
+	assert_string_equal(seen.data[2], "alpha");
+	assert_string_equal(seen.data[3], "beta");
+	assert_int_equal(cof_meta_blob_inline_many(m, shas, 0, inl_take, &seen, &err), 0);
+	assert_int_equal(seen.n, 3);
+}
+
 static void test_gc(void **state)
 {
 	cof_volrow v;
@@ -1091,6 +1133,7 @@ int main(void)
 		cmocka_unit_test(test_snapshots_and_fork),
 		cmocka_unit_test(test_agents),
 		cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_blob_inline_many),
 		cmocka_unit_test(test_fork_chain),
 		cmocka_unit_test(test_open_urls),
 		cmocka_unit_test(test_state_and_events),

@@ -451,6 +451,30 @@ static void test_base64_vectors(void **state)
 	}
 }
 
+/* cof_base64_write (read-all's encoder) says what cof_base64_encode says for
+ * every length, whole or in pieces of a multiple of 3. */
+static void test_base64_write(void **state)
+{
+	unsigned char raw[300];
+	char out[404], joined[404];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof raw; i++)
+		raw[i] = (unsigned char)(i * 37 + 11);
+	for (size_t len = 0; len <= sizeof raw; len++) {
+		size_t n;
+		char *e = cof_base64_encode(raw, len, &n);
+		assert_int_equal(cof_base64_write(raw, len, out), n);
+		assert_memory_equal(out, e, n);
+		size_t o = 0, piece = 3 * (1 + len % 7);
+		for (size_t at = 0; at < len; at += piece)
+			o += cof_base64_write(raw + at, len - at < piece ? len - at : piece, joined + o);
+		assert_int_equal(o, n);
+		assert_memory_equal(joined, e, n);
+		free(e);
+	}
+}
+
 static void test_base64_bad(void **state)
 {
 	static const char *const bad_std[] = {
@@ -822,6 +846,7 @@ int main(void)
 		cmocka_unit_test(test_buf_growth),
 		cmocka_unit_test(test_buf_max),
 		cmocka_unit_test(test_base64_vectors),
+		cmocka_unit_test(test_base64_write),
 		cmocka_unit_test(test_base64_bad),
 		cmocka_unit_test(test_base64_roundtrip),
 		cmocka_unit_test(test_json_check),
