@@ -58,7 +58,7 @@ int cof_view_at(cof_store *st, cof_view *view, int64_t seq, cof_err *err)
 		return cof_error(err, COF_EVALIDATION, "'seq' and 'snapshot' cannot be given "
 				 "together: a snapshot is read at its own seq");
 	if (seq > view->vol.seq)
-		return cof_error(err, COF_EVALIDATION, "'seq' %lld is past volume '%s''s seq %lld",
+		return cof_error(err, COF_EVALIDATION, "'seq' %lld is past the seq of volume '%s' (%lld)",
 				 (long long)seq, view->vol.id, (long long)view->vol.seq);
 	if (cof_meta_history_kept(st->meta, view->vno, cof_now() - st->opts.gc_grace_seconds,
 				  &oldest, err))
