@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
 #include "store/store.h"
@@ -40,6 +42,8 @@ struct cof_call_views {
 	int nrw;                        /* roots[0..nrw) are read-write: vfs */
 	cof_vfs *vfs;                   /* the read-write roots, at DIR/rw */
 	cof_vfs *ro;                    /* the read-only roots, at DIR/ro */
+	struct shared_ro *shared;       /* or: the turn's kept view of them */
+	int ro_bound;                   /* as root: that view bound at DIR/ro */
 	char dir[PATH_MAX + 64];        /* ROOT/views/CALL */
 	char layer[PATH_MAX + 160];     /* ROOT/layers/TURN/CALL */
 	char call[40];
@@ -140,6 +144,261 @@ static void roots_order(cof_call_views *cv)
 	}
 }
 
+/* ------------------------------------------------ a turn's kept read-only view
+ *
+ * The read-only mounts of a call are a view of their own that never changes
+ * (a seq, no layer). Each call mounting its own started cold: the kernel's
+ * page cache, dentries and attributes belong to one FUSE mount, so every
+ * call's first `grep -r` paid a READ round trip per file. Such a view is
+ * kept for the next call of the same turn while what it shows is exactly
+ * what that call would see: the same agent mounts (names, volumes,
+ * subpaths, paths), the same exclusions, and every volume still at the
+ * seq the view reads (each call still reads at the seq it began: a volume
+ * that moved gets a new view). Only read-only roots are kept, and only
+ * within one turn (one uid: attributes cached by the kernel name the
+ * caller's uid); nothing a call writes is in it. A kept view ends when
+ * the turn ends, when a newer one of its turn replaces it, or when it has
+ * been unused for KEEP_IDLE seconds or KEEP_MAX unused ones are kept. */
+
+#define KEEP_IDLE 600
+#define KEEP_MAX 16
+
+typedef struct shared_ro {
+	struct shared_ro *next;
+	const cof_turns *ts;
+	char turn[64];
+	char *sig;              /* what it shows (shared_sig) */
+	cof_call_views *cv;     /* its own agent, roots and view (cv->ro) */
+	int refs, stale;
+	int64_t used;           /* cof_mono_ms() when last let go */
+} shared_ro;
+
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static shared_ro *shared_list;
+static uint64_t shared_next;
+
+/* What the read-only roots of cv show, as one string: the turn, the
+ * exclusions, and each root's name, volume, subpath, path and seq
+ * (seqs[k] for the k-th read-only root). Owned; NULL when out of memory. */
+static char *shared_sig(const cof_turn *t, const cof_call_views *cv, const int64_t *seqs)
+{
+	json_t *ex = json_object_get(cv->a.settings, "exclude");
+	char *exs = ex ? json_dumps(ex, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+	size_t cap = 256 + (exs ? strlen(exs) : 0) + (size_t)cv->n * 9000, len;
+	char *s = malloc(cap);
+
+	if (!s) {
+		free(exs);
+		return NULL;
+	}
+	len = (size_t)snprintf(s, cap, "%s\n%s\n%d\n%s\n", t->id, cv->a.id,
+			       cof_json_bool(cv->a.settings, "defaultExclusions", 1),
+			       exs ? exs : "");
+	free(exs);
+	for (int i = cv->nrw; i < cv->n && len < cap; i++)
+		len += (size_t)snprintf(s + len, cap - len, "%s\t%s\t%s\t%s\t%lld\n",
+					cv->roots[i].name, cv->roots[i].vol,
+					cv->roots[i].subpath, cv->roots[i].shown,
+					(long long)seqs[i - cv->nrw]);
+	return s;
+}
+
+/* The signature of what the call's read-only roots would show now. */
+static char *shared_sig_now(cof_turns *ts, const cof_turn *t, const cof_call_views *cv)
+{
+	int64_t seqs[COF_VIEW_ROOTS];
+	cof_err e = {0};
+
+	for (int i = cv->nrw; i < cv->n; i++) {
+		cof_view vw;
+		if (cof_view_open(ts->st, t->org, cv->roots[i].vol, NULL, &vw, &e)) {
+			cof_err_clear(&e);
+			return NULL;
+		}
+		seqs[i - cv->nrw] = vw.seq;
+	}
+	return shared_sig(t, cv, seqs);
+}
+
+static void shared_free(shared_ro *s)
+{
+	if (!s)
+		return;
+	cof_call_views_close(s->cv);
+	free(s->sig);
+	free(s);
+}
+
+/* Takes out of the list (under shared_mu) every kept view no call uses
+ * that is stale, idle too long, or past KEEP_MAX; returns them chained. */
+static shared_ro *shared_evictable(void)
+{
+	shared_ro *out = NULL, **pp = &shared_list;
+	int64_t now = cof_mono_ms();
+	int idle = 0;
+
+	while (*pp) {
+		shared_ro *s = *pp;
+		int unused = s->refs == 0;
+		idle += unused;
+		if (unused && (s->stale || now - s->used > KEEP_IDLE * 1000LL || idle > KEEP_MAX)) {
+			*pp = s->next;
+			s->next = out;
+			out = s;
+			continue;
+		}
+		pp = &s->next;
+	}
+	return out;
+}
+
+static void shared_free_all(shared_ro *s)
+{
+	while (s) {
+		shared_ro *next = s->next;
+		shared_free(s);
+		s = next;
+	}
+}
+
+/* A new kept view of the read-only roots the turn's agent has now, mounted
+ * at ROOT/views/keep-N/ro. NULL when it cannot be made. */
+static shared_ro *shared_make(cof_turns *ts, cof_turn *t)
+{
+	shared_ro *s = cof_calloc(1, sizeof *s);
+	cof_call_views *cv = s ? cof_calloc(1, sizeof *cv) : NULL;
+	int64_t seqs[COF_VIEW_ROOTS];
+	cof_err e = {0};
+
+	if (!cv || cof_agent_load(ts->st, t->org, t->agent, &cv->a, &e)) {
+		cof_err_clear(&e);
+		free(cv);
+		free(s);
+		return NULL;
+	}
+	s->cv = cv;
+	s->ts = ts;
+	snprintf(s->turn, sizeof s->turn, "%s", t->id);
+	for (size_t i = 0; i < cv->a.nmounts && cv->n < COF_VIEW_ROOTS - 1; i++)
+		root_add(cv, &cv->a.mounts[i], NULL);
+	roots_order(cv);
+	pthread_mutex_lock(&shared_mu);
+	uint64_t k = ++shared_next;
+	pthread_mutex_unlock(&shared_mu);
+	snprintf(cv->dir, sizeof cv->dir, "%s/views/keep-%llu", ts->root, (unsigned long long)k);
+	if (cv->nrw == cv->n || mkdir(cv->dir, 0755) ||
+	    view_mount(ts, t, cv, cv->nrw, cv->n, "ro", &cv->ro, &e)) {
+		cof_err_clear(&e);
+		shared_free(s);
+		return NULL;
+	}
+	for (int i = cv->nrw; i < cv->n; i++)
+		seqs[i - cv->nrw] = cof_view_seq(cv->ro, i - cv->nrw);
+	if (!(s->sig = shared_sig(t, cv, seqs))) {
+		shared_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Where the kept view of cv is mounted. */
+static const char *shared_dir(const cof_call_views *cv)
+{
+	static __thread char p[PATH_MAX + 80];
+
+	snprintf(p, sizeof p, "%s/ro", cv->shared->cv->dir);
+	return p;
+}
+
+/* Gives the call the turn's kept view of its read-only roots (made if none
+ * shows what the call would see now): cv->shared, else nothing (the call
+ * then mounts a view of its own). As root the view is bound at DIR/ro,
+ * where the call's child takes its folder from. */
+static void shared_use(cof_turns *ts, cof_turn *t, cof_call_views *cv)
+{
+	char *want = shared_sig_now(ts, t, cv);
+	shared_ro *s, *made = NULL, *gone;
+	char p[PATH_MAX + 80];
+
+	if (!want)
+		return;
+	pthread_mutex_lock(&shared_mu);
+	for (s = shared_list; s; s = s->next)
+		if (s->ts == ts && !s->stale && !strcmp(s->sig, want))
+			break;
+	if (s)
+		s->refs++;
+	pthread_mutex_unlock(&shared_mu);
+	if (!s && (made = shared_make(ts, t)) != NULL) {
+		pthread_mutex_lock(&shared_mu);
+		/* it replaces the turn's older views: they end once unused */
+		for (shared_ro *o = shared_list; o; o = o->next)
+			if (o->ts == ts && !strcmp(o->turn, t->id))
+				o->stale = 1;
+		made->next = shared_list;
+		shared_list = made;
+		if (!strcmp(made->sig, want)) { /* else the agent changed meanwhile */
+			s = made;
+			s->refs++;
+		}
+		made->used = cof_mono_ms();
+		gone = shared_evictable();
+		pthread_mutex_unlock(&shared_mu);
+		shared_free_all(gone);
+	}
+	free(want);
+	if (!s)
+		return;
+	cv->shared = s;
+	if (!ts->root_user)
+		return;
+	snprintf(p, sizeof p, "%s/ro", cv->dir);
+	if (mkdir(p, 0755) || mount(shared_dir(cv), p, NULL, MS_BIND, NULL)) {
+		rmdir(p);
+		cv->shared = NULL;
+		pthread_mutex_lock(&shared_mu);
+		s->refs--;
+		pthread_mutex_unlock(&shared_mu);
+		return;
+	}
+	cv->ro_bound = 1;
+}
+
+/* The call lets go of its kept view (at close). */
+static void shared_done(cof_call_views *cv)
+{
+	char p[PATH_MAX + 80];
+	shared_ro *gone;
+
+	if (!cv->shared)
+		return;
+	if (cv->ro_bound) {
+		snprintf(p, sizeof p, "%s/ro", cv->dir);
+		umount2(p, MNT_DETACH);
+		cv->ro_bound = 0;
+	}
+	pthread_mutex_lock(&shared_mu);
+	cv->shared->refs--;
+	cv->shared->used = cof_mono_ms();
+	cv->shared = NULL;
+	gone = shared_evictable();
+	pthread_mutex_unlock(&shared_mu);
+	shared_free_all(gone);
+}
+
+void cof_call_views_turn_end(cof_turns *ts, const cof_turn *t)
+{
+	shared_ro *gone;
+
+	pthread_mutex_lock(&shared_mu);
+	for (shared_ro *s = shared_list; s; s = s->next)
+		if (s->ts == ts && (!t || !strcmp(s->turn, t->id)))
+			s->stale = 1;
+	gone = shared_evictable();
+	pthread_mutex_unlock(&shared_mu);
+	shared_free_all(gone);
+}
+
 int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_views **out,
 			cof_err *err)
 {
@@ -177,8 +436,11 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 		cof_call_views_close(cv);
 		return -1;
 	}
+	if (cv->nrw < cv->n)
+		shared_use(ts, t, cv);
 	if ((cv->nrw > 0 && view_mount(ts, t, cv, 0, cv->nrw, "rw", &cv->vfs, err)) ||
-	    (cv->nrw < cv->n && view_mount(ts, t, cv, cv->nrw, cv->n, "ro", &cv->ro, err))) {
+	    (cv->nrw < cv->n && !cv->shared &&
+	     view_mount(ts, t, cv, cv->nrw, cv->n, "ro", &cv->ro, err))) {
 		cof_call_views_close(cv);
 		return -1;
 	}
@@ -190,7 +452,7 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 {
 	int n = 0;
 
-	if (!cv || (!cv->vfs && !cv->ro))
+	if (!cv || (!cv->vfs && !cv->ro && !cv->shared))
 		return 0;
 	/* parents before children: "/data" is bound before "/data/x" */
 	for (size_t len = 1; len <= COF_AGENT_PATH_MAX && n < cv->n; len++)
@@ -203,6 +465,10 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 			snprintf(b[n].src, sizeof b[n].src, "%s/%s/%s",
 				 ts->root_user ? COF_VIEW_INNER : cv->dir,
 				 i < cv->nrw ? "rw" : "ro", cv->roots[i].name);
+			/* without root the kept view is bound from where it is */
+			if (i >= cv->nrw && cv->shared && !cv->ro_bound)
+				snprintf(b[n].src, sizeof b[n].src, "%s/%s", shared_dir(cv),
+					 cv->roots[i].name);
 			b[n].dst = cv->roots[i].shown;
 			b[n].ro = !cv->roots[i].rw;
 			n++;
@@ -212,7 +478,7 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 
 const char *cof_call_views_dir(const cof_call_views *cv)
 {
-	return cv && (cv->vfs || cv->ro) ? cv->dir : NULL;
+	return cv && (cv->vfs || cv->ro || cv->shared) ? cv->dir : NULL;
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
@@ -252,7 +518,7 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 	char cdir[PATH_MAX + 80];
 	int cfd;
 
-	if (!cv || (!cv->vfs && !cv->ro))
+	if (!cv || (!cv->vfs && !cv->ro && !cv->shared))
 		return;
 	cof_view_detach(cv->ro);
 	cof_view_detach(cv->vfs);
@@ -321,6 +587,7 @@ void cof_call_views_close(cof_call_views *cv)
 
 	cof_view_unmount(cv->vfs);
 	cof_view_unmount(cv->ro);
+	shared_done(cv);
 	if (cv->layer[0])
 		rmdir(cv->layer);
 	if (cv->dir[0]) {
