@@ -164,8 +164,9 @@ int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
 	return 0;
 }
 
-/* The attributes of an open file removed meanwhile (fstat by handle):
- * its layer file's, the only bytes it still has. */
+/* The attributes of an open file removed meanwhile, asked by handle (the
+ * kernel does before reading it; libfuse then has no path for it): its
+ * layer file's, the only bytes it still has. */
 static int getattr_fh(cof_vfs *v, const vfile *f, struct stat *st)
 {
 	struct stat lb;
