@@ -292,9 +292,10 @@ static int open_read(cof_vfs *v, int r, const char *rel, vfile *f)
  * a handle, by path: each serving thread keeps the bytes of the last
  * volume file it read open, so a large file read sequentially opens its
  * content once per thread, not once per read; a path the layer holds is
- * read from (and written to) its layer file. A file made by create keeps
- * its handle (create is not open). `coffer mount` read-write keeps its
- * opens: a close lands a version. */
+ * read from (and written to) its layer file. A file made by create gets
+ * no handle either (the kernel would send no RELEASE for it), so a file
+ * removed while open has no bytes left to read or write (ENOENT).
+ * `coffer mount` read-write keeps its opens: a close lands a version. */
 
 typedef struct nofh {
 	uint64_t view;          /* cof_vfs.id the bytes belong to */
@@ -480,6 +481,15 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	n->sha[0] = '\0';
 	n->size = 0;
 	pthread_mutex_unlock(&v->mu);
+	if (no_open(v)) {
+		/* with no OPEN the kernel sends no RELEASE either, also for
+		 * what create opened: a handle here would never be freed, so
+		 * the file is written by path like any other */
+		close(fd);
+		free(f);
+		fi->fh = 0;
+		return 0;
+	}
 	f->fd = fd;
 	f->n = n;
 	f->wrote = 1;

