@@ -197,6 +197,27 @@ def test_mount_editor_save_is_one_version_and_conflict_is_eio(srv):
         m.end()
 
 
+def test_mount_file_removed_while_open_keeps_its_handle(srv):
+    # `coffer mount` read-write keeps its opens: a file removed while open is
+    # still written and read through its handle, and the kernel's attribute
+    # check by handle (libfuse gives no path for it) once crashed the mount
+    vid = srv.create_volume()["id"]
+    m = Mount(srv, vid)
+    try:
+        with open(m.path("tmp"), "w+") as g:
+            os.unlink(m.path("tmp"))
+            g.write("gone")
+            g.flush()
+            g.seek(0)
+            eq(g.read(), "gone", "read back through the handle")
+        with open(m.path("after.txt"), "w") as f:
+            f.write("alive")
+        eq(srv.get_file(vid, "after.txt").body, b"alive", "the mount still serves")
+        eq(srv.get_file(vid, "tmp").status, 404, "the removed file is not stored")
+    finally:
+        m.end()
+
+
 # ---------------------------------------------------------------- calls
 
 
