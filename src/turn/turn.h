@@ -310,6 +310,9 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 			const char *run, json_t *answer, json_t *notes);
 /* Unmounts the view, removes its layer, frees `cv`. NULL is fine. */
 void cof_call_views_close(cof_call_views *cv);
+/* Ends the read-only views kept for the next call of turn `t` (NULL: of
+ * every turn of ts) once no call uses them. */
+void cof_call_views_turn_end(cof_turns *ts, const cof_turn *t);
 
 /* Kills the sandbox's pid 1 (and with it every process of the call) by the
  * pidfd taken from bwrap's --info-fd: what ends a call whose bwrap was killed

@@ -164,6 +164,7 @@ static void end_turn(cof_turns *ts, cof_turn *t)
 	if (!ts->stop) /* a stopping cofferd ends no turn: it comes back at start */
 		cof_turn_record_save(ts, t);
 	cof_turn_kill_calls(ts, t);
+	cof_call_views_turn_end(ts, t);
 	pthread_cond_broadcast(&ts->cv);
 }
 
@@ -306,6 +307,7 @@ void cof_turns_close(cof_turns *ts)
 	}
 	/* a view whose call was still ending (its request not drained) would
 	 * stay mounted after we exit: none is left behind */
+	cof_call_views_turn_end(ts, NULL);
 	char views[PATH_MAX + 16];
 	snprintf(views, sizeof views, "%s/views", ts->root);
 	cof_view_sweep(views);

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
 #include "store/store.h"
@@ -40,6 +42,12 @@ struct cof_call_views {
 	int nrw;                        /* roots[0..nrw) are read-write: vfs */
 	cof_vfs *vfs;                   /* the read-write roots, at DIR/rw */
 	cof_vfs *ro;                    /* the read-only roots, at DIR/ro */
+	struct shared_ro *shared;       /* or: the turn's kept view of them */
+	struct shared_ro *kept;         /* the turn's kept view of the rw roots
+					   (then vfs is its view, bound) */
+	int keep_rw;                    /* vfs was left untouched: keep it */
+	const cof_turns *ts;
+	char turn[64];
 	char dir[PATH_MAX + 64];        /* ROOT/views/CALL */
 	char layer[PATH_MAX + 160];     /* ROOT/layers/TURN/CALL */
 	char call[40];
@@ -140,6 +148,353 @@ static void roots_order(cof_call_views *cv)
 	}
 }
 
+/* ------------------------------------------------ a turn's kept views
+ *
+ * A call's views never change under it (each root at one seq), but each
+ * call mounting its own started cold: the kernel's page cache, dentries and
+ * attributes belong to one FUSE mount, so every call's first `grep -r` paid
+ * a READ round trip per file. So a view is kept for the next call of the
+ * same turn, and used by it only while it shows exactly what that call
+ * would see: the same agent mounts (names, volumes, subpaths, paths), the
+ * same exclusions, and every volume still at the seq the view reads (each
+ * call reads at the seq it began: a volume that moved gets a new view).
+ * Two kinds, within one turn only (one uid: attributes the kernel caches
+ * name the caller's uid):
+ *  - the read-only roots' view, shared by the turn's calls at once;
+ *  - the read-write roots' view, kept only when its call left its layer
+ *    untouched (nothing written, removed, made or renamed: then it shows
+ *    its seqs exactly, as a new view would), and used by one call at a
+ *    time: a call never sees another call's layer. A call that writes
+ *    lands its layer as before and its view ends with it.
+ * A kept view ends when its turn ends, when a newer one of its kind and
+ * turn replaces it, or when unused for KEEP_IDLE seconds or past KEEP_MAX
+ * unused ones. */
+
+#define KEEP_IDLE 600
+#define KEEP_MAX 16
+
+typedef struct shared_ro {
+	struct shared_ro *next;
+	const cof_turns *ts;
+	char turn[64];
+	int rw;                 /* the read-write roots' view (cv->vfs), else
+				   the read-only roots' (cv->ro) */
+	char *sig;              /* what it shows (shared_sig) */
+	cof_call_views *cv;     /* its own agent, roots, view, folders */
+	int refs, stale;
+	int64_t used;           /* cof_mono_ms() when last let go */
+} shared_ro;
+
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static shared_ro *shared_list;
+static uint64_t shared_next;
+
+/* What roots [from, to) of cv show, as one string: the turn, the
+ * exclusions, and each root's name, volume, subpath, path, mode and seq
+ * (seqs[k] for root from + k). Owned; NULL when out of memory. */
+static char *shared_sig(const char *turn, const cof_call_views *cv, int from, int to,
+			const int64_t *seqs)
+{
+	json_t *ex = json_object_get(cv->a.settings, "exclude");
+	char *exs = ex ? json_dumps(ex, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+	size_t cap = 256 + (exs ? strlen(exs) : 0) + (size_t)cv->n * 9000, len;
+	char *s = malloc(cap);
+
+	if (!s) {
+		free(exs);
+		return NULL;
+	}
+	len = (size_t)snprintf(s, cap, "%s\n%s\n%d\n%s\n", turn, cv->a.id,
+			       cof_json_bool(cv->a.settings, "defaultExclusions", 1),
+			       exs ? exs : "");
+	free(exs);
+	for (int i = from; i < to && len < cap; i++)
+		len += (size_t)snprintf(s + len, cap - len, "%s\t%s\t%s\t%s\t%d%d\t%lld\n",
+					cv->roots[i].name, cv->roots[i].vol,
+					cv->roots[i].subpath, cv->roots[i].shown,
+					cv->roots[i].rw, cv->roots[i].ro_tops != NULL,
+					(long long)seqs[i - from]);
+	return s;
+}
+
+/* The signature of what roots [from, to) of the call would show now. */
+static char *shared_sig_now(cof_turns *ts, const cof_turn *t, const cof_call_views *cv,
+			    int from, int to)
+{
+	int64_t seqs[COF_VIEW_ROOTS];
+	cof_err e = {0};
+
+	for (int i = from; i < to; i++) {
+		cof_view vw;
+		if (cof_view_open(ts->st, t->org, cv->roots[i].vol, NULL, &vw, &e)) {
+			cof_err_clear(&e);
+			return NULL;
+		}
+		seqs[i - from] = vw.seq;
+	}
+	return shared_sig(t->id, cv, from, to, seqs);
+}
+
+/* The signature of what a mounted view of roots [from, to) of cv shows. */
+static char *shared_sig_of(const char *turn, const cof_call_views *cv, const cof_vfs *vfs,
+			   int from, int to)
+{
+	int64_t seqs[COF_VIEW_ROOTS];
+
+	for (int i = from; i < to; i++)
+		seqs[i - from] = cof_view_seq(vfs, i - from);
+	return shared_sig(turn, cv, from, to, seqs);
+}
+
+static void shared_free(shared_ro *s)
+{
+	if (!s)
+		return;
+	cof_call_views_close(s->cv);
+	free(s->sig);
+	free(s);
+}
+
+/* Takes out of the list (under shared_mu) every kept view no call uses
+ * that is stale, idle too long, or past KEEP_MAX; returns them chained. */
+static shared_ro *shared_evictable(void)
+{
+	shared_ro *out = NULL, **pp = &shared_list;
+	int64_t now = cof_mono_ms();
+	int idle = 0;
+
+	while (*pp) {
+		shared_ro *s = *pp;
+		int unused = s->refs == 0;
+		idle += unused;
+		if (unused && (s->stale || now - s->used > KEEP_IDLE * 1000LL || idle > KEEP_MAX)) {
+			*pp = s->next;
+			s->next = out;
+			out = s;
+			continue;
+		}
+		pp = &s->next;
+	}
+	return out;
+}
+
+static void shared_free_all(shared_ro *s)
+{
+	while (s) {
+		shared_ro *next = s->next;
+		shared_free(s);
+		s = next;
+	}
+}
+
+/* Adds s to the list, in use once (refs) or not, replacing the older views
+ * of its kind and turn; ends what may end. */
+static void shared_insert(shared_ro *s, int refs)
+{
+	shared_ro *gone;
+
+	pthread_mutex_lock(&shared_mu);
+	for (shared_ro *o = shared_list; o; o = o->next)
+		if (o->ts == s->ts && o->rw == s->rw && !strcmp(o->turn, s->turn))
+			o->stale = 1;
+	s->refs = refs;
+	s->used = cof_mono_ms();
+	s->next = shared_list;
+	shared_list = s;
+	gone = shared_evictable();
+	pthread_mutex_unlock(&shared_mu);
+	shared_free_all(gone);
+}
+
+/* The kept view of its kind showing `want` that the call may use (the
+ * read-write one only when no call uses it), its refs taken; or NULL. */
+static shared_ro *shared_find(const cof_turns *ts, int rw, const char *want)
+{
+	shared_ro *s;
+
+	pthread_mutex_lock(&shared_mu);
+	for (s = shared_list; s; s = s->next)
+		if (s->ts == ts && s->rw == rw && !s->stale && !strcmp(s->sig, want) &&
+		    (!rw || s->refs == 0))
+			break;
+	if (s)
+		s->refs++;
+	pthread_mutex_unlock(&shared_mu);
+	return s;
+}
+
+/* Lets go of s; `end`: it must end (its view changed). */
+static void shared_put(shared_ro *s, int end)
+{
+	shared_ro *gone;
+
+	pthread_mutex_lock(&shared_mu);
+	s->refs--;
+	s->used = cof_mono_ms();
+	s->stale |= end;
+	gone = shared_evictable();
+	pthread_mutex_unlock(&shared_mu);
+	shared_free_all(gone);
+}
+
+/* A new kept view of the read-only roots the turn's agent has now, mounted
+ * at ROOT/views/keep-N/ro. NULL when it cannot be made. */
+static shared_ro *shared_make(cof_turns *ts, cof_turn *t)
+{
+	shared_ro *s = cof_calloc(1, sizeof *s);
+	cof_call_views *cv = s ? cof_calloc(1, sizeof *cv) : NULL;
+	cof_err e = {0};
+
+	if (!cv || cof_agent_load(ts->st, t->org, t->agent, &cv->a, &e)) {
+		cof_err_clear(&e);
+		free(cv);
+		free(s);
+		return NULL;
+	}
+	s->cv = cv;
+	s->ts = ts;
+	snprintf(s->turn, sizeof s->turn, "%s", t->id);
+	for (size_t i = 0; i < cv->a.nmounts && cv->n < COF_VIEW_ROOTS - 1; i++)
+		root_add(cv, &cv->a.mounts[i], NULL);
+	roots_order(cv);
+	pthread_mutex_lock(&shared_mu);
+	uint64_t k = ++shared_next;
+	pthread_mutex_unlock(&shared_mu);
+	snprintf(cv->dir, sizeof cv->dir, "%s/views/keep-%llu", ts->root, (unsigned long long)k);
+	if (cv->nrw == cv->n || mkdir(cv->dir, 0755) ||
+	    view_mount(ts, t, cv, cv->nrw, cv->n, "ro", &cv->ro, &e) ||
+	    !(s->sig = shared_sig_of(t->id, cv, cv->ro, cv->nrw, cv->n))) {
+		cof_err_clear(&e);
+		shared_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Where kept view s is mounted ("ro" or "rw" under its folder). */
+static const char *shared_dir(const shared_ro *s)
+{
+	static __thread char p[PATH_MAX + 80];
+
+	snprintf(p, sizeof p, "%s/%s", s->cv->dir, s->rw ? "rw" : "ro");
+	return p;
+}
+
+/* As root, binds kept view s at DIR/sub of the call, where the call's
+ * child takes its folder from (without root bwrap binds it from where it
+ * is). 0, or -1. */
+static int shared_bind(const cof_turns *ts, cof_call_views *cv, const shared_ro *s,
+		       const char *sub)
+{
+	char p[PATH_MAX + 80];
+
+	if (!ts->root_user)
+		return 0;
+	snprintf(p, sizeof p, "%s/%s", cv->dir, sub);
+	if (mkdir(p, 0755) || mount(shared_dir(s), p, NULL, MS_BIND, NULL)) {
+		rmdir(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* Gives the call the turn's kept views of its roots where one shows what
+ * the call would see now (cv->shared, cv->kept), making the read-only one
+ * if none does; what it does not get, the call mounts as before. */
+static void shared_use(cof_turns *ts, cof_turn *t, cof_call_views *cv)
+{
+	char *want;
+	shared_ro *s;
+
+	if (cv->nrw > 0 && (want = shared_sig_now(ts, t, cv, 0, cv->nrw)) != NULL) {
+		if ((s = shared_find(ts, 1, want)) != NULL) {
+			if (shared_bind(ts, cv, s, "rw"))
+				shared_put(s, 0);
+			else {
+				cv->kept = s;
+				cv->vfs = s->cv->vfs;
+			}
+		}
+		free(want);
+	}
+	if (cv->nrw == cv->n || !(want = shared_sig_now(ts, t, cv, cv->nrw, cv->n)))
+		return;
+	if (!(s = shared_find(ts, 0, want)) && (s = shared_make(ts, t)) != NULL) {
+		int same = !strcmp(s->sig, want); /* else the agent changed meanwhile */
+		shared_insert(s, same);
+		if (!same)
+			s = NULL;
+	}
+	free(want);
+	if (!s)
+		return;
+	if (shared_bind(ts, cv, s, "ro"))
+		shared_put(s, 0);
+	else
+		cv->shared = s;
+}
+
+/* Unbinds DIR/sub of the call (as root). */
+static void shared_unbind(const cof_call_views *cv, const char *sub)
+{
+	char p[PATH_MAX + 80];
+
+	if (!cv->ts->root_user)
+		return;
+	snprintf(p, sizeof p, "%s/%s", cv->dir, sub);
+	umount2(p, MNT_DETACH);
+}
+
+/* At close: the call lets go of the kept views it used and, when its own
+ * read-write view is left untouched (cv->keep_rw), hands it over to be
+ * kept. 1 when cv itself was handed over (the caller must not free it). */
+static int shared_done(cof_call_views *cv)
+{
+	shared_ro *s;
+
+	if (cv->shared) {
+		shared_unbind(cv, "ro");
+		shared_put(cv->shared, 0);
+		cv->shared = NULL;
+	}
+	if (cv->kept) {
+		shared_unbind(cv, "rw");
+		shared_put(cv->kept, !cv->keep_rw);
+		cv->kept = NULL;
+		cv->vfs = NULL; /* the kept view's, not ours */
+		return 0;
+	}
+	if (!cv->keep_rw || !cv->vfs || !(s = cof_calloc(1, sizeof *s)))
+		return 0;
+	cv->keep_rw = 0;
+	s->rw = 1;
+	s->ts = cv->ts;
+	snprintf(s->turn, sizeof s->turn, "%s", cv->turn);
+	if (!(s->sig = shared_sig_of(cv->turn, cv, cv->vfs, 0, cv->nrw))) {
+		free(s);
+		return 0;
+	}
+	/* what is not the read-write view ends now */
+	cof_view_unmount(cv->ro);
+	cv->ro = NULL;
+	s->cv = cv;
+	shared_insert(s, 0);
+	return 1;
+}
+
+void cof_call_views_turn_end(cof_turns *ts, const cof_turn *t)
+{
+	shared_ro *gone;
+
+	pthread_mutex_lock(&shared_mu);
+	for (shared_ro *s = shared_list; s; s = s->next)
+		if (s->ts == ts && (!t || !strcmp(s->turn, t->id)))
+			s->stale = 1;
+	gone = shared_evictable();
+	pthread_mutex_unlock(&shared_mu);
+	shared_free_all(gone);
+}
+
 int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_views **out,
 			cof_err *err)
 {
@@ -177,8 +532,13 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 		cof_call_views_close(cv);
 		return -1;
 	}
-	if ((cv->nrw > 0 && view_mount(ts, t, cv, 0, cv->nrw, "rw", &cv->vfs, err)) ||
-	    (cv->nrw < cv->n && view_mount(ts, t, cv, cv->nrw, cv->n, "ro", &cv->ro, err))) {
+	cv->ts = ts;
+	snprintf(cv->turn, sizeof cv->turn, "%s", t->id);
+	shared_use(ts, t, cv);
+	if ((cv->nrw > 0 && !cv->vfs &&
+	     view_mount(ts, t, cv, 0, cv->nrw, "rw", &cv->vfs, err)) ||
+	    (cv->nrw < cv->n && !cv->shared &&
+	     view_mount(ts, t, cv, cv->nrw, cv->n, "ro", &cv->ro, err))) {
 		cof_call_views_close(cv);
 		return -1;
 	}
@@ -190,7 +550,7 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 {
 	int n = 0;
 
-	if (!cv || (!cv->vfs && !cv->ro))
+	if (!cv || (!cv->vfs && !cv->ro && !cv->shared))
 		return 0;
 	/* parents before children: "/data" is bound before "/data/x" */
 	for (size_t len = 1; len <= COF_AGENT_PATH_MAX && n < cv->n; len++)
@@ -203,6 +563,11 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 			snprintf(b[n].src, sizeof b[n].src, "%s/%s/%s",
 				 ts->root_user ? COF_VIEW_INNER : cv->dir,
 				 i < cv->nrw ? "rw" : "ro", cv->roots[i].name);
+			/* without root a kept view is bound from where it is */
+			const shared_ro *k = i < cv->nrw ? cv->kept : cv->shared;
+			if (k && !ts->root_user)
+				snprintf(b[n].src, sizeof b[n].src, "%s/%s", shared_dir(k),
+					 cv->roots[i].name);
 			b[n].dst = cv->roots[i].shown;
 			b[n].ro = !cv->roots[i].rw;
 			n++;
@@ -212,7 +577,7 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 
 const char *cof_call_views_dir(const cof_call_views *cv)
 {
-	return cv && (cv->vfs || cv->ro) ? cv->dir : NULL;
+	return cv && (cv->vfs || cv->ro || cv->shared) ? cv->dir : NULL;
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
@@ -252,11 +617,15 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 	char cdir[PATH_MAX + 80];
 	int cfd;
 
-	if (!cv || (!cv->vfs && !cv->ro))
+	if (!cv || (!cv->vfs && !cv->ro && !cv->shared))
 		return;
 	cof_view_detach(cv->ro);
-	cof_view_detach(cv->vfs);
-	if (!cv->vfs) { /* only read-only mounts: nothing to land */
+	/* a read-write view its call left untouched lands nothing and shows
+	 * its seqs exactly: it may serve the turn's next call (shared_done) */
+	cv->keep_rw = commit && cv->vfs && !ts->stop && cof_view_touched(cv->vfs) == 0;
+	if (!cv->keep_rw)
+		cof_view_detach(cv->vfs);
+	if (!cv->vfs || cv->keep_rw) { /* nothing to land */
 		if (commit)
 			json_object_set_new(answer, "committed", json_array());
 		return;
@@ -319,6 +688,8 @@ void cof_call_views_close(cof_call_views *cv)
 		return;
 	char p[PATH_MAX + 80];
 
+	if (shared_done(cv))
+		return; /* kept: its view lives on */
 	cof_view_unmount(cv->vfs);
 	cof_view_unmount(cv->ro);
 	if (cv->layer[0])

@@ -47,6 +47,16 @@ int64_t cof_view_seq(const cof_vfs *v, int i)
 	return v->roots[i].v.seq;
 }
 
+int64_t cof_view_touched(cof_vfs *v)
+{
+	int64_t n;
+
+	pthread_mutex_lock(&v->mu);
+	n = v->nnodes;
+	pthread_mutex_unlock(&v->mu);
+	return n;
+}
+
 /* Opens every root: its volume (and snapshot) at the seq the view reads. */
 static int roots_open(cof_vfs *v, cof_err *err)
 {

@@ -24,6 +24,8 @@
  * *root = -1 for the top of a view of several roots. 0 or -ENOENT. */
 int cof_vop_split(cof_vfs *v, const char *fp, int *root, const char **rel)
 {
+	if (!fp) /* libfuse's path of a file removed while open (by handle) */
+		return -ENOENT;
 	fp++; /* the leading '/' */
 	if (v->o.nroots == 1 && !v->roots[0].cfg.name[0]) {
 		*root = 0;
@@ -162,12 +164,27 @@ int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
 	return 0;
 }
 
+/* The attributes of an open file removed meanwhile, asked by handle (the
+ * kernel does before reading it; libfuse then has no path for it): its
+ * layer file's, the only bytes it still has. */
+static int getattr_fh(cof_vfs *v, const vfile *f, struct stat *st)
+{
+	struct stat lb;
+
+	if (f->fd < 0 || !f->n || fstat(f->fd, &lb))
+		return -ENOENT;
+	cof_vop_file_attr(v, f->n->root, lb.st_size, lb.st_mtime, f->n->mode, st);
+	return 0;
+}
+
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	VIEW(v);
 	const char *rel;
 	int r, k;
 
+	if (!path && fi && fi->fh)
+		return getattr_fh(v, (const vfile *)(uintptr_t)fi->fh, st);
 	if (cof_vop_split(v, path, &r, &rel))
 		return -ENOENT;
 	if (r < 0) {
@@ -265,13 +282,20 @@ static int open_read(cof_vfs *v, int r, const char *rel, vfile *f)
 
 /* ------------------------------------------------ opens that cost nothing
  *
- * A read-only view at a fixed seq answers no open: ENOSYS tells the kernel
- * to send neither OPEN nor RELEASE for any file of the connection from then
- * on, and to keep the page cache across opens (FOPEN_KEEP_CACHE), so a
- * warm `grep -r` or build reading 5,000 files makes no round trip to us
- * per file. Reads then come without a handle: each serving thread keeps the
- * bytes of the last file it read open, so a large file read sequentially
- * opens its content once per thread, not once per read. */
+ * A view at a fixed seq whose only writer is the kernel in front of it (a
+ * read-only view, or a call's: its layer is written only through this
+ * mount, and lands after the mount is detached) answers no open: ENOSYS
+ * tells the kernel to send neither OPEN nor RELEASE for any file of the
+ * connection from then on, and to keep the page cache across opens
+ * (FOPEN_KEEP_CACHE), so a warm `grep -r` or build reading 5,000 files
+ * makes no round trip to us per file. Reads and writes then come without
+ * a handle, by path: each serving thread keeps the bytes of the last
+ * volume file it read open, so a large file read sequentially opens its
+ * content once per thread, not once per read; a path the layer holds is
+ * read from (and written to) its layer file. A file made by create gets
+ * no handle either (the kernel would send no RELEASE for it), so a file
+ * removed while open has no bytes left to read or write (ENOENT).
+ * `coffer mount` read-write keeps its opens: a close lands a version. */
 
 typedef struct nofh {
 	uint64_t view;          /* cof_vfs.id the bytes belong to */
@@ -298,10 +322,36 @@ static void nofh_key_make(void)
 	pthread_key_create(&nofh_key, nofh_drop);
 }
 
-/* Whether this view serves reads with no open: read-only, at a seq. */
+/* Whether this view serves files with no open (see above). */
 static int no_open(const cof_vfs *v)
 {
-	return v->layer < 0 && !v->o.follow;
+	return !v->o.follow && (v->layer < 0 || v->o.way == COF_VIEW_CALL);
+}
+
+/* A read with no handle of a path the layer holds (a call's view): 0 with
+ * *got, 1 when the layer has no node there (the volume's bytes at the seq
+ * serve it), or -errno. */
+static int read_layer(cof_vfs *v, int r, const char *rel, char *buf, size_t size, off_t off,
+		      ssize_t *got)
+{
+	vfile f = {.fd = -1};
+	int rc;
+
+	if (v->layer < 0)
+		return 1;
+	pthread_mutex_lock(&v->mu);
+	vnode *n = cof_vnode_find(v, r, rel);
+	pthread_mutex_unlock(&v->mu);
+	if (!n)
+		return 1;
+	if ((rc = open_read(v, r, rel, &f)) != 0)
+		return rc == 1 ? -ENOENT : rc;
+	*got = f.fd >= 0 ? pread(f.fd, buf, size, off) : cof_vbytes_read(&f.b, buf, size, off);
+	rc = *got < 0 ? -errno : 0;
+	if (f.fd >= 0)
+		close(f.fd);
+	cof_vbytes_close(&f.b);
+	return rc;
 }
 
 /* A read of file `path` with no handle (see above). */
@@ -310,11 +360,13 @@ static int read_nofh(cof_vfs *v, const char *path, char *buf, size_t size, off_t
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	const char *rel;
 	nofh *c;
-	int r;
-	ssize_t n;
+	int r, k;
+	ssize_t n = 0;
 
 	if (cof_vop_split(v, path, &r, &rel) || r < 0)
 		return -ENOENT;
+	if ((k = read_layer(v, r, rel, buf, size, off, &n)) != 1)
+		return k < 0 ? k : (int)n;
 	pthread_once(&once, nofh_key_make);
 	c = pthread_getspecific(nofh_key);
 	if (!c || c->view != v->id || c->root != r || strcmp(c->rel, rel)) {
@@ -349,7 +401,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 
 	if (cof_vop_split(v, path, &r, &rel) || r < 0)
 		return r < 0 ? -EISDIR : -ENOENT;
-	if (!wr && no_open(v))
+	if (no_open(v))
 		return -ENOSYS; /* the kernel only opens what its lookup found */
 	if (wr && (rc = cof_vop_writable(v, r, rel)))
 		return rc;
@@ -429,6 +481,15 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	n->sha[0] = '\0';
 	n->size = 0;
 	pthread_mutex_unlock(&v->mu);
+	if (no_open(v)) {
+		/* with no OPEN the kernel sends no RELEASE either, also for
+		 * what create opened: a handle here would never be freed, so
+		 * the file is written by path like any other */
+		close(fd);
+		free(f);
+		fi->fh = 0;
+		return 0;
+	}
 	f->fd = fd;
 	f->n = n;
 	f->wrote = 1;
@@ -451,6 +512,38 @@ static int op_read(const char *path, char *buf, size_t size, off_t off,
 	return n < 0 ? -errno : (int)n;
 }
 
+/* A write with no handle (a call's view, see no_open): to the path's layer
+ * file, copied up from the volume first. */
+static int write_nofh(cof_vfs *v, const char *path, const char *buf, size_t size, off_t off)
+{
+	const char *rel;
+	vnode *n;
+	ssize_t k = -1;
+	int r, rc, fd = -1;
+
+	if (cof_vop_split(v, path, &r, &rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, r, rel)))
+		return rc;
+	if (cof_vop_hidden(v, r, rel, 0))
+		return -ENOENT;
+	if (off + (int64_t)size > v->roots[r].v.vol.ceiling)
+		return -EFBIG;
+	pthread_mutex_lock(&v->mu);
+	if ((n = file_for_write(v, r, rel, 0, &rc)) != NULL &&
+	    (fd = cof_layer_open(v, n->lid, O_WRONLY)) < 0)
+		rc = -errno;
+	if (fd >= 0) {
+		k = pwrite(fd, buf, size, off);
+		rc = k < 0 ? -errno : 0;
+		close(fd);
+		n->dirty = 1;
+		n->mtime = cof_now();
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rc ? rc : (int)k;
+}
+
 static int op_write(const char *path, const char *buf, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -458,6 +551,8 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 	vfile *f = (vfile *)(uintptr_t)fi->fh;
 	ssize_t n;
 
+	if (!f && no_open(v) && v->layer >= 0)
+		return write_nofh(v, path, buf, size, off);
 	if (!f || !f->n)
 		return -EBADF; /* no handle: a read-only view (see no_open) */
 	/* no file may outgrow its volume's ceiling (a sparse one included:
@@ -643,6 +738,9 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	}
+	/* with no OPEN, an O_TRUNC must come as a truncate (setattr) */
+	if (no_open(v))
+		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	cfg->entry_timeout = t;
 	cfg->attr_timeout = t;
 	cfg->negative_timeout = t;

@@ -75,6 +75,9 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 int cof_view_start(cof_vfs *v, cof_err *err);
 /* The seq root `i` is read at. */
 int64_t cof_view_seq(const cof_vfs *v, int i);
+/* How many paths the view's layer holds (written, removed, made, renamed,
+ * chmod-ed): 0 = the view still shows its roots exactly at their seqs. */
+int64_t cof_view_touched(cof_vfs *v);
 /* Serves the view in the calling thread until it is unmounted from outside
  * (fusermount3 -u) or cof_view_stop is called; for `coffer mount`. */
 int cof_view_serve(cof_vfs *v);

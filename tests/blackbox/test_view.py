@@ -9,7 +9,16 @@ import time
 
 import harness
 from harness import check, contains, eq, expect
-from turnlib import call, new_id, new_turn, ok
+from turnlib import call, new_id, ok
+from turnlib import new_turn as _new_turn
+
+TURNS = []  # every turn made here: test_zz ends them, then nothing is left mounted
+
+
+def new_turn(srv, aid=None, **kw):
+    t = _new_turn(srv, aid, **kw)
+    TURNS.append(t["id"])
+    return t
 
 TIMEOUT = 90
 
@@ -184,6 +193,27 @@ def test_mount_editor_save_is_one_version_and_conflict_is_eio(srv):
         except OSError as e:
             eq(e.errno, 5, "errno of a conflicting close (EIO)")
         eq(srv.get_file(vid, "notes.md").body, b"the other side", "the other side's bytes stay")
+    finally:
+        m.end()
+
+
+def test_mount_file_removed_while_open_keeps_its_handle(srv):
+    # `coffer mount` read-write keeps its opens: a file removed while open is
+    # still written and read through its handle, and the kernel's attribute
+    # check by handle (libfuse gives no path for it) once crashed the mount
+    vid = srv.create_volume()["id"]
+    m = Mount(srv, vid)
+    try:
+        with open(m.path("tmp"), "w+") as g:
+            os.unlink(m.path("tmp"))
+            g.write("gone")
+            g.flush()
+            g.seek(0)
+            eq(g.read(), "gone", "read back through the handle")
+        with open(m.path("after.txt"), "w") as f:
+            f.write("alive")
+        eq(srv.get_file(vid, "after.txt").body, b"alive", "the mount still serves")
+        eq(srv.get_file(vid, "tmp").status, 404, "the removed file is not stored")
     finally:
         m.end()
 
@@ -547,7 +577,131 @@ def test_call_cannot_make_a_name_no_volume_can_hold(srv):
 
 
 
+def _views(srv):
+    """The views of srv mounted now."""
+    with open("/proc/self/mounts") as f:
+        return [l.split()[1] for l in f if " fuse.coffer " in l and srv.data in l]
+
+
+def _kept(srv):
+    """The turns' kept read-only views mounted now (src/turn/views.c)."""
+    return [p for p in _views(srv) if "/views/keep-" in p]
+
+
+def test_read_only_view_kept_for_the_next_call_while_it_shows_the_same(srv):
+    # the next call of a turn reuses its read-only view (one mount, its page
+    # cache warm) only while that view shows what the call would see: a new
+    # seq of the volume, a new exclusion or a new mount set gets a new view,
+    # the replaced one ends, and the turn's end ends what is kept
+    _fuse_ok(srv)
+    docs = srv.create_volume()["id"]
+    srv.put_ok(docs, "a.md", b"one\n")
+    srv.put_ok(docs, "secret.md", b"s\n")
+    mounts = [{"workspace": True}, {"volumeId": docs, "path": "/docs", "mode": "ro"}]
+    aid, ws = _agent(srv, mounts=mounts)
+    t = new_turn(srv, aid)
+    before = set(_kept(srv))
+    eq(ok(srv, t["id"], "cat /docs/a.md")["stdout"], "one\n", "first call")
+    kept = set(_kept(srv)) - before
+    eq(len(kept), 1, "one view kept for the turn: %r" % kept)
+    eq(ok(srv, t["id"], "cat /docs/a.md")["stdout"], "one\n", "second call")
+    eq(set(_kept(srv)) - before, kept, "the same view served the second call")
+    # the volume moved: the next call reads at its new seq, in a new view
+    srv.put_ok(docs, "a.md", b"two\n")
+    eq(ok(srv, t["id"], "cat /docs/a.md")["stdout"], "two\n", "a call after a write")
+    now = set(_kept(srv)) - before
+    eq(len(now), 1, "the old view ended: %r" % now)
+    check(now != kept, "a new view for the new seq")
+    # a new exclusion applies from the next call
+    expect(srv.put("/v1/agents/%s" % aid, json={"mounts": mounts, "exclude": ["secret.md"]}),
+           200, 201)
+    out = ok(srv, t["id"], "ls /docs")
+    eq(out["stdout"].split(), ["a.md"], "the excluded file is gone from the next call")
+    # another turn of the agent has a view of its own
+    t2 = new_turn(srv, aid)
+    eq(ok(srv, t2["id"], "ls /docs")["stdout"].split(), ["a.md"], "the other turn")
+    eq(len(set(_kept(srv)) - before), 2, "one view kept per turn")
+    for tid in (t["id"], t2["id"]):
+        expect(srv.delete("/v1/turns/%s" % tid), 200, 204)
+    eq(set(_kept(srv)) - before, set(), "the turns' end ended their views")
+
+
+def test_call_writes_files_with_no_handle(srv):
+    # a call's read-write view answers no open either: writes, appends,
+    # truncations, O_TRUNC, mmap writes and renames keep their bytes; a file
+    # removed while open fails cleanly (once its read, an attribute check by
+    # handle with no path, crashed cofferd)
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    for i in range(4):
+        srv.put_ok(ws, "f%d.txt" % i, b"0123456789\n")
+    t = new_turn(srv, aid)
+    cmd = ("cd /workspace; printf abc > f0.txt; echo x >> f1.txt; truncate -s 2 f2.txt; "
+           "echo new > n.txt; echo more >> n.txt; mv n.txt m.txt; cat m.txt; "
+           "python3 -c '\nimport mmap, os\nf = open(\"f3.txt\", \"r+b\")\n"
+           "m = mmap.mmap(f.fileno(), 0)\nm[0:3] = b\"XYZ\"\nm.flush(); m.close(); f.close()\n"
+           "g = open(\"tmp\", \"w+\"); os.unlink(\"tmp\")\n"
+           "try:\n  g.write(\"gone\"); g.flush(); g.seek(0); print(g.read())\n"
+           "except OSError as e:\n  print(\"error\", e.errno)\n'; "
+           "cat f0.txt f3.txt")
+    out = ok(srv, t["id"], cmd)
+    eq(out["stdout"], "new\nmore\nerror 2\nabcXYZ3456789\n", "what the call read back "
+       "(a file removed while open has no bytes left: ENOENT)")
+    want = {"f0.txt": b"abc", "f1.txt": b"0123456789\nx\n", "f2.txt": b"01",
+            "f3.txt": b"XYZ3456789\n", "m.txt": b"new\nmore\n"}
+    for p, b in want.items():
+        eq(srv.get_file(ws, p).body, b, p)
+    eq(srv.get_file(ws, "tmp").status, 404, "the removed file is not stored")
+    eq(srv.get_file(ws, "n.txt").status, 404, "the renamed file is under its new name")
+
+
+def test_read_write_view_kept_only_while_untouched(srv):
+    # a call that leaves the read-write view untouched hands it to the next
+    # call (one call at a time); a call that writes lands its layer and its
+    # view ends; a volume that moved gets a new view
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    srv.put_ok(ws, "a.md", b"one\n")
+    t = new_turn(srv, aid)
+    before = set(_views(srv))
+    eq(ok(srv, t["id"], "cat /workspace/a.md")["stdout"], "one\n", "a reading call")
+    kept = set(_views(srv)) - before
+    eq(len(kept), 1, "its view kept: %r" % kept)
+    out = ok(srv, t["id"], "cat /workspace/a.md")
+    eq(out["committed"], [], "nothing to land")
+    eq(set(_views(srv)) - before, kept, "the next call used it")
+    seq = srv.seq(ws)
+    out = ok(srv, t["id"], "cat /workspace/a.md; echo two > /workspace/a.md")
+    eq(out["stdout"], "one\n", "read in the kept view")
+    eq([c["seq"] for c in out["committed"]], [seq + 1], "the write landed as one seq")
+    eq(set(_views(srv)) - before, set(), "the written view ended")
+    eq(ok(srv, t["id"], "cat /workspace/a.md")["stdout"], "two\n", "the next call")
+    kept = set(_views(srv)) - before
+    eq(len(kept), 1, "kept again: %r" % kept)
+    srv.put_ok(ws, "a.md", b"three\n")
+    eq(ok(srv, t["id"], "cat /workspace/a.md")["stdout"], "three\n",
+       "a write made between calls is seen")
+    check(set(_views(srv)) - before != kept, "by a new view")
+    eq(len(set(_views(srv)) - before), 1, "the old one ended")
+    # two calls at once: one may use the kept view, the other mounts its own
+    import threading
+    outs = []
+    th = [threading.Thread(target=lambda: outs.append(call(srv, t["id"], "cat /workspace/a.md; "
+                                                           "sleep 1; ls /workspace")))
+          for _ in range(2)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    eq(sorted(o["stdout"] for o in outs), ["three\na.md\n"] * 2, "both calls")
+    expect(srv.delete("/v1/turns/%s" % t["id"]), 200, 204)
+    eq(set(_views(srv)) - before, set(), "the turn's end ended its views")
+
+
 def test_zz_no_fuse_mount_left(srv):
+    # what a call mounts ends with it, or (a kept view) with its turn
+    for tid in TURNS:
+        srv.delete("/v1/turns/%s" % tid)
     with open("/proc/self/mounts") as f:
         left = [l for l in f if " fuse.coffer " in l and srv.data in l]
     eq(left, [], "views left mounted")
