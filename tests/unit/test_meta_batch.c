@@ -17,51 +17,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta.h"
+#include "meta_fx.h"
 
 #define THREADS 16
 #define CHANGES 24
 #define SHARED_MAX (THREADS * CHANGES + 1)
 
 static cof_meta *m;
-static char dir[] = "/tmp/coffer-batch-XXXXXX";
+static meta_fx fx;
 static char org[48];
-static int own_dir;
 static int64_t vno;
 static char fill[SHARED_MAX];
 
 static int setup(void **state)
 {
-	const char *url = getenv("COFFER_TEST_META_URL");
-	char file[128];
-	cof_err err = {0};
-
 	(void)state;
 	memset(fill, 'x', sizeof fill);
 	cof_id_new("org_", org, sizeof org);
-	if (!url || !*url) {
-		if (!mkdtemp(dir))
-			return -1;
-		own_dir = 1;
-		snprintf(file, sizeof file, "sqlite:%s/meta.db", dir);
-		url = file;
-	}
-	if (cof_meta_open(url, &m, &err)) {
-		fprintf(stderr, "cannot open %s: %s\n", url, err.msg);
+	if (meta_fx_open(&fx, &m))
 		return -1;
-	}
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[256];
-
 	(void)state;
-	cof_meta_close(m);
-	if (!own_dir)
-		return 0;
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	return system(cmd);
+	meta_fx_close(&fx, m);
+	return 0;
 }
 
 /* A sha256-looking name unique to this run for (t, j, n). */

@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "store/meta.h"
+#include "meta_fx.h"
 
 static cof_meta *m;
-static char dir[] = "/tmp/coffer-meta-XXXXXX";
+static meta_fx fx;
 static char org[48], org2[48];
-static int own_dir;
 
 /* A sha256-looking name for `content`, unique to this run (the org's random
  * part, then a hash of the content). */
@@ -39,37 +39,19 @@ static void sha_for(char out[65], const char *content)
 
 static int setup(void **state)
 {
-	const char *url = getenv("COFFER_TEST_META_URL");
-	char file[128];
-	cof_err err = {0};
-
 	(void)state;
 	cof_id_new("org_", org, sizeof org);
 	cof_id_new("org_", org2, sizeof org2);
-	if (!url || !*url) {
-		if (!mkdtemp(dir))
-			return -1;
-		own_dir = 1;
-		snprintf(file, sizeof file, "sqlite:%s/meta.db", dir);
-		url = file;
-	}
-	if (cof_meta_open(url, &m, &err)) {
-		fprintf(stderr, "cannot open %s: %s\n", url, err.msg);
+	if (meta_fx_open(&fx, &m))
 		return -1;
-	}
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[256];
-
 	(void)state;
-	cof_meta_close(m);
-	if (!own_dir)
-		return 0;
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	return system(cmd);
+	meta_fx_close(&fx, m);
+	return 0;
 }
 
 /* A new volume of `o` named `name`; returns its vno. */

@@ -18,11 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 #include "store/meta.h"
+#include "meta_fx.h"
 
 static cof_meta *m;
-static char dir[] = "/tmp/coffer-gcn-XXXXXX";
+static meta_fx fx;
 static char org[48];
-static int own_dir, is_pg;
+static int is_pg;
 
 /* A sha256-looking name unique to this run and `tag`. */
 static void sha_for(char out[65], const char *tag)
@@ -34,37 +35,18 @@ static void sha_for(char out[65], const char *tag)
 
 static int setup(void **state)
 {
-	const char *url = getenv("COFFER_TEST_META_URL");
-	char file[128];
-	cof_err err = {0};
-
 	(void)state;
 	cof_id_new("org_", org, sizeof org);
-	if (!url || !*url) {
-		if (!mkdtemp(dir))
-			return -1;
-		own_dir = 1;
-		snprintf(file, sizeof file, "sqlite:%s/meta.db", dir);
-		url = file;
-	}
-	if (cof_meta_open(url, &m, &err)) {
-		fprintf(stderr, "cannot open %s: %s\n", url, err.msg);
+	if (meta_fx_open(&fx, &m))
 		return -1;
-	}
 	is_pg = !strcmp(m->ops->name, "postgres");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	cof_meta_close(m);
-	if (own_dir) {
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-		return system(cmd) == 0 ? 0 : -1;
-	}
+	meta_fx_close(&fx, m);
 	return 0;
 }
 

@@ -21,10 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta.h"
+#include "meta_fx.h"
 
-static char dir[] = "/tmp/coffer-pin-XXXXXX";
-static char url[160];
-static int own_dir;
+static meta_fx fx;
 static char org[48];
 
 /* Opens the store under test. */
@@ -33,8 +32,8 @@ static cof_meta *open_meta(void)
 	cof_meta *m = NULL;
 	cof_err err = {0};
 
-	if (cof_meta_open(url, &m, &err)) {
-		fprintf(stderr, "cannot open %s: %s\n", url, err.msg);
+	if (cof_meta_open(fx.url, &m, &err)) {
+		fprintf(stderr, "cannot open %s: %s\n", fx.url, err.msg);
 		return NULL;
 	}
 	return m;
@@ -42,30 +41,16 @@ static cof_meta *open_meta(void)
 
 static int setup(void **state)
 {
-	const char *u = getenv("COFFER_TEST_META_URL");
-
 	(void)state;
 	cof_id_new("org_", org, sizeof org);
-	if (u && *u) {
-		snprintf(url, sizeof url, "%s", u);
-		return 0;
-	}
-	if (!mkdtemp(dir))
-		return -1;
-	own_dir = 1;
-	snprintf(url, sizeof url, "sqlite:%s/meta.db", dir);
-	return 0;
+	return meta_fx_url(&fx);
 }
 
 static int teardown(void **state)
 {
-	char cmd[256];
-
 	(void)state;
-	if (!own_dir)
-		return 0;
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	return system(cmd);
+	meta_fx_close(&fx, NULL);
+	return 0;
 }
 
 /* A new key row of this run's org, its hash (and so its id) unique to (tag). */

@@ -14,44 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta.h"
+#include "meta_fx.h"
 
 static cof_meta *m;
-static char dir[] = "/tmp/coffer-meta-XXXXXX";
+static meta_fx fx;
 static char run[32];
-static int own_dir;
 
 static int setup(void **state)
 {
-	const char *url = getenv("COFFER_TEST_META_URL");
-	char file[128];
-	cof_err err = {0};
 
 	(void)state;
 	cof_id_new("r", run, 12);
-	if (!url || !*url) {
-		if (!mkdtemp(dir))
-			return -1;
-		own_dir = 1;
-		snprintf(file, sizeof file, "sqlite:%s/meta.db", dir);
-		url = file;
-	}
-	if (cof_meta_open(url, &m, &err)) {
-		fprintf(stderr, "cannot open %s: %s\n", url, err.msg);
+	if (meta_fx_open(&fx, &m))
 		return -1;
-	}
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[256];
-
 	(void)state;
-	cof_meta_close(m);
-	if (!own_dir)
-		return 0;
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	return system(cmd);
+	meta_fx_close(&fx, m);
+	return 0;
 }
 
 /* Puts record (kind, run + suffix) held by `node` with `body`. */
