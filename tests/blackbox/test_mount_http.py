@@ -13,7 +13,7 @@ import time
 
 import harness
 from harness import check, contains, eq, expect
-from test_view import _fuse_ok, _mounted
+from test_view import Mount, _fuse_ok, _mounted
 
 TIMEOUT = 120
 
@@ -29,54 +29,18 @@ def _rss_kib(pid, field="VmRSS"):
 _made = []  # every mount point this module made
 
 
-class HttpMount:
+class HttpMount(Mount):
     """`coffer mount VOL DIR --server URL --key KEY ...` in the background, with a
-    TMPDIR of its own (where a read-write mount keeps its written bytes)."""
+    TMPDIR of its own (where a read-write mount keeps its written bytes); key=False
+    leaves --key out (the key then comes from env)."""
 
     def __init__(self, srv, vid, *flags, key=None, env=None):
-        _fuse_ok()
-        self.dir = os.path.realpath(harness.tempfile.mkdtemp(prefix="coffer-hmnt-"))
-        _made.append(self.dir)
         self.tmp = harness.tempfile.mkdtemp(prefix="coffer-htmp-")
-        args = [harness.bin_path("coffer"), "mount", vid, self.dir, "--server", srv.url]
+        source = ["--server", srv.url]
         if key is not False:
-            args += ["--key", key or srv.key]
-        self.proc = subprocess.Popen(args + list(flags), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE,
-                                     env=dict(os.environ, TMPDIR=self.tmp, **(env or {})))
-        until = time.time() + 20 * harness.SCALE
-        while not _mounted(self.dir):
-            if self.proc.poll() is not None or time.time() > until:
-                err = self.proc.communicate(timeout=5)[1] if self.proc.poll() is not None \
-                    else b""
-                self.end()
-                raise AssertionError("coffer mount --server did not mount: %r" % err)
-            time.sleep(0.05)
-
-    def path(self, rel):
-        return os.path.join(self.dir, rel)
-
-    def end(self):
-        subprocess.run(["fusermount3", "-u", "-z", self.dir], capture_output=True)
-        if _mounted(self.dir):
-            subprocess.run(["umount", "-l", self.dir], capture_output=True)
-        try:
-            self.proc.wait(timeout=10 * harness.SCALE)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        try:
-            os.rmdir(self.dir)
-        except OSError:
-            pass
-        err = self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr else ""
-        if self.proc.stderr:
-            self.proc.stderr.close()
-            self.proc.stdout.close()
-            self.proc.stderr = None
-        if harness.SANITIZER_PATTERNS.search(err):
-            raise AssertionError("coffer mount reported under the sanitizers:\n" + err[-4000:])
-        return err
+            source += ["--key", key or srv.key]
+        Mount.__init__(self, srv, vid, *flags, source=source, prefix="coffer-hmnt-",
+                       made=_made, env=dict(os.environ, TMPDIR=self.tmp, **(env or {})))
 
     def left(self):
         """What the mount left in its TMPDIR (then removes the TMPDIR)."""

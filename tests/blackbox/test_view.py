@@ -58,33 +58,41 @@ def _mounted(path):
 
 
 class Mount:
-    """`coffer mount VOL DIR --data DATA ...` in the background."""
+    """`coffer mount VOL DIR SOURCE... FLAGS...` in the background: SOURCE is
+    `--data DATA` of `srv` unless given (test_mount_http passes `--server URL --key
+    KEY`); `made`, a list, gets the mount point before the mount starts."""
 
-    def __init__(self, srv, vid, *flags):
+    def __init__(self, srv, vid, *flags, source=None, env=None, prefix="coffer-mnt-",
+                 made=None):
         _fuse_ok()
-        self.dir = os.path.realpath(harness.tempfile.mkdtemp(prefix="coffer-mnt-"))
-        exe = harness.bin_path("coffer")
-        self.proc = subprocess.Popen([exe, "mount", vid, self.dir, "--data", srv.data] +
-                                     list(flags), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        self.dir = os.path.realpath(harness.tempfile.mkdtemp(prefix=prefix))
+        if made is not None:
+            made.append(self.dir)
+        if source is None:
+            source = ["--data", srv.data]
+        self.proc = subprocess.Popen([harness.bin_path("coffer"), "mount", vid, self.dir] +
+                                     list(source) + list(flags), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
         until = time.time() + 20 * harness.SCALE
         while not _mounted(self.dir):
             if self.proc.poll() is not None or time.time() > until:
-                out, err = self.proc.communicate(timeout=5) if self.proc.poll() is not None \
-                    else (b"", b"")
+                err = self.proc.communicate(timeout=5)[1] if self.proc.poll() is not None \
+                    else b""
                 self.end()
-                raise AssertionError("coffer mount did not mount: %r" % err)
+                raise AssertionError("coffer mount %s did not mount: %r" % (source[0], err))
             time.sleep(0.05)
 
     def path(self, rel):
         return os.path.join(self.dir, rel)
 
     def end(self):
+        """Unmounts, waits for the mount's process, removes the mount point; returns
+        what the process said on stderr (a sanitizer report fails the test)."""
         subprocess.run(["fusermount3", "-u", "-z", self.dir], capture_output=True)
         if _mounted(self.dir):
             subprocess.run(["umount", "-l", self.dir], capture_output=True)
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=10 * harness.SCALE)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -92,7 +100,14 @@ class Mount:
             os.rmdir(self.dir)
         except OSError:
             pass
-        return self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr else ""
+        err = self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr else ""
+        if self.proc.stderr:
+            self.proc.stderr.close()
+            self.proc.stdout.close()
+            self.proc.stderr = None
+        if harness.SANITIZER_PATTERNS.search(err):
+            raise AssertionError("coffer mount reported under the sanitizers:\n" + err[-4000:])
+        return err
 
 
 # ---------------------------------------------------------------- coffer mount
