@@ -329,19 +329,6 @@ void http_carry_stop(void)
 
 /* ------------------------------------------------------------ the request's side */
 
-/* True when the client hung up (peer closed or the socket failed). */
-static int peer_gone(int fd)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-	char c;
-
-	if (fd < 0 || poll(&p, 1, 0) <= 0)
-		return 0;
-	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
-		return 1;
-	return (p.revents & POLLIN) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
 /* MHD's reader (a loop thread): what is buffered, else a suspend on the
  * eventfd; the end once the transfer ended whole, an error (the connection
  * cut) when it did not. */
@@ -355,7 +342,7 @@ static ssize_t carry_read(void *cls, uint64_t pos, char *out, size_t max)
 	if (t->pos == t->buf.len && !t->done) {
 		/* nothing yet: wait for bytes, the end, or the client hanging up
 		 * (then MHD calls again and peer_gone sees it) */
-		int wait = !peer_gone(t->sock);
+		int wait = !http_peer_gone(t->sock);
 		http_drain_fd(t->efd); /* under t->mu: a poke after this is seen */
 		if (wait && http_wait_on(&t->wait, t->conn, t->efd, t->sock, 0) == 0) {
 			pthread_mutex_unlock(&t->mu);

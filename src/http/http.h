@@ -211,6 +211,9 @@ int http_wait_on(http_wait *w, struct MHD_Connection *conn, int fd, int hup_fd,
 		 int64_t deadline_ms);
 /* Reads an eventfd empty (before looking at what it signals). */
 void http_drain_fd(int fd);
+/* True when the client on socket `fd` hung up (closed its side, or the socket
+ * failed); never blocks, consumes nothing. */
+int http_peer_gone(int fd);
 /* Subscribes the request to `topics` (once; freed with the request). 0 or -1. */
 int http_subscribe(http_req *req, const struct cof_topic *topics, size_t n, cof_err *err);
 /* The request's subscription's fd, or -1. */

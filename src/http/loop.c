@@ -24,10 +24,12 @@
  * (http_loop_wake_all resumes every wait, and no new wait starts).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -295,6 +297,18 @@ void http_drain_fd(int fd)
 	if (fd >= 0 && read(fd, &v, sizeof v) < 0) {
 		/* EAGAIN: nothing was pending */
 	}
+}
+
+int http_peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+	char c;
+
+	if (fd < 0 || poll(&p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return 1;
+	return (p.revents & POLLIN) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 int http_subscribe(http_req *req, const cof_topic *topics, size_t n, cof_err *err)

@@ -156,19 +156,6 @@ typedef struct relay_sse {
 	http_wait wait;
 } relay_sse;
 
-/* True when the peer has closed its side of the socket. */
-static int peer_gone(int fd)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-	char c;
-
-	if (fd < 0 || poll(&p, 1, 0) <= 0)
-		return 0;
-	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
-		return 1;
-	return (p.revents & POLLIN) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
 /* Renders the stream's events there are now into the buffer. */
 static void sse_fill(relay_sse *e)
 {
@@ -210,7 +197,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 	while (e->pos == e->buf.len) {
 		if (e->done)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (peer_gone(e->fd))
+		if (http_peer_gone(e->fd))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		sse_fill(e);
 		if (e->pos < e->buf.len || e->done)
