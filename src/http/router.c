@@ -304,14 +304,25 @@ static int authenticate(http_req *req)
 	return http_rate_take(req->who.key_id, &req->err, &req->retry_after);
 }
 
+/* True when req's key is checked with its handler rather than on MHD's first
+ * call: the file GET (its key read joins the handler's read transaction), and
+ * on remote engines every route without a body, whose handler runs on a
+ * worker, so that the key's round trip to PostgreSQL does not hold the event
+ * loop either. A route with a body keeps the first-call check: a client that
+ * sent Expect: 100-continue learns of a bad key before it sends the body. */
+static int auth_late(const http_req *req)
+{
+	return (req->route->flags & HTTP_F_SNAPSHOT) ||
+	       (req->srv->remote && req->route->body == HTTP_BODY_NONE);
+}
+
 /* Everything done on MHD's first call: route, auth, header checks, limits. */
 static void req_begin(http_req *req, const char *url)
 {
 	int64_t clen;
 
 	req->body.max = HTTP_JSON_MAX;
-	if (route_find(req, url) ||
-	    (!(req->route->flags & HTTP_F_SNAPSHOT) && authenticate(req))) {
+	if (route_find(req, url) || (!(req->auth_late = auth_late(req)) && authenticate(req))) {
 		req->failed = 1;
 		return;
 	}
@@ -417,6 +428,17 @@ static enum MHD_Result snapshot_handle(http_req *req)
 	ret = req->route->handle(req);
 	cof_meta_read_release(m, held);
 	return ret;
+}
+
+enum MHD_Result http_handle(http_req *req)
+{
+	if (req->route->flags & HTTP_F_SNAPSHOT)
+		return snapshot_handle(req);
+	if (req->auth_late && authenticate(req)) {
+		req->failed = 1;
+		return answer_error(req);
+	}
+	return req->route->handle(req);
 }
 
 #define RID_CHARS 20             /* random characters of a request id, as cof_id_new */
@@ -607,15 +629,15 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 	if (req->route->body == HTTP_BODY_STREAM && req->up == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	/* Whatever is not a GET writes (an fsync), runs a turn call or waits
-	 * for a relay op, and a GET that may be carried to another node waits
-	 * for that node: they run on a worker, not on an event-loop thread. */
+	 * for a relay op, a GET that may be carried to another node waits for
+	 * that node, and on remote engines every GET waits for PostgreSQL or
+	 * S3: they run on a worker, not on an event-loop thread. */
 	if (req->off_loop == HTTP_OFF_NO &&
-	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS)) &&
+	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS) ||
+	     srv->remote) &&
 	    http_run_off_loop(req) == 0)
 		return MHD_YES;
-	if (req->route->flags & HTTP_F_SNAPSHOT)
-		return snapshot_handle(req);
-	return req->route->handle(req);
+	return http_handle(req);
 }
 
 void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -35,6 +35,7 @@
 #include <unistd.h>
 #include "http/http.h"
 #include "http/server.h"
+#include "store/store.h"
 
 #define COFFERD_VERSION "0.1.0"
 #define DRAIN_SECONDS 30        /* requests under way get this long at stop */
@@ -791,6 +792,8 @@ int cofferd_main(int argc, char **argv)
 
 	if (http_log_open(o.log) || open_store(&o, &srv.st))
 		return 1;
+	srv.remote = strcmp(srv.st->meta->ops->name, "sqlite") != 0 ||
+		     strcmp(srv.st->blobs->name, "local") != 0;
 	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
 			      .op_wait_ms = o.relay_op_wait * 1000,
 			      .sessions_max = o.relay_sessions,
