@@ -365,3 +365,43 @@ def test_a_stalled_s3_read_does_not_hold_other_gets():
             eq(got["r"].body, big, "the stalled GET's body")
     finally:
         proxy.close()
+
+
+@harness.timeout(TIMEOUT)
+def test_a_stalled_postgres_read_does_not_hold_other_requests():
+    """On PostgreSQL a GET's key check and reads wait on the database, on a worker:
+    while the test holds every byte cofferd sends PostgreSQL (a relay, stalled
+    with a bound), a GET on one connection waits and another connection's
+    /v1/health on the same event loop (--threads 1) is answered. Before, the key
+    was read on the loop at MHD's first call, so /v1/health waited too."""
+    if harness.ENGINE != "pg":
+        harness.skip("a PostgreSQL test: the pg pass runs it")
+    import pgpeer
+    cluster = pgpeer.shared()
+    url = cluster.new_database()
+    port = int(url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+    proxy = StallProxy(port, bound=20 * harness.SCALE)
+    try:
+        with harness.Server(args=["--threads", "1", "--meta",
+                                  url.replace(":%d/" % port, ":%d/" % proxy.port)]) as srv:
+            vid = srv.create_volume()["id"]
+            proxy.stall()
+            got = {}
+
+            def slow_get():
+                got["r"] = srv.get("/v1/volumes/%s" % vid, timeout=60 * harness.SCALE)
+            t = threading.Thread(target=slow_get, daemon=True)
+            t.start()
+            check(proxy.held.wait(10 * harness.SCALE),
+                  "the GET of the volume reached PostgreSQL")
+            r = expect(srv.get("/v1/health", key=None, timeout=60 * harness.SCALE), 200)
+            check(proxy.stalled(), "/v1/health was answered while PostgreSQL was still "
+                  "stalled (it waited: the key of the other GET was read on the loop)")
+            eq(r.json(), {"ok": True}, "/v1/health")
+            proxy.release()
+            t.join(60 * harness.SCALE)
+            eq(got["r"].status, 200, "the stalled GET's status once PostgreSQL answers")
+            eq(got["r"].json()["id"], vid, "the stalled GET's volume")
+    finally:
+        proxy.close()
+        cluster.drop_database(url)
