@@ -58,6 +58,8 @@ typedef enum http_body {
 #define HTTP_F_SNAPSHOT 32u /* a GET whose key check and reads are one read
 			    * transaction of the store (cof_meta_read_hold): the key
 			    * is checked on MHD's last call, with the handler */
+#define HTTP_F_WAITS  64u /* the handler itself may suspend on http_wait_on (a
+			    * long-poll): it runs on the loop even on remote engines */
 
 typedef struct http_req http_req;
 

@@ -49,7 +49,8 @@ static const http_route routes[] = {
 	  HTTP_BODY_NONE, NULL, http_file_delete },
 	{ "POST", "/v1/volumes/{}/move", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,
 	  NULL, http_move },
-	{ "GET", "/v1/volumes/{}/changes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE,
+	{ "GET", "/v1/volumes/{}/changes", HTTP_F_AUTH | HTTP_F_NOAGENT | HTTP_F_WAITS,
+	  HTTP_BODY_NONE,
 	  NULL, http_changes },
 	{ "POST", "/v1/volumes/{}/snapshots", HTTP_F_AUTH | HTTP_F_NOAGENT,
 	  HTTP_BODY_JSON, NULL, http_snapshot_create },
@@ -313,7 +314,8 @@ static int authenticate(http_req *req)
 static int auth_late(const http_req *req)
 {
 	return (req->route->flags & HTTP_F_SNAPSHOT) ||
-	       (req->srv->remote && req->route->body == HTTP_BODY_NONE);
+	       (req->srv->remote && req->route->body == HTTP_BODY_NONE &&
+		!(req->route->flags & HTTP_F_WAITS));
 }
 
 /* Everything done on MHD's first call: route, auth, header checks, limits. */
@@ -631,10 +633,11 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 	/* Whatever is not a GET writes (an fsync), runs a turn call or waits
 	 * for a relay op, a GET that may be carried to another node waits for
 	 * that node, and on remote engines every GET waits for PostgreSQL or
-	 * S3: they run on a worker, not on an event-loop thread. */
+	 * S3: they run on a worker, not on an event-loop thread. A long-poll
+	 * suspends itself (http_wait_on) and stays on the loop. */
 	if (req->off_loop == HTTP_OFF_NO &&
 	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS) ||
-	     srv->remote) &&
+	     (srv->remote && !(req->route->flags & HTTP_F_WAITS))) &&
 	    http_run_off_loop(req) == 0)
 		return MHD_YES;
 	return http_handle(req);
