@@ -34,6 +34,8 @@ typedef struct http_server {
 	unsigned port;
 	int stopping;            /* set on SIGTERM: long-polls stop waiting */
 	int in_flight;           /* requests between first call and completion */
+	int remote;              /* metadata or blobs on another host (PostgreSQL, S3):
+				  * every read is a round trip, so GETs run on workers */
 } http_server;
 
 typedef enum http_body {
@@ -56,6 +58,8 @@ typedef enum http_body {
 #define HTTP_F_SNAPSHOT 32u /* a GET whose key check and reads are one read
 			    * transaction of the store (cof_meta_read_hold): the key
 			    * is checked on MHD's last call, with the handler */
+#define HTTP_F_WAITS  64u /* the handler itself may suspend on http_wait_on (a
+			    * long-poll): it runs on the loop even on remote engines */
 
 typedef struct http_req http_req;
 
@@ -112,6 +116,7 @@ struct http_req {
 	size_t nowned, capowned;
 	/* loop.c: a handler on the worker pool parks its answer here */
 	int off_loop;                  /* HTTP_OFF_* */
+	int auth_late;                 /* the key is checked with the handler (http_handle) */
 	int parking;                   /* http_queue parks instead of queueing */
 	struct http_req *job_next;
 	struct MHD_Response *park_resp;
@@ -221,6 +226,9 @@ int http_sub_fd(http_req *req);
 /* Runs req->route->handle on the worker pool with the connection suspended.
  * 0, or -1 (stopping) when the caller should run it here. */
 int http_run_off_loop(http_req *req);
+/* Runs req's handler, checking its key first when that was left to the
+ * handler's call (req->auth_late): on whichever thread runs the handler. */
+enum MHD_Result http_handle(http_req *req);
 /* Prints every request still under way to stderr (the stop's drain). */
 void http_dump_in_flight(void);
 /* Queues the answer a worker parked (on MHD's next call after the resume). */

@@ -341,7 +341,7 @@ static void *work_main(void *arg)
 			pp->tail = NULL;
 		pthread_mutex_unlock(&pp->mu);
 		req->parking = 1;
-		req->park_ret = req->route->handle(req);
+		req->park_ret = http_handle(req);
 		req->parking = 0;
 		req->off_loop = HTTP_OFF_DONE;
 		MHD_resume_connection(req->conn); /* `req` is the loop's again */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <openssl/crypto.h>
 #include "http/http.h"
 #include "store/store.h"
 
@@ -49,7 +50,8 @@ static const http_route routes[] = {
 	  HTTP_BODY_NONE, NULL, http_file_delete },
 	{ "POST", "/v1/volumes/{}/move", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,
 	  NULL, http_move },
-	{ "GET", "/v1/volumes/{}/changes", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE,
+	{ "GET", "/v1/volumes/{}/changes", HTTP_F_AUTH | HTTP_F_NOAGENT | HTTP_F_WAITS,
+	  HTTP_BODY_NONE,
 	  NULL, http_changes },
 	{ "POST", "/v1/volumes/{}/snapshots", HTTP_F_AUTH | HTTP_F_NOAGENT,
 	  HTTP_BODY_JSON, NULL, http_snapshot_create },
@@ -276,6 +278,42 @@ static const char *request_key(http_req *req)
 	return (v != NULL && *v) ? v : NULL;
 }
 
+#define KEY_CACHE 4        /* keys whose SHA-256 a thread keeps */
+#define KEY_CACHE_LEN 128  /* longest key kept */
+
+/* SHA-256 (hex) of `key` into hash, from a per-thread cache of the last
+ * KEY_CACHE keys: a client sends the same key with every request, and the
+ * hash was 3-5% of a small GET. Only the hash is cached; the key's row is
+ * still read every request, so a revocation holds at once. The key is
+ * compared in constant time over the whole slot. 0, or -1 (not hashed). */
+static int key_hash(const char *key, char hash[65])
+{
+	static _Thread_local struct {
+		size_t len;
+		char key[KEY_CACHE_LEN];
+		char hash[65];
+	} c[KEY_CACHE];
+	static _Thread_local unsigned next;
+	char probe[KEY_CACHE_LEN] = { 0 };
+	size_t n = strlen(key);
+
+	if (n == 0 || n > KEY_CACHE_LEN)
+		return cof_sha256_hex(key, n, hash);
+	memcpy(probe, key, n);
+	for (unsigned i = 0; i < KEY_CACHE; i++)
+		if (c[i].len == n && CRYPTO_memcmp(c[i].key, probe, KEY_CACHE_LEN) == 0) {
+			memcpy(hash, c[i].hash, 65);
+			return 0;
+		}
+	if (cof_sha256_hex(key, n, hash))
+		return -1;
+	unsigned slot = next++ % KEY_CACHE;
+	memcpy(c[slot].key, probe, KEY_CACHE_LEN);
+	memcpy(c[slot].hash, hash, 65);
+	c[slot].len = n;
+	return 0;
+}
+
 /* Authenticates when the route needs it. 0, or -1 with req->err (401/403). */
 static int authenticate(http_req *req)
 {
@@ -288,7 +326,7 @@ static int authenticate(http_req *req)
 		return cof_error(&req->err, COF_EUNAUTHORIZED,
 				 "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
 	char hash[65];
-	int hashed = cof_sha256_hex(key, strlen(key), hash) == 0;
+	int hashed = key_hash(key, hash) == 0;
 	if (hashed)
 		snprintf(req->key_id, sizeof req->key_id, "k_%.16s", hash);
 	if (cof_key_auth_hashed(req->srv->st, key, hashed ? hash : NULL, &req->who, &req->err))
@@ -304,14 +342,26 @@ static int authenticate(http_req *req)
 	return http_rate_take(req->who.key_id, &req->err, &req->retry_after);
 }
 
+/* True when req's key is checked with its handler rather than on MHD's first
+ * call: the file GET (its key read joins the handler's read transaction), and
+ * on remote engines every route without a body, whose handler runs on a
+ * worker, so that the key's round trip to PostgreSQL does not hold the event
+ * loop either. A route with a body keeps the first-call check: a client that
+ * sent Expect: 100-continue learns of a bad key before it sends the body. */
+static int auth_late(const http_req *req)
+{
+	return (req->route->flags & HTTP_F_SNAPSHOT) ||
+	       (req->srv->remote && req->route->body == HTTP_BODY_NONE &&
+		!(req->route->flags & HTTP_F_WAITS));
+}
+
 /* Everything done on MHD's first call: route, auth, header checks, limits. */
 static void req_begin(http_req *req, const char *url)
 {
 	int64_t clen;
 
 	req->body.max = HTTP_JSON_MAX;
-	if (route_find(req, url) ||
-	    (!(req->route->flags & HTTP_F_SNAPSHOT) && authenticate(req))) {
+	if (route_find(req, url) || (!(req->auth_late = auth_late(req)) && authenticate(req))) {
 		req->failed = 1;
 		return;
 	}
@@ -417,6 +467,17 @@ static enum MHD_Result snapshot_handle(http_req *req)
 	ret = req->route->handle(req);
 	cof_meta_read_release(m, held);
 	return ret;
+}
+
+enum MHD_Result http_handle(http_req *req)
+{
+	if (req->route->flags & HTTP_F_SNAPSHOT)
+		return snapshot_handle(req);
+	if (req->auth_late && authenticate(req)) {
+		req->failed = 1;
+		return answer_error(req);
+	}
+	return req->route->handle(req);
 }
 
 #define RID_CHARS 20             /* random characters of a request id, as cof_id_new */
@@ -607,15 +668,16 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 	if (req->route->body == HTTP_BODY_STREAM && req->up == NULL)
 		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	/* Whatever is not a GET writes (an fsync), runs a turn call or waits
-	 * for a relay op, and a GET that may be carried to another node waits
-	 * for that node: they run on a worker, not on an event-loop thread. */
+	 * for a relay op, a GET that may be carried to another node waits for
+	 * that node, and on remote engines every GET waits for PostgreSQL or
+	 * S3: they run on a worker, not on an event-loop thread. A long-poll
+	 * suspends itself (http_wait_on) and stays on the loop. */
 	if (req->off_loop == HTTP_OFF_NO &&
-	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS)) &&
+	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS) ||
+	     (srv->remote && !(req->route->flags & HTTP_F_WAITS))) &&
 	    http_run_off_loop(req) == 0)
 		return MHD_YES;
-	if (req->route->flags & HTTP_F_SNAPSHOT)
-		return snapshot_handle(req);
-	return req->route->handle(req);
+	return http_handle(req);
 }
 
 void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -59,6 +59,22 @@ def test_path_length_edges(srv):
     expect(srv.put_file(vid, "/" + p4096, b"again"), 200)
 
 
+
+def test_longest_path_percent_encoded_with_16_kib_of_headers(srv):
+    """The longest request the API allows fits in a connection's memory: a 4096-byte
+    path of two-byte characters, every byte percent-encoded (12 KiB of URL), with
+    16 KiB of other headers, is stored and read back (cofferd's MHD connection
+    memory is sized to it: docs/api.md)."""
+    vid = srv.create_volume()["id"]
+    p = "/".join(["\u00e9" * 127] * 16 + ["p" * 16])
+    eq(len(p.encode()), 4096, "test's own 4096-byte path")
+    check(len(srv.file_path(vid, p)) > 12000, "the URL is percent-encoded")
+    pad = {"X-Pad": "a" * (16 * 1024 - 64)}
+    r = expect(srv.put_file(vid, p, b"long", headers=pad), 201).json()
+    eq(r["path"], p, "the 4096-byte path as stored")
+    eq(expect(srv.get_file(vid, p, headers=pad), 200).body, b"long", "read back")
+    expect(srv.put_file(vid, p, b"again", headers=pad), 200)
+
 def test_segment_length_edges(srv):
     vid = srv.create_volume()["id"]
     expect(srv.put_file(vid, "d/" + "s" * 255 + "/f", b"ok"), 201)

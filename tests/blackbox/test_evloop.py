@@ -12,6 +12,7 @@ import json
 import resource
 import select
 import socket
+import threading
 import time
 
 import harness
@@ -250,3 +251,157 @@ def test_upload_cut_by_the_client_ends_and_the_stop_is_prompt():
         t0 = time.time()
         eq(srv.stop(timeout=10), 0, "cofferd's exit code, stopped after cut uploads")
         check(time.time() - t0 < 10 * harness.SCALE, "the stop took its drain")
+
+
+class StallProxy:
+    """A TCP relay in front of the S3 peer that the test can stall: while stalled,
+    bytes from cofferd are held, not passed on (so an S3 request waits, as on a
+    stalled peer), and `held` is set once a request's bytes are held. release()
+    passes them on; a stall also ends by itself after `bound` seconds, so a
+    blocked cofferd is never left waiting for the whole test."""
+
+    def __init__(self, port, bound):
+        self.up_port, self.bound = port, bound
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.go = threading.Event()
+        self.go.set()
+        self.held = threading.Event()
+        self.stalled_at = None
+        self.closing = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(self):
+        self.held.clear()
+        self.stalled_at = time.time()
+        self.go.clear()
+
+    def release(self):
+        self.go.set()
+
+    def stalled(self):
+        return not self.go.is_set()
+
+    def _accept(self):
+        while not self.closing:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.up_port))
+            threading.Thread(target=self._pump, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c, False), daemon=True).start()
+
+    def _pump(self, src, dst, from_cofferd):
+        try:
+            while True:
+                b = src.recv(65536)
+                if not b:
+                    break
+                if from_cofferd and not self.go.is_set():
+                    self.held.set()
+                    self.go.wait(max(0.0, self.stalled_at + self.bound - time.time()))
+                    self.go.set()
+                dst.sendall(b)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.closing = True
+        self.go.set()
+        self.lsock.close()
+
+
+@harness.timeout(TIMEOUT)
+def test_a_stalled_s3_read_does_not_hold_other_gets():
+    """With content in S3, a GET waiting on a stalled S3 peer does not stop another
+    connection's GET on the same event loop (--threads 1) from being answered:
+    GETs on remote engines run on the workers (issue 13.1). Before, the loop ran
+    the GET handler, so the second GET waited for the stalled read. Not timed:
+    the second answer must come while the S3 request is still held by the test's
+    relay (whose stall ends by itself after a bound, so the old code fails rather
+    than hangs)."""
+    import s3peer
+    peer = s3peer.shared()
+    proxy = StallProxy(peer["port"], bound=20 * harness.SCALE)
+    url = s3peer.url_for(peer, "stall-%d" % proxy.port).replace(
+        ":%d" % peer["port"], ":%d" % proxy.port)
+    try:
+        with harness.Server(args=["--threads", "1", "--blobs", url],
+                            env=peer["env"]) as srv:
+            vid = srv.create_volume()["id"]
+            big = bytes(range(256)) * 256                 # 64 KiB: in S3, not inline
+            srv.put_ok(vid, "big.bin", big)
+            srv.put_ok(vid, "small.txt", b"small")        # inline: no S3 read
+            expect(srv.get_file(vid, "small.txt"), 200)
+            proxy.stall()
+            got = {}
+
+            def slow_get():
+                got["r"] = srv.get_file(vid, "big.bin", timeout=60 * harness.SCALE)
+            t = threading.Thread(target=slow_get, daemon=True)
+            t.start()
+            check(proxy.held.wait(10 * harness.SCALE),
+                  "the GET of big.bin reached the S3 peer")
+            r = srv.get_file(vid, "small.txt", timeout=60 * harness.SCALE)
+            still = proxy.stalled()
+            eq(r.body, b"small", "the other GET's body")
+            check(still, "the other GET was answered while the S3 read of big.bin was "
+                  "still stalled (it waited for the stall to end: the GET ran on the "
+                  "event loop)")
+            vols = expect(srv.get("/v1/volumes/%s" % vid, timeout=60 * harness.SCALE), 200)
+            check(proxy.stalled(), "GET of the volume answered while S3 stalled")
+            eq(vols.json()["id"], vid, "the volume's id")
+            proxy.release()
+            t.join(60 * harness.SCALE)
+            eq(got["r"].status, 200, "the stalled GET's status once S3 answers")
+            eq(got["r"].body, big, "the stalled GET's body")
+    finally:
+        proxy.close()
+
+
+@harness.timeout(TIMEOUT)
+def test_a_stalled_postgres_read_does_not_hold_other_requests():
+    """On PostgreSQL a GET's key check and reads wait on the database, on a worker:
+    while the test holds every byte cofferd sends PostgreSQL (a relay, stalled
+    with a bound), a GET on one connection waits and another connection's
+    /v1/health on the same event loop (--threads 1) is answered. Before, the key
+    was read on the loop at MHD's first call, so /v1/health waited too."""
+    if harness.ENGINE != "pg":
+        harness.skip("a PostgreSQL test: the pg pass runs it")
+    import pgpeer
+    cluster = pgpeer.shared()
+    url = cluster.new_database()
+    port = int(url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+    proxy = StallProxy(port, bound=20 * harness.SCALE)
+    try:
+        with harness.Server(args=["--threads", "1", "--meta",
+                                  url.replace(":%d/" % port, ":%d/" % proxy.port)]) as srv:
+            vid = srv.create_volume()["id"]
+            proxy.stall()
+            got = {}
+
+            def slow_get():
+                got["r"] = srv.get("/v1/volumes/%s" % vid, timeout=60 * harness.SCALE)
+            t = threading.Thread(target=slow_get, daemon=True)
+            t.start()
+            check(proxy.held.wait(10 * harness.SCALE),
+                  "the GET of the volume reached PostgreSQL")
+            r = expect(srv.get("/v1/health", key=None, timeout=60 * harness.SCALE), 200)
+            check(proxy.stalled(), "/v1/health was answered while PostgreSQL was still "
+                  "stalled (it waited: the key of the other GET was read on the loop)")
+            eq(r.json(), {"ok": True}, "/v1/health")
+            proxy.release()
+            t.join(60 * harness.SCALE)
+            eq(got["r"].status, 200, "the stalled GET's status once PostgreSQL answers")
+            eq(got["r"].json()["id"], vid, "the stalled GET's volume")
+    finally:
+        proxy.close()
+        cluster.drop_database(url)

@@ -233,3 +233,31 @@ def test_cli_key_commands(srv):
     expect_error(srv.get("/v1/volumes", key=k["key"]), 401, "unauthorized")
     r = srv.cli("key", "revoke", k["id"])
     eq(r.returncode, 1, "revoking twice: not found")
+
+
+def test_many_keys_on_one_loop_each_their_own_and_revoked_at_once():
+    """One event loop (--threads 1) sees more keys than it keeps hashes of (4): each
+    request is still its own key's (its org's volumes only), a key that differs from a
+    kept one in its last character or only in length is refused, and a revocation
+    holds on the very next request although the key's hash was kept."""
+    with harness.Server(args=["--threads", "1"]) as srv:
+        keys = []
+        for i in range(6):
+            k = _mint(srv, org="kc-%d-%d" % (os.getpid(), i))
+            vid = expect(srv.post("/v1/volumes", json={"name": "v%d" % i}, key=k["key"]),
+                         201).json()["id"]
+            keys.append((k, vid))
+        for _ in range(2):
+            for k, vid in keys:
+                ids = [v["id"] for v in expect(srv.get("/v1/volumes", key=k["key"]),
+                                               200).json()["volumes"]]
+                eq(ids, [vid], "the volumes of key %s" % k["id"])
+        k, _ = keys[-1]
+        last = k["key"][-1]
+        expect_error(srv.get("/v1/volumes", key=k["key"][:-1] + ("A" if last != "A" else "B")),
+                     401, "unauthorized")
+        expect_error(srv.get("/v1/volumes", key=k["key"][:-1]), 401, "unauthorized")
+        expect_error(srv.get("/v1/volumes", key=k["key"] + "x"), 401, "unauthorized")
+        expect(srv.get("/v1/volumes", key=k["key"]), 200)
+        expect(srv.delete("/v1/keys/" + k["id"]), 204)
+        expect_error(srv.get("/v1/volumes", key=k["key"]), 401, "unauthorized")
