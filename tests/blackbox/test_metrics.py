@@ -82,12 +82,19 @@ def test_request_counters_move(srv):
     expect(r, 201)
     expect_error(srv.get("/v1/no/such/thing"), 404)
     # a request is counted when MHD reports it complete, which may come just after its
-    # client has the whole answer (the event loop finishes it): look again a while
+    # client has the whole answer (the event loop finishes it), and each connection's
+    # requests on their own loop: look again a while, until all three are counted
     deadline = time.time() + 10 * harness.SCALE
     while True:
         after = _scrape(srv)
-        if (_value(after, "coffer_http_requests_total", route="unmatched", status="404") >
-                b_404 or time.time() > deadline):
+        counted = (
+            _value(after, "coffer_http_requests_total", route="/v1/volumes", method="POST",
+                   status="201") > b_post and
+            _value(after, "coffer_http_requests_total", route="/v1/volumes/{}/files/{+}",
+                   method="PUT", status="201") > b_put and
+            _value(after, "coffer_http_requests_total", route="unmatched", status="404") >
+            b_404)
+        if counted or time.time() > deadline:
             break
         time.sleep(0.05)
     eq(_value(after, "coffer_http_requests_total", route="/v1/volumes", method="POST",
