@@ -249,7 +249,7 @@ int cof_relay_gone(const rsession *s, cof_err *err)
 		{"aborted", "it was aborted"}, {"closed", "the agent side closed it"},
 		{"expired", "its time limit was reached"},
 		{"grace", "the user's side did not come back within the grace time"},
-		{"shutdown", "cofferd stopped"}};
+		{"shutdown", "cofferd stopped"}, {"agent_deleted", "its agent was deleted"}};
 	const char *why = s->end_reason;
 
 	for (size_t i = 0; i < sizeof whys / sizeof *whys; i++)

@@ -249,6 +249,7 @@ void cof_relay_stream_close(cof_relay_stream *x)
 		cof_relay_presence_event(r, s);
 	}
 	cof_relay_unref(s);
+	cof_relay_forget_done(r, s);
 	pthread_mutex_unlock(&r->mu);
 	free(x);
 }
