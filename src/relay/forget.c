@@ -5,8 +5,8 @@
  * stream closed, its ops 410), and every stored record of its sessions goes:
  * the session's record, its log, its op records, its agent streams' counts
  * and its events. The events go last, when no stream of the session is left
- * to read session_ended from them (stream.c calls cof_relay_forget_done).
- * The ended session stays in this node's memory until pruned, so calls on
+ * to read session_ended from them (stream.c calls cof_relay_forget_done);
+ * from the end on, nothing of the session is stored again. The ended session stays in this node's memory until pruned, so calls on
  * it answer 410 rather than 404 meanwhile.
  */
 #include <stdio.h>
@@ -32,10 +32,10 @@ static void forget_records(cof_relay *r, const char *uid, int events)
 
 void cof_relay_forget_done(cof_relay *r, rsession *s)
 {
-	if (!s->forget || s->refs > 0)
+	if (s->forget != 1 || s->refs > 0)
 		return;
 	forget_records(r, s->uid, 1);
-	s->forget = 0;
+	s->forget = 2;
 }
 
 typedef struct agent_ctx {
@@ -91,10 +91,11 @@ int cof_relay_agent_deleted(cof_relay *r, const char *org, const char *agent, co
 	for (rsession *s = r->sessions; s; s = s->next) {
 		if (s->mirror || strcmp(s->org, org) || strcmp(s->agent, agent))
 			continue;
+		if (s->forget)
+			continue;
 		cof_relay_session_end(r, s, "agent_deleted");
-		cof_relay_wake(r, s);
-		forget_records(r, s->uid, 0);
 		s->forget = 1;
+		forget_records(r, s->uid, 0);
 		cof_relay_forget_done(r, s);
 	}
 	pthread_mutex_unlock(&r->mu);

@@ -93,8 +93,9 @@ typedef struct rsession {
 	uint64_t ev_next;       /* the id of its last stored event */
 	int mirror;             /* a copy of another node's session, read from the
 				   store for one agent events stream (stream.c) */
-	int forget;             /* its agent was deleted: its stored events go
-				   when no stream reads them any more (forget.c) */
+	int forget;             /* its agent was deleted: nothing more is stored;
+				   1: its stored events go when no stream reads
+				   them any more, 2: gone (forget.c) */
 } rsession;
 
 struct cof_relay {

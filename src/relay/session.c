@@ -126,6 +126,10 @@ static int64_t stream_add(cof_relay *r, rsession *s, const char *prefix, unsigne
 	cof_err e = {0};
 
 	json_decref(obj);
+	if (s->forget) { /* its agent was deleted: nothing more is stored */
+		free(text);
+		return 0;
+	}
 	stream_name(prefix, s, name, sizeof name);
 	if (!text || cof_meta_event_add(r->st->meta, name, to, text, keep, &id, &e)) {
 		fprintf(stderr, "cofferd: relay session %s: cannot store an event: %s\n", s->uid,
