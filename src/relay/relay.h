@@ -193,6 +193,9 @@ void cof_relay_presence_free(cof_relay *r);
 /* A session whose agent was deleted (s->forget) and that nothing points at
  * any more: its stored events go (forget.c). */
 void cof_relay_forget_done(cof_relay *r, rsession *s);
+/* Several nodes: ends s when its record is gone and its agent too (deleted
+ * at another node), as cof_relay_agent_deleted does here. */
+void cof_relay_forget_check(cof_relay *r, rsession *s);
 /* The 410 of an op whose result is unknown (op->lost). Returns -1. */
 int cof_relay_op_lost(const rsession *s, const rop *op, cof_err *err);
 /* With r->mu held: releases it until session s is woken (cof_relay_wake),

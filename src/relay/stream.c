@@ -206,6 +206,7 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 			cof_err_clear(&e);
 		} else if (r->node[0]) {
 			stored_last(r, s); /* events other nodes added (presence.c) */
+			cof_relay_forget_check(r, s); /* its agent deleted elsewhere */
 		}
 		cof_relay_tick(r, s);
 		take_events(x, list);

@@ -19,11 +19,21 @@ def _name(prefix):
     return "%s-%d-%d" % (prefix, os.getpid(), int(time.time() * 1000) % 100000)
 
 
+def _pg_url(srv):
+    """The server's PostgreSQL URL (its own or a dataset's --meta), else None."""
+    if srv.meta_url:
+        return srv.meta_url
+    if "--meta" in srv.args:
+        return srv.args[srv.args.index("--meta") + 1]
+    return None
+
+
 def _sql(srv, sql):
     """The first column of the rows of `sql` on the server's metadata store."""
-    if srv.meta_url:
+    url = _pg_url(srv)
+    if url:
         import pgpeer
-        out = pgpeer.shared().psql(sql, db=srv.meta_url.rsplit("/", 1)[1].split("?")[0])
+        out = pgpeer.shared().psql(sql, db=url.rsplit("/", 1)[1].split("?")[0])
         return [l for l in out.stdout.decode().split("\n") if l.strip()]
     db = sqlite3.connect(os.path.join(srv.data, "meta.db"), timeout=10)
     try:
@@ -150,3 +160,31 @@ def test_gone_node_check_has_its_index():
         eq(_has_index(srv), [], "taken back")
         srv.start()
         eq(_has_index(srv), ["state_live"], "after the upgrade")
+
+
+def test_deleting_an_agent_at_another_node_ends_its_sessions():
+    """Several nodes (pg pass): the session's client is attached at node A, the agent is
+    deleted through node B: A ends the session (its client gets session_ended), the
+    records go."""
+    url, (a, b) = harness.nodes(2, named=True)
+    try:
+        agent = make_agent(a, _name("nd"))
+        s = create(a, agent)
+        root = tempfile.mkdtemp(prefix="relay-del-")
+        c = FakeClient(a, s["uid"], s["connectToken"], root)
+        eq(c.status, 200, "connect at node A")
+        wait_status(a, s["uid"], "active")
+        expect(b.delete("/v1/agents/" + agent), 204)
+        eq((c.wait_event("session_ended", timeout=10 * harness.SCALE) or {}).get("reason"),
+           "agent_deleted", "the client at A told")
+        deadline = time.time() + 10 * harness.SCALE
+        while not c.closed and time.time() < deadline:
+            time.sleep(0.05)
+        check(c.closed, "the client's stream at A is closed")
+        err = expect_error(a.post("/v1/relay/sessions/%s/ops" % s["uid"],
+                                  json={"op": "read_file", "path": "r.txt"}), 410, "gone")
+        eq(err.get("reason"), "agent_deleted", "an op at A: %r" % err)
+        eq(_records_gone(a, s["uid"]), NONE, "the session's records")
+        c.close()
+    finally:
+        harness.close_nodes(url, [a, b])
