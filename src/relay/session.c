@@ -266,11 +266,19 @@ int cof_relay_gone(const rsession *s, cof_err *err)
 
 void cof_relay_tick(cof_relay *r, rsession *s)
 {
+	int expired, grace;
+
 	if (s->status == RS_ENDED || s->mirror) /* a mirror's holder ends it */
 		return;
-	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
+	expired = cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000;
+	grace = s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms;
+	if (expired || grace) /* unless its agent went at another node */
+		cof_relay_forget_check(r, s);
+	if (s->status == RS_ENDED)
+		return;
+	if (expired)
 		cof_relay_session_end(r, s, "expired");
-	else if (s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms)
+	else if (grace)
 		cof_relay_session_end(r, s, "grace");
 }
 

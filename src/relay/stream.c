@@ -287,6 +287,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 		s = cof_relay_claim(r, uid, token, err); /* docs/design.md, "Across nodes" */
 	if (!s)
 		goto out;
+	cof_relay_forget_check(r, s); /* its agent deleted at another node */
 	if (s->status == RS_ENDED) {
 		cof_relay_gone(s, err);
 		goto out;
