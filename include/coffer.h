@@ -646,6 +646,9 @@ int cof_relay_list(cof_relay *r, const cof_principal *who, const char *agent, in
  * session; an ended session is COF_EGONE. */
 int cof_relay_end(cof_relay *r, const cof_principal *who, const char *uid,
 		  const char *reason, cof_err *err);
+/* DELETE /v1/agents/{id}: the agent's sessions held here end ("agent_deleted")
+ * and the stored records of all its sessions go (src/relay/forget.c). */
+int cof_relay_agent_deleted(cof_relay *r, const char *org, const char *agent, cof_err *err);
 /* POST /v1/relay/sessions/{uid}/ops: checks the op, forwards it to the client
  * and waits for its answer (*out). `wait` 0: a supervised write answers
  * COF_ELOCKED (extra `opId`) at once instead of waiting. */

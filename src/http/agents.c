@@ -77,6 +77,12 @@ enum MHD_Result http_agent_delete(http_req *req)
 
 	if (admin_of_agents(req, &err) || cof_agent_delete(req->srv->st, ORG(req), req->param[0], &err))
 		return http_send_error(req, &err);
+	/* deleted: its relay sessions go with it (a failure there is the
+	 * relay's to say; the agent is gone either way) */
+	if (cof_relay_agent_deleted(req->srv->relay, ORG(req), req->param[0], &err))
+		fprintf(stderr, "cofferd: agent %s deleted: its relay sessions: %s\n",
+			req->param[0], err.msg);
+	cof_err_clear(&err);
 	return http_send_empty(req, MHD_HTTP_NO_CONTENT);
 }
 

@@ -78,6 +78,8 @@ void cof_relay_op_store(cof_relay *r, rsession *s, const rop *op)
 	char *text;
 	cof_err e = {0};
 
+	if (s->forget) /* its agent was deleted (forget.c) */
+		return;
 	if (rec_id(s, op->id, row.id))
 		return;
 	snprintf(row.org, sizeof row.org, "%s", s->org);

@@ -387,6 +387,7 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 		cof_relay_ops_prune(r, s);
 	}
 	cof_relay_unref(s);
+	cof_relay_forget_done(r, s);
 out:
 	pthread_mutex_unlock(&r->mu);
 	cof_err_clear(&q.bad);

@@ -54,6 +54,8 @@ static json_t *session_body(const rsession *s)
 
 void cof_relay_persist(cof_relay *r, rsession *s)
 {
+	if (s->forget) /* its agent was deleted (forget.c) */
+		return;
 	json_t *b = session_body(s);
 	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	cof_staterow row = {.kind = "relay", .ended = s->status == RS_ENDED, .body = text};

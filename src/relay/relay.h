@@ -93,6 +93,9 @@ typedef struct rsession {
 	uint64_t ev_next;       /* the id of its last stored event */
 	int mirror;             /* a copy of another node's session, read from the
 				   store for one agent events stream (stream.c) */
+	int forget;             /* its agent was deleted: nothing more is stored;
+				   1: its stored events go when no stream reads
+				   them any more, 2: gone (forget.c) */
 } rsession;
 
 struct cof_relay {
@@ -187,6 +190,12 @@ void cof_relay_presence_event(cof_relay *r, rsession *s);
 /* At start: this node's stored counts of the last run are 0 now. */
 void cof_relay_presence_reset(cof_relay *r);
 void cof_relay_presence_free(cof_relay *r);
+/* A session whose agent was deleted (s->forget) and that nothing points at
+ * any more: its stored events go (forget.c). */
+void cof_relay_forget_done(cof_relay *r, rsession *s);
+/* Several nodes: ends s when its record is gone and its agent too (deleted
+ * at another node), as cof_relay_agent_deleted does here. */
+void cof_relay_forget_check(cof_relay *r, rsession *s);
 /* The 410 of an op whose result is unknown (op->lost). Returns -1. */
 int cof_relay_op_lost(const rsession *s, const rop *op, cof_err *err);
 /* With r->mu held: releases it until session s is woken (cof_relay_wake),

@@ -126,6 +126,10 @@ static int64_t stream_add(cof_relay *r, rsession *s, const char *prefix, unsigne
 	cof_err e = {0};
 
 	json_decref(obj);
+	if (s->forget) { /* its agent was deleted: nothing more is stored */
+		free(text);
+		return 0;
+	}
 	stream_name(prefix, s, name, sizeof name);
 	if (!text || cof_meta_event_add(r->st->meta, name, to, text, keep, &id, &e)) {
 		fprintf(stderr, "cofferd: relay session %s: cannot store an event: %s\n", s->uid,
@@ -249,7 +253,7 @@ int cof_relay_gone(const rsession *s, cof_err *err)
 		{"aborted", "it was aborted"}, {"closed", "the agent side closed it"},
 		{"expired", "its time limit was reached"},
 		{"grace", "the user's side did not come back within the grace time"},
-		{"shutdown", "cofferd stopped"}};
+		{"shutdown", "cofferd stopped"}, {"agent_deleted", "its agent was deleted"}};
 	const char *why = s->end_reason;
 
 	for (size_t i = 0; i < sizeof whys / sizeof *whys; i++)
@@ -262,11 +266,19 @@ int cof_relay_gone(const rsession *s, cof_err *err)
 
 void cof_relay_tick(cof_relay *r, rsession *s)
 {
+	int expired, grace;
+
 	if (s->status == RS_ENDED || s->mirror) /* a mirror's holder ends it */
 		return;
-	if (cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000)
+	expired = cof_mono_ms() - s->started_ms >= s->limits.seconds * 1000;
+	grace = s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms;
+	if (expired || grace) /* unless its agent went at another node */
+		cof_relay_forget_check(r, s);
+	if (s->status == RS_ENDED)
+		return;
+	if (expired)
 		cof_relay_session_end(r, s, "expired");
-	else if (s->status == RS_PAUSED && cof_mono_ms() - s->paused_ms >= r->grace_ms)
+	else if (grace)
 		cof_relay_session_end(r, s, "grace");
 }
 

@@ -206,6 +206,7 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 			cof_err_clear(&e);
 		} else if (r->node[0]) {
 			stored_last(r, s); /* events other nodes added (presence.c) */
+			cof_relay_forget_check(r, s); /* its agent deleted elsewhere */
 		}
 		cof_relay_tick(r, s);
 		take_events(x, list);
@@ -249,6 +250,7 @@ void cof_relay_stream_close(cof_relay_stream *x)
 		cof_relay_presence_event(r, s);
 	}
 	cof_relay_unref(s);
+	cof_relay_forget_done(r, s);
 	pthread_mutex_unlock(&r->mu);
 	free(x);
 }
@@ -285,6 +287,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 		s = cof_relay_claim(r, uid, token, err); /* docs/design.md, "Across nodes" */
 	if (!s)
 		goto out;
+	cof_relay_forget_check(r, s); /* its agent deleted at another node */
 	if (s->status == RS_ENDED) {
 		cof_relay_gone(s, err);
 		goto out;

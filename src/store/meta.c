@@ -428,3 +428,9 @@ int cof_meta_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof_
 {
 	return old_body ? m->ops->state_swap(m, r, old_body, err) : m->ops->state_add(m, r, err);
 }
+
+int cof_meta_state_forget(cof_meta *m, const char *kind, const char *id,
+		const char *const *streams, const char *const *subs, cof_err *err)
+{
+	return m->ops->state_forget(m, kind, id, streams, subs, err);
+}

@@ -384,6 +384,13 @@ struct cof_meta_ops {
 	 * `data` lasts only the call. */
 	int (*blob_inline_many)(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err);
+
+	/* ---- what goes with a deleted agent (issue 12, cleanup) */
+	/* Forgets the record (kind, id), the event streams streams[i] + id and
+	 * the records of each kind subs[i] whose ids start with id + "/", in one
+	 * change (both lists NULL-terminated, or NULL). */
+	int (*state_forget)(cof_meta *m, const char *kind, const char *id,
+		const char *const *streams, const char *const *subs, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -526,6 +533,8 @@ int cof_meta_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_s
 		void *ctx, cof_err *err);
 int cof_meta_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err);
 int cof_meta_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err);
+int cof_meta_state_forget(cof_meta *m, const char *kind, const char *id,
+		const char *const *streams, const char *const *subs, cof_err *err);
 int cof_meta_state_end_node(cof_meta *m, const char *kind, const char *node,
 		int64_t stale_before, const char *reason, int64_t *n, cof_err *err);
 

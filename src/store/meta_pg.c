@@ -100,6 +100,10 @@ static const char *const migrations[] = {
 	"UPDATE keys SET id = 'k_' || substr(hash, 1, 16);"
 	"CREATE UNIQUE INDEX keys_id ON keys(id);"
 	"CREATE INDEX keys_org ON keys(org, created_at);",
+
+	/* 6: the records not ended of each node, so the gone-node check
+	 * (records.c) reads only those, not every record of the kind. */
+	"CREATE INDEX state_live ON state(kind, node) WHERE ended = 0;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

@@ -62,6 +62,12 @@ static int pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err
 		return -1;
 	for (size_t i = 0; !rc && i < sizeof sqls / sizeof *sqls; i++)
 		rc = cof_pg_do(c, sqls[i], "deleting an agent", NULL, err, "ss", org, id);
+	/* its keys, in the same change: one made again under this id must not
+	 * be reachable by them */
+	if (!rc)
+		rc = cof_pg_do(c, "UPDATE keys SET revoked_at = $1 WHERE org = $2 AND agent = $3"
+			       " AND revoked_at = 0", "revoking the agent's keys", NULL, err, "iss",
+			       cof_now(), org, id);
 	return cof_pg_end(m, c, rc, err);
 }
 

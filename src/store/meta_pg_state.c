@@ -247,6 +247,25 @@ static int pg_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof
 	return n == 1;
 }
 
+static int pg_state_forget(cof_meta *m, const char *kind, const char *id,
+			   const char *const *streams, const char *const *subs, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_do(c, "DELETE FROM state WHERE kind = $1 AND id = $2", "forgetting a record",
+		       NULL, err, "ss", kind, id);
+	for (size_t i = 0; !rc && streams && streams[i]; i++)
+		rc = cof_pg_do(c, "DELETE FROM events WHERE stream = $1::text || $2::text", "forgetting events",
+			       NULL, err, "ss", streams[i], id);
+	for (size_t i = 0; !rc && subs && subs[i]; i++)
+		rc = cof_pg_do(c, "DELETE FROM state WHERE kind = $1 AND starts_with(id, $2::text || '/')",
+			       "forgetting records", NULL, err, "ss", subs[i], id);
+	return cof_pg_end(m, c, rc, err);
+}
+
 /* Fills the members of the PostgreSQL backend this file implements. */
 void cof_pg_ops_state(cof_meta_ops *o)
 {
@@ -262,4 +281,5 @@ void cof_pg_ops_state(cof_meta_ops *o)
 	o->state_delete = pg_state_delete;
 	o->state_end_node = pg_state_end_node;
 	o->state_swap = pg_state_swap;
+	o->state_forget = pg_state_forget;
 }

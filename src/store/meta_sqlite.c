@@ -294,7 +294,7 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -360,8 +360,13 @@ static int migrate(conn *c, cof_err *err)
 			    "CREATE UNIQUE INDEX IF NOT EXISTS keys_id ON keys(id);"
 			    "CREATE INDEX IF NOT EXISTS keys_org ON keys(org, created_at)", err))
 		return -1;
+	/* 2 -> 3: the records not ended of each node, so the gone-node check
+	 * (records.c) reads only those, not every record of the kind. */
+	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS state_live ON state(kind, node)"
+			    " WHERE ended = 0", err))
+		return -1;
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 2", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 3", err);
 	return 0;
 }
 

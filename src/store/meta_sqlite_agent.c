@@ -67,6 +67,12 @@ static int sq_agent_delete(cof_meta *m, const char *org, const char *id, cof_err
 		return -1;
 	for (size_t i = 0; !rc && i < sizeof sqls / sizeof *sqls; i++)
 		rc = cof_sqlite_run(c, NULL, sqls[i], "deleting an agent", err, "ss", org, id);
+	/* its keys, in the same change: one made again under this id must not
+	 * be reachable by them */
+	if (!rc)
+		rc = cof_sqlite_run(c, NULL, "UPDATE keys SET revoked_at = ? WHERE org = ? AND"
+				    " agent = ? AND revoked_at = 0", "revoking the agent's keys", err,
+				    "iss", cof_now(), org, id);
 	return cof_sqlite_writer_end(m, rc, err);
 }
 

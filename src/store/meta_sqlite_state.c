@@ -289,6 +289,27 @@ static int sq_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof
 	return n > 0;
 }
 
+/* Ids under `id + "/"` are the range [id/, id0): '0' follows '/'. */
+static int sq_state_forget(cof_meta *m, const char *kind, const char *id,
+			   const char *const *streams, const char *const *subs, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_sqlite_run(c, NULL, "DELETE FROM state WHERE kind = ? AND id = ?",
+			    "forgetting a record", err, "ss", kind, id);
+	for (size_t i = 0; !rc && streams && streams[i]; i++)
+		rc = cof_sqlite_run(c, NULL, "DELETE FROM events WHERE stream = ? || ?",
+				    "forgetting events", err, "ss", streams[i], id);
+	for (size_t i = 0; !rc && subs && subs[i]; i++)
+		rc = cof_sqlite_run(c, NULL, "DELETE FROM state WHERE kind = ? AND id >= ? || '/'"
+				    " AND id < ? || '0'", "forgetting records", err, "sss",
+				    subs[i], id, id);
+	return cof_sqlite_writer_end(m, rc, err);
+}
+
 /* Fills the members of the SQLite backend this file implements. */
 void cof_sqlite_ops_state(cof_meta_ops *o)
 {
@@ -304,4 +325,5 @@ void cof_sqlite_ops_state(cof_meta_ops *o)
 	o->state_delete = sq_state_delete;
 	o->state_end_node = sq_state_end_node;
 	o->state_swap = sq_state_swap;
+	o->state_forget = sq_state_forget;
 }

@@ -111,10 +111,15 @@ static int end_node(cof_store *st, const char *node, int64_t gone_ms, int64_t *n
 				       "node_gone", n, err);
 }
 
+typedef struct gone_node {
+	char name[64];
+	int64_t beat;            /* its record's updated_at */
+} gone_node;
+
 typedef struct gone_ctx {
 	const char *self;
 	int64_t gone_ms;
-	char (*names)[64];
+	gone_node *nodes;
 	size_t n, cap;
 } gone_ctx;
 
@@ -127,12 +132,30 @@ static int gone_one(void *arg, const cof_staterow *row)
 		return 0;
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 8;
-		char (*names)[64] = realloc(g->names, cap * sizeof *names);
-		if (!names)
+		gone_node *nodes = realloc(g->nodes, cap * sizeof *nodes);
+		if (!nodes)
 			return 1;
-		g->names = names, g->cap = cap;
+		g->nodes = nodes, g->cap = cap;
 	}
-	snprintf(g->names[g->n++], 64, "%s", row->id);
+	snprintf(g->nodes[g->n].name, sizeof g->nodes->name, "%s", row->id);
+	g->nodes[g->n++].beat = row->updated_at;
+	return 0;
+}
+
+/* The gone nodes whose turns are known ended, at the heartbeat seen then:
+ * a node that stays gone writes no record, so its records are ended until
+ * its heartbeat changes, and it costs no statement each round after the
+ * first. Only the heartbeat thread (forward.c) calls; the list holds the
+ * nodes gone at the last round, no more. */
+static gone_node *ended_nodes;
+static size_t ended_n;
+
+/* True when `x` was seen ended at the same heartbeat. */
+static int known_ended(const gone_node *x)
+{
+	for (size_t i = 0; i < ended_n; i++)
+		if (!strcmp(ended_nodes[i].name, x->name) && ended_nodes[i].beat == x->beat)
+			return 1;
 	return 0;
 }
 
@@ -140,22 +163,34 @@ void cof_turns_end_gone_nodes(cof_store *st, const char *self, int64_t gone_ms)
 {
 	gone_ctx g = {.self = self, .gone_ms = gone_ms};
 	cof_err e = {0};
+	size_t kept = 0;
 	int64_t n = 0;
 
-	if (cof_meta_state_list(st->meta, "node", 0, gone_one, &g, &e))
+	if (cof_meta_state_list(st->meta, "node", 0, gone_one, &g, &e)) {
 		fprintf(stderr, "cofferd: reading the nodes' heartbeats: %s\n", e.msg);
-	cof_err_clear(&e);
-	for (size_t i = 0; i < g.n; i++) {
-		if (end_node(st, g.names[i], gone_ms, &n, &e))
-			fprintf(stderr, "cofferd: node %s is gone: cannot end its turns: %s\n",
-				g.names[i], e.msg);
-		else if (n > 0)
-			fprintf(stderr, "cofferd: node %s is gone (no heartbeat for %lld s): %lld of "
-				"its turns ended\n", g.names[i], (long long)(gone_ms / 1000),
-				(long long)n);
 		cof_err_clear(&e);
+		free(g.nodes);
+		return;
 	}
-	free(g.names);
+	for (size_t i = 0; i < g.n; i++) {
+		int ok = known_ended(&g.nodes[i]);
+		if (!ok && end_node(st, g.nodes[i].name, gone_ms, &n, &e)) {
+			fprintf(stderr, "cofferd: node %s is gone: cannot end its turns: %s\n",
+				g.nodes[i].name, e.msg);
+		} else if (!ok) {
+			ok = 1;
+			if (n > 0)
+				fprintf(stderr, "cofferd: node %s is gone (no heartbeat for %lld s): "
+					"%lld of its turns ended\n", g.nodes[i].name,
+					(long long)(gone_ms / 1000), (long long)n);
+		}
+		cof_err_clear(&e);
+		if (ok) /* remembered for the next round; a failure is tried again */
+			g.nodes[kept++] = g.nodes[i];
+	}
+	free(ended_nodes);
+	ended_nodes = g.nodes;
+	ended_n = kept;
 }
 
 int cof_turns_load(cof_turns *ts, cof_err *err)

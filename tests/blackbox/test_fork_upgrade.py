@@ -2,7 +2,7 @@
 to the schema of main d73bcf9 (SQLite user_version 1, PostgreSQL schema_version 2: the
 volumes table without base_vno, base_seq, depth, retired and its index; and without what
 the same round added beside forks: the keys' lifecycle columns, the state and events
-tables), with a volume
+tables, and the state table's index of live records, schema 3), with a volume
 and a fork made the old way (rows copied), and a cofferd of this tree then opens it,
 serves it unchanged and forks it the new way."""
 

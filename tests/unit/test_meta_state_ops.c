@@ -1,7 +1,7 @@
 /*
  * test_meta_state_ops.c — the stored-state members of meta.h added for issue
- * 12 (state_scan, state_delete, state_swap, state_end_node) and what
- * agent_delete takes with it, on whichever backend $COFFER_TEST_META_URL
+ * 12 (state_scan, state_delete, state_swap, state_end_node, state_forget)
+ * and what agent_delete takes with it (its events, its keys), on whichever backend $COFFER_TEST_META_URL
  * names (default: a fresh SQLite file). Ids are this run's own, so it runs
  * again on one shared PostgreSQL database.
  */
@@ -202,6 +202,81 @@ static void test_agent_delete_takes_its_events(void **state)
 	assert_int_equal(cof_meta_state_get(m, "agentchg", cur.id, &got, &err), 0);
 }
 
+/* state_forget: the record, its streams and its sub-records by "id/", and
+ * nothing of an id that only starts like it. */
+static void test_forget_takes_exactly_its_records(void **state)
+{
+	static const char *const streams[] = {"t-ev:", NULL};
+	static const char *const subs[] = {"t-sub", NULL};
+	char id[48], near[48], sname[80];
+	cof_err err = {0};
+	seen s = {0};
+	int64_t eid;
+	int n = 0;
+
+	(void)state;
+	put("t-main", "s1", "n", 0, "{}");
+	put("t-main", "s10", "n", 0, "{}");
+	put("t-sub", "s1/a", "n", 0, "{}");
+	put("t-sub", "s1/b", "n", 1, "{}");
+	put("t-sub", "s10/a", "n", 0, "{}");
+	put("t-sub", "s1", "n", 0, "{}");
+	snprintf(id, sizeof id, "%ss1", run);
+	snprintf(near, sizeof near, "%ss10", run);
+	snprintf(sname, sizeof sname, "t-ev:%s", id);
+	assert_int_equal(cof_meta_event_add(m, sname, 1, "{}", 10, &eid, &err), 0);
+	snprintf(sname, sizeof sname, "t-ev:%s", near);
+	assert_int_equal(cof_meta_event_add(m, sname, 1, "{}", 10, &eid, &err), 0);
+	assert_int_equal(cof_meta_state_forget(m, "t-main", id, streams, subs, &err), 0);
+	cof_staterow got;
+	assert_int_equal(cof_meta_state_get(m, "t-main", id, &got, &err), 0);
+	assert_int_equal(cof_meta_state_get(m, "t-main", near, &got, &err), 1);
+	free(got.body);
+	assert_int_equal(cof_meta_state_scan(m, "t-sub", run, collect, &s, &err), 0);
+	assert_int_equal(s.n, 2); /* s1 itself (not under s1/) and s10/a */
+	assert_string_equal(s.ids[0], "s1");
+	assert_string_equal(s.ids[1], "s10/a");
+	snprintf(sname, sizeof sname, "t-ev:%s", id);
+	assert_int_equal(cof_meta_event_list(m, sname, 0, 10, count, &n, &err), 0);
+	assert_int_equal(n, 0);
+	snprintf(sname, sizeof sname, "t-ev:%s", near);
+	assert_int_equal(cof_meta_event_list(m, sname, 0, 10, count, &n, &err), 0);
+	assert_int_equal(n, 1);
+	/* nothing left: fine */
+	assert_int_equal(cof_meta_state_forget(m, "t-main", id, streams, subs, &err), 0);
+}
+
+/* agent_delete revokes the keys bound to the agent, and only those. */
+static void test_agent_delete_revokes_its_keys(void **state)
+{
+	cof_agentrow a = {.settings = "{}"};
+	cof_keyrow k = {0}, k2 = {0}, got;
+	cof_err err = {0};
+
+	(void)state;
+	snprintf(a.org, sizeof a.org, "org_%s", run);
+	snprintf(a.id, sizeof a.id, "agk-%s", run);
+	snprintf(a.workspace, sizeof a.workspace, "volk_%s", run);
+	a.created_at = cof_now();
+	assert_int_equal(cof_meta_agent_put(m, &a, &err), 0);
+	snprintf(k.hash, sizeof k.hash, "%.12s%052d", run, 1);
+	snprintf(k.id, sizeof k.id, "k_a%.16s", run);
+	snprintf(k.org, sizeof k.org, "%s", a.org);
+	snprintf(k.agent, sizeof k.agent, "%s", a.id);
+	k.created_at = cof_now();
+	k2 = k;
+	snprintf(k2.hash, sizeof k2.hash, "%.12s%052d", run, 2);
+	snprintf(k2.id, sizeof k2.id, "k_b%.16s", run);
+	snprintf(k2.agent, sizeof k2.agent, "agk2-%s", run);
+	assert_int_equal(cof_meta_key_add(m, &k, &err), 0);
+	assert_int_equal(cof_meta_key_add(m, &k2, &err), 0);
+	assert_int_equal(cof_meta_agent_delete(m, a.org, a.id, &err), 0);
+	assert_int_equal(cof_meta_key_find(m, k.hash, &got, &err), 0);
+	assert_true(got.revoked_at > 0);
+	assert_int_equal(cof_meta_key_find(m, k2.hash, &got, &err), 0);
+	assert_int_equal(got.revoked_at, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +284,8 @@ int main(void)
 		cmocka_unit_test(test_swap_one_winner),
 		cmocka_unit_test(test_end_node_once_and_only_when_gone),
 		cmocka_unit_test(test_agent_delete_takes_its_events),
+		cmocka_unit_test(test_forget_takes_exactly_its_records),
+		cmocka_unit_test(test_agent_delete_revokes_its_keys),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
