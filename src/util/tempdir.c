@@ -18,11 +18,14 @@ int cof_temp_dir(const char *prefix, char *out, size_t outsz)
 
 	if (!base || base[0] != '/')
 		base = "/tmp";
-	n = snprintf(out, outsz, "%s/%s-XXXXXX", base, prefix);
-	if (n < 0 || (size_t)n >= outsz) {
+	n = snprintf(out, outsz, "%s/%s-", base, prefix);
+	if (n < 0 || (size_t)n + 6 >= outsz) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	/* mkdtemp's template: the name ends in six 'X', which it replaces */
+	memset(out + n, 'X', 6);
+	out[n + 6] = '\0';
 	return mkdtemp(out) ? 0 : -1;
 }
 

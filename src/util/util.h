@@ -92,8 +92,8 @@ int cof_fsync_dir(const char *dir);
 /* write(2) of all `len` bytes of `data` to `fd`, again after EINTR and short
  * writes. 0, or -1 with errno (what was written before the error stays). */
 int cof_write_full(int fd, const void *data, size_t len);
-/* Makes a new private folder (mode 0700) "$TMPDIR/PREFIX-XXXXXX" (/tmp when TMPDIR is
- * unset or relative) and writes its path to `out`. 0, or -1 with errno. */
+/* Makes a new private folder (mode 0700) "$TMPDIR/PREFIX-" and six random characters
+ * (/tmp when TMPDIR is unset or relative) and writes its path to `out`. 0, or -1 with errno. */
 int cof_temp_dir(const char *prefix, char *out, size_t outsz);
 /* Removes `dir` and everything under it, best effort, without following links or
  * entering another file system mounted below it. Cannot fail. */
