@@ -73,7 +73,7 @@ typedef struct mig {
 	PGconn *pg;
 	cof_blobstore *src_blobs, *dst_blobs;
 	int64_t counts[NTABLES];
-	int64_t blobs, copied, present, bytes;
+	int64_t blobs, copied, present, bytes, repaired;
 	int link_key;                    /* 1 once the source's link.key is stored */
 	cof_err *err;
 } mig;
@@ -168,9 +168,9 @@ static int table_check(mig *g)
 
 /* --------------------------------------------------------------- blobs */
 
-/* Copies the blob `sha` (size bytes) into the target unless it is there with
- * its size; the bytes stored must hash to `sha`. */
-static int blob_copy(mig *g, const char *sha, int64_t size, unsigned char *buf)
+/* Copies the blob `sha` (size bytes) from the source into the target, whether
+ * or not the target has it; the bytes stored must hash to `sha`. */
+static int blob_put(mig *g, const char *sha, int64_t size, unsigned char *buf)
 {
 	cof_blob_reader *r = NULL;
 	cof_blob_writer *w = NULL;
@@ -178,14 +178,6 @@ static int blob_copy(mig *g, const char *sha, int64_t size, unsigned char *buf)
 	char got[65];
 	cof_err e2 = {0};
 
-	if (g->dst_blobs->open(g->dst_blobs, sha, &r, &have, &e2) == 0) {
-		cof_blob_close(r);
-		if (have == size) {
-			g->present++;
-			return 0;
-		}
-	}
-	cof_err_clear(&e2);
 	if (g->src_blobs->open(g->src_blobs, sha, &r, &have, &e2)) {
 		cof_error(g->err, COF_EINTERNAL, "the source lacks content %s (%s); run coffer"
 			  " fsck --data %s", sha, e2.msg, g->from);
@@ -214,7 +206,6 @@ static int blob_copy(mig *g, const char *sha, int64_t size, unsigned char *buf)
 	if (strcmp(got, sha))
 		return cof_error(g->err, COF_EINTERNAL, "the source's content %s hashes to %s;"
 				 " run coffer fsck --data %s", sha, got, g->from);
-	g->copied++;
 	g->bytes += size;
 	return 0;
 fail:
@@ -222,6 +213,28 @@ fail:
 	if (w)
 		g->dst_blobs->abort(w);
 	return -1;
+}
+
+/* Copies the blob `sha` (size bytes) into the target unless it is there with
+ * its size (verification reads it whole later). */
+static int blob_copy(mig *g, const char *sha, int64_t size, unsigned char *buf)
+{
+	cof_blob_reader *r = NULL;
+	int64_t have;
+	cof_err e2 = {0};
+
+	if (g->dst_blobs->open(g->dst_blobs, sha, &r, &have, &e2) == 0) {
+		cof_blob_close(r);
+		if (have == size) {
+			g->present++;
+			return 0;
+		}
+	}
+	cof_err_clear(&e2);
+	if (blob_put(g, sha, size, buf))
+		return -1;
+	g->copied++;
+	return 0;
 }
 
 /* Hashes the target's copy of `sha`: it must be there, whole and right. */
@@ -263,7 +276,24 @@ static int blob_verify(mig *g, const char *sha, int64_t size, unsigned char *buf
 	return rc;
 }
 
-/* Calls blob_copy or blob_verify for every blob the source's metadata keeps
+/* blob_verify, and when the target's copy is missing, short or wrong (a run
+ * cut off mid-upload, on a store whose uploads are not atomic), that copy is
+ * removed (a store keeps content once: a put over it would be skipped), the
+ * source's put again and verified once more. A store that cannot be reached
+ * fails the remove, so nothing is removed then. */
+static int blob_check(mig *g, const char *sha, int64_t size, unsigned char *buf)
+{
+	if (blob_verify(g, sha, size, buf) == 0)
+		return 0;
+	cof_err_clear(g->err);
+	if (g->dst_blobs->remove(g->dst_blobs, sha, g->err) ||
+	    blob_put(g, sha, size, buf) || blob_verify(g, sha, size, buf))
+		return -1;
+	g->repaired++;
+	return 0;
+}
+
+/* Calls blob_copy or blob_check for every blob the source's metadata keeps
  * in its blob store (not inline). */
 static int blobs_each(mig *g, int (*fn)(mig *, const char *, int64_t, unsigned char *))
 {
@@ -584,7 +614,7 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 		goto out;
 	/* Once copied, the target is a dataset of its own that nodes may have
 	 * changed since: a run again checks the content, not the row counts. */
-	if ((!again && counts_verify(&g, tabs)) || blobs_each(&g, blob_verify) ||
+	if ((!again && counts_verify(&g, tabs)) || blobs_each(&g, blob_check) ||
 	    target_fsck(&g, meta, blobs, scratch, &fsck))
 		goto out;
 	*out = json_pack("{s:b, s:s, s:O, s:I, s:I, s:I, s:I, s:O}", "ok", 1, "from", g.from,
@@ -593,6 +623,8 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 			 "bytesCopied", (json_int_t)g.bytes, "fsck", fsck);
 	if (again)
 		json_object_set_new(*out, "alreadyCopied", json_true());
+	if (g.repaired)
+		json_object_set_new(*out, "blobsRepaired", json_integer(g.repaired));
 	rc = 0;
 out:
 	json_decref(tabs);
