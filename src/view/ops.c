@@ -164,6 +164,20 @@ int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
 	return 0;
 }
 
+int cof_vop_change_begin(cof_vfs *v, const char *path, int *r, const char **rel, int *k,
+			 struct stat *st)
+{
+	int rc;
+
+	if (cof_vop_split(v, path, r, rel))
+		return -ENOENT;
+	if ((rc = cof_vop_writable(v, *r, *rel)))
+		return rc;
+	pthread_mutex_lock(&v->mu);
+	*k = cof_vop_what_is(v, *r, *rel, st);
+	return 0;
+}
+
 /* The attributes of an open file removed meanwhile, asked by handle (the
  * kernel does before reading it; libfuse then has no path for it): its
  * layer file's, the only bytes it still has. */
@@ -648,12 +662,8 @@ static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	vnode *n;
 	int r, rc, k;
 
-	if (cof_vop_split(v, path, &r, &rel))
-		return -ENOENT;
-	if ((rc = cof_vop_writable(v, r, rel)))
+	if ((rc = cof_vop_change_begin(v, path, &r, &rel, &k, &st)))
 		return rc;
-	pthread_mutex_lock(&v->mu);
-	k = cof_vop_what_is(v, r, rel, &st);
 	if (!k)
 		rc = -ENOENT;
 	else if (k == 1 && (n = cof_vnode_get(v, r, rel)))
@@ -671,12 +681,8 @@ static int op_utimens(const char *path, const struct timespec tv[2],
 	vnode *n;
 	int r, rc, k;
 
-	if (cof_vop_split(v, path, &r, &rel))
-		return -ENOENT;
-	if ((rc = cof_vop_writable(v, r, rel)))
+	if ((rc = cof_vop_change_begin(v, path, &r, &rel, &k, &st)))
 		return rc;
-	pthread_mutex_lock(&v->mu);
-	k = cof_vop_what_is(v, r, rel, &st);
 	if (!k)
 		rc = -ENOENT;
 	else if (k == 1 && (n = cof_vnode_get(v, r, rel)))

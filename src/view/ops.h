@@ -34,6 +34,11 @@ void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mo
 /* What is at `rel` of root r: 1 file (attributes in *st), 2 folder, 0
  * nothing. Under mu. */
 int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st);
+/* The start of a change to what is at FUSE path `path`: split, refused where it
+ * may not be written (cof_vop_writable), then v->mu taken and what is there in
+ * *k (cof_vop_what_is). 0 with v->mu held, or a -errno without it. */
+int cof_vop_change_begin(cof_vfs *v, const char *path, int *r, const char **rel, int *k,
+			 struct stat *st);
 
 int cof_vop_opendir(const char *path, struct fuse_file_info *fi);
 int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,

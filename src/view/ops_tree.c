@@ -313,14 +313,11 @@ int cof_vop_unlink(const char *path)
 	const char *rel;
 	struct stat st;
 	vnode *n;
-	int r, rc;
+	int r, rc, k;
 
-	if (cof_vop_split(v, path, &r, &rel))
-		return -ENOENT;
-	if ((rc = cof_vop_writable(v, r, rel)))
+	if ((rc = cof_vop_change_begin(v, path, &r, &rel, &k, &st)))
 		return rc;
-	pthread_mutex_lock(&v->mu);
-	if (cof_vop_what_is(v, r, rel, &st) != 1)
+	if (k != 1)
 		rc = -ENOENT;
 	else if (!(n = cof_vnode_get(v, r, rel)))
 		rc = -errno;
@@ -379,12 +376,8 @@ int cof_vop_rmdir(const char *path)
 	vnode *n;
 	int r, rc, k;
 
-	if (cof_vop_split(v, path, &r, &rel))
-		return -ENOENT;
-	if ((rc = cof_vop_writable(v, r, rel)))
+	if ((rc = cof_vop_change_begin(v, path, &r, &rel, &k, &st)))
 		return rc;
-	pthread_mutex_lock(&v->mu);
-	k = cof_vop_what_is(v, r, rel, &st);
 	if (k != 2)
 		rc = k ? -ENOTDIR : -ENOENT;
 	else if (dir_has_entries(v, r, rel))
