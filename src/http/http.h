@@ -60,6 +60,9 @@ typedef enum http_body {
 			    * is checked on MHD's last call, with the handler */
 #define HTTP_F_WAITS  64u /* the handler itself may suspend on http_wait_on (a
 			    * long-poll): it runs on the loop even on remote engines */
+#define HTTP_F_LOCAL  128u /* answered from memory, never the store (health,
+			    * the OpenAPI file, the console): on the loop even on
+			    * remote engines, where a worker would only add a hop */
 
 typedef struct http_req http_req;
 

@@ -22,10 +22,10 @@
 
 /* Every route this server answers; the one place to look. */
 static const http_route routes[] = {
-	{ "GET", "/v1/health", 0, HTTP_BODY_NONE, NULL, http_health },
+	{ "GET", "/v1/health", HTTP_F_LOCAL, HTTP_BODY_NONE, NULL, http_health },
 	{ "GET", "/metrics", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL, http_metrics },
-	{ "GET", "/v1/openapi.json", 0, HTTP_BODY_NONE, NULL, http_openapi },
-	{ "GET", "/console", 0, HTTP_BODY_NONE, NULL, http_console },
+	{ "GET", "/v1/openapi.json", HTTP_F_LOCAL, HTTP_BODY_NONE, NULL, http_openapi },
+	{ "GET", "/console", HTTP_F_LOCAL, HTTP_BODY_NONE, NULL, http_console },
 	{ "GET", "/console/{+}", 0, HTTP_BODY_NONE, NULL, http_console_file },
 	{ "POST", "/v1/keys", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON, NULL,
 	  http_keys_create },
@@ -352,7 +352,7 @@ static int auth_late(const http_req *req)
 {
 	return (req->route->flags & HTTP_F_SNAPSHOT) ||
 	       (req->srv->remote && req->route->body == HTTP_BODY_NONE &&
-		!(req->route->flags & HTTP_F_WAITS));
+		!(req->route->flags & (HTTP_F_WAITS | HTTP_F_LOCAL)));
 }
 
 /* Everything done on MHD's first call: route, auth, header checks, limits. */
@@ -674,7 +674,7 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 	 * suspends itself (http_wait_on) and stays on the loop. */
 	if (req->off_loop == HTTP_OFF_NO &&
 	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS) ||
-	     (srv->remote && !(req->route->flags & HTTP_F_WAITS))) &&
+	     (srv->remote && !(req->route->flags & (HTTP_F_WAITS | HTTP_F_LOCAL)))) &&
 	    http_run_off_loop(req) == 0)
 		return MHD_YES;
 	return http_handle(req);
