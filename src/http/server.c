@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -592,6 +593,23 @@ static void *head_main(void *arg)
 	return NULL;
 }
 
+/* The connections whose socket holds bytes not read yet: requests a client
+ * sent before a stop, which the drain still answers (an event loop behind
+ * under load has not reached them, so they are not counted in flight). */
+static int head_unread(head_guard *g)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&g->mu);
+	for (head_watch *w = g->list; w; w = w->next) {
+		int avail = 0;
+		if (ioctl(w->fd, FIONREAD, &avail) == 0 && avail > 0)
+			n++;
+	}
+	pthread_mutex_unlock(&g->mu);
+	return n;
+}
+
 /* Starts the guard's thread. 0, or -1 (printed). */
 static int head_start(head_guard *g, http_server *srv, int64_t timeout_seconds)
 {
@@ -681,10 +699,12 @@ static struct MHD_Daemon *mhd_start(head_guard *g, const server_opts *o, int fd)
 }
 
 /* Graceful stop: no new connections, long-polls woken, requests under way
- * given DRAIN_SECONDS (a second signal cuts it short), then MHD stopped. */
-static void mhd_drain(http_server *srv, const sigset_t *sigs)
+ * (and requests sent on kept connections but not read yet) given
+ * DRAIN_SECONDS (a second signal cuts it short), then MHD stopped. */
+static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 {
 	struct timespec tick = { 0, 50 * 1000 * 1000 };
+	struct timespec settle = { 0, 10 * 1000 * 1000 };
 	MHD_socket lfd;
 
 	__atomic_store_n(&srv->stopping, 1, __ATOMIC_SEQ_CST);
@@ -695,8 +715,15 @@ static void mhd_drain(http_server *srv, const sigset_t *sigs)
 	for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
 		cof_changes_wake_all(srv->st);
 		http_loop_wake_all();
-		if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) <= 0)
-			break;
+		/* nothing in flight and nothing unread, twice: a loop may have
+		 * read a request and not yet called its handler the first time */
+		if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) <= 0 && !head_unread(g)) {
+			nanosleep(&settle, NULL);
+			if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) <= 0 &&
+			    !head_unread(g))
+				break;
+			continue;
+		}
 		/* no connection left: nothing is under way, whatever the count says */
 		const union MHD_DaemonInfo *di =
 			MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
@@ -872,7 +899,7 @@ int cofferd_main(int argc, char **argv)
 	fprintf(stderr, "cofferd: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	http_nodes_stop();
 	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
-	mhd_drain(&srv, &sigs);
+	mhd_drain(&srv, &hg, &sigs);
 	http_turn_streams_wait();
 	http_metrics_listen_stop();
 	head_stop(&hg);
