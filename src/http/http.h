@@ -23,13 +23,43 @@ struct cof_sub;
 #define HTTP_MAX_PARAMS 4                 /* captures in one route pattern */
 #define HTTP_MAX_LABELS 64                /* `label` query args on one call */
 
+/* The event loops (evloops.c): one MHD daemon per loop thread, in MHD's
+ * external epoll mode, all accepting on one listening socket. */
+typedef struct http_evloops http_evloops;
+typedef struct http_evloops_cfg {
+	int listen_fd;                 /* owned by the loops from the start call */
+	unsigned loops;                /* threads, one daemon each (0 = 1) */
+	unsigned max_conns;            /* in all, split between the loops */
+	unsigned max_conns_per_ip;     /* across all loops; 0 = no cap */
+	unsigned conn_timeout;         /* seconds idle */
+	size_t conn_memory, thread_stack;
+	MHD_AccessHandlerCallback access;
+	void *access_cls;
+	MHD_NotifyConnectionCallback notify;
+	void *notify_cls;
+	MHD_RequestCompletedCallback completed;
+	void *completed_cls;
+	size_t (*unescape)(void *cls, struct MHD_Connection *conn, char *s);
+} http_evloops_cfg;
+
+/* Starts the loops; NULL with `err` (the listening socket then closed). */
+http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err);
+/* Stops accepting: every loop leaves the socket, which is then closed.
+ * Connections open go on being served. */
+void http_evloops_quiesce(http_evloops *l);
+/* Connections open now, over all loops. */
+unsigned http_evloops_connections(http_evloops *l);
+/* Ends the loop threads, then stops every daemon (no connection may be
+ * suspended: http_loop_stop first) and frees `l`. NULL is a no-op. */
+void http_evloops_stop(http_evloops *l);
+
 /* Server-wide state; one per cofferd_main. */
 typedef struct http_server {
 	cof_store *st;
 	cof_turns *turns;
 
 	cof_relay *relay;        /* relay sessions (in memory) */
-	struct MHD_Daemon *mhd;
+	http_evloops *loops;      /* the HTTP event loops */
 	char host[300];          /* listen address as printed (IPv6 in brackets) */
 	unsigned port;
 	int stopping;            /* set on SIGTERM: long-polls stop waiting */

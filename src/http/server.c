@@ -672,30 +672,35 @@ static void fit_conns(server_opts *o)
 	o->max_conns = room;
 }
 
-/* Starts MHD on the bound socket `fd` (MHD owns it from here), with the
- * connection bounds of `o` and the head deadline of `g`: --threads event
- * loops (epoll), each accepting on the socket, suspend and resume on. */
-static struct MHD_Daemon *mhd_start(head_guard *g, const server_opts *o, int fd)
+/* Starts the event loops on the bound socket `fd` (theirs from here), with
+ * the connection bounds of `o` and the head deadline of `g`: --threads loops
+ * (epoll), each accepting on the socket, suspend and resume on. NULL, or
+ * the loops (printed why not). */
+static http_evloops *mhd_start(head_guard *g, const server_opts *o, int fd)
 {
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-			 MHD_USE_ERROR_LOG;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned threads = o->threads ? (unsigned)o->threads
-				      : (unsigned)(cores < 1 ? 1 : cores > 64 ? 64 : cores);
+	http_evloops_cfg c = {
+		.listen_fd = fd,
+		.loops = o->threads ? (unsigned)o->threads
+				    : (unsigned)(cores < 1 ? 1 : cores > 64 ? 64 : cores),
+		.max_conns = (unsigned)o->max_conns,
+		.max_conns_per_ip = (unsigned)o->max_conns_per_ip,
+		.conn_timeout = CONN_TIMEOUT,
+		.conn_memory = CONN_MEMORY,
+		.thread_stack = THREAD_STACK,
+		.access = head_access, .access_cls = g,
+		.notify = head_notify, .notify_cls = g,
+		.completed = head_completed, .completed_cls = g,
+		.unescape = http_unescape_none,
+	};
+	cof_err err = { 0 };
+	http_evloops *l = http_evloops_start(&c, &err);
 
-	return MHD_start_daemon(
-		flags, 0, NULL, NULL, head_access, g,
-		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-		MHD_OPTION_THREAD_POOL_SIZE, threads,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_conns,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-		MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK,
-		MHD_OPTION_NOTIFY_CONNECTION, head_notify, g,
-		MHD_OPTION_NOTIFY_COMPLETED, head_completed, g,
-		MHD_OPTION_UNESCAPE_CALLBACK, http_unescape_none, NULL,
-		MHD_OPTION_END);
+	if (!l) {
+		fprintf(stderr, "cofferd: cannot start the HTTP server: %s\n", err.msg);
+		cof_err_clear(&err);
+	}
+	return l;
 }
 
 /* Graceful stop: no new connections, long-polls woken, requests under way
@@ -705,13 +710,10 @@ static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 {
 	struct timespec tick = { 0, 50 * 1000 * 1000 };
 	struct timespec settle = { 0, 10 * 1000 * 1000 };
-	MHD_socket lfd;
 
 	__atomic_store_n(&srv->stopping, 1, __ATOMIC_SEQ_CST);
 	cof_relay_shutdown(srv->relay);
-	lfd = MHD_quiesce_daemon(srv->mhd);
-	if (lfd != MHD_INVALID_SOCKET)
-		close(lfd);
+	http_evloops_quiesce(srv->loops);
 	for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
 		cof_changes_wake_all(srv->st);
 		http_loop_wake_all();
@@ -725,9 +727,7 @@ static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 			continue;
 		}
 		/* no connection left: nothing is under way, whatever the count says */
-		const union MHD_DaemonInfo *di =
-			MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		if (di && di->num_connections == 0)
+		if (http_evloops_connections(srv->loops) == 0)
 			break;
 		int s = sigtimedwait(sigs, NULL, &tick);
 		if (s == SIGHUP) {
@@ -740,8 +740,8 @@ static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 	if (__atomic_load_n(&srv->in_flight, __ATOMIC_SEQ_CST) > 0)
 		http_dump_in_flight();
 	http_loop_stop(); /* every job ended and every wait resumed: none suspended */
-	MHD_stop_daemon(srv->mhd);
-	srv->mhd = NULL;
+	http_evloops_stop(srv->loops);
+	srv->loops = NULL;
 }
 
 /* Opens the store and prints the admin key when it is new (or that the
@@ -850,12 +850,11 @@ int cofferd_main(int argc, char **argv)
 		close(fd);
 		fd = -1;
 	}
-	if (fd < 0 || head_start(&hg, &srv, o.head_timeout) ||
-	    (srv.mhd = mhd_start(&hg, &o, fd)) == NULL) {
-		if (fd >= 0) {
-			fprintf(stderr, "cofferd: cannot start the HTTP server\n");
-			close(fd);
-		}
+	if (fd >= 0 && head_start(&hg, &srv, o.head_timeout)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0 || (srv.loops = mhd_start(&hg, &o, fd)) == NULL) {
 		http_loop_stop();
 		head_stop(&hg);
 		cof_turns_close(srv.turns);
@@ -865,7 +864,7 @@ int cofferd_main(int argc, char **argv)
 	}
 	if (gc_start(&gc, srv.st, o.gc_interval)) {
 		http_loop_stop();
-		MHD_stop_daemon(srv.mhd);
+		http_evloops_stop(srv.loops);
 		head_stop(&hg);
 		cof_turns_close(srv.turns);
 		cof_relay_close(srv.relay);
@@ -880,7 +879,7 @@ int cofferd_main(int argc, char **argv)
 	if (o.mhost[0] && http_metrics_listen(&srv, o.mhost, o.mport)) {
 		http_nodes_stop();
 		gc_stop(&gc);
-		MHD_stop_daemon(srv.mhd);
+		http_evloops_stop(srv.loops);
 		head_stop(&hg);
 		cof_turns_close(srv.turns);
 		cof_relay_close(srv.relay);

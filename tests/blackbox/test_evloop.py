@@ -200,6 +200,51 @@ def test_many_idle_and_waiting_connections_without_threads():
 
 
 
+@harness.timeout(TIMEOUT)
+def test_exactly_a_full_batch_of_ready_connections_is_answered():
+    """128 kept connections on one event loop turn ready at once (cofferd is stopped
+    with SIGSTOP while each sends a request, then continued), and nothing else
+    happens: every request is answered. libmicrohttpd 0.9.75's own epoll thread
+    called epoll_wait again after a full batch of 128 events, before handling them,
+    and slept there until the next connection timeout: none of the 128 was answered
+    for 18 s. cofferd runs MHD's loops itself (evloops.c), whose wait is bounded.
+    127 and 129 are checked beside it (they were answered before too)."""
+    import os
+    import signal
+    _raise_nofile(400)
+    for n in (127, 128, 129):
+        with harness.server(args=["--threads", "1", "--max-conns-per-ip", "1000",
+                                  "--head-timeout", "600"]) as srv:
+            socks = []
+            try:
+                for i in range(n):
+                    s = _connect(srv)
+                    socks.append(s)
+                    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    check(b"200" in s.recv(4096).split(b"\r\n")[0],
+                          "health on connection %d of %d" % (i, n))
+                os.kill(srv.proc.pid, signal.SIGSTOP)
+                try:
+                    for s in socks:
+                        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    time.sleep(0.3)
+                finally:
+                    os.kill(srv.proc.pid, signal.SIGCONT)
+                deadline = time.time() + 10 * harness.SCALE
+                answered = 0
+                for s in socks:
+                    s.settimeout(max(0.05, deadline - time.time()))
+                    try:
+                        if s.recv(4096).startswith(b"HTTP/1.1 200"):
+                            answered += 1
+                    except socket.timeout:
+                        pass
+                eq(answered, n, "requests answered of %d sent at once on kept connections" % n)
+            finally:
+                for s in socks:
+                    s.close()
+
+
 def _cut_upload(srv, vid, name, head_extra, body):
     """Sends a PUT of `name` whose body stops short, then half-closes at once, so
     the last bytes and the FIN come together: the pattern the SDKs' retry tests
