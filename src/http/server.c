@@ -2,8 +2,8 @@
  * server.c — cofferd's main: flags, the listening socket, MHD, the background
  * gc thread, and a graceful stop on SIGTERM/SIGINT.
  *
- * Threads: MHD runs --threads event-loop threads (epoll, one per core by
- * default) that read requests and write answers for every connection; a
+ * Threads: --threads event-loop threads (evloops.c: one MHD daemon each,
+ * epoll, one per core by default) read requests and write answers for every connection; a
  * handler that may block (anything but a GET) runs on one of --workers
  * worker threads, and a long-poll or event stream with nothing to say is
  * suspended on a notification fd by loop.c's watcher thread, so no thread
@@ -14,7 +14,7 @@
  *
  * Connections are bounded three ways, so that idle or slow clients cannot
  * lock others out: at most --max-conns in all, at most --max-conns-per-ip
- * from one address (MHD refuses the next at accept), and a request head
+ * from one address (evloops.c refuses the next at accept), and a request head
  * (request line and headers) must be complete within --head-timeout of the
  * accept, or of the end of the previous answer on a kept-alive connection.
  * MHD's own idle timeout resets on every byte, so a client trickling one
