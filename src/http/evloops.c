@@ -16,8 +16,10 @@
  * poll on the daemon's epoll fd, bounded by MHD_get_timeout.
  *
  * Thread ownership: a daemon is touched only by its loop thread (MHD_run,
- * MHD_quiesce_daemon), except MHD_resume_connection (any thread: MHD's ITC
- * wakes the loop) and, once every loop has ended, MHD_stop_daemon.
+ * MHD_quiesce_daemon), except MHD_resume_connection (any thread, through
+ * http_resume: in external mode MHD makes no ITC, so nothing of MHD's wakes
+ * the loop; http_resume writes the loop's own eventfd) and, once every loop
+ * has ended, MHD_stop_daemon.
  */
 #include <errno.h>
 #include <poll.h>
@@ -30,7 +32,10 @@
 #include <unistd.h>
 #include "http/http.h"
 
-#define WAIT_MAX_MS 1000        /* a loop looks at its daemon at least this often */
+#ifndef WAIT_MAX_MS
+#define WAIT_MAX_MS 1000        /* a loop looks at its daemon at least this often (a
+				 * build with it raised shows a missed wake as a stall) */
+#endif
 #define ADDR_BUCKETS 4096       /* the per-address table's buckets */
 
 /* One address's connections (IPv4 as ::ffff:a.b.c.d). */
@@ -70,6 +75,9 @@ struct http_evloops {
  * the next accept is one whose connection MHD failed to set up. */
 static __thread int pending_set;
 static __thread unsigned char pending_ip[16];
+
+/* The loops of this process (one cofferd per process), for http_resume. */
+static http_evloops *running;
 
 /* ------------------------------------------------------------ per address */
 
@@ -235,10 +243,26 @@ static void wake(evloop *lp)
 	(void)!write(lp->wake, &one, sizeof one);
 }
 
+void http_resume(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+	struct MHD_Daemon *d = ci ? ci->daemon : NULL; /* before: conn may go */
+	http_evloops *l = __atomic_load_n(&running, __ATOMIC_ACQUIRE);
+
+	MHD_resume_connection(conn);
+	for (unsigned i = 0; l && i < l->n; i++)
+		if (l->loops[i].d == d) {
+			wake(&l->loops[i]);
+			break;
+		}
+}
+
 /* Stops what was started of `l` and frees it; the listening socket is closed. */
 static void teardown(http_evloops *l)
 {
 	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+	__atomic_compare_exchange_n(&running, &l, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; i < l->n; i++)
 		if (l->loops[i].started) {
 			wake(&l->loops[i]);
@@ -324,6 +348,7 @@ http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err)
 		l->loops[i].started = 1;
 	}
 	pthread_attr_destroy(&at);
+	__atomic_store_n(&running, l, __ATOMIC_RELEASE);
 	return l;
 }
 

@@ -49,6 +49,10 @@ http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err);
 void http_evloops_quiesce(http_evloops *l);
 /* Connections open now, over all loops. */
 unsigned http_evloops_connections(http_evloops *l);
+/* MHD_resume_connection, then wakes the loop that owns `conn` (MHD's
+ * external mode has no ITC of its own): every resume goes through here.
+ * Any thread. */
+void http_resume(struct MHD_Connection *conn);
 /* Ends the loop threads, then stops every daemon (no connection may be
  * suspended: http_loop_stop first) and frees `l`. NULL is a no-op. */
 void http_evloops_stop(http_evloops *l);

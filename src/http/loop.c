@@ -149,7 +149,7 @@ static void resume_list(http_wait *list)
 	while (list) {
 		http_wait *next = list->next;
 		struct MHD_Connection *c = list->conn;
-		MHD_resume_connection(c); /* from here, `list` may be gone */
+		http_resume(c); /* from here, `list` may be gone */
 		list = next;
 	}
 }
@@ -344,7 +344,7 @@ static void *work_main(void *arg)
 		req->park_ret = http_handle(req);
 		req->parking = 0;
 		req->off_loop = HTTP_OFF_DONE;
-		MHD_resume_connection(req->conn); /* `req` is the loop's again */
+		http_resume(req->conn); /* `req` is the loop's again */
 		pthread_mutex_lock(&pp->mu);
 	}
 	pthread_mutex_unlock(&pp->mu);

@@ -621,7 +621,7 @@ static void kick_if_peer_closed(http_req *req)
 	    body_complete(req))
 		return;
 	MHD_suspend_connection(req->conn);
-	MHD_resume_connection(req->conn);
+	http_resume(req->conn);
 }
 
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
