@@ -250,6 +250,120 @@ static char *path_of(cof_vll *ll, const lnode *n, const char *name)
 	return strdup(buf + at);
 }
 
+/* ---------------------------------------------------------- prefetch
+ *
+ * A folder's small files go into the kernel's page cache as it is listed
+ * (fuse_lowlevel_notify_store), so the reads of a `grep -r` that follows
+ * are served with no round trip to us; which files, and their bytes, are
+ * prefetch.c's. The table's part is that nothing stale is stored: bytes
+ * read while a change was under way, or before one that began meanwhile,
+ * are not stored; a change other than a write of the node being stored
+ * waits for the store; a write cannot wait (the kernel holds the pages it
+ * writes while it waits for our reply, and the store waits for them), so
+ * the node's cache is dropped after the store instead.
+ */
+
+/* A folder open for listing: ops_tree.c's handle, and the files of the
+ * last reply, pushed once the kernel has made their nodes (see list()). */
+typedef struct ldir {
+	uint64_t fh;
+	struct push *pending;
+} ldir;
+
+/* One file to push, and the listing's list of them. */
+typedef struct pushc {
+	fuse_ino_t ino;
+	char *path;
+	int64_t size;
+} pushc;
+
+struct push {
+	pushc *c;
+	size_t n, cap;
+};
+
+/* Adds file n (`size` bytes, in folder p) to the listing's pushes if the
+ * budgets allow: its bytes are then counted as pushed, so a folder listed
+ * again pushes it no more. Under mu. */
+static void push_add(cof_vll *ll, struct push *ps, lnode *p, lnode *n, int64_t size)
+{
+	pushc *c;
+
+	if (size <= 0 || size > COF_VPUSH_FILE_MAX || p->pushed + size > COF_VPUSH_DIR_MAX ||
+	    ll->view_pushed + size > COF_VPUSH_VIEW_MAX)
+		return;
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 32;
+		pushc *nc = realloc(ps->c, cap * sizeof *nc);
+		if (!nc)
+			return;
+		ps->c = nc;
+		ps->cap = cap;
+	}
+	c = &ps->c[ps->n];
+	if (!(c->path = path_of(ll, n, NULL)))
+		return;
+	c->ino = n->ino;
+	c->size = size;
+	ps->n++;
+	n->pushed = size;
+	p->pushed += size;
+	ll->view_pushed += size;
+}
+
+/* Stores one file's bytes (see above); nothing when anything changed. */
+static void push_one(cof_vll *ll, const pushc *c, char *buf)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	uint64_t c0;
+	lnode *n;
+	ssize_t k;
+	int stale;
+
+	pthread_mutex_lock(&ll->mu);
+	c0 = ll->changes;
+	k = ll->inflight;
+	pthread_mutex_unlock(&ll->mu);
+	if (k || (k = cof_vpush_read(ll->v, c->path, buf, c->size)) != c->size)
+		return;
+	pthread_mutex_lock(&ll->mu);
+	n = node_of(ll, c->ino);
+	if (!n || ll->changes != c0 || ll->inflight) {
+		pthread_mutex_unlock(&ll->mu);
+		return;
+	}
+	n->pushing = 1;
+	pthread_mutex_unlock(&ll->mu);
+	bv.buf[0].mem = buf;
+	bv.buf[0].size = (size_t)k;
+	/* ENOENT: the kernel forgot the node meanwhile; nothing to do */
+	fuse_lowlevel_notify_store(ll->se, c->ino, 0, &bv, 0);
+	pthread_mutex_lock(&ll->mu);
+	n->pushing = 0;
+	stale = n->stale;
+	n->stale = 0;
+	pthread_cond_broadcast(&ll->pushed);
+	node_put(ll, n); /* forgotten while pushed */
+	pthread_mutex_unlock(&ll->mu);
+	if (stale)
+		fuse_lowlevel_notify_inval_inode(ll->se, c->ino, 0, 0);
+}
+
+/* Pushes a listing's files, after its reply was sent. */
+static void push_run(cof_vll *ll, struct push *ps)
+{
+	char *buf = ps->n ? malloc(COF_VPUSH_FILE_MAX) : NULL;
+
+	for (size_t i = 0; i < ps->n; i++) {
+		if (buf)
+			push_one(ll, &ps->c[i], buf);
+		free(ps->c[i].path);
+	}
+	free(buf);
+	free(ps->c);
+	free(ps);
+}
+
 /* ------------------------------------------------------- the requests */
 
 static cof_vll *begin(fuse_req_t req)
@@ -783,21 +897,35 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	cof_vll *ll = begin(req);
 	char *path = path_get(ll, ino, NULL);
-	int rc = path ? ll->ops->opendir(path, fi) : -ENOENT;
+	ldir *d = calloc(1, sizeof *d);
+	int rc = !d ? -ENOMEM : path ? ll->ops->opendir(path, fi) : -ENOENT;
 
 	free(path);
-	if (rc)
+	if (rc) {
+		free(d);
 		fuse_reply_err(req, -rc);
-	else if (fuse_reply_open(req, fi) == -ENOENT)
+		return;
+	}
+	d->fh = fi->fh;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		fi->fh = d->fh;
 		ll->ops->releasedir(NULL, fi);
+		free(d);
+	}
 }
 
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	cof_vll *ll = begin(req);
+	ldir *d = (ldir *)(uintptr_t)fi->fh;
 
+	fi->fh = d->fh;
 	ll->ops->releasedir(NULL, fi);
 	fuse_reply_err(req, 0);
+	if (d->pending) /* the caller stopped listing: what it was given */
+		push_run(ll, d->pending);
+	free(d);
 }
 
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -812,113 +940,6 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_statfs(req, &sv);
-}
-
-/* ---------------------------------------------------------- prefetch
- *
- * A folder's small files go into the kernel's page cache as it is listed
- * (fuse_lowlevel_notify_store), so the reads of a `grep -r` that follows
- * are served with no round trip to us; which files, and their bytes, are
- * prefetch.c's. The table's part is that nothing stale is stored: bytes
- * read while a change was under way, or before one that began meanwhile,
- * are not stored; a change other than a write of the node being stored
- * waits for the store; a write cannot wait (the kernel holds the pages it
- * writes while it waits for our reply, and the store waits for them), so
- * the node's cache is dropped after the store instead.
- */
-
-/* One file to push, and the listing's list of them. */
-typedef struct pushc {
-	fuse_ino_t ino;
-	char *path;
-	int64_t size;
-} pushc;
-
-struct push {
-	pushc *c;
-	size_t n, cap;
-};
-
-/* Adds file n (`size` bytes, in folder p) to the listing's pushes if the
- * budgets allow: its bytes are then counted as pushed, so a folder listed
- * again pushes it no more. Under mu. */
-static void push_add(cof_vll *ll, struct push *ps, lnode *p, lnode *n, int64_t size)
-{
-	pushc *c;
-
-	if (size <= 0 || size > COF_VPUSH_FILE_MAX || p->pushed + size > COF_VPUSH_DIR_MAX ||
-	    ll->view_pushed + size > COF_VPUSH_VIEW_MAX)
-		return;
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 32;
-		pushc *nc = realloc(ps->c, cap * sizeof *nc);
-		if (!nc)
-			return;
-		ps->c = nc;
-		ps->cap = cap;
-	}
-	c = &ps->c[ps->n];
-	if (!(c->path = path_of(ll, n, NULL)))
-		return;
-	c->ino = n->ino;
-	c->size = size;
-	ps->n++;
-	n->pushed = size;
-	p->pushed += size;
-	ll->view_pushed += size;
-}
-
-/* Stores one file's bytes (see above); nothing when anything changed. */
-static void push_one(cof_vll *ll, const pushc *c, char *buf)
-{
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
-	uint64_t c0;
-	lnode *n;
-	ssize_t k;
-	int stale;
-
-	pthread_mutex_lock(&ll->mu);
-	c0 = ll->changes;
-	k = ll->inflight;
-	pthread_mutex_unlock(&ll->mu);
-	if (k || (k = cof_vpush_read(ll->v, c->path, buf, c->size)) != c->size)
-		return;
-	pthread_mutex_lock(&ll->mu);
-	n = node_of(ll, c->ino);
-	if (!n || ll->changes != c0 || ll->inflight) {
-		pthread_mutex_unlock(&ll->mu);
-		return;
-	}
-	n->pushing = 1;
-	pthread_mutex_unlock(&ll->mu);
-	bv.buf[0].mem = buf;
-	bv.buf[0].size = (size_t)k;
-	/* ENOENT: the kernel forgot the node meanwhile; nothing to do */
-	fuse_lowlevel_notify_store(ll->se, c->ino, 0, &bv, 0);
-	pthread_mutex_lock(&ll->mu);
-	n->pushing = 0;
-	stale = n->stale;
-	n->stale = 0;
-	pthread_cond_broadcast(&ll->pushed);
-	node_put(ll, n); /* forgotten while pushed */
-	pthread_mutex_unlock(&ll->mu);
-	if (stale)
-		fuse_lowlevel_notify_inval_inode(ll->se, c->ino, 0, 0);
-}
-
-/* Pushes a listing's files, after its reply was sent. */
-static void push_run(cof_vll *ll, struct push *ps)
-{
-	char *buf = ps->n ? malloc(COF_VPUSH_FILE_MAX) : NULL;
-
-	for (size_t i = 0; i < ps->n; i++) {
-		if (buf)
-			push_one(ll, &ps->c[i], buf);
-		free(ps->c[i].path);
-	}
-	free(buf);
-	free(ps->c);
-	free(ps);
 }
 
 /* ---------------------------------------------------------- listings */
@@ -1000,16 +1021,26 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	ldir *d = (ldir *)(uintptr_t)fi->fh;
+	struct fuse_file_info dfi = *fi;
+	struct push *ready = d->pending;
+
 	if (plus && cof_vpush_on(ll->v))
 		f.push = calloc(1, sizeof *f.push);
-	rc = ll->ops->readdir(NULL, &f, fill, off, fi, plus ? FUSE_READDIR_PLUS : 0);
+	dfi.fh = d->fh;
+	rc = ll->ops->readdir(NULL, &f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
+	d->pending = f.push;
 	if (rc && !f.len)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, f.buf, f.len);
 	free(f.buf);
-	if (f.push)
-		push_run(ll, f.push);
+	/* the kernel makes the nodes of a reply's entries only after it was
+	 * sent (in the lister's getdents): a push of them now would find none
+	 * (ENOENT). The next request of the listing comes once they are made:
+	 * the previous reply's files are pushed then, after this reply */
+	if (ready)
+		push_run(ll, ready);
 }
 
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
