@@ -86,11 +86,15 @@ static void reply_entry_of(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const
 	e.generation = 1;
 	e.entry_timeout = ll->entry_t;
 	e.attr_timeout = ll->attr_t;
-	/* a create the caller gave up on (interrupted) leaves no handle */
-	if (fi && fuse_reply_create(req, &e, fi) == -ENOENT && ll->ops->release)
-		ll->ops->release(NULL, fi);
-	else if (!fi)
-		fuse_reply_entry(req, &e);
+	/* a reply the caller gave up on (interrupted) gave the kernel no
+	 * reference, and a create of it leaves no handle */
+	if ((fi ? fuse_reply_create(req, &e, fi) : fuse_reply_entry(req, &e)) == -ENOENT) {
+		if (fi && ll->ops->release)
+			ll->ops->release(NULL, fi);
+		pthread_mutex_lock(&ll->mu);
+		cof_lino_forget(ll, e.ino, 1);
+		pthread_mutex_unlock(&ll->mu);
+	}
 }
 
 static void ll_init(void *data, struct fuse_conn_info *conn)
@@ -210,8 +214,7 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_err(req, rc ? -rc : EINVAL);
 }
 
-/* A change of folder `parent` made by `fn` on the path of `name` in it;
- * then the new entry (mkdir) or nothing. */
+/* mkdir by path, then the new folder's entry. */
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	cof_vll *ll = begin(req);
