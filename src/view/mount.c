@@ -5,11 +5,10 @@
  * copy of the mount (cof_view_detach). What a crashed process left is
  * swept by cof_view_sweep.
  */
-#define FUSE_USE_VERSION 31
+#define FUSE_USE_VERSION 312
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +92,22 @@ static void wake_install(void)
 	sigaction(wake_sig, &sa, NULL);
 }
 
+/* libfuse's multi-threaded loop with the settings the high-level loop had
+ * (at most 10 idle workers); its own config is freed after (the 3.1 way,
+ * fuse_session_loop_mt_31, leaks the one it makes). */
+static int loop_mt(struct fuse_session *se)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int rc;
+
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_idle_threads(cfg, 10);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
 static void *serve_thread(void *arg)
 {
 	cof_vfs *v = arg;
@@ -102,7 +117,7 @@ static void *serve_thread(void *arg)
 	sigemptyset(&s);
 	sigaddset(&s, wake_sig);
 	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-	fuse_session_loop_mt(v->se, 0);
+	loop_mt(v->se);
 	return NULL;
 }
 
@@ -253,7 +268,7 @@ int cof_view_serve(cof_vfs *v)
 	/* Ctrl-C, SIGTERM, SIGHUP end the loop; the caller then unmounts */
 	if (fuse_set_signal_handlers(se))
 		return -1;
-	rc = fuse_session_loop_mt(se, 0);
+	rc = loop_mt(se);
 	fuse_remove_signal_handlers(se);
 	return rc;
 }
