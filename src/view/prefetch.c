@@ -1,8 +1,8 @@
 /*
- * prefetch.c — which files a listing puts into the kernel's page cache, and
- * their bytes (lowlevel.c stores them, with fuse_lowlevel_notify_store,
- * after the listing's reply is sent). docs/design.md, Views, "Prefetch on
- * listing".
+ * prefetch.c — a listing's small files into the kernel's page cache: which
+ * files (budgets per file, folder and view), their bytes, and the stores
+ * (fuse_lowlevel_notify_store), made once the kernel has the listed nodes
+ * (lowlevel.c, list()). docs/design.md, Views, "Prefetch on listing".
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,8 +58,7 @@ ssize_t cof_vpush_read(cof_vfs *v, const char *path, char *buf, int64_t size)
  *
  * A folder's small files go into the kernel's page cache as it is listed
  * (fuse_lowlevel_notify_store), so the reads of a `grep -r` that follows
- * are served with no round trip to us; which files, and their bytes, are
- * prefetch.c's. The table's part is that nothing stale is stored: bytes
+ * are served with no round trip to us. Nothing stale is stored: bytes
  * read while a change was under way, or before one that began meanwhile,
  * are not stored; a change other than a write of the node being stored
  * waits for the store; a write cannot wait (the kernel holds the pages it
