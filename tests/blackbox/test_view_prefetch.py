@@ -129,3 +129,22 @@ def test_write_right_after_a_listing_reads_back(srv):
              "for i in 000 050 100 150 199; do echo new$i > $i.txt; cat $i.txt; done")
     eq(out["stdout"].split(), ["new000", "new050", "new100", "new150", "new199"],
        "writes read back")
+
+
+def test_server_mount_pushes_nothing(srv):
+    # through --server each push would be an HTTP request for bytes nobody asked
+    # for yet: that way reads on demand only (docs/design.md)
+    vid = srv.create_volume()["id"]
+    for p, data in SMALL.items():
+        srv.put_ok(vid, p, data)
+    m = Mount(srv, vid, "--read-only", source=["--server", srv.url, "--key", srv.key])
+    try:
+        os.listdir(m.path("d"))
+        # listed twice: an in-process mount pushes a reply's files once the
+        # listing's next request comes
+        os.listdir(m.path("d"))
+        eq(_resident(m.path("d/page.txt"))[0], 0, "nothing pushed through --server")
+        eq(open(m.path("d/page.txt"), "rb").read(), SMALL["d/page.txt"], "read on demand")
+        eq(_resident(m.path("d/page.txt")), (1, 1), "the page a read brought in")
+    finally:
+        m.end()
