@@ -5,11 +5,11 @@
  * copy of the mount (cof_view_detach). What a crashed process left is
  * swept by cof_view_sweep.
  */
-#define FUSE_USE_VERSION 31
+#define FUSE_USE_VERSION 312
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +72,7 @@ static int roots_open(cof_vfs *v, cof_err *err)
 	return 0;
 }
 
-/* The signal that wakes a serving thread out of fuse_loop_mt's wait (see
+/* The signal that wakes a serving thread out of fuse_session_loop_mt's wait (see
  * cof_view_detach); its handler does nothing, what matters is the EINTR. */
 static int wake_sig;
 
@@ -92,6 +92,22 @@ static void wake_install(void)
 	sigaction(wake_sig, &sa, NULL);
 }
 
+/* libfuse's multi-threaded loop with the settings the high-level loop had
+ * (at most 10 idle workers); its own config is freed after (the 3.1 way,
+ * fuse_session_loop_mt_31, leaks the one it makes). */
+static int loop_mt(struct fuse_session *se)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int rc;
+
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_idle_threads(cfg, 10);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
 static void *serve_thread(void *arg)
 {
 	cof_vfs *v = arg;
@@ -101,7 +117,7 @@ static void *serve_thread(void *arg)
 	sigemptyset(&s);
 	sigaddset(&s, wake_sig);
 	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-	fuse_loop_mt(v->fuse, 0);
+	loop_mt(v->se);
 	return NULL;
 }
 
@@ -167,14 +183,14 @@ static int mount_fuse(cof_vfs *v, const char *dir, const char *opts)
 	int fd;
 
 	if (geteuid() == 0 || access("/dev/fuse", R_OK | W_OK) == 0)
-		return fuse_mount(v->fuse, dir);
+		return fuse_session_mount(v->se, dir);
 	/* fusermount3 takes only the kernel's options and its own */
 	char o[256];
 	snprintf(o, sizeof o, "%s", opts);
 	if ((fd = fusermount_fd(dir, o)) < 0)
 		return -1;
 	snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", fd);
-	if (fuse_mount(v->fuse, fdpath)) {
+	if (fuse_session_mount(v->se, fdpath)) {
 		close(fd);
 		return -1;
 	}
@@ -182,33 +198,16 @@ static int mount_fuse(cof_vfs *v, const char *dir, const char *opts)
 	return 0;
 }
 
-/* libfuse keeps one thread-specific context key, deleted when its last
- * `struct fuse` is destroyed; a thread that got a context (fuse_destroy
- * gives the calling thread one) and ends after that deletion leaks it. One
- * unmounted `struct fuse` kept for the process's life keeps the key. */
-static struct fuse *keeper;
-
-static void keeper_make(void)
-{
-	static const struct fuse_operations none;
-	char *argv[] = {"coffer", NULL};
-	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
-
-	keeper = fuse_new(&args, &none, sizeof none, NULL);
-	fuse_opt_free_args(&args);
-}
-
 int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		   cof_err *err)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT, wake_once = PTHREAD_ONCE_INIT;
+	static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
 	char optstr[256];
 	char *argv[] = {"coffer", "-o", optstr, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	cof_vfs *v;
 
 	*out = NULL;
-	pthread_once(&once, keeper_make);
 	pthread_once(&wake_once, wake_install);
 	if (opts->nroots < 1 || opts->nroots > COF_VIEW_ROOTS)
 		return cof_error(err, COF_EINTERNAL, "a view has 1 to %d volumes", COF_VIEW_ROOTS);
@@ -233,10 +232,9 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		 opts->noexec ? ",noexec" : "", opts->allow_other ? ",allow_other" : "",
 		 v->layer < 0 ? ",ro" : "");
 	if ((v->dir = cof_strdup(dir)) != NULL)
-		v->fuse = fuse_new(&args, cof_view_ops_for(opts->way),
-				   sizeof(struct fuse_operations), v);
-	fuse_opt_free_args(&args); /* fuse_new may have grown them */
-	if (!v->dir || !v->fuse) {
+		v->se = cof_vll_new(v, &args, cof_view_ops_for(opts->way));
+	fuse_opt_free_args(&args); /* the session may have grown them */
+	if (!v->dir || !v->se) {
 		cof_error(err, COF_EINTERNAL, "cannot start the view of '%s'", dir);
 		goto fail;
 	}
@@ -264,20 +262,20 @@ int cof_view_start(cof_vfs *v, cof_err *err)
 
 int cof_view_serve(cof_vfs *v)
 {
-	struct fuse_session *se = fuse_get_session(v->fuse);
+	struct fuse_session *se = v->se;
 	int rc;
 
 	/* Ctrl-C, SIGTERM, SIGHUP end the loop; the caller then unmounts */
 	if (fuse_set_signal_handlers(se))
 		return -1;
-	rc = fuse_loop_mt(v->fuse, 0);
+	rc = loop_mt(se);
 	fuse_remove_signal_handlers(se);
 	return rc;
 }
 
 void cof_view_stop(cof_vfs *v)
 {
-	fuse_exit(v->fuse);
+	fuse_session_exit(v->se);
 }
 
 /* Ends the serving of a mounted view, then waits for its thread.
@@ -290,19 +288,20 @@ void cof_view_stop(cof_vfs *v)
  * lives on, and the kernel never fails the loop's read; fusectl is often
  * not mounted (containers), so the abort does nothing. The loop then idles
  * in fuse_dev_do_read until the other sandbox ends: the hang of calls seen
- * under load. So the loop is woken directly: fuse_exit sets its flag, and
- * wake_sig interrupts its sem_wait (never restarted), after which libfuse
- * cancels its workers (cancellable only while waiting for a request) and
- * returns. Closing /dev/fuse in fuse_destroy then aborts the connection, so
- * a copy left elsewhere fails with ENOTCONN rather than blocking. The
+ * under load. So the loop is woken directly: fuse_session_exit sets its
+ * flag, and wake_sig interrupts its sem_wait (never restarted), after which
+ * libfuse cancels its workers (cancellable only while waiting for a
+ * request) and returns. Closing /dev/fuse in fuse_session_destroy then
+ * aborts the connection, so a copy left elsewhere fails with ENOTCONN
+ * rather than blocking. The
  * signal is repeated because one sent before the loop reaches sem_wait is
  * lost. */
 void cof_view_detach(cof_vfs *v)
 {
 	if (!v || !v->mounted)
 		return;
-	fuse_exit(v->fuse);
-	fuse_unmount(v->fuse); /* lazy: MNT_DETACH, or fusermount3 -u -z */
+	fuse_session_exit(v->se);
+	fuse_session_unmount(v->se); /* lazy: MNT_DETACH, or fusermount3 -u -z */
 	if (v->by_fusermount)
 		fusermount_u(v->dir);
 	v->mounted = 0;
@@ -328,8 +327,7 @@ void cof_view_unmount(cof_vfs *v)
 	if (!v)
 		return;
 	cof_view_detach(v);
-	if (v->fuse)
-		fuse_destroy(v->fuse);
+	cof_vll_free(v->ll); /* and the session */
 	if (v->layer >= 0) {
 		layer_empty(v->layer);
 		close(v->layer);

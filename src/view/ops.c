@@ -1,5 +1,6 @@
 /*
- * ops.c — the file system operations of a view (libfuse's high-level API):
+ * ops.c — the file system operations of a view, by path (lowlevel.c turns
+ * the kernel's requests into them):
  * lookups and listings merge the layer over the volume at its seq; opens of
  * unchanged files read the volume's content by range; writes copy the file
  * up into the layer first. Not supported, by design (docs/design.md):
@@ -89,7 +90,7 @@ int cof_vop_writable(cof_vfs *v, int r, const char *rel)
 
 void cof_vop_dir_attr(cof_vfs *v, int r, struct stat *st)
 {
-	struct fuse_context *cx = fuse_get_context();
+	struct fuse_context *cx = cof_vop_ctx();
 
 	memset(st, 0, sizeof *st);
 	st->st_mode = S_IFDIR | (r >= 0 && v->roots[r].cfg.rw ? 0755 : 0555);
@@ -102,7 +103,7 @@ void cof_vop_dir_attr(cof_vfs *v, int r, struct stat *st)
 void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mode,
 		      struct stat *st)
 {
-	struct fuse_context *cx = fuse_get_context();
+	struct fuse_context *cx = cof_vop_ctx();
 
 	memset(st, 0, sizeof *st);
 	if (!v->roots[r].cfg.rw)
@@ -340,6 +341,11 @@ static void nofh_key_make(void)
 static int no_open(const cof_vfs *v)
 {
 	return !v->o.follow && (v->layer < 0 || v->o.way == COF_VIEW_CALL);
+}
+
+int cof_vop_no_open(const cof_vfs *v)
+{
+	return no_open(v);
 }
 
 /* A read with no handle of a path the layer holds (a call's view): 0 with
@@ -731,7 +737,7 @@ static int op_readlink(const char *path, char *buf, size_t size)
 
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	cof_vfs *v = fuse_get_context()->private_data;
+	cof_vfs *v = cof_vop_ctx()->private_data;
 	/* a view at a seq never changes under its readers, only through its
 	 * own writes, which go through the kernel: it may cache entries,
 	 * attributes and absences for long; a view that follows the volume

@@ -9,8 +9,14 @@
 #include <fuse.h>
 #include "view/view_int.h"
 
-/* The view an operation runs on (libfuse's private data). */
-#define VIEW(v) cof_vfs *v = fuse_get_context()->private_data
+/* The request the calling thread serves (lowlevel.c): the view (as
+ * private_data) and the caller's uid, gid, pid. */
+struct fuse_context *cof_vop_ctx(void);
+/* The view an operation runs on. */
+#define VIEW(v) cof_vfs *v = cof_vop_ctx()->private_data
+/* Whether view v serves files with no open (ops.c, "opens that cost
+ * nothing"). */
+int cof_vop_no_open(const cof_vfs *v);
 
 /* An open file: a layer file's fd, or the volume's bytes. */
 typedef struct vfile {

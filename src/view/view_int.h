@@ -52,7 +52,8 @@ struct cof_vfs {
 	int64_t next_lid;
 	int layer;              /* fd of layer_dir, or -1 */
 	char *dir;              /* the mount point */
-	struct fuse *fuse;
+	struct fuse_session *se;
+	struct cof_vll *ll;     /* the inode table (lowlevel.c) */
 	pthread_t thread;
 	int threaded, mounted;
 	int by_fusermount;      /* mounted through fusermount3: it unmounts too */
@@ -160,6 +161,28 @@ struct cof_view_src {
 extern const cof_vsrc_ops cof_vsrc_local;
 /* The ops of view v. */
 #define VSRC(v) ((v)->o.src ? (v)->o.src->ops : &cof_vsrc_local)
+
+/* ---- lowlevel.c: the view on libfuse's low-level API */
+
+typedef struct cof_vll cof_vll;
+struct fuse_args;
+struct fuse_operations;
+/* A session serving the path-based `ops` on view v, its inode table in
+ * v->ll; NULL on failure. */
+struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
+				 const struct fuse_operations *ops);
+/* Destroys the session (unmounted) and the table. */
+void cof_vll_free(cof_vll *ll);
+
+/* ---- prefetch.c: a listing's small files into the page cache */
+
+#define COF_VPUSH_FILE_MAX (128 * 1024)           /* a file pushed at most */
+#define COF_VPUSH_DIR_MAX (16 * 1024 * 1024)      /* a folder's files */
+#define COF_VPUSH_VIEW_MAX (128 * 1024 * 1024)    /* a view's, for its life */
+/* Whether view v pushes what it lists. */
+int cof_vpush_on(const cof_vfs *v);
+/* The bytes of FUSE path `path` to push, exactly `size`; -1: none. */
+ssize_t cof_vpush_read(cof_vfs *v, const char *path, char *buf, int64_t size);
 
 /* ---- commit.c */
 

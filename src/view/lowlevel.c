@@ -1,0 +1,679 @@
+/*
+ * lowlevel.c — a view on libfuse's low-level API. The kernel names files by
+ * node id; the view's operations (ops.c, ops_tree.c) take paths. This file
+ * is the seam between them: an inode table (node id <-> parent + name,
+ * lookup counts, forgets; unlink, rmdir and rename keep it in step) turns
+ * each request into the path the path-based operations already take, so
+ * their logic (layer, exclusions, modes, commit) stays where it is. What
+ * the high-level API could not give: the node ids, so a folder's small
+ * files can be put into the page cache as it is listed (prefetch.c).
+ *
+ * Node ids are never reused within a mount (a 64-bit counter), so every
+ * node has generation 1: the kernel can never confuse a forgotten node with
+ * a new one.
+ */
+#define FUSE_USE_VERSION 31
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include "view/lowlevel.h"
+#include "view/ops.h"
+
+/* The request a thread serves: what the path-based operations see as
+ * cof_vop_ctx() (the view, and the caller's uid, gid and pid). */
+static __thread struct fuse_context cur;
+
+struct fuse_context *cof_vop_ctx(void)
+{
+	return &cur;
+}
+
+/* ------------------------------------------------------- the requests */
+
+static cof_vll *begin(fuse_req_t req)
+{
+	cof_vll *ll = fuse_req_userdata(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+
+	cur.private_data = ll->v;
+	cur.uid = c->uid;
+	cur.gid = c->gid;
+	cur.pid = c->pid;
+	cur.umask = c->umask;
+	return ll;
+}
+
+/* Replies with the entry of `name` in folder `parent` (just made, or
+ * looked up): its attributes by path, a node for it, or the absence (an
+ * entry of id 0 the kernel keeps for the negative timeout). */
+static void reply_entry_of(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char *name,
+			   struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	char *path = cof_vll_path(ll, parent, name);
+	int rc;
+
+	memset(&e, 0, sizeof e);
+	if (!path) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = ll->ops->getattr(path, &e.attr, NULL);
+	free(path);
+	if (rc == -ENOENT && !fi && ll->neg_t > 0) {
+		e.entry_timeout = ll->neg_t;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	pthread_mutex_lock(&ll->mu);
+	cof_lnode *p = cof_lino_find(ll, parent), *n = p ? cof_lino_ref(ll, p, name) : NULL;
+	if (n)
+		e.ino = e.attr.st_ino = n->ino;
+	pthread_mutex_unlock(&ll->mu);
+	if (!n) {
+		fuse_reply_err(req, p ? ENOMEM : ENOENT);
+		return;
+	}
+	e.generation = 1;
+	e.entry_timeout = ll->entry_t;
+	e.attr_timeout = ll->attr_t;
+	/* a reply the caller gave up on (interrupted) gave the kernel no
+	 * reference, and a create of it leaves no handle */
+	if ((fi ? fuse_reply_create(req, &e, fi) : fuse_reply_entry(req, &e)) == -ENOENT) {
+		if (fi && ll->ops->release)
+			ll->ops->release(NULL, fi);
+		pthread_mutex_lock(&ll->mu);
+		cof_lino_forget(ll, e.ino, 1);
+		pthread_mutex_unlock(&ll->mu);
+	}
+}
+
+static void ll_init(void *data, struct fuse_conn_info *conn)
+{
+	cof_vll *ll = data;
+	struct fuse_config cfg;
+
+	memset(&cfg, 0, sizeof cfg);
+	cur.private_data = ll->v;
+	if (ll->ops->init)
+		ll->ops->init(conn, &cfg);
+	ll->entry_t = cfg.entry_timeout;
+	ll->attr_t = cfg.attr_timeout;
+	ll->neg_t = cfg.negative_timeout;
+}
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	reply_entry_of(req, begin(req), parent, name, NULL);
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n)
+{
+	cof_vll *ll = fuse_req_userdata(req);
+
+	pthread_mutex_lock(&ll->mu);
+	cof_lino_forget(ll, ino, n);
+	pthread_mutex_unlock(&ll->mu);
+	fuse_reply_none(req);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	cof_vll *ll = fuse_req_userdata(req);
+
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = 0; i < count; i++)
+		cof_lino_forget(ll, f[i].ino, f[i].nlookup);
+	pthread_mutex_unlock(&ll->mu);
+	fuse_reply_none(req);
+}
+
+/* Replies with the attributes of node `ino` (by handle when fi has one). */
+static void reply_attr_of(fuse_req_t req, cof_vll *ll, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct stat st;
+	char *path = cof_vll_path(ll, ino, NULL);
+	int rc;
+
+	memset(&st, 0, sizeof st);
+	if (!path && !(fi && fi->fh)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = ll->ops->getattr(path, &st, fi);
+	free(path);
+	st.st_ino = ino;
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, ll->attr_t);
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	reply_attr_of(req, begin(req), ino, fi);
+}
+
+/* chmod, chown (none: ENOSYS), truncate and utimens as the high-level API
+ * made them of one SETATTR, then the attributes. */
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
+		       struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+	int rc = 0;
+
+	if (!path && !(fi && fi->fh)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	cof_vll_change_begin(ll, ino, 0);
+	if (set & FUSE_SET_ATTR_MODE)
+		rc = ll->ops->chmod ? ll->ops->chmod(path, a->st_mode, fi) : -ENOSYS;
+	if (!rc && (set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		rc = -ENOSYS;
+	if (!rc && (set & FUSE_SET_ATTR_SIZE))
+		rc = ll->ops->truncate(path, a->st_size, fi);
+	if (!rc && (set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		struct timespec tv[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
+		if (set & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (set & FUSE_SET_ATTR_ATIME)
+			tv[0] = a->st_atim;
+		if (set & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (set & FUSE_SET_ATTR_MTIME)
+			tv[1] = a->st_mtim;
+		rc = ll->ops->utimens(path, tv, fi);
+	}
+	free(path);
+	cof_vll_change_end(ll);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		reply_attr_of(req, ll, ino, fi);
+}
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL), buf[1];
+	int rc = ll->ops->readlink(path, buf, sizeof buf);
+
+	free(path);
+	fuse_reply_err(req, rc ? -rc : EINVAL);
+}
+
+/* mkdir by path, then the new folder's entry. */
+static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, parent, name);
+	int rc;
+
+	if (!path) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	cof_vll_change_begin(ll, 0, 0);
+	rc = ll->ops->mkdir(path, mode);
+	cof_vll_change_end(ll);
+	free(path);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		reply_entry_of(req, ll, parent, name, NULL);
+}
+
+/* unlink and rmdir: the path's node leaves the table once removed. */
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int dir)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, parent, name);
+	cof_lnode *p, *n;
+	fuse_ino_t ino = 0;
+	int rc;
+
+	if (!path) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	pthread_mutex_lock(&ll->mu);
+	if ((p = cof_lino_find(ll, parent)) && (n = cof_lino_child(ll, p, name)))
+		ino = n->ino;
+	pthread_mutex_unlock(&ll->mu);
+	cof_vll_change_begin(ll, ino, 0);
+	rc = dir ? ll->ops->rmdir(path) : ll->ops->unlink(path);
+	free(path);
+	if (!rc) {
+		pthread_mutex_lock(&ll->mu);
+		if ((p = cof_lino_find(ll, parent)) && (n = cof_lino_child(ll, p, name)))
+			cof_lino_detach(ll, n);
+		pthread_mutex_unlock(&ll->mu);
+	}
+	cof_vll_change_end(ll);
+	fuse_reply_err(req, -rc);
+}
+
+static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, 0);
+}
+
+static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, 1);
+}
+
+static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		       const char *name)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, parent, name);
+	int rc = ll->ops->symlink(target, path);
+
+	free(path);
+	fuse_reply_err(req, rc ? -rc : EPERM);
+}
+
+static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+	cof_vll *ll = begin(req);
+	char *from = cof_vll_path(ll, ino, NULL), *to = cof_vll_path(ll, parent, name);
+	int rc = ll->ops->link(from, to);
+
+	free(from);
+	free(to);
+	fuse_reply_err(req, rc ? -rc : EPERM);
+}
+
+static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t np,
+		      const char *newname, unsigned int flags)
+{
+	cof_vll *ll = begin(req);
+	char *from = cof_vll_path(ll, parent, name), *to = cof_vll_path(ll, np, newname);
+	fuse_ino_t ino = 0;
+	cof_lnode *p, *q, *n;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&ll->mu);
+	if ((p = cof_lino_find(ll, parent)) && (n = cof_lino_child(ll, p, name)))
+		ino = n->ino;
+	pthread_mutex_unlock(&ll->mu);
+	cof_vll_change_begin(ll, ino, 0);
+	if (from && to)
+		rc = ll->ops->rename(from, to, flags);
+	if (!rc) {
+		pthread_mutex_lock(&ll->mu);
+		if ((p = cof_lino_find(ll, parent)) && (q = cof_lino_find(ll, np)))
+			cof_lino_rename(ll, p, name, q, newname, flags);
+		pthread_mutex_unlock(&ll->mu);
+	}
+	cof_vll_change_end(ll);
+	free(from);
+	free(to);
+	fuse_reply_err(req, -rc);
+}
+
+/* create; and mknod of a regular file, which the high-level API made a
+ * create and a release of (a view has no other kind of node). */
+static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, parent, name);
+	int rc;
+
+	if (!path) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	cof_vll_change_begin(ll, 0, 0);
+	rc = ll->ops->create(path, mode, fi);
+	cof_vll_change_end(ll);
+	free(path);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		reply_entry_of(req, ll, parent, name, fi);
+}
+
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	cof_vll *ll = begin(req);
+	struct fuse_file_info fi;
+	char *path;
+	int rc;
+
+	(void)rdev;
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (!(path = cof_vll_path(ll, parent, name))) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	memset(&fi, 0, sizeof fi);
+	fi.flags = O_CREAT | O_EXCL | O_WRONLY;
+	cof_vll_change_begin(ll, 0, 0);
+	rc = ll->ops->create(path, mode, &fi);
+	if (!rc && ll->ops->release)
+		ll->ops->release(path, &fi);
+	cof_vll_change_end(ll);
+	free(path);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		reply_entry_of(req, ll, parent, name, NULL);
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+	int rc = path ? ll->ops->open(path, fi) : -ENOENT;
+
+	free(path);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else if (fuse_reply_open(req, fi) == -ENOENT && ll->ops->release)
+		ll->ops->release(NULL, fi); /* the open was interrupted */
+}
+
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL), *buf = malloc(size ? size : 1);
+	int rc = buf ? ll->ops->read(path, buf, size, off, fi) : -ENOMEM;
+
+	free(path);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, (size_t)rc);
+	free(buf);
+}
+
+static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+	int rc;
+
+	cof_vll_change_begin(ll, ino, 1);
+	rc = ll->ops->write(path, buf, size, off, fi);
+	cof_vll_change_end(ll);
+	free(path);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, (size_t)rc);
+}
+
+static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+	int rc = ll->ops->flush ? ll->ops->flush(path, fi) : -ENOSYS;
+
+	free(path);
+	fuse_reply_err(req, -rc);
+}
+
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+
+	ll->ops->release(path, fi);
+	free(path);
+	fuse_reply_err(req, 0);
+}
+
+static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+	int rc = ll->ops->fsync(path, datasync, fi);
+
+	free(path);
+	fuse_reply_err(req, -rc);
+}
+
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+	cof_ldir *d = calloc(1, sizeof *d);
+	int rc = !d ? -ENOMEM : path ? ll->ops->opendir(path, fi) : -ENOENT;
+
+	free(path);
+	if (rc) {
+		free(d);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	d->fh = fi->fh;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		fi->fh = d->fh;
+		ll->ops->releasedir(NULL, fi);
+		free(d);
+	}
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cof_vll *ll = begin(req);
+	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
+
+	fi->fh = d->fh;
+	ll->ops->releasedir(NULL, fi);
+	fuse_reply_err(req, 0);
+	if (d->pending) /* the caller stopped listing: what it was given */
+		cof_vpush_run(ll, d->pending);
+	free(d);
+}
+
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	cof_vll *ll = begin(req);
+	char *path = cof_vll_path(ll, ino, NULL);
+	struct statvfs sv;
+	int rc = ll->ops->statfs(path ? path : "/", &sv);
+
+	free(path);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+/* ---------------------------------------------------------- listings */
+
+/* A listing's reply being filled: the entries, and (readdirplus) the
+ * small files prefetch may push once it is sent. */
+typedef struct lfill {
+	fuse_req_t req;
+	cof_vll *ll;
+	fuse_ino_t dir;
+	char *buf;
+	size_t size, len;
+	int plus;
+	cof_vpush *push;
+} lfill;
+
+/* The inode number of an entry listed without attributes (as libfuse's
+ * high-level API gives it: the kernel then asks by lookup). */
+#define UNKNOWN_INO 0xffffffffu
+
+static int is_dot(const char *name)
+{
+	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
+/* fuse_fill_dir_t of the listings: 1 when the reply is full (the entry not
+ * taken: ops_tree.c gives it first next time). */
+static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
+		enum fuse_fill_dir_flags flags)
+{
+	lfill *f = ctx;
+	size_t left = f->size - f->len, k;
+
+	if (!f->plus) {
+		struct stat s;
+		memset(&s, 0, sizeof s);
+		s.st_ino = UNKNOWN_INO;
+		s.st_mode = st ? st->st_mode : 0;
+		if ((k = fuse_add_direntry(f->req, NULL, 0, name, NULL, 0)) > left)
+			return 1;
+		f->len += fuse_add_direntry(f->req, f->buf + f->len, left, name, &s, off);
+		return 0;
+	}
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof e);
+	if ((k = fuse_add_direntry_plus(f->req, NULL, 0, name, NULL, 0)) > left)
+		return 1;
+	if (st)
+		e.attr = *st;
+	e.attr.st_ino = UNKNOWN_INO;
+	if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
+		cof_vll *ll = f->ll;
+		pthread_mutex_lock(&ll->mu);
+		cof_lnode *p = cof_lino_find(ll, f->dir), *n = p ? cof_lino_ref(ll, p, name) : NULL;
+		if (n) {
+			e.ino = e.attr.st_ino = n->ino;
+			e.generation = 1;
+			e.entry_timeout = ll->entry_t;
+			e.attr_timeout = ll->attr_t;
+			if (f->push && S_ISREG(st->st_mode) && n->pushed == 0)
+				cof_vpush_add(ll, f->push, p, n, st->st_size);
+		}
+		pthread_mutex_unlock(&ll->mu);
+	}
+	f->len += fuse_add_direntry_plus(f->req, f->buf + f->len, left, name, &e, off);
+	return 0;
+}
+
+/* READDIR and READDIRPLUS: ops_tree.c's listing by offset into one reply;
+ * after a READDIRPLUS reply is sent, its small files are pushed. */
+static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi, int plus)
+{
+	cof_vll *ll = begin(req);
+	lfill f = {.req = req, .ll = ll, .dir = ino, .size = size, .plus = plus};
+	int rc;
+
+	if (!(f.buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
+	struct fuse_file_info dfi = *fi;
+	cof_vpush *ready = d->pending;
+
+	if (plus && cof_vpush_on(ll->v))
+		f.push = calloc(1, sizeof *f.push);
+	dfi.fh = d->fh;
+	rc = ll->ops->readdir(NULL, &f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
+	d->pending = f.push;
+	if (rc && !f.len)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, f.buf, f.len);
+	free(f.buf);
+	/* the kernel makes the nodes of a reply's entries only after it was
+	 * sent (in the lister's getdents): a push of them now would find none
+	 * (ENOENT). The next request of the listing comes once they are made:
+	 * the previous reply's files are pushed then, after this reply */
+	if (ready)
+		cof_vpush_run(ll, ready);
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 0);
+}
+
+static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 1);
+}
+
+static const struct fuse_lowlevel_ops ll_ops = {
+	.init = ll_init,
+	.lookup = ll_lookup,
+	.forget = ll_forget,
+	.forget_multi = ll_forget_multi,
+	.getattr = ll_getattr,
+	.setattr = ll_setattr,
+	.readlink = ll_readlink,
+	.mknod = ll_mknod,
+	.mkdir = ll_mkdir,
+	.unlink = ll_unlink,
+	.rmdir = ll_rmdir,
+	.symlink = ll_symlink,
+	.rename = ll_rename,
+	.link = ll_link,
+	.open = ll_open,
+	.read = ll_read,
+	.write = ll_write,
+	.flush = ll_flush,
+	.release = ll_release,
+	.fsync = ll_fsync,
+	.opendir = ll_opendir,
+	.readdir = ll_readdir,
+	.releasedir = ll_releasedir,
+	.statfs = ll_statfs,
+	.create = ll_create,
+	.readdirplus = ll_readdirplus,
+};
+
+struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
+				 const struct fuse_operations *ops)
+{
+	cof_vll *ll = calloc(1, sizeof *ll);
+
+	if (!ll)
+		return NULL;
+	ll->ops = ops;
+	ll->v = v;
+	pthread_mutex_init(&ll->mu, NULL);
+	pthread_cond_init(&ll->pushed, NULL);
+	if (cof_lino_init(ll) == 0)
+		ll->se = fuse_session_new(args, &ll_ops, sizeof ll_ops, ll);
+	if (!ll->se) {
+		cof_vll_free(ll);
+		return NULL;
+	}
+	v->ll = ll;
+	return ll->se;
+}
+
+void cof_vll_free(cof_vll *ll)
+{
+	if (!ll)
+		return;
+	if (ll->se)
+		fuse_session_destroy(ll->se);
+	cof_lino_free(ll);
+	pthread_mutex_destroy(&ll->mu);
+	pthread_cond_destroy(&ll->pushed);
+	free(ll);
+}

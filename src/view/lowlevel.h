@@ -1,0 +1,104 @@
+/*
+ * lowlevel.h — what lowlevel.c (the requests), inodes.c (the table of the
+ * kernel's node ids) and prefetch.c (pushes into the page cache) share.
+ */
+#ifndef COF_VIEW_LOWLEVEL_H
+#define COF_VIEW_LOWLEVEL_H
+
+#define FUSE_USE_VERSION 31
+#include <fuse_lowlevel.h>
+#include "view/view_int.h"
+
+/* One node the kernel knows (or a folder above one it knows). */
+typedef struct cof_lnode {
+	struct cof_lnode *id_next, *name_next; /* hash chains */
+	fuse_ino_t ino;
+	struct cof_lnode *parent;   /* NULL once removed (or the root) */
+	char *name;             /* NULL once removed */
+	uint64_t nlookup;       /* the kernel's references */
+	uint64_t nchild;        /* nodes whose parent this is */
+	int64_t pushed;         /* bytes prefetch put into the cache: of this
+				 * file, or (a folder) of its files */
+	int pushing;            /* prefetch is storing its bytes now */
+	int stale;              /* written while pushing: drop the cache after */
+} cof_lnode;
+
+struct cof_vll {
+	pthread_mutex_t mu;
+	pthread_cond_t pushed;  /* a push ended */
+	cof_lnode **by_id, **by_name;
+	size_t nbuckets, count;
+	fuse_ino_t next_ino;
+	cof_lnode root;
+	uint64_t changes;       /* changes begun (prefetch: none since it read) */
+	int inflight;           /* changes under way */
+	int64_t view_pushed;    /* bytes pushed in this view (its budget) */
+	double entry_t, attr_t, neg_t;
+	const struct fuse_operations *ops;
+	cof_vfs *v;
+	struct fuse_session *se;
+};
+
+/* A folder open for listing: ops_tree.c's handle, and the files of the
+ * last reply, pushed once the kernel has made their nodes (see list()). */
+typedef struct cof_ldir {
+	uint64_t fh;
+	struct cof_vpush *pending;
+} cof_ldir;
+
+/* One file to push, and the listing's list of them. */
+typedef struct cof_vpush cof_vpush;
+
+typedef struct pushc {
+	fuse_ino_t ino;
+	char *path;
+	int64_t size;
+} pushc;
+
+struct cof_vpush {
+	pushc *c;
+	size_t n, cap;
+};
+
+/* ---- inodes.c (under ll->mu unless said) */
+
+/* The node of id `ino`, or NULL. */
+cof_lnode *cof_lino_find(cof_vll *ll, fuse_ino_t ino);
+/* The node of `name` in folder `parent`, or NULL. */
+cof_lnode *cof_lino_child(cof_vll *ll, cof_lnode *parent, const char *name);
+/* The node of `name` in `parent`, made if new, with one more lookup (the
+ * reference a reply of it gives the kernel). NULL when out of memory. */
+cof_lnode *cof_lino_ref(cof_vll *ll, cof_lnode *parent, const char *name);
+/* Frees n if nothing holds it any more, then its parent likewise. */
+void cof_lino_put(cof_vll *ll, cof_lnode *n);
+/* Drops `n` of the kernel's references to node `ino`. */
+void cof_lino_forget(cof_vll *ll, fuse_ino_t ino, uint64_t n);
+/* Takes the node off its parent (unlink, rmdir, a rename over it). */
+void cof_lino_detach(cof_vll *ll, cof_lnode *n);
+/* Follows a rename of (p, name) to (np, newname). */
+void cof_lino_rename(cof_vll *ll, cof_lnode *p, const char *name, cof_lnode *np,
+		     const char *newname, unsigned flags);
+/* The FUSE path of node n (with `name` in it when given) in a new string;
+ * NULL for a removed node or a path too long. */
+char *cof_lino_path(cof_vll *ll, const cof_lnode *n, const char *name);
+/* The table's first buckets and its root. 0, or -1 out of memory. */
+int cof_lino_init(cof_vll *ll);
+/* Frees every node. */
+void cof_lino_free(cof_vll *ll);
+/* cof_lino_path of node `ino`, taking mu. */
+char *cof_vll_path(cof_vll *ll, fuse_ino_t ino, const char *name);
+/* A change begins (`write`: a WRITE of node `ino`) and ends, taking mu:
+ * what keeps prefetch from storing stale bytes (prefetch.c). */
+void cof_vll_change_begin(cof_vll *ll, fuse_ino_t ino, int write);
+void cof_vll_change_end(cof_vll *ll);
+
+/* ---- prefetch.c (push_add under mu; push_run without) */
+
+/* Adds file n (`size` bytes, in folder p) to a listing's pushes if the
+ * budgets allow. */
+void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size);
+/* Pushes a listing's files (once the kernel has made their nodes) and
+ * frees the list. */
+void cof_vpush_run(cof_vll *ll, cof_vpush *ps);
+
+#endif

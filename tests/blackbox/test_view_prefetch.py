@@ -1,0 +1,150 @@
+"""Prefetch on listing (issue 11, docs/design.md Views "Prefetch on listing"): a
+listing of a view puts its small unchanged files into the kernel's page cache, so
+reads after it need no round trip; what is read after a push, by read() and by
+mmap, is exactly the volume's bytes. Real FUSE, real bubblewrap."""
+
+import ctypes
+import mmap
+import os
+import time
+
+import harness
+from harness import check, eq
+from test_view import Mount, _agent, _fuse_ok, new_turn
+from turnlib import ok
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+
+
+def _resident(path):
+    """How many of the file's pages are in the page cache, and how many it has
+    (mincore over a mapping that is never touched, so nothing is read)."""
+    size = os.path.getsize(path)
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        check(addr not in (None, ctypes.c_void_p(-1).value), "mmap of %s" % path)
+        vec = ctypes.create_string_buffer(pages)
+        try:
+            eq(_libc.mincore(addr, size, vec), 0, "mincore")
+        finally:
+            _libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+    return sum(b & 1 for b in vec.raw), pages
+
+
+SMALL = {"d/one.txt": b"x", "d/page.txt": b"p" * 4096, "d/odd.txt": os.urandom(4097),
+         "d/sub/deep.txt": b"deep\n", "d/mid.bin": os.urandom(100000)}
+BIG = os.urandom(200 * 1024)  # past the 128 KiB a file is pushed at most
+
+
+def test_listing_puts_small_files_in_the_page_cache(srv):
+    vid = srv.create_volume()["id"]
+    for p, data in SMALL.items():
+        srv.put_ok(vid, p, data)
+    srv.put_ok(vid, "d/big.bin", BIG)
+    m = Mount(srv, vid, "--read-only")
+    try:
+        eq(sorted(os.listdir(m.path("d"))), ["big.bin", "mid.bin", "odd.txt", "one.txt",
+                                             "page.txt", "sub"], "the listing")
+        flat = [p for p in SMALL if p.count("/") == 1]
+        until = time.time() + 10 * harness.SCALE
+        while time.time() < until:  # the pushes follow the reply
+            got = {p: _resident(m.path(p)) for p in flat}
+            if all(r == n for r, n in got.values()):
+                break
+            time.sleep(0.05)
+        for p in flat:
+            eq(_resident(m.path(p))[0], _resident(m.path(p))[1],
+               "%s in the page cache after its folder was listed" % p)
+        eq(_resident(m.path("d/big.bin"))[0], 0, "a file past 128 KiB is not pushed")
+        eq(_resident(m.path("d/sub/deep.txt"))[0], 0, "a folder not listed is not pushed")
+        for p, data in list(SMALL.items()) + [("d/big.bin", BIG)]:
+            eq(harness.sha256(open(m.path(p), "rb").read()), harness.sha256(data),
+               "read() of %s" % p)
+            with open(m.path(p), "rb") as f:
+                mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+                eq(harness.sha256(mm[:]), harness.sha256(data), "mmap of %s" % p)
+                mm.close()
+    finally:
+        m.end()
+
+
+def _hashes_in_call(srv, tid, root):
+    out = ok(srv, tid, "cd %s && find . -type f | sort | xargs -r sha256sum; "
+             "python3 -c 'import mmap,hashlib,os\n"
+             "for d,_,fs in sorted(os.walk(\".\")):\n"
+             " for n in sorted(fs):\n"
+             "  f=open(os.path.join(d,n),\"rb\")\n"
+             "  m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ)\n"
+             "  print(\"mmap\",hashlib.sha256(m[:]).hexdigest(),os.path.join(d,n))'" % root)
+    reads, maps = {}, {}
+    for line in out["stdout"].splitlines():
+        w = line.split()
+        if w[0] == "mmap":
+            maps[w[2][2:]] = w[1]
+        else:
+            reads[w[1][2:]] = w[0]
+    return reads, maps
+
+
+def test_cold_call_views_read_every_file_right_with_exclusions(srv):
+    _fuse_ok(srv)
+    docs = srv.create_volume()["id"]
+    files = {"a/%03d.txt" % i: os.urandom(1 + i * 997) for i in range(40)}
+    files["a/big.bin"] = BIG
+    hidden = {"a/.env": b"KEY=1\n", "secret/k.txt": b"k\n"}
+    for p, data in list(files.items()) + list(hidden.items()):
+        srv.put_ok(docs, p, data)
+    aid, ws = _agent(srv, mounts=[{"workspace": True},
+                                  {"volumeId": docs, "path": "/docs", "mode": "ro"}],
+                     exclude=["secret/", ".env"])
+    for p, data in files.items():
+        srv.put_ok(ws, p, data)
+    srv.put_ok(ws, "a/.env", b"W=1\n")
+    want = {p: harness.sha256(d) for p, d in files.items()}
+    t = new_turn(srv, aid)
+    for root in ("/docs", "/workspace"):  # read-only, and read-write
+        reads, maps = _hashes_in_call(srv, t["id"], root)
+        eq(reads, want, "sha256 of every file of a cold %s (read)" % root)
+        eq(maps, want, "sha256 of every file of a cold %s (mmap)" % root)
+
+
+def test_write_right_after_a_listing_reads_back(srv):
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    for i in range(200):
+        srv.put_ok(ws, "w/%03d.txt" % i, b"old %d\n" % i)
+    t = new_turn(srv, aid)
+    # each write lands while the listing's pushes may still run: what is read
+    # back is what was written, never the volume's older bytes
+    out = ok(srv, t["id"], "cd /workspace/w && ls >/dev/null && "
+             "for i in 000 050 100 150 199; do echo new$i > $i.txt; cat $i.txt; done")
+    eq(out["stdout"].split(), ["new000", "new050", "new100", "new150", "new199"],
+       "writes read back")
+
+
+def test_server_mount_pushes_nothing(srv):
+    # through --server each push would be an HTTP request for bytes nobody asked
+    # for yet: that way reads on demand only (docs/design.md)
+    vid = srv.create_volume()["id"]
+    for p, data in SMALL.items():
+        srv.put_ok(vid, p, data)
+    m = Mount(srv, vid, "--read-only", source=["--server", srv.url, "--key", srv.key])
+    try:
+        os.listdir(m.path("d"))
+        # listed twice: an in-process mount pushes a reply's files once the
+        # listing's next request comes
+        os.listdir(m.path("d"))
+        eq(_resident(m.path("d/page.txt"))[0], 0, "nothing pushed through --server")
+        eq(open(m.path("d/page.txt"), "rb").read(), SMALL["d/page.txt"], "read on demand")
+        eq(_resident(m.path("d/page.txt")), (1, 1), "the page a read brought in")
+    finally:
+        m.end()
