@@ -169,6 +169,7 @@ static _Thread_local struct {
 	uint64_t serial;
 	conn *c;
 	int busy;
+	int lazy;        /* a hold's BEGIN not run yet: no read has needed it */
 } tl_reader;
 
 void cof_meta_pin_reader(void)
@@ -193,12 +194,14 @@ int cof_meta_read_hold(cof_meta *m)
 {
 	conn *c = tl_reader.c;
 
-	if (!m || m->ops != cof_meta_sqlite_ops() || !c || tl_reader.busy ||
+	if (!m || m->ops != cof_meta_sqlite_ops() || !c || tl_reader.busy || tl_reader.lazy ||
 	    tl_reader.serial != SQ(m)->serial || !sqlite3_get_autocommit(c->db))
 		return 0;
-	if (run_cached(c, "BEGIN") != 0)
-		return 0;
-	cof_sqlite_cache_hold(m, 1); /* before the first read takes the snapshot */
+	/* The BEGIN waits for the first read of the reader (cof_sqlite_reader_get):
+	 * when every row is kept (meta_sqlite_cache.c) none is run. The mark is
+	 * taken now, before any read can take the snapshot. */
+	tl_reader.lazy = 1;
+	cof_sqlite_cache_hold(m, 1);
 	return 1;
 }
 
@@ -209,6 +212,10 @@ void cof_meta_read_release(cof_meta *m, int held)
 	if (!held || !c || tl_reader.serial != SQ(m)->serial)
 		return;
 	cof_sqlite_cache_hold(m, 0);
+	if (tl_reader.lazy) {
+		tl_reader.lazy = 0;  /* nothing was read: no transaction to end */
+		return;
+	}
 	if (sqlite3_get_autocommit(c->db))
 		return;
 	if (run_cached(c, "COMMIT") != 0 && !sqlite3_get_autocommit(c->db))
@@ -226,6 +233,10 @@ conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err)
 
 	if (tl_reader.c && tl_reader.serial == SQ(m)->serial && !tl_reader.busy) {
 		tl_reader.busy = 1;
+		if (tl_reader.lazy) {  /* the hold's first read: its transaction */
+			tl_reader.lazy = 0;
+			(void)run_cached(tl_reader.c, "BEGIN");
+		}
 		return tl_reader.c;
 	}
 	pthread_mutex_lock(&SQ(m)->plock);
