@@ -26,6 +26,7 @@
  * there, or when the reader is inside a read transaction the mark cannot
  * date (one not begun by cof_meta_read_hold).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_sqlite.h"
@@ -59,6 +60,8 @@ typedef struct tcache {
 } tcache;
 
 static _Thread_local tcache *tc;
+static pthread_key_t tc_key;          /* frees a thread's cache when it ends */
+static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
 
 /* Drops every row (their store closed, or another store is read). */
 static void tc_clear(tcache *t)
@@ -66,6 +69,17 @@ static void tc_clear(tcache *t)
 	for (int i = 0; i < ENT_SLOTS; i++)
 		free(t->ents[i].data);
 	memset(t, 0, sizeof *t);
+}
+
+static void tc_free(void *p)
+{
+	tc_clear(p);
+	free(p);
+}
+
+static void tc_key_init(void)
+{
+	(void)pthread_key_create(&tc_key, tc_free);
 }
 
 /* Region 0 of c's WAL index, or NULL when c has none mapped. */
@@ -99,8 +113,16 @@ static tcache *tc_for(cof_meta *m)
 
 	if (!c)
 		return NULL;
-	if (!tc && !(tc = calloc(1, sizeof *tc)))
-		return NULL;
+	if (!tc) {
+		pthread_once(&tc_once, tc_key_init);
+		if (!(tc = calloc(1, sizeof *tc)))
+			return NULL;
+		if (pthread_setspecific(tc_key, tc)) {
+			free(tc);
+			tc = NULL;
+			return NULL;
+		}
+	}
 	if (tc->serial != SQ(m)->serial) {
 		tc_clear(tc);
 		tc->serial = SQ(m)->serial;
