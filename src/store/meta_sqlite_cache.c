@@ -146,11 +146,14 @@ static void mark_now(const tcache *t, mark *out)
 	out->w[3] = __atomic_load_n(&t->hdr[9], __ATOMIC_ACQUIRE);  /* aSalt[1] */
 }
 
+/* True when no commit happened between marks a and b. */
 static int mark_eq(const mark *a, const mark *b)
 {
 	return memcmp(a, b, sizeof *a) == 0;
 }
 
+/* Notes (on) or ends (off) a hold of the calling thread's pinned reader: its
+ * rows are kept under the mark taken here, before its first read. */
 void cof_sqlite_cache_hold(cof_meta *m, int on)
 {
 	tcache *t = tc_for(m);
