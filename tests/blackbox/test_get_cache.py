@@ -7,6 +7,7 @@ PostgreSQL pass nothing is kept."""
 import http.client
 import os
 import sqlite3
+import time
 
 import harness
 from harness import check, eq, expect
@@ -60,8 +61,8 @@ def test_a_key_revoked_by_another_process_fails_on_the_next_get(srv):
     k, _, path, body = _setup(srv, "rk")
     conns = _conns(srv)
     _warm(conns, path, k["key"], body)
-    eq(_sql(srv, "UPDATE keys SET revoked_at = unixepoch() WHERE id = ?", (k["id"],)), 1,
-       "rows revoked")
+    eq(_sql(srv, "UPDATE keys SET revoked_at = ? WHERE id = ?", (int(time.time()), k["id"])),
+       1, "rows revoked")
     for i, c in enumerate(conns):
         st, _, b = _get(c, path, k["key"])
         eq(st, 401, "GET on kept connection %d after the revocation (body %r)" % (i, b[:200]))
