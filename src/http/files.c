@@ -8,6 +8,7 @@
  * ever running as this server's origin.
  */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,18 +54,35 @@ static int is_inline_type(const char *ct)
 }
 
 
+/* The HTTP date of `t` into out (64 bytes), or "" when it has none. The
+ * thread's last one is kept: a GET answers the same file's time again and
+ * again, and gmtime_r with strftime was 1.5% of a small GET's CPU. */
+static void http_date(int64_t t, char out[64])
+{
+	static _Thread_local int64_t last_t = INT64_MIN;
+	static _Thread_local char last[64];
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t != last_t) {
+		if (!gmtime_r(&tt, &tm) ||
+		    !strftime(last, sizeof last, "%a, %d %b %Y %H:%M:%S GMT", &tm))
+			last[0] = '\0';
+		last_t = t;
+	}
+	memcpy(out, last, sizeof last);
+}
+
 /* Adds the headers every answer about a file carries. */
 static void file_headers(struct MHD_Response *resp, const cof_file *f, const char *etag)
 {
 	char seq[24], date[64];
-	struct tm tm;
-	time_t t = (time_t)f->updated_at;
 
 	snprintf(seq, sizeof(seq), "%" PRId64, f->vol_seq);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
 	MHD_add_response_header(resp, "X-Volume-Seq", seq);
-	if (gmtime_r(&t, &tm) && strftime(date, sizeof(date),
-					  "%a, %d %b %Y %H:%M:%S GMT", &tm))
+	http_date(f->updated_at, date);
+	if (date[0])
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, date);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");

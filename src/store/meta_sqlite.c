@@ -169,6 +169,7 @@ static _Thread_local struct {
 	uint64_t serial;
 	conn *c;
 	int busy;
+	int lazy;        /* a hold's BEGIN not run yet: no read has needed it */
 } tl_reader;
 
 void cof_meta_pin_reader(void)
@@ -193,20 +194,37 @@ int cof_meta_read_hold(cof_meta *m)
 {
 	conn *c = tl_reader.c;
 
-	if (!m || m->ops != cof_meta_sqlite_ops() || !c || tl_reader.busy ||
+	if (!m || m->ops != cof_meta_sqlite_ops() || !c || tl_reader.busy || tl_reader.lazy ||
 	    tl_reader.serial != SQ(m)->serial || !sqlite3_get_autocommit(c->db))
 		return 0;
-	return run_cached(c, "BEGIN") == 0;
+	/* The BEGIN waits for the first read of the reader (cof_sqlite_reader_get):
+	 * when every row is kept (meta_sqlite_cache.c) none is run. The mark is
+	 * taken now, before any read can take the snapshot. */
+	tl_reader.lazy = 1;
+	cof_sqlite_cache_hold(m, 1);
+	return 1;
 }
 
 void cof_meta_read_release(cof_meta *m, int held)
 {
 	conn *c = tl_reader.c;
 
-	if (!held || !c || tl_reader.serial != SQ(m)->serial || sqlite3_get_autocommit(c->db))
+	if (!held || !c || tl_reader.serial != SQ(m)->serial)
+		return;
+	cof_sqlite_cache_hold(m, 0);
+	if (tl_reader.lazy) {
+		tl_reader.lazy = 0;  /* nothing was read: no transaction to end */
+		return;
+	}
+	if (sqlite3_get_autocommit(c->db))
 		return;
 	if (run_cached(c, "COMMIT") != 0 && !sqlite3_get_autocommit(c->db))
 		(void)run_cached(c, "ROLLBACK");
+}
+
+conn *cof_sqlite_pinned(cof_meta *m)
+{
+	return tl_reader.c && tl_reader.serial == SQ(m)->serial ? tl_reader.c : NULL;
 }
 
 conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err)
@@ -215,6 +233,10 @@ conn *cof_sqlite_reader_get(cof_meta *m, cof_err *err)
 
 	if (tl_reader.c && tl_reader.serial == SQ(m)->serial && !tl_reader.busy) {
 		tl_reader.busy = 1;
+		if (tl_reader.lazy) {  /* the hold's first read: its transaction */
+			tl_reader.lazy = 0;
+			(void)run_cached(tl_reader.c, "BEGIN");
+		}
 		return tl_reader.c;
 	}
 	pthread_mutex_lock(&SQ(m)->plock);
@@ -706,13 +728,19 @@ int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id
 static int sq_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
 			 cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
+	cof_sqlite_mark mk;
+	int kept = cof_sqlite_cache_begin(m, &mk);
+	conn *c;
 	int rc;
 
-	if (!c)
+	if (kept && cof_sqlite_cached_volume(&mk, org, id, out))
+		return 0;
+	if (!(c = cof_sqlite_reader_get(m, err)))
 		return -1;
 	rc = cof_sqlite_volume_load(c, 0, org, id, out, err);
 	cof_sqlite_reader_put(m, c);
+	if (kept && rc == 0)
+		cof_sqlite_keep_volume(&mk, org, id, out);
 	return rc;
 }
 

@@ -121,4 +121,29 @@ int cof_sqlite_base_release(conn *c, int64_t base_vno, int64_t base_seq, cof_err
 int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
 		       cof_err *err);
 
+/* The calling thread's pinned reader of m (cof_meta_pin_reader), or NULL. */
+conn *cof_sqlite_pinned(cof_meta *m);
+/* An event loop's rows kept between requests (meta_sqlite_cache.c). A read
+ * takes a mark first (cof_sqlite_cache_begin: 0 = nothing kept here); a
+ * kept row is used while no commit happened since its own mark, and a row
+ * read after the mark is kept under it. The hold's BEGIN dates the rows read
+ * in its transaction. */
+typedef struct cof_sqlite_mark {
+	uint32_t now[4], fill[4];
+	int ok, keep;
+} cof_sqlite_mark;
+void cof_sqlite_cache_hold(cof_meta *m, int on);
+int cof_sqlite_cache_begin(cof_meta *m, cof_sqlite_mark *mk);
+int cof_sqlite_cached_key(const cof_sqlite_mark *mk, const char *hash, cof_keyrow *out);
+void cof_sqlite_keep_key(const cof_sqlite_mark *mk, const cof_keyrow *k);
+int cof_sqlite_cached_volume(const cof_sqlite_mark *mk, const char *org, const char *id,
+			     cof_volrow *out);
+void cof_sqlite_keep_volume(const cof_sqlite_mark *mk, const char *org, const char *id,
+			    const cof_volrow *v);
+int cof_sqlite_cached_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,
+			    int64_t at_seq, cof_entry *out, unsigned char **data);
+void cof_sqlite_keep_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,
+			   int64_t at_seq, const cof_entry *e, const unsigned char *data,
+			   size_t len);
+
 #endif

@@ -71,11 +71,15 @@ static int sq_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err
 
 static int sq_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
+	cof_sqlite_mark mk;
+	int kept = cof_sqlite_cache_begin(m, &mk);
+	conn *c;
 	sqlite3_stmt *st;
 	int rc = -1;
 
-	if (!c)
+	if (kept && cof_sqlite_cached_key(&mk, hash, out))
+		return 0;
+	if (!(c = cof_sqlite_reader_get(m, err)))
 		return -1;
 	st = cof_sqlite_q(c, "SELECT " KEY_COLS " FROM keys WHERE hash = ?", err);
 	if (st) {
@@ -92,6 +96,8 @@ static int sq_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *
 		sqlite3_reset(st);
 	}
 	cof_sqlite_reader_put(m, c);
+	if (kept && rc == 0)
+		cof_sqlite_keep_key(&mk, out);
 	return rc;
 }
 

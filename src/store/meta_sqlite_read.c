@@ -58,7 +58,7 @@ int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 
 /* own_get with the inline content (*data, malloc'd) when there is some. */
 static int own_read(conn *c, int64_t vno, const char *path, int64_t at_seq,
-		    cof_entry *out, unsigned char **data, cof_err *err)
+		    cof_entry *out, unsigned char **data, size_t *len, cof_err *err)
 {
 	sqlite3_stmt *st;
 	int r, rc = -1;
@@ -83,6 +83,7 @@ static int own_read(conn *c, int64_t vno, const char *path, int64_t at_seq,
 			cof_sqlite_row_entry(st, out);
 			if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
 				size_t n = (size_t)sqlite3_column_bytes(st, 6);
+				*len = n;
 				if (!(*data = cof_malloc(n + 1)))
 					rc = cof_error(err, COF_EINTERNAL, "out of memory");
 				else {
@@ -100,17 +101,24 @@ static int own_read(conn *c, int64_t vno, const char *path, int64_t at_seq,
 static int sq_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 			 cof_entry *out, unsigned char **data, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
+	const char *asked = path;
+	int64_t asked_vno = vno, asked_seq = at_seq;
+	cof_sqlite_mark mk;
+	int kept = cof_sqlite_cache_begin(m, &mk);
+	size_t len = 0;
+	conn *c;
 	int rc = 0;
 
 	*data = NULL;
-	if (!c)
+	if (kept && cof_sqlite_cached_entry(&mk, vno, path, at_seq, out, data))
+		return 1;
+	if (!(c = cof_sqlite_reader_get(m, err)))
 		return -1;
 	/* No read transaction: a parent's rows at a fork's base seq never change,
 	 * so a read that goes up the chain sees the fork as it was at the miss. */
 	for (int depth = 0; rc == 0; depth++) {
 		int64_t base, base_seq;
-		rc = own_read(c, vno, path, at_seq, out, data, err);
+		rc = own_read(c, vno, path, at_seq, out, data, &len, err);
 		if (rc == 1 && out->sha256[0] == '\0') {
 			free(*data);
 			*data = NULL;
@@ -125,6 +133,8 @@ static int sq_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_
 		at_seq = cof_sqlite_level_seq(at_seq, base_seq);
 	}
 	cof_sqlite_reader_put(m, c);
+	if (kept && rc == 1)
+		cof_sqlite_keep_entry(&mk, asked_vno, asked, asked_seq, out, *data, len);
 	return rc;
 }
 
