@@ -235,21 +235,41 @@ static void row_snapshot(sqlite3_stmt *st, cof_snaprow *s)
 	s->created_at = sqlite3_column_int64(st, 8);
 }
 
+/* cof_sqlite_row_fn: a SNAP_COLS row into ctx (a cof_snaprow). */
+static int snap_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	(void)err;
+	row_snapshot(st, ctx);
+	return 1;
+}
+
+/* A caller's cof_snap_fn, its context and the row it is given (on the heap:
+ * labels are large), for snap_row. */
+typedef struct {
+	cof_snap_fn fn;
+	void *ctx;
+	cof_snaprow *s;
+} snap_each;
+
+/* cof_sqlite_row_fn: gives a SNAP_COLS row to the caller's fn. */
+static int snap_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	snap_each *e = ctx;
+
+	(void)err;
+	row_snapshot(st, e->s);
+	return e->fn(e->ctx, e->s) ? 1 : 0;
+}
+
 /* Counts a volume's snapshots that are pinned (1) or not (0). */
 static int64_t snapshot_count(conn *c, int64_t vno, int pinned, cof_err *err)
 {
-	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT count(*) FROM snapshots WHERE vno = ? AND pinned = ?", err);
-	int64_t n = -1;
+	int64_t n = 0;
 
-	if (!st)
+	if (cof_sqlite_rows(c, "SELECT count(*) FROM snapshots WHERE vno = ? AND pinned = ?",
+			    "counting snapshots", cof_sqlite_row_int, &n, err, "ii", vno,
+			    (int64_t)pinned) < 0)
 		return -1;
-	sqlite3_bind_int64(st, 1, vno);
-	sqlite3_bind_int(st, 2, pinned);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	else
-		cof_sqlite_db_error(err, c->db, "counting snapshots");
-	sqlite3_reset(st);
 	return n;
 }
 
@@ -325,20 +345,13 @@ static int sq_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
 static int snapshot_load(conn *c, int64_t vno, const char *sid, cof_snaprow *out,
 			 cof_err *err)
 {
-	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ? AND vno = ?", err);
-	int r;
+	int found = cof_sqlite_rows(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ? AND"
+				    " vno = ?", "reading a snapshot", snap_one, out, err, "si", sid,
+				    vno);
 
-	if (!st)
+	if (found < 0)
 		return -1;
-	cof_sqlite_bind_text(st, 1, sid);
-	sqlite3_bind_int64(st, 2, vno);
-	r = sqlite3_step(st);
-	if (r == SQLITE_ROW)
-		row_snapshot(st, out);
-	sqlite3_reset(st);
-	if (r == SQLITE_DONE)
-		return cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
-	return r == SQLITE_ROW ? 0 : cof_sqlite_db_error(err, c->db, "reading a snapshot");
+	return found ? 0 : cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
 }
 
 static int sq_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
@@ -357,29 +370,15 @@ static int sq_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snapro
 static int sq_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 			    cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	sqlite3_stmt *st = NULL;
-	int r, rc = 0;
+	snap_each e = { fn, ctx, cof_malloc(sizeof *e.s) };
+	int rc;
 
-	if (!c || !s || !(st = cof_sqlite_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = ?"
-				 " ORDER BY ord", err))) {
-		free(s);
-		cof_sqlite_reader_put(m, c);
-		return s ? -1 : cof_error(err, COF_EINTERNAL, "out of memory");
-	}
-	sqlite3_bind_int64(st, 1, vno);
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		row_snapshot(st, s);
-		if (fn(ctx, s))
-			break;
-	}
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = cof_sqlite_db_error(err, c->db, "listing snapshots");
-	sqlite3_reset(st);
-	free(s);
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	if (!e.s)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	rc = cof_sqlite_read(m, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = ? ORDER BY ord",
+			     "listing snapshots", snap_row, &e, err, "i", vno);
+	free(e.s);
+	return rc < 0 ? -1 : 0;
 }
 
 static int sq_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
