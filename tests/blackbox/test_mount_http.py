@@ -13,7 +13,7 @@ import time
 
 import harness
 from harness import check, contains, eq, expect
-from test_view import Mount, _fuse_ok, _mounted
+from test_view import Mount, _fuse_ok, _mounted, conflicting_close_is_eio
 
 TIMEOUT = 120
 
@@ -168,15 +168,7 @@ def test_editor_save_remove_move_and_conflict_is_eio(srv):
         eq(open(m.path("moved/one.txt"), "rb").read(), b"1",
            "a file moved here reads at its new name (a version after the mounted seq)")
         # someone else writes while the file is open here: the close fails
-        f = open(m.path("notes.md"), "r+b")
-        srv.put_ok(vid, "notes.md", b"the other side")
-        f.write(b"mine")
-        try:
-            f.close()
-            raise AssertionError("a conflicting close succeeded")
-        except OSError as e:
-            eq(e.errno, 5, "errno of a conflicting close (EIO)")
-        eq(srv.get_file(vid, "notes.md").body, b"the other side", "the other side's bytes stay")
+        conflicting_close_is_eio(srv, m, vid, "notes.md")
         # and a new file made here lands as one version (If-None-Match: *)
         with open(m.path("fresh.txt"), "wb") as f:
             f.write(b"fresh")

@@ -110,6 +110,20 @@ class Mount:
         return err
 
 
+def conflicting_close_is_eio(srv, m, vid, path):
+    """Someone else writes `path` of volume `vid` while it is open in mount `m`:
+    the close here fails with EIO and the other side's bytes stay."""
+    f = open(m.path(path), "r+b")
+    srv.put_ok(vid, path, b"the other side")
+    f.write(b"mine")
+    try:
+        f.close()
+        raise AssertionError("a conflicting close succeeded")
+    except OSError as e:
+        eq(e.errno, 5, "errno of a conflicting close (EIO)")
+    eq(srv.get_file(vid, path).body, b"the other side", "the other side's bytes stay")
+
+
 # ---------------------------------------------------------------- coffer mount
 
 
@@ -199,15 +213,7 @@ def test_mount_editor_save_is_one_version_and_conflict_is_eio(srv):
         check(int(r.header("etag").strip('"')) > v1, "a new version")
         eq(srv.get_file(vid, ".notes.md.swp").status, 404, "no temp file left")
         # someone else writes while the file is open here: the close fails
-        f = open(m.path("notes.md"), "r+b")
-        srv.put_ok(vid, "notes.md", b"the other side")
-        f.write(b"mine")
-        try:
-            f.close()
-            raise AssertionError("a conflicting close succeeded")
-        except OSError as e:
-            eq(e.errno, 5, "errno of a conflicting close (EIO)")
-        eq(srv.get_file(vid, "notes.md").body, b"the other side", "the other side's bytes stay")
+        conflicting_close_is_eio(srv, m, vid, "notes.md")
     finally:
         m.end()
 
