@@ -47,12 +47,9 @@ static int admin_key_create(const cli_cmd *cmd, int argc, char **argv)
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	body = json_object();
-	if (org)
-		json_object_set_new(body, "org", json_string(org));
-	if (agent)
-		json_object_set_new(body, "agent", json_string(agent));
-	if (name)
-		json_object_set_new(body, "name", json_string(name));
+	cli_body_str(body, "org", org);
+	cli_body_str(body, "agent", agent);
+	cli_body_str(body, "name", name);
 	if (expires >= 0)
 		json_object_set_new(body, "expiresIn", json_integer(expires));
 	if (ro)
@@ -166,6 +163,9 @@ static void admin_report(json_t *rep)
 typedef struct admin_where {
 	const char *dir, *meta, *blobs;
 } admin_where;
+/* The options that fill an admin_where, in a command's cli_opt table. */
+#define ADMIN_WHERE_OPTS(w) {"data", 'd', CLI_OPT_STR, &(w).dir}, \
+	{"meta", 0, CLI_OPT_STR, &(w).meta}, {"blobs", 0, CLI_OPT_STR, &(w).blobs}
 
 /* Shared body of gc and fsck once their options are parsed: open the store,
  * run, print, close. fsck exits 1 unless the report says ok. grace < 0:
@@ -212,9 +212,7 @@ static int admin_gc(const cli_cmd *cmd, int argc, char **argv)
 	admin_where w = {0};
 	int64_t grace = -1;
 	const cli_opt opts[] = {
-		{"data", 'd', CLI_OPT_STR, &w.dir},
-		{"meta", 0, CLI_OPT_STR, &w.meta},
-		{"blobs", 0, CLI_OPT_STR, &w.blobs},
+		ADMIN_WHERE_OPTS(w),
 		{"grace", 0, CLI_OPT_INT, &grace},
 		{NULL, 0, 0, NULL},
 	};
@@ -231,9 +229,7 @@ static int admin_fsck(const cli_cmd *cmd, int argc, char **argv)
 	const char *pos[1];
 	admin_where w = {0};
 	const cli_opt opts[] = {
-		{"data", 'd', CLI_OPT_STR, &w.dir},
-		{"meta", 0, CLI_OPT_STR, &w.meta},
-		{"blobs", 0, CLI_OPT_STR, &w.blobs},
+		ADMIN_WHERE_OPTS(w),
 		{NULL, 0, 0, NULL},
 	};
 	int n, rc;
@@ -251,9 +247,7 @@ static int admin_rotate_key(const cli_cmd *cmd, int argc, char **argv)
 	const char *pos[1];
 	admin_where w = {0};
 	const cli_opt opts[] = {
-		{"data", 'd', CLI_OPT_STR, &w.dir},
-		{"meta", 0, CLI_OPT_STR, &w.meta},
-		{"blobs", 0, CLI_OPT_STR, &w.blobs},
+		ADMIN_WHERE_OPTS(w),
 		{NULL, 0, 0, NULL},
 	};
 	cof_store_opts sopts = {0};
