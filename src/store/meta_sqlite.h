@@ -104,6 +104,10 @@ int cof_sqlite_row_int(void *ctx, sqlite3_stmt *st, cof_err *err);
 int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *err,
 		     const char *kinds, ...);
 void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
+/* The valid-text upper bound of *prefix (NULL = ""; *prefix is set to it) in
+ * `upper`, for a range [*prefix, upper) bound as text: upper->data, or NULL
+ * (out of memory, err set). */
+const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err);
 /* Binds ?lo = prefix and ?hi = its valid-text upper bound (kept in `upper`). */
 int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
 			     cof_buf *upper, cof_err *err);

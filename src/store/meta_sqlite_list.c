@@ -34,18 +34,15 @@ static int sq_volume_list(cof_meta *m, const char *org, const char *prefix,
 {
 	vol_each e = { fn, ctx, { 0 } };
 	cof_buf upper = COF_BUF_INIT;
-	int rc;
+	const char *hi = cof_sqlite_upper(&prefix, &upper, err);
+	int rc = !hi ? -1 : cof_sqlite_read(m, "SELECT id, name, seq, files, bytes, created_at"
+					    " FROM volumes WHERE org = ?1 AND hidden = 0 AND"
+					    " name >= ?2 AND name < ?3 AND (name > ?4 OR"
+					    " (name = ?4 AND id > ?5)) ORDER BY name, id LIMIT ?6",
+					    "listing volumes", vol_row, &e, err, "sssssi", org,
+					    prefix, hi, after_name ? after_name : "",
+					    after_id ? after_id : "", limit);
 
-	prefix = prefix ? prefix : "";
-	if (cof_prefix_upper(prefix, &upper))
-		rc = cof_error(err, COF_EINTERNAL, "out of memory");
-	else
-		rc = cof_sqlite_read(m, "SELECT id, name, seq, files, bytes, created_at FROM volumes"
-				     " WHERE org = ?1 AND hidden = 0 AND name >= ?2 AND name < ?3"
-				     " AND (name > ?4 OR (name = ?4 AND id > ?5))"
-				     " ORDER BY name, id LIMIT ?6", "listing volumes", vol_row, &e,
-				     err, "sssssi", org, prefix, upper.data,
-				     after_name ? after_name : "", after_id ? after_id : "", limit);
 	cof_buf_release(&upper);
 	return rc < 0 ? -1 : 0;
 }

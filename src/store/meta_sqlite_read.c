@@ -229,17 +229,16 @@ static int sq_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefi
 {
 	change_each e = { fn, ctx, cof_malloc(sizeof *e.ch) };
 	cof_buf upper = COF_BUF_INIT;
+	const char *hi;
 	int rc;
 
-	prefix = prefix ? prefix : "";
-	if (!e.ch || cof_prefix_upper(prefix, &upper))
-		rc = cof_error(err, COF_EINTERNAL, "out of memory");
-	else
-		rc = cof_sqlite_read(m, "SELECT seq, path, removed, version, size, sha256 FROM"
-				     " changes WHERE vno = ?1 AND seq > ?2 AND path >= ?3 AND"
-				     " path < ?4 ORDER BY seq, path LIMIT ?5", "reading changes",
-				     change_row, &e, err, "iissi", vno, since, prefix, upper.data,
-				     limit);
+	if (!e.ch)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	hi = cof_sqlite_upper(&prefix, &upper, err);
+	rc = !hi ? -1 : cof_sqlite_read(m, "SELECT seq, path, removed, version, size, sha256 FROM"
+					" changes WHERE vno = ?1 AND seq > ?2 AND path >= ?3 AND"
+					" path < ?4 ORDER BY seq, path LIMIT ?5", "reading changes",
+					change_row, &e, err, "iissi", vno, since, prefix, hi, limit);
 	cof_buf_release(&upper);
 	free(e.ch);
 	return rc < 0 ? -1 : 0;

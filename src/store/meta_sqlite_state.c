@@ -201,16 +201,12 @@ static int sq_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_
 {
 	state_each e = { fn, ctx };
 	cof_buf upper = COF_BUF_INIT;
-	int rc;
+	const char *hi = cof_sqlite_upper(&prefix, &upper, err);
+	int rc = !hi ? -1 : cof_sqlite_read(m, "SELECT kind, id, org, node, ended, updated_at,"
+					    " body FROM state WHERE kind = ? AND id >= ? AND"
+					    " id < ? ORDER BY id", "reading records", state_row,
+					    &e, err, "sss", kind, prefix, hi);
 
-	prefix = prefix ? prefix : "";
-	if (cof_prefix_upper(prefix, &upper))
-		rc = cof_error(err, COF_EINTERNAL, "out of memory");
-	else
-		rc = cof_sqlite_read(m, "SELECT kind, id, org, node, ended, updated_at, body FROM"
-				     " state WHERE kind = ? AND id >= ? AND id < ? ORDER BY id",
-				     "reading records", state_row, &e, err, "sss", kind, prefix,
-				     upper.data);
 	cof_buf_release(&upper);
 	return rc < 0 ? -1 : 0;
 }

@@ -39,17 +39,28 @@ static void bind_args(sqlite3_stmt *st, const char *kinds, va_list ap)
 	}
 }
 
+/* The cached statement of `sql` on c with `kinds` bound from `ap`; NULL (err
+ * set) when it cannot be prepared. */
+static sqlite3_stmt *bound(conn *c, const char *sql, cof_err *err, const char *kinds,
+			   va_list ap)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
+
+	if (st)
+		bind_args(st, kinds, ap);
+	return st;
+}
+
 int cof_sqlite_run(conn *c, int64_t *changed, const char *sql, const char *what,
 		   cof_err *err, const char *kinds, ...)
 {
-	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
 	va_list ap;
+	va_start(ap, kinds);
+	sqlite3_stmt *st = bound(c, sql, err, kinds, ap);
+	va_end(ap);
 
 	if (!st)
 		return -1;
-	va_start(ap, kinds);
-	bind_args(st, kinds, ap);
-	va_end(ap);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cof_sqlite_db_error(err, c->db, what);
 	if (changed)
@@ -57,13 +68,16 @@ int cof_sqlite_run(conn *c, int64_t *changed, const char *sql, const char *what,
 	return 0;
 }
 
-/* Steps the bound statement st, calling fn on each row until it says stop or
- * fails, then resets it: -1, or the number of rows fn was given. */
+/* Steps the bound statement st (NULL: not prepared, err set), calling fn on
+ * each row until it says stop or fails, then resets it: -1, or the number of
+ * rows fn was given. */
 static int each_row(conn *c, sqlite3_stmt *st, const char *what, cof_sqlite_row_fn fn,
 		    void *ctx, cof_err *err)
 {
 	int r = SQLITE_DONE, rc = 0, n = 0;
 
+	if (!st)
+		return -1;
 	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
 		n++;
 		rc = fn(ctx, st, err);
@@ -77,13 +91,9 @@ static int each_row(conn *c, sqlite3_stmt *st, const char *what, cof_sqlite_row_
 int cof_sqlite_rows(conn *c, const char *sql, const char *what, cof_sqlite_row_fn fn,
 		    void *ctx, cof_err *err, const char *kinds, ...)
 {
-	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
 	va_list ap;
-
-	if (!st)
-		return -1;
 	va_start(ap, kinds);
-	bind_args(st, kinds, ap);
+	sqlite3_stmt *st = bound(c, sql, err, kinds, ap);
 	va_end(ap);
 	return each_row(c, st, what, fn, ctx, err);
 }
@@ -92,18 +102,14 @@ int cof_sqlite_read(cof_meta *m, const char *sql, const char *what, cof_sqlite_r
 		    void *ctx, cof_err *err, const char *kinds, ...)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
 	va_list ap;
-	int rc = -1;
+	int rc;
 
 	if (!c)
 		return -1;
-	if ((st = cof_sqlite_q(c, sql, err))) {
-		va_start(ap, kinds);
-		bind_args(st, kinds, ap);
-		va_end(ap);
-		rc = each_row(c, st, what, fn, ctx, err);
-	}
+	va_start(ap, kinds);
+	rc = each_row(c, bound(c, sql, err, kinds, ap), what, fn, ctx, err);
+	va_end(ap);
 	cof_sqlite_reader_put(m, c);
 	return rc;
 }
@@ -125,13 +131,22 @@ int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *er
 
 	if (!c)
 		return -1;
-	if ((st = cof_sqlite_q(c, sql, err))) {
-		va_start(ap, kinds);
-		bind_args(st, kinds, ap);
-		va_end(ap);
+	va_start(ap, kinds);
+	st = bound(c, sql, err, kinds, ap);
+	va_end(ap);
+	if (st)
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, what);
-	}
 	return cof_sqlite_writer_end(m, rc, err);
+}
+
+const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err)
+{
+	*prefix = *prefix ? *prefix : "";
+	if (cof_prefix_upper(*prefix, upper)) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		return NULL;
+	}
+	return upper->data;
 }
 
 /* Binds a prefix range: ?lo = prefix, ?hi = its upper bound, valid text
@@ -139,9 +154,8 @@ int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *er
 int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
 			     cof_buf *upper, cof_err *err)
 {
-	prefix = prefix ? prefix : "";
-	if (cof_prefix_upper(prefix, upper))
-		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (!cof_sqlite_upper(&prefix, upper, err))
+		return -1;
 	cof_sqlite_bind_text(st, lo, prefix);
 	sqlite3_bind_text(st, hi, upper->data, (int)upper->len, SQLITE_STATIC);
 	return 0;
