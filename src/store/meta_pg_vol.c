@@ -170,7 +170,8 @@ static int pg_volume_list(cof_meta *m, const char *org, const char *prefix,
 
 	cof_prefix_upper(prefix ? prefix : "", &upper);
 	rc = cof_pg_rows(m, "SELECT id, name, seq, files, bytes, created_at FROM volumes"
-			 " WHERE org = $1 AND hidden = 0 AND name >= $2 AND name < $3 AND (name > $4 OR (name = $4 AND id > $5))"
+			 " WHERE org = $1 AND hidden = 0 AND name >= $2 AND name < $3 AND"
+			 " (name > $4 OR (name = $4 AND id > $5))"
 			 " ORDER BY name, id LIMIT $6", "listing volumes", vol_row, &e, err,
 			 "sssssi", org, prefix ? prefix : "", upper.data,
 			 after_name ? after_name : "", after_id ? after_id : "", limit);
