@@ -340,19 +340,30 @@ static int pg_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 	return rc < 0 ? -1 : 0;
 }
 
+/* A connection with BEGIN done, and in *s (malloc'd: free it) the snapshot
+ * `sid` of `vno`: *rc 0, or -1 (err set) when it cannot be read. NULL
+ * (nothing to end or free) when no connection can be had. */
+static pgconn *snapshot_begin(cof_meta *m, int64_t vno, const char *sid, cof_snaprow **s,
+			      int *rc, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+
+	*s = c ? cof_malloc(sizeof **s) : NULL;
+	if (c)
+		*rc = *s ? snapshot_load(c, vno, sid, *s, err)
+			 : cof_error(err, COF_EINTERNAL, "out of memory");
+	return c;
+}
+
 static int pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
 			   const char *labels, int max_pinned, cof_err *err)
 {
-	pgconn *c = cof_pg_begin(m, NULL, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	pgconn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
-	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
 	if (!rc)
 		rc = lock_volume(c, vno, err);
 	if (!rc && pinned == 1 && !s->pinned)
@@ -368,16 +379,12 @@ static int pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pin
 
 static int pg_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
-	pgconn *c = cof_pg_begin(m, NULL, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	pgconn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
-	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
 	if (!rc)
 		rc = cof_pg_snapshot_drop(c, sid, vno, s->src_vno, err);
 	free(s);

@@ -273,6 +273,20 @@ static int64_t snapshot_count(conn *c, int64_t vno, int pinned, cof_err *err)
 	return n;
 }
 
+/* 0 when the volume has room for one more pinned snapshot, else -1 (409). */
+static int pinned_room(conn *c, int64_t vno, int max_pinned, cof_err *err)
+{
+	int64_t n = snapshot_count(c, vno, 1, err);
+
+	if (n < 0)
+		return -1;
+	if (n >= max_pinned)
+		return cof_error(err, COF_ECONFLICT,
+				 "the volume has %lld pinned snapshots; the limit is %d",
+				 (long long)n, max_pinned);
+	return 0;
+}
+
 /* Drops the oldest unpinned snapshots past `keep`; the last one dropped goes to
  * `dropped`. */
 static int snapshot_retain(conn *c, int64_t vno, int keep, char dropped[48], cof_err *err)
@@ -312,15 +326,8 @@ static int sq_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
 	dropped[0] = '\0';
 	if (!c)
 		return -1;
-	if (s->pinned) {
-		int64_t n = snapshot_count(c, s->vno, 1, err);
-		if (n < 0)
-			rc = -1;
-		else if (n >= max_pinned)
-			rc = cof_error(err, COF_ECONFLICT,
-				       "the volume has %lld pinned snapshots; the limit is %d",
-				       (long long)n, max_pinned);
-	}
+	if (s->pinned)
+		rc = pinned_room(c, s->vno, max_pinned, err);
 	if (!rc && !(st = cof_sqlite_q(c, "INSERT INTO snapshots(" SNAP_COLS ", ord) VALUES(?,?,?,?,?,?,?,?,?,"
 			   " (SELECT coalesce(max(ord), 0) + 1 FROM snapshots))", err)))
 		rc = -1;
@@ -381,54 +388,49 @@ static int sq_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 	return rc < 0 ? -1 : 0;
 }
 
+/* The writer with its change begun, and in *s (malloc'd: free it) the
+ * snapshot `sid` of `vno`: *rc 0, or -1 (err set) when it cannot be read.
+ * NULL (nothing to end or free) when the writer cannot be had. */
+static conn *snapshot_begin(cof_meta *m, int64_t vno, const char *sid, cof_snaprow **s,
+			    int *rc, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+
+	*s = c ? cof_malloc(sizeof **s) : NULL;
+	if (c)
+		*rc = *s ? snapshot_load(c, vno, sid, *s, err)
+			 : cof_error(err, COF_EINTERNAL, "out of memory");
+	return c;
+}
+
 static int sq_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
 			      const char *labels, int max_pinned, cof_err *err)
 {
-	conn *c = cof_sqlite_writer_begin(m, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	sqlite3_stmt *st;
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	conn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
+	if (!rc && pinned == 1 && !s->pinned)
+		rc = pinned_room(c, vno, max_pinned, err);
 	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
-	if (!rc && pinned == 1 && !s->pinned) {
-		int64_t n = snapshot_count(c, vno, 1, err);
-		if (n < 0)
-			rc = -1;
-		else if (n >= max_pinned)
-			rc = cof_error(err, COF_ECONFLICT,
-				       "the volume has %lld pinned snapshots; the limit is %d",
-				       (long long)n, max_pinned);
-	}
-	if (!rc && !(st = cof_sqlite_q(c, "UPDATE snapshots SET pinned = ?, labels = ? WHERE id = ?", err)))
-		rc = -1;
-	if (!rc) {
-		sqlite3_bind_int(st, 1, pinned < 0 ? s->pinned : pinned);
-		cof_sqlite_bind_text(st, 2, labels ? labels : s->labels);
-		cof_sqlite_bind_text(st, 3, sid);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = cof_sqlite_db_error(err, c->db, "updating a snapshot");
-	}
+		rc = cof_sqlite_run(c, NULL, "UPDATE snapshots SET pinned = ?, labels = ? WHERE id = ?",
+				    "updating a snapshot", err, "iss",
+				    (int64_t)(pinned < 0 ? s->pinned : pinned),
+				    labels ? labels : s->labels, sid);
 	free(s);
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
 static int sq_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
-	conn *c = cof_sqlite_writer_begin(m, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	conn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
-	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
 	if (!rc)
 		rc = cof_sqlite_snapshot_drop(c, sid, vno, s->src_vno, err);
 	free(s);
