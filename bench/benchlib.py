@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results.md")
@@ -67,6 +68,33 @@ class Cofferd:
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
+
+
+def put_load(nodes, vid, n, threads, timeout=120):
+    """n 4 KiB PUTs to files w/I.bin of volume `vid` over `threads` keep-alive
+    clients, client t on node t % len(nodes) (each has .host, .port and .key: a
+    Cofferd or a harness.Server); returns writes/s."""
+    body = os.urandom(4096)
+
+    def run(t):
+        srv = nodes[t % len(nodes)]
+        hdr = {"Authorization": "Bearer " + srv.key,
+               "Content-Type": "application/octet-stream"}
+        c = http.client.HTTPConnection(srv.host, int(srv.port), timeout=timeout)
+        for i in range(t, n, threads):
+            c.request("PUT", "/v1/volumes/%s/files/w/%d.bin" % (vid, i),
+                      body=body[:-8] + i.to_bytes(8, "big"), headers=hdr)
+            r = c.getresponse()
+            r.read()
+            assert r.status in (200, 201), r.status
+        c.close()
+    ts = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return n / (time.perf_counter() - t0)
 
 
 def write_section(path, heading, text):

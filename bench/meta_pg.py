@@ -16,40 +16,17 @@ import http.client
 import os
 import statistics
 import sys
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "blackbox"))
 import harness  # noqa: E402
 import pgpeer  # noqa: E402
+from benchlib import put_load  # noqa: E402
 
 
 def client(srv):
     return http.client.HTTPConnection(srv.host, srv.port, timeout=60)
-
-
-def put_load(srv, vid, n, threads):
-    """n 4 KiB PUTs spread over `threads` keep-alive connections; returns writes/s."""
-    hdr = {"Authorization": "Bearer " + srv.key, "Content-Type": "application/octet-stream"}
-    body = os.urandom(4096)
-
-    def run(t):
-        c = client(srv)
-        for i in range(t, n, threads):
-            c.request("PUT", "/v1/volumes/%s/files/w/%d.bin" % (vid, i), body=body[:-8] +
-                      i.to_bytes(8, "big"), headers=hdr)
-            r = c.getresponse()
-            r.read()
-            assert r.status in (200, 201), r.status
-        c.close()
-    ts = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
-    t0 = time.perf_counter()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return n / (time.perf_counter() - t0)
 
 
 def get_lat(srv, vid, n, files):
@@ -70,7 +47,7 @@ def get_lat(srv, vid, n, files):
 
 def measure(srv, args):
     vid = srv.create_volume()["id"]
-    wps = put_load(srv, vid, args.writes, args.threads)
+    wps = put_load([srv], vid, args.writes, args.threads, timeout=60)
     p50, p99 = get_lat(srv, vid, args.reads, args.writes)
     return wps, p50, p99
 

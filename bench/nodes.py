@@ -45,37 +45,13 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "blackbox"))
 import harness  # noqa: E402
 import pgpeer  # noqa: E402
 import s3peer  # noqa: E402
+from benchlib import put_load  # noqa: E402
 
 BUILD = os.environ.get("COFFER_BUILD") or os.path.join(ROOT, "build")
 
 
 def client(srv):
     return http.client.HTTPConnection(srv.host, srv.port, timeout=120)
-
-
-def put_load(nodes, vid, n, threads):
-    """n 4 KiB PUTs over `threads` keep-alive clients, client t on node t % len(nodes)."""
-    body = os.urandom(4096)
-
-    def run(t):
-        srv = nodes[t % len(nodes)]
-        hdr = {"Authorization": "Bearer " + srv.key,
-               "Content-Type": "application/octet-stream"}
-        c = client(srv)
-        for i in range(t, n, threads):
-            c.request("PUT", "/v1/volumes/%s/files/w/%d.bin" % (vid, i),
-                      body=body[:-8] + i.to_bytes(8, "big"), headers=hdr)
-            r = c.getresponse()
-            r.read()
-            assert r.status in (200, 201), r.status
-        c.close()
-    ts = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
-    t0 = time.perf_counter()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return n / (time.perf_counter() - t0)
 
 
 def pct(lat, p):

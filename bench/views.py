@@ -170,6 +170,20 @@ def mount_rows(work, data, mnt):
     return rows
 
 
+def publish(out, heading, run, note, rows):
+    """Prints the section `heading` of results.md (the command `run`, its time
+    and load, `note`, then the table of `rows`: what | view | anchor | ratio)
+    and writes it to `out` in place of the one before."""
+    load = open("/proc/loadavg").read().split()[0]
+    text = ("## %s\n\n%s, one run, %s, load average %s (2 cores shared with other "
+            "engineers' builds: compare the two columns of a row, not rows of different "
+            "runs).%s\n\n| what | view | anchor | ratio |\n|---|---|---|---|\n"
+            % (heading, run, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load,
+               note)) + "\n".join(rows) + "\n"
+    print(text)
+    write_section(out, heading, text)
+
+
 def main():
     files = 100000
     mount_only = False
@@ -197,16 +211,8 @@ def main():
         try:
             os.makedirs(data)
             Cofferd(data).stop()  # a fresh data dir and its admin key
-            rows = mount_rows(work, data, mnt)
-            load = open("/proc/loadavg").read().split()[0]
-            text = ("## Views: coffer mount\n\nbench/views.py --mount-only, one run, %s, load "
-                    "average %s (2 cores shared with other engineers' builds: compare the "
-                    "two columns of a row, not rows of different runs).\n\n| what | view | "
-                    "anchor | ratio |\n|---|---|---|---|\n"
-                    % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load)) + \
-                "\n".join(rows) + "\n"
-            print(text)
-            write_section(out, "Views: coffer mount", text)
+            publish(out, "Views: coffer mount", "bench/views.py --mount-only", "",
+                    mount_rows(work, data, mnt))
         finally:
             subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
             shutil.rmtree(work, ignore_errors=True)
@@ -284,15 +290,8 @@ def main():
         # 4. coffer mount, sequential read of 1 GiB
         lines += mount_rows(work, data, mnt)
 
-        load = open("/proc/loadavg").read().split()[0]
-        text = ("## Views\n\nbench/views.py, one run, %s, load average %s (2 cores shared "
-                "with other engineers' builds: compare the two columns of a row, not rows "
-                "of different runs). Fixtures built with bench/populate.c (fsync off for "
-                "the fixtures only).\n\n| what | view | anchor | ratio |\n|---|---|---|---|\n"
-                % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load)) + \
-            "\n".join(lines) + "\n"
-        print(text)
-        write_section(out, "Views", text)
+        publish(out, "Views", "bench/views.py", " Fixtures built with bench/populate.c "
+                "(fsync off for the fixtures only).", lines)
     finally:
         if s:
             s.stop()

@@ -187,6 +187,9 @@ const char *cli_api_key(void);
  * *out (if not NULL) owns the answer (may be NULL for an empty answer). */
 int cli_call(const char *method, const char *url, json_t *body, json_t **out);
 
+/* Sets body.name to the string `value` when an option gave one (not NULL). */
+void cli_body_str(json_t *body, const char *name, const char *value);
+
 /* ---------------------------------------------------------------- output */
 
 /* Prints an object answer: raw JSON with --json, else "key  value" lines. */

@@ -456,8 +456,7 @@ static int files_link(const cli_cmd *cmd, int argc, char **argv)
 		json_object_set_new(body, "expiresIn", json_integer(expires));
 	if (max_bytes >= 0)
 		json_object_set_new(body, "maxBytes", json_integer(max_bytes));
-	if (ctype)
-		json_object_set_new(body, "contentType", json_string(ctype));
+	cli_body_str(body, "contentType", ctype);
 	if (idem)
 		hdrs = files_header(NULL, "Idempotency-Key", idem);
 	files_url(&u, pos[0], "/links");

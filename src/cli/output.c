@@ -128,6 +128,12 @@ void cli_print_object(json_t *obj)
 	}
 }
 
+void cli_body_str(json_t *body, const char *name, const char *value)
+{
+	if (value)
+		json_object_set_new(body, name, json_string(value));
+}
+
 int cli_call_show(const char *method, cof_buf *url, json_t *body)
 {
 	json_t *ans = NULL;

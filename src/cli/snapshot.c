@@ -204,10 +204,8 @@ static int snap_fork(const cli_cmd *cmd, int argc, char **argv)
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	body = json_object();
-	if (snap)
-		json_object_set_new(body, "snapshot", json_string(snap));
-	if (name)
-		json_object_set_new(body, "name", json_string(name));
+	cli_body_str(body, "snapshot", snap);
+	cli_body_str(body, "name", name);
 	snap_url(&u, pos[0], "/fork", NULL);
 	return cli_call_show("POST", &u, body);
 }

@@ -57,24 +57,10 @@ void cof_relay_persist(cof_relay *r, rsession *s)
 	if (s->forget) /* its agent was deleted (forget.c) */
 		return;
 	json_t *b = session_body(s);
-	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
-	cof_staterow row = {.kind = "relay", .ended = s->status == RS_ENDED, .body = text};
-	cof_err e = {0};
 
-	snprintf(row.id, sizeof row.id, "%s", s->uid);
-	snprintf(row.org, sizeof row.org, "%s", s->org);
-	snprintf(row.node, sizeof row.node, "%s", r->node);
-	if (!text || cof_meta_state_put(r->st->meta, &row, &e))
-		fprintf(stderr, "cofferd: relay session %s: cannot store its record: %s\n", s->uid,
-			text ? e.msg : "out of memory");
-	cof_err_clear(&e);
+	cof_meta_state_save(r->st->meta, "relay", s->uid, s->org, r->node, s->status == RS_ENDED,
+			    b, "relay session");
 	json_decref(b);
-	free(text);
-}
-
-static int64_t int_of(json_t *o, const char *key)
-{
-	return (int64_t)json_integer_value(json_object_get(o, key));
 }
 
 /* A session from its record; NULL (err set) when the record cannot be read. */
@@ -108,14 +94,14 @@ rsession *cof_relay_session_of(const cof_staterow *row, cof_err *err)
 	snprintf(s->client, sizeof s->client, "%s", cof_json_str(b, "client") ? cof_json_str(b, "client") : "");
 	snprintf(s->end_reason, sizeof s->end_reason, "%s",
 		 cof_json_str(b, "endReason") ? cof_json_str(b, "endReason") : "");
-	s->started_ms = from_wall(int_of(b, "startedMs"));
-	s->started_at = int_of(b, "startedAt");
-	s->paused_ms = from_wall(int_of(b, "pausedMs"));
-	s->ended_ms = from_wall(int_of(b, "endedMs"));
-	s->ended_at = int_of(b, "endedAt");
-	s->reads = int_of(counts, "reads");
-	s->writes = int_of(counts, "writes");
-	s->bytes_written = int_of(counts, "bytesWritten");
+	s->started_ms = from_wall(cof_json_i64(b, "startedMs"));
+	s->started_at = cof_json_i64(b, "startedAt");
+	s->paused_ms = from_wall(cof_json_i64(b, "pausedMs"));
+	s->ended_ms = from_wall(cof_json_i64(b, "endedMs"));
+	s->ended_at = cof_json_i64(b, "endedAt");
+	s->reads = cof_json_i64(counts, "reads");
+	s->writes = cof_json_i64(counts, "writes");
+	s->bytes_written = cof_json_i64(counts, "bytesWritten");
 	json_decref(b);
 	return s;
 }

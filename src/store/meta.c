@@ -3,6 +3,7 @@
  * dispatches every cof_meta_x / cof_txn_x call through its cof_meta_ops.
  * The contracts are in meta.h; nothing here knows a backend's insides.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "util/metrics.h"
@@ -364,6 +365,24 @@ int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err)
 {
 	return m->ops->state_put(m, r, err);
+}
+
+void cof_meta_state_save(cof_meta *m, const char *kind, const char *id, const char *org,
+			 const char *node, int ended, json_t *b, const char *what)
+{
+	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	cof_staterow row = {.ended = ended, .body = text};
+	cof_err e = {0};
+
+	snprintf(row.kind, sizeof row.kind, "%s", kind);
+	snprintf(row.id, sizeof row.id, "%s", id);
+	snprintf(row.org, sizeof row.org, "%s", org);
+	snprintf(row.node, sizeof row.node, "%s", node);
+	if (!text || cof_meta_state_put(m, &row, &e))
+		fprintf(stderr, "cofferd: %s %s: cannot store its record: %s\n", what, id,
+			text ? e.msg : "out of memory");
+	cof_err_clear(&e);
+	free(text);
 }
 
 int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err)

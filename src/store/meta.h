@@ -517,6 +517,12 @@ int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err);
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);
 int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err);
+/* cof_meta_state_put of the record (kind, id) of `org` held by `node`, its
+ * body the JSON object `b` (not taken). A failure is said on stderr as
+ * "cofferd: WHAT ID: cannot store its record: ..." and not returned: a
+ * record is written again at its owner's next change. */
+void cof_meta_state_save(cof_meta *m, const char *kind, const char *id, const char *org,
+		const char *node, int ended, json_t *b, const char *what);
 int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 		cof_err *err);
 int cof_meta_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,

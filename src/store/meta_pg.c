@@ -366,6 +366,52 @@ int cof_pg_one(cof_meta *m, const char *sql, const char *what, int64_t *n, cof_e
 	return r ? 0 : -1;
 }
 
+/* Calls fn on each row of r until it says stop or fails; then frees r.
+ * Returns fn's -1, or the number of rows r had. */
+static int each_row(PGresult *r, cof_pg_row_fn fn, void *ctx, cof_err *err)
+{
+	int n = PQntuples(r), rc = 0;
+
+	for (int i = 0; i < n && !rc; i++)
+		rc = fn(ctx, r, i, err);
+	PQclear(r);
+	return rc < 0 ? -1 : n;
+}
+
+int cof_pg_rows_on(pgconn *c, const char *sql, const char *what, cof_pg_row_fn fn,
+		   void *ctx, cof_err *err, const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	PGresult *r = vq(c, sql, what, err, kinds, ap);
+	va_end(ap);
+	return r ? each_row(r, fn, ctx, err) : -1;
+}
+
+int cof_pg_rows(cof_meta *m, const char *sql, const char *what, cof_pg_row_fn fn,
+		void *ctx, cof_err *err, const char *kinds, ...)
+{
+	pgconn *c = cof_pg_get(m, err);
+	va_list ap;
+	PGresult *r;
+
+	if (!c)
+		return -1;
+	va_start(ap, kinds);
+	r = vq(c, sql, what, err, kinds, ap);
+	va_end(ap);
+	int rc = r ? each_row(r, fn, ctx, err) : -1;
+	cof_pg_put(m, c);
+	return rc;
+}
+
+int cof_pg_row_int(void *ctx, PGresult *r, int row, cof_err *err)
+{
+	(void)err;
+	*(int64_t *)ctx = cof_pg_int(r, row, 0);
+	return 1;
+}
+
 pgconn *cof_pg_begin(cof_meta *m, const char *mode, cof_err *err)
 {
 	pgconn *c = cof_pg_get(m, err);

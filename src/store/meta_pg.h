@@ -65,6 +65,20 @@ int cof_pg_do(pgconn *c, const char *sql, const char *what, int64_t *n, cof_err 
 /* cof_pg_do on a connection of the pool, taken and given back. */
 int cof_pg_one(cof_meta *m, const char *sql, const char *what, int64_t *n, cof_err *err,
 	       const char *kinds, ...);
+/* Called on row `row` of a result (its values are borrowed until fn returns):
+ * 0 = go on, 1 = stop, -1 = failed (err filled). */
+typedef int (*cof_pg_row_fn)(void *ctx, PGresult *r, int row, cof_err *err);
+/* Runs `sql` as cof_pg_q does and calls fn on each row of the result until it
+ * says stop: the one loop of reading rows. Returns -1 (err filled: the query
+ * or fn failed), else the number of rows the result had (0 = none found). */
+int cof_pg_rows_on(pgconn *c, const char *sql, const char *what, cof_pg_row_fn fn,
+		   void *ctx, cof_err *err, const char *kinds, ...);
+/* cof_pg_rows_on on a connection of the pool, taken and given back. */
+int cof_pg_rows(cof_meta *m, const char *sql, const char *what, cof_pg_row_fn fn,
+		void *ctx, cof_err *err, const char *kinds, ...);
+/* A cof_pg_row_fn for one number: column 0 of the first row into the
+ * int64_t that ctx points to. */
+int cof_pg_row_int(void *ctx, PGresult *r, int row, cof_err *err);
 /* Runs plain SQL without parameters (BEGIN, COMMIT, the schema): 0 or -1. */
 int cof_pg_exec(pgconn *c, const char *sql, cof_err *err);
 /* Maps a failed result (or a broken connection) to the API: lost connection,

@@ -16,32 +16,32 @@ static int pg_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
 		   a->workspace, a->settings, a->created_at);
 }
 
+/* cof_pg_row_fn: a (workspace, settings, created_at) row into ctx (a
+ * cof_agentrow), its settings copied. */
+static int agent_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	cof_agentrow *out = ctx;
+
+	cof_pg_copy(r, i, 0, out->workspace, sizeof out->workspace);
+	out->settings = cof_strdup(PQgetvalue(r, i, 1));
+	out->created_at = cof_pg_int(r, i, 2);
+	return out->settings ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
+}
+
 static int pg_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
 		     cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
-
 	memset(out, 0, sizeof *out);
-	if (!c)
+	int rc = cof_pg_rows(m, "SELECT workspace, settings, created_at FROM agents WHERE"
+			     " org = $1 AND id = $2", "reading an agent", agent_one, out, err,
+			     "ss", org, id);
+	if (rc < 0)
 		return -1;
-	if ((r = cof_pg_q(c, "SELECT workspace, settings, created_at FROM agents WHERE org = $1"
-			  " AND id = $2", "reading an agent", err, "ss", org, id))) {
-		if (PQntuples(r) == 1) {
-			snprintf(out->org, sizeof out->org, "%s", org);
-			snprintf(out->id, sizeof out->id, "%s", id);
-			cof_pg_copy(r, 0, 0, out->workspace, sizeof out->workspace);
-			out->settings = cof_strdup(PQgetvalue(r, 0, 1));
-			out->created_at = cof_pg_int(r, 0, 2);
-			rc = out->settings ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
-		} else {
-			rc = cof_error(err, COF_ENOTFOUND, "agent '%.100s' not found", id);
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	if (rc == 0)
+		return cof_error(err, COF_ENOTFOUND, "agent '%.100s' not found", id);
+	snprintf(out->org, sizeof out->org, "%s", org);
+	snprintf(out->id, sizeof out->id, "%s", id);
+	return 0;
 }
 
 static int pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
@@ -71,27 +71,32 @@ static int pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err
 	return cof_pg_end(m, c, rc, err);
 }
 
+/* Where seen_one puts what an agent saw of a file. */
+typedef struct {
+	int64_t *version;
+	char *sha; /* 65 bytes */
+} seen;
+
+/* cof_pg_row_fn: a (version, sha256) row into ctx (a seen). */
+static int seen_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	seen *s = ctx;
+
+	(void)err;
+	*s->version = cof_pg_int(r, i, 0);
+	cof_pg_copy(r, i, 1, s->sha, 65);
+	return 1;
+}
+
 static int pg_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
 		    const char *path, int64_t *version, char sha[65], cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	seen s = { version, sha };
+	int rc = cof_pg_rows(m, "SELECT version, sha256 FROM seen WHERE org = $1 AND agent = $2"
+			     " AND vol = $3 AND path = $4", "reading what was seen", seen_one, &s,
+			     err, "ssss", org, agent, vol, path);
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT version, sha256 FROM seen WHERE org = $1 AND agent = $2 AND"
-			  " vol = $3 AND path = $4", "reading what was seen", err, "ssss", org,
-			  agent, vol, path))) {
-		rc = PQntuples(r) == 1;
-		if (rc) {
-			*version = cof_pg_int(r, 0, 0);
-			cof_pg_copy(r, 0, 1, sha, 65);
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : rc > 0;
 }
 
 static int pg_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
@@ -116,34 +121,36 @@ static int pg_run_add(cof_meta *m, const char *org, const char *agent, const cha
 		   it->caption ? it->caption : "", it->url ? it->url : "");
 }
 
+/* A caller's cof_run_fn and its context, for run_row. */
+typedef struct {
+	cof_run_fn fn;
+	void *ctx;
+} run_each;
+
+/* cof_pg_row_fn: gives a run item row to the caller's fn. */
+static int run_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	run_each *e = ctx;
+	cof_run_item it = {
+		.kind = PQgetvalue(r, i, 0), .path = PQgetvalue(r, i, 1),
+		.version = cof_pg_int(r, i, 2), .size = cof_pg_int(r, i, 3),
+		.ctype = PQgetvalue(r, i, 4), .caption = PQgetvalue(r, i, 5),
+		.url = PQgetvalue(r, i, 6),
+	};
+
+	(void)err;
+	return e->fn(e->ctx, &it) ? 1 : 0;
+}
+
 static int pg_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
 		    cof_run_fn fn, void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	run_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
 	/* id grows with each new row; an update keeps it: first-recorded order. */
-	if ((r = cof_pg_q(c, "SELECT kind, path, version, size, ctype, caption, url FROM run_items"
-			  " WHERE org = $1 AND agent = $2 AND run = $3 ORDER BY id",
-			  "reading a run", err, "sss", org, agent, run))) {
-		for (int i = 0; i < PQntuples(r); i++) {
-			cof_run_item it = {
-				.kind = PQgetvalue(r, i, 0), .path = PQgetvalue(r, i, 1),
-				.version = cof_pg_int(r, i, 2), .size = cof_pg_int(r, i, 3),
-				.ctype = PQgetvalue(r, i, 4), .caption = PQgetvalue(r, i, 5),
-				.url = PQgetvalue(r, i, 6),
-			};
-			if (fn(ctx, &it))
-				break;
-		}
-		PQclear(r);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "SELECT kind, path, version, size, ctype, caption, url FROM"
+			   " run_items WHERE org = $1 AND agent = $2 AND run = $3 ORDER BY id",
+			   "reading a run", run_row, &e, err, "sss", org, agent, run) < 0 ? -1 : 0;
 }
 
 static int pg_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
@@ -155,24 +162,22 @@ static int pg_pin(cof_meta *m, const char *org, const char *agent, const char *s
 
 /* ------------------------------------------------------ subject workspaces */
 
+/* cof_pg_row_fn: column 0 of the row into ctx (char[48], a volume id). */
+static int vol_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	(void)err;
+	cof_pg_copy(r, i, 0, ctx, 48);
+	return 1;
+}
+
 static int pg_subject_get(cof_meta *m, const char *org, const char *agent, const char *subject,
 		       char vol[48], cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	int rc = cof_pg_rows(m, "SELECT vol FROM subjects WHERE org = $1 AND agent = $2 AND"
+			     " subject = $3", "reading a subject", vol_one, vol, err, "sss",
+			     org, agent, subject);
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT vol FROM subjects WHERE org = $1 AND agent = $2 AND"
-			  " subject = $3", "reading a subject", err, "sss", org, agent, subject))) {
-		rc = PQntuples(r) == 1;
-		if (rc)
-			cof_pg_copy(r, 0, 0, vol, 48);
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : rc > 0;
 }
 
 static int pg_subject_add(cof_meta *m, const char *org, const char *agent, const char *subject,
@@ -185,25 +190,29 @@ static int pg_subject_add(cof_meta *m, const char *org, const char *agent, const
 	return rc ? -1 : n > 0;
 }
 
+/* A caller's cof_subject_fn and its context, for subject_row. */
+typedef struct {
+	cof_subject_fn fn;
+	void *ctx;
+} subject_each;
+
+/* cof_pg_row_fn: gives a (subject, vol) row to the caller's fn. */
+static int subject_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	subject_each *e = ctx;
+
+	(void)err;
+	return e->fn(e->ctx, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)) ? 1 : 0;
+}
+
 static int pg_subject_list(cof_meta *m, const char *org, const char *agent, cof_subject_fn fn,
 			void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	subject_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT subject, vol FROM subjects WHERE org = $1 AND agent = $2"
-			  " ORDER BY subject", "listing subjects", err, "ss", org, agent))) {
-		for (int i = 0; i < PQntuples(r); i++)
-			if (fn(ctx, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)))
-				break;
-		PQclear(r);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "SELECT subject, vol FROM subjects WHERE org = $1 AND agent = $2"
+			   " ORDER BY subject", "listing subjects", subject_row, &e, err, "ss", org,
+			   agent) < 0 ? -1 : 0;
 }
 
 static int pg_subject_delete_all(cof_meta *m, const char *org, const char *agent, cof_err *err)

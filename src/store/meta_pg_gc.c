@@ -65,34 +65,32 @@ static int pg_gc_mark(cof_meta *m, int64_t now, cof_err *err)
 	return cof_pg_end(m, c, rc, err);
 }
 
-/* Calls fn for each (sha256, size) row of `r`. */
-static void each_sha(PGresult *r, cof_sha_fn fn, void *ctx)
+/* A caller's cof_sha_fn and its context, for sha_row. */
+typedef struct {
+	cof_sha_fn fn;
+	void *ctx;
+} sha_each;
+
+/* cof_pg_row_fn: gives a (sha256, size) row to the caller's fn. */
+static int sha_row(void *ctx, PGresult *r, int i, cof_err *err)
 {
-	for (int i = 0; i < PQntuples(r); i++)
-		if (fn(ctx, PQgetvalue(r, i, 0), cof_pg_int(r, i, 1)))
-			break;
+	sha_each *e = ctx;
+
+	(void)err;
+	return e->fn(e->ctx, PQgetvalue(r, i, 0), cof_pg_int(r, i, 1)) ? 1 : 0;
 }
 
 static int pg_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	sha_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
 	/* Content a write said it is about to name is no orphan for a while;
 	 * content a collector claimed is its own (until the claim goes stale). */
-	if ((r = cof_pg_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= $1 AND"
-			  " (pending_at IS NULL OR pending_at < $2) AND (claimed_at IS NULL OR"
-			  " claimed_at < $3)", "reading blobs", err, "iii", before,
-			  cof_now() - COF_PG_PENDING_SECONDS, cof_now() - COF_PG_CLAIM_SECONDS))) {
-		each_sha(r, fn, ctx);
-		PQclear(r);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "SELECT sha256, size FROM blobs WHERE orphan_since <= $1 AND"
+			   " (pending_at IS NULL OR pending_at < $2) AND (claimed_at IS NULL OR"
+			   " claimed_at < $3)", "reading blobs", sha_row, &e, err, "iii", before,
+			   cof_now() - COF_PG_PENDING_SECONDS,
+			   cof_now() - COF_PG_CLAIM_SECONDS) < 0 ? -1 : 0;
 }
 
 /* The collector's claim on an orphan: 1 = claimed (delete its bytes, then
@@ -194,69 +192,83 @@ static int pg_blob_pending(cof_meta *m, const char *sha, int64_t size, cof_err *
 
 static int pg_blob_known(cof_meta *m, const char *sha, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
-
-	if (!c)
-		return -1;
+	int64_t one = 0;
 	/* A claimed blob is being forgotten: it counts as gone already. */
-	if ((r = cof_pg_q(c, "SELECT 1 FROM blobs WHERE sha256 = $1 AND claimed_at IS NULL",
-			  "blobs", err, "s", sha))) {
-		rc = PQntuples(r) > 0;
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	int rc = cof_pg_rows(m, "SELECT 1 FROM blobs WHERE sha256 = $1 AND claimed_at IS NULL",
+			     "blobs", cof_pg_row_int, &one, err, "s", sha);
+
+	return rc < 0 ? -1 : rc > 0;
 }
 
 /* As in meta_sqlite_gc.c: the oldest seq read exactly, over the fork chain. */
 static int pg_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 			   cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
-
 	*oldest = 0;
-	if (!c)
-		return -1;
-	r = cof_pg_q(c, "WITH RECURSIVE chain(vno, cap, depth) AS (SELECT $1::bigint,"
-		     " $3::bigint, 0 UNION ALL SELECT v.base_vno, least(c.cap, v.base_seq),"
-		     " c.depth + 1 FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno"
-		     " IS NOT NULL AND c.depth < 64) SELECT coalesce(max(greatest(coalesce((SELECT"
-		     " max(x.seq) FROM changes x WHERE x.vno = c.vno AND x.at < $2 AND x.seq <="
-		     " c.cap), 0), coalesce((SELECT least(v.history_from, c.cap) FROM volumes v"
-		     " WHERE v.vno = c.vno), 0))), 0) FROM chain c", "reading the kept history",
-		     err, "iii", vno, closed_before, (int64_t)INT64_MAX);
-	if (r) {
-		*oldest = cof_pg_int(r, 0, 0);
-		PQclear(r);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "WITH RECURSIVE chain(vno, cap, depth) AS (SELECT $1::bigint,"
+			   " $3::bigint, 0 UNION ALL SELECT v.base_vno, least(c.cap, v.base_seq),"
+			   " c.depth + 1 FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno"
+			   " IS NOT NULL AND c.depth < 64) SELECT coalesce(max(greatest(coalesce((SELECT"
+			   " max(x.seq) FROM changes x WHERE x.vno = c.vno AND x.at < $2 AND x.seq <="
+			   " c.cap), 0), coalesce((SELECT least(v.history_from, c.cap) FROM volumes v"
+			   " WHERE v.vno = c.vno), 0))), 0) FROM chain c", "reading the kept history",
+			   cof_pg_row_int, oldest, err, "iii", vno, closed_before,
+			   (int64_t)INT64_MAX) < 0 ? -1 : 0;
+}
+
+/* Where bytea_one puts a cell's bytes. */
+typedef struct {
+	unsigned char **data;
+	size_t *len;
+} inline_one;
+
+/* cof_pg_row_fn: the bytea in column 0 into ctx (an inline_one), malloc'd. */
+static int bytea_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	inline_one *o = ctx;
+
+	if (cof_pg_bytea(r, i, 0, o->data, o->len) < 0)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	return 1;
 }
 
 static int pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, size_t *len,
 		       cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	inline_one one = { data, len };
 
 	*data = NULL;
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT data FROM blobs WHERE sha256 = $1 AND data IS NOT NULL",
-			  "reading content", err, "s", sha))) {
-		rc = PQntuples(r) ? cof_pg_bytea(r, 0, 0, data, len) : 0;
-		if (rc < 0)
-			cof_error(err, COF_EINTERNAL, "out of memory");
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	int rc = cof_pg_rows(m, "SELECT data FROM blobs WHERE sha256 = $1 AND data IS NOT NULL",
+			     "reading content", bytea_one, &one, err, "s", sha);
+
+	return rc < 0 ? -1 : rc > 0;
+}
+
+/* The batch of pg_blob_inline_many and its caller's fn, for inline_row. */
+typedef struct {
+	const char *const *shas;
+	size_t n;
+	cof_inline_fn fn;
+	void *ctx;
+} inline_batch;
+
+/* cof_pg_row_fn: gives a (sha256, data) row to fn for each of the batch's
+ * shas that it is. */
+static int inline_row(void *ctx, PGresult *r, int row, cof_err *err)
+{
+	inline_batch *b = ctx;
+	unsigned char *data = NULL;
+	size_t len = 0;
+	int stop = 0;
+
+	if (cof_pg_bytea(r, row, 1, &data, &len) < 0)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	const char *sha = PQgetvalue(r, row, 0);
+	for (size_t i = 0; i < b->n && !stop; i++)
+		if (!strcmp(b->shas[i], sha))
+			stop = b->fn(b->ctx, i, data, len);
+	free(data);
+	return stop ? 1 : 0;
 }
 
 /* One query for the batch (read-all's inline files): a round trip per batch,
@@ -264,10 +276,9 @@ static int pg_blob_inline(cof_meta *m, const char *sha, unsigned char **data, si
 static int pg_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 			       cof_inline_fn fn, void *ctx, cof_err *err)
 {
+	inline_batch b = { shas, n, fn, ctx };
 	cof_buf list = COF_BUF_INIT;
-	pgconn *c;
-	PGresult *r;
-	int rc = -1;
+	int rc;
 
 	if (n == 0)
 		return 0;
@@ -275,50 +286,25 @@ static int pg_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 	for (size_t i = 0; i < n; i++) /* hex digits: nothing to quote */
 		cof_buf_addf(&list, "%s%s", i ? "," : "", shas[i]);
 	cof_buf_add(&list, "}", 1);
-	if (!(c = cof_pg_get(m, err))) {
-		cof_buf_release(&list);
-		return -1;
-	}
-	if ((r = cof_pg_q(c, "SELECT sha256, data FROM blobs WHERE sha256 = ANY($1) AND "
-			  "data IS NOT NULL", "reading content", err, "s", list.data))) {
-		rc = 0;
-		int stop = 0;
-		for (int row = 0; row < PQntuples(r) && !rc && !stop; row++) {
-			unsigned char *data = NULL;
-			size_t len = 0;
-			if (cof_pg_bytea(r, row, 1, &data, &len) < 0) {
-				rc = cof_error(err, COF_EINTERNAL, "out of memory");
-				break;
-			}
-			const char *sha = PQgetvalue(r, row, 0);
-			for (size_t i = 0; i < n && !stop; i++)
-				if (!strcmp(shas[i], sha))
-					stop = fn(ctx, i, data, len);
-			free(data);
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
+	rc = cof_pg_rows(m, "SELECT sha256, data FROM blobs WHERE sha256 = ANY($1) AND "
+			 "data IS NOT NULL", "reading content", inline_row, &b, err, "s",
+			 list.data);
 	cof_buf_release(&list);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 static int pg_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
-	PGresult *r;
-	int rc = -1;
+	sha_each e = { fn, ctx };
+	int rc;
 
 	if (!c)
 		return -1;
-	if ((r = cof_pg_q(c, "SELECT sha256, max(size) FROM entries WHERE sha256 != '' GROUP BY sha256 UNION"
-			  " SELECT p.sha256, b.size FROM pins p JOIN blobs b ON b.sha256 = p.sha256",
-			  "reading blobs", err, ""))) {
-		each_sha(r, fn, ctx);
-		PQclear(r);
-		rc = 0;
-	}
-	return cof_pg_end(m, c, rc, err);
+	rc = cof_pg_rows_on(c, "SELECT sha256, max(size) FROM entries WHERE sha256 != '' GROUP BY"
+			    " sha256 UNION SELECT p.sha256, b.size FROM pins p JOIN blobs b ON"
+			    " b.sha256 = p.sha256", "reading blobs", sha_row, &e, err, "");
+	return cof_pg_end(m, c, rc < 0 ? -1 : 0, err);
 }
 
 /* This file's members of the PostgreSQL backend's table. */

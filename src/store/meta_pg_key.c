@@ -25,6 +25,31 @@ static void key_row(PGresult *r, int i, cof_keyrow *k)
 	k->last_used_at = cof_pg_int(r, i, 10);
 }
 
+/* cof_pg_row_fn: the KEY_COLS row into ctx (a cof_keyrow). */
+static int key_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	(void)err;
+	key_row(r, i, ctx);
+	return 1;
+}
+
+/* A caller's cof_key_fn and its context, for key_each_row. */
+typedef struct {
+	cof_key_fn fn;
+	void *ctx;
+} key_each;
+
+/* cof_pg_row_fn: gives a KEY_COLS row to the caller's fn. */
+static int key_each_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	key_each *e = ctx;
+	cof_keyrow k;
+
+	(void)err;
+	key_row(r, i, &k);
+	return e->fn(e->ctx, &k) ? 1 : 0;
+}
+
 static int pg_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
 {
 	return cof_pg_one(m, "INSERT INTO keys(" KEY_COLS ")"
@@ -59,72 +84,34 @@ static int pg_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err
 
 static int pg_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	int rc = cof_pg_rows(m, "SELECT " KEY_COLS " FROM keys WHERE hash = $1", "checking a key",
+			     key_one, out, err, "s", hash);
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT " KEY_COLS " FROM keys WHERE hash = $1", "checking a key",
-			  err, "s", hash))) {
-		if (PQntuples(r) == 1) {
-			key_row(r, 0, out);
-			rc = 0;
-		} else {
-			rc = cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	if (rc == 0)
+		return cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
+	return rc < 0 ? -1 : 0;
 }
 
 static int pg_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	cof_keyrow k;
-	int rc = -1;
+	key_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT " KEY_COLS " FROM keys WHERE org = $1 AND revoked_at = 0"
-			  " ORDER BY created_at, id", "listing keys", err, "s", org))) {
-		for (int i = 0; i < PQntuples(r); i++) {
-			key_row(r, i, &k);
-			if (fn(ctx, &k))
-				break;
-		}
-		PQclear(r);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "SELECT " KEY_COLS " FROM keys WHERE org = $1 AND revoked_at = 0"
+			   " ORDER BY created_at, id", "listing keys", key_each_row, &e, err, "s",
+			   org) < 0 ? -1 : 0;
 }
 
 static int pg_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
 			 int64_t now, cof_keyrow *out, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	int rc = cof_pg_rows(m, "UPDATE keys SET revoked_at = $3 WHERE id = $1 AND revoked_at = 0"
+			     " AND ($2::text IS NULL OR org = $2) AND ($4 = 1 OR admin = 0)"
+			     " RETURNING " KEY_COLS, "revoking a key", key_one, out, err, "ssii", id,
+			     org, now, (int64_t)admin);
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "UPDATE keys SET revoked_at = $3 WHERE id = $1 AND revoked_at = 0"
-			  " AND ($2::text IS NULL OR org = $2) AND ($4 = 1 OR admin = 0)"
-			  " RETURNING " KEY_COLS, "revoking a key", err, "ssii", id, org, now,
-			  (int64_t)admin))) {
-		if (PQntuples(r) == 1) {
-			key_row(r, 0, out);
-			rc = 0;
-		} else {
-			rc = cof_error(err, COF_ENOTFOUND, "no key '%s'", id);
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	if (rc == 0)
+		return cof_error(err, COF_ENOTFOUND, "no key '%s'", id);
+	return rc < 0 ? -1 : 0;
 }
 
 static int pg_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err)

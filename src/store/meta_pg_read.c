@@ -17,23 +17,24 @@
 #define LEVEL_ROW "(SELECT * FROM entries e WHERE e.vno = c.vno AND e.path = $2 AND" \
 	" e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) LIMIT 1)"
 
+/* cof_pg_row_fn: a PG_ENTRY_COLS row into ctx (a cof_entry). */
+static int entry_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	(void)err;
+	cof_pg_row_entry(r, i, ctx);
+	return 1;
+}
+
 int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
 		     cof_entry *out, cof_err *err)
 {
-	PGresult *r;
-	int found;
+	int found = cof_pg_rows_on(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size,"
+				   " e.sha256, e.ctype, e.updated_at FROM chain c CROSS JOIN"
+				   " LATERAL " LEVEL_ROW " e ORDER BY c.depth LIMIT 1",
+				   "reading a file", entry_one, out, err, "isi", vno, path,
+				   at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
 
-	r = cof_pg_q(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
-		     " e.ctype, e.updated_at FROM chain c CROSS JOIN LATERAL " LEVEL_ROW " e"
-		     " ORDER BY c.depth LIMIT 1", "reading a file", err, "isi", vno, path,
-		     at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
-	if (!r)
-		return -1;
-	found = PQntuples(r) > 0;
-	if (found)
-		cof_pg_row_entry(r, 0, out);
-	PQclear(r);
-	return found && out->sha256[0];
+	return found < 0 ? -1 : found > 0 && out->sha256[0];
 }
 
 static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
@@ -49,34 +50,39 @@ static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 	return rc;
 }
 
+/* Where entry_data puts a file's row and its inline content. */
+typedef struct {
+	cof_entry *out;
+	unsigned char **data;
+} entry_read;
+
+/* cof_pg_row_fn: a PG_ENTRY_COLS row and its inline data (column 6) into
+ * ctx (an entry_read); no data for a whiteout. */
+static int entry_data(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	entry_read *e = ctx;
+
+	cof_pg_row_entry(r, i, e->out);
+	if (e->out->sha256[0] && cof_pg_bytea(r, i, 6, e->data, NULL) < 0)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	return 1;
+}
+
 static int pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		      cof_entry *out, unsigned char **data, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	entry_read e = { out, data };
+	int rc;
 
 	*data = NULL;
-	if (!c)
+	rc = cof_pg_rows(m, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
+			 " e.ctype, e.updated_at, b.data FROM chain c CROSS JOIN LATERAL "
+			 LEVEL_ROW " e LEFT JOIN blobs b ON b.sha256 = e.sha256 ORDER BY c.depth"
+			 " LIMIT 1", "reading a file", entry_data, &e, err, "isi", vno, path,
+			 at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
+	if (rc < 0)
 		return -1;
-	r = cof_pg_q(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
-		     " e.ctype, e.updated_at, b.data FROM chain c CROSS JOIN LATERAL " LEVEL_ROW
-		     " e LEFT JOIN blobs b ON b.sha256 = e.sha256 ORDER BY c.depth LIMIT 1",
-		     "reading a file", err, "isi", vno, path,
-		     at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
-	if (r) {
-		rc = PQntuples(r) > 0;
-		if (rc) {
-			cof_pg_row_entry(r, 0, out);
-			if (!out->sha256[0])
-				rc = 0;   /* removed in the fork */
-			else if (cof_pg_bytea(r, 0, 6, data, NULL) < 0)
-				rc = cof_error(err, COF_EINTERNAL, "out of memory");
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return rc > 0 && out->sha256[0]; /* a whiteout: removed in the fork */
 }
 
 /* The volumes of the chain of `vno` read at `at` (< 0 = live), lowest level
@@ -203,43 +209,47 @@ static int pg_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 	return cof_pg_end(m, c, rc, err);
 }
 
+/* A caller's cof_change_fn, its context and the row it is given (on the
+ * heap: a path is large), for change_row. */
+typedef struct {
+	cof_change_fn fn;
+	void *ctx;
+	cof_change_row *ch;
+} change_each;
+
+/* cof_pg_row_fn: gives a row of the changes feed to the caller's fn. */
+static int change_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	change_each *e = ctx;
+	cof_change_row *ch = e->ch;
+
+	(void)err;
+	ch->seq = cof_pg_int(r, i, 0);
+	cof_pg_copy(r, i, 1, ch->path, sizeof ch->path);
+	ch->removed = (int)cof_pg_int(r, i, 2);
+	ch->version = cof_pg_int(r, i, 3);
+	ch->size = cof_pg_int(r, i, 4);
+	cof_pg_copy(r, i, 5, ch->sha256, sizeof ch->sha256);
+	return e->fn(e->ctx, ch) ? 1 : 0;
+}
+
 static int pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		   int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
+	change_each e = { fn, ctx, cof_malloc(sizeof *e.ch) };
 	cof_buf upper = COF_BUF_INIT;
-	cof_change_row *ch = cof_malloc(sizeof *ch);
-	PGresult *r;
-	int rc = -1;
+	int rc;
 
-	if (!c || !ch) {
-		free(ch);
-		cof_pg_put(m, c);
-		return c ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
-	}
+	if (!e.ch)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
 	cof_prefix_upper(prefix ? prefix : "", &upper);
-	r = cof_pg_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE"
-		     " vno = $1 AND seq > $2 AND path >= $3 AND path < $4"
-		     " ORDER BY seq, path LIMIT $5", "reading changes", err, "iissi", vno, since,
-		     prefix ? prefix : "", upper.data, limit);
-	if (r) {
-		for (int i = 0; i < PQntuples(r); i++) {
-			ch->seq = cof_pg_int(r, i, 0);
-			cof_pg_copy(r, i, 1, ch->path, sizeof ch->path);
-			ch->removed = (int)cof_pg_int(r, i, 2);
-			ch->version = cof_pg_int(r, i, 3);
-			ch->size = cof_pg_int(r, i, 4);
-			cof_pg_copy(r, i, 5, ch->sha256, sizeof ch->sha256);
-			if (fn(ctx, ch))
-				break;
-		}
-		PQclear(r);
-		rc = 0;
-	}
+	rc = cof_pg_rows(m, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE"
+			 " vno = $1 AND seq > $2 AND path >= $3 AND path < $4"
+			 " ORDER BY seq, path LIMIT $5", "reading changes", change_row, &e, err,
+			 "iissi", vno, since, prefix ? prefix : "", upper.data, limit);
 	cof_buf_release(&upper);
-	free(ch);
-	cof_pg_put(m, c);
-	return rc;
+	free(e.ch);
+	return rc < 0 ? -1 : 0;
 }
 
 /* This file's members of the PostgreSQL backend's table. */

@@ -49,66 +49,56 @@ static void row_read(PGresult *r, int i, cof_staterow *out)
 	out->body = PQgetvalue(r, i, 6);
 }
 
-/* Calls fn on each row of result r (until fn says stop), then frees r. */
-static void rows_each(PGresult *r, cof_state_fn fn, void *ctx)
+/* A caller's cof_state_fn and its context, for state_row. */
+typedef struct {
+	cof_state_fn fn;
+	void *ctx;
+} state_each;
+
+/* cof_pg_row_fn: gives a record row to the caller's fn (which says stop). */
+static int state_row(void *ctx, PGresult *r, int i, cof_err *err)
 {
-	for (int i = 0; i < PQntuples(r); i++) {
-		cof_staterow row;
-		row_read(r, i, &row);
-		if (fn(ctx, &row))
-			break;
-	}
-	PQclear(r);
+	state_each *e = ctx;
+	cof_staterow row;
+
+	(void)err;
+	row_read(r, i, &row);
+	return e->fn(e->ctx, &row) ? 1 : 0;
+}
+
+/* cof_pg_row_fn: the record row into ctx (a cof_staterow), its body copied. */
+static int state_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	cof_staterow *out = ctx;
+
+	row_read(r, i, out);
+	out->body = cof_strdup(out->body);
+	return out->body ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
 }
 
 static int pg_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 			cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
-
 	memset(out, 0, sizeof *out);
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND id = $2",
-			  "reading a record", err, "ss", kind, id))) {
-		rc = 0;
-		if (PQntuples(r) == 1) {
-			row_read(r, 0, out);
-			out->body = cof_strdup(out->body);
-			rc = out->body ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	int rc = cof_pg_rows(m, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND id = $2",
+			     "reading a record", state_one, out, err, "ss", kind, id);
+	return rc < 0 ? -1 : rc > 0;
 }
 
 static int pg_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
 			 void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	state_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND (ended = 0"
-			  " OR updated_at >= $2) ORDER BY updated_at", "reading records", err,
-			  "si", kind, since_ms))) {
-		rows_each(r, fn, ctx);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND (ended = 0"
+			   " OR updated_at >= $2) ORDER BY updated_at", "reading records",
+			   state_row, &e, err, "si", kind, since_ms) < 0 ? -1 : 0;
 }
 
 static int pg_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
 			int64_t keep, int64_t *id, cof_err *err)
 {
 	pgconn *c = cof_pg_begin(m, NULL, err);
-	PGresult *r;
 	int rc = -1;
 
 	*id = 0;
@@ -116,62 +106,64 @@ static int pg_event_add(cof_meta *m, const char *stream, unsigned to, const char
 		return -1;
 	if (!cof_pg_do(c, "SELECT pg_advisory_xact_lock(7700, hashtext($1))", "recording an event",
 		       NULL, err, "s", stream) &&
-	    (r = cof_pg_q(c, "INSERT INTO events(stream, id, mask, body, at) SELECT $1,"
-			  " coalesce(max(id), 0) + 1, $2::integer, $3::text, $4::bigint FROM events"
-			  " WHERE stream = $1 RETURNING id", "recording an event", err, "sisi", stream,
-			  (int64_t)to, body, cof_now_ms()))) {
-		*id = PQntuples(r) == 1 ? cof_pg_int(r, 0, 0) : 0;
-		PQclear(r);
+	    cof_pg_rows_on(c, "INSERT INTO events(stream, id, mask, body, at) SELECT $1,"
+			   " coalesce(max(id), 0) + 1, $2::integer, $3::text, $4::bigint FROM events"
+			   " WHERE stream = $1 RETURNING id", "recording an event", cof_pg_row_int,
+			   id, err, "sisi", stream, (int64_t)to, body, cof_now_ms()) >= 0)
 		rc = *id > 0 ? 0 : cof_error(err, COF_EINTERNAL, "recording an event: no id");
-	}
 	if (!rc && *id > keep)
 		rc = cof_pg_do(c, "DELETE FROM events WHERE stream = $1 AND id <= $2",
 			       "recording an event", NULL, err, "si", stream, *id - keep);
 	return cof_pg_end(m, c, rc, err);
 }
 
+/* A caller's cof_event_fn and its context, for event_row. */
+typedef struct {
+	cof_event_fn fn;
+	void *ctx;
+} event_each;
+
+/* cof_pg_row_fn: gives an (id, mask, body) row to the caller's fn. */
+static int event_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	event_each *e = ctx;
+
+	(void)err;
+	return e->fn(e->ctx, cof_pg_int(r, i, 0), (unsigned)cof_pg_int(r, i, 1),
+		     PQgetvalue(r, i, 2)) ? 1 : 0;
+}
+
 static int pg_event_list(cof_meta *m, const char *stream, int64_t after, int64_t limit,
 			 cof_event_fn fn, void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	event_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT id, mask, body FROM events WHERE stream = $1 AND id > $2"
-			  " ORDER BY id LIMIT $3", "reading events", err, "sii", stream, after,
-			  limit))) {
-		for (int i = 0; i < PQntuples(r); i++)
-			if (fn(ctx, cof_pg_int(r, i, 0), (unsigned)cof_pg_int(r, i, 1),
-			       PQgetvalue(r, i, 2)))
-				break;
-		PQclear(r);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "SELECT id, mask, body FROM events WHERE stream = $1 AND id > $2"
+			   " ORDER BY id LIMIT $3", "reading events", event_row, &e, err, "sii",
+			   stream, after, limit) < 0 ? -1 : 0;
+}
+
+/* cof_pg_row_fn: the two numbers of the row into ctx (int64_t[2]). */
+static int two_ints(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	int64_t *v = ctx;
+
+	(void)err;
+	v[0] = cof_pg_int(r, i, 0);
+	v[1] = cof_pg_int(r, i, 1);
+	return 1;
 }
 
 static int pg_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
 			 cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	int64_t v[2] = { 0, 0 };
+	int rc = cof_pg_rows(m, "SELECT coalesce(max(id), 0), coalesce(min(id), 0) FROM events"
+			     " WHERE stream = $1", "reading events", two_ints, v, err, "s", stream);
 
-	*last = *first = 0;
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT coalesce(max(id), 0), coalesce(min(id), 0) FROM events"
-			  " WHERE stream = $1", "reading events", err, "s", stream))) {
-		*last = cof_pg_int(r, 0, 0);
-		*first = cof_pg_int(r, 0, 1);
-		PQclear(r);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	*last = v[0];
+	*first = v[1];
+	return rc < 0 ? -1 : 0;
 }
 
 static int pg_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
@@ -196,22 +188,13 @@ static int pg_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 static int pg_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
 			 void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	state_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
 	/* starts_with: the id column has the database's collation, where a
 	 * range of text would not be a prefix */
-	if ((r = cof_pg_q(c, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND"
-			  " starts_with(id, $2) ORDER BY id COLLATE \"C\"", "reading records", err,
-			  "ss", kind, prefix ? prefix : ""))) {
-		rows_each(r, fn, ctx);
-		rc = 0;
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return cof_pg_rows(m, "SELECT " STATE_COLS " FROM state WHERE kind = $1 AND"
+			   " starts_with(id, $2) ORDER BY id COLLATE \"C\"", "reading records",
+			   state_row, &e, err, "ss", kind, prefix ? prefix : "") < 0 ? -1 : 0;
 }
 
 static int pg_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err)

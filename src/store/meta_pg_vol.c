@@ -7,28 +7,23 @@
 
 /* ---------------------------------------------------- keys, idempotency */
 
+/* cof_pg_row_fn: column 0 of the row, malloc'd, into ctx (a char *). */
+static int text_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	char **value = ctx;
+
+	*value = cof_strdup(PQgetvalue(r, i, 0));
+	return *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
+}
+
 static int pg_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		    char **value, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	PGresult *r;
-	int rc = -1;
+	int rc = cof_pg_rows(m, "SELECT value FROM idem WHERE scope = $1 AND key = $2 AND"
+			     " created_at > $3", "idempotency", text_one, value, err, "ssi", scope,
+			     key, cof_now() - ttl);
 
-	if (!c)
-		return -1;
-	if ((r = cof_pg_q(c, "SELECT value FROM idem WHERE scope = $1 AND key = $2 AND"
-			  " created_at > $3", "idempotency", err, "ssi", scope, key,
-			  cof_now() - ttl))) {
-		if (PQntuples(r) == 1) {
-			*value = cof_strdup(PQgetvalue(r, 0, 0));
-			rc = *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
-		} else {
-			rc = 0;
-		}
-		PQclear(r);
-	}
-	cof_pg_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : rc > 0;
 }
 
 static int pg_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
@@ -142,42 +137,46 @@ static int pg_volume_get(cof_meta *m, const char *org, const char *id, cof_volro
 	return rc;
 }
 
+/* A caller's cof_vol_fn, its context and the row it is given, for vol_row. */
+typedef struct {
+	cof_vol_fn fn;
+	void *ctx;
+	cof_volrow v;
+} vol_each;
+
+/* cof_pg_row_fn: gives a listed volume's row to the caller's fn. */
+static int vol_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	vol_each *e = ctx;
+	cof_volrow *v = &e->v;
+
+	(void)err;
+	cof_pg_copy(r, i, 0, v->id, sizeof v->id);
+	cof_pg_copy(r, i, 1, v->name, sizeof v->name);
+	v->seq = cof_pg_int(r, i, 2);
+	v->files = cof_pg_int(r, i, 3);
+	v->bytes = cof_pg_int(r, i, 4);
+	v->created_at = cof_pg_int(r, i, 5);
+	return e->fn(e->ctx, v) ? 1 : 0;
+}
+
 static int pg_volume_list(cof_meta *m, const char *org, const char *prefix,
 		       const char *after_name, const char *after_id, int64_t limit,
 		       cof_vol_fn fn, void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
+	vol_each e = { fn, ctx, { 0 } };
 	cof_buf upper = COF_BUF_INIT;
-	PGresult *r;
-	cof_volrow v;
-	int rc = -1;
+	int rc;
 
-	if (!c)
-		return -1;
 	cof_prefix_upper(prefix ? prefix : "", &upper);
-	r = cof_pg_q(c, "SELECT id, name, seq, files, bytes, created_at FROM volumes"
-		     " WHERE org = $1 AND hidden = 0 AND name >= $2 AND name < $3 AND (name > $4 OR (name = $4 AND id > $5))"
-		     " ORDER BY name, id LIMIT $6", "listing volumes", err, "sssssi", org,
-		     prefix ? prefix : "", upper.data,
-		     after_name ? after_name : "", after_id ? after_id : "", limit);
-	if (r) {
-		memset(&v, 0, sizeof v);
-		for (int i = 0; i < PQntuples(r); i++) {
-			cof_pg_copy(r, i, 0, v.id, sizeof v.id);
-			cof_pg_copy(r, i, 1, v.name, sizeof v.name);
-			v.seq = cof_pg_int(r, i, 2);
-			v.files = cof_pg_int(r, i, 3);
-			v.bytes = cof_pg_int(r, i, 4);
-			v.created_at = cof_pg_int(r, i, 5);
-			if (fn(ctx, &v))
-				break;
-		}
-		PQclear(r);
-		rc = 0;
-	}
+	rc = cof_pg_rows(m, "SELECT id, name, seq, files, bytes, created_at FROM volumes"
+			 " WHERE org = $1 AND hidden = 0 AND name >= $2 AND name < $3 AND"
+			 " (name > $4 OR (name = $4 AND id > $5))"
+			 " ORDER BY name, id LIMIT $6", "listing volumes", vol_row, &e, err,
+			 "sssssi", org, prefix ? prefix : "", upper.data,
+			 after_name ? after_name : "", after_id ? after_id : "", limit);
 	cof_buf_release(&upper);
-	cof_pg_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 /* Runs each of `n` statements (string literals) with `vno` as $1 and the

@@ -193,6 +193,32 @@ static void row_snapshot(PGresult *r, int i, cof_snaprow *s)
 	s->created_at = cof_pg_int(r, i, 8);
 }
 
+/* cof_pg_row_fn: a SNAP_COLS row into ctx (a cof_snaprow). */
+static int snap_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	(void)err;
+	row_snapshot(r, i, ctx);
+	return 1;
+}
+
+/* A caller's cof_snap_fn, its context and the row it is given (on the heap:
+ * labels are large), for snap_row. */
+typedef struct {
+	cof_snap_fn fn;
+	void *ctx;
+	cof_snaprow *s;
+} snap_each;
+
+/* cof_pg_row_fn: gives a SNAP_COLS row to the caller's fn. */
+static int snap_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	snap_each *e = ctx;
+
+	(void)err;
+	row_snapshot(r, i, e->s);
+	return e->fn(e->ctx, e->s) ? 1 : 0;
+}
+
 /* The volume's row lock: snapshot counts and retention of one volume are
  * decided by one node at a time. 0, or -1 (COF_ENOTFOUND when it is gone). */
 static int lock_volume(pgconn *c, int64_t vno, cof_err *err)
@@ -203,14 +229,12 @@ static int lock_volume(pgconn *c, int64_t vno, cof_err *err)
 
 static int64_t snapshot_count(pgconn *c, int64_t vno, int pinned, cof_err *err)
 {
-	PGresult *r = cof_pg_q(c, "SELECT count(*) FROM snapshots WHERE vno = $1 AND pinned = $2",
-			       "counting snapshots", err, "ii", vno, (int64_t)pinned);
-	int64_t n;
+	int64_t n = 0;
 
-	if (!r)
+	if (cof_pg_rows_on(c, "SELECT count(*) FROM snapshots WHERE vno = $1 AND pinned = $2",
+			   "counting snapshots", cof_pg_row_int, &n, err, "ii", vno,
+			   (int64_t)pinned) < 0)
 		return -1;
-	n = cof_pg_int(r, 0, 0);
-	PQclear(r);
 	return n;
 }
 
@@ -281,16 +305,12 @@ static int pg_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int m
 static int snapshot_load(pgconn *c, int64_t vno, const char *sid, cof_snaprow *out,
 			 cof_err *err)
 {
-	PGresult *r = cof_pg_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = $1 AND vno = $2",
-			       "reading a snapshot", err, "si", sid, vno);
-	int found;
+	int found = cof_pg_rows_on(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = $1 AND"
+				   " vno = $2", "reading a snapshot", snap_one, out, err, "si", sid,
+				   vno);
 
-	if (!r)
+	if (found < 0)
 		return -1;
-	found = PQntuples(r) == 1;
-	if (found)
-		row_snapshot(r, 0, out);
-	PQclear(r);
 	return found ? 0 : cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
 }
 
@@ -309,41 +329,41 @@ static int pg_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snapro
 
 static int pg_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx, cof_err *err)
 {
-	pgconn *c = cof_pg_get(m, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	PGresult *r = NULL;
-	int rc = -1;
+	snap_each e = { fn, ctx, cof_malloc(sizeof *e.s) };
+	int rc;
 
-	if (c && s && (r = cof_pg_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = $1"
-				    " ORDER BY ord", "listing snapshots", err, "i", vno))) {
-		for (int i = 0; i < PQntuples(r); i++) {
-			row_snapshot(r, i, s);
-			if (fn(ctx, s))
-				break;
-		}
-		PQclear(r);
-		rc = 0;
-	} else if (c && !s) {
-		cof_error(err, COF_EINTERNAL, "out of memory");
-	}
-	free(s);
-	cof_pg_put(m, c);
-	return rc;
+	if (!e.s)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	rc = cof_pg_rows(m, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = $1 ORDER BY ord",
+			 "listing snapshots", snap_row, &e, err, "i", vno);
+	free(e.s);
+	return rc < 0 ? -1 : 0;
+}
+
+/* A connection with BEGIN done, and in *s (malloc'd: free it) the snapshot
+ * `sid` of `vno`: *rc 0, or -1 (err set) when it cannot be read. NULL
+ * (nothing to end or free) when no connection can be had. */
+static pgconn *snapshot_begin(cof_meta *m, int64_t vno, const char *sid, cof_snaprow **s,
+			      int *rc, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+
+	*s = c ? cof_malloc(sizeof **s) : NULL;
+	if (c)
+		*rc = *s ? snapshot_load(c, vno, sid, *s, err)
+			 : cof_error(err, COF_EINTERNAL, "out of memory");
+	return c;
 }
 
 static int pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
 			   const char *labels, int max_pinned, cof_err *err)
 {
-	pgconn *c = cof_pg_begin(m, NULL, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	pgconn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
-	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
 	if (!rc)
 		rc = lock_volume(c, vno, err);
 	if (!rc && pinned == 1 && !s->pinned)
@@ -359,16 +379,12 @@ static int pg_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pin
 
 static int pg_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
-	pgconn *c = cof_pg_begin(m, NULL, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	pgconn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
-	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
 	if (!rc)
 		rc = cof_pg_snapshot_drop(c, sid, vno, s->src_vno, err);
 	free(s);

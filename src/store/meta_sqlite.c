@@ -9,7 +9,6 @@
  * synchronous=FULL: an acknowledged change survives power loss.
  */
 #include <assert.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,147 +492,33 @@ static void sq_close(cof_meta *m)
 	free(s);
 }
 
-/* ------------------------------------------------------------- helpers */
-
-void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-}
-
-void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
-{
-	const unsigned char *s = sqlite3_column_text(st, i);
-	int n = sqlite3_column_bytes(st, i);
-
-	if (!s || outsz == 0) {
-		if (outsz)
-			out[0] = '\0';
-		return;
-	}
-	if ((size_t)n >= outsz)
-		n = (int)outsz - 1;
-	memcpy(out, s, (size_t)n);
-	out[n] = '\0';
-}
-
-/* Binds `kinds` ("s" text, "i" int64, one letter per parameter) from `ap`. */
-static void bind_args(sqlite3_stmt *st, const char *kinds, va_list ap)
-{
-	for (int i = 0; kinds[i]; i++) {
-		if (kinds[i] == 's')
-			cof_sqlite_bind_text(st, i + 1, va_arg(ap, const char *));
-		else
-			sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-	}
-}
-
-int cof_sqlite_run(conn *c, int64_t *changed, const char *sql, const char *what,
-		   cof_err *err, const char *kinds, ...)
-{
-	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
-	va_list ap;
-
-	if (!st)
-		return -1;
-	va_start(ap, kinds);
-	bind_args(st, kinds, ap);
-	va_end(ap);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, what);
-	if (changed)
-		*changed = sqlite3_changes(c->db);
-	return 0;
-}
-
-int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *err,
-		     const char *kinds, ...)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	va_list ap;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, sql, err))) {
-		va_start(ap, kinds);
-		bind_args(st, kinds, ap);
-		va_end(ap);
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, what);
-	}
-	return cof_sqlite_writer_end(m, rc, err);
-}
-
-/* Binds a prefix range: ?lo = prefix, ?hi = its upper bound, valid text
- * (cof_prefix_upper), so that the index on the column gives the range. */
-int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
-			     cof_buf *upper, cof_err *err)
-{
-	prefix = prefix ? prefix : "";
-	if (cof_prefix_upper(prefix, upper))
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	cof_sqlite_bind_text(st, lo, prefix);
-	sqlite3_bind_text(st, hi, upper->data, (int)upper->len, SQLITE_STATIC);
-	return 0;
-}
-
-void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
-{
-	cof_sqlite_col_copy(st, 0, e->path, sizeof e->path);
-	e->version = sqlite3_column_int64(st, 1);
-	e->size = sqlite3_column_int64(st, 2);
-	cof_sqlite_col_copy(st, 3, e->sha256, sizeof e->sha256);
-	cof_sqlite_col_copy(st, 4, e->ctype, sizeof e->ctype);
-	e->updated_at = sqlite3_column_int64(st, 5);
-}
-
 /* ---------------------------------------------------- keys, idempotency */
+
+/* cof_sqlite_row_fn: column 0 of the row, malloc'd, into ctx (a char *). */
+static int text_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	char **value = ctx;
+
+	*value = cof_strdup((const char *)sqlite3_column_text(st, 0));
+	return *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
+}
 
 static int sq_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		       char **value, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	int rc = cof_sqlite_read(m, "SELECT value FROM idem WHERE scope = ? AND key = ? AND"
+				 " created_at > ?", "idempotency", text_one, value, err, "ssi", scope,
+				 key, cof_now() - ttl);
 
-	if (!c)
-		return -1;
-	st = cof_sqlite_q(c, "SELECT value FROM idem WHERE scope = ? AND key = ? AND created_at > ?", err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, scope);
-		cof_sqlite_bind_text(st, 2, key);
-		sqlite3_bind_int64(st, 3, cof_now() - ttl);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			*value = cof_strdup((const char *)sqlite3_column_text(st, 0));
-			rc = *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
-		} else {
-			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "idempotency");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : rc > 0;
 }
 
 static int sq_idem_put(cof_meta *m, const char *scope, const char *key,
 		       const char *value, cof_err *err)
 {
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	st = cof_sqlite_q(c, "INSERT OR REPLACE INTO idem(scope, key, value, created_at) VALUES(?,?,?,?)", err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, scope);
-		cof_sqlite_bind_text(st, 2, key);
-		cof_sqlite_bind_text(st, 3, value);
-		sqlite3_bind_int64(st, 4, cof_now());
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "idempotency");
-	}
-	return cof_sqlite_writer_end(m, rc, err);
+	return cof_sqlite_write(m, "INSERT OR REPLACE INTO idem(scope, key, value, created_at)"
+				" VALUES(?,?,?,?)", "idempotency", err, "sssi", scope, key, value,
+				cof_now());
 }
 
 /* --------------------------------------------------------------- volumes */
@@ -658,6 +543,14 @@ static void row_volume(sqlite3_stmt *st, cof_volrow *v)
 	v->base_vno = sqlite3_column_int64(st, 12);
 	v->base_seq = sqlite3_column_int64(st, 13);
 	v->depth = sqlite3_column_int(st, 14);
+}
+
+/* cof_sqlite_row_fn: a VOL_COLS row into ctx (a cof_volrow). */
+static int vol_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	(void)err;
+	row_volume(st, ctx);
+	return 1;
 }
 
 int cof_sqlite_volume_insert(conn *c, cof_volrow *v, cof_err *err)
@@ -699,27 +592,15 @@ static int sq_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		       cof_volrow *out, cof_err *err)
 {
-	sqlite3_stmt *st;
-	int r;
+	int found = id ? cof_sqlite_rows(c, "SELECT " VOL_COLS " FROM volumes WHERE id = ?",
+					 "reading a volume", vol_one, out, err, "s", id)
+		       : cof_sqlite_rows(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = ?",
+					 "reading a volume", vol_one, out, err, "i", vno);
 
-	if (id)
-		st = cof_sqlite_q(c, "SELECT " VOL_COLS " FROM volumes WHERE id = ?", err);
-	else
-		st = cof_sqlite_q(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = ?", err);
-	if (!st)
+	if (found < 0)
 		return -1;
-	if (id)
-		cof_sqlite_bind_text(st, 1, id);
-	else
-		sqlite3_bind_int64(st, 1, vno);
-	r = sqlite3_step(st);
-	if (r == SQLITE_ROW)
-		row_volume(st, out);
-	sqlite3_reset(st);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "reading a volume");
 	/* Another organization's volume answers exactly like an absent one. */
-	if (r == SQLITE_DONE || (org && (strcmp(out->org, org) || out->hidden)))
+	if (!found || (org && (strcmp(out->org, org) || out->hidden)))
 		return cof_error(err, COF_ENOTFOUND, "volume '%.64s' not found",
 				 id ? id : "?");
 	return 0;

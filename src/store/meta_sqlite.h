@@ -86,10 +86,28 @@ void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s);
  * 0, or -1 with err naming `what`. */
 int cof_sqlite_run(conn *c, int64_t *changed, const char *sql, const char *what,
 		   cof_err *err, const char *kinds, ...);
+/* Called on the row st stands on (its values are borrowed until fn returns):
+ * 0 = go on, 1 = stop, -1 = failed (err filled). */
+typedef int (*cof_sqlite_row_fn)(void *ctx, sqlite3_stmt *st, cof_err *err);
+/* Runs the statement of `sql` on c with binds as cof_sqlite_run's and calls
+ * fn on each row until it says stop: the one loop of reading rows. Returns -1
+ * (err filled: the step, naming `what`, or fn failed), else the number of
+ * rows fn was given (0 = none found). */
+int cof_sqlite_rows(conn *c, const char *sql, const char *what, cof_sqlite_row_fn fn,
+		    void *ctx, cof_err *err, const char *kinds, ...);
+/* cof_sqlite_rows on a reader connection of the pool, taken and given back. */
+int cof_sqlite_read(cof_meta *m, const char *sql, const char *what, cof_sqlite_row_fn fn,
+		    void *ctx, cof_err *err, const char *kinds, ...);
+/* A cof_sqlite_row_fn for one number: column 0 into the int64_t ctx points to. */
+int cof_sqlite_row_int(void *ctx, sqlite3_stmt *st, cof_err *err);
 /* The same as one change of its own: takes the writer, runs, commits. */
 int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *err,
 		     const char *kinds, ...);
 void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
+/* The valid-text upper bound of *prefix (NULL = ""; *prefix is set to it) in
+ * `upper`, for a range [*prefix, upper) bound as text: upper->data, or NULL
+ * (out of memory, err set). */
+const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err);
 /* Binds ?lo = prefix and ?hi = its valid-text upper bound (kept in `upper`). */
 int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
 			     cof_buf *upper, cof_err *err);

@@ -13,37 +13,32 @@ static int sq_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
 			 a->workspace, a->settings, a->created_at);
 }
 
+/* cof_sqlite_row_fn: a (workspace, settings, created_at) row into ctx (a
+ * cof_agentrow), its settings copied. */
+static int agent_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	cof_agentrow *out = ctx;
+
+	cof_sqlite_col_copy(st, 0, out->workspace, sizeof out->workspace);
+	out->settings = cof_strdup((const char *)sqlite3_column_text(st, 1));
+	out->created_at = sqlite3_column_int64(st, 2);
+	return out->settings ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
+}
+
 static int sq_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
 			cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
 	memset(out, 0, sizeof *out);
-	if (!c)
+	int rc = cof_sqlite_read(m, "SELECT workspace, settings, created_at FROM agents WHERE"
+				 " org = ? AND id = ?", "reading an agent", agent_one, out, err,
+				 "ss", org, id);
+	if (rc < 0)
 		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT workspace, settings, created_at FROM agents WHERE org = ?"
-			 " AND id = ?", err))) {
-		cof_sqlite_bind_text(st, 1, org);
-		cof_sqlite_bind_text(st, 2, id);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			snprintf(out->org, sizeof out->org, "%s", org);
-			snprintf(out->id, sizeof out->id, "%s", id);
-			cof_sqlite_col_copy(st, 0, out->workspace, sizeof out->workspace);
-			out->settings = cof_strdup((const char *)sqlite3_column_text(st, 1));
-			out->created_at = sqlite3_column_int64(st, 2);
-			rc = out->settings ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
-		} else if (r == SQLITE_DONE) {
-			rc = cof_error(err, COF_ENOTFOUND, "agent '%.100s' not found", id);
-		} else {
-			rc = cof_sqlite_db_error(err, c->db, "reading an agent");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	if (rc == 0)
+		return cof_error(err, COF_ENOTFOUND, "agent '%.100s' not found", id);
+	snprintf(out->org, sizeof out->org, "%s", org);
+	snprintf(out->id, sizeof out->id, "%s", id);
+	return 0;
 }
 
 /* Everything keyed by the agent goes in one change: its runs, pins, what it
@@ -76,33 +71,32 @@ static int sq_agent_delete(cof_meta *m, const char *org, const char *id, cof_err
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
+/* Where seen_one puts what an agent saw of a file. */
+typedef struct {
+	int64_t *version;
+	char *sha; /* 65 bytes */
+} seen;
+
+/* cof_sqlite_row_fn: a (version, sha256) row into ctx (a seen). */
+static int seen_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	seen *s = ctx;
+
+	(void)err;
+	*s->version = sqlite3_column_int64(st, 0);
+	cof_sqlite_col_copy(st, 1, s->sha, 65);
+	return 1;
+}
+
 static int sq_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
 		       const char *path, int64_t *version, char sha[65], cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	seen s = { version, sha };
+	int rc = cof_sqlite_read(m, "SELECT version, sha256 FROM seen WHERE org = ? AND agent = ?"
+				 " AND vol = ? AND path = ?", "reading what was seen", seen_one, &s,
+				 err, "ssss", org, agent, vol, path);
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT version, sha256 FROM seen WHERE org = ? AND agent = ? AND"
-			 " vol = ? AND path = ?", err))) {
-		cof_sqlite_bind_text(st, 1, org);
-		cof_sqlite_bind_text(st, 2, agent);
-		cof_sqlite_bind_text(st, 3, vol);
-		cof_sqlite_bind_text(st, 4, path);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			*version = sqlite3_column_int64(st, 0);
-			cof_sqlite_col_copy(st, 1, sha, 65);
-			rc = 1;
-		} else {
-			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading what was seen");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : rc > 0;
 }
 
 static int sq_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
@@ -125,38 +119,38 @@ static int sq_run_add(cof_meta *m, const char *org, const char *agent, const cha
 			 it->caption ? it->caption : "", it->url ? it->url : "");
 }
 
+/* A caller's cof_run_fn and its context, for run_row. */
+typedef struct {
+	cof_run_fn fn;
+	void *ctx;
+} run_each;
+
+/* cof_sqlite_row_fn: gives a run item row to the caller's fn. */
+static int run_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	run_each *e = ctx;
+	cof_run_item it = {
+		.kind = (const char *)sqlite3_column_text(st, 0),
+		.path = (const char *)sqlite3_column_text(st, 1),
+		.version = sqlite3_column_int64(st, 2),
+		.size = sqlite3_column_int64(st, 3),
+		.ctype = (const char *)sqlite3_column_text(st, 4),
+		.caption = (const char *)sqlite3_column_text(st, 5),
+		.url = (const char *)sqlite3_column_text(st, 6),
+	};
+
+	(void)err;
+	return e->fn(e->ctx, &it) ? 1 : 0;
+}
+
 static int sq_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
 		       cof_run_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int r, rc = -1;
+	run_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT kind, path, version, size, ctype, caption, url FROM run_items"
-			 " WHERE org = ? AND agent = ? AND run = ? ORDER BY rowid", err))) {
-		cof_sqlite_bind_text(st, 1, org);
-		cof_sqlite_bind_text(st, 2, agent);
-		cof_sqlite_bind_text(st, 3, run);
-		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-			cof_run_item it = {
-				.kind = (const char *)sqlite3_column_text(st, 0),
-				.path = (const char *)sqlite3_column_text(st, 1),
-				.version = sqlite3_column_int64(st, 2),
-				.size = sqlite3_column_int64(st, 3),
-				.ctype = (const char *)sqlite3_column_text(st, 4),
-				.caption = (const char *)sqlite3_column_text(st, 5),
-				.url = (const char *)sqlite3_column_text(st, 6),
-			};
-			if (fn(ctx, &it))
-				break;
-		}
-		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : cof_sqlite_db_error(err, c->db, "reading a run");
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return cof_sqlite_read(m, "SELECT kind, path, version, size, ctype, caption, url FROM"
+			       " run_items WHERE org = ? AND agent = ? AND run = ? ORDER BY rowid",
+			       "reading a run", run_row, &e, err, "sss", org, agent, run) < 0 ? -1 : 0;
 }
 
 static int sq_pin(cof_meta *m, const char *org, const char *agent, const char *sha,

@@ -8,26 +8,16 @@
 
 /* ------------------------------------------------------ garbage collection */
 
-static int step_all(conn *c, sqlite3_stmt *st, int64_t *changes, cof_err *err)
-{
-	if (!st)
-		return -1;
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "collecting garbage");
-	if (changes)
-		*changes += sqlite3_changes(c->db);
-	return 0;
-}
-
 /* A fork reads its parent's rows at its base seq, as a snapshot does. */
 #define NOT_FORKED "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = entries.vno" \
 		   " AND f.base_seq >= entries.from_seq AND f.base_seq < entries.to_seq)"
+
+#define GC "collecting garbage"
 
 static int sq_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		       int64_t *pruned, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
 	int rc;
 
 	*pruned = 0;
@@ -36,107 +26,86 @@ static int sq_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_befor
 	/* Content of history dropped now has been unreferenced since its row was
 	 * closed, over a grace period ago: it may go in this same sweep (the mark
 	 * step un-marks what other rows still name). */
-	st = cof_sqlite_q(c, "UPDATE blobs SET orphan_since = ?1 WHERE orphan_since IS NULL AND sha256 IN"
-	       " (SELECT sha256 FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?1 AND NOT"
-	       " EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno = entries.vno AND"
-	       " s.seq >= entries.from_seq AND s.seq < entries.to_seq) AND " NOT_FORKED ")", err);
-	if (st)
-		sqlite3_bind_int64(st, 1, closed_before);
-	rc = step_all(c, st, NULL, err);
-	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM entries WHERE to_seq IS NOT NULL AND closed_at < ?"
-			   " AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.src_vno ="
-			   " entries.vno AND s.seq >= entries.from_seq AND s.seq < entries.to_seq)"
-			   " AND " NOT_FORKED, err))) {
-		sqlite3_bind_int64(st, 1, closed_before);
-		rc = step_all(c, st, pruned, err);
-	} else if (!rc) {
-		rc = -1;
-	}
+	rc = cof_sqlite_run(c, NULL, "UPDATE blobs SET orphan_since = ?1 WHERE orphan_since IS NULL"
+			    " AND sha256 IN (SELECT sha256 FROM entries WHERE to_seq IS NOT NULL AND"
+			    " closed_at < ?1 AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE"
+			    " s.src_vno = entries.vno AND s.seq >= entries.from_seq AND s.seq <"
+			    " entries.to_seq) AND " NOT_FORKED ")", GC, err, "i", closed_before);
+	if (!rc)
+		rc = cof_sqlite_run(c, pruned, "DELETE FROM entries WHERE to_seq IS NOT NULL AND"
+				    " closed_at < ? AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE"
+				    " s.src_vno = entries.vno AND s.seq >= entries.from_seq AND s.seq <"
+				    " entries.to_seq) AND " NOT_FORKED, GC, err, "i", closed_before);
 	/* The changes feed keeps at least its history window; the oldest seq still
 	 * answered is remembered per volume so older `since` values get 410. */
-	if (!rc && (st = cof_sqlite_q(c, "UPDATE volumes SET history_from = (SELECT max(seq) FROM changes"
-			   " WHERE changes.vno = volumes.vno AND at < ?1) WHERE EXISTS (SELECT 1"
-			   " FROM changes WHERE changes.vno = volumes.vno AND at < ?1)", err))) {
-		sqlite3_bind_int64(st, 1, changes_before);
-		rc = step_all(c, st, NULL, err);
-	} else if (!rc) {
-		rc = -1;
-	}
-	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM changes WHERE at < ?", err))) {
-		sqlite3_bind_int64(st, 1, changes_before);
-		rc = step_all(c, st, NULL, err);
-	} else if (!rc) {
-		rc = -1;
-	}
+	if (!rc)
+		rc = cof_sqlite_run(c, NULL, "UPDATE volumes SET history_from = (SELECT max(seq) FROM"
+				    " changes WHERE changes.vno = volumes.vno AND at < ?1) WHERE EXISTS"
+				    " (SELECT 1 FROM changes WHERE changes.vno = volumes.vno AND"
+				    " at < ?1)", GC, err, "i", changes_before);
+	if (!rc)
+		rc = cof_sqlite_run(c, NULL, "DELETE FROM changes WHERE at < ?", GC, err, "i",
+				    changes_before);
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
 static int sq_gc_mark(cof_meta *m, int64_t now, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
 	int rc;
 
 	if (!c)
 		return -1;
 	/* A pin (content an agent was shown or sent) counts as a reference. */
-	st = cof_sqlite_q(c, "UPDATE blobs SET orphan_since = ? WHERE orphan_since IS NULL AND NOT EXISTS"
-	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS"
-	       " (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)", err);
-	if (st)
-		sqlite3_bind_int64(st, 1, now);
-	rc = step_all(c, st, NULL, err);
+	rc = cof_sqlite_run(c, NULL, "UPDATE blobs SET orphan_since = ? WHERE orphan_since IS NULL"
+			    " AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256)"
+			    " AND NOT EXISTS (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)",
+			    GC, err, "i", now);
 	if (!rc)
-		rc = step_all(c, cof_sqlite_q(c, "UPDATE blobs SET orphan_since = NULL WHERE orphan_since IS"
-				   " NOT NULL AND (EXISTS (SELECT 1 FROM entries e WHERE"
-				   " e.sha256 = blobs.sha256) OR EXISTS (SELECT 1 FROM pins p WHERE"
-				   " p.sha256 = blobs.sha256))", err), NULL, err);
+		rc = cof_sqlite_run(c, NULL, "UPDATE blobs SET orphan_since = NULL WHERE orphan_since"
+				    " IS NOT NULL AND (EXISTS (SELECT 1 FROM entries e WHERE"
+				    " e.sha256 = blobs.sha256) OR EXISTS (SELECT 1 FROM pins p WHERE"
+				    " p.sha256 = blobs.sha256))", GC, err, "");
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-static int each_sha(conn *c, sqlite3_stmt *st, cof_sha_fn fn, void *ctx, cof_err *err)
-{
-	int r;
+/* A caller's cof_sha_fn and its context, for sha_row. */
+typedef struct {
+	cof_sha_fn fn;
+	void *ctx;
+} sha_each;
 
-	while ((r = sqlite3_step(st)) == SQLITE_ROW)
-		if (fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1)))
-			break;
-	sqlite3_reset(st);
-	return (r == SQLITE_ROW || r == SQLITE_DONE) ? 0 : cof_sqlite_db_error(err, c->db, "reading blobs");
+/* cof_sqlite_row_fn: gives a (sha256, size) row to the caller's fn. */
+static int sha_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	sha_each *e = ctx;
+
+	(void)err;
+	return e->fn(e->ctx, (const char *)sqlite3_column_text(st, 0),
+		     sqlite3_column_int64(st, 1)) ? 1 : 0;
 }
 
 static int sq_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
 			 cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	sha_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT sha256, size FROM blobs WHERE orphan_since <= ?", err))) {
-		sqlite3_bind_int64(st, 1, before);
-		rc = each_sha(c, st, fn, ctx, err);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return cof_sqlite_read(m, "SELECT sha256, size FROM blobs WHERE orphan_since <= ?",
+			       "reading blobs", sha_row, &e, err, "i", before) < 0 ? -1 : 0;
 }
 
 static int sq_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
 	int64_t n = 0;
 	int rc;
 
 	if (!c)
 		return -1;
-	st = cof_sqlite_q(c, "DELETE FROM blobs WHERE sha256 = ? AND orphan_since IS NOT NULL AND NOT EXISTS"
-	       " (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256) AND NOT EXISTS"
-	       " (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)", err);
-	if (st)
-		cof_sqlite_bind_text(st, 1, sha);
-	rc = step_all(c, st, &n, err);
+	rc = cof_sqlite_run(c, &n, "DELETE FROM blobs WHERE sha256 = ? AND orphan_since IS NOT NULL"
+			    " AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.sha256 = blobs.sha256)"
+			    " AND NOT EXISTS (SELECT 1 FROM pins p WHERE p.sha256 = blobs.sha256)",
+			    GC, err, "s", sha);
 	if (cof_sqlite_writer_end(m, rc, err))
 		return -1;
 	return n > 0;
@@ -144,52 +113,42 @@ static int sq_blob_forget(cof_meta *m, const char *sha, cof_err *err)
 
 static int sq_blob_known(cof_meta *m, const char *sha, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	int64_t one = 0;
+	int rc = cof_sqlite_read(m, "SELECT 1 FROM blobs WHERE sha256 = ?", "blobs",
+				 cof_sqlite_row_int, &one, err, "s", sha);
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT 1 FROM blobs WHERE sha256 = ?", err))) {
-		cof_sqlite_bind_text(st, 1, sha);
-		int r = sqlite3_step(st);
-		rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "blobs");
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : rc > 0;
+}
+
+/* Where bytes_one puts a cell's bytes. */
+typedef struct {
+	unsigned char **data;
+	size_t *len;
+} inline_one;
+
+/* cof_sqlite_row_fn: the blob in column 0 into ctx (an inline_one),
+ * malloc'd with a byte to spare. */
+static int bytes_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	inline_one *o = ctx;
+	size_t n = (size_t)sqlite3_column_bytes(st, 0);
+
+	if (!(*o->data = cof_malloc(n + 1)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (n)
+		memcpy(*o->data, sqlite3_column_blob(st, 0), n);
+	*o->len = n;
+	return 1;
 }
 
 static int sq_blob_inline(cof_meta *m, const char *sha, unsigned char **data,
 			  size_t *len, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	inline_one one = { data, len };
+	int rc = cof_sqlite_read(m, "SELECT data FROM blobs WHERE sha256 = ? AND data IS NOT NULL",
+				 "reading content", bytes_one, &one, err, "s", sha);
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT data FROM blobs WHERE sha256 = ? AND data IS NOT NULL", err))) {
-		cof_sqlite_bind_text(st, 1, sha);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			size_t n = (size_t)sqlite3_column_bytes(st, 0);
-			*data = cof_malloc(n + 1);
-			if (*data) {
-				if (n)
-					memcpy(*data, sqlite3_column_blob(st, 0), n);
-				*len = n;
-				rc = 1;
-			} else {
-				rc = cof_error(err, COF_EINTERNAL, "out of memory");
-			}
-		} else {
-			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading content");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : rc > 0;
 }
 
 /* One read transaction for the batch: the WAL read lock is taken once, not
@@ -231,15 +190,16 @@ static int sq_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 static int sq_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 {
 	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	sha_each e = { fn, ctx };
+	int rc;
 
 	if (!c)
 		return -1;
 	sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	if ((st = cof_sqlite_q(c, "SELECT sha256, max(size) FROM entries WHERE sha256 != '' GROUP BY sha256 UNION"
-			" SELECT p.sha256, b.size FROM pins p JOIN blobs b ON b.sha256 = p.sha256", err)))
-		rc = each_sha(c, st, fn, ctx, err);
+	rc = cof_sqlite_rows(c, "SELECT sha256, max(size) FROM entries WHERE sha256 != '' GROUP BY"
+			     " sha256 UNION SELECT p.sha256, b.size FROM pins p JOIN blobs b ON"
+			     " b.sha256 = p.sha256", "reading blobs", sha_row, &e, err, "");
+	rc = rc < 0 ? -1 : 0;
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 	cof_sqlite_reader_put(m, c);
 	return rc;
@@ -257,27 +217,9 @@ static int sq_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 static int sq_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 			   cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
 	*oldest = 0;
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, KEPT_SQL, err))) {
-		sqlite3_bind_int64(st, 1, vno);
-		sqlite3_bind_int64(st, 2, closed_before);
-		sqlite3_bind_int64(st, 3, INT64_MAX);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			*oldest = sqlite3_column_int64(st, 0);
-			rc = 0;
-		} else {
-			rc = cof_sqlite_db_error(err, c->db, "reading the kept history");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return cof_sqlite_read(m, KEPT_SQL, "reading the kept history", cof_sqlite_row_int, oldest,
+			       err, "iii", vno, closed_before, (int64_t)INT64_MAX) < 0 ? -1 : 0;
 }
 
 /* Fills the members of the SQLite backend this file implements. */

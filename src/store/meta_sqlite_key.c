@@ -31,32 +31,21 @@ static void key_row(sqlite3_stmt *st, cof_keyrow *k)
 static int key_insert(cof_meta *m, const cof_keyrow *k, int first_admin, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc = -1, added = 0;
+	int64_t n = 0;
+	int rc;
 
 	if (!c)
 		return -1;
-	st = cof_sqlite_q(c, first_admin
-			  ? "INSERT INTO keys(" KEY_COLS ") SELECT ?,?,?,?,?,?,?,?,?,0,0"
-			    " WHERE NOT EXISTS(SELECT 1 FROM keys WHERE admin = 1)"
-			  : "INSERT INTO keys(" KEY_COLS ") VALUES(?,?,?,?,?,?,?,?,?,0,0)", err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, k->hash);
-		cof_sqlite_bind_text(st, 2, k->id);
-		cof_sqlite_bind_text(st, 3, k->org);
-		cof_sqlite_bind_text(st, 4, k->agent);
-		cof_sqlite_bind_text(st, 5, k->name);
-		sqlite3_bind_int(st, 6, k->admin);
-		sqlite3_bind_int(st, 7, k->read_only);
-		sqlite3_bind_int64(st, 8, k->created_at);
-		sqlite3_bind_int64(st, 9, k->expires_at);
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0
-						     : cof_sqlite_db_error(err, c->db, "adding a key");
-		added = rc == 0 && sqlite3_changes(c->db) == 1;
-	}
+	rc = cof_sqlite_run(c, &n, first_admin
+			    ? "INSERT INTO keys(" KEY_COLS ") SELECT ?,?,?,?,?,?,?,?,?,0,0"
+			      " WHERE NOT EXISTS(SELECT 1 FROM keys WHERE admin = 1)"
+			    : "INSERT INTO keys(" KEY_COLS ") VALUES(?,?,?,?,?,?,?,?,?,0,0)",
+			    "adding a key", err, "sssssiiii", k->hash, k->id, k->org, k->agent,
+			    k->name, (int64_t)k->admin, (int64_t)k->read_only, k->created_at,
+			    k->expires_at);
 	if (cof_sqlite_writer_end(m, rc, err) < 0)
 		return -1;
-	return added;
+	return rc == 0 && n == 1;
 }
 
 static int sq_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
@@ -69,114 +58,81 @@ static int sq_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err
 	return key_insert(m, k, 1, err);
 }
 
+/* cof_sqlite_row_fn: the KEY_COLS row into ctx (a cof_keyrow). */
+static int key_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	(void)err;
+	key_row(st, ctx);
+	return 1;
+}
+
+/* A caller's cof_key_fn and its context, for key_each_row. */
+typedef struct {
+	cof_key_fn fn;
+	void *ctx;
+} key_each;
+
+/* cof_sqlite_row_fn: gives a KEY_COLS row to the caller's fn. */
+static int key_each_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	key_each *e = ctx;
+	cof_keyrow k;
+
+	(void)err;
+	key_row(st, &k);
+	return e->fn(e->ctx, &k) ? 1 : 0;
+}
+
 static int sq_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err)
 {
 	cof_sqlite_mark mk;
 	int kept = cof_sqlite_cache_begin(m, &mk);
-	conn *c;
-	sqlite3_stmt *st;
-	int rc = -1;
+	int rc;
 
 	if (kept && cof_sqlite_cached_key(&mk, hash, out))
 		return 0;
-	if (!(c = cof_sqlite_reader_get(m, err)))
+	rc = cof_sqlite_read(m, "SELECT " KEY_COLS " FROM keys WHERE hash = ?",
+			     "checking a key", key_one, out, err, "s", hash);
+	if (rc == 0)
+		return cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
+	if (rc < 0)
 		return -1;
-	st = cof_sqlite_q(c, "SELECT " KEY_COLS " FROM keys WHERE hash = ?", err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, hash);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			key_row(st, out);
-			rc = 0;
-		} else if (r == SQLITE_DONE) {
-			rc = cof_error(err, COF_EUNAUTHORIZED, "the API key is not valid");
-		} else {
-			rc = cof_sqlite_db_error(err, c->db, "checking a key");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	if (kept && rc == 0)
+	if (kept)
 		cof_sqlite_keep_key(&mk, out);
-	return rc;
+	return 0;
 }
 
 static int sq_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1, r;
-	cof_keyrow k;
+	key_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	st = cof_sqlite_q(c, "SELECT " KEY_COLS " FROM keys WHERE org = ? AND revoked_at = 0"
-			  " ORDER BY created_at, id", err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, org);
-		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-			key_row(st, &k);
-			if (fn(ctx, &k))
-				break;
-		}
-		rc = (r == SQLITE_ROW || r == SQLITE_DONE)
-			     ? 0 : cof_sqlite_db_error(err, c->db, "listing keys");
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return cof_sqlite_read(m, "SELECT " KEY_COLS " FROM keys WHERE org = ? AND revoked_at = 0"
+			       " ORDER BY created_at, id", "listing keys", key_each_row, &e, err,
+			       "s", org) < 0 ? -1 : 0;
 }
 
+/* A NULL org (an admin's revoke) binds SQL NULL: any organization's key. */
 static int sq_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
 			 int64_t now, cof_keyrow *out, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	int rc;
 
 	if (!c)
 		return -1;
-	st = cof_sqlite_q(c, "UPDATE keys SET revoked_at = ?3 WHERE id = ?1 AND revoked_at = 0"
-			  " AND (?2 IS NULL OR org = ?2) AND (?4 OR admin = 0) RETURNING " KEY_COLS,
-			  err);
-	if (st) {
-		cof_sqlite_bind_text(st, 1, id);
-		if (org)
-			cof_sqlite_bind_text(st, 2, org);
-		else
-			sqlite3_bind_null(st, 2);
-		sqlite3_bind_int64(st, 3, now);
-		sqlite3_bind_int(st, 4, admin);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			key_row(st, out);
-			rc = 0;
-		} else if (r == SQLITE_DONE) {
-			rc = cof_error(err, COF_ENOTFOUND, "no key '%s'", id);
-		} else {
-			rc = cof_sqlite_db_error(err, c->db, "revoking a key");
-		}
-		sqlite3_reset(st);
-	}
-	return cof_sqlite_writer_end(m, rc, err);
+	rc = cof_sqlite_rows(c, "UPDATE keys SET revoked_at = ?3 WHERE id = ?1 AND revoked_at = 0"
+			     " AND (?2 IS NULL OR org = ?2) AND (?4 OR admin = 0) RETURNING "
+			     KEY_COLS, "revoking a key", key_one, out, err, "ssii", id, org, now,
+			     (int64_t)admin);
+	if (rc == 0)
+		rc = cof_error(err, COF_ENOTFOUND, "no key '%s'", id);
+	return cof_sqlite_writer_end(m, rc < 0 ? -1 : 0, err);
 }
 
 static int sq_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err)
 {
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
-	if (!c)
-		return -1;
-	st = cof_sqlite_q(c, "UPDATE keys SET last_used_at = ? WHERE hash = ?", err);
-	if (st) {
-		sqlite3_bind_int64(st, 1, now);
-		cof_sqlite_bind_text(st, 2, hash);
-		rc = sqlite3_step(st) == SQLITE_DONE
-			     ? 0 : cof_sqlite_db_error(err, c->db, "recording a key's use");
-	}
-	return cof_sqlite_writer_end(m, rc, err);
+	return cof_sqlite_write(m, "UPDATE keys SET last_used_at = ? WHERE hash = ?",
+				"recording a key's use", err, "is", now, hash);
 }
 
 /* This file's members of the SQLite backend's table. */

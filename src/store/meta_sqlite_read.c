@@ -210,51 +210,48 @@ static int sq_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 	return rc;
 }
 
+/* A caller's cof_change_fn, its context and the row it is given (on the
+ * heap: a path is large), for change_row. */
+typedef struct {
+	cof_change_fn fn;
+	void *ctx;
+	cof_change_row *ch;
+} change_each;
+
+/* cof_sqlite_row_fn: gives a row of the changes feed to the caller's fn. */
+static int change_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	change_each *e = ctx;
+	cof_change_row *ch = e->ch;
+
+	(void)err;
+	ch->seq = sqlite3_column_int64(st, 0);
+	cof_sqlite_col_copy(st, 1, ch->path, sizeof ch->path);
+	ch->removed = sqlite3_column_int(st, 2);
+	ch->version = sqlite3_column_int64(st, 3);
+	ch->size = sqlite3_column_int64(st, 4);
+	cof_sqlite_col_copy(st, 5, ch->sha256, sizeof ch->sha256);
+	return e->fn(e->ctx, ch) ? 1 : 0;
+}
+
 static int sq_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		      int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
+	change_each e = { fn, ctx, cof_malloc(sizeof *e.ch) };
 	cof_buf upper = COF_BUF_INIT;
-	cof_change_row *ch = cof_malloc(sizeof *ch);
-	sqlite3_stmt *st = NULL;
-	int r, rc = 0;
+	const char *hi;
+	int rc;
 
-	if (!c || !ch) {
-		free(ch);
-		cof_sqlite_reader_put(m, c);
-		return c ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
-	}
-	st = cof_sqlite_q(c, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE vno = ?1"
-	       " AND seq > ?2 AND path >= ?3 AND path < ?4 ORDER BY seq, path LIMIT ?5", err);
-	if (!st) {
-		rc = -1;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, vno);
-	sqlite3_bind_int64(st, 2, since);
-	if (cof_sqlite_prefix_bounds(st, 3, 4, prefix, &upper, err)) {
-		rc = -1;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 5, limit);
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		ch->seq = sqlite3_column_int64(st, 0);
-		cof_sqlite_col_copy(st, 1, ch->path, sizeof ch->path);
-		ch->removed = sqlite3_column_int(st, 2);
-		ch->version = sqlite3_column_int64(st, 3);
-		ch->size = sqlite3_column_int64(st, 4);
-		cof_sqlite_col_copy(st, 5, ch->sha256, sizeof ch->sha256);
-		if (fn(ctx, ch))
-			break;
-	}
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = cof_sqlite_db_error(err, c->db, "reading changes");
-	sqlite3_reset(st);
-out:
+	if (!e.ch)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	hi = cof_sqlite_upper(&prefix, &upper, err);
+	rc = !hi ? -1 : cof_sqlite_read(m, "SELECT seq, path, removed, version, size, sha256 FROM"
+					" changes WHERE vno = ?1 AND seq > ?2 AND path >= ?3 AND"
+					" path < ?4 ORDER BY seq, path LIMIT ?5", "reading changes",
+					change_row, &e, err, "iissi", vno, since, prefix, hi, limit);
 	cof_buf_release(&upper);
-	free(ch);
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	free(e.ch);
+	return rc < 0 ? -1 : 0;
 }
 
 /* Fills the members of the SQLite backend this file implements. */

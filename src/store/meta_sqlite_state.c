@@ -55,100 +55,71 @@ static void row_read(sqlite3_stmt *st, cof_staterow *out)
 	out->body = (char *)sqlite3_column_text(st, 6);
 }
 
-/* Calls fn on each row of the bound statement st (until fn says stop) and
- * resets it: 0, or -1 with err. */
-static int rows_each(conn *c, sqlite3_stmt *st, cof_state_fn fn, void *ctx, cof_err *err)
-{
-	int r, rc;
+/* A caller's cof_state_fn and its context, for state_row. */
+typedef struct {
+	cof_state_fn fn;
+	void *ctx;
+} state_each;
 
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		cof_staterow row;
-		row_read(st, &row);
-		if (fn(ctx, &row))
-			break;
-	}
-	rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
-		: cof_sqlite_db_error(err, c->db, "reading records");
-	sqlite3_reset(st);
-	return rc;
+/* cof_sqlite_row_fn: gives a record row to the caller's fn (which says stop). */
+static int state_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	state_each *e = ctx;
+	cof_staterow row;
+
+	(void)err;
+	row_read(st, &row);
+	return e->fn(e->ctx, &row) ? 1 : 0;
+}
+
+/* cof_sqlite_row_fn: the record row into ctx (a cof_staterow), its body copied. */
+static int state_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	cof_staterow *out = ctx;
+
+	row_read(st, out);
+	out->body = cof_strdup(out->body ? out->body : "{}");
+	return out->body ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
 }
 
 static int sq_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 			cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
-
 	memset(out, 0, sizeof *out);
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
-			       " WHERE kind = ? AND id = ?", err))) {
-		cof_sqlite_bind_text(st, 1, kind);
-		cof_sqlite_bind_text(st, 2, id);
-		int r = sqlite3_step(st);
-		if (r == SQLITE_ROW) {
-			row_read(st, out);
-			out->body = cof_strdup(out->body ? out->body : "{}");
-			rc = out->body ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
-		} else {
-			rc = r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "reading a record");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	int rc = cof_sqlite_read(m, "SELECT kind, id, org, node, ended, updated_at, body FROM"
+				 " state WHERE kind = ? AND id = ?", "reading a record", state_one,
+				 out, err, "ss", kind, id);
+	return rc < 0 ? -1 : rc > 0;
 }
 
 static int sq_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
 			 void *ctx, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	state_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
+	return cof_sqlite_read(m, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
 			       " WHERE kind = ? AND (ended = 0 OR updated_at >= ?) ORDER BY"
-			       " updated_at", err))) {
-		cof_sqlite_bind_text(st, 1, kind);
-		sqlite3_bind_int64(st, 2, since_ms);
-		rc = rows_each(c, st, fn, ctx, err);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+			       " updated_at", "reading records", state_row, &e, err, "si", kind,
+			       since_ms) < 0 ? -1 : 0;
 }
 
 static int sq_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
 			int64_t keep, int64_t *id, cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
 	int rc = -1;
 
 	if (!c)
 		return -1;
 	*id = 0;
-	if ((st = cof_sqlite_q(c, "SELECT coalesce(max(id), 0) + 1 FROM events WHERE stream = ?",
-			       err))) {
-		cof_sqlite_bind_text(st, 1, stream);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			*id = sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
-	}
-	if (*id > 0 && (st = cof_sqlite_q(c, "INSERT INTO events(stream, id, mask, body, at)"
-					   " VALUES(?,?,?,?,?)", err))) {
-		cof_sqlite_bind_text(st, 1, stream);
-		sqlite3_bind_int64(st, 2, *id);
-		sqlite3_bind_int64(st, 3, to);
-		cof_sqlite_bind_text(st, 4, body);
-		sqlite3_bind_int64(st, 5, cof_now_ms());
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0
-			: cof_sqlite_db_error(err, c->db, "recording an event");
-	} else if (*id <= 0) {
-		cof_sqlite_db_error(err, c->db, "numbering an event");
+	if (cof_sqlite_rows(c, "SELECT coalesce(max(id), 0) + 1 FROM events WHERE stream = ?",
+			    "numbering an event", cof_sqlite_row_int, id, err, "s", stream) >= 0) {
+		if (*id > 0)
+			rc = cof_sqlite_run(c, NULL, "INSERT INTO events(stream, id, mask, body, at)"
+					    " VALUES(?,?,?,?,?)", "recording an event", err, "siisi",
+					    stream, *id, (int64_t)to, body, cof_now_ms());
+		else
+			cof_sqlite_db_error(err, c->db, "numbering an event");
 	}
 	if (!rc && *id > keep)
 		rc = cof_sqlite_run(c, NULL, "DELETE FROM events WHERE stream = ? AND id <= ?",
@@ -156,56 +127,54 @@ static int sq_event_add(cof_meta *m, const char *stream, unsigned to, const char
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
+/* A caller's cof_event_fn and its context, for event_row. */
+typedef struct {
+	cof_event_fn fn;
+	void *ctx;
+} event_each;
+
+/* cof_sqlite_row_fn: gives an (id, mask, body) row to the caller's fn. */
+static int event_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	event_each *e = ctx;
+
+	(void)err;
+	return e->fn(e->ctx, sqlite3_column_int64(st, 0), (unsigned)sqlite3_column_int64(st, 1),
+		     (const char *)sqlite3_column_text(st, 2)) ? 1 : 0;
+}
+
 static int sq_event_list(cof_meta *m, const char *stream, int64_t after, int64_t limit,
 			 cof_event_fn fn, void *ctx, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int r, rc = -1;
+	event_each e = { fn, ctx };
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT id, mask, body FROM events WHERE stream = ? AND id > ?"
-			       " ORDER BY id LIMIT ?", err))) {
-		cof_sqlite_bind_text(st, 1, stream);
-		sqlite3_bind_int64(st, 2, after);
-		sqlite3_bind_int64(st, 3, limit);
-		while ((r = sqlite3_step(st)) == SQLITE_ROW)
-			if (fn(ctx, sqlite3_column_int64(st, 0), (unsigned)sqlite3_column_int64(st, 1),
-			       (const char *)sqlite3_column_text(st, 2)))
-				break;
-		rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? 0
-			: cof_sqlite_db_error(err, c->db, "reading events");
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return cof_sqlite_read(m, "SELECT id, mask, body FROM events WHERE stream = ? AND id > ?"
+			       " ORDER BY id LIMIT ?", "reading events", event_row, &e, err, "sii",
+			       stream, after, limit) < 0 ? -1 : 0;
+}
+
+/* cof_sqlite_row_fn: the two numbers of the row into ctx (int64_t[2]). */
+static int two_ints(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	int64_t *v = ctx;
+
+	(void)err;
+	v[0] = sqlite3_column_int64(st, 0);
+	v[1] = sqlite3_column_int64(st, 1);
+	return 1;
 }
 
 static int sq_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
 			 cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	sqlite3_stmt *st;
-	int rc = -1;
+	int64_t v[2] = { 0, 0 };
+	int rc = cof_sqlite_read(m, "SELECT coalesce(max(id), 0), coalesce(min(id), 0) FROM"
+				 " events WHERE stream = ?", "reading events", two_ints, v, err, "s",
+				 stream);
 
-	*last = *first = 0;
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT coalesce(max(id), 0), coalesce(min(id), 0) FROM events"
-			       " WHERE stream = ?", err))) {
-		cof_sqlite_bind_text(st, 1, stream);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			*last = sqlite3_column_int64(st, 0);
-			*first = sqlite3_column_int64(st, 1);
-			rc = 0;
-		} else {
-			cof_sqlite_db_error(err, c->db, "reading events");
-		}
-		sqlite3_reset(st);
-	}
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	*last = v[0];
+	*first = v[1];
+	return rc < 0 ? -1 : 0;
 }
 
 static int sq_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
@@ -230,22 +199,16 @@ static int sq_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 static int sq_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
 			 void *ctx, cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
+	state_each e = { fn, ctx };
 	cof_buf upper = COF_BUF_INIT;
-	sqlite3_stmt *st;
-	int rc = -1;
+	const char *hi = cof_sqlite_upper(&prefix, &upper, err);
+	int rc = !hi ? -1 : cof_sqlite_read(m, "SELECT kind, id, org, node, ended, updated_at,"
+					    " body FROM state WHERE kind = ? AND id >= ? AND"
+					    " id < ? ORDER BY id", "reading records", state_row,
+					    &e, err, "sss", kind, prefix, hi);
 
-	if (!c)
-		return -1;
-	if ((st = cof_sqlite_q(c, "SELECT kind, id, org, node, ended, updated_at, body FROM state"
-			       " WHERE kind = ? AND id >= ? AND id < ? ORDER BY id", err))) {
-		cof_sqlite_bind_text(st, 1, kind);
-		if (!cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper, err))
-			rc = rows_each(c, st, fn, ctx, err);
-	}
 	cof_buf_release(&upper);
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 static int sq_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err)

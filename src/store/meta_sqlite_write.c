@@ -235,22 +235,56 @@ static void row_snapshot(sqlite3_stmt *st, cof_snaprow *s)
 	s->created_at = sqlite3_column_int64(st, 8);
 }
 
+/* cof_sqlite_row_fn: a SNAP_COLS row into ctx (a cof_snaprow). */
+static int snap_one(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	(void)err;
+	row_snapshot(st, ctx);
+	return 1;
+}
+
+/* A caller's cof_snap_fn, its context and the row it is given (on the heap:
+ * labels are large), for snap_row. */
+typedef struct {
+	cof_snap_fn fn;
+	void *ctx;
+	cof_snaprow *s;
+} snap_each;
+
+/* cof_sqlite_row_fn: gives a SNAP_COLS row to the caller's fn. */
+static int snap_row(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	snap_each *e = ctx;
+
+	(void)err;
+	row_snapshot(st, e->s);
+	return e->fn(e->ctx, e->s) ? 1 : 0;
+}
+
 /* Counts a volume's snapshots that are pinned (1) or not (0). */
 static int64_t snapshot_count(conn *c, int64_t vno, int pinned, cof_err *err)
 {
-	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT count(*) FROM snapshots WHERE vno = ? AND pinned = ?", err);
-	int64_t n = -1;
+	int64_t n = 0;
 
-	if (!st)
+	if (cof_sqlite_rows(c, "SELECT count(*) FROM snapshots WHERE vno = ? AND pinned = ?",
+			    "counting snapshots", cof_sqlite_row_int, &n, err, "ii", vno,
+			    (int64_t)pinned) < 0)
 		return -1;
-	sqlite3_bind_int64(st, 1, vno);
-	sqlite3_bind_int(st, 2, pinned);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	else
-		cof_sqlite_db_error(err, c->db, "counting snapshots");
-	sqlite3_reset(st);
 	return n;
+}
+
+/* 0 when the volume has room for one more pinned snapshot, else -1 (409). */
+static int pinned_room(conn *c, int64_t vno, int max_pinned, cof_err *err)
+{
+	int64_t n = snapshot_count(c, vno, 1, err);
+
+	if (n < 0)
+		return -1;
+	if (n >= max_pinned)
+		return cof_error(err, COF_ECONFLICT,
+				 "the volume has %lld pinned snapshots; the limit is %d",
+				 (long long)n, max_pinned);
+	return 0;
 }
 
 /* Drops the oldest unpinned snapshots past `keep`; the last one dropped goes to
@@ -292,15 +326,8 @@ static int sq_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
 	dropped[0] = '\0';
 	if (!c)
 		return -1;
-	if (s->pinned) {
-		int64_t n = snapshot_count(c, s->vno, 1, err);
-		if (n < 0)
-			rc = -1;
-		else if (n >= max_pinned)
-			rc = cof_error(err, COF_ECONFLICT,
-				       "the volume has %lld pinned snapshots; the limit is %d",
-				       (long long)n, max_pinned);
-	}
+	if (s->pinned)
+		rc = pinned_room(c, s->vno, max_pinned, err);
 	if (!rc && !(st = cof_sqlite_q(c, "INSERT INTO snapshots(" SNAP_COLS ", ord) VALUES(?,?,?,?,?,?,?,?,?,"
 			   " (SELECT coalesce(max(ord), 0) + 1 FROM snapshots))", err)))
 		rc = -1;
@@ -325,20 +352,13 @@ static int sq_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned,
 static int snapshot_load(conn *c, int64_t vno, const char *sid, cof_snaprow *out,
 			 cof_err *err)
 {
-	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ? AND vno = ?", err);
-	int r;
+	int found = cof_sqlite_rows(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ? AND"
+				    " vno = ?", "reading a snapshot", snap_one, out, err, "si", sid,
+				    vno);
 
-	if (!st)
+	if (found < 0)
 		return -1;
-	cof_sqlite_bind_text(st, 1, sid);
-	sqlite3_bind_int64(st, 2, vno);
-	r = sqlite3_step(st);
-	if (r == SQLITE_ROW)
-		row_snapshot(st, out);
-	sqlite3_reset(st);
-	if (r == SQLITE_DONE)
-		return cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
-	return r == SQLITE_ROW ? 0 : cof_sqlite_db_error(err, c->db, "reading a snapshot");
+	return found ? 0 : cof_error(err, COF_ENOTFOUND, "snapshot '%.64s' not found", sid);
 }
 
 static int sq_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
@@ -357,79 +377,60 @@ static int sq_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snapro
 static int sq_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 			    cof_err *err)
 {
-	conn *c = cof_sqlite_reader_get(m, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	sqlite3_stmt *st = NULL;
-	int r, rc = 0;
+	snap_each e = { fn, ctx, cof_malloc(sizeof *e.s) };
+	int rc;
 
-	if (!c || !s || !(st = cof_sqlite_q(c, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = ?"
-				 " ORDER BY ord", err))) {
-		free(s);
-		cof_sqlite_reader_put(m, c);
-		return s ? -1 : cof_error(err, COF_EINTERNAL, "out of memory");
-	}
-	sqlite3_bind_int64(st, 1, vno);
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		row_snapshot(st, s);
-		if (fn(ctx, s))
-			break;
-	}
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		rc = cof_sqlite_db_error(err, c->db, "listing snapshots");
-	sqlite3_reset(st);
-	free(s);
-	cof_sqlite_reader_put(m, c);
-	return rc;
+	if (!e.s)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	rc = cof_sqlite_read(m, "SELECT " SNAP_COLS " FROM snapshots WHERE vno = ? ORDER BY ord",
+			     "listing snapshots", snap_row, &e, err, "i", vno);
+	free(e.s);
+	return rc < 0 ? -1 : 0;
+}
+
+/* The writer with its change begun, and in *s (malloc'd: free it) the
+ * snapshot `sid` of `vno`: *rc 0, or -1 (err set) when it cannot be read.
+ * NULL (nothing to end or free) when the writer cannot be had. */
+static conn *snapshot_begin(cof_meta *m, int64_t vno, const char *sid, cof_snaprow **s,
+			    int *rc, cof_err *err)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+
+	*s = c ? cof_malloc(sizeof **s) : NULL;
+	if (c)
+		*rc = *s ? snapshot_load(c, vno, sid, *s, err)
+			 : cof_error(err, COF_EINTERNAL, "out of memory");
+	return c;
 }
 
 static int sq_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
 			      const char *labels, int max_pinned, cof_err *err)
 {
-	conn *c = cof_sqlite_writer_begin(m, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	sqlite3_stmt *st;
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	conn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
+	if (!rc && pinned == 1 && !s->pinned)
+		rc = pinned_room(c, vno, max_pinned, err);
 	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
-	if (!rc && pinned == 1 && !s->pinned) {
-		int64_t n = snapshot_count(c, vno, 1, err);
-		if (n < 0)
-			rc = -1;
-		else if (n >= max_pinned)
-			rc = cof_error(err, COF_ECONFLICT,
-				       "the volume has %lld pinned snapshots; the limit is %d",
-				       (long long)n, max_pinned);
-	}
-	if (!rc && !(st = cof_sqlite_q(c, "UPDATE snapshots SET pinned = ?, labels = ? WHERE id = ?", err)))
-		rc = -1;
-	if (!rc) {
-		sqlite3_bind_int(st, 1, pinned < 0 ? s->pinned : pinned);
-		cof_sqlite_bind_text(st, 2, labels ? labels : s->labels);
-		cof_sqlite_bind_text(st, 3, sid);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = cof_sqlite_db_error(err, c->db, "updating a snapshot");
-	}
+		rc = cof_sqlite_run(c, NULL, "UPDATE snapshots SET pinned = ?, labels = ? WHERE id = ?",
+				    "updating a snapshot", err, "iss",
+				    (int64_t)(pinned < 0 ? s->pinned : pinned),
+				    labels ? labels : s->labels, sid);
 	free(s);
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
 static int sq_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
-	conn *c = cof_sqlite_writer_begin(m, err);
-	cof_snaprow *s = cof_malloc(sizeof *s);
-	int rc = s ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	cof_snaprow *s;
+	int rc;
+	conn *c = snapshot_begin(m, vno, sid, &s, &rc, err);
 
-	if (!c) {
-		free(s);
+	if (!c)
 		return -1;
-	}
-	if (!rc)
-		rc = snapshot_load(c, vno, sid, s, err);
 	if (!rc)
 		rc = cof_sqlite_snapshot_drop(c, sid, vno, s->src_vno, err);
 	free(s);

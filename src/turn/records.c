@@ -31,24 +31,9 @@ void cof_turn_record_save(cof_turns *ts, const cof_turn *t)
 			      (json_int_t)t->sb.turn_disk, "userDisk", (json_int_t)t->sb.user_disk,
 			      "network", t->sb.network, "memory", (json_int_t)t->sb.memory,
 			      "processes", (json_int_t)t->sb.processes);
-	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
-	cof_staterow row = {.kind = "turn", .ended = t->ended, .body = text};
-	cof_err e = {0};
 
-	snprintf(row.id, sizeof row.id, "%s", t->id);
-	snprintf(row.org, sizeof row.org, "%s", t->org);
-	snprintf(row.node, sizeof row.node, "%s", ts->node);
-	if (!text || cof_meta_state_put(ts->st->meta, &row, &e))
-		fprintf(stderr, "cofferd: turn %s: cannot store its record: %s\n", t->id,
-			text ? e.msg : "out of memory");
-	cof_err_clear(&e);
+	cof_meta_state_save(ts->st->meta, "turn", t->id, t->org, ts->node, t->ended, b, "turn");
 	json_decref(b);
-	free(text);
-}
-
-static int64_t int_of(json_t *o, const char *key)
-{
-	return (int64_t)json_integer_value(json_object_get(o, key));
 }
 
 /* A turn from its record, NULL when the record cannot be read. */
@@ -66,18 +51,18 @@ static cof_turn *turn_of(const cof_staterow *row)
 	snprintf(t->org, sizeof t->org, "%s", row->org);
 	snprintf(t->agent, sizeof t->agent, "%s", cof_json_str(b, "agent"));
 	snprintf(t->user, sizeof t->user, "%s", cof_json_str(b, "user"));
-	t->created = int_of(b, "created");
-	t->deadline = int_of(b, "deadline");
+	t->created = cof_json_i64(b, "created");
+	t->deadline = cof_json_i64(b, "deadline");
 	/* stored as wall clock; the sweep measures the monotonic one */
-	t->deadline_ms = cof_mono_ms() - (cof_now_ms() - int_of(b, "deadlineMs"));
-	t->types = (unsigned)int_of(b, "types");
-	t->uid = (uid_t)int_of(b, "uid");
-	t->sb.scratch = int_of(sb, "scratch");
-	t->sb.turn_disk = int_of(sb, "turnDisk");
-	t->sb.user_disk = int_of(sb, "userDisk");
+	t->deadline_ms = cof_mono_ms() - (cof_now_ms() - cof_json_i64(b, "deadlineMs"));
+	t->types = (unsigned)cof_json_i64(b, "types");
+	t->uid = (uid_t)cof_json_i64(b, "uid");
+	t->sb.scratch = cof_json_i64(sb, "scratch");
+	t->sb.turn_disk = cof_json_i64(sb, "turnDisk");
+	t->sb.user_disk = cof_json_i64(sb, "userDisk");
 	t->sb.network = json_is_true(json_object_get(sb, "network"));
-	t->sb.memory = int_of(sb, "memory");
-	t->sb.processes = int_of(sb, "processes");
+	t->sb.memory = cof_json_i64(sb, "memory");
+	t->sb.processes = cof_json_i64(sb, "processes");
 	json_decref(b);
 	return t;
 }

@@ -77,6 +77,12 @@ int cof_json_int(json_t *body, const char *name, int64_t *out)
 	return 1;
 }
 
+int64_t cof_json_i64(json_t *body, const char *name)
+{
+	int64_t v = 0;
+	return cof_json_int(body, name, &v) ? v : 0;
+}
+
 int cof_json_bool(json_t *body, const char *name, int dflt)
 {
 	json_t *v = body ? json_object_get(body, name) : NULL;

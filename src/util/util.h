@@ -142,6 +142,7 @@ int cof_json_check(json_t *body, const cof_jfield *fields, cof_err *err);
 /* Accessors that tolerate a missing field. */
 const char *cof_json_str(json_t *body, const char *name);
 int cof_json_int(json_t *body, const char *name, int64_t *out); /* 1 if present */
+int64_t cof_json_i64(json_t *body, const char *name); /* 0 if absent */
 int cof_json_bool(json_t *body, const char *name, int dflt);
 
 /* ---- base64 (standard alphabet with padding). Output NUL-terminated; free it. */

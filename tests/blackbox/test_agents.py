@@ -2,35 +2,16 @@
 the agent's files by the path it sees (GET/PUT/DELETE/list), read-only mounts, subpaths,
 org isolation and agent-bound keys (API.md Agents)."""
 
-import itertools
 import os
-import urllib.parse
 
+import agentlib
 import harness
+from agentlib import agent_url, files_url, new_id
 from harness import check, contains, eq, expect, expect_error
-
-_n = itertools.count(1)
-
-
-def new_id(prefix="ag"):
-    return "%s-%d-%d" % (prefix, os.getpid(), next(_n))
-
-
-def agent_url(aid, tail=""):
-    return "/v1/agents/%s%s" % (aid, tail)
-
-
-def files_url(aid, path):
-    """URL of an agent file by the path the agent sees ('/workspace/a.txt')."""
-    return agent_url(aid, "/files" + urllib.parse.quote(path, safe="/"))
 
 
 def make_agent(srv, aid=None, key=harness._ABSENT, **body):
-    aid = aid or new_id()
-    r = expect(srv.put(agent_url(aid), json=body, key=key), 201)
-    j = r.json()
-    eq(j.get("id"), aid, "created agent id")
-    return j
+    return agentlib.make_agent(srv, aid or new_id(), key, **body)
 
 
 def get_agent(srv, aid, key=harness._ABSENT):

@@ -13,7 +13,8 @@ import time
 
 import harness
 from harness import check, contains, eq, expect
-from test_view import Mount, _fuse_ok, _mounted
+from test_view import Mount, _fuse_ok, _mounted, conflicting_close_is_eio, \
+    editor_save_is_one_version
 
 TIMEOUT = 120
 
@@ -151,15 +152,7 @@ def test_editor_save_remove_move_and_conflict_is_eio(srv):
     srv.put_ok(vid, "gone.txt", b"bye")
     m = HttpMount(srv, vid)
     try:
-        # an editor's save: a temp file, then rename over the original
-        with open(m.path(".notes.md.swp"), "wb") as f:
-            f.write(b"saved by the editor")
-        os.rename(m.path(".notes.md.swp"), m.path("notes.md"))
-        r = expect(srv.get_file(vid, "notes.md"), 200)
-        eq(r.body, b"saved by the editor", "the saved bytes")
-        v2 = int(r.header("etag").strip('"'))
-        check(v2 > v1, "a new version")
-        eq(srv.get_file(vid, ".notes.md.swp").status, 404, "no temp file left")
+        editor_save_is_one_version(srv, m, vid, v1)
         os.unlink(m.path("gone.txt"))
         eq(srv.get_file(vid, "gone.txt").status, 404, "unlink is a remove")
         os.rename(m.path("dir"), m.path("moved"))
@@ -168,15 +161,7 @@ def test_editor_save_remove_move_and_conflict_is_eio(srv):
         eq(open(m.path("moved/one.txt"), "rb").read(), b"1",
            "a file moved here reads at its new name (a version after the mounted seq)")
         # someone else writes while the file is open here: the close fails
-        f = open(m.path("notes.md"), "r+b")
-        srv.put_ok(vid, "notes.md", b"the other side")
-        f.write(b"mine")
-        try:
-            f.close()
-            raise AssertionError("a conflicting close succeeded")
-        except OSError as e:
-            eq(e.errno, 5, "errno of a conflicting close (EIO)")
-        eq(srv.get_file(vid, "notes.md").body, b"the other side", "the other side's bytes stay")
+        conflicting_close_is_eio(srv, m, vid, "notes.md")
         # and a new file made here lands as one version (If-None-Match: *)
         with open(m.path("fresh.txt"), "wb") as f:
             f.write(b"fresh")

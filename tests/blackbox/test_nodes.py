@@ -15,6 +15,7 @@ import time
 
 import harness
 from harness import check, contains, eq, expect, expect_error, sha256
+from nodelib import start_together
 
 TIMEOUT = 120
 
@@ -162,19 +163,7 @@ def test_nodes_starting_together_make_one_admin_key():
     url = _pg().shared().new_database()
     nodes = [_node(url, start=False) for _ in range(4)]
     try:
-        errs = []
-
-        def up(s):
-            try:
-                s.start()
-            except Exception as e:   # reported below
-                errs.append(e)
-        ts = [threading.Thread(target=up, args=(s,)) for s in nodes]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        eq(errs, [], "every node started")
+        eq(start_together(nodes), [], "every node started")
         made = [s for s in nodes if os.path.exists(os.path.join(s.data, "admin.key"))]
         eq(len(made), 1, "nodes that made an admin key, of 4 started together")
         eq(_admin_keys(url), 1, "admin keys in the dataset")

@@ -5,11 +5,11 @@ node, also by one started later with an empty data dir; a tampered link is refus
 every node; nodes starting together agree on one secret.
 """
 
-import threading
 import urllib.parse
 
 import harness
 from harness import check, eq, expect, sha256
+from nodelib import start_together
 
 _close, _node, _nodes, _pg = harness.close_nodes, harness.node, harness.nodes, harness.nodes_pg
 
@@ -86,19 +86,7 @@ def test_nodes_starting_together_sign_with_one_secret():
     url = _pg().shared().new_database()
     nodes = [_node(url, start=False) for _ in range(3)]
     try:
-        errs = []
-
-        def up(s):
-            try:
-                s.start()
-            except Exception as e:   # reported below
-                errs.append(e)
-        ts = [threading.Thread(target=up, args=(s,)) for s in nodes]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        eq(errs, [], "every node started")
+        eq(start_together(nodes), [], "every node started")
         import os
         key = [s for s in nodes if os.path.exists(os.path.join(s.data, "admin.key"))][0].key
         for s in nodes:

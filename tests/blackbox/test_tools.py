@@ -2,34 +2,22 @@
 grep} (API.md Agents > File tools). Answers are {ok, output, ...} with HTTP 200, also for
 refusals the model can act on; bad arguments are 400."""
 
-import itertools
-import os
 import re
-import urllib.parse
 
+import agentlib
 import harness
+from agentlib import agent_url, files_url
 from harness import check, contains, eq, expect, expect_error
 
-_n = itertools.count(1)
 NUM_LINE = re.compile(r"^ *(\d+)\t(.*)$")
 
 
 def new_id(prefix="tl"):
-    return "%s-%d-%d" % (prefix, os.getpid(), next(_n))
-
-
-def agent_url(aid, tail=""):
-    return "/v1/agents/%s%s" % (aid, tail)
-
-
-def files_url(aid, path):
-    return agent_url(aid, "/files" + urllib.parse.quote(path, safe="/"))
+    return agentlib.new_id(prefix)
 
 
 def make_agent(srv, aid=None, key=harness._ABSENT, **body):
-    aid = aid or new_id()
-    j = expect(srv.put(agent_url(aid), json=body, key=key), 201).json()
-    return j
+    return agentlib.make_agent(srv, aid or new_id(), key, **body)
 
 
 def call(srv, aid, name, key=harness._ABSENT, **args):

@@ -110,6 +110,33 @@ class Mount:
         return err
 
 
+def editor_save_is_one_version(srv, m, vid, v1):
+    """An editor's save of notes.md (version v1 of volume `vid`) in mount `m`: a
+    temp file, then a rename over the original; it lands as one new version and
+    leaves no temp file."""
+    with open(m.path(".notes.md.swp"), "wb") as f:
+        f.write(b"saved by the editor")
+    os.rename(m.path(".notes.md.swp"), m.path("notes.md"))
+    r = expect(srv.get_file(vid, "notes.md"), 200)
+    eq(r.body, b"saved by the editor", "the saved bytes")
+    check(int(r.header("etag").strip('"')) > v1, "a new version")
+    eq(srv.get_file(vid, ".notes.md.swp").status, 404, "no temp file left")
+
+
+def conflicting_close_is_eio(srv, m, vid, path):
+    """Someone else writes `path` of volume `vid` while it is open in mount `m`:
+    the close here fails with EIO and the other side's bytes stay."""
+    f = open(m.path(path), "r+b")
+    srv.put_ok(vid, path, b"the other side")
+    f.write(b"mine")
+    try:
+        f.close()
+        raise AssertionError("a conflicting close succeeded")
+    except OSError as e:
+        eq(e.errno, 5, "errno of a conflicting close (EIO)")
+    eq(srv.get_file(vid, path).body, b"the other side", "the other side's bytes stay")
+
+
 # ---------------------------------------------------------------- coffer mount
 
 
@@ -190,24 +217,9 @@ def test_mount_editor_save_is_one_version_and_conflict_is_eio(srv):
     v1 = srv.put_ok(vid, "notes.md", b"draft")["version"]
     m = Mount(srv, vid)
     try:
-        # an editor's save: a temp file, then rename over the original
-        with open(m.path(".notes.md.swp"), "wb") as f:
-            f.write(b"saved by the editor")
-        os.rename(m.path(".notes.md.swp"), m.path("notes.md"))
-        r = expect(srv.get_file(vid, "notes.md"), 200)
-        eq(r.body, b"saved by the editor", "the saved bytes")
-        check(int(r.header("etag").strip('"')) > v1, "a new version")
-        eq(srv.get_file(vid, ".notes.md.swp").status, 404, "no temp file left")
+        editor_save_is_one_version(srv, m, vid, v1)
         # someone else writes while the file is open here: the close fails
-        f = open(m.path("notes.md"), "r+b")
-        srv.put_ok(vid, "notes.md", b"the other side")
-        f.write(b"mine")
-        try:
-            f.close()
-            raise AssertionError("a conflicting close succeeded")
-        except OSError as e:
-            eq(e.errno, 5, "errno of a conflicting close (EIO)")
-        eq(srv.get_file(vid, "notes.md").body, b"the other side", "the other side's bytes stay")
+        conflicting_close_is_eio(srv, m, vid, "notes.md")
     finally:
         m.end()
 

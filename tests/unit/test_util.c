@@ -614,6 +614,10 @@ static void test_json_accessors(void **state)
 	assert_int_equal(cof_json_int(b, "s", &i), 0);
 	assert_int_equal(cof_json_int(b, "n", &i), 0);
 	assert_int_equal(i, 99);
+	assert_int_equal(cof_json_i64(b, "i"), -7);
+	assert_int_equal(cof_json_i64(b, "s"), 0);
+	assert_int_equal(cof_json_i64(b, "missing"), 0);
+	assert_int_equal(cof_json_i64(NULL, "i"), 0);
 	assert_int_equal(cof_json_bool(b, "b", 0), 1);
 	assert_int_equal(cof_json_bool(b, "n", 1), 1);
 	assert_int_equal(cof_json_bool(b, "missing", 0), 0);

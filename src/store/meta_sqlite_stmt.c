@@ -1,0 +1,172 @@
+/*
+ * meta_sqlite_stmt.c — the SQLite store's statement helpers: binding
+ * parameters, running a statement, reading its rows (the one loop every read
+ * of the backend goes through) and copying columns.
+ */
+#include <stdarg.h>
+#include <string.h>
+#include "store/meta_sqlite.h"
+
+void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+}
+
+void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+	int n = sqlite3_column_bytes(st, i);
+
+	if (!s || outsz == 0) {
+		if (outsz)
+			out[0] = '\0';
+		return;
+	}
+	if ((size_t)n >= outsz)
+		n = (int)outsz - 1;
+	memcpy(out, s, (size_t)n);
+	out[n] = '\0';
+}
+
+/* Binds `kinds` ("s" text, "i" int64, one letter per parameter) from `ap`. */
+static void bind_args(sqlite3_stmt *st, const char *kinds, va_list ap)
+{
+	for (int i = 0; kinds[i]; i++) {
+		if (kinds[i] == 's')
+			cof_sqlite_bind_text(st, i + 1, va_arg(ap, const char *));
+		else
+			sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+	}
+}
+
+/* The cached statement of `sql` on c with `kinds` bound from `ap`; NULL (err
+ * set) when it cannot be prepared. */
+static sqlite3_stmt *bound(conn *c, const char *sql, cof_err *err, const char *kinds,
+			   va_list ap)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, sql, err);
+
+	if (st)
+		bind_args(st, kinds, ap);
+	return st;
+}
+
+int cof_sqlite_run(conn *c, int64_t *changed, const char *sql, const char *what,
+		   cof_err *err, const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	sqlite3_stmt *st = bound(c, sql, err, kinds, ap);
+	va_end(ap);
+
+	if (!st)
+		return -1;
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cof_sqlite_db_error(err, c->db, what);
+	if (changed)
+		*changed = sqlite3_changes(c->db);
+	return 0;
+}
+
+/* Steps the bound statement st (NULL: not prepared, err set), calling fn on
+ * each row until it says stop or fails, then resets it: -1, or the number of
+ * rows fn was given. */
+static int each_row(conn *c, sqlite3_stmt *st, const char *what, cof_sqlite_row_fn fn,
+		    void *ctx, cof_err *err)
+{
+	int r = SQLITE_DONE, rc = 0, n = 0;
+
+	if (!st)
+		return -1;
+	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+		n++;
+		rc = fn(ctx, st, err);
+	}
+	if (!rc && r != SQLITE_DONE)
+		rc = cof_sqlite_db_error(err, c->db, what);
+	sqlite3_reset(st);
+	return rc < 0 ? -1 : n;
+}
+
+int cof_sqlite_rows(conn *c, const char *sql, const char *what, cof_sqlite_row_fn fn,
+		    void *ctx, cof_err *err, const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	sqlite3_stmt *st = bound(c, sql, err, kinds, ap);
+	va_end(ap);
+	return each_row(c, st, what, fn, ctx, err);
+}
+
+int cof_sqlite_read(cof_meta *m, const char *sql, const char *what, cof_sqlite_row_fn fn,
+		    void *ctx, cof_err *err, const char *kinds, ...)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	va_list ap;
+	int rc;
+
+	if (!c)
+		return -1;
+	va_start(ap, kinds);
+	rc = each_row(c, bound(c, sql, err, kinds, ap), what, fn, ctx, err);
+	va_end(ap);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
+int cof_sqlite_row_int(void *ctx, sqlite3_stmt *st, cof_err *err)
+{
+	(void)err;
+	*(int64_t *)ctx = sqlite3_column_int64(st, 0);
+	return 1;
+}
+
+int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *err,
+		     const char *kinds, ...)
+{
+	conn *c = cof_sqlite_writer_begin(m, err);
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	va_start(ap, kinds);
+	st = bound(c, sql, err, kinds, ap);
+	va_end(ap);
+	if (st)
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, what);
+	return cof_sqlite_writer_end(m, rc, err);
+}
+
+const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err)
+{
+	*prefix = *prefix ? *prefix : "";
+	if (cof_prefix_upper(*prefix, upper)) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		return NULL;
+	}
+	return upper->data;
+}
+
+/* Binds a prefix range: ?lo = prefix, ?hi = its upper bound, valid text
+ * (cof_prefix_upper), so that the index on the column gives the range. */
+int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
+			     cof_buf *upper, cof_err *err)
+{
+	if (!cof_sqlite_upper(&prefix, upper, err))
+		return -1;
+	cof_sqlite_bind_text(st, lo, prefix);
+	sqlite3_bind_text(st, hi, upper->data, (int)upper->len, SQLITE_STATIC);
+	return 0;
+}
+
+void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
+{
+	cof_sqlite_col_copy(st, 0, e->path, sizeof e->path);
+	e->version = sqlite3_column_int64(st, 1);
+	e->size = sqlite3_column_int64(st, 2);
+	cof_sqlite_col_copy(st, 3, e->sha256, sizeof e->sha256);
+	cof_sqlite_col_copy(st, 4, e->ctype, sizeof e->ctype);
+	e->updated_at = sqlite3_column_int64(st, 5);
+}
