@@ -223,11 +223,16 @@ static void *loop_main(void *arg)
 		MHD_UNSIGNED_LONG_LONG to = WAIT_MAX_MS;
 		if (MHD_get_timeout(lp->d, &to) != MHD_YES || to > WAIT_MAX_MS)
 			to = WAIT_MAX_MS;
-		if (poll(p, 2, (int)to) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents) {
-			uint64_t v;
-			(void)!read(lp->wake, &v, sizeof v);
+		/* MHD has work now (a body being sent, a resumed connection):
+		 * straight on, as its own thread would; the wake fd is read at
+		 * the next wait */
+		if (to > 0) {
+			if (poll(p, 2, (int)to) < 0 && errno != EINTR)
+				break;
+			if (p[1].revents) {
+				uint64_t v;
+				(void)!read(lp->wake, &v, sizeof v);
+			}
 		}
 		if (__atomic_load_n(&l->quiesce, __ATOMIC_ACQUIRE))
 			quiesce_own(lp);
@@ -329,6 +334,9 @@ http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err)
 			MHD_OPTION_NOTIFY_CONNECTION, notify, l,
 			MHD_OPTION_NOTIFY_COMPLETED, c->completed, c->completed_cls,
 			MHD_OPTION_UNESCAPE_CALLBACK, c->unescape, NULL,
+			/* SIGPIPE is ignored process-wide (server.c): without
+			 * this an external-mode MHD never uses sendfile */
+			MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
 			MHD_OPTION_END);
 		if (!lp->d) {
 			teardown(l);
