@@ -23,6 +23,7 @@
  * upload runs under the idle timeout alone.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -822,6 +823,10 @@ int cofferd_main(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* Buffers of 256 KiB and more (S3 windows, read-all batches, copies) are
+	 * mapped and given back when freed: glibc's sliding threshold would keep
+	 * each worker's last window in its arena, 2 MiB a thread that read one. */
+	(void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
 	if (http_log_open(o.log) || open_store(&o, &srv.st))
 		return 1;
