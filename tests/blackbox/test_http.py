@@ -134,9 +134,11 @@ def test_request_log_lines():
         expect(s.get_file(vol["id"], secret_path, headers={"X-Request-Id": "find-me"}), 200)
         expect_error(s.get("/v1/volumes", key="ck_wrong", headers={"X-Request-Id": "last"}),
                      401, "unauthorized")
-        # a line is written once the answer went out: the client may read it first
+        # a line is written once the answer went out: the client may read it first,
+        # and two requests answered by two event loops may be logged in either order
         deadline = time.time() + 10
-        while '"last"' not in open(log).read() and time.time() < deadline:
+        while not all(r in open(log).read() for r in ('"find-me"', '"last"')) and \
+                time.time() < deadline:
             time.sleep(0.02)
         text = open(log).read()
         lines = [_json.loads(l) for l in text.splitlines()]
