@@ -118,7 +118,9 @@ static int kid_add(void *arg, const cof_entry *e)
 	}
 	snprintf(c->name, sizeof c->name, "%s", rest);
 	c->dir = 0;
-	c->e = *e;
+	c->size = e->size;
+	c->updated_at = e->updated_at;
+	memcpy(c->sha256, e->sha256, sizeof c->sha256);
 	return 0;
 }
 

@@ -515,6 +515,7 @@ typedef struct lfill {
 	size_t size, len;
 	int plus;
 	cof_vpush *push;
+	const struct fuse_file_info *dfi; /* ops_tree.c's listing */
 } lfill;
 
 /* The inode number of an entry listed without attributes (as libfuse's
@@ -560,8 +561,10 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 			e.generation = 1;
 			e.entry_timeout = ll->entry_t;
 			e.attr_timeout = ll->attr_t;
-			if (f->push && S_ISREG(st->st_mode) && n->pushed == 0)
-				cof_vpush_add(ll, f->push, p, n, st->st_size);
+			const char *sha;
+			if (f->push && S_ISREG(st->st_mode) && n->pushed == 0 &&
+			    (sha = cof_vop_listed_sha(f->dfi)))
+				cof_vpush_add(ll, f->push, p, n, st->st_size, sha);
 		}
 		pthread_mutex_unlock(&ll->mu);
 	}
@@ -589,6 +592,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (plus && cof_vpush_on(ll->v))
 		f.push = calloc(1, sizeof *f.push);
 	dfi.fh = d->fh;
+	f.dfi = &dfi;
 	rc = ll->ops->readdir(NULL, &f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
 	d->pending = f.push;
 	if (rc && !f.len)
@@ -656,6 +660,7 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 	ll->v = v;
 	pthread_mutex_init(&ll->mu, NULL);
 	pthread_cond_init(&ll->pushed, NULL);
+	pthread_cond_init(&ll->q_cv, NULL);
 	if (cof_lino_init(ll) == 0)
 		ll->se = fuse_session_new(args, &ll_ops, sizeof ll_ops, ll);
 	if (!ll->se) {
@@ -670,10 +675,12 @@ void cof_vll_free(cof_vll *ll)
 {
 	if (!ll)
 		return;
+	cof_vpush_stop(ll);
 	if (ll->se)
 		fuse_session_destroy(ll->se);
 	cof_lino_free(ll);
 	pthread_mutex_destroy(&ll->mu);
 	pthread_cond_destroy(&ll->pushed);
+	pthread_cond_destroy(&ll->q_cv);
 	free(ll);
 }

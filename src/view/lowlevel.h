@@ -33,6 +33,13 @@ struct cof_vll {
 	uint64_t changes;       /* changes begun (prefetch: none since it read) */
 	int inflight;           /* changes under way */
 	int64_t view_pushed;    /* bytes pushed in this view (its budget) */
+	/* prefetch's queue (prefetch.c): listings' files waiting for the
+	 * pusher thread, in the order they were listed */
+	struct cof_vpush *q_head, *q_tail;
+	size_t q_files;
+	pthread_cond_t q_cv;
+	pthread_t pusher;
+	int pusher_on, closing;
 	double entry_t, attr_t, neg_t;
 	const struct fuse_operations *ops;
 	cof_vfs *v;
@@ -53,11 +60,14 @@ typedef struct pushc {
 	fuse_ino_t ino;
 	char *path;
 	int64_t size;
+	char sha[65];   /* its content as listed */
+	char *bytes;    /* read for the push, or NULL */
 } pushc;
 
 struct cof_vpush {
 	pushc *c;
 	size_t n, cap;
+	struct cof_vpush *next; /* in ll's queue */
 };
 
 /* ---- inodes.c (under ll->mu unless said) */
@@ -94,11 +104,15 @@ void cof_vll_change_end(cof_vll *ll);
 
 /* ---- prefetch.c (push_add under mu; push_run without) */
 
-/* Adds file n (`size` bytes, in folder p) to a listing's pushes if the
- * budgets allow. */
-void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size);
-/* Pushes a listing's files (once the kernel has made their nodes) and
- * frees the list. */
+/* Adds file n (`size` bytes of content `sha`, in folder p) to a listing's
+ * pushes if the budgets allow. */
+void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size,
+		   const char *sha);
+/* Hands a listing's files (once the kernel has made their nodes) to the
+ * view's pusher thread, which pushes and frees them. */
 void cof_vpush_run(cof_vll *ll, cof_vpush *ps);
+/* Ends the pusher (what it had not pushed is dropped); before the session
+ * goes. */
+void cof_vpush_stop(cof_vll *ll);
 
 #endif

@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include "view/view_int.h"
 
-const struct fuse_operations *cof_view_ops_for(cof_view_way way);
+const struct fuse_operations *cof_view_ops_for(const cof_vfs *v);
 
 /* Removes every file of the (flat) layer folder open at `dirfd`. */
 static void layer_empty(int dirfd)
@@ -232,7 +232,7 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 		 opts->noexec ? ",noexec" : "", opts->allow_other ? ",allow_other" : "",
 		 v->layer < 0 ? ",ro" : "");
 	if ((v->dir = cof_strdup(dir)) != NULL)
-		v->se = cof_vll_new(v, &args, cof_view_ops_for(opts->way));
+		v->se = cof_vll_new(v, &args, cof_view_ops_for(v));
 	fuse_opt_free_args(&args); /* the session may have grown them */
 	if (!v->dir || !v->se) {
 		cof_error(err, COF_EINTERNAL, "cannot start the view of '%s'", dir);

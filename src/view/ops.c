@@ -762,8 +762,9 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return v;
 }
 
-/* The ops of a view; a call's (nothing lands on close) leaves flush out, so
- * the kernel stops sending it (one round trip less per close). */
+/* The ops of a view. One where nothing lands on close (a call's, and any
+ * view that hands out no handles, see no_open) leaves flush out, so the
+ * kernel stops sending it: one round trip less per close. */
 const struct fuse_operations cof_view_ops = {
 	.init = op_init,
 	.getattr = op_getattr,
@@ -798,11 +799,11 @@ static void call_ops_init(void)
 	call_ops.flush = NULL;
 }
 
-const struct fuse_operations *cof_view_ops_for(cof_view_way way)
+const struct fuse_operations *cof_view_ops_for(const cof_vfs *v)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (way == COF_VIEW_DIRECT)
+	if (v->o.way == COF_VIEW_DIRECT && !no_open(v))
 		return &cof_view_ops;
 	pthread_once(&once, call_ops_init);
 	return &call_ops;

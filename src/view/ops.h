@@ -50,6 +50,10 @@ int cof_vop_opendir(const char *path, struct fuse_file_info *fi);
 int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
 		    struct fuse_file_info *fi, enum fuse_readdir_flags flags);
 int cof_vop_releasedir(const char *path, struct fuse_file_info *fi);
+/* The content (sha-256 hex) of the entry the listing of `fi` offers its
+ * fill now, when it is a file of the volume as listed; else NULL (a
+ * folder, a layer's entry). */
+const char *cof_vop_listed_sha(const struct fuse_file_info *fi);
 int cof_vop_unlink(const char *path);
 int cof_vop_mkdir(const char *path, mode_t mode);
 int cof_vop_rmdir(const char *path);

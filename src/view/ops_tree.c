@@ -34,6 +34,7 @@ typedef struct vdir {
 	off_t off;              /* entries given so far ("." and ".." count) */
 	char pending[256];      /* the entry a full buffer did not take */
 	struct stat pending_st; /* its attributes (readdirplus) */
+	char pending_sha[65];   /* its content when a file of the volume, else "" */
 	int has_pending;
 } vdir;
 
@@ -165,10 +166,11 @@ static void vdir_reset(vdir *d)
 	d->has_pending = 0;
 }
 
-/* The next entry of the folder: 1 with its name and attributes, 0 at the
- * end. */
+/* The next entry of the folder: 1 with its name and attributes (and in
+ * d->pending_sha its content, see cof_vop_listed_sha), 0 at the end. */
 static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat *st)
 {
+	d->pending_sha[0] = '\0';
 	if (!d->started) {
 		d->started = 1;
 		if (d->root >= 0) {
@@ -226,8 +228,10 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 		snprintf(name, namesz, "%s", c->name);
 		if (c->dir)
 			cof_vop_dir_attr(v, d->root, st);
-		else
-			cof_vop_file_attr(v, d->root, c->e.size, c->e.updated_at, 0644, st);
+		else {
+			cof_vop_file_attr(v, d->root, c->size, c->updated_at, 0644, st);
+			memcpy(d->pending_sha, c->sha256, sizeof d->pending_sha);
+		}
 		return 1;
 	}
 }
@@ -269,6 +273,13 @@ int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off
 		d->off++;
 	}
 	return 0;
+}
+
+const char *cof_vop_listed_sha(const struct fuse_file_info *fi)
+{
+	const vdir *d = (const vdir *)(uintptr_t)fi->fh;
+
+	return d->has_pending && d->pending_sha[0] ? d->pending_sha : NULL;
 }
 
 int cof_vop_releasedir(const char *path, struct fuse_file_info *fi)

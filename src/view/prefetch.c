@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "view/lowlevel.h"
 #include "view/ops.h"
 
@@ -27,31 +30,18 @@ int cof_vpush_on(const cof_vfs *v)
 	return !off && !v->o.src && cof_vop_no_open(v);
 }
 
-/* The bytes of FUSE path `path` to push: exactly `size` of them into buf
- * when the file is the volume's, unchanged by the layer, not excluded, and
- * still that size; else -1 (nothing is pushed: its reads ask us). */
-ssize_t cof_vpush_read(cof_vfs *v, const char *path, char *buf, int64_t size)
+int cof_vpush_volumes(cof_vfs *v, const char *path)
 {
 	const char *rel;
-	cof_vbytes b;
-	int64_t off = 0;
-	ssize_t k = 1;
 	vnode *n;
 	int r;
 
 	if (cof_vop_split(v, path, &r, &rel) || r < 0 || !*rel || cof_vop_hidden(v, r, rel, 0))
-		return -1;
-	/* a layer's file (written, made, renamed, removed) is read by request */
+		return 0;
 	pthread_mutex_lock(&v->mu);
 	n = cof_vnode_find(v, r, rel);
 	pthread_mutex_unlock(&v->mu);
-	if (n || cof_vbytes_open(v, r, rel, NULL, &b))
-		return -1;
-	if (b.size == size)
-		while (off < size && (k = cof_vbytes_read(&b, buf + off, (size_t)(size - off), off)) > 0)
-			off += k;
-	cof_vbytes_close(&b);
-	return b.size == size && off == size ? (ssize_t)off : -1;
+	return !n;
 }
 
 /* ---------------------------------------------------------- prefetch
@@ -66,10 +56,11 @@ ssize_t cof_vpush_read(cof_vfs *v, const char *path, char *buf, int64_t size)
  * the node's cache is dropped after the store instead.
  */
 
-/* Adds file n (`size` bytes, in folder p) to the listing's pushes if the
- * budgets allow: its bytes are then counted as pushed, so a folder listed
- * again pushes it no more. Under mu. */
-void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size)
+/* Adds file n (`size` bytes of content `sha`, in folder p) to the
+ * listing's pushes if the budgets allow: its bytes are then counted as
+ * pushed, so a folder listed again pushes it no more. Under mu. */
+void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size,
+		   const char *sha)
 {
 	pushc *c;
 
@@ -89,37 +80,94 @@ void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64
 		return;
 	c->ino = n->ino;
 	c->size = size;
+	memcpy(c->sha, sha, sizeof c->sha);
+	c->bytes = NULL;
 	ps->n++;
 	n->pushed = size;
 	p->pushed += size;
 	ll->view_pushed += size;
 }
 
-/* Stores one file's bytes (see above); nothing when anything changed. */
-static void push_one(cof_vll *ll, const pushc *c, char *buf)
+/* The listed files' bytes are read in batches of this many: the small ones
+ * (kept inline in the metadata) in one read of them all, so a pushed file
+ * costs no query of its own. */
+#define PUSH_BATCH 64
+
+/* inline_many's fn: push i's bytes, when they are its listed size. */
+static int take_inline(void *ctx, size_t i, const unsigned char *data, size_t len)
+{
+	pushc *c = ((pushc **)ctx)[i];
+
+	if ((int64_t)len == c->size && (c->bytes = malloc(len)))
+		memcpy(c->bytes, data, len);
+	return 0;
+}
+
+/* Push c's bytes from its content (one kept in the blob store): exactly
+ * c->size of them, else none. */
+static void read_content(cof_vfs *v, pushc *c)
+{
+	const char *rel;
+	cof_vbytes b;
+	int64_t off = 0;
+	ssize_t k = 1;
+	int r;
+
+	if (cof_vop_split(v, c->path, &r, &rel) || cof_vbytes_open(v, r, rel, c->sha, &b))
+		return;
+	if ((c->bytes = malloc((size_t)c->size)))
+		while (off < c->size &&
+		       (k = cof_vbytes_read(&b, c->bytes + off, (size_t)(c->size - off), off)) > 0)
+			off += k;
+	cof_vbytes_close(&b);
+	if (off != c->size) {
+		free(c->bytes);
+		c->bytes = NULL;
+	}
+}
+
+/* Reads the bytes of pushes c[0..n) that still show the volume's file as
+ * listed (see cof_vpush_volumes); the others get none. */
+static void read_batch(cof_vfs *v, pushc *c, size_t n)
+{
+	const char *shas[PUSH_BATCH];
+	pushc *of[PUSH_BATCH];
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (c[i].size <= COF_INLINE_MAX && cof_vpush_volumes(v, c[i].path)) {
+			shas[k] = c[i].sha;
+			of[k++] = &c[i];
+		}
+	if (k && VSRC(v)->inline_many)
+		VSRC(v)->inline_many(v, shas, k, take_inline, of);
+	for (size_t i = 0; i < n; i++)
+		if (!c[i].bytes && (c[i].size > COF_INLINE_MAX || !VSRC(v)->inline_many) &&
+		    cof_vpush_volumes(v, c[i].path))
+			read_content(v, &c[i]);
+}
+
+/* Stores one file's bytes (see above): 0, or -1 when a change began since
+ * the batch was read (`c0`: ll->changes then), so nothing more is stored. */
+static int push_one(cof_vll *ll, const pushc *c, uint64_t c0)
 {
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
-	uint64_t c0;
 	cof_lnode *n;
-	ssize_t k;
 	int stale;
 
 	pthread_mutex_lock(&ll->mu);
-	c0 = ll->changes;
-	k = ll->inflight;
-	pthread_mutex_unlock(&ll->mu);
-	if (k || (k = cof_vpush_read(ll->v, c->path, buf, c->size)) != c->size)
-		return;
-	pthread_mutex_lock(&ll->mu);
-	n = cof_lino_find(ll, c->ino);
-	if (!n || ll->changes != c0 || ll->inflight) {
+	if (ll->changes != c0 || ll->inflight) {
 		pthread_mutex_unlock(&ll->mu);
-		return;
+		return -1;
+	}
+	if (!(n = cof_lino_find(ll, c->ino))) {
+		pthread_mutex_unlock(&ll->mu);
+		return 0;
 	}
 	n->pushing = 1;
 	pthread_mutex_unlock(&ll->mu);
-	bv.buf[0].mem = buf;
-	bv.buf[0].size = (size_t)k;
+	bv.buf[0].mem = c->bytes;
+	bv.buf[0].size = (size_t)c->size;
 	/* ENOENT: the kernel forgot the node meanwhile; nothing to do */
 	fuse_lowlevel_notify_store(ll->se, c->ino, 0, &bv, 0);
 	pthread_mutex_lock(&ll->mu);
@@ -131,19 +179,113 @@ static void push_one(cof_vll *ll, const pushc *c, char *buf)
 	pthread_mutex_unlock(&ll->mu);
 	if (stale)
 		fuse_lowlevel_notify_inval_inode(ll->se, c->ino, 0, 0);
+	return 0;
 }
 
-/* Pushes a listing's files, after its reply was sent. */
-void cof_vpush_run(cof_vll *ll, cof_vpush *ps)
+static void pushes_free(cof_vpush *ps)
 {
-	char *buf = ps->n ? malloc(COF_VPUSH_FILE_MAX) : NULL;
-
 	for (size_t i = 0; i < ps->n; i++) {
-		if (buf)
-			push_one(ll, &ps->c[i], buf);
+		free(ps->c[i].bytes);
 		free(ps->c[i].path);
 	}
-	free(buf);
 	free(ps->c);
 	free(ps);
+}
+
+/* Pushes a listing's files batch by batch, then frees them. */
+static void push_all(cof_vll *ll, cof_vpush *ps)
+{
+	uint64_t c0;
+	int stop;
+
+	pthread_mutex_lock(&ll->mu);
+	c0 = ll->changes;
+	stop = ll->inflight != 0 || ll->closing;
+	pthread_mutex_unlock(&ll->mu);
+	for (size_t b = 0; b < ps->n && !stop; b += PUSH_BATCH) {
+		size_t n = ps->n - b < PUSH_BATCH ? ps->n - b : PUSH_BATCH;
+		read_batch(ll->v, ps->c + b, n);
+		for (size_t i = b; i < b + n && !stop; i++)
+			if (ps->c[i].bytes)
+				stop = push_one(ll, &ps->c[i], c0) != 0;
+	}
+	pushes_free(ps);
+}
+
+/* ---------------------------------------------------------- the pusher
+ *
+ * One thread per view, started at its first push, pushes the listings'
+ * files in the order they were listed (the order `grep -r` reads them),
+ * at a low priority: the view's requests come first, above all a
+ * listing's next reply, which its lister waits for; the pushes fill the
+ * time between. A file read before its push comes by request as always.
+ */
+
+/* Files queued at most; a listing past it is not pushed (its files are
+ * read by request). */
+#define QUEUE_MAX 16384
+/* The pusher's nice value (requests run at the process's own). */
+#define PUSHER_NICE 10
+
+static void *pusher(void *arg)
+{
+	cof_vll *ll = arg;
+	cof_vpush *ps;
+
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
+	pthread_mutex_lock(&ll->mu);
+	for (;;) {
+		while (!ll->q_head && !ll->closing)
+			pthread_cond_wait(&ll->q_cv, &ll->mu);
+		if (!(ps = ll->q_head))
+			break;
+		if (!(ll->q_head = ps->next))
+			ll->q_tail = NULL;
+		ll->q_files -= ps->n;
+		pthread_mutex_unlock(&ll->mu);
+		push_all(ll, ps);
+		pthread_mutex_lock(&ll->mu);
+	}
+	pthread_mutex_unlock(&ll->mu);
+	return NULL;
+}
+
+void cof_vpush_run(cof_vll *ll, cof_vpush *ps)
+{
+	pthread_mutex_lock(&ll->mu);
+	if (!ll->pusher_on && !ll->closing && pthread_create(&ll->pusher, NULL, pusher, ll) == 0)
+		ll->pusher_on = 1;
+	if (!ll->pusher_on || ll->closing || ll->q_files + ps->n > QUEUE_MAX) {
+		pthread_mutex_unlock(&ll->mu);
+		pushes_free(ps);
+		return;
+	}
+	ps->next = NULL;
+	if (ll->q_tail)
+		ll->q_tail->next = ps;
+	else
+		ll->q_head = ps;
+	ll->q_tail = ps;
+	ll->q_files += ps->n;
+	pthread_cond_signal(&ll->q_cv);
+	pthread_mutex_unlock(&ll->mu);
+}
+
+void cof_vpush_stop(cof_vll *ll)
+{
+	cof_vpush *ps;
+	int on;
+
+	pthread_mutex_lock(&ll->mu);
+	ll->closing = 1;
+	pthread_cond_broadcast(&ll->q_cv);
+	on = ll->pusher_on;
+	pthread_mutex_unlock(&ll->mu);
+	if (on)
+		pthread_join(ll->pusher, NULL);
+	while ((ps = ll->q_head)) { /* closing: what was left */
+		ll->q_head = ps->next;
+		pushes_free(ps);
+	}
+	ll->q_tail = NULL;
 }

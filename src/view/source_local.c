@@ -108,6 +108,16 @@ static void local_bytes_close(cof_vbytes *b)
 	b->data = NULL;
 }
 
+static int local_inline_many(cof_vfs *v, const char *const *shas, size_t n, cof_inline_fn fn,
+			     void *ctx)
+{
+	cof_err err = {0};
+	int r = cof_meta_blob_inline_many(v->o.st->meta, shas, n, fn, ctx, &err);
+
+	cof_err_clear(&err);
+	return r ? -1 : 0;
+}
+
 static int local_remove(cof_vfs *v, int root, const char *vpath, int64_t seen)
 {
 	cof_cond cond = {COF_COND_VERSION, seen};
@@ -153,6 +163,7 @@ const cof_vsrc_ops cof_vsrc_local = {
 	.bytes_open = local_bytes_open,
 	.bytes_read = local_bytes_read,
 	.bytes_close = local_bytes_close,
+	.inline_many = local_inline_many,
 	.put = cof_view_land_local,
 	.remove = local_remove,
 	.move = local_move,

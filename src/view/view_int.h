@@ -89,7 +89,8 @@ int cof_vbase_dir(cof_vfs *v, int root, const char *path);
 typedef struct vchild {
 	char name[256];
 	int dir;
-	cof_entry e;            /* for a file */
+	int64_t size, updated_at;   /* a file's (a page holds 256: no cof_entry) */
+	char sha256[65];
 } vchild;
 /* Up to `cap` children of folder `path` after child `after` (NULL = from
  * the start), in the volume's row order (folder "x" sorts as "x/"); *n how
@@ -141,6 +142,10 @@ typedef struct cof_vsrc_ops {
 			  cof_vbytes *b);
 	ssize_t (*bytes_read)(const cof_vbytes *b, void *buf, size_t n, int64_t off);
 	void (*bytes_close)(cof_vbytes *b);
+	/* Optional: fn(ctx, i, data, len) for each of contents shas[0..n) kept
+	 * inline in the metadata, in one read (prefetch's batch). 0, or -1. */
+	int (*inline_many)(cof_vfs *v, const char *const *shas, size_t n, cof_inline_fn fn,
+			   void *ctx);
 	/* DIRECT: lands node n's layer file as a new version conditional on
 	 * n->seen, then sets n's seen, sha, size, type. 0, or -errno (EIO:
 	 * conflict, the other side's version stays; ENOSPC: past the ceiling). */
@@ -181,8 +186,9 @@ void cof_vll_free(cof_vll *ll);
 #define COF_VPUSH_VIEW_MAX (128 * 1024 * 1024)    /* a view's, for its life */
 /* Whether view v pushes what it lists. */
 int cof_vpush_on(const cof_vfs *v);
-/* The bytes of FUSE path `path` to push, exactly `size`; -1: none. */
-ssize_t cof_vpush_read(cof_vfs *v, const char *path, char *buf, int64_t size);
+/* Whether FUSE path `path` shows the volume's file as listed: not hidden,
+ * and the layer has nothing there (a layer's file is read by request). */
+int cof_vpush_volumes(cof_vfs *v, const char *path);
 
 /* ---- commit.c */
 
