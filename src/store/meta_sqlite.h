@@ -111,6 +111,12 @@ const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err);
 /* Binds ?lo = prefix and ?hi = its valid-text upper bound (kept in `upper`). */
 int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
 			     cof_buf *upper, cof_err *err);
+/* Binds a listing's range, "path >= ?2 AND path < ?3 AND path > ?4": the
+ * rows under `prefix` after `after` (NULL = from the start), ?2 being
+ * cof_sqlite_from(prefix, after), the bound SQLite seeks by. */
+const char *cof_sqlite_from(const char *prefix, const char *after);
+int cof_sqlite_listing_bounds(sqlite3_stmt *st, const char *prefix, const char *after,
+			      cof_buf *upper, cof_err *err);
 void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e);
 int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 		   cof_entry *out, cof_err *err);

@@ -76,7 +76,7 @@ static int level_open(conn *c, level *l, int64_t vno, int64_t at, const char *pr
 	if (sqlite3_prepare_v2(c->db, sql, -1, &l->st, NULL) != SQLITE_OK)
 		return cof_sqlite_db_error(err, c->db, "listing files");
 	sqlite3_bind_int64(l->st, 1, vno);
-	cof_sqlite_bind_text(l->st, 2, prefix ? prefix : "");
+	cof_sqlite_bind_text(l->st, 2, cof_sqlite_from(prefix, after));
 	sqlite3_bind_text(l->st, 3, upper->data, (int)upper->len, SQLITE_STATIC);
 	cof_sqlite_bind_text(l->st, 4, after ? after : "");
 	if (at >= 0)

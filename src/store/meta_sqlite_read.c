@@ -173,12 +173,11 @@ int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *pref
 	if (!st || !(e = cof_malloc(sizeof *e)))
 		return st ? cof_error(err, COF_EINTERNAL, "out of memory") : -1;
 	sqlite3_bind_int64(st, 1, vno);
-	if (cof_sqlite_prefix_bounds(st, 2, 3, prefix, &upper, err)) {
+	if (cof_sqlite_listing_bounds(st, prefix, after, &upper, err)) {
 		cof_buf_release(&upper);
 		free(e);
 		return -1;
 	}
-	cof_sqlite_bind_text(st, 4, after ? after : "");
 	if (at_seq >= 0)
 		sqlite3_bind_int64(st, 5, at_seq);
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {

@@ -161,6 +161,26 @@ int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefi
 	return 0;
 }
 
+/* The greater of prefix and after: SQLite seeks the index by one lower
+ * bound only, and given `path >= prefix` it read and dropped every row up
+ * to `after` (each later page of a folder, and the rows after each
+ * subfolder, read all the rows before them again). */
+const char *cof_sqlite_from(const char *prefix, const char *after)
+{
+	prefix = prefix ? prefix : "";
+	return after && strcmp(after, prefix) > 0 ? after : prefix;
+}
+
+int cof_sqlite_listing_bounds(sqlite3_stmt *st, const char *prefix, const char *after,
+			      cof_buf *upper, cof_err *err)
+{
+	if (cof_sqlite_prefix_bounds(st, 2, 3, prefix, upper, err))
+		return -1;
+	cof_sqlite_bind_text(st, 2, cof_sqlite_from(prefix, after));
+	cof_sqlite_bind_text(st, 4, after ? after : "");
+	return 0;
+}
+
 void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
 {
 	cof_sqlite_col_copy(st, 0, e->path, sizeof e->path);

@@ -468,24 +468,33 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	d->fh = fi->fh;
+	pthread_mutex_init(&d->mu, NULL);
 	fi->fh = (uint64_t)(uintptr_t)d;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		fi->fh = d->fh;
 		ll->ops->releasedir(NULL, fi);
+		pthread_mutex_destroy(&d->mu);
 		free(d);
 	}
 }
+
+static void ahead_drop(cof_vll *ll, cof_ldir *d);
 
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	cof_vll *ll = begin(req);
 	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
 
+	pthread_mutex_lock(&d->mu);
+	ahead_drop(ll, d);
 	fi->fh = d->fh;
 	ll->ops->releasedir(NULL, fi);
 	fuse_reply_err(req, 0);
 	if (d->pending) /* the caller stopped listing: what it was given */
 		cof_vpush_run(ll, d->pending);
+	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_destroy(&d->mu);
+	free(d->ahead.refs);
 	free(d);
 }
 
@@ -514,7 +523,9 @@ typedef struct lfill {
 	char *buf;
 	size_t size, len;
 	int plus;
+	off_t last;             /* the offset after its last entry */
 	cof_vpush *push;
+	cof_lahead *ahead;      /* built ahead: the references it takes */
 	const struct fuse_file_info *dfi; /* ops_tree.c's listing */
 } lfill;
 
@@ -543,6 +554,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 		if ((k = fuse_add_direntry(f->req, NULL, 0, name, NULL, 0)) > left)
 			return 1;
 		f->len += fuse_add_direntry(f->req, f->buf + f->len, left, name, &s, off);
+		f->last = off;
 		return 0;
 	}
 	struct fuse_entry_param e;
@@ -556,7 +568,20 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 		cof_vll *ll = f->ll;
 		pthread_mutex_lock(&ll->mu);
 		cof_lnode *p = cof_lino_find(ll, f->dir), *n = p ? cof_lino_ref(ll, p, name) : NULL;
+		if (n && f->ahead && f->ahead->nrefs == f->ahead->cap) {
+			size_t cap = f->ahead->cap ? f->ahead->cap * 2 : 256;
+			fuse_ino_t *r = realloc(f->ahead->refs, cap * sizeof *r);
+			if (r) {
+				f->ahead->refs = r;
+				f->ahead->cap = cap;
+			} else {
+				cof_lino_forget(ll, n->ino, 1);
+				n = NULL; /* listed without attributes */
+			}
+		}
 		if (n) {
+			if (f->ahead)
+				f->ahead->refs[f->ahead->nrefs++] = n->ino;
 			e.ino = e.attr.st_ino = n->ino;
 			e.generation = 1;
 			e.entry_timeout = ll->entry_t;
@@ -568,34 +593,148 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 		}
 		pthread_mutex_unlock(&ll->mu);
 	}
+	/* (libfuse's fuse_add_direntry_plus does not use the request: a
+	 * reply built ahead has none yet) */
 	f->len += fuse_add_direntry_plus(f->req, f->buf + f->len, left, name, &e, off);
+	f->last = off;
 	return 0;
 }
 
+/* ops_tree.c's listing of folder `ino` from `off` into f (buf of size
+ * bytes, malloc'd here): 0, or a -errno with nothing in it. */
+static int build(cof_vll *ll, cof_ldir *d, lfill *f, fuse_ino_t ino, size_t size, off_t off,
+		 const struct fuse_file_info *fi, int plus)
+{
+	struct fuse_file_info dfi = *fi;
+	int rc;
+
+	f->ll = ll;
+	f->dir = ino;
+	f->size = size;
+	f->plus = plus;
+	f->last = off;
+	if (!(f->buf = malloc(size)))
+		return -ENOMEM;
+	if (plus && cof_vpush_on(ll->v))
+		f->push = calloc(1, sizeof *f->push);
+	dfi.fh = d->fh;
+	f->dfi = &dfi;
+	rc = ll->ops->readdir(NULL, f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
+	f->dfi = NULL;
+	return rc && !f->len ? rc : 0;
+}
+
+/* Forgets a reply built ahead that will not be sent: the references it
+ * took, its pushes. Under d->mu. */
+static void ahead_drop(cof_vll *ll, cof_ldir *d)
+{
+	cof_lahead *a = &d->ahead;
+
+	if (!a->buf)
+		return;
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = 0; i < a->nrefs; i++)
+		cof_lino_forget(ll, a->refs[i], 1);
+	pthread_mutex_unlock(&ll->mu);
+	if (a->push) {
+		for (size_t i = 0; i < a->push->n; i++)
+			free(a->push->c[i].path);
+		free(a->push->c);
+		free(a->push);
+	}
+	free(a->buf);
+	a->buf = NULL;
+	a->push = NULL;
+	a->nrefs = 0;
+}
+
+/* The reply built ahead, when it answers a request at `off` of `size`
+ * bytes: nothing in the view changed since it was built (a change would
+ * make its entries or attributes older than the request). Under d->mu. */
+static int ahead_fits(cof_vll *ll, const cof_ldir *d, size_t size, off_t off)
+{
+	const cof_lahead *a = &d->ahead;
+	int fits;
+
+	if (!a->buf || a->off != off || a->size != size)
+		return 0;
+	pthread_mutex_lock(&ll->mu);
+	fits = ll->changes == a->changes && !ll->inflight;
+	pthread_mutex_unlock(&ll->mu);
+	return fits;
+}
+
+/* Builds the reply to the request that follows one answered up to `off`
+ * (a lister reads on: its next request asks from there, as much again),
+ * so that request is answered at once. Not once the listing ended, nor
+ * while a change is under way, nor in a view that follows its volume.
+ * Under d->mu. */
+static void ahead_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, off_t off,
+			const struct fuse_file_info *fi)
+{
+	cof_lahead *a = &d->ahead;
+	lfill f = {.ahead = a};
+	uint64_t c0;
+	int busy;
+
+	if (ll->v->o.follow)
+		return;
+	pthread_mutex_lock(&ll->mu);
+	c0 = ll->changes;
+	busy = ll->inflight;
+	pthread_mutex_unlock(&ll->mu);
+	if (busy)
+		return;
+	a->nrefs = 0;
+	a->rc = build(ll, d, &f, ino, size, off, fi, 1);
+	a->buf = f.buf;
+	a->len = f.len;
+	a->size = size;
+	a->off = off;
+	a->last = f.last;
+	a->changes = c0;
+	a->push = f.push;
+	if (!a->buf) { /* out of memory: nothing ahead */
+		ahead_drop(ll, d);
+		if (f.push) {
+			free(f.push->c);
+			free(f.push);
+		}
+		a->push = NULL;
+	}
+}
+
 /* READDIR and READDIRPLUS: ops_tree.c's listing by offset into one reply;
- * after a READDIRPLUS reply is sent, its small files are pushed. */
+ * after a READDIRPLUS reply is sent, its small files are pushed and the
+ * next reply is built ahead. */
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi, int plus)
 {
 	cof_vll *ll = begin(req);
-	lfill f = {.req = req, .ll = ll, .dir = ino, .size = size, .plus = plus};
+	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
+	lfill f = {.req = req};
+	cof_vpush *ready;
 	int rc;
 
-	if (!(f.buf = malloc(size))) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	pthread_mutex_lock(&d->mu);
+	ready = d->pending;
+	if (plus && ahead_fits(ll, d, size, off)) {
+		cof_lahead *a = &d->ahead;
+		/* its references are the kernel's once sent */
+		f.buf = a->buf;
+		f.len = a->len;
+		f.last = a->last;
+		rc = a->rc;
+		d->pending = a->push;
+		a->buf = NULL;
+		a->push = NULL;
+		a->nrefs = 0;
+	} else {
+		ahead_drop(ll, d);
+		rc = build(ll, d, &f, ino, size, off, fi, plus);
+		d->pending = f.push;
 	}
-	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
-	struct fuse_file_info dfi = *fi;
-	cof_vpush *ready = d->pending;
-
-	if (plus && cof_vpush_on(ll->v))
-		f.push = calloc(1, sizeof *f.push);
-	dfi.fh = d->fh;
-	f.dfi = &dfi;
-	rc = ll->ops->readdir(NULL, &f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
-	d->pending = f.push;
-	if (rc && !f.len)
+	if (rc)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, f.buf, f.len);
@@ -606,6 +745,9 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * the previous reply's files are pushed then, after this reply */
 	if (ready)
 		cof_vpush_run(ll, ready);
+	if (plus && !rc && f.len)
+		ahead_build(ll, d, ino, size, f.last, fi);
+	pthread_mutex_unlock(&d->mu);
 }
 
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

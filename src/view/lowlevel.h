@@ -46,11 +46,28 @@ struct cof_vll {
 	struct fuse_session *se;
 };
 
-/* A folder open for listing: ops_tree.c's handle, and the files of the
- * last reply, pushed once the kernel has made their nodes (see list()). */
+/* A listing's next reply, built ahead (see list()): for a request at
+ * offset `off` of `size` bytes, while ll->changes is still `changes`; the
+ * node references it took (the kernel's once it is sent). */
+typedef struct cof_lahead {
+	char *buf;
+	size_t len, size;
+	off_t off, last;        /* asked from; the offset after its last entry */
+	int rc;
+	uint64_t changes;
+	struct cof_vpush *push;
+	fuse_ino_t *refs;
+	size_t nrefs, cap;
+} cof_lahead;
+
+/* A folder open for listing: ops_tree.c's handle, the files of the last
+ * reply, pushed once the kernel has made their nodes, and the next reply
+ * built ahead; mu keeps its requests and the building one at a time. */
 typedef struct cof_ldir {
 	uint64_t fh;
 	struct cof_vpush *pending;
+	pthread_mutex_t mu;
+	cof_lahead ahead;
 } cof_ldir;
 
 /* One file to push, and the listing's list of them. */
@@ -61,7 +78,8 @@ typedef struct pushc {
 	char *path;
 	int64_t size;
 	char sha[65];   /* its content as listed */
-	char *bytes;    /* read for the push, or NULL */
+	char *bytes;    /* where its bytes are read to (the pusher's slab) */
+	int got;        /* they are all there */
 } pushc;
 
 struct cof_vpush {
