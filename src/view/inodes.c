@@ -108,7 +108,8 @@ cof_lnode *cof_lino_child(cof_vll *ll, cof_lnode *parent, const char *name)
 /* Frees n if nothing holds it any more, then its parent likewise. */
 void cof_lino_put(cof_vll *ll, cof_lnode *n)
 {
-	while (n && n != &ll->root && n->nlookup == 0 && n->nchild == 0 && !n->pushing) {
+	while (n && n != &ll->root && n->nlookup == 0 && n->nchild == 0 && !n->pushing &&
+	       !n->prep && !n->preparing) {
 		cof_lnode *p = n->parent;
 		if (n->name)
 			name_out(ll, n);

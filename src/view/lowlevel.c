@@ -35,7 +35,7 @@ struct fuse_context *cof_vop_ctx(void)
 
 /* ------------------------------------------------------- the requests */
 
-static cof_vll *begin(fuse_req_t req)
+cof_vll *cof_vll_begin(fuse_req_t req)
 {
 	cof_vll *ll = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
@@ -113,7 +113,7 @@ static void ll_init(void *data, struct fuse_conn_info *conn)
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_entry_of(req, begin(req), parent, name, NULL);
+	reply_entry_of(req, cof_vll_begin(req), parent, name, NULL);
 }
 
 static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n)
@@ -161,7 +161,7 @@ static void reply_attr_of(fuse_req_t req, cof_vll *ll, fuse_ino_t ino,
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	reply_attr_of(req, begin(req), ino, fi);
+	reply_attr_of(req, cof_vll_begin(req), ino, fi);
 }
 
 /* chmod, chown (none: ENOSYS), truncate and utimens as the high-level API
@@ -169,7 +169,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 		       struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL);
 	int rc = 0;
 
@@ -206,7 +206,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL), buf[1];
 	int rc = ll->ops->readlink(path, buf, sizeof buf);
 
@@ -217,7 +217,7 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 /* mkdir by path, then the new folder's entry. */
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, parent, name);
 	int rc;
 
@@ -238,7 +238,7 @@ static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 /* unlink and rmdir: the path's node leaves the table once removed. */
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int dir)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, parent, name);
 	cof_lnode *p, *n;
 	fuse_ino_t ino = 0;
@@ -278,7 +278,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 		       const char *name)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, parent, name);
 	int rc = ll->ops->symlink(target, path);
 
@@ -288,7 +288,7 @@ static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *from = cof_vll_path(ll, ino, NULL), *to = cof_vll_path(ll, parent, name);
 	int rc = ll->ops->link(from, to);
 
@@ -300,7 +300,7 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t np,
 		      const char *newname, unsigned int flags)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *from = cof_vll_path(ll, parent, name), *to = cof_vll_path(ll, np, newname);
 	fuse_ino_t ino = 0;
 	cof_lnode *p, *q, *n;
@@ -330,7 +330,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, parent, name);
 	int rc;
 
@@ -351,7 +351,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		     dev_t rdev)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	struct fuse_file_info fi;
 	char *path;
 	int rc;
@@ -381,7 +381,7 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL);
 	int rc = path ? ll->ops->open(path, fi) : -ENOENT;
 
@@ -395,7 +395,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL), *buf = malloc(size ? size : 1);
 	int rc = buf ? ll->ops->read(path, buf, size, off, fi) : -ENOMEM;
 
@@ -410,7 +410,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL);
 	int rc;
 
@@ -426,7 +426,7 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL);
 	int rc = ll->ops->flush ? ll->ops->flush(path, fi) : -ENOSYS;
 
@@ -436,7 +436,7 @@ static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL);
 
 	ll->ops->release(path, fi);
@@ -446,7 +446,7 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL);
 	int rc = ll->ops->fsync(path, datasync, fi);
 
@@ -454,53 +454,9 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	fuse_reply_err(req, -rc);
 }
 
-static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	cof_vll *ll = begin(req);
-	char *path = cof_vll_path(ll, ino, NULL);
-	cof_ldir *d = calloc(1, sizeof *d);
-	int rc = !d ? -ENOMEM : path ? ll->ops->opendir(path, fi) : -ENOENT;
-
-	free(path);
-	if (rc) {
-		free(d);
-		fuse_reply_err(req, -rc);
-		return;
-	}
-	d->fh = fi->fh;
-	pthread_mutex_init(&d->mu, NULL);
-	fi->fh = (uint64_t)(uintptr_t)d;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		fi->fh = d->fh;
-		ll->ops->releasedir(NULL, fi);
-		pthread_mutex_destroy(&d->mu);
-		free(d);
-	}
-}
-
-static void ahead_drop(cof_vll *ll, cof_ldir *d);
-
-static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	cof_vll *ll = begin(req);
-	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
-
-	pthread_mutex_lock(&d->mu);
-	ahead_drop(ll, d);
-	fi->fh = d->fh;
-	ll->ops->releasedir(NULL, fi);
-	fuse_reply_err(req, 0);
-	if (d->pending) /* the caller stopped listing: what it was given */
-		cof_vpush_run(ll, d->pending);
-	pthread_mutex_unlock(&d->mu);
-	pthread_mutex_destroy(&d->mu);
-	free(d->ahead.refs);
-	free(d);
-}
-
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	cof_vll *ll = begin(req);
+	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL);
 	struct statvfs sv;
 	int rc = ll->ops->statfs(path ? path : "/", &sv);
@@ -510,256 +466,6 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_statfs(req, &sv);
-}
-
-/* ---------------------------------------------------------- listings */
-
-/* A listing's reply being filled: the entries, and (readdirplus) the
- * small files prefetch may push once it is sent. */
-typedef struct lfill {
-	fuse_req_t req;
-	cof_vll *ll;
-	fuse_ino_t dir;
-	char *buf;
-	size_t size, len;
-	int plus;
-	off_t last;             /* the offset after its last entry */
-	cof_vpush *push;
-	cof_lahead *ahead;      /* built ahead: the references it takes */
-	const struct fuse_file_info *dfi; /* ops_tree.c's listing */
-} lfill;
-
-/* The inode number of an entry listed without attributes (as libfuse's
- * high-level API gives it: the kernel then asks by lookup). */
-#define UNKNOWN_INO 0xffffffffu
-
-static int is_dot(const char *name)
-{
-	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
-}
-
-/* fuse_fill_dir_t of the listings: 1 when the reply is full (the entry not
- * taken: ops_tree.c gives it first next time). */
-static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
-		enum fuse_fill_dir_flags flags)
-{
-	lfill *f = ctx;
-	size_t left = f->size - f->len, k;
-
-	if (!f->plus) {
-		struct stat s;
-		memset(&s, 0, sizeof s);
-		s.st_ino = UNKNOWN_INO;
-		s.st_mode = st ? st->st_mode : 0;
-		if ((k = fuse_add_direntry(f->req, NULL, 0, name, NULL, 0)) > left)
-			return 1;
-		f->len += fuse_add_direntry(f->req, f->buf + f->len, left, name, &s, off);
-		f->last = off;
-		return 0;
-	}
-	struct fuse_entry_param e;
-	memset(&e, 0, sizeof e);
-	if ((k = fuse_add_direntry_plus(f->req, NULL, 0, name, NULL, 0)) > left)
-		return 1;
-	if (st)
-		e.attr = *st;
-	e.attr.st_ino = UNKNOWN_INO;
-	if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
-		cof_vll *ll = f->ll;
-		pthread_mutex_lock(&ll->mu);
-		cof_lnode *p = cof_lino_find(ll, f->dir), *n = p ? cof_lino_ref(ll, p, name) : NULL;
-		if (n && f->ahead && f->ahead->nrefs == f->ahead->cap) {
-			size_t cap = f->ahead->cap ? f->ahead->cap * 2 : 256;
-			fuse_ino_t *r = realloc(f->ahead->refs, cap * sizeof *r);
-			if (r) {
-				f->ahead->refs = r;
-				f->ahead->cap = cap;
-			} else {
-				cof_lino_forget(ll, n->ino, 1);
-				n = NULL; /* listed without attributes */
-			}
-		}
-		if (n) {
-			if (f->ahead)
-				f->ahead->refs[f->ahead->nrefs++] = n->ino;
-			e.ino = e.attr.st_ino = n->ino;
-			e.generation = 1;
-			e.entry_timeout = ll->entry_t;
-			e.attr_timeout = ll->attr_t;
-			const char *sha;
-			if (f->push && S_ISREG(st->st_mode) && n->pushed == 0 &&
-			    (sha = cof_vop_listed_sha(f->dfi)))
-				cof_vpush_add(ll, f->push, p, n, st->st_size, sha);
-		}
-		pthread_mutex_unlock(&ll->mu);
-	}
-	/* (libfuse's fuse_add_direntry_plus does not use the request: a
-	 * reply built ahead has none yet) */
-	f->len += fuse_add_direntry_plus(f->req, f->buf + f->len, left, name, &e, off);
-	f->last = off;
-	return 0;
-}
-
-/* ops_tree.c's listing of folder `ino` from `off` into f (buf of size
- * bytes, malloc'd here): 0, or a -errno with nothing in it. */
-static int build(cof_vll *ll, cof_ldir *d, lfill *f, fuse_ino_t ino, size_t size, off_t off,
-		 const struct fuse_file_info *fi, int plus)
-{
-	struct fuse_file_info dfi = *fi;
-	int rc;
-
-	f->ll = ll;
-	f->dir = ino;
-	f->size = size;
-	f->plus = plus;
-	f->last = off;
-	if (!(f->buf = malloc(size)))
-		return -ENOMEM;
-	if (plus && cof_vpush_on(ll->v))
-		f->push = calloc(1, sizeof *f->push);
-	dfi.fh = d->fh;
-	f->dfi = &dfi;
-	rc = ll->ops->readdir(NULL, f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
-	f->dfi = NULL;
-	return rc && !f->len ? rc : 0;
-}
-
-/* Forgets a reply built ahead that will not be sent: the references it
- * took, its pushes. Under d->mu. */
-static void ahead_drop(cof_vll *ll, cof_ldir *d)
-{
-	cof_lahead *a = &d->ahead;
-
-	if (!a->buf)
-		return;
-	pthread_mutex_lock(&ll->mu);
-	for (size_t i = 0; i < a->nrefs; i++)
-		cof_lino_forget(ll, a->refs[i], 1);
-	pthread_mutex_unlock(&ll->mu);
-	if (a->push) {
-		for (size_t i = 0; i < a->push->n; i++)
-			free(a->push->c[i].path);
-		free(a->push->c);
-		free(a->push);
-	}
-	free(a->buf);
-	a->buf = NULL;
-	a->push = NULL;
-	a->nrefs = 0;
-}
-
-/* The reply built ahead, when it answers a request at `off` of `size`
- * bytes: nothing in the view changed since it was built (a change would
- * make its entries or attributes older than the request). Under d->mu. */
-static int ahead_fits(cof_vll *ll, const cof_ldir *d, size_t size, off_t off)
-{
-	const cof_lahead *a = &d->ahead;
-	int fits;
-
-	if (!a->buf || a->off != off || a->size != size)
-		return 0;
-	pthread_mutex_lock(&ll->mu);
-	fits = ll->changes == a->changes && !ll->inflight;
-	pthread_mutex_unlock(&ll->mu);
-	return fits;
-}
-
-/* Builds the reply to the request that follows one answered up to `off`
- * (a lister reads on: its next request asks from there, as much again),
- * so that request is answered at once. Not once the listing ended, nor
- * while a change is under way, nor in a view that follows its volume.
- * Under d->mu. */
-static void ahead_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, off_t off,
-			const struct fuse_file_info *fi)
-{
-	cof_lahead *a = &d->ahead;
-	lfill f = {.ahead = a};
-	uint64_t c0;
-	int busy;
-
-	if (ll->v->o.follow)
-		return;
-	pthread_mutex_lock(&ll->mu);
-	c0 = ll->changes;
-	busy = ll->inflight;
-	pthread_mutex_unlock(&ll->mu);
-	if (busy)
-		return;
-	a->nrefs = 0;
-	a->rc = build(ll, d, &f, ino, size, off, fi, 1);
-	a->buf = f.buf;
-	a->len = f.len;
-	a->size = size;
-	a->off = off;
-	a->last = f.last;
-	a->changes = c0;
-	a->push = f.push;
-	if (!a->buf) { /* out of memory: nothing ahead */
-		ahead_drop(ll, d);
-		if (f.push) {
-			free(f.push->c);
-			free(f.push);
-		}
-		a->push = NULL;
-	}
-}
-
-/* READDIR and READDIRPLUS: ops_tree.c's listing by offset into one reply;
- * after a READDIRPLUS reply is sent, its small files are pushed and the
- * next reply is built ahead. */
-static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		 struct fuse_file_info *fi, int plus)
-{
-	cof_vll *ll = begin(req);
-	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
-	lfill f = {.req = req};
-	cof_vpush *ready;
-	int rc;
-
-	pthread_mutex_lock(&d->mu);
-	ready = d->pending;
-	if (plus && ahead_fits(ll, d, size, off)) {
-		cof_lahead *a = &d->ahead;
-		/* its references are the kernel's once sent */
-		f.buf = a->buf;
-		f.len = a->len;
-		f.last = a->last;
-		rc = a->rc;
-		d->pending = a->push;
-		a->buf = NULL;
-		a->push = NULL;
-		a->nrefs = 0;
-	} else {
-		ahead_drop(ll, d);
-		rc = build(ll, d, &f, ino, size, off, fi, plus);
-		d->pending = f.push;
-	}
-	if (rc)
-		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_buf(req, f.buf, f.len);
-	free(f.buf);
-	/* the kernel makes the nodes of a reply's entries only after it was
-	 * sent (in the lister's getdents): a push of them now would find none
-	 * (ENOENT). The next request of the listing comes once they are made:
-	 * the previous reply's files are pushed then, after this reply */
-	if (ready)
-		cof_vpush_run(ll, ready);
-	if (plus && !rc && f.len)
-		ahead_build(ll, d, ino, size, f.last, fi);
-	pthread_mutex_unlock(&d->mu);
-}
-
-static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
-{
-	list(req, ino, size, off, fi, 0);
-}
-
-static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi)
-{
-	list(req, ino, size, off, fi, 1);
 }
 
 static const struct fuse_lowlevel_ops ll_ops = {
@@ -783,12 +489,12 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.flush = ll_flush,
 	.release = ll_release,
 	.fsync = ll_fsync,
-	.opendir = ll_opendir,
-	.readdir = ll_readdir,
-	.releasedir = ll_releasedir,
+	.opendir = cof_vll_opendir,
+	.readdir = cof_vll_readdir,
+	.releasedir = cof_vll_releasedir,
 	.statfs = ll_statfs,
 	.create = ll_create,
-	.readdirplus = ll_readdirplus,
+	.readdirplus = cof_vll_readdirplus,
 };
 
 struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
@@ -818,6 +524,9 @@ void cof_vll_free(cof_vll *ll)
 	if (!ll)
 		return;
 	cof_vpush_stop(ll);
+	cur.private_data = ll->v;
+	if (ll->by_id)
+		cof_vll_preps_free(ll);
 	if (ll->se)
 		fuse_session_destroy(ll->se);
 	cof_lino_free(ll);

@@ -21,6 +21,11 @@ typedef struct cof_lnode {
 				 * file, or (a folder) of its files */
 	int pushing;            /* prefetch is storing its bytes now */
 	int stale;              /* written while pushing: drop the cache after */
+	/* a folder's (listing.c) */
+	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
+	struct cof_lprep *prep; /* its replies, prepared before it was opened */
+	int preparing;          /* they are being built */
+	int opened;             /* handles of it open */
 } cof_lnode;
 
 struct cof_vll {
@@ -40,6 +45,10 @@ struct cof_vll {
 	pthread_cond_t q_cv;
 	pthread_t pusher;
 	int pusher_on, closing;
+	/* listing.c */
+	size_t list_size;       /* the size the last READDIRPLUS asked */
+	int npreps;             /* folders prepared, not yet opened */
+	fuse_ino_t preps[4];    /* which, oldest first (npreps of them) */
 	double entry_t, attr_t, neg_t;
 	const struct fuse_operations *ops;
 	cof_vfs *v;
@@ -60,14 +69,29 @@ typedef struct cof_lahead {
 	size_t nrefs, cap;
 } cof_lahead;
 
+/* The replies of a folder, prepared before it was opened (listing.c):
+ * from offset 0 on, in order, with ops_tree.c's listing `fh` after them. */
+#define COF_LPREP_MAX 8
+typedef struct cof_lprep {
+	uint64_t fh;
+	cof_lahead r[COF_LPREP_MAX];
+	int n, next;            /* built; the next to send */
+	uint64_t changes;       /* ll->changes when they were built */
+	fuse_ino_t last_dir;    /* the last folder entry (cof_ldir's) */
+} cof_lprep;
+
 /* A folder open for listing: ops_tree.c's handle, the files of the last
- * reply, pushed once the kernel has made their nodes, and the next reply
- * built ahead; mu keeps its requests and the building one at a time. */
+ * reply, pushed once the kernel has made their nodes, and the replies
+ * built before they are asked; mu keeps its requests and the building one
+ * at a time. */
 typedef struct cof_ldir {
 	uint64_t fh;
+	fuse_ino_t ino;
 	struct cof_vpush *pending;
 	pthread_mutex_t mu;
-	cof_lahead ahead;
+	cof_lahead ahead;       /* the next reply */
+	cof_lprep *prep;        /* what was prepared, not all sent yet */
+	fuse_ino_t last_dir;    /* the last folder entry listed so far */
 } cof_ldir;
 
 /* One file to push, and the listing's list of them. */
@@ -119,6 +143,21 @@ char *cof_vll_path(cof_vll *ll, fuse_ino_t ino, const char *name);
  * what keeps prefetch from storing stale bytes (prefetch.c). */
 void cof_vll_change_begin(cof_vll *ll, fuse_ino_t ino, int write);
 void cof_vll_change_end(cof_vll *ll);
+
+/* The view of request req, its caller's context set (lowlevel.c). */
+cof_vll *cof_vll_begin(fuse_req_t req);
+
+/* ---- listing.c: the folder requests */
+void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void cof_vll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			 struct fuse_file_info *fi);
+/* A handle of folder `ino` ended. */
+void cof_vll_dir_closed(cof_vll *ll, fuse_ino_t ino);
+/* Frees what was prepared and never opened (unmounted). */
+void cof_vll_preps_free(cof_vll *ll);
 
 /* ---- prefetch.c (push_add under mu; push_run without) */
 

@@ -1,0 +1,547 @@
+/*
+ * listing.c — a view's folder listings on the low-level API (lowlevel.c):
+ * each READDIR/READDIRPLUS reply filled from ops_tree.c's listing by
+ * offset, the node of each entry made (readdirplus), the small files it
+ * lists handed to prefetch.c, and replies built before they are asked:
+ *  - ahead: a listing's next reply, built as soon as the last one is sent,
+ *    while the lister takes that one in;
+ *  - prepared: the replies of the folder a walk opens next (the folder
+ *    listed after the one it just opened), built while it reads that one.
+ *    (Not the first folder inside one listed to its end: a walk that opens
+ *    it at once would wait for all of its replies instead of the first.)
+ * A reply built before it is asked is sent only to a request of its offset
+ * and size, and only while nothing in the view changed since it was built;
+ * else it is dropped and the node references it took are given back.
+ * docs/design.md, Views, "Listings".
+ */
+#define FUSE_USE_VERSION 31
+#include <errno.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <stdlib.h>
+#include <string.h>
+#include "view/lowlevel.h"
+#include "view/ops.h"
+
+/* Folders prepared and not yet opened, at most, in a view (the oldest is
+ * dropped for a new one). */
+#define PREP_LIVE_MAX ((int)(sizeof ((cof_vll *)0)->preps / sizeof(fuse_ino_t)))
+
+/* A listing's reply being filled: the entries, and (readdirplus) the
+ * small files prefetch may push once it is sent. */
+typedef struct lfill {
+	fuse_req_t req;
+	cof_vll *ll;
+	fuse_ino_t dir;
+	char *buf;
+	size_t size, len;
+	int plus;
+	off_t last;             /* the offset after its last entry */
+	cof_vpush *push;
+	cof_lahead *ahead;      /* built before asked: the references it takes */
+	fuse_ino_t *last_dir;   /* the listing's last folder entry (next_dir) */
+	const struct fuse_file_info *dfi; /* ops_tree.c's listing */
+} lfill;
+
+/* The inode number of an entry listed without attributes (as libfuse's
+ * high-level API gives it: the kernel then asks by lookup). */
+#define UNKNOWN_INO 0xffffffffu
+
+static int is_dot(const char *name)
+{
+	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
+/* Notes folder node n as listed after the listing's last one. Under mu. */
+static void note_dir(cof_vll *ll, lfill *f, cof_lnode *n)
+{
+	cof_lnode *prev;
+
+	if (!f->last_dir)
+		return;
+	if (*f->last_dir && (prev = cof_lino_find(ll, *f->last_dir)) && prev != n)
+		prev->next_dir = n->ino;
+	*f->last_dir = n->ino;
+}
+
+/* fuse_fill_dir_t of the listings: 1 when the reply is full (the entry not
+ * taken: ops_tree.c gives it first next time). */
+static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
+		enum fuse_fill_dir_flags flags)
+{
+	lfill *f = ctx;
+	size_t left = f->size - f->len, k;
+
+	if (!f->plus) {
+		struct stat s;
+		memset(&s, 0, sizeof s);
+		s.st_ino = UNKNOWN_INO;
+		s.st_mode = st ? st->st_mode : 0;
+		if ((k = fuse_add_direntry(f->req, NULL, 0, name, NULL, 0)) > left)
+			return 1;
+		f->len += fuse_add_direntry(f->req, f->buf + f->len, left, name, &s, off);
+		f->last = off;
+		return 0;
+	}
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof e);
+	if ((k = fuse_add_direntry_plus(f->req, NULL, 0, name, NULL, 0)) > left)
+		return 1;
+	if (st)
+		e.attr = *st;
+	e.attr.st_ino = UNKNOWN_INO;
+	if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
+		cof_vll *ll = f->ll;
+		pthread_mutex_lock(&ll->mu);
+		cof_lnode *p = cof_lino_find(ll, f->dir), *n = p ? cof_lino_ref(ll, p, name) : NULL;
+		if (n && f->ahead && f->ahead->nrefs == f->ahead->cap) {
+			size_t cap = f->ahead->cap ? f->ahead->cap * 2 : 256;
+			fuse_ino_t *r = realloc(f->ahead->refs, cap * sizeof *r);
+			if (r) {
+				f->ahead->refs = r;
+				f->ahead->cap = cap;
+			} else {
+				cof_lino_forget(ll, n->ino, 1);
+				n = NULL; /* listed without attributes */
+			}
+		}
+		if (n) {
+			if (f->ahead)
+				f->ahead->refs[f->ahead->nrefs++] = n->ino;
+			e.ino = e.attr.st_ino = n->ino;
+			e.generation = 1;
+			e.entry_timeout = ll->entry_t;
+			e.attr_timeout = ll->attr_t;
+			const char *sha;
+			if (S_ISDIR(st->st_mode))
+				note_dir(ll, f, n);
+			else if (f->push && S_ISREG(st->st_mode) && n->pushed == 0 &&
+				 (sha = cof_vop_listed_sha(f->dfi)))
+				cof_vpush_add(ll, f->push, p, n, st->st_size, sha);
+		}
+		pthread_mutex_unlock(&ll->mu);
+	}
+	/* (libfuse's fuse_add_direntry_plus does not use the request: a
+	 * reply built before it is asked has none) */
+	f->len += fuse_add_direntry_plus(f->req, f->buf + f->len, left, name, &e, off);
+	f->last = off;
+	return 0;
+}
+
+/* ops_tree.c's listing `fh` of folder `ino` from `off` into f (buf of size
+ * bytes, malloc'd here): 0, or a -errno with nothing in it. */
+static int build(cof_vll *ll, uint64_t fh, lfill *f, fuse_ino_t ino, size_t size, off_t off,
+		 int plus)
+{
+	struct fuse_file_info dfi;
+	int rc;
+
+	memset(&dfi, 0, sizeof dfi);
+	f->ll = ll;
+	f->dir = ino;
+	f->size = size;
+	f->plus = plus;
+	f->last = off;
+	if (!(f->buf = malloc(size)))
+		return -ENOMEM;
+	if (plus && cof_vpush_on(ll->v))
+		f->push = calloc(1, sizeof *f->push);
+	dfi.fh = fh;
+	f->dfi = &dfi;
+	rc = ll->ops->readdir(NULL, f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
+	f->dfi = NULL;
+	return rc && !f->len ? rc : 0;
+}
+
+static void pushes_drop(cof_vpush *ps)
+{
+	if (!ps)
+		return;
+	for (size_t i = 0; i < ps->n; i++)
+		free(ps->c[i].path);
+	free(ps->c);
+	free(ps);
+}
+
+/* ------------------------------------------------ replies built before */
+
+/* Forgets reply a, built before it was asked, that will not be sent: the
+ * references it took, its pushes. */
+static void early_drop(cof_vll *ll, cof_lahead *a)
+{
+	if (!a->buf)
+		return;
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = 0; i < a->nrefs; i++)
+		cof_lino_forget(ll, a->refs[i], 1);
+	pthread_mutex_unlock(&ll->mu);
+	pushes_drop(a->push);
+	free(a->buf);
+	a->buf = NULL;
+	a->push = NULL;
+	a->nrefs = 0;
+}
+
+/* Whether reply a answers a request at `off` of `size` bytes: nothing in
+ * the view changed since it was built (a change would make its entries or
+ * attributes older than the request). */
+static int early_fits(cof_vll *ll, const cof_lahead *a, size_t size, off_t off)
+{
+	int fits;
+
+	if (!a->buf || a->off != off || a->size != size)
+		return 0;
+	pthread_mutex_lock(&ll->mu);
+	fits = ll->changes == a->changes && !ll->inflight;
+	pthread_mutex_unlock(&ll->mu);
+	return fits;
+}
+
+/* Builds into a the reply of listing `fh` of folder `ino` at `off` (size
+ * bytes), as of ll->changes `c0`. 0, or -1 when out of memory (a empty). */
+static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, size_t size,
+		       off_t off, uint64_t c0, fuse_ino_t *last_dir)
+{
+	lfill f = {.ahead = a, .last_dir = last_dir};
+
+	a->nrefs = 0;
+	a->rc = build(ll, fh, &f, ino, size, off, 1);
+	a->buf = f.buf;
+	a->len = f.len;
+	a->size = size;
+	a->off = off;
+	a->last = f.last;
+	a->changes = c0;
+	a->push = f.push;
+	if (!a->buf) {
+		pushes_drop(f.push);
+		a->push = NULL;
+		early_drop(ll, a);
+		return -1;
+	}
+	return 0;
+}
+
+/* ll->changes now, or 0 with *busy while a change is under way. */
+static uint64_t changes_now(cof_vll *ll, int *busy)
+{
+	uint64_t c;
+
+	pthread_mutex_lock(&ll->mu);
+	c = ll->changes;
+	*busy = ll->inflight != 0;
+	pthread_mutex_unlock(&ll->mu);
+	return c;
+}
+
+/* The replies prepared for a folder not sent: dropped; `release` also ends
+ * their ops_tree.c listing (else the folder's handle took it). */
+static void prep_free(cof_vll *ll, cof_lprep *p, int release)
+{
+	for (int i = 0; i < p->n; i++) {
+		if (i >= p->next)
+			early_drop(ll, &p->r[i]);
+		free(p->r[i].refs);
+	}
+	if (release) {
+		struct fuse_file_info fi;
+		memset(&fi, 0, sizeof fi);
+		fi.fh = p->fh;
+		ll->ops->releasedir(NULL, &fi);
+	}
+	free(p);
+}
+
+/* Takes `ino` off the view's list of prepared folders. Under mu. */
+static void preps_forget(cof_vll *ll, fuse_ino_t ino)
+{
+	for (int i = 0; i < ll->npreps; i++)
+		if (ll->preps[i] == ino) {
+			memmove(ll->preps + i, ll->preps + i + 1,
+				(size_t)(ll->npreps - i - 1) * sizeof *ll->preps);
+			ll->npreps--;
+			return;
+		}
+}
+
+/* The replies prepared for folder `ino`, taken off it and the list (NULL
+ * when none; a node it kept alone is freed). Under mu. */
+static cof_lprep *prep_out(cof_vll *ll, fuse_ino_t ino)
+{
+	cof_lnode *n = cof_lino_find(ll, ino);
+	cof_lprep *p = n ? n->prep : NULL;
+
+	preps_forget(ll, ino);
+	if (n && p) {
+		n->prep = NULL;
+		cof_lino_put(ll, n);
+	}
+	return p;
+}
+
+/* Prepares folder `ino` (see the top): its listing opened and its replies
+ * built, up to COF_LPREP_MAX of them, for requests of the size the view's
+ * listings last asked. Not in a view that follows its volume, nor while a
+ * change is under way, nor past PREP_LIVE_MAX prepared folders. */
+static void prepare(cof_vll *ll, fuse_ino_t ino)
+{
+	struct fuse_file_info fi;
+	cof_lprep *p = NULL;
+	cof_lnode *n;
+	char *path;
+	size_t size;
+	uint64_t c0;
+	int busy;
+
+	if (!ino || ll->v->o.follow)
+		return;
+	c0 = changes_now(ll, &busy);
+	pthread_mutex_lock(&ll->mu);
+	n = cof_lino_find(ll, ino);
+	size = ll->list_size;
+	if (busy || !n || !size || n->prep || n->preparing || n->opened ||
+	    !(path = cof_lino_path(ll, n, NULL))) {
+		pthread_mutex_unlock(&ll->mu);
+		return;
+	}
+	n->preparing = 1; /* keeps n (cof_lino_put) */
+	cof_lprep *old = ll->npreps == PREP_LIVE_MAX ? prep_out(ll, ll->preps[0]) : NULL;
+	ll->preps[ll->npreps++] = ino;
+	pthread_mutex_unlock(&ll->mu);
+	if (old)
+		prep_free(ll, old, 1);
+
+	memset(&fi, 0, sizeof fi);
+	if ((p = calloc(1, sizeof *p)) && ll->ops->opendir(path, &fi) == 0) {
+		off_t off = 0;
+		p->fh = fi.fh;
+		p->changes = c0;
+		while (p->n < COF_LPREP_MAX &&
+		       early_build(ll, &p->r[p->n], p->fh, ino, size, off, c0, &p->last_dir) == 0) {
+			cof_lahead *a = &p->r[p->n++];
+			if (a->rc || !a->len)
+				break; /* the end: its reply (empty) is the last */
+			off = a->last;
+		}
+	} else {
+		free(p);
+		p = NULL;
+	}
+	free(path);
+
+	pthread_mutex_lock(&ll->mu);
+	n = cof_lino_find(ll, ino);
+	n->preparing = 0;
+	if (p && p->n && !n->opened) {
+		n->prep = p;
+		p = NULL;
+	} else /* opened meanwhile (its listing did not wait), or nothing built */
+		preps_forget(ll, ino);
+	cof_lino_put(ll, n); /* forgotten meanwhile, with nothing prepared */
+	pthread_mutex_unlock(&ll->mu);
+	if (p)
+		prep_free(ll, p, 1);
+}
+
+/* The replies prepared for folder `ino`, taken for its opening (its
+ * listing then starts from them), or NULL: none, still being built (its
+ * listing does not wait for them all), or the view changed since (then
+ * dropped). */
+static cof_lprep *prep_take(cof_vll *ll, fuse_ino_t ino)
+{
+	cof_lprep *p = NULL;
+	cof_lnode *n;
+	int fresh = 0;
+
+	pthread_mutex_lock(&ll->mu);
+	if ((n = cof_lino_find(ll, ino)) && (p = prep_out(ll, ino)))
+		fresh = ll->changes == p->changes && !ll->inflight;
+	if ((n = cof_lino_find(ll, ino)))
+		n->opened++;
+	pthread_mutex_unlock(&ll->mu);
+	if (p && !fresh) {
+		prep_free(ll, p, 1);
+		p = NULL;
+	}
+	return p;
+}
+
+void cof_vll_preps_free(cof_vll *ll)
+{
+	for (size_t i = 0; i < ll->nbuckets; i++)
+		for (cof_lnode *n = ll->by_id[i]; n; n = n->id_next)
+			if (n->prep) {
+				cof_lprep *p = n->prep;
+				n->prep = NULL;
+				for (int k = 0; k < p->n; k++) { /* the table goes next */
+					p->r[k].nrefs = 0;
+					early_drop(ll, &p->r[k]);
+				}
+				prep_free(ll, p, 1);
+			}
+	ll->npreps = 0;
+}
+
+/* ------------------------------------------------------- the requests */
+
+static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_info *fi);
+
+void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cof_vll *ll = cof_vll_begin(req);
+	cof_ldir *d = calloc(1, sizeof *d);
+	cof_lprep *p = d ? prep_take(ll, ino) : NULL;
+	fuse_ino_t next = 0;
+	int rc = 0;
+
+	if (!d)
+		rc = -ENOMEM;
+	else if (p) {
+		fi->fh = p->fh;
+		d->last_dir = p->last_dir;
+	} else {
+		char *path = cof_vll_path(ll, ino, NULL);
+		rc = path ? ll->ops->opendir(path, fi) : -ENOENT;
+		free(path);
+	}
+	if (rc) {
+		if (d)
+			cof_vll_dir_closed(ll, ino);
+		free(d);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	d->fh = fi->fh;
+	d->prep = p;
+	d->ino = ino;
+	pthread_mutex_init(&d->mu, NULL);
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT) { /* the open was interrupted */
+		dir_end(ll, d, NULL, fi);
+		return;
+	}
+	/* a walk opens next the folder listed after this one */
+	pthread_mutex_lock(&ll->mu);
+	cof_lnode *n = cof_lino_find(ll, ino);
+	next = n ? n->next_dir : 0;
+	pthread_mutex_unlock(&ll->mu);
+	prepare(ll, next);
+}
+
+/* A folder's handle ends: what an opening counted (no preparing of a
+ * folder open, see prepare). */
+void cof_vll_dir_closed(cof_vll *ll, fuse_ino_t ino)
+{
+	cof_lnode *n;
+
+	pthread_mutex_lock(&ll->mu);
+	if ((n = cof_lino_find(ll, ino)) && n->opened)
+		n->opened--;
+	pthread_mutex_unlock(&ll->mu);
+}
+
+/* Ends folder handle d (answering req, when there is one). */
+static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_info *fi)
+{
+	pthread_mutex_lock(&d->mu);
+	early_drop(ll, &d->ahead);
+	if (d->prep)
+		prep_free(ll, d->prep, 0);
+	d->prep = NULL;
+	fi->fh = d->fh;
+	ll->ops->releasedir(NULL, fi);
+	if (req)
+		fuse_reply_err(req, 0);
+	if (d->pending) /* the caller stopped listing: what it was given */
+		cof_vpush_run(ll, d->pending);
+	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_destroy(&d->mu);
+	cof_vll_dir_closed(ll, d->ino);
+	free(d->ahead.refs);
+	free(d);
+}
+
+void cof_vll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	dir_end(cof_vll_begin(req), (cof_ldir *)(uintptr_t)fi->fh, req, fi);
+}
+
+/* READDIR and READDIRPLUS: a reply built before (prepared, or ahead) when
+ * it answers the request, else one built now; once a READDIRPLUS reply is
+ * sent, the files of the one before it are pushed and the next reply is
+ * built ahead. */
+static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi, int plus)
+{
+	cof_vll *ll = cof_vll_begin(req);
+	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
+	lfill f = {.req = req, .last_dir = &d->last_dir};
+	cof_lahead *early = NULL;
+	cof_vpush *ready;
+	int rc;
+
+	if (plus)
+		__atomic_store_n(&ll->list_size, size, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&d->mu);
+	ready = d->pending;
+	if (plus && d->prep) {
+		cof_lprep *p = d->prep;
+		if (p->next < p->n && early_fits(ll, &p->r[p->next], size, off))
+			early = &p->r[p->next++];
+		if (!early) {
+			prep_free(ll, p, 0);
+			d->prep = NULL;
+		}
+	}
+	if (!early && plus && early_fits(ll, &d->ahead, size, off))
+		early = &d->ahead;
+	if (early) {
+		/* its references are the kernel's once sent */
+		f.buf = early->buf;
+		f.len = early->len;
+		f.last = early->last;
+		rc = early->rc;
+		d->pending = early->push;
+		early->buf = NULL;
+		early->push = NULL;
+		early->nrefs = 0;
+	} else {
+		early_drop(ll, &d->ahead);
+		rc = build(ll, d->fh, &f, ino, size, off, plus);
+		d->pending = f.push;
+	}
+	if (d->prep && d->prep->next >= d->prep->n) {
+		prep_free(ll, d->prep, 0);
+		d->prep = NULL;
+	}
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, f.buf, f.len);
+	free(f.buf);
+	/* the kernel makes the nodes of a reply's entries only after it was
+	 * sent (in the lister's getdents): a push of them now would find none
+	 * (ENOENT). The next request of the listing comes once they are made:
+	 * the previous reply's files are pushed then, after this reply */
+	if (ready)
+		cof_vpush_run(ll, ready);
+	if (plus && !rc && f.len && !d->prep && !ll->v->o.follow) {
+		int busy;
+		uint64_t c0 = changes_now(ll, &busy);
+		if (!busy)
+			early_build(ll, &d->ahead, d->fh, ino, size, f.last, c0, &d->last_dir);
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 0);
+}
+
+void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			 struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 1);
+}
