@@ -189,7 +189,9 @@ static int early_fits(cof_vll *ll, const cof_lahead *a, size_t size, off_t off)
 {
 	int fits;
 
-	if (!a->buf || a->off != off || a->size != size)
+	const struct fuse_context *cx = cof_vop_ctx();
+
+	if (!a->buf || a->off != off || a->size != size || a->uid != cx->uid || a->gid != cx->gid)
 		return 0;
 	pthread_mutex_lock(&ll->mu);
 	fits = ll->changes == a->changes && !ll->inflight;
@@ -212,6 +214,8 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 	a->off = off;
 	a->last = f.last;
 	a->changes = c0;
+	a->uid = cof_vop_ctx()->uid;
+	a->gid = cof_vop_ctx()->gid;
 	a->push = f.push;
 	if (!a->buf) {
 		pushes_drop(f.push);
@@ -279,11 +283,11 @@ static cof_lprep *prep_out(cof_vll *ll, fuse_ino_t ino)
 	return p;
 }
 
-/* Prepares folder `ino` (see the top): its listing opened and its replies
- * built, up to COF_LPREP_MAX of them, for requests of the size the view's
- * listings last asked. Not in a view that follows its volume, nor while a
+/* Prepares folder `ino` (see the top; on the pusher's thread): its listing
+ * opened and its replies built, up to COF_LPREP_MAX of them, for requests
+ * of the size the view's listings last asked. Not in a view that follows its volume, nor while a
  * change is under way, nor past PREP_LIVE_MAX prepared folders. */
-static void prepare(cof_vll *ll, fuse_ino_t ino)
+void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 {
 	struct fuse_file_info fi;
 	cof_lprep *p = NULL;
@@ -425,7 +429,8 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	cof_lnode *n = cof_lino_find(ll, ino);
 	next = n ? n->next_dir : 0;
 	pthread_mutex_unlock(&ll->mu);
-	prepare(ll, next);
+	if (!ll->v->o.follow)
+		cof_vpush_prepare(ll, next, cof_vop_ctx());
 }
 
 /* A folder's handle ends: what an opening counted (no preparing of a

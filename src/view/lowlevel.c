@@ -35,6 +35,12 @@ struct fuse_context *cof_vop_ctx(void)
 
 /* ------------------------------------------------------- the requests */
 
+void cof_vll_enter(cof_vll *ll, const struct fuse_context *cx)
+{
+	cur = *cx;
+	cur.private_data = ll->v;
+}
+
 cof_vll *cof_vll_begin(fuse_req_t req)
 {
 	cof_vll *ll = fuse_req_userdata(req);

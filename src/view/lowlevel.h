@@ -1,11 +1,13 @@
 /*
- * lowlevel.h — what lowlevel.c (the requests), inodes.c (the table of the
- * kernel's node ids) and prefetch.c (pushes into the page cache) share.
+ * lowlevel.h — what lowlevel.c (the requests), listing.c (folders),
+ * inodes.c (the table of the kernel's node ids) and prefetch.c (pushes into
+ * the page cache) share.
  */
 #ifndef COF_VIEW_LOWLEVEL_H
 #define COF_VIEW_LOWLEVEL_H
 
 #define FUSE_USE_VERSION 31
+#include <fuse.h>               /* struct fuse_context */
 #include <fuse_lowlevel.h>
 #include "view/view_int.h"
 
@@ -19,7 +21,7 @@ typedef struct cof_lnode {
 	uint64_t nchild;        /* nodes whose parent this is */
 	int64_t pushed;         /* bytes prefetch put into the cache: of this
 				 * file, or (a folder) of its files */
-	int pushing;            /* prefetch is storing its bytes now */
+	int pushing;            /* prefetch is storing its bytes now (pushes of it) */
 	int stale;              /* written while pushing: drop the cache after */
 	/* a folder's (listing.c) */
 	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
@@ -49,6 +51,8 @@ struct cof_vll {
 	size_t list_size;       /* the size the last READDIRPLUS asked */
 	int npreps;             /* folders prepared, not yet opened */
 	fuse_ino_t preps[4];    /* which, oldest first (npreps of them) */
+	fuse_ino_t prep_want;   /* the folder the pusher prepares next, or 0 */
+	struct fuse_context prep_cx; /* as whom (the attributes' owner) */
 	double entry_t, attr_t, neg_t;
 	const struct fuse_operations *ops;
 	cof_vfs *v;
@@ -64,6 +68,8 @@ typedef struct cof_lahead {
 	off_t off, last;        /* asked from; the offset after its last entry */
 	int rc;
 	uint64_t changes;
+	uid_t uid;              /* the caller it was built for (the owner of */
+	gid_t gid;              /* its entries): another is answered anew */
 	struct cof_vpush *push;
 	fuse_ino_t *refs;
 	size_t nrefs, cap;
@@ -146,6 +152,8 @@ void cof_vll_change_end(cof_vll *ll);
 
 /* The view of request req, its caller's context set (lowlevel.c). */
 cof_vll *cof_vll_begin(fuse_req_t req);
+/* The same for a thread of the view's own, as caller cx. */
+void cof_vll_enter(cof_vll *ll, const struct fuse_context *cx);
 
 /* ---- listing.c: the folder requests */
 void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -158,6 +166,9 @@ void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void cof_vll_dir_closed(cof_vll *ll, fuse_ino_t ino);
 /* Frees what was prepared and never opened (unmounted). */
 void cof_vll_preps_free(cof_vll *ll);
+/* Prepares folder `ino` (listing.c: its replies built before it is opened),
+ * on the calling thread; the caller's context set (cof_vll_enter). */
+void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino);
 
 /* ---- prefetch.c (push_add under mu; push_run without) */
 
@@ -168,6 +179,8 @@ void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64
 /* Hands a listing's files (once the kernel has made their nodes) to the
  * view's pusher thread, which pushes and frees them. */
 void cof_vpush_run(cof_vll *ll, cof_vpush *ps);
+/* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
+void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
 /* Ends the pusher (what it had not pushed is dropped); before the session
  * goes. */
 void cof_vpush_stop(cof_vll *ll);

@@ -30,18 +30,22 @@ int cof_vpush_on(const cof_vfs *v)
 	return !off && !v->o.src && cof_vop_no_open(v);
 }
 
-int cof_vpush_volumes(cof_vfs *v, const char *path)
+/* Which of pushes c[0..n) still show the volume's file as listed: not
+ * hidden, and the layer has nothing there (a layer's file is read by
+ * request); one hold of v->mu for them all. */
+static void still_volumes(cof_vfs *v, pushc *c, size_t n, unsigned char *ok)
 {
-	const char *rel;
-	vnode *n;
-	int r;
+	const char *rel[n ? n : 1];
+	int root[n ? n : 1];
 
-	if (cof_vop_split(v, path, &r, &rel) || r < 0 || !*rel || cof_vop_hidden(v, r, rel, 0))
-		return 0;
+	for (size_t i = 0; i < n; i++)
+		ok[i] = !cof_vop_split(v, c[i].path, &root[i], &rel[i]) && root[i] >= 0 &&
+			*rel[i] && !cof_vop_hidden(v, root[i], rel[i], 0);
 	pthread_mutex_lock(&v->mu);
-	n = cof_vnode_find(v, r, rel);
+	for (size_t i = 0; i < n; i++)
+		if (ok[i] && cof_vnode_find(v, root[i], rel[i]))
+			ok[i] = 0;
 	pthread_mutex_unlock(&v->mu);
-	return !n;
 }
 
 /* ---------------------------------------------------------- prefetch
@@ -134,11 +138,12 @@ typedef struct slab {
 } slab;
 
 /* Reads the bytes of pushes c[0..n) that still show the volume's file as
- * listed (see cof_vpush_volumes); the others get none. */
+ * listed (see still_volumes); the others get none. */
 static void read_batch(cof_vfs *v, pushc *c, size_t n, slab *sl)
 {
 	const char *shas[PUSH_BATCH];
 	pushc *of[PUSH_BATCH];
+	unsigned char ok[PUSH_BATCH];
 	size_t k = 0, need = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -155,51 +160,59 @@ static void read_batch(cof_vfs *v, pushc *c, size_t n, slab *sl)
 		c[i].bytes = sl->p + need;
 		need += (size_t)c[i].size;
 	}
+	still_volumes(v, c, n, ok);
 	for (size_t i = 0; i < n; i++)
-		if (c[i].size <= COF_INLINE_MAX && cof_vpush_volumes(v, c[i].path)) {
+		if (ok[i] && c[i].size <= COF_INLINE_MAX) {
 			shas[k] = c[i].sha;
 			of[k++] = &c[i];
 		}
 	if (k && VSRC(v)->inline_many)
 		VSRC(v)->inline_many(v, shas, k, take_inline, of);
 	for (size_t i = 0; i < n; i++)
-		if (!c[i].got && (c[i].size > COF_INLINE_MAX || !VSRC(v)->inline_many) &&
-		    cof_vpush_volumes(v, c[i].path))
+		if (ok[i] && !c[i].got && (c[i].size > COF_INLINE_MAX || !VSRC(v)->inline_many))
 			read_content(v, &c[i]);
 }
 
-/* Stores one file's bytes (see above): 0, or -1 when a change began since
- * the batch was read (`c0`: ll->changes then), so nothing more is stored. */
-static int push_one(cof_vll *ll, const pushc *c, uint64_t c0)
+/* Stores the bytes of pushes c[0..n) that have them (see above), ll->mu
+ * taken once before and once after them all (a lock taken per file by this
+ * thread of low priority was often held by it while it waited for the CPU,
+ * and a listing waited behind it): 0, or -1 when a change began since the
+ * batch was read (`c0`: ll->changes then), so nothing more is stored. */
+static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 {
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
-	cof_lnode *n;
-	int stale;
+	cof_lnode *nd[PUSH_BATCH];
+	unsigned char stale[PUSH_BATCH];
 
 	pthread_mutex_lock(&ll->mu);
 	if (ll->changes != c0 || ll->inflight) {
 		pthread_mutex_unlock(&ll->mu);
 		return -1;
 	}
-	if (!(n = cof_lino_find(ll, c->ino))) {
-		pthread_mutex_unlock(&ll->mu);
-		return 0;
-	}
-	n->pushing = 1;
+	for (size_t i = 0; i < n; i++)
+		if ((nd[i] = c[i].got ? cof_lino_find(ll, c[i].ino) : NULL))
+			nd[i]->pushing++;
 	pthread_mutex_unlock(&ll->mu);
-	bv.buf[0].mem = c->bytes;
-	bv.buf[0].size = (size_t)c->size;
-	/* ENOENT: the kernel forgot the node meanwhile; nothing to do */
-	fuse_lowlevel_notify_store(ll->se, c->ino, 0, &bv, 0);
+	for (size_t i = 0; i < n; i++)
+		if (nd[i]) {
+			struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+			bv.buf[0].mem = c[i].bytes;
+			bv.buf[0].size = (size_t)c[i].size;
+			/* ENOENT: the kernel forgot the node meanwhile; nothing to do */
+			fuse_lowlevel_notify_store(ll->se, c[i].ino, 0, &bv, 0);
+		}
 	pthread_mutex_lock(&ll->mu);
-	n->pushing = 0;
-	stale = n->stale;
-	n->stale = 0;
+	for (size_t i = 0; i < n; i++)
+		if (nd[i]) {
+			nd[i]->pushing--;
+			stale[i] = (unsigned char)nd[i]->stale;
+			nd[i]->stale = 0;
+			cof_lino_put(ll, nd[i]); /* forgotten while pushed */
+		}
 	pthread_cond_broadcast(&ll->pushed);
-	cof_lino_put(ll, n); /* forgotten while pushed */
 	pthread_mutex_unlock(&ll->mu);
-	if (stale)
-		fuse_lowlevel_notify_inval_inode(ll->se, c->ino, 0, 0);
+	for (size_t i = 0; i < n; i++)
+		if (nd[i] && stale[i])
+			fuse_lowlevel_notify_inval_inode(ll->se, c[i].ino, 0, 0);
 	return 0;
 }
 
@@ -224,20 +237,21 @@ static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl)
 	for (size_t b = 0; b < ps->n && !stop; b += PUSH_BATCH) {
 		size_t n = ps->n - b < PUSH_BATCH ? ps->n - b : PUSH_BATCH;
 		read_batch(ll->v, ps->c + b, n, sl);
-		for (size_t i = b; i < b + n && !stop; i++)
-			if (ps->c[i].got)
-				stop = push_one(ll, &ps->c[i], c0) != 0;
+		stop = push_batch(ll, ps->c + b, n, c0) != 0;
 	}
 	pushes_free(ps);
 }
 
 /* ---------------------------------------------------------- the pusher
  *
- * One thread per view, started at its first push, pushes the listings'
- * files in the order they were listed (the order `grep -r` reads them),
- * at a low priority: the view's requests come first, above all a
- * listing's next reply, which its lister waits for; the pushes fill the
- * time between. A file read before its push comes by request as always.
+ * One thread per view, started at its first push (or preparation), pushes
+ * the listings' files in the order they were listed (the order `grep -r`
+ * reads them), at a low priority: the view's requests come first, above
+ * all a listing's next reply, which its lister waits for; the pushes fill
+ * the time between. A file read before its push comes by request as
+ * always. The same thread prepares the folder a walk opens next
+ * (listing.c), before any push: at a low priority too, so the walk's own
+ * requests never wait behind it.
  */
 
 /* Files queued at most; a listing past it is not pushed (its files are
@@ -255,8 +269,18 @@ static void *pusher(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
 	pthread_mutex_lock(&ll->mu);
 	for (;;) {
-		while (!ll->q_head && !ll->closing)
+		while (!ll->q_head && !ll->prep_want && !ll->closing)
 			pthread_cond_wait(&ll->q_cv, &ll->mu);
+		if (ll->prep_want && !ll->closing) { /* a folder to prepare comes first */
+			fuse_ino_t ino = ll->prep_want;
+			struct fuse_context cx = ll->prep_cx;
+			ll->prep_want = 0;
+			pthread_mutex_unlock(&ll->mu);
+			cof_vll_enter(ll, &cx);
+			cof_vll_prepare(ll, ino);
+			pthread_mutex_lock(&ll->mu);
+			continue;
+		}
 		if (!(ps = ll->q_head))
 			break;
 		if (!(ll->q_head = ps->next))
@@ -271,12 +295,31 @@ static void *pusher(void *arg)
 	return NULL;
 }
 
+/* Whether the pusher runs (started now if not yet). Under mu. */
+static int pusher_up(cof_vll *ll)
+{
+	if (!ll->pusher_on && !ll->closing && pthread_create(&ll->pusher, NULL, pusher, ll) == 0)
+		ll->pusher_on = 1;
+	return ll->pusher_on && !ll->closing;
+}
+
+void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx)
+{
+	if (!ino)
+		return;
+	pthread_mutex_lock(&ll->mu);
+	if (pusher_up(ll)) {
+		ll->prep_want = ino; /* the newest: the one the walk reaches next */
+		ll->prep_cx = *cx;
+		pthread_cond_signal(&ll->q_cv);
+	}
+	pthread_mutex_unlock(&ll->mu);
+}
+
 void cof_vpush_run(cof_vll *ll, cof_vpush *ps)
 {
 	pthread_mutex_lock(&ll->mu);
-	if (!ll->pusher_on && !ll->closing && pthread_create(&ll->pusher, NULL, pusher, ll) == 0)
-		ll->pusher_on = 1;
-	if (!ll->pusher_on || ll->closing || ll->q_files + ps->n > QUEUE_MAX) {
+	if (!pusher_up(ll) || ll->q_files + ps->n > QUEUE_MAX) {
 		pthread_mutex_unlock(&ll->mu);
 		pushes_free(ps);
 		return;

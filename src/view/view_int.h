@@ -186,9 +186,6 @@ void cof_vll_free(cof_vll *ll);
 #define COF_VPUSH_VIEW_MAX (128 * 1024 * 1024)    /* a view's, for its life */
 /* Whether view v pushes what it lists. */
 int cof_vpush_on(const cof_vfs *v);
-/* Whether FUSE path `path` shows the volume's file as listed: not hidden,
- * and the layer has nothing there (a layer's file is read by request). */
-int cof_vpush_volumes(cof_vfs *v, const char *path);
 
 /* ---- commit.c */
 
