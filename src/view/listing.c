@@ -420,6 +420,10 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	d->ino = ino;
 	pthread_mutex_init(&d->mu, NULL);
 	fi->fh = (uint64_t)(uintptr_t)d;
+	/* the kernel keeps what it was given of a view at a seq, and lists
+	 * the folder again from that (its own changes through the view drop
+	 * it): a second listing asks nothing */
+	fi->cache_readdir = fi->keep_cache = !ll->v->o.follow;
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* the open was interrupted */
 		dir_end(ll, d, NULL, fi);
 		return;

@@ -118,6 +118,13 @@ def test_a_folder_changed_after_it_was_prepared_lists_the_change(srv):
              "ls d1 | sort")
     want = [n for n in _names("d1") if n not in ("f007.txt", "f008.txt")]
     eq(out["stdout"].split(), sorted(want + ["g008.txt", "new.txt"]), "d1 as the call changed it")
+    # a folder listed, then changed, then listed again: the kernel's copy of
+    # the first listing is not what the second shows
+    out = ok(srv, t["id"], "cd /workspace/d2 && ls >/dev/null && echo x > added.txt && "
+             "rm f003.txt && mv f004.txt moved.txt && mkdir newdir && ls | sort")
+    want = [n for n in _names("d2") if n not in ("f003.txt", "f004.txt")]
+    eq(out["stdout"].split(), sorted(want + ["added.txt", "moved.txt", "newdir"]),
+       "d2 listed again after its changes")
     # the same in a rw coffer mount, changed from outside the walk's folder
     vid = _fill(srv)
     m = Mount(srv, vid)
@@ -130,6 +137,10 @@ def test_a_folder_changed_after_it_was_prepared_lists_the_change(srv):
         got = sorted(os.listdir(m.path("d3")))
         want = sorted([n for n in _names("d3") if n != "f000.txt"] + ["made.txt"])
         eq(got, want, "d3 after its change")
+        os.rename(m.path("d3/made.txt"), m.path("d3/renamed.txt"))
+        os.unlink(m.path("d3/f001.txt"))
+        want = sorted([n for n in want if n not in ("made.txt", "f001.txt")] + ["renamed.txt"])
+        eq(sorted(os.listdir(m.path("d3"))), want, "d3 listed again after more changes")
     finally:
         m.end()
 
