@@ -404,7 +404,12 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, ino, NULL), *buf = malloc(size ? size : 1);
 	int rc = buf ? ll->ops->read(path, buf, size, off, fi) : -ENOMEM;
+	cof_lnode *n;
 
+	pthread_mutex_lock(&ll->mu);
+	if ((n = cof_lino_find(ll, ino)))
+		n->asked = 1; /* the reader came first: prefetch skips it */
+	pthread_mutex_unlock(&ll->mu);
 	free(path);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);

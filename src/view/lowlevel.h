@@ -23,6 +23,7 @@ typedef struct cof_lnode {
 				 * file, or (a folder) of its files */
 	int pushing;            /* prefetch is storing its bytes now (pushes of it) */
 	int stale;              /* written while pushing: drop the cache after */
+	int asked;              /* read by request: a push of it is late */
 	/* a folder's (listing.c) */
 	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
 	struct cof_lprep *prep; /* its replies, prepared before it was opened */

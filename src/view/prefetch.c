@@ -139,8 +139,9 @@ typedef struct slab {
 
 /* Reads the bytes of pushes c[0..n) that still show the volume's file as
  * listed (see still_volumes); the others get none. */
-static void read_batch(cof_vfs *v, pushc *c, size_t n, slab *sl)
+static void read_batch(cof_vll *ll, pushc *c, size_t n, slab *sl)
 {
+	cof_vfs *v = ll->v;
 	const char *shas[PUSH_BATCH];
 	pushc *of[PUSH_BATCH];
 	unsigned char ok[PUSH_BATCH];
@@ -161,6 +162,15 @@ static void read_batch(cof_vfs *v, pushc *c, size_t n, slab *sl)
 		need += (size_t)c[i].size;
 	}
 	still_volumes(v, c, n, ok);
+	/* a file its reader asked for by request was read before its push
+	 * came: a pusher behind the reader skips what it has passed, and so
+	 * gets ahead of it again instead of storing what is read already */
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = 0; i < n; i++) {
+		cof_lnode *nd = ok[i] ? cof_lino_find(ll, c[i].ino) : NULL;
+		ok[i] = nd && !nd->asked;
+	}
+	pthread_mutex_unlock(&ll->mu);
 	for (size_t i = 0; i < n; i++)
 		if (ok[i] && c[i].size <= COF_INLINE_MAX) {
 			shas[k] = c[i].sha;
@@ -236,7 +246,7 @@ static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl)
 	pthread_mutex_unlock(&ll->mu);
 	for (size_t b = 0; b < ps->n && !stop; b += PUSH_BATCH) {
 		size_t n = ps->n - b < PUSH_BATCH ? ps->n - b : PUSH_BATCH;
-		read_batch(ll->v, ps->c + b, n, sl);
+		read_batch(ll, ps->c + b, n, sl);
 		stop = push_batch(ll, ps->c + b, n, c0) != 0;
 	}
 	pushes_free(ps);
