@@ -239,7 +239,7 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 			  strerror(errno));
 		goto fail;
 	}
-	snprintf(optstr, sizeof optstr, "fsname=coffer,subtype=coffer,nosuid,nodev%s%s%s",
+	snprintf(optstr, sizeof optstr, "fsname=coffer,subtype=coffer,nosuid,nodev,noatime%s%s%s",
 		 opts->noexec ? ",noexec" : "", opts->allow_other ? ",allow_other" : "",
 		 v->layer < 0 ? ",ro" : "");
 	if ((v->dir = cof_strdup(dir)) != NULL)
