@@ -153,16 +153,6 @@ static int build(cof_vll *ll, uint64_t fh, lfill *f, fuse_ino_t ino, size_t size
 	return rc && !f->len ? rc : 0;
 }
 
-static void pushes_drop(cof_vpush *ps)
-{
-	if (!ps)
-		return;
-	for (size_t i = 0; i < ps->n; i++)
-		free(ps->c[i].path);
-	free(ps->c);
-	free(ps);
-}
-
 /* ------------------------------------------------ replies built before */
 
 /* Forgets reply a, built before it was asked, that will not be sent: the
@@ -175,7 +165,7 @@ static void early_drop(cof_vll *ll, cof_lahead *a)
 	for (size_t i = 0; i < a->nrefs; i++)
 		cof_lino_forget(ll, a->refs[i], 1);
 	pthread_mutex_unlock(&ll->mu);
-	pushes_drop(a->push);
+	cof_vpush_free(a->push);
 	free(a->buf);
 	a->buf = NULL;
 	a->push = NULL;
@@ -218,7 +208,7 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 	a->gid = cof_vop_ctx()->gid;
 	a->push = f.push;
 	if (!a->buf) {
-		pushes_drop(f.push);
+		cof_vpush_free(f.push);
 		a->push = NULL;
 		early_drop(ll, a);
 		return -1;
@@ -388,6 +378,18 @@ void cof_vll_preps_free(cof_vll *ll)
 
 /* ------------------------------------------------------- the requests */
 
+/* A folder's handle ends: what an opening counted (no preparing of a
+ * folder open, see prepare). */
+static void dir_closed(cof_vll *ll, fuse_ino_t ino)
+{
+	cof_lnode *n;
+
+	pthread_mutex_lock(&ll->mu);
+	if ((n = cof_lino_find(ll, ino)) && n->opened)
+		n->opened--;
+	pthread_mutex_unlock(&ll->mu);
+}
+
 static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_info *fi);
 
 void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -410,7 +412,7 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (rc) {
 		if (d)
-			cof_vll_dir_closed(ll, ino);
+			dir_closed(ll, ino);
 		free(d);
 		fuse_reply_err(req, -rc);
 		return;
@@ -437,18 +439,6 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		cof_vpush_prepare(ll, next, cof_vop_ctx());
 }
 
-/* A folder's handle ends: what an opening counted (no preparing of a
- * folder open, see prepare). */
-void cof_vll_dir_closed(cof_vll *ll, fuse_ino_t ino)
-{
-	cof_lnode *n;
-
-	pthread_mutex_lock(&ll->mu);
-	if ((n = cof_lino_find(ll, ino)) && n->opened)
-		n->opened--;
-	pthread_mutex_unlock(&ll->mu);
-}
-
 /* Ends folder handle d (answering req, when there is one). */
 static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_info *fi)
 {
@@ -465,7 +455,7 @@ static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_i
 		cof_vpush_run(ll, d->pending);
 	pthread_mutex_unlock(&d->mu);
 	pthread_mutex_destroy(&d->mu);
-	cof_vll_dir_closed(ll, d->ino);
+	dir_closed(ll, d->ino);
 	free(d->ahead.refs);
 	free(d);
 }

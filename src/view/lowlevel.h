@@ -163,8 +163,6 @@ void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi);
 void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			 struct fuse_file_info *fi);
-/* A handle of folder `ino` ended. */
-void cof_vll_dir_closed(cof_vll *ll, fuse_ino_t ino);
 /* Frees what was prepared and never opened (unmounted). */
 void cof_vll_preps_free(cof_vll *ll);
 /* Prepares folder `ino` (listing.c: its replies built before it is opened),
@@ -182,6 +180,8 @@ void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64
 void cof_vpush_run(cof_vll *ll, cof_vpush *ps);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
+/* Frees a listing's pushes (NULL: nothing). */
+void cof_vpush_free(cof_vpush *ps);
 /* Ends the pusher (what it had not pushed is dropped); before the session
  * goes. */
 void cof_vpush_stop(cof_vll *ll);

@@ -226,8 +226,10 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 	return 0;
 }
 
-static void pushes_free(cof_vpush *ps)
+void cof_vpush_free(cof_vpush *ps)
 {
+	if (!ps)
+		return;
 	for (size_t i = 0; i < ps->n; i++)
 		free(ps->c[i].path);
 	free(ps->c);
@@ -249,7 +251,7 @@ static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl)
 		read_batch(ll, ps->c + b, n, sl);
 		stop = push_batch(ll, ps->c + b, n, c0) != 0;
 	}
-	pushes_free(ps);
+	cof_vpush_free(ps);
 }
 
 /* ---------------------------------------------------------- the pusher
@@ -331,7 +333,7 @@ void cof_vpush_run(cof_vll *ll, cof_vpush *ps)
 	pthread_mutex_lock(&ll->mu);
 	if (!pusher_up(ll) || ll->q_files + ps->n > QUEUE_MAX) {
 		pthread_mutex_unlock(&ll->mu);
-		pushes_free(ps);
+		cof_vpush_free(ps);
 		return;
 	}
 	ps->next = NULL;
@@ -359,7 +361,7 @@ void cof_vpush_stop(cof_vll *ll)
 		pthread_join(ll->pusher, NULL);
 	while ((ps = ll->q_head)) { /* closing: what was left */
 		ll->q_head = ps->next;
-		pushes_free(ps);
+		cof_vpush_free(ps);
 	}
 	ll->q_tail = NULL;
 }
