@@ -145,9 +145,15 @@ def _loses(ignore, what, **kw):
         # the library keeps a descriptor of each file never synced until the cut
         harness.skip("needs 4,096 open files with a sync turned off; the hard limit is %d"
                      % hard)
-    acked, lost, fsck, rc = _cut_run(ignore=ignore, **kw)
-    check(lost or rc != 0, "with %s removed, the cut lost none of %d acknowledged writes: "
-          "the check would not catch its removal" % (what, len(acked)))
+    # a cut lands at a random point: with 32 grouped writers one cut in five or so
+    # found every acknowledged write already in the WAL's pages, so up to three cuts
+    # are made, and one of them must lose some
+    for _ in range(3):
+        acked, lost, fsck, rc = _cut_run(ignore=ignore, **kw)
+        if lost or rc != 0:
+            return
+    check(False, "with %s removed, three cuts lost none of their acknowledged writes "
+          "(%d in the last): the check would not catch its removal" % (what, len(acked)))
 
 
 def test_without_the_blob_file_fsync_writes_are_lost():
