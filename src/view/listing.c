@@ -144,7 +144,7 @@ static int build(cof_vll *ll, uint64_t fh, lfill *f, fuse_ino_t ino, size_t size
 	f->last = off;
 	if (!(f->buf = malloc(size)))
 		return -ENOMEM;
-	if (plus && cof_vpush_on(ll->v))
+	if (plus && cof_vpush_folder_on(ll, ino))
 		f->push = calloc(1, sizeof *f->push);
 	dfi.fh = fh;
 	f->dfi = &dfi;

@@ -171,6 +171,9 @@ void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino);
 
 /* ---- prefetch.c (push_add under mu; push_run without) */
 
+/* Whether a listing of folder dir pushes its files: not in a root the view
+ * writes (see prefetch.c). Without mu. */
+int cof_vpush_folder_on(cof_vll *ll, fuse_ino_t dir);
 /* Adds file n (`size` bytes of content `sha`, in folder p) to a listing's
  * pushes if the budgets allow. */
 void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size,

@@ -30,6 +30,28 @@ int cof_vpush_on(const cof_vfs *v)
 	return !off && !v->o.src && cof_vop_no_open(v);
 }
 
+/* Whether a listing of folder `dir` pushes its files: not in a root the
+ * view can write. There a process may map a file shared and writable and
+ * write to its pages with no request to us (mmap asks nothing, and the
+ * view answers no open), so a store that comes after a read by request
+ * would put the volume's bytes over what it wrote: a store must never
+ * follow a read, and a read's pages are locked until we answer it, so it
+ * cannot wait for a store either. Read-only roots and views have no
+ * writable mappings (EROFS). */
+int cof_vpush_folder_on(cof_vll *ll, fuse_ino_t dir)
+{
+	cof_vfs *v = ll->v;
+	char *path;
+	const char *rel;
+	int r, on;
+
+	if (!cof_vpush_on(v) || !(path = cof_vll_path(ll, dir, NULL)))
+		return 0;
+	on = !cof_vop_split(v, path, &r, &rel) && (r < 0 || !v->roots[r].cfg.rw || v->layer < 0);
+	free(path);
+	return on;
+}
+
 /* Which of pushes c[0..n) still show the volume's file as listed: not
  * hidden, and the layer has nothing there (a layer's file is read by
  * request); one hold of v->mu for them all. */
