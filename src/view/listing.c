@@ -9,6 +9,9 @@
  *    listed after the one it just opened), built while it reads that one.
  *    (Not the first folder inside one listed to its end: a walk that opens
  *    it at once would wait for all of its replies instead of the first.)
+ * In a root the view writes, a reply's files are stored before it is sent
+ * (prefetch.c, "nodes first"): those of replies built before as they are
+ * built, and a reply built on demand waits for its stores (built_waited).
  * A reply built before it is asked is sent only to a request of its offset
  * and size, and only while nothing in the view changed since it was built;
  * else it is dropped and the node references it took are given back.
@@ -108,6 +111,8 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 		if (n) {
 			if (f->ahead)
 				f->ahead->refs[f->ahead->nrefs++] = n->ino;
+			else
+				cof_vpush_seen(ll, n); /* sent now */
 			e.ino = e.attr.st_ino = n->ino;
 			e.generation = 1;
 			e.entry_timeout = ll->entry_t;
@@ -117,7 +122,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 				note_dir(ll, f, n);
 			else if (f->push && S_ISREG(st->st_mode) && n->pushed == 0 &&
 				 (sha = cof_vop_listed_sha(f->dfi)))
-				cof_vpush_add(ll, f->push, p, n, st->st_size, sha);
+				cof_vpush_add(ll, f->push, p, n, st, sha);
 		}
 		pthread_mutex_unlock(&ll->mu);
 	}
@@ -144,8 +149,11 @@ static int build(cof_vll *ll, uint64_t fh, lfill *f, fuse_ino_t ino, size_t size
 	f->last = off;
 	if (!(f->buf = malloc(size)))
 		return -ENOMEM;
-	if (plus && cof_vpush_folder_on(ll, ino))
-		f->push = calloc(1, sizeof *f->push);
+	/* where nodes come first (a root the view writes), only a reply built
+	 * before it is asked: one sent now is read on demand (prefetch.c) */
+	int mode = plus ? cof_vpush_folder_mode(ll, ino) : 0;
+	if ((mode == 1 || (mode == 2 && f->ahead)) && (f->push = calloc(1, sizeof *f->push)))
+		f->push->nodes_first = mode == 2;
 	dfi.fh = fh;
 	f->dfi = &dfi;
 	rc = ll->ops->readdir(NULL, f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
@@ -214,6 +222,16 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 		return -1;
 	}
 	return 0;
+}
+
+/* Where nodes come first, reply a's files go to the pusher as soon as it is
+ * built (stored before it is sent, when the pusher is in time). */
+static void early_hand(cof_vll *ll, cof_lahead *a)
+{
+	if (a->push && a->push->nodes_first) {
+		cof_vpush_run(ll, a->push);
+		a->push = NULL;
+	}
 }
 
 /* ll->changes now, or 0 with *busy while a change is under way. */
@@ -313,6 +331,7 @@ void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 		while (p->n < COF_LPREP_MAX &&
 		       early_build(ll, &p->r[p->n], p->fh, ino, size, off, c0, &p->last_dir) == 0) {
 			cof_lahead *a = &p->r[p->n++];
+			early_hand(ll, a);
 			if (a->rc || !a->len)
 				break; /* the end: its reply (empty) is the last */
 			off = a->last;
@@ -395,6 +414,8 @@ static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_i
 void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	cof_vll *ll = cof_vll_begin(req);
+	if (cof_vpush_dir_req(req, ll, ino, COF_VHID_OPEN, 0, 0, fi))
+		return;
 	cof_ldir *d = calloc(1, sizeof *d);
 	cof_lprep *p = d ? prep_take(ll, ino) : NULL;
 	fuse_ino_t next = 0;
@@ -462,7 +483,49 @@ static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_i
 
 void cof_vll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	dir_end(cof_vll_begin(req), (cof_ldir *)(uintptr_t)fi->fh, req, fi);
+	cof_vll *ll = cof_vll_begin(req);
+
+	if (!fi->fh && cof_vpush_dir_req(req, ll, ino, COF_VHID_RELEASE, 0, 0, fi))
+		return;
+	dir_end(ll, (cof_ldir *)(uintptr_t)fi->fh, req, fi);
+}
+
+/* Where nodes come first (a root the view writes), a reply asked for and
+ * not built before: built into `now`, its files stored by the pusher
+ * before it is sent (a process may know them only then), and `now`; or
+ * NULL (built on demand, read on demand). One lister of a view waits so at
+ * a time: the pusher's own requests need a free worker (libfuse runs at
+ * least 4), and the others' listings do not queue behind it. */
+static cof_lahead *built_waited(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino_t ino,
+				size_t size, off_t off)
+{
+	uint64_t c0;
+	int busy, mine;
+
+	if (ll->v->o.follow || cof_vpush_folder_mode(ll, ino) != 2)
+		return NULL;
+	c0 = changes_now(ll, &busy);
+	if (busy)
+		return NULL;
+	pthread_mutex_lock(&ll->mu);
+	if ((mine = !ll->lister_waits))
+		ll->lister_waits = 1;
+	pthread_mutex_unlock(&ll->mu);
+	if (!mine)
+		return NULL;
+	if (early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir) == 0 && now->push &&
+	    now->push->nodes_first) {
+		cof_vpush_run_wait(ll, now->push);
+		now->push = NULL;
+	}
+	pthread_mutex_lock(&ll->mu);
+	ll->lister_waits = 0;
+	pthread_mutex_unlock(&ll->mu);
+	if (!now->buf)
+		return NULL;
+	/* sent as if built before: now's uid/gid are this caller's */
+	now->off = off;
+	return now;
 }
 
 /* READDIR and READDIRPLUS: a reply built before (prepared, or ahead) when
@@ -475,7 +538,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	cof_vll *ll = cof_vll_begin(req);
 	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
 	lfill f = {.req = req, .last_dir = &d->last_dir};
-	cof_lahead *early = NULL;
+	cof_lahead *early = NULL, now = {0};
 	cof_vpush *ready;
 	int rc;
 
@@ -494,8 +557,17 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (!early && plus && early_fits(ll, &d->ahead, size, off))
 		early = &d->ahead;
+	if (!early && plus && (early = built_waited(ll, d, &now, ino, size, off)))
+		early_drop(ll, &d->ahead);
 	if (early) {
-		/* its references are the kernel's once sent */
+		/* its references are the kernel's once sent; its files are seen */
+		pthread_mutex_lock(&ll->mu);
+		for (size_t i = 0; i < early->nrefs; i++) {
+			cof_lnode *n = cof_lino_find(ll, early->refs[i]);
+			if (n)
+				cof_vpush_seen(ll, n);
+		}
+		pthread_mutex_unlock(&ll->mu);
 		f.buf = early->buf;
 		f.len = early->len;
 		f.last = early->last;
@@ -509,6 +581,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		rc = build(ll, d->fh, &f, ino, size, off, plus);
 		d->pending = f.push;
 	}
+	free(now.refs);
 	if (d->prep && d->prep->next >= d->prep->n) {
 		prep_free(ll, d->prep, 0);
 		d->prep = NULL;
@@ -527,8 +600,9 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (plus && !rc && f.len && !d->prep && !ll->v->o.follow) {
 		int busy;
 		uint64_t c0 = changes_now(ll, &busy);
-		if (!busy)
-			early_build(ll, &d->ahead, d->fh, ino, size, f.last, c0, &d->last_dir);
+		if (!busy &&
+		    early_build(ll, &d->ahead, d->fh, ino, size, f.last, c0, &d->last_dir) == 0)
+			early_hand(ll, &d->ahead);
 	}
 	pthread_mutex_unlock(&d->mu);
 }
@@ -536,11 +610,15 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
+	if (!fi->fh && cof_vpush_dir_req(req, fuse_req_userdata(req), ino, COF_VHID_LIST, 0, off, fi))
+		return;
 	list(req, ino, size, off, fi, 0);
 }
 
 void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			 struct fuse_file_info *fi)
 {
+	if (!fi->fh && cof_vpush_dir_req(req, fuse_req_userdata(req), ino, COF_VHID_LIST, size, off, fi))
+		return;
 	list(req, ino, size, off, fi, 1);
 }

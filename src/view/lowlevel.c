@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include "view/lowlevel.h"
 #include "view/ops.h"
@@ -82,8 +83,10 @@ static void reply_entry_of(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const
 	}
 	pthread_mutex_lock(&ll->mu);
 	cof_lnode *p = cof_lino_find(ll, parent), *n = p ? cof_lino_ref(ll, p, name) : NULL;
-	if (n)
+	if (n) {
 		e.ino = e.attr.st_ino = n->ino;
+		cof_vpush_seen(ll, n);
+	}
 	pthread_mutex_unlock(&ll->mu);
 	if (!n) {
 		fuse_reply_err(req, p ? ENOMEM : ENOENT);
@@ -119,7 +122,10 @@ static void ll_init(void *data, struct fuse_conn_info *conn)
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_entry_of(req, cof_vll_begin(req), parent, name, NULL);
+	cof_vll *ll = cof_vll_begin(req);
+
+	if (!cof_vpush_lookup(req, ll, parent, name))
+		reply_entry_of(req, ll, parent, name, NULL);
 }
 
 static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n)
@@ -167,7 +173,10 @@ static void reply_attr_of(fuse_req_t req, cof_vll *ll, fuse_ino_t ino,
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	reply_attr_of(req, cof_vll_begin(req), ino, fi);
+	cof_vll *ll = cof_vll_begin(req);
+
+	if (!cof_vpush_dir_req(req, ll, ino, COF_VHID_GETATTR, 0, 0, fi))
+		reply_attr_of(req, ll, ino, fi);
 }
 
 /* chmod, chown (none: ENOSYS), truncate and utimens as the high-level API
@@ -520,6 +529,15 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 	pthread_mutex_init(&ll->mu, NULL);
 	pthread_cond_init(&ll->pushed, NULL);
 	pthread_cond_init(&ll->q_cv, NULL);
+	/* the pusher's own folder's name (prefetch.c, "nodes first") */
+	unsigned char r[16];
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+		free(ll);
+		return NULL;
+	}
+	strcpy(ll->hid_name, ".coffer-");
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(ll->hid_name + 8 + 2 * i, 3, "%02x", r[i]);
 	if (cof_lino_init(ll) == 0)
 		ll->se = fuse_session_new(args, &ll_ops, sizeof ll_ops, ll);
 	if (!ll->se) {
@@ -528,6 +546,12 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 	}
 	v->ll = ll;
 	return ll->se;
+}
+
+void cof_vll_quiesce(cof_vll *ll)
+{
+	if (ll)
+		cof_vpush_stop(ll);
 }
 
 void cof_vll_free(cof_vll *ll)

@@ -24,6 +24,9 @@ typedef struct cof_lnode {
 	int pushing;            /* prefetch is storing its bytes now (pushes of it) */
 	int stale;              /* written while pushing: drop the cache after */
 	int asked;              /* read by request: a push of it is late */
+	int seen;               /* in a reply a process could see (a lookup, a
+				 * listing sent): in a root the view writes, its
+				 * bytes are never stored after (prefetch.c) */
 	/* a folder's (listing.c) */
 	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
 	struct cof_lprep *prep; /* its replies, prepared before it was opened */
@@ -48,6 +51,15 @@ struct cof_vll {
 	pthread_cond_t q_cv;
 	pthread_t pusher;
 	int pusher_on, closing;
+	pid_t pusher_tid;       /* the pusher's requests of the folder below */
+	/* the pusher's folder (prefetch.c, "nodes first"): a name in the
+	 * view's root only the pusher finds, listing the files it is about to
+	 * store in a root the view writes */
+	char hid_name[40];
+	fuse_ino_t hid_ino;     /* its node once looked up, or 0 */
+	struct pushc *const *mat; /* what it lists now */
+	size_t nmat;
+	int lister_waits;       /* a listing waits for its stores (listing.c) */
 	/* listing.c */
 	size_t list_size;       /* the size the last READDIRPLUS asked */
 	int npreps;             /* folders prepared, not yet opened */
@@ -108,6 +120,7 @@ typedef struct pushc {
 	fuse_ino_t ino;
 	char *path;
 	int64_t size;
+	struct stat st;  /* as listed (read-write roots: the pusher's folder lists it so) */
 	char sha[65];   /* its content as listed */
 	char *bytes;    /* where its bytes are read to (the pusher's slab) */
 	int got;        /* they are all there */
@@ -116,6 +129,8 @@ typedef struct pushc {
 struct cof_vpush {
 	pushc *c;
 	size_t n, cap;
+	int nodes_first; /* a root the view writes: see prefetch.c */
+	int *done;       /* set (and ll->pushed broadcast) once pushed, when given */
 	struct cof_vpush *next; /* in ll's queue */
 };
 
@@ -171,16 +186,28 @@ void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino);
 
 /* ---- prefetch.c (push_add under mu; push_run without) */
 
-/* Whether a listing of folder dir pushes its files: not in a root the view
- * writes (see prefetch.c). Without mu. */
-int cof_vpush_folder_on(cof_vll *ll, fuse_ino_t dir);
-/* Adds file n (`size` bytes of content `sha`, in folder p) to a listing's
+/* Whether a listing of folder dir pushes its files: 0 no, 1 yes, 2 yes
+ * with their nodes made first (a root the view writes). Without mu. */
+int cof_vpush_folder_mode(cof_vll *ll, fuse_ino_t dir);
+/* Adds file n (attributes st, content `sha`, in folder p) to a listing's
  * pushes if the budgets allow. */
-void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size,
-		   const char *sha);
+void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
+		   const struct stat *st, const char *sha);
+/* Node n goes to the kernel in a reply a process may see: a store of it
+ * under way ends first, and none comes after where nodes come first.
+ * Under mu (it may wait on ll->pushed). */
+void cof_vpush_seen(cof_vll *ll, cof_lnode *n);
+/* The pusher's folder's requests: 1 when req was one (and is answered). */
+int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char *name);
+int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
+		      off_t off, struct fuse_file_info *fi);
+enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
 /* Hands a listing's files (once the kernel has made their nodes) to the
  * view's pusher thread, which pushes and frees them. */
 void cof_vpush_run(cof_vll *ll, cof_vpush *ps);
+/* cof_vpush_run first in the queue, and waits until it was pushed (or
+ * dropped). */
+void cof_vpush_run_wait(cof_vll *ll, cof_vpush *ps);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
 /* Frees a listing's pushes (NULL: nothing). */

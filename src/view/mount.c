@@ -311,6 +311,7 @@ void cof_view_detach(cof_vfs *v)
 {
 	if (!v || !v->mounted)
 		return;
+	cof_vll_quiesce(v->ll);
 	fuse_session_exit(v->se);
 	fuse_session_unmount(v->se); /* lazy: MNT_DETACH, or fusermount3 -u -z */
 	if (v->by_fusermount)

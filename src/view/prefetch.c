@@ -5,6 +5,8 @@
  * (lowlevel.c, list()). docs/design.md, Views, "Prefetch on listing".
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -30,26 +32,31 @@ int cof_vpush_on(const cof_vfs *v)
 	return !off && !v->o.src && cof_vop_no_open(v);
 }
 
-/* Whether a listing of folder `dir` pushes its files: not in a root the
- * view can write. There a process may map a file shared and writable and
- * write to its pages with no request to us (mmap asks nothing, and the
- * view answers no open), so a store that comes after a read by request
- * would put the volume's bytes over what it wrote: a store must never
- * follow a read, and a read's pages are locked until we answer it, so it
- * cannot wait for a store either. Read-only roots and views have no
- * writable mappings (EROFS). */
-int cof_vpush_folder_on(cof_vll *ll, fuse_ino_t dir)
+/* Whether a listing of folder `dir` pushes its files, and how. In a root
+ * the view writes a process may map a file shared and writable and change
+ * its pages with no request to us (mmap asks nothing, and the view answers
+ * no open), so a store that came after the file's first READ would put the
+ * volume's bytes over what it wrote. A READ cannot wait for a store (the
+ * kernel holds its pages locked until we answer, and the store waits for
+ * them), so there a file is stored only before any process can know it:
+ * its node is made in the kernel first, by a listing of the pusher's own
+ * folder (see "nodes first" below), and no reply a process sees names it
+ * until its store is done or given up (cof_vpush_seen). Read-only roots
+ * and views have no writable mappings: their files are stored once the
+ * lister's own listing made their nodes. */
+int cof_vpush_folder_mode(cof_vll *ll, fuse_ino_t dir)
 {
 	cof_vfs *v = ll->v;
 	char *path;
 	const char *rel;
-	int r, on;
+	int r, mode = 0;
 
 	if (!cof_vpush_on(v) || !(path = cof_vll_path(ll, dir, NULL)))
 		return 0;
-	on = !cof_vop_split(v, path, &r, &rel) && (r < 0 || !v->roots[r].cfg.rw || v->layer < 0);
+	if (!cof_vop_split(v, path, &r, &rel))
+		mode = r < 0 || !v->roots[r].cfg.rw || v->layer < 0 ? 1 : 2;
 	free(path);
-	return on;
+	return mode;
 }
 
 /* Which of pushes c[0..n) still show the volume's file as listed: not
@@ -85,9 +92,10 @@ static void still_volumes(cof_vfs *v, pushc *c, size_t n, unsigned char *ok)
 /* Adds file n (`size` bytes of content `sha`, in folder p) to the
  * listing's pushes if the budgets allow: its bytes are then counted as
  * pushed, so a folder listed again pushes it no more. Under mu. */
-void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64_t size,
-		   const char *sha)
+void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
+		   const struct stat *st, const char *sha)
 {
+	int64_t size = st->st_size;
 	pushc *c;
 
 	if (size <= 0 || size > COF_VPUSH_FILE_MAX || p->pushed + size > COF_VPUSH_DIR_MAX ||
@@ -106,6 +114,8 @@ void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n, int64
 		return;
 	c->ino = n->ino;
 	c->size = size;
+	c->st = *st;
+	c->st.st_ino = n->ino;
 	memcpy(c->sha, sha, sizeof c->sha);
 	c->bytes = NULL;
 	c->got = 0;
@@ -210,7 +220,7 @@ static void read_batch(cof_vll *ll, pushc *c, size_t n, slab *sl)
  * thread of low priority was often held by it while it waited for the CPU,
  * and a listing waited behind it): 0, or -1 when a change began since the
  * batch was read (`c0`: ll->changes then), so nothing more is stored. */
-static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
+static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0, int nodes_first)
 {
 	cof_lnode *nd[PUSH_BATCH];
 	unsigned char stale[PUSH_BATCH];
@@ -221,7 +231,10 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
-		if ((nd[i] = c[i].got ? cof_lino_find(ll, c[i].ino) : NULL))
+		if ((nd[i] = c[i].got ? cof_lino_find(ll, c[i].ino) : NULL) &&
+		    nodes_first && nd[i]->seen)
+			nd[i] = NULL; /* a process may have it: see cof_vpush_folder_mode */
+		else if (nd[i])
 			nd[i]->pushing++;
 	pthread_mutex_unlock(&ll->mu);
 	for (size_t i = 0; i < n; i++)
@@ -258,6 +271,198 @@ void cof_vpush_free(cof_vpush *ps)
 	free(ps);
 }
 
+/* ------------------------------------------------------- nodes first
+ *
+ * In a root the view writes, a file's bytes are stored before any process
+ * can know the file (see cof_vpush_folder_mode). The store needs the
+ * kernel's node, and the kernel makes nodes only from replies to requests,
+ * so the pusher asks for them itself: it lists a folder of its own through
+ * the mount (v->dir/<hid_name>, a random name in the view's root that
+ * only the pusher's own requests find), whose entries are the batch's
+ * files under their node ids, with their listed attributes. The kernel
+ * then has the nodes (and keeps them, by those entries), the stores go in,
+ * and a later reply naming a file gives the kernel the same node id: the
+ * same node, with its pages. A file in a reply a process saw before its
+ * store (cof_vpush_seen) is not stored; one whose store is under way is
+ * named only once the store is done (a store waits for no request of
+ * ours, so the reply's wait is bounded). Only replies built before they
+ * are asked (ahead, prepared) are pushed so; a reply built on demand is
+ * read on demand. */
+
+void cof_vpush_seen(cof_vll *ll, cof_lnode *n)
+{
+	n->seen = 1;
+	while (n->pushing)
+		pthread_cond_wait(&ll->pushed, &ll->mu);
+}
+
+/* Whether the request is the pusher's own. */
+static int from_pusher(cof_vll *ll, fuse_req_t req)
+{
+	pid_t tid;
+
+	pthread_mutex_lock(&ll->mu);
+	tid = ll->pusher_tid;
+	pthread_mutex_unlock(&ll->mu);
+	return tid && fuse_req_ctx(req)->pid == tid;
+}
+
+static void hid_attr(struct stat *st, fuse_ino_t ino)
+{
+	memset(st, 0, sizeof *st);
+	st->st_ino = ino;
+	st->st_mode = S_IFDIR | 0500;
+	st->st_nlink = 2;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+}
+
+int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	cof_lnode *n;
+
+	if (parent != FUSE_ROOT_ID || strcmp(name, ll->hid_name))
+		return 0;
+	if (!from_pusher(ll, req)) {
+		fuse_reply_err(req, ENOENT);
+		return 1;
+	}
+	memset(&e, 0, sizeof e);
+	pthread_mutex_lock(&ll->mu);
+	if ((n = cof_lino_ref(ll, &ll->root, name)))
+		ll->hid_ino = n->ino;
+	pthread_mutex_unlock(&ll->mu);
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return 1;
+	}
+	hid_attr(&e.attr, n->ino);
+	e.ino = n->ino;
+	e.generation = 1; /* timeouts 0: each walk asks again, and finds it only so */
+	if (fuse_reply_entry(req, &e) == -ENOENT) {
+		pthread_mutex_lock(&ll->mu);
+		cof_lino_forget(ll, e.ino, 1);
+		pthread_mutex_unlock(&ll->mu);
+	}
+	return 1;
+}
+
+/* The pusher's folder's listing from `off` (an index into ll->mat): each
+ * entry a reference to the node the kernel now holds. */
+static void hid_list(fuse_req_t req, cof_vll *ll, size_t size, off_t off)
+{
+	char *buf = malloc(size ? size : 1);
+	fuse_ino_t *refs = malloc((ll->nmat ? ll->nmat : 1) * sizeof *refs);
+	size_t len = 0, nrefs = 0;
+
+	if (!buf || !refs) {
+		free(buf);
+		free(refs);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < ll->nmat; i++) {
+		const pushc *c = ll->mat[i];
+		cof_lnode *n = cof_lino_find(ll, c->ino);
+		struct fuse_entry_param e;
+		char name[24];
+		size_t k;
+
+		if (!n || n->seen)
+			continue;
+		snprintf(name, sizeof name, "%llx", (unsigned long long)c->ino);
+		if ((k = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0)) > size - len)
+			break;
+		memset(&e, 0, sizeof e);
+		e.attr = c->st;
+		e.ino = c->ino;
+		e.generation = 1;
+		e.entry_timeout = ll->entry_t;
+		e.attr_timeout = ll->attr_t;
+		len += fuse_add_direntry_plus(req, buf + len, size - len, name, &e, (off_t)i + 1);
+		n->nlookup++;
+		refs[nrefs++] = c->ino;
+	}
+	pthread_mutex_unlock(&ll->mu);
+	if (fuse_reply_buf(req, buf, len) == -ENOENT) { /* interrupted: the kernel took none */
+		pthread_mutex_lock(&ll->mu);
+		for (size_t i = 0; i < nrefs; i++)
+			cof_lino_forget(ll, refs[i], 1);
+		pthread_mutex_unlock(&ll->mu);
+	}
+	free(buf);
+	free(refs);
+}
+
+int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
+		      off_t off, struct fuse_file_info *fi)
+{
+	struct stat st;
+	fuse_ino_t hid;
+
+	pthread_mutex_lock(&ll->mu);
+	hid = ll->hid_ino;
+	pthread_mutex_unlock(&ll->mu);
+	if (!hid || ino != hid)
+		return 0;
+	if (op == COF_VHID_RELEASE) {
+		fuse_reply_err(req, 0);
+		return 1;
+	}
+	if (!from_pusher(ll, req)) {
+		fuse_reply_err(req, ENOENT);
+		return 1;
+	}
+	switch (op) {
+	case COF_VHID_OPEN:
+		fi->fh = 0;
+		fuse_reply_open(req, fi);
+		break;
+	case COF_VHID_LIST:
+		hid_list(req, ll, size, off);
+		break;
+	default:
+		hid_attr(&st, ino);
+		fuse_reply_attr(req, &st, 0);
+	}
+	return 1;
+}
+
+/* Makes the kernel's nodes of pushes c[0..n) that no process may know yet
+ * (see above): 0, or -1 when none is left to store. */
+static int make_nodes(cof_vll *ll, pushc *c, size_t n)
+{
+	pushc *mat[PUSH_BATCH];
+	char path[COF_PATH_MAX + 64], buf[32768];
+	size_t k = 0;
+	int fd;
+
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = 0; i < n; i++) {
+		cof_lnode *nd = cof_lino_find(ll, c[i].ino);
+		if (nd && !nd->seen && !nd->asked)
+			mat[k++] = &c[i];
+	}
+	ll->mat = mat;
+	ll->nmat = k;
+	pthread_mutex_unlock(&ll->mu);
+	if (k && ll->v->dir &&
+	    snprintf(path, sizeof path, "%s/%s", ll->v->dir, ll->hid_name) < (int)sizeof path &&
+	    (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		while (syscall(SYS_getdents64, fd, buf, sizeof buf) > 0)
+			;
+		close(fd);
+	} else
+		k = 0;
+	pthread_mutex_lock(&ll->mu);
+	ll->mat = NULL;
+	ll->nmat = 0;
+	pthread_mutex_unlock(&ll->mu);
+	return k ? 0 : -1;
+}
+
 /* Pushes a listing's files batch by batch, then frees them. */
 static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl)
 {
@@ -270,8 +475,10 @@ static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl)
 	pthread_mutex_unlock(&ll->mu);
 	for (size_t b = 0; b < ps->n && !stop; b += PUSH_BATCH) {
 		size_t n = ps->n - b < PUSH_BATCH ? ps->n - b : PUSH_BATCH;
+		if (ps->nodes_first && make_nodes(ll, ps->c + b, n) != 0)
+			continue;
 		read_batch(ll, ps->c + b, n, sl);
-		stop = push_batch(ll, ps->c + b, n, c0) != 0;
+		stop = push_batch(ll, ps->c + b, n, c0, ps->nodes_first) != 0;
 	}
 	cof_vpush_free(ps);
 }
@@ -302,6 +509,7 @@ static void *pusher(void *arg)
 
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
 	pthread_mutex_lock(&ll->mu);
+	ll->pusher_tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
 		while (!ll->q_head && !ll->prep_want && !ll->closing)
 			pthread_cond_wait(&ll->q_cv, &ll->mu);
@@ -321,8 +529,13 @@ static void *pusher(void *arg)
 			ll->q_tail = NULL;
 		ll->q_files -= ps->n;
 		pthread_mutex_unlock(&ll->mu);
+		int *done = ps->done;
 		push_all(ll, ps, &sl);
 		pthread_mutex_lock(&ll->mu);
+		if (done) {
+			*done = 1;
+			pthread_cond_broadcast(&ll->pushed);
+		}
 	}
 	pthread_mutex_unlock(&ll->mu);
 	free(sl.p);
@@ -369,6 +582,27 @@ void cof_vpush_run(cof_vll *ll, cof_vpush *ps)
 	pthread_mutex_unlock(&ll->mu);
 }
 
+void cof_vpush_run_wait(cof_vll *ll, cof_vpush *ps)
+{
+	int done = 0;
+
+	pthread_mutex_lock(&ll->mu);
+	if (!pusher_up(ll) || ll->q_files + ps->n > QUEUE_MAX) {
+		pthread_mutex_unlock(&ll->mu);
+		cof_vpush_free(ps);
+		return;
+	}
+	ps->done = &done;
+	if (!(ps->next = ll->q_head))
+		ll->q_tail = ps;
+	ll->q_head = ps;
+	ll->q_files += ps->n;
+	pthread_cond_signal(&ll->q_cv);
+	while (!done) /* the pusher takes every queued push, closing or not */
+		pthread_cond_wait(&ll->pushed, &ll->mu);
+	pthread_mutex_unlock(&ll->mu);
+}
+
 void cof_vpush_stop(cof_vll *ll)
 {
 	cof_vpush *ps;
@@ -381,6 +615,7 @@ void cof_vpush_stop(cof_vll *ll)
 	pthread_mutex_unlock(&ll->mu);
 	if (on)
 		pthread_join(ll->pusher, NULL);
+	ll->pusher_on = 0; /* (a second stop: the unmount's, after the detach's) */
 	while ((ps = ll->q_head)) { /* closing: what was left */
 		ll->q_head = ps->next;
 		cof_vpush_free(ps);

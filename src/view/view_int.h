@@ -178,6 +178,9 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 				 const struct fuse_operations *ops);
 /* Destroys the session (unmounted) and the table. */
 void cof_vll_free(cof_vll *ll);
+/* Ends the view's pusher while the loop still serves (its own requests
+ * of the mount need it): before the loop is stopped. */
+void cof_vll_quiesce(cof_vll *ll);
 
 /* ---- prefetch.c: a listing's small files into the page cache */
 
