@@ -11,7 +11,7 @@
  *    it at once would wait for all of its replies instead of the first.)
  * In a root the view writes, a reply's files are stored before it is sent
  * (prefetch.c, "nodes first"): those of replies built before as they are
- * built, and a reply built on demand waits for its stores (built_waited).
+ * built, and a reply waits for its stores before it is sent (early_stored).
  * A reply built before it is asked is sent only to a request of its offset
  * and size, and only while nothing in the view changed since it was built;
  * else it is dropped and the node references it took are given back.
@@ -228,10 +228,34 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
  * built (stored before it is sent, when the pusher is in time). */
 static void early_hand(cof_vll *ll, cof_lahead *a)
 {
+	a->push_id = 0;
 	if (a->push && a->push->nodes_first) {
-		cof_vpush_run(ll, a->push);
+		a->push_id = cof_vpush_run(ll, a->push);
 		a->push = NULL;
 	}
+}
+
+/* Waits for the stores of reply a's files (see early_hand) before it is
+ * sent, when no other lister of the view waits (the pusher's own requests
+ * need a free worker: libfuse runs at least 4); else its files already
+ * stored are, the others are read on demand (cof_vpush_seen). */
+static void early_stored(cof_vll *ll, cof_lahead *a)
+{
+	int mine;
+
+	if (!a->push_id)
+		return;
+	pthread_mutex_lock(&ll->mu);
+	if ((mine = !ll->lister_waits))
+		ll->lister_waits = 1;
+	pthread_mutex_unlock(&ll->mu);
+	if (!mine)
+		return;
+	cof_vpush_wait(ll, a->push_id);
+	pthread_mutex_lock(&ll->mu);
+	ll->lister_waits = 0;
+	pthread_mutex_unlock(&ll->mu);
+	a->push_id = 0;
 }
 
 /* ll->changes now, or 0 with *busy while a change is under way. */
@@ -491,40 +515,21 @@ void cof_vll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 }
 
 /* Where nodes come first (a root the view writes), a reply asked for and
- * not built before: built into `now`, its files stored by the pusher
- * before it is sent (a process may know them only then), and `now`; or
- * NULL (built on demand, read on demand). One lister of a view waits so at
- * a time: the pusher's own requests need a free worker (libfuse runs at
- * least 4), and the others' listings do not queue behind it. */
-static cof_lahead *built_waited(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino_t ino,
-				size_t size, off_t off)
+ * not built before: built into `now` and handed to the pusher (to be sent
+ * once its files are stored, early_stored), and `now`; or NULL (built and
+ * sent on demand, its files read on demand). */
+static cof_lahead *built_now(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino_t ino,
+			     size_t size, off_t off)
 {
 	uint64_t c0;
-	int busy, mine;
+	int busy;
 
 	if (ll->v->o.follow || cof_vpush_folder_mode(ll, ino) != 2)
 		return NULL;
 	c0 = changes_now(ll, &busy);
-	if (busy)
+	if (busy || early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir))
 		return NULL;
-	pthread_mutex_lock(&ll->mu);
-	if ((mine = !ll->lister_waits))
-		ll->lister_waits = 1;
-	pthread_mutex_unlock(&ll->mu);
-	if (!mine)
-		return NULL;
-	if (early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir) == 0 && now->push &&
-	    now->push->nodes_first) {
-		cof_vpush_run_wait(ll, now->push);
-		now->push = NULL;
-	}
-	pthread_mutex_lock(&ll->mu);
-	ll->lister_waits = 0;
-	pthread_mutex_unlock(&ll->mu);
-	if (!now->buf)
-		return NULL;
-	/* sent as if built before: now's uid/gid are this caller's */
-	now->off = off;
+	early_hand(ll, now);
 	return now;
 }
 
@@ -557,10 +562,11 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (!early && plus && early_fits(ll, &d->ahead, size, off))
 		early = &d->ahead;
-	if (!early && plus && (early = built_waited(ll, d, &now, ino, size, off)))
+	if (!early && plus && (early = built_now(ll, d, &now, ino, size, off)))
 		early_drop(ll, &d->ahead);
 	if (early) {
 		/* its references are the kernel's once sent; its files are seen */
+		early_stored(ll, early);
 		pthread_mutex_lock(&ll->mu);
 		for (size_t i = 0; i < early->nrefs; i++) {
 			cof_lnode *n = cof_lino_find(ll, early->refs[i]);

@@ -60,6 +60,8 @@ struct cof_vll {
 	struct pushc *const *mat; /* what it lists now */
 	size_t nmat;
 	int lister_waits;       /* a listing waits for its stores (listing.c) */
+	uint64_t push_ids;      /* the last queued push's id */
+	uint64_t cur_id;        /* the one the pusher pushes now, or 0 */
 	/* listing.c */
 	size_t list_size;       /* the size the last READDIRPLUS asked */
 	int npreps;             /* folders prepared, not yet opened */
@@ -84,6 +86,7 @@ typedef struct cof_lahead {
 	uid_t uid;              /* the caller it was built for (the owner of */
 	gid_t gid;              /* its entries): another is answered anew */
 	struct cof_vpush *push;
+	uint64_t push_id;       /* its files handed to the pusher (nodes first) */
 	fuse_ino_t *refs;
 	size_t nrefs, cap;
 } cof_lahead;
@@ -130,7 +133,7 @@ struct cof_vpush {
 	pushc *c;
 	size_t n, cap;
 	int nodes_first; /* a root the view writes: see prefetch.c */
-	int *done;       /* set (and ll->pushed broadcast) once pushed, when given */
+	uint64_t id;     /* its number in the queue (cof_vpush_wait) */
 	struct cof_vpush *next; /* in ll's queue */
 };
 
@@ -202,12 +205,13 @@ int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char 
 int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
 		      off_t off, struct fuse_file_info *fi);
 enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
-/* Hands a listing's files (once the kernel has made their nodes) to the
- * view's pusher thread, which pushes and frees them. */
-void cof_vpush_run(cof_vll *ll, cof_vpush *ps);
-/* cof_vpush_run first in the queue, and waits until it was pushed (or
- * dropped). */
-void cof_vpush_run_wait(cof_vll *ll, cof_vpush *ps);
+/* Hands a listing's files (once the kernel has made their nodes, or where
+ * nodes come first as soon as built) to the view's pusher thread, which
+ * pushes and frees them: its id, or 0 when dropped. */
+uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps);
+/* Waits until the push of that id (cof_vpush_run's) is done or dropped,
+ * first in the queue meanwhile. */
+void cof_vpush_wait(cof_vll *ll, uint64_t id);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
 /* Frees a listing's pushes (NULL: nothing). */

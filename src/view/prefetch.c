@@ -5,6 +5,7 @@
  * (lowlevel.c, list()). docs/design.md, Views, "Prefetch on listing".
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -528,14 +529,12 @@ static void *pusher(void *arg)
 		if (!(ll->q_head = ps->next))
 			ll->q_tail = NULL;
 		ll->q_files -= ps->n;
+		ll->cur_id = ps->id;
 		pthread_mutex_unlock(&ll->mu);
-		int *done = ps->done;
 		push_all(ll, ps, &sl);
 		pthread_mutex_lock(&ll->mu);
-		if (done) {
-			*done = 1;
-			pthread_cond_broadcast(&ll->pushed);
-		}
+		ll->cur_id = 0;
+		pthread_cond_broadcast(&ll->pushed); /* cof_vpush_wait's */
 	}
 	pthread_mutex_unlock(&ll->mu);
 	free(sl.p);
@@ -563,14 +562,17 @@ void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *c
 	pthread_mutex_unlock(&ll->mu);
 }
 
-void cof_vpush_run(cof_vll *ll, cof_vpush *ps)
+uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps)
 {
+	uint64_t id;
+
 	pthread_mutex_lock(&ll->mu);
 	if (!pusher_up(ll) || ll->q_files + ps->n > QUEUE_MAX) {
 		pthread_mutex_unlock(&ll->mu);
 		cof_vpush_free(ps);
-		return;
+		return 0;
 	}
+	id = ps->id = ++ll->push_ids;
 	ps->next = NULL;
 	if (ll->q_tail)
 		ll->q_tail->next = ps;
@@ -580,26 +582,29 @@ void cof_vpush_run(cof_vll *ll, cof_vpush *ps)
 	ll->q_files += ps->n;
 	pthread_cond_signal(&ll->q_cv);
 	pthread_mutex_unlock(&ll->mu);
+	return id;
 }
 
-void cof_vpush_run_wait(cof_vll *ll, cof_vpush *ps)
+void cof_vpush_wait(cof_vll *ll, uint64_t id)
 {
-	int done = 0;
+	cof_vpush **pp, *ps;
 
 	pthread_mutex_lock(&ll->mu);
-	if (!pusher_up(ll) || ll->q_files + ps->n > QUEUE_MAX) {
-		pthread_mutex_unlock(&ll->mu);
-		cof_vpush_free(ps);
-		return;
+	for (pp = &ll->q_head; (ps = *pp) && ps->id != id; pp = &ps->next)
+		;
+	if (ps && pp != &ll->q_head) { /* first in the queue */
+		if (!(*pp = ps->next))
+			ll->q_tail = (cof_vpush *)((char *)pp - offsetof(cof_vpush, next));
+		ps->next = ll->q_head;
+		ll->q_head = ps;
 	}
-	ps->done = &done;
-	if (!(ps->next = ll->q_head))
-		ll->q_tail = ps;
-	ll->q_head = ps;
-	ll->q_files += ps->n;
-	pthread_cond_signal(&ll->q_cv);
-	while (!done) /* the pusher takes every queued push, closing or not */
+	for (;;) { /* the pusher takes every queued push, closing or not */
+		for (ps = ll->q_head; ps && ps->id != id; ps = ps->next)
+			;
+		if (!ps && ll->cur_id != id)
+			break;
 		pthread_cond_wait(&ll->pushed, &ll->mu);
+	}
 	pthread_mutex_unlock(&ll->mu);
 }
 
