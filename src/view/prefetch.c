@@ -286,9 +286,8 @@ void cof_vpush_free(cof_vpush *ps)
  * same node, with its pages. A file in a reply a process saw before its
  * store (cof_vpush_seen) is not stored; one whose store is under way is
  * named only once the store is done (a store waits for no request of
- * ours, so the reply's wait is bounded). Only replies built before they
- * are asked (ahead, prepared) are pushed so; a reply built on demand is
- * read on demand. */
+ * ours, so the reply's wait is bounded). listing.c hands a reply's files
+ * over as soon as it is built and sends it once they are stored. */
 
 void cof_vpush_seen(cof_vll *ll, cof_lnode *n)
 {
