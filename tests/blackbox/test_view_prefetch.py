@@ -267,3 +267,26 @@ def test_a_prepared_folder_of_a_read_write_root_is_pushed_before_it_is_seen(srv)
        "listed; mmap writes of them that did not read back")
     for i in (0, 39):
         eq(srv.get_file(ws, "t/b/%02d.txt" % i).body, b"NEW" + b"b" * 4093, "stored %d" % i)
+
+
+def test_walkers_at_once_in_a_read_write_root_see_every_file(srv):
+    # listers of a read-write root wait for their files' stores one at a time
+    # (the pusher's own requests need a free worker): four walks at once end,
+    # and read every file right
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    want = {}
+    for d in range(4):
+        for i in range(300):
+            p = "s/%d/%03d.txt" % (d, i)
+            want[p] = b"%d %03d\n" % (d, i) * (1 + i % 7)
+            srv.put_ok(ws, p, want[p])
+    lines = sorted("%s %s" % (harness.sha256(b), p) for p, b in want.items())
+    t = new_turn(srv, aid)
+    out = ok(srv, t["id"], "cd /workspace && for k in 1 2 3 4; do "
+             "(find s -type f | xargs sha256sum | sort > /tmp/w$k) & done; wait; "
+             "for k in 1 2 3 4; do md5sum < /tmp/w$k; done; cat /tmp/w1")
+    sums = out["stdout"].splitlines()[:4]
+    eq(len(set(sums)), 1, "four walks read the same: %r" % sums)
+    eq(sorted(" ".join(l.split()) for l in out["stdout"].splitlines()[4:]), lines,
+       "every file's sha256")
