@@ -430,15 +430,33 @@ int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_
 	return 1;
 }
 
-/* Makes the kernel's nodes of pushes c[0..n) that no process may know yet
- * (see above): 0, or -1 when none is left to store. */
-static int make_nodes(cof_vll *ll, pushc *c, size_t n)
+/* The pusher's folder, opened once (its fd in *fd, kept until the pusher
+ * ends): each walk of it after is one READDIRPLUS round trip, not a lookup,
+ * an open and a release as well. 0, or -1. */
+static int hid_open(cof_vll *ll, int *fd)
 {
-	pushc *mat[PUSH_BATCH];
-	char path[COF_PATH_MAX + 64], buf[32768];
-	size_t k = 0;
-	int fd;
+	char path[COF_PATH_MAX + 64];
 
+	if (*fd >= 0)
+		return lseek(*fd, 0, SEEK_SET) == 0 ? 0 : -1;
+	if (!ll->v->dir ||
+	    snprintf(path, sizeof path, "%s/%s", ll->v->dir, ll->hid_name) >= (int)sizeof path)
+		return -1;
+	*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return *fd >= 0 ? 0 : -1;
+}
+
+/* Makes the kernel's nodes of pushes c[0..n) that no process may know yet
+ * (see above), by one walk of the pusher's folder (its fd *hfd): 0, or -1
+ * when none is left to store. */
+static int make_nodes(cof_vll *ll, pushc *c, size_t n, int *hfd)
+{
+	pushc **mat = malloc((n ? n : 1) * sizeof *mat);
+	char buf[32768];
+	size_t k = 0;
+
+	if (!mat)
+		return -1;
 	pthread_mutex_lock(&ll->mu);
 	for (size_t i = 0; i < n; i++) {
 		cof_lnode *nd = cof_lino_find(ll, c[i].ino);
@@ -448,23 +466,21 @@ static int make_nodes(cof_vll *ll, pushc *c, size_t n)
 	ll->mat = mat;
 	ll->nmat = k;
 	pthread_mutex_unlock(&ll->mu);
-	if (k && ll->v->dir &&
-	    snprintf(path, sizeof path, "%s/%s", ll->v->dir, ll->hid_name) < (int)sizeof path &&
-	    (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		while (syscall(SYS_getdents64, fd, buf, sizeof buf) > 0)
+	if (k && hid_open(ll, hfd) == 0) {
+		while (syscall(SYS_getdents64, *hfd, buf, sizeof buf) > 0)
 			;
-		close(fd);
 	} else
 		k = 0;
 	pthread_mutex_lock(&ll->mu);
 	ll->mat = NULL;
 	ll->nmat = 0;
 	pthread_mutex_unlock(&ll->mu);
+	free(mat);
 	return k ? 0 : -1;
 }
 
 /* Pushes a listing's files batch by batch, then frees them. */
-static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl)
+static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl, int *hfd)
 {
 	uint64_t c0;
 	int stop;
@@ -473,10 +489,11 @@ static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl)
 	c0 = ll->changes;
 	stop = ll->inflight != 0 || ll->closing;
 	pthread_mutex_unlock(&ll->mu);
+	/* where nodes come first, all of them at once (one walk a reply) */
+	if (!stop && ps->nodes_first && make_nodes(ll, ps->c, ps->n, hfd) != 0)
+		stop = 1;
 	for (size_t b = 0; b < ps->n && !stop; b += PUSH_BATCH) {
 		size_t n = ps->n - b < PUSH_BATCH ? ps->n - b : PUSH_BATCH;
-		if (ps->nodes_first && make_nodes(ll, ps->c + b, n) != 0)
-			continue;
 		read_batch(ll, ps->c + b, n, sl);
 		stop = push_batch(ll, ps->c + b, n, c0, ps->nodes_first) != 0;
 	}
@@ -506,6 +523,7 @@ static void *pusher(void *arg)
 	cof_vll *ll = arg;
 	slab sl = {0};
 	cof_vpush *ps;
+	int hfd = -1; /* the pusher's folder (hid_open) */
 
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
 	pthread_mutex_lock(&ll->mu);
@@ -530,12 +548,14 @@ static void *pusher(void *arg)
 		ll->q_files -= ps->n;
 		ll->cur_id = ps->id;
 		pthread_mutex_unlock(&ll->mu);
-		push_all(ll, ps, &sl);
+		push_all(ll, ps, &sl, &hfd);
 		pthread_mutex_lock(&ll->mu);
 		ll->cur_id = 0;
 		pthread_cond_broadcast(&ll->pushed); /* cof_vpush_wait's */
 	}
 	pthread_mutex_unlock(&ll->mu);
+	if (hfd >= 0)
+		close(hfd);
 	free(sl.p);
 	return NULL;
 }
