@@ -185,7 +185,9 @@ def test_mmap_writes_right_after_a_listing_keep_their_bytes(srv):
         eq(srv.get_file(ws, "m/%03d.txt" % i).body, b"NEW" + b"." * 4093, "stored %d" % i)
 
 
-_RESIDENT = r"""
+# in a call: whether a file's first page is in the page cache (mincore of a
+# mapping never touched), as _resident above
+_IN_CACHE = r"""
 import ctypes, mmap, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
@@ -199,6 +201,9 @@ def resident(p):
     libc.mincore(a, 4096, v)
     libc.munmap(a, 4096); os.close(fd)
     return v.raw[0] & 1
+"""
+
+_RESIDENT = _IN_CACHE + r"""
 for root in sys.argv[1:]:
     os.listdir(root)
     time.sleep(1)
@@ -222,20 +227,7 @@ def test_a_listing_pushes_read_only_and_read_write_roots(srv):
        "pages in the cache after a listing")
 
 
-_PREPARED = r"""
-import ctypes, mmap, os, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-def resident(p):
-    fd = os.open(p, os.O_RDONLY)
-    a = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-    v = ctypes.create_string_buffer(1)
-    libc.mincore(a, 4096, v)
-    libc.munmap(a, 4096); os.close(fd)
-    return v.raw[0] & 1
+_PREPARED = _IN_CACHE + r"""
 os.listdir("/workspace/t")
 os.listdir("/workspace/t/a")  # its opening prepares b, the folder after it
 time.sleep(1)
