@@ -236,25 +236,12 @@ static void early_hand(cof_vll *ll, cof_lahead *a)
 }
 
 /* Waits for the stores of reply a's files (see early_hand) before it is
- * sent, when no other lister of the view waits (the pusher's own requests
- * need a free worker: libfuse runs at least 4); else its files already
- * stored are, the others are read on demand (cof_vpush_seen). */
+ * sent (cof_vpush_wait: when another lister of the view waits already, its
+ * files already stored are, the others are read on demand, cof_vpush_seen). */
 static void early_stored(cof_vll *ll, cof_lahead *a)
 {
-	int mine;
-
-	if (!a->push_id)
-		return;
-	pthread_mutex_lock(&ll->mu);
-	if ((mine = !ll->lister_waits))
-		ll->lister_waits = 1;
-	pthread_mutex_unlock(&ll->mu);
-	if (!mine)
-		return;
-	cof_vpush_wait(ll, a->push_id);
-	pthread_mutex_lock(&ll->mu);
-	ll->lister_waits = 0;
-	pthread_mutex_unlock(&ll->mu);
+	if (a->push_id)
+		cof_vpush_wait(ll, a->push_id);
 	a->push_id = 0;
 }
 
@@ -547,6 +534,10 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	cof_vpush *ready;
 	int rc;
 
+	if (!d) { /* the pusher's folder, asked by none of its walkers */
+		fuse_reply_err(req, EBADF);
+		return;
+	}
 	if (plus)
 		__atomic_store_n(&ll->list_size, size, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&d->mu);

@@ -529,6 +529,7 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 	pthread_mutex_init(&ll->mu, NULL);
 	pthread_cond_init(&ll->pushed, NULL);
 	pthread_cond_init(&ll->q_cv, NULL);
+	ll->walk[0].fd = ll->walk[1].fd = -1;
 	/* the pusher's own folder's name (prefetch.c, "nodes first") */
 	unsigned char r[16];
 	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {

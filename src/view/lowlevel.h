@@ -27,6 +27,7 @@ typedef struct cof_lnode {
 	int seen;               /* in a reply a process could see (a lookup, a
 				 * listing sent): in a root the view writes, its
 				 * bytes are never stored after (prefetch.c) */
+	int hid;                /* the pusher's folder (prefetch.c) */
 	/* a folder's (listing.c) */
 	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
 	struct cof_lprep *prep; /* its replies, prepared before it was opened */
@@ -51,15 +52,20 @@ struct cof_vll {
 	pthread_cond_t q_cv;
 	pthread_t pusher;
 	int pusher_on, closing;
-	pid_t pusher_tid;       /* the pusher's requests of the folder below */
 	/* the pusher's folder (prefetch.c, "nodes first"): a name in the
-	 * view's root only the pusher finds, listing the files it is about to
-	 * store in a root the view writes */
-	char hid_name[40];
-	fuse_ino_t hid_ino;     /* its node once looked up, or 0 */
-	struct pushc *const *mat; /* what it lists now */
-	size_t nmat;
-	int lister_waits;       /* a listing waits for its stores (listing.c) */
+	 * view's root only its walkers find, listing the files a walker is
+	 * about to store in a root the view writes. Two walk it: the pusher
+	 * ([0]) and a lister that pushes its own reply's files ([1]). */
+	char hid_name[48];      /* ".coffer-" and 32 hex digits */
+	struct cof_vwalk {
+		pid_t tid;      /* whose requests it answers (0: none now) */
+		struct pushc *const *mat; /* what it lists to them now */
+		size_t nmat;
+		int fd;         /* the folder, kept open (-1: not yet) */
+		char *buf;      /* the walker's memory for a batch's bytes */
+		size_t cap;
+	} walk[2];
+	int lister_waits;       /* a listing waits for its stores (cof_vpush_wait) */
 	uint64_t push_ids;      /* the last queued push's id */
 	uint64_t cur_id;        /* the one the pusher pushes now, or 0 */
 	/* listing.c */
@@ -209,8 +215,9 @@ enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
  * nodes come first as soon as built) to the view's pusher thread, which
  * pushes and frees them: its id, or 0 when dropped. */
 uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps);
-/* Waits until the push of that id (cof_vpush_run's) is done or dropped,
- * first in the queue meanwhile. */
+/* Waits until the push of that id (cof_vpush_run's) is done or dropped:
+ * pushes it on the calling thread when the pusher has not begun it; at
+ * once when another lister of the view waits already. */
 void cof_vpush_wait(cof_vll *ll, uint64_t id);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);

@@ -162,17 +162,12 @@ static void read_content(cof_vfs *v, pushc *c)
 	c->got = off == c->size;
 }
 
-/* The pusher's memory for a batch's bytes, kept from batch to batch (a
- * malloc and free of each file's made the allocator hand pages back and
- * fault them in again, a third of the pusher's time). */
-typedef struct slab {
-	char *p;
-	size_t cap;
-} slab;
-
 /* Reads the bytes of pushes c[0..n) that still show the volume's file as
- * listed (see still_volumes); the others get none. */
-static void read_batch(cof_vll *ll, pushc *c, size_t n, slab *sl)
+ * listed (see still_volumes); the others get none. Into walker w's memory,
+ * kept from batch to batch (a malloc and free of each file's made the
+ * allocator hand pages back and fault them in again, a third of the
+ * pusher's time). */
+static void read_batch(cof_vll *ll, pushc *c, size_t n, struct cof_vwalk *w)
 {
 	cof_vfs *v = ll->v;
 	const char *shas[PUSH_BATCH];
@@ -182,16 +177,16 @@ static void read_batch(cof_vll *ll, pushc *c, size_t n, slab *sl)
 
 	for (size_t i = 0; i < n; i++)
 		need += (size_t)c[i].size;
-	if (need > sl->cap) {
-		char *p = realloc(sl->p, need);
+	if (need > w->cap) {
+		char *p = realloc(w->buf, need);
 		if (!p)
 			return;
-		sl->p = p;
-		sl->cap = need;
+		w->buf = p;
+		w->cap = need;
 	}
 	need = 0;
 	for (size_t i = 0; i < n; i++) {
-		c[i].bytes = sl->p + need;
+		c[i].bytes = w->buf + need;
 		need += (size_t)c[i].size;
 	}
 	still_volumes(v, c, n, ok);
@@ -279,7 +274,7 @@ void cof_vpush_free(cof_vpush *ps)
  * kernel's node, and the kernel makes nodes only from replies to requests,
  * so the pusher asks for them itself: it lists a folder of its own through
  * the mount (v->dir/<hid_name>, a random name in the view's root that
- * only the pusher's own requests find), whose entries are the batch's
+ * only its walkers' own requests find), whose entries are the batch's
  * files under their node ids, with their listed attributes. The kernel
  * then has the nodes (and keeps them, by those entries), the stores go in,
  * and a later reply naming a file gives the kernel the same node id: the
@@ -287,7 +282,9 @@ void cof_vpush_free(cof_vpush *ps)
  * store (cof_vpush_seen) is not stored; one whose store is under way is
  * named only once the store is done (a store waits for no request of
  * ours, so the reply's wait is bounded). listing.c hands a reply's files
- * over as soon as it is built and sends it once they are stored. */
+ * over as soon as it is built and sends it once they are stored; when the
+ * pusher has not begun them by then, the lister's thread makes the nodes
+ * and stores itself (cof_vpush_wait), the pusher's second walker. */
 
 void cof_vpush_seen(cof_vll *ll, cof_lnode *n)
 {
@@ -296,15 +293,16 @@ void cof_vpush_seen(cof_vll *ll, cof_lnode *n)
 		pthread_cond_wait(&ll->pushed, &ll->mu);
 }
 
-/* Whether the request is the pusher's own. */
-static int from_pusher(cof_vll *ll, fuse_req_t req)
+/* The walker of the pusher's folder whose request req is, or NULL (a
+ * request of anyone else). Under mu. */
+static struct cof_vwalk *walk_of(cof_vll *ll, fuse_req_t req)
 {
-	pid_t tid;
+	pid_t pid = fuse_req_ctx(req)->pid;
 
-	pthread_mutex_lock(&ll->mu);
-	tid = ll->pusher_tid;
-	pthread_mutex_unlock(&ll->mu);
-	return tid && fuse_req_ctx(req)->pid == tid;
+	for (int i = 0; i < 2; i++)
+		if (ll->walk[i].tid && ll->walk[i].tid == pid)
+			return &ll->walk[i];
+	return NULL;
 }
 
 static void hid_attr(struct stat *st, fuse_ino_t ino)
@@ -324,14 +322,15 @@ int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char 
 
 	if (parent != FUSE_ROOT_ID || strcmp(name, ll->hid_name))
 		return 0;
-	if (!from_pusher(ll, req)) {
+	memset(&e, 0, sizeof e);
+	pthread_mutex_lock(&ll->mu);
+	if (!walk_of(ll, req)) {
+		pthread_mutex_unlock(&ll->mu);
 		fuse_reply_err(req, ENOENT);
 		return 1;
 	}
-	memset(&e, 0, sizeof e);
-	pthread_mutex_lock(&ll->mu);
 	if ((n = cof_lino_ref(ll, &ll->root, name)))
-		ll->hid_ino = n->ino;
+		n->hid = 1; /* (both walkers' lookups name this node while one holds it) */
 	pthread_mutex_unlock(&ll->mu);
 	if (!n) {
 		fuse_reply_err(req, ENOMEM);
@@ -348,23 +347,24 @@ int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char 
 	return 1;
 }
 
-/* The pusher's folder's listing from `off` (an index into ll->mat): each
- * entry a reference to the node the kernel now holds. */
-static void hid_list(fuse_req_t req, cof_vll *ll, size_t size, off_t off)
+/* The pusher's folder's listing from `off` (an index into the walker's
+ * mat) to walker w: each entry a reference to the node the kernel now
+ * holds. Under mu, which it releases. */
+static void hid_list(fuse_req_t req, cof_vll *ll, struct cof_vwalk *w, size_t size, off_t off)
 {
 	char *buf = malloc(size ? size : 1);
-	fuse_ino_t *refs = malloc((ll->nmat ? ll->nmat : 1) * sizeof *refs);
+	fuse_ino_t *refs = malloc((w->nmat ? w->nmat : 1) * sizeof *refs);
 	size_t len = 0, nrefs = 0;
 
 	if (!buf || !refs) {
+		pthread_mutex_unlock(&ll->mu);
 		free(buf);
 		free(refs);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	pthread_mutex_lock(&ll->mu);
-	for (size_t i = off < 0 ? 0 : (size_t)off; i < ll->nmat; i++) {
-		const pushc *c = ll->mat[i];
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < w->nmat; i++) {
+		const pushc *c = w->mat[i];
 		cof_lnode *n = cof_lino_find(ll, c->ino);
 		struct fuse_entry_param e;
 		char name[24];
@@ -399,19 +399,26 @@ static void hid_list(fuse_req_t req, cof_vll *ll, size_t size, off_t off)
 int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
 		      off_t off, struct fuse_file_info *fi)
 {
+	struct cof_vwalk *w;
 	struct stat st;
-	fuse_ino_t hid;
+	cof_lnode *n;
 
 	pthread_mutex_lock(&ll->mu);
-	hid = ll->hid_ino;
-	pthread_mutex_unlock(&ll->mu);
-	if (!hid || ino != hid)
+	if (!(n = cof_lino_find(ll, ino)) || !n->hid) {
+		pthread_mutex_unlock(&ll->mu);
 		return 0;
+	}
+	w = walk_of(ll, req);
+	if (op == COF_VHID_LIST && w) {
+		hid_list(req, ll, w, size, off);
+		return 1;
+	}
+	pthread_mutex_unlock(&ll->mu);
 	if (op == COF_VHID_RELEASE) {
 		fuse_reply_err(req, 0);
 		return 1;
 	}
-	if (!from_pusher(ll, req)) {
+	if (!w) {
 		fuse_reply_err(req, ENOENT);
 		return 1;
 	}
@@ -419,9 +426,6 @@ int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_
 	case COF_VHID_OPEN:
 		fi->fh = 0;
 		fuse_reply_open(req, fi);
-		break;
-	case COF_VHID_LIST:
-		hid_list(req, ll, size, off);
 		break;
 	default:
 		hid_attr(&st, ino);
@@ -447,9 +451,9 @@ static int hid_open(cof_vll *ll, int *fd)
 }
 
 /* Makes the kernel's nodes of pushes c[0..n) that no process may know yet
- * (see above), by one walk of the pusher's folder (its fd *hfd): 0, or -1
- * when none is left to store. */
-static int make_nodes(cof_vll *ll, pushc *c, size_t n, int *hfd)
+ * (see above), by one walk of the pusher's folder by walker w (the calling
+ * thread): 0, or -1 when none is left to store. */
+static int make_nodes(cof_vll *ll, struct cof_vwalk *w, pushc *c, size_t n)
 {
 	pushc **mat = malloc((n ? n : 1) * sizeof *mat);
 	char buf[32768];
@@ -463,24 +467,25 @@ static int make_nodes(cof_vll *ll, pushc *c, size_t n, int *hfd)
 		if (nd && !nd->seen && !nd->asked)
 			mat[k++] = &c[i];
 	}
-	ll->mat = mat;
-	ll->nmat = k;
+	w->mat = mat;
+	w->nmat = k;
 	pthread_mutex_unlock(&ll->mu);
-	if (k && hid_open(ll, hfd) == 0) {
-		while (syscall(SYS_getdents64, *hfd, buf, sizeof buf) > 0)
+	if (k && hid_open(ll, &w->fd) == 0) {
+		while (syscall(SYS_getdents64, w->fd, buf, sizeof buf) > 0)
 			;
 	} else
 		k = 0;
 	pthread_mutex_lock(&ll->mu);
-	ll->mat = NULL;
-	ll->nmat = 0;
+	w->mat = NULL;
+	w->nmat = 0;
 	pthread_mutex_unlock(&ll->mu);
 	free(mat);
 	return k ? 0 : -1;
 }
 
-/* Pushes a listing's files batch by batch, then frees them. */
-static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl, int *hfd)
+/* Pushes a listing's files batch by batch as walker w (the calling
+ * thread), then frees them. */
+static void push_all(cof_vll *ll, cof_vpush *ps, struct cof_vwalk *w)
 {
 	uint64_t c0;
 	int stop;
@@ -490,11 +495,11 @@ static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl, int *hfd)
 	stop = ll->inflight != 0 || ll->closing;
 	pthread_mutex_unlock(&ll->mu);
 	/* where nodes come first, all of them at once (one walk a reply) */
-	if (!stop && ps->nodes_first && make_nodes(ll, ps->c, ps->n, hfd) != 0)
+	if (!stop && ps->nodes_first && make_nodes(ll, w, ps->c, ps->n) != 0)
 		stop = 1;
 	for (size_t b = 0; b < ps->n && !stop; b += PUSH_BATCH) {
 		size_t n = ps->n - b < PUSH_BATCH ? ps->n - b : PUSH_BATCH;
-		read_batch(ll, ps->c + b, n, sl);
+		read_batch(ll, ps->c + b, n, w);
 		stop = push_batch(ll, ps->c + b, n, c0, ps->nodes_first) != 0;
 	}
 	cof_vpush_free(ps);
@@ -521,13 +526,11 @@ static void push_all(cof_vll *ll, cof_vpush *ps, slab *sl, int *hfd)
 static void *pusher(void *arg)
 {
 	cof_vll *ll = arg;
-	slab sl = {0};
 	cof_vpush *ps;
-	int hfd = -1; /* the pusher's folder (hid_open) */
 
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
 	pthread_mutex_lock(&ll->mu);
-	ll->pusher_tid = (pid_t)syscall(SYS_gettid);
+	ll->walk[0].tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
 		while (!ll->q_head && !ll->prep_want && !ll->closing)
 			pthread_cond_wait(&ll->q_cv, &ll->mu);
@@ -548,15 +551,13 @@ static void *pusher(void *arg)
 		ll->q_files -= ps->n;
 		ll->cur_id = ps->id;
 		pthread_mutex_unlock(&ll->mu);
-		push_all(ll, ps, &sl, &hfd);
+		push_all(ll, ps, &ll->walk[0]);
 		pthread_mutex_lock(&ll->mu);
 		ll->cur_id = 0;
 		pthread_cond_broadcast(&ll->pushed); /* cof_vpush_wait's */
 	}
+	ll->walk[0].tid = 0;
 	pthread_mutex_unlock(&ll->mu);
-	if (hfd >= 0)
-		close(hfd);
-	free(sl.p);
 	return NULL;
 }
 
@@ -604,26 +605,46 @@ uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps)
 	return id;
 }
 
+/* A listing's reply waits for its files' stores. The pusher takes pushes
+ * in order and is often busy with the folder a walk reaches next (its
+ * preparation and stores): the lister's thread, whose request is the one
+ * a process waits for, does its own reply's push then, beside the pusher,
+ * as the folder's second walker. One lister of a view waits at a time: the
+ * walkers' requests of the pusher's folder need free workers (libfuse
+ * runs 4 in a view). */
 void cof_vpush_wait(cof_vll *ll, uint64_t id)
 {
 	cof_vpush **pp, *ps;
 
 	pthread_mutex_lock(&ll->mu);
+	if (ll->lister_waits) {
+		pthread_mutex_unlock(&ll->mu);
+		return;
+	}
+	ll->lister_waits = 1;
 	for (pp = &ll->q_head; (ps = *pp) && ps->id != id; pp = &ps->next)
 		;
-	if (ps && pp != &ll->q_head) { /* first in the queue */
+	if (ps && !ll->closing) { /* not begun: pushed here */
 		if (!(*pp = ps->next))
-			ll->q_tail = (cof_vpush *)((char *)pp - offsetof(cof_vpush, next));
-		ps->next = ll->q_head;
-		ll->q_head = ps;
+			ll->q_tail = pp == &ll->q_head ? NULL
+				: (cof_vpush *)((char *)pp - offsetof(cof_vpush, next));
+		ll->q_files -= ps->n;
+		ll->walk[1].tid = (pid_t)syscall(SYS_gettid);
+		pthread_mutex_unlock(&ll->mu);
+		push_all(ll, ps, &ll->walk[1]);
+		pthread_mutex_lock(&ll->mu);
+		ll->walk[1].tid = 0;
+	} else { /* the pusher's now (or, closing, soon dropped by it) */
+		for (;;) {
+			for (ps = ll->q_head; ps && ps->id != id; ps = ps->next)
+				;
+			if (!ps && ll->cur_id != id)
+				break;
+			pthread_cond_wait(&ll->pushed, &ll->mu);
+		}
 	}
-	for (;;) { /* the pusher takes every queued push, closing or not */
-		for (ps = ll->q_head; ps && ps->id != id; ps = ps->next)
-			;
-		if (!ps && ll->cur_id != id)
-			break;
-		pthread_cond_wait(&ll->pushed, &ll->mu);
-	}
+	ll->lister_waits = 0;
+	pthread_cond_broadcast(&ll->pushed); /* cof_vpush_stop's */
 	pthread_mutex_unlock(&ll->mu);
 }
 
@@ -636,6 +657,8 @@ void cof_vpush_stop(cof_vll *ll)
 	ll->closing = 1;
 	pthread_cond_broadcast(&ll->q_cv);
 	on = ll->pusher_on;
+	while (ll->lister_waits) /* its walk needs the loop: it still serves */
+		pthread_cond_wait(&ll->pushed, &ll->mu);
 	pthread_mutex_unlock(&ll->mu);
 	if (on)
 		pthread_join(ll->pusher, NULL);
@@ -645,4 +668,12 @@ void cof_vpush_stop(cof_vll *ll)
 		cof_vpush_free(ps);
 	}
 	ll->q_tail = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (ll->walk[i].fd >= 0)
+			close(ll->walk[i].fd);
+		ll->walk[i].fd = -1;
+		free(ll->walk[i].buf);
+		ll->walk[i].buf = NULL;
+		ll->walk[i].cap = 0;
+	}
 }
