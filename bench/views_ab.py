@@ -3,14 +3,18 @@
 cold-call figures move a lot between runs of the same code; only an A/B taken
 in one run says whether a change helped):
 
-  bench/views_ab.py [--rounds R] [--calls K] [--modes rw:grep,ro:grep,rw:find] BUILD_A BUILD_B
+  bench/views_ab.py [--rounds R] [--calls K] [--modes rw:grep,ro:grep,rw:find] [--big N]
+                    BUILD_A BUILD_B
 
 Each round starts each build's cofferd once (A then B, then B then A in the
 next round) and times K cold calls per mode: each call's first run of the
 command on a view just mounted (the volume moved before it), timed inside the
 call, with the same tree copied to the call's tmpfs timed beside it. Prints the
 medians over all rounds and the ratios to the tmpfs anchor. Writes nothing to
-results.md. BUILD_* are build dirs holding cofferd (make BUILD=dir)."""
+results.md. BUILD_* are build dirs holding cofferd (make BUILD=dir). --big N adds a
+volume of N files of 64 bytes to the store, as bench/views.py's call-start row has
+(100,000): a larger store makes SQLite's reads slower, and read-only roots' pushes fall
+further behind grep (bench/results.md, Views: history)."""
 
 import os, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -21,7 +25,7 @@ CMDS = {"grep": "grep -r zzzneedle %s", "find": "find %s -type f | xargs stat"}
 
 
 def main():
-    rounds, calls, modes = 2, 5, "rw:grep,ro:grep,rw:find"
+    rounds, calls, modes, big = 2, 5, "rw:grep,ro:grep,rw:find", 0
     args = sys.argv[1:]
     builds = []
     while args:
@@ -32,6 +36,8 @@ def main():
             calls = int(args.pop(0))
         elif a == "--modes":
             modes = args.pop(0)
+        elif a == "--big":
+            big = int(args.pop(0))
         else:
             builds.append(os.path.abspath(a))
     if len(builds) != 2:
@@ -40,7 +46,10 @@ def main():
     work = tempfile.mkdtemp(prefix="coffer-bench-ab-")
     data = os.path.join(work, "data")
     try:
-        tree = views.fill(views.populate_bin(work), data, "tree", 5000, 4096)
+        exe = views.populate_bin(work)
+        if big:
+            views.fill(exe, data, "big", big, 64)
+        tree = views.fill(exe, data, "tree", 5000, 4096)
         sbx = {"scratch": "512m", "turnDisk": "128m", "userDisk": "256m"}
         got = {(b, m): [] for b in builds for m in modes}
         anchor = {m: [] for m in modes}
@@ -63,8 +72,8 @@ def main():
                 finally:
                     s.stop()
         load = open("/proc/loadavg").read().split()[0]
-        print("A/B, %d rounds x %d cold calls, load %s, %s" %
-              (rounds, calls, load, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+        print("A/B, %d rounds x %d cold calls, %d more files in the store, load %s, %s" %
+              (rounds, calls, big, load, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
         print("| mode | tmpfs | A %s | B %s |" % (builds[0],
                                                   builds[1]))
         print("|---|---|---|---|")
