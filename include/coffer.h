@@ -73,6 +73,8 @@ typedef struct cof_store_opts {
 	const char *blobs_url;      /* the blob store (blob.h cof_blobstore_open_url); NULL = DIR */
 	int tool;                   /* an offline tool (fsck, gc): no admin key made or recorded */
 	int serve;                  /* cofferd: the only server of the dir (DATA/lock) */
+	int64_t content_cache;      /* bytes of small contents kept in memory; 0 = 64 MiB,
+				     * < 0 = none (a tool keeps none) */
 } cof_store_opts;
 
 /* Opens (creating if needed) the data dir: blobs/, meta.db, link.key (blobs and
@@ -84,6 +86,13 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 		   cof_err *err);
 void cof_store_close(cof_store *st);
 const char *cof_store_admin_key(cof_store *st);
+/* The small contents kept in memory (cof_store_opts.content_cache) since the
+ * store opened: reads answered from them, reads that were not, and what is
+ * kept now (contents, bytes with their bookkeeping); all 0 when none is kept. */
+typedef struct cof_content_cache_stats {
+	int64_t hits, misses, kept, bytes;
+} cof_content_cache_stats;
+void cof_store_content_cache_stats(cof_store *st, cof_content_cache_stats *out);
 /* True when cof_store_open created the admin key just now (print it once). */
 int cof_store_admin_key_is_new(cof_store *st);
 

@@ -140,6 +140,7 @@ static void write_rest(cof_buf *b, http_server *srv)
 {
 	static const char *const rs[] = {"waiting", "active", "paused", "ended"};
 	int64_t turns, calls, sessions[4];
+	cof_content_cache_stats cc;
 
 	one(b, "coffer_http_requests_in_flight", "gauge", "Requests being answered now.",
 	    __atomic_load_n(&srv->in_flight, __ATOMIC_RELAXED));
@@ -166,6 +167,15 @@ static void write_rest(cof_buf *b, http_server *srv)
 	    cof_metric_get(COF_M_GC_BYTES_FREED));
 	one(b, "coffer_gc_freed_blobs_total", "counter", "Blobs the gc deleted.",
 	    cof_metric_get(COF_M_GC_BLOBS_FREED));
+	cof_store_content_cache_stats(srv->st, &cc);
+	one(b, "coffer_content_cache_hits_total", "counter",
+	    "Small contents read from memory (--content-cache).", cc.hits);
+	one(b, "coffer_content_cache_misses_total", "counter",
+	    "Small contents looked for in memory and read from the store.", cc.misses);
+	one(b, "coffer_content_cache_contents", "gauge", "Small contents kept in memory.",
+	    cc.kept);
+	one(b, "coffer_content_cache_bytes", "gauge",
+	    "Bytes of small contents kept in memory, bookkeeping included.", cc.bytes);
 	cof_turns_gauges(srv->turns, &turns, &calls);
 	one(b, "coffer_turns_running", "gauge", "Turns not ended.", turns);
 	one(b, "coffer_turn_calls_running", "gauge", "Sandboxed calls running now.", calls);

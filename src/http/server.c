@@ -89,6 +89,7 @@ typedef struct server_opts {
 	char mhost[256];         /* --metrics-listen HOST:PORT; "" = none */
 	char mport[8];
 	int64_t forward_max;     /* --forward-max N; 0 = 64 */
+	int64_t content_cache;   /* --content-cache SIZE in bytes; -1 = none given */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -139,7 +140,7 @@ static void usage(FILE *to)
 	      "               [--max-conns-per-ip N] [--head-timeout SECONDS] [--log FILE]\n"
 	      "               [--rate-limit N] [--metrics-listen HOST:PORT]\n"
 	      "               [--config FILE] [--threads N] [--workers N]\n"
-	      "               [--forward-max N]\n"
+	      "               [--forward-max N] [--content-cache SIZE]\n"
 	      "               [--help] [--version]\n"
 	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
 	      "                         (flags given here win)\n"
@@ -193,7 +194,9 @@ static void usage(FILE *to)
 	      "  --workers N            threads for handlers that may block (default 32):\n"
 	      "                         N for writes, N more for turn calls and relay ops\n"
 	      "  --forward-max N        requests carried to other nodes at once (default\n"
-	      "                         64; past it 503 unavailable)\n", to);
+	      "                         64; past it 503 unavailable)\n"
+	      "  --content-cache SIZE   small contents kept in memory, in Docker's size\n"
+	      "                         form (default 64m; 0 = none)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -271,7 +274,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--head-timeout") || !strcmp(a, "--rate-limit") ||
 			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config") ||
 			    !strcmp(a, "--threads") || !strcmp(a, "--workers") ||
-			    !strcmp(a, "--forward-max");
+			    !strcmp(a, "--forward-max") || !strcmp(a, "--content-cache");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -350,6 +353,16 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		} else if (!strcmp(a, "--forward-max") && parse_count(v, 100000, &o->forward_max) == 0 &&
 			   o->forward_max > 0) {
 			continue;
+		} else if (!strcmp(a, "--content-cache")) {
+			json_t *j = json_string(v);
+			cof_err err = { 0 };
+			int bad = !j || cof_size_parse(j, "--content-cache", &o->content_cache, &err);
+			json_decref(j);
+			if (!bad)
+				continue;
+			fprintf(stderr, "cofferd: %s\n", j ? err.msg : "out of memory");
+			cof_err_clear(&err);
+			return 2;
 		} else if (!strcmp(a, "--max-conns-per-ip") &&
 			   parse_count(v, COUNT_MAX, &o->max_conns_per_ip) == 0) {
 			continue;
@@ -757,6 +770,7 @@ static int open_store(const server_opts *o, cof_store **st)
 	so.meta_url = o->meta;
 	so.blobs_url = o->blobs;
 	so.serve = 1;
+	so.content_cache = o->content_cache < 0 ? 0 : o->content_cache ? o->content_cache : -1;
 	if (cof_store_open(o->data, &so, st, &err)) {
 		fprintf(stderr, "cofferd: cannot open data dir '%s': %s\n", o->data, err.msg);
 		cof_err_clear(&err);
@@ -793,7 +807,7 @@ int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
-			  NULL, NULL, NULL, NULL, NULL, 0, "", "", 0 };
+			  NULL, NULL, NULL, NULL, NULL, 0, "", "", 0, -1 };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/metrics.h"
+#include "store/contents.h"
 #include "store/meta.h"
 
 /* Opens the backend `url` names: "postgres://" / "postgresql://" is
@@ -31,8 +32,17 @@ int cof_meta_open(const char *url, cof_meta **out, cof_err *err)
 
 void cof_meta_close(cof_meta *m)
 {
-	if (m)
+	if (m) {
+		cof_contents_free(m->contents);
+		m->contents = NULL;
 		m->ops->close(m);
+	}
+}
+
+void cof_meta_keep_contents(cof_meta *m, int64_t budget)
+{
+	if (budget > 0 && !m->contents)
+		m->contents = cof_contents_new(budget);
 }
 
 int cof_meta_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
@@ -330,10 +340,39 @@ int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err)
 	return m->ops->blob_forgotten ? m->ops->blob_forgotten(m, sha256, err) : 0;
 }
 
+/* cof_contents_fn of cof_meta_blob_inline: a malloc'd copy (NULL when out
+ * of memory: then read from the backend). */
+typedef struct kept_copy {
+	unsigned char *data;
+	size_t len;
+} kept_copy;
+
+static void copy_kept(void *ctx, const unsigned char *data, size_t len)
+{
+	kept_copy *k = ctx;
+
+	if ((k->data = malloc(len + 1))) {
+		memcpy(k->data, data, len);
+		k->data[len] = '\0';
+		k->len = len;
+	}
+}
+
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err)
 {
-	return m->ops->blob_inline(m, sha256, data, len, err);
+	kept_copy k = { NULL, 0 };
+	int rc;
+
+	if (cof_contents_get(m->contents, sha256, copy_kept, &k) && k.data) {
+		*data = k.data;
+		*len = k.len;
+		return 1;
+	}
+	rc = m->ops->blob_inline(m, sha256, data, len, err);
+	if (rc == 1)
+		cof_contents_put(m->contents, sha256, *data, *len);
+	return rc;
 }
 
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
@@ -341,7 +380,7 @@ int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
 	return m->ops->referenced(m, fn, ctx, err);
 }
 
-int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+static int inline_many_read(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err)
 {
 	if (m->ops->blob_inline_many)
@@ -360,6 +399,66 @@ int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 		}
 	}
 	return 0;
+}
+
+/* A batch of cof_meta_blob_inline_many: the caller's fn and ctx; at[j] is
+ * the caller's index of the j-th sha asked of the backend. */
+typedef struct many {
+	cof_meta *m;
+	const char *const *shas;
+	cof_inline_fn fn;
+	void *ctx;
+	const size_t *at;
+	size_t i;
+	int stop;
+} many;
+
+static void give_kept(void *ctx, const unsigned char *data, size_t len)
+{
+	many *b = ctx;
+
+	b->stop = b->fn(b->ctx, b->i, data, len);
+}
+
+static int take_read(void *ctx, size_t j, const unsigned char *data, size_t len)
+{
+	many *b = ctx;
+	size_t i = b->at[j];
+
+	cof_contents_put(b->m->contents, b->shas[i], data, len);
+	return b->fn(b->ctx, i, data, len);
+}
+
+/* The kept contents first, then one read of the backend for the rest. */
+int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err)
+{
+	size_t at_buf[128], *at = at_buf, k = 0;
+	const char *ask_buf[128], **ask = ask_buf;
+	many b = { m, shas, fn, ctx, NULL, 0, 0 };
+	int rc = 0;
+
+	if (!m->contents)
+		return inline_many_read(m, shas, n, fn, ctx, err);
+	if (n > 128 && (!(at = malloc(n * sizeof *at)) || !(ask = malloc(n * sizeof *ask)))) {
+		free(at != at_buf ? at : NULL);
+		return inline_many_read(m, shas, n, fn, ctx, err);
+	}
+	for (size_t i = 0; i < n && !b.stop; i++) {
+		b.i = i;
+		if (!cof_contents_get(m->contents, shas[i], give_kept, &b)) {
+			at[k] = i;
+			ask[k++] = shas[i];
+		}
+	}
+	b.at = at;
+	if (k && !b.stop)
+		rc = inline_many_read(m, ask, k, take_read, &b, err);
+	if (at != at_buf) {
+		free(at);
+		free(ask);
+	}
+	return rc;
 }
 
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err)

@@ -396,6 +396,9 @@ struct cof_meta_ops {
 /* The base of every backend's handle (its first member). */
 struct cof_meta {
 	const cof_meta_ops *ops;
+	/* Small contents kept in memory (contents.h) for blob_inline and
+	 * blob_inline_many, or NULL (none kept: cof_meta_keep_contents). */
+	struct cof_contents *contents;
 };
 
 /* The base of every backend's transaction (its first member). */
@@ -513,6 +516,10 @@ int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+/* Keeps up to `budget` bytes of small contents in memory from now on, for
+ * cof_meta_blob_inline and cof_meta_blob_inline_many (0: none). Called once, before the store is shared
+ * between threads. */
+void cof_meta_keep_contents(cof_meta *m, int64_t budget);
 int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err);
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "store/contents.h"
 #include "store/store.h"
 #include <jansson.h>
 #include "util/util.h"
@@ -349,6 +350,9 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	if (cof_blobstore_open_url(bu, dir, &st->blobs, err) ||
 	    cof_meta_open(mu ? mu : file, &st->meta, err) || store_notify_open(st, mu, err))
 		goto fail;
+	if (!st->opts.tool && st->opts.content_cache >= 0)
+		cof_meta_keep_contents(st->meta, st->opts.content_cache ? st->opts.content_cache
+								 : COF_CONTENTS_DEFAULT);
 	if (!st->opts.tool &&
 	    ((st->opts.meta_url && engine_url_write(dir, "meta.url", st->opts.meta_url, err)) ||
 	     (st->opts.blobs_url && engine_url_write(dir, "blobs.url", st->opts.blobs_url, err))))
@@ -396,6 +400,17 @@ void cof_store_close(cof_store *st)
 	pthread_mutex_destroy(&st->magic_mu);
 	free(st->dir);
 	free(st);
+}
+
+void cof_store_content_cache_stats(cof_store *st, cof_content_cache_stats *out)
+{
+	cof_contents_stats s;
+
+	cof_contents_stats_get(st->meta->contents, &s);
+	out->hits = (int64_t)s.hits;
+	out->misses = (int64_t)s.misses;
+	out->kept = (int64_t)s.kept;
+	out->bytes = (int64_t)s.kept_bytes;
 }
 
 const char *cof_store_admin_key(cof_store *st)
