@@ -11,7 +11,9 @@ next round) and times K cold calls per mode: each call's first run of the
 command on a view just mounted (the volume moved before it), timed inside the
 call, with the same tree copied to the call's tmpfs timed beside it. Prints the
 medians over all rounds and the ratios to the tmpfs anchor. Writes nothing to
-results.md. BUILD_* are build dirs holding cofferd (make BUILD=dir). --big N adds a
+results.md. BUILD_* are build dirs holding cofferd (make BUILD=dir), each with cofferd
+flags after a `+` if wanted (`build+--content-cache=0`: the same build with no content
+cache, so one build may be set against itself). --big N adds a
 volume of N files of 64 bytes to the store, as bench/views.py's call-start row has
 (100,000): a larger store makes SQLite's reads slower, and read-only roots' pushes fall
 further behind grep (bench/results.md, Views: history)."""
@@ -39,7 +41,7 @@ def main():
         elif a == "--big":
             big = int(args.pop(0))
         else:
-            builds.append(os.path.abspath(a))
+            builds.append(a)
     if len(builds) != 2:
         sys.exit(__doc__)
     modes = [tuple(m.split(":")) for m in modes.split(",")]
@@ -55,7 +57,9 @@ def main():
         anchor = {m: [] for m in modes}
         for r in range(rounds):
             for b in (builds if r % 2 == 0 else builds[::-1]):
-                s = Cofferd(data, build=b)
+                d, *flags = b.split("+")
+                s = Cofferd(data, *[x for f in flags for x in f.split("=", 1)],
+                            build=os.path.abspath(d))
                 try:
                     for mode, what in modes:
                         aid = views.agent(s, [{"workspace": True},
