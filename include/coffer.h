@@ -73,9 +73,11 @@ typedef struct cof_store_opts {
 	const char *blobs_url;      /* the blob store (blob.h cof_blobstore_open_url); NULL = DIR */
 	int tool;                   /* an offline tool (fsck, gc): no admin key made or recorded */
 	int serve;                  /* cofferd: the only server of the dir (DATA/lock) */
-	int64_t content_cache;      /* bytes of small contents kept in memory; 0 = 64 MiB,
-				     * < 0 = none (a tool keeps none) */
+	int64_t content_cache;      /* bytes of small contents kept in memory; 0 = none */
 } cof_store_opts;
+/* What a server keeps when not told otherwise (cofferd --content-cache, and the
+ * in-process `coffer mount --data` / `coffer mcp --data`). */
+#define COF_CONTENT_CACHE_DEFAULT ((int64_t)64 * 1024 * 1024)
 
 /* Opens (creating if needed) the data dir: blobs/, meta.db, link.key (blobs and
  * metadata elsewhere when opts names them; the URLs are borrowed). The admin key

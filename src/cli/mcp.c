@@ -734,7 +734,8 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	if (!c.agent || !*c.agent)
 		return cli_usage(cmd, "--agent ID is required");
-	if (data && (rc = cli_open_data(data, NULL, &c.st)))
+	if (data && (rc = cli_open_data(data, &(cof_store_opts){.content_cache =
+						COF_CONTENT_CACHE_DEFAULT}, &c.st)))
 		return rc;
 	/* Fail at start, where the person wiring the client sees it, rather than
 	 * at the model's first call. */

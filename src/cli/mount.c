@@ -33,7 +33,8 @@ static int mount_source(const char *data, const char *vol, cof_store **st,
 	int rc;
 
 	if (data)
-		return cli_open_data(data, NULL, st);
+		return cli_open_data(data, &(cof_store_opts){.content_cache = COF_CONTENT_CACHE_DEFAULT},
+				     st);
 	if (!(*src = cof_view_src_http(cli_server_url(), cli_api_key(), &err)) ||
 	    cof_view_src_check(*src, vol, &err)) {
 		rc = cli_fail("cannot mount volume '%s': %s", vol, err.msg);

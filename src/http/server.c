@@ -89,7 +89,7 @@ typedef struct server_opts {
 	char mhost[256];         /* --metrics-listen HOST:PORT; "" = none */
 	char mport[8];
 	int64_t forward_max;     /* --forward-max N; 0 = 64 */
-	int64_t content_cache;   /* --content-cache SIZE in bytes; -1 = none given */
+	int64_t content_cache;   /* --content-cache SIZE in bytes; 0 = none */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -770,7 +770,7 @@ static int open_store(const server_opts *o, cof_store **st)
 	so.meta_url = o->meta;
 	so.blobs_url = o->blobs;
 	so.serve = 1;
-	so.content_cache = o->content_cache < 0 ? 0 : o->content_cache ? o->content_cache : -1;
+	so.content_cache = o->content_cache;
 	if (cof_store_open(o->data, &so, st, &err)) {
 		fprintf(stderr, "cofferd: cannot open data dir '%s': %s\n", o->data, err.msg);
 		cof_err_clear(&err);
@@ -807,7 +807,8 @@ int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
-			  NULL, NULL, NULL, NULL, NULL, 0, "", "", 0, -1 };
+			  NULL, NULL, NULL, NULL, NULL, 0, "", "", 0,
+			  COF_CONTENT_CACHE_DEFAULT };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;

@@ -23,8 +23,6 @@
 typedef struct cof_contents cof_contents;
 
 #define COF_CONTENTS_ENTRY_MAX (64 * 1024)
-/* cofferd's budget when not told otherwise (--content-cache). */
-#define COF_CONTENTS_DEFAULT (64 * 1024 * 1024)
 
 /* A cache of up to `budget` bytes of contents (and their bookkeeping), or
  * NULL when out of memory. */

@@ -350,9 +350,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	if (cof_blobstore_open_url(bu, dir, &st->blobs, err) ||
 	    cof_meta_open(mu ? mu : file, &st->meta, err) || store_notify_open(st, mu, err))
 		goto fail;
-	if (!st->opts.tool && st->opts.content_cache >= 0)
-		cof_meta_keep_contents(st->meta, st->opts.content_cache ? st->opts.content_cache
-								 : COF_CONTENTS_DEFAULT);
+	cof_meta_keep_contents(st->meta, st->opts.content_cache);
 	if (!st->opts.tool &&
 	    ((st->opts.meta_url && engine_url_write(dir, "meta.url", st->opts.meta_url, err)) ||
 	     (st->opts.blobs_url && engine_url_write(dir, "blobs.url", st->opts.blobs_url, err))))
