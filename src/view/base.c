@@ -183,6 +183,11 @@ ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off)
 	return (b->src ? b->src : &cof_vsrc_local)->bytes_read(b, buf, n, off);
 }
 
+int cof_vbytes_fd(const cof_vbytes *b)
+{
+	return !b->src && b->r ? cof_blob_fd(b->r) : -1;
+}
+
 void cof_vbytes_close(cof_vbytes *b)
 {
 	(b->src ? b->src : &cof_vsrc_local)->bytes_close(b);

@@ -411,8 +411,9 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	cof_vll *ll = cof_vll_begin(req);
-	char *path = cof_vll_path(ll, ino, NULL), *buf = malloc(size ? size : 1);
-	int rc = buf ? ll->ops->read(path, buf, size, off, fi) : -ENOMEM;
+	char *path = cof_vll_path(ll, ino, NULL);
+	struct fuse_bufvec *bv = NULL;
+	int rc = ll->ops->read_buf(path, &bv, size, off, fi);
 	cof_lnode *n;
 
 	pthread_mutex_lock(&ll->mu);
@@ -423,8 +424,10 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_buf(req, buf, (size_t)rc);
-	free(buf);
+		fuse_reply_data(req, bv, 0);
+	if (bv && !(bv->buf[0].flags & FUSE_BUF_IS_FD))
+		free(bv->buf[0].mem);
+	free(bv);
 }
 
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

@@ -118,6 +118,10 @@ int cof_vbytes_open(cof_vfs *v, int root, const char *path, const char *sha,
 int cof_vbytes_open_node(cof_vfs *v, const vnode *n, cof_vbytes *b);
 /* Reads by range (pread semantics), never the whole content at once. */
 ssize_t cof_vbytes_read(const cof_vbytes *b, void *buf, size_t n, int64_t off);
+/* A local file holding the bytes from offset 0 (a blob of the local store),
+ * owned by b, that a read may splice from; -1 when there is none (inline or
+ * cached bytes, S3, HTTP). */
+int cof_vbytes_fd(const cof_vbytes *b);
 void cof_vbytes_close(cof_vbytes *b);
 
 /* The seq root's reads are made at: the view's, or with `follow` the
