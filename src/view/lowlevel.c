@@ -424,7 +424,9 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_data(req, bv, 0);
+		/* bytes in memory go as they are: spliced, libfuse would
+		 * first copy them into a pipe */
+		fuse_reply_data(req, bv, bv->buf[0].flags & FUSE_BUF_IS_FD ? 0 : FUSE_BUF_NO_SPLICE);
 	if (bv && !(bv->buf[0].flags & FUSE_BUF_IS_FD))
 		free(bv->buf[0].mem);
 	free(bv);

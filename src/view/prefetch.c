@@ -240,8 +240,10 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0, int nodes_fi
 			struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
 			bv.buf[0].mem = c[i].bytes;
 			bv.buf[0].size = (size_t)c[i].size;
-			/* ENOENT: the kernel forgot the node meanwhile; nothing to do */
-			fuse_lowlevel_notify_store(ll->se, c[i].ino, 0, &bv, 0);
+			/* ENOENT: the kernel forgot the node meanwhile; nothing to do.
+			 * NO_SPLICE: from memory a splice would copy the bytes into a
+			 * pipe first (see op_read_buf) */
+			fuse_lowlevel_notify_store(ll->se, c[i].ino, 0, &bv, FUSE_BUF_NO_SPLICE);
 		}
 	pthread_mutex_lock(&ll->mu);
 	for (size_t i = 0; i < n; i++)
