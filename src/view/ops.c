@@ -606,7 +606,13 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 	}
 	if (!(bv->buf[0].mem = malloc(size ? size : 1)))
 		return -ENOMEM;
-	rc = size ? op_read(path, bv->buf[0].mem, size, off, fi) : 0;
+	if (!size)
+		rc = 0;
+	else if (b) { /* the bytes found above (a handle's, or this thread's) */
+		ssize_t k = cof_vbytes_read(b, bv->buf[0].mem, size, off);
+		rc = k < 0 ? -errno : (int)k;
+	} else
+		rc = op_read(path, bv->buf[0].mem, size, off, fi);
 	bv->buf[0].size = rc > 0 ? (size_t)rc : 0;
 	return rc < 0 ? rc : 0;
 }
