@@ -544,13 +544,14 @@ static int op_read(const char *path, char *buf, size_t size, off_t off,
 	return n < 0 ? -errno : (int)n;
 }
 
+#define READ_AHEAD (4 << 20) /* how far op_read_buf asks the disk ahead */
+
 /* A read whose bytes a local file holds, for the kernel to take by splice
  * (lowlevel.c replies with fuse_reply_data): the file goes from its page
  * cache through a pipe into the mount's, with no copy through our memory,
- * which halved a cold 1 GiB read's CPU here. Else *bufp holds what op_read
- * read into memory. Both free()d by the caller (mem when not IS_FD). */
-#define READ_AHEAD (4 << 20) /* how far op_read_buf asks the disk ahead */
-
+ * which halved a cold 1 GiB read's CPU here. Else *bufp holds the bytes
+ * read into memory (from the bytes found here, or op_read for what the
+ * layer holds). Both free()d by the caller (mem when not IS_FD). */
 static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
