@@ -81,7 +81,7 @@ static int has_slash(const char *s, size_t n)
 /* Finds the longest run of plain bytes (no metacharacter, escape or '/') in
  * r->glob. Any path the glob matches (or whose leading segments it matches)
  * holds that run verbatim, so a path without it is skipped before the glob
- * matcher runs: most paths skip most patterns for one memmem. */
+ * matcher runs: most paths skip most patterns for one scan (has_lit). */
 static void rule_literal(excl_rule *r)
 {
 	const char *g = r->glob, *run = NULL;
@@ -301,6 +301,25 @@ static int normalise(const char *path, char *out, int *trailing)
 	return 0;
 }
 
+/* Whether [lit, lit+n) occurs in [s, s+len). Paths are short and most hold
+ * none of a literal's first byte: memchr skips to each candidate, where
+ * glibc's memmem first builds a table for each needle (a 15-rule check of
+ * a listing's 5,000 names spent 2 ms in it). */
+static int has_lit(const char *s, size_t len, const char *lit, size_t n)
+{
+	const char *end = s + len, *p = s;
+
+	if (n > len)
+		return 0;
+	while ((p = memchr(p, lit[0], (size_t)(end - p) - n + 1))) {
+		if (!memcmp(p + 1, lit + 1, n - 1))
+			return 1;
+		if (++p > end - n)
+			return 0;
+	}
+	return 0;
+}
+
 /* Applies `rules` in order to every leading run of path's segments: state[k]
  * ends 1 (excluded), 0 (re-included) or stays as it was. Folders are the runs
  * shorter than the path, and the path itself when is_dir. */
@@ -312,7 +331,7 @@ static void apply(const excl_rule *rules, size_t n, const char *path, int is_dir
 	size_t plen = strlen(path);
 
 	for (size_t i = 0; i < n; i++) {
-		if (rules[i].litlen && !memmem(path, plen, rules[i].lit, rules[i].litlen))
+		if (rules[i].litlen && !has_lit(path, plen, rules[i].lit, rules[i].litlen))
 			continue; /* cannot match: a literal part of it is not in the path */
 		int ns = cof_glob_match_prefixes(rules[i].glob, path, hit);
 		for (int k = 1; k <= ns; k++) {

@@ -1,8 +1,9 @@
 /*
  * contents.c — small contents kept in memory by SHA-256 (see contents.h).
  *
- * Up to 16 shards, each a chained hash table and a least-recently-used list
- * under one mutex. A SHA-256 is uniformly spread already, so its first 16 hex
+ * Up to 16 shards, each a chained hash table and a use list (CLOCK: a read
+ * marks an entry, eviction moves a marked one back to the head) under one
+ * mutex. A SHA-256 is uniformly spread already, so its first 16 hex
  * digits are the hash: the low 4 bits pick the shard, the rest the bucket.
  */
 #include <pthread.h>
@@ -21,6 +22,7 @@ typedef struct ent {
 	struct ent *prev, *next;    /* the shard's use order: head most recent */
 	uint64_t h;
 	size_t len;
+	int used;                   /* read since it last came to the head */
 	char sha[SHA_HEX];
 	unsigned char data[];
 } ent;
@@ -39,21 +41,28 @@ struct cof_contents {
 	shard s[SHARDS];
 };
 
-/* The hash of a well-formed sha: 1, else 0 (nothing is kept for it). */
+/* One more than a lower-case hex digit's value; 0 for any other byte. */
+static const unsigned char hex1[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5,
+	['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+};
+
+/* The hash of a well-formed sha: 1, else 0 (nothing is kept for it). A
+ * view's pusher asks for each file it pushes: one table lookup a digit. */
 static int sha_hash(const char *sha, uint64_t *h)
 {
+	const unsigned char *p = (const unsigned char *)sha;
 	uint64_t v = 0;
-	size_t i;
 
-	for (i = 0; i < SHA_HEX && sha[i]; i++) {
-		char ch = sha[i];
-		int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-		if (d < 0)
-			return 0;
+	for (size_t i = 0; i < SHA_HEX; i++) {
+		unsigned d = hex1[p[i]];
+		if (!d)
+			return 0; /* (a NUL too: the string ends before its 64th) */
 		if (i < 16)
-			v = v << 4 | (uint64_t)d;
+			v = v << 4 | (d - 1);
 	}
-	if (i != SHA_HEX || sha[i])
+	if (p[SHA_HEX])
 		return 0;
 	*h = v;
 	return 1;
@@ -146,10 +155,10 @@ int cof_contents_get(cof_contents *c, const char *sha, cof_contents_fn fn, void 
 		return 0;
 	}
 	s->hits++;
-	if (s->head != e) {
-		unlink_use(s, e);
-		push_use(s, e);
-	}
+	/* marked, not moved to the head: a move writes its two neighbours
+	 * too, each a cache miss of its own (a third of the pusher's lookups);
+	 * eviction gives a marked entry a second turn instead (CLOCK) */
+	e->used = 1;
 	fn(ctx, e->data, e->len);
 	pthread_mutex_unlock(&s->mu);
 	return 1;
@@ -200,6 +209,7 @@ void cof_contents_put(cof_contents *c, const char *sha, const unsigned char *dat
 		return;
 	e->h = h;
 	e->len = len;
+	e->used = 0;
 	memcpy(e->sha, sha, SHA_HEX);
 	memcpy(e->data, data, len);
 	pthread_mutex_lock(&s->mu);
@@ -210,8 +220,15 @@ void cof_contents_put(cof_contents *c, const char *sha, const unsigned char *dat
 		free(e);
 		return;
 	}
-	while (s->tail && s->bytes + ent_cost(len) > s->budget)
-		drop(s, s->tail);
+	while (s->tail && s->bytes + ent_cost(len) > s->budget) {
+		ent *t = s->tail;
+		if (t->used) { /* read since it came to the head: a second turn */
+			t->used = 0;
+			unlink_use(s, t);
+			push_use(s, t);
+		} else
+			drop(s, t);
+	}
 	e->hnext = s->bucket[(h >> 4) & (s->nbucket - 1)];
 	s->bucket[(h >> 4) & (s->nbucket - 1)] = e;
 	push_use(s, e);

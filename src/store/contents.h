@@ -10,8 +10,9 @@
  * its last read, so a view's pusher read every small file from the B-tree
  * again after each write; on PostgreSQL each read is a round trip.
  *
- * Kept: contents of at most COF_CONTENTS_ENTRY_MAX bytes, least recently used
- * dropped first past the budget. Thread-safe (up to 16 locked shards by hash; the
+ * Kept: contents of at most COF_CONTENTS_ENTRY_MAX bytes; past the budget
+ * the oldest not read since they came in go first, one read since is kept
+ * for another turn (CLOCK, close to least recently used). Thread-safe (up to 16 locked shards by hash; the
  * lock is held while a reader copies a kept content out).
  */
 #ifndef COF_CONTENTS_H

@@ -215,6 +215,7 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 	a->uid = cof_vop_ctx()->uid;
 	a->gid = cof_vop_ctx()->gid;
 	a->push = f.push;
+	a->nodes_first = f.push && f.push->nodes_first;
 	if (!a->buf) {
 		cof_vpush_free(f.push);
 		a->push = NULL;
@@ -226,11 +227,11 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 
 /* Where nodes come first, reply a's files go to the pusher as soon as it is
  * built (stored before it is sent, when the pusher is in time). */
-static void early_hand(cof_vll *ll, cof_lahead *a)
+static void early_hand(cof_vll *ll, cof_lahead *a, int first)
 {
 	a->push_id = 0;
 	if (a->push && a->push->nodes_first) {
-		a->push_id = cof_vpush_run(ll, a->push);
+		a->push_id = cof_vpush_run(ll, a->push, first);
 		a->push = NULL;
 	}
 }
@@ -255,6 +256,43 @@ static uint64_t changes_now(cof_vll *ll, int *busy)
 	*busy = ll->inflight != 0;
 	pthread_mutex_unlock(&ll->mu);
 	return c;
+}
+
+/* The replies built ahead of listing d, dropped. */
+static void aheads_drop(cof_vll *ll, cof_ldir *d)
+{
+	early_drop(ll, &d->ahead[0]);
+	early_drop(ll, &d->ahead[1]);
+}
+
+/* After a reply of listing d (its last entry's offset `last`) is sent: the
+ * next one built ahead, if not yet. Where nodes come first, the one after
+ * it too, handed to the pusher before what it has queued (mostly the
+ * folder a walk opens next), and this thread stores one of the two the
+ * pusher has not begun: the walk's next request waits for its stores, so
+ * two threads store the folder it lists now. */
+static void aheads_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, off_t last)
+{
+	cof_lahead *a0 = &d->ahead[0], *a1 = &d->ahead[1];
+	int busy;
+	uint64_t c0 = changes_now(ll, &busy);
+
+	if (busy)
+		return;
+	if (!a0->buf) {
+		if (early_build(ll, a0, d->fh, ino, size, last, c0, &d->last_dir))
+			return;
+		early_hand(ll, a0, 1);
+	}
+	if (!a0->nodes_first)
+		return;
+	if (!a1->buf && !a0->rc && a0->len &&
+	    early_build(ll, a1, d->fh, ino, size, a0->last, c0, &d->last_dir) == 0)
+		early_hand(ll, a1, 1);
+	if (cof_vpush_now(ll, a0->push_id))
+		a0->push_id = 0;
+	else if (a1->push_id && cof_vpush_now(ll, a1->push_id))
+		a1->push_id = 0;
 }
 
 /* The replies prepared for a folder not sent: dropped; `release` also ends
@@ -342,7 +380,7 @@ void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 		while (p->n < COF_LPREP_MAX &&
 		       early_build(ll, &p->r[p->n], p->fh, ino, size, off, c0, &p->last_dir) == 0) {
 			cof_lahead *a = &p->r[p->n++];
-			early_hand(ll, a);
+			early_hand(ll, a, 0);
 			if (a->rc || !a->len)
 				break; /* the end: its reply (empty) is the last */
 			off = a->last;
@@ -475,7 +513,7 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_info *fi)
 {
 	pthread_mutex_lock(&d->mu);
-	early_drop(ll, &d->ahead);
+	aheads_drop(ll, d);
 	if (d->prep)
 		prep_free(ll, d->prep, 0);
 	d->prep = NULL;
@@ -484,11 +522,12 @@ static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_i
 	if (req)
 		fuse_reply_err(req, 0);
 	if (d->pending) /* the caller stopped listing: what it was given */
-		cof_vpush_run(ll, d->pending);
+		cof_vpush_run(ll, d->pending, 0);
 	pthread_mutex_unlock(&d->mu);
 	pthread_mutex_destroy(&d->mu);
 	dir_closed(ll, d->ino);
-	free(d->ahead.refs);
+	free(d->ahead[0].refs);
+	free(d->ahead[1].refs);
 	free(d);
 }
 
@@ -516,7 +555,7 @@ static cof_lahead *built_now(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino
 	c0 = changes_now(ll, &busy);
 	if (busy || early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir))
 		return NULL;
-	early_hand(ll, now);
+	early_hand(ll, now, 0);
 	return now;
 }
 
@@ -551,10 +590,10 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			d->prep = NULL;
 		}
 	}
-	if (!early && plus && early_fits(ll, &d->ahead, size, off))
-		early = &d->ahead;
+	if (!early && plus && early_fits(ll, &d->ahead[0], size, off))
+		early = &d->ahead[0];
 	if (!early && plus && (early = built_now(ll, d, &now, ino, size, off)))
-		early_drop(ll, &d->ahead);
+		aheads_drop(ll, d);
 	if (early) {
 		/* its references are the kernel's once sent; its files are seen */
 		early_stored(ll, early);
@@ -574,7 +613,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		early->push = NULL;
 		early->nrefs = 0;
 	} else {
-		early_drop(ll, &d->ahead);
+		aheads_drop(ll, d);
 		rc = build(ll, d->fh, &f, ino, size, off, plus);
 		d->pending = f.push;
 	}
@@ -593,14 +632,14 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * (ENOENT). The next request of the listing comes once they are made:
 	 * the previous reply's files are pushed then, after this reply */
 	if (ready)
-		cof_vpush_run(ll, ready);
-	if (plus && !rc && f.len && !d->prep && !ll->v->o.follow) {
-		int busy;
-		uint64_t c0 = changes_now(ll, &busy);
-		if (!busy &&
-		    early_build(ll, &d->ahead, d->fh, ino, size, f.last, c0, &d->last_dir) == 0)
-			early_hand(ll, &d->ahead);
+		cof_vpush_run(ll, ready, 0);
+	if (early == &d->ahead[0]) { /* sent: the one after it is next */
+		cof_lahead sent = d->ahead[0];
+		d->ahead[0] = d->ahead[1];
+		d->ahead[1] = sent; /* (empty: its buffers, for the next) */
 	}
+	if (plus && !rc && f.len && !d->prep && !ll->v->o.follow)
+		aheads_build(ll, d, ino, size, f.last);
 	pthread_mutex_unlock(&d->mu);
 }
 

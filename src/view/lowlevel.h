@@ -92,6 +92,7 @@ typedef struct cof_lahead {
 	uid_t uid;              /* the caller it was built for (the owner of */
 	gid_t gid;              /* its entries): another is answered anew */
 	struct cof_vpush *push;
+	int nodes_first;        /* its folder's nodes come first (prefetch.c) */
 	uint64_t push_id;       /* its files handed to the pusher (nodes first) */
 	fuse_ino_t *refs;
 	size_t nrefs, cap;
@@ -117,7 +118,7 @@ typedef struct cof_ldir {
 	fuse_ino_t ino;
 	struct cof_vpush *pending;
 	pthread_mutex_t mu;
-	cof_lahead ahead;       /* the next reply */
+	cof_lahead ahead[2];    /* the next replies ([1]: where nodes come first) */
 	cof_lprep *prep;        /* what was prepared, not all sent yet */
 	fuse_ino_t last_dir;    /* the last folder entry listed so far */
 } cof_ldir;
@@ -140,6 +141,7 @@ struct cof_vpush {
 	size_t n, cap;
 	int nodes_first; /* a root the view writes: see prefetch.c */
 	uint64_t id;     /* its number in the queue (cof_vpush_wait) */
+	int first;       /* queued before the others: a listing waits for it */
 	struct cof_vpush *next; /* in ll's queue */
 };
 
@@ -213,12 +215,17 @@ int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_
 enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
 /* Hands a listing's files (once the kernel has made their nodes, or where
  * nodes come first as soon as built) to the view's pusher thread, which
- * pushes and frees them: its id, or 0 when dropped. */
-uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps);
+ * pushes and frees them (`first`: before those queued already): its id, or
+ * 0 when dropped. */
+uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps, int first);
 /* Waits until the push of that id (cof_vpush_run's) is done or dropped:
  * pushes it on the calling thread when the pusher has not begun it; at
  * once when another lister of the view waits already. */
 void cof_vpush_wait(cof_vll *ll, uint64_t id);
+/* Pushes push `id` on the calling thread now, when the pusher has not
+ * begun it and no other lister walks: 1 when done, else 0 (still queued,
+ * or the pusher's). */
+int cof_vpush_now(cof_vll *ll, uint64_t id);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
 /* Frees a listing's pushes (NULL: nothing). */

@@ -164,6 +164,9 @@ static void read_content(cof_vfs *v, pushc *c)
 	c->got = off == c->size;
 }
 
+#define SLOT_ALIGN 4096
+#define SLOT(size) (((size) + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1))
+
 /* Reads the bytes of pushes c[0..n) that still show the volume's file as
  * listed (see still_volumes); the others get none. Into walker w's memory,
  * kept from batch to batch (a malloc and free of each file's made the
@@ -177,19 +180,22 @@ static void read_batch(cof_vll *ll, pushc *c, size_t n, struct cof_vwalk *w)
 	unsigned char ok[PUSH_BATCH];
 	size_t k = 0, need = 0;
 
+	/* each file's bytes from a page boundary: the store pins the pages it
+	 * copies from, one for a page's worth rather than two */
 	for (size_t i = 0; i < n; i++)
-		need += (size_t)c[i].size;
+		need += SLOT((size_t)c[i].size);
 	if (need > w->cap) {
-		char *p = realloc(w->buf, need);
-		if (!p)
+		char *p = NULL;
+		if (posix_memalign((void **)&p, SLOT_ALIGN, need))
 			return;
+		free(w->buf);
 		w->buf = p;
 		w->cap = need;
 	}
 	need = 0;
 	for (size_t i = 0; i < n; i++) {
 		c[i].bytes = w->buf + need;
-		need += (size_t)c[i].size;
+		need += SLOT((size_t)c[i].size);
 	}
 	still_volumes(v, c, n, ok);
 	/* a file its reader asked for by request was read before its push
@@ -351,6 +357,21 @@ int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char 
 	return 1;
 }
 
+/* An entry's name in the pusher's folder: its node id in hex (no printf:
+ * one for each file pushed). */
+static void hex_name(char name[24], fuse_ino_t ino)
+{
+	char tmp[20];
+	size_t k = 0, i = 0;
+
+	do
+		tmp[k++] = "0123456789abcdef"[ino & 15];
+	while ((ino >>= 4));
+	while (k)
+		name[i++] = tmp[--k];
+	name[i] = '\0';
+}
+
 /* The pusher's folder's listing from `off` (an index into the walker's
  * mat) to walker w: each entry a reference to the node the kernel now
  * holds. Under mu, which it releases. */
@@ -376,7 +397,7 @@ static void hid_list(fuse_req_t req, cof_vll *ll, struct cof_vwalk *w, size_t si
 
 		if (!n || n->seen)
 			continue;
-		snprintf(name, sizeof name, "%llx", (unsigned long long)c->ino);
+		hex_name(name, c->ino);
 		if ((k = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0)) > size - len)
 			break;
 		memset(&e, 0, sizeof e);
@@ -517,7 +538,8 @@ static void push_all(cof_vll *ll, cof_vpush *ps, struct cof_vwalk *w)
  * all a listing's next reply, which its lister waits for; the pushes fill
  * the time between. A file read before its push comes by request as
  * always. The same thread prepares the folder a walk opens next
- * (listing.c), before any push: at a low priority too, so the walk's own
+ * (listing.c), before any push but those of the replies a listing will
+ * ask next (queued first): at a low priority too, so the walk's own
  * requests never wait behind it.
  */
 
@@ -538,7 +560,9 @@ static void *pusher(void *arg)
 	for (;;) {
 		while (!ll->q_head && !ll->prep_want && !ll->closing)
 			pthread_cond_wait(&ll->q_cv, &ll->mu);
-		if (ll->prep_want && !ll->closing) { /* a folder to prepare comes first */
+		/* a folder to prepare comes first, but for the replies of one
+		 * listed now (queued first): the walk waits for those already */
+		if (ll->prep_want && !ll->closing && !(ll->q_head && ll->q_head->first)) {
 			fuse_ino_t ino = ll->prep_want;
 			struct fuse_context cx = ll->prep_cx;
 			ll->prep_want = 0;
@@ -586,7 +610,7 @@ void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *c
 	pthread_mutex_unlock(&ll->mu);
 }
 
-uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps)
+uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps, int first)
 {
 	uint64_t id;
 
@@ -597,55 +621,86 @@ uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps)
 		return 0;
 	}
 	id = ps->id = ++ll->push_ids;
-	ps->next = NULL;
-	if (ll->q_tail)
+	ps->first = first;
+	ps->next = first ? ll->q_head : NULL;
+	if (first)
+		ll->q_head = ps;
+	else if (ll->q_tail)
 		ll->q_tail->next = ps;
 	else
 		ll->q_head = ps;
-	ll->q_tail = ps;
+	if (!ps->next)
+		ll->q_tail = ps;
 	ll->q_files += ps->n;
 	pthread_cond_signal(&ll->q_cv);
 	pthread_mutex_unlock(&ll->mu);
 	return id;
 }
 
-/* A listing's reply waits for its files' stores. The pusher takes pushes
- * in order and is often busy with the folder a walk reaches next (its
- * preparation and stores): the lister's thread, whose request is the one
- * a process waits for, does its own reply's push then, beside the pusher,
- * as the folder's second walker. One lister of a view waits at a time: the
- * walkers' requests of the pusher's folder need free workers (libfuse
- * runs 4 in a view). */
-void cof_vpush_wait(cof_vll *ll, uint64_t id)
+/* Takes push `id` off the queue and pushes it on the calling thread, as the
+ * pusher's second walker: 1 when done so; 0 when the pusher has it (or
+ * done it already), or another lister is the second walker now. One
+ * lister of a view walks at a time: the walkers' requests of the pusher's
+ * folder need free workers (libfuse runs 4 in a view). Under mu (released
+ * while it pushes). */
+static int push_here(cof_vll *ll, uint64_t id)
 {
 	cof_vpush **pp, *ps;
 
+	if (ll->lister_waits)
+		return 0;
+	for (pp = &ll->q_head; (ps = *pp) && ps->id != id; pp = &ps->next)
+		;
+	if (!ps || ll->closing)
+		return 0;
+	if (!(*pp = ps->next))
+		ll->q_tail = pp == &ll->q_head ? NULL
+			: (cof_vpush *)((char *)pp - offsetof(cof_vpush, next));
+	ll->q_files -= ps->n;
+	ll->lister_waits = 1;
+	ll->walk[1].tid = (pid_t)syscall(SYS_gettid);
+	pthread_mutex_unlock(&ll->mu);
+	push_all(ll, ps, &ll->walk[1]);
 	pthread_mutex_lock(&ll->mu);
-	if (ll->lister_waits) {
+	ll->walk[1].tid = 0;
+	ll->lister_waits = 0;
+	pthread_cond_broadcast(&ll->pushed); /* cof_vpush_stop's */
+	return 1;
+}
+
+int cof_vpush_now(cof_vll *ll, uint64_t id)
+{
+	int done;
+
+	pthread_mutex_lock(&ll->mu);
+	done = push_here(ll, id);
+	pthread_mutex_unlock(&ll->mu);
+	return done;
+}
+
+/* A listing's reply waits for its files' stores. The pusher takes pushes
+ * in order and is often busy with the folder a walk reaches next (its
+ * preparation and stores): the lister's thread, whose request is the one
+ * a process waits for, does its own reply's push then, beside the pusher
+ * (push_here). While another lister is the second walker, a reply waits
+ * for nothing: its files not stored yet are read on demand
+ * (cof_vpush_seen). */
+void cof_vpush_wait(cof_vll *ll, uint64_t id)
+{
+	cof_vpush *ps;
+
+	pthread_mutex_lock(&ll->mu);
+	if (ll->lister_waits || push_here(ll, id)) {
 		pthread_mutex_unlock(&ll->mu);
 		return;
 	}
-	ll->lister_waits = 1;
-	for (pp = &ll->q_head; (ps = *pp) && ps->id != id; pp = &ps->next)
-		;
-	if (ps && !ll->closing) { /* not begun: pushed here */
-		if (!(*pp = ps->next))
-			ll->q_tail = pp == &ll->q_head ? NULL
-				: (cof_vpush *)((char *)pp - offsetof(cof_vpush, next));
-		ll->q_files -= ps->n;
-		ll->walk[1].tid = (pid_t)syscall(SYS_gettid);
-		pthread_mutex_unlock(&ll->mu);
-		push_all(ll, ps, &ll->walk[1]);
-		pthread_mutex_lock(&ll->mu);
-		ll->walk[1].tid = 0;
-	} else { /* the pusher's now (or, closing, soon dropped by it) */
-		for (;;) {
-			for (ps = ll->q_head; ps && ps->id != id; ps = ps->next)
-				;
-			if (!ps && ll->cur_id != id)
-				break;
-			pthread_cond_wait(&ll->pushed, &ll->mu);
-		}
+	ll->lister_waits = 1; /* (no other lister walks while this one waits) */
+	for (;;) { /* the pusher's now (or, closing, soon dropped by it) */
+		for (ps = ll->q_head; ps && ps->id != id; ps = ps->next)
+			;
+		if (!ps && ll->cur_id != id)
+			break;
+		pthread_cond_wait(&ll->pushed, &ll->mu);
 	}
 	ll->lister_waits = 0;
 	pthread_cond_broadcast(&ll->pushed); /* cof_vpush_stop's */

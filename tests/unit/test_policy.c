@@ -75,6 +75,13 @@ static void test_excl_basename(void **state)
 		{{"build"}, "build/out.o", 0, 1},        /* through its folder */
 		{{"build"}, "src/build/out.o", 0, 1},
 		{{"build"}, "rebuild/out.o", 0, 0},
+		/* the literal prefilter (has_lit): its first byte before the
+		 * match, the match at the very end, a path too short for it */
+		{{"*.pem"}, "x..pem", 0, 1},
+		{{"*.pem"}, "a.p.pe.pem", 0, 1},
+		{{"*.pem"}, "a.pe", 0, 0},
+		{{"*.pem"}, ".pem", 0, 1},
+		{{"notes.txt"}, "n/notes.tx", 0, 0},
 	};
 	(void)state;
 	RUN(cases);
