@@ -268,9 +268,10 @@ static void aheads_drop(cof_vll *ll, cof_ldir *d)
 /* After a reply of listing d (its last entry's offset `last`) is sent: the
  * next one built ahead, if not yet. Where nodes come first, the one after
  * it too, handed to the pusher before what it has queued (mostly the
- * folder a walk opens next), and this thread stores one of the two the
- * pusher has not begun: the walk's next request waits for its stores, so
- * two threads store the folder it lists now. */
+ * folder a walk opens next), and this thread stores the first if the
+ * pusher has not begun it, else the second if the pusher is busy: the
+ * walk's next request waits for their stores, so two threads store the
+ * folder it lists now. */
 static void aheads_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, off_t last)
 {
 	cof_lahead *a0 = &d->ahead[0], *a1 = &d->ahead[1];
@@ -289,9 +290,9 @@ static void aheads_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, 
 	if (!a1->buf && !a0->rc && a0->len &&
 	    early_build(ll, a1, d->fh, ino, size, a0->last, c0, &d->last_dir) == 0)
 		early_hand(ll, a1, 1);
-	if (cof_vpush_now(ll, a0->push_id))
+	if (a0->push_id && cof_vpush_now(ll, a0->push_id, 0))
 		a0->push_id = 0;
-	else if (a1->push_id && cof_vpush_now(ll, a1->push_id))
+	else if (a1->push_id && cof_vpush_now(ll, a1->push_id, 1))
 		a1->push_id = 0;
 }
 
@@ -500,12 +501,20 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		dir_end(ll, d, NULL, fi);
 		return;
 	}
-	/* a walk opens next the folder listed after this one */
+	/* a walk opens next the folder listed after this one. Where nodes
+	 * come first and this one was not prepared, once this one is listed:
+	 * till then the pusher stores this one's replies with the lister (see
+	 * aheads_build), which the walk waits for now */
 	pthread_mutex_lock(&ll->mu);
 	cof_lnode *n = cof_lino_find(ll, ino);
 	next = n ? n->next_dir : 0;
 	pthread_mutex_unlock(&ll->mu);
-	if (!ll->v->o.follow)
+	if (ll->v->o.follow || !next)
+		return;
+	if (!p && cof_vpush_folder_mode(ll, ino) == 2) {
+		d->prep_next = next;
+		d->prep_cx = *cof_vop_ctx();
+	} else
 		cof_vpush_prepare(ll, next, cof_vop_ctx());
 }
 
@@ -640,6 +649,10 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (plus && !rc && f.len && !d->prep && !ll->v->o.follow)
 		aheads_build(ll, d, ino, size, f.last);
+	if (d->prep_next && (rc || !f.len)) { /* listed to its end */
+		cof_vpush_prepare(ll, d->prep_next, &d->prep_cx);
+		d->prep_next = 0;
+	}
 	pthread_mutex_unlock(&d->mu);
 }
 

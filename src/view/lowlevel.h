@@ -66,6 +66,7 @@ struct cof_vll {
 		size_t cap;
 	} walk[2];
 	int lister_waits;       /* a listing waits for its stores (cof_vpush_wait) */
+	int pusher_idle;        /* the pusher waits for work */
 	uint64_t push_ids;      /* the last queued push's id */
 	uint64_t cur_id;        /* the one the pusher pushes now, or 0 */
 	/* listing.c */
@@ -121,6 +122,8 @@ typedef struct cof_ldir {
 	cof_lahead ahead[2];    /* the next replies ([1]: where nodes come first) */
 	cof_lprep *prep;        /* what was prepared, not all sent yet */
 	fuse_ino_t last_dir;    /* the last folder entry listed so far */
+	fuse_ino_t prep_next;   /* the folder to prepare once it is listed */
+	struct fuse_context prep_cx; /* (as whom) */
 } cof_ldir;
 
 /* One file to push, and the listing's list of them. */
@@ -223,9 +226,10 @@ uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps, int first);
  * once when another lister of the view waits already. */
 void cof_vpush_wait(cof_vll *ll, uint64_t id);
 /* Pushes push `id` on the calling thread now, when the pusher has not
- * begun it and no other lister walks: 1 when done, else 0 (still queued,
- * or the pusher's). */
-int cof_vpush_now(cof_vll *ll, uint64_t id);
+ * begun it and no other lister walks (and, `if_busy`, the pusher is busy
+ * with another: an idle one takes it at once): 1 when done, else 0 (still
+ * queued, or the pusher's). */
+int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
 /* Frees a listing's pushes (NULL: nothing). */

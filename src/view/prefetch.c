@@ -558,8 +558,11 @@ static void *pusher(void *arg)
 	pthread_mutex_lock(&ll->mu);
 	ll->walk[0].tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
-		while (!ll->q_head && !ll->prep_want && !ll->closing)
+		while (!ll->q_head && !ll->prep_want && !ll->closing) {
+			ll->pusher_idle = 1;
 			pthread_cond_wait(&ll->q_cv, &ll->mu);
+		}
+		ll->pusher_idle = 0;
 		/* a folder to prepare comes first, but for the replies of one
 		 * listed now (queued first): the walk waits for those already */
 		if (ll->prep_want && !ll->closing && !(ll->q_head && ll->q_head->first)) {
@@ -668,12 +671,13 @@ static int push_here(cof_vll *ll, uint64_t id)
 	return 1;
 }
 
-int cof_vpush_now(cof_vll *ll, uint64_t id)
+int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy)
 {
-	int done;
+	int done = 0;
 
 	pthread_mutex_lock(&ll->mu);
-	done = push_here(ll, id);
+	if (!if_busy || !ll->pusher_idle)
+		done = push_here(ll, id);
 	pthread_mutex_unlock(&ll->mu);
 	return done;
 }
