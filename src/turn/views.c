@@ -117,6 +117,11 @@ static int view_mount(cof_turns *ts, cof_turn *t, cof_call_views *cv, int from, 
 	o.allow_other = ts->root_user; /* the call runs as the turn's own uid */
 	o.noexec = 1;
 	o.owner = ts->root_user ? t->uid : 0;
+	/* its processes' ids, as the view sees them: the turn's own as root,
+	 * else ours (a user namespace maps them to us) */
+	o.warm = 1;
+	o.warm_uid = ts->root_user ? t->uid : getuid();
+	o.warm_gid = ts->root_user ? (gid_t)t->uid : getgid();
 	if (cof_view_mount(&o, mp, out, err) || cof_view_start(*out, err))
 		return -1;
 	return 0;

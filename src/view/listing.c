@@ -43,6 +43,7 @@ typedef struct lfill {
 	cof_vpush *push;
 	cof_lahead *ahead;      /* built before asked: the references it takes */
 	fuse_ino_t *last_dir;   /* the listing's last folder entry (next_dir) */
+	fuse_ino_t *first_dir;  /* its first (NULL: not asked) */
 	const struct fuse_file_info *dfi; /* ops_tree.c's listing */
 } lfill;
 
@@ -60,6 +61,8 @@ static void note_dir(cof_vll *ll, lfill *f, cof_lnode *n)
 {
 	cof_lnode *prev;
 
+	if (f->first_dir && !*f->first_dir)
+		*f->first_dir = n->ino;
 	if (!f->last_dir)
 		return;
 	if (*f->last_dir && (prev = cof_lino_find(ll, *f->last_dir)) && prev != n)
@@ -200,9 +203,9 @@ static int early_fits(cof_vll *ll, const cof_lahead *a, size_t size, off_t off)
 /* Builds into a the reply of listing `fh` of folder `ino` at `off` (size
  * bytes), as of ll->changes `c0`. 0, or -1 when out of memory (a empty). */
 static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, size_t size,
-		       off_t off, uint64_t c0, fuse_ino_t *last_dir)
+		       off_t off, uint64_t c0, fuse_ino_t *last_dir, fuse_ino_t *first_dir)
 {
-	lfill f = {.ahead = a, .last_dir = last_dir};
+	lfill f = {.ahead = a, .last_dir = last_dir, .first_dir = first_dir};
 
 	a->nrefs = 0;
 	a->rc = build(ll, fh, &f, ino, size, off, 1);
@@ -281,14 +284,14 @@ static void aheads_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, 
 	if (busy)
 		return;
 	if (!a0->buf) {
-		if (early_build(ll, a0, d->fh, ino, size, last, c0, &d->last_dir))
+		if (early_build(ll, a0, d->fh, ino, size, last, c0, &d->last_dir, NULL))
 			return;
 		early_hand(ll, a0, 1);
 	}
 	if (!a0->nodes_first)
 		return;
 	if (!a1->buf && !a0->rc && a0->len &&
-	    early_build(ll, a1, d->fh, ino, size, a0->last, c0, &d->last_dir) == 0)
+	    early_build(ll, a1, d->fh, ino, size, a0->last, c0, &d->last_dir, NULL) == 0)
 		early_hand(ll, a1, 1);
 	if (a0->push_id && cof_vpush_now(ll, a0->push_id, 0))
 		a0->push_id = 0;
@@ -345,18 +348,19 @@ static cof_lprep *prep_out(cof_vll *ll, fuse_ino_t ino)
  * opened and its replies built, up to COF_LPREP_MAX of them, for requests
  * of the size the view's listings last asked. Not in a view that follows its volume, nor while a
  * change is under way, nor past PREP_LIVE_MAX prepared folders. */
-void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
+fuse_ino_t cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 {
 	struct fuse_file_info fi;
 	cof_lprep *p = NULL;
 	cof_lnode *n;
+	fuse_ino_t first = 0;
 	char *path;
 	size_t size;
 	uint64_t c0;
 	int busy;
 
 	if (!ino || ll->v->o.follow)
-		return;
+		return 0;
 	c0 = changes_now(ll, &busy);
 	pthread_mutex_lock(&ll->mu);
 	n = cof_lino_find(ll, ino);
@@ -364,7 +368,7 @@ void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 	if (busy || !n || !size || n->prep || n->preparing || n->opened ||
 	    !(path = cof_lino_path(ll, n, NULL))) {
 		pthread_mutex_unlock(&ll->mu);
-		return;
+		return 0;
 	}
 	n->preparing = 1; /* keeps n (cof_lino_put) */
 	cof_lprep *old = ll->npreps == PREP_LIVE_MAX ? prep_out(ll, ll->preps[0]) : NULL;
@@ -379,7 +383,8 @@ void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 		p->fh = fi.fh;
 		p->changes = c0;
 		while (p->n < COF_LPREP_MAX &&
-		       early_build(ll, &p->r[p->n], p->fh, ino, size, off, c0, &p->last_dir) == 0) {
+		       early_build(ll, &p->r[p->n], p->fh, ino, size, off, c0, &p->last_dir,
+				   &first) == 0) {
 			cof_lahead *a = &p->r[p->n++];
 			early_hand(ll, a, 0);
 			if (a->rc || !a->len)
@@ -404,6 +409,36 @@ void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 	pthread_mutex_unlock(&ll->mu);
 	if (p)
 		prep_free(ll, p, 1);
+	return first;
+}
+
+/* The size a view's listings are asked in before any was (glibc's readdir
+ * and the kernel's READDIRPLUS of it: 32 KiB); a reply built for another
+ * is dropped when asked, its files' stores kept. */
+#define WARM_LIST_SIZE 32768
+
+void cof_vll_warm(cof_vll *ll)
+{
+	cof_vfs *v = ll->v;
+	size_t none = 0;
+
+	if (v->o.follow || !cof_vpush_on(v))
+		return;
+	__atomic_compare_exchange_n(&ll->list_size, &none, (size_t)WARM_LIST_SIZE, 0,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	for (int r = 0; r < v->o.nroots; r++) {
+		cof_lnode *n = NULL;
+		fuse_ino_t top = 0;
+
+		pthread_mutex_lock(&ll->mu);
+		if (!v->roots[r].cfg.name[0])
+			top = FUSE_ROOT_ID; /* a view of one root: the top is the root */
+		else if ((n = cof_lino_ref(ll, &ll->root, v->roots[r].cfg.name)))
+			top = n->ino; /* (a reference of the view's, for its life) */
+		pthread_mutex_unlock(&ll->mu);
+		if (top && cof_vpush_folder_mode(ll, top) == 2)
+			cof_vll_prepare(ll, cof_vll_prepare(ll, top));
+	}
 }
 
 /* The replies prepared for folder `ino`, taken for its opening (its
@@ -562,7 +597,7 @@ static cof_lahead *built_now(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino
 	if (ll->v->o.follow || cof_vpush_folder_mode(ll, ino) != 2)
 		return NULL;
 	c0 = changes_now(ll, &busy);
-	if (busy || early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir))
+	if (busy || early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir, NULL))
 		return NULL;
 	early_hand(ll, now, 0);
 	return now;

@@ -74,6 +74,8 @@ struct cof_vll {
 	int npreps;             /* folders prepared, not yet opened */
 	fuse_ino_t preps[4];    /* which, oldest first (npreps of them) */
 	fuse_ino_t prep_want;   /* the folder the pusher prepares next, or 0 */
+	int warm_want;          /* the pusher warms the view first (cof_vll_warm), */
+	struct fuse_context warm_cx; /* as whom */
 	struct fuse_context prep_cx; /* as whom (the attributes' owner) */
 	double entry_t, attr_t, neg_t;
 	const struct fuse_operations *ops;
@@ -195,8 +197,16 @@ void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* Frees what was prepared and never opened (unmounted). */
 void cof_vll_preps_free(cof_vll *ll);
 /* Prepares folder `ino` (listing.c: its replies built before it is opened),
- * on the calling thread; the caller's context set (cof_vll_enter). */
-void cof_vll_prepare(cof_vll *ll, fuse_ino_t ino);
+ * on the calling thread; the caller's context set (cof_vll_enter). The
+ * first folder it lists, or 0. */
+fuse_ino_t cof_vll_prepare(cof_vll *ll, fuse_ino_t ino);
+/* A cold view's first listings, prepared as it mounts (on the pusher's
+ * thread, the expected caller's context set): in each root the view
+ * writes, its top folder and the first folder listed there, what a walk
+ * of it opens first. There a walk's listing waits for its files' stores
+ * (prefetch.c, nodes first); the time a call's sandbox takes to start is
+ * spent on them instead. docs/design.md, Views, "Warm". */
+void cof_vll_warm(cof_vll *ll);
 
 /* ---- prefetch.c (push_add under mu; push_run without) */
 
@@ -232,6 +242,8 @@ void cof_vpush_wait(cof_vll *ll, uint64_t id);
 int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
+/* Has the pusher warm the view (cof_vll_warm) as caller cx, before all else. */
+void cof_vpush_warm(cof_vll *ll, const struct fuse_context *cx);
 /* Frees a listing's pushes (NULL: nothing). */
 void cof_vpush_free(cof_vpush *ps);
 /* Ends the pusher (what it had not pushed is dropped); before the session

@@ -537,10 +537,10 @@ static void push_all(cof_vll *ll, cof_vpush *ps, struct cof_vwalk *w)
  * reads them), at a low priority: the view's requests come first, above
  * all a listing's next reply, which its lister waits for; the pushes fill
  * the time between. A file read before its push comes by request as
- * always. The same thread prepares the folder a walk opens next
- * (listing.c), before any push but those of the replies a listing will
- * ask next (queued first): at a low priority too, so the walk's own
- * requests never wait behind it.
+ * always. The same thread warms a view as it mounts (cof_vll_warm) and
+ * prepares the folder a walk opens next (listing.c), before any push but
+ * those of the replies a listing will ask next (queued first): at a low
+ * priority too, so the walk's own requests never wait behind it.
  */
 
 /* Files queued at most; a listing past it is not pushed (its files are
@@ -558,11 +558,20 @@ static void *pusher(void *arg)
 	pthread_mutex_lock(&ll->mu);
 	ll->walk[0].tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
-		while (!ll->q_head && !ll->prep_want && !ll->closing) {
+		while (!ll->q_head && !ll->prep_want && !ll->warm_want && !ll->closing) {
 			ll->pusher_idle = 1;
 			pthread_cond_wait(&ll->q_cv, &ll->mu);
 		}
 		ll->pusher_idle = 0;
+		if (ll->warm_want && !ll->closing) {
+			struct fuse_context cx = ll->warm_cx;
+			ll->warm_want = 0;
+			pthread_mutex_unlock(&ll->mu);
+			cof_vll_enter(ll, &cx);
+			cof_vll_warm(ll);
+			pthread_mutex_lock(&ll->mu);
+			continue;
+		}
 		/* a folder to prepare comes first, but for the replies of one
 		 * listed now (queued first): the walk waits for those already */
 		if (ll->prep_want && !ll->closing && !(ll->q_head && ll->q_head->first)) {
@@ -581,8 +590,16 @@ static void *pusher(void *arg)
 			ll->q_tail = NULL;
 		ll->q_files -= ps->n;
 		ll->cur_id = ps->id;
+		int urgent = ps->first;
 		pthread_mutex_unlock(&ll->mu);
+		/* a listing waits for this one (queued first): at the process's
+		 * priority, like the lister storing the other beside it (taking
+		 * the priority back needs CAP_SYS_NICE: else it stays low) */
+		if (urgent)
+			setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 0);
 		push_all(ll, ps, &ll->walk[0]);
+		if (urgent)
+			setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
 		pthread_mutex_lock(&ll->mu);
 		ll->cur_id = 0;
 		pthread_cond_broadcast(&ll->pushed); /* cof_vpush_wait's */
@@ -598,6 +615,17 @@ static int pusher_up(cof_vll *ll)
 	if (!ll->pusher_on && !ll->closing && pthread_create(&ll->pusher, NULL, pusher, ll) == 0)
 		ll->pusher_on = 1;
 	return ll->pusher_on && !ll->closing;
+}
+
+void cof_vpush_warm(cof_vll *ll, const struct fuse_context *cx)
+{
+	pthread_mutex_lock(&ll->mu);
+	if (pusher_up(ll)) {
+		ll->warm_want = 1;
+		ll->warm_cx = *cx;
+		pthread_cond_signal(&ll->q_cv);
+	}
+	pthread_mutex_unlock(&ll->mu);
 }
 
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx)

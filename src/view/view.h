@@ -63,6 +63,9 @@ typedef struct cof_view_opts {
 	int allow_other;        /* others than the mounting uid may enter (root) */
 	int noexec;             /* nothing in the view can be run */
 	uid_t owner;            /* owner of kept conflicts (0 = as made) */
+	int warm;               /* prepare the first listings as it mounts, */
+	uid_t warm_uid;         /* for a caller of these ids (docs/design.md, */
+	gid_t warm_gid;         /* Views, "Warm") */
 } cof_view_opts;
 
 typedef struct cof_vfs cof_vfs;
