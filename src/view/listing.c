@@ -9,9 +9,9 @@
  *    listed after the one it just opened), built while it reads that one.
  *    (Not the first folder inside one listed to its end: a walk that opens
  *    it at once would wait for all of its replies instead of the first.)
- * In a root the view writes, a reply's files are stored before it is sent
- * (prefetch.c, "nodes first"): those of replies built before as they are
- * built, and a reply waits for its stores before it is sent (early_stored).
+ * A reply's files are stored before it is sent (prefetch.c, "nodes first"):
+ * those of replies built before as they are built, and a reply waits for
+ * its stores before it is sent (early_stored).
  * A reply built before it is asked is sent only to a request of its offset
  * and size, and only while nothing in the view changed since it was built;
  * else it is dropped and the node references it took are given back.
@@ -152,11 +152,10 @@ static int build(cof_vll *ll, uint64_t fh, lfill *f, fuse_ino_t ino, size_t size
 	f->last = off;
 	if (!(f->buf = malloc(size)))
 		return -ENOMEM;
-	/* where nodes come first (a root the view writes), only a reply built
-	 * before it is asked: one sent now is read on demand (prefetch.c) */
-	int mode = plus ? cof_vpush_folder_mode(ll, ino) : 0;
-	if ((mode == 1 || (mode == 2 && f->ahead)) && (f->push = calloc(1, sizeof *f->push)))
-		f->push->nodes_first = mode == 2;
+	/* only a reply built before it is asked pushes its files (stored
+	 * before it is sent): one sent now is read on demand (prefetch.c) */
+	if (plus && f->ahead && cof_vpush_folder(ll, ino))
+		f->push = calloc(1, sizeof *f->push);
 	dfi.fh = fh;
 	f->dfi = &dfi;
 	rc = ll->ops->readdir(NULL, f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
@@ -218,7 +217,7 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 	a->uid = cof_vop_ctx()->uid;
 	a->gid = cof_vop_ctx()->gid;
 	a->push = f.push;
-	a->nodes_first = f.push && f.push->nodes_first;
+	a->pushes = f.push != NULL;
 	if (!a->buf) {
 		cof_vpush_free(f.push);
 		a->push = NULL;
@@ -228,12 +227,12 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 	return 0;
 }
 
-/* Where nodes come first, reply a's files go to the pusher as soon as it is
- * built (stored before it is sent, when the pusher is in time). */
+/* Reply a's files go to the pusher as soon as it is built (stored before it
+ * is sent, when the pusher is in time). */
 static void early_hand(cof_vll *ll, cof_lahead *a, int first)
 {
 	a->push_id = 0;
-	if (a->push && a->push->nodes_first) {
+	if (a->push) {
 		a->push_id = cof_vpush_run(ll, a->push, first);
 		a->push = NULL;
 	}
@@ -269,7 +268,7 @@ static void aheads_drop(cof_vll *ll, cof_ldir *d)
 }
 
 /* After a reply of listing d (its last entry's offset `last`) is sent: the
- * next one built ahead, if not yet. Where nodes come first, the one after
+ * next one built ahead, if not yet. Where files are pushed, the one after
  * it too, handed to the pusher before what it has queued (mostly the
  * folder a walk opens next), and this thread stores the first if the
  * pusher has not begun it, else the second if the pusher is busy: the
@@ -288,7 +287,7 @@ static void aheads_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, 
 			return;
 		early_hand(ll, a0, 1);
 	}
-	if (!a0->nodes_first)
+	if (!a0->pushes)
 		return;
 	if (!a1->buf && !a0->rc && a0->len &&
 	    early_build(ll, a1, d->fh, ino, size, a0->last, c0, &d->last_dir, NULL) == 0)
@@ -436,7 +435,7 @@ void cof_vll_warm(cof_vll *ll)
 		else if ((n = cof_lino_ref(ll, &ll->root, v->roots[r].cfg.name)))
 			top = n->ino; /* (a reference of the view's, for its life) */
 		pthread_mutex_unlock(&ll->mu);
-		if (top && cof_vpush_folder_mode(ll, top) == 2)
+		if (top && cof_vpush_folder(ll, top))
 			cof_vll_prepare(ll, cof_vll_prepare(ll, top));
 	}
 }
@@ -536,8 +535,8 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		dir_end(ll, d, NULL, fi);
 		return;
 	}
-	/* a walk opens next the folder listed after this one. Where nodes
-	 * come first and this one was not prepared, once this one is listed:
+	/* a walk opens next the folder listed after this one. Where files
+	 * are pushed and this one was not prepared, once this one is listed:
 	 * till then the pusher stores this one's replies with the lister (see
 	 * aheads_build), which the walk waits for now */
 	pthread_mutex_lock(&ll->mu);
@@ -546,7 +545,7 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&ll->mu);
 	if (ll->v->o.follow || !next)
 		return;
-	if (!p && cof_vpush_folder_mode(ll, ino) == 2) {
+	if (!p && cof_vpush_folder(ll, ino)) {
 		d->prep_next = next;
 		d->prep_cx = *cof_vop_ctx();
 	} else
@@ -565,8 +564,6 @@ static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_i
 	ll->ops->releasedir(NULL, fi);
 	if (req)
 		fuse_reply_err(req, 0);
-	if (d->pending) /* the caller stopped listing: what it was given */
-		cof_vpush_run(ll, d->pending, 0);
 	pthread_mutex_unlock(&d->mu);
 	pthread_mutex_destroy(&d->mu);
 	dir_closed(ll, d->ino);
@@ -584,8 +581,7 @@ void cof_vll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	dir_end(ll, (cof_ldir *)(uintptr_t)fi->fh, req, fi);
 }
 
-/* Where nodes come first (a root the view writes), a reply asked for and
- * not built before: built into `now` and handed to the pusher (to be sent
+/* Where files are pushed, a reply asked for and not built before: built into `now` and handed to the pusher (to be sent
  * once its files are stored, early_stored), and `now`; or NULL (built and
  * sent on demand, its files read on demand). */
 static cof_lahead *built_now(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino_t ino,
@@ -594,7 +590,7 @@ static cof_lahead *built_now(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino
 	uint64_t c0;
 	int busy;
 
-	if (ll->v->o.follow || cof_vpush_folder_mode(ll, ino) != 2)
+	if (ll->v->o.follow || !cof_vpush_folder(ll, ino))
 		return NULL;
 	c0 = changes_now(ll, &busy);
 	if (busy || early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir, NULL))
@@ -614,7 +610,6 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
 	lfill f = {.req = req, .last_dir = &d->last_dir};
 	cof_lahead *early = NULL, now = {0};
-	cof_vpush *ready;
 	int rc;
 
 	if (!d) { /* the pusher's folder, asked by none of its walkers */
@@ -624,7 +619,6 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (plus)
 		__atomic_store_n(&ll->list_size, size, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&d->mu);
-	ready = d->pending;
 	if (plus && d->prep) {
 		cof_lprep *p = d->prep;
 		if (p->next < p->n && early_fits(ll, &p->r[p->next], size, off))
@@ -652,14 +646,13 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		f.len = early->len;
 		f.last = early->last;
 		rc = early->rc;
-		d->pending = early->push;
+		cof_vpush_free(early->push); /* (none: handed over when built) */
 		early->buf = NULL;
 		early->push = NULL;
 		early->nrefs = 0;
-	} else {
+	} else { /* (its files read on demand: no push, see build) */
 		aheads_drop(ll, d);
 		rc = build(ll, d->fh, &f, ino, size, off, plus);
-		d->pending = f.push;
 	}
 	free(now.refs);
 	if (d->prep && d->prep->next >= d->prep->n) {
@@ -671,12 +664,6 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else
 		fuse_reply_buf(req, f.buf, f.len);
 	free(f.buf);
-	/* the kernel makes the nodes of a reply's entries only after it was
-	 * sent (in the lister's getdents): a push of them now would find none
-	 * (ENOENT). The next request of the listing comes once they are made:
-	 * the previous reply's files are pushed then, after this reply */
-	if (ready)
-		cof_vpush_run(ll, ready, 0);
 	if (early == &d->ahead[0]) { /* sent: the one after it is next */
 		cof_lahead sent = d->ahead[0];
 		d->ahead[0] = d->ahead[1];

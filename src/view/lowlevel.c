@@ -118,7 +118,7 @@ static void ll_init(void *data, struct fuse_conn_info *conn)
 	ll->entry_t = cfg.entry_timeout;
 	ll->attr_t = cfg.attr_timeout;
 	ll->neg_t = cfg.negative_timeout;
-	if (ll->v->o.warm && ll->v->layer >= 0 && cof_vpush_on(ll->v)) { /* (the pusher's requests wait for INIT's reply) */
+	if (ll->v->o.warm && cof_vpush_on(ll->v)) { /* (its requests wait for INIT's reply) */
 		struct fuse_context cx = cur;
 		cx.uid = ll->v->o.warm_uid;
 		cx.gid = ll->v->o.warm_gid;

@@ -25,8 +25,8 @@ typedef struct cof_lnode {
 	int stale;              /* written while pushing: drop the cache after */
 	int asked;              /* read by request: a push of it is late */
 	int seen;               /* in a reply a process could see (a lookup, a
-				 * listing sent): in a root the view writes, its
-				 * bytes are never stored after (prefetch.c) */
+				 * listing sent): its bytes are never stored
+				 * after (prefetch.c) */
 	int hid;                /* the pusher's folder (prefetch.c) */
 	/* a folder's (listing.c) */
 	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
@@ -54,7 +54,7 @@ struct cof_vll {
 	int pusher_on, closing;
 	/* the pusher's folder (prefetch.c, "nodes first"): a name in the
 	 * view's root only its walkers find, listing the files a walker is
-	 * about to store in a root the view writes. Two walk it: the pusher
+	 * about to store. Two walk it: the pusher
 	 * ([0]) and a lister that pushes its own reply's files ([1]). */
 	char hid_name[48];      /* ".coffer-" and 32 hex digits */
 	struct cof_vwalk {
@@ -95,7 +95,7 @@ typedef struct cof_lahead {
 	uid_t uid;              /* the caller it was built for (the owner of */
 	gid_t gid;              /* its entries): another is answered anew */
 	struct cof_vpush *push;
-	int nodes_first;        /* its folder's nodes come first (prefetch.c) */
+	int pushes;             /* its folder's files are pushed (prefetch.c) */
 	uint64_t push_id;       /* its files handed to the pusher (nodes first) */
 	fuse_ino_t *refs;
 	size_t nrefs, cap;
@@ -112,16 +112,14 @@ typedef struct cof_lprep {
 	fuse_ino_t last_dir;    /* the last folder entry (cof_ldir's) */
 } cof_lprep;
 
-/* A folder open for listing: ops_tree.c's handle, the files of the last
- * reply, pushed once the kernel has made their nodes, and the replies
- * built before they are asked; mu keeps its requests and the building one
- * at a time. */
+/* A folder open for listing: ops_tree.c's handle and the replies built
+ * before they are asked; mu keeps its requests and the building one at a
+ * time. */
 typedef struct cof_ldir {
 	uint64_t fh;
 	fuse_ino_t ino;
-	struct cof_vpush *pending;
 	pthread_mutex_t mu;
-	cof_lahead ahead[2];    /* the next replies ([1]: where nodes come first) */
+	cof_lahead ahead[2];    /* the next replies ([1]: where files are pushed) */
 	cof_lprep *prep;        /* what was prepared, not all sent yet */
 	fuse_ino_t last_dir;    /* the last folder entry listed so far */
 	fuse_ino_t prep_next;   /* the folder to prepare once it is listed */
@@ -135,7 +133,7 @@ typedef struct pushc {
 	fuse_ino_t ino;
 	char *path;
 	int64_t size;
-	struct stat st;  /* as listed (read-write roots: the pusher's folder lists it so) */
+	struct stat st;  /* as listed (the pusher's folder lists it so) */
 	char sha[65];   /* its content as listed */
 	char *bytes;    /* where its bytes are read to (the pusher's slab) */
 	int got;        /* they are all there */
@@ -144,7 +142,6 @@ typedef struct pushc {
 struct cof_vpush {
 	pushc *c;
 	size_t n, cap;
-	int nodes_first; /* a root the view writes: see prefetch.c */
 	uint64_t id;     /* its number in the queue (cof_vpush_wait) */
 	int first;       /* queued before the others: a listing waits for it */
 	struct cof_vpush *next; /* in ll's queue */
@@ -201,24 +198,24 @@ void cof_vll_preps_free(cof_vll *ll);
  * first folder it lists, or 0. */
 fuse_ino_t cof_vll_prepare(cof_vll *ll, fuse_ino_t ino);
 /* A cold view's first listings, prepared as it mounts (on the pusher's
- * thread, the expected caller's context set): in each root the view
- * writes, its top folder and the first folder listed there, what a walk
- * of it opens first. There a walk's listing waits for its files' stores
- * (prefetch.c, nodes first); the time a call's sandbox takes to start is
- * spent on them instead. docs/design.md, Views, "Warm". */
+ * thread, the expected caller's context set): in each root, its top
+ * folder and the first folder listed there, what a walk of it opens
+ * first. A walk's listing waits for its files' stores (prefetch.c, nodes
+ * first); the time a call's sandbox takes to start is spent on them
+ * instead. docs/design.md, Views, "Warm". */
 void cof_vll_warm(cof_vll *ll);
 
 /* ---- prefetch.c (push_add under mu; push_run without) */
 
-/* Whether a listing of folder dir pushes its files: 0 no, 1 yes, 2 yes
- * with their nodes made first (a root the view writes). Without mu. */
-int cof_vpush_folder_mode(cof_vll *ll, fuse_ino_t dir);
+/* Whether a listing of folder dir pushes its files (their nodes made
+ * first, stored before the reply that names them). Without mu. */
+int cof_vpush_folder(cof_vll *ll, fuse_ino_t dir);
 /* Adds file n (attributes st, content `sha`, in folder p) to a listing's
  * pushes if the budgets allow. */
 void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
 		   const struct stat *st, const char *sha);
 /* Node n goes to the kernel in a reply a process may see: a store of it
- * under way ends first, and none comes after where nodes come first.
+ * under way ends first, and none comes after.
  * Under mu (it may wait on ll->pushed). */
 void cof_vpush_seen(cof_vll *ll, cof_lnode *n);
 /* The pusher's folder's requests: 1 when req was one (and is answered). */
@@ -226,8 +223,8 @@ int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char 
 int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
 		      off_t off, struct fuse_file_info *fi);
 enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
-/* Hands a listing's files (once the kernel has made their nodes, or where
- * nodes come first as soon as built) to the view's pusher thread, which
+/* Hands a listing's files (as soon as its reply is built) to the view's
+ * pusher thread, which
  * pushes and frees them (`first`: before those queued already): its id, or
  * 0 when dropped. */
 uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps, int first);
