@@ -531,24 +531,27 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * the folder again from that (its own changes through the view drop
 	 * it): a second listing asks nothing */
 	fi->cache_readdir = fi->keep_cache = !ll->v->o.follow;
+	/* a walk opens next the folder listed after this one. Where files
+	 * are pushed and this one was not prepared, once this one is listed:
+	 * till then the pusher stores this one's replies with the lister (see
+	 * aheads_build), which the walk waits for now. (Decided before the
+	 * reply: once it is sent, d may be listed and released meanwhile.) */
+	if (!ll->v->o.follow) {
+		pthread_mutex_lock(&ll->mu);
+		cof_lnode *n = cof_lino_find(ll, ino);
+		next = n ? n->next_dir : 0;
+		pthread_mutex_unlock(&ll->mu);
+	}
+	if (next && !p && cof_vpush_folder(ll, ino)) {
+		d->prep_next = next;
+		d->prep_cx = *cof_vop_ctx();
+		next = 0;
+	}
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* the open was interrupted */
 		dir_end(ll, d, NULL, fi);
 		return;
 	}
-	/* a walk opens next the folder listed after this one. Where files
-	 * are pushed and this one was not prepared, once this one is listed:
-	 * till then the pusher stores this one's replies with the lister (see
-	 * aheads_build), which the walk waits for now */
-	pthread_mutex_lock(&ll->mu);
-	cof_lnode *n = cof_lino_find(ll, ino);
-	next = n ? n->next_dir : 0;
-	pthread_mutex_unlock(&ll->mu);
-	if (ll->v->o.follow || !next)
-		return;
-	if (!p && cof_vpush_folder(ll, ino)) {
-		d->prep_next = next;
-		d->prep_cx = *cof_vop_ctx();
-	} else
+	if (next)
 		cof_vpush_prepare(ll, next, cof_vop_ctx());
 }
 

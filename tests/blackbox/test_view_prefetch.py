@@ -201,6 +201,15 @@ def resident(p):
     libc.mincore(a, 4096, v)
     libc.munmap(a, 4096); os.close(fd)
     return v.raw[0] & 1
+def mmap_writes(folder, names):  # how many writes through a shared map did not read back
+    bad = 0
+    for n in names:
+        f = open(folder + n, "r+b")
+        m = mmap.mmap(f.fileno(), 0)
+        m[0:3] = b"NEW"
+        m.flush(); m.close(); f.close()
+        bad += open(folder + n, "rb").read(3) != b"NEW"
+    return bad
 """
 
 # (the pushes of a read-only root come after its listing, from a thread of
@@ -241,14 +250,7 @@ os.listdir("/workspace/t/a")  # its opening prepares b, the folder after it
 time.sleep(1)
 names = ["%02d.txt" % i for i in range(40)]
 print(sum(resident("/workspace/t/b/" + n) for n in names))
-bad = 0
-for n in names:  # and a shared writable map of a pushed file keeps its writes
-    f = open("/workspace/t/b/" + n, "r+b")
-    m = mmap.mmap(f.fileno(), 0)
-    m[0:3] = b"NEW"
-    m.flush(); m.close(); f.close()
-    bad += open("/workspace/t/b/" + n, "rb").read(3) != b"NEW"
-print(bad)
+print(mmap_writes("/workspace/t/b/", names))  # a pushed file keeps them
 """
 
 
@@ -274,14 +276,7 @@ time.sleep(1)  # nothing listed: opened by name, a file is read on demand
 names = ["%02d.txt" % i for i in range(40)]
 print(resident("/workspace/top.txt"), sum(resident("/workspace/f/" + n) for n in names),
       sum(resident("/workspace/g/" + n) for n in names))
-bad = 0
-for n in names:  # a shared writable map of a warmed file keeps its writes
-    f = open("/workspace/f/" + n, "r+b")
-    m = mmap.mmap(f.fileno(), 0)
-    m[0:3] = b"NEW"
-    m.flush(); m.close(); f.close()
-    bad += open("/workspace/f/" + n, "rb").read(3) != b"NEW"
-print(bad)
+print(mmap_writes("/workspace/f/", names))  # a warmed file keeps them
 """
 
 
