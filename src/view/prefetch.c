@@ -592,16 +592,8 @@ static void *pusher(void *arg)
 			ll->q_tail = NULL;
 		ll->q_files -= ps->n;
 		ll->cur_id = ps->id;
-		int urgent = ps->first;
 		pthread_mutex_unlock(&ll->mu);
-		/* a listing waits for this one (queued first): at the process's
-		 * priority, like the lister storing the other beside it (taking
-		 * the priority back needs CAP_SYS_NICE: else it stays low) */
-		if (urgent)
-			setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 0);
 		push_all(ll, ps, &ll->walk[0]);
-		if (urgent)
-			setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
 		pthread_mutex_lock(&ll->mu);
 		ll->cur_id = 0;
 		pthread_cond_broadcast(&ll->pushed); /* cof_vpush_wait's */
@@ -724,7 +716,7 @@ void cof_vpush_wait(cof_vll *ll, uint64_t id)
 	cof_vpush *ps;
 
 	pthread_mutex_lock(&ll->mu);
-	if (ll->lister_waits || push_here(ll, id)) {
+	if (push_here(ll, id) || ll->lister_waits) {
 		pthread_mutex_unlock(&ll->mu);
 		return;
 	}
