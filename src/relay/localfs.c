@@ -12,17 +12,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "relay/lfs_int.h"
-
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
 
 int cof_lfs_open(const char *dir, cof_excl *excl, const cof_limits *limits, cof_lfs **out,
 		 cof_err *err)
@@ -123,92 +117,14 @@ int cof_lfs_errno(int e, const char *path, cof_err *err)
 	}
 }
 
-/* 1 when `name` in the folder open at `dfd` is a symlink. */
-static int lfs_is_link(int dfd, const char *name)
-{
-	struct stat st;
-
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-}
-
-/* The walk of a kernel without openat2: one component at a time from the
- * folder, O_NOFOLLOW everywhere. `path` passed cof_lfs_path (no `..`). */
-static int lfs_walk(int dirfd, const char *path, int flags, mode_t mode)
-{
-	int cur = dirfd;
-	const char *p = path;
-
-	for (;;) {
-		const char *slash = strchr(p, '/');
-		char name[COF_SEGMENT_MAX + 1];
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-		int next;
-
-		if (n == 0 || n > COF_SEGMENT_MAX || (n == 2 && !memcmp(p, "..", 2))) {
-			if (cur != dirfd)
-				close(cur);
-			errno = n > COF_SEGMENT_MAX ? ENAMETOOLONG : EXDEV;
-			return -1;
-		}
-		memcpy(name, p, n);
-		name[n] = '\0';
-		if (slash)
-			next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		else
-			next = openat(cur, name, flags, mode);
-		int e = errno;
-		if (next < 0 && lfs_is_link(cur, name))
-			e = ELOOP; /* O_DIRECTORY | O_NOFOLLOW on a symlink says ENOTDIR */
-		if (cur != dirfd)
-			close(cur);
-		errno = e;
-		if (next < 0 || !slash)
-			return next;
-		cur = next;
-		p = slash + 1;
-	}
-}
-
-/* 1 when the last component of `path` (beneath `dirfd`) is a symlink:
- * O_PATH | O_NOFOLLOW opens the link itself even under RESOLVE_NO_SYMLINKS. */
-static int lfs_last_is_link(int dirfd, const char *path)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	struct stat st;
-	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how), link;
-
-	if (fd < 0)
-		return 0;
-	link = fstat(fd, &st) == 0 && S_ISLNK(st.st_mode);
-	close(fd);
-	return link;
-}
-
 /* Opens `path` (checked; "" = the folder) beneath `dirfd`, never following a
- * symlink. Returns the fd or -1 with errno. */
+ * symlink (util's cof_open_beneath; the walk alone when a test asked, or the
+ * kernel has no openat2). Returns the fd or -1 with errno. */
 int cof_lfs_open_beneath(cof_lfs *fs, int dirfd, const char *path, int flags, mode_t mode)
 {
-	flags |= O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
-	if (!path[0])
-		return openat(dirfd, ".", flags & ~(O_CREAT | O_EXCL | O_TRUNC), 0);
-	if (!fs->walk_only) {
-		struct open_how how = {
-			.flags = (uint64_t)flags,
-			.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-		};
-		int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-		if (fd < 0 && errno == ENOTDIR && (flags & O_DIRECTORY) &&
-		    lfs_last_is_link(dirfd, path))
-			errno = ELOOP;
-		if (fd >= 0 || errno != ENOSYS)
-			return fd;
-		fs->walk_only = 1;
-	}
-	return lfs_walk(dirfd, path, flags, mode);
+	if (fs->walk_only)
+		return cof_open_beneath_walk(dirfd, path, flags, mode);
+	return cof_open_beneath(dirfd, path, flags, mode);
 }
 
 int cof_lfs_openat(cof_lfs *fs, const char *path, int flags, cof_err *err)
@@ -328,42 +244,18 @@ int cof_lfs_read(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 
 /* ----------------------------------------------------------------- write */
 
-/* Opens the folder `dir` ("" = the top), making each missing component with
- * mkdirat and opening it with O_NOFOLLOW | O_DIRECTORY from its parent, so a
- * symlink on the way (made before or between the two calls) is refused. */
+/* Opens the folder `dir` ("" = the top), making each missing component
+ * (cof_mkdirs_beneath: a symlink on the way, made before or between the
+ * mkdir and the open, is refused). */
 static int lfs_mkdirs(cof_lfs *fs, const char *dir, cof_err *err)
 {
-	int cur = dup(fs->dirfd);
-	const char *p = dir;
+	int fd = cof_mkdirs_beneath(fs->dirfd, dir, 0777, -1);
 
-	if (cur < 0)
+	if (fd < 0 && errno == ENOTDIR)
+		return cof_error(err, COF_EVALIDATION, "'%.300s' is not a folder", dir), -1;
+	if (fd < 0)
 		return cof_lfs_errno(errno, dir, err), -1;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-		char name[COF_SEGMENT_MAX + 1];
-		int next;
-
-		memcpy(name, p, n); /* n <= 255: the path passed cof_lfs_path */
-		name[n] = '\0';
-		if (mkdirat(cur, name, 0777) && errno != EEXIST) {
-			int e = errno;
-			close(cur);
-			return cof_lfs_errno(e, dir, err), -1;
-		}
-		next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		if (next < 0 && lfs_is_link(cur, name))
-			e = ELOOP;
-		close(cur);
-		if (next < 0 && e == ENOTDIR)
-			return cof_error(err, COF_EVALIDATION, "'%.300s' is not a folder", dir), -1;
-		if (next < 0)
-			return cof_lfs_errno(e, dir, err), -1;
-		cur = next;
-		p = slash ? slash + 1 : p + n;
-	}
-	return cur;
+	return fd;
 }
 
 /* Makes the temp file in the folder open at `pfd`: a random name, O_EXCL so

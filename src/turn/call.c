@@ -257,9 +257,13 @@ static int outbox_prepare(const cof_turn *t)
 		return -1;
 	if (fstatat(ws, "outbox", &sb, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(sb.st_mode))
 		unlinkat(ws, "outbox", 0);
-	if ((mkdirat(ws, "outbox", 0700) == 0 || errno == EEXIST) &&
-	    fchownat(ws, "outbox", t->uid, t->uid, AT_SYMLINK_NOFOLLOW) == 0)
+	/* owned through the fd of what is at the name now, a real folder: a
+	 * link swapped in between is refused, never followed */
+	int ob = cof_mkdirs_beneath(ws, "outbox", 0700, -1);
+	if (ob >= 0 && fchown(ob, t->uid, t->uid) == 0)
 		rc = 0;
+	if (ob >= 0)
+		close(ob);
 	close(ws);
 	return rc;
 }

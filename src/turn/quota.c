@@ -474,6 +474,21 @@ static void layers_make(cof_turns *ts, cof_turn *t)
 		mount("tmpfs", p, "tmpfs", TMPFS_FLAGS, opts);
 }
 
+/* Gives the folder `path` (ours, under ROOT/ws) to `uid` through an fd opened
+ * without following a link. 0 or -1 with errno. */
+static int own_dir(const char *path, uid_t uid)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fchown(fd, uid, uid);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 {
 	snprintf(t->ws, sizeof t->ws, "%s/ws/%s", ts->root, t->id);
@@ -485,7 +500,7 @@ int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 	if (mkdir(t->ws, 0700) && errno != EEXIST)
 		return cof_error(err, COF_EINTERNAL, "cannot make the workspace: %s",
 				 strerror(errno));
-	if (ts->kernel ? tmpfs_set(ts, t, 0) : chown(t->ws, t->uid, t->uid)) {
+	if (ts->kernel ? tmpfs_set(ts, t, 0) : own_dir(t->ws, t->uid)) {
 		int e = errno;
 		rmdir(t->ws);
 		return cof_error(err, COF_EINTERNAL, "cannot make the workspace: %s", strerror(e));

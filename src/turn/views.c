@@ -619,8 +619,7 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 {
 	cof_view_result res[COF_VIEW_ROOTS];
 	json_t *committed, *conflicts;
-	char cdir[PATH_MAX + 80];
-	int cfd;
+	int ws, cfd;
 
 	if (!cv || (!cv->vfs && !cv->ro && !cv->shared))
 		return;
@@ -641,14 +640,18 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 		return;
 	}
 	cv->a.run = run;
-	snprintf(cdir, sizeof cdir, "%s/.conflicts", t->ws);
-	if (mkdir(cdir, 0755) == 0 && ts->root_user)
-		chown(cdir, t->uid, t->uid);
-	cfd = open(cdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* the workspace is the call's own /tmp: .conflicts is made and owned
+	 * through fds beneath it, never by a path the call could have linked */
+	ws = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	cfd = ws < 0 ? -1 : cof_mkdirs_beneath(ws, ".conflicts", 0755,
+					      ts->root_user ? (long)t->uid : -1);
 	cof_view_commit(cv->vfs, cfd, res);
 	if (cfd >= 0)
 		close(cfd);
-	rmdir(cdir); /* kept only when it holds a conflict */
+	if (ws >= 0) { /* kept only when it holds a conflict */
+		unlinkat(ws, ".conflicts", AT_REMOVEDIR);
+		close(ws);
+	}
 	committed = json_array();
 	conflicts = json_array();
 	for (int i = 0; i < cv->nrw; i++) {

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include "coffer.h"
 
 /* ---- memory (alloc.c). Out of memory is not an error a caller handles: it
@@ -98,6 +99,24 @@ int cof_temp_dir(const char *prefix, char *out, size_t outsz);
 /* Removes `dir` and everything under it, best effort, without following links or
  * entering another file system mounted below it. Cannot fail. */
 void cof_rm_tree(const char *dir);
+
+/* ---- beneath a directory fd (beneath.c): for paths someone else may have
+ * shaped (a call's workspace, the relay user's folder). `path` is relative,
+ * '/'-separated; "" is the folder itself. No symlink is ever followed, on the
+ * way or at the end, and no `..` or `.` segment is taken: openat2 with
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, or a
+ * component-by-component O_NOFOLLOW walk where the kernel has no openat2.
+ * O_NOFOLLOW, O_CLOEXEC and O_NOCTTY are always added. An fd or -1 with errno
+ * (ELOOP for a link on the way, EXDEV for a `..`). */
+int cof_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* The same by the walk alone (tests; what a kernel without openat2 gets). */
+int cof_open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode);
+/* Opens folder `dir` beneath `dirfd`, making each missing component (mkdirat
+ * with `mode`, then opened O_NOFOLLOW | O_DIRECTORY from its parent's fd, so a
+ * link put there before or between the two is refused) and, when `owner` >= 0,
+ * giving each folder it made to uid = gid = `owner` by fchown on that fd. The
+ * fd of the folder, or -1 with errno. */
+int cof_mkdirs_beneath(int dirfd, const char *dir, mode_t mode, long owner);
 void cof_hex(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
 int cof_sha256_hex(const void *data, size_t len, char out[65]);
 /* Wall-clock time, only for a time shown or stored (createdAt, expiresAt,

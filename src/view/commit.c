@@ -174,46 +174,73 @@ fail:
 	return -1;
 }
 
-/* Copies file `from` (under fd a) to `to` (under fd b, made new). 0 or -1. */
-static int copy_at(int a, const char *from, int b, const char *to)
+/* Copies the file open at `in` to a new file `to` in the folder open at
+ * `dirfd`, owned by `owner` (0 = as made). Whatever was at `to` is unlinked
+ * (never followed) and the copy made with O_EXCL, so nothing that was there
+ * is ever opened. 0 or -1. */
+static int copy_to(int in, int dirfd, const char *to, uid_t owner)
 {
 	char buf[65536];
-	int in = openat(a, from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1;
 	ssize_t k = 0;
+	int out;
 
-	if (in >= 0)
-		out = openat(b, to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	while (out >= 0 && (k = read(in, buf, sizeof buf)) > 0)
+	unlinkat(dirfd, to, 0);
+	out = openat(dirfd, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0)
+		return -1;
+	if (owner && fchown(out, owner, owner))
+		k = -1;
+	while (k >= 0 && (k = read(in, buf, sizeof buf)) > 0)
 		if (write(out, buf, (size_t)k) != k) {
 			k = -1;
 			break;
 		}
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return in < 0 || out < 0 || k < 0 ? -1 : 0;
+	close(out);
+	if (k < 0)
+		unlinkat(dirfd, to, 0);
+	return k < 0 ? -1 : 0;
 }
 
-/* Makes the folders of `rel` under dirfd and moves layer file `lid` there. */
+/* Keeps the call's version of a conflicting file (layer file `lid`) at
+ * `shown/path` under the folder open at `dirfd` (the workspace's .conflicts).
+ * That folder is the call's own: whatever the call put there (a link on the
+ * way, a folder swapped mid-way) is never followed. The folders are made and
+ * opened beneath `dirfd` one fd at a time, every owner change goes through an
+ * fd we hold, and the file is renamed (or copied, across file systems) into
+ * the last folder's fd: a rename replaces a link at the name, never writes
+ * through it. */
 static void keep_conflict(cof_vfs *v, int dirfd, const char *shown, const vnode *n)
 {
 	char path[COF_PATH_MAX + 600], name[32];
+	const char *leaf;
+	int pfd, lfd;
 
 	if (dirfd < 0 || n->lid <= 0)
 		return;
 	snprintf(path, sizeof path, "%s%s%s", shown, *shown ? "/" : "", n->path);
-	for (char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdirat(dirfd, path, 0755) == 0 && v->o.owner)
-			fchownat(dirfd, path, v->o.owner, v->o.owner, AT_SYMLINK_NOFOLLOW);
-		*s = '/';
+	char *slash = strrchr(path, '/');
+	if (slash) {
+		*slash = '\0';
+		leaf = slash + 1;
+		pfd = cof_mkdirs_beneath(dirfd, path, 0755, v->o.owner ? (long)v->o.owner : -1);
+	} else {
+		leaf = path;
+		pfd = dup(dirfd);
 	}
-	snprintf(name, sizeof name, "%lld", (long long)n->lid);
-	if (renameat(v->layer, name, dirfd, path) && copy_at(v->layer, name, dirfd, path))
+	if (pfd < 0)
 		return;
-	if (v->o.owner)
-		fchownat(dirfd, path, v->o.owner, v->o.owner, AT_SYMLINK_NOFOLLOW);
+	snprintf(name, sizeof name, "%lld", (long long)n->lid);
+	lfd = openat(v->layer, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (lfd >= 0 && v->o.owner && fchown(lfd, v->o.owner, v->o.owner)) {
+		close(lfd);
+		lfd = -1;
+	}
+	/* when neither works the copy is not kept (the note still says where) */
+	if (lfd >= 0 && renameat(v->layer, name, pfd, leaf))
+		copy_to(lfd, pfd, leaf, v->o.owner);
+	if (lfd >= 0)
+		close(lfd);
+	close(pfd);
 }
 
 /* Where the caller sees root r, without its leading '/' ("" = nowhere). */

@@ -356,6 +356,74 @@ def test_call_does_not_see_writes_made_meanwhile_and_reports_conflict(srv):
     eq(out["stdout"], "mine\n", "the call's version is kept in the workspace")
 
 
+def test_conflict_copy_never_follows_a_link_the_call_made(srv):
+    """Issue 32 item 1: the call's /tmp is its own, so .conflicts/workspace (and
+    any folder below it) may be a link the call planted to a host folder. The
+    kept copy of a conflicting file must never be written, made or chowned
+    through it (before the fix cofferd renamed the call's bytes into the host
+    folder, as its own user)."""
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    srv.put_ok(ws, "shared.md", b"before\n")
+    srv.put_ok(ws, "deep/inner/x.md", b"before\n")
+    host = os.path.realpath(harness.tempfile.mkdtemp(prefix="coffer-host-"))
+    host2 = os.path.realpath(harness.tempfile.mkdtemp(prefix="coffer-host2-"))
+    os.chmod(host, 0o777)
+    os.chmod(host2, 0o777)
+    t = new_turn(srv, aid)
+    import threading
+    res = {}
+
+    def run():
+        res["out"] = call(srv, t["id"],
+                          "mkdir -p /tmp/.conflicts/x && ln -s %s /tmp/.conflicts/workspace && "
+                          "mkdir -p /tmp/.conflicts/x/workspace/deep && "
+                          "ln -s %s /tmp/.conflicts/x/workspace/deep/inner && "
+                          "sleep 2; echo mine > /workspace/shared.md; "
+                          "echo mine > /workspace/deep/inner/x.md" % (host, host2))
+    th = threading.Thread(target=run)
+    th.start()
+    time.sleep(1)
+    srv.put_ok(ws, "shared.md", b"theirs\n")
+    srv.put_ok(ws, "deep/inner/x.md", b"theirs\n")
+    th.join(60)
+    out = res["out"]
+    eq(sorted(c["path"] for c in out.get("conflicts", [])),
+       ["/workspace/deep/inner/x.md", "/workspace/shared.md"], "conflicts")
+    eq(os.listdir(host), [], "nothing written through the link to a host folder")
+    eq(os.listdir(host2), [], "nothing written through a link deeper down")
+    eq(srv.get_file(ws, "shared.md").body, b"theirs\n", "the other side's bytes stay")
+    # the call's link is still its own link, untouched
+    out = ok(srv, t["id"], "readlink /tmp/.conflicts/workspace")
+    eq(out["stdout"], host + "\n", "the call's link stays as it was")
+
+
+def test_conflict_copy_is_kept_beneath_a_folder_the_call_made(srv):
+    """A .conflicts the call made itself (a real folder) is used, and the kept
+    copy lands beneath it, owned by the call's user where cofferd is root."""
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    srv.put_ok(ws, "a/b/c.md", b"before\n")
+    t = new_turn(srv, aid)
+    import threading
+    res = {}
+
+    def run():
+        res["out"] = call(srv, t["id"], "mkdir -p /tmp/.conflicts/workspace/a; sleep 2; "
+                          "echo mine > /workspace/a/b/c.md")
+    th = threading.Thread(target=run)
+    th.start()
+    time.sleep(1)
+    srv.put_ok(ws, "a/b/c.md", b"theirs\n")
+    th.join(60)
+    eq([c["path"] for c in res["out"].get("conflicts", [])], ["/workspace/a/b/c.md"],
+       "conflicts")
+    out = ok(srv, t["id"], "cat /tmp/.conflicts/workspace/a/b/c.md; "
+             "test -O /tmp/.conflicts/workspace/a/b/c.md && test -O /tmp/.conflicts/workspace/a/b "
+             "&& echo owned")
+    eq(out["stdout"], "mine\nowned\n", "the call's version is kept, and the call owns it")
+
+
 def test_call_stopped_by_its_timeout_commits_nothing(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <limits.h>
@@ -836,6 +837,66 @@ static void test_write_full(void **state)
 	free(data);
 }
 
+/* cof_open_beneath and cof_mkdirs_beneath, both ways (openat2 and the walk):
+ * a link on the way or at the end is never followed, `..` never leaves, and
+ * what mkdirs makes is owned through its fd. */
+static void test_beneath(void **state)
+{
+	char top[PATH_MAX], host[PATH_MAX], p[PATH_MAX + 64];
+	struct stat st;
+
+	assert_int_equal(cof_temp_dir("coffer-beneath", top, sizeof top), 0);
+	assert_int_equal(cof_temp_dir("coffer-host", host, sizeof host), 0);
+	int d = open(top, O_RDONLY | O_DIRECTORY);
+	assert_true(d >= 0);
+	assert_int_equal(mkdirat(d, "a", 0755), 0);
+	snprintf(p, sizeof p, "%s/a/link", top);
+	assert_int_equal(symlink(host, p), 0);
+	snprintf(p, sizeof p, "%s/a/flink", top);
+	assert_int_equal(symlink("/etc/hostname", p), 0);
+	for (int walk = 0; walk < 2; walk++) {
+		int (*op)(int, const char *, int, mode_t) =
+			walk ? cof_open_beneath_walk : cof_open_beneath;
+		/* a link on the way: refused, nothing made behind it */
+		errno = 0;
+		assert_int_equal(op(d, "a/link/f", O_WRONLY | O_CREAT, 0644), -1);
+		assert_int_equal(errno, ELOOP);
+		/* a link at the end: refused */
+		assert_int_equal(op(d, "a/flink", O_RDONLY, 0), -1);
+		assert_int_equal(op(d, "a/link", O_RDONLY | O_DIRECTORY, 0), -1);
+		assert_int_equal(errno, ELOOP);
+		/* .. never leaves */
+		assert_int_equal(op(d, "a/../../x", O_WRONLY | O_CREAT, 0644), -1);
+		assert_int_equal(op(d, "/etc/hostname", O_RDONLY, 0), -1);
+		/* a plain path works */
+		int f = op(d, "a/plain", O_WRONLY | O_CREAT, 0600);
+		assert_true(f >= 0);
+		close(f);
+	}
+	/* mkdirs: through a link -> ELOOP, nothing made in the host folder */
+	errno = 0;
+	assert_int_equal(cof_mkdirs_beneath(d, "a/link/x/y", 0755, -1), -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(cof_mkdirs_beneath(d, "a/../b", 0755, -1), -1);
+	assert_int_equal(cof_mkdirs_beneath(d, "a/plain/x", 0755, -1), -1);
+	assert_int_equal(errno, ENOTDIR);
+	snprintf(p, sizeof p, "%s/x", host);
+	assert_int_equal(stat(p, &st), -1);
+	/* made and owned (our own uid: fchown to ourselves always works) */
+	int m = cof_mkdirs_beneath(d, "b/c/d", 0750, (long)getuid());
+	assert_true(m >= 0);
+	assert_int_equal(fstat(m, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_uid, getuid());
+	close(m);
+	m = cof_mkdirs_beneath(d, "b/c/d", 0750, -1); /* again: opens what is there */
+	assert_true(m >= 0);
+	close(m);
+	close(d);
+	cof_rm_tree(top);
+	cof_rm_tree(host);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -859,6 +920,7 @@ int main(void)
 		cmocka_unit_test(test_size_fmt_rounding),
 		cmocka_unit_test(test_write_full),
 		cmocka_unit_test(test_temp_dir),
+		cmocka_unit_test(test_beneath),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
