@@ -192,6 +192,7 @@ static const cof_jfield agent_fields[] = {
 	{"mounts", COF_JARR, 0}, {"fileTools", COF_JBOOL, 0}, {"exclude", COF_JARR, 0},
 	{"defaultExclusions", COF_JBOOL, 0}, {"sandbox", COF_JOBJ, 0},
 	{"output", COF_JOBJ, 0}, {"relay", COF_JOBJ, 0}, {"remount", COF_JBOOL, 0},
+	{"workspace", COF_JOBJ, 0}, /* seed 004's name for `relay` */
 	{NULL, 0, 0}};
 
 static const cof_jfield relay_fields[] = {
@@ -253,10 +254,15 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 
 	cof_sandbox sb;
 	unsigned types;
+	/* seed 004 calls the relay settings `workspace`: the same, stored as `relay` */
+	json_t *relay = json_object_get(body, "relay"), *alias = json_object_get(body, "workspace");
+	if (relay && alias)
+		return cof_error(err, COF_EVALIDATION, "give 'relay' or 'workspace' (seed 004's "
+				 "name for the same settings), not both");
 	if (id_check(id, err) || cof_json_check(body, agent_fields, err) ||
 	    cof_sandbox_parse(json_object_get(body, "sandbox"), &sb, err) ||
 	    cof_outbox_types_parse(json_object_get(body, "output"), &types, err) ||
-	    relay_check(json_object_get(body, "relay"), err))
+	    relay_check(relay ? relay : alias, err))
 		return -1;
 	cof_excl *x = NULL; /* the patterns must compile; the matcher is built per call */
 	if (cof_excl_new(json_object_get(body, "exclude"), 0, &x, err))
@@ -270,6 +276,10 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 	cof_err_clear(&miss);
 	settings = body ? json_deep_copy(body) : json_object();
 	json_object_del(settings, "remount");
+	if (alias) {
+		json_object_set(settings, "relay", json_object_get(settings, "workspace"));
+		json_object_del(settings, "workspace");
+	}
 	json_t *given = json_object_get(body, "mounts");
 	if (given || !exists) {
 		if (mounts_normalise(st, org, given, &mounts, err))

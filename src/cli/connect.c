@@ -179,6 +179,29 @@ static int conn_op(conn *c, const char *data, size_t len)
 	return c->ended;
 }
 
+/* The server's `mode` event, sent before any op: without a mode flag the
+ * agent's suggestion (defaultMode) is taken and shown; with one, the user's
+ * own choice stays whatever the server says. */
+static void conn_mode(conn *c, json_t *d)
+{
+	cof_mode m;
+	cof_err e = {0};
+	const char *name = json_string_value(json_object_get(d, "mode"));
+
+	if (c->mode_given)
+		return;
+	if (!name || cof_mode_parse(name, &m, &e)) {
+		cof_err_clear(&e);
+		conn_log(c, "the server sent no mode the client knows; staying readonly");
+		return;
+	}
+	c->rules.mode = m;
+	conn_log(c, "mode: %s (suggested by the agent; %s to change)", cof_mode_name(m),
+		 m == COF_MODE_STANDARD ? "--readonly or --supervised" : "--standard");
+	if (m == COF_MODE_SUPERVISED)
+		conn_open_tty(c);
+}
+
 /* The SSE parser's callback: one event of the operations stream. Non-zero
  * stops the stream (the session ended). */
 static int conn_on_sse(void *ud, const char *event, const char *data, size_t len)
@@ -196,6 +219,8 @@ static int conn_on_sse(void *ud, const char *event, const char *data, size_t len
 		conn_log(c, "write blocked by the server  %s  %s",
 			 json_string_value(json_object_get(d, "path")) ?: "?",
 			 json_string_value(json_object_get(d, "rule")) ?: "?");
+	} else if (!strcmp(event, "mode")) {
+		conn_mode(c, d);
 	} else if (!strcmp(event, "agent_disconnected")) {
 		conn_log(c, "the agent side disconnected (the session goes on)");
 	}
@@ -220,8 +245,13 @@ static size_t conn_on_stream(char *data, size_t size, size_t nmemb, void *ud)
 	if (!c->attached) {
 		c->attached = 1;
 		c->backoff_ms = BACKOFF_MIN_MS;
-		conn_log(c, c->resumed ? "reconnected; the session goes on" :
-			 "connected; serving %s (%s mode)", c->dir, cof_mode_name(c->rules.mode));
+		if (c->resumed)
+			conn_log(c, "reconnected; the session goes on");
+		else if (c->mode_given)
+			conn_log(c, "connected; serving %s (%s mode)", c->dir,
+				 cof_mode_name(c->rules.mode));
+		else
+			conn_log(c, "connected; serving %s", c->dir);
 		c->resumed = 1;
 	}
 	int rc = cof_sse_feed(&c->sse, data, n, conn_on_sse, c);

@@ -19,6 +19,8 @@ typedef struct conn {
 	cof_lfs *fs;          /* the folder (owned) */
 	cof_lfs_rules rules;  /* mode, guard, hooks (ud = this conn) */
 	int tty;              /* /dev/tty for supervised prompts, or -1 */
+	int mode_given;       /* a mode flag was given; else the server's `mode`
+				 event sets rules.mode (readonly until then) */
 	CURL *stream, *post;  /* the operations stream; results and events */
 	cof_sse sse;
 	cof_buf errbody;      /* the body of an error answer to connect */
@@ -37,6 +39,9 @@ typedef struct conn {
 void conn_log(conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The op level's event hook: posts {type, data} to .../events. */
 void conn_on_event(void *ud, const char *type, json_t *data);
+/* Opens /dev/tty for supervised prompts (the confirm hook), or says every
+ * write will be refused without it. */
+void conn_open_tty(conn *c);
 /* Serves the session until it ends; the exit code. */
 int conn_run(conn *c);
 /* SIGINT ends the session, SIGTERM/SIGHUP disconnect (see connect.c). */

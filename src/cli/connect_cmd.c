@@ -141,16 +141,33 @@ static int conn_confirm(void *ud, const char *path, const unsigned char *old, si
 }
 
 /* The body of POST .../connect. */
-static json_t *conn_hello(cof_mode mode, json_t *exclusions, json_t *allow)
+/* The body of POST .../connect; without a mode flag no `mode`, so that the
+ * agent's defaultMode applies (never a mode nobody chose). */
+static json_t *conn_hello(const cof_mode *mode, json_t *exclusions, json_t *allow)
 {
 	char host[256] = "", client[400];
+	json_t *h;
 
 	if (gethostname(host, sizeof host - 1))
 		snprintf(host, sizeof host, "unknown");
 	snprintf(client, sizeof client, "coffer %s on %s", COFFER_VERSION, host);
-	return cli_check_alloc(json_pack("{s:s, s:O, s:O, s:s}", "mode", cof_mode_name(mode),
-					 "exclusions", exclusions, "allowWrite", allow, "client",
-					 client));
+	h = cli_check_alloc(json_pack("{s:O, s:O, s:s}", "exclusions", exclusions,
+				      "allowWrite", allow, "client", client));
+	if (mode)
+		json_object_set_new(h, "mode", json_string(cof_mode_name(*mode)));
+	return h;
+}
+
+void conn_open_tty(conn *c)
+{
+	if (c->tty >= 0)
+		return;
+	c->tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (c->tty >= 0)
+		c->rules.hooks.confirm = conn_confirm;
+	else
+		conn_log(c, "supervised mode without a terminal (/dev/tty cannot be "
+			 "opened): every write will be refused");
 }
 
 static int conn_main(const cli_cmd *cmd, int argc, char **argv)
@@ -189,8 +206,11 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 		return cli_usage(cmd, "--dir is required (the folder to serve)");
 	if (standard + supervised + readonly > 1)
 		return cli_usage(cmd, "--standard, --supervised and --readonly exclude each other");
+	/* no flag: the agent's defaultMode, told by the server before any op;
+	 * until then nothing is written */
+	c.mode_given = standard + supervised + readonly;
 	c.rules.mode = supervised ? COF_MODE_SUPERVISED :
-		       readonly ? COF_MODE_READONLY : COF_MODE_STANDARD;
+		       standard ? COF_MODE_STANDARD : COF_MODE_READONLY;
 
 	json_t *patterns = cli_check_alloc(json_array());
 	for (size_t i = 0; i < excl.n; i++)
@@ -233,7 +253,7 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 	}
 	c.dir = dir;
 	c.token = token;
-	c.hello = conn_hello(c.rules.mode, patterns, allowed);
+	c.hello = conn_hello(c.mode_given ? &c.rules.mode : NULL, patterns, allowed);
 	json_decref(patterns);
 	json_decref(allowed);
 	cli_url_begin(&base);
@@ -243,14 +263,8 @@ static int conn_main(const cli_cmd *cmd, int argc, char **argv)
 	c.base = cof_buf_detach(&base, NULL);
 	c.rules.hooks.event = conn_on_event;
 	c.rules.hooks.ud = &c;
-	if (c.rules.mode == COF_MODE_SUPERVISED) {
-		c.tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (c.tty >= 0)
-			c.rules.hooks.confirm = conn_confirm;
-		else
-			conn_log(&c, "supervised mode without a terminal (/dev/tty cannot be "
-				 "opened): every write will be refused");
-	}
+	if (c.mode_given && c.rules.mode == COF_MODE_SUPERVISED)
+		conn_open_tty(&c);
 	c.stream = cli_check_alloc(curl_easy_init());
 	c.post = cli_check_alloc(curl_easy_init());
 	conn_signals();
@@ -292,11 +306,14 @@ const cli_cmd cli_connect_cmds[] = {
 	 "  --token T        the session's connect token; better: set\n"
 	 "                   COFFER_CONNECT_TOKEN so it is not on the command line\n"
 	 "  -d, --dir DIR    the folder to serve\n"
-	 "  --standard       reads and writes (the default)\n"
+	 "  --standard       reads and writes\n"
 	 "  --supervised     each write is shown (a diff, or the size change) on the\n"
 	 "                   terminal (/dev/tty) and waits for y/n; without a\n"
 	 "                   terminal every write is refused\n"
 	 "  --readonly       every write is refused\n"
+	 "                   Without one of these three the session runs in the\n"
+	 "                   agent's suggested mode (its defaultMode), shown before\n"
+	 "                   anything is served; no write is served before that.\n"
 	 "  --exclude PAT    hide and refuse PAT too (gitignore-style, in any letter\n"
 	 "                   case: 'secret*' hides SECRET.txt; repeatable)\n"
 	 "  --allow-write PAT  let the agent write protected paths PAT matches, or all\n"

@@ -183,8 +183,15 @@ static int op_write(cof_lfs *fs, const cof_lfs_rules *r, json_t *op, json_t **re
 		snprintf(summary, summarysz, "write refused by you  %s", path);
 		goto done;
 	}
-	if (cof_lfs_write(fs, path, d, n, result, err))
+	if (cof_lfs_write(fs, path, d, n, result, err)) {
+		if (err->code == COF_EBLOCKED) { /* through a link: the guard's block */
+			op_event(r, "write_blocked",
+				 json_pack("{s:o, s:s, s:s}", "path", event_path(path), "rule",
+					   "path-symlink", "category", "path"));
+			snprintf(summary, summarysz, "write blocked  %s  path-symlink", path);
+		}
 		goto done;
+	}
 	if (r->mode == COF_MODE_SUPERVISED)
 		op_event(r, "accept", json_pack("{s:o}", "path", event_path(path)));
 	lfs_human((int64_t)n, hs, sizeof hs);

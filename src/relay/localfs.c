@@ -244,6 +244,21 @@ int cof_lfs_read(cof_lfs *fs, const char *path, json_t **out, cof_err *err)
 
 /* ----------------------------------------------------------------- write */
 
+/* A write's errno: one that goes through a symbolic link (ELOOP) or out of
+ * the folder (EXDEV) is a write trying to leave the folder, which the guard
+ * blocks like any other blocked write (seed 004: rule path-symlink). */
+static int lfs_write_errno(int e, const char *path, cof_err *err)
+{
+	if (e != ELOOP && e != EXDEV)
+		return cof_lfs_errno(e, path, err);
+	cof_error(err, COF_EBLOCKED, "the write to '%.300s' was blocked by the guard: "
+		  "path-symlink (path): it goes through a symbolic link, and symlinks are "
+		  "never followed", path);
+	cof_err_set(err, "rule", json_string("path-symlink"));
+	cof_err_set(err, "category", json_string("path"));
+	return -1;
+}
+
 /* Opens the folder `dir` ("" = the top), making each missing component
  * (cof_mkdirs_beneath: a symlink on the way, made before or between the
  * mkdir and the open, is refused). */
@@ -254,7 +269,7 @@ static int lfs_mkdirs(cof_lfs *fs, const char *dir, cof_err *err)
 	if (fd < 0 && errno == ENOTDIR)
 		return cof_error(err, COF_EVALIDATION, "'%.300s' is not a folder", dir), -1;
 	if (fd < 0)
-		return cof_lfs_errno(errno, dir, err), -1;
+		return lfs_write_errno(errno, dir, err), -1;
 	return fd;
 }
 
@@ -311,12 +326,12 @@ int cof_lfs_write(cof_lfs *fs, const char *path, const void *data, size_t len,
 	}
 	if (e) {
 		close(pfd);
-		return cof_lfs_errno(e, path, err);
+		return lfs_write_errno(e, path, err);
 	}
 	if ((fd = lfs_tmp_open(pfd, tmp)) < 0) {
 		e = errno;
 		close(pfd);
-		return cof_lfs_errno(e, path, err);
+		return lfs_write_errno(e, path, err);
 	}
 	if (cof_write_full(fd, data, len) || (keep_mode && fchmod(fd, mode)) || fsync(fd))
 		e = errno;
@@ -329,7 +344,7 @@ int cof_lfs_write(cof_lfs *fs, const char *path, const void *data, size_t len,
 	if (e) {
 		unlinkat(pfd, tmp, 0);
 		close(pfd);
-		return cof_lfs_errno(e, path, err);
+		return lfs_write_errno(e, path, err);
 	}
 	fsync(pfd); /* the rename itself durable; a failure here loses nothing written */
 	close(pfd);

@@ -24,8 +24,10 @@ typedef struct opreq {
 	unsigned char *data;    /* a write's bytes (decoded) */
 	size_t len;
 	int blocked;
+	int leaves;             /* a write trying to leave the folder (blocked) */
 	cof_guard_hit hit;
 	cof_err bad;            /* a refusal found before the session was looked up */
+	char *trimmed;          /* a folder's path without its trailing '/' (owned) */
 } opreq;
 
 static const cof_jfield op_fields[] = {
@@ -34,16 +36,25 @@ static const cof_jfield op_fields[] = {
 	{"maxResults", COF_JINT, 0}, {NULL, 0, 0}};
 
 /* A path in the user's folder: relative, no control characters, and what
- * cof_path_check holds for volume paths. "" only where `optional`. */
-static int path_check(json_t *body, int optional, const char **out, cof_err *err)
+ * cof_path_check holds for volume paths. "" only where `folder` (a listing or
+ * a search), where the path may also end in '/' (seed 004's
+ * `listDirectory('src/')`): it is taken without it (q->trimmed). */
+static int path_check(json_t *body, int folder, opreq *q, cof_err *err)
 {
 	json_t *v = json_object_get(body, "path");
 	const char *p = json_string_value(v);
 	size_t len = json_string_length(v);
+	const char **out = &q->path;
 
 	*out = "";
+	if (folder && p && len > 1 && p[len - 1] == '/' && p[len - 2] != '/' &&
+	    !memchr(p, '\0', len)) {
+		q->trimmed = cof_strdup(p);
+		q->trimmed[--len] = '\0';
+		p = q->trimmed;
+	}
 	if (!p || !*p)
-		return optional ? 0 : cof_error(err, COF_EVALIDATION, "'path' is required");
+		return folder ? 0 : cof_error(err, COF_EVALIDATION, "'path' is required");
 	if (p[0] == '/')
 		return cof_error(err, COF_EVALIDATION,
 				 "'path' must be relative to the shared folder, not start with '/'");
@@ -53,6 +64,29 @@ static int path_check(json_t *body, int optional, const char **out, cof_err *err
 					 "'path' has a control character (byte 0x%02x at %zu)",
 					 (unsigned char)p[i], i);
 	return cof_path_check(p, len, "'path'", out, err);
+}
+
+/* A write whose path tries to leave the folder (a `..` segment, a leading
+ * '/' or '~') is the guard's to block, like any other blocked write: 422,
+ * write_blocked to both sides, logged (seed 004 lists path traversal among
+ * the guard's catches). 1 when blocked (q->path, q->hit set). */
+static int write_leaves(json_t *body, opreq *q)
+{
+	json_t *v = json_object_get(body, "path");
+	const char *p = json_string_value(v);
+	const cof_guard *g;
+	cof_err e = {0};
+
+	if (!p || !*p || !(g = cof_guard_default(&e))) {
+		cof_err_clear(&e);
+		return 0;
+	}
+	if (cof_guard_scan_name(g, p, json_string_length(v), &q->hit) != 1 ||
+	    (strcmp(q->hit.rule, "path-traversal") && strcmp(q->hit.rule, "path-absolute")))
+		return 0;
+	q->path = p;
+	q->blocked = q->leaves = 1;
+	return 1;
 }
 
 /* Reads and checks the body into q (q->bad on a refusal). */
@@ -70,7 +104,9 @@ static void op_parse(json_t *body, opreq *q)
 			  "list_directory, search_files", op);
 		return;
 	}
-	if (path_check(body, q->kind == K_LIST || q->kind == K_SEARCH, &q->path, err))
+	if (q->kind == K_WRITE && write_leaves(body, q))
+		; /* blocked by the guard, as any blocked write (its path kept as sent) */
+	else if (path_check(body, q->kind == K_LIST || q->kind == K_SEARCH, q, err))
 		return;
 	if (q->kind == K_SEARCH && !(cof_json_str(body, "pattern") &&
 				     *cof_json_str(body, "pattern"))) {
@@ -106,7 +142,7 @@ static void op_scan(cof_relay *r, opreq *q)
 	int rc;
 
 	(void)r;
-	if (q->bad.code || q->kind != K_WRITE || !(g = cof_guard_default(&q->bad)))
+	if (q->bad.code || q->kind != K_WRITE || q->blocked || !(g = cof_guard_default(&q->bad)))
 		return;
 	rc = cof_guard_scan(g, q->path, q->data, q->len, &q->hit, &q->bad);
 	q->blocked = rc == 1;
@@ -123,14 +159,14 @@ static int op_allowed(cof_relay *r, rsession *s, opreq *q, cof_err *err)
 	const cof_limits *l = &s->limits;
 	char a[48], b[48];
 
-	if (q->path[0] && cof_excl_match(s->excl, q->path, q->kind == K_LIST ||
+	if (q->path[0] && !q->leaves && cof_excl_match(s->excl, q->path, q->kind == K_LIST ||
 							   q->kind == K_SEARCH))
 		return cof_error(err, COF_EFORBIDDEN,
 				 "'%s' is excluded (the user's or the default exclusions)", q->path);
 	if (q->kind == K_WRITE && s->mode == COF_MODE_READONLY)
 		return cof_error(err, COF_EFORBIDDEN,
 				 "the session is read-only: the user chose --readonly");
-	if (q->kind == K_WRITE && cof_protect_check(s->prot, q->path, NULL, err))
+	if (q->kind == K_WRITE && !q->leaves && cof_protect_check(s->prot, q->path, NULL, err))
 		return -1;
 	if (q->kind == K_WRITE && (int64_t)q->len > l->file_bytes) {
 		size_text((int64_t)q->len, a, sizeof a);
@@ -392,6 +428,7 @@ out:
 	pthread_mutex_unlock(&r->mu);
 	cof_err_clear(&q.bad);
 	free(q.data);
+	free(q.trimmed);
 	return rc;
 }
 

@@ -20,6 +20,7 @@ struct cof_relay_stream {
 	int client;          /* the client's operations stream */
 	uint64_t gen;        /* its attachment */
 	uint64_t pos;        /* the last event id delivered */
+	json_t *hello;       /* the client's `mode` event, sent first (owned) */
 };
 
 static rsession *mirror_open(cof_relay *r, const cof_principal *who, const char *uid,
@@ -209,6 +210,10 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 			cof_relay_forget_check(r, s); /* its agent deleted elsewhere */
 		}
 		cof_relay_tick(r, s);
+		if (x->hello) {
+			json_array_append_new(list, x->hello);
+			x->hello = NULL;
+		}
 		take_events(x, list);
 		if (x->client && (s->gen != x->gen || !s->attached))
 			done = 1;
@@ -252,6 +257,7 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	cof_relay_unref(s);
 	cof_relay_forget_done(r, s);
 	pthread_mutex_unlock(&r->mu);
+	json_decref(x->hello);
 	free(x);
 }
 
@@ -332,6 +338,13 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	json_decref(info);
 	if (was == RS_PAUSED)
 		cof_relay_event(r, s, EV_AGENT, "resume", NULL);
+	/* the client learns the mode in force before any op: its own choice, or
+	 * (none given) the agent's suggestion, which it then shows the user. Of
+	 * this attachment alone, so not a stored event (no id: the agent's
+	 * event ids stay consecutive) */
+	(*out)->hello = json_pack("{s:I, s:s, s:{s:s, s:s, s:s}}", "id", (json_int_t)0, "type",
+				  "mode", "data", "mode", cof_mode_name(s->mode), "defaultMode",
+				  cof_mode_name(s->default_mode), "chosenBy", m ? "user" : "agent");
 	rc = 0;
 out:
 	pthread_mutex_unlock(&r->mu);

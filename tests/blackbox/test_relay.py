@@ -583,14 +583,76 @@ def _refused_path(srv, path, status=400, kind="validation_error", op="write_file
     return r
 
 
-def test_path_dotdot_400(srv):
-    _refused_path(srv, "../outside.txt")
+def test_path_dotdot_read_400(srv):
     _refused_path(srv, "a/../../b.txt", op="read_file")
 
 
-def test_path_absolute_400(srv):
+def test_path_absolute_read_400(srv):
     _refused_path(srv, "/etc/passwd", op="read_file")
-    _refused_path(srv, "/tmp/x.txt")
+
+
+def _blocked_leaving(srv, path, rule):
+    """Seed 004: path traversal is among the guard's catches. A write that tries
+    to leave the folder is a guard block like any other: 422, write_blocked to
+    both sides, in the session's log; nothing forwarded or written."""
+    s, c, root = _session(srv)
+    ev = Events(srv, s["uid"])
+    r = expect_error(_op(srv, s["uid"], op="write_file", path=path, content="x"), 422,
+                     "blocked")
+    eq(r.get("rule"), rule, "the rule named: %r" % r)
+    got = ev.wait("write_blocked")[0]
+    eq((got["path"], got["rule"], got["by"]), (path, rule, "server"), "agent's event")
+    deadline = time.time() + 10
+    while not any(e[0] == "write_blocked" for e in c.events) and time.time() < deadline:
+        time.sleep(0.05)
+    check(any(e[0] == "write_blocked" and e[1]["rule"] == rule for e in c.events),
+          "the user's side told: %r" % c.events)
+    log = expect(srv.get("/v1/relay/sessions/%s/log" % s["uid"]), 200).json()
+    check(any((e.get("blocked") or {}).get("rule") == rule for e in log["entries"]),
+          "logged with the scan's result: %r" % log)
+    eq(c.ops, [], "nothing forwarded")
+    eq(os.listdir(root), [], "no file")
+    c.close()
+
+
+def test_write_dotdot_is_a_guard_block(srv):
+    _blocked_leaving(srv, "../outside.txt", "path-traversal")
+    _blocked_leaving(srv, "a/../../b.txt", "path-traversal")
+
+
+def test_write_absolute_is_a_guard_block(srv):
+    _blocked_leaving(srv, "/tmp/x.txt", "path-absolute")
+
+
+def test_folder_paths_may_end_in_slash(srv):
+    """Seed 004's own call: listDirectory('src/')."""
+    s, c, _ = _session(srv, files={"src/a.c": "int a;\n", "src/b.c": "int b;\n"})
+    got = expect(_op(srv, s["uid"], op="list_directory", path="src/"), 200).json()
+    eq(sorted(e["name"] for e in got["entries"]), ["a.c", "b.c"], "listed")
+    eq(c.ops[-1]["path"], "src", "the client is asked for the folder")
+    got = expect(_op(srv, s["uid"], op="search_files", path="src/", pattern="int"),
+                 200).json()
+    eq(len(got["results"]), 2, "searched")
+    expect_error(_op(srv, s["uid"], op="list_directory", path="src//"), 400,
+                 "validation_error")
+    c.close()
+
+
+def test_profile_key_workspace_is_relay(srv):
+    """Seed 004's profile key `workspace: {capability, defaultMode}`."""
+    name = _name()
+    expect(srv.put("/v1/agents/" + name, json={
+        "workspace": {"capability": True, "defaultMode": "readonly"}}), 201)
+    got = expect(srv.get("/v1/agents/" + name), 200).json()
+    eq(got.get("relay"), {"capability": True, "defaultMode": "readonly"}, "stored as relay")
+    s = create(srv, name)
+    eq(expect(srv.get("/v1/relay/sessions/" + s["uid"]), 200).json()["defaultMode"],
+       "readonly", "the session's suggestion")
+    expect_error(srv.put("/v1/agents/" + _name(), json={
+        "workspace": {"capability": True}, "relay": {"capability": True}}), 400,
+        "validation_error")
+    expect_error(srv.put("/v1/agents/" + _name(), json={
+        "workspace": {"capability": True, "defaultMode": "yolo"}}), 400, "validation_error")
 
 
 def test_path_newline_400(srv):

@@ -227,10 +227,13 @@ def test_symlink_to_outside_refused(srv):
         os.symlink(outside, os.path.join(root, "ext"))
         expect_error(_op(srv, uid, op="read_file", path="link.txt"), 403, "forbidden")
         expect_error(_op(srv, uid, op="read_file", path="ext/secret.txt"), 403, "forbidden")
-        expect_error(_op(srv, uid, op="write_file", path="ext/x.txt", content="x"), 403,
-                     "forbidden")
-        expect_error(_op(srv, uid, op="write_file", path="link.txt", content="x"), 403,
-                     "forbidden")
+        # a write through a link tries to leave the folder: the guard's block
+        # (seed 004), 422 like any blocked write
+        expect_error(_op(srv, uid, op="write_file", path="ext/x.txt", content="x"), 422,
+                     "blocked")
+        expect_error(_op(srv, uid, op="write_file", path="link.txt", content="x"), 422,
+                     "blocked")
+        c.wait_log("write blocked  ext/x.txt  path-symlink")
         eq(sorted(os.listdir(outside)), ["secret.txt"], "nothing made outside")
         eq(_read(outside, "secret.txt"), b"outside\n", "outside file unchanged")
         got = expect(_op(srv, uid, op="list_directory"), 200).json()
@@ -271,6 +274,44 @@ def test_readonly_refuses_writes(srv):
                      "forbidden")
         check(not os.path.exists(os.path.join(root, "b.txt")), "nothing written")
         expect(_op(srv, uid, op="read_file", path="a.txt"), 200)
+    finally:
+        c.stop()
+
+
+def test_no_mode_flag_takes_the_agents_suggestion(srv):
+    """API.md: without a mode flag the session runs in the agent's defaultMode, and
+    the client says so before serving. Before the fix the client always sent
+    standard, granting writes nobody chose."""
+    agent = make_agent(srv, _name(), mode="readonly")
+    s = create(srv, agent)
+    root = _folder({"a.txt": "a\n"})
+    c = Client(srv.url, s["uid"], s["connectToken"], root)
+    try:
+        _wait(lambda: srv.get("/v1/relay/sessions/" + s["uid"]).json()["status"] ==
+              "active", "the session to become active; client log:\n" + c.log())
+        c.wait_log("mode: readonly (suggested by the agent; --standard to change)")
+        eq(expect(srv.get("/v1/relay/sessions/" + s["uid"]), 200).json()["mode"],
+           "readonly", "the session's mode")
+        expect_error(_op(srv, s["uid"], op="write_file", path="b.txt", content="x"), 403,
+                     "forbidden")
+        check(not os.path.exists(os.path.join(root, "b.txt")), "nothing written")
+        expect(_op(srv, s["uid"], op="read_file", path="a.txt"), 200)
+    finally:
+        c.stop()
+
+
+def test_a_mode_flag_wins_over_the_suggestion(srv):
+    agent = make_agent(srv, _name(), mode="readonly")
+    s = create(srv, agent)
+    root = _folder({})
+    c = Client(srv.url, s["uid"], s["connectToken"], root, args=["--standard"])
+    try:
+        _wait(lambda: srv.get("/v1/relay/sessions/" + s["uid"]).json()["status"] ==
+              "active", "the session to become active; client log:\n" + c.log())
+        c.wait_log("(standard mode)")
+        expect(_op(srv, s["uid"], op="write_file", path="b.txt", content="x"), 200)
+        eq(_read(root, "b.txt"), b"x", "written")
+        check("suggested by the agent" not in c.log(), "no suggestion taken")
     finally:
         c.stop()
 
@@ -353,7 +394,7 @@ class FakeServer:
                                                       "message": "wrong connect token"}})
                 if self.path.endswith("/connect"):
                     fake.connects.append(body)
-                    return self._stream()
+                    return self._stream(body)
                 if "/results/" in self.path:
                     with fake.lock:
                         fake.results[self.path.rsplit("/", 1)[1]] = body
@@ -373,11 +414,15 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self):
+            def _stream(self, body):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 self.wfile.write(b": connected\n\n")
+                # as cofferd: the mode in force first (the user's, else a suggestion)
+                self.wfile.write(("event: mode\ndata: %s\n\n" % json.dumps({
+                    "mode": body.get("mode") or "standard", "defaultMode": "standard",
+                    "chosenBy": "user" if body.get("mode") else "agent"})).encode())
                 self.wfile.flush()
                 while True:
                     with fake.lock:
@@ -442,7 +487,8 @@ def test_client_refuses_excluded_even_if_server_asks():
         eq(_read(root, ".env"), b"SECRET=1\n", ".env unchanged")
         check(not os.path.exists(os.path.join(root, "private")), "no private/")
         eq(fake.connects[0]["exclusions"], ["private/"], "the user's patterns sent")
-        eq(fake.connects[0]["mode"], "standard", "mode sent")
+        check("mode" not in fake.connects[0], "no mode sent without a flag (the agent's "
+              "defaultMode applies): %r" % fake.connects[0])
         fake.end()
         eq(c.wait(), 0, "exit code after session_ended")
         contains(c.log(), "session ended (closed)", "said so")
@@ -483,7 +529,7 @@ def test_client_refuses_escapes_even_if_server_asks():
         _refused(fake.send({"id": "2", "op": "read_file",
                             "path": os.path.join(outside, "secret.txt")}), "validation_error")
         _refused(fake.send({"id": "3", "op": "write_file", "path": "ext/pwn.txt",
-                            "content": "x"}), "forbidden")
+                            "content": "x"}), "blocked")  # through a link: the guard's
         _refused(fake.send({"id": "4", "op": "write_file", "path": "$(reboot).txt",
                             "content": "x"}), "blocked")
         _refused(fake.send({"id": "5", "op": "write_file", "path": "a\u0000b",

@@ -232,7 +232,7 @@ static void test_symlink_file_outside(void **state)
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"read_file\",\"path\":\"link.txt\"}", NULL),
 			 COF_EFORBIDDEN);
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"write_file\",\"path\":\"link.txt\","
-			    "\"content\":\"pwned\"}", NULL), COF_EFORBIDDEN);
+			    "\"content\":\"pwned\"}", NULL), COF_EBLOCKED);
 	assert_string_equal(slurp(f->out, "secret.txt"), "outside secret\n");
 	/* Listed as a symlink, never followed; search does not read through it. */
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"list_directory\"}", &r), COF_OK);
@@ -258,9 +258,9 @@ static void test_symlink_folder_outside(void **state)
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"read_file\",\"path\":\"ext/secret.txt\"}",
 			    NULL), COF_EFORBIDDEN);
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"write_file\",\"path\":\"ext/new.txt\","
-			    "\"content\":\"x\"}", NULL), COF_EFORBIDDEN);
+			    "\"content\":\"x\"}", NULL), COF_EBLOCKED);
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"write_file\",\"path\":\"ext/d/new.txt\","
-			    "\"content\":\"x\"}", NULL), COF_EFORBIDDEN);
+			    "\"content\":\"x\"}", NULL), COF_EBLOCKED);
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"list_directory\",\"path\":\"ext\"}", NULL),
 			 COF_EFORBIDDEN);
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"search_files\",\"path\":\"ext\","
@@ -281,9 +281,9 @@ static void test_symlinked_parent(void **state)
 	 * c/ or x.txt there. */
 	run("mkdir '%s/a' && ln -s '%s' '%s/a/b'", f->in, f->out, f->in);
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"write_file\",\"path\":\"a/b/c/x.txt\","
-			    "\"content\":\"x\"}", NULL), COF_EFORBIDDEN);
+			    "\"content\":\"x\"}", NULL), COF_EBLOCKED);
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"write_file\",\"path\":\"a/b/x.txt\","
-			    "\"content\":\"x\"}", NULL), COF_EFORBIDDEN);
+			    "\"content\":\"x\"}", NULL), COF_EBLOCKED);
 	assert_false(exists(f->out, "c"));
 	assert_false(exists(f->out, "x.txt"));
 	assert_int_equal(op(f, "{\"id\":\"1\",\"op\":\"read_file\",\"path\":\"a/b/secret.txt\"}",
@@ -315,7 +315,7 @@ static void test_swap_file_between_check_and_write(void **state)
 	f->during_confirm = swap_file;
 	assert_int_equal(op_mode(f, COF_MODE_SUPERVISED, "{\"id\":\"1\",\"op\":\"write_file\","
 				 "\"path\":\"target.txt\",\"content\":\"pwned\"}", NULL),
-			 COF_EFORBIDDEN);
+			 COF_EBLOCKED);
 	assert_string_equal(slurp(f->out, "secret.txt"), "outside secret\n");
 	char *d = slurp(f->in, ".");
 	(void)d;
@@ -331,7 +331,7 @@ static void test_swap_folder_between_check_and_write(void **state)
 	f->during_confirm = swap_folder;
 	assert_int_equal(op_mode(f, COF_MODE_SUPERVISED, "{\"id\":\"1\",\"op\":\"write_file\","
 				 "\"path\":\"sub/target.txt\",\"content\":\"pwned\"}", NULL),
-			 COF_EFORBIDDEN);
+			 COF_EBLOCKED);
 	assert_false(exists(f->out, "target.txt"));
 	assert_string_equal(slurp(f->out, "secret.txt"), "outside secret\n");
 }
