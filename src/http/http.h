@@ -156,6 +156,7 @@ struct http_req {
 	int auth_late;                 /* the key is checked with the handler (http_handle) */
 	int parking;                   /* http_queue parks instead of queueing */
 	struct http_req *job_next;
+	struct lane_org *job_org;      /* loop.c: the long lane's organization */
 	struct MHD_Response *park_resp;
 	unsigned park_status;
 	enum MHD_Result park_ret;
@@ -270,8 +271,14 @@ enum MHD_Result http_handle(http_req *req);
 void http_dump_in_flight(void);
 /* Queues the answer a worker parked (on MHD's next call after the resume). */
 enum MHD_Result http_unpark(http_req *req);
-/* Starts the watcher and `workers` worker threads. 0 or -1 with err. */
-int http_loop_start(int workers, cof_err *err);
+/* Starts the watcher and `workers` worker threads a lane. The second lane
+ * (turn calls, relay ops: HTTP_F_LONG) takes turns between organizations
+ * (and, in one, between turns and relay sessions), runs at most
+ * `per_org` of one organization at once, and grows past `workers` (up to
+ * 4 x workers threads) when a request whose organization is under its cap
+ * finds no idle worker: one organization's long calls never make another's
+ * wait for them (docs/design.md, "The HTTP server's threads"). 0 or -1. */
+int http_loop_start(int workers, int per_org, cof_err *err);
 /* Resumes every wait now and refuses new ones (the server is stopping). */
 void http_loop_wake_all(void);
 /* Joins the workers (each ends its job) and the watcher. */

@@ -49,13 +49,36 @@ typedef struct watcher {
 	pthread_t tid;
 } watcher;
 
-/* The worker pool: a FIFO of requests, bounded by the connections. */
+/* The long lane's queue of one flow (a turn, a relay session) of one
+ * organization. */
+typedef struct lane_flow {
+	char key[160];
+	http_req *head, *tail;
+	struct lane_flow *next;
+} lane_flow;
+
+/* One organization on the long lane: its flows with waiting requests (served
+ * in turn, the one served goes to the end) and how many of its requests run. */
+typedef struct lane_org {
+	char org[48];
+	lane_flow *flows, *flows_tail;
+	int running;
+	struct lane_org *next;
+} lane_org;
+
+/* The worker pool: lane 0 a FIFO of requests, bounded by the connections;
+ * lane 1 (fair) organizations served in turn, each capped. */
 typedef struct pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	http_req *head, *tail;
 	pthread_t *tids;
 	int nthreads, stop;
+	int fair;                /* lane 1: by organization */
+	lane_org *orgs;          /* with waiting or running requests; served in turn */
+	int per_org;             /* the most of one organization running at once */
+	int max_threads;         /* tids' room: the lane grows up to it */
+	int idle, claims;        /* workers waiting; signals sent to them, not taken */
 } pool;
 
 static watcher W = { .mu = PTHREAD_MUTEX_INITIALIZER, .ep = -1, .wake_fd = -1 };
@@ -325,20 +348,133 @@ int http_sub_fd(http_req *req)
 
 /* ------------------------------------------------------------ the pool */
 
+/* The long lane: the organization `org`, made when missing. Under pp->mu. */
+static lane_org *lane_org_get(pool *pp, const char *org)
+{
+	lane_org *o, **pp_tail = &pp->orgs;
+
+	for (o = pp->orgs; o; o = o->next) {
+		if (!strcmp(o->org, org))
+			return o;
+		pp_tail = &o->next;
+	}
+	o = cof_calloc(1, sizeof *o);
+	snprintf(o->org, sizeof o->org, "%s", org);
+	*pp_tail = o;
+	return o;
+}
+
+/* Frees `o` when nothing of it waits or runs. Under pp->mu. */
+static void lane_org_drop(pool *pp, lane_org *o)
+{
+	if (o->running || o->flows)
+		return;
+	for (lane_org **l = &pp->orgs; *l; l = &(*l)->next)
+		if (*l == o) {
+			*l = o->next;
+			break;
+		}
+	free(o);
+}
+
+/* Queues `req` in its organization's flow (its turn or relay session: the
+ * route's first parameter). Under pp->mu. */
+static void lane_put(pool *pp, http_req *req)
+{
+	lane_org *o = lane_org_get(pp, req->who.org);
+	const char *key = req->nparams > 0 ? req->param[0] : "";
+	lane_flow *f;
+
+	for (f = o->flows; f && strcmp(f->key, key); f = f->next)
+		;
+	if (!f) {
+		f = cof_calloc(1, sizeof *f);
+		snprintf(f->key, sizeof f->key, "%s", key);
+		if (o->flows_tail)
+			o->flows_tail->next = f;
+		else
+			o->flows = f;
+		o->flows_tail = f;
+	}
+	if (f->tail)
+		f->tail->job_next = req;
+	else
+		f->head = req;
+	f->tail = req;
+	req->job_org = o;
+}
+
+/* The next request of the long lane: the first organization in turn that
+ * waits and is under its cap gives its first flow's first request; that
+ * flow goes to the end of its organization's, the organization to the end
+ * of the lane's. NULL when none may run now. Under pp->mu. */
+static http_req *lane_take(pool *pp)
+{
+	lane_org **l, *o;
+
+	for (l = &pp->orgs; (o = *l) != NULL; l = &o->next)
+		if (o->flows && o->running < pp->per_org)
+			break;
+	if (!o)
+		return NULL;
+	lane_flow *f = o->flows;
+	http_req *req = f->head;
+	f->head = req->job_next;
+	req->job_next = NULL;
+	o->flows = f->next;
+	if (!o->flows)
+		o->flows_tail = NULL;
+	f->next = NULL;
+	if (f->head) { /* its turn again after the others' */
+		if (o->flows_tail)
+			o->flows_tail->next = f;
+		else
+			o->flows = f;
+		o->flows_tail = f;
+	} else {
+		free(f);
+	}
+	o->running++;
+	*l = o->next; /* the organization served goes last */
+	o->next = NULL;
+	while (*l)
+		l = &(*l)->next;
+	*l = o;
+	return req;
+}
+
+/* The next request of the pool, or NULL. Under pp->mu. */
+static http_req *pool_take(pool *pp)
+{
+	http_req *req;
+
+	if (pp->fair)
+		return lane_take(pp);
+	if ((req = pp->head) != NULL) {
+		pp->head = req->job_next;
+		if (!pp->head)
+			pp->tail = NULL;
+	}
+	return req;
+}
+
 /* A worker's body: runs queued handlers, parks their answers, resumes. */
 static void *work_main(void *arg)
 {
 	pool *pp = arg;
 	pthread_mutex_lock(&pp->mu);
 	for (;;) {
-		while (!pp->head && !pp->stop)
+		http_req *req;
+		while (!(req = pool_take(pp)) && !pp->stop) {
+			pp->idle++;
 			pthread_cond_wait(&pp->cv, &pp->mu);
-		if (!pp->head)
+			pp->idle--;
+			if (pp->claims > 0)
+				pp->claims--;
+		}
+		if (!req)
 			break;
-		http_req *req = pp->head;
-		pp->head = req->job_next;
-		if (!pp->head)
-			pp->tail = NULL;
+		lane_org *o = req->job_org;
 		pthread_mutex_unlock(&pp->mu);
 		req->parking = 1;
 		req->park_ret = http_handle(req);
@@ -346,9 +482,31 @@ static void *work_main(void *arg)
 		req->off_loop = HTTP_OFF_DONE;
 		http_resume(req->conn); /* `req` is the loop's again */
 		pthread_mutex_lock(&pp->mu);
+		if (pp->fair && o) { /* this worker takes the next one itself */
+			o->running--;
+			lane_org_drop(pp, o);
+		}
 	}
 	pthread_mutex_unlock(&pp->mu);
 	return NULL;
+}
+
+/* Starts one more worker of `pp`. 0 or -1. Under pp->mu (or before serving). */
+static int pool_grow(pool *pp)
+{
+	pthread_attr_t at;
+	int rc;
+
+	if (pp->nthreads >= pp->max_threads)
+		return -1;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, (size_t)2 << 20);
+	rc = pthread_create(&pp->tids[pp->nthreads], &at, work_main, pp);
+	pthread_attr_destroy(&at);
+	if (rc)
+		return -1;
+	pp->nthreads++;
+	return 0;
 }
 
 int http_run_off_loop(http_req *req)
@@ -361,14 +519,30 @@ int http_run_off_loop(http_req *req)
 	}
 	req->off_loop = HTTP_OFF_RUNNING;
 	req->job_next = NULL;
+	req->job_org = NULL;
 	/* suspended before a worker can see it, so its resume finds it so */
 	MHD_suspend_connection(req->conn);
-	if (pp->tail)
-		pp->tail->job_next = req;
-	else
-		pp->head = req;
-	pp->tail = req;
-	pthread_cond_signal(&pp->cv);
+	if (!pp->fair) {
+		if (pp->tail)
+			pp->tail->job_next = req;
+		else
+			pp->head = req;
+		pp->tail = req;
+		pthread_cond_signal(&pp->cv);
+		pthread_mutex_unlock(&pp->mu);
+		return 0;
+	}
+	lane_put(pp, req);
+	/* may it run now? an idle worker takes it, else one more worker; past
+	 * the ceiling it waits its organization's turn */
+	if (req->job_org->running < pp->per_org) {
+		if (pp->idle > pp->claims) {
+			pp->claims++;
+			pthread_cond_signal(&pp->cv);
+		} else if (pool_grow(pp)) {
+			pthread_cond_signal(&pp->cv);
+		}
+	}
 	pthread_mutex_unlock(&pp->mu);
 	return 0;
 }
@@ -389,7 +563,7 @@ enum MHD_Result http_unpark(http_req *req)
 
 /* ------------------------------------------------------------ start, stop */
 
-int http_loop_start(int workers, cof_err *err)
+int http_loop_start(int workers, int per_org, cof_err *err)
 {
 	struct epoll_event e = { .events = EPOLLIN, .data.ptr = NULL };
 	pthread_attr_t at;
@@ -408,7 +582,10 @@ int http_loop_start(int workers, cof_err *err)
 	W.started = 1;
 	for (int l = 0; l < 2; l++) {
 		pool *p = &PL[l];
-		p->tids = cof_calloc((size_t)workers, sizeof *p->tids);
+		p->fair = l == 1;
+		p->per_org = per_org > 0 ? per_org : workers;
+		p->max_threads = p->fair ? 4 * workers : workers;
+		p->tids = cof_calloc((size_t)p->max_threads, sizeof *p->tids);
 		for (int i = 0; i < workers; i++) {
 			if (pthread_create(&p->tids[i], &at, work_main, p)) {
 				pthread_attr_destroy(&at);
@@ -436,10 +613,11 @@ void http_loop_stop(void)
 	for (int l = 0; l < 2; l++) {
 		pool *p = &PL[l];
 		pthread_mutex_lock(&p->mu);
-		p->stop = 1;
+		p->stop = 1; /* no worker is added after this */
+		int n = p->nthreads;
 		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
-		for (int i = 0; i < p->nthreads; i++)
+		for (int i = 0; i < n; i++)
 			pthread_join(p->tids[i], NULL);
 		free(p->tids);
 		p->tids = NULL;

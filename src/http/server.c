@@ -90,6 +90,7 @@ typedef struct server_opts {
 	char mport[8];
 	int64_t forward_max;     /* --forward-max N; 0 = 64 */
 	int64_t content_cache;   /* --content-cache SIZE in bytes; 0 = none */
+	int64_t calls_per_org;   /* --calls-per-org N; 0 = --workers */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -193,6 +194,10 @@ static void usage(FILE *to)
 	      "  --threads N            event-loop threads (default one per core)\n"
 	      "  --workers N            threads for handlers that may block (default 32):\n"
 	      "                         N for writes, N more for turn calls and relay ops\n"
+	      "                         (those grow to 4N, taken in turn by organization)\n"
+	      "  --calls-per-org N      turn calls and relay ops of one organization\n"
+	      "                         running at once (default: --workers); the next\n"
+	      "                         wait their organization's turn\n"
 	      "  --forward-max N        requests carried to other nodes at once (default\n"
 	      "                         64; past it 503 unavailable)\n"
 	      "  --content-cache SIZE   small contents kept in memory, in Docker's size\n"
@@ -274,6 +279,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--head-timeout") || !strcmp(a, "--rate-limit") ||
 			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config") ||
 			    !strcmp(a, "--threads") || !strcmp(a, "--workers") ||
+			    !strcmp(a, "--calls-per-org") ||
 			    !strcmp(a, "--forward-max") || !strcmp(a, "--content-cache");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -349,6 +355,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		} else if (!strcmp(a, "--threads") && parse_count(v, 256, &o->threads) == 0) {
 			continue;
 		} else if (!strcmp(a, "--workers") && parse_count(v, 4096, &o->workers) == 0) {
+			continue;
+		} else if (!strcmp(a, "--calls-per-org") &&
+			   parse_count(v, 16384, &o->calls_per_org) == 0 && o->calls_per_org > 0) {
 			continue;
 		} else if (!strcmp(a, "--forward-max") && parse_count(v, 100000, &o->forward_max) == 0 &&
 			   o->forward_max > 0) {
@@ -808,7 +817,7 @@ int cofferd_main(int argc, char **argv)
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
 			  NULL, NULL, NULL, NULL, NULL, 0, "", "", 0,
-			  COF_CONTENT_CACHE_DEFAULT };
+			  COF_CONTENT_CACHE_DEFAULT, 0 };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -864,7 +873,7 @@ int cofferd_main(int argc, char **argv)
 	}
 	fd = listen_socket(&o, &srv.port);
 	snprintf(srv.host, sizeof(srv.host), strchr(o.host, ':') ? "[%s]" : "%s", o.host);
-	if (fd >= 0 && http_loop_start((int)o.workers, &rerr)) {
+	if (fd >= 0 && http_loop_start((int)o.workers, (int)o.calls_per_org, &rerr)) {
 		fprintf(stderr, "cofferd: %s\n", rerr.msg);
 		cof_err_clear(&rerr);
 		close(fd);
