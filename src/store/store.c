@@ -333,6 +333,7 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	st->gc_fd = st->serve_fd = -1;
 	pthread_mutex_init(&st->events_mu, NULL);
 	pthread_mutex_init(&st->magic_mu, NULL);
+	pthread_cond_init(&st->magic_cv, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		cof_error(err, COF_EINTERNAL, "cannot create '%s': %s", dir, strerror(errno));
 		goto fail;
@@ -364,11 +365,6 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	     : secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
 			   err)) < 0 || (!st->opts.tool && admin_key_setup(st, shared, err)))
 		goto fail;
-	st->magic = magic_open(MAGIC_MIME_TYPE);
-	if (st->magic && magic_load(st->magic, NULL) != 0) {
-		magic_close(st->magic);
-		st->magic = NULL;
-	}
 	/* the files made above (meta.db, the keys, the locks) are entries of DATA */
 	if (cof_fsync_dir(dir) < 0) {
 		cof_error(err, COF_EINTERNAL, "cannot sync '%s': %s", dir, strerror(errno));
@@ -383,6 +379,44 @@ fail:
 	return -1;
 }
 
+void *cof_store_magic_take(cof_store *st)
+{
+	magic_t m = NULL;
+
+	pthread_mutex_lock(&st->magic_mu);
+	while (!st->magic_broken && !st->magic_nfree && st->magic_open >= COF_MAGIC_MAX)
+		pthread_cond_wait(&st->magic_cv, &st->magic_mu);
+	if (st->magic_nfree) {
+		m = st->magic_free[--st->magic_nfree];
+	} else if (!st->magic_broken) {
+		st->magic_open++; /* counted before the load, which runs unlocked */
+		pthread_mutex_unlock(&st->magic_mu);
+		m = magic_open(MAGIC_MIME_TYPE);
+		if (m && magic_load(m, NULL) != 0) {
+			magic_close(m);
+			m = NULL;
+		}
+		pthread_mutex_lock(&st->magic_mu);
+		if (!m) {
+			st->magic_open--;
+			st->magic_broken = 1; /* no database: nobody waits for one */
+			pthread_cond_broadcast(&st->magic_cv);
+		}
+	}
+	pthread_mutex_unlock(&st->magic_mu);
+	return m;
+}
+
+void cof_store_magic_give(cof_store *st, void *magic)
+{
+	if (!magic)
+		return;
+	pthread_mutex_lock(&st->magic_mu);
+	st->magic_free[st->magic_nfree++] = magic;
+	pthread_cond_signal(&st->magic_cv);
+	pthread_mutex_unlock(&st->magic_mu);
+}
+
 void cof_store_close(cof_store *st)
 {
 	if (!st)
@@ -390,12 +424,13 @@ void cof_store_close(cof_store *st)
 	cof_meta_close(st->meta);
 	if (st->blobs)
 		st->blobs->close(st->blobs);
-	if (st->magic)
-		magic_close(st->magic);
+	for (int i = 0; i < st->magic_nfree; i++)
+		magic_close(st->magic_free[i]);
 	cof_store_locks_close(st);
 	cof_notify_close(st->notify);
 	pthread_mutex_destroy(&st->events_mu);
 	pthread_mutex_destroy(&st->magic_mu);
+	pthread_cond_destroy(&st->magic_cv);
 	free(st->dir);
 	free(st);
 }

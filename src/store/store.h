@@ -35,10 +35,21 @@ struct cof_store {
 	pthread_mutex_t events_mu;
 	struct { char agent[128]; char vol[48]; int64_t seq; } own[1024];
 	uint64_t own_next;
-	/* libmagic handles are not thread-safe: one, behind a mutex. */
+	/* libmagic handles are not thread-safe: a pool of them, each used by one
+	 * thread at a time (cof_store_magic_take/give), opened as needed up to
+	 * COF_MAGIC_MAX; under magic_mu. */
 	pthread_mutex_t magic_mu;
-	void *magic;
+	pthread_cond_t magic_cv;
+	void *magic_free[16];
+	int magic_nfree, magic_open, magic_broken;
 };
+#define COF_MAGIC_MAX 16
+
+/* A libmagic handle (MAGIC_MIME_TYPE) for this thread alone until given back,
+ * waiting while COF_MAGIC_MAX are in use; NULL when libmagic cannot load its
+ * database (the callers then go by the name). */
+void *cof_store_magic_take(cof_store *st);
+void cof_store_magic_give(cof_store *st, void *magic);
 
 /* The organization of the admin key (and of keys minted without an org). */
 #define COF_DEFAULT_ORG COF_ADMIN_ORG

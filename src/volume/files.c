@@ -209,14 +209,44 @@ static const char *type_by_name(const char *path)
 	return NULL;
 }
 
+/* 1 when the head reads as text: UTF-8 (a character cut at the end is fine),
+ * no NUL, and no control character but tab, newlines, form feed and escape. */
+static int looks_text(const unsigned char *p, size_t len)
+{
+	size_t cut = len;
+
+	for (size_t i = 0; i < len; i++)
+		if (p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r' &&
+		    p[i] != '\f' && p[i] != 0x1b)
+			return 0;
+	/* a multi-byte character the head's end cut in two is still text */
+	for (size_t k = 1; k <= 3 && k <= len; k++) {
+		unsigned char c = p[len - k];
+		if ((c & 0xc0) == 0x80)
+			continue;
+		size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		if (need > k)
+			cut = len - k;
+		break;
+	}
+	return cof_utf8_valid((const char *)p, cut);
+}
+
 void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t len,
 		    char *out, size_t outsz)
 {
 	const char *byname = type_by_name(path), *bybytes = NULL;
+	void *magic;
 
-	pthread_mutex_lock(&st->magic_mu);
-	if (st->magic && len)
-		bybytes = magic_buffer(st->magic, head, len);
+	/* Text with a name that says its type: the name wins for text (below),
+	 * so libmagic (milliseconds of regex tests on text) is not asked. */
+	if (byname && len && looks_text(head, len)) {
+		snprintf(out, outsz, "%s", byname);
+		return;
+	}
+	magic = len ? cof_store_magic_take(st) : NULL;
+	if (magic)
+		bybytes = magic_buffer(magic, head, len);
 	/* Binary signatures (PNG, PDF, ...) win over the name; for text the name
 	 * says more (libmagic calls JavaScript "text/x-c" and JSON "text/plain"). */
 	int generic = !bybytes || !strncmp(bybytes, "text/", 5) ||
@@ -230,7 +260,7 @@ void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t le
 		snprintf(out, outsz, "%s", bybytes);
 	else
 		snprintf(out, outsz, "application/octet-stream");
-	pthread_mutex_unlock(&st->magic_mu);
+	cof_store_magic_give(st, magic); /* after bybytes, which lives in the handle */
 }
 
 /* ------------------------------------------------------------------- put */

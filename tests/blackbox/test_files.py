@@ -2,6 +2,7 @@
 headers, delete, move, capacity ceiling (API.md Volumes > Files)."""
 
 import os
+import random
 import re
 import struct
 import zlib
@@ -171,6 +172,27 @@ def test_content_type_sniffed(srv):
     j = srv.put_ok(vid, "notes.txt", b"hello world\n")
     check(j["contentType"].startswith("text/plain"),
           ".txt sniffed as text/plain, got %r" % j["contentType"])
+
+
+def test_content_type_sniff_edges(srv):
+    """Binary signatures win over any name; text with a name that says its type
+    takes the name's type (UTF-8 cut at the sniffer's 4 KiB head included);
+    text without such a name and bytes that are not text are libmagic's."""
+    vid = srv.create_volume()["id"]
+    untyped = {"Content-Type": None}
+    eq(srv.put_ok(vid, "disguised.txt", png_bytes(), headers=untyped)["contentType"],
+       "image/png", "PNG bytes under a .txt name")
+    eq(srv.put_ok(vid, "long.md", "é".encode() * 3001, headers=untyped)["contentType"],
+       "text/markdown", "UTF-8 text whose 4 KiB head ends inside a character")
+    eq(srv.put_ok(vid, "ctl.md", b"a\x01b\n" * 10, headers=untyped)["contentType"],
+       "text/markdown", "a control character: libmagic reads it, the name still wins")
+    check(srv.put_ok(vid, "script", b"#!/bin/sh\necho hi\n",
+                     headers=untyped)["contentType"].startswith("text/"),
+          "text without an extension: libmagic's text type")
+    eq(srv.put_ok(vid, "blob", random.Random(7).randbytes(4096), headers=untyped)["contentType"],
+       "application/octet-stream", "bytes that say nothing")
+    eq(srv.put_ok(vid, "empty.json", b"", headers=untyped)["contentType"],
+       "application/json", "an empty file: by its name")
 
 
 def test_safe_download_headers(srv):
