@@ -183,6 +183,7 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 		if (d->inames >= (size_t)v->o.nroots)
 			return 0;
 		cof_vop_dir_attr(v, (int)d->inames, st);
+		st->st_ino = cof_vop_ino(v, (int)d->inames, "");
 		snprintf(name, namesz, "%s", v->roots[d->inames++].cfg.name);
 		return 1;
 	}
@@ -232,6 +233,7 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 			cof_vop_file_attr(v, d->root, c->size, c->updated_at, 0644, st);
 			memcpy(d->pending_sha, c->sha256, sizeof d->pending_sha);
 		}
+		st->st_ino = cof_vop_ino(v, d->root, sub);
 		return 1;
 	}
 }
