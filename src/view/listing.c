@@ -81,7 +81,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 	if (!f->plus) {
 		struct stat s;
 		memset(&s, 0, sizeof s);
-		s.st_ino = UNKNOWN_INO;
+		s.st_ino = st && st->st_ino ? st->st_ino : UNKNOWN_INO;
 		s.st_mode = st ? st->st_mode : 0;
 		if ((k = fuse_add_direntry(f->req, NULL, 0, name, NULL, 0)) > left)
 			return 1;
@@ -95,7 +95,8 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 		return 1;
 	if (st)
 		e.attr = *st;
-	e.attr.st_ino = UNKNOWN_INO;
+	if (!e.attr.st_ino)
+		e.attr.st_ino = UNKNOWN_INO;
 	if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
 		cof_vll *ll = f->ll;
 		pthread_mutex_lock(&ll->mu);
@@ -116,7 +117,9 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 				f->ahead->refs[f->ahead->nrefs++] = n->ino;
 			else
 				cof_vpush_seen(ll, n); /* sent now */
-			e.ino = e.attr.st_ino = n->ino;
+			e.ino = n->ino;
+			if (e.attr.st_ino == UNKNOWN_INO)
+				e.attr.st_ino = n->ino;
 			e.generation = 1;
 			e.entry_timeout = ll->entry_t;
 			e.attr_timeout = ll->attr_t;

@@ -84,7 +84,7 @@ static void reply_entry_of(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const
 	pthread_mutex_lock(&ll->mu);
 	cof_lnode *p = cof_lino_find(ll, parent), *n = p ? cof_lino_ref(ll, p, name) : NULL;
 	if (n) {
-		e.ino = e.attr.st_ino = n->ino;
+		e.ino = n->ino; /* (st_ino is the file's own: cof_vop_ino) */
 		cof_vpush_seen(ll, n);
 	}
 	pthread_mutex_unlock(&ll->mu);
@@ -171,7 +171,8 @@ static void reply_attr_of(fuse_req_t req, cof_vll *ll, fuse_ino_t ino,
 	}
 	rc = ll->ops->getattr(path, &st, fi);
 	free(path);
-	st.st_ino = ino;
+	if (!st.st_ino)
+		st.st_ino = ino;
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else

@@ -118,9 +118,25 @@ void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mo
 	st->st_mtime = st->st_ctime = st->st_atime = mtime;
 }
 
+uint64_t cof_vop_ino(cof_vfs *v, int r, const char *rel)
+{
+	char vp[COF_PATH_MAX + 1];
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	if (r < 0)
+		return 1;
+	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp);
+	for (const char *c = v->roots[r].v.vol.id; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	h = (h ^ '/') * 1099511628211ull; /* (no volume id holds one) */
+	for (const char *c = vp; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	return h > 1 ? h : h + 2; /* never 0, nor the top's (1) */
+}
+
 /* What is at `rel` of root r: 1 file (attributes in *st), 2 folder, 0
  * nothing. Under mu. */
-int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
+static int what_is_at(cof_vfs *v, int r, const char *rel, struct stat *st)
 {
 	vnode *n;
 	cof_entry *e;
@@ -165,6 +181,15 @@ int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
 	return 0;
 }
 
+int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
+{
+	int k = what_is_at(v, r, rel, st);
+
+	if (k)
+		st->st_ino = cof_vop_ino(v, r, rel);
+	return k;
+}
+
 int cof_vop_change_begin(cof_vfs *v, const char *path, int *r, const char **rel, int *k,
 			 struct stat *st)
 {
@@ -189,6 +214,7 @@ static int getattr_fh(cof_vfs *v, const vfile *f, struct stat *st)
 	if (f->fd < 0 || !f->n || fstat(f->fd, &lb))
 		return -ENOENT;
 	cof_vop_file_attr(v, f->n->root, lb.st_size, lb.st_mtime, f->n->mode, st);
+	st->st_ino = cof_vop_ino(v, f->n->root, f->n->path);
 	return 0;
 }
 
@@ -204,6 +230,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		return -ENOENT;
 	if (r < 0) {
 		cof_vop_dir_attr(v, -1, st);
+		st->st_ino = cof_vop_ino(v, -1, "");
 		return 0;
 	}
 	pthread_mutex_lock(&v->mu);

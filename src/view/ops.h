@@ -37,8 +37,13 @@ int cof_vop_writable(cof_vfs *v, int r, const char *rel);
 void cof_vop_dir_attr(cof_vfs *v, int r, struct stat *st);
 void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mode,
 		       struct stat *st);
-/* What is at `rel` of root r: 1 file (attributes in *st), 2 folder, 0
- * nothing. Under mu. */
+/* The inode number of `rel` of root r (r < 0: the top of several roots):
+ * a hash of the volume's id and the volume path, so the same in every
+ * mount and call (git's stat cache matches; docs/design.md, Views, "Inode
+ * numbers"). Not the kernel's node id, which names a node of one mount. */
+uint64_t cof_vop_ino(cof_vfs *v, int r, const char *rel);
+/* What is at `rel` of root r: 1 file (attributes in *st, its st_ino
+ * cof_vop_ino's), 2 folder, 0 nothing. Under mu. */
 int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st);
 /* The start of a change to what is at FUSE path `path`: split, refused where it
  * may not be written (cof_vop_writable), then v->mu taken and what is there in

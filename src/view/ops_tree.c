@@ -183,6 +183,7 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 		if (d->inames >= (size_t)v->o.nroots)
 			return 0;
 		cof_vop_dir_attr(v, (int)d->inames, st);
+		st->st_ino = cof_vop_ino(v, (int)d->inames, "");
 		snprintf(name, namesz, "%s", v->roots[d->inames++].cfg.name);
 		return 1;
 	}
@@ -232,6 +233,7 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 			cof_vop_file_attr(v, d->root, c->size, c->updated_at, 0644, st);
 			memcpy(d->pending_sha, c->sha256, sizeof d->pending_sha);
 		}
+		st->st_ino = cof_vop_ino(v, d->root, sub);
 		return 1;
 	}
 }
@@ -318,6 +320,32 @@ static void drop_bytes(cof_vfs *v, vnode *n)
 	n->lid = 0;
 }
 
+/* Folders are implicit in a volume: one exists while it holds a file. The
+ * folder a removal or a move empties stays, an empty folder of the layer,
+ * until it is removed itself, as on any file system: a walk that empties
+ * folders before it removes them (rm -rf, find -delete, git clean) found
+ * them gone, and a walk's ".." with them (issue 38). Under mu. 0 or -errno. */
+static int keep_parent(cof_vfs *v, int r, const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	char dir[COF_PATH_MAX + 1];
+	vnode *n;
+
+	if (!slash) /* the root's top is always there */
+		return 0;
+	snprintf(dir, sizeof dir, "%.*s", (int)(slash - rel), rel);
+	if ((n = cof_vnode_find(v, r, dir)) && n->kind == N_DIR)
+		return 0;
+	if (!(n = cof_vnode_get(v, r, dir)))
+		return -errno;
+	if (n->kind == N_GONE) {
+		n->kind = N_DIR;
+		n->mode = 0755;
+		n->mtime = cof_now();
+	}
+	return 0;
+}
+
 int cof_vop_unlink(const char *path)
 {
 	VIEW(v);
@@ -330,6 +358,8 @@ int cof_vop_unlink(const char *path)
 		return rc;
 	if (k != 1)
 		rc = -ENOENT;
+	else if ((rc = keep_parent(v, r, rel)))
+		;
 	else if (!(n = cof_vnode_get(v, r, rel)))
 		rc = -errno;
 	else if (!(rc = remove_now(v, r, n))) {
@@ -393,6 +423,8 @@ int cof_vop_rmdir(const char *path)
 		rc = k ? -ENOTDIR : -ENOENT;
 	else if (dir_has_entries(v, r, rel))
 		rc = -ENOTEMPTY;
+	else if ((rc = keep_parent(v, r, rel)))
+		;
 	else if ((n = cof_vnode_find(v, r, rel)) && n->kind == N_DIR)
 		n->kind = N_GONE;
 	pthread_mutex_unlock(&v->mu);
@@ -553,6 +585,8 @@ int cof_vop_rename(const char *from, const char *to, unsigned int flags)
 		rc = -ENOTEMPTY;
 	else if (!strncmp(rb, ra, strlen(ra)) && rb[strlen(ra)] == '/')
 		rc = -EINVAL;
+	else
+		rc = keep_parent(v, r, ra);
 	if (rc)
 		goto out;
 	if (ka == 2) {

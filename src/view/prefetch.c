@@ -120,8 +120,9 @@ void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
 		return;
 	c->ino = n->ino;
 	c->size = size;
-	c->st = *st;
-	c->st.st_ino = n->ino;
+	c->st = *st; /* (its st_ino the file's own, as listed) */
+	if (!c->st.st_ino)
+		c->st.st_ino = n->ino;
 	memcpy(c->sha, sha, sizeof c->sha);
 	c->bytes = NULL;
 	c->got = 0;
