@@ -284,6 +284,19 @@ def test_sparse_file_in_a_mount_under_the_limit_lands(srv):
     eq(len(srv.get_file(ws, "c.bin").body), 2 * MB, "stored at its full length")
 
 
+def test_sparse_file_in_a_mount_counts_against_user_disk(srv):
+    # turn a holds 2 MiB at rest; b's sparse 3 MiB (under its turnDisk) passes the
+    # user's 4 MiB
+    t, ws = _mount_turn(srv, scratch="64m", turnDisk="4m", userDisk="4m")
+    a = new_turn(srv, t["agent"], user=t["user"])
+    ok(srv, a["id"], "dd if=/dev/zero of=f bs=1M count=2")
+    seq = srv.seq(ws)
+    out = call(srv, t["id"], "truncate -s 3M /workspace/s.bin")
+    eq(out.get("limit"), "user_disk", "limit of %r" % out)
+    eq(srv.seq(ws), seq, "nothing committed")
+    eq(ok(srv, a["id"], "du -k f")["stdout"].split()[0], "2048", "turn a keeps its file")
+
+
 def test_walk_mode_sparse_files_in_a_mount_count_their_full_length():
     # one file past turnDisk is stopped by RLIMIT_FSIZE here: two under it add up
     with harness.server(args=["--scratch-mode", "walk"]) as s:
