@@ -253,6 +253,15 @@ int cof_file_remove(cof_store *st, const char *org, const char *vol,
 /* POST /v1/volumes/{id}/move {from, to, overwrite?}; answer {from, to, seq, moved}. */
 int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
 		  json_t **out, cof_err *err);
+/* Says whether volume path `path` (is_dir: a folder) is hidden (excluded). */
+typedef int (*cof_hidden_fn)(const void *ctx, const char *path, int is_dir);
+/* cof_file_move that never exposes a hidden path: a hidden `from` is
+ * COF_EFORBIDDEN naming it; the hidden files under a folder stay where they
+ * are (`moved` counts the others; none: COF_EFORBIDDEN). NULL = as
+ * cof_file_move. */
+int cof_file_move_visible(cof_store *st, const char *org, const char *vol, json_t *body,
+			  cof_hidden_fn hidden, const void *hidden_ctx, json_t **out,
+			  cof_err *err);
 
 typedef struct cof_list_opts {
 	const char *prefix;   /* NULL or "" = all */

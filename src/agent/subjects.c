@@ -323,18 +323,34 @@ int cof_subject_file_open(cof_store *st, const char *org, const char *agent,
 static const cof_jfield move_fields[] = {
 	{"from", COF_JSTR, 1}, {"to", COF_JSTR, 1}, {"overwrite", COF_JBOOL, 0}, {NULL, 0, 0}};
 
+/* The subject's volume is /user in the agent's calls, where the agent's
+ * exclusions hold (from the volume's root): what a move hides by them. */
+static int subject_hidden(const void *ctx, const char *vpath, int is_dir)
+{
+	static const cof_mount whole; /* no subpath: the volume's root */
+
+	return cof_agent_excluded_vpath(ctx, &whole, vpath, is_dir);
+}
+
 int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
 			  const char *subject, json_t *body, json_t **out, cof_err *err)
 {
 	const char *from, *to;
 	char vol[48];
+	cof_agent a;
+	int rc;
 
 	if (cof_json_check(body, move_fields, err) ||
 	    path_arg(cof_json_str(body, "from"), "from", &from, err) ||
 	    path_arg(cof_json_str(body, "to"), "to", &to, err) || changeable(from, err) ||
-	    changeable(to, err) || subject_open(st, org, agent, subject, vol, err))
+	    changeable(to, err) || subject_open(st, org, agent, subject, vol, err) ||
+	    cof_agent_load(st, org, agent, &a, err))
 		return -1;
-	return cof_file_move(st, org, vol, body, out, err);
+	/* an excluded file never moves into the call's sight: a folder's
+	 * excluded files stay where they are */
+	rc = cof_file_move_visible(st, org, vol, body, subject_hidden, &a, out, err);
+	cof_agent_release(&a);
+	return rc;
 }
 
 typedef struct remove_ctx {

@@ -481,8 +481,9 @@ static void call_notes(call *c, int64_t timeout)
 			"was killed", (long long)timeout));
 	if (c->limit)
 		json_array_append_new(c->notes, json_sprintf(
-			"stopped: the workspace reached the '%s' limit; every call of the turn "
-			"was stopped and its workspace emptied", c->limit));
+			"stopped: the workspace reached the '%s' limit (files written under "
+			"the agent's mounts count at their full length, holes included); every "
+			"call of the turn was stopped and its workspace emptied", c->limit));
 	if (c->stopped_by_end)
 		json_array_append_new(c->notes, json_string("stopped: the turn ended"));
 }

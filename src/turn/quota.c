@@ -204,8 +204,9 @@ int cof_quota_open(cof_turns *ts, int force_walk, cof_err *err)
 
 /* ------------------------------------------------------------ measuring */
 
-/* Adds what is under the folder open at `fd` to *u. */
-static void walk(int fd, cof_usage *u, int depth)
+/* Adds what is under the folder open at `fd` to *u; with `full`, a file
+ * counts at least its length (holes included). */
+static void walk(int fd, cof_usage *u, int depth, int full)
 {
 	DIR *d;
 	struct dirent *e;
@@ -227,11 +228,13 @@ static void walk(int fd, cof_usage *u, int depth)
 			continue;
 		u->entries++;
 		u->blocks += (int64_t)sb.st_blocks * 512;
+		if (full && S_ISREG(sb.st_mode) && sb.st_size > (int64_t)sb.st_blocks * 512)
+			u->blocks += sb.st_size - (int64_t)sb.st_blocks * 512;
 		if (S_ISDIR(sb.st_mode)) {
 			int sub = openat(fd, e->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
-				walk(sub, u, depth + 1);
+				walk(sub, u, depth + 1, full);
 			else if (errno != ENOENT && errno != ENOTDIR)
 				u->over = 1; /* what cannot be measured counts as over */
 		}
@@ -245,7 +248,7 @@ void cof_quota_walk(int dirfd, cof_usage *u)
 
 	memset(u, 0, sizeof *u);
 	if (fd >= 0)
-		walk(fd, u, 0);
+		walk(fd, u, 0, 0);
 }
 
 /* Adds the blocks of files on device `dev` that the processes under `roots`
@@ -311,7 +314,9 @@ static void deleted_open(dev_t dev, const pid_t *roots, int n, cof_usage *u)
 }
 
 /* Adds the files of the turn's view layers (ROOT/layers/TURN/CALL/...: the
- * bytes its calls wrote under the agent's mounts) to *u; the folders of the
+ * bytes its calls wrote under the agent's mounts) to *u, each at its full
+ * length: the commit stores it whole, so a sparse 1 GiB file there is 1 GiB
+ * against the limits (holes in the layer would hide it). The folders of the
  * layer are bookkeeping and do not count. */
 static void layers_add(const cof_turns *ts, const cof_turn *t, cof_usage *u)
 {
@@ -328,12 +333,12 @@ static void layers_add(const cof_turns *ts, const cof_turn *t, cof_usage *u)
 			continue;
 		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
-			cof_usage lu;
-			cof_quota_walk(fd, &lu);
+			cof_usage lu = {0};
+			walk(fd, &lu, 0, 1); /* walk closes fd */
 			u->blocks += lu.blocks;
+			u->layers += lu.blocks;
 			u->entries += lu.entries;
 			u->over |= lu.over;
-			close(fd);
 		}
 	}
 	closedir(d);
@@ -352,6 +357,7 @@ void cof_quota_measure(const cof_turns *ts, const cof_turn *t, const pid_t *pids
 			u->blocks = (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize;
 			u->entries = (int64_t)(sf.f_files - sf.f_ffree) - 1; /* its root */
 			u->over = 0;
+			u->layers = 0;
 			layers_add(ts, t, u);
 		}
 		return;
@@ -422,8 +428,9 @@ static void tmpfs_size(cof_turns *ts, cof_turn *t, int64_t *size, int64_t *inode
 
 	allowance(ts, t, &bytes, &by, &entries);
 	*size = (bytes - t->used.entries * COF_ENTRY_BYTES) / PAGE * PAGE;
-	if (*size < t->used.blocks)
-		*size = (t->used.blocks + PAGE - 1) / PAGE * PAGE;
+	/* the floor is the tmpfs's own use: the layers are not in it */
+	if (*size < t->used.blocks - t->used.layers)
+		*size = (t->used.blocks - t->used.layers + PAGE - 1) / PAGE * PAGE;
 	if (*size < PAGE)
 		*size = PAGE;
 	t->size_by = by;

@@ -64,7 +64,9 @@ typedef struct cof_turn cof_turn;
 
 /* What one workspace holds, as last measured. */
 typedef struct cof_usage {
-	int64_t blocks;  /* allocated bytes, deleted-but-open files included */
+	int64_t blocks;  /* allocated bytes, deleted-but-open files included, and
+			    the call layers' files at full length */
+	int64_t layers;  /* of blocks, the layers' (not in the workspace's tmpfs) */
 	int64_t entries; /* files and folders */
 	int over;        /* a tree too deep to measure */
 } cof_usage;

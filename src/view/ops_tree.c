@@ -480,12 +480,15 @@ static int walk_add(void *arg, const cof_entry *e)
 	const char *rel = e->path + w->sublen;
 	vnode *n = cof_vnode_find(w->v, w->root, rel);
 
-	if (n) /* the layer's own nodes are taken from the layer */
+	/* the layer's own nodes are taken from the layer; excluded files stay */
+	if (n || cof_vop_hidden(w->v, w->root, rel, 0))
 		return 0;
 	return moves_add(w->m, rel) ? 1 : 0;
 }
 
-/* Every file under folder `rel` (the volume's and the layer's). Under mu. */
+/* Every file under folder `rel` (the volume's and the layer's) that moves
+ * with it: not the excluded ones, which the call cannot see and which must
+ * never land at a path it can (they stay where they are). Under mu. */
 static int files_under(cof_vfs *v, int r, const char *rel, moves *m)
 {
 	char vp[COF_PATH_MAX + 2];
@@ -494,7 +497,8 @@ static int files_under(cof_vfs *v, int r, const char *rel, moves *m)
 
 	for (vnode *n = v->nodes; n; n = n->next)
 		if (n->root == r && n->kind != N_GONE && !strncmp(n->path, rel, len) &&
-		    n->path[len] == '/' && moves_add(m, n->path))
+		    n->path[len] == '/' && !cof_vop_hidden(v, r, n->path, n->kind == N_DIR) &&
+		    moves_add(m, n->path))
 			return -ENOMEM;
 	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp - 1);
 	strcat(vp, "/");
@@ -517,9 +521,17 @@ static int rename_dir(cof_vfs *v, int r, const char *from, const char *to, int64
 	size_t flen = strlen(from);
 	moves m = {0};
 	int rc = files_under(v, r, from, &m);
+	char dst[COF_PATH_MAX + 1];
 
+	/* nothing lands at an excluded path, as nothing is made there: the
+	 * whole rename is refused before anything moves */
 	for (size_t i = 0; i < m.n && !rc; i++) {
-		char dst[COF_PATH_MAX + 1];
+		vnode *a = cof_vnode_find(v, r, m.from[i]);
+		snprintf(dst, sizeof dst, "%s%s", to, m.from[i] + flen);
+		if (cof_vop_hidden(v, r, dst, a && a->kind == N_DIR))
+			rc = -EACCES;
+	}
+	for (size_t i = 0; i < m.n && !rc; i++) {
 		snprintf(dst, sizeof dst, "%s%s", to, m.from[i] + flen);
 		vnode *a = cof_vnode_get(v, r, m.from[i]);
 		vnode *b = a ? cof_vnode_get(v, r, dst) : NULL;

@@ -527,6 +527,8 @@ typedef struct move_ctx {
 	const char *from, *to;
 	int overwrite;
 	int64_t moved;
+	cof_hidden_fn hidden;   /* NULL = nothing is hidden */
+	const void *hidden_ctx;
 } move_ctx;
 
 /* Moves one file `src` (a live row) to `dst` inside the change. */
@@ -568,8 +570,29 @@ static int move_apply(cof_txn *tx, void *arg, cof_err *err)
 		r = -1;
 	if (r < 0 || it.over < 0)
 		goto out;
+	if (it.n > 0 && m->hidden && m->hidden(m->hidden_ctx, m->from, r == 0)) {
+		cof_error(err, COF_EFORBIDDEN, "'%.200s' is excluded: the exclusions keep it out "
+			  "of reach, so it cannot be moved", m->from);
+		goto out;
+	}
+	size_t seen = it.n;
+	if (m->hidden) { /* a hidden file never moves with its folder: it stays */
+		size_t k = 0;
+		for (size_t i = 0; i < it.n; i++) {
+			if (m->hidden(m->hidden_ctx, it.v[i].path, 0))
+				free(it.v[i].path);
+			else
+				it.v[k++] = it.v[i];
+		}
+		it.n = k;
+	}
 	if (it.n == 0) {
-		cof_error(err, COF_ENOTFOUND, "'%.200s' not found (no file or folder)", m->from);
+		if (seen)
+			cof_error(err, COF_EFORBIDDEN, "every file under '%.200s' is excluded: the "
+				  "exclusions keep them out of reach, so nothing moves", m->from);
+		else
+			cof_error(err, COF_ENOTFOUND, "'%.200s' not found (no file or folder)",
+				  m->from);
 		goto out;
 	}
 	if (r == 0 && !strncmp(m->to, dir.data, dir.len)) {
@@ -604,7 +627,14 @@ static const cof_jfield move_fields[] = {
 int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
 		  json_t **out, cof_err *err)
 {
-	move_ctx m = {0};
+	return cof_file_move_visible(st, org, vol, body, NULL, NULL, out, err);
+}
+
+int cof_file_move_visible(cof_store *st, const char *org, const char *vol, json_t *body,
+			  cof_hidden_fn hidden, const void *hidden_ctx, json_t **out,
+			  cof_err *err)
+{
+	move_ctx m = {.hidden = hidden, .hidden_ctx = hidden_ctx};
 	cof_volrow v;
 	int64_t seq;
 	const char *from, *to;

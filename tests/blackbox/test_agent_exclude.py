@@ -8,7 +8,7 @@ import os
 import urllib.parse
 
 import harness
-from harness import check, eq, expect, expect_error
+from harness import check, contains, eq, expect, expect_error
 
 _n = itertools.count(1)
 
@@ -302,3 +302,112 @@ def test_events_leave_excluded_out(srv):
         eq(got[0]["count"], 1, "count without the excluded ones")
     finally:
         s.close()
+
+
+# ------------------------------------------- renames and moves never expose
+#
+# On main before the fix, `mv /data/docs /data/docs2` in a call moved every file under
+# docs, the excluded docs/tmp/secret.txt included, and the commit landed it at
+# docs2/tmp/secret.txt, which no pattern hides: the next call and the `read` tool read it.
+# The subject files move did the same for /user.
+
+def _fuse_or_skip():
+    if not os.path.exists("/dev/fuse") or not harness.IS_ROOT:
+        harness.skip("calls see the agent's files through FUSE, mounted here as root")
+
+
+def _turn_call(srv, tid, command):
+    r = expect(srv.post("/v1/turns/%s/calls" % tid, json={"command": command}), 200)
+    return r.json()
+
+
+def _secret_setup(srv, files):
+    v = srv.create_volume()["id"]
+    for p, b in files.items():
+        srv.put_ok(v, p, b)
+    aid = new_id()
+    expect(srv.put(agent_url(aid), json={"exclude": ["docs/tmp"], "mounts": [
+        {"workspace": True}, {"volumeId": v, "path": "/data", "mode": "rw"}]}), 201)
+    tid = expect(srv.post("/v1/turns", json={"agent": aid, "user": "u1",
+                                             "deadlineSeconds": 600}), 201).json()["id"]
+    return aid, v, tid
+
+
+def test_call_folder_rename_leaves_excluded_files(srv):
+    _fuse_or_skip()
+    aid, v, tid = _secret_setup(srv, {"docs/a.md": b"shown\n",
+                                      "docs/tmp/secret.txt": b"SECRET\n"})
+    try:
+        out = _turn_call(srv, tid, "mv /data/docs /data/docs2 && find /data | sort")
+        eq(out["exitCode"], 0, "mv of the parent folder (%r)" % out["stderr"])
+        check("secret" not in out["stdout"], "nothing excluded in sight: %r" % out["stdout"])
+        eq(srv.get_file(v, "docs2/a.md").body, b"shown\n", "the visible file moved")
+        eq(srv.get_file(v, "docs2/tmp/secret.txt").status, 404, "the excluded file did not")
+        eq(srv.get_file(v, "docs/tmp/secret.txt").body, b"SECRET\n", "it stayed where it was")
+        eq(srv.get_file(v, "docs/a.md").status, 404, "the visible file left docs")
+        out = _turn_call(srv, tid, "cat /data/docs2/tmp/secret.txt")
+        check(out["exitCode"] != 0 and "SECRET" not in out["stdout"],
+              "the next call cannot read it: %r" % out)
+        j = tool(srv, aid, "read", path="/data/docs2/tmp/secret.txt")
+        check(j.get("ok") is False and "SECRET" not in j["output"],
+              "the read tool cannot read it: %r" % j["output"])
+    finally:
+        srv.delete("/v1/turns/%s" % tid)
+
+
+def test_call_folder_rename_into_excluded_place_refused(srv):
+    # docs/tmp is excluded: moving src (holding tmp/x.txt) to docs would write
+    # docs/tmp/x.txt, a path the call can neither see nor make; on main it landed.
+    _fuse_or_skip()
+    aid, v, tid = _secret_setup(srv, {"src/tmp/x.txt": b"x\n", "src/y.txt": b"y\n"})
+    try:
+        seq = srv.seq(v)
+        out = _turn_call(srv, tid, "mv /data/src /data/docs 2>&1; echo rc=$?")
+        contains(out["stdout"], "Permission denied", "mv's refusal")
+        check("rc=0" not in out["stdout"], "the rename failed: %r" % out["stdout"])
+        eq(srv.get_file(v, "docs/tmp/x.txt").status, 404, "nothing landed at the excluded path")
+        eq(srv.get_file(v, "docs/y.txt").status, 404, "nothing moved at all")
+        eq(srv.get_file(v, "src/tmp/x.txt").body, b"x\n", "the source is untouched")
+        eq(srv.seq(v), seq, "nothing committed")
+    finally:
+        srv.delete("/v1/turns/%s" % tid)
+
+
+def _subject(aid, tail):
+    return agent_url(aid, "/users/s1" + tail)
+
+
+def test_subject_folder_move_leaves_excluded_files(srv):
+    aid = new_id()
+    expect(srv.put(agent_url(aid), json={"exclude": ["docs/tmp"]}), 201)
+    for p, c in [("docs/a.md", "shown\n"), ("docs/tmp/secret.txt", "SECRET\n"),
+                 ("docs/.env", "K=1\n")]:
+        expect(srv.put(_subject(aid, "/files/content"), json={"path": p, "content": c}), 201)
+    j = expect(srv.post(_subject(aid, "/files/move"), json={"from": "docs", "to": "docs2"}),
+               200).json()
+    eq(j["moved"], 1, "only the visible file moved: %r" % j)
+
+    def get(p):
+        return srv.get(_subject(aid, "/files/content"), query={"path": p})
+    eq(get("docs2/a.md").body, b"shown\n", "the visible file moved")
+    eq(get("docs2/tmp/secret.txt").status, 404, "the excluded file did not")
+    eq(get("docs2/.env").status, 404, "nor the one the defaults exclude")
+    eq(get("docs/tmp/secret.txt").body, b"SECRET\n", "it stayed")
+    eq(get("docs/.env").body, b"K=1\n", "it stayed too")
+
+
+def test_subject_move_of_excluded_path_refused(srv):
+    aid = new_id()
+    expect(srv.put(agent_url(aid), json={"exclude": ["docs/tmp"]}), 201)
+    expect(srv.put(_subject(aid, "/files/content"),
+                   json={"path": "docs/tmp/secret.txt", "content": "SECRET\n"}), 201)
+    expect(srv.put(_subject(aid, "/files/content"),
+                   json={"path": "only/.env", "content": "K=1\n"}), 201)
+    for src in ["docs/tmp/secret.txt", "docs/tmp"]:
+        forbidden(srv.post(_subject(aid, "/files/move"), json={"from": src, "to": "out"}),
+                  src)
+    r = srv.post(_subject(aid, "/files/move"), json={"from": "only", "to": "out"})
+    expect_error(r, 403, "forbidden")
+    contains(r.error["message"], "every file under 'only' is excluded", "message")
+    eq(srv.get(_subject(aid, "/files/content"), query={"path": "docs/tmp/secret.txt"}).body,
+       b"SECRET\n", "nothing moved")

@@ -2,6 +2,7 @@
 <= scratch) and the disk limits of workspaces (turn, user, scratch, inodes), each
 at its edge where it has one."""
 
+import hashlib
 import os
 
 import harness
@@ -222,6 +223,86 @@ def test_deleted_turn_frees_its_share(srv):
     b = new_turn(srv, aid, user="two")
     eq(ok(srv, b["id"], "dd if=/dev/zero of=f bs=64k count=40").get("limit"), None,
        "limit after the other turn ended")
+
+
+# ---- what a call writes under the agent's mounts counts at its full length
+#
+# On main before the fix a sparse file in a mount cost the call's layer nothing, so
+# `truncate -s 16M /workspace/big.bin` with a 4 MiB turnDisk committed 16 MiB of zeros
+# into the blob store (the issue saw 2.1 GB from two `truncate -s 1G` on 64 MiB).
+
+def _mount_turn(srv, **sandbox):
+    """A turn of an agent with its workspace volume at /workspace; (turn, volume id)."""
+    if not os.path.exists("/dev/fuse") or not harness.IS_ROOT:
+        harness.skip("calls see the agent's files through FUSE, mounted here as root")
+    aid = make_agent(srv, sandbox=sandbox)
+    ws = expect(srv.get("/v1/agents/%s" % aid), 200).json()["workspaceVolumeId"]
+    return new_turn(srv, aid), ws
+
+
+def _zeros_sha(n):
+    h = hashlib.sha256()
+    for _ in range(n // MB):
+        h.update(bytes(MB))
+    return h.hexdigest()
+
+
+def _sparse_refused(srv, t, ws, command, size):
+    seq = srv.seq(ws)
+    out = call(srv, t["id"], command)
+    eq(out.get("limit"), "turn_disk", "limit of %r" % out)
+    notes = " ".join(out["notes"])
+    contains(notes, "turn_disk", "the note names the limit")
+    contains(notes, "full length", "the note says how mounts' files count")
+    eq(out.get("committed") or [], [], "nothing committed")
+    eq(srv.seq(ws), seq, "the volume did not change")
+    check(not os.path.exists(srv.blob_file(_zeros_sha(size))),
+          "no %d-byte blob in the store" % size)
+
+
+def test_sparse_file_in_a_mount_counts_its_full_length(srv):
+    t, ws = _mount_turn(srv, scratch="64m", turnDisk="4m", userDisk="8m")
+    _sparse_refused(srv, t, ws, "truncate -s 16M /workspace/big.bin", 16 * MB)
+    eq(srv.get_file(ws, "big.bin").status, 404, "the file did not land")
+    # the turn goes on, and what fits lands
+    out = ok(srv, t["id"], "echo hi > /workspace/small.txt")
+    eq(len(out["committed"]), 1, "committed %r" % out)
+    eq(srv.get_file(ws, "small.txt").body, b"hi\n", "a dense file lands")
+
+
+def test_sparse_files_in_a_mount_add_up(srv):
+    # each under turnDisk, together over it
+    t, ws = _mount_turn(srv, scratch="64m", turnDisk="4m", userDisk="8m")
+    _sparse_refused(srv, t, ws, "truncate -s 3M /workspace/a.bin && "
+                    "truncate -s 3M /workspace/b.bin", 3 * MB)
+
+
+def test_sparse_file_in_a_mount_under_the_limit_lands(srv):
+    t, ws = _mount_turn(srv, scratch="64m", turnDisk="4m", userDisk="8m")
+    out = ok(srv, t["id"], "truncate -s 2M /workspace/c.bin")
+    eq(out.get("limit"), None, "limit")
+    eq(len(srv.get_file(ws, "c.bin").body), 2 * MB, "stored at its full length")
+
+
+def test_sparse_file_in_a_mount_counts_against_user_disk(srv):
+    # turn a holds 2 MiB at rest; b's sparse 3 MiB (under its turnDisk) passes the
+    # user's 4 MiB
+    t, ws = _mount_turn(srv, scratch="64m", turnDisk="4m", userDisk="4m")
+    a = new_turn(srv, t["agent"], user=t["user"])
+    ok(srv, a["id"], "dd if=/dev/zero of=f bs=1M count=2")
+    seq = srv.seq(ws)
+    out = call(srv, t["id"], "truncate -s 3M /workspace/s.bin")
+    eq(out.get("limit"), "user_disk", "limit of %r" % out)
+    eq(srv.seq(ws), seq, "nothing committed")
+    eq(ok(srv, a["id"], "du -k f")["stdout"].split()[0], "2048", "turn a keeps its file")
+
+
+def test_walk_mode_sparse_files_in_a_mount_count_their_full_length():
+    # one file past turnDisk is stopped by RLIMIT_FSIZE here: two under it add up
+    with harness.server(args=["--scratch-mode", "walk"]) as s:
+        t, ws = _mount_turn(s, scratch="64m", turnDisk="4m", userDisk="8m")
+        _sparse_refused(s, t, ws, "truncate -s 3M /workspace/a.bin && "
+                        "truncate -s 3M /workspace/b.bin", 3 * MB)
 
 
 # ---- the measuring loop (--scratch-mode walk)
