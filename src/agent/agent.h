@@ -131,14 +131,18 @@ int cof_agent_own_volume(cof_store *st, const char *org, const char *agent, cons
  * conversations volume, which also keeps its attachments under
  * attachments/) and adds two mounts after the agent's: /user, the subject's
  * workspace (memories/ and skills/ read-only), and /attachments, its
- * attachments (read-only). An agent mount at or around either: COF_ECONFLICT.
- * NULL or "" = no subject: nothing changes. The subject's reach is these two
- * mounts only: another subject's volumes are never among a's mounts. */
+ * attachments (read-only). Both volumes are made on first use, the
+ * conversations one only when `make` (a prompt, an upload): until then the
+ * subject has no attachments, no a->conv and no /attachments. An agent mount
+ * at or around either: COF_ECONFLICT. NULL or "" = no subject: nothing
+ * changes. The subject's reach is these two mounts only: another subject's
+ * volumes are never among a's mounts. */
 #define COF_ATTACH_DIR "attachments"
-int cof_agent_as_subject(cof_store *st, cof_agent *a, const char *subject, cof_err *err);
-/* Loads agent `id` acting for `subject` (NULL = none). */
+int cof_agent_as_subject(cof_store *st, cof_agent *a, const char *subject, int make,
+			 cof_err *err);
+/* Loads agent `id` acting for `subject` (NULL = none), as above. */
 int cof_agent_load_as(cof_store *st, const char *org, const char *id, const char *subject,
-		      cof_agent *out, cof_err *err);
+		      int make, cof_agent *out, cof_err *err);
 /* The subject's conversations volume if it has one: 1 = vol, 0 = none yet. */
 int cof_agent_subject_conv(cof_store *st, const char *org, const char *agent,
 			   const char *subject, char vol[48], cof_err *err);

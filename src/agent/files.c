@@ -13,7 +13,7 @@
 static int file_target(cof_store *st, const char *org, const char *id, const char *subject,
 		       const char *path, cof_agent *a, cof_target *t, cof_err *err)
 {
-	if (cof_agent_load_as(st, org, id, subject, a, err))
+	if (cof_agent_load_as(st, org, id, subject, 0, a, err))
 		return -1;
 	if (cof_agent_resolve(a, path, t, err)) {
 		cof_agent_release(a);
@@ -150,7 +150,7 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
 	json_t *entries;
 	int more, rc = -1;
 
-	if (cof_agent_load_as(st, org, id, subject, &a, err))
+	if (cof_agent_load_as(st, org, id, subject, 0, &a, err))
 		return -1;
 	if (!cof_agent_resolve(&a, path, &t, err) &&
 	    !cof_agent_children(st, &a, &t, 10000, &entries, &more, err)) {
@@ -213,7 +213,7 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 
 	if (run_id && run_key(NULL, run_id, run, sizeof run, err)) /* checks it */
 		return -1;
-	if (cof_agent_load_as(st, org, id, subject, &a, err))
+	if (cof_agent_load_as(st, org, id, subject, 0, &a, err))
 		return -1;
 	for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
 		if (!strcmp(tool, tools[i].name))

@@ -526,7 +526,7 @@ int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *bod
 	if (preq_parse(body, &r, err) ||
 	    (idem && cof_idem_lookup(st, org, idem, "prompt", body, &prev, err) < 0))
 		goto out;
-	if (cof_agent_load_as(st, org, id, cof_json_str(body, "user"), &a, err))
+	if (cof_agent_load_as(st, org, id, cof_json_str(body, "user"), 1, &a, err))
 		goto out;
 	loaded = 1;
 	if (a.subject[0]) /* the subject's own records, beside its attachments */

@@ -221,38 +221,44 @@ static cof_mount *mount_add(cof_agent *a, const char *path, const char *vol, con
 	return m;
 }
 
-int cof_agent_as_subject(cof_store *st, cof_agent *a, const char *subject, cof_err *err)
+int cof_agent_as_subject(cof_store *st, cof_agent *a, const char *subject, int make,
+			 cof_err *err)
 {
 	char user[48], row[SUBJECT_ID_MAX + 32];
 	cof_mount *m;
+	int has;
 
 	if (!subject || !subject[0])
 		return 0;
 	if (subject_check(subject, err))
 		return -1;
 	conv_row(subject, row, sizeof row);
-	if (volume_of(st, a->org, a->id, subject, user, err) ||
-	    volume_of(st, a->org, a->id, row, a->conv, err))
+	/* without attachments there is no /attachments: a call then needs no
+	 * read-only view for it (turn/views.c) */
+	has = make ? volume_of(st, a->org, a->id, row, a->conv, err) == 0 ? 1 : -1
+		   : cof_meta_subject_get(st->meta, a->org, a->id, row, a->conv, err);
+	if (has < 0 || volume_of(st, a->org, a->id, subject, user, err))
 		return -1;
 	if (!(m = mount_add(a, "/user", user, "", err)))
 		return -1;
 	m->rw = 1;
 	m->reserved = 1;
-	if (!(m = mount_add(a, "/" COF_ATTACH_DIR, a->conv, COF_ATTACH_DIR, err))) {
+	if (has && !(m = mount_add(a, "/" COF_ATTACH_DIR, a->conv, COF_ATTACH_DIR, err))) {
 		a->nmounts--; /* all or nothing */
 		return -1;
 	}
-	m->attachments = 1;
+	if (has)
+		m->attachments = 1;
 	snprintf(a->subject, sizeof a->subject, "%s", subject);
 	return 0;
 }
 
 int cof_agent_load_as(cof_store *st, const char *org, const char *id, const char *subject,
-		      cof_agent *out, cof_err *err)
+		      int make, cof_agent *out, cof_err *err)
 {
 	if (cof_agent_load(st, org, id, out, err))
 		return -1;
-	if (cof_agent_as_subject(st, out, subject, err)) {
+	if (cof_agent_as_subject(st, out, subject, make, err)) {
 		cof_agent_release(out);
 		return -1;
 	}

@@ -19,6 +19,8 @@ static const cof_mount *upload_mount(const cof_agent *a)
 	for (size_t i = 0; a->subject[0] && i < a->nmounts; i++)
 		if (a->mounts[i].attachments)
 			return &a->mounts[i];
+	if (a->subject[0]) /* never seed 001's place: others' calls see it */
+		return NULL;
 	for (size_t i = 0; i < a->nmounts; i++)
 		if (a->mounts[i].workspace)
 			return &a->mounts[i];
@@ -120,7 +122,7 @@ int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
 	int rc;
 
 	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
-	    cof_agent_load_as(st, org, id, subject, &a, err))
+	    cof_agent_load_as(st, org, id, subject, 1, &a, err))
 		return -1;
 	rc = upload_target(&a, id, request, name, &t, dir, err) ||
 	     cof_upload_room(up, org, t.mount->vol, t.vpath, declared, err) ? -1 : 0;
@@ -142,7 +144,7 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 
 	*created = 0;
 	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
-	    cof_agent_load_as(st, org, id, subject, &a, err)) {
+	    cof_agent_load_as(st, org, id, subject, 1, &a, err)) {
 		cof_upload_abort(up);
 		return -1;
 	}

@@ -84,7 +84,7 @@ static void roots_add(cof_turns *ts, cof_turn *t, cof_call_views *cv)
 {
 	cof_err e = {0};
 
-	if (t->user[0] && cof_agent_as_subject(ts->st, &cv->a, t->user, &e))
+	if (t->user[0] && cof_agent_as_subject(ts->st, &cv->a, t->user, 0, &e))
 		cof_err_clear(&e); /* not a valid subject id: no /user */
 	for (size_t i = 0; i < cv->a.nmounts && cv->n < COF_VIEW_ROOTS; i++)
 		root_add(cv, &cv->a.mounts[i], cv->a.mounts[i].reserved ? user_ro : NULL);
