@@ -403,25 +403,35 @@ int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t 
 			 json_t **out, cof_err *err);
 
 /* The agent's files by the path the agent sees ("/workspace/out/a.png"), with
- * the agent's access: a read-only mount refuses writes (COF_EFORBIDDEN). */
-int cof_agent_file_open(cof_store *st, const char *org, const char *id, const char *path,
+ * the agent's access: a read-only mount refuses writes (COF_EFORBIDDEN).
+ * `subject` (X-Subject; NULL = none) is who the call acts for: with one the
+ * agent also reaches that subject's /user and /attachments (API.md
+ * "Subjects"), never another subject's. The same holds for the uploads,
+ * links, runs and tools below. */
+int cof_agent_file_open(cof_store *st, const char *org, const char *id, const char *subject,
+			const char *path,
 			cof_file *out, cof_err *err);
-int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *path,
+int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *subject,
+		       const char *path,
 		       cof_upload *up, const char *content_type, json_t **out, int *created,
 		       cof_err *err);
 /* Holds `up` to the room of the volume behind agent path `path` (as
  * cof_upload_room; a read-only mount: COF_EFORBIDDEN). */
-int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *path,
+int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *subject,
+			const char *path,
 			cof_upload *up, int64_t declared, cof_err *err);
 int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
-			  const char *path, json_t **out, cof_err *err);
+			  const char *subject, const char *path, json_t **out, cof_err *err);
 /* GET /v1/agents/{id}/files?path=DIR: {path, entries:[{name, path, type, size?}]}. */
-int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *path,
+int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *subject,
+			const char *path,
 			json_t **out, cof_err *err);
 
 /* PUT /v1/agents/{id}/uploads/{requestId}/{name}: saved at
  * uploads/{requestId}/{name} of the agent's workspace (else its first
- * read-write mount; none: COF_ECONFLICT). At most 20 files a request
+ * read-write mount; none: COF_ECONFLICT); for `subject` (NULL = none) kept
+ * as its attachment at /attachments/{requestId}/{name} instead, seen by that
+ * subject alone. At most 20 files a request
  * (COF_ECONFLICT past it). A retry never writes twice: the existing file is
  * answered again with `replayed: true`. Consumes `up`; begin it with
  * max_bytes COF_UPLOAD_MAX (256 MiB). */
@@ -429,40 +439,48 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
 /* Holds `up` to the room of the volume the upload lands in (as
  * cof_upload_room), before its body is read. */
 int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
-			  const char *request, const char *name, cof_upload *up,
+			  const char *subject, const char *request, const char *name, cof_upload *up,
 			  int64_t declared, cof_err *err);
-int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *request,
-		     const char *name, cof_upload *up, const char *content_type, json_t **out,
-		     int *created, cof_err *err);
+int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *subject,
+		     const char *request, const char *name, cof_upload *up,
+		     const char *content_type, json_t **out, int *created, cof_err *err);
 
-/* POST /v1/agents/{id}/prompt {text, requestId, files?, conversation?, format?}:
+/* POST /v1/agents/{id}/prompt {text, requestId, files?, conversation?, format?, user?}:
  * the user message as the model should see it (docs/api.md "What the model
  * sees"): {requestId, text, files:[{path, contentType, size, sha256, shown,
  * reason?}], content:[blocks]}. Inline files are saved as uploads of the
  * request first; the prompt is recorded by request id, so the same request
  * again is a retry (*replayed = 1, nothing written) and another prompt under
- * that id COF_ECONFLICT. `idem` (NULL = none) is the Idempotency-Key. */
+ * that id COF_ECONFLICT. `idem` (NULL = none) is the Idempotency-Key. With
+ * `user` (a subject) the prompt is that subject's: its request ids, records
+ * and conversations are its own, its inline files its attachments
+ * (/attachments/{requestId}/{name}), and its {path} files may be in /user. */
 int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *body,
 		     const cof_idem *idem, json_t **out, int *replayed, cof_err *err);
 /* GET /v1/agents/{id}/conversations/{conversation}/request?format=: every
  * prompt of the conversation rebuilt from its references, within one
  * request's budget: {conversation, format, messages:[{role, content}],
  * prompts:[{requestId, text, files}]}, oldest first. `format` NULL =
- * anthropic. An unknown conversation is COF_ENOTFOUND. */
+ * anthropic. An unknown conversation is COF_ENOTFOUND; `subject` (NULL = none)
+ * names whose conversation it is. */
 int cof_agent_conversation_request(cof_store *st, const char *org, const char *id,
-				   const char *conversation, const char *format, json_t **out,
-				   cof_err *err);
+				   const char *subject, const char *conversation,
+				   const char *format, json_t **out, cof_err *err);
 
 /* POST /v1/agents/{id}/links {path, method?, expiresIn?, maxBytes?, contentType?}:
  * a signed link to a file by the agent's path (PUT links need a read-write
  * mount). Answer as cof_link_create, with the agent path. */
-int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
+int cof_agent_link_create(cof_store *st, const char *org, const char *id,
+			  const char *subject, json_t *body,
 			  const cof_idem *idem, const char *maker, json_t **out, cof_err *err);
 
 /* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
  * contentType}] (every file the run's tool calls wrote, up to 100),
- * presented:[{path, caption, url}]}. An unknown run is empty. */
-int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char *run,
+ * presented:[{path, caption, url}]}. An unknown run is empty. A subject's
+ * runs are its own: the same run id of another subject (or of none) is
+ * another run. */
+int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char *subject,
+		      const char *run,
 		      json_t **out, cof_err *err);
 
 /* POST /v1/agents/{id}/tools/{tool}: runs one file tool as the model would
@@ -470,8 +488,9 @@ int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char
  * model can act on (a stale write, no match) is ok:false with the reason in
  * `output`, and returns 0; -1 is for API errors (unknown agent or tool, bad
  * arguments, fileTools off: COF_ENOTFOUND). `run_id` may be NULL. */
-int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *tool,
-		   json_t *args, const char *run_id, json_t **out, cof_err *err);
+int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *subject,
+		   const char *tool, json_t *args, const char *run_id, json_t **out,
+		   cof_err *err);
 
 /* GET /v1/agents/{id}/events: a watch yields `file_presented` (a tool call
  * presented a file) and `files_changed` (others changed files under a

@@ -509,9 +509,22 @@ void cof_agent_path_of(const cof_mount *m, const char *vpath, char *out, size_t 
 
 int cof_agent_writable(const cof_target *t, cof_err *err)
 {
+	static const char *const reserved[] = {"memories", "skills"};
+	const char *rest = t->vpath + strlen(t->mount->subpath);
+
 	if (!t->mount->rw)
 		return cof_error(err, COF_EFORBIDDEN, "'%.200s' is on a read-only mount (%s)",
 				 t->apath, t->mount->path);
+	while (t->mount->reserved && *rest == '/')
+		rest++;
+	for (size_t i = 0; t->mount->reserved && i < 2; i++) {
+		size_t n = strlen(reserved[i]);
+		if (!strncmp(rest, reserved[i], n) && (!rest[n] || rest[n] == '/'))
+			return cof_error(err, COF_EFORBIDDEN, "'%.200s' is in %s/%s/, which is "
+					 "read-only (%s)", t->apath, t->mount->path, reserved[i],
+					 i ? "skills come from the agent's settings"
+					   : "the memory calls write it");
+	}
 	return 0;
 }
 

@@ -20,6 +20,9 @@ typedef struct cof_mount {
 	int rw;
 	int notify;
 	int workspace;                     /* the agent's own workspace volume */
+	int reserved;                      /* a subject's /user: its memories/ and
+					      skills/ are read-only */
+	int attachments;                   /* a subject's /attachments (read-only) */
 } cof_mount;
 
 /* An agent as loaded for one call: its mounts are fixed for that call even if
@@ -30,10 +33,13 @@ typedef struct cof_agent {
 	char workspace[48];
 	int file_tools;
 	json_t *settings;         /* the stored settings object (owned) */
-	cof_mount mounts[COF_MOUNTS_MAX];
+	cof_mount mounts[COF_MOUNTS_MAX + 2]; /* + a subject's /user, /attachments */
 	size_t nmounts;
 	const char *run;          /* the call's X-Run-Id, or NULL */
 	cof_excl *excl;           /* its exclusions, compiled at load (owned) */
+	char subject[129];        /* the subject it acts for, "" = none */
+	char conv[48];            /* with a subject: the subject's conversations
+				     volume (its prompts and attachments) */
 } cof_agent;
 
 int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,
@@ -55,7 +61,8 @@ typedef struct cof_target {
 int cof_agent_resolve(const cof_agent *a, const char *path, cof_target *out, cof_err *err);
 /* The agent path of a volume path under mount m (inverse of resolve). */
 void cof_agent_path_of(const cof_mount *m, const char *vpath, char *out, size_t outsz);
-/* Refuses writes through a read-only mount (COF_EFORBIDDEN). */
+/* Refuses writes through a read-only mount, and into a subject's reserved
+ * memories/ and skills/ (COF_EFORBIDDEN). */
 int cof_agent_writable(const cof_target *t, cof_err *err);
 
 /* Exclusions (exclude.c): the agent's `exclude` patterns plus the defaults
@@ -119,9 +126,31 @@ int cof_media_refuse_large(const cof_target *t, const char *ctype, int64_t size,
 int cof_agent_own_volume(cof_store *st, const char *org, const char *agent, const char *key,
 			 char vol[48], cof_err *err);
 
+/* Acting for a subject (subjects.c, API.md "Subjects"): checks the subject
+ * id (COF_EVALIDATION naming it), sets a->subject and a->conv (the subject's
+ * conversations volume, which also keeps its attachments under
+ * attachments/) and adds two mounts after the agent's: /user, the subject's
+ * workspace (memories/ and skills/ read-only), and /attachments, its
+ * attachments (read-only). Both volumes are made on first use, the
+ * conversations one only when `make` (a prompt, an upload): until then the
+ * subject has no attachments, no a->conv and no /attachments. An agent mount
+ * at or around either: COF_ECONFLICT. NULL or "" = no subject: nothing
+ * changes. The subject's reach is these two mounts only: another subject's
+ * volumes are never among a's mounts. */
+#define COF_ATTACH_DIR "attachments"
+int cof_agent_as_subject(cof_store *st, cof_agent *a, const char *subject, int make,
+			 cof_err *err);
+/* Loads agent `id` acting for `subject` (NULL = none), as above. */
+int cof_agent_load_as(cof_store *st, const char *org, const char *id, const char *subject,
+		      int make, cof_agent *out, cof_err *err);
+/* The subject's conversations volume if it has one: 1 = vol, 0 = none yet. */
+int cof_agent_subject_conv(cof_store *st, const char *org, const char *agent,
+			   const char *subject, char vol[48], cof_err *err);
+
 /* Uploads (uploads.c). cof_agent_upload_target: where upload `name` of
  * request `request` lands (both checked as single segments; 409 without a
- * writable place; excluded: 403). cof_agent_upload_count: how many files the
+ * writable place; excluded: 403): for an agent acting for a subject, its
+ * attachments (/attachments/{request}/{name}), else seed 001's place. cof_agent_upload_count: how many files the
  * request has saved so far. COF_UPLOADS_PER_REQUEST bounds that. */
 #define COF_UPLOADS_PER_REQUEST 20
 int cof_agent_upload_target(const cof_agent *a, const char *request, const char *name,
@@ -150,9 +179,14 @@ int cof_prompt_render(cof_store *st, json_t *rec, int openai, cof_budget *b,
 void cof_agent_event_push(cof_store *st, const cof_agent *a, const char *type, json_t *data);
 void cof_agent_own_write(cof_store *st, const cof_agent *a, const char *vol, int64_t seq);
 
-/* Records in the agent's run (if the call has one) a file it wrote. */
+/* Records in the agent's run (if the call has one) a file it wrote;
+ * cof_agent_run_add any item. A subject's runs are its own: they are kept
+ * under a key of the subject's (files.c run_key), whoever records them (a
+ * tool, a turn's call). */
 int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, json_t *put,
 			cof_err *err);
+int cof_agent_run_add(cof_store *st, const cof_agent *a, const cof_run_item *it,
+		      cof_err *err);
 
 /* Resolves args[key] (absent: the first mount unless `required`). A path
  * outside every mount becomes a model-facing refusal in *out (returns 1);

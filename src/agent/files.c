@@ -1,16 +1,19 @@
 /*
  * files.c — an agent's files by the paths it sees, and the tool dispatcher.
- * Everything goes through cof_agent_resolve, then the volume layer.
+ * Everything goes through cof_agent_resolve, then the volume layer. Each call
+ * may act for a subject (cof_agent_as_subject): then it also reaches that
+ * subject's /user and /attachments, and nothing of another subject's.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
 
-/* Loads the agent and resolves `path` to a file (not a mount's root). */
-static int file_target(cof_store *st, const char *org, const char *id, const char *path,
-		       cof_agent *a, cof_target *t, cof_err *err)
+/* Loads the agent (acting for `subject`, NULL = none) and resolves `path` to
+ * a file (not a mount's root). */
+static int file_target(cof_store *st, const char *org, const char *id, const char *subject,
+		       const char *path, cof_agent *a, cof_target *t, cof_err *err)
 {
-	if (cof_agent_load(st, org, id, a, err))
+	if (cof_agent_load_as(st, org, id, subject, 0, a, err))
 		return -1;
 	if (cof_agent_resolve(a, path, t, err)) {
 		cof_agent_release(a);
@@ -24,15 +27,15 @@ static int file_target(cof_store *st, const char *org, const char *id, const cha
 	return 0;
 }
 
-int cof_agent_file_open(cof_store *st, const char *org, const char *id, const char *path,
-			cof_file *out, cof_err *err)
+int cof_agent_file_open(cof_store *st, const char *org, const char *id, const char *subject,
+			const char *path, cof_file *out, cof_err *err)
 {
 	cof_agent a;
 	cof_target t;
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	if (file_target(st, org, id, path, &a, &t, err))
+	if (file_target(st, org, id, subject, path, &a, &t, err))
 		return -1;
 	rc = cof_file_open(st, org, t.mount->vol, t.vpath, NULL, out, err);
 	cof_agent_release(&a);
@@ -46,7 +49,8 @@ static void answer_path(json_t *out, const cof_target *t)
 		json_object_set_new(out, "path", json_string(t->apath));
 }
 
-int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *path,
+int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *subject,
+		       const char *path,
 		       cof_upload *up, const char *content_type, json_t **out, int *created,
 		       cof_err *err)
 {
@@ -55,7 +59,7 @@ int cof_agent_file_put(cof_store *st, const char *org, const char *id, const cha
 	cof_cond none = {COF_COND_NONE, 0};
 	int rc;
 
-	if (file_target(st, org, id, path, &a, &t, err)) {
+	if (file_target(st, org, id, subject, path, &a, &t, err)) {
 		cof_upload_abort(up);
 		return -1;
 	}
@@ -72,14 +76,15 @@ int cof_agent_file_put(cof_store *st, const char *org, const char *id, const cha
 	return rc;
 }
 
-int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *path,
+int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *subject,
+			const char *path,
 			cof_upload *up, int64_t declared, cof_err *err)
 {
 	cof_agent a;
 	cof_target t;
 	int rc;
 
-	if (file_target(st, org, id, path, &a, &t, err))
+	if (file_target(st, org, id, subject, path, &a, &t, err))
 		return -1;
 	rc = cof_agent_writable(&t, err) ||
 	     cof_upload_room(up, org, t.mount->vol, t.vpath, declared, err) ? -1 : 0;
@@ -87,7 +92,7 @@ int cof_agent_file_room(cof_store *st, const char *org, const char *id, const ch
 	return rc;
 }
 
-int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
+int cof_agent_file_remove(cof_store *st, const char *org, const char *id, const char *subject,
 			  const char *path, json_t **out, cof_err *err)
 {
 	cof_agent a;
@@ -95,7 +100,7 @@ int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
 	cof_cond none = {COF_COND_NONE, 0};
 	int rc = -1;
 
-	if (file_target(st, org, id, path, &a, &t, err))
+	if (file_target(st, org, id, subject, path, &a, &t, err))
 		return -1;
 	if (!cof_agent_writable(&t, err) &&
 	    !(rc = cof_file_remove(st, org, t.mount->vol, t.vpath, none, out, err)))
@@ -136,7 +141,8 @@ int cof_agent_children_hidden(cof_store *st, const cof_agent *a, const cof_targe
 	return 0;
 }
 
-int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *path,
+int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *subject,
+			const char *path,
 			json_t **out, cof_err *err)
 {
 	cof_agent a;
@@ -144,7 +150,7 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
 	json_t *entries;
 	int more, rc = -1;
 
-	if (cof_agent_load(st, org, id, &a, err))
+	if (cof_agent_load_as(st, org, id, subject, 0, &a, err))
 		return -1;
 	if (!cof_agent_resolve(&a, path, &t, err) &&
 	    !cof_agent_children(st, &a, &t, 10000, &entries, &more, err)) {
@@ -178,14 +184,36 @@ static const struct { const char *name; cof_tool_fn fn; } tools[] = {
 	{"present_file", cof_tool_present},
 };
 
-int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *tool,
-		   json_t *args, const char *run_id, json_t **out, cof_err *err)
+/* The key a run is stored under: a subject's runs are its own, so its run
+ * "r" is "SUBJECT\nr" (no X-Run-Id holds a control character). */
+static int run_key(const char *subject, const char *run, char *out, size_t outsz,
+		   cof_err *err)
 {
+	size_t n = strlen(run);
+
+	if (n == 0 || n > 128)
+		return cof_error(err, COF_EVALIDATION, "X-Run-Id must be 1 to 128 bytes");
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)run[i] < 0x20 || run[i] == 0x7f)
+			return cof_error(err, COF_EVALIDATION, "X-Run-Id must hold no control "
+					 "characters");
+	snprintf(out, outsz, "%s%s%s", subject ? subject : "", subject && *subject ? "\n" : "",
+		 run);
+	return 0;
+}
+
+int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *subject,
+		   const char *tool, json_t *args, const char *run_id, json_t **out,
+		   cof_err *err)
+{
+	char run[300];
 	cof_agent a;
 	cof_tool_fn fn = NULL;
 	int rc;
 
-	if (cof_agent_load(st, org, id, &a, err))
+	if (run_id && run_key(NULL, run_id, run, sizeof run, err)) /* checks it */
+		return -1;
+	if (cof_agent_load_as(st, org, id, subject, 0, &a, err))
 		return -1;
 	for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
 		if (!strcmp(tool, tools[i].name))
@@ -199,10 +227,6 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *t
 	if (args && !json_is_object(args)) {
 		cof_agent_release(&a);
 		return cof_error(err, COF_EVALIDATION, "tool arguments must be a JSON object");
-	}
-	if (run_id && (!*run_id || strlen(run_id) > 128)) {
-		cof_agent_release(&a);
-		return cof_error(err, COF_EVALIDATION, "X-Run-Id must be 1 to 128 bytes");
 	}
 	a.run = run_id;
 	json_t *empty = args ? NULL : json_object();
@@ -224,9 +248,19 @@ int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, js
 		.ctype = json_string_value(json_object_get(put, "contentType")),
 	};
 
+	return cof_agent_run_add(st, a, &it, err);
+}
+
+int cof_agent_run_add(cof_store *st, const cof_agent *a, const cof_run_item *it,
+		      cof_err *err)
+{
+	char key[300];
+
 	if (!a->run)
 		return 0;
-	return cof_meta_run_add(st->meta, a->org, a->id, a->run, &it, err);
+	if (run_key(a->subject, a->run, key, sizeof key, err))
+		return -1;
+	return cof_meta_run_add(st->meta, a->org, a->id, key, it, err);
 }
 
 #define RUN_FILES_MAX 100
@@ -253,16 +287,19 @@ static int run_item(void *arg, const cof_run_item *it)
 	return 0;
 }
 
-int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char *run,
-		      json_t **out, cof_err *err)
+int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char *subject,
+		      const char *run, json_t **out, cof_err *err)
 {
 	cof_agentrow row;
 	run_ctx r = {json_array(), json_array()};
+	char key[300], vol[48];
 
-	if (cof_meta_agent_get(st->meta, org, id, &row, err))
+	if (run_key(subject, run, key, sizeof key, err) ||
+	    (subject && *subject && cof_agent_subject_conv(st, org, id, subject, vol, err) < 0) ||
+	    cof_meta_agent_get(st->meta, org, id, &row, err))
 		goto fail;
 	free(row.settings);
-	if (cof_meta_run_list(st->meta, org, id, run, run_item, &r, err))
+	if (cof_meta_run_list(st->meta, org, id, key, run_item, &r, err))
 		goto fail;
 	*out = json_pack("{s:s, s:o, s:o}", "runId", run, "files", r.files, "presented",
 			 r.presented);
@@ -275,7 +312,8 @@ fail:
 
 /* ------------------------------------------------------------- links */
 
-int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t *body,
+int cof_agent_link_create(cof_store *st, const char *org, const char *id,
+			  const char *subject, json_t *body,
 			  const cof_idem *idem, const char *maker, json_t **out, cof_err *err)
 {
 	const char *path = cof_json_str(body, "path"), *method = cof_json_str(body, "method");
@@ -288,7 +326,7 @@ int cof_agent_link_create(cof_store *st, const char *org, const char *id, json_t
 		return cof_error(err, COF_EVALIDATION, "the body must be a JSON object");
 	if (!path)
 		return cof_error(err, COF_EVALIDATION, "'path' is required (a string)");
-	if (file_target(st, org, id, path, &a, &t, err))
+	if (file_target(st, org, id, subject, path, &a, &t, err))
 		return -1;
 	if (method && !strcmp(method, "PUT") && cof_agent_writable(&t, err)) {
 		cof_agent_release(&a);

@@ -14,7 +14,10 @@
  * Records are small JSON files in the agent's own conversations volume
  * (subjects row "#conversations"): prompts/{requestId}, and for a prompt
  * of a conversation the same content at conversations/{id}/{requestId}
- * (stored once). A prompt's place in its conversation is the version of that
+ * (stored once). A prompt for a subject (`user`) is the subject's own: its
+ * records are in the subject's conversations volume, and its inline files
+ * are kept there too, as its attachments (uploads.c), never on a volume its
+ * calls or another subject's reach but at its /attachments. A prompt's place in its conversation is the version of that
  * file. A record found for the request id makes the call a retry: nothing is
  * written and the answer is rebuilt from it.
  *
@@ -68,7 +71,8 @@ static void preq_release(preq *r)
 
 static const cof_jfield prompt_fields[] = {
 	{"text", COF_JSTR, 1}, {"requestId", COF_JSTR, 1}, {"files", COF_JARR, 0},
-	{"conversation", COF_JSTR, 0}, {"format", COF_JSTR, 0}, {NULL, 0, 0}};
+	{"conversation", COF_JSTR, 0}, {"format", COF_JSTR, 0}, {"user", COF_JSTR, 0},
+	{NULL, 0, 0}};
 static const cof_jfield path_fields[] = {{"path", COF_JSTR, 1}, {NULL, 0, 0}};
 static const cof_jfield inline_fields[] = {
 	{"name", COF_JSTR, 1}, {"data", COF_JSTR, 1}, {"contentType", COF_JSTR, 0},
@@ -412,8 +416,8 @@ static int attach_inline(cof_store *st, const cof_agent *a, const preq *r, const
 		cof_upload_abort(up);
 		return -1;
 	}
-	if (cof_agent_upload(st, a->org, a->id, r->rid, e->name, up, e->ctype, &put, &created,
-			     err))
+	if (cof_agent_upload(st, a->org, a->id, a->subject[0] ? a->subject : NULL, r->rid,
+			     e->name, up, e->ctype, &put, &created, err))
 		return -1;
 	*ref = file_ref(e->t.apath, json_string_value(json_object_get(put, "contentType")),
 			(int64_t)e->len, json_string_value(json_object_get(put, "sha256")),
@@ -522,11 +526,14 @@ int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *bod
 	if (preq_parse(body, &r, err) ||
 	    (idem && cof_idem_lookup(st, org, idem, "prompt", body, &prev, err) < 0))
 		goto out;
-	if (cof_agent_load(st, org, id, &a, err))
+	if (cof_agent_load_as(st, org, id, cof_json_str(body, "user"), 1, &a, err))
 		goto out;
 	loaded = 1;
-	if (cof_agent_own_volume(st, org, id, CONV_ROW, vol, err) ||
-	    (got = record_get(st, org, vol, r.rid, &rec, err)) < 0)
+	if (a.subject[0]) /* the subject's own records, beside its attachments */
+		memcpy(vol, a.conv, sizeof vol);
+	else if (cof_agent_own_volume(st, org, id, CONV_ROW, vol, err))
+		goto out;
+	if ((got = record_get(st, org, vol, r.rid, &rec, err)) < 0)
 		goto out;
 	if (got == 0) {
 		rc = prompt_fresh(st, &a, vol, &r, out, err);
@@ -569,8 +576,8 @@ static int by_version(const void *x, const void *y)
 }
 
 int cof_agent_conversation_request(cof_store *st, const char *org, const char *id,
-				   const char *conv, const char *format, json_t **out,
-				   cof_err *err)
+				   const char *subject, const char *conv, const char *format,
+				   json_t **out, cof_err *err)
 {
 	cof_items it = {0};
 	cof_view v;
@@ -586,7 +593,9 @@ int cof_agent_conversation_request(cof_store *st, const char *org, const char *i
 		return -1;
 	free(row.settings);
 	snprintf(dir, sizeof dir, "conversations/%s/", conv);
-	if ((rc = cof_meta_subject_get(st->meta, org, id, CONV_ROW, vol, err)) != 1) {
+	rc = subject && *subject ? cof_agent_subject_conv(st, org, id, subject, vol, err)
+				 : cof_meta_subject_get(st->meta, org, id, CONV_ROW, vol, err);
+	if (rc != 1) {
 		if (rc == 0)
 			cof_error(err, COF_ENOTFOUND, "agent '%s' has no conversation '%s'", id, conv);
 		return -1;

@@ -108,7 +108,12 @@ static int volume_make(cof_store *st, const char *org, const char *agent, const 
 	char name[256], made[48];
 	int created, r;
 
-	if (key[0] == '#') /* a row of the agent's own, named after it */
+	const char *slash = key[0] == '#' ? strchr(key, '/') : NULL;
+
+	if (slash) /* "#NAME/SUBJECT": a row of the subject's, beside its workspace */
+		snprintf(name, sizeof name, "%.*s of subject %.100s of agent %.120s",
+			 (int)(slash - key - 1), key + 1, slash + 1, agent);
+	else if (key[0] == '#') /* a row of the agent's own, named after it */
 		snprintf(name, sizeof name, "%.100s of agent %.120s", key + 1, agent);
 	else if (key[0])
 		snprintf(name, sizeof name, "subject %.100s of agent %.120s", key, agent);
@@ -164,6 +169,100 @@ static int subject_open(cof_store *st, const char *org, const char *agent,
 	if (subject_check(subject, err) || agent_exists(st, org, agent, err))
 		return -1;
 	return volume_of(st, org, agent, subject, vol, err);
+}
+
+/* ----------------------------------------------------------- acting for one */
+
+/* The row of a subject's conversations volume: "#conversations/SUBJECT" ('/'
+ * is in no subject id, so it names no subject's workspace). */
+static void conv_row(const char *subject, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "#conversations/%s", subject);
+}
+
+int cof_agent_subject_conv(cof_store *st, const char *org, const char *agent,
+			   const char *subject, char vol[48], cof_err *err)
+{
+	char row[SUBJECT_ID_MAX + 32];
+
+	if (subject_check(subject, err))
+		return -1;
+	conv_row(subject, row, sizeof row);
+	return cof_meta_subject_get(st->meta, org, agent, row, vol, err);
+}
+
+/* Appends mount `path` of volume `vol` (under `sub`) to a's mounts, refusing
+ * an agent mount at, above or below it. */
+static cof_mount *mount_add(cof_agent *a, const char *path, const char *vol, const char *sub,
+			    cof_err *err)
+{
+	size_t pl = strlen(path);
+	cof_mount *m;
+
+	for (size_t i = 0; i < a->nmounts; i++) {
+		const char *mp = a->mounts[i].path;
+		size_t ml = strlen(mp), n = ml < pl ? ml : pl;
+		if (!strncmp(mp, path, n) && (ml == pl || (ml < pl ? path[ml] : mp[pl]) == '/')) {
+			cof_error(err, COF_ECONFLICT, "agent '%s' has a mount at %s, where a "
+				  "subject's %s goes; move that mount to use the agent with "
+				  "subjects", a->id, mp, path);
+			return NULL;
+		}
+	}
+	if (a->nmounts >= sizeof a->mounts / sizeof *a->mounts) {
+		cof_error(err, COF_EINTERNAL, "no room for a subject's mounts");
+		return NULL;
+	}
+	m = &a->mounts[a->nmounts++];
+	memset(m, 0, sizeof *m);
+	snprintf(m->path, sizeof m->path, "%s", path);
+	snprintf(m->vol, sizeof m->vol, "%s", vol);
+	snprintf(m->subpath, sizeof m->subpath, "%s", sub);
+	return m;
+}
+
+int cof_agent_as_subject(cof_store *st, cof_agent *a, const char *subject, int make,
+			 cof_err *err)
+{
+	char user[48], row[SUBJECT_ID_MAX + 32];
+	cof_mount *m;
+	int has;
+
+	if (!subject || !subject[0])
+		return 0;
+	if (subject_check(subject, err))
+		return -1;
+	conv_row(subject, row, sizeof row);
+	/* without attachments there is no /attachments: a call then needs no
+	 * read-only view for it (turn/views.c) */
+	has = make ? volume_of(st, a->org, a->id, row, a->conv, err) == 0 ? 1 : -1
+		   : cof_meta_subject_get(st->meta, a->org, a->id, row, a->conv, err);
+	if (has < 0 || volume_of(st, a->org, a->id, subject, user, err))
+		return -1;
+	if (!(m = mount_add(a, "/user", user, "", err)))
+		return -1;
+	m->rw = 1;
+	m->reserved = 1;
+	if (has && !(m = mount_add(a, "/" COF_ATTACH_DIR, a->conv, COF_ATTACH_DIR, err))) {
+		a->nmounts--; /* all or nothing */
+		return -1;
+	}
+	if (has)
+		m->attachments = 1;
+	snprintf(a->subject, sizeof a->subject, "%s", subject);
+	return 0;
+}
+
+int cof_agent_load_as(cof_store *st, const char *org, const char *id, const char *subject,
+		      int make, cof_agent *out, cof_err *err)
+{
+	if (cof_agent_load(st, org, id, out, err))
+		return -1;
+	if (cof_agent_as_subject(st, out, subject, make, err)) {
+		cof_agent_release(out);
+		return -1;
+	}
+	return 0;
 }
 
 /* 1 when `path` is a file of the view, 0 when not. */

@@ -301,9 +301,9 @@ static int current(cof_store *st, const cof_agent *a, const cof_target *t, cof_f
 {
 	cof_err e = {0};
 
-	if (!t->mount->rw) {
-		cof_tool_refuse(out, "%s is on a read-only mount (%s); it cannot be changed",
-				t->apath, t->mount->path);
+	if (cof_agent_writable(t, &e)) {
+		cof_tool_refuse(out, "%s; it cannot be changed", e.msg);
+		cof_err_clear(&e);
 		return 2;
 	}
 	if (!t->vpath[0]) {
@@ -598,7 +598,7 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 	cof_run_item it = {.kind = "presented", .path = t.apath, .version = f.version,
 			   .size = f.size, .ctype = f.content_type, .caption = caption,
 			   .url = url};
-	if (a->run && cof_meta_run_add(st->meta, a->org, a->id, a->run, &it, err)) {
+	if (cof_agent_run_add(st, a, &it, err)) {
 		cof_file_close(&f);
 		json_decref(link);
 		return -1;

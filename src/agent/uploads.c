@@ -1,17 +1,26 @@
 /*
- * uploads.c — files sent to an agent: saved at uploads/{requestId}/{name} of
- * its workspace wherever that is mounted (else its first read-write mount),
- * at most 20 a request and 256 MiB each. A retry of the same upload never
- * writes twice: the first write of a name wins and is answered again.
+ * uploads.c — files sent to an agent. Without a subject (seed 001): saved at
+ * uploads/{requestId}/{name} of its workspace wherever that is mounted (else
+ * its first read-write mount). For a subject (seed 003): kept with the
+ * subject's conversation, never on a volume it or anyone's calls write, and
+ * seen by that subject alone at /attachments/{requestId}/{name}. At most 20
+ * a request and 256 MiB each. A retry of the same upload never writes twice:
+ * the first write of a name wins and is answered again.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
 
 
-/* The mount uploads go to: the workspace, else the first read-write mount. */
+/* The mount uploads go to: a subject's attachments, else the workspace, else
+ * the first read-write mount. */
 static const cof_mount *upload_mount(const cof_agent *a)
 {
+	for (size_t i = 0; a->subject[0] && i < a->nmounts; i++)
+		if (a->mounts[i].attachments)
+			return &a->mounts[i];
+	if (a->subject[0]) /* never seed 001's place: others' calls see it */
+		return NULL;
 	for (size_t i = 0; i < a->nmounts; i++)
 		if (a->mounts[i].workspace)
 			return &a->mounts[i];
@@ -65,8 +74,10 @@ static int upload_target(const cof_agent *a, const char *id, const char *request
 		return cof_error(err, COF_ECONFLICT, "agent '%s' has no writable place for uploads "
 				 "(no workspace and no read-write mount)", id);
 	t->mount = m;
-	if ((size_t)snprintf(dir, COF_PATH_MAX + 1, "%s%suploads/%s/", m->subpath,
-			     m->subpath[0] ? "/" : "", request) >= COF_PATH_MAX + 1 ||
+	/* attachments are {request}/{name} of their mount, uploads under uploads/ */
+	if ((size_t)snprintf(dir, COF_PATH_MAX + 1, "%s%s%s%s/", m->subpath,
+			     m->subpath[0] ? "/" : "", m->attachments ? "" : "uploads/",
+			     request) >= COF_PATH_MAX + 1 ||
 	    (size_t)snprintf(t->vpath, sizeof t->vpath, "%s%s", dir, name) >= sizeof t->vpath)
 		return cof_error(err, COF_EVALIDATION, "the upload's path is over %d bytes",
 				 COF_PATH_MAX);
@@ -102,8 +113,8 @@ int cof_agent_upload_count(cof_store *st, const cof_agent *a, const cof_target *
 }
 
 int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
-			  const char *request, const char *name, cof_upload *up,
-			  int64_t declared, cof_err *err)
+			  const char *subject, const char *request, const char *name,
+			  cof_upload *up, int64_t declared, cof_err *err)
 {
 	cof_agent a;
 	cof_target t = {0};
@@ -111,7 +122,7 @@ int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
 	int rc;
 
 	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
-	    cof_agent_load(st, org, id, &a, err))
+	    cof_agent_load_as(st, org, id, subject, 1, &a, err))
 		return -1;
 	rc = upload_target(&a, id, request, name, &t, dir, err) ||
 	     cof_upload_room(up, org, t.mount->vol, t.vpath, declared, err) ? -1 : 0;
@@ -119,9 +130,9 @@ int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
 	return rc;
 }
 
-int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *request,
-		     const char *name, cof_upload *up, const char *content_type, json_t **out,
-		     int *created, cof_err *err)
+int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *subject,
+		     const char *request, const char *name, cof_upload *up,
+		     const char *content_type, json_t **out, int *created, cof_err *err)
 {
 	cof_agent a;
 	cof_target t = {0};
@@ -133,7 +144,7 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 
 	*created = 0;
 	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
-	    cof_agent_load(st, org, id, &a, err)) {
+	    cof_agent_load_as(st, org, id, subject, 1, &a, err)) {
 		cof_upload_abort(up);
 		return -1;
 	}

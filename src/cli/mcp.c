@@ -221,6 +221,7 @@ static json_t *mcp_tool_list(const mcp_tool *table)
 typedef struct mcp_ctx {
 	const char *agent;  /* --agent */
 	const char *run_id; /* --run-id, or NULL */
+	const char *user;   /* --user: the subject it acts for, or NULL */
 	cof_store *st;      /* --data mode; NULL = talk to a cofferd */
 } mcp_ctx;
 
@@ -308,7 +309,8 @@ static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out
 
 		*out = NULL;
 		*msg = NULL;
-		if (cof_agent_tool(c->st, MCP_ORG, c->agent, tool, args, c->run_id, out, &err)) {
+		if (cof_agent_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id, out,
+				   &err)) {
 			json_decref(*out);
 			*out = NULL;
 			*msg = mcp_err_text(&err);
@@ -324,6 +326,11 @@ static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out
 	if (c->run_id) {
 		cli_buf_addf(&h, "X-Run-Id: %s", c->run_id);
 		hdrs = cli_check_alloc(curl_slist_append(NULL, h.data));
+	}
+	if (c->user) {
+		cof_buf_reset(&h);
+		cli_buf_addf(&h, "X-Subject: %s", c->user);
+		hdrs = cli_check_alloc(curl_slist_append(hdrs, h.data));
 	}
 	rc = mcp_http("POST", u.data, args, hdrs, out, msg);
 	curl_slist_free_all(hdrs);
@@ -713,7 +720,7 @@ static int mcp_line(mcp_ctx *c, const char *line, size_t len)
 	return rc;
 }
 
-/* coffer mcp --agent ID [--data DIR] [--run-id ID] */
+/* coffer mcp --agent ID [--data DIR] [--run-id ID] [--user SUBJECT] */
 static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *data = NULL, *pos[1];
@@ -722,6 +729,7 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 		{"agent", 'a', CLI_OPT_STR, &c.agent},
 		{"data", 0, CLI_OPT_STR, &data},
 		{"run-id", 0, CLI_OPT_STR, &c.run_id},
+		{"user", 0, CLI_OPT_STR, &c.user},
 		{NULL, 0, 0, NULL},
 	};
 	json_t *agent = NULL;
@@ -768,7 +776,7 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 }
 
 const cli_cmd cli_mcp_cmds[] = {
-	{NULL, "mcp", "--agent ID [--data DIR] [--run-id ID]",
+	{NULL, "mcp", "--agent ID [--data DIR] [--run-id ID] [--user SUBJECT]",
 	 "serve an agent's file tools over MCP (stdio)",
 	 "Speaks the Model Context Protocol (JSON-RPC 2.0, one message per line) on\n"
 	 "stdin/stdout and offers the agent's file tools read, write, edit, ls, glob,\n"
@@ -782,7 +790,8 @@ const cli_cmd cli_mcp_cmds[] = {
 	 "  --data DIR       use the data dir DIR directly (organization org_default)\n"
 	 "                   instead of a cofferd; do not point it at a dir that a\n"
 	 "                   running cofferd serves\n"
-	 "  --run-id ID      group the calls into run ID (sent as X-Run-Id)\n",
+	 "  --run-id ID      group the calls into run ID (sent as X-Run-Id)\n"
+	 "  --user SUBJECT   act for that subject: its /user and /attachments too (X-Subject)\n",
 	 mcp_main},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

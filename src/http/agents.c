@@ -1,6 +1,8 @@
 /*
  * agents.c — agents, their files by agent path, and the file tools.
  * A key bound to an agent reaches only that agent (403 elsewhere).
+ * `X-Subject: S` says which subject a call acts for (API.md "Subjects"): the
+ * agent layer gives it S's /user and /attachments and nothing of another's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include "http/http.h"
 
 #define ORG(req) ((req)->who.org)
+#define SUBJECT(req) http_header_trim((req), "X-Subject") /* NULL = none */
 
 int http_agent_allowed(http_req *req, cof_err *err)
 {
@@ -102,7 +105,8 @@ enum MHD_Result http_agent_files_list(http_req *req)
 	json_t *out = NULL;
 	const char *path = NULL;
 	int rc = http_agent_allowed(req, &err) || http_query(req, "path", &path, &err) ? -1
-		 : cof_agent_file_list(req->srv->st, ORG(req), req->param[0], path, &out, &err);
+		 : cof_agent_file_list(req->srv->st, ORG(req), req->param[0], SUBJECT(req), path,
+				       &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
@@ -114,7 +118,7 @@ enum MHD_Result http_agent_file_get(http_req *req)
 
 	memset(&f, 0, sizeof(f));
 	if (http_agent_allowed(req, &err) ||
-	    cof_agent_file_open(req->srv->st, ORG(req), req->param[0],
+	    cof_agent_file_open(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
 				agent_path(req, req->param[1]), &f, &err))
 		return http_send_error(req, &err);
 	return http_serve_file(req, &f, req->param[1]);
@@ -130,7 +134,7 @@ int http_begin_agent_file_put(http_req *req)
 		return -1;
 	if (clen >= 0 && clen <= 16 * 1024)
 		return 0;
-	return cof_agent_file_room(req->srv->st, ORG(req), req->param[0],
+	return cof_agent_file_room(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
 				   agent_path(req, req->param[1]), req->up, clen, &req->err);
 }
 
@@ -141,7 +145,7 @@ enum MHD_Result http_agent_file_put(http_req *req)
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	rc = cof_agent_file_put(req->srv->st, ORG(req), req->param[0],
+	rc = cof_agent_file_put(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
 				agent_path(req, req->param[1]), up, req->content_type, &out,
 				&created, &err);
 	return http_put_answer(req, rc, out, created, &err);
@@ -152,7 +156,7 @@ enum MHD_Result http_agent_file_delete(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_agent_file_remove(req->srv->st, ORG(req), req->param[0],
+		 : cof_agent_file_remove(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
 					 agent_path(req, req->param[1]), &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
@@ -166,8 +170,8 @@ enum MHD_Result http_agent_tool(http_req *req)
 	json_t *out = NULL;
 	const char *run = http_header_trim(req, "X-Run-Id");
 	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_agent_tool(req->srv->st, ORG(req), req->param[0], req->param[1], req->json,
-				  run, &out, &err);
+		 : cof_agent_tool(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+				  req->param[1], req->json, run, &out, &err);
 
 	if (rc == 0 && out)
 		http_absolute_url(req, out); /* present_file's link */
@@ -181,8 +185,8 @@ enum MHD_Result http_agent_run(http_req *req)
 	json_t *out = NULL, *p;
 	size_t i;
 	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_agent_run_get(req->srv->st, ORG(req), req->param[0], req->param[1], &out,
-				     &err);
+		 : cof_agent_run_get(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+				     req->param[1], &out, &err);
 
 	if (rc == 0)
 		json_array_foreach(json_object_get(out, "presented"), i, p)
@@ -198,8 +202,8 @@ int http_begin_agent_upload(http_req *req)
 		return -1;
 	if (clen >= 0 && clen <= 16 * 1024)
 		return 0;
-	return cof_agent_upload_room(req->srv->st, ORG(req), req->param[0], req->param[1],
-				     req->param[2], req->up, clen, &req->err);
+	return cof_agent_upload_room(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+				     req->param[1], req->param[2], req->up, clen, &req->err);
 }
 
 /* PUT /v1/agents/{id}/uploads/{requestId}/{name}: 201 new, 200 a replayed retry. */
@@ -210,8 +214,8 @@ enum MHD_Result http_agent_upload(http_req *req)
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	rc = cof_agent_upload(req->srv->st, ORG(req), req->param[0], req->param[1],
-			      req->param[2], up, req->content_type, &out, &created, &err);
+	rc = cof_agent_upload(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+			      req->param[1], req->param[2], up, req->content_type, &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
 }
 
@@ -350,7 +354,8 @@ enum MHD_Result http_agent_link(http_req *req)
 	char hash[65];
 	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_agent_link_create(req->srv->st, ORG(req), req->param[0], req->json, idem,
+		 : cof_agent_link_create(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+					 req->json, idem,
 					 req->who.key_id, &out, &err);
 
 	if (rc == 0 && out)
@@ -386,7 +391,8 @@ enum MHD_Result http_agent_conversation(http_req *req)
 	const char *format = NULL;
 	int rc = http_agent_allowed(req, &err) || http_query(req, "format", &format, &err) ? -1
 		 : cof_agent_conversation_request(req->srv->st, ORG(req), req->param[0],
-						  req->param[1], format, &out, &err);
+						  SUBJECT(req), req->param[1], format, &out,
+						  &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }

@@ -365,6 +365,9 @@ static void argv_build(const cof_turns *ts, const cof_turn *t, const char *comma
 	av[n++] = "--setenv";
 	av[n++] = "OUTBOX";
 	av[n++] = "/tmp/outbox";
+	av[n++] = "--setenv"; /* seed 000's name for the same folder */
+	av[n++] = "VESSEL_OUTBOX";
+	av[n++] = "/tmp/outbox";
 	av[n++] = "--setenv";
 	av[n++] = "LANG";
 	av[n++] = "C.UTF-8";

@@ -1,7 +1,8 @@
 /*
  * views.c — the agent's files in a call: one view (src/view/) per call over
- * every mount of the agent as it was when the call began, and the volume of
- * the turn's user (a subject of the agent) at /user. The view is mounted at
+ * every mount of the agent as it was when the call began, and for the turn's
+ * user (a subject of the agent) its volume at /user and its attachments at
+ * /attachments (read-only), as the agent layer gives them to a subject. The view is mounted at
  * ROOT/views/CALL, served by a thread of cofferd, and bound by bwrap at
  * each mount's agent path (ro mounts read-only: EROFS); written bytes are
  * files in ROOT/layers/TURN/CALL on the scratch disk, out of the call's
@@ -34,7 +35,6 @@ typedef struct excl_ctx {
 
 struct cof_call_views {
 	cof_agent a;
-	cof_mount user;                 /* /user, when the turn has one */
 	excl_ctx ex[COF_VIEW_ROOTS];
 	cof_view_root roots[COF_VIEW_ROOTS];
 	const cof_mount *mounts[COF_VIEW_ROOTS];
@@ -77,23 +77,17 @@ static void root_add(cof_call_views *cv, const cof_mount *m, const char *const *
 	cv->mounts[cv->n++] = m;
 }
 
-/* The turn's user as a subject of the agent: its volume at /user. */
-static void user_add(cof_turns *ts, cof_turn *t, cof_call_views *cv)
+/* The agent's mounts as roots, and the turn's user as a subject of the agent
+ * (cof_agent_as_subject): its /user (memories/ and skills/ read-only) and
+ * its /attachments. One place, so a kept view and a call's agree. */
+static void roots_add(cof_turns *ts, cof_turn *t, cof_call_views *cv)
 {
 	cof_err e = {0};
-	json_t *out = NULL;
 
-	if (!t->user[0] || cv->n >= COF_VIEW_ROOTS ||
-	    cof_subject_volume(ts->st, t->org, t->agent, t->user, &out, &e)) {
+	if (t->user[0] && cof_agent_as_subject(ts->st, &cv->a, t->user, 0, &e))
 		cof_err_clear(&e); /* not a valid subject id: no /user */
-		return;
-	}
-	snprintf(cv->user.path, sizeof cv->user.path, "/user");
-	snprintf(cv->user.vol, sizeof cv->user.vol, "%s",
-		 json_string_value(json_object_get(out, "volumeId")));
-	cv->user.rw = 1;
-	json_decref(out);
-	root_add(cv, &cv->user, user_ro);
+	for (size_t i = 0; i < cv->a.nmounts && cv->n < COF_VIEW_ROOTS; i++)
+		root_add(cv, &cv->a.mounts[i], cv->a.mounts[i].reserved ? user_ro : NULL);
 }
 
 /* Mounts the roots [from, to) of cv as one view at DIR/sub (a layer for a
@@ -359,8 +353,7 @@ static shared_ro *shared_make(cof_turns *ts, cof_turn *t)
 	s->cv = cv;
 	s->ts = ts;
 	snprintf(s->turn, sizeof s->turn, "%s", t->id);
-	for (size_t i = 0; i < cv->a.nmounts && cv->n < COF_VIEW_ROOTS - 1; i++)
-		root_add(cv, &cv->a.mounts[i], NULL);
+	roots_add(ts, t, cv);
 	roots_order(cv);
 	pthread_mutex_lock(&shared_mu);
 	uint64_t k = ++shared_next;
@@ -519,9 +512,7 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 		*out = cv;
 		return 0;
 	}
-	for (size_t i = 0; i < cv->a.nmounts && cv->n < COF_VIEW_ROOTS - 1; i++)
-		root_add(cv, &cv->a.mounts[i], NULL);
-	user_add(ts, t, cv);
+	roots_add(ts, t, cv);
 	if (cv->n == 0) {
 		*out = cv;
 		return 0;

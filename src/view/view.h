@@ -23,7 +23,7 @@
 #include <sys/types.h>
 #include "coffer.h"
 
-#define COF_VIEW_ROOTS 34   /* the agent's mounts and /user */
+#define COF_VIEW_ROOTS 34   /* the agent's 32 mounts, /user and /attachments */
 
 typedef enum { COF_VIEW_CALL = 0, COF_VIEW_DIRECT = 1 } cof_view_way;
 

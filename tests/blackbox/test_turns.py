@@ -200,7 +200,8 @@ def test_env_and_cwd(srv):
     eq(lines[:3], ["/tmp", "65534", "65534"], "cwd, uid, gid")
     env = dict(l.split("=", 1) for l in lines[3:])
     env.pop("PWD", None)
-    eq(env, {"HOME": "/tmp", "TMPDIR": "/tmp", "OUTBOX": "/tmp/outbox", "LANG": "C.UTF-8",
+    eq(env, {"HOME": "/tmp", "TMPDIR": "/tmp", "OUTBOX": "/tmp/outbox",
+             "VESSEL_OUTBOX": "/tmp/outbox", "LANG": "C.UTF-8",
              "PATH": "/usr/local/bin:/usr/bin:/bin"}, "environment")
 
 

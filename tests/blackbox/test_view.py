@@ -664,7 +664,9 @@ def test_commit_seen_by_others_not_by_itself_and_in_the_run(srv):
         eq(sorted(got[0]["paths"]), ["/shared/a.txt", "/shared/d/b.txt"], "others are told")
         time.sleep(2)
         eq(streams[0].wait("files_changed", 1, timeout=0.1), [], "never back to the writer")
-        run = expect(srv.get("/v1/agents/%s/runs/run-1" % writer), 200).json()
+        # the turn acts for its user: the run is that subject's (X-Subject)
+        run = expect(srv.get("/v1/agents/%s/runs/run-1" % writer,
+                             headers={"X-Subject": t["user"]}), 200).json()
         eq(sorted(f["path"] for f in run["files"]), ["/shared/a.txt", "/shared/d/b.txt"],
            "the run's files")
     finally:

@@ -1,0 +1,289 @@
+"""Seed 003's claims (../shared/seeds/003_*: subject workspaces, attachments) and API.md
+"Subjects", one test per claim, named after it. Attachments never cross subjects: a
+subject's attachments are kept with its conversation by reference (never written onto a
+volume) and read by that subject alone at /attachments/...; its workspace is /user. Every
+path one subject could take to another's attachment or /user is tried: prompt inline and
+{path} files, uploads, links, runs, the file tools, the conversation rebuild and a turn's
+calls.
+
+On the main before this module these failed: a subject's inline file was saved at
+uploads/{requestId}/ of the agent's shared workspace, where a turn for another subject read
+it (`cat /workspace/uploads/r1/contract.txt`), and no call but a turn knew a subject."""
+
+import base64
+import urllib.parse
+
+from harness import check, contains, eq, expect, expect_error
+from agentlib import files_url
+from test_tools import make_agent, new_id
+from turnlib import call as turn_call
+from turnlib import new_turn, ok as turn_ok
+
+TIMEOUT = 180
+SECRET = b"alice's contract: 41,000 EUR a year\n"
+MARK = "41,000"
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+def as_(subject):
+    return {"X-Subject": subject} if subject else None
+
+
+def agent(srv, **body):
+    a = make_agent(srv, **body)
+    return a["id"], a["workspaceVolumeId"]
+
+
+def prompt(srv, aid, user, rid, files, status=200, **body):
+    body.update({"text": "see attached", "requestId": rid, "files": files})
+    if user:
+        body["user"] = user
+    r = srv.post("/v1/agents/%s/prompt" % aid, json=body)
+    return expect(r, status)
+
+
+def contract(rid="r1", data=SECRET, name="contract.txt"):
+    return [{"name": name, "data": b64(data), "contentType": "text/plain"}]
+
+
+def tool(srv, aid, subject, name, run=None, **args):
+    h = as_(subject) or {}
+    if run:
+        h["X-Run-Id"] = run
+    r = expect(srv.post("/v1/agents/%s/tools/%s" % (aid, name), json=args, headers=h), 200)
+    return r.json()
+
+
+def link(srv, aid, subject, path, **body):
+    body["path"] = path
+    return srv.post("/v1/agents/%s/links" % aid, json=body, headers=as_(subject))
+
+
+def upload(srv, aid, subject, rid, name, data):
+    return srv.put("/v1/agents/%s/uploads/%s/%s" % (aid, rid, name), body=data,
+                   headers=as_(subject))
+
+
+def subject_put(srv, aid, subject, path, text):
+    return expect(srv.put("/v1/agents/%s/users/%s/files/content" % (aid, subject),
+                          json={"path": path, "encoding": "utf-8", "content": text}), 201)
+
+
+def volume_paths(srv, vid):
+    return [f["path"] for f in expect(srv.get("/v1/volumes/%s/files" % vid), 200)
+            .json()["files"]]
+
+
+def subject_volume(srv, aid, subject):
+    return expect(srv.get("/v1/agents/%s/users/%s/volume" % (aid, subject)),
+                  200).json()["volumeId"]
+
+
+def turn(srv, aid, user):
+    return new_turn(srv, aid=aid, user=user)["id"]
+
+
+# ------------------------------------------------------------------ claims
+
+def test_attachment_kept_with_conversation_not_written_onto_a_volume(srv):
+    """Seed 003: "Turn attachments are copied into the session event history. They are
+    not automatically written onto the volume." An inline file of alice's prompt is at
+    /attachments/r1/contract.txt, in neither the agent's workspace nor alice's workspace,
+    and her conversation rebuilds with it."""
+    aid, ws = agent(srv)
+    a = prompt(srv, aid, "alice", "r1", contract(), conversation="c1").json()
+    eq([f["path"] for f in a["files"]], ["/attachments/r1/contract.txt"], "attached as")
+    eq(a["content"][0]["text"], "[File /attachments/r1/contract.txt (text/plain, %d bytes)]"
+       % len(SECRET), "the line the model reads")
+    eq(volume_paths(srv, ws), [], "nothing written onto the agent's workspace")
+    eq(volume_paths(srv, subject_volume(srv, aid, "alice")), [],
+       "nothing written onto alice's workspace")
+    r = expect(srv.get("/v1/agents/%s/conversations/c1/request" % aid,
+                       headers=as_("alice")), 200).json()
+    eq([f["path"] for p in r["prompts"] for f in p["files"]],
+       ["/attachments/r1/contract.txt"], "the conversation keeps it")
+    # a retry is answered again, nothing written twice
+    again = prompt(srv, aid, "alice", "r1", contract(), conversation="c1")
+    eq(again.header("Idempotent-Replayed"), "true", "a retry is replayed")
+    # kept until the agent is deleted, and deleted with it
+    name = "conversations of subject alice of agent %s" % aid
+    eq([v["name"] for v in expect(srv.get("/v1/volumes", query={"prefix": name}), 200)
+        .json()["volumes"]], [name], "kept beside alice's conversation")
+    expect(srv.delete("/v1/agents/%s" % aid), 204)
+    eq(expect(srv.get("/v1/volumes", query={"prefix": name}), 200).json()["volumes"], [],
+       "gone with the agent")
+
+
+def test_turn_reads_its_own_subjects_attachments_only(srv):
+    """API.md "Subjects": attachments are readable at /attachments/{requestId}/{name}
+    (read-only) in that subject's calls, and never by another subject's calls. The
+    issue's own reproduction: a turn for bob ran `cat /workspace/uploads/alice-1/...`."""
+    aid, _ = agent(srv)
+    prompt(srv, aid, "alice", "alice-1", contract())
+    t = turn(srv, aid, "alice")
+    eq(turn_ok(srv, t, "cat /attachments/alice-1/contract.txt")["stdout"], SECRET.decode(),
+       "alice's call reads her attachment")
+    w = turn_call(srv, t, "echo x > /attachments/alice-1/contract.txt")
+    check(w["exitCode"] != 0, "attachments are read-only in a call: %r" % w)
+    b = turn(srv, aid, "bob")
+    out = turn_call(srv, b, "cat /workspace/uploads/alice-1/contract.txt "
+                            "/attachments/alice-1/contract.txt; "
+                            "ls -laR /workspace /user /attachments; "
+                            "grep -rl '%s' /workspace /user /attachments /tmp" % MARK)
+    check(MARK not in out["stdout"] + out["stderr"], "bob's call read alice's secret: %r" % out)
+    check("contract" not in out["stdout"], "bob's call sees alice's file: %r" % out)
+
+
+def test_bob_reuses_alices_request_id_without_conflict(srv):
+    """Requests and uploads are the subject's own: bob's requestId "r1" is not a retry of
+    alice's (no 409 naming her request, no replay of her answer) and saves his own file."""
+    aid, _ = agent(srv)
+    prompt(srv, aid, "alice", "r1", contract())
+    mine = prompt(srv, aid, "bob", "r1", contract(data=b"bob's own\n"))
+    check(mine.header("Idempotent-Replayed") is None, "bob's prompt is not a replay")
+    eq(mine.json()["files"][0]["sha256"], __import__("hashlib").sha256(b"bob's own\n")
+       .hexdigest(), "bob's own bytes")
+    expect(upload(srv, aid, "alice", "u1", "scan.txt", SECRET), 201)
+    up = expect(upload(srv, aid, "bob", "u1", "scan.txt", b"bob scan\n"), 201).json()
+    eq(up["path"], "/attachments/u1/scan.txt", "bob's upload path")
+    eq(tool(srv, aid, "bob", "read", path="/attachments/u1/scan.txt")["output"].count("bob scan"),
+       1, "bob reads his own upload")
+
+
+def test_no_path_reaches_another_subjects_attachment_or_user(srv):
+    """API.md "Subjects": whatever the path, one subject's attachments and /user are
+    never readable by another subject's calls, tools, links or prompts. alice has an inline
+    attachment, an upload and a file in /user; bob tries each by every call that takes a
+    subject, and so does a caller without a subject."""
+    aid, ws = agent(srv)
+    prompt(srv, aid, "alice", "r1", contract(), conversation="c1")
+    eq(expect(upload(srv, aid, "alice", "r2", "scan.txt", SECRET), 201).json()["path"],
+       "/attachments/r2/scan.txt", "an upload for alice is her attachment")
+    subject_put(srv, aid, "alice", "secret.txt", SECRET.decode())
+    theirs = ["/attachments/r1/contract.txt", "/attachments/r2/scan.txt", "/user/secret.txt"]
+    # alice reaches her own, by the tools, a link and a prompt
+    for p in theirs:
+        j = tool(srv, aid, "alice", "read", path=p)
+        check(j["ok"] and MARK in j["output"], "alice reads %s: %r" % (p, j))
+        url = expect(link(srv, aid, "alice", p), 201).json()["url"]
+        eq(expect(srv.get(url, key=None), 200).body, SECRET, "alice's link to %s" % p)
+        eq(expect(srv.get(files_url(aid, p), headers=as_("alice")), 200).body, SECRET,
+           "alice's agent files GET of %s" % p)
+    prompt(srv, aid, "alice", "r3", [{"path": p} for p in theirs])
+    eq(volume_paths(srv, ws), [], "nothing of alice's on the agent's workspace")
+    # bob (and no subject) reach none of it, nor what seed 001 would have put there
+    tries = theirs + ["/workspace/uploads/r1/contract.txt", "/workspace/uploads/r2/scan.txt"]
+    for who in ("bob", None):
+        for p in tries:
+            j = tool(srv, aid, who, "read", path=p)
+            check(not j["ok"] and MARK not in j["output"], "%s read %s: %r" % (who, p, j))
+            r = link(srv, aid, who, p)
+            if r.status == 201:  # a GET link may name a file to come: its own, never hers
+                g = srv.get(r.json()["url"], key=None)
+                check(g.status == 404 and MARK.encode() not in g.body,
+                      "%s's link to %s: %s" % (who, p, g.describe()))
+            else:
+                expect_error(r, 404, "not_found")
+            expect_error(prompt(srv, aid, who, new_id("rq"), [{"path": p}], status=404), 404,
+                         "not_found")
+            expect_error(srv.get(files_url(aid, p), headers=as_(who)), 404, "not_found")
+        for d in ("/workspace", "/user", "/attachments"):
+            for name, args in (("ls", {"path": d}), ("glob", {"pattern": "**", "path": d}),
+                               ("grep", {"pattern": MARK, "path": d})):
+                j = tool(srv, aid, who, name, **args)
+                check(MARK not in j["output"] and "contract" not in j["output"] and
+                      "secret.txt" not in j["output"], "%s %s %s: %r" % (who, name, d, j))
+        expect_error(srv.get("/v1/agents/%s/conversations/c1/request" % aid,
+                             headers=as_(who)), 404, "not_found")
+
+
+def test_runs_are_the_subjects_own(srv):
+    """GET /v1/agents/{id}/runs/{runId} with X-Subject: what that subject's calls of the
+    run wrote. bob's run of the same id does not list alice's /user file."""
+    aid, _ = agent(srv)
+    w = tool(srv, aid, "alice", "write", run="run1", path="/user/out.txt", content="hi\n")
+    check(w["ok"], "alice writes to /user: %r" % w)
+    got = expect(srv.get("/v1/agents/%s/runs/run1" % aid, headers=as_("alice")), 200).json()
+    eq([f["path"] for f in got["files"]], ["/user/out.txt"], "alice's run")
+    # a call of alice's turn lands its /user write in alice's run too
+    t = turn(srv, aid, "alice")
+    c = expect(srv.post("/v1/turns/%s/calls" % t, json={"command": "echo t > /user/t.txt"},
+                        headers={"X-Run-Id": "run1"}), 200).json()
+    eq(c["exitCode"], 0, "alice's call: %r" % c)
+    got = expect(srv.get("/v1/agents/%s/runs/run1" % aid, headers=as_("alice")), 200).json()
+    eq(sorted(f["path"] for f in got["files"]), ["/user/out.txt", "/user/t.txt"],
+       "alice's run, tool and call")
+    for who in ("bob", None):
+        got = expect(srv.get("/v1/agents/%s/runs/run1" % aid, headers=as_(who)), 200).json()
+        eq((got["files"], got["presented"]), ([], []), "%s's run of the same id" % who)
+
+
+def test_subject_cannot_write_attachments_or_reserved_folders(srv):
+    """Attachments are read-only (the model saves one by writing it elsewhere); /user's
+    memories/ and skills/ are read-only to the file tools, as in a call."""
+    aid, _ = agent(srv)
+    prompt(srv, aid, "alice", "r1", contract())
+    j = tool(srv, aid, "alice", "write", path="/attachments/r1/new.txt", content="x")
+    check(not j["ok"], "write into /attachments refused: %r" % j)
+    contains(j["output"], "read-only", "why")
+    j = tool(srv, aid, "alice", "write", path="/user/memories/MEMORY.md", content="x")
+    check(not j["ok"], "write into /user/memories refused: %r" % j)
+    contains(j["output"], "memories", "why")
+    expect_error(link(srv, aid, "alice", "/attachments/r1/contract.txt", method="PUT"), 403,
+                 "forbidden")
+    j = tool(srv, aid, "alice", "read", path="/attachments/r1/contract.txt")
+    w = tool(srv, aid, "alice", "write", path="/user/saved.txt", content=SECRET.decode())
+    check(j["ok"] and w["ok"], "the model saves an attachment by writing it: %r" % w)
+
+
+def test_bad_subject_refused_naming_it(srv):
+    aid, _ = agent(srv)
+    for bad in ("..", "a/b", "x" * 129):
+        r = srv.post("/v1/agents/%s/tools/ls" % aid, json={}, headers=as_(bad))
+        expect_error(r, 400, "validation_error")
+        contains(r.error["message"], "subject", "message")
+    r = srv.post("/v1/agents/%s/prompt" % aid, json={"text": "t", "requestId": "r",
+                                                     "user": "a/b"})
+    expect_error(r, 400, "validation_error")
+    contains(r.error["message"], "subject", "message")
+
+
+def test_agent_without_subjects_keeps_seed_001_uploads(srv):
+    """Seed 001's rule stays for agents used without subjects: uploads under uploads/ of
+    the agent's workspace, and no /user or /attachments."""
+    aid, ws = agent(srv)
+    a = prompt(srv, aid, None, "r1", contract()).json()
+    eq(a["files"][0]["path"], "/workspace/uploads/r1/contract.txt", "seed 001's place")
+    eq(volume_paths(srv, ws), ["uploads/r1/contract.txt"], "on the workspace")
+    j = tool(srv, aid, None, "ls", path="/user")
+    check(not j["ok"], "no /user without a subject: %r" % j)
+
+
+def test_mcp_user_acts_for_that_subject(srv):
+    """`coffer mcp --agent A --user S` (API.md "Subjects"): the tools reach S's /user and
+    /attachments, and another subject's session reaches neither of S's."""
+    from test_mcp import Session, server_args
+    aid, _ = agent(srv)
+    prompt(srv, aid, "alice", "r1", contract())
+    subject_put(srv, aid, "alice", "secret.txt", SECRET.decode())
+    s = Session("--agent", aid, "--user", "alice", *server_args(srv))
+    try:
+        s.initialize()
+        for p in ("/attachments/r1/contract.txt", "/user/secret.txt"):
+            text, _ = s.ok("read", path=p)
+            contains(text, MARK, "alice's session reads %s" % p)
+        s.close()
+    finally:
+        s.kill()
+    s = Session("--agent", aid, "--user", "bob", *server_args(srv))
+    try:
+        s.initialize()
+        for p in ("/attachments/r1/contract.txt", "/user/secret.txt"):
+            err, text, _ = s.call("read", path=p)
+            check(MARK not in text, "bob's session read %s: %r" % (p, text))
+        s.close()
+    finally:
+        s.kill()
