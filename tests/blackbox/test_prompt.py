@@ -362,6 +362,42 @@ def test_budget_24_mib_newest_first(srv):
        "8 + 21.3 MiB of base64 is past 24 MiB: the older is named")
 
 
+def test_rebuild_of_image_bombs_never_stalls_the_server():
+    """Issue 32 item 2: four GETs of a conversation's request, holding the 490 KB 16-bit
+    interlaced 8000x8000 PNG and an 8000x4000 interlaced one (96 MB decoded, allowed), did
+    every decode on the event loop: /v1/health took 32.7 s. With one event loop
+    (--threads 1) health must still answer while they are built (a generous 10 s bound,
+    not a timing claim: on main it waited for every decode of all four GETs, ~8 s
+    each). Now the rebuild runs on a worker, the bomb is refused from its header, and
+    the scaled image is kept by SHA-256; the model sees the bomb named with the limit."""
+    import concurrent.futures
+    import time
+    from test_media import png_bomb, the_png_bomb
+    with harness.server(args=["--threads", "1"]) as s:
+        aid, ws = agent(s)
+        s.put_ok(ws, "bomb.png", the_png_bomb())
+        s.put_ok(ws, "tall.png", png_bomb(8000, 4000, depth=8, ctype=2))
+        for i, name in enumerate(("bomb.png", "tall.png")):
+            answer(s, aid, text="look %d" % i, requestId="h%d" % i, conversation="bombs",
+                   files=[{"path": "/workspace/" + name}])
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            gets = [ex.submit(rebuilt, s, aid, "bombs") for _ in range(4)]
+            time.sleep(1)  # the GETs under way (on main: decoding on the one loop)
+            t0 = time.monotonic()
+            r = s.get("/v1/health", key=None, timeout=60)
+            took = time.monotonic() - t0
+            reqs = [g.result(timeout=600) for g in gets]
+        expect(r, 200)
+        check(took < 10, "health answered while four rebuilds ran: %.1f s" % took)
+        for req in reqs:
+            f = req["prompts"][0]["files"][0]
+            eq(f["shown"], False, "the bomb is not shown")
+            contains(f["reason"], "256 MiB decoded", "the reason names the limit")
+            contains(lines(req["messages"][0]["content"])[0]["why"], "512000000 bytes",
+                     "the model's line names the decoded size")
+            eq(req["prompts"][1]["files"][0]["shown"], True, "the allowed one is shown")
+
+
 # ------------------------------------------------------------------ formats
 
 def test_formats_match_provider_shapes(srv):
