@@ -362,6 +362,50 @@ def test_budget_24_mib_newest_first(srv):
        "8 + 21.3 MiB of base64 is past 24 MiB: the older is named")
 
 
+def test_rebuild_text_budget_24_mib_newest_first(srv):
+    """Issue 32 item 4 (API.md: "its text has a budget too (at most 24 MiB of text a
+    request; older prompts past it are named only)"). 24 prompts of 1 MiB text are
+    exactly the budget and shown; the next older one, and every one older still (even a
+    small one), is named only: one line for the model, its text and files left out, its
+    image never read. On main all 26 MiB came back (twice: messages and prompts)."""
+    aid, ws = agent(srv)
+    big = "x" * MIB
+    srv.put_ok(ws, "old.png", png(40, 30))
+    answer(srv, aid, text="old", requestId="t00", conversation="text",
+           files=[{"path": "/workspace/old.png"}])
+    for i in range(1, 26):
+        answer(srv, aid, text=big[:-3] + "%03d" % i, requestId="t%02d" % i,
+               conversation="text")
+    from test_media import counter
+    seen = (counter(srv, "coffer_image_decodes_total"),
+            counter(srv, "coffer_image_cache_hits_total"))
+    req = rebuilt(srv, aid, "text")
+    eq([p["requestId"] for p in req["prompts"]], ["t%02d" % i for i in range(26)],
+       "oldest first")
+    eq([p["shown"] for p in req["prompts"]], [False, False] + [True] * 24,
+       "24 x 1 MiB is exactly the budget; older prompts named only")
+    sent = sum(len(b["text"]) for m in req["messages"] for b in m["content"]
+               if b["type"] == "text")
+    check(24 * MIB <= sent < 24 * MIB + 4096, "at most 24 MiB of text and the notes: %d" % sent)
+    for i, p in enumerate(req["prompts"][:2]):
+        check("text" not in p, "a prompt past the budget has no text in the answer")
+        contains(p["reason"], "24 MiB of text", "why")
+        eq(p["textBytes"], len("old") + len("/workspace/old.png") + len("image/png")
+           if i == 0 else MIB, "textBytes of %s" % p["requestId"])
+        content = req["messages"][i]["content"]
+        eq(len(content), 1, "one line for a prompt named only")
+        contains(content[0]["text"], "[Prompt %s (" % p["requestId"], "names the prompt")
+        contains(content[0]["text"], "not shown: past the request's text budget", "says why")
+    f = req["prompts"][0]["files"][0]
+    eq((f["path"], f["shown"], f["sha256"]), ("/workspace/old.png", False, sha(png(40, 30))),
+       "its file is named, not shown")
+    eq((counter(srv, "coffer_image_decodes_total"),
+        counter(srv, "coffer_image_cache_hits_total")), seen,
+       "the image of a prompt past the text budget is not even read")
+    eq(req["prompts"][25]["text"][-3:], "025", "the newest prompt's text is whole")
+    eq(len(req["prompts"][2]["text"]), MIB, "so is the oldest one shown")
+
+
 def test_rebuild_of_image_bombs_never_stalls_the_server():
     """Issue 32 item 2: four GETs of a conversation's request, holding the 490 KB 16-bit
     interlaced 8000x8000 PNG and an 8000x4000 interlaced one (96 MB decoded, allowed), did
