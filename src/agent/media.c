@@ -116,16 +116,10 @@ static void media_answer(const cof_target *t, const cof_file *f, const char *out
 
 /* ------------------------------------------------------------ budgets */
 
-/* What a decode holds: width x height x bands x bytes a sample (a progressive
- * JPEG keeps every coefficient, 2 bytes a sample, whatever it is scaled to). */
-static int64_t decoded_size(VipsImage *im, int progressive)
+/* What a decode holds: width x height x bands x bytes a sample. */
+static int64_t decoded_size(int w, int h, int bands, int bits)
 {
-	int64_t bps = (int64_t)vips_format_sizeof(vips_image_get_format(im));
-
-	if (progressive && bps < 2)
-		bps = 2;
-	return (int64_t)vips_image_get_width(im) * vips_image_get_height(im) *
-	       vips_image_get_bands(im) * bps;
+	return (int64_t)w * h * bands * (bits / 8);
 }
 
 /* The process-wide decode budget: a semaphore of bytes. A decode waits until
@@ -162,15 +156,43 @@ int64_t cof_media_decoding(void)
 	return n;
 }
 
+/* The 16-bit coefficients of a JPEG of SOF `f` (its length's bytes on):
+ * each component's blocks at its own sampling, as libjpeg keeps them all for
+ * a progressive JPEG, whatever it is scaled to. */
+static int64_t jpeg_coefficients(const unsigned char *f, size_t len)
+{
+	int64_t h, w, sum = 0;
+	int nc, hmax = 1, vmax = 1;
+
+	if (len < 8)
+		return 0;
+	h = (f[3] << 8) | f[4];
+	w = (f[5] << 8) | f[6];
+	nc = f[7];
+	if (len < 8 + 3 * (size_t)nc)
+		return 0;
+	for (int c = 0; c < nc; c++) {
+		hmax = VIPS_MAX(hmax, f[9 + 3 * c] >> 4);
+		vmax = VIPS_MAX(vmax, f[9 + 3 * c] & 15);
+	}
+	for (int c = 0; c < nc; c++) {
+		int64_t cw = (w * (f[9 + 3 * c] >> 4) + hmax - 1) / hmax;
+		int64_t ch = (h * (f[9 + 3 * c] & 15) + vmax - 1) / vmax;
+		sum += ((cw + 7) / 8) * ((ch + 7) / 8) * 64 * 2;
+	}
+	return sum;
+}
+
 /* A JPEG's scans, by walking its markers (libjpeg reads every scan in full,
- * however little it holds: thousands of them cost minutes); *progressive
- * from its SOF. Damage stops the count: the decoder names it. */
-static int jpeg_scans(const unsigned char *d, size_t n, int *progressive)
+ * however little it holds: thousands of them cost minutes); *coef: what a
+ * progressive one holds (0 for a baseline one, which streams). Damage stops
+ * the count: the decoder names it. */
+static int jpeg_scans(const unsigned char *d, size_t n, int64_t *coef)
 {
 	size_t i = 2;
 	int scans = 0;
 
-	*progressive = 0;
+	*coef = 0;
 	while (i + 4 <= n && d[i] == 0xFF) {
 		unsigned m = d[i + 1];
 		if (m == 0xFF) {                /* fill byte */
@@ -184,8 +206,8 @@ static int jpeg_scans(const unsigned char *d, size_t n, int *progressive)
 			continue;
 		}
 		size_t len = ((size_t)d[i + 2] << 8) | d[i + 3];
-		if (m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE)
-			*progressive = 1;
+		if ((m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE) && i + 2 + len <= n)
+			*coef = jpeg_coefficients(d + i + 2, len);
 		i += 2 + len;
 		if (m != 0xDA)
 			continue;
@@ -446,8 +468,8 @@ static int read_image(const cof_target *t, const cof_file *f, const unsigned cha
 	VipsImage *im;
 	const char *ld;
 	char why[512], msg[COF_AGENT_PATH_MAX + 160];
-	int ow, oh, bands, bits, scans = 0, progressive = 0;
-	int64_t need;
+	int ow, oh, bands, bits, scans = 0;
+	int64_t need, plain, coef = 0;
 	shown *e;
 
 	if (cof_media_refuse_large(t, "image/", f->size, out))
@@ -476,8 +498,9 @@ static int read_image(const cof_target *t, const cof_file *f, const unsigned cha
 	bands = vips_image_get_bands(im);
 	bits = 8 * (int)vips_format_sizeof(vips_image_get_format(im));
 	if (!strcmp(mtype, "image/jpeg"))
-		scans = jpeg_scans(d, (size_t)f->size, &progressive);
-	need = decoded_size(im, progressive);
+		scans = jpeg_scans(d, (size_t)f->size, &coef);
+	plain = decoded_size(ow, oh, bands, bits);
+	need = VIPS_MAX(plain, coef);
 	g_object_unref(im);
 	if (ow > IMAGE_SIDE_MAX || oh > IMAGE_SIDE_MAX)
 		return cof_tool_refuse(out, "%s is %dx%d px; images over 8,000 px a side are not "
@@ -487,7 +510,8 @@ static int read_image(const cof_target *t, const cof_file *f, const unsigned cha
 				       "(%.1f MiB) decoded; images over 256 MiB decoded are not "
 				       "shown to the model", t->apath, ow, oh, bands,
 				       bands == 1 ? "" : "s", bits,
-				       progressive ? " (progressive JPEG: 16-bit coefficients)" : "",
+				       coef > plain ? " (a progressive JPEG: its 16-bit coefficients)"
+						    : "",
 				       (long long)need, mib(need));
 	if (scans > JPEG_SCANS_MAX)
 		return cof_tool_refuse(out, "%s is a JPEG of %d scans; JPEGs of over %d scans are "

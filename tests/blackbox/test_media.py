@@ -126,8 +126,9 @@ def avif_bomb(w=65535, h=65535):
                box(b"iprp", box(b"ipco", ispe)))
     return ftyp + meta + box(b"mdat", b"\0" * 64)
 
-def jpeg_scans(w=2000, h=2000, scans=3000):
-    """A progressive greyscale JPEG of one colour with `scans` AC scans (the same band
+def jpeg_scans(w=2000, h=2000, scans=3000, comps=1):
+    """A progressive JPEG of one colour, `comps` components at full sampling (1: grey,
+    3: colour 4:4:4), a DC scan each, then `scans` AC scans of the first (the same band
     again and again, which libjpeg accepts without a warning)."""
     def seg(m, body):
         return b"\xff" + bytes([m]) + struct.pack(">H", 2 + len(body)) + body
@@ -135,7 +136,8 @@ def jpeg_scans(w=2000, h=2000, scans=3000):
     blocks = bx * by
     out = b"\xff\xd8"
     out += seg(0xDB, b"\x00" + bytes([1] * 64))
-    out += seg(0xC2, struct.pack(">BHHB", 8, h, w, 1) + b"\x01\x11\x00")
+    out += seg(0xC2, struct.pack(">BHHB", 8, h, w, comps) +
+               b"".join(bytes([c + 1, 0x11, 0]) for c in range(comps)))
     # DC: one symbol (category 0), code "0"
     out += seg(0xC4, b"\x00" + bytes([1] + [0] * 15) + b"\x00")
     # AC: EOBr symbols r<<4 for r = 0..14, codes of 4 bits
@@ -157,10 +159,11 @@ def jpeg_scans(w=2000, h=2000, scans=3000):
             while s.n:
                 s.put(1, 1)
             return bytes(s.out)
-    dc = W()
-    for _ in range(blocks):
-        dc.put(0, 1)
-    out += seg(0xDA, b"\x01\x01\x00" + b"\x00\x00\x00") + dc.end()
+    # every DC difference is category 0: one 0 bit a block, then 1s to the byte
+    dcdata = b"\0" * (blocks // 8) + (bytes([(1 << (8 - blocks % 8)) - 1])
+                                      if blocks % 8 else b"")
+    for c in range(comps):
+        out += seg(0xDA, bytes([1, c + 1, 0]) + b"\x00\x00\x00") + dcdata
     ac = W()
     left = blocks
     while left:
@@ -435,18 +438,27 @@ def test_png_bomb_refused_before_decoding(srv):
 
 
 def test_jpeg_of_thousands_of_scans_refused(srv):
-    """A 56 KB progressive JPEG of 3,001 scans (libjpeg reads each whole: seconds of CPU
-    for one read, minutes at 8000x8000) is refused naming its scans and the limit of 100,
-    undecoded. On main it was decoded. The same writer's two-scan JPEG is shown (the file
-    is a valid JPEG, not a broken one)."""
+    """A 56 KB progressive JPEG of 3,001 scans (libjpeg reads each whole: 3 s of CPU for
+    one read; 44 s at 8000x8000, 476 KB) is refused naming its scans and the limit of 100,
+    undecoded; so is a progressive colour JPEG whose coefficients pass 256 MiB. On main
+    both were decoded. The same writer's small JPEGs are shown (valid files, not broken
+    ones)."""
     aid, ws = ws_agent(srv)
     srv.put_ok(ws, "two.jpg", jpeg_scans(64, 64, 1))
     _, img, _ = read_image(srv, aid, "/workspace/two.jpg")
     eq((img["width"], img["height"]), (64, 64), "a JPEG of two scans is shown")
+    srv.put_ok(ws, "colour.jpg", jpeg_scans(64, 48, 1, comps=3))
+    _, img, _ = read_image(srv, aid, "/workspace/colour.jpg")
+    eq((img["width"], img["height"]), (64, 48), "a colour one too")
     srv.put_ok(ws, "scans.jpg", jpeg_scans(2000, 2000, 3000))
     before = decodes(srv)
     refused(srv, aid, "read", "3001 scans", "over 100 scans", path="/workspace/scans.jpg")
-    eq(decodes(srv), before, "no decode for a JPEG of too many scans")
+    # 4 scans, but progressive 4:4:4 colour at 8000x8000: libjpeg holds 384 MB of
+    # coefficients whatever it scales to (baseline would stream: 192 MB, allowed)
+    srv.put_ok(ws, "coef.jpg", jpeg_scans(8000, 8000, 1, comps=3))
+    refused(srv, aid, "read", "8000x8000 px of 3 bands at 8 bits", "progressive JPEG",
+            "384000000 bytes", "256 MiB decoded", path="/workspace/coef.jpg")
+    eq(decodes(srv), before, "no decode for a JPEG refused from its markers")
 
 
 def test_webp_and_avif_bombs(srv):
