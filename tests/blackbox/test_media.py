@@ -501,3 +501,36 @@ def test_scaled_image_kept_per_sha256(srv):
     read_image(srv, aid, "/workspace/c.png")
     eq(decodes(srv), before + 2, "another content is decoded")
     eq(counter(srv, "coffer_image_decoding_bytes"), 0, "no decode under way")
+
+
+def test_decodes_held_to_the_process_budget(srv):
+    """Issue 32 item 3: decodes together hold at most 512 MiB of decoded size (a semaphore
+    of bytes). Three reads at once of 8000x8000 RGBA PNGs (256,000,000 bytes decoded each,
+    under the 256 MiB limit) all succeed: the third waits for room rather than failing,
+    and no sample of `coffer_image_decoding_bytes` ever passes 512 MiB (a guarantee, so
+    this cannot flake; on main there was no budget and no gauge). All end at 0."""
+    import concurrent.futures
+    import threading
+    aid, ws = ws_agent(srv)
+    base = png_bomb(8000, 8000, depth=8, ctype=6, interlace=0)
+    for i in range(3):   # the same pixels, three contents (a text chunk of their own)
+        srv.put_ok(ws, "r%d.png" % i, base[:-12] + _chunk(b"tEXt", b"n\0%d" % i) + base[-12:])
+    seen, done = [], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            seen.append(counter(srv, "coffer_image_decoding_bytes"))
+    before = decodes(srv)
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        watcher = ex.submit(sample)
+        reads = [ex.submit(read_image, srv, aid, "/workspace/r%d.png" % i) for i in range(3)]
+        got = [r.result()[1] for r in reads]
+        done.set()
+        watcher.result()
+    for img in got:
+        eq((img["width"], img["height"], img["originalWidth"]), (1568, 1568, 8000),
+           "each read shown")
+    eq(decodes(srv), before + 3, "three decodes")
+    check(seen and max(seen) <= 512 << 20, "never past 512 MiB decoding: max %d of %d "
+          "samples" % (max(seen or [0]), len(seen)))
+    eq(counter(srv, "coffer_image_decoding_bytes"), 0, "nothing decoding after")
