@@ -9,6 +9,12 @@
  * sent as JPEG). The stored file is never changed. Images over 5 MiB or
  * 8,000 px a side are refused with why.
  *
+ * Decoding is bounded (issue 32: a 490 KB PNG cost 650 MB and seconds): the
+ * header alone (no pixels) gives the decoded size, refused past 256 MiB, and
+ * a JPEG's markers its scans, refused past 100; decodes are sequential and
+ * together hold at most 512 MiB (a semaphore of bytes); what a content shows
+ * as is kept by SHA-256 (64 MiB), so the same content is decoded once.
+ *
  * PDFs: the page count comes from poppler-glib (the same library libvips uses
  * for PDFs), not from scanning for /Type /Page, so object streams, incremental
  * updates and page trees are counted right. Over 16 MiB or 100 pages: refused.
