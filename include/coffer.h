@@ -466,6 +466,9 @@ int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *bod
 int cof_agent_conversation_request(cof_store *st, const char *org, const char *id,
 				   const char *subject, const char *conversation,
 				   const char *format, json_t **out, cof_err *err);
+/* The decoded bytes of the image decodes under way (media.c's process-wide
+ * budget), for /metrics. */
+int64_t cof_media_decoding(void);
 
 /* POST /v1/agents/{id}/links {path, method?, expiresIn?, maxBytes?, contentType?}:
  * a signed link to a file by the agent's path (PUT links need a read-write

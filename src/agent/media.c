@@ -9,6 +9,12 @@
  * sent as JPEG). The stored file is never changed. Images over 5 MiB or
  * 8,000 px a side are refused with why.
  *
+ * Decoding is bounded (issue 32: a 490 KB PNG cost 650 MB and seconds): the
+ * header alone (no pixels) gives the decoded size, refused past 256 MiB, and
+ * a JPEG's markers its scans, refused past 100; decodes are sequential and
+ * together hold at most 512 MiB (a semaphore of bytes); what a content shows
+ * as is kept by SHA-256 (64 MiB), so the same content is decoded once.
+ *
  * PDFs: the page count comes from poppler-glib (the same library libvips uses
  * for PDFs), not from scanning for /Type /Page, so object streams, incremental
  * updates and page trees are counted right. Over 16 MiB or 100 pages: refused.
@@ -23,11 +29,17 @@
 #include <vips/vips.h>
 #include <poppler.h>
 #include "agent/agent.h"
+#include "util/metrics.h"
 
 #define IMAGE_SIDE_SHOWN 1568
 #define IMAGE_SIDE_MAX 8000
 #define IMAGE_BYTES_MAX (5LL << 20)
 #define IMAGE_SCALED_PNG_MAX (3840LL << 10) /* base64 of it stays under 5 MiB */
+#define IMAGE_DECODED_MAX (256LL << 20) /* w x h x bands x bytes a sample */
+#define JPEG_SCANS_MAX 100
+#define DECODE_BUDGET (512LL << 20)     /* every decode under way, together */
+#define SHOWN_CACHE_MAX (64LL << 20)    /* scaled images kept, in bytes */
+#define SHOWN_CACHE_N 4096              /* and in entries */
 #define PDF_BYTES_MAX (16LL << 20)
 #define PDF_PAGES_MAX 100
 
@@ -108,90 +120,429 @@ static void media_answer(const cof_target *t, const cof_file *f, const char *out
 			 "size", (json_int_t)f->size, "contentType", f->content_type, key, obj);
 }
 
-static int read_image(const cof_target *t, const cof_file *f, const unsigned char *d,
-		      const char *mtype, json_t **out, cof_err *err)
+/* ------------------------------------------------------------ budgets */
+
+/* What a decode holds: width x height x bands x bytes a sample. */
+static int64_t decoded_size(int w, int h, int bands, int bits)
+{
+	return (int64_t)w * h * bands * (bits / 8);
+}
+
+/* The process-wide decode budget: a semaphore of bytes. A decode waits until
+ * its decoded size fits beside those running; one alone always fits
+ * (IMAGE_DECODED_MAX <= DECODE_BUDGET). */
+static pthread_mutex_t budget_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t budget_cv = PTHREAD_COND_INITIALIZER;
+static int64_t budget_used;
+
+static void budget_take(int64_t n)
+{
+	pthread_mutex_lock(&budget_mu);
+	while (budget_used > 0 && budget_used + n > DECODE_BUDGET)
+		pthread_cond_wait(&budget_cv, &budget_mu);
+	budget_used += n;
+	pthread_mutex_unlock(&budget_mu);
+}
+
+static void budget_give(int64_t n)
+{
+	pthread_mutex_lock(&budget_mu);
+	budget_used -= n;
+	pthread_cond_broadcast(&budget_cv);
+	pthread_mutex_unlock(&budget_mu);
+}
+
+int64_t cof_media_decoding(void)
+{
+	int64_t n;
+
+	pthread_mutex_lock(&budget_mu);
+	n = budget_used;
+	pthread_mutex_unlock(&budget_mu);
+	return n;
+}
+
+/* The 16-bit coefficients of a JPEG of SOF `f` (its length's bytes on):
+ * each component's blocks at its own sampling, as libjpeg keeps them all for
+ * a progressive JPEG, whatever it is scaled to. */
+static int64_t jpeg_coefficients(const unsigned char *f, size_t len)
+{
+	int64_t h, w, sum = 0;
+	int nc, hmax = 1, vmax = 1;
+
+	if (len < 8)
+		return 0;
+	h = (f[3] << 8) | f[4];
+	w = (f[5] << 8) | f[6];
+	nc = f[7];
+	if (len < 8 + 3 * (size_t)nc)
+		return 0;
+	for (int c = 0; c < nc; c++) {
+		hmax = VIPS_MAX(hmax, f[9 + 3 * c] >> 4);
+		vmax = VIPS_MAX(vmax, f[9 + 3 * c] & 15);
+	}
+	for (int c = 0; c < nc; c++) {
+		int64_t cw = (w * (f[9 + 3 * c] >> 4) + hmax - 1) / hmax;
+		int64_t ch = (h * (f[9 + 3 * c] & 15) + vmax - 1) / vmax;
+		sum += ((cw + 7) / 8) * ((ch + 7) / 8) * 64 * 2;
+	}
+	return sum;
+}
+
+/* A JPEG's scans, by walking its markers (libjpeg reads every scan in full,
+ * however little it holds: thousands of them cost minutes); *coef: what a
+ * progressive one holds (0 for a baseline one, which streams). Damage stops
+ * the count: the decoder names it. */
+static int jpeg_scans(const unsigned char *d, size_t n, int64_t *coef)
+{
+	size_t i = 2;
+	int scans = 0;
+
+	*coef = 0;
+	while (i + 4 <= n && d[i] == 0xFF) {
+		unsigned m = d[i + 1];
+		if (m == 0xFF) {                /* fill byte */
+			i++;
+			continue;
+		}
+		if (m == 0xD9)
+			break;
+		if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+			i += 2;
+			continue;
+		}
+		size_t len = ((size_t)d[i + 2] << 8) | d[i + 3];
+		if ((m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE) && i + 2 + len <= n)
+			*coef = jpeg_coefficients(d + i + 2, len);
+		i += 2 + len;
+		if (m != 0xDA)
+			continue;
+		scans++;
+		/* the entropy-coded data: up to a marker not stuffing or a restart */
+		while (i + 1 < n && !(d[i] == 0xFF && d[i + 1] != 0 &&
+				      !(d[i + 1] >= 0xD0 && d[i + 1] <= 0xD7)))
+			i++;
+	}
+	return scans;
+}
+
+/* ------------------------------------------------------------ the cache */
+
+/* What a content shows as, kept by its SHA-256: the encoding sent (or the
+ * stored bytes as they are), or why it does not decode. A content never
+ * changes under its hash, so nothing kept is stale. */
+typedef struct shown {
+	struct shown *next;              /* in its bucket */
+	struct shown *newer, *older;     /* least recently used last */
+	char sha[65];
+	int pending;                     /* being decoded: others wait for it */
+	int refs;                        /* answers being built from it */
+	int ok, w, h;
+	const char *otype;
+	unsigned char *buf;              /* NULL: the stored bytes as they are */
+	size_t len;
+	char why[256];                   /* !ok: the decoder's words */
+} shown;
+
+#define CACHE_BUCKETS 1024
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cache_cv = PTHREAD_COND_INITIALIZER;
+static shown *cache_tab[CACHE_BUCKETS], *cache_new, *cache_old;
+static int64_t cache_bytes;
+static int cache_n;
+
+static int64_t shown_cost(const shown *e)
+{
+	return (int64_t)sizeof *e + (int64_t)e->len;
+}
+
+static shown **cache_slot(const char *sha)
+{
+	unsigned h = 0;
+
+	for (int i = 0; i < 8 && sha[i]; i++)
+		h = h * 31 + (unsigned char)sha[i];
+	return &cache_tab[h % CACHE_BUCKETS];
+}
+
+static void lru_unlink(shown *e)
+{
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		cache_new = e->older;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		cache_old = e->newer;
+	e->newer = e->older = NULL;
+}
+
+static void lru_front(shown *e)
+{
+	e->older = cache_new;
+	e->newer = NULL;
+	if (cache_new)
+		cache_new->newer = e;
+	cache_new = e;
+	if (!cache_old)
+		cache_old = e;
+}
+
+/* Drops e from the table (under cache_mu); freed now or by its last user. */
+static void cache_drop(shown *e)
+{
+	shown **p = cache_slot(e->sha);
+
+	while (*p && *p != e)
+		p = &(*p)->next;
+	if (*p)
+		*p = e->next;
+	lru_unlink(e);
+	cache_bytes -= shown_cost(e);
+	cache_n--;
+	e->next = NULL;
+	e->pending = -1; /* dropped */
+	if (e->refs == 0) {
+		g_free(e->buf);
+		free(e);
+	}
+}
+
+static void shown_release(shown *e)
+{
+	pthread_mutex_lock(&cache_mu);
+	if (--e->refs == 0 && e->pending == -1) {
+		g_free(e->buf);
+		free(e);
+	}
+	pthread_mutex_unlock(&cache_mu);
+}
+
+/* The entry of `sha`, held (refs): a done one (1), or a new pending one the
+ * caller must decode and finish with cache_done (0). Waits while another
+ * thread decodes the same content. */
+static int cache_get(const char *sha, shown **out)
+{
+	shown *e;
+
+	pthread_mutex_lock(&cache_mu);
+	for (;;) {
+		for (e = *cache_slot(sha); e && strcmp(e->sha, sha); e = e->next)
+			;
+		if (!e || !e->pending)
+			break;
+		pthread_cond_wait(&cache_cv, &cache_mu);
+	}
+	if (e) {
+		e->refs++;
+		lru_unlink(e);
+		lru_front(e);
+		cof_metric_add(COF_M_IMAGE_CACHE_HITS, 1);
+		pthread_mutex_unlock(&cache_mu);
+		*out = e;
+		return 1;
+	}
+	e = cof_calloc(1, sizeof *e);
+	snprintf(e->sha, sizeof e->sha, "%s", sha);
+	e->pending = 1;
+	e->refs = 1;
+	shown **p = cache_slot(sha);
+	e->next = *p;
+	*p = e;
+	lru_front(e);
+	cache_bytes += shown_cost(e);
+	cache_n++;
+	pthread_mutex_unlock(&cache_mu);
+	*out = e;
+	return 0;
+}
+
+/* Ends the decode of e: kept when `keep`, else dropped (an error of ours,
+ * not of the content: the next reader tries again). Older entries go while
+ * the cache is over its bound. */
+static void cache_done(shown *e, int keep)
+{
+	pthread_mutex_lock(&cache_mu);
+	e->pending = 0;
+	if (!keep) {
+		cache_drop(e);
+	} else {
+		cache_bytes += (int64_t)e->len; /* its cost grew by its encoding */
+		while (cache_old && (cache_bytes > SHOWN_CACHE_MAX || cache_n > SHOWN_CACHE_N) &&
+		       cache_old != e) {
+			shown *o = cache_old;
+			if (o->pending) { /* not ours to drop: move it on */
+				lru_unlink(o);
+				lru_front(o);
+				if (cache_old == o)
+					break;
+				continue;
+			}
+			cache_drop(o);
+		}
+	}
+	pthread_cond_broadcast(&cache_cv);
+	pthread_mutex_unlock(&cache_mu);
+}
+
+/* Decodes d into e (e->ok, or e->why): scaled and encoded when over
+ * IMAGE_SIDE_SHOWN, else decoded whole once to know it is not damaged.
+ * -1 only for an error of ours (the encoder), with err. */
+static int decode(shown *e, const unsigned char *d, size_t n, const char *mtype, int ow,
+		  int oh, cof_err *err)
 {
 	VipsImage *im, *th = NULL;
 	void *buf = NULL;
 	size_t len = 0;
-	const char *otype = mtype;
-	char why[512], msg[COF_AGENT_PATH_MAX + 160];
-	int w, h, ow, oh;
 	double avg;
+	int r;
+
+	cof_metric_add(COF_M_IMAGE_DECODES, 1);
+	e->w = ow;
+	e->h = oh;
+	e->otype = mtype;
+	if (ow <= IMAGE_SIDE_SHOWN && oh <= IMAGE_SIDE_SHOWN) {
+		/* Shown as it is, once it is known to decode whole. */
+		im = vips_image_new_from_buffer(d, n, "", "access", VIPS_ACCESS_SEQUENTIAL,
+						"fail_on", VIPS_FAIL_ON_ERROR, NULL);
+		if (!im || vips_avg(im, &avg, NULL)) {
+			if (im)
+				g_object_unref(im);
+			vips_why(e->why, sizeof e->why);
+			return 0;
+		}
+		g_object_unref(im);
+		e->ok = 1;
+		return 0;
+	}
+	/* the thumbnail reads its source sequentially, shrinking on load where
+	 * the format can (JPEG, WebP) */
+	if (vips_thumbnail_buffer((void *)d, n, &th, IMAGE_SIDE_SHOWN, "height",
+				  IMAGE_SIDE_SHOWN, "size", VIPS_SIZE_DOWN, "option_string",
+				  "fail_on=error", NULL)) {
+		vips_why(e->why, sizeof e->why);
+		return 0;
+	}
+	/* Decoded once into memory: it may be encoded twice below. */
+	VipsImage *mem = vips_image_copy_memory(th);
+	g_object_unref(th);
+	if (!(th = mem)) {
+		vips_why(e->why, sizeof e->why);
+		return 0;
+	}
+	if (!strcmp(mtype, "image/jpeg")) {
+		r = vips_jpegsave_buffer(th, &buf, &len, "Q", 85, NULL);
+	} else {
+		e->otype = "image/png";
+		r = vips_pngsave_buffer(th, &buf, &len, NULL);
+		if (!r && (int64_t)len > IMAGE_SCALED_PNG_MAX && !vips_image_hasalpha(th)) {
+			g_free(buf);
+			buf = NULL;
+			e->otype = "image/jpeg";
+			r = vips_jpegsave_buffer(th, &buf, &len, "Q", 85, NULL);
+		}
+	}
+	e->w = vips_image_get_width(th);
+	e->h = vips_image_get_height(th);
+	g_object_unref(th);
+	if (r) {
+		char why[256];
+		vips_why(why, sizeof why);
+		g_free(buf);
+		return cof_error(err, COF_EINTERNAL, "cannot encode the scaled image: %s", why);
+	}
+	e->buf = buf;
+	e->len = len;
+	e->ok = 1;
+	return 0;
+}
+
+/* The libvips loader each kind must go to: bytes that start like one kind
+ * are never handed to another loader (HEIF/AVIF, SVG, ...). */
+static const char *loader_of(const char *mtype)
+{
+	return !strcmp(mtype, "image/png") ? "VipsForeignLoadPngBuffer"
+	       : !strcmp(mtype, "image/jpeg") ? "VipsForeignLoadJpegBuffer"
+	       : !strcmp(mtype, "image/gif") ? "VipsForeignLoadNsgifBuffer"
+	       : "VipsForeignLoadWebpBuffer";
+}
+
+static int read_image(const cof_target *t, const cof_file *f, const unsigned char *d,
+		      const char *mtype, json_t **out, cof_err *err)
+{
+	VipsImage *im;
+	const char *ld;
+	char why[512], msg[COF_AGENT_PATH_MAX + 160];
+	int ow, oh, bands, bits, scans = 0;
+	int64_t need, plain, coef = 0;
+	shown *e;
 
 	if (cof_media_refuse_large(t, "image/", f->size, out))
 		return 0;
 	pthread_once(&vips_once, vips_start);
 	if (!vips_ready)
 		return cof_error(err, COF_EINTERNAL, "the image library (libvips) did not start");
-	im = vips_image_new_from_buffer(d, (size_t)f->size, "", "fail_on", VIPS_FAIL_ON_ERROR,
-					NULL);
+	/* The header only (no pixels decoded): what the decode would cost is
+	 * known, and refused, before it is paid. */
+	ld = vips_foreign_find_load_buffer(d, (size_t)f->size);
+	im = ld && !strcmp(ld, loader_of(mtype))
+		? vips_image_new_from_buffer(d, (size_t)f->size, "", "access",
+					     VIPS_ACCESS_SEQUENTIAL, "fail_on",
+					     VIPS_FAIL_ON_ERROR, NULL)
+		: NULL;
 	if (!im) {
-		vips_why(why, sizeof why);
+		if (ld && strcmp(ld, loader_of(mtype)))
+			snprintf(why, sizeof why, "its bytes are taken for another format");
+		else
+			vips_why(why, sizeof why);
 		return cof_tool_refuse(out, "%s starts like %s but cannot be read as an image (%s); "
 				       "it may be damaged", t->apath, mtype, why);
 	}
 	ow = vips_image_get_width(im);
 	oh = vips_image_get_height(im);
-	if (ow > IMAGE_SIDE_MAX || oh > IMAGE_SIDE_MAX) {
-		g_object_unref(im);
+	bands = vips_image_get_bands(im);
+	bits = 8 * (int)vips_format_sizeof(vips_image_get_format(im));
+	if (!strcmp(mtype, "image/jpeg"))
+		scans = jpeg_scans(d, (size_t)f->size, &coef);
+	plain = decoded_size(ow, oh, bands, bits);
+	need = VIPS_MAX(plain, coef);
+	g_object_unref(im);
+	if (ow > IMAGE_SIDE_MAX || oh > IMAGE_SIDE_MAX)
 		return cof_tool_refuse(out, "%s is %dx%d px; images over 8,000 px a side are not "
 				       "shown to the model", t->apath, ow, oh);
-	}
-	if (ow <= IMAGE_SIDE_SHOWN && oh <= IMAGE_SIDE_SHOWN) {
-		/* Shown as it is, once it is known to decode whole. */
-		int bad = vips_avg(im, &avg, NULL);
-		g_object_unref(im);
+	if (need > IMAGE_DECODED_MAX)
+		return cof_tool_refuse(out, "%s is %dx%d px of %d band%s at %d bits%s: %lld bytes "
+				       "(%.1f MiB) decoded; images over 256 MiB decoded are not "
+				       "shown to the model", t->apath, ow, oh, bands,
+				       bands == 1 ? "" : "s", bits,
+				       coef > plain ? " (a progressive JPEG: its 16-bit coefficients)"
+						    : "",
+				       (long long)need, mib(need));
+	if (scans > JPEG_SCANS_MAX)
+		return cof_tool_refuse(out, "%s is a JPEG of %d scans; JPEGs of over %d scans are "
+				       "not shown to the model", t->apath, scans, JPEG_SCANS_MAX);
+	if (!cache_get(f->sha256, &e)) {
+		budget_take(need);
+		int bad = decode(e, d, (size_t)f->size, mtype, ow, oh, err);
+		budget_give(need);
+		cache_done(e, !bad);
 		if (bad) {
-			vips_why(why, sizeof why);
-			return cof_tool_refuse(out, "%s cannot be decoded as %s (%s); it may be "
-					       "damaged", t->apath, mtype, why);
-		}
-		w = ow;
-		h = oh;
-	} else {
-		g_object_unref(im);
-		if (vips_thumbnail_buffer((void *)d, (size_t)f->size, &th, IMAGE_SIDE_SHOWN,
-					  "height", IMAGE_SIDE_SHOWN, "size", VIPS_SIZE_DOWN,
-					  "option_string", "fail_on=error", NULL)) {
-			vips_why(why, sizeof why);
-			return cof_tool_refuse(out, "%s cannot be decoded as %s (%s); it may be "
-					       "damaged", t->apath, mtype, why);
-		}
-		/* Decoded once into memory: the thumbnail reads its source
-		 * sequentially, and it may be encoded twice below. */
-		VipsImage *mem = vips_image_copy_memory(th);
-		g_object_unref(th);
-		if (!(th = mem)) {
-			vips_why(why, sizeof why);
-			return cof_tool_refuse(out, "%s cannot be decoded as %s (%s); it may be "
-					       "damaged", t->apath, mtype, why);
-		}
-		int r;
-		if (!strcmp(mtype, "image/jpeg")) {
-			r = vips_jpegsave_buffer(th, &buf, &len, "Q", 85, NULL);
-		} else {
-			otype = "image/png";
-			r = vips_pngsave_buffer(th, &buf, &len, NULL);
-			if (!r && (int64_t)len > IMAGE_SCALED_PNG_MAX && !vips_image_hasalpha(th)) {
-				g_free(buf);
-				buf = NULL;
-				otype = "image/jpeg";
-				r = vips_jpegsave_buffer(th, &buf, &len, "Q", 85, NULL);
-			}
-		}
-		w = vips_image_get_width(th);
-		h = vips_image_get_height(th);
-		g_object_unref(th);
-		if (r) {
-			vips_why(why, sizeof why);
-			g_free(buf);
-			return cof_error(err, COF_EINTERNAL, "cannot encode the scaled image: %s", why);
+			shown_release(e);
+			return -1;
 		}
 	}
-	char *b64 = buf ? cof_base64_encode(buf, len, NULL)
-			: cof_base64_encode(d, (size_t)f->size, NULL);
-	g_free(buf);
+	if (!e->ok) {
+		int rc = cof_tool_refuse(out, "%s cannot be decoded as %s (%s); it may be damaged",
+					 t->apath, mtype, e->why);
+		shown_release(e);
+		return rc;
+	}
+	char *b64 = e->buf ? cof_base64_encode(e->buf, e->len, NULL)
+			   : cof_base64_encode(d, (size_t)f->size, NULL);
+	int w = e->w, h = e->h;
+	const char *otype = e->otype;
+	shown_release(e);
 	if (!b64)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	if (w == ow && h == oh)

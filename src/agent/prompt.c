@@ -32,6 +32,7 @@
 #define PROMPT_TEXT_MAX (1LL << 20)
 #define CONV_ID_MAX 128
 #define CONV_PROMPTS_MAX 1000
+#define CONV_TEXT_MAX (24LL << 20) /* a rebuilt request's text, newest first */
 #define CONV_ROW "#conversations"
 
 /* One entry of `files` as asked, then resolved. */
@@ -567,6 +568,44 @@ out:
 	return rc ? -1 : 0;
 }
 
+/* The text a prompt puts in a request: its `text` and its files' lines
+ * (counted by their paths and types, the bulk of a line). */
+static int64_t prompt_text_size(json_t *rec)
+{
+	json_t *f;
+	size_t i;
+	int64_t n = (int64_t)strlen(jstr(rec, "text"));
+
+	json_array_foreach(json_object_get(rec, "files"), i, f)
+		n += (int64_t)(strlen(jstr(f, "path")) + strlen(jstr(f, "contentType")));
+	return n;
+}
+
+#define TEXT_CUT_WHY "past the request's text budget: at most 24 MiB of text (prompts' " \
+	"text and their files' paths and types) in one model request, newest first"
+
+/* A prompt past the text budget, named only: one line for the model, and
+ * its entry of `prompts` without its text; its files are not read. */
+static void prompt_named(json_t *rec, int64_t size, json_t **content, json_t **prompt)
+{
+	json_t *files = json_array(), *f;
+	size_t i, n = json_array_size(json_object_get(rec, "files"));
+	cof_buf line = COF_BUF_INIT;
+
+	cof_buf_addf(&line, "[Prompt %s (%lld bytes of text, %zu file%s); not shown: %s]",
+		     jstr(rec, "requestId"), (long long)size, n, n == 1 ? "" : "s", TEXT_CUT_WHY);
+	*content = json_pack("[{s:s, s:s}]", "type", "text", "text", line.data);
+	cof_buf_release(&line);
+	json_array_foreach(json_object_get(rec, "files"), i, f)
+		json_array_append_new(files, json_pack("{s:s, s:s, s:O, s:s, s:b, s:s}", "path",
+			jstr(f, "path"), "contentType", jstr(f, "contentType"), "size",
+			json_object_get(f, "size"), "sha256", jstr(f, "sha256"), "shown", 0,
+			"reason", TEXT_CUT_WHY));
+	*prompt = json_pack("{s:s, s:b, s:I, s:s, s:o}", "requestId", jstr(rec, "requestId"),
+			    "shown", 0, "textBytes", (json_int_t)size, "reason", TEXT_CUT_WHY,
+			    "files", files);
+}
+
 /* Orders a conversation's prompts by the version of their entries. */
 static int by_version(const void *x, const void *y)
 {
@@ -585,7 +624,8 @@ int cof_agent_conversation_request(cof_store *st, const char *org, const char *i
 	json_t *msgs = NULL, *prompts = NULL;
 	char vol[48], dir[COF_PATH_MAX + 1];
 	cof_budget b = {0};
-	int openai, rc = -1;
+	int64_t text = 0;
+	int openai, rc = -1, text_cut = 0;
 
 	*out = NULL;
 	if ((openai = format_of(format, err)) < 0 || conv_check(conv, err) ||
@@ -615,21 +655,33 @@ int cof_agent_conversation_request(cof_store *st, const char *org, const char *i
 		json_array_append_new(msgs, json_null());
 		json_array_append_new(prompts, json_null());
 	}
-	/* Newest first against the budget; answered oldest first. */
+	/* Newest first against the budgets; answered oldest first. From the
+	 * first prompt whose text does not fit, it and every older one is
+	 * named only (and its files never read). */
 	for (size_t i = it.n; i-- > 0;) {
-		json_t *rec = NULL, *content = NULL, *files = NULL;
-		if (record_load(st, it.v[i].sha256, it.v[i].size, &rec, err) ||
-		    cof_prompt_render(st, rec, openai, &b, &content, &files, err)) {
-			json_decref(rec);
-			json_decref(content);
-			json_decref(files);
+		json_t *rec = NULL, *content = NULL, *files = NULL, *pj;
+		if (record_load(st, it.v[i].sha256, it.v[i].size, &rec, err))
 			goto out;
+		int64_t tsize = prompt_text_size(rec);
+		if (!text_cut && text + tsize > CONV_TEXT_MAX)
+			text_cut = 1;
+		if (text_cut) {
+			prompt_named(rec, tsize, &content, &pj);
+		} else {
+			if (cof_prompt_render(st, rec, openai, &b, &content, &files, err)) {
+				json_decref(rec);
+				json_decref(content);
+				json_decref(files);
+				goto out;
+			}
+			text += tsize;
+			pj = json_pack("{s:O, s:O, s:b, s:o}", "requestId",
+				       json_object_get(rec, "requestId"), "text",
+				       json_object_get(rec, "text"), "shown", 1, "files", files);
 		}
 		json_array_set_new(msgs, i, json_pack("{s:s, s:o}", "role", "user", "content",
 						      content));
-		json_array_set_new(prompts, i, json_pack("{s:O, s:O, s:o}", "requestId",
-			json_object_get(rec, "requestId"), "text", json_object_get(rec, "text"),
-			"files", files));
+		json_array_set_new(prompts, i, pj);
 		json_decref(rec);
 	}
 	*out = json_pack("{s:s, s:s, s:O, s:O}", "conversation", conv, "format",

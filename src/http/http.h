@@ -84,8 +84,9 @@ typedef enum http_body {
 #define HTTP_F_NOAGENT 2u  /* a key bound to an agent gets 403 */
 #define HTTP_F_BADBODY 4u  /* a JSON body that does not parse still reaches the
 			    * handler: req->json NULL, req->err saying why */
-#define HTTP_F_LONG    8u  /* the handler may wait long (a turn call, a relay op):
-			    * it runs on the workers' second lane (loop.c) */
+#define HTTP_F_LONG    8u  /* the handler may wait or compute long (a turn call, a
+			    * relay op, a conversation's images): it runs on the
+			    * workers' second lane (loop.c), a GET too */
 #define HTTP_F_FORWARDS 16u /* a GET that may be carried to another node (forward.c):
 			    * a node-to-node call blocks, so it runs on a worker, not
 			    * on an event loop */

@@ -176,6 +176,15 @@ static void write_rest(cof_buf *b, http_server *srv)
 	    cc.kept);
 	one(b, "coffer_content_cache_bytes", "gauge",
 	    "Bytes of small contents kept in memory, bookkeeping included.", cc.bytes);
+	one(b, "coffer_image_decodes_total", "counter",
+	    "Images decoded for the model (read, prompts, conversation rebuilds).",
+	    cof_metric_get(COF_M_IMAGE_DECODES));
+	one(b, "coffer_image_cache_hits_total", "counter",
+	    "Images shown from the scaled-image cache, not decoded again.",
+	    cof_metric_get(COF_M_IMAGE_CACHE_HITS));
+	one(b, "coffer_image_decoding_bytes", "gauge",
+	    "Decoded bytes of the image decodes under way (at most 512 MiB).",
+	    cof_media_decoding());
 	cof_turns_gauges(srv->turns, &turns, &calls);
 	one(b, "coffer_turns_running", "gauge", "Turns not ended.", turns);
 	one(b, "coffer_turn_calls_running", "gauge", "Sandboxed calls running now.", calls);

@@ -90,8 +90,9 @@ static const http_route routes[] = {
 	{ "GET", "/v1/agents/{}/events", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_events },
 	{ "POST", "/v1/agents/{}/links", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_link },
 	{ "POST", "/v1/agents/{}/prompt", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_prompt },
-	{ "GET", "/v1/agents/{}/conversations/{}/request", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,
-	  http_agent_conversation },
+	/* decodes images (media.c): seconds of CPU, never on an event loop */
+	{ "GET", "/v1/agents/{}/conversations/{}/request", HTTP_F_AUTH | HTTP_F_LONG,
+	  HTTP_BODY_NONE, NULL, http_agent_conversation },
 	{ "PUT", "/v1/agents/{}/uploads/{}/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
 	  http_begin_agent_upload, http_agent_upload },
 	{ "PUT", "/v1/agents/{}/skills/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
@@ -728,11 +729,13 @@ enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *
 		return http_send_fail(req, COF_EINTERNAL, "upload was not started");
 	/* Whatever is not a GET writes (an fsync), runs a turn call or waits
 	 * for a relay op, a GET that may be carried to another node waits for
-	 * that node, and on remote engines every GET waits for PostgreSQL or
-	 * S3: they run on a worker, not on an event-loop thread. A long-poll
-	 * suspends itself (http_wait_on) and stays on the loop. */
+	 * that node, a long GET computes for seconds (a conversation's images),
+	 * and on remote engines every GET waits for PostgreSQL or S3: they run
+	 * on a worker, not on an event-loop thread. A long-poll suspends itself
+	 * (http_wait_on) and stays on the loop. */
 	if (req->off_loop == HTTP_OFF_NO &&
-	    (strcmp(req->route->method, "GET") != 0 || (req->route->flags & HTTP_F_FORWARDS) ||
+	    (strcmp(req->route->method, "GET") != 0 ||
+	     (req->route->flags & (HTTP_F_FORWARDS | HTTP_F_LONG)) ||
 	     (srv->remote && !(req->route->flags & (HTTP_F_WAITS | HTTP_F_LOCAL)))) &&
 	    http_run_off_loop(req) == 0)
 		return MHD_YES;

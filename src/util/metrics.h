@@ -20,6 +20,8 @@ typedef enum cof_counter {
 	COF_M_GC_RUNS,
 	COF_M_GC_BYTES_FREED,
 	COF_M_GC_BLOBS_FREED,
+	COF_M_IMAGE_DECODES,        /* images decoded for the model (media.c) */
+	COF_M_IMAGE_CACHE_HITS,     /* images shown from the scaled-image cache */
 	COF_M_COUNTERS
 } cof_counter;
 

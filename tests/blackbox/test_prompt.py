@@ -362,6 +362,87 @@ def test_budget_24_mib_newest_first(srv):
        "8 + 21.3 MiB of base64 is past 24 MiB: the older is named")
 
 
+def test_rebuild_text_budget_24_mib_newest_first(srv):
+    """Issue 32 item 4 (API.md: "its text has a budget too (at most 24 MiB of text a
+    request; older prompts past it are named only)"). 24 prompts of 1 MiB text are
+    exactly the budget and shown; the next older one, and every one older still (even a
+    small one), is named only: one line for the model, its text and files left out, its
+    image never read. On main all 26 MiB came back (twice: messages and prompts)."""
+    aid, ws = agent(srv)
+    big = "x" * MIB
+    srv.put_ok(ws, "old.png", png(40, 30))
+    answer(srv, aid, text="old", requestId="t00", conversation="text",
+           files=[{"path": "/workspace/old.png"}])
+    for i in range(1, 26):
+        answer(srv, aid, text=big[:-3] + "%03d" % i, requestId="t%02d" % i,
+               conversation="text")
+    req = rebuilt(srv, aid, "text")
+    eq([p["requestId"] for p in req["prompts"]], ["t%02d" % i for i in range(26)],
+       "oldest first")
+    eq([p.get("shown") for p in req["prompts"]], [False, False] + [True] * 24,
+       "24 x 1 MiB is exactly the budget; older prompts named only")
+    sent = sum(len(b["text"]) for m in req["messages"] for b in m["content"]
+               if b["type"] == "text")
+    check(24 * MIB <= sent < 24 * MIB + 4096, "at most 24 MiB of text and the notes: %d" % sent)
+    for i, p in enumerate(req["prompts"][:2]):
+        check("text" not in p, "a prompt past the budget has no text in the answer")
+        contains(p["reason"], "24 MiB of text", "why")
+        eq(p["textBytes"], len("old") + len("/workspace/old.png") + len("image/png")
+           if i == 0 else MIB, "textBytes of %s" % p["requestId"])
+        content = req["messages"][i]["content"]
+        eq(len(content), 1, "one line for a prompt named only")
+        contains(content[0]["text"], "[Prompt %s (" % p["requestId"], "names the prompt")
+        contains(content[0]["text"], "not shown: past the request's text budget", "says why")
+    f = req["prompts"][0]["files"][0]
+    eq((f["path"], f["shown"], f["sha256"]), ("/workspace/old.png", False, sha(png(40, 30))),
+       "its file is named, not shown")
+    from test_media import counter
+    seen = (counter(srv, "coffer_image_decodes_total"),
+            counter(srv, "coffer_image_cache_hits_total"))
+    eq(rebuilt(srv, aid, "text"), req, "rebuilt again: the same")
+    eq((counter(srv, "coffer_image_decodes_total"),
+        counter(srv, "coffer_image_cache_hits_total")), seen,
+       "the image of a prompt past the text budget is not even read")
+    eq(req["prompts"][25]["text"][-3:], "025", "the newest prompt's text is whole")
+    eq(len(req["prompts"][2]["text"]), MIB, "so is the oldest one shown")
+
+
+def test_rebuild_of_image_bombs_never_stalls_the_server():
+    """Issue 32 item 2: four GETs of a conversation's request, holding the 490 KB 16-bit
+    interlaced 8000x8000 PNG and an 8000x4000 interlaced one (96 MB decoded, allowed), did
+    every decode on the event loop: /v1/health took 32.7 s. With one event loop
+    (--threads 1) health must still answer while they are built (a generous 10 s bound,
+    not a timing claim: on main it waited for every decode of all four GETs, ~8 s
+    each). Now the rebuild runs on a worker, the bomb is refused from its header, and
+    the scaled image is kept by SHA-256; the model sees the bomb named with the limit."""
+    import concurrent.futures
+    import time
+    from test_media import png_bomb, the_png_bomb
+    with harness.server(args=["--threads", "1"]) as s:
+        aid, ws = agent(s)
+        s.put_ok(ws, "bomb.png", the_png_bomb())
+        s.put_ok(ws, "tall.png", png_bomb(8000, 4000, depth=8, ctype=2))
+        for i, name in enumerate(("bomb.png", "tall.png")):
+            answer(s, aid, text="look %d" % i, requestId="h%d" % i, conversation="bombs",
+                   files=[{"path": "/workspace/" + name}])
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            gets = [ex.submit(rebuilt, s, aid, "bombs") for _ in range(4)]
+            time.sleep(1)  # the GETs under way (on main: decoding on the one loop)
+            t0 = time.monotonic()
+            r = s.get("/v1/health", key=None, timeout=60)
+            took = time.monotonic() - t0
+            reqs = [g.result(timeout=600) for g in gets]
+        expect(r, 200)
+        check(took < 10, "health answered while four rebuilds ran: %.1f s" % took)
+        for req in reqs:
+            f = req["prompts"][0]["files"][0]
+            eq(f["shown"], False, "the bomb is not shown")
+            contains(f["reason"], "256 MiB decoded", "the reason names the limit")
+            contains(lines(req["messages"][0]["content"])[0]["why"], "512000000 bytes",
+                     "the model's line names the decoded size")
+            eq(req["prompts"][1]["files"][0]["shown"], True, "the allowed one is shown")
+
+
 # ------------------------------------------------------------------ formats
 
 def test_formats_match_provider_shapes(srv):
