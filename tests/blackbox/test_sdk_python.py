@@ -74,3 +74,22 @@ def test_readme_example(srv):
     harness.check("# hello" in lines[2], "the model reads the note: " + out)
     harness.contains(lines, "write docs/b.md", "the change followed")
     harness.eq(lines[-1], "someone else wrote version 0", "the 412 example")
+
+
+def test_seed_001_verbatim():
+    """Every python block of seed 001 (../shared/seeds/001_*.txt beside the repo) is in
+    sdk/python/tests/test_seed_001.py as written, between `# seed:` and `# end seed`: the
+    test runs the seed's own code, on AsyncCoffer and on Coffer."""
+    import glob
+    seeds = glob.glob(os.path.join(harness.ROOT, "..", "shared", "seeds", "001_*.txt"))
+    harness.check(seeds, "seed 001 is at ../shared/seeds/001_*.txt beside the repository")
+    with open(seeds[0], encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    harness.check(blocks, "seed 001 has python blocks")
+    with open(os.path.join(TESTS, "test_seed_001.py"), encoding="utf-8") as f:
+        copies = [[ln.strip() for ln in c.strip().splitlines()]
+                  for c in re.findall(r"# seed:\n(.*?)\n\s*# end seed", f.read(), re.S)]
+    for b in blocks:
+        want = [ln.strip() for ln in b.strip().splitlines()]
+        harness.check(want in copies, "seed 001's block is not in test_seed_001.py as "
+                      "written:\n" + b)
