@@ -83,6 +83,9 @@ class _Payload:
             self._owned = True
         elif hasattr(body, "read"):
             self._file = body  # type: ignore[assignment]
+        elif isinstance(body, Mapping) or not hasattr(body, "__iter__"):
+            raise TypeError("body must be bytes, str, a path (os.PathLike), a binary file "
+                            "or an iterator of bytes, not %s" % type(body).__name__)
         else:
             self._iter = body
             self.replayable = False
@@ -118,6 +121,9 @@ class _Payload:
     def _chunks(self, it: Iterable[bytes]) -> Iterator[bytes]:
         for chunk in it:
             self.started = True
+            if not isinstance(chunk, (bytes, bytearray, memoryview)):
+                raise TypeError("body: an iterator must give bytes, not %s" %
+                                type(chunk).__name__)
             if chunk:
                 yield bytes(chunk)
 

@@ -86,6 +86,7 @@ class AgentFiles:
         self._t, self._agent = agent._t, agent
 
     def _url(self, path: str) -> str:
+        need_str("agent.files", "path", path)
         return self._agent._base + "/files" + quote_path(path if path.startswith("/")
                                                         else "/" + path)
 

@@ -96,6 +96,7 @@ class Volume:
         return "Volume(%r)" % self.id
 
     def _file(self, path: str) -> str:
+        need_str("volume", "path", path)
         return self._base + "/files/" + quote_path(path[1:] if path.startswith("/") else path)
 
     def refresh(self) -> VolumeInfo:
