@@ -2,7 +2,8 @@
 module's cofferd: one case per SDK test module, generated below, each running
 `python3 -m unittest -v MODULE` with COFFER_URL, COFFER_KEY and COFFER_BIN (the coffer
 binary, for `coffer connect`) in the environment and the package on PYTHONPATH. A failing
-module shows unittest's output. One more case runs the README's examples as written."""
+module shows unittest's output. The modules in ASYNC_TOO run a second time (test_async_*) with support.client() an
+AsyncCoffer. One more case runs the README's examples as written."""
 
 import os
 import re
@@ -18,41 +19,51 @@ TIMEOUTS = {"test_large": 600}
 TIMEOUT = 180
 
 
-def _env(srv):
+def _env(srv, asynchronous=False):
     env = dict(os.environ)
+    if asynchronous:
+        env["COFFER_TEST_ASYNC"] = "1"  # support.client() is an AsyncCoffer
     env.update(COFFER_URL=srv.url, COFFER_KEY=srv.key, COFFER_BIN=harness.bin_path("coffer"),
                PYTHONPATH=os.path.join(SDK, "src") + os.pathsep + TESTS,
                PYTHONDONTWRITEBYTECODE="1")
     return env
 
 
-def _run(srv, args, timeout):
-    p = subprocess.run([sys.executable] + args, cwd=TESTS, env=_env(srv),
+def _run(srv, args, timeout, asynchronous=False):
+    p = subprocess.run([sys.executable] + args, cwd=TESTS, env=_env(srv, asynchronous),
                        capture_output=True, timeout=timeout * harness.SCALE)
     out = (p.stdout + p.stderr).decode("utf-8", "replace")
     return p.returncode, out
 
 
-def _case(module):
+def _case(module, asynchronous=False):
     t = TIMEOUTS.get(module, TIMEOUT)
 
     def case(srv):
-        code, out = _run(srv, ["-m", "unittest", "-v", module], t - 10)
+        code, out = _run(srv, ["-m", "unittest", "-v", module], t - 10, asynchronous)
         if code != 0 or not re.search(r"^OK", out, re.M):
             raise AssertionError("sdk/python/tests/%s.py failed (exit %d):\n%s" % (
                 module, code, out[-12000:]))
         skipped = re.search(r"skipped=(\d+)", out)
         harness.check(not skipped, "no SDK test skipped:\n" + out[-4000:])
-    case.__name__ = "test_" + module[len("test_"):]
+    case.__name__ = ("test_async_" if asynchronous else "test_") + module[len("test_"):]
     case.__qualname__ = case.__name__
     case.timeout = t
     return case
 
 
+# The modules that test the client through support.client() run a second time on
+# AsyncCoffer (COFFER_TEST_ASYNC=1): the async client passes the same suite.
+ASYNC_TOO = {"test_agents", "test_volumes", "test_client", "test_prompt", "test_retries",
+             "test_turns_relay"}
+
 for _f in sorted(os.listdir(TESTS)):
     if _f.startswith("test_") and _f.endswith(".py"):
         _fn = _case(_f[:-3])
         globals()[_fn.__name__] = _fn
+        if _f[:-3] in ASYNC_TOO:
+            _fn = _case(_f[:-3], asynchronous=True)
+            globals()[_fn.__name__] = _fn
 
 
 def test_readme_example(srv):
@@ -74,3 +85,22 @@ def test_readme_example(srv):
     harness.check("# hello" in lines[2], "the model reads the note: " + out)
     harness.contains(lines, "write docs/b.md", "the change followed")
     harness.eq(lines[-1], "someone else wrote version 0", "the 412 example")
+
+
+def test_seed_001_verbatim():
+    """Every python block of seed 001 (../shared/seeds/001_*.txt beside the repo) is in
+    sdk/python/tests/test_seed_001.py as written, between `# seed:` and `# end seed`: the
+    test runs the seed's own code, on AsyncCoffer and on Coffer."""
+    import glob
+    seeds = glob.glob(os.path.join(harness.ROOT, "..", "shared", "seeds", "001_*.txt"))
+    harness.check(seeds, "seed 001 is at ../shared/seeds/001_*.txt beside the repository")
+    with open(seeds[0], encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    harness.check(blocks, "seed 001 has python blocks")
+    with open(os.path.join(TESTS, "test_seed_001.py"), encoding="utf-8") as f:
+        copies = [[ln.strip() for ln in c.strip().splitlines()]
+                  for c in re.findall(r"# seed:\n(.*?)\n\s*# end seed", f.read(), re.S)]
+    for b in blocks:
+        want = [ln.strip() for ln in b.strip().splitlines()]
+        harness.check(want in copies, "seed 001's block is not in test_seed_001.py as "
+                      "written:\n" + b)

@@ -52,12 +52,21 @@ def test_dist_is_current():
     eq(pkg.get("dependencies", {}), {}, "runtime dependencies")
     eq(pkg["engines"]["node"], ">=18", "engines.node")
     eq(pkg["exports"]["."]["types"], "./dist/index.d.ts", "exports types")
+    eq(pkg["exports"]["."]["import"], "./dist/index.js", "exports import (ES module)")
+    eq(pkg["exports"]["."]["require"], "./dist/cjs/index.js", "exports require (CommonJS)")
     out = tempfile.mkdtemp(prefix="sdkts-dist-")
     try:
         p = subprocess.run([node, os.path.join("node_modules", "typescript", "bin", "tsc"),
                             "-p", "tsconfig.json", "--outDir", out],
                            cwd=SDK_DIR, capture_output=True, text=True, timeout=300 * harness.SCALE)
         check(p.returncode == 0, "tsc failed:\n%s%s" % (p.stdout[-4000:], p.stderr[-2000:]))
+        # the CommonJS build (dist/cjs/, with a package.json saying so), as `npm run build`
+        p = subprocess.run([node, os.path.join("node_modules", "typescript", "bin", "tsc"),
+                            "-p", "tsconfig.cjs.json", "--outDir", os.path.join(out, "cjs")],
+                           cwd=SDK_DIR, capture_output=True, text=True, timeout=300 * harness.SCALE)
+        check(p.returncode == 0, "tsc (CommonJS) failed:\n%s%s" % (p.stdout[-4000:], p.stderr[-2000:]))
+        with open(os.path.join(out, "cjs", "package.json"), "w") as f:
+            f.write('{"type":"commonjs"}\n')
         dist = os.path.join(SDK_DIR, "dist")
         built, committed = _files(out), _files(dist)
         eq(sorted(committed), sorted(built), "files in dist/ (run `npm run build` in sdk/typescript)")
@@ -105,3 +114,29 @@ for _path in sorted(glob.glob(os.path.join(SDK_DIR, "test", "*.test.mjs"))):
     _fn = _case(_path)
     globals()[_fn.__name__] = _fn
 del _path, _fn
+
+
+def seed_blocks(lang):
+    """The code blocks of `lang` in seed 001 (../shared/seeds/001_*.txt beside the repo):
+    each as its lines, stripped of their indentation."""
+    import re
+    seeds = glob.glob(os.path.join(harness.ROOT, "..", "shared", "seeds", "001_*.txt"))
+    check(seeds, "seed 001 is at ../shared/seeds/001_*.txt beside the repository")
+    with open(seeds[0], encoding="utf-8") as f:
+        blocks = re.findall(r"```%s\n(.*?)```" % lang, f.read(), re.S)
+    check(blocks, "seed 001 has %s blocks" % lang)
+    return [[ln.strip() for ln in b.strip().splitlines()] for b in blocks]
+
+
+def test_seed_001_verbatim():
+    """Every ts block of seed 001 is in test/seed_001.test.mjs as written, between a
+    `// seed:` and an `// end seed` line: the test runs the seed's own code."""
+    import re
+    with open(os.path.join(SDK_DIR, "test", "seed_001.test.mjs"), encoding="utf-8") as f:
+        copies = [[ln.strip() for ln in c.strip().splitlines()]
+                  for c in re.findall(r"// seed:\n(.*?)\n\s*// end seed", f.read(), re.S)]
+    for block in seed_blocks("ts"):
+        # the seed's `…` stands for settings a user adds: the copy leaves it out
+        want = [ln.replace(", … }", " }") for ln in block]
+        check(want in copies, "seed 001's block is not in seed_001.test.mjs as written:\n" +
+              "\n".join(block))

@@ -8,7 +8,7 @@ import os
 import socket
 import threading
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import coffer
 
@@ -16,10 +16,103 @@ _n = itertools.count(1)
 
 
 def client(**kw: object) -> coffer.Client:
+    """A client of $COFFER_URL. With COFFER_TEST_ASYNC=1 it is an AsyncCoffer seen
+    through OverAsync (each call awaited on an event loop of its own thread), so the
+    same tests run on the async client."""
     url, key = os.environ.get("COFFER_URL"), os.environ.get("COFFER_KEY")
     if not url or not key:
         raise RuntimeError("set COFFER_URL and COFFER_KEY to a running cofferd")
+    if os.environ.get("COFFER_TEST_ASYNC") == "1":
+        return OverAsync(coffer.AsyncCoffer(url, key, **kw))  # type: ignore[return-value,arg-type]
     return coffer.Client(url, key, **kw)  # type: ignore[arg-type]
+
+
+_loop = None
+
+
+def _run(coro: Any) -> Any:
+    """Runs `coro` on the one background event loop and waits for its result."""
+    global _loop
+    import asyncio
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+        threading.Thread(target=_loop.run_forever, daemon=True).start()
+    return asyncio.run_coroutine_threadsafe(coro, _loop).result()
+
+
+def _back(v: Any) -> Any:
+    if isinstance(v, coffer.AsyncHandle):
+        return OverAsync(v)
+    if isinstance(v, coffer.AsyncStream):
+        return _SyncStream(v)
+    return v
+
+
+class OverAsync:
+    """An AsyncCoffer object used synchronously: every coroutine method is awaited on the
+    background loop; what it returns is seen the same way."""
+
+    def __init__(self, a: Any) -> None:
+        object.__setattr__(self, "_a", a)
+
+    def __getattr__(self, name: str) -> Any:
+        import inspect
+        v = getattr(self._a, name)
+        if inspect.iscoroutinefunction(v):
+            return lambda *args, **kw: _back(_run(v(*args, **kw)))
+        if callable(v) and not isinstance(v, (coffer.AsyncHandle, coffer.AsyncStream)):
+            return lambda *args, **kw: _back(v(*args, **kw))
+        return _back(v)
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return _back(self._a(*args, **kw))
+
+    def __enter__(self) -> "OverAsync":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return repr(self._a.sync)
+
+
+class _SyncStream:
+    def __init__(self, a: Any) -> None:
+        self._a = a
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        async def one() -> Any:
+            try:
+                return True, await self._a.__anext__()
+            except StopAsyncIteration:
+                return False, None
+        ok, v = _run(one())
+        if not ok:
+            raise StopIteration
+        return v
+
+    def __getattr__(self, name: str) -> Any:
+        import inspect
+        v = getattr(self._a, name)
+        if callable(v):
+            def call(*args: Any, **kw: Any) -> Any:
+                r = v(*args, **kw)
+                return _back(_run(r)) if inspect.isawaitable(r) else _back(r)
+            return call
+        return v
+
+    def close(self) -> None:
+        _run(self._a.aclose())
+
+    def __enter__(self) -> "_SyncStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def name(prefix: str) -> str:

@@ -94,7 +94,7 @@ class AgentCalls(unittest.TestCase):
         refused = t.write("/workspace/notes.md", "mine")
         self.assertFalse(refused.ok)
         self.assertIn("read it again", refused.output)
-        runinfo = self.agent.run(run)
+        runinfo = self.agent.get_run(run)
         self.assertEqual([f.path for f in runinfo.files], ["/workspace/notes.md"])
         self.assertEqual([(x.path, x.caption) for x in runinfo.presented],
                          [("/workspace/notes.md", "the notes")])

@@ -17,7 +17,8 @@ class TypeHints(unittest.TestCase):
     def test_every_public_callable_is_annotated_and_resolves(self) -> None:
         missing = []
         for mod in (coffer.client, coffer.volumes, coffer.agents, coffer.subjects,
-                    coffer.turns, coffer.relay, coffer._files, coffer._http, coffer.errors):
+                    coffer.turns, coffer.relay, coffer._files, coffer._http, coffer.errors,
+                    coffer.aio):
             for cname, cls in inspect.getmembers(mod, inspect.isclass):
                 if cls.__module__ != mod.__name__:
                     continue

@@ -1,7 +1,7 @@
 import { type BodyInput } from "./body.js";
 import { type CallOptions, Transport } from "./http.js";
 import { type StreamEvent } from "./sse.js";
-import { type Download, type DownloadStream, type Link, type LinkOptions, type ReadOptions, type WriteOptions, type WriteResult } from "./volumes.js";
+import { type Download, type DownloadStream, type Link, type LinkOptions, type ReadOptions, Runtime, type WriteOptions, type WriteResult } from "./volumes.js";
 export type Mount = {
     volumeId: string;
     path: string;
@@ -53,7 +53,8 @@ export interface ToolResult {
     output: string;
     [field: string]: unknown;
 }
-export interface Run {
+/** What a run wrote and presented, as `GET /v1/agents/{id}/runs/{runId}` answers it. */
+export interface RunRecord {
     runId: string;
     files: {
         path: string;
@@ -66,6 +67,33 @@ export interface Run {
         caption: string;
         url: string;
     }[];
+}
+export interface RunOptions extends CallOptions {
+    files?: PromptFile[];
+    /** The run's id: its uploads land in `uploads/<runId>/`; default a new UUID. */
+    runId?: string;
+    conversation?: string;
+    format?: "anthropic" | "openai";
+}
+/**
+ * A run started by `agent.run(text, {files})`: its id, the model message built for it
+ * (`message`, the prompt's answer), and what it wrote (`files`) and presented
+ * (`raw.presented`). The run's tool calls go through `run.tools` (grouped by its id);
+ * after each, `files` and `raw` are read again, and `refresh()` reads them after tool
+ * calls made elsewhere with the run's id (MCP `--run-id`, `X-Run-Id`).
+ */
+export declare class Run {
+    private agent;
+    readonly id: string;
+    /** The model message: `{requestId, text, files, content}`. */
+    readonly message: PromptResult;
+    /** The run's file tools: every call carries the run's id, then the run is read again. */
+    readonly tools: AgentTools;
+    files: RunRecord["files"];
+    raw: RunRecord;
+    constructor(agent: AgentHandle, id: string, message: PromptResult);
+    /** Reads the run's files and presented files again. */
+    refresh(o?: CallOptions): Promise<this>;
 }
 /**
  * A file sent with a prompt: bytes, a Blob or File, `{name, data, contentType?}`, a local
@@ -100,13 +128,22 @@ export interface PromptResult {
     [more: string]: unknown;
 }
 export type ToolName = "read" | "write" | "edit" | "ls" | "glob" | "grep" | "present_file";
+/** An agent handle that also carries the agent's record (`info`, and its fields). */
+export type AgentWithInfo = AgentHandle & Agent & {
+    info: Agent;
+};
 /** Agent-wide calls (no agent id yet). */
 export declare class Agents {
     private t;
+    /** The volumes, under seed 001's names (`createVolume`, `volume(id)`, `volumes(ids)`). */
+    readonly runtime: Runtime;
     constructor(t: Transport);
-    /** Creates or updates an agent (201/200). */
-    upsert(id: string, settings?: AgentSettings, o?: CallOptions): Promise<Agent>;
-    get(id: string, o?: CallOptions): Promise<Agent>;
+    /**
+     * Creates or updates an agent (201/200) and returns a handle on it (`run`, `files`,
+     * `tools`...) that also has the agent's fields (`workspaceVolumeId`, `mounts`...).
+     */
+    upsert(id: string, settings?: AgentSettings, o?: CallOptions): Promise<AgentWithInfo>;
+    get(id: string, o?: CallOptions): Promise<AgentWithInfo>;
     /** Deletes the agent and its own workspace volume (mounted volumes stay). */
     delete(id: string, o?: CallOptions): Promise<void>;
     /** A handle on one agent (no request made). */
@@ -122,12 +159,21 @@ export declare class AgentHandle {
     /** The file tools, as the model calls them. */
     readonly tools: AgentTools;
     constructor(t: Transport, id: string);
+    /** The client's transport (for the objects a handle makes). */
+    get transport(): Transport;
     get(o?: CallOptions): Promise<Agent>;
     upsert(settings?: AgentSettings, o?: CallOptions): Promise<Agent>;
     /** Replaces the mounts (applies from the agent's next call). */
     setMounts(mounts: Mount[], o?: CallOptions): Promise<Agent>;
-    /** The files a run wrote and presented. */
-    run(runId: string, o?: CallOptions): Promise<Run>;
+    /**
+     * Starts a run (seed 001): every file is uploaded first, streamed, once, under
+     * `uploads/<run id>/`, then the model message is built through `prompt` (the same id,
+     * so a retried run uploads nothing twice). The Run's `files` and `raw.presented` fill
+     * as the run's tool calls (`run.tools`, or any call with its id) write and present.
+     */
+    run(text: string, o?: RunOptions): Promise<Run>;
+    /** What a run wrote and presented (`GET .../runs/{runId}`). */
+    getRun(runId: string, o?: CallOptions): Promise<RunRecord>;
     /**
      * The agent's events (`files_changed`, `file_presented`) as they happen, for as long as
      * the loop runs; `break` (or `signal`) closes the stream.
@@ -140,6 +186,7 @@ export declare class AgentHandle {
      * idempotent by that id.
      */
     prompt(text: string, o?: PromptOptions): Promise<PromptResult>;
+    private promptChecked;
     /** The whole model request of a conversation, rebuilt from its references. */
     conversationRequest(conversation: string, o?: CallOptions & {
         format?: "anthropic" | "openai";
@@ -148,7 +195,9 @@ export declare class AgentHandle {
      * An upload: saved at `uploads/<requestId>/<name>` of the workspace; a retry never
      * writes twice (`replayed: true`).
      */
-    upload(requestId: string, name: string, data: BodyInput, o?: WriteOptions): Promise<WriteResult>;
+    upload(requestId: string, name: string, data: BodyInput, o?: {
+        contentType?: string;
+    } & CallOptions): Promise<WriteResult>;
     /** A subject's workspace (one volume per agent and subject). */
     subject(id: string): Subject;
     /** Writes a skill (`name` without `.md`), copied to each subject's `skills/` at session start. */
@@ -166,7 +215,7 @@ export declare class AgentFiles {
     constructor(t: Transport, base: string);
     private url;
     /** The file whole: `{data, contentType, version}`. */
-    download(path: string, o?: ReadOptions): Promise<Download>;
+    download(path: string, o?: Omit<ReadOptions, "snapshot">): Promise<Download>;
     /** The file as a stream, resumed after a dropped connection (as a volume download). */
     stream(path: string, o?: CallOptions): Promise<DownloadStream>;
     /** Writes a file by agent path, streamed, with the agent's own access. */
@@ -175,8 +224,13 @@ export declare class AgentFiles {
         path: string;
         seq: number;
     }>;
-    /** The immediate children of a folder (default: the server's, the first mount). */
-    list(path?: string, o?: CallOptions): Promise<Listing>;
+    /**
+     * The immediate children of a folder: `list("/workspace/out")` or
+     * `list({path: "/workspace/out"})` (default: the server's, the first mount).
+     */
+    list(path?: string | {
+        path?: string;
+    }, o?: CallOptions): Promise<Listing>;
     /** A signed link to a file by agent path. */
     link(path: string, o?: LinkOptions): Promise<Link>;
 }
@@ -184,7 +238,9 @@ export declare class AgentFiles {
 export declare class AgentTools {
     private t;
     private base;
-    constructor(t: Transport, base: string);
+    private runId?;
+    private after?;
+    constructor(t: Transport, base: string, runId?: string | undefined, after?: (() => Promise<void>) | undefined);
     /** Runs one tool by name with its arguments, as the model would. */
     call(tool: ToolName | string, args: Record<string, unknown>, o?: CallOptions & {
         runId?: string;

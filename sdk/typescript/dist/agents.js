@@ -5,28 +5,98 @@ import { basename } from "node:path";
 import { fromFile } from "./body.js";
 import { resumable } from "./download.js";
 import { ValidationError } from "./errors.js";
+import * as check from "./check.js";
 import { encodePath, Transport } from "./http.js";
 import { parseSse } from "./sse.js";
-import { bytesOf, downloadInfo, } from "./volumes.js";
+import { bytesOf, checkLink, checkWrite, downloadInfo, Runtime, streamed, } from "./volumes.js";
+const SETTINGS = ["mounts", "fileTools", "exclude", "defaultExclusions", "sandbox", "output", "relay", "remount"];
+function checkSettings(w, s) {
+    check.fields(w, "settings", s, SETTINGS);
+    const m = s?.mounts;
+    if (m !== undefined)
+        checkMounts(w, m);
+}
+function checkMounts(w, m) {
+    if (!Array.isArray(m))
+        throw new TypeError(`${w}: mounts must be an array of mounts, not ${typeof m}`);
+    m.forEach((x, i) => {
+        if (x && typeof x === "object" && "workspace" in x)
+            check.fields(w, `mounts[${i}]`, x, ["workspace", "path"], false);
+        else
+            check.fields(w, `mounts[${i}]`, x, ["volumeId", "path", "mode", "subpath", "notify"], false);
+    });
+}
+/**
+ * A run started by `agent.run(text, {files})`: its id, the model message built for it
+ * (`message`, the prompt's answer), and what it wrote (`files`) and presented
+ * (`raw.presented`). The run's tool calls go through `run.tools` (grouped by its id);
+ * after each, `files` and `raw` are read again, and `refresh()` reads them after tool
+ * calls made elsewhere with the run's id (MCP `--run-id`, `X-Run-Id`).
+ */
+export class Run {
+    agent;
+    id;
+    /** The model message: `{requestId, text, files, content}`. */
+    message;
+    /** The run's file tools: every call carries the run's id, then the run is read again. */
+    tools;
+    files = [];
+    raw;
+    constructor(agent, id, message) {
+        this.agent = agent;
+        this.id = id;
+        this.message = message;
+        this.raw = { runId: id, files: [], presented: [] };
+        this.tools = new AgentTools(agent.transport, agent.base, id, () => this.refresh().then(() => undefined));
+    }
+    /** Reads the run's files and presented files again. */
+    async refresh(o) {
+        this.raw = await this.agent.getRun(this.id, o);
+        this.files = this.raw.files;
+        return this;
+    }
+}
+function withInfo(t, info) {
+    const h = new AgentHandle(t, info.id);
+    for (const [k, v] of Object.entries(info))
+        if (!(k in h))
+            h[k] = v;
+    h.info = info;
+    return h;
+}
 /** Agent-wide calls (no agent id yet). */
 export class Agents {
     t;
+    /** The volumes, under seed 001's names (`createVolume`, `volume(id)`, `volumes(ids)`). */
+    runtime;
     constructor(t) {
         this.t = t;
+        this.runtime = new Runtime(t);
     }
-    /** Creates or updates an agent (201/200). */
+    /**
+     * Creates or updates an agent (201/200) and returns a handle on it (`run`, `files`,
+     * `tools`...) that also has the agent's fields (`workspaceVolumeId`, `mounts`...).
+     */
     async upsert(id, settings = {}, o) {
-        return this.t.json({ method: "PUT", path: `/v1/agents/${encodeURIComponent(id)}`, json: settings }, o);
+        check.str("agents.upsert", "id", id);
+        checkSettings("agents.upsert", settings);
+        check.opts("agents.upsert", "options", o);
+        return withInfo(this.t, await this.t.json({ method: "PUT", path: `/v1/agents/${encodeURIComponent(id)}`, json: settings }, o));
     }
     async get(id, o) {
-        return this.t.json({ method: "GET", path: `/v1/agents/${encodeURIComponent(id)}` }, o);
+        check.str("agents.get", "id", id);
+        check.opts("agents.get", "options", o);
+        return withInfo(this.t, await this.t.json({ method: "GET", path: `/v1/agents/${encodeURIComponent(id)}` }, o));
     }
     /** Deletes the agent and its own workspace volume (mounted volumes stay). */
     async delete(id, o) {
+        check.str("agents.delete", "id", id);
+        check.opts("agents.delete", "options", o);
         await this.t.json({ method: "DELETE", path: `/v1/agents/${encodeURIComponent(id)}` }, o);
     }
     /** A handle on one agent (no request made). */
     agent(id) {
+        check.str("agents.agent", "id", id);
         return new AgentHandle(this.t, id);
     }
 }
@@ -46,18 +116,44 @@ export class AgentHandle {
         this.files = new AgentFiles(t, this.base);
         this.tools = new AgentTools(t, this.base);
     }
+    /** The client's transport (for the objects a handle makes). */
+    get transport() {
+        return this.t;
+    }
     async get(o) {
+        check.opts("agent.get", "options", o);
         return this.t.json({ method: "GET", path: this.base }, o);
     }
     async upsert(settings = {}, o) {
+        checkSettings("agent.upsert", settings);
+        check.opts("agent.upsert", "options", o);
         return this.t.json({ method: "PUT", path: this.base, json: settings }, o);
     }
     /** Replaces the mounts (applies from the agent's next call). */
     async setMounts(mounts, o) {
+        checkMounts("agent.setMounts", mounts);
+        check.opts("agent.setMounts", "options", o);
         return this.t.json({ method: "PUT", path: `${this.base}/mounts`, json: mounts }, o);
     }
-    /** The files a run wrote and presented. */
-    async run(runId, o) {
+    /**
+     * Starts a run (seed 001): every file is uploaded first, streamed, once, under
+     * `uploads/<run id>/`, then the model message is built through `prompt` (the same id,
+     * so a retried run uploads nothing twice). The Run's `files` and `raw.presented` fill
+     * as the run's tool calls (`run.tools`, or any call with its id) write and present.
+     */
+    async run(text, o = {}) {
+        check.str("agent.run", "text", text);
+        check.opts("agent.run", "options", o, ["files", "runId", "conversation", "format"]);
+        const { runId, ...rest } = o;
+        check.optStr("agent.run", "runId", runId);
+        const id = runId ?? Transport.newKey();
+        const message = await this.promptChecked("agent.run", text, { ...rest, requestId: id });
+        return new Run(this, id, message);
+    }
+    /** What a run wrote and presented (`GET .../runs/{runId}`). */
+    async getRun(runId, o) {
+        check.str("agent.getRun", "runId", runId);
+        check.opts("agent.getRun", "options", o);
         return this.t.json({ method: "GET", path: `${this.base}/runs/${encodeURIComponent(runId)}` }, o);
     }
     /**
@@ -65,6 +161,7 @@ export class AgentHandle {
      * the loop runs; `break` (or `signal`) closes the stream.
      */
     async *events(o = {}) {
+        check.opts("agent.events", "options", o);
         const a = await this.t.request({ method: "GET", path: `${this.base}/events`, events: true }, o);
         if (a.body)
             yield* parseSse(a.body);
@@ -76,6 +173,19 @@ export class AgentHandle {
      * idempotent by that id.
      */
     async prompt(text, o = {}) {
+        check.str("agent.prompt", "text", text);
+        check.opts("agent.prompt", "options", o, ["files", "requestId", "conversation", "format"]);
+        return this.promptChecked("agent.prompt", text, o);
+    }
+    async promptChecked(w, text, o) {
+        check.optStr(w, "requestId", o.requestId);
+        check.optStr(w, "conversation", o.conversation);
+        if (o.format !== undefined && o.format !== "anthropic" && o.format !== "openai") {
+            throw new TypeError(`${w}: format must be "anthropic" or "openai", not ${JSON.stringify(o.format)}`);
+        }
+        if (o.files !== undefined && !Array.isArray(o.files)) {
+            throw new TypeError(`${w}: files must be an array of files, not ${typeof o.files}`);
+        }
         const requestId = o.requestId ?? Transport.newKey();
         const files = o.files ?? [];
         if (files.length > MAX_PROMPT_FILES) {
@@ -88,9 +198,12 @@ export class AgentHandle {
         // so a bad entry uploads nothing.
         const used = new Set();
         const plan = files.map((f, i) => {
-            if (isAgentPath(f))
+            if (isAgentPath(f)) {
+                check.fields(w, `files[${i}]`, f, ["path"], false);
+                check.str(w, `files[${i}].path`, f.path);
                 return { path: f.path };
-            const up = promptUpload(f, i + 1);
+            }
+            const up = promptUpload(w, f, i + 1);
             while (used.has(up.name))
                 up.name = `${i + 1}-${up.name}`;
             used.add(up.name);
@@ -102,16 +215,19 @@ export class AgentHandle {
                 refs.push(p);
                 continue;
             }
-            const done = await this.upload(requestId, p.name, p.data, { ...o, contentType: p.contentType });
+            const { timeoutMs, maxRetries, signal, headers } = o;
+            const done = await this.upload(requestId, p.name, p.data, { timeoutMs, maxRetries, signal, headers, contentType: p.contentType });
             refs.push({ path: done.path });
         }
         return this.t.json({
             method: "POST", path: `${this.base}/prompt`, idempotent: true,
             json: { text, requestId, files: refs, conversation: o.conversation, format: o.format },
-        }, o);
+        }, { timeoutMs: o.timeoutMs, maxRetries: o.maxRetries, signal: o.signal, headers: o.headers });
     }
     /** The whole model request of a conversation, rebuilt from its references. */
     async conversationRequest(conversation, o = {}) {
+        check.str("agent.conversationRequest", "conversation", conversation);
+        check.opts("agent.conversationRequest", "options", o, ["format"]);
         return this.t.json({
             method: "GET", path: `${this.base}/conversations/${encodeURIComponent(conversation)}/request`, query: { format: o.format },
         }, o);
@@ -121,6 +237,11 @@ export class AgentHandle {
      * writes twice (`replayed: true`).
      */
     async upload(requestId, name, data, o = {}) {
+        check.str("agent.upload", "requestId", requestId);
+        check.str("agent.upload", "name", name);
+        check.body("agent.upload", "data", data);
+        check.opts("agent.upload", "options", o, ["contentType"]);
+        check.optStr("agent.upload", "contentType", o.contentType);
         return this.t.json({
             method: "PUT", path: `${this.base}/uploads/${encodeURIComponent(requestId)}/${encodeURIComponent(name)}`,
             body: data, headers: { "Content-Type": o.contentType },
@@ -128,32 +249,45 @@ export class AgentHandle {
     }
     /** A subject's workspace (one volume per agent and subject). */
     subject(id) {
+        check.str("agent.subject", "id", id);
         return new Subject(this.t, `${this.base}/users/${encodeURIComponent(id)}`);
     }
     /** Writes a skill (`name` without `.md`), copied to each subject's `skills/` at session start. */
     async putSkill(name, data, o) {
+        check.str("agent.putSkill", "name", name);
+        check.body("agent.putSkill", "data", data);
+        check.opts("agent.putSkill", "options", o);
         return this.t.json({ method: "PUT", path: `${this.base}/skills/${encodeURIComponent(name)}.md`, body: data }, o);
     }
 }
 /** At most this many files a prompt (API.md). */
 const MAX_PROMPT_FILES = 20;
 function isAgentPath(f) {
-    return typeof f === "object" && !(f instanceof Uint8Array) && !(f instanceof Blob) && !("data" in f);
+    return typeof f === "object" && f !== null && !(f instanceof Uint8Array) && !(f instanceof Blob) && "path" in f && !("data" in f);
 }
 /**
  * The name, body and type a prompt file is uploaded with. A local path is opened (its
  * size read) now, so a missing file throws before anything is uploaded.
  */
-function promptUpload(f, n) {
-    if (typeof f === "string")
+function promptUpload(w, f, n) {
+    if (typeof f === "string" && f !== "")
         return { name: basename(f), data: fromFile(f) };
     if (f instanceof Uint8Array)
         return { name: `file-${n}`, data: f };
+    if (f instanceof ArrayBuffer)
+        return { name: `file-${n}`, data: new Uint8Array(f) };
     if (f instanceof Blob) {
         const name = f.name || `file-${n}`;
         return { name, data: f, contentType: f.type || undefined };
     }
-    return { name: f.name, data: f.data, contentType: f.contentType };
+    if (f && typeof f === "object" && "data" in f) {
+        check.fields(w, `files[${n - 1}]`, f, ["name", "data", "contentType"], false);
+        check.str(w, `files[${n - 1}].name`, f.name);
+        check.body(w, `files[${n - 1}].data`, f.data);
+        check.optStr(w, `files[${n - 1}].contentType`, f.contentType);
+        return { name: f.name, data: f.data, contentType: f.contentType };
+    }
+    throw new TypeError(`${w}: files[${n - 1}] must be bytes, a Blob or File, {name, data, contentType?}, a local path or {path}, not ${f === null ? "null" : typeof f}`);
 }
 /** An agent's files by agent path. */
 export class AgentFiles {
@@ -168,28 +302,49 @@ export class AgentFiles {
     }
     /** The file whole: `{data, contentType, version}`. */
     async download(path, o = {}) {
+        check.str("agent.files.download", "path", path);
+        check.opts("agent.files.download", "options", o, ["range"]);
         const range = Array.isArray(o.range) ? `bytes=${o.range[0]}-${o.range[1] ?? ""}` : o.range;
         return this.t.request({ method: "GET", path: this.url(path), headers: { Range: range } }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
     /** The file as a stream, resumed after a dropped connection (as a volume download). */
     async stream(path, o = {}) {
+        check.str("agent.files.stream", "path", path);
+        check.opts("agent.files.stream", "options", o);
         const req = { method: "GET", path: this.url(path) };
         const a = await this.t.request(req, o);
-        return { ...downloadInfo(a), body: resumable(this.t, req, o, a) };
+        return streamed(downloadInfo(a), resumable(this.t, req, o, a));
     }
     /** Writes a file by agent path, streamed, with the agent's own access. */
     async upload(path, data, o = {}) {
+        checkWrite("agent.files.upload", path, data, o);
         return this.t.json({ method: "PUT", path: this.url(path), body: data, query: { version: o.version }, headers: { "Content-Type": o.contentType } }, o);
     }
     async remove(path, o) {
+        check.str("agent.files.remove", "path", path);
+        check.opts("agent.files.remove", "options", o);
         return this.t.json({ method: "DELETE", path: this.url(path) }, o);
     }
-    /** The immediate children of a folder (default: the server's, the first mount). */
+    /**
+     * The immediate children of a folder: `list("/workspace/out")` or
+     * `list({path: "/workspace/out"})` (default: the server's, the first mount).
+     */
     async list(path, o) {
+        if (path !== undefined && typeof path === "object" && path !== null && !Array.isArray(path)) {
+            check.opts("agent.files.list", "the query", path, ["path"]);
+            const { path: p, ...call } = path;
+            check.optStr("agent.files.list", "path", p);
+            if (o !== undefined)
+                throw new TypeError("agent.files.list: give the options in the first object, not as a second argument");
+            return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path: p } }, call);
+        }
+        check.optStr("agent.files.list", "path", path);
+        check.opts("agent.files.list", "options", o);
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
     }
     /** A signed link to a file by agent path. */
     async link(path, o = {}) {
+        checkLink("agent.files.link", path, o);
         const { method, expiresIn, maxBytes, contentType } = o;
         return this.t.json({
             method: "POST", path: `${this.base}/links`, json: { path, method, expiresIn, maxBytes, contentType },
@@ -201,16 +356,29 @@ export class AgentFiles {
 export class AgentTools {
     t;
     base;
-    constructor(t, base) {
+    runId;
+    after;
+    constructor(t, base, runId, after) {
         this.t = t;
         this.base = base;
+        this.runId = runId;
+        this.after = after;
     }
     /** Runs one tool by name with its arguments, as the model would. */
     async call(tool, args, o = {}) {
-        return this.t.json({
+        const w = `agent.tools.${tool}`;
+        check.str("agent.tools.call", "tool", tool);
+        check.fields(w, "arguments", args, Object.keys(args ?? {}), false);
+        check.opts(w, "options", o, ["runId"]);
+        check.optStr(w, "runId", o.runId);
+        const { runId = this.runId, ...call } = o;
+        const r = await this.t.json({
             method: "POST", path: `${this.base}/tools/${encodeURIComponent(tool)}`, json: args,
-            headers: { "X-Run-Id": o.runId },
-        }, o);
+            headers: { "X-Run-Id": runId },
+        }, call);
+        if (this.after)
+            await this.after();
+        return r;
     }
     read(a, o) { return this.call("read", a, o); }
     write(a, o) { return this.call("write", a, o); }
@@ -230,6 +398,11 @@ export class Subject {
     }
     /** Writes one file from text (or base64 with `encoding`). */
     async write(path, content, o = {}) {
+        check.str("subject.write", "path", path);
+        if (typeof content !== "string" && !(content instanceof Uint8Array))
+            throw new TypeError("subject.write: content must be text or bytes (Uint8Array)");
+        check.opts("subject.write", "options", o, ["createParents"]);
+        check.optBool("subject.write", "createParents", o.createParents);
         const bin = content instanceof Uint8Array;
         return this.t.json({
             method: "PUT", path: `${this.base}/files/content`,
@@ -241,32 +414,53 @@ export class Subject {
     }
     /** The bytes of one file. */
     async read(path, o) {
+        check.str("subject.read", "path", path);
+        check.opts("subject.read", "options", o);
         return this.t.request({ method: "GET", path: `${this.base}/files/content`, query: { path } }, o, async (a) => ({ ...downloadInfo(a), data: await bytesOf(a) }));
     }
     async list(path = "", o) {
+        if (typeof path !== "string")
+            throw new TypeError("subject.list: path must be a string");
+        check.opts("subject.list", "options", o);
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
     }
     async move(from, to, o = {}) {
+        check.str("subject.move", "from", from);
+        check.str("subject.move", "to", to);
+        check.opts("subject.move", "options", o, ["overwrite"]);
         return this.t.json({ method: "POST", path: `${this.base}/files/move`, json: { from, to, overwrite: o.overwrite } }, o);
     }
     /** Removes a file, or a folder and all under it, as one change. */
     async remove(path, o) {
+        check.str("subject.remove", "path", path);
+        check.opts("subject.remove", "options", o);
         return this.t.json({ method: "DELETE", path: `${this.base}/files`, query: { path } }, o);
     }
     /** `{volumeId, used, capacity, ceiling, files}`. */
     async volume(o) {
+        check.opts("subject.volume", "options", o);
         return this.t.json({ method: "GET", path: `${this.base}/volume` }, o);
     }
     /** Reads `USER.md` or `MEMORY.md` of `memories/`, as text. */
     async readMemory(name, o) {
+        memoryName("subject.readMemory", name);
+        check.opts("subject.readMemory", "options", o);
         return this.t.request({ method: "GET", path: `${this.base}/memory/${name}` }, o, async (a) => new TextDecoder().decode(await bytesOf(a)));
     }
     /** Writes `USER.md` or `MEMORY.md` (the only way to write `memories/`). */
     async writeMemory(name, data, o) {
+        memoryName("subject.writeMemory", name);
+        check.body("subject.writeMemory", "data", data);
+        check.opts("subject.writeMemory", "options", o);
         return this.t.json({ method: "PUT", path: `${this.base}/memory/${name}`, body: data }, o);
     }
     /** Starts a sandbox session: `skills/` becomes the agent's skills. */
     async startSession(o) {
+        check.opts("subject.startSession", "options", o);
         return this.t.json({ method: "POST", path: `${this.base}/sessions`, json: {} }, o);
     }
+}
+function memoryName(w, name) {
+    if (name !== "USER.md" && name !== "MEMORY.md")
+        throw new TypeError(`${w}: name must be "USER.md" or "MEMORY.md", not ${JSON.stringify(name)}`);
 }

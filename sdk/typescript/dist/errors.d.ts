@@ -51,17 +51,21 @@ export declare class BlockedError extends CofferError {
 /** 423: a supervised relay write waits for the user (`opId`). */
 export declare class LockedError extends CofferError {
 }
+/** 429: `retryAfter` is the answer's `Retry-After` in seconds (when it had one). */
 export declare class RateLimitedError extends CofferError {
+    readonly retryAfter?: number;
 }
 export declare class InternalError extends CofferError {
 }
+/** 503: `retryAfter` is the answer's `Retry-After` in seconds (when it had one). */
 export declare class UnavailableError extends CofferError {
+    readonly retryAfter?: number;
 }
 /**
  * The exception for an error answer: the class of its `type` (or, for a body that is
  * not an API error, of its status). Never throws.
  */
-export declare function errorFromBody(status: number, raw: unknown, requestId?: string): CofferError;
+export declare function errorFromBody(status: number, raw: unknown, requestId?: string, retryAfter?: number): CofferError;
 /** The request never got an answer: the connection failed or was reset. */
 export declare class ConnectionError extends Error {
     readonly cause?: unknown;

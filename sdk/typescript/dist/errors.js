@@ -53,10 +53,12 @@ export class BlockedError extends CofferError {
 /** 423: a supervised relay write waits for the user (`opId`). */
 export class LockedError extends CofferError {
 }
+/** 429: `retryAfter` is the answer's `Retry-After` in seconds (when it had one). */
 export class RateLimitedError extends CofferError {
 }
 export class InternalError extends CofferError {
 }
+/** 503: `retryAfter` is the answer's `Retry-After` in seconds (when it had one). */
 export class UnavailableError extends CofferError {
 }
 const BY_TYPE = {
@@ -86,7 +88,7 @@ const TYPE_OF_STATUS = {
  * The exception for an error answer: the class of its `type` (or, for a body that is
  * not an API error, of its status). Never throws.
  */
-export function errorFromBody(status, raw, requestId) {
+export function errorFromBody(status, raw, requestId, retryAfter) {
     let body;
     const e = raw?.error;
     if (e && typeof e === "object" && typeof e.type === "string") {
@@ -98,7 +100,10 @@ export function errorFromBody(status, raw, requestId) {
         body = { type, message: text };
     }
     const cls = BY_TYPE[body.type] ?? CofferError;
-    return new cls(status, body, requestId);
+    const err = new cls(status, body, requestId);
+    if (retryAfter !== undefined)
+        err.retryAfter = retryAfter;
+    return err;
 }
 /** The request never got an answer: the connection failed or was reset. */
 export class ConnectionError extends Error {

@@ -74,6 +74,8 @@ function retryAfterMs(h) {
  * the call would reach another file than the one named.
  */
 export function encodePath(p) {
+    if (typeof p !== "string")
+        throw new TypeError(`path must be a string, not ${p === null ? "null" : typeof p}`);
     const segs = p.replace(/^\//, "").split("/");
     for (const s of segs) {
         if (s === "." || s === "..") {
@@ -112,8 +114,13 @@ export class Transport {
         for (const [k, v] of Object.entries(query ?? {})) {
             if (v === undefined || v === null)
                 continue;
-            for (const one of Array.isArray(v) ? v : [v])
+            for (const one of Array.isArray(v) ? v : [v]) {
+                // Never `[object Object]` in a URL: a wrong shape fails here if no check caught it.
+                if (typeof one !== "string" && typeof one !== "number" && typeof one !== "boolean") {
+                    throw new TypeError(`${path}: query parameter '${k}' must be a string, number or boolean, not ${one === null ? "null" : typeof one}`);
+                }
                 u.searchParams.append(k, String(one));
+            }
         }
         return u.toString();
     }
@@ -197,12 +204,13 @@ export class Transport {
                     parsed = JSON.parse(text);
                 }
                 catch { /* not JSON: the text is the message */ }
-                const err = errorFromBody(res.status, parsed, res.headers.get("x-request-id") ?? undefined);
+                const after = retryAfterMs(res.headers);
+                const err = errorFromBody(res.status, parsed, res.headers.get("x-request-id") ?? undefined, after === undefined ? undefined : Math.ceil(after / 1000));
                 const canRetry = attempt < max && replayable &&
                     (res.status === 429 || (res.status === 503 && idempotent));
                 if (!canRetry)
                     throw err;
-                retryWait = retryAfterMs(res.headers);
+                retryWait = after;
             }
             catch (e) {
                 done();

@@ -1,8 +1,8 @@
-import { Agents, type AgentHandle } from "./agents.js";
+import { type AgentHandle, Agents, type AgentSettings, type AgentWithInfo } from "./agents.js";
 import { type CallOptions, type ClientOptions, Transport } from "./http.js";
 import { Relay } from "./relay.js";
 import { Turns } from "./turns.js";
-import { type VolumeHandle, Volumes } from "./volumes.js";
+import { Runtime, type VolumeHandle, Volumes } from "./volumes.js";
 export * from "./errors.js";
 export * from "./volumes.js";
 export * from "./agents.js";
@@ -10,6 +10,7 @@ export * from "./turns.js";
 export * from "./relay.js";
 export { type StreamEvent } from "./sse.js";
 export { type BodyInput, fromFile } from "./body.js";
+export { saveTo } from "./save.js";
 export { type CallOptions, type ClientOptions } from "./http.js";
 export interface Key {
     key: string;
@@ -24,7 +25,11 @@ export declare class Coffer {
     readonly agents: Agents;
     readonly turns: Turns;
     readonly relay: Relay;
+    /** The volumes under seed 001's names: `createVolume`, `volume(id)`, `volumes(ids)`. */
+    readonly runtime: Runtime;
     constructor(o?: ClientOptions);
+    /** `agents.upsert`: creates or updates an agent and returns a handle on it (seed 001's `agents.upsert`). */
+    upsert(id: string, settings?: AgentSettings, o?: CallOptions): Promise<AgentWithInfo>;
     /** `client.volume(id)`: a handle on one volume. */
     volume(id: string): VolumeHandle;
     /** `client.agent(id)`: a handle on one agent. */
@@ -36,6 +41,9 @@ export declare class Coffer {
     createKey(body?: {
         org?: string;
         agent?: string;
+        name?: string;
+        expiresIn?: number;
+        readOnly?: boolean;
     }, o?: CallOptions): Promise<Key>;
     /** `GET /v1/health`. */
     health(o?: CallOptions): Promise<{

@@ -1,5 +1,6 @@
 // coffer's TypeScript SDK: `new Coffer({url, key})`, then volumes, agents, turns, relay.
 import { Agents } from "./agents.js";
+import * as check from "./check.js";
 import { Transport } from "./http.js";
 import { Relay } from "./relay.js";
 import { Turns } from "./turns.js";
@@ -10,6 +11,7 @@ export * from "./agents.js";
 export * from "./turns.js";
 export * from "./relay.js";
 export { fromFile } from "./body.js";
+export { saveTo } from "./save.js";
 /** The client. Options default to `$COFFER_URL` and `$COFFER_KEY`. */
 export class Coffer {
     transport;
@@ -17,19 +19,31 @@ export class Coffer {
     agents;
     turns;
     relay;
+    /** The volumes under seed 001's names: `createVolume`, `volume(id)`, `volumes(ids)`. */
+    runtime;
     constructor(o = {}) {
+        check.fields("new Coffer", "options", o, ["url", "key", "timeoutMs", "maxRetries", "retryBaseMs", "retryMaxMs", "fetch"]);
+        check.optStr("new Coffer", "url", o.url);
+        check.optStr("new Coffer", "key", o.key);
         this.transport = new Transport(o);
         this.volumes = new Volumes(this.transport);
         this.agents = new Agents(this.transport);
         this.turns = new Turns(this.transport);
         this.relay = new Relay(this.transport);
+        this.runtime = this.agents.runtime;
+    }
+    /** `agents.upsert`: creates or updates an agent and returns a handle on it (seed 001's `agents.upsert`). */
+    upsert(id, settings = {}, o) {
+        return this.agents.upsert(id, settings, o);
     }
     /** `client.volume(id)`: a handle on one volume. */
     volume(id) {
+        check.str("volume", "id", id);
         return this.volumes.volume(id);
     }
     /** `client.agent(id)`: a handle on one agent. */
     agent(id) {
+        check.str("agent", "id", id);
         return this.agents.agent(id);
     }
     /**
@@ -37,10 +51,13 @@ export class Coffer {
      * one agent (`agent`). The secret is in this answer only.
      */
     async createKey(body = {}, o) {
+        check.fields("createKey", "the key", body, ["org", "agent", "name", "expiresIn", "readOnly"]);
+        check.opts("createKey", "options", o);
         return this.transport.json({ method: "POST", path: "/v1/keys", json: body }, o);
     }
     /** `GET /v1/health`. */
     async health(o) {
+        check.opts("health", "options", o);
         return this.transport.json({ method: "GET", path: "/v1/health" }, o);
     }
 }

@@ -81,7 +81,15 @@ export interface Download {
 /** A download as a stream: read `body` to its end (or cancel it). */
 export interface DownloadStream extends Omit<Download, "data"> {
     body: ReadableStream<Uint8Array>;
+    /**
+     * Writes the body to a local file as it arrives, one chunk at a time (each written
+     * before the next is read: memory stays bounded whatever the file's size); resolves to
+     * the bytes written. The file is created or truncated; on an error it is removed.
+     */
+    saveTo(path: string): Promise<number>;
 }
+/** A stream download with `saveTo`. */
+export declare function streamed(info: Omit<Download, "data">, body: ReadableStream<Uint8Array>): DownloadStream;
 export interface ReadOptions extends CallOptions {
     snapshot?: string;
     /** `bytes=a-b` as in the Range header, or `[start, end]` inclusive. */
@@ -112,20 +120,26 @@ export declare const b64: {
     decode: (s: string) => Uint8Array<ArrayBuffer>;
     encode: (u: Uint8Array) => string;
 };
+/** A volume handle that also carries the record it was made from (`info`, and its fields). */
+export type VolumeWithInfo = VolumeHandle & Volume & {
+    info: Volume;
+};
 /** The volumes of the key's organization. */
 export declare class Volumes {
     private t;
     constructor(t: Transport);
     /**
-     * Creates a volume. An Idempotency-Key is always sent (a fresh one unless given), so a
-     * retry after a dropped connection gets the same volume, never a second one.
+     * Creates a volume and returns a handle on it (with the new volume's fields: `id`,
+     * `name`, `seq`...). An Idempotency-Key is always sent (a fresh one unless given), so
+     * a retry after a dropped connection gets the same volume, never a second one; the same
+     * `idempotencyKey` within a day answers the same volume.
      */
     create(body: {
         name: string;
         ceiling?: number;
     }, o?: CallOptions & {
         idempotencyKey?: string;
-    }): Promise<Volume>;
+    }): Promise<VolumeWithInfo>;
     /** One page of volumes by name (`cursor` while more remain). */
     list(q?: {
         prefix?: string;
@@ -146,6 +160,33 @@ export declare class Volumes {
     /** A handle on one volume (no request made). */
     volume(id: string): VolumeHandle;
 }
+/**
+ * The runtime's volumes under seed 001's names: `createVolume`, `volume(id)`,
+ * `volumes(ids)`. The same calls as `coffer.volumes` (`create`, `volume`, `seqs`).
+ */
+export declare class Runtime {
+    private v;
+    constructor(t: Transport);
+    /** `volumes.create`: a handle on a new volume; `{idempotencyKey}` makes it once per key, for a day. */
+    createVolume(body: {
+        name: string;
+        ceiling?: number;
+    }, o?: CallOptions & {
+        idempotencyKey?: string;
+    }): Promise<VolumeWithInfo>;
+    /** A handle on one volume (no request made). */
+    volume(id: string): VolumeHandle;
+    /** `{id, seq, files, bytes}` of up to 50 volumes in one request (`volumes.seqs`). */
+    volumes(ids: string[], o?: CallOptions): Promise<Volume[]>;
+}
+/** A snapshot's file: text, bytes, or `{data: base64}`. */
+export type SnapshotFile = string | Uint8Array | {
+    data: string;
+};
+/** Checks a link's options (shared by volume and agent links). */
+export declare function checkLink(w: string, path: unknown, o: unknown): void;
+/** Checks `{version?, contentType?}` and the path and body of a write. */
+export declare function checkWrite(w: string, path: unknown, data: unknown, o: unknown, more?: readonly string[]): void;
 /** One volume's calls. */
 export declare class VolumeHandle {
     private t;
@@ -163,13 +204,16 @@ export declare class VolumeHandle {
     /**
      * Reads a file as a stream: nothing is held in memory beyond a chunk. A connection
      * dropped mid-way is resumed from the bytes read, pinned to the version first sent.
+     * `saveTo(localPath)` writes it to disk.
      */
     download(path: string, o?: ReadOptions): Promise<DownloadStream>;
     /** A file's version, type, size and seq (HEAD), without its bytes. */
     stat(path: string, o?: ReadOptions): Promise<Omit<Download, "data">>;
     private readReq;
     /** Removes a file (`version`: only if still at it). */
-    remove(path: string, o?: WriteOptions): Promise<{
+    remove(path: string, o?: {
+        version?: number;
+    } & CallOptions): Promise<{
         path: string;
         seq: number;
     }>;
@@ -217,13 +261,14 @@ export declare class VolumeHandle {
         prefix?: string;
         wait?: number;
     }, o?: CallOptions): AsyncGenerator<Change>;
-    /** A snapshot of the volume, or with `files` of the given files only. */
+    /**
+     * A snapshot of the volume, or with `files` (path to text or bytes) a snapshot of the
+     * given files only, the volume left untouched.
+     */
     snapshot(body?: {
         pinned?: boolean;
         labels?: Record<string, string>;
-        files?: Record<string, string | {
-            data: string;
-        }>;
+        files?: Record<string, SnapshotFile>;
     }, o?: CallOptions): Promise<Snapshot>;
     /** Snapshots, filtered by labels (every one must hold). */
     snapshots(q?: {
@@ -238,11 +283,11 @@ export declare class VolumeHandle {
     deleteSnapshot(sid: string, o?: CallOptions & {
         force?: boolean;
     }): Promise<void>;
-    /** A new volume sharing the content (of `snapshot`, or of now). */
+    /** A new volume sharing the content (of `snapshot`, or of now): a handle on it. */
     fork(body?: {
         snapshot?: string;
         name?: string;
-    }, o?: CallOptions): Promise<Volume>;
+    }, o?: CallOptions): Promise<VolumeWithInfo>;
     /** Makes the volume as the snapshot was, as one change. */
     restore(snapshot: string, o?: CallOptions): Promise<{
         snapshot: string;
@@ -250,7 +295,7 @@ export declare class VolumeHandle {
         written: number;
         removed: number;
     }>;
-    /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq). */
+    /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq); `saveTo(path)` writes it to disk. */
     archive(q?: {
         snapshot?: string;
         path?: string;
@@ -258,6 +303,7 @@ export declare class VolumeHandle {
     }, o?: CallOptions): Promise<{
         seq: number;
         body: ReadableStream<Uint8Array>;
+        saveTo(path: string): Promise<number>;
     }>;
     /** A signed link anyone can use until it expires. */
     link(path: string, o?: LinkOptions): Promise<Link>;

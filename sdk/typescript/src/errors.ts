@@ -56,9 +56,15 @@ export class RangeNotSatisfiableError extends CofferError {}
 export class BlockedError extends CofferError {}
 /** 423: a supervised relay write waits for the user (`opId`). */
 export class LockedError extends CofferError {}
-export class RateLimitedError extends CofferError {}
+/** 429: `retryAfter` is the answer's `Retry-After` in seconds (when it had one). */
+export class RateLimitedError extends CofferError {
+  declare readonly retryAfter?: number;
+}
 export class InternalError extends CofferError {}
-export class UnavailableError extends CofferError {}
+/** 503: `retryAfter` is the answer's `Retry-After` in seconds (when it had one). */
+export class UnavailableError extends CofferError {
+  declare readonly retryAfter?: number;
+}
 
 const BY_TYPE: Record<string, typeof CofferError> = {
   validation_error: ValidationError,
@@ -89,7 +95,7 @@ const TYPE_OF_STATUS: Record<number, string> = {
  * The exception for an error answer: the class of its `type` (or, for a body that is
  * not an API error, of its status). Never throws.
  */
-export function errorFromBody(status: number, raw: unknown, requestId?: string): CofferError {
+export function errorFromBody(status: number, raw: unknown, requestId?: string, retryAfter?: number): CofferError {
   let body: ApiErrorBody;
   const e = (raw as { error?: unknown } | null)?.error as ApiErrorBody | undefined;
   if (e && typeof e === "object" && typeof e.type === "string") {
@@ -100,7 +106,9 @@ export function errorFromBody(status: number, raw: unknown, requestId?: string):
     body = { type, message: text };
   }
   const cls = BY_TYPE[body.type] ?? CofferError;
-  return new cls(status, body, requestId);
+  const err = new cls(status, body, requestId);
+  if (retryAfter !== undefined) (err as { retryAfter?: number }).retryAfter = retryAfter;
+  return err;
 }
 
 /** The request never got an answer: the connection failed or was reset. */

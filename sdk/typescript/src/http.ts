@@ -124,6 +124,7 @@ function retryAfterMs(h: Headers): number | undefined {
  * the call would reach another file than the one named.
  */
 export function encodePath(p: string): string {
+  if (typeof p !== "string") throw new TypeError(`path must be a string, not ${p === null ? "null" : typeof p}`);
   const segs = p.replace(/^\//, "").split("/");
   for (const s of segs) {
     if (s === "." || s === "..") {
@@ -163,7 +164,13 @@ export class Transport {
     const u = new URL(path.startsWith("http") ? path : this.url + path);
     for (const [k, v] of Object.entries(query ?? {})) {
       if (v === undefined || v === null) continue;
-      for (const one of Array.isArray(v) ? v : [v]) u.searchParams.append(k, String(one));
+      for (const one of Array.isArray(v) ? v : [v]) {
+        // Never `[object Object]` in a URL: a wrong shape fails here if no check caught it.
+        if (typeof one !== "string" && typeof one !== "number" && typeof one !== "boolean") {
+          throw new TypeError(`${path}: query parameter '${k}' must be a string, number or boolean, not ${one === null ? "null" : typeof one}`);
+        }
+        u.searchParams.append(k, String(one));
+      }
     }
     return u.toString();
   }
@@ -236,11 +243,13 @@ export class Transport {
         done();
         let parsed: unknown = text;
         try { parsed = JSON.parse(text); } catch { /* not JSON: the text is the message */ }
-        const err = errorFromBody(res.status, parsed, res.headers.get("x-request-id") ?? undefined);
+        const after = retryAfterMs(res.headers);
+        const err = errorFromBody(res.status, parsed, res.headers.get("x-request-id") ?? undefined,
+          after === undefined ? undefined : Math.ceil(after / 1000));
         const canRetry = attempt < max && replayable &&
           (res.status === 429 || (res.status === 503 && idempotent));
         if (!canRetry) throw err;
-        retryWait = retryAfterMs(res.headers);
+        retryWait = after;
       } catch (e) {
         done();
         if (idle.fired) throw new TimeoutError(timeout, `${req.method} ${req.path}`);

@@ -1,5 +1,6 @@
 // Relay sessions, the agent's side (API.md "Relay"; docs/api.md "Relay").
 
+import * as check from "./check.js";
 import { type CallOptions, isNetworkError, Transport } from "./http.js";
 import { parseSse, type StreamEvent } from "./sse.js";
 
@@ -30,18 +31,25 @@ export class Relay {
 
   /** A session for an agent that declared `relay.capability`; `connectToken` is shown only here. */
   async create(body: { agent: string; limits?: Record<string, number> }, o?: CallOptions): Promise<RelaySessionHandle & { info: RelaySession }> {
+    check.fields("relay.create", "the session", body, ["agent", "limits"], false);
+    check.str("relay.create", "agent", body.agent);
+    check.opts("relay.create", "options", o);
     const info = await this.t.json<RelaySession>({ method: "POST", path: "/v1/relay/sessions", json: body }, o);
     return Object.assign(new RelaySessionHandle(this.t, info.uid), { info });
   }
 
   /** The organization's sessions, newest first (`all`: ended ones too). */
   async list(q: { agent?: string; all?: boolean } = {}, o?: CallOptions): Promise<RelaySession[]> {
+    check.fields("relay.list", "the query", q, ["agent", "all"]);
+    check.optStr("relay.list", "agent", q.agent);
+    check.opts("relay.list", "options", o);
     return this.t.json<{ sessions: RelaySession[] }>({
       method: "GET", path: "/v1/relay/sessions", query: { agent: q.agent, all: q.all ? "true" : undefined },
     }, o).then((j) => j.sessions);
   }
 
   session(uid: string): RelaySessionHandle {
+    check.str("relay.session", "uid", uid);
     return new RelaySessionHandle(this.t, uid);
   }
 }
@@ -53,6 +61,7 @@ export class RelaySessionHandle {
   }
 
   async get(o?: CallOptions): Promise<RelaySession> {
+    check.opts("session.get", "options", o);
     return this.t.json({ method: "GET", path: this.base }, o);
   }
 
@@ -61,7 +70,11 @@ export class RelaySessionHandle {
    * answer LockedError (423) with `opId` at once; see opStatus. Not retried after a
    * dropped connection unless it only reads.
    */
-  op<T = Record<string, unknown>>(body: RelayOp, o: CallOptions & { wait?: boolean } = {}): Promise<T> {
+  async op<T = Record<string, unknown>>(body: RelayOp, o: CallOptions & { wait?: boolean } = {}): Promise<T> {
+    check.fields("session.op", "the op", body, ["op", "path", "content", "encoding", "pattern", "glob", "maxResults"], false);
+    check.str("session.op", "op", body.op);
+    check.opts("session.op", "options", o, ["wait"]);
+    check.optBool("session.op", "wait", o.wait);
     return this.t.json({
       method: "POST", path: `${this.base}/ops`, json: body, query: { wait: o.wait === false ? "false" : undefined },
       idempotent: body.op !== "write_file", extraWaitMs: 120_000,
@@ -69,20 +82,33 @@ export class RelaySessionHandle {
   }
 
   readFile(path: string, o?: CallOptions) {
+    check.str("session.readFile", "path", path);
+    check.opts("session.readFile", "options", o);
     return this.op<{ path: string; content: string; encoding: "utf-8" | "base64"; size: number }>({ op: "read_file", path }, o);
   }
   writeFile(path: string, content: string, o: CallOptions & { encoding?: "utf-8" | "base64"; wait?: boolean } = {}) {
-    return this.op<{ path: string; size: number; sha256: string }>({ op: "write_file", path, content, encoding: o.encoding }, o);
+    check.str("session.writeFile", "path", path);
+    if (typeof content !== "string") throw new TypeError("session.writeFile: content must be a string (text, or base64 with {encoding: \"base64\"})");
+    check.opts("session.writeFile", "options", o, ["encoding", "wait"]);
+    const { encoding, ...rest } = o;
+    return this.op<{ path: string; size: number; sha256: string }>({ op: "write_file", path, content, encoding }, rest);
   }
   listDirectory(path?: string, o?: CallOptions) {
+    check.optStr("session.listDirectory", "path", path);
+    check.opts("session.listDirectory", "options", o);
     return this.op<{ entries: { name: string; type: string; size: number }[] }>({ op: "list_directory", path }, o);
   }
   searchFiles(pattern: string, q: { path?: string; glob?: string; maxResults?: number } = {}, o?: CallOptions) {
+    check.str("session.searchFiles", "pattern", pattern);
+    check.fields("session.searchFiles", "the query", q, ["path", "glob", "maxResults"]);
+    check.opts("session.searchFiles", "options", o);
     return this.op<{ results: { file: string; line: number; content: string }[]; truncated: boolean }>({ op: "search_files", pattern, ...q }, o);
   }
 
   /** A supervised write answered 423: pending, or done with its result or error. */
   async opStatus(opId: string, o?: CallOptions): Promise<Record<string, unknown>> {
+    check.str("session.opStatus", "opId", opId);
+    check.opts("session.opStatus", "options", o);
     return this.t.json({ method: "GET", path: `${this.base}/ops/${encodeURIComponent(opId)}` }, o);
   }
 
@@ -93,6 +119,7 @@ export class RelaySessionHandle {
    * reconnections in a row; `resume: false` turns this off). `break` (or `signal`) closes it.
    */
   async *events(o: CallOptions & { lastEventId?: string; resume?: boolean } = {}): AsyncGenerator<StreamEvent<Record<string, unknown>>> {
+    check.opts("session.events", "options", o, ["lastEventId", "resume"]);
     let last = o.lastEventId;
     const max = o.maxRetries ?? this.t.maxRetries;
     for (let failures = 0; ;) {
@@ -117,16 +144,19 @@ export class RelaySessionHandle {
 
   /** The session's log (scan results of blocked writes, ...). */
   async log(o?: CallOptions): Promise<{ uid: string; entries: Record<string, unknown>[]; truncated: boolean }> {
+    check.opts("session.log", "options", o);
     return this.t.json({ method: "GET", path: `${this.base}/log` }, o);
   }
 
   /** Ends the session now (`endReason: "aborted"`). */
   async abort(o?: CallOptions): Promise<RelaySession> {
+    check.opts("session.abort", "options", o);
     return this.t.json({ method: "POST", path: `${this.base}/abort`, json: {} }, o);
   }
 
   /** Closes the session, the job done (`endReason: "closed"`). */
   async close(o?: CallOptions): Promise<RelaySession> {
+    check.opts("session.close", "options", o);
     return this.t.json({ method: "DELETE", path: this.base }, o);
   }
 }

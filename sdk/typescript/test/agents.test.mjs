@@ -85,7 +85,7 @@ test("the file tools, runs, and the events iterator", async () => {
   const stale = await h.tools.call("edit", { path: "/shared/from-elsewhere.txt", oldString: "x", newString: "y" });
   assert.equal(stale.ok, false);
   assert.match(stale.output, /read it first/);
-  const r = await h.run(run);
+  const r = await h.getRun(run);
   assert.deepEqual(r.files.map((f) => f.path), ["/workspace/notes.md"]);
   assert.deepEqual(r.presented.map((p) => [p.path, p.caption]), [["/workspace/notes.md", "the notes"]]);
   await within(reader, 15000, () => "events seen: " + JSON.stringify(events));

@@ -116,6 +116,21 @@ test("503 and 429 are retried with backoff (Retry-After honoured); POSTs without
     const e = await client({ url: p.url, maxRetries: 1 }).volumes.get(vol.id).catch((x) => x);
     assert.ok(e instanceof RateLimitedError, String(e));
     assert.equal(e.status, 429);
+    assert.equal(e.retryAfter, undefined, "no Retry-After, no retryAfter");
+  } finally {
+    await p.close();
+  }
+});
+
+test("a 429 given up on carries retryAfter: the answer's Retry-After in seconds", async () => {
+  const vol = await c.volumes.create({ name: uniq() });
+  const later = errorAnswer(429, "Too Many Requests", "rate_limited", "Retry-After: 7\r\n");
+  const p = await proxy(() => ({ answer: later }));
+  try {
+    const e = await client({ url: p.url, maxRetries: 0 }).volumes.get(vol.id).catch((x) => x);
+    assert.ok(e instanceof RateLimitedError, String(e));
+    assert.equal(e.retryAfter, 7);
+    assert.equal(p.conns.length, 1, "maxRetries 0: asked once");
   } finally {
     await p.close();
   }

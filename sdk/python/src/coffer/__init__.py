@@ -9,8 +9,9 @@
 
 from ._files import Download
 from ._http import EventStream, Response, StreamResponse
-from .agents import Agent, AgentFiles, Agents, AgentTools, Attachment
-from .client import Client, Keys
+from .agents import Agent, AgentFiles, Agents, AgentTools, Attachment, RunHandle
+from .aio import AsyncCoffer, AsyncHandle, AsyncStream
+from .client import Client, Coffer, Keys
 from .errors import (Blocked, CofferConnectionError, CofferError, CofferTimeout, Conflict,
                      Forbidden, Gone, InternalError, Locked, NotFound, PreconditionFailed,
                      RangeNotSatisfiable, RateLimited, TooLarge, Unauthorized, Unavailable,
@@ -19,12 +20,13 @@ from .models import Event, FileData, Record
 from .relay import Relay, RelaySession
 from .subjects import Subject
 from .turns import Turn, Turns
-from .volumes import Volume, Volumes
+from .volumes import Runtime, Volume, Volumes
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Keys", "Volume", "Volumes", "Agent", "Agents", "AgentFiles", "AgentTools",
+    "Client", "Coffer", "AsyncCoffer", "AsyncHandle", "AsyncStream", "RunHandle", "Runtime",
+    "Keys", "Volume", "Volumes", "Agent", "Agents", "AgentFiles", "AgentTools",
     "Attachment", "Subject", "Turn", "Turns", "Relay", "RelaySession", "Download",
     "EventStream", "Response", "StreamResponse", "Event", "FileData", "Record",
     "CofferError", "CofferConnectionError", "CofferTimeout", "ValidationError",

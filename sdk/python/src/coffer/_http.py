@@ -39,13 +39,24 @@ _BROKEN = (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatu
            http.client.IncompleteRead, BrokenPipeError, socket.gaierror)
 
 
+def need_str(where: str, arg: str, v: Any) -> str:
+    """`v` if it is a non-empty str, else TypeError naming the call and the argument: a
+    dict or a number given where a path or an id belongs never reaches a URL."""
+    if not isinstance(v, str) or not v:
+        raise TypeError("%s: %s must be a non-empty str, not %s" % (
+            where, arg, "an empty str" if v == "" else type(v).__name__ + " " + repr(v)[:60]))
+    return v
+
+
 def quote_path(path: str) -> str:
     """Percent-encodes a `/`-separated path for a URL, keeping the slashes."""
+    need_str("path", "path", path)
     return urllib.parse.quote(path, safe="/")
 
 
 def quote_seg(seg: str) -> str:
     """Percent-encodes one URL segment (a `/` in it too)."""
+    need_str("id", "id", seg)
     return urllib.parse.quote(seg, safe="")
 
 
@@ -72,6 +83,9 @@ class _Payload:
             self._owned = True
         elif hasattr(body, "read"):
             self._file = body  # type: ignore[assignment]
+        elif isinstance(body, Mapping) or not hasattr(body, "__iter__"):
+            raise TypeError("body must be bytes, str, a path (os.PathLike), a binary file "
+                            "or an iterator of bytes, not %s" % type(body).__name__)
         else:
             self._iter = body
             self.replayable = False
@@ -107,6 +121,9 @@ class _Payload:
     def _chunks(self, it: Iterable[bytes]) -> Iterator[bytes]:
         for chunk in it:
             self.started = True
+            if not isinstance(chunk, (bytes, bytearray, memoryview)):
+                raise TypeError("body: an iterator must give bytes, not %s" %
+                                type(chunk).__name__)
             if chunk:
                 yield bytes(chunk)
 
@@ -393,6 +410,9 @@ def _query(q: Optional[Mapping[str, Any]]) -> str:
         if v is None:
             continue
         for item in (v if isinstance(v, (list, tuple)) else [v]):
+            if not isinstance(item, (str, int, float)):
+                raise TypeError("query parameter %r must be a str or a number, not %s" % (
+                    k, type(item).__name__))
             if isinstance(item, bool):
                 item = "true" if item else "false"
             pairs.append((k, str(item)))

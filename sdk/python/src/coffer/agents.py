@@ -10,10 +10,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ._files import Download, open_download, read_whole
-from ._http import Body, EventStream, Transport, quote_path, quote_seg
+from ._http import Body, EventStream, Transport, need_str, quote_path, quote_seg
 from .models import (Agent as AgentInfo, FileData, FileInfo, Link, Listing, PromptResult,
-                     Run, Skill, ToolResult)
+                     Record, Run, Skill, ToolResult)
 from .subjects import Subject
+from .volumes import Runtime
+
+# The settings an agent takes (snake_case or the API's camelCase).
+_SETTINGS = {"fileTools", "exclude", "defaultExclusions", "sandbox", "output", "relay"}
 
 
 @dataclass(frozen=True)
@@ -35,18 +39,29 @@ class Agents:
 
     def __init__(self, t: Transport) -> None:
         self._t = t
+        #: the volumes under seed 001's names: create_volume, volume(id), volumes(ids)
+        self.runtime = Runtime(t)
 
     def __call__(self, agent_id: str) -> "Agent":
         """A handle on an agent by id, without a request."""
-        return Agent(self._t, agent_id)
+        return Agent(self._t, need_str("agents(id)", "agent_id", agent_id))
 
     def upsert(self, agent_id: str, *, mounts: Optional[Sequence[Mapping[str, Any]]] = None,
                remount: Optional[bool] = None, **settings: Any) -> "Agent":
         """Creates or updates an agent. `settings` are the API's (`file_tools`,
         `exclude`, `default_exclusions`, `sandbox`, `output`, `relay`), in snake_case or
         camelCase. Other mounts than the agent has: Conflict unless `remount=True`."""
+        need_str("agents.upsert", "agent_id", agent_id)
         body: dict[str, Any] = {_camel(k): v for k, v in settings.items()}
+        unknown = sorted(k for k in body if k not in _SETTINGS)
+        if unknown:
+            raise TypeError("agents.upsert: unknown setting %s (it takes mounts, remount, %s)" % (
+                ", ".join(repr(k) for k in unknown), ", ".join(sorted(_SETTINGS))))
         if mounts is not None:
+            if isinstance(mounts, (str, bytes, Mapping)) or not all(
+                    isinstance(m, Mapping) for m in mounts):
+                raise TypeError("agents.upsert: mounts must be a list of mount dicts, not %s"
+                                % type(mounts).__name__)
             body["mounts"] = [dict(m) for m in mounts]
         if remount is not None:
             body["remount"] = remount
@@ -71,6 +86,7 @@ class AgentFiles:
         self._t, self._agent = agent._t, agent
 
     def _url(self, path: str) -> str:
+        need_str("agent.files", "path", path)
         return self._agent._base + "/files" + quote_path(path if path.startswith("/")
                                                         else "/" + path)
 
@@ -96,12 +112,21 @@ class AgentFiles:
 
     def list(self, path: Optional[str] = None) -> Listing:
         """A folder's immediate children (by default the first mount's)."""
+        if path is not None:
+            need_str("agent.files.list", "path", path)
         return Listing(self._t.request("GET", self._agent._base + "/files",
                                        query={"path": path}).json())
 
     def link(self, path: str, *, method: str = "GET", expires_in: Optional[int] = None,
              max_bytes: Optional[int] = None, content_type: Optional[str] = None) -> Link:
         """A signed link to a file by its agent path."""
+        need_str("agent.files.link", "path", path)
+        for arg, v in (("expires_in", expires_in), ("max_bytes", max_bytes)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                raise TypeError("agent.files.link: %s must be an int (seconds or bytes), not %s"
+                                % (arg, type(v).__name__))
+        if method not in ("GET", "PUT"):
+            raise ValueError("agent.files.link: method must be 'GET' or 'PUT', not %r" % (method,))
         body: dict[str, Any] = {"path": path, "method": method}
         for k, v in (("expiresIn", expires_in), ("maxBytes", max_bytes),
                      ("contentType", content_type)):
@@ -110,10 +135,27 @@ class AgentFiles:
         return Link(self._t.request("POST", self._agent._base + "/links", json=body,
                                     retry=False).json())
 
-    def upload(self, request_id: str, name: str, data: Body, *,
-               content_type: Optional[str] = None) -> FileInfo:
-        """Saves `data` (streamed) at `uploads/{request_id}/{name}` of the agent's
-        workspace; a retry never writes twice (the answer then has `replayed`)."""
+    def upload(self, *args: Any, content_type: Optional[str] = None,
+               version: Optional[int] = None) -> FileInfo:
+        """Two forms:
+
+        `upload(path, data)` (seed 001): writes `data` (streamed) at the agent path
+        `path` (`/workspace/in/config.json`), as `write`.
+
+        `upload(request_id, name, data)`: saves `data` (streamed) at
+        `uploads/{request_id}/{name}` of the agent's workspace; a retry never writes
+        twice (the answer then has `replayed`)."""
+        if len(args) == 2:
+            return self.write(need_str("agent.files.upload", "path", args[0]), args[1],
+                              content_type=content_type, version=version)
+        if len(args) != 3:
+            raise TypeError("agent.files.upload takes (path, data) or (request_id, name, "
+                            "data), not %d arguments" % len(args))
+        if version is not None:
+            raise TypeError("agent.files.upload(request_id, name, data) takes no version")
+        request_id, name, data = args
+        need_str("agent.files.upload", "request_id", request_id)
+        need_str("agent.files.upload", "name", name)
         url = "%s/uploads/%s/%s" % (self._agent._base, quote_seg(request_id), quote_seg(name))
         h = {"Content-Type": content_type} if content_type else None
         return FileInfo(self._t.request("PUT", url, body=data, headers=h).json())
@@ -122,17 +164,26 @@ class AgentFiles:
 class AgentTools:
     """`agent.tools`: the model's file tools. `run_id` groups calls into a run."""
 
-    def __init__(self, agent: "Agent") -> None:
-        self._t, self._agent = agent._t, agent
+    def __init__(self, agent: "Agent", run: Optional["RunHandle"] = None) -> None:
+        self._t, self._agent, self._run = agent._t, agent, run
 
     def call(self, tool: str, args: Optional[Mapping[str, Any]] = None, *,
              run_id: Optional[str] = None) -> ToolResult:
         """Runs one tool with its arguments as the API names them (camelCase)."""
+        need_str("agent.tools.call", "tool", tool)
+        if args is not None and not isinstance(args, Mapping):
+            raise TypeError("agent.tools.%s: args must be a dict, not %s" % (
+                tool, type(args).__name__))
+        if run_id is None and self._run is not None:
+            run_id = self._run.id
         h = {"X-Run-Id": run_id} if run_id else None
         read_only = tool in ("read", "ls", "glob", "grep")
-        return ToolResult(self._t.request(
+        r = ToolResult(self._t.request(
             "POST", self._agent._base + "/tools/" + quote_seg(tool), json=dict(args or {}),
             headers=h, retry=read_only).json())
+        if self._run is not None:
+            self._run.refresh()
+        return r
 
     def read(self, path: str, *, offset: Optional[int] = None, limit: Optional[int] = None,
              encoding: Optional[str] = None, run_id: Optional[str] = None) -> ToolResult:
@@ -194,8 +245,21 @@ class Agent:
                                               json=[dict(m) for m in mounts]).json())
         return self.info
 
-    def run(self, run_id: str) -> Run:
-        """What a run wrote and presented."""
+    def run(self, text: str, files: Iterable[PromptFile] = (), *, run_id: Optional[str] = None,
+            conversation: Optional[str] = None, format: Optional[str] = None) -> "RunHandle":
+        """Starts a run (seed 001): each file is uploaded first, streamed, once, under
+        `uploads/{run id}/`, then the model message is built through `prompt` with the
+        run's id (a retried run, the same `run_id`, uploads nothing twice). The RunHandle's
+        `files` and `raw.presented` fill as the run's tool calls (`run.tools`, or any
+        call with its id, then `run.refresh()`) write and present."""
+        need_str("agent.run", "text", text)
+        rid = run_id or "run-" + uuid.uuid4().hex[:20]
+        message = self.prompt(text, files, request_id=rid, conversation=conversation,
+                              format=format)
+        return RunHandle(self, rid, message)
+
+    def get_run(self, run_id: str) -> Run:
+        """What a run wrote and presented: `{run_id, files, presented}`."""
         return Run(self._t.request("GET", self._base + "/runs/" + quote_seg(run_id)).json())
 
     def events(self, *, timeout: Optional[float] = None) -> EventStream:
@@ -211,6 +275,10 @@ class Agent:
         not already the agent's (`{"path": ...}`) is first uploaded, streamed, to
         `uploads/{request_id}/{name}`; then the prompt names them all by path. Calling
         again with the same `request_id` (made here unless given) uploads nothing twice."""
+        need_str("agent.prompt", "text", text)
+        if isinstance(files, (str, bytes, Mapping, os.PathLike)):
+            raise TypeError("agent.prompt: files must be a list of files, not one %s" %
+                            type(files).__name__)
         rid = request_id or "req-" + uuid.uuid4().hex[:20]
         # every entry is checked before anything is uploaded
         plan = [_as_path_ref(f) or _attachment(f, i) for i, f in enumerate(files)]
@@ -282,3 +350,29 @@ def _attachment(f: PromptFile, i: int) -> tuple[str, Body, Optional[str]]:
     raise TypeError("prompt file %d: %s is not bytes, a path, an Attachment or a "
                     "mapping" % (i + 1, type(f).__name__))
 
+
+
+class RunHandle:
+    """A run started by `agent.run(text, files=...)`: its `id`, the model message built
+    for it (`message`, the prompt's answer), what it wrote (`files`) and the record as the
+    server has it (`raw`: `run_id`, `files`, `presented`). `tools` are the agent's file
+    tools with the run's id; after each call the run is read again. `refresh()` reads it
+    after calls made elsewhere with the run's id."""
+
+    def __init__(self, agent: Agent, run_id: str, message: PromptResult) -> None:
+        self.agent = agent
+        self.id = run_id
+        self.message = message
+        self.raw = Run({"runId": run_id, "files": [], "presented": []})
+        self.tools = AgentTools(agent, self)
+
+    @property
+    def files(self) -> list[Record]:
+        return list(self.raw.files or [])
+
+    def refresh(self) -> "RunHandle":
+        self.raw = self.agent.get_run(self.id)
+        return self
+
+    def __repr__(self) -> str:
+        return "RunHandle(%r)" % self.id

@@ -10,7 +10,7 @@ from .agents import Agent, Agents
 from .models import Key
 from .relay import Relay
 from .turns import Turns
-from .volumes import Volume, Volumes
+from .volumes import Runtime, Volume, Volumes
 
 
 class Keys:
@@ -61,6 +61,13 @@ class Client:
         self.turns = Turns(self._t)
         self.relay = Relay(self._t)
         self.keys = Keys(self._t)
+        #: the volumes under seed 001's names: create_volume, volume(id), volumes(ids)
+        self.runtime: Runtime = self.agents.runtime
+
+    def upsert(self, agent_id: str, **settings: Any) -> Agent:
+        """`agents.upsert`: creates or updates an agent, and returns it (seed 001's
+        `agents.upsert("support", mounts=[...])`)."""
+        return self.agents.upsert(agent_id, **settings)
 
     def volume(self, volume_id: str) -> Volume:
         """A handle on a volume by id (no request)."""
@@ -86,3 +93,7 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+#: seed 001's name for the client
+Coffer = Client

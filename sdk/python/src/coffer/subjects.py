@@ -64,10 +64,12 @@ class Subject:
 
     def read_memory(self, name: str) -> FileData:
         """`USER.md` or `MEMORY.md` (NotFound until written)."""
+        _memory_name("subject.read_memory", name)
         return read_whole(self._t, self._base + "/memory/" + quote_seg(name))
 
     def write_memory(self, name: str, content: Body) -> FileInfo:
         """Writes `memories/{name}`, the only way to write there."""
+        _memory_name("subject.write_memory", name)
         return FileInfo(self._t.request("PUT", self._base + "/memory/" + quote_seg(name),
                                         body=content).json())
 
@@ -75,3 +77,8 @@ class Subject:
         """Starts a sandbox session: `skills/` becomes exactly the agent's skills."""
         return SessionStart(self._t.request("POST", self._base + "/sessions", json={},
                                             retry=True).json())
+
+
+def _memory_name(where: str, name: str) -> None:
+    if name not in ("USER.md", "MEMORY.md"):
+        raise ValueError("%s: name must be 'USER.md' or 'MEMORY.md', not %r" % (where, name))

@@ -7,7 +7,7 @@ import uuid
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from ._files import Download, etag_version, open_download, read_whole
-from ._http import Body, StreamResponse, Transport, quote_path, quote_seg
+from ._http import Body, StreamResponse, Transport, need_str, quote_path, quote_seg
 from .models import (Change, ChangesPage, FileData, FileInfo, FileList, Link, Moved,
                      ReadAll, Removed, Restored, Snapshot, VolumeInfo)
 
@@ -22,6 +22,7 @@ class Volumes:
                idempotency_key: Optional[str] = None) -> "Volume":
         """Creates a volume. An Idempotency-Key (made here unless given) makes a retry,
         by this SDK or by the caller with the same key, answer the same volume."""
+        need_str("volumes.create", "name", name)
         body: dict[str, Any] = {"name": name}
         if ceiling is not None:
             body["ceiling"] = ceiling
@@ -59,6 +60,9 @@ class Volumes:
     def seqs(self, ids: Sequence[str]) -> list[VolumeInfo]:
         """`{id, seq, files, bytes}` of up to 50 volumes in one request (unknown ids are
         left out): which volumes changed."""
+        if isinstance(ids, (str, bytes)) or not all(isinstance(i, str) and i for i in ids):
+            raise TypeError("volumes.seqs: ids must be a list of volume ids, not %s" %
+                            type(ids).__name__)
         if len(ids) > 50:
             raise ValueError("seqs takes at most 50 ids, not %d" % len(ids))
         r = self._t.request("GET", "/v1/volumes", query={"ids": ",".join(ids)}).json()
@@ -92,6 +96,7 @@ class Volume:
         return "Volume(%r)" % self.id
 
     def _file(self, path: str) -> str:
+        need_str("volume", "path", path)
         return self._base + "/files/" + quote_path(path[1:] if path.startswith("/") else path)
 
     def refresh(self) -> VolumeInfo:
@@ -273,3 +278,25 @@ class Volume:
         h = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return Link(self._t.request("POST", self._base + "/links", json=body, headers=h,
                                     retry=False).json())
+
+
+class Runtime:
+    """The volumes under seed 001's names (`client.runtime`, `client.agents.runtime`):
+    `create_volume(name=..., idempotency_key=...)`, `volume(id)`, `volumes(ids)`; the
+    same calls as `client.volumes` (`create`, `__call__`, `seqs`)."""
+
+    def __init__(self, t: Transport) -> None:
+        self._v = Volumes(t)
+
+    def create_volume(self, name: str, *, ceiling: Optional[int] = None,
+                      idempotency_key: Optional[str] = None) -> "Volume":
+        """A new volume (made once per `idempotency_key`, for a day)."""
+        return self._v.create(name, ceiling=ceiling, idempotency_key=idempotency_key)
+
+    def volume(self, volume_id: str) -> "Volume":
+        """A handle on a volume by id, without a request."""
+        return self._v(volume_id)
+
+    def volumes(self, ids: Sequence[str]) -> list[VolumeInfo]:
+        """`{id, seq, files, bytes}` of up to 50 volumes in one request."""
+        return self._v.seqs(ids)

@@ -1,0 +1,107 @@
+"use strict";
+// Turns: scratch workspaces for confined tool calls (API.md "Turns").
+var __createBinding = (this && this.__createBinding) || (Object.create ? (function(o, m, k, k2) {
+    if (k2 === undefined) k2 = k;
+    var desc = Object.getOwnPropertyDescriptor(m, k);
+    if (!desc || ("get" in desc ? !m.__esModule : desc.writable || desc.configurable)) {
+      desc = { enumerable: true, get: function() { return m[k]; } };
+    }
+    Object.defineProperty(o, k2, desc);
+}) : (function(o, m, k, k2) {
+    if (k2 === undefined) k2 = k;
+    o[k2] = m[k];
+}));
+var __setModuleDefault = (this && this.__setModuleDefault) || (Object.create ? (function(o, v) {
+    Object.defineProperty(o, "default", { enumerable: true, value: v });
+}) : function(o, v) {
+    o["default"] = v;
+});
+var __importStar = (this && this.__importStar) || (function () {
+    var ownKeys = function(o) {
+        ownKeys = Object.getOwnPropertyNames || function (o) {
+            var ar = [];
+            for (var k in o) if (Object.prototype.hasOwnProperty.call(o, k)) ar[ar.length] = k;
+            return ar;
+        };
+        return ownKeys(o);
+    };
+    return function (mod) {
+        if (mod && mod.__esModule) return mod;
+        var result = {};
+        if (mod != null) for (var k = ownKeys(mod), i = 0; i < k.length; i++) if (k[i] !== "default") __createBinding(result, mod, k[i]);
+        __setModuleDefault(result, mod);
+        return result;
+    };
+})();
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.Turn = exports.Turns = void 0;
+const check = __importStar(require("./check.js"));
+const volumes_js_1 = require("./volumes.js");
+class Turns {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /** A new turn for an agent and a user (its workspace is made at its first call). */
+    async create(body, o) {
+        check.fields("turns.create", "the turn", body, ["agent", "user", "deadlineSeconds", "acceptedOutputModes"], false);
+        check.str("turns.create", "agent", body.agent);
+        check.str("turns.create", "user", body.user);
+        check.int("turns.create", "deadlineSeconds", body.deadlineSeconds);
+        check.opts("turns.create", "options", o);
+        const info = await this.t.json({ method: "POST", path: "/v1/turns", json: body }, o);
+        return new Turn(this.t, info);
+    }
+    /** A handle on a turn by id (no request made). */
+    turn(id) {
+        check.str("turns.turn", "id", id);
+        return new Turn(this.t, { id });
+    }
+}
+exports.Turns = Turns;
+class Turn {
+    t;
+    info;
+    id;
+    base;
+    constructor(t, info) {
+        this.t = t;
+        this.info = info;
+        this.id = info.id;
+        this.base = `/v1/turns/${encodeURIComponent(info.id)}`;
+    }
+    async get(o) {
+        check.opts("turn.get", "options", o);
+        return this.t.json({ method: "GET", path: this.base }, o);
+    }
+    /**
+     * Runs `sh -c command` confined and waits for it. Never retried after a dropped
+     * connection (a command is not idempotent). The idle timeout is raised to cover
+     * `timeoutSeconds` (default 120).
+     */
+    async call(command, a = {}, o) {
+        check.str("turn.call", "command", command);
+        check.fields("turn.call", "the call", a, ["stdin", "timeoutSeconds"]);
+        check.optInt("turn.call", "timeoutSeconds", a.timeoutSeconds);
+        check.opts("turn.call", "options", o);
+        return this.t.json({
+            method: "POST", path: `${this.base}/calls`, json: { command, ...a },
+            extraWaitMs: (a.timeoutSeconds ?? 120) * 1000,
+        }, o);
+    }
+    /** A file a call returned. */
+    async file(callId, name, o) {
+        check.str("turn.file", "callId", callId);
+        check.str("turn.file", "name", name);
+        check.opts("turn.file", "options", o);
+        return this.t.request({
+            method: "GET", path: `${this.base}/files/${encodeURIComponent(callId)}/${encodeURIComponent(name)}`,
+        }, o, async (r) => ({ ...(0, volumes_js_1.downloadInfo)(r), data: await (0, volumes_js_1.bytesOf)(r) }));
+    }
+    /** Ends the turn: its calls are stopped, its workspace deleted. */
+    async end(o) {
+        check.opts("turn.end", "options", o);
+        await this.t.json({ method: "DELETE", path: this.base }, o);
+    }
+}
+exports.Turn = Turn;
