@@ -74,7 +74,11 @@ typedef struct cof_store_opts {
 	int tool;                   /* an offline tool (fsck, gc): no admin key made or recorded */
 	int serve;                  /* cofferd: the only server of the dir (DATA/lock) */
 	int64_t content_cache;      /* bytes of small contents kept in memory; 0 = none */
+	int64_t keys_per_org;       /* live keys an organization may hold; 0 = COF_KEYS_PER_ORG */
 } cof_store_opts;
+/* Live (neither revoked nor expired) keys one organization may hold by
+ * default (cofferd --keys-per-org): minting is 409 past it (issue 32.9). */
+#define COF_KEYS_PER_ORG 1000
 /* What a server keeps when not told otherwise (cofferd --content-cache, and the
  * in-process `coffer mount --data` / `coffer mcp --data`). */
 #define COF_CONTENT_CACHE_DEFAULT ((int64_t)64 * 1024 * 1024)

@@ -167,13 +167,16 @@ struct http_req {
 	int live_stripe;                /* which of router.c's lists */
 };
 
-/* ---- ratelimit.c: --rate-limit N requests a second per key (burst 2N) */
+/* ---- ratelimit.c: --rate-limit N requests a second per key (burst 2N),
+ * --rate-limit-org M per organization */
 
-/* Sets the limit (0 = none); once, before serving. */
-void http_rate_configure(int64_t per_second);
-/* Takes one request of key `key_id` ("" or NULL: not limited): 0, or -1 with
- * COF_ERATELIMIT in err and *retry_after in whole seconds (>= 1). */
-int http_rate_take(const char *key_id, cof_err *err, int *retry_after);
+/* Sets the limits (0 = none; org_per_second 0 = per_second); once, before
+ * serving. */
+void http_rate_configure(int64_t per_second, int64_t org_per_second);
+/* Takes one request of key `key_id` of organization `org` from both their
+ * buckets (key_id "" or NULL: not limited): 0, or -1 with COF_ERATELIMIT in
+ * err and *retry_after in whole seconds (>= 1). */
+int http_rate_take(const char *key_id, const char *org, cof_err *err, int *retry_after);
 /* Requests refused so far. */
 int64_t http_rate_limited_count(void);
 /* Answers err (a 429) with Retry-After. */

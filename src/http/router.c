@@ -339,7 +339,7 @@ static int authenticate(http_req *req)
 		return cof_error(&req->err, COF_EFORBIDDEN,
 				 "this key is bound to agent '%s' and reaches only that agent",
 				 req->who.agent);
-	return http_rate_take(req->who.key_id, &req->err, &req->retry_after);
+	return http_rate_take(req->who.key_id, req->who.org, &req->err, &req->retry_after);
 }
 
 /* True when req's key is checked with its handler rather than on MHD's first

@@ -207,13 +207,24 @@ int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
 	int64_t expires_in;
 	char key[80];
 
+	int64_t cap = st->opts.keys_per_org > 0 ? st->opts.keys_per_org : COF_KEYS_PER_ORG;
+	int added;
+
 	if (key_body(who, body, &k, &expires_in, err) || key_new(key, k.hash, err))
 		return -1;
 	key_id(k.hash, k.id);
 	k.created_at = cof_now();
 	k.expires_at = expires_in ? k.created_at + expires_in : 0;
-	if (cof_meta_key_add(st->meta, &k, err))
+	/* Keys are what the rate limit counts by: without a cap, minting more
+	 * of them would be a way round it (and round the organization's). */
+	added = cof_meta_key_add_capped(st->meta, &k, cap, err);
+	if (added < 0)
 		return -1;
+	if (!added)
+		return cof_error(err, COF_ECONFLICT,
+				 "organization '%s' holds %lld live keys, its limit (cofferd "
+				 "--keys-per-org); revoke one (DELETE /v1/keys/{id}) before "
+				 "minting another", k.org, (long long)cap);
 	*out = json_pack("{s:s, s:s, s:s, s:b}", "id", k.id, "key", key, "org", k.org,
 			 "readOnly", k.read_only);
 	if (k.agent[0])
