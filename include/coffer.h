@@ -114,6 +114,7 @@ typedef struct cof_principal {
 	int admin;       /* the admin key: may mint keys for a new organization */
 	int read_only;   /* may only read (GET/HEAD) */
 	char key_id[24]; /* the key's id ("k_" + 16 hex digits) */
+	int64_t expires_at; /* Unix seconds; 0 = never */
 } cof_principal;
 
 /* Resolves `key`; COF_EUNAUTHORIZED when unknown, revoked or expired (the

@@ -327,8 +327,10 @@ static int authenticate(http_req *req)
 				 "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
 	char hash[65];
 	int hashed = key_hash(key, hash) == 0;
-	if (hashed)
+	if (hashed) {
 		snprintf(req->key_id, sizeof req->key_id, "k_%.16s", hash);
+		memcpy(req->key_hash, hash, sizeof req->key_hash);
+	}
 	if (cof_key_auth_hashed(req->srv->st, key, hashed ? hash : NULL, &req->who, &req->err))
 		return -1;
 	if (req->who.read_only && strcmp(req->method, "GET") && strcmp(req->method, "HEAD"))

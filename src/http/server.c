@@ -770,6 +770,7 @@ static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 	http_loop_stop(); /* every job ended and every wait resumed: none suspended */
 	http_evloops_stop(srv->loops);
 	srv->loops = NULL;
+	http_keywatch_stop();
 }
 
 /* Opens the store and prints the admin key when it is new (or that the

@@ -110,6 +110,7 @@ int cof_key_auth_hashed(cof_store *st, const char *key, const char *given,
 	snprintf(who->key_id, sizeof who->key_id, "%s", k.id);
 	who->admin = k.admin;
 	who->read_only = k.read_only;
+	who->expires_at = k.expires_at;
 	/* lastUsedAt is advisory: a failed write must not fail the request. */
 	if (now - k.last_used_at >= KEY_TOUCH_EVERY) {
 		cof_err e2 = {0};
