@@ -482,6 +482,9 @@ enum MHD_Result http_openapi(http_req *req);
 /* console.c: the web console's page and files (no key) */
 enum MHD_Result http_console(http_req *req);
 enum MHD_Result http_console_file(http_req *req);
+/* The console's security headers (CSP, nosniff, no framing, no referrer): on its
+ * files and on every error answered under /console. */
+void http_console_headers(struct MHD_Response *resp);
 
 /* ---- router.c: what server.c hands to MHD */
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
