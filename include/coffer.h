@@ -519,9 +519,14 @@ int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
  * change. Answer {path, seq, removed}. */
 int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
 			    const char *subject, const char *path, json_t **out, cof_err *err);
-/* GET .../volume: {volumeId, used, capacity, ceiling, files}. */
+/* {volumeId, used, capacity, ceiling, files} of the subject's workspace, made
+ * when it has none yet (a turn's /user). */
 int cof_subject_volume(cof_store *st, const char *org, const char *agent,
 		       const char *subject, json_t **out, cof_err *err);
+/* GET .../volume: the same, never making the workspace: while there is none,
+ * a new one's numbers with volumeId null (a read makes no state). */
+int cof_subject_volume_read(cof_store *st, const char *org, const char *agent,
+			    const char *subject, json_t **out, cof_err *err);
 /* PUT/GET .../memory/{name}: `name` is USER.md or MEMORY.md (else COF_ENOTFOUND),
  * stored at memories/{name}. The put consumes `up`; answer as cof_file_put. */
 int cof_subject_memory_put(cof_store *st, const char *org, const char *agent,

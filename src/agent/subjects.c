@@ -425,12 +425,14 @@ int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
 	return 0;
 }
 
-int cof_subject_volume(cof_store *st, const char *org, const char *agent,
-		       const char *subject, json_t **out, cof_err *err)
+/* The workspace's numbers; with `make`, the workspace is made when absent. */
+static int subject_volume(cof_store *st, const char *org, const char *agent,
+			  const char *subject, int make, json_t **out, cof_err *err)
 {
 	cof_volrow v;
 	char vol[48];
-	int r = subject_find(st, org, agent, subject, vol, err);
+	int r = make ? (subject_open(st, org, agent, subject, vol, err) ? -1 : 1)
+		     : subject_find(st, org, agent, subject, vol, err);
 
 	if (r == 0) { /* no workspace yet: what a new one would be, no id */
 		*out = json_pack("{s:n, s:i, s:I, s:I, s:i}", "volumeId", "used", 0, "capacity",
@@ -444,6 +446,18 @@ int cof_subject_volume(cof_store *st, const char *org, const char *agent,
 			 (json_int_t)v.bytes, "capacity", (json_int_t)v.capacity, "ceiling",
 			 (json_int_t)v.ceiling, "files", (json_int_t)v.files);
 	return 0;
+}
+
+int cof_subject_volume(cof_store *st, const char *org, const char *agent,
+		       const char *subject, json_t **out, cof_err *err)
+{
+	return subject_volume(st, org, agent, subject, 1, out, err);
+}
+
+int cof_subject_volume_read(cof_store *st, const char *org, const char *agent,
+			    const char *subject, json_t **out, cof_err *err)
+{
+	return subject_volume(st, org, agent, subject, 0, out, err);
 }
 
 /* ----------------------------------------------------------- memory */
