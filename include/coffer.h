@@ -74,7 +74,11 @@ typedef struct cof_store_opts {
 	int tool;                   /* an offline tool (fsck, gc): no admin key made or recorded */
 	int serve;                  /* cofferd: the only server of the dir (DATA/lock) */
 	int64_t content_cache;      /* bytes of small contents kept in memory; 0 = none */
+	int64_t keys_per_org;       /* live keys an organization may hold; 0 = COF_KEYS_PER_ORG */
 } cof_store_opts;
+/* Live (neither revoked nor expired) keys one organization may hold by
+ * default (cofferd --keys-per-org): minting is 409 past it (issue 32.9). */
+#define COF_KEYS_PER_ORG 1000
 /* What a server keeps when not told otherwise (cofferd --content-cache, and the
  * in-process `coffer mount --data` / `coffer mcp --data`). */
 #define COF_CONTENT_CACHE_DEFAULT ((int64_t)64 * 1024 * 1024)
@@ -110,6 +114,7 @@ typedef struct cof_principal {
 	int admin;       /* the admin key: may mint keys for a new organization */
 	int read_only;   /* may only read (GET/HEAD) */
 	char key_id[24]; /* the key's id ("k_" + 16 hex digits) */
+	int64_t expires_at; /* Unix seconds; 0 = never */
 } cof_principal;
 
 /* Resolves `key`; COF_EUNAUTHORIZED when unknown, revoked or expired (the
@@ -545,9 +550,14 @@ int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
  * change. Answer {path, seq, removed}. */
 int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
 			    const char *subject, const char *path, json_t **out, cof_err *err);
-/* GET .../volume: {volumeId, used, capacity, ceiling, files}. */
+/* {volumeId, used, capacity, ceiling, files} of the subject's workspace, made
+ * when it has none yet (a turn's /user). */
 int cof_subject_volume(cof_store *st, const char *org, const char *agent,
 		       const char *subject, json_t **out, cof_err *err);
+/* GET .../volume: the same, never making the workspace: while there is none,
+ * a new one's numbers with volumeId null (a read makes no state). */
+int cof_subject_volume_read(cof_store *st, const char *org, const char *agent,
+			    const char *subject, json_t **out, cof_err *err);
 /* PUT/GET .../memory/{name}: `name` is USER.md or MEMORY.md (else COF_ENOTFOUND),
  * stored at memories/{name}. The put consumes `up`; answer as cof_file_put. */
 int cof_subject_memory_put(cof_store *st, const char *org, const char *agent,

@@ -265,6 +265,17 @@ int cof_agent_load_as(cof_store *st, const char *org, const char *id, const char
 	return 0;
 }
 
+/* Checks the subject id and the agent, then finds the workspace without
+ * making it: a read never makes state (issue 32.10: a read-only key made
+ * subject volumes by GET). 1 found, 0 the subject has none yet, -1 error. */
+static int subject_find(cof_store *st, const char *org, const char *agent,
+			const char *subject, char vol[48], cof_err *err)
+{
+	if (subject_check(subject, err) || agent_exists(st, org, agent, err))
+		return -1;
+	return cof_meta_subject_get(st->meta, org, agent, subject, vol, err);
+}
+
 /* 1 when `path` is a file of the view, 0 when not. */
 static int is_file(cof_store *st, const cof_view *v, const char *path, cof_err *err)
 {
@@ -387,8 +398,15 @@ int cof_subject_file_list(cof_store *st, const char *org, const char *agent,
 			return -1;
 		snprintf(prefix, sizeof prefix, "%s/", d);
 	}
-	if (subject_open(st, org, agent, subject, vol, err) ||
-	    cof_view_open(st, org, vol, NULL, &v, err))
+	if ((r = subject_find(st, org, agent, subject, vol, err)) < 0)
+		return -1;
+	if (r == 0) { /* no workspace yet: an empty one */
+		if (d[0])
+			return cof_error(err, COF_ENOTFOUND, "folder '%.200s' not found", d);
+		*out = json_pack("{s:s, s:[]}", "path", d, "entries");
+		return 0;
+	}
+	if (cof_view_open(st, org, vol, NULL, &v, err))
 		return -1;
 	if (d[0] && (r = is_file(st, &v, d, err)) != 0) {
 		if (r == 1)
@@ -413,9 +431,14 @@ int cof_subject_file_open(cof_store *st, const char *org, const char *agent,
 	const char *p;
 	char vol[48];
 
+	int r;
+
 	memset(out, 0, sizeof *out);
-	if (path_arg(path, "path", &p, err) || subject_open(st, org, agent, subject, vol, err))
+	if (path_arg(path, "path", &p, err) ||
+	    (r = subject_find(st, org, agent, subject, vol, err)) < 0)
 		return -1;
+	if (r == 0)
+		return cof_error(err, COF_ENOTFOUND, "file '%.200s' not found", p);
 	return cof_file_open(st, org, vol, p, NULL, out, err);
 }
 
@@ -517,19 +540,39 @@ int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
 	return 0;
 }
 
-int cof_subject_volume(cof_store *st, const char *org, const char *agent,
-		       const char *subject, json_t **out, cof_err *err)
+/* The workspace's numbers; with `make`, the workspace is made when absent. */
+static int subject_volume(cof_store *st, const char *org, const char *agent,
+			  const char *subject, int make, json_t **out, cof_err *err)
 {
 	cof_volrow v;
 	char vol[48];
+	int r = make ? (subject_open(st, org, agent, subject, vol, err) ? -1 : 1)
+		     : subject_find(st, org, agent, subject, vol, err);
 
-	if (subject_open(st, org, agent, subject, vol, err) ||
-	    cof_meta_volume_get(st->meta, org, vol, &v, err))
+	if (r == 0) { /* no workspace yet: what a new one would be, no id */
+		*out = json_pack("{s:n, s:i, s:I, s:I, s:i}", "volumeId", "used", 0, "capacity",
+				 (json_int_t)COF_DEFAULT_CAPACITY, "ceiling",
+				 (json_int_t)COF_DEFAULT_CEILING, "files", 0);
+		return 0;
+	}
+	if (r < 0 || cof_meta_volume_get(st->meta, org, vol, &v, err))
 		return -1;
 	*out = json_pack("{s:s, s:I, s:I, s:I, s:I}", "volumeId", v.id, "used",
 			 (json_int_t)v.bytes, "capacity", (json_int_t)v.capacity, "ceiling",
 			 (json_int_t)v.ceiling, "files", (json_int_t)v.files);
 	return 0;
+}
+
+int cof_subject_volume(cof_store *st, const char *org, const char *agent,
+		       const char *subject, json_t **out, cof_err *err)
+{
+	return subject_volume(st, org, agent, subject, 1, out, err);
+}
+
+int cof_subject_volume_read(cof_store *st, const char *org, const char *agent,
+			    const char *subject, json_t **out, cof_err *err)
+{
+	return subject_volume(st, org, agent, subject, 0, out, err);
 }
 
 /* ----------------------------------------------------------- memory */
@@ -564,11 +607,15 @@ int cof_subject_memory_open(cof_store *st, const char *org, const char *agent,
 {
 	char path[32], vol[48];
 	cof_err e2 = {0};
+	int r;
 
 	memset(out, 0, sizeof *out);
 	if (memory_path(name, path, sizeof path, err) ||
-	    subject_open(st, org, agent, subject, vol, err))
+	    (r = subject_find(st, org, agent, subject, vol, err)) < 0)
 		return -1;
+	if (r == 0)
+		return cof_error(err, COF_ENOTFOUND, "subject '%.128s' has no %s yet", subject,
+				 name);
 	if (!cof_file_open(st, org, vol, path, NULL, out, &e2))
 		return 0;
 	if (e2.code != COF_ENOTFOUND) {

@@ -230,6 +230,8 @@ typedef struct sse_stream {
 	int done;
 	int64_t last_ms;        /* when something was last sent */
 	http_wait wait;
+	int64_t due_ms;         /* the keep-alive or coalescing end waited for */
+	http_keyhold *key;      /* the stream's key: it ends with the key */
 	char base[300];         /* "http://HOST", for links in events */
 } sse_stream;
 
@@ -290,16 +292,25 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 	while (s->pos == s->buf.len) {
 		if (s->done)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		int fd = cof_agent_watch_wake(s->w, &at);
-		http_drain_fd(fd);
-		sse_fill(s);
-		if (s->pos < s->buf.len || s->done)
+		if (http_sse_key_end(s->key, &s->buf)) {
+			s->done = 1;
 			continue;
-		cof_agent_watch_wake(s->w, &at); /* a change may have opened a window */
-		int64_t until = s->last_ms + 15000;
-		if (at && at < until)
-			until = at;
-		if (http_wait_on(&s->wait, s->conn, fd, -1, until) == 0)
+		}
+		int fd = cof_agent_watch_wake(s->w, &at);
+		/* woken only to look at the key: nothing to read */
+		if (!s->due_ms || http_fd_ready(fd) || cof_mono_ms() >= s->due_ms) {
+			http_drain_fd(fd);
+			sse_fill(s);
+			if (s->pos < s->buf.len || s->done)
+				continue;
+			cof_agent_watch_wake(s->w, &at); /* a change may have opened a window */
+			s->due_ms = s->last_ms + 15000;
+			if (at && at < s->due_ms)
+				s->due_ms = at;
+		}
+		int64_t until = cof_mono_ms() + HTTP_KEYWATCH_WAKE_MS;
+		if (http_wait_on(&s->wait, s->conn, fd, -1,
+				 s->due_ms < until ? s->due_ms : until) == 0)
 			return 0;
 		s->done = 1; /* stopping: no wait */
 	}
@@ -315,6 +326,7 @@ static void sse_free(void *cls)
 	sse_stream *s = cls;
 
 	cof_agent_watch_close(s->w);
+	http_key_release(s->key);
 	cof_buf_release(&s->buf);
 	free(s);
 }
@@ -340,6 +352,7 @@ enum MHD_Result http_agent_events(http_req *req)
 	if (last && *last)
 		cof_agent_watch_after(s->w, (int64_t)strtoll(last, NULL, 10));
 	http_base_url(req, s->base, sizeof s->base);
+	s->key = http_key_hold(req);
 	cof_buf_adds(&s->buf, "retry: 3000\n: connected\n\n");
 	return http_send_events(req, 4096, sse_read, s, sse_free);
 }

@@ -399,18 +399,28 @@ static void pass_header(http_req *req, carry *t, const char *name)
 	cof_buf_release(&line);
 }
 
-/* The request headers carried: the caller's key and what shapes the
- * answer; X-Request-Id is this request's, so both nodes log one id. */
+/* The request headers carried: the caller's key (in either of its two
+ * headers) and what shapes the answer; X-Request-Id is this request's, so
+ * both nodes log one id. Host is the one the client asked (or this node's
+ * address): the holding node builds the answer's URLs (files[].url, links)
+ * from it, so they name the node the client reached, never the holder's
+ * internal address (issue 32.10). */
 static void request_headers(http_req *req, carry *t)
 {
 	static const char *const pass[] = {
-		"Authorization", "Accept", "Range", "If-Range", "If-Match", "If-None-Match",
-		"If-Modified-Since", "X-Run-Id", "Last-Event-ID", "Idempotency-Key",
+		"Authorization", "x-api-key", "Accept", "Range", "If-Range", "If-Match",
+		"If-None-Match", "If-Modified-Since", "X-Run-Id", "Last-Event-ID",
+		"Idempotency-Key",
 	};
 	cof_buf line = COF_BUF_INIT;
+	char base[300];
 
 	for (size_t i = 0; i < sizeof pass / sizeof *pass; i++)
 		pass_header(req, t, pass[i]);
+	http_base_url(req, base, sizeof base);
+	if (cof_buf_addf(&line, "Host: %s", base + strlen("http://")) == 0)
+		t->hdrs = curl_slist_append(t->hdrs, line.data);
+	cof_buf_reset(&line);
 	cof_buf_addf(&line, "X-Coffer-Forwarded: %s", C.node);
 	t->hdrs = curl_slist_append(t->hdrs, line.data);
 	if (req->request_id[0]) {

@@ -11,13 +11,17 @@
  * by the parser as the unknown flag `--name`.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "http/http.h"
 
 #define CONFIG_LINE_MAX 4096
 #define CONFIG_FLAGS_MAX 128
+#define CONFIG_FILE_MAX (1 << 20)  /* bytes: far past 128 flags with comments */
 
 /* Adds a copy of s to the argument vector *v (of *n). */
 static void arg_add(char ***v, int *n, const char *s, size_t len)
@@ -74,31 +78,72 @@ static int config_line(const char *file, int lineno, char *line, char ***v, int 
 	return 0;
 }
 
-/* Reads FILE's flags onto *v. 0, or -1 with a message printed. */
+/* Reads FILE's flags onto *v. 0, or -1 with a message printed. The file must
+ * be a regular file (a directory read as none, /dev/zero spun for ever) of at
+ * most CONFIG_FILE_MAX bytes, read whole first; a NUL byte is refused, never
+ * taken as the end of its line (issue 32.10). */
 static int config_read(const char *file, char ***v, int *n)
 {
-	char line[CONFIG_LINE_MAX + 2];
-	FILE *f = fopen(file, "re");
-	int lineno = 0, rc = 0;
+	char line[CONFIG_LINE_MAX + 1];
+	struct stat sb;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK), lineno = 0, rc = 0;
 
-	if (!f) {
+	if (fd < 0) {
 		fprintf(stderr, "cofferd: cannot read --config '%s': %s\n", file, strerror(errno));
 		return -1;
 	}
-	while (rc == 0 && fgets(line, sizeof line, f)) {
+	if (fstat(fd, &sb)) {
+		fprintf(stderr, "cofferd: cannot read --config '%s': %s\n", file, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		fprintf(stderr, "cofferd: --config '%s' is %s, not a regular file\n", file,
+			S_ISDIR(sb.st_mode) ? "a directory" : "a device, pipe or socket");
+		close(fd);
+		return -1;
+	}
+	buf = cof_malloc(CONFIG_FILE_MAX + 1);
+	for (ssize_t got = 1; got > 0 && len <= CONFIG_FILE_MAX; len += (size_t)got)
+		if ((got = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len)) < 0) {
+			fprintf(stderr, "cofferd: cannot read --config '%s': %s\n", file,
+				strerror(errno));
+			rc = -1;
+			break;
+		} else if (got == 0) {
+			break;
+		}
+	close(fd);
+	if (rc == 0 && len > CONFIG_FILE_MAX) {
+		fprintf(stderr, "cofferd: --config '%s' is over %d bytes\n", file, CONFIG_FILE_MAX);
+		rc = -1;
+	}
+	for (size_t at = 0; rc == 0 && at < len;) {
+		const char *nl = memchr(buf + at, '\n', len - at);
+		size_t ll = nl ? (size_t)(nl - (buf + at)) : len - at;
+		const char *nul = memchr(buf + at, '\0', ll);
 		lineno++;
-		if (strlen(line) > CONFIG_LINE_MAX) {
+		if (ll > CONFIG_LINE_MAX) {
 			fprintf(stderr, "cofferd: %s:%d: the line is over %d bytes\n", file, lineno,
 				CONFIG_LINE_MAX);
+			rc = -1;
+		} else if (nul) {
+			fprintf(stderr, "cofferd: %s:%d: a NUL byte at column %zu\n", file, lineno,
+				(size_t)(nul - (buf + at)) + 1);
 			rc = -1;
 		} else if (*n > 2 * CONFIG_FLAGS_MAX) {
 			fprintf(stderr, "cofferd: %s: more than %d flags\n", file, CONFIG_FLAGS_MAX);
 			rc = -1;
 		} else {
+			memcpy(line, buf + at, ll);
+			line[ll] = '\0';
 			rc = config_line(file, lineno, line, v, n);
 		}
+		at += ll + 1;
 	}
-	fclose(f);
+	free(buf);
 	return rc;
 }
 

@@ -62,6 +62,15 @@ static const console_asset *asset_find(const char *name)
 	return NULL;
 }
 
+void http_console_headers(struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, "Content-Security-Policy", CONSOLE_CSP);
+	if (!MHD_get_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+}
+
 /* Sends one console file: 200 with its bytes, or 304 when If-None-Match
  * already names its ETag; the console's headers on both. */
 static enum MHD_Result send_asset(http_req *req, const console_asset *a)
@@ -78,10 +87,7 @@ static enum MHD_Result send_asset(http_req *req, const console_asset *a)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, asset_type(a->name));
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	MHD_add_response_header(resp, "Content-Security-Policy", CONSOLE_CSP);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
-	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	http_console_headers(resp);
 	return http_queue(req, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
 }
 

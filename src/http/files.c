@@ -532,7 +532,7 @@ enum MHD_Result http_link_get(http_req *req)
 	if (cof_link_verify(req->srv->st, req->param[0], req->method, &req->link, &err))
 		return http_send_error(req, &err);
 	/* a link's uses count against the key that made it */
-	if (http_rate_take(req->link.maker, &err, &req->retry_after))
+	if (http_rate_take(req->link.maker, req->link.org, &err, &req->retry_after))
 		return http_send_rate_limited(req, &err, req->retry_after);
 	if (cof_link_open(req->srv->st, &req->link, &f, &err))
 		return http_send_error(req, &err);
@@ -563,7 +563,7 @@ int http_begin_link_put(http_req *req)
 	char a[32], b[32];
 
 	if (cof_link_verify(req->srv->st, req->param[0], "PUT", l, &req->err) ||
-	    http_rate_take(l->maker, &req->err, &req->retry_after))
+	    http_rate_take(l->maker, l->org, &req->err, &req->retry_after))
 		return -1;
 	req->content_type = http_header_trim(req, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (l->content_type[0] && !type_matches(l->content_type, req->content_type))

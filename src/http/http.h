@@ -139,6 +139,7 @@ struct http_req {
 	cof_principal who;
 	char request_id[130];          /* X-Request-Id: the client's when sane, else ours */
 	char key_id[24];               /* "k_" + 16 hex of the key's SHA-256, or "" */
+	char key_hash[65];             /* the key's SHA-256 (hex), or "" */
 	unsigned status;               /* of the answer queued; 0 = none yet */
 	int64_t started_us, bytes_in, bytes_out; /* for the request log */
 	int failed;                    /* err holds an answer to give */
@@ -169,17 +170,43 @@ struct http_req {
 	int live_stripe;                /* which of router.c's lists */
 };
 
-/* ---- ratelimit.c: --rate-limit N requests a second per key (burst 2N) */
+/* ---- ratelimit.c: --rate-limit N requests a second per key (burst 2N),
+ * --rate-limit-org M per organization */
 
-/* Sets the limit (0 = none); once, before serving. */
-void http_rate_configure(int64_t per_second);
-/* Takes one request of key `key_id` ("" or NULL: not limited): 0, or -1 with
- * COF_ERATELIMIT in err and *retry_after in whole seconds (>= 1). */
-int http_rate_take(const char *key_id, cof_err *err, int *retry_after);
+/* Sets the limits (0 = none; org_per_second 0 = per_second); once, before
+ * serving. */
+void http_rate_configure(int64_t per_second, int64_t org_per_second);
+/* Takes one request of key `key_id` of organization `org` from both their
+ * buckets (key_id "" or NULL: not limited): 0, or -1 with COF_ERATELIMIT in
+ * err and *retry_after in whole seconds (>= 1). */
+int http_rate_take(const char *key_id, const char *org, cof_err *err, int *retry_after);
 /* Requests refused so far. */
 int64_t http_rate_limited_count(void);
 /* Answers err (a 429) with Retry-After. */
 enum MHD_Result http_send_rate_limited(http_req *req, cof_err *err, int retry_after);
+
+/* ---- keywatch.c: a stream of a revoked or expired key ends (issue 32.8) */
+
+#define HTTP_KEY_REVOKED 1
+#define HTTP_KEY_EXPIRED 2
+/* A stream that holds its key wakes at least this often to look at it. */
+#define HTTP_KEYWATCH_WAKE_MS 500
+typedef struct http_keyhold http_keyhold;
+/* Holds the key of authenticated request req for a stream that outlives it;
+ * NULL when the request has no key (nothing to watch). */
+http_keyhold *http_key_hold(http_req *req);
+/* 0 while the key is live; else HTTP_KEY_REVOKED or HTTP_KEY_EXPIRED, with
+ * the end's message in msg (when not NULL). NULL-safe. */
+int http_key_ended(http_keyhold *h, char *msg, size_t msgsz);
+/* Ends a hold; NULL-safe. */
+void http_key_release(http_keyhold *h);
+/* Appends the `error` event that ends a stream whose key ended: 1 then, else
+ * 0 (an agent's events, a relay session's events). */
+int http_sse_key_end(http_keyhold *key, cof_buf *buf);
+/* True when fd is readable now (loop.c). */
+int http_fd_ready(int fd);
+/* Stops the watching thread (at shutdown, once no stream is left). */
+void http_keywatch_stop(void);
 
 /* ---- metrics.c: GET /metrics */
 
@@ -463,6 +490,9 @@ enum MHD_Result http_openapi(http_req *req);
 /* console.c: the web console's page and files (no key) */
 enum MHD_Result http_console(http_req *req);
 enum MHD_Result http_console_file(http_req *req);
+/* The console's security headers (CSP, nosniff, no framing, no referrer): on its
+ * files and on every error answered under /console. */
+void http_console_headers(struct MHD_Response *resp);
 
 /* ---- router.c: what server.c hands to MHD */
 enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,

@@ -322,6 +322,13 @@ void http_drain_fd(int fd)
 	}
 }
 
+int http_fd_ready(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 int http_peer_gone(int fd)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};

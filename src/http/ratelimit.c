@@ -1,6 +1,9 @@
 /*
  * ratelimit.c — `--rate-limit N`: N requests a second per key, a token bucket
- * holding at most 2N (the burst), refilled continuously.
+ * holding at most 2N (the burst), refilled continuously; and `--rate-limit-org
+ * M` (M = N unless given): M a second per organization, all its keys
+ * together, so that minting keys gets no more through (issue 32.9). A request
+ * takes a token of both buckets or of neither.
  *
  * Buckets live in a fixed table, 64 stripes of 64 buckets, each stripe behind
  * its own mutex (two requests of different keys rarely share one). A key new
@@ -19,7 +22,7 @@
 #define PER_STRIPE 64
 
 typedef struct bucket {
-	char id[24];
+	char id[56];             /* a key's id, or "o:" and an organization */
 	double tokens;
 	int64_t at_us;           /* last refill */
 } bucket;
@@ -28,12 +31,14 @@ static struct stripe {
 	pthread_mutex_t mu;
 	bucket b[PER_STRIPE];
 } stripes[STRIPES];
-static double rate;              /* tokens a second; 0 = no limit */
+static double rate;              /* a key's tokens a second; 0 = no limit */
+static double org_rate;          /* an organization's; 0 = no limit */
 static int64_t limited;          /* requests refused (atomic) */
 
-void http_rate_configure(int64_t per_second)
+void http_rate_configure(int64_t per_second, int64_t org_per_second)
 {
 	rate = (double)per_second;
+	org_rate = (double)(org_per_second ? org_per_second : per_second);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&stripes[i].mu, NULL);
 }
@@ -53,8 +58,9 @@ static unsigned stripe_of(const char *id)
 	return h % STRIPES;
 }
 
-/* The bucket of `id` in s (mu held), taken over from the stalest when new. */
-static bucket *bucket_of(struct stripe *s, const char *id, int64_t now)
+/* The bucket of `id` in s (mu held), taken over from the stalest when new
+ * (full: `r` tokens a second, a burst of 2r). */
+static bucket *bucket_of(struct stripe *s, const char *id, double r, int64_t now)
 {
 	bucket *stale = &s->b[0];
 
@@ -65,43 +71,72 @@ static bucket *bucket_of(struct stripe *s, const char *id, int64_t now)
 			stale = &s->b[i];
 	}
 	snprintf(stale->id, sizeof stale->id, "%s", id);
-	stale->tokens = 2 * rate;
+	stale->tokens = 2 * r;
 	stale->at_us = now;
 	return stale;
 }
 
-int http_rate_take(const char *key_id, cof_err *err, int *retry_after)
+/* Takes one token of bucket `id` (rate r); with `back`, returns one instead
+ * (a request the other bucket refused). 0, or the seconds until a token is
+ * back. */
+static double take(const char *id, double r, int back)
 {
-	struct stripe *s;
-	bucket *b;
-	int64_t now;
+	struct stripe *s = &stripes[stripe_of(id)];
+	int64_t now = cof_mono_us();
 	double wait = 0;
+	bucket *b;
 
-	*retry_after = 0;
-	if (rate <= 0 || !key_id || !*key_id)
-		return 0;
-	s = &stripes[stripe_of(key_id)];
-	now = cof_mono_us();
 	pthread_mutex_lock(&s->mu);
-	b = bucket_of(s, key_id, now);
-	b->tokens += (double)(now - b->at_us) / 1e6 * rate;
-	if (b->tokens > 2 * rate)
-		b->tokens = 2 * rate;
+	b = bucket_of(s, id, r, now);
+	b->tokens += (double)(now - b->at_us) / 1e6 * r;
+	if (b->tokens > 2 * r)
+		b->tokens = 2 * r;
 	b->at_us = now;
-	if (b->tokens >= 1)
+	if (back)
+		b->tokens = b->tokens + 1 > 2 * r ? 2 * r : b->tokens + 1;
+	else if (b->tokens >= 1)
 		b->tokens -= 1;
 	else
-		wait = (1 - b->tokens) / rate;
+		wait = (1 - b->tokens) / r;
 	pthread_mutex_unlock(&s->mu);
-	if (wait <= 0)
-		return 0;
+	return wait;
+}
+
+/* A 429 for `who` over limit r, `wait` seconds from a token. */
+static int refuse(const char *who, double r, double wait, cof_err *err, int *retry_after)
+{
 	__atomic_add_fetch(&limited, 1, __ATOMIC_RELAXED);
 	*retry_after = (int)ceil(wait);
 	if (*retry_after < 1)
 		*retry_after = 1;
 	return cof_error(err, COF_ERATELIMIT,
-			 "key %s is over its rate limit of %.0f requests a second (a burst of "
-			 "%.0f); retry after %d s", key_id, rate, 2 * rate, *retry_after);
+			 "%s is over its rate limit of %.0f requests a second (a burst of "
+			 "%.0f); retry after %d s", who, r, 2 * r, *retry_after);
+}
+
+int http_rate_take(const char *key_id, const char *org, cof_err *err, int *retry_after)
+{
+	char oid[56], who[64];
+	double wait;
+	int keyed = rate > 0 && key_id && *key_id;
+
+	*retry_after = 0;
+	if (!key_id || !*key_id)
+		return 0;  /* no key (a present_file link): not limited */
+	if (keyed && (wait = take(key_id, rate, 0)) > 0) {
+		snprintf(who, sizeof who, "key %s", key_id);
+		return refuse(who, rate, wait, err, retry_after);
+	}
+	if (org_rate <= 0 || !org || !*org)
+		return 0;
+	snprintf(oid, sizeof oid, "o:%s", org);
+	if ((wait = take(oid, org_rate, 0)) > 0) {
+		if (keyed)
+			take(key_id, rate, 1);  /* not spent: the request is refused */
+		snprintf(who, sizeof who, "organization %s", org);
+		return refuse(who, org_rate, wait, err, retry_after);
+	}
+	return 0;
 }
 
 enum MHD_Result http_send_rate_limited(http_req *req, cof_err *err, int retry_after)

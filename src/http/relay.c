@@ -154,6 +154,7 @@ typedef struct relay_sse {
 	struct MHD_Connection *conn;
 	int sub_fd;           /* the request's subscription to the session */
 	http_wait wait;
+	http_keyhold *key;    /* the agent side's key (NULL: the client's token) */
 } relay_sse;
 
 /* Renders the stream's events there are now into the buffer. */
@@ -199,10 +200,15 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (http_peer_gone(e->fd))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (http_sse_key_end(e->key, &e->buf)) {
+			e->done = 1;
+			continue;
+		}
 		sse_fill(e);
 		if (e->pos < e->buf.len || e->done)
 			continue;
-		if (http_wait_on(&e->wait, e->conn, e->sub_fd, e->fd, cof_mono_ms() + 1000) == 0)
+		if (http_wait_on(&e->wait, e->conn, e->sub_fd, e->fd,
+				 cof_mono_ms() + HTTP_KEYWATCH_WAKE_MS) == 0)
 			return 0;
 		e->done = 1; /* stopping: no wait */
 	}
@@ -217,6 +223,7 @@ static void sse_free(void *cls)
 	relay_sse *e = cls;
 
 	cof_relay_stream_close(e->x);
+	http_key_release(e->key);
 	cof_buf_release(&e->buf);
 	free(e);
 }
@@ -240,7 +247,8 @@ static void sse_socket_opts(int fd)
 			 sizeof user_timeout_ms);
 }
 
-/* Answers 200 text/event-stream from stream x (owned from here on). */
+/* Answers 200 text/event-stream from stream x (owned from here on); a stream
+ * of an API key ends with it. */
 static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char *ping)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -266,6 +274,7 @@ static enum MHD_Result sse_answer(http_req *req, cof_relay_stream *x, const char
 	sse_socket_opts(e->fd);
 	e->ping = ping;
 	e->last_ms = cof_mono_ms();
+	e->key = http_key_hold(req);
 	cof_buf_adds(&e->buf, "retry: 3000\n: connected\n\n");
 	return http_send_events(req, 4096, sse_read, e, sse_free);
 }

@@ -129,8 +129,12 @@ static struct MHD_Response *json_response(http_req *req, json_t *body)
 		return NULL;
 	}
 	http_count_out(req, (int64_t)len);
-	if (body != NULL)
+	if (body != NULL) {
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, JSON_CT);
+		/* an answer quotes what the client sent (paths, names): a browser
+		 * must never take it for anything but JSON (issue 32.10) */
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+	}
 	return resp;
 }
 
@@ -178,6 +182,10 @@ struct MHD_Response *http_error_response(http_req *req, const cof_err *err)
 		return NULL;
 	resp = json_response(req, wrap);
 	json_decref(wrap);
+	/* an error under /console is a console answer: its headers too */
+	if (resp && req->url && !strncmp(req->url, "/console", 8) &&
+	    (req->url[8] == '\0' || req->url[8] == '/'))
+		http_console_headers(resp);
 	return resp;
 }
 

@@ -328,8 +328,10 @@ static int authenticate(http_req *req)
 				 "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
 	char hash[65];
 	int hashed = key_hash(key, hash) == 0;
-	if (hashed)
+	if (hashed) {
 		snprintf(req->key_id, sizeof req->key_id, "k_%.16s", hash);
+		memcpy(req->key_hash, hash, sizeof req->key_hash);
+	}
 	if (cof_key_auth_hashed(req->srv->st, key, hashed ? hash : NULL, &req->who, &req->err))
 		return -1;
 	if (req->who.read_only && strcmp(req->method, "GET") && strcmp(req->method, "HEAD"))
@@ -340,7 +342,7 @@ static int authenticate(http_req *req)
 		return cof_error(&req->err, COF_EFORBIDDEN,
 				 "this key is bound to agent '%s' and reaches only that agent",
 				 req->who.agent);
-	return http_rate_take(req->who.key_id, &req->err, &req->retry_after);
+	return http_rate_take(req->who.key_id, req->who.org, &req->err, &req->retry_after);
 }
 
 /* True when req's key is checked with its handler rather than on MHD's first

@@ -86,11 +86,13 @@ typedef struct server_opts {
 	const char *node;        /* --node NAME: this node among those of one dataset */
 	const char *advertise;   /* --advertise URL: where other nodes reach it */
 	int64_t rate_limit;      /* --rate-limit N a second per key; 0 = none */
+	int64_t rate_limit_org;  /* --rate-limit-org N a second per organization; 0 = rate_limit */
 	char mhost[256];         /* --metrics-listen HOST:PORT; "" = none */
 	char mport[8];
 	int64_t forward_max;     /* --forward-max N; 0 = 64 */
 	int64_t content_cache;   /* --content-cache SIZE in bytes; 0 = none */
 	int64_t calls_per_org;   /* --calls-per-org N; 0 = --workers */
+	int64_t keys_per_org;    /* --keys-per-org N; 0 = COF_KEYS_PER_ORG */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -139,7 +141,8 @@ static void usage(FILE *to)
 	      "               [--relay-op-wait SECONDS] [--relay-sessions N]\n"
 	      "               [--relay-sessions-per-org N] [--max-conns N]\n"
 	      "               [--max-conns-per-ip N] [--head-timeout SECONDS] [--log FILE]\n"
-	      "               [--rate-limit N] [--metrics-listen HOST:PORT]\n"
+	      "               [--rate-limit N] [--rate-limit-org N]\n"
+	      "               [--keys-per-org N] [--metrics-listen HOST:PORT]\n"
 	      "               [--config FILE] [--threads N] [--workers N]\n"
 	      "               [--forward-max N] [--content-cache SIZE]\n"
 	      "               [--help] [--version]\n"
@@ -188,6 +191,10 @@ static void usage(FILE *to)
 	      "                         (default 30)\n"
 	      "  --rate-limit N         requests a second per key, a burst of 2N\n"
 	      "                         (default: none; past it 429 with Retry-After)\n"
+	      "  --rate-limit-org N     requests a second per organization, all its keys\n"
+	      "                         together, a burst of 2N (default: --rate-limit's)\n"
+	      "  --keys-per-org N       live keys one organization may hold (default\n"
+	      "                         1000; past it 409)\n"
 	      "  --metrics-listen HOST:PORT  serve GET /metrics there without a key\n"
 	      "                         (default: none; /metrics on --listen needs a\n"
 	      "                         key of the admin's organization)\n"
@@ -277,6 +284,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--relay-sessions") || !strcmp(a, "--relay-sessions-per-org") ||
 			    !strcmp(a, "--max-conns") || !strcmp(a, "--max-conns-per-ip") ||
 			    !strcmp(a, "--head-timeout") || !strcmp(a, "--rate-limit") ||
+			    !strcmp(a, "--rate-limit-org") || !strcmp(a, "--keys-per-org") ||
 			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config") ||
 			    !strcmp(a, "--threads") || !strcmp(a, "--workers") ||
 			    !strcmp(a, "--calls-per-org") ||
@@ -380,6 +388,12 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--rate-limit") &&
 			   parse_count(v, 1000000, &o->rate_limit) == 0) {
+			continue;
+		} else if (!strcmp(a, "--rate-limit-org") &&
+			   parse_count(v, 1000000, &o->rate_limit_org) == 0) {
+			continue;
+		} else if (!strcmp(a, "--keys-per-org") &&
+			   parse_count(v, 1000000, &o->keys_per_org) == 0) {
 			continue;
 		} else if (!strcmp(a, "--metrics-listen")) {
 			server_opts m;
@@ -765,6 +779,7 @@ static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 	http_loop_stop(); /* every job ended and every wait resumed: none suspended */
 	http_evloops_stop(srv->loops);
 	srv->loops = NULL;
+	http_keywatch_stop();
 }
 
 /* Opens the store and prints the admin key when it is new (or that the
@@ -780,6 +795,7 @@ static int open_store(const server_opts *o, cof_store **st)
 	so.blobs_url = o->blobs;
 	so.serve = 1;
 	so.content_cache = o->content_cache;
+	so.keys_per_org = o->keys_per_org;
 	if (cof_store_open(o->data, &so, st, &err)) {
 		fprintf(stderr, "cofferd: cannot open data dir '%s': %s\n", o->data, err.msg);
 		cof_err_clear(&err);
@@ -816,8 +832,8 @@ int cofferd_main(int argc, char **argv)
 {
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
-			  NULL, NULL, NULL, NULL, NULL, 0, "", "", 0,
-			  COF_CONTENT_CACHE_DEFAULT, 0 };
+			  NULL, NULL, NULL, NULL, NULL, 0, 0, "", "", 0,
+			  COF_CONTENT_CACHE_DEFAULT, 0, 0 };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -831,7 +847,7 @@ int cofferd_main(int argc, char **argv)
 		return rc;
 	if ((rc = parse_args(cargc, cargv, &o)) >= 0)
 		return rc;
-	http_rate_configure(o.rate_limit);
+	http_rate_configure(o.rate_limit, o.rate_limit_org);
 	fit_conns(&o);
 	memset(&srv, 0, sizeof(srv));
 	memset(&gc, 0, sizeof(gc));

@@ -91,8 +91,8 @@ enum MHD_Result http_subject_volume(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_subject_volume(req->srv->st, ORG(req), req->param[0], req->param[1], &out,
-				      &err);
+		 : cof_subject_volume_read(req->srv->st, ORG(req), req->param[0], req->param[1],
+					   &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }

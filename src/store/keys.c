@@ -110,6 +110,7 @@ int cof_key_auth_hashed(cof_store *st, const char *key, const char *given,
 	snprintf(who->key_id, sizeof who->key_id, "%s", k.id);
 	who->admin = k.admin;
 	who->read_only = k.read_only;
+	who->expires_at = k.expires_at;
 	/* lastUsedAt is advisory: a failed write must not fail the request. */
 	if (now - k.last_used_at >= KEY_TOUCH_EVERY) {
 		cof_err e2 = {0};
@@ -207,13 +208,24 @@ int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
 	int64_t expires_in;
 	char key[80];
 
+	int64_t cap = st->opts.keys_per_org > 0 ? st->opts.keys_per_org : COF_KEYS_PER_ORG;
+	int added;
+
 	if (key_body(who, body, &k, &expires_in, err) || key_new(key, k.hash, err))
 		return -1;
 	key_id(k.hash, k.id);
 	k.created_at = cof_now();
 	k.expires_at = expires_in ? k.created_at + expires_in : 0;
-	if (cof_meta_key_add(st->meta, &k, err))
+	/* Keys are what the rate limit counts by: without a cap, minting more
+	 * of them would be a way round it (and round the organization's). */
+	added = cof_meta_key_add_capped(st->meta, &k, cap, err);
+	if (added < 0)
 		return -1;
+	if (!added)
+		return cof_error(err, COF_ECONFLICT,
+				 "organization '%s' holds %lld live keys, its limit (cofferd "
+				 "--keys-per-org); revoke one (DELETE /v1/keys/{id}) before "
+				 "minting another", k.org, (long long)cap);
 	*out = json_pack("{s:s, s:s, s:s, s:b}", "id", k.id, "key", key, "org", k.org,
 			 "readOnly", k.read_only);
 	if (k.agent[0])

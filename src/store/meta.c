@@ -71,6 +71,16 @@ int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err)
 	return m->ops->key_touch(m, hash, now, err);
 }
 
+int cof_meta_key_add_capped(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err)
+{
+	return m->ops->key_add_capped(m, k, cap, err);
+}
+
+int cof_meta_key_find_id(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err)
+{
+	return m->ops->key_find_id(m, id, out, err);
+}
+
 int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 		cof_err *err)
 {

@@ -348,6 +348,15 @@ struct cof_meta_ops {
 		int64_t now, cof_keyrow *out, cof_err *err);
 	/* Records that key `hash` was used at `now`. */
 	int (*key_touch)(cof_meta *m, const char *hash, int64_t now, cof_err *err);
+	/* ---- issue 32: the cap on live keys, links that die with their key */
+	/* Adds key k while k->org holds fewer than `cap` live keys (neither
+	 * revoked nor expired at k->created_at); the count and the insert are
+	 * one step for every process and node on the store. 1 added, 0 the
+	 * organization is at its cap, -1 error. */
+	int (*key_add_capped)(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err);
+	/* The row of key `id`, revoked and expired ones too; COF_ENOTFOUND when
+	 * there is none. */
+	int (*key_find_id)(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err);
 
 	/* ---- reads at a seq (issue 11, ?seq=)
 	 * The oldest seq volume `vno` is still read exactly at, when history rows
@@ -438,6 +447,8 @@ int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, co
 int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
 		int64_t now, cof_keyrow *out, cof_err *err);
 int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err);
+int cof_meta_key_add_capped(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err);
+int cof_meta_key_find_id(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err);
 int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 		cof_err *err);
 int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err);

@@ -58,6 +58,42 @@ static int pg_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
 			  (int64_t)k->admin, (int64_t)k->read_only, k->created_at, k->expires_at);
 }
 
+/* Under an advisory lock of the organization held to the commit, and the
+ * count a statement after it (a snapshot taken once the lock is ours): two
+ * nodes minting at once cannot both take the last place. */
+static int pg_key_add_capped(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err)
+{
+	pgconn *c = cof_pg_begin(m, NULL, err);
+	int64_t n = 0;
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = cof_pg_do(c, "SELECT pg_advisory_xact_lock(7366113, hashtext($1))",
+		       "locking the organization's keys", NULL, err, "s", k->org);
+	if (!rc)
+		rc = cof_pg_do(c, "INSERT INTO keys(" KEY_COLS ")"
+			       " SELECT $1,$2,$3,$4,$5,$6,$7,$8::bigint,$9,0,0 WHERE $10::bigint <= 0 OR"
+			       " (SELECT count(*) FROM keys WHERE org = $3 AND revoked_at = 0 AND"
+			       " (expires_at = 0 OR expires_at > $8::bigint)) < $10::bigint", "adding a key",
+			       &n, err, "sssssiiiii", k->hash, k->id, k->org, k->agent, k->name,
+			       (int64_t)k->admin, (int64_t)k->read_only, k->created_at,
+			       k->expires_at, cap);
+	if (cof_pg_end(m, c, rc, err) < 0)
+		return -1;
+	return n == 1;
+}
+
+static int pg_key_find_id(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err)
+{
+	int rc = cof_pg_rows(m, "SELECT " KEY_COLS " FROM keys WHERE id = $1", "checking a key",
+			     key_one, out, err, "s", id);
+
+	if (rc == 0)
+		return cof_error(err, COF_ENOTFOUND, "no key '%s'", id);
+	return rc < 0 ? -1 : 0;
+}
+
 /* Under an advisory lock held to the commit, and the check a statement after
  * it (a snapshot taken once the lock is ours): nodes starting together on an
  * empty dataset make one admin key between them. */
@@ -124,6 +160,8 @@ static int pg_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err
 void cof_pg_ops_key(cof_meta_ops *o)
 {
 	o->key_add = pg_key_add;
+	o->key_add_capped = pg_key_add_capped;
+	o->key_find_id = pg_key_find_id;
 	o->key_find = pg_key_find;
 	o->key_list = pg_key_list;
 	o->key_revoke = pg_key_revoke;

@@ -25,10 +25,12 @@ static void key_row(sqlite3_stmt *st, cof_keyrow *k)
 	k->last_used_at = sqlite3_column_int64(st, 10);
 }
 
-/* Inserts key `k`; with `first_admin`, only when the dataset has no admin key
- * (the check and the insert in the writer's transaction, BEGIN IMMEDIATE: one
- * step for every process on the file). 1 inserted, 0 not, -1 error. */
-static int key_insert(cof_meta *m, const cof_keyrow *k, int first_admin, cof_err *err)
+/* Inserts key `k`; with `first_admin`, only when the dataset has no admin key;
+ * with cap > 0, only while k->org has fewer than cap live keys (the check and
+ * the insert in the writer's transaction, BEGIN IMMEDIATE: one step for every
+ * process on the file). 1 inserted, 0 not, -1 error. */
+static int key_insert(cof_meta *m, const cof_keyrow *k, int first_admin, int64_t cap,
+		      cof_err *err)
 {
 	conn *c = cof_sqlite_writer_begin(m, err);
 	int64_t n = 0;
@@ -37,12 +39,14 @@ static int key_insert(cof_meta *m, const cof_keyrow *k, int first_admin, cof_err
 	if (!c)
 		return -1;
 	rc = cof_sqlite_run(c, &n, first_admin
-			    ? "INSERT INTO keys(" KEY_COLS ") SELECT ?,?,?,?,?,?,?,?,?,0,0"
+			    ? "INSERT INTO keys(" KEY_COLS ") SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,0,0"
 			      " WHERE NOT EXISTS(SELECT 1 FROM keys WHERE admin = 1)"
-			    : "INSERT INTO keys(" KEY_COLS ") VALUES(?,?,?,?,?,?,?,?,?,0,0)",
-			    "adding a key", err, "sssssiiii", k->hash, k->id, k->org, k->agent,
+			    : "INSERT INTO keys(" KEY_COLS ") SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,0,0"
+			      " WHERE ?10 <= 0 OR (SELECT count(*) FROM keys WHERE org = ?3 AND"
+			      " revoked_at = 0 AND (expires_at = 0 OR expires_at > ?8)) < ?10",
+			    "adding a key", err, "sssssiiiii", k->hash, k->id, k->org, k->agent,
 			    k->name, (int64_t)k->admin, (int64_t)k->read_only, k->created_at,
-			    k->expires_at);
+			    k->expires_at, cap);
 	if (cof_sqlite_writer_end(m, rc, err) < 0)
 		return -1;
 	return rc == 0 && n == 1;
@@ -50,12 +54,17 @@ static int key_insert(cof_meta *m, const cof_keyrow *k, int first_admin, cof_err
 
 static int sq_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
 {
-	return key_insert(m, k, 0, err) < 0 ? -1 : 0;
+	return key_insert(m, k, 0, 0, err) < 0 ? -1 : 0;
+}
+
+static int sq_key_add_capped(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err)
+{
+	return key_insert(m, k, 0, cap, err);
 }
 
 static int sq_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err)
 {
-	return key_insert(m, k, 1, err);
+	return key_insert(m, k, 1, 0, err);
 }
 
 /* cof_sqlite_row_fn: the KEY_COLS row into ctx (a cof_keyrow). */
@@ -102,6 +111,16 @@ static int sq_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *
 	return 0;
 }
 
+static int sq_key_find_id(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err)
+{
+	int rc = cof_sqlite_read(m, "SELECT " KEY_COLS " FROM keys WHERE id = ?",
+				 "checking a key", key_one, out, err, "s", id);
+
+	if (rc == 0)
+		return cof_error(err, COF_ENOTFOUND, "no key '%s'", id);
+	return rc < 0 ? -1 : 0;
+}
+
 static int sq_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err)
 {
 	key_each e = { fn, ctx };
@@ -139,6 +158,8 @@ static int sq_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err
 void cof_sqlite_ops_key(cof_meta_ops *o)
 {
 	o->key_add = sq_key_add;
+	o->key_add_capped = sq_key_add_capped;
+	o->key_find_id = sq_key_find_id;
 	o->key_find = sq_key_find;
 	o->key_list = sq_key_list;
 	o->key_revoke = sq_key_revoke;

@@ -375,7 +375,19 @@ void cof_view_result_release(cof_view_result *r)
 
 int cof_view_land_file(cof_vfs *v, vnode *n)
 {
-	return VSRC(v)->put(v, n);
+	int rc;
+
+	n->refused = 0;
+	rc = VSRC(v)->put(v, n);
+	/* refused (not merely unreachable): the change is dropped, so that the
+	 * mount never shows as written what the volume does not hold (issue
+	 * 32.10); bytes that could not be sent stay for the next close */
+	if (rc && n->refused) {
+		fprintf(stderr, "coffer mount: the change to '%s' is dropped: it reads as "
+			"this mount last saw it\n", n->path);
+		cof_vnode_revert(v, n);
+	}
+	return rc;
 }
 
 int cof_view_land_local(cof_vfs *v, vnode *n)
@@ -405,6 +417,7 @@ int cof_view_land_local(cof_vfs *v, vnode *n)
 		n->size = s.size;
 		snprintf(n->ctype, sizeof n->ctype, "%s", s.ctype);
 	}
+	n->refused = conflict || (rc && cof_code_status(res.err.code) / 100 == 4);
 	rc = rc ? (res.err.code == COF_EVALIDATION ? -ENOSPC : -EIO) : conflict ? -EIO : 0;
 	if (rc && res.err.code)
 		fprintf(stderr, "coffer mount: cannot write '%s': %s\n", n->path, res.err.msg);

@@ -84,6 +84,29 @@ int cof_vnode_under(cof_vfs *v, int root, const char *path)
 	return 0;
 }
 
+void cof_vnode_revert(cof_vfs *v, vnode *n)
+{
+	char name[32];
+
+	if (n->lid > 0) {
+		snprintf(name, sizeof name, "%lld", (long long)n->lid);
+		unlinkat(v->layer, name, 0);
+	}
+	n->lid = 0;
+	n->dirty = 0;
+	/* seen, size and sha still name what the view last saw at the path
+	 * (the base's version, or the one it landed there itself: read by
+	 * version, cof_vbytes_open_node); none: absent */
+	if (n->seen > 0) {
+		n->kind = N_FILE;
+	} else {
+		n->kind = N_GONE;
+		n->seen = 0;
+		n->sha[0] = '\0';
+		n->size = 0;
+	}
+}
+
 int64_t cof_layer_new(cof_vfs *v, int *fd)
 {
 	char name[32];

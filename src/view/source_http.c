@@ -467,6 +467,7 @@ static int http_put(cof_vfs *v, vnode *n)
 			q.status == 412 ? " (changed by someone else since it was opened; "
 			"their version stays)" : "");
 		rc = q.status == 400 && strstr(msg, "ceiling") ? -ENOSPC : -EIO;
+		n->refused = q.status / 100 == 4; /* an answer, not a failure to reach */
 		goto out;
 	}
 	out = json_loadb(q.body.data ? q.body.data : "", q.body.len, 0, NULL);

@@ -27,6 +27,7 @@ typedef struct vnode {
 	mode_t mode;            /* permission bits (kept in the layer only) */
 	int64_t mtime;
 	int dirty;              /* DIRECT: written, not yet landed */
+	int refused;            /* DIRECT: the last landing was refused (not failed) */
 } vnode;
 
 typedef struct vroot {
@@ -71,6 +72,11 @@ vnode *cof_vnode_find(cof_vfs *v, int root, const char *path);
 vnode *cof_vnode_get(cof_vfs *v, int root, const char *path);
 /* True when some node other than N_GONE lies under folder `path` of root. */
 int cof_vnode_under(cof_vfs *v, int root, const char *path);
+/* Drops node n's change from the layer: its bytes are forgotten and it reads
+ * as the view last saw it (the base's version, or the one it landed itself;
+ * absent when it saw none): a landing the volume refused must not look done.
+ * Under mu. */
+void cof_vnode_revert(cof_vfs *v, vnode *n);
 /* A new layer file; returns its id and an fd open for read and write, -1. */
 int64_t cof_layer_new(cof_vfs *v, int *fd);
 /* Opens layer file `lid` (flags as open(2)). */

@@ -158,6 +158,35 @@ out:
 	return rc;
 }
 
+/* A link dies with the key that made it (issue 32.10): revoked, expired or
+ * gone, its links are refused as an expired link is. One primary-key lookup
+ * by the key's id, as a request's own key check is. */
+static int maker_check(cof_store *st, const char *id, cof_err *err)
+{
+	cof_keyrow k;
+	char when[32];
+
+	if (cof_meta_key_find_id(st->meta, id, &k, err)) {
+		if (err->code != COF_ENOTFOUND)
+			return -1;
+		cof_err_clear(err);
+		return cof_error(err, COF_EFORBIDDEN,
+				 "the link was made by the API key %s, which no longer exists", id);
+	}
+	if (k.revoked_at) {
+		cof_time_fmt(k.revoked_at, when, sizeof when);
+		return cof_error(err, COF_EFORBIDDEN,
+				 "the link was made by the API key %s, which was revoked at %s", id,
+				 when);
+	}
+	if (k.expires_at && cof_now() >= k.expires_at) {
+		cof_time_fmt(k.expires_at, when, sizeof when);
+		return cof_error(err, COF_EFORBIDDEN,
+				 "the link was made by the API key %s, which expired at %s", id, when);
+	}
+	return 0;
+}
+
 int cof_link_verify(cof_store *st, const char *token, const char *method,
 		    cof_link *out, cof_err *err)
 {
@@ -203,6 +232,8 @@ int cof_link_verify(cof_store *st, const char *token, const char *method,
 	snprintf(out->method, sizeof out->method, "%s", m);
 	const char *k = json_string_value(json_object_get(p, "k"));
 	snprintf(out->maker, sizeof out->maker, "%s", k ? k : "");
+	if (out->maker[0] && maker_check(st, out->maker, err))
+		goto out;
 	snprintf(out->content_type, sizeof out->content_type, "%s", t ? t : "");
 	const char *sha = json_string_value(json_object_get(p, "s"));
 	snprintf(out->sha256, sizeof out->sha256, "%s", sha && strlen(sha) == 64 ? sha : "");

@@ -5,14 +5,14 @@ writes nor for mounts without `notify`; file_presented with an absolute link."""
 import time
 
 import harness
-from harness import check, eq, expect
+from harness import check, contains, eq, expect, expect_error
 
 
 class Stream(harness.EventStream):
     """The agent's events stream."""
 
-    def __init__(self, srv, agent):
-        super().__init__(srv, "/v1/agents/%s/events" % agent, timeout=60)
+    def __init__(self, srv, agent, key=None):
+        super().__init__(srv, "/v1/agents/%s/events" % agent, key=key, timeout=60)
 
 
 def _setup(srv, name):
@@ -69,3 +69,76 @@ def test_file_presented_event(srv):
 
 def test_events_unknown_agent_404(srv):
     expect(srv.get("/v1/agents/nobody/events"), 404)
+
+
+def _ended(stream, timeout=30):
+    """True once the stream's reader saw its end (a generous bound: what is asserted
+    is that it ends at all; before issue 32.8 it never did)."""
+    deadline = time.time() + timeout * harness.SCALE
+    while time.time() < deadline and not stream.done:
+        time.sleep(0.05)
+    return stream.done
+
+
+def test_a_revoked_keys_stream_ends(srv):
+    """Issue 32.8: a stream opened before its key was revoked went on delivering events
+    (fresh signed links of present_file included). Now it ends with an `error` event
+    saying the key was revoked, and the key gets nothing more: its next request is 401."""
+    shared, _ = _setup(srv, "ev-rev")
+    k = expect(srv.post("/v1/keys", json={"name": "stream"}), 201).json()
+    s = Stream(srv, "ev-rev", key=k["key"])
+    try:
+        srv.put_ok(shared, "before.txt", b"x")
+        s.expect("files_changed")                  # the stream is live and delivers
+        expect(srv.delete("/v1/keys/" + k["id"]), 204)
+        check(_ended(s), "the stream of a revoked key ended")
+        errs = [d for t, d in s.events if t == "error"]
+        eq(len(errs), 1, "one error event ends it: %r" % (s.events,))
+        eq(errs[0]["type"], "unauthorized", "its type")
+        contains(errs[0]["message"], "%s was revoked" % k["id"], "its message")
+        eq(s.events[-1][0], "error", "the error is the last event")
+        expect_error(srv.get("/v1/agents/ev-rev/events", key=k["key"]), 401, "unauthorized")
+    finally:
+        s.close()
+
+
+def test_an_expired_keys_stream_ends(srv):
+    """Issue 32.8: the same for a key that expires while its stream is open (the key's
+    row is aged in the embedded store: waiting a minute is not a test)."""
+    if harness.ENGINE != "embedded":
+        harness.skip("ages the key through the embedded store's SQLite file")
+    import os
+    import sqlite3
+    _setup(srv, "ev-exp")
+    k = expect(srv.post("/v1/keys", json={"expiresIn": 60}), 201).json()
+    s = Stream(srv, "ev-exp", key=k["key"])
+    try:
+        db = sqlite3.connect(os.path.join(srv.data, "meta.db"), timeout=30)
+        with db:
+            db.execute("UPDATE keys SET expires_at = ? WHERE id = ?",
+                       (int(time.time()) - 1, k["id"]))
+        db.close()
+        check(_ended(s), "the stream of an expired key ended")
+        errs = [d for t, d in s.events if t == "error"]
+        eq(len(errs), 1, "one error event ends it: %r" % (s.events,))
+        contains(errs[0]["message"], "%s expired" % k["id"], "its message")
+    finally:
+        s.close()
+
+
+def test_a_live_keys_stream_goes_on_when_another_key_is_revoked(srv):
+    """Only the revoked key's streams end."""
+    shared, _ = _setup(srv, "ev-other")
+    a = expect(srv.post("/v1/keys", json={}), 201).json()
+    b = expect(srv.post("/v1/keys", json={}), 201).json()
+    sa = Stream(srv, "ev-other", key=a["key"])
+    sb = Stream(srv, "ev-other", key=b["key"])
+    try:
+        expect(srv.delete("/v1/keys/" + a["id"]), 204)
+        check(_ended(sa), "a's stream ended")
+        srv.put_ok(shared, "after.txt", b"x")
+        sb.expect("files_changed")
+        check(not sb.done, "b's stream goes on")
+    finally:
+        sa.close()
+        sb.close()

@@ -91,6 +91,29 @@ def test_page_headers(srv):
     eq(srv.post("/console", key=None, json={}).status, 405, "POST /console: 405")
 
 
+def test_errors_under_console_carry_its_headers_and_json_errors_nosniff(srv):
+    """Issue 32.10: a 404 (and a 405) under /console/ had none of the console's security
+    headers, and JSON errors had no nosniff: a browser could sniff a JSON error that
+    quotes the requested name as something else. Now every error answered under
+    /console has the console's CSP, nosniff, X-Frame-Options and Referrer-Policy, and
+    every JSON answer, error or not, has nosniff."""
+    page = expect(srv.get("/console", key=None), 200)
+    for r in (srv.get("/console/%3Cscript%3E.html", key=None), srv.get("/console/a/b.js", key=None),
+              srv.post("/console", key=None, json={}), srv.post("/console/app.js", key=None)):
+        check(r.status in (404, 405), "an error under /console: %d" % r.status)
+        eq(r.header("Content-Security-Policy"), page.header("Content-Security-Policy"),
+           "the console's CSP on a %d" % r.status)
+        eq(r.header("X-Content-Type-Options"), "nosniff", "nosniff on a %d" % r.status)
+        eq(r.header("X-Frame-Options"), "DENY", "no framing on a %d" % r.status)
+        eq(r.header("Referrer-Policy"), "no-referrer", "no referrer on a %d" % r.status)
+    for r in (srv.get("/v1/volumes/nosuch", key=None), srv.get("/v1/volumes/nosuch"),
+              srv.get("/nosuch/<b>", key=None), srv.get("/v1/volumes")):
+        contains(r.header("Content-Type") or "", "application/json", "a JSON answer")
+        eq(r.header("X-Content-Type-Options"), "nosniff", "nosniff on a JSON %d" % r.status)
+    check(srv.get("/v1/volumes/nosuch").header("Content-Security-Policy") is None,
+          "the console's CSP stays under /console")
+
+
 def test_served_files_are_the_source(srv):
     """What cofferd serves under /console is console/ of this tree, byte for byte (the
     build embeds it; a stale build would fail here)."""

@@ -129,3 +129,29 @@ def test_config_file_errors_are_named():
         check(not os.path.exists(os.path.join(d, "x")), "no data dir made on a bad config")
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_config_must_be_a_regular_file_without_nul():
+    """Issue 32.10: `--config DIR` started with no flags at all (a directory reads as
+    empty), `--config /dev/zero` spun for ever, and a NUL byte cut its line short (the
+    rest of the line silently dropped). Each is exit 2 naming the file and what is wrong;
+    no data dir is made."""
+    d = tempfile.mkdtemp(prefix="coffer-conf-")
+    try:
+        data = os.path.join(d, "x")
+        cut = os.path.join(d, "nul.conf")
+        with open(cut, "wb") as f:
+            f.write(b"listen = 127.0.0.1:0\nlog = /tmp/a\x00.log\n")
+        big = os.path.join(d, "big.conf")
+        with open(big, "wb") as f:
+            f.write((b"# " + b"c" * 1000 + b"\n") * 1100)
+        for conf, words in ((d, "a directory"), ("/dev/zero", "not a regular file"),
+                            (cut, "nul.conf:2: a NUL byte at column 13"),
+                            (big, "over 1048576 bytes")):
+            p = _cofferd("--config", conf, "--data", data, timeout=20)
+            eq(p.returncode, 2, "exit for --config %s (stderr %r)" % (conf, p.stderr[-300:]))
+            contains(p.stderr.decode(), words, "message for --config %s" % conf)
+            contains(p.stderr.decode(), conf, "names the file")
+        check(not os.path.exists(data), "no data dir made on a bad config")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

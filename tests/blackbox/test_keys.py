@@ -261,3 +261,44 @@ def test_many_keys_on_one_loop_each_their_own_and_revoked_at_once():
         expect(srv.get("/v1/volumes", key=k["key"]), 200)
         expect(srv.delete("/v1/keys/" + k["id"]), 204)
         expect_error(srv.get("/v1/volumes", key=k["key"]), 401, "unauthorized")
+
+
+def test_live_keys_per_org_are_capped_at_the_edge():
+    """Issue 32.9: keys are what the rate limit counts by, so minting them had to be
+    bounded: an organization holds at most --keys-per-org live keys (1,000 by default);
+    one more is 409 `conflict` naming the organization, the limit and the flag, minted
+    by the admin or by a key of the organization alike. Another organization is not
+    touched, and a revoked or expired key gives its place back. Before the fix the
+    fourth key of the organization was 201."""
+    with harness.Server(args=["--keys-per-org", "3"]) as srv:
+        org = "cap-%d" % os.getpid()
+        keys = [_mint(srv, org=org) for _ in range(3)]        # at the limit: all 201
+        r = expect_error(srv.post("/v1/keys", json={"org": org}), 409, "conflict")
+        contains(r["message"], "'%s'" % org, "names the organization")
+        contains(r["message"], "3 live keys", "names the limit")
+        contains(r["message"], "--keys-per-org", "names the flag")
+        expect_error(srv.post("/v1/keys", json={}, key=keys[0]["key"]), 409, "conflict")
+        eq(len(_listed(srv, query={"org": org})), 3, "nothing minted past the limit")
+        _mint(srv, org="other-%d" % os.getpid())              # another organization
+        expect(srv.delete("/v1/keys/" + keys[0]["id"]), 204)  # a revoked key's place
+        keys[0] = _mint(srv, org=org)
+        expect_error(srv.post("/v1/keys", json={"org": org}), 409, "conflict")
+        if harness.ENGINE != "embedded":
+            return
+        db = sqlite3.connect(os.path.join(srv.data, "meta.db"), timeout=30)
+        with db:
+            db.execute("UPDATE keys SET expires_at = ? WHERE id = ?",
+                       (int(time.time()) - 1, keys[1]["id"]))
+        db.close()
+        _mint(srv, org=org)                                   # an expired key's place
+
+
+def test_keys_per_org_flag_is_checked(tmp_path=None):
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for bad in ("0", "-1", "x", "1000001"):
+            r = subprocess.run([harness.bin_path("cofferd"), "--data", d, "--keys-per-org", bad],
+                               capture_output=True, timeout=30)
+            eq(r.returncode, 2, "exit of --keys-per-org %s" % bad)
+            contains(r.stderr.decode(), "--keys-per-org", "names the flag")

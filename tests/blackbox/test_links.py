@@ -153,3 +153,28 @@ def test_link_to_deleted_volume(srv):
     r = srv.get(l["url"], key=None)
     check(r.status in (403, 404, 410), "a link into a deleted volume serves nothing (got %d)" % r.status)
     check(r.body != b"f", "no bytes")
+
+
+def test_a_revoked_keys_links_stop(srv):
+    """Issue 32.10: a link outlived the key that made it. Now a GET or PUT link of a
+    revoked key is 403 naming the key (before the fix: 200 and 201); a link of another,
+    live key of the organization goes on working."""
+    vid = srv.create_volume("revoked-links")["id"]
+    srv.put_ok(vid, "a.txt", b"hello")
+    k = expect(srv.post("/v1/keys", json={}), 201).json()
+    other = expect(srv.post("/v1/keys", json={}), 201).json()
+    get = expect(srv.post("/v1/volumes/%s/links" % vid, json={"path": "a.txt"},
+                          key=k["key"]), 201).json()["url"]
+    put = expect(srv.post("/v1/volumes/%s/links" % vid, json={"path": "b.txt", "method": "PUT"},
+                          key=k["key"]), 201).json()["url"]
+    live = expect(srv.post("/v1/volumes/%s/links" % vid, json={"path": "a.txt"},
+                           key=other["key"]), 201).json()["url"]
+    expect(srv.get(get, key=None), 200)
+    expect(srv.delete("/v1/keys/" + k["id"]), 204)
+    for r in (srv.get(get, key=None), srv.request("HEAD", get, key=None),
+              srv.put(put, body=b"x", key=None, headers={"Content-Type": "text/plain"})):
+        expect(r, 403)
+    err = expect_error(srv.get(get, key=None), 403, "forbidden")
+    check(k["id"] in err["message"] and "revoked" in err["message"],
+          "names the key and why: %r" % err["message"])
+    eq(srv.get(live, key=None).body, b"hello", "a live key's link still serves")

@@ -14,7 +14,7 @@ import time
 import harness
 from harness import check, contains, eq, expect
 from test_view import Mount, _fuse_ok, _mounted, conflicting_close_is_eio, \
-    editor_save_is_one_version
+    editor_save_is_one_version, refused_change_is_dropped
 
 TIMEOUT = 120
 
@@ -257,6 +257,12 @@ def test_rate_limited_key_waits_and_goes_on():
         finally:
             m.end()
         eq(got, files, "every file read through a rate-limited key")
+
+
+def test_a_refused_change_is_dropped_and_said(srv):
+    """Issue 32.10 over HTTP (test_view.refused_change_is_dropped): a refused close's
+    bytes are dropped from the mount, and stderr says so."""
+    refused_change_is_dropped(srv, lambda vid: HttpMount(srv, vid))
 
 
 def test_zz_no_fuse_mount_left(srv):

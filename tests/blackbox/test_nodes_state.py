@@ -151,6 +151,33 @@ def test_turn_calls_files_and_delete_sent_to_other_nodes():
         _close(url, [a, b, c])
 
 
+def test_carried_call_takes_x_api_key_and_answers_urls_of_the_node_asked():
+    """Issue 32.10: a request carried to the node holding the turn lost its key when
+    the client sent it as `x-api-key` (401 from the holder), and its answer's
+    files[].url named the holder's internal address, where the client may have no
+    route. Now the key is carried in either header, and the URLs name the node the
+    client asked (the Host it sent)."""
+    url, (a, b, c) = _nodes()
+    try:
+        aid = turnlib.make_agent(a, output={"files": ["csv"]})
+        t = turnlib.new_turn(a, aid)
+        r = expect(c.request("POST", "/v1/turns/%s/calls" % t["id"], key=None,
+                             headers={"x-api-key": c.key},
+                             json={"command": "printf 'a,b\\n' > $OUTBOX/t.csv"}), 200)
+        eq(r.header("X-Coffer-Node"), "n0", "the call ran on the workspace's node")
+        files = r.json()["files"]
+        eq(len(files), 1, "one file back: %r" % files)
+        check(files[0]["url"].startswith(c.url + "/"),
+              "the file's URL names node C, asked: %r (C is %s, A is %s)"
+              % (files[0]["url"], c.url, a.url))
+        eq(expect(c.get(files[0]["url"][len(c.url):]), 200).body, b"a,b\n",
+           "the file read at that URL")
+        expect(c.request("GET", "/v1/turns/" + t["id"], key=None,
+                         headers={"x-api-key": c.key}), 200)
+    finally:
+        _close(url, [a, b, c])
+
+
 def test_turn_of_a_gone_node_410_naming_it():
     url, (a, b) = _nodes(2)
     try:

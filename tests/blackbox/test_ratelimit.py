@@ -12,7 +12,9 @@ import time
 import harness
 from harness import check, contains, eq, expect, expect_error
 
-SERVER_OPTS = {"args": ["--rate-limit", "1"]}   # 1 a second, a burst of 2
+# 1 a second, a burst of 2, per key; organizations far above it, so that these tests
+# see the keys' own buckets (the organizations' are tested on servers of their own)
+SERVER_OPTS = {"args": ["--rate-limit", "1", "--rate-limit-org", "1000"]}
 
 
 def _setup(call):
@@ -94,3 +96,43 @@ def test_signed_links_count_against_their_maker(srv):
     r = srv.get("/v1/volumes", key=k)
     if time.monotonic() - t0 < 1.0:
         expect_error(r, 429, "rate_limited")   # the maker's own bucket is empty too
+
+
+def test_an_organization_shares_one_bucket_between_its_keys():
+    """Issue 32.9: minting keys got round the limit (ten keys: 100 of 120 requests
+    through where one key got 10 of 60). Each request also takes a token of its
+    organization's bucket (--rate-limit-org, the --rate-limit's N unless given): two
+    fresh keys of one new organization get 2N = 2 requests between them, and the next
+    one, of the second key whose own bucket is full, is 429 naming the organization.
+    Before the fix it was 200."""
+    with harness.Server(args=["--rate-limit", "1"]) as s:
+        org = "rl-org-%d" % os.getpid()
+        a, b = [expect(_setup(lambda: s.post("/v1/keys", json={"org": org})), 201).json()["key"]
+                for _ in range(2)]
+        t0 = time.monotonic()
+        got = [s.get("/v1/volumes", key=a).status for _ in range(2)]
+        r = s.get("/v1/volumes", key=b)
+        took = time.monotonic() - t0
+        eq(got, [200, 200], "the organization's burst of 2N = 2, by key a")
+        if took >= 1.0:
+            harness.skip("the requests took %.1f s, a token's refill: no refusal is certain" % took)
+        err = expect_error(r, 429, "rate_limited")
+        contains(err["message"], "organization %s" % org, "the organization's limit is named")
+        check(r.header("Retry-After"), "Retry-After")
+        # another organization is untouched
+        other = expect(_setup(lambda: s.post("/v1/keys", json={"org": org + "-b"})), 201).json()
+        expect(s.get("/v1/volumes", key=other["key"]), 200)
+
+
+def test_rate_limit_org_flag_alone_limits_organizations():
+    """--rate-limit-org without --rate-limit: keys are not limited on their own, their
+    organization is (M a second, a burst of 2M)."""
+    with harness.Server(args=["--rate-limit-org", "1"]) as s:
+        org = "rlo-%d" % os.getpid()
+        keys = [expect(_setup(lambda: s.post("/v1/keys", json={"org": org})), 201).json()["key"]
+                for _ in range(3)]
+        t0 = time.monotonic()
+        got = [s.get("/v1/volumes", key=k).status for k in keys]
+        if time.monotonic() - t0 >= 1.0:
+            harness.skip("the requests took a token's refill: no refusal is certain")
+        eq(got, [200, 200, 429], "2M = 2 requests of the organization, then 429")

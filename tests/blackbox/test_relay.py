@@ -723,3 +723,26 @@ def test_log_has_connect_and_pause(srv):
     eq([(e.get("event"), e.get("reason", e.get("mode"))) for e in log],
        [("connect", "standard"), ("pause", "disconnected")], "log events")
     check(all("at" in e for e in log), "each entry has its time")
+
+
+def test_a_revoked_keys_session_events_stream_ends(srv):
+    """Issue 32.8: the agent side's events stream of a session, opened with a key that
+    is then revoked, ends with an `error` event saying so (before, it went on for as
+    long as the session did). The session itself goes on: other keys still see it."""
+    agent = make_agent(srv, _name())
+    s = create(srv, agent)
+    k = expect(srv.post("/v1/keys", json={}), 201).json()
+    ev = harness.EventStream(srv, "/v1/relay/sessions/%s/events" % s["uid"], key=k["key"],
+                             timeout=60)
+    try:
+        expect(srv.delete("/v1/keys/" + k["id"]), 204)
+        deadline = time.time() + 30 * harness.SCALE
+        while time.time() < deadline and not ev.done:
+            time.sleep(0.05)
+        check(ev.done, "the stream of a revoked key ended")
+        errs = [d for t, d in ev.events if t == "error"]
+        eq(len(errs), 1, "one error event ends it: %r" % (ev.events,))
+        contains(errs[0]["message"], "%s was revoked" % k["id"], "its message")
+        expect(srv.get("/v1/relay/sessions/%s" % s["uid"]), 200)
+    finally:
+        ev.close()

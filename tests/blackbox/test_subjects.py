@@ -409,3 +409,31 @@ def test_routes_and_methods(srv):
     contains(r.header("Allow") or "", "DELETE", "Allow of the files listing")
     expect(srv.request("POST", su(aid, "u", "/volume")), 405)
     expect_error(srv.get(su(aid, "u", "/files/content"), query={"path": "a\x00b"}), 400)
+
+
+def test_reads_of_an_absent_subject_make_nothing(srv):
+    """Issue 32.10: a GET of a subject that has no workspace made one (a read-only key
+    could create volumes by GET). Now every read answers the absent subject as an empty
+    workspace without making it: the listing is empty; a file, a memory file and a
+    folder are 404; the volume is a new one's numbers with `volumeId: null`; no volume
+    appears. A write then makes it."""
+    aid = make_agent(srv)
+    ro = expect(srv.post("/v1/keys", json={"readOnly": True}), 201).json()["key"]
+    before = len(expect(srv.get("/v1/volumes"), 200).json()["volumes"])
+    for key in (ro, harness._ABSENT):
+        sub = new_id("ghost")
+        eq(expect(listing(srv, aid, sub, key=key), 200).json()["entries"], [], "empty listing")
+        expect_error(listing(srv, aid, sub, path="docs", key=key), 404, "not_found")
+        expect_error(download(srv, aid, sub, "a.txt", key=key), 404, "not_found",
+                     mentions="a.txt")
+        expect_error(srv.get(su(aid, sub, "/memory/USER.md"), key=key), 404, "not_found",
+                     mentions="USER.md")
+        v = expect(srv.get(su(aid, sub, "/volume"), key=key), 200).json()
+        eq((v["volumeId"], v["used"], v["files"], v["capacity"], v["ceiling"]),
+           (None, 0, 0, 512 << 20, 4 << 30), "an absent subject's volume")
+        eq(len(expect(srv.get("/v1/volumes"), 200).json()["volumes"]), before,
+           "no volume made by reads")
+    sub = new_id("real")
+    expect(put_text(srv, aid, sub, "a.txt", "hi"), 201)
+    eq(expect(srv.get(su(aid, sub, "/volume")), 200).json()["files"], 1, "made by a write")
+    eq(len(expect(srv.get("/v1/volumes"), 200).json()["volumes"]), before + 1, "one volume")

@@ -137,6 +137,43 @@ def conflicting_close_is_eio(srv, m, vid, path):
     eq(srv.get_file(vid, path).body, b"the other side", "the other side's bytes stay")
 
 
+def refused_change_is_dropped(srv, mount):
+    """Issue 32.10: a close the volume refused (here a 412: someone else wrote the file
+    meanwhile) failed with EIO, but the mount went on showing the refused bytes as if
+    they were written (they stayed in its layer). Now the change is dropped and stderr
+    says so: the file reads as this mount last saw it (the version it landed itself
+    before, else the mounted one), never as the refused bytes; a new file refused the
+    same way (If-None-Match: * lost to another writer) is absent again. `mount(vid)`
+    makes a read-write mount of volume vid; it is ended here."""
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "notes.md", b"draft")
+    srv.put_ok(vid, "other.md", b"draft")
+    m = mount(vid)
+    try:
+        conflicting_close_is_eio(srv, m, vid, "notes.md")
+        eq(open(m.path("notes.md"), "rb").read(), b"draft",
+           "the refused bytes are not shown as written: the mounted version")
+        with open(m.path("other.md"), "wb") as f:      # landed by this mount
+            f.write(b"landed here")
+        conflicting_close_is_eio(srv, m, vid, "other.md")
+        eq(open(m.path("other.md"), "rb").read(), b"landed here",
+           "the refused bytes are not shown: the version this mount landed")
+        f = open(m.path("new.md"), "wb")
+        srv.put_ok(vid, "new.md", b"theirs")
+        f.write(b"mine too")
+        try:
+            f.close()
+            raise AssertionError("a refused close succeeded")
+        except OSError as e:
+            eq(e.errno, 5, "EIO")
+        check(not os.path.exists(m.path("new.md")), "the refused new file is not shown")
+        eq(srv.get_file(vid, "new.md").body, b"theirs", "the other side's bytes stay")
+    finally:
+        err = m.end()
+    for name in ("notes.md", "other.md", "new.md"):
+        contains(err, "the change to '%s' is dropped" % name, "stderr says it was dropped")
+
+
 # ---------------------------------------------------------------- coffer mount
 
 
@@ -261,6 +298,10 @@ def test_mount_editor_save_is_one_version_and_conflict_is_eio(srv):
         conflicting_close_is_eio(srv, m, vid, "notes.md")
     finally:
         m.end()
+
+
+def test_mount_drops_a_refused_change_and_says_so(srv):
+    refused_change_is_dropped(srv, lambda vid: Mount(srv, vid))
 
 
 def test_mount_file_removed_while_open_keeps_its_handle(srv):

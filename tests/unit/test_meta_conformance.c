@@ -1102,10 +1102,60 @@ static void test_state_add_first_wins(void **state)
 	free(got.body);
 }
 
+/* Issue 32.9/32.10: a key is added only while its organization holds fewer
+ * than the cap of live keys (revoked and expired ones not counted); a key is
+ * found by its id, revoked ones too. */
+static void test_keys_capped_and_found_by_id(void **state)
+{
+	cof_keyrow k = {0}, got = {0};
+	cof_err err = {0};
+	char corg[48], ids[4][24];
+
+	(void)state;
+	snprintf(corg, sizeof corg, "%.30s-cap", org);
+	snprintf(k.org, sizeof k.org, "%s", corg);
+	k.created_at = 10000;
+	for (int i = 0; i < 4; i++) {
+		char seed[32];
+		snprintf(seed, sizeof seed, "capped key %d", i);
+		sha_for(k.hash, seed);
+		snprintf(k.id, sizeof k.id, "k_cap%d%.10s", i, org);
+		snprintf(ids[i], sizeof ids[i], "%s", k.id);
+		k.expires_at = i == 1 ? 20000 : 0;
+		/* at 10000 key 1 (expiring at 20000) counts: two, the cap */
+		assert_int_equal(cof_meta_key_add_capped(m, &k, 2, &err), i < 2 ? 1 : 0);
+	}
+	assert_int_equal(err.code, COF_OK);
+	/* from 20000 on key 1 has expired: its place is free again */
+	sha_for(k.hash, "capped key 2 again");
+	snprintf(k.id, sizeof k.id, "k_cap2b%.10s", org);
+	k.created_at = 10000; /* at 10000 key 1 still counts */
+	assert_int_equal(cof_meta_key_add_capped(m, &k, 2, &err), 0);
+	k.created_at = 30000;
+	assert_int_equal(cof_meta_key_add_capped(m, &k, 2, &err), 1);
+	/* a revoked key's place is free too */
+	assert_int_equal(cof_meta_key_revoke(m, corg, ids[0], 0, 30001, &got, &err), 0);
+	sha_for(k.hash, "capped key 3 again");
+	snprintf(k.id, sizeof k.id, "k_cap3b%.10s", org);
+	assert_int_equal(cof_meta_key_add_capped(m, &k, 2, &err), 1);
+	/* no cap */
+	sha_for(k.hash, "uncapped key");
+	snprintf(k.id, sizeof k.id, "k_cap4b%.10s", org);
+	assert_int_equal(cof_meta_key_add_capped(m, &k, 0, &err), 1);
+	/* by id: revoked ones too; an unknown id is not found */
+	assert_int_equal(cof_meta_key_find_id(m, ids[0], &got, &err), 0);
+	assert_string_equal(got.org, corg);
+	assert_int_equal(got.revoked_at, 30001);
+	assert_int_equal(cof_meta_key_find_id(m, ids[2], &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	cof_err_clear(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keys_and_idempotency),
+		cmocka_unit_test(test_keys_capped_and_found_by_id),
 		cmocka_unit_test(test_volumes),
 		cmocka_unit_test(test_changes_and_reads),
 		cmocka_unit_test(test_list_prefix_edges),

@@ -138,7 +138,7 @@ class AgentCalls(unittest.TestCase):
         with self.assertRaises(coffer.NotFound):
             ann.read_memory("MEMORY.md")
         vol = ann.volume()
-        self.assertTrue(vol.volume_id.startswith("vol_"))
+        self.assertTrue(vol.volume_id and vol.volume_id.startswith("vol_"))
         self.assertEqual(vol.files, 3)
         bob = self.agent.subject("bob")
         self.assertEqual(bob.list().entries, [])

@@ -322,9 +322,9 @@ export declare class Subject {
         seq: number;
         removed: number;
     }>;
-    /** `{volumeId, used, capacity, ceiling, files}`. */
+    /** `{volumeId, used, capacity, ceiling, files}`; `volumeId` is null while the subject has no workspace yet (a read never makes one). */
     volume(o?: CallOptions): Promise<{
-        volumeId: string;
+        volumeId: string | null;
         used: number;
         capacity: number;
         ceiling: number;

@@ -537,8 +537,8 @@ export class Subject {
     return this.t.json({ method: "DELETE", path: `${this.base}/files`, query: { path } }, o);
   }
 
-  /** `{volumeId, used, capacity, ceiling, files}`. */
-  async volume(o?: CallOptions): Promise<{ volumeId: string; used: number; capacity: number; ceiling: number; files: number }> {
+  /** `{volumeId, used, capacity, ceiling, files}`; `volumeId` is null while the subject has no workspace yet (a read never makes one). */
+  async volume(o?: CallOptions): Promise<{ volumeId: string | null; used: number; capacity: number; ceiling: number; files: number }> {
     check.opts("subject.volume", "options", o);
     return this.t.json({ method: "GET", path: `${this.base}/volume` }, o);
   }

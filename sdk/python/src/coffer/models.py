@@ -226,7 +226,7 @@ class PromptResult(Record):
 
 
 class SubjectVolume(Record):
-    volume_id: str
+    volume_id: Optional[str]  # None while the subject has no workspace yet
     used: int
     capacity: int
     ceiling: int
