@@ -532,7 +532,7 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		free(f);
 		return rc;
 	}
-	n->kind = N_FILE;
+	cof_vnode_set(v, n, N_FILE);
 	n->lid = lid;
 	n->mode = mode & 0777;
 	n->mtime = cof_now();
