@@ -68,7 +68,7 @@ static int store_layer(cof_vfs *v, vnode *n, stored *s, cof_err *err)
 		    cof_content_pending(st, s->sha, s->size, err))
 			goto out;
 	}
-	if (n->ctype[0] && n->seen && !strcmp(n->sha, s->sha))
+	if (cof_is_symlink(n->ctype) || (n->ctype[0] && n->seen && !strcmp(n->sha, s->sha)))
 		snprintf(s->ctype, sizeof s->ctype, "%s", n->ctype);
 	else {
 		unsigned char head[512];

@@ -225,6 +225,8 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 		snprintf(name, namesz, "%s", c->name);
 		if (c->dir)
 			cof_vop_dir_attr(v, d->root, st);
+		else if (c->link) /* never pushed: a link has no page cache */
+			cof_vop_link_attr(v, d->root, c->size, c->updated_at, st);
 		else {
 			cof_vop_file_attr(v, d->root, c->size, c->updated_at, 0644, st);
 			memcpy(d->pending_sha, c->sha256, sizeof d->pending_sha);

@@ -120,6 +120,7 @@ int cof_vbase_dir(cof_vfs *v, int root, const char *path);
 typedef struct vchild {
 	char name[256];
 	int dir;
+	int link;               /* a file that is a symlink (COF_SYMLINK_TYPE) */
 	int64_t size, updated_at;   /* a file's (a page holds 256: no cof_entry) */
 	char sha256[65];
 } vchild;
