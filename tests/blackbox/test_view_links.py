@@ -179,3 +179,17 @@ def test_coffer_mount_ln_s(srv):
     f = _listed(srv, vid)
     eq((f["new"]["type"], f["new"]["target"]), ("symlink", "a.txt"), "landed at once")
     eq(f["dangling"]["target"], "/nowhere/at/all", "landed")
+
+
+def test_file_tools_never_follow_a_link(srv):
+    import test_tools as tt
+    aid, ws = tt.ws_agent(srv)
+    srv.put_ok(ws, "real.txt", b"secret line\n")
+    expect(_link(srv, ws, "l", "real.txt"), 201)
+    j = tt.ok(srv, aid, "read", path="/workspace/l")
+    eq(j.get("target"), "real.txt", "read names the target")
+    check("symbolic link to real.txt" in j["output"] and "secret" not in j["output"],
+          "and never reads it: %r" % j["output"])
+    tt.refused(srv, aid, "edit", "symbolic link to real.txt", path="/workspace/l",
+               oldString="real", newString="fake")
+    eq(srv.get_file(ws, "l").body, b"real.txt", "the link unchanged")
