@@ -204,6 +204,17 @@ int64_t cof_upload_size(const cof_upload *up);
 /* Drops an upload that will not be committed. NULL is fine. */
 void cof_upload_abort(cof_upload *up);
 
+/* A symbolic link is a file of its own type, as in git's blobs of mode
+ * 120000: content type COF_SYMLINK_TYPE, its bytes the target (1 to
+ * COF_SYMLINK_MAX bytes of UTF-8, no NUL). Nothing in coffer follows one. */
+#define COF_SYMLINK_TYPE "inode/symlink"
+#define COF_SYMLINK_MAX 4095
+/* Whether content type `ctype` is a link's. */
+int cof_is_symlink(const char *ctype);
+/* 0 when `target` (len bytes) may be a link's, else -1 with COF_EVALIDATION
+ * naming the limit. */
+int cof_symlink_check(const void *target, size_t len, cof_err *err);
+
 /* PUT /v1/volumes/{id}/files/{path}. Consumes `up` in every case. `content_type`
  * NULL = sniff from bytes and name. Answer {path, version, size, contentType,
  * sha256, seq}; *created = 1 when the file did not exist. */

@@ -184,6 +184,15 @@ int cof_tool_read(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return is_folder(st, a, &t) || !t.vpath[0]
 			? cof_tool_refuse(out, "%s is a directory; use ls to see what is in it", t.apath)
 			: cof_tool_refuse(out, "no such file: %s", t.apath);
+	if (r == 1 && cof_is_symlink(f.content_type)) {
+		/* a link is never followed: what it points at is named, not read */
+		*out = json_pack("{s:b, s:s+++, s:s, s:s#, s:I}", "ok", 1, "output", t.apath,
+				 " is a symbolic link to ", (const char *)d,
+				 " (not followed: read that path itself)", "path", t.apath, "target",
+				 (const char *)d, (int)f.size, "version", (json_int_t)f.version);
+		free(d);
+		return *out ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+	}
 	if (r == 2 && cof_media_refuse_large(&t, f.content_type, f.size, out))
 		return 0;
 	if (r == 2)
@@ -459,6 +468,13 @@ int cof_tool_edit(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		return r < 0 ? -1 : 0;
 	if ((r = current(st, a, &t, &f, &d, out, err)) != 1)
 		return r < 0 ? -1 : r == 0 ? cof_tool_refuse(out, "no such file: %s", t.apath) : 0;
+	if (cof_is_symlink(f.content_type)) { /* never followed, nor edited as text */
+		r = cof_tool_refuse(out, "%s is a symbolic link to %.*s; edit the file it points "
+				    "at by its own path, or write %s to replace the link", t.apath,
+				    (int)f.size, (const char *)d, t.apath);
+		free(d);
+		return r;
+	}
 	if ((r = stale_check(st, a, &t, &f, out, err)) || !is_text(d, f.size)) {
 		free(d);
 		return r < 0 ? -1 : r ? 0 : cof_tool_refuse(out, "%s is not a text file", t.apath);

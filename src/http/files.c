@@ -450,9 +450,28 @@ int http_body_type(http_req *req)
 int http_begin_file_put(http_req *req)
 {
 	int64_t clen = http_content_length(req);
+	const char *link = http_header(req, "X-Coffer-Symlink");
 
-	if (read_cond(req, &req->cond, &req->err) || http_body_type(req) ||
-	    cof_upload_begin(req->srv->st, 0, &req->up, &req->err))
+	if (read_cond(req, &req->cond, &req->err) || http_body_type(req))
+		return -1;
+	if (link) {
+		/* a link: its target is the header's, the bytes it is stored as */
+		if (clen > 0)
+			return cof_error(&req->err, COF_EVALIDATION, "a PUT with X-Coffer-Symlink "
+					 "makes a symlink and takes no body (Content-Length is %lld)",
+					 (long long)clen);
+		if (req->content_type && !cof_is_symlink(req->content_type))
+			return cof_error(&req->err, COF_EVALIDATION, "a PUT with X-Coffer-Symlink "
+					 "makes a symlink, of Content-Type '%s', not '%.100s'",
+					 COF_SYMLINK_TYPE, req->content_type);
+		req->content_type = COF_SYMLINK_TYPE;
+		if (cof_symlink_check(link, strlen(link), &req->err) ||
+		    cof_upload_begin(req->srv->st, 0, &req->up, &req->err) ||
+		    cof_upload_write(req->up, link, strlen(link), &req->err))
+			return -1;
+		return 0;
+	}
+	if (cof_upload_begin(req->srv->st, 0, &req->up, &req->err))
 		return -1;
 	if (clen < 0 || clen > PUT_PRECHECK_BYTES)
 		return cof_upload_room(req->up, ORG(req), req->param[0], req->param[1], clen,

@@ -190,7 +190,13 @@ int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
 int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, cof_err *err)
 {
-	return tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, err);
+	return tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, 0, err);
+}
+
+int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
+{
+	return tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, mtime, err);
 }
 
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)

@@ -202,9 +202,11 @@ struct cof_meta_ops {
 		cof_err *err);
 	/* `inline_data` (size bytes) stores small content in the metadata itself, in
 	 * the same transaction; NULL when the content is in the blob store (or is
-	 * already known, as for moves and restores). */
+	 * already known, as for moves and restores). `mtime` (unix seconds) is
+	 * the version's time (updated_at): a view's file keeps the time it had
+	 * in the call; <= 0 = now. */
 	int (*txn_write)(cof_txn *tx, const char *path, const char *sha256, int64_t size,
-		const char *ctype, const void *inline_data, cof_err *err);
+		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
 	/* Removing an absent path is COF_ENOTFOUND. */
 	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
 
@@ -481,6 +483,9 @@ int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
 		cof_err *err);
 int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, cof_err *err);
+/* cof_txn_write with the version's time (see txn_write). */
+int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
 int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
 		char dropped[48], cof_err *err);

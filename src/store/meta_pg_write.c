@@ -125,7 +125,7 @@ static int record_change(pg_txn *tx, const char *path, int removed, int64_t vers
 }
 
 static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t size,
-		     const char *ctype, const void *inline_data, cof_err *err)
+		     const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
 {
 	pg_txn *tx = PGT(t);
 	cof_entry *old = cof_malloc(sizeof *old);
@@ -141,7 +141,7 @@ static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t s
 	    cof_pg_do(tx->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
 		      " sha256, ctype, updated_at) VALUES($1,$2,$3,NULL,$3,$4,$5,$6,$7)",
 		      "writing a file", NULL, err, "isiissi", tx->vol.vno, path, tx->vol.seq, size,
-		      sha, ctype, tx->now))
+		      sha, ctype, mtime > 0 ? mtime : tx->now))
 		goto out;
 	/* Inline content goes as bytea: it need not be text. The row naming it
 	 * now protects it: the pending mark of the write that stored it ends. */

@@ -148,7 +148,7 @@ static int record_change(cof_txn *tx, const char *path, int removed, int64_t ver
 }
 
 static int sq_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t size,
-			const char *ctype, const void *inline_data, cof_err *err)
+			const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
 {
 	cof_entry *old = cof_malloc(sizeof *old);
 	sqlite3_stmt *st;
@@ -171,7 +171,7 @@ static int sq_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t 
 	sqlite3_bind_int64(st, 5, size);
 	cof_sqlite_bind_text(st, 6, sha);
 	cof_sqlite_bind_text(st, 7, ctype);
-	sqlite3_bind_int64(st, 8, SQT(tx)->now);
+	sqlite3_bind_int64(st, 8, mtime > 0 ? mtime : SQT(tx)->now);
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		cof_sqlite_db_error(err, SQT(tx)->c->db, "writing a file");
 		goto out;

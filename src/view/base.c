@@ -111,6 +111,7 @@ static int kid_add(void *arg, const cof_entry *e)
 		size_t dl = (size_t)(slash - rest);
 		snprintf(c->name, sizeof c->name, "%.*s", (int)dl, rest);
 		c->dir = 1;
+		c->link = 0;
 		snprintf(k->resume, sizeof k->resume, "%.*s%s", (int)(k->plen + dl), e->path,
 			 DIR_END);
 		k->skip_dir = 1;
@@ -118,6 +119,7 @@ static int kid_add(void *arg, const cof_entry *e)
 	}
 	snprintf(c->name, sizeof c->name, "%s", rest);
 	c->dir = 0;
+	c->link = cof_is_symlink(e->ctype);
 	c->size = e->size;
 	c->updated_at = e->updated_at;
 	memcpy(c->sha256, e->sha256, sizeof c->sha256);

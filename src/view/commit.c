@@ -68,7 +68,7 @@ static int store_layer(cof_vfs *v, vnode *n, stored *s, cof_err *err)
 		    cof_content_pending(st, s->sha, s->size, err))
 			goto out;
 	}
-	if (n->ctype[0] && n->seen && !strcmp(n->sha, s->sha))
+	if (cof_is_symlink(n->ctype) || (n->ctype[0] && n->seen && !strcmp(n->sha, s->sha)))
 		snprintf(s->ctype, sizeof s->ctype, "%s", n->ctype);
 	else {
 		unsigned char head[512];
@@ -163,7 +163,9 @@ static int land_apply(cof_txn *tx, void *arg, cof_err *err)
 			continue;
 		}
 		stored *s = &l->files[i];
-		if (cof_txn_write(tx, vp, s->sha, s->size, s->ctype, s->inl, err))
+		/* the file's time in the view is its version's: the next call
+		 * (and git's stat cache) sees the mtime this one saw */
+		if (cof_txn_write_at(tx, vp, s->sha, s->size, s->ctype, s->inl, n->mtime, err))
 			goto fail;
 		l->res->written++;
 	}

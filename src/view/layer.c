@@ -1,7 +1,8 @@
 /*
  * layer.c — the view's layer: one node per path the view wrote, removed,
- * renamed or made (a hash table in memory), and the written bytes as files
- * LAYER/ID on the layer's disk. The base (the volume at the seq) is never
+ * renamed or made (a hash table in memory) with the folders they lie in
+ * (vfold: counts and children), and the written bytes as files LAYER/ID on
+ * the layer's disk. The base (the volume at the seq) is never
  * touched; a lookup asks the layer first.
  */
 #include <errno.h>
@@ -12,14 +13,19 @@
 #include <unistd.h>
 #include "view/view_int.h"
 
-/* FNV-1a of (root, path). */
-static unsigned hash(int root, const char *path)
+/* FNV-1a of (root, path[0..len)). */
+static unsigned hashn(int root, const char *path, size_t len)
 {
 	unsigned h = 2166136261u ^ (unsigned)root;
 
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)path; len--; p++)
 		h = (h ^ *p) * 16777619u;
 	return h % VNODE_BUCKETS;
+}
+
+static unsigned hash(int root, const char *path)
+{
+	return hashn(root, path, strlen(path));
 }
 
 vnode *cof_vnode_find(cof_vfs *v, int root, const char *path)
@@ -30,10 +36,62 @@ vnode *cof_vnode_find(cof_vfs *v, int root, const char *path)
 	return NULL;
 }
 
+/* The folder (root, path[0..len)), or NULL. */
+static vfold *fold_find(cof_vfs *v, int root, const char *path, size_t len)
+{
+	unsigned h = hashn(root, path, len);
+
+	for (vfold *f = v->fbucket[h]; f; f = f->chain)
+		if (f->root == root && !strncmp(f->path, path, len) && !f->path[len])
+			return f;
+	return NULL;
+}
+
+/* The folder (root, path[0..len)), made (with those above it) if absent;
+ * NULL when out of memory. */
+static vfold *fold_get(cof_vfs *v, int root, const char *path, size_t len)
+{
+	vfold *f = fold_find(v, root, path, len), *up = NULL;
+	unsigned h;
+
+	if (f)
+		return f;
+	if (len) {
+		const char *slash = memrchr(path, '/', len);
+		if (!(up = fold_get(v, root, path, slash ? (size_t)(slash - path) : 0)))
+			return NULL;
+	}
+	if (!(f = calloc(1, sizeof *f + len + 1)))
+		return NULL;
+	memcpy(f->path, path, len);
+	f->root = root;
+	f->up = up;
+	if (up) {
+		f->sib = up->subs;
+		up->subs = f;
+	}
+	h = hashn(root, path, len);
+	f->chain = v->fbucket[h];
+	v->fbucket[h] = f;
+	return f;
+}
+
+void cof_vnode_set(cof_vfs *v, vnode *n, vnode_kind kind)
+{
+	int d = (kind != N_GONE) - (n->kind != N_GONE);
+
+	(void)v;
+	n->kind = kind;
+	for (vfold *f = n->dir; d && f; f = f->up)
+		f->live += d;
+}
+
 vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 {
 	vnode *n = cof_vnode_find(v, root, path);
+	const char *slash = strrchr(path, '/');
 	cof_entry *e;
+	vfold *dir;
 	unsigned h;
 
 	if (n)
@@ -44,7 +102,8 @@ vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 	}
 	n = calloc(1, sizeof *n);
 	e = malloc(sizeof *e);
-	if (!n || !e || !(n->path = strdup(path))) {
+	dir = fold_get(v, root, path, slash ? (size_t)(slash - path) : 0);
+	if (!n || !e || !dir || !(n->path = strdup(path))) {
 		free(n);
 		free(e);
 		errno = ENOMEM;
@@ -53,10 +112,11 @@ vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 	v->nnodes++;
 	n->root = root;
 	n->kind = N_GONE;
+	n->dir = dir;
 	/* what the view saw at this path: the condition its commit holds to */
 	if (cof_vbase_file(v, root, path, e) == 1) {
 		n->seen = e->version;
-		n->kind = N_FILE;
+		cof_vnode_set(v, n, N_FILE);
 		memcpy(n->sha, e->sha256, sizeof n->sha);
 		n->size = e->size;
 		snprintf(n->ctype, sizeof n->ctype, "%s", e->ctype);
@@ -69,19 +129,48 @@ vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 	v->bucket[h] = n;
 	n->next = v->nodes;
 	v->nodes = n;
+	n->sib = dir->kids;
+	dir->kids = n;
 	return n;
 }
 
 int cof_vnode_under(cof_vfs *v, int root, const char *path)
 {
-	size_t len = strlen(path);
+	vfold *f = fold_find(v, root, path, strlen(path));
 
-	for (vnode *n = v->nodes; n; n = n->next)
-		if (n->root == root && n->kind != N_GONE &&
-		    (len == 0 ? *n->path != '\0'
-			      : !strncmp(n->path, path, len) && n->path[len] == '/'))
-			return 1;
-	return 0;
+	return f && f->live > 0;
+}
+
+void cof_vnode_names(cof_vfs *v, int root, const char *path,
+		     void (*fn)(void *ctx, const char *name, int shown), void *ctx)
+{
+	vfold *f = fold_find(v, root, path, strlen(path));
+	size_t skip = *path ? strlen(path) + 1 : 0;
+
+	if (!f)
+		return;
+	for (vnode *n = f->kids; n; n = n->sib)
+		fn(ctx, n->path + skip, n->kind != N_GONE);
+	for (vfold *s = f->subs; s; s = s->sib)
+		fn(ctx, s->path + skip, s->live > 0);
+}
+
+void cof_vnode_free_all(cof_vfs *v)
+{
+	for (vnode *n = v->nodes, *next; n; n = next) {
+		next = n->next;
+		free(n->path);
+		free(n);
+	}
+	v->nodes = NULL;
+	for (size_t i = 0; i < VNODE_BUCKETS; i++) {
+		for (vfold *f = v->fbucket[i], *next; f; f = next) {
+			next = f->chain;
+			free(f);
+		}
+		v->fbucket[i] = NULL;
+		v->bucket[i] = NULL;
+	}
 }
 
 void cof_vnode_revert(cof_vfs *v, vnode *n)
@@ -98,9 +187,9 @@ void cof_vnode_revert(cof_vfs *v, vnode *n)
 	 * (the base's version, or the one it landed there itself: read by
 	 * version, cof_vbytes_open_node); none: absent */
 	if (n->seen > 0) {
-		n->kind = N_FILE;
+		cof_vnode_set(v, n, N_FILE);
 	} else {
-		n->kind = N_GONE;
+		cof_vnode_set(v, n, N_GONE);
 		n->seen = 0;
 		n->sha[0] = '\0';
 		n->size = 0;

@@ -230,11 +230,14 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	cof_vll *ll = cof_vll_begin(req);
-	char *path = cof_vll_path(ll, ino, NULL), buf[1];
-	int rc = ll->ops->readlink(path, buf, sizeof buf);
+	char *path = cof_vll_path(ll, ino, NULL), buf[COF_SYMLINK_MAX + 1];
+	int rc = path ? ll->ops->readlink(path, buf, sizeof buf) : -ENOENT;
 
 	free(path);
-	fuse_reply_err(req, rc ? -rc : EINVAL);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_readlink(req, buf);
 }
 
 /* mkdir by path, then the new folder's entry. */
@@ -303,10 +306,20 @@ static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 {
 	cof_vll *ll = cof_vll_begin(req);
 	char *path = cof_vll_path(ll, parent, name);
-	int rc = ll->ops->symlink(target, path);
+	int rc;
 
+	if (!path) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	cof_vll_change_begin(ll, 0, 0);
+	rc = ll->ops->symlink(target, path);
+	cof_vll_change_end(ll);
 	free(path);
-	fuse_reply_err(req, rc ? -rc : EPERM);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		reply_entry_of(req, ll, parent, name, NULL);
 }
 
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)

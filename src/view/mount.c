@@ -344,11 +344,7 @@ void cof_view_unmount(cof_vfs *v)
 		layer_empty(v->layer);
 		close(v->layer);
 	}
-	for (vnode *n = v->nodes, *next; n; n = next) {
-		next = n->next;
-		free(n->path);
-		free(n);
-	}
+	cof_vnode_free_all(v);
 	pthread_mutex_destroy(&v->mu);
 	free(v->dir);
 	free(v);

@@ -3,9 +3,9 @@
  * the kernel's requests into them):
  * lookups and listings merge the layer over the volume at its seq; opens of
  * unchanged files read the volume's content by range; writes copy the file
- * up into the layer first. Not supported, by design (docs/design.md):
- * symlinks and hard links (EPERM), extended attributes (ENOTSUP); locks are
- * the kernel's own, local to the mount.
+ * up into the layer first. Symlinks are files of their own type (op_symlink).
+ * Not supported, by design (docs/design.md): hard links (EPERM), extended
+ * attributes (ENOTSUP); locks are the kernel's own, local to the mount.
  */
 #define FUSE_USE_VERSION 31
 #include <errno.h>
@@ -118,6 +118,12 @@ void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mo
 	st->st_mtime = st->st_ctime = st->st_atime = mtime;
 }
 
+void cof_vop_link_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, struct stat *st)
+{
+	cof_vop_file_attr(v, r, size, mtime, 0777, st);
+	st->st_mode = S_IFLNK | 0777; /* a link's own mode is never looked at */
+}
+
 uint64_t cof_vop_ino(cof_vfs *v, int r, const char *rel)
 {
 	char vp[COF_PATH_MAX + 1];
@@ -157,7 +163,10 @@ static int what_is_at(cof_vfs *v, int r, const char *rel, struct stat *st)
 			if (fd >= 0)
 				close(fd);
 		}
-		cof_vop_file_attr(v, r, size, n->mtime, n->mode, st);
+		if (cof_is_symlink(n->ctype))
+			cof_vop_link_attr(v, r, size, n->mtime, st);
+		else
+			cof_vop_file_attr(v, r, size, n->mtime, n->mode, st);
 		return cof_vop_hidden(v, r, rel, 0) ? 0 : 1;
 	}
 	if (n && n->kind == N_DIR) {
@@ -168,7 +177,9 @@ static int what_is_at(cof_vfs *v, int r, const char *rel, struct stat *st)
 		if (!(e = malloc(sizeof *e)))
 			return 0;
 		rc = cof_vbase_file(v, r, rel, e);
-		if (rc == 1)
+		if (rc == 1 && cof_is_symlink(e->ctype))
+			cof_vop_link_attr(v, r, e->size, e->updated_at, st);
+		else if (rc == 1)
 			cof_vop_file_attr(v, r, e->size, e->updated_at, 0644, st);
 		free(e);
 		if (rc == 1)
@@ -532,12 +543,13 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		free(f);
 		return rc;
 	}
-	n->kind = N_FILE;
+	cof_vnode_set(v, n, N_FILE);
 	n->lid = lid;
 	n->mode = mode & 0777;
 	n->mtime = cof_now();
 	n->dirty = 1;
 	n->sha[0] = '\0';
+	n->ctype[0] = '\0'; /* (what was here may have been a link) */
 	n->size = 0;
 	pthread_mutex_unlock(&v->mu);
 	if (no_open(v)) {
@@ -832,20 +844,93 @@ static int op_statfs(const char *path, struct statvfs *sv)
 	return 0;
 }
 
-/* Volumes hold files and implicit folders only. */
+/* A symlink is a file of type COF_SYMLINK_TYPE whose bytes are its target
+ * (as git stores one): made in the layer like a file (`coffer mount`: landed
+ * at once), committed with that type. The view never follows one: the
+ * kernel does, within the caller's own root. */
 static int op_symlink(const char *target, const char *path)
 {
-	return -EPERM;
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	cof_err e = {0};
+	size_t len = strlen(target);
+	vnode *n;
+	int r, rc, k, fd = -1;
+
+	if (cof_symlink_check(target, len, &e)) {
+		cof_err_clear(&e);
+		return len > COF_SYMLINK_MAX ? -ENAMETOOLONG : -EINVAL;
+	}
+	if ((rc = cof_vop_change_begin(v, path, &r, &rel, &k, &st)))
+		return rc;
+	if (k)
+		rc = -EEXIST;
+	else if (cof_vop_hidden(v, r, rel, 0))
+		rc = -EACCES;
+	else if (!(n = cof_vnode_get(v, r, rel)))
+		rc = -errno;
+	else {
+		int64_t lid = cof_layer_new(v, &fd);
+		if (lid < 0 || write(fd, target, len) != (ssize_t)len) {
+			rc = errno ? -errno : -EIO;
+			if (lid > 0) {
+				char name[32];
+				snprintf(name, sizeof name, "%lld", (long long)lid);
+				unlinkat(v->layer, name, 0);
+			}
+		} else {
+			cof_vnode_set(v, n, N_FILE);
+			n->lid = lid;
+			n->mode = 0777;
+			n->mtime = cof_now();
+			n->dirty = 1;
+			n->sha[0] = '\0';
+			n->size = (int64_t)len;
+			snprintf(n->ctype, sizeof n->ctype, "%s", COF_SYMLINK_TYPE);
+			if (v->o.way == COF_VIEW_DIRECT)
+				rc = cof_view_land_file(v, n);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rc;
 }
 
+/* Hard links: a volume's file is at one path. */
 static int op_link(const char *from, const char *to)
 {
 	return -EPERM;
 }
 
+/* The target of a symlink: its bytes (the layer's, or the volume's). */
 static int op_readlink(const char *path, char *buf, size_t size)
 {
-	return -EINVAL; /* nothing in a view is a link */
+	VIEW(v);
+	const char *rel;
+	struct stat st;
+	vfile f = {.fd = -1};
+	ssize_t k;
+	int r, rc;
+
+	if (cof_vop_split(v, path, &r, &rel) || r < 0)
+		return -ENOENT;
+	pthread_mutex_lock(&v->mu);
+	rc = cof_vop_what_is(v, r, rel, &st);
+	pthread_mutex_unlock(&v->mu);
+	if (rc != 1 || !S_ISLNK(st.st_mode))
+		return rc ? -EINVAL : -ENOENT;
+	if ((rc = open_read(v, r, rel, &f)) != 0)
+		return rc == 1 ? -ENOENT : rc;
+	k = f.fd >= 0 ? pread(f.fd, buf, size - 1, 0) : cof_vbytes_read(&f.b, buf, size - 1, 0);
+	rc = k < 0 ? -errno : 0;
+	if (f.fd >= 0)
+		close(f.fd);
+	cof_vbytes_close(&f.b);
+	if (!rc)
+		buf[k] = '\0';
+	return rc;
 }
 
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)

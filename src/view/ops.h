@@ -41,9 +41,11 @@ void cof_vop_file_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, mode_t mo
  * a hash of the volume's id and the volume path, so the same in every
  * mount and call (git's stat cache matches; docs/design.md, Views, "Inode
  * numbers"). Not the kernel's node id, which names a node of one mount. */
+/* The attributes of a symlink whose target is `size` bytes. */
+void cof_vop_link_attr(cof_vfs *v, int r, int64_t size, int64_t mtime, struct stat *st);
 uint64_t cof_vop_ino(cof_vfs *v, int r, const char *rel);
-/* What is at `rel` of root r: 1 file (attributes in *st, its st_ino
- * cof_vop_ino's), 2 folder, 0 nothing. Under mu. */
+/* What is at `rel` of root r: 1 file or symlink (attributes in *st, its
+ * st_ino cof_vop_ino's; S_ISLNK tells a link), 2 folder, 0 nothing. Under mu. */
 int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st);
 /* The start of a change to what is at FUSE path `path`: split, refused where it
  * may not be written (cof_vop_writable), then v->mu taken and what is there in

@@ -38,48 +38,63 @@ typedef struct vdir {
 	int has_pending;
 } vdir;
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
+/* A name of the layer in a folder being gathered. */
+typedef struct lname {
+	char *name;
+	int shown;
+} lname;
 
-/* Adds `name` (len bytes) to the folder's layer names unless there. */
-static void name_add(vdir *d, const char *name, size_t len, int shown)
+typedef struct lnames {
+	lname *a;
+	size_t n, cap;
+} lnames;
+
+static void lname_add(void *ctx, const char *name, int shown)
 {
-	for (size_t i = 0; i < d->nnames; i++)
-		if (strlen(d->names[i]) == len && !strncmp(d->names[i], name, len)) {
-			d->shown[i] |= (unsigned char)shown;
+	lnames *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		lname *na = realloc(l->a, cap * sizeof *na);
+		if (!na)
 			return;
-		}
-	char **nn = realloc(d->names, (d->nnames + 1) * sizeof *nn);
-	unsigned char *ns = realloc(d->shown, d->nnames + 1);
-	if (nn)
-		d->names = nn;
-	if (ns)
-		d->shown = ns;
-	if (!nn || !ns || !(d->names[d->nnames] = strndup(name, len)))
-		return;
-	d->shown[d->nnames++] = (unsigned char)shown;
+		l->a = na;
+		l->cap = cap;
+	}
+	if ((l->a[l->n].name = strdup(name)))
+		l->a[l->n++].shown = shown;
 }
 
-/* The layer's entries of the folder (under mu). */
+static int lname_cmp(const void *a, const void *b)
+{
+	return strcmp(((const lname *)a)->name, ((const lname *)b)->name);
+}
+
+/* The layer's entries of the folder, sorted, each once (under mu): as many
+ * steps as the folder has names in the layer, not as the view has nodes. */
 static void layer_names(cof_vfs *v, vdir *d)
 {
 	size_t len = strlen(d->rel);
+	lnames l = {0};
 
-	for (vnode *n = v->nodes; n; n = n->next) {
-		const char *p = n->path;
-		if (n->root != d->root)
-			continue;
-		if (len && (strncmp(p, d->rel, len) || p[len] != '/'))
-			continue;
-		p += len ? len + 1 : 0;
-		const char *slash = strchr(p, '/');
-		if (slash)
-			name_add(d, p, (size_t)(slash - p), n->kind != N_GONE);
-		else
-			name_add(d, p, strlen(p), n->kind != N_GONE);
+	cof_vnode_names(v, d->root, d->rel, lname_add, &l);
+	if (l.n)
+		qsort(l.a, l.n, sizeof *l.a, lname_cmp);
+	d->names = malloc((l.n ? l.n : 1) * sizeof *d->names);
+	d->shown = malloc(l.n ? l.n : 1);
+	for (size_t i = 0; i < l.n; i++) {
+		/* a node and a folder of one name are one entry */
+		if (d->names && d->shown && d->nnames &&
+		    !strcmp(d->names[d->nnames - 1], l.a[i].name)) {
+			d->shown[d->nnames - 1] |= (unsigned char)l.a[i].shown;
+			free(l.a[i].name);
+		} else if (d->names && d->shown) {
+			d->names[d->nnames] = l.a[i].name;
+			d->shown[d->nnames++] = (unsigned char)l.a[i].shown;
+		} else
+			free(l.a[i].name);
 	}
+	free(l.a);
 	/* a name the layer removed whose folder still holds files shows too */
 	for (size_t i = 0; i < d->nnames; i++)
 		if (!d->shown[i]) {
@@ -94,36 +109,17 @@ static void layer_names(cof_vfs *v, vdir *d)
 					d->shown[i] = 1;
 			}
 		}
-	if (d->nnames) {
-		/* sort names and their flags together */
-		char **tmp = malloc(d->nnames * sizeof *tmp);
-		if (tmp) {
-			for (size_t i = 0; i < d->nnames; i++) {
-				size_t k = strlen(d->names[i]);
-				tmp[i] = malloc(k + 2);
-				if (!tmp[i])
-					continue;
-				tmp[i][0] = (char)(d->shown[i] ? '1' : '0');
-				memcpy(tmp[i] + 1, d->names[i], k + 1);
-				free(d->names[i]);
-			}
-			qsort(tmp, d->nnames, sizeof *tmp, name_cmp);
-			for (size_t i = 0; i < d->nnames; i++) {
-				d->shown[i] = tmp[i][0] == '1';
-				d->names[i] = strdup(tmp[i] + 1);
-				free(tmp[i]);
-			}
-			free(tmp);
-		}
-	}
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the layer has `name` in the folder (its names are sorted). */
 static int in_layer(const vdir *d, const char *name)
 {
-	for (size_t i = 0; i < d->nnames; i++)
-		if (d->names[i] && !strcmp(d->names[i], name))
-			return 1;
-	return 0;
+	return d->nnames && bsearch(&name, d->names, d->nnames, sizeof *d->names, name_cmp);
 }
 
 int cof_vop_opendir(const char *path, struct fuse_file_info *fi)
@@ -229,6 +225,8 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 		snprintf(name, namesz, "%s", c->name);
 		if (c->dir)
 			cof_vop_dir_attr(v, d->root, st);
+		else if (c->link) /* never pushed: a link has no page cache */
+			cof_vop_link_attr(v, d->root, c->size, c->updated_at, st);
 		else {
 			cof_vop_file_attr(v, d->root, c->size, c->updated_at, 0644, st);
 			memcpy(d->pending_sha, c->sha256, sizeof d->pending_sha);
@@ -339,7 +337,7 @@ static int keep_parent(cof_vfs *v, int r, const char *rel)
 	if (!(n = cof_vnode_get(v, r, dir)))
 		return -errno;
 	if (n->kind == N_GONE) {
-		n->kind = N_DIR;
+		cof_vnode_set(v, n, N_DIR);
 		n->mode = 0755;
 		n->mtime = cof_now();
 	}
@@ -364,7 +362,7 @@ int cof_vop_unlink(const char *path)
 		rc = -errno;
 	else if (!(rc = remove_now(v, r, n))) {
 		drop_bytes(v, n);
-		n->kind = N_GONE;
+		cof_vnode_set(v, n, N_GONE);
 		n->dirty = v->o.way == COF_VIEW_CALL && n->seen > 0;
 		if (v->o.way == COF_VIEW_DIRECT)
 			n->seen = 0;
@@ -395,7 +393,7 @@ int cof_vop_mkdir(const char *path, mode_t mode)
 	else {
 		/* folders are implicit in a volume: an empty one lives in the
 		 * layer only, until the view ends */
-		n->kind = N_DIR;
+		cof_vnode_set(v, n, N_DIR);
 		n->mode = mode & 0777;
 		n->mtime = cof_now();
 	}
@@ -426,7 +424,7 @@ int cof_vop_rmdir(const char *path)
 	else if ((rc = keep_parent(v, r, rel)))
 		;
 	else if ((n = cof_vnode_find(v, r, rel)) && n->kind == N_DIR)
-		n->kind = N_GONE;
+		cof_vnode_set(v, n, N_GONE);
 	pthread_mutex_unlock(&v->mu);
 	return rc;
 }
@@ -436,7 +434,7 @@ int cof_vop_rmdir(const char *path)
 static void node_move(cof_vfs *v, vnode *from, vnode *to)
 {
 	drop_bytes(v, to);
-	to->kind = N_FILE;
+	cof_vnode_set(v, to, N_FILE);
 	to->lid = from->lid;
 	memcpy(to->sha, from->sha, sizeof to->sha);
 	to->size = from->size;
@@ -445,7 +443,7 @@ static void node_move(cof_vfs *v, vnode *from, vnode *to)
 	to->mtime = from->mtime;
 	to->dirty = v->o.way == COF_VIEW_CALL || from->dirty;
 	from->lid = 0;
-	from->kind = N_GONE;
+	cof_vnode_set(v, from, N_GONE);
 	from->dirty = v->o.way == COF_VIEW_CALL && from->seen > 0;
 }
 
@@ -540,8 +538,8 @@ static int rename_dir(cof_vfs *v, int r, const char *from, const char *to, int64
 			break;
 		}
 		if (a->kind == N_DIR) {
-			a->kind = N_GONE;
-			b->kind = N_DIR;
+			cof_vnode_set(v, a, N_GONE);
+			cof_vnode_set(v, b, N_DIR);
 			continue;
 		}
 		node_move(v, a, b);
@@ -553,10 +551,10 @@ static int rename_dir(cof_vfs *v, int r, const char *from, const char *to, int64
 	}
 	vnode *top = cof_vnode_find(v, r, from);
 	if (!rc && top && top->kind == N_DIR) {
-		top->kind = N_GONE;
+		cof_vnode_set(v, top, N_GONE);
 		vnode *b = cof_vnode_get(v, r, to);
 		if (b)
-			b->kind = N_DIR;
+			cof_vnode_set(v, b, N_DIR);
 	}
 	for (size_t i = 0; i < m.n; i++)
 		free(m.from[i]);

@@ -436,7 +436,7 @@ static int http_put(cof_vfs *v, vnode *n)
 {
 	hsrc *h = H(v);
 	vroot *r = &v->roots[n->root];
-	char vp[COF_PATH_MAX + 1], cond[48], msg[512];
+	char vp[COF_PATH_MAX + 1], cond[48], msg[512], link[COF_SYMLINK_MAX + 20];
 	struct stat sb;
 	json_t *out = NULL;
 	cof_vh_req q;
@@ -450,6 +450,19 @@ static int http_put(cof_vfs *v, vnode *n)
 		goto out;
 	}
 	q.up_len = sb.st_size;
+	if (cof_is_symlink(n->ctype)) {
+		/* a link is made by its header; its target is the layer's bytes */
+		ssize_t k = sb.st_size <= COF_SYMLINK_MAX
+			? pread(q.up_fd, link + 18, (size_t)sb.st_size, 0) : -1;
+		if (k != sb.st_size) {
+			fprintf(stderr, "coffer mount: cannot read the link '%s'\n", vp);
+			goto out;
+		}
+		memcpy(link, "X-Coffer-Symlink: ", 18);
+		link[18 + k] = '\0';
+		q.hdr[1] = link;
+		q.up_len = 0;
+	}
 	url_vol(h, r, &q, "/files/", vp);
 	if (n->seen)
 		snprintf(cond, sizeof cond, "If-Match: \"%" PRId64 "\"", n->seen);

@@ -140,25 +140,37 @@ static int start_file(cof_archive *ar, cof_err *err)
 	struct archive_entry *e;
 	const char *name;
 	int64_t size, mtime;
+	unsigned char *target = NULL;
 	int r;
 
 	if (ar->next == ar->n)
 		return 0;
 	entry_at(ar, ar->next, &name, &size, &mtime);
-	if (open_data(ar, ar->next++, err))
+	/* a link goes in as a link (its target in the header, no data) */
+	if (!ar->files && cof_is_symlink(ar->items.v[ar->next].ctype)) {
+		if (cof_content_read(ar->st, ar->items.v[ar->next].sha256, size, &target, err))
+			return -1;
+		ar->next++;
+		size = 0;
+	} else if (open_data(ar, ar->next++, err))
 		return -1;
 	ar->in_file = 1;
 	ar->left = size;
 	e = archive_entry_new();
-	if (!e)
+	if (!e) {
+		free(target);
 		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
 	archive_entry_copy_pathname(e, name);
 	archive_entry_set_size(e, size);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0644);
+	archive_entry_set_filetype(e, target ? AE_IFLNK : AE_IFREG);
+	archive_entry_set_perm(e, target ? 0777 : 0644);
+	if (target)
+		archive_entry_copy_symlink(e, (const char *)target);
 	archive_entry_set_mtime(e, mtime, 0);
 	r = archive_write_header(ar->a, e);
 	archive_entry_free(e);
+	free(target);
 	if (r != ARCHIVE_OK)
 		return cof_error(err, COF_EINTERNAL, "archive: header of '%.200s': %s", name,
 				 la_error(ar));

@@ -10,6 +10,7 @@
 #include <magic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include "volume/volume.h"
 
@@ -291,6 +292,29 @@ static int put_apply(cof_txn *tx, void *arg, cof_err *err)
 	return rc;
 }
 
+int cof_is_symlink(const char *ctype)
+{
+	size_t k = strlen(COF_SYMLINK_TYPE);
+
+	return ctype && !strncasecmp(ctype, COF_SYMLINK_TYPE, k) &&
+	       (!ctype[k] || ctype[k] == ';' || ctype[k] == ' ');
+}
+
+int cof_symlink_check(const void *target, size_t len, cof_err *err)
+{
+	if (len == 0)
+		return cof_error(err, COF_EVALIDATION, "a symlink's target is empty");
+	if (len > COF_SYMLINK_MAX)
+		return cof_error(err, COF_EVALIDATION, "a symlink's target is %zu bytes; the "
+				 "limit is %d", len, COF_SYMLINK_MAX);
+	if (memchr(target, '\0', len))
+		return cof_error(err, COF_EVALIDATION, "a symlink's target holds a NUL byte");
+	/* listings and read-all carry it as JSON text, as paths are */
+	if (!cof_utf8_valid(target, len))
+		return cof_error(err, COF_EVALIDATION, "a symlink's target is not valid UTF-8");
+	return 0;
+}
+
 int cof_file_put(cof_store *st, const char *org, const char *vol, const char *path,
 		 cof_upload *up, const char *content_type, cof_cond cond,
 		 json_t **out, int *created, cof_err *err)
@@ -305,6 +329,10 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 		return cof_error(err, COF_EINTERNAL, "no upload");
 	if (cof_path_check(path, strlen(path), "path", &p.path, err) ||
 	    (content_type && cof_media_type_check(content_type, "Content-Type", err)) ||
+	    /* a link's target is small: it is always in up->head */
+	    (cof_is_symlink(content_type) &&
+	     cof_symlink_check(up->head, up->w ? (size_t)COF_SYMLINK_MAX + 1 : up->headlen,
+			       err)) ||
 	    cof_meta_volume_get(st->meta, org, vol, &v, err)) {
 		cof_upload_abort(up);
 		return -1;

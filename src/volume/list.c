@@ -33,6 +33,26 @@ static int page_add(void *arg, const cof_entry *e)
 	return 0;
 }
 
+int cof_links_json(cof_store *st, json_t *files, cof_err *err)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(files, i, f) {
+		unsigned char *t = NULL;
+		if (!cof_is_symlink(json_string_value(json_object_get(f, "contentType"))))
+			continue;
+		if (cof_content_read(st, json_string_value(json_object_get(f, "sha256")),
+				     json_integer_value(json_object_get(f, "size")), &t, err))
+			return -1;
+		json_object_set_new(f, "type", json_string("symlink"));
+		json_object_set_new(f, "target", json_stringn((const char *)t,
+			(size_t)json_integer_value(json_object_get(f, "size"))));
+		free(t);
+	}
+	return 0;
+}
+
 /* Checks list options and opens the view; *walk is the prefix to walk
  * (narrowed to the glob's literal folder when that says more). */
 int cof_list_prepare(cof_store *st, const char *org, const char *vol,
@@ -96,6 +116,8 @@ int cof_file_list(cof_store *st, const char *org, const char *vol,
 	p.files = json_array();
 	rc = cof_meta_list(st->meta, view.vno, view.seq, walk, (char *)after, page_add, &p, err);
 	free(after);
+	if (!rc)
+		rc = cof_links_json(st, p.files, err);
 	if (rc) {
 		json_decref(p.files);
 		return -1;

@@ -393,6 +393,15 @@ static int file_start(cof_readall *ra, cof_err *err)
 	rc |= cof_buf_addf(b, ",\"size\":%lld,\"version\":%lld,\"contentType\":",
 			   (long long)x->size, (long long)x->version);
 	rc |= json_str_add(b, x->ctype, strlen(x->ctype));
+	if (cof_is_symlink(x->ctype)) {
+		/* a link says what it points at; its text is the same bytes */
+		unsigned char *t = NULL;
+		if (cof_content_read(ra->st, x->sha256, x->size, &t, err))
+			return -1;
+		rc |= cof_buf_adds(b, ",\"type\":\"symlink\",\"target\":");
+		rc |= json_str_add(b, (const char *)t, (size_t)x->size);
+		free(t);
+	}
 	rc |= cof_buf_addf(b, ",\"sha256\":\"%s\",\"updatedAt\":\"%s\",\"%s\":\"", x->sha256,
 			   when, ra->text ? "text" : "data");
 	ra->phase = RA_BODY;

@@ -61,6 +61,10 @@ int cof_view_at(cof_store *st, cof_view *view, int64_t seq, cof_err *err);
 json_t *cof_volume_json(const cof_volrow *v);
 /* The JSON of a file row as listed: {path, size, version, contentType, sha256, updatedAt}. */
 json_t *cof_entry_json(const cof_entry *e);
+/* Adds `type: "symlink"` and `target` to each link of `files` (entries as
+ * cof_entry_json's), its target read from its content (after the walk: no
+ * query inside another). 0, or -1. */
+int cof_links_json(cof_store *st, json_t *files, cof_err *err);
 
 /* The one refusal of a write past a volume's ceiling (400, names both sizes,
  * adds `ceiling`); returns -1. */

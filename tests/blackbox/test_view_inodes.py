@@ -1,8 +1,9 @@
 """Inode numbers and times of views (issue 38 item 2): a file's st_ino is the
 same in every call and every mount while it is there (a hash of the volume and
 the path: docs/design.md, Views, "Inode numbers"), and its mtime is the
-volume's, so git's stat cache made in one call matches in the next and git
-re-hashes nothing. Before, st_ino was the kernel's node id of the mount: a
+one the call that wrote it saw (the commit keeps it as the version's time), so
+git's stat cache made in one call matches in the very next and git re-hashes
+nothing. Before, st_ino was the kernel's node id of the mount: a
 counter in the order of lookups, different in each call. Real FUSE, real
 bubblewrap."""
 
@@ -45,21 +46,50 @@ def test_a_file_keeps_its_inode_number_and_mtime_across_calls_and_mounts(srv):
     eq(got, one, "the same in coffer mount")
 
 
-def test_git_status_in_a_later_call_rewrites_no_index(srv):
+def test_a_file_keeps_the_mtime_it_had_in_the_call_that_wrote_it(srv):
+    # the store kept only a version's time (its commit's): a file showed its
+    # write time in the call and its commit time afterwards (issue 38 item 2).
+    # Now the commit stores the mtime the view had: one written, then a second
+    # passes before the call ends (its commit is in a later second), one whose
+    # time the call set (tar x, touch -d), one renamed after writing
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    t = new_turn(srv, aid)
+    names = ["w.txt", "old.txt", "moved.txt"]
+    one = ok(srv, t["id"], "cd /workspace && echo w > w.txt && echo o > old.txt && "
+             "touch -d @1000000000 old.txt && echo m > m.txt && mv m.txt moved.txt && "
+             "%s %s && sleep 1.1" % (_STAT, " ".join(names)))
+    eq(len(one["committed"]), 1, "committed")
+    two = ok(srv, t["id"], "cd /workspace && " + _STAT + " " + " ".join(names))
+    eq(_stats(two), _stats(one), "st_ino, mtime, ctime, size in the call that wrote them "
+       "and in the next")
+    eq([l.split()[2] for l in _stats(one) if l.startswith("old.txt")], ["1000000000"],
+       "the time the call set")
+    m = Mount(srv, ws, "--read-only")
+    try:
+        got = sorted("%s %d %d %d %d" % (p, s.st_ino, s.st_mtime, s.st_ctime, s.st_size)
+                     for p in names for s in [os.stat(m.path(p))])
+    finally:
+        m.end()
+    eq(got, _stats(one), "the same in coffer mount")
+    f = {x["path"]: x for x in srv.list_files(ws)["files"]}
+    eq(f["old.txt"]["updatedAt"], "2001-09-09T01:46:40Z", "the listing's updatedAt")
+
+
+def test_git_status_in_the_next_call_rewrites_no_index(srv):
     # git's index holds each file's st_ino and times: one call's git status
     # matched none of them in the next, re-hashed every file and wrote the
     # index anew (a change to land each time)
     _fuse_ok(srv)
     aid, ws = _agent(srv)
     t = new_turn(srv, aid)
+    # the files are a second older than the index git writes (else git
+    # holds them "racily clean" and re-checks them on any file system)
     ok(srv, t["id"], _GIT + "git init -q && for d in a b c; do mkdir -p src/$d; "
-       "for i in $(seq 1 20); do echo $d $i > src/$d/f$i.c; done; done && "
-       "git add -A && git commit -qm first")
-    # the call after the one that made the repository sees its files at the
-    # times the volume gives them (their commit's, not the writes' in the
-    # call: the store keeps no file's own mtime), so its git status refreshes
-    # the index once
-    ok(srv, t["id"], _GIT + "git status --porcelain")
+       "for i in $(seq 1 20); do echo $d $i > src/$d/f$i.c; done; done && sleep 1.1 && "
+       "git add -A && git commit -qm first && sleep 1.1")
+    # the very next call sees each file at the mtime the call that wrote it
+    # saw (the commit keeps it), so its git status matches the index
     v = srv.seq(ws)
     # this call looks at the files in another order first (the kernel's node
     # ids follow the order of lookups)
