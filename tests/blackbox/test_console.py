@@ -253,6 +253,27 @@ def test_relay_session_log(srv):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_relay_log_markup_from_a_live_client_is_text(srv):
+    """Issue 32 (not yet tried there): a live client's name and a blocked write's
+    path, both shaped by the far sides, shown in the console's relay session page
+    as text: no element made, no script run, no request sent."""
+    aid = make_agent(srv, _name("relaymk"))
+    s = create(srv, aid)
+    root = tempfile.mkdtemp(prefix="coffer-console-relay-")
+    client = "<img src=x onerror=\"window.__pwned=1;fetch('/pwned-client')\">"
+    c = FakeClient(srv, s["uid"], s["connectToken"], root, client=client)
+    try:
+        eq(c.status, 200, "the fake client attached")
+        wait_status(srv, s["uid"], "active")
+        path = "<svg onload=fetch('pwned-path')>.md"
+        expect_error(srv.post("/v1/relay/sessions/%s/ops" % s["uid"], json={
+            "op": "write_file", "path": path, "content": "x"}), 422, "blocked")
+        _drive(srv, "relay_log_markup", uid=s["uid"], client="<img src=x", path="<svg onload=")
+    finally:
+        c.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_stored_html_and_svg_never_run(srv):
     v = srv.create_volume(_name("evil"))
     html = (b"<!doctype html><html><body><h1>hi</h1><script>window.__pwned = 1;"

@@ -316,6 +316,28 @@ const scenarios = {
     check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
   },
 
+  // Relay log entries a live client and an agent shaped (issue 32): markup in the
+  // client's name and in a blocked write's path shows as text; nothing of it runs.
+  async relay_log_markup(b) {
+    const page = await newPage(b);
+    let pwned = false;
+    page.on('request', (r) => { if (r.url().includes('pwned')) pwned = true; });
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/relay/' + encodeURIComponent(A.uid));
+    await waitText(page, 'h1', 'Relay session ' + A.uid);
+    await waitText(page, 'table[aria-label="Session log"]', A.client);
+    await waitText(page, 'table[aria-label="Blocked writes"]', A.path);
+    const injected = await page.$$eval('img, script:not([src]), iframe, svg',
+      (els) => els.filter((e) => e.closest('table')).length);
+    check(injected === 0, 'no element made from the log: ' + injected);
+    check(!(await page.evaluate(() => window.__pwned)), 'no script of the log ran');
+    await new Promise((r) => setTimeout(r, 500));
+    check(!pwned, 'no request made by markup of the log');
+    await shot(page, 'markup');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
   // A file as a snapshot had it: signed links have no snapshot (nor may a read-only key
   // make one), so raster images come as blob: URLs typed as images, an SVG as its source
   // only, downloads as application/octet-stream blobs.
