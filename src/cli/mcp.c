@@ -62,7 +62,7 @@ typedef struct mcp_tool {
 
 #define PATH_NOTE                                                                     \
 	"Paths are the agent's paths: absolute like /workspace/notes.md, or relative to " \
-	"the first mount (usually /workspace)."
+	"the first mount (the server's instructions list the mounts in order)."
 
 static const mcp_tool mcp_tools[] = {
 	{"read", "Read a file",
@@ -122,16 +122,15 @@ static const mcp_tool mcp_tools[] = {
 	 0},
 	{"ls", "List a folder",
 	 "List what a folder holds: files with their size in bytes, subfolders with a "
-	 "trailing '/'. " PATH_NOTE " Without path, lists the first mount (usually "
-	 "/workspace). Shows at most 1,000 entries.",
+	 "trailing '/'. " PATH_NOTE " Without path, lists the first mount. Shows at most 1,000 entries.",
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"path\":{\"type\":\"string\",\"description\":\"The folder to list (default: the "
-	 "first mount, usually /workspace).\"}},"
+	 "first mount).\"}},"
 	 "\"additionalProperties\":false}",
 	 1},
 	{"glob", "Find files by name",
 	 "Find files whose path matches a glob pattern, under a folder (path, default the "
-	 "first mount, usually /workspace). The pattern is matched against the whole path "
+	 "first mount). The pattern is matched against the whole path "
 	 "relative to that folder: '*' and '?' stay within one folder level, '**' spans any "
 	 "number of levels, [abc] and [a-z] match one character; e.g. '**/*.py', 'src/*.c', "
 	 "'docs/**'. Returns the absolute paths, at most 1,000.",
@@ -139,13 +138,12 @@ static const mcp_tool mcp_tools[] = {
 	 "\"pattern\":{\"type\":\"string\",\"description\":\"The glob, relative to path (no "
 	 "leading '/'), e.g. **/*.md.\"},"
 	 "\"path\":{\"type\":\"string\",\"description\":\"The folder to search (default: the "
-	 "first mount, usually /workspace).\"}},"
+	 "first mount).\"}},"
 	 "\"required\":[\"pattern\"],\"additionalProperties\":false}",
 	 1},
 	{"grep", "Search file contents",
 	 "Search the text of files with a regular expression (PCRE syntax, matched line by "
-	 "line) under a folder or in one file (path, default the first mount, usually "
-	 "/workspace). glob limits the files searched; a glob without '/' matches file names "
+	 "line) under a folder or in one file (path, default the first mount). glob limits the files searched; a glob without '/' matches file names "
 	 "at any depth (e.g. '*.md'). outputMode \"content\" (default) lists matching lines "
 	 "as path:line:text, with `context` lines around them as path-line-text; \"files\" "
 	 "lists the files that match; \"count\" gives path:count. At most `limit` results "
@@ -154,7 +152,7 @@ static const mcp_tool mcp_tools[] = {
 	 "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The regular "
 	 "expression, e.g. 'error|warning' or 'def \\\\w+\\\\('.\"},"
 	 "\"path\":{\"type\":\"string\",\"description\":\"The folder or file to search "
-	 "(default: the first mount, usually /workspace).\"},"
+	 "(default: the first mount).\"},"
 	 "\"glob\":{\"type\":\"string\",\"description\":\"Only search files matching this "
 	 "glob, e.g. '*.py' or 'src/**/*.c'.\"},"
 	 "\"ignoreCase\":{\"type\":\"boolean\",\"description\":\"Match regardless of case "
@@ -223,6 +221,7 @@ typedef struct mcp_ctx {
 	const char *run_id; /* --run-id, or NULL */
 	const char *user;   /* --user: the subject it acts for, or NULL */
 	cof_store *st;      /* --data mode; NULL = talk to a cofferd */
+	json_t *info;       /* the agent as looked up at start (its mounts) */
 } mcp_ctx;
 
 
@@ -511,7 +510,40 @@ static json_t *mcp_relay_call(mcp_ctx *c, json_t *id, const char *tool, json_t *
 	return rpc_result(id, res);
 }
 
-static json_t *mcp_initialize(json_t *params)
+/* The instructions: the tools, then the agent's mounts in their order (seed
+ * 001: the mounts given first, the workspace after them unless placed), the
+ * first being where relative paths resolve. */
+static char *mcp_instructions(mcp_ctx *c)
+{
+	cof_buf t = COF_BUF_INIT;
+	json_t *m;
+	size_t i;
+
+	cof_buf_adds(&t, "File tools over this agent's coffer files (its workspace and mounted "
+		     "volumes): read, write, edit, ls, glob, grep, and present_file to show a "
+		     "result to the user. Read a file before changing it: write and edit "
+		     "refuse a file you have not read, or one that changed since you read it.");
+	json_t *mounts = json_object_get(c->info, "mounts");
+	if (json_array_size(mounts)) {
+		cof_buf_adds(&t, " The mounts, in order:");
+		json_array_foreach(mounts, i, m) {
+			const char *mode = json_string_value(json_object_get(m, "mode"));
+			cli_buf_addf(&t, "%s %s (%s)", i ? "," : "",
+				     json_string_value(json_object_get(m, "path")),
+				     json_is_true(json_object_get(m, "workspace")) ? "the workspace"
+				     : mode && !strcmp(mode, "ro") ? "read-only" : "read-write");
+		}
+		cli_buf_addf(&t, "; relative paths resolve against %s.", json_string_value(
+				     json_object_get(json_array_get(mounts, 0), "path")));
+	}
+	if (c->user)
+		cof_buf_adds(&t, " Acting for one user: /user is that user's workspace (memories/ "
+			     "and skills/ read-only) and /attachments the files they attached "
+			     "(read-only).");
+	return cof_buf_detach(&t, NULL);
+}
+
+static json_t *mcp_initialize(mcp_ctx *c, json_t *params)
 {
 	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
 	const char *version = MCP_PROTOCOL;
@@ -523,10 +555,7 @@ static json_t *mcp_initialize(json_t *params)
 		"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
 		"capabilities", "tools", "listChanged", 0, "serverInfo", "name", "coffer",
 		"title", "coffer agent files", "version", COFFER_VERSION, "instructions",
-		"File tools over this agent's coffer files (its workspace and mounted volumes): "
-		"read, write, edit, ls, glob, grep, and present_file to show a result to the "
-		"user. Read a file before changing it: write and edit "
-		"refuse a file you have not read, or one that changed since you read it.");
+		"");
 }
 
 /* tools/list: every tool, or none when the agent has fileTools off. */
@@ -660,8 +689,13 @@ static json_t *mcp_handle(mcp_ctx *c, json_t *m)
 		return rpc_error(id, RPC_INVALID_PARAMS, "params must be an object");
 	if (cli_g.verbose)
 		fprintf(stderr, "coffer mcp: request %s\n", method);
-	if (!strcmp(method, "initialize"))
-		return rpc_result(id, mcp_initialize(params));
+	if (!strcmp(method, "initialize")) {
+		json_t *res = mcp_initialize(c, params);
+		char *text = mcp_instructions(c);
+		json_object_set_new(res, "instructions", json_string(text));
+		free(text);
+		return rpc_result(id, res);
+	}
 	if (!strcmp(method, "ping"))
 		return rpc_result(id, json_object());
 	if (!strcmp(method, "tools/list"))
@@ -754,7 +788,7 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 			cof_store_close(c.st);
 		return rc;
 	}
-	json_decref(agent);
+	c.info = agent;
 	signal(SIGPIPE, SIG_IGN); /* a client gone away ends the loop, not us */
 	if (cli_g.verbose)
 		fprintf(stderr, "coffer mcp: serving agent '%s' from %s%s\n", c.agent,
@@ -770,6 +804,7 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 			break;
 	}
 	free(line);
+	json_decref(c.info);
 	if (c.st)
 		cof_store_close(c.st);
 	return CLI_OK;

@@ -154,3 +154,29 @@ def test_agent_stored_before_keeps_its_workspace_first(srv):
     r = srv.put(agent_url(new_aid := n["id"] + "x"), json={"_mountsGivenFirst": False})
     eq(r.status, 400, "the marker is not a setting: %s" % r.describe())
     expect(srv.get(agent_url(new_aid)), 404)
+
+
+def test_mcp_instructions_name_the_mounts_in_order(srv):
+    """`coffer mcp` tells the model the mounts in their order and where relative paths
+    resolve (the tools' descriptions point there): /bot first with the seed's mounts. On
+    the main before, the descriptions said "relative to the first mount (usually
+    /workspace)" and the instructions named no mount."""
+    from test_mcp import Session, server_args
+    a, bot = bot_agent(srv)
+    s = Session("--agent", a["id"], *server_args(srv))
+    try:
+        text = s.initialize()["instructions"]
+        contains(text, "The mounts, in order: /bot (read-write), /workspace (the workspace); "
+                 "relative paths resolve against /bot.", "instructions")
+        for t in s.result("tools/list")["tools"]:
+            check("usually /workspace" not in json_text(t), "%s's description" % t["name"])
+        body, _ = s.ok("read", path="marker.txt")
+        contains(body, "the bot volume's marker", "a relative read over MCP")
+        s.close()
+    finally:
+        s.kill()
+
+
+def json_text(v):
+    import json
+    return json.dumps(v)
