@@ -210,6 +210,7 @@ static const cof_jfield agent_fields[] = {
 	{"defaultExclusions", COF_JBOOL, 0}, {"sandbox", COF_JOBJ, 0},
 	{"output", COF_JOBJ, 0}, {"relay", COF_JOBJ, 0}, {"remount", COF_JBOOL, 0},
 	{"workspace", COF_JOBJ, 0}, /* seed 004's name for `relay` */
+	{"tools", COF_JARR, 0},     /* seed 003's agent_toolset (toolset.c) */
 	{NULL, 0, 0}};
 
 static const cof_jfield relay_fields[] = {
@@ -280,7 +281,8 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 	if (id_check(id, err) || cof_json_check(body, agent_fields, err) ||
 	    cof_sandbox_parse(json_object_get(body, "sandbox"), &sb, err) ||
 	    cof_outbox_types_parse(json_object_get(body, "output"), &types, err) ||
-	    relay_check(relay ? relay : alias, err))
+	    relay_check(relay ? relay : alias, err) ||
+	    cof_toolset_check(json_object_get(body, "tools"), err))
 		return -1;
 	cof_excl *x = NULL; /* the patterns must compile; the matcher is built per call */
 	if (cof_excl_new(json_object_get(body, "exclude"), 0, &x, err))
