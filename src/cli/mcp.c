@@ -296,8 +296,8 @@ static int mcp_agent_get(mcp_ctx *c, json_t **out, char **msg)
 
 /* Runs one tool: 0 with *out the answer {ok, output, ...}, or -1 with *msg
  * (malloc'd) for an API error. */
-static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out,
-			char **msg)
+static int mcp_run_tool(mcp_ctx *c, const char *tool, int subject_toolset, json_t *args,
+			json_t **out, char **msg)
 {
 	cof_buf u = COF_BUF_INIT, h = COF_BUF_INIT;
 	struct curl_slist *hdrs = NULL;
@@ -308,8 +308,11 @@ static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out
 
 		*out = NULL;
 		*msg = NULL;
-		if (cof_agent_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id, out,
-				   &err)) {
+		if (subject_toolset
+		    ? cof_subject_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id,
+				       out, &err)
+		    : cof_agent_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id, out,
+				     &err)) {
 			json_decref(*out);
 			*out = NULL;
 			*msg = mcp_err_text(&err);
@@ -320,13 +323,17 @@ static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out
 	cli_url_begin(&u);
 	cli_url_lit(&u, "/v1/agents/");
 	cli_url_seg(&u, c->agent);
+	if (subject_toolset) {
+		cli_url_lit(&u, "/users/");
+		cli_url_seg(&u, c->user);
+	}
 	cli_url_lit(&u, "/tools/");
 	cli_url_seg(&u, tool);
 	if (c->run_id) {
 		cli_buf_addf(&h, "X-Run-Id: %s", c->run_id);
 		hdrs = cli_check_alloc(curl_slist_append(NULL, h.data));
 	}
-	if (c->user) {
+	if (c->user && !subject_toolset) {
 		cof_buf_reset(&h);
 		cli_buf_addf(&h, "X-Subject: %s", c->user);
 		hdrs = cli_check_alloc(curl_slist_append(hdrs, h.data));
@@ -400,6 +407,72 @@ static const mcp_tool mcp_relay_tools[] = {
 	 "\"additionalProperties\":false}", 1},
 	{NULL, NULL, NULL, NULL, 0},
 };
+
+/* Seed 003's file toolset on the subject's workspace (--user, with the agent
+ * setting `tools` enabling the `file` config): POST /v1/agents/{a}/users/
+ * {s}/tools/{name}, or cof_subject_tool with --data. While it is served, the
+ * relay's tools of the same names are not (read_file and the rest are the
+ * subject's, as seed 003 names them). */
+#define USER_NOTE "Paths are relative to the user's workspace (its root; no leading '/' needed)."
+static const mcp_tool mcp_subject_tools[] = {
+	{"read_file", "Read a file in the user's workspace",
+	 "Read a file in the user's workspace. " USER_NOTE " Text comes back as numbered "
+	 "lines, 2,000 by default (offset: the first line, from 1; limit: how many). Reading "
+	 "a file is what allows you to change it afterwards with write_file or patch.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+	 "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\","
+	 "\"minimum\":1,\"maximum\":10000}},\"required\":[\"path\"],"
+	 "\"additionalProperties\":false}", 1},
+	{"write_file", "Write a file in the user's workspace",
+	 "Create a file in the user's workspace, or replace one you have read, with the "
+	 "given text. " USER_NOTE " Missing folders are made unless createParents is false. "
+	 "memories/ and skills/ are read-only.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+	 "\"content\":{\"type\":\"string\"},\"createParents\":{\"type\":\"boolean\"}},"
+	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}", 0},
+	{"patch", "Patch a file in the user's workspace",
+	 "Replace exact text in a file of the user's workspace. " USER_NOTE " oldString must "
+	 "appear exactly, and once unless replaceAll is true. Read the file first.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+	 "\"oldString\":{\"type\":\"string\",\"minLength\":1},\"newString\":{\"type\":"
+	 "\"string\"},\"replaceAll\":{\"type\":\"boolean\"}},\"required\":[\"path\","
+	 "\"oldString\",\"newString\"],\"additionalProperties\":false}", 0},
+	{"search_files", "Search the user's workspace",
+	 "Search the text of the files of the user's workspace with a regular expression, "
+	 "line by line, under path (default: everything). " USER_NOTE " glob limits the "
+	 "files searched.",
+	 "{\"type\":\"object\",\"properties\":{\"pattern\":{\"type\":\"string\","
+	 "\"minLength\":1},\"path\":{\"type\":\"string\"},\"glob\":{\"type\":\"string\"}},"
+	 "\"required\":[\"pattern\"],\"additionalProperties\":false}", 1},
+	{NULL, NULL, NULL, NULL, 0},
+};
+
+/* 1 when seed 003's toolset is served: --user and the agent's `file` config
+ * enabled (as looked up at start). */
+static int mcp_subject_on(mcp_ctx *c)
+{
+	json_t *t, *cf;
+	size_t i, j;
+	int on = 0;
+
+	if (!c->user)
+		return 0;
+	json_array_foreach(json_object_get(c->info, "tools"), i, t)
+		json_array_foreach(json_object_get(t, "configs"), j, cf) {
+			const char *n = json_string_value(json_object_get(cf, "name"));
+			if (n && !strcmp(n, "file"))
+				on = !json_is_false(json_object_get(cf, "enabled"));
+		}
+	return on;
+}
+
+static const mcp_tool *mcp_subject_find(const char *name)
+{
+	for (const mcp_tool *t = mcp_subject_tools; t->name; t++)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
 
 static const mcp_tool *mcp_relay_find(const char *name)
 {
@@ -562,7 +635,7 @@ static json_t *mcp_initialize(mcp_ctx *c, json_t *params)
 static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 {
 	json_t *agent = NULL, *tools;
-	char *msg = NULL, *uid;
+	char *msg = NULL, *uid = NULL;
 	int on;
 
 	if (mcp_agent_get(c, &agent, &msg)) {
@@ -574,7 +647,11 @@ static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 	on = !json_is_false(json_object_get(agent, "fileTools"));
 	json_decref(agent);
 	tools = on ? mcp_tool_list(mcp_tools) : json_array();
-	if ((uid = mcp_relay_session(c))) {
+	if (mcp_subject_on(c)) {
+		json_t *more = mcp_tool_list(mcp_subject_tools);
+		json_array_extend(tools, more);
+		json_decref(more);
+	} else if ((uid = mcp_relay_session(c))) {
 		json_t *more = mcp_tool_list(mcp_relay_tools);
 		json_array_extend(tools, more);
 		json_decref(more);
@@ -619,9 +696,11 @@ static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 
 	if (!name)
 		return rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name (a string)");
-	if (mcp_relay_find(name) && (!args || json_is_object(args) || json_is_null(args)))
+	int subject_toolset = mcp_subject_on(c) && mcp_subject_find(name);
+	if (!subject_toolset && mcp_relay_find(name) &&
+	    (!args || json_is_object(args) || json_is_null(args)))
 		return mcp_relay_call(c, id, name, json_is_object(args) ? args : NULL);
-	if (!mcp_tool_find(name))
+	if (!subject_toolset && !mcp_tool_find(name))
 		return rpc_error(id, RPC_INVALID_PARAMS,
 				 "Unknown tool: %.100s (tools: read, write, edit, ls, glob, grep, "
 				 "present_file)",
@@ -631,7 +710,7 @@ static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 	if (json_is_null(args))
 		args = NULL;
 	args = args ? json_incref(args) : json_object();
-	if (mcp_run_tool(c, name, args, &ans, &msg)) {
+	if (mcp_run_tool(c, name, subject_toolset, args, &ans, &msg)) {
 		res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg,
 				"isError", 1);
 		free(msg);
