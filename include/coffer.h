@@ -511,6 +511,18 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 		   const char *tool, json_t *args, const char *run_id, json_t **out,
 		   cof_err *err);
 
+/* POST /v1/agents/{a}/users/{s}/tools/{tool}: seed 003's file toolset
+ * (read_file, write_file, patch, search_files) on subject s's workspace,
+ * paths relative to its root (API.md "Subject workspaces"; src/agent/
+ * toolset.c). Answers as cof_agent_tool, with the structured paths relative
+ * to the root. Needs the agent setting `tools` with the `file` config
+ * enabled (else COF_ENOTFOUND); permissionPolicy always_ask: writes are
+ * COF_ELOCKED. cof_toolset_check: the setting's shape (COF_EVALIDATION). */
+int cof_subject_tool(cof_store *st, const char *org, const char *agent, const char *subject,
+		     const char *tool, json_t *args, const char *run_id, json_t **out,
+		     cof_err *err);
+int cof_toolset_check(json_t *tools, cof_err *err);
+
 /* GET /v1/agents/{id}/events: a watch yields `file_presented` (a tool call
  * presented a file) and `files_changed` (others changed files under a
  * `notify` mount; coalesced over about a second) while it is open.

@@ -13,6 +13,21 @@
 
 #define WORKSPACE_PATH "/workspace"
 
+/* Mount order (seed 001, API.md "Agents"): the mounts given come first, the
+ * implicit workspace after them. Agents stored before that rule kept their
+ * workspace first: their stored settings lack this key, and every later
+ * normalisation of their mounts (an upsert with mounts, a remount, PUT
+ * .../mounts) keeps putting the implicit workspace first, so such an agent
+ * works on as it did, and an upsert repeating its mounts is still no change
+ * (no 409). Agents made since carry the key. It is internal: never accepted
+ * from a caller (agent_fields), never shown (agent_json). */
+#define GIVEN_FIRST_KEY "_mountsGivenFirst"
+
+static int given_first(json_t *settings)
+{
+	return json_is_true(json_object_get(settings, GIVEN_FIRST_KEY));
+}
+
 /* Checks an agent id: 1..120 bytes of [A-Za-z0-9._-]. */
 static int id_check(const char *id, cof_err *err)
 {
@@ -127,10 +142,11 @@ static int mount_normalise(cof_store *st, const char *org, json_t *m, json_t *li
 }
 
 /* Normalises a mounts array: checks each, adds the workspace at /workspace
- * first unless a workspace entry or a mount at /workspace says otherwise,
+ * unless a workspace entry or a mount at /workspace says otherwise (after the
+ * mounts given, or first for an agent stored before that rule: `ws_last` 0),
  * refuses overlaps. `mounts` NULL = the default. */
-static int mounts_normalise(cof_store *st, const char *org, json_t *mounts, json_t **out,
-			    cof_err *err)
+static int mounts_normalise(cof_store *st, const char *org, json_t *mounts, int ws_last,
+			    json_t **out, cof_err *err)
 {
 	json_t *list = json_array();
 	int ws = -1, at_workspace = 0;
@@ -168,8 +184,9 @@ static int mounts_normalise(cof_store *st, const char *org, json_t *mounts, json
 	json_array_foreach(list, i, m)
 		at_workspace |= !strcmp(cof_json_str(m, "path"), WORKSPACE_PATH);
 	if (ws < 0 && !at_workspace)
-		json_array_insert_new(list, 0, json_pack("{s:b, s:s}", "workspace", 1, "path",
-							 WORKSPACE_PATH));
+		json_array_insert_new(list, ws_last ? json_array_size(list) : 0,
+				      json_pack("{s:b, s:s}", "workspace", 1, "path",
+						WORKSPACE_PATH));
 	for (size_t a = 0; a < json_array_size(list); a++)
 		for (size_t b = a + 1; b < json_array_size(list); b++) {
 			const char *pa = cof_json_str(json_array_get(list, a), "path");
@@ -193,6 +210,7 @@ static const cof_jfield agent_fields[] = {
 	{"defaultExclusions", COF_JBOOL, 0}, {"sandbox", COF_JOBJ, 0},
 	{"output", COF_JOBJ, 0}, {"relay", COF_JOBJ, 0}, {"remount", COF_JBOOL, 0},
 	{"workspace", COF_JOBJ, 0}, /* seed 004's name for `relay` */
+	{"tools", COF_JARR, 0},     /* seed 003's agent_toolset (toolset.c) */
 	{NULL, 0, 0}};
 
 static const cof_jfield relay_fields[] = {
@@ -223,6 +241,7 @@ static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 	json_object_set_new(out, "createdAt", cof_json_time(r->created_at));
 	if (!json_object_get(out, "fileTools"))
 		json_object_set_new(out, "fileTools", json_true());
+	json_object_del(out, GIVEN_FIRST_KEY);
 	return out;
 }
 
@@ -262,7 +281,8 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 	if (id_check(id, err) || cof_json_check(body, agent_fields, err) ||
 	    cof_sandbox_parse(json_object_get(body, "sandbox"), &sb, err) ||
 	    cof_outbox_types_parse(json_object_get(body, "output"), &types, err) ||
-	    relay_check(relay ? relay : alias, err))
+	    relay_check(relay ? relay : alias, err) ||
+	    cof_toolset_check(json_object_get(body, "tools"), err))
 		return -1;
 	cof_excl *x = NULL; /* the patterns must compile; the matcher is built per call */
 	if (cof_excl_new(json_object_get(body, "exclude"), 0, &x, err))
@@ -281,8 +301,16 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 		json_object_del(settings, "workspace");
 	}
 	json_t *given = json_object_get(body, "mounts");
+	int ws_last = 1;
+	if (exists) { /* an agent stored before the rule keeps its order */
+		json_t *prev = json_loads(old.settings, 0, NULL);
+		ws_last = given_first(prev);
+		json_decref(prev);
+	}
+	if (ws_last)
+		json_object_set_new(settings, GIVEN_FIRST_KEY, json_true());
 	if (given || !exists) {
-		if (mounts_normalise(st, org, given, &mounts, err))
+		if (mounts_normalise(st, org, given, ws_last, &mounts, err))
 			goto out;
 	} else {
 		json_t *prev = json_loads(old.settings, 0, NULL);
@@ -374,7 +402,7 @@ int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t 
 	settings = json_loads(r.settings, 0, NULL);
 	free(r.settings);
 	r.settings = NULL;
-	if (!settings || mounts_normalise(st, org, mounts, &norm, err))
+	if (!settings || mounts_normalise(st, org, mounts, given_first(settings), &norm, err))
 		goto out;
 	json_object_set_new(settings, "mounts", norm);
 	r.settings = json_dumps(settings, JSON_COMPACT);

@@ -62,7 +62,7 @@ typedef struct mcp_tool {
 
 #define PATH_NOTE                                                                     \
 	"Paths are the agent's paths: absolute like /workspace/notes.md, or relative to " \
-	"the first mount (usually /workspace)."
+	"the first mount (the server's instructions list the mounts in order)."
 
 static const mcp_tool mcp_tools[] = {
 	{"read", "Read a file",
@@ -122,16 +122,15 @@ static const mcp_tool mcp_tools[] = {
 	 0},
 	{"ls", "List a folder",
 	 "List what a folder holds: files with their size in bytes, subfolders with a "
-	 "trailing '/'. " PATH_NOTE " Without path, lists the first mount (usually "
-	 "/workspace). Shows at most 1,000 entries.",
+	 "trailing '/'. " PATH_NOTE " Without path, lists the first mount. Shows at most 1,000 entries.",
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"path\":{\"type\":\"string\",\"description\":\"The folder to list (default: the "
-	 "first mount, usually /workspace).\"}},"
+	 "first mount).\"}},"
 	 "\"additionalProperties\":false}",
 	 1},
 	{"glob", "Find files by name",
 	 "Find files whose path matches a glob pattern, under a folder (path, default the "
-	 "first mount, usually /workspace). The pattern is matched against the whole path "
+	 "first mount). The pattern is matched against the whole path "
 	 "relative to that folder: '*' and '?' stay within one folder level, '**' spans any "
 	 "number of levels, [abc] and [a-z] match one character; e.g. '**/*.py', 'src/*.c', "
 	 "'docs/**'. Returns the absolute paths, at most 1,000.",
@@ -139,13 +138,12 @@ static const mcp_tool mcp_tools[] = {
 	 "\"pattern\":{\"type\":\"string\",\"description\":\"The glob, relative to path (no "
 	 "leading '/'), e.g. **/*.md.\"},"
 	 "\"path\":{\"type\":\"string\",\"description\":\"The folder to search (default: the "
-	 "first mount, usually /workspace).\"}},"
+	 "first mount).\"}},"
 	 "\"required\":[\"pattern\"],\"additionalProperties\":false}",
 	 1},
 	{"grep", "Search file contents",
 	 "Search the text of files with a regular expression (PCRE syntax, matched line by "
-	 "line) under a folder or in one file (path, default the first mount, usually "
-	 "/workspace). glob limits the files searched; a glob without '/' matches file names "
+	 "line) under a folder or in one file (path, default the first mount). glob limits the files searched; a glob without '/' matches file names "
 	 "at any depth (e.g. '*.md'). outputMode \"content\" (default) lists matching lines "
 	 "as path:line:text, with `context` lines around them as path-line-text; \"files\" "
 	 "lists the files that match; \"count\" gives path:count. At most `limit` results "
@@ -154,7 +152,7 @@ static const mcp_tool mcp_tools[] = {
 	 "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The regular "
 	 "expression, e.g. 'error|warning' or 'def \\\\w+\\\\('.\"},"
 	 "\"path\":{\"type\":\"string\",\"description\":\"The folder or file to search "
-	 "(default: the first mount, usually /workspace).\"},"
+	 "(default: the first mount).\"},"
 	 "\"glob\":{\"type\":\"string\",\"description\":\"Only search files matching this "
 	 "glob, e.g. '*.py' or 'src/**/*.c'.\"},"
 	 "\"ignoreCase\":{\"type\":\"boolean\",\"description\":\"Match regardless of case "
@@ -223,6 +221,7 @@ typedef struct mcp_ctx {
 	const char *run_id; /* --run-id, or NULL */
 	const char *user;   /* --user: the subject it acts for, or NULL */
 	cof_store *st;      /* --data mode; NULL = talk to a cofferd */
+	json_t *info;       /* the agent as looked up at start (its mounts) */
 } mcp_ctx;
 
 
@@ -297,8 +296,8 @@ static int mcp_agent_get(mcp_ctx *c, json_t **out, char **msg)
 
 /* Runs one tool: 0 with *out the answer {ok, output, ...}, or -1 with *msg
  * (malloc'd) for an API error. */
-static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out,
-			char **msg)
+static int mcp_run_tool(mcp_ctx *c, const char *tool, int subject_toolset, json_t *args,
+			json_t **out, char **msg)
 {
 	cof_buf u = COF_BUF_INIT, h = COF_BUF_INIT;
 	struct curl_slist *hdrs = NULL;
@@ -309,8 +308,11 @@ static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out
 
 		*out = NULL;
 		*msg = NULL;
-		if (cof_agent_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id, out,
-				   &err)) {
+		if (subject_toolset
+		    ? cof_subject_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id,
+				       out, &err)
+		    : cof_agent_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id, out,
+				     &err)) {
 			json_decref(*out);
 			*out = NULL;
 			*msg = mcp_err_text(&err);
@@ -321,13 +323,17 @@ static int mcp_run_tool(mcp_ctx *c, const char *tool, json_t *args, json_t **out
 	cli_url_begin(&u);
 	cli_url_lit(&u, "/v1/agents/");
 	cli_url_seg(&u, c->agent);
+	if (subject_toolset) {
+		cli_url_lit(&u, "/users/");
+		cli_url_seg(&u, c->user);
+	}
 	cli_url_lit(&u, "/tools/");
 	cli_url_seg(&u, tool);
 	if (c->run_id) {
 		cli_buf_addf(&h, "X-Run-Id: %s", c->run_id);
 		hdrs = cli_check_alloc(curl_slist_append(NULL, h.data));
 	}
-	if (c->user) {
+	if (c->user && !subject_toolset) {
 		cof_buf_reset(&h);
 		cli_buf_addf(&h, "X-Subject: %s", c->user);
 		hdrs = cli_check_alloc(curl_slist_append(hdrs, h.data));
@@ -401,6 +407,72 @@ static const mcp_tool mcp_relay_tools[] = {
 	 "\"additionalProperties\":false}", 1},
 	{NULL, NULL, NULL, NULL, 0},
 };
+
+/* Seed 003's file toolset on the subject's workspace (--user, with the agent
+ * setting `tools` enabling the `file` config): POST /v1/agents/{a}/users/
+ * {s}/tools/{name}, or cof_subject_tool with --data. While it is served, the
+ * relay's tools of the same names are not (read_file and the rest are the
+ * subject's, as seed 003 names them). */
+#define USER_NOTE "Paths are relative to the user's workspace (its root; no leading '/' needed)."
+static const mcp_tool mcp_subject_tools[] = {
+	{"read_file", "Read a file in the user's workspace",
+	 "Read a file in the user's workspace. " USER_NOTE " Text comes back as numbered "
+	 "lines, 2,000 by default (offset: the first line, from 1; limit: how many). Reading "
+	 "a file is what allows you to change it afterwards with write_file or patch.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+	 "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\","
+	 "\"minimum\":1,\"maximum\":10000}},\"required\":[\"path\"],"
+	 "\"additionalProperties\":false}", 1},
+	{"write_file", "Write a file in the user's workspace",
+	 "Create a file in the user's workspace, or replace one you have read, with the "
+	 "given text. " USER_NOTE " Missing folders are made unless createParents is false. "
+	 "memories/ and skills/ are read-only.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+	 "\"content\":{\"type\":\"string\"},\"createParents\":{\"type\":\"boolean\"}},"
+	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}", 0},
+	{"patch", "Patch a file in the user's workspace",
+	 "Replace exact text in a file of the user's workspace. " USER_NOTE " oldString must "
+	 "appear exactly, and once unless replaceAll is true. Read the file first.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+	 "\"oldString\":{\"type\":\"string\",\"minLength\":1},\"newString\":{\"type\":"
+	 "\"string\"},\"replaceAll\":{\"type\":\"boolean\"}},\"required\":[\"path\","
+	 "\"oldString\",\"newString\"],\"additionalProperties\":false}", 0},
+	{"search_files", "Search the user's workspace",
+	 "Search the text of the files of the user's workspace with a regular expression, "
+	 "line by line, under path (default: everything). " USER_NOTE " glob limits the "
+	 "files searched.",
+	 "{\"type\":\"object\",\"properties\":{\"pattern\":{\"type\":\"string\","
+	 "\"minLength\":1},\"path\":{\"type\":\"string\"},\"glob\":{\"type\":\"string\"}},"
+	 "\"required\":[\"pattern\"],\"additionalProperties\":false}", 1},
+	{NULL, NULL, NULL, NULL, 0},
+};
+
+/* 1 when seed 003's toolset is served: --user and the agent's `file` config
+ * enabled (as looked up at start). */
+static int mcp_subject_on(mcp_ctx *c)
+{
+	json_t *t, *cf;
+	size_t i, j;
+	int on = 0;
+
+	if (!c->user)
+		return 0;
+	json_array_foreach(json_object_get(c->info, "tools"), i, t)
+		json_array_foreach(json_object_get(t, "configs"), j, cf) {
+			const char *n = json_string_value(json_object_get(cf, "name"));
+			if (n && !strcmp(n, "file"))
+				on = !json_is_false(json_object_get(cf, "enabled"));
+		}
+	return on;
+}
+
+static const mcp_tool *mcp_subject_find(const char *name)
+{
+	for (const mcp_tool *t = mcp_subject_tools; t->name; t++)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
 
 static const mcp_tool *mcp_relay_find(const char *name)
 {
@@ -511,7 +583,40 @@ static json_t *mcp_relay_call(mcp_ctx *c, json_t *id, const char *tool, json_t *
 	return rpc_result(id, res);
 }
 
-static json_t *mcp_initialize(json_t *params)
+/* The instructions: the tools, then the agent's mounts in their order (seed
+ * 001: the mounts given first, the workspace after them unless placed), the
+ * first being where relative paths resolve. */
+static char *mcp_instructions(mcp_ctx *c)
+{
+	cof_buf t = COF_BUF_INIT;
+	json_t *m;
+	size_t i;
+
+	cof_buf_adds(&t, "File tools over this agent's coffer files (its workspace and mounted "
+		     "volumes): read, write, edit, ls, glob, grep, and present_file to show a "
+		     "result to the user. Read a file before changing it: write and edit "
+		     "refuse a file you have not read, or one that changed since you read it.");
+	json_t *mounts = json_object_get(c->info, "mounts");
+	if (json_array_size(mounts)) {
+		cof_buf_adds(&t, " The mounts, in order:");
+		json_array_foreach(mounts, i, m) {
+			const char *mode = json_string_value(json_object_get(m, "mode"));
+			cli_buf_addf(&t, "%s %s (%s)", i ? "," : "",
+				     json_string_value(json_object_get(m, "path")),
+				     json_is_true(json_object_get(m, "workspace")) ? "the workspace"
+				     : mode && !strcmp(mode, "ro") ? "read-only" : "read-write");
+		}
+		cli_buf_addf(&t, "; relative paths resolve against %s.", json_string_value(
+				     json_object_get(json_array_get(mounts, 0), "path")));
+	}
+	if (c->user)
+		cof_buf_adds(&t, " Acting for one user: /user is that user's workspace (memories/ "
+			     "and skills/ read-only) and /attachments the files they attached "
+			     "(read-only).");
+	return cof_buf_detach(&t, NULL);
+}
+
+static json_t *mcp_initialize(mcp_ctx *c, json_t *params)
 {
 	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
 	const char *version = MCP_PROTOCOL;
@@ -523,17 +628,14 @@ static json_t *mcp_initialize(json_t *params)
 		"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
 		"capabilities", "tools", "listChanged", 0, "serverInfo", "name", "coffer",
 		"title", "coffer agent files", "version", COFFER_VERSION, "instructions",
-		"File tools over this agent's coffer files (its workspace and mounted volumes): "
-		"read, write, edit, ls, glob, grep, and present_file to show a result to the "
-		"user. Read a file before changing it: write and edit "
-		"refuse a file you have not read, or one that changed since you read it.");
+		"");
 }
 
 /* tools/list: every tool, or none when the agent has fileTools off. */
 static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 {
 	json_t *agent = NULL, *tools;
-	char *msg = NULL, *uid;
+	char *msg = NULL, *uid = NULL;
 	int on;
 
 	if (mcp_agent_get(c, &agent, &msg)) {
@@ -545,7 +647,11 @@ static json_t *mcp_tools_list(mcp_ctx *c, json_t *id)
 	on = !json_is_false(json_object_get(agent, "fileTools"));
 	json_decref(agent);
 	tools = on ? mcp_tool_list(mcp_tools) : json_array();
-	if ((uid = mcp_relay_session(c))) {
+	if (mcp_subject_on(c)) {
+		json_t *more = mcp_tool_list(mcp_subject_tools);
+		json_array_extend(tools, more);
+		json_decref(more);
+	} else if ((uid = mcp_relay_session(c))) {
 		json_t *more = mcp_tool_list(mcp_relay_tools);
 		json_array_extend(tools, more);
 		json_decref(more);
@@ -590,9 +696,11 @@ static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 
 	if (!name)
 		return rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name (a string)");
-	if (mcp_relay_find(name) && (!args || json_is_object(args) || json_is_null(args)))
+	int subject_toolset = mcp_subject_on(c) && mcp_subject_find(name);
+	if (!subject_toolset && mcp_relay_find(name) &&
+	    (!args || json_is_object(args) || json_is_null(args)))
 		return mcp_relay_call(c, id, name, json_is_object(args) ? args : NULL);
-	if (!mcp_tool_find(name))
+	if (!subject_toolset && !mcp_tool_find(name))
 		return rpc_error(id, RPC_INVALID_PARAMS,
 				 "Unknown tool: %.100s (tools: read, write, edit, ls, glob, grep, "
 				 "present_file)",
@@ -602,7 +710,7 @@ static json_t *mcp_tools_call(mcp_ctx *c, json_t *id, json_t *params)
 	if (json_is_null(args))
 		args = NULL;
 	args = args ? json_incref(args) : json_object();
-	if (mcp_run_tool(c, name, args, &ans, &msg)) {
+	if (mcp_run_tool(c, name, subject_toolset, args, &ans, &msg)) {
 		res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg,
 				"isError", 1);
 		free(msg);
@@ -660,8 +768,13 @@ static json_t *mcp_handle(mcp_ctx *c, json_t *m)
 		return rpc_error(id, RPC_INVALID_PARAMS, "params must be an object");
 	if (cli_g.verbose)
 		fprintf(stderr, "coffer mcp: request %s\n", method);
-	if (!strcmp(method, "initialize"))
-		return rpc_result(id, mcp_initialize(params));
+	if (!strcmp(method, "initialize")) {
+		json_t *res = mcp_initialize(c, params);
+		char *text = mcp_instructions(c);
+		json_object_set_new(res, "instructions", json_string(text));
+		free(text);
+		return rpc_result(id, res);
+	}
 	if (!strcmp(method, "ping"))
 		return rpc_result(id, json_object());
 	if (!strcmp(method, "tools/list"))
@@ -754,7 +867,7 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 			cof_store_close(c.st);
 		return rc;
 	}
-	json_decref(agent);
+	c.info = agent;
 	signal(SIGPIPE, SIG_IGN); /* a client gone away ends the loop, not us */
 	if (cli_g.verbose)
 		fprintf(stderr, "coffer mcp: serving agent '%s' from %s%s\n", c.agent,
@@ -770,6 +883,7 @@ static int mcp_main(const cli_cmd *cmd, int argc, char **argv)
 			break;
 	}
 	free(line);
+	json_decref(c.info);
 	if (c.st)
 		cof_store_close(c.st);
 	return CLI_OK;

@@ -115,6 +115,8 @@ static const http_route routes[] = {
 	  http_subject_memory_get },
 	{ "POST", "/v1/agents/{}/users/{}/sessions", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
 	  http_subject_session },
+	{ "POST", "/v1/agents/{}/users/{}/tools/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
+	  http_subject_tool },
 	{ "POST", "/v1/turns", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_turn_create },
 	{ "GET", "/v1/turns/{}", HTTP_F_AUTH | HTTP_F_FORWARDS, HTTP_BODY_NONE, NULL, http_turn_get },
 	{ "DELETE", "/v1/turns/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_turn_delete },

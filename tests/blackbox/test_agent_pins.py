@@ -87,8 +87,10 @@ def test_agent_links_by_agent_path(srv):
     a PUT link to a read-only mount is refused; paths outside the mounts are refused."""
     ro = srv.create_volume("ro")["id"]
     srv.put_ok(ro, "r.txt", b"read only")
+    # the workspace first, so that the relative path below resolves there (seed 001:
+    # the mounts given come first, the workspace after them unless placed)
     expect(srv.put("/v1/agents/links1", json={"mounts": [
-        {"volumeId": ro, "path": "/ro", "mode": "ro"}]}), 201)
+        {"workspace": True}, {"volumeId": ro, "path": "/ro", "mode": "ro"}]}), 201)
     expect(srv.put("/v1/agents/links1/files/workspace/a.txt", body=b"hello"), 201)
     g = expect(srv.post("/v1/agents/links1/links", json={"path": "/workspace/a.txt"}), 201).json()
     eq(g["path"], "/workspace/a.txt", "agent path in the answer")

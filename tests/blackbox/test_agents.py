@@ -188,11 +188,13 @@ def test_workspace_implicit_beside_mounts(srv):
     eq(expect(srv.get_file(a["workspaceVolumeId"], "w.txt"), 200).body, b"w",
        "without a workspace entry the workspace is still at /workspace")
     expect(srv.put(files_url(a["id"], "/data/d.txt"), body=b"d"), 201)
-    # docs/api.md: the implicit workspace is the first mount (relative paths go there)
+    # seed 001, docs/api.md: the implicit workspace comes after the mounts given, and
+    # relative paths go to the first mount, here /data
+    eq([m["path"] for m in a["mounts"]], ["/data", "/workspace"], "the order")
     j = tool(srv, a["id"], "write", path="rel.txt", content="r")
     eq(j["ok"], True, "relative write")
-    eq(expect(srv.get_file(a["workspaceVolumeId"], "rel.txt"), 200).body, b"r",
-       "relative path resolved against the implicit workspace (first mount)")
+    eq(expect(srv.get_file(v, "rel.txt"), 200).body, b"r",
+       "relative path resolved against the first mount, /data")
 
 
 def test_mount_at_workspace_takes_its_place(srv):

@@ -418,6 +418,20 @@ def test_tour_agents_and_subjects(srv):
     expect(srv.put(base + "/skills/s1.md", body=b"# s1 again"), 200)
     expect_error(srv.put(base + "/skills/s1.md", body=b"x" * ((1 << 20) + 1)), 413, "too_large")
     expect(srv.post(su + "/sessions", json={}), 201)
+    expect_error(srv.post(su + "/tools/read_file", json={"path": "n.md"}), 404, "not_found")
+    expect(srv.put(base, json={"tools": [{"type": "agent_toolset", "configs": [
+        {"name": "file", "enabled": True, "permissionPolicy": {"type": "always_allow"}}]}]}),
+        200)
+    expect(srv.post(su + "/tools/write_file", json={"path": "t.md", "content": "t\n"}), 200)
+    expect(srv.post(su + "/tools/read_file", json={"path": "t.md"}), 200)
+    expect(srv.post(su + "/tools/patch", json={"path": "t.md", "oldString": "t",
+                                               "newString": "u"}), 200)
+    expect(srv.post(su + "/tools/search_files", json={"pattern": "u"}), 200)
+    expect_error(srv.post(su + "/tools/read_file", json={"nope": 1}), 400, "validation_error")
+    expect(srv.put(base, json={"tools": [{"type": "agent_toolset", "configs": [
+        {"name": "file", "permissionPolicy": {"type": "always_ask"}}]}]}), 200)
+    expect_error(srv.post(su + "/tools/write_file", json={"path": "t.md", "content": "x"}),
+                 423, "locked")
     expect(srv.delete(base), 204)
     expect_error(srv.delete(base), 404, "not_found")
 

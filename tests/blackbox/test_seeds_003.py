@@ -287,3 +287,140 @@ def test_mcp_user_acts_for_that_subject(srv):
         s.close()
     finally:
         s.kill()
+
+
+# ------------------------------------------------- the file toolset (issue 33 item 3)
+
+FILE_TOOLSET = [{"type": "agent_toolset",
+                 "configs": [{"name": "file", "enabled": True,
+                              "permissionPolicy": {"type": "always_allow"}}]}]
+ACCOUNT = "Acme is on the Pro plan. Renewal is 12 September."
+
+
+def toolset(srv, aid, subject, name, status=200, **args):
+    r = srv.post("/v1/agents/%s/users/%s/tools/%s" % (aid, subject, name), json=args)
+    return expect(r, status)
+
+
+def seeded(srv, **body):
+    """An agent with seed 003's file toolset and the seed's own briefing for user_123."""
+    aid, _ = agent(srv, tools=FILE_TOOLSET, **body)
+    expect(srv.put("/v1/agents/%s/users/user_123/files/content" % aid, json={
+        "path": "briefing/account.md", "encoding": "utf-8", "content": ACCOUNT,
+        "createParents": True}), 201)
+    return aid
+
+
+def test_file_toolset_paths_are_relative_to_the_subjects_root(srv):
+    """Seed 003: "The volume is the subject's home directory. Paths in the Files API and in
+    the built-in file / terminal toolsets are relative to that root", and the toolset
+    "provides read_file, write_file, patch, and search_files". On the main before, the
+    agent setting `tools` was refused (400, unknown field) and the toolset was not served."""
+    aid = seeded(srv)
+    j = toolset(srv, aid, "user_123", "read_file", path="briefing/account.md").json()
+    check(j["ok"] and "Renewal is 12 September" in j["output"], "read_file: %r" % j)
+    eq(j["path"], "briefing/account.md", "the path given back, relative to the root")
+    j = toolset(srv, aid, "user_123", "write_file", path="reports/q3.md", content="# Q3\n",
+                createParents=True).json()
+    check(j["ok"], "write_file: %r" % j)
+    got = expect(srv.get("/v1/agents/%s/users/user_123/files/content" % aid,
+                         query={"path": "reports/q3.md"}), 200).body
+    eq(got, b"# Q3\n", "written on the subject's volume, at its root")
+    j = toolset(srv, aid, "user_123", "patch", path="briefing/account.md",
+                oldString="Pro plan", newString="Team plan").json()
+    check(j["ok"], "patch: %r" % j)
+    j = toolset(srv, aid, "user_123", "search_files", pattern="Team plan").json()
+    check(j["ok"] and "briefing/account.md" in j["output"], "search_files: %r" % j)
+    eq([m["path"] for m in j["matches"]], ["briefing/account.md"], "matches, relative")
+    # the agent's own tools, acting for the subject, see the same file at /user
+    j = tool(srv, aid, "user_123", "read", path="/user/briefing/account.md")
+    check(j["ok"] and "Team plan" in j["output"], "the agent's read of /user: %r" % j)
+
+
+def test_file_toolset_refuses_stale_writes_and_reserved_folders(srv):
+    """API.md: "the same stale-write refusal as the agent's tools"; memories/ and skills/
+    are reserved (read-only to the tools)."""
+    aid = seeded(srv)
+    j = toolset(srv, aid, "user_123", "write_file", path="briefing/account.md",
+                content="x").json()
+    check(not j["ok"] and "read it first" in j["output"], "never read: %r" % j)
+    toolset(srv, aid, "user_123", "read_file", path="briefing/account.md")
+    expect(srv.put("/v1/agents/%s/users/user_123/files/content" % aid, json={
+        "path": "briefing/account.md", "encoding": "utf-8", "content": "changed by the app\n"}),
+        200)
+    j = toolset(srv, aid, "user_123", "patch", path="briefing/account.md",
+                oldString="changed", newString="x").json()
+    check(not j["ok"] and "changed since you last read it" in j["output"], "stale: %r" % j)
+    j = toolset(srv, aid, "user_123", "write_file", path="memories/MEMORY.md",
+                content="x").json()
+    check(not j["ok"] and "memories" in j["output"], "memories/ refused: %r" % j)
+    j = toolset(srv, aid, "user_123", "write_file", path="new/dir/a.txt", content="x",
+                createParents=False).json()
+    check(not j["ok"] and "createParents" in j["output"], "createParents false: %r" % j)
+
+
+def test_file_toolset_reaches_its_own_subject_only(srv):
+    """A different subject receives a different workspace: bob's toolset never reads
+    user_123's briefing, by any path."""
+    aid = seeded(srv)
+    for p in ("briefing/account.md", "/briefing/account.md", "../user_123/briefing/account.md"):
+        r = srv.post("/v1/agents/%s/users/bob/tools/read_file" % aid, json={"path": p})
+        check(r.status in (200, 400), "bob's read_file %s: %s" % (p, r.describe()))
+        check(b"Renewal" not in r.body, "bob read user_123's file by %s: %s" % (p, r.body))
+    j = toolset(srv, aid, "bob", "search_files", pattern="Renewal").json()
+    check("account.md" not in j["output"], "bob's search: %r" % j)
+
+
+def test_file_toolset_is_enabled_by_the_agent_toolset_setting(srv):
+    """Seed 003: "Configure the built-in file toolset on the agent" with the seed's JSON.
+    Without it (or with enabled:false) the toolset calls answer 404; a setting of another
+    shape is 400; permissionPolicy always_ask holds writes (423)."""
+    aid, _ = agent(srv)
+    expect_error(srv.post("/v1/agents/%s/users/u1/tools/read_file" % aid,
+                          json={"path": "a"}), 404, "not_found")
+    off, _ = agent(srv, tools=[{"type": "agent_toolset",
+                                "configs": [{"name": "file", "enabled": False}]}])
+    expect_error(srv.post("/v1/agents/%s/users/u1/tools/read_file" % off,
+                          json={"path": "a"}), 404, "not_found")
+    for bad in ({"type": "agent_toolset"}, [{"type": "nope"}],
+                [{"type": "agent_toolset", "configs": [{"name": "file",
+                  "permissionPolicy": {"type": "sometimes"}}]}]):
+        r = srv.put("/v1/agents/%s" % new_id("ag"), json={"tools": bad})
+        expect_error(r, 400, "validation_error")
+    ask, _ = agent(srv, tools=[{"type": "agent_toolset", "configs": [{
+        "name": "file", "enabled": True, "permissionPolicy": {"type": "always_ask"}}]}])
+    expect_error(srv.post("/v1/agents/%s/users/u1/tools/write_file" % ask,
+                          json={"path": "a.txt", "content": "x"}), 423)
+    eq(toolset(srv, ask, "u1", "search_files", pattern="x").json()["ok"], True,
+       "reads need no approval")
+    expect_error(srv.post("/v1/agents/%s/users/u1/tools/rm" % aid, json={}), 404)
+
+
+def test_file_toolset_served_over_mcp(srv):
+    """`coffer mcp --agent A --user S` offers seed 003's read_file, write_file, patch and
+    search_files on S's workspace when the agent enables the file toolset."""
+    from test_mcp import Session, server_args
+    aid = seeded(srv)
+    s = Session("--agent", aid, "--user", "user_123", *server_args(srv))
+    try:
+        s.initialize()
+        names = [t["name"] for t in s.result("tools/list")["tools"]]
+        for n in ("read_file", "write_file", "patch", "search_files"):
+            check(n in names, "%s listed: %r" % (n, names))
+        text, sc = s.ok("read_file", path="briefing/account.md")
+        contains(text, "Renewal is 12 September", "read_file over MCP")
+        eq(sc["path"], "briefing/account.md", "structured path")
+        s.ok("write_file", path="notes/n.md", content="n\n")
+        text, _ = s.ok("search_files", pattern="^n$")
+        contains(text, "notes/n.md", "search_files over MCP")
+        s.close()
+    finally:
+        s.kill()
+    s = Session("--agent", aid, *server_args(srv))  # no subject: no toolset
+    try:
+        s.initialize()
+        names = [t["name"] for t in s.result("tools/list")["tools"]]
+        check("patch" not in names, "no toolset without --user: %r" % names)
+        s.close()
+    finally:
+        s.kill()

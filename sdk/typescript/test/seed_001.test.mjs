@@ -147,9 +147,8 @@ test("seed 001: volumes (createVolume, volume(id).write, upsert with mounts)", a
   await agents.runtime.volume(docs.id).write("handbook.md", handbook);
   const agent = await agents.upsert("support", { mounts: [{ volumeId: docs.id, path: "/docs", mode: "ro" }] });
   // end seed
-  // Both mounts are there. (The seed and API.md put the workspace after the mounts given;
-  // cofferd puts it first, as its docs/api.md says: a server matter, not the SDK's.)
-  assert.deepEqual(agent.mounts.map((m) => m.path).sort(), ["/docs", "/workspace"]);
+  // The mounts given come first, the workspace after them (seed 001, API.md "Agents").
+  assert.deepEqual(agent.mounts.map((m) => m.path), ["/docs", "/workspace"]);
   assert.equal(text((await agent.files.download("/docs/handbook.md")).data), handbook);
   const w = await agent.tools.write({ path: "/docs/x.md", content: "x" });
   assert.equal(w.ok, false, "the mount is read-only");

@@ -1,0 +1,182 @@
+"""Seed 001's claims (../shared/seeds/001_*: agent files, volumes, links), one test per
+claim, named after it and written as a user of the seed would write it (the seed's own
+snippets where it has them).
+
+Mount order (issue 33, item 2): "The agent's own workspace stays at /workspace beside the
+mounts you give (after them) ... The first mount is where relative paths resolve, e.g.
+[{volumeId, path: "/bot", mode: "rw"}] has /bot first and /workspace second." On the main
+before this module cofferd put the implicit workspace first: the seed's example gave
+['/workspace', '/bot'] and `read {"path": "marker.txt"}` looked in /workspace. Agents
+stored before keep the order they had (docs/api.md "Mounts"): that is tested here too."""
+
+import os
+import sqlite3
+
+import harness
+from harness import check, contains, eq, expect
+from agentlib import agent_url
+from test_tools import make_agent, ok, tool
+
+TIMEOUT = 120
+MARKER = b"the bot volume's marker\n"
+
+
+def paths(agent):
+    return [m["path"] for m in agent["mounts"]]
+
+
+def bot_agent(srv, **body):
+    """The seed's example: one volume mounted read-write at /bot, nothing else given."""
+    bot = srv.create_volume()["id"]
+    srv.put_ok(bot, "marker.txt", MARKER)
+    a = make_agent(srv, mounts=[{"volumeId": bot, "path": "/bot", "mode": "rw"}], **body)
+    return a, bot
+
+
+def test_mounts_given_come_first_workspace_after(srv):
+    """Seed 001: `[{volumeId, path: "/bot", mode: "rw"}]` has /bot first and /workspace
+    second, and GET /v1/agents/{id} lists them in that order (API.md "Agents")."""
+    a, bot = bot_agent(srv)
+    eq(paths(a), ["/bot", "/workspace"], "the PUT's answer")
+    got = expect(srv.get(agent_url(a["id"])), 200).json()
+    eq(paths(got), ["/bot", "/workspace"], "GET /v1/agents/{id}")
+    eq(got["mounts"][1], {"workspace": True, "path": "/workspace"}, "the workspace, second")
+
+
+def test_relative_paths_resolve_against_the_first_mount(srv):
+    """Seed 001: "The first mount is where relative paths resolve": with the seed's
+    mounts, the file tools, a prompt's {path} file and ls without a path are in /bot."""
+    a, bot = bot_agent(srv)
+    aid = a["id"]
+    j = ok(srv, aid, "read", path="marker.txt")
+    contains(j["output"], "the bot volume's marker", "read {path: marker.txt}")
+    ok(srv, aid, "write", path="out/rel.txt", content="r")
+    eq(expect(srv.get_file(bot, "out/rel.txt"), 200).body, b"r", "a relative write lands in /bot")
+    eq(srv.list_files(a["workspaceVolumeId"])["files"], [], "the workspace untouched")
+    contains(ok(srv, aid, "ls")["output"], "marker.txt", "ls without a path lists /bot")
+    contains(ok(srv, aid, "grep", pattern="marker", outputMode="files")["output"],
+             "/bot/marker.txt", "grep without a path searches /bot")
+    p = expect(srv.post(agent_url(aid, "/prompt"), json={
+        "text": "see", "requestId": "r1", "files": [{"path": "marker.txt"}]}), 200).json()
+    eq([f["path"] for f in p["files"]], ["/bot/marker.txt"], "a prompt's relative {path}")
+
+
+def test_uploads_still_go_to_the_workspace_wherever_it_is(srv):
+    """Seed 001: attachments are saved under uploads/<request>/ in the agent's own
+    workspace, wherever it is mounted: the order changes where relative paths go, not
+    where uploads land."""
+    a, bot = bot_agent(srv)
+    up = expect(srv.put(agent_url(a["id"], "/uploads/r1/q3.txt"), body=b"q3"), 201).json()
+    eq(up["path"], "/workspace/uploads/r1/q3.txt", "the upload's agent path")
+    eq(srv.list_files(bot)["files"][0]["path"], "marker.txt", "nothing uploaded onto /bot")
+
+
+def test_workspace_true_puts_it_at_that_position(srv):
+    """Seed 001: "{workspace: true} among them puts it at that position"."""
+    bot = srv.create_volume()["id"]
+    a = make_agent(srv, mounts=[{"workspace": True},
+                                {"volumeId": bot, "path": "/bot", "mode": "rw"}])
+    eq(paths(a), ["/workspace", "/bot"], "the workspace where it was put")
+    ok(srv, a["id"], "write", path="w.txt", content="w")
+    eq(expect(srv.get_file(a["workspaceVolumeId"], "w.txt"), 200).body, b"w",
+       "relative paths go to the workspace, first here")
+    b = make_agent(srv, mounts=[{"volumeId": bot, "path": "/workspace", "mode": "rw"},
+                                {"workspace": True, "path": "/scratch"}])
+    eq(paths(b), ["/workspace", "/scratch"], "the seed's project + scratch example")
+
+
+def test_remount_and_put_mounts_follow_the_same_order(srv):
+    """PUT .../mounts and an upsert with remount: the mounts given first, the workspace
+    after them."""
+    a, bot = bot_agent(srv)
+    other = srv.create_volume()["id"]
+    m = [{"volumeId": other, "path": "/other", "mode": "ro"}]
+    eq(paths(expect(srv.put(agent_url(a["id"], "/mounts"), json=m), 200).json()),
+       ["/other", "/workspace"], "PUT .../mounts")
+    m.append({"volumeId": bot, "path": "/bot", "mode": "rw"})
+    r = expect(srv.put(agent_url(a["id"]), json={"mounts": m, "remount": True}), 200).json()
+    eq(paths(r), ["/other", "/bot", "/workspace"], "upsert with remount")
+    # the same mounts again are no change: no 409
+    expect(srv.put(agent_url(a["id"]), json={"mounts": m}), 200)
+
+
+def _make_stored_before(srv, aid):
+    """Rewrites agent `aid` as cofferd stored it before the rule: its workspace first in
+    its stored mounts and no marker of the rule (cofferd stopped meanwhile)."""
+    import json
+    srv.stop()
+    db = sqlite3.connect(os.path.join(srv.data, "meta.db"), timeout=30)
+    with db:
+        (s,) = db.execute("SELECT settings FROM agents WHERE id = ?", (aid,)).fetchone()
+        settings = json.loads(s)
+        check(settings.pop("_mountsGivenFirst", None) is True,
+              "a new agent carries the rule's marker: %r" % settings)
+        ws = [m for m in settings["mounts"] if m.get("workspace")]
+        settings["mounts"] = ws + [m for m in settings["mounts"] if not m.get("workspace")]
+        db.execute("UPDATE agents SET settings = ? WHERE id = ?",
+                   (json.dumps(settings, separators=(",", ":")), aid))
+    db.close()
+    srv.start()
+
+
+def test_agent_stored_before_keeps_its_workspace_first(srv):
+    """docs/api.md "Mounts": an agent stored before the rule keeps working as it did: its
+    workspace stays first (relative paths go there), an upsert repeating its mounts is no
+    change (no 409), and a remount or PUT .../mounts of it puts the implicit workspace
+    first again. {workspace: true} places it anywhere, for either kind of agent."""
+    if harness.ENGINE != "embedded":
+        harness.skip("rewrites an agent as stored before through the embedded SQLite file")
+    a, bot = bot_agent(srv)
+    aid = a["id"]
+    given = [{"volumeId": bot, "path": "/bot", "mode": "rw"}]
+    _make_stored_before(srv, aid)
+    got = expect(srv.get(agent_url(aid)), 200).json()
+    eq(paths(got), ["/workspace", "/bot"], "its stored order")
+    check("_mountsGivenFirst" not in got, "the marker is never shown: %r" % got)
+    ok(srv, aid, "write", path="rel.txt", content="r")
+    eq(expect(srv.get_file(a["workspaceVolumeId"], "rel.txt"), 200).body, b"r",
+       "relative paths still go to its workspace")
+    r = expect(srv.put(agent_url(aid), json={"mounts": given}), 200).json()
+    eq(paths(r), ["/workspace", "/bot"], "an upsert with the same mounts: no 409, no change")
+    other = srv.create_volume()["id"]
+    m = [{"volumeId": other, "path": "/other", "mode": "ro"}]
+    eq(paths(expect(srv.put(agent_url(aid, "/mounts"), json=m), 200).json()),
+       ["/workspace", "/other"], "PUT .../mounts keeps its rule")
+    r = expect(srv.put(agent_url(aid), json={"mounts": given + [{"workspace": True}],
+                                             "remount": True}), 200).json()
+    eq(paths(r), ["/bot", "/workspace"], "{workspace: true} places it")
+    j = tool(srv, aid, "read", path="marker.txt")
+    contains(j["output"], "marker", "now relative paths go to /bot")
+    # a new agent is never taken for one stored before
+    n = make_agent(srv, mounts=given)
+    eq(paths(n), ["/bot", "/workspace"], "a new agent")
+    check("_mountsGivenFirst" not in n, "the marker is never shown: %r" % n)
+    r = srv.put(agent_url(new_aid := n["id"] + "x"), json={"_mountsGivenFirst": False})
+    eq(r.status, 400, "the marker is not a setting: %s" % r.describe())
+    expect(srv.get(agent_url(new_aid)), 404)
+
+
+def test_mcp_instructions_name_the_mounts_in_order(srv):
+    """`coffer mcp` tells the model the mounts in their order and where relative paths
+    resolve (the tools' descriptions point there): /bot first with the seed's mounts. On
+    the main before, the descriptions said "relative to the first mount (usually
+    /workspace)" and the instructions named no mount."""
+    from test_mcp import Session, server_args
+    a, bot = bot_agent(srv)
+    s = Session("--agent", a["id"], *server_args(srv))
+    try:
+        text = s.initialize()["instructions"]
+        contains(text, "The mounts, in order: /bot (read-write), /workspace (the workspace); "
+                 "relative paths resolve against /bot.", "instructions")
+        for t in s.result("tools/list")["tools"]:
+            check("usually /workspace" not in json_text(t), "%s's description" % t["name"])
+        body, _ = s.ok("read", path="marker.txt")
+        contains(body, "the bot volume's marker", "a relative read over MCP")
+        s.close()
+    finally:
+        s.kill()
+
+
+def json_text(v):
+    import json
+    return json.dumps(v)
