@@ -144,7 +144,7 @@ static void usage(FILE *to)
 	      "               [--rate-limit N] [--rate-limit-org N]\n"
 	      "               [--keys-per-org N] [--metrics-listen HOST:PORT]\n"
 	      "               [--config FILE] [--threads N] [--workers N]\n"
-	      "               [--forward-max N] [--content-cache SIZE]\n"
+	      "               [--calls-per-org N] [--forward-max N] [--content-cache SIZE]\n"
 	      "               [--help] [--version]\n"
 	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
 	      "                         (flags given here win)\n"
