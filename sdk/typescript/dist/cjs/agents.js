@@ -477,7 +477,7 @@ class Subject {
         check.opts("subject.remove", "options", o);
         return this.t.json({ method: "DELETE", path: `${this.base}/files`, query: { path } }, o);
     }
-    /** `{volumeId, used, capacity, ceiling, files}`. */
+    /** `{volumeId, used, capacity, ceiling, files}`; `volumeId` is null while the subject has no workspace yet (a read never makes one). */
     async volume(o) {
         check.opts("subject.volume", "options", o);
         return this.t.json({ method: "GET", path: `${this.base}/volume` }, o);
