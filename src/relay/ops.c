@@ -104,10 +104,11 @@ static void op_parse(json_t *body, opreq *q)
 			  "list_directory, search_files", op);
 		return;
 	}
-	if (q->kind == K_WRITE && write_leaves(body, q))
-		; /* blocked by the guard, as any blocked write (its path kept as sent) */
-	else if (path_check(body, q->kind == K_LIST || q->kind == K_SEARCH, q, err))
-		return;
+	if (path_check(body, q->kind == K_LIST || q->kind == K_SEARCH, q, err)) {
+		if (q->kind != K_WRITE || !write_leaves(body, q))
+			return;
+		cof_err_clear(err); /* blocked by the guard instead (its path as sent) */
+	}
 	if (q->kind == K_SEARCH && !(cof_json_str(body, "pattern") &&
 				     *cof_json_str(body, "pattern"))) {
 		cof_error(err, COF_EVALIDATION, "'pattern' is required for search_files");

@@ -33,6 +33,25 @@ static int is_link(int dfd, const char *name)
 	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 }
 
+/* Takes the next segment of *p into `name` and moves *p past it and its '/'.
+ * 0, *last set when no '/' follows; -1 with errno for an empty, `.` or `..`
+ * segment (EXDEV: it would not stay beneath) or one over 255 bytes. */
+static int segment(const char **p, char name[COF_SEGMENT_MAX + 1], int *last)
+{
+	const char *slash = strchr(*p, '/');
+	size_t n = slash ? (size_t)(slash - *p) : strlen(*p);
+
+	if (n == 0 || n > COF_SEGMENT_MAX || (n <= 2 && !memcmp(*p, "..", n))) {
+		errno = n > COF_SEGMENT_MAX ? ENAMETOOLONG : EXDEV;
+		return -1;
+	}
+	memcpy(name, *p, n);
+	name[n] = '\0';
+	*last = !slash;
+	*p = slash ? slash + 1 : *p + n;
+	return 0;
+}
+
 int cof_open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode)
 {
 	int cur = dirfd;
@@ -42,21 +61,17 @@ int cof_open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode)
 	if (!path[0])
 		return openat(dirfd, ".", flags & ~(O_CREAT | O_EXCL | O_TRUNC), 0);
 	for (;;) {
-		const char *slash = strchr(p, '/');
 		char name[COF_SEGMENT_MAX + 1];
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-		int next, e;
+		int next, e, last;
 
-		if (n == 0 || n > COF_SEGMENT_MAX || (n == 2 && !memcmp(p, "..", 2)) ||
-		    (n == 1 && p[0] == '.')) {
+		if (segment(&p, name, &last)) {
+			e = errno;
 			if (cur != dirfd)
 				close(cur);
-			errno = n > COF_SEGMENT_MAX ? ENAMETOOLONG : EXDEV;
+			errno = e;
 			return -1;
 		}
-		memcpy(name, p, n);
-		name[n] = '\0';
-		if (slash)
+		if (!last)
 			next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		else
 			next = openat(cur, name, flags, mode);
@@ -66,10 +81,9 @@ int cof_open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode)
 		if (cur != dirfd)
 			close(cur);
 		errno = e;
-		if (next < 0 || !slash)
+		if (next < 0 || last)
 			return next;
 		cur = next;
-		p = slash + 1;
 	}
 }
 
@@ -121,19 +135,15 @@ int cof_mkdirs_beneath(int dirfd, const char *dir, mode_t mode, long owner)
 	if (cur < 0)
 		return -1;
 	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
 		char name[COF_SEGMENT_MAX + 1];
-		int next, made, e;
+		int next, made, e, last;
 
-		if (n == 0 || n > COF_SEGMENT_MAX || (n == 2 && !memcmp(p, "..", 2)) ||
-		    (n == 1 && p[0] == '.')) {
+		if (segment(&p, name, &last)) {
+			e = errno;
 			close(cur);
-			errno = n > COF_SEGMENT_MAX ? ENAMETOOLONG : EXDEV;
+			errno = e;
 			return -1;
 		}
-		memcpy(name, p, n);
-		name[n] = '\0';
 		made = mkdirat(cur, name, mode) == 0;
 		if (!made && errno != EEXIST) {
 			e = errno;
@@ -160,7 +170,6 @@ int cof_mkdirs_beneath(int dirfd, const char *dir, mode_t mode, long owner)
 			return -1;
 		}
 		cur = next;
-		p = slash ? slash + 1 : p + n;
 	}
 	return cur;
 }

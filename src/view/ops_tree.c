@@ -54,15 +54,11 @@ static void lname_add(void *ctx, const char *name, int shown)
 	lnames *l = ctx;
 
 	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		lname *na = realloc(l->a, cap * sizeof *na);
-		if (!na)
-			return;
-		l->a = na;
-		l->cap = cap;
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->a = cof_realloc(l->a, l->cap * sizeof *l->a); /* out of memory aborts */
 	}
-	if ((l->a[l->n].name = strdup(name)))
-		l->a[l->n++].shown = shown;
+	l->a[l->n].name = cof_strdup(name);
+	l->a[l->n++].shown = shown;
 }
 
 static int lname_cmp(const void *a, const void *b)
@@ -80,19 +76,17 @@ static void layer_names(cof_vfs *v, vdir *d)
 	cof_vnode_names(v, d->root, d->rel, lname_add, &l);
 	if (l.n)
 		qsort(l.a, l.n, sizeof *l.a, lname_cmp);
-	d->names = malloc((l.n ? l.n : 1) * sizeof *d->names);
-	d->shown = malloc(l.n ? l.n : 1);
+	d->names = cof_malloc((l.n ? l.n : 1) * sizeof *d->names);
+	d->shown = cof_malloc(l.n ? l.n : 1);
 	for (size_t i = 0; i < l.n; i++) {
 		/* a node and a folder of one name are one entry */
-		if (d->names && d->shown && d->nnames &&
-		    !strcmp(d->names[d->nnames - 1], l.a[i].name)) {
+		if (d->nnames && !strcmp(d->names[d->nnames - 1], l.a[i].name)) {
 			d->shown[d->nnames - 1] |= (unsigned char)l.a[i].shown;
 			free(l.a[i].name);
-		} else if (d->names && d->shown) {
+		} else {
 			d->names[d->nnames] = l.a[i].name;
 			d->shown[d->nnames++] = (unsigned char)l.a[i].shown;
-		} else
-			free(l.a[i].name);
+		}
 	}
 	free(l.a);
 	/* a name the layer removed whose folder still holds files shows too */

@@ -122,6 +122,20 @@ class Skip(Exception):
     """Raised by skip(): the case is reported as skipped, not passed or failed."""
 
 
+
+def until(cond, what, timeout=15):
+    """cond() again every 0.05 s until it is truthy; returns it. Fails naming `what`
+    after `timeout` seconds (times SCALE: slower under sanitizers)."""
+    deadline = time.time() + timeout * SCALE
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.05)
+
+
 def skip(why):
     raise Skip(why)
 

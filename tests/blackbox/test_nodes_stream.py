@@ -57,10 +57,7 @@ def _metric(srv, name):
 
 
 def _until(cond, what, timeout=10):
-    deadline = time.time() + timeout * harness.SCALE
-    while not cond():
-        check(time.time() < deadline, what)
-        time.sleep(0.1)
+    harness.until(cond, what, timeout)
 
 
 def _rss_kb(srv):

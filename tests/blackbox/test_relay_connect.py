@@ -46,14 +46,7 @@ def _read(root, p):
         return f.read()
 
 
-def _wait(cond, what, timeout=15):
-    deadline = time.time() + timeout * harness.SCALE
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
+_wait = harness.until
 
 
 class Client:

@@ -24,16 +24,6 @@ def _running(tag, n):
     return {i for i in range(n) if processes_with("%s-%d;" % (tag, i))}
 
 
-def _until(cond, what, timeout=60):
-    deadline = time.time() + timeout * harness.SCALE
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for " + what)
-
-
 def test_one_organization_never_holds_another_s_calls():
     with harness.server(args=["--workers", "2", "--calls-per-org", "2"]) as srv:
         other = expect(srv.post("/v1/keys", json={"org": new_id("fair")}), 201).json()["key"]
@@ -51,7 +41,7 @@ def test_one_organization_never_holds_another_s_calls():
         for t in threads:
             t.start()
         # two run (the lane's two workers, the organization's cap); two wait
-        _until(lambda: len(_running(tag, 4)) == 2, "two of A's calls to run")
+        harness.until(lambda: len(_running(tag, 4)) == 2, "two of A's calls to run")
         # B's call runs at once: it neither waits for A's running calls nor
         # behind A's waiting ones (before: a FIFO of two workers, ~240 s)
         out = expect(srv.post("/v1/turns/%s/calls" % b_turn["id"],
@@ -81,7 +71,7 @@ def test_the_cap_holds_calls_of_one_organization_that_others_leave_room_for():
             res[i] = r.status
         t0 = threading.Thread(target=a_call, args=(0, 120), daemon=True)
         t0.start()
-        _until(lambda: _running(tag, 2) == {0}, "the first call to run")
+        harness.until(lambda: _running(tag, 2) == {0}, "the first call to run")
         t1 = threading.Thread(target=a_call, args=(1, 1), daemon=True)
         t1.start()
         time.sleep(2)

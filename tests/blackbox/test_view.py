@@ -372,23 +372,32 @@ def test_call_greps_and_edits_mounts_one_seq(srv):
           "read: %r" % r)
 
 
+def _call_racing_puts(srv, tid, command, vid, puts):
+    """Runs `command` (it should sleep 2 s before writing) in a call of turn
+    `tid` while `puts` ({path: bytes}) land in volume `vid` a second in: the
+    call loses the race for those paths. The call's answer."""
+    import threading
+    res = {}
+
+    def run():
+        res["out"] = call(srv, tid, command)
+    th = threading.Thread(target=run)
+    th.start()
+    time.sleep(1)
+    for path, data in puts.items():
+        srv.put_ok(vid, path, data)
+    th.join(60)
+    return res["out"]
+
+
 def test_call_does_not_see_writes_made_meanwhile_and_reports_conflict(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)
     srv.put_ok(ws, "shared.md", b"before\n")
     t = new_turn(srv, aid)
-    import threading
-    res = {}
-
-    def run():
-        res["out"] = call(srv, t["id"], "sleep 2; cat /workspace/shared.md; "
-                          "echo mine > /workspace/shared.md; echo ok > /workspace/other.md")
-    th = threading.Thread(target=run)
-    th.start()
-    time.sleep(1)
-    srv.put_ok(ws, "shared.md", b"theirs\n")
-    th.join(60)
-    out = res["out"]
+    out = _call_racing_puts(srv, t["id"], "sleep 2; cat /workspace/shared.md; "
+                            "echo mine > /workspace/shared.md; echo ok > /workspace/other.md",
+                            ws, {"shared.md": b"theirs\n"})
     eq(out["stdout"], "before\n", "the call read the seq it began at")
     eq([c["path"] for c in out.get("conflicts", [])], ["/workspace/shared.md"], "conflicts")
     eq(srv.get_file(ws, "shared.md").body, b"theirs\n", "the other side's bytes stay")
@@ -412,23 +421,13 @@ def test_conflict_copy_never_follows_a_link_the_call_made(srv):
     os.chmod(host, 0o777)
     os.chmod(host2, 0o777)
     t = new_turn(srv, aid)
-    import threading
-    res = {}
-
-    def run():
-        res["out"] = call(srv, t["id"],
-                          "mkdir -p /tmp/.conflicts/x && ln -s %s /tmp/.conflicts/workspace && "
-                          "mkdir -p /tmp/.conflicts/x/workspace/deep && "
-                          "ln -s %s /tmp/.conflicts/x/workspace/deep/inner && "
-                          "sleep 2; echo mine > /workspace/shared.md; "
-                          "echo mine > /workspace/deep/inner/x.md" % (host, host2))
-    th = threading.Thread(target=run)
-    th.start()
-    time.sleep(1)
-    srv.put_ok(ws, "shared.md", b"theirs\n")
-    srv.put_ok(ws, "deep/inner/x.md", b"theirs\n")
-    th.join(60)
-    out = res["out"]
+    out = _call_racing_puts(
+        srv, t["id"], "mkdir -p /tmp/.conflicts/x && ln -s %s /tmp/.conflicts/workspace && "
+        "mkdir -p /tmp/.conflicts/x/workspace/deep && "
+        "ln -s %s /tmp/.conflicts/x/workspace/deep/inner && "
+        "sleep 2; echo mine > /workspace/shared.md; "
+        "echo mine > /workspace/deep/inner/x.md" % (host, host2),
+        ws, {"shared.md": b"theirs\n", "deep/inner/x.md": b"theirs\n"})
     eq(sorted(c["path"] for c in out.get("conflicts", [])),
        ["/workspace/deep/inner/x.md", "/workspace/shared.md"], "conflicts")
     eq(os.listdir(host), [], "nothing written through the link to a host folder")
@@ -446,19 +445,9 @@ def test_conflict_copy_is_kept_beneath_a_folder_the_call_made(srv):
     aid, ws = _agent(srv)
     srv.put_ok(ws, "a/b/c.md", b"before\n")
     t = new_turn(srv, aid)
-    import threading
-    res = {}
-
-    def run():
-        res["out"] = call(srv, t["id"], "mkdir -p /tmp/.conflicts/workspace/a; sleep 2; "
-                          "echo mine > /workspace/a/b/c.md")
-    th = threading.Thread(target=run)
-    th.start()
-    time.sleep(1)
-    srv.put_ok(ws, "a/b/c.md", b"theirs\n")
-    th.join(60)
-    eq([c["path"] for c in res["out"].get("conflicts", [])], ["/workspace/a/b/c.md"],
-       "conflicts")
+    out = _call_racing_puts(srv, t["id"], "mkdir -p /tmp/.conflicts/workspace/a; sleep 2; "
+                            "echo mine > /workspace/a/b/c.md", ws, {"a/b/c.md": b"theirs\n"})
+    eq([c["path"] for c in out.get("conflicts", [])], ["/workspace/a/b/c.md"], "conflicts")
     out = ok(srv, t["id"], "cat /tmp/.conflicts/workspace/a/b/c.md; "
              "test -O /tmp/.conflicts/workspace/a/b/c.md && test -O /tmp/.conflicts/workspace/a/b "
              "&& echo owned")
