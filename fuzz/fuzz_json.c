@@ -24,6 +24,7 @@ static cof_store *st;
 static char dir[4096];
 static char vol[64];     /* a volume with a few files, remade after a move */
 static char snap[64];    /* a snapshot of it */
+static char link_key[64]; /* a live key of ORG: links die with the key that made them */
 static const cof_idem fuzz_idem = {"fuzz-idem", NULL};
 
 static const char *const seed_files[] = {"a.txt", "dir/b.txt", "dir/sub/c.txt", "é/ü.md"};
@@ -95,6 +96,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	atexit(cleanup);
 	must(cof_store_open(dir, NULL, &st, &err), &err, "open");
 	make_volume();
+	{
+		cof_principal who = {.org = ORG};
+		json_t *body = json_object(), *out = NULL;
+		must(cof_key_create(st, &who, body, &out, &err), &err, "key");
+		snprintf(link_key, sizeof link_key, "%s",
+			 json_string_value(json_object_get(out, "id")));
+		json_decref(body), json_decref(out);
+	}
 	return 0;
 }
 
@@ -224,7 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cof_err_clear(&err);
 
 	/* Links, with and without an idempotency key. */
-	rc = cof_link_create(st, ORG, vol, body, NULL, "k_fuzz", &out, &err);
+	rc = cof_link_create(st, ORG, vol, body, NULL, link_key, &out, &err);
 	check_answer("cof_link_create", rc, out, &err);
 	if (rc == 0) {
 		const char *url = json_string_value(json_object_get(out, "url"));

@@ -51,8 +51,8 @@ static int pg_agent_delete(cof_meta *m, const char *org, const char *id, cof_err
 		"DELETE FROM pins WHERE org = $1 AND agent = $2",
 		"DELETE FROM seen WHERE org = $1 AND agent = $2",
 		"DELETE FROM events WHERE stream = 'agent:' || $1 || ':' || $2",
-		"DELETE FROM state WHERE kind = 'agentchg' AND org = $1 AND"
-		" body::jsonb->>'agent' = $2",
+		("DELETE FROM state WHERE kind = 'agentchg' AND org = $1 AND"
+		 " body::jsonb->>'agent' = $2"),
 		"DELETE FROM agents WHERE org = $1 AND id = $2",
 	};
 	pgconn *c = cof_pg_begin(m, NULL, err);

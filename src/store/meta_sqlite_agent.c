@@ -51,8 +51,8 @@ static int sq_agent_delete(cof_meta *m, const char *org, const char *id, cof_err
 		"DELETE FROM pins WHERE org = ? AND agent = ?",
 		"DELETE FROM seen WHERE org = ? AND agent = ?",
 		"DELETE FROM events WHERE stream = 'agent:' || ? || ':' || ?",
-		"DELETE FROM state WHERE kind = 'agentchg' AND org = ? AND"
-		" json_extract(body, '$.agent') = ?",
+		("DELETE FROM state WHERE kind = 'agentchg' AND org = ? AND"
+		 " json_extract(body, '$.agent') = ?"),
 		"DELETE FROM agents WHERE org = ? AND id = ?",
 	};
 	conn *c = cof_sqlite_writer_begin(m, err);

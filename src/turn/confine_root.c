@@ -123,7 +123,7 @@ const char *cof_confine_child_root(const char *ws, const char *view, const char 
 		  MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return "bind the workspace";
 	/* the view's FUSE mounts rw/ and ro/ are under its folder: MS_REC */
-	if (view && bind_at(fd_path(p, sizeof p, fview), COF_VIEW_INNER + 1, MS_REC))
+	if (view && bind_at(fd_path(p, sizeof p, fview), &COF_VIEW_INNER[1], MS_REC))
 		return "bind the call's view";
 	close(fws);
 	if (fview >= 0)
