@@ -31,6 +31,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "http/http.h"
+#include "util/addr.h"
 
 #ifndef WAIT_MAX_MS
 #define WAIT_MAX_MS 1000        /* a loop looks at its daemon at least this often (a
@@ -38,12 +39,24 @@
 #endif
 #define ADDR_BUCKETS 4096       /* the per-address table's buckets */
 
-/* One address's connections (IPv4 as ::ffff:a.b.c.d). */
+/* One address's places: connections (or, behind a trusted proxy, requests)
+ * under the cap, and connections past it that are only answered 503. */
 typedef struct addr_count {
 	struct addr_count *next;
 	unsigned char ip[16];
-	unsigned n;
+	unsigned n, spill;
 } addr_count;
+
+/* What a connection holds of the address table (http_conn.place). */
+enum { PLACE_NONE, PLACE_COUNTED, PLACE_SPILL, PLACE_PROXY };
+
+/* Ours per connection, in MHD's socket context: its address and place, and
+ * the server's own context (http_conn_context). */
+typedef struct http_conn {
+	void *user;
+	unsigned char ip[16];
+	int place;
+} http_conn;
 
 typedef struct evloop {
 	struct http_evloops *all;
@@ -58,6 +71,10 @@ struct http_evloops {
 	unsigned n;
 	int listen_fd;
 	unsigned per_ip;         /* 0 = no cap */
+	unsigned spill_max;      /* connections past their address's cap, in all */
+	unsigned nspill;         /* under mu */
+	cof_cidr *trusted;       /* --trusted-proxy ranges: not capped by connection */
+	size_t ntrusted;
 	int quiesce, stop;       /* asked of every loop (atomics) */
 	unsigned conns;          /* connections open (atomic): MHD's own count may
 				    only be read from the loop thread */
@@ -73,30 +90,13 @@ struct http_evloops {
  * and not yet taken by its STARTED notification: MHD sets a connection up on
  * the thread that accepted it, in between, so a reservation still pending at
  * the next accept is one whose connection MHD failed to set up. */
-static __thread int pending_set;
+static __thread int pending_set, pending_place;
 static __thread unsigned char pending_ip[16];
 
 /* The loops of this process (one cofferd per process), for http_resume. */
 static http_evloops *running;
 
 /* ------------------------------------------------------------ per address */
-
-/* The 16-byte key of `sa`; 0, or -1 for an address family not capped. */
-static int addr_key(const struct sockaddr *sa, unsigned char ip[16])
-{
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-		memset(ip, 0, 10);
-		ip[10] = ip[11] = 0xff;
-		memcpy(ip + 12, &s4->sin_addr, 4);
-		return 0;
-	}
-	if (sa->sa_family == AF_INET6) {
-		memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		return 0;
-	}
-	return -1;
-}
 
 static unsigned addr_hash(const unsigned char ip[16])
 {
@@ -106,9 +106,11 @@ static unsigned addr_hash(const unsigned char ip[16])
 	return h % ADDR_BUCKETS;
 }
 
-/* Takes a place for `ip` under its cap. 1, or 0 when it is full (or no
- * memory for a new address). Under l->mu. */
-static int addr_take(http_evloops *l, const unsigned char ip[16])
+/* Takes a place for `ip`: PLACE_COUNTED under its cap; past it, when
+ * `spill`, PLACE_SPILL while the address and the server have room for
+ * connections that are only answered 503; else PLACE_NONE (or no memory for
+ * a new address). Under l->mu. */
+static int addr_take(http_evloops *l, const unsigned char ip[16], int spill)
 {
 	addr_count **b = &l->buckets[addr_hash(ip)], *a;
 
@@ -116,80 +118,170 @@ static int addr_take(http_evloops *l, const unsigned char ip[16])
 		;
 	if (!a) {
 		if (!(a = calloc(1, sizeof *a)))
-			return 0;
+			return PLACE_NONE;
 		memcpy(a->ip, ip, 16);
 		a->next = *b;
 		*b = a;
 	}
-	if (a->n >= l->per_ip)
-		return 0;
-	a->n++;
-	return 1;
+	if (a->n < l->per_ip) {
+		a->n++;
+		return PLACE_COUNTED;
+	}
+	if (spill && a->spill < l->per_ip && l->nspill < l->spill_max) {
+		a->spill++;
+		l->nspill++;
+		return PLACE_SPILL;
+	}
+	return PLACE_NONE;
 }
 
-/* Gives a place of `ip` back; the entry goes once its count is 0. Under l->mu. */
-static void addr_give(http_evloops *l, const unsigned char ip[16])
+/* Gives a place of `ip` back; the entry goes once it holds none. Under l->mu. */
+static void addr_give(http_evloops *l, const unsigned char ip[16], int place)
 {
 	addr_count **p = &l->buckets[addr_hash(ip)], *a;
 
+	if (place != PLACE_COUNTED && place != PLACE_SPILL)
+		return;
 	for (; (a = *p) && memcmp(a->ip, ip, 16); p = &a->next)
 		;
 	if (!a)
 		return;
-	if (--a->n == 0) {
+	if (place == PLACE_COUNTED)
+		a->n--;
+	else
+		a->spill--, l->nspill--;
+	if (a->n == 0 && a->spill == 0) {
 		*p = a->next;
 		free(a);
 	}
 }
 
-/* MHD's accept policy: the connection is kept when its address has a place. */
+/* MHD's accept policy: a connection is kept when its address has a place,
+ * or room past its cap to be told 503; a trusted proxy's connections are
+ * counted per request instead (http_client_take). */
 static enum MHD_Result accept_policy(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	http_evloops *l = cls;
 	unsigned char ip[16];
-	int ok;
+	int place = PLACE_NONE;
 
 	(void)len;
-	if (!l->per_ip || addr_key(sa, ip))
-		return MHD_YES;
-	pthread_mutex_lock(&l->mu);
-	if (pending_set)
-		addr_give(l, pending_ip); /* its connection was never set up */
-	pending_set = 0;
-	ok = addr_take(l, ip);
-	pthread_mutex_unlock(&l->mu);
-	if (ok) {
-		memcpy(pending_ip, ip, 16);
-		pending_set = 1;
+	if (pending_set && pending_place != PLACE_NONE && pending_place != PLACE_PROXY) {
+		pthread_mutex_lock(&l->mu);
+		addr_give(l, pending_ip, pending_place); /* its connection was never set up */
+		pthread_mutex_unlock(&l->mu);
 	}
-	return ok ? MHD_YES : MHD_NO;
+	pending_set = 0;
+	if (cof_addr_key(sa, ip)) {
+		memset(ip, 0, 16); /* a family without addresses: never capped */
+	} else if (cof_cidr_match(l->trusted, l->ntrusted, ip)) {
+		place = PLACE_PROXY;
+	} else if (l->per_ip) {
+		pthread_mutex_lock(&l->mu);
+		place = addr_take(l, ip, 1);
+		pthread_mutex_unlock(&l->mu);
+		if (place == PLACE_NONE)
+			return MHD_NO;
+	}
+	memcpy(pending_ip, ip, 16);
+	pending_place = place;
+	pending_set = 1;
+	return MHD_YES;
 }
 
-/* MHD's connection notifications: the reservation is taken at the start and
- * the place given back at the close; then the server's own callback. */
+/* MHD's connection notifications: the reservation becomes the connection's
+ * at the start and is given back at the close; the server's own callback
+ * sees its own context. */
 static void notify(void *cls, struct MHD_Connection *conn, void **socket_context,
 		   enum MHD_ConnectionNotificationCode code)
 {
 	http_evloops *l = cls;
+	http_conn *hc = *socket_context;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		pending_set = 0;
-		__atomic_add_fetch(&l->conns, 1, __ATOMIC_RELAXED);
-	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-		__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
-	}
-	if (code == MHD_CONNECTION_NOTIFY_CLOSED && l->per_ip) {
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		unsigned char ip[16];
-		if (ci && ci->client_addr && addr_key(ci->client_addr, ip) == 0) {
-			pthread_mutex_lock(&l->mu);
-			addr_give(l, ip);
-			pthread_mutex_unlock(&l->mu);
+		hc = cof_calloc(1, sizeof *hc);
+		if (pending_set) {
+			memcpy(hc->ip, pending_ip, 16);
+			hc->place = pending_place;
 		}
+		pending_set = 0;
+		*socket_context = hc;
+		__atomic_add_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+		if (l->notify)
+			l->notify(l->notify_cls, conn, &hc->user, code);
+		return;
 	}
+	if (code != MHD_CONNECTION_NOTIFY_CLOSED || !hc)
+		return;
 	if (l->notify)
-		l->notify(l->notify_cls, conn, socket_context, code);
+		l->notify(l->notify_cls, conn, &hc->user, code);
+	__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+	if (hc->place == PLACE_COUNTED || hc->place == PLACE_SPILL) {
+		pthread_mutex_lock(&l->mu);
+		addr_give(l, hc->ip, hc->place);
+		pthread_mutex_unlock(&l->mu);
+	}
+	free(hc);
+	*socket_context = NULL;
+}
+
+static http_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+void *http_conn_context(struct MHD_Connection *conn)
+{
+	http_conn *hc = conn_of(conn);
+	return hc ? hc->user : NULL;
+}
+
+int http_conn_spilled(struct MHD_Connection *conn)
+{
+	http_conn *hc = conn_of(conn);
+	return hc && hc->place == PLACE_SPILL;
+}
+
+int http_conn_proxied(struct MHD_Connection *conn, unsigned char peer[16])
+{
+	http_conn *hc = conn_of(conn);
+	if (!hc || hc->place != PLACE_PROXY)
+		return 0;
+	memcpy(peer, hc->ip, 16);
+	return 1;
+}
+
+int http_client_take(const unsigned char ip[16])
+{
+	http_evloops *l = __atomic_load_n(&running, __ATOMIC_ACQUIRE);
+	int place;
+
+	if (!l || !l->per_ip)
+		return 1;
+	pthread_mutex_lock(&l->mu);
+	place = addr_take(l, ip, 0);
+	pthread_mutex_unlock(&l->mu);
+	return place == PLACE_COUNTED;
+}
+
+void http_client_give(const unsigned char ip[16])
+{
+	http_evloops *l = __atomic_load_n(&running, __ATOMIC_ACQUIRE);
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	addr_give(l, ip, PLACE_COUNTED);
+	pthread_mutex_unlock(&l->mu);
+}
+
+const cof_cidr *http_trusted_proxies(size_t *n)
+{
+	http_evloops *l = __atomic_load_n(&running, __ATOMIC_ACQUIRE);
+	*n = l ? l->ntrusted : 0;
+	return l ? l->trusted : NULL;
 }
 
 /* ------------------------------------------------------------ the loops */
@@ -293,6 +385,7 @@ static void teardown(http_evloops *l)
 		}
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
+	free(l->trusted);
 	free(l->loops);
 	free(l);
 }
@@ -312,6 +405,15 @@ http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err)
 	l->n = c->loops ? c->loops : 1;
 	l->listen_fd = c->listen_fd;
 	l->per_ip = c->max_conns_per_ip;
+	/* connections told 503 past their address's cap take at most an
+	 * eighth of the server's places, so addresses at their caps still
+	 * leave room for others (docs/design.md) */
+	l->spill_max = c->max_conns / 8 ? c->max_conns / 8 : 1;
+	if (c->ntrusted) {
+		l->trusted = cof_malloc(c->ntrusted * sizeof *l->trusted);
+		memcpy(l->trusted, c->trusted, c->ntrusted * sizeof *l->trusted);
+		l->ntrusted = c->ntrusted;
+	}
 	l->notify = c->notify;
 	l->notify_cls = c->notify_cls;
 	pthread_mutex_init(&l->mu, NULL);

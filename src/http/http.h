@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "coffer.h"
 #include "util/util.h"
+#include "util/addr.h"
 
 struct cof_topic;
 struct cof_sub;
@@ -31,6 +32,8 @@ typedef struct http_evloops_cfg {
 	unsigned loops;                /* threads, one daemon each (0 = 1) */
 	unsigned max_conns;            /* in all, split between the loops */
 	unsigned max_conns_per_ip;     /* across all loops; 0 = no cap */
+	const cof_cidr *trusted;       /* --trusted-proxy ranges (copied) */
+	size_t ntrusted;
 	unsigned conn_timeout;         /* seconds idle */
 	size_t conn_memory, thread_stack;
 	MHD_AccessHandlerCallback access;
@@ -49,6 +52,22 @@ http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err);
 void http_evloops_quiesce(http_evloops *l);
 /* Connections open now, over all loops. */
 unsigned http_evloops_connections(http_evloops *l);
+/* The server's own socket context of `conn` (what its notify callback set
+ * through the pointer it was given), or NULL. */
+void *http_conn_context(struct MHD_Connection *conn);
+/* 1 when `conn` came past its address's --max-conns-per-ip: it is answered
+ * 503 with Retry-After and closed. */
+int http_conn_spilled(struct MHD_Connection *conn);
+/* 1 when `conn` came from a --trusted-proxy address (given in peer): its
+ * requests are counted per client address (http_client_take). */
+int http_conn_proxied(struct MHD_Connection *conn, unsigned char peer[16]);
+/* Takes a place for one request of client address `ip` under the
+ * per-address cap: 1, or 0 when the address is at its cap. Any thread. */
+int http_client_take(const unsigned char ip[16]);
+/* Gives back a place taken by http_client_take. */
+void http_client_give(const unsigned char ip[16]);
+/* The --trusted-proxy ranges of the running loops (*n of them). */
+const cof_cidr *http_trusted_proxies(size_t *n);
 /* MHD_resume_connection, then wakes the loop that owns `conn` (MHD's
  * external mode has no ITC of its own): every resume goes through here.
  * Any thread. */
@@ -68,6 +87,7 @@ typedef struct http_server {
 	unsigned port;
 	int stopping;            /* set on SIGTERM: long-polls stop waiting */
 	int in_flight;           /* requests between first call and completion */
+	unsigned max_conns_per_ip; /* for the 503's message (evloops.c enforces it) */
 	int remote;              /* metadata or blobs on another host (PostgreSQL, S3):
 				  * every read is a round trip, so GETs run on workers */
 } http_server;
@@ -150,7 +170,10 @@ struct http_req {
 	cof_cond cond;                 /* write precondition (file PUT) */
 	char *content_type;            /* trimmed Content-Type or NULL, owned */
 	cof_link link;                 /* verified signed link (/l/ routes) */
-	int retry_after;               /* a 429 of the rate limit: Retry-After seconds */
+	int retry_after;               /* a 429 or 503: Retry-After seconds */
+	int close_after;               /* answer with Connection: close */
+	int client_held;               /* holds a place of client_ip (http_client_take) */
+	unsigned char client_ip[16];   /* behind a trusted proxy: X-Forwarded-For's client */
 	char **owned;                  /* strings freed with the request */
 	size_t nowned, capowned;
 	/* loop.c: a handler on the worker pool parks its answer here */
@@ -182,7 +205,8 @@ void http_rate_configure(int64_t per_second, int64_t org_per_second);
 int http_rate_take(const char *key_id, const char *org, cof_err *err, int *retry_after);
 /* Requests refused so far. */
 int64_t http_rate_limited_count(void);
-/* Answers err (a 429) with Retry-After. */
+/* Answers err (a 429, or a 503 past the per-address cap) with Retry-After
+ * (and Connection: close when req->close_after). */
 enum MHD_Result http_send_rate_limited(http_req *req, cof_err *err, int retry_after);
 
 /* ---- keywatch.c: a stream of a revoked or expired key ends (issue 32.8) */

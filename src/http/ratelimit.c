@@ -141,6 +141,7 @@ int http_rate_take(const char *key_id, const char *org, cof_err *err, int *retry
 
 enum MHD_Result http_send_rate_limited(http_req *req, cof_err *err, int retry_after)
 {
+	unsigned status = (unsigned)cof_code_status(err->code);
 	struct MHD_Response *resp = http_error_response(req, err);
 	char v[16];
 
@@ -149,5 +150,7 @@ enum MHD_Result http_send_rate_limited(http_req *req, cof_err *err, int retry_af
 		return MHD_NO;
 	snprintf(v, sizeof v, "%d", retry_after);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v);
-	return http_queue(req, 429, resp);
+	if (req->close_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	return http_queue(req, status, resp);
 }

@@ -361,12 +361,52 @@ static int auth_late(const http_req *req)
 }
 
 /* Everything done on MHD's first call: route, auth, header checks, limits. */
+/* The per-address cap (--max-conns-per-ip) at a request: a connection
+ * accepted past its address's cap is answered 503 with Retry-After and
+ * closed; a request through a trusted proxy takes a place of its client's
+ * address (X-Forwarded-For) for as long as it runs, 503 when there is none
+ * (the proxy's connection carries others' requests and stays). 0, or -1
+ * with the answer in req->err. */
+static int address_cap(http_req *req)
+{
+	unsigned char peer[16];
+	size_t ntrusted;
+	const cof_cidr *trusted;
+	char addr[64];
+
+	if (http_conn_spilled(req->conn)) {
+		req->close_after = 1;
+		req->retry_after = 1;
+		cof_error(&req->err, COF_EUNAVAILABLE,
+			  "too many connections from this address at once (the limit is "
+			  "--max-conns-per-ip %u); retry after 1 s", req->srv->max_conns_per_ip);
+		return -1;
+	}
+	if (!http_conn_proxied(req->conn, peer))
+		return 0;
+	trusted = http_trusted_proxies(&ntrusted);
+	cof_forwarded_client(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+							 "X-Forwarded-For"),
+			     peer, trusted, ntrusted, req->client_ip);
+	if (http_client_take(req->client_ip)) {
+		req->client_held = 1;
+		return 0;
+	}
+	cof_addr_fmt(req->client_ip, addr, sizeof addr);
+	req->retry_after = 1;
+	cof_error(&req->err, COF_EUNAVAILABLE,
+		  "too many requests at once from client %s (the limit is "
+		  "--max-conns-per-ip %u); retry after 1 s", addr, req->srv->max_conns_per_ip);
+	return -1;
+}
+
 static void req_begin(http_req *req, const char *url)
 {
 	int64_t clen;
 
 	req->body.max = HTTP_JSON_MAX;
-	if (route_find(req, url) || (!(req->auth_late = auth_late(req)) && authenticate(req))) {
+	if (route_find(req, url) || address_cap(req) ||
+	    (!(req->auth_late = auth_late(req)) && authenticate(req))) {
 		req->failed = 1;
 		return;
 	}
@@ -757,6 +797,8 @@ void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (req == NULL)
 		return;
 	live_del(req);
+	if (req->client_held)
+		http_client_give(req->client_ip);
 	http_log_request(req);
 	http_metrics_request(req);
 	http_req_release(req);

@@ -57,6 +57,7 @@
  * makes every idle connection's pool resident (4.4 KiB each, against 0.6 KiB
  * for a pool MHD maps, whose pages stay untouched until used). */
 #define CONN_MEMORY (36 * 1024)
+#define TRUSTED_MAX 64          /* --trusted-proxy ranges */
 #define THREAD_STACK (2 << 20)
 
 typedef struct server_opts {
@@ -93,6 +94,8 @@ typedef struct server_opts {
 	int64_t content_cache;   /* --content-cache SIZE in bytes; 0 = none */
 	int64_t calls_per_org;   /* --calls-per-org N; 0 = --workers */
 	int64_t keys_per_org;    /* --keys-per-org N; 0 = COF_KEYS_PER_ORG */
+	cof_cidr trusted[TRUSTED_MAX]; /* --trusted-proxy ranges */
+	size_t ntrusted;
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -140,7 +143,8 @@ static void usage(FILE *to)
 	      "               [--turn-grace SECONDS] [--relay-grace SECONDS]\n"
 	      "               [--relay-op-wait SECONDS] [--relay-sessions N]\n"
 	      "               [--relay-sessions-per-org N] [--max-conns N]\n"
-	      "               [--max-conns-per-ip N] [--head-timeout SECONDS] [--log FILE]\n"
+	      "               [--max-conns-per-ip N] [--trusted-proxy LIST]\n"
+	      "               [--head-timeout SECONDS] [--log FILE]\n"
 	      "               [--rate-limit N] [--rate-limit-org N]\n"
 	      "               [--keys-per-org N] [--metrics-listen HOST:PORT]\n"
 	      "               [--config FILE] [--threads N] [--workers N]\n"
@@ -185,7 +189,12 @@ static void usage(FILE *to)
 	      "                         (default 100)\n"
 	      "  --max-conns N          connections at once (default 16384, less when the\n"
 	      "                         open-file limit is lower)\n"
-	      "  --max-conns-per-ip N   connections at once from one address (default 128)\n"
+	      "  --max-conns-per-ip N   connections at once from one address (default 128;\n"
+	      "                         past it, as many more are answered 503 with\n"
+	      "                         Retry-After, within an eighth of --max-conns)\n"
+	      "  --trusted-proxy LIST   addresses or ADDR/BITS ranges of reverse proxies\n"
+	      "                         (comma-separated, repeatable, at most 64): their\n"
+	      "                         requests count per X-Forwarded-For client\n"
 	      "  --head-timeout SECONDS a request's line and headers must be in this long\n"
 	      "                         after the connect or the previous answer\n"
 	      "                         (default 30)\n"
@@ -239,6 +248,44 @@ static int parse_count(const char *s, int64_t max, int64_t *out)
 }
 
 /* Splits "HOST:PORT" or "[V6]:PORT" into o->host and o->port. 0 or -1. */
+/* --trusted-proxy LIST: adds each range of the comma-separated list. 0, or
+ * -1 after saying on stderr which entry is wrong (or that there are more
+ * than TRUSTED_MAX). */
+static int parse_trusted(const char *v, server_opts *o)
+{
+	char one[128];
+
+	for (const char *p = v;; ) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+		while (n && (*p == ' ' || *p == '\t'))
+			p++, n--;
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == 0 || n >= sizeof one) {
+			fprintf(stderr, "cofferd: --trusted-proxy '%s': an empty or over-long "
+				"entry (each is ADDR or ADDR/BITS)\n", v);
+			return -1;
+		}
+		memcpy(one, p, n);
+		one[n] = '\0';
+		if (o->ntrusted == TRUSTED_MAX) {
+			fprintf(stderr, "cofferd: --trusted-proxy: more than %d ranges\n",
+				TRUSTED_MAX);
+			return -1;
+		}
+		if (cof_cidr_parse(one, &o->trusted[o->ntrusted])) {
+			fprintf(stderr, "cofferd: --trusted-proxy '%s' is not an address or "
+				"ADDR/BITS (IPv4 /0-32, IPv6 /0-128)\n", one);
+			return -1;
+		}
+		o->ntrusted++;
+		if (!c)
+			return 0;
+		p = c + 1;
+	}
+}
+
 static int parse_listen(const char *s, server_opts *o)
 {
 	const char *colon, *h = s;
@@ -287,7 +334,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--rate-limit-org") || !strcmp(a, "--keys-per-org") ||
 			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config") ||
 			    !strcmp(a, "--threads") || !strcmp(a, "--workers") ||
-			    !strcmp(a, "--calls-per-org") ||
+			    !strcmp(a, "--calls-per-org") || !strcmp(a, "--trusted-proxy") ||
 			    !strcmp(a, "--forward-max") || !strcmp(a, "--content-cache");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -379,6 +426,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
 				continue;
 			fprintf(stderr, "cofferd: %s\n", j ? err.msg : "out of memory");
 			cof_err_clear(&err);
+			return 2;
+		} else if (!strcmp(a, "--trusted-proxy")) {
+			if (parse_trusted(v, o) == 0)
+				continue;
 			return 2;
 		} else if (!strcmp(a, "--max-conns-per-ip") &&
 			   parse_count(v, COUNT_MAX, &o->max_conns_per_ip) == 0) {
@@ -570,9 +621,7 @@ static void head_notify(void *cls, struct MHD_Connection *conn, void **socket_co
  * request, so without the list's mutex (the guard reads it atomically). */
 static void head_arm(head_guard *g, struct MHD_Connection *conn, int arm)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	head_watch *w = ci ? ci->socket_context : NULL;
+	head_watch *w = http_conn_context(conn);
 
 	if (!w)
 		return;
@@ -722,6 +771,7 @@ static http_evloops *mhd_start(head_guard *g, const server_opts *o, int fd)
 				    : (unsigned)(cores < 1 ? 1 : cores > 64 ? 64 : cores),
 		.max_conns = (unsigned)o->max_conns,
 		.max_conns_per_ip = (unsigned)o->max_conns_per_ip,
+		.trusted = o->trusted, .ntrusted = o->ntrusted,
 		.conn_timeout = CONN_TIMEOUT,
 		.conn_memory = CONN_MEMORY,
 		.thread_stack = THREAD_STACK,
@@ -833,7 +883,7 @@ int cofferd_main(int argc, char **argv)
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
 			  NULL, NULL, NULL, NULL, NULL, 0, 0, "", "", 0,
-			  COF_CONTENT_CACHE_DEFAULT, 0, 0 };
+			  COF_CONTENT_CACHE_DEFAULT, 0, 0, {{{0}, 0}}, 0 };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -870,6 +920,7 @@ int cofferd_main(int argc, char **argv)
 
 	if (http_log_open(o.log) || open_store(&o, &srv.st))
 		return 1;
+	srv.max_conns_per_ip = (unsigned)o.max_conns_per_ip;
 	srv.remote = strcmp(srv.st->meta->ops->name, "sqlite") != 0 ||
 		     strcmp(srv.st->blobs->name, "local") != 0;
 	cof_relay_opts ro = { .grace_seconds = o.relay_grace,

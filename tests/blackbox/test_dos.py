@@ -107,10 +107,11 @@ def test_conn_flags_validated():
 
 
 def test_per_address_cap_leaves_others_served():
-    """30 idle sockets from 127.0.0.1 against a cap of 20 per address: the ones past the
-    cap are closed at once, the kept-alive authenticated connection opened before goes on
-    working, and 127.0.0.2 is served (the 40 slots in all are not used up)."""
-    cap, flood = 20, 30
+    """30 idle sockets from 127.0.0.1 against a cap of 20 per address and 40 in all: past
+    the cap, 5 (an eighth of 40) are kept to be told 503, the rest are closed at once; the
+    kept-alive authenticated connection opened before goes on working, and 127.0.0.2 is
+    served (the 40 slots in all are not used up)."""
+    cap, flood, spill = 20, 30, 40 // 8
     with harness.server(args=["--max-conns-per-ip", str(cap), "--max-conns", "40",
                               "--head-timeout", "120"]) as srv:
         work = KeptConn(srv)
@@ -122,9 +123,10 @@ def test_per_address_cap_leaves_others_served():
             for _ in range(flood):
                 socks.append(_connect(srv))
             # one place is the kept connection's: cap - 1 idle ones fit
-            closed = _wait_closed(socks, flood - (cap - 1), 15)
-            eq(len(closed), flood - (cap - 1),
-               "idle sockets past the cap of %d per address closed by the server" % cap)
+            closed = _wait_closed(socks, flood - (cap - 1) - spill, 15)
+            eq(len(closed), flood - (cap - 1) - spill,
+               "idle sockets past the cap of %d per address and the %d told 503, closed "
+               "by the server" % (cap, spill))
             still = [s for s in socks if s not in closed]
             r, _, _ = select.select(still, [], [], 1.0)
             eq(len(r), 0, "of the %d idle sockets within the cap, closed or readable"
@@ -166,8 +168,9 @@ def test_total_cap_with_per_address_cap():
         try:
             for a in range(1, 5):
                 socks += [_connect(srv, "127.0.0.%d" % (10 + a)) for _ in range(14)]
-            closed = _wait_closed(socks, 4 * 4, 15)
-            eq(len(closed), 16, "sockets past 10 per address closed (4 addresses x 4)")
+            # 40 within the caps, 6 (an eighth of 50) kept to be told 503, 10 closed
+            closed = _wait_closed(socks, 56 - 40 - 6, 15)
+            eq(len(closed), 10, "sockets past 10 per address and the 6 told 503, closed")
             eq(_health_from(srv, "127.0.0.20"), 200, "health from a fifth address")
         finally:
             for s in socks:
@@ -187,8 +190,17 @@ def test_report_530_idle_sockets_with_defaults():
         try:
             for _ in range(530):
                 socks.append(_connect(srv))
-            closed = _wait_closed(socks, 530 - 128, 30)
-            eq(len(closed), 530 - 128, "idle sockets past the default cap of 128 closed")
+            # past the cap, up to 128 more are kept to be told 503 (the cap again,
+            # within an eighth of --max-conns, which cofferd fits under the open-file
+            # limit it inherits from us); the rest are closed
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            conns = 16384 if hard == resource.RLIM_INFINITY else min(16384,
+                                                                     max(16, hard - 512))
+            spill = min(128, max(1, conns // 8))
+            closed = _wait_closed(socks, 530 - 128 - spill, 30)
+            eq(len(closed), 530 - 128 - spill,
+               "idle sockets past the default cap of 128 and the %d told 503, closed"
+               % spill)
             eq(_health_from(srv, "127.0.0.2"), 200, "GET /v1/health from 127.0.0.2")
         finally:
             for s in socks:
@@ -197,6 +209,142 @@ def test_report_530_idle_sockets_with_defaults():
         while _health_from(srv, "127.0.0.1") != 200:
             check(time.time() < deadline, "127.0.0.1 served again after its flood ended")
             time.sleep(0.2)
+
+
+def _get_from(srv, source, path="/v1/health", headers=None, conn=None):
+    """One GET from `source` (a new connection unless `conn`): (status, headers, body),
+    or None when the server closed the connection without an answer."""
+    c = conn or http.client.HTTPConnection(srv.host, srv.port, timeout=30 * harness.SCALE,
+                                           source_address=(source, 0))
+    try:
+        c.request("GET", path, headers=headers or {})
+        r = c.getresponse()
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
+    except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+        return None
+    finally:
+        if conn is None:
+            c.close()
+
+
+def test_past_the_per_address_cap_a_connection_is_told_503_with_retry_after():
+    """--max-conns-per-ip 3: three kept connections from 127.0.0.1 hold its places; three
+    more are kept and each answered 503 unavailable with Retry-After: 1 naming the flag,
+    then closed; the one past those is closed at accept; another address is served
+    throughout, and 127.0.0.1 again once its connections end."""
+    with harness.server(args=["--max-conns-per-ip", "3", "--max-conns", "64",
+                              "--head-timeout", "120"]) as srv:
+        kept = [KeptConn(srv) for _ in range(3)]
+        socks = []
+        try:
+            for k in kept:
+                eq(k.call("GET", "/v1/health")[0], 200, "health on a kept connection")
+            # three more are kept to be told 503; the one after them is closed at accept
+            socks = [_connect(srv) for _ in range(3)]
+            eq(_health_from(srv, "127.0.0.1"), None,
+               "a connection past the cap and past the ones told 503")
+            eq(len(_wait_closed(socks, 1, 1)), 0, "the three waiting ones stay open")
+            for s in socks:
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.settimeout(30 * harness.SCALE)
+                raw = b""
+                while True:  # Connection: close: the answer ends with the connection
+                    got = s.recv(65536)
+                    if not got:
+                        break
+                    raw += got
+                head, _, body = raw.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                check(lines[0].startswith("HTTP/1.1 503"), "told 503: %r" % lines[0])
+                hdrs = dict((k.strip().lower(), v.strip()) for k, _, v in
+                            (ln.partition(":") for ln in lines[1:]))
+                eq(hdrs.get("retry-after"), "1", "Retry-After past the cap: %r" % hdrs)
+                eq(hdrs.get("connection", "").lower(), "close", "Connection past the cap")
+                err = json.loads(body)["error"]
+                eq(err["type"], "unavailable", "error type past the cap")
+                check("--max-conns-per-ip 3" in err["message"],
+                      "message names the flag and the limit: %r" % err["message"])
+            eq(_health_from(srv, "127.0.0.2"), 200, "another address is served")
+            for k in kept:
+                eq(k.call("GET", "/v1/health")[0], 200, "the kept connections go on")
+                k.close()
+            kept = []
+            harness.until(lambda: _health_from(srv, "127.0.0.1") == 200,
+                          "127.0.0.1 served once its connections ended", 10)
+        finally:
+            for s in socks:
+                s.close()
+            for k in kept:
+                k.close()
+
+
+def test_trusted_proxy_counts_each_forwarded_client():
+    """--trusted-proxy 127.0.0.1 with --max-conns-per-ip 2: the proxy's connections are
+    not capped (five at once); two long-polls of client 203.0.113.7 in flight hold its
+    places, so its third request is 503 with Retry-After while the proxy's connection
+    stays and serves another client on it; the same header from an untrusted address
+    is ignored (that address is capped by its connections)."""
+    import threading
+    with harness.server(args=["--max-conns-per-ip", "2", "--trusted-proxy",
+                              "127.0.0.1, 192.0.2.0/24", "--head-timeout", "120"]) as srv:
+        vid = srv.create_volume("xff")["id"]
+        seq = srv.seq(vid)
+        path = "/v1/volumes/%s/changes?since=%d&wait=20" % (vid, seq)
+        auth = {"Authorization": "Bearer " + srv.key}
+        proxy = [KeptConn(srv) for _ in range(5)]
+        try:
+            for k in proxy:
+                eq(k.call("GET", "/v1/health")[0], 200,
+                   "a proxy's connections are not capped by address")
+            results = []
+            polls = [threading.Thread(target=lambda: results.append(_get_from(
+                srv, "127.0.0.1", path, dict(auth, **{"X-Forwarded-For":
+                                                    "203.0.113.7, 192.0.2.9"}))[0]))
+                     for _ in range(2)]
+            for t in polls:
+                t.start()
+
+            def third():
+                got = _get_from(srv, "127.0.0.1", "/v1/health",
+                                {"X-Forwarded-For": "203.0.113.7"}, conn=proxy[0].c)
+                return got if got and got[0] == 503 else None
+            got = harness.until(third, "the client's third request at once is 503", 30)
+            eq(got[1].get("retry-after"), "1", "Retry-After: %r" % got[1])
+            check("203.0.113.7" in json.loads(got[2])["error"]["message"],
+                  "the 503 names the client: %r" % got[2])
+            check(got[1].get("connection", "").lower() != "close",
+                  "the proxy's connection is kept: %r" % got[1])
+            got = _get_from(srv, "127.0.0.1", "/v1/health",
+                            {"X-Forwarded-For": "198.51.100.1"}, conn=proxy[0].c)
+            eq(got and got[0], 200, "another client on the same proxy connection")
+            # an untrusted address's X-Forwarded-For means nothing
+            eq(_get_from(srv, "127.0.0.3", "/v1/health",
+                         {"X-Forwarded-For": "203.0.113.7"})[0], 200,
+               "an untrusted address naming the client in X-Forwarded-For")
+            srv.put_ok(vid, "wake.txt", b"x")
+            for t in polls:
+                t.join(60)
+            eq(sorted(results), [200, 200], "the two long-polls end with the change")
+            harness.until(lambda: (_get_from(srv, "127.0.0.1", "/v1/health",
+                                             {"X-Forwarded-For": "203.0.113.7"},
+                                             conn=proxy[1].c) or [0])[0] == 200,
+                          "the client is served again once its requests ended", 10)
+        finally:
+            for k in proxy:
+                k.close()
+
+
+def test_trusted_proxy_flag_validated():
+    exe = harness.Server(start=False).binary()
+    import subprocess
+    many = ",".join("10.0.%d.0/24" % i for i in range(65))
+    for bad in ("300.1.1.1", "10.0.0.0/33", "::1/129", "", "10.0.0.1,,10.0.0.2",
+                "10.0.0.0/x", "[::1]", "10.0.0.1:80", many):
+        p = subprocess.run([exe, "--trusted-proxy", bad], capture_output=True, timeout=10)
+        eq(p.returncode, 2, "exit code of cofferd --trusted-proxy %r" % bad[:40])
+        check(b"--trusted-proxy" in p.stderr, "the error names the flag: %r" % p.stderr)
+    p = subprocess.run([exe, "--help"], capture_output=True, timeout=10)
+    check(b"--trusted-proxy" in p.stdout, "usage mentions --trusted-proxy")
 
 
 def test_slow_head_is_closed():

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "util/util.h"
+#include "util/addr.h"
 
 /* A path of exactly `len` bytes of 'a' with a '/' every 200 bytes. */
 static char *long_path(size_t len)
@@ -840,6 +841,76 @@ static void test_write_full(void **state)
 /* cof_open_beneath and cof_mkdirs_beneath, both ways (openat2 and the walk):
  * a link on the way or at the end is never followed, `..` never leaves, and
  * what mkdirs makes is owned through its fd. */
+/* util/addr.c: ranges, and X-Forwarded-For read from the right. */
+static void client_of(const char *xff, const char *peer, const char *want)
+{
+	static cof_cidr t[3];
+	unsigned char p[16], got[16], w[16];
+	char txt[64];
+
+	assert_int_equal(cof_cidr_parse("127.0.0.1", &t[0]), 0);
+	assert_int_equal(cof_cidr_parse("10.0.0.0/8", &t[1]), 0);
+	assert_int_equal(cof_cidr_parse("fd00::/8", &t[2]), 0);
+	assert_int_equal(cof_addr_parse(peer, strlen(peer), p), 0);
+	assert_int_equal(cof_addr_parse(want, strlen(want), w), 0);
+	cof_forwarded_client(xff, p, t, 3, got);
+	cof_addr_fmt(got, txt, sizeof txt);
+	if (memcmp(got, w, 16))
+		fail_msg("X-Forwarded-For '%s' from %s: client %s, want %s", xff ? xff : "(none)",
+			 peer, txt, want);
+}
+
+static void test_addr(void **state)
+{
+	cof_cidr r;
+	unsigned char ip[16];
+	char txt[64];
+
+	(void)state;
+	assert_int_equal(cof_cidr_parse("10.0.0.0/8", &r), 0);
+	assert_int_equal(r.bits, 104);
+	assert_int_equal(cof_addr_parse("10.200.3.4", 10, ip), 0);
+	assert_int_equal(cof_cidr_match(&r, 1, ip), 1);
+	assert_int_equal(cof_addr_parse("11.0.0.1", 8, ip), 0);
+	assert_int_equal(cof_cidr_match(&r, 1, ip), 0);
+	assert_int_equal(cof_cidr_parse("192.0.2.128/25", &r), 0);
+	assert_int_equal(cof_addr_parse("192.0.2.127", 11, ip), 0);
+	assert_int_equal(cof_cidr_match(&r, 1, ip), 0);
+	assert_int_equal(cof_addr_parse("192.0.2.200", 11, ip), 0);
+	assert_int_equal(cof_cidr_match(&r, 1, ip), 1);
+	assert_int_equal(cof_cidr_parse("0.0.0.0/0", &r), 0); /* every IPv4 address */
+	assert_int_equal(cof_cidr_match(&r, 1, ip), 1);
+	assert_int_equal(cof_addr_parse("::1", 3, ip), 0);
+	assert_int_equal(cof_cidr_match(&r, 1, ip), 0);
+	assert_int_equal(cof_cidr_parse("::/0", &r), 0);
+	assert_int_equal(cof_cidr_match(&r, 1, ip), 1);
+	assert_int_equal(cof_cidr_parse("2001:db8::/32", &r), 0);
+	assert_int_equal(r.bits, 32);
+	static const char *const bads[] = {"", "10.0.0.0/33", "::1/129", "10.0.0.0/", "1.2.3",
+		"10.0.0.0/-1", "10.0.0.0/08x", "[::1]", "1.2.3.4:80", "10.0.0.0/1234", "x"};
+	for (size_t i = 0; i < sizeof bads / sizeof *bads; i++)
+		if (cof_cidr_parse(bads[i], &r) == 0)
+			fail_msg("'%s' parsed as a range", bads[i]);
+	assert_int_equal(cof_addr_parse("1.2.3.4\0", 8, ip), -1); /* a NUL inside */
+	assert_int_equal(cof_addr_parse("::ffff:1.2.3.4", 14, ip), 0);
+	cof_addr_fmt(ip, txt, sizeof txt);
+	assert_string_equal(txt, "1.2.3.4");
+
+	client_of(NULL, "127.0.0.1", "127.0.0.1");                   /* no header */
+	client_of("203.0.113.7", "127.0.0.1", "203.0.113.7");
+	client_of("203.0.113.7", "192.0.2.1", "192.0.2.1");          /* untrusted peer */
+	client_of("6.6.6.6, 203.0.113.7, 10.1.1.1", "127.0.0.1", "203.0.113.7");
+	client_of(" 203.0.113.7 ,\t10.1.1.1 ", "127.0.0.1", "203.0.113.7");
+	client_of("garbage, 203.0.113.7", "127.0.0.1", "203.0.113.7"); /* left is the client's */
+	client_of("203.0.113.7, garbage", "127.0.0.1", "127.0.0.1");   /* stops at the bad hop */
+	client_of("203.0.113.7, 10.1.1.1, garbage", "127.0.0.1", "127.0.0.1");
+	client_of("203.0.113.7,", "127.0.0.1", "127.0.0.1");           /* an empty entry */
+	client_of("10.1.1.1, 10.2.2.2", "127.0.0.1", "10.1.1.1");      /* all trusted */
+	client_of("2001:db8::1, fd00::1", "127.0.0.1", "2001:db8::1");
+	client_of("1.2.3.4:5678", "127.0.0.1", "127.0.0.1");            /* ports are not read */
+	client_of("", "127.0.0.1", "127.0.0.1");
+}
+
 static void test_beneath(void **state)
 {
 	char top[PATH_MAX], host[PATH_MAX], p[PATH_MAX + 64];
@@ -921,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_write_full),
 		cmocka_unit_test(test_temp_dir),
 		cmocka_unit_test(test_beneath),
+		cmocka_unit_test(test_addr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
