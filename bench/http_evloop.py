@@ -42,10 +42,9 @@ def free_port():
     return p
 
 
-def start_cofferd(exe, data):
+def start_cofferd(exe, data, args=("--max-conns-per-ip", "16000", "--head-timeout", "600")):
     p = subprocess.Popen([exe, "--data", data, "--listen", "127.0.0.1:0", "--gc-interval",
-                          "0", "--log", "none", "--max-conns-per-ip", "16000",
-                          "--head-timeout", "600"],
+                          "0", "--log", "none"] + list(args),
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     procs.append(p)
     while True:
