@@ -394,7 +394,8 @@ int cof_fsck(cof_store *st, json_t **out, cof_err *err);
 /* Copies the embedded dataset in data dir `from` (no cofferd may serve it) into
  * the PostgreSQL database `meta` and the blob store `blobs` (store/migrate.c:
  * every table, every blob the metadata names, the keys with the admin key's)
- * and verifies the copy (row counts, each blob's sha256, fsck of the target).
+ * and verifies the copy (row counts, each blob's sha256; then fsck of the
+ * target: volume/migrate.c).
  * COF_ECONFLICT for a target that is not empty; a run again after a crash
  * finishes the job. Answer {ok, tables:{name: rows}, blobs, blobsCopied,
  * blobsPresent, bytesCopied, fsck, alreadyCopied?}. */
@@ -639,7 +640,7 @@ void cof_turns_close(cof_turns *ts);
  * (its record of kind "node") is older than `gone_ms`, with endReason
  * "node_gone": whichever node runs it first does it (a conditional update),
  * the others find nothing left. Said on stderr when it ended some. */
-void cof_turns_end_gone_nodes(cof_store *st, const char *self, int64_t gone_ms);
+void cof_turns_end_gone_nodes(cof_store *st, const char *self);
 
 /* POST /v1/turns {agent, user, deadlineSeconds, acceptedOutputModes?} ->
  * {id, agent, user, deadline, expiresAt, createdAt, sandbox, acceptedOutputModes?}.

@@ -1,9 +1,8 @@
 /*
  * forward.c — the node-to-node path (docs/design.md, "Across nodes").
  *
- * Every node registers itself in the store (a record of kind "node": its
- * name, the URL other nodes reach it at, and a heartbeat every
- * NODE_BEAT_MS). A request for something another node holds (a turn's
+ * Every node registers itself in the store and beats every
+ * COF_NODE_BEAT_MS (store/nodes.h: the record and the alive rule). A request for something another node holds (a turn's
  * workspace; the client of a relay session) is carried there by one HTTP
  * call: the same method, path, query and body, the caller's own
  * Authorization (every node knows the dataset's keys, so the owner checks
@@ -11,7 +10,7 @@
  * X-Coffer-Forwarded naming this node, so that a forwarded request is never
  * forwarded again. The owner's answer (status, headers, body, streamed as
  * it comes: carry.c) is the answer. A node whose heartbeat is older than
- * NODE_GONE_MS is gone: what it held answers 410 naming it.
+ * COF_NODE_GONE_MS is gone: what it held answers 410 naming it.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -19,10 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "http/http.h"
+#include "store/nodes.h"
 #include "store/store.h"
 
-#define NODE_BEAT_MS 2000
-#define NODE_GONE_MS 15000
 
 static struct {
 	pthread_mutex_t mu;
@@ -34,22 +32,16 @@ static struct {
 	char url[300];
 } hb = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-/* Writes this node's record: its URL and, in updated_at, the heartbeat. */
+/* Writes this node's record (store/nodes.c); a failure is said, and the
+ * next beat tries again. */
 static void beat(void)
 {
-	json_t *b = json_pack("{s:s}", "url", hb.url);
-	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
-	cof_staterow row = {.kind = "node", .body = text};
 	cof_err e = {0};
 
-	snprintf(row.id, sizeof row.id, "%s", hb.node);
-	snprintf(row.node, sizeof row.node, "%s", hb.node);
-	if (!text || cof_meta_state_put(hb.st->meta, &row, &e))
+	if (cof_node_beat(hb.st, hb.node, hb.url, &e))
 		fprintf(stderr, "cofferd: node %s: cannot record its heartbeat: %s\n", hb.node,
-			text ? e.msg : "out of memory");
+			e.msg);
 	cof_err_clear(&e);
-	json_decref(b);
-	free(text);
 }
 
 static void *beat_main(void *arg)
@@ -59,11 +51,11 @@ static void *beat_main(void *arg)
 	while (!hb.stop) {
 		pthread_mutex_unlock(&hb.mu);
 		beat();
-		cof_turns_end_gone_nodes(hb.st, hb.node, NODE_GONE_MS); /* records.c */
+		cof_turns_end_gone_nodes(hb.st, hb.node); /* records.c */
 		pthread_mutex_lock(&hb.mu);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += NODE_BEAT_MS / 1000;
+		ts.tv_sec += COF_NODE_BEAT_MS / 1000;
 		if (!hb.stop)
 			pthread_cond_timedwait(&hb.cv, &hb.mu, &ts);
 	}
@@ -99,25 +91,6 @@ void http_nodes_stop(void)
 	http_carry_stop(); /* a stopping node's transfers end (their clients see a cut) */
 }
 
-/* The URL of node `name` when its heartbeat is fresh: 1; 0 with *age_ms
- * (-1: never registered) when it is gone; -1 on a store error. */
-static int node_url(const char *name, char *url, size_t urlsz, int64_t *age_ms, cof_err *err)
-{
-	cof_staterow row;
-	int found = cof_meta_state_get(hb.st->meta, "node", name, &row, err);
-	json_t *b;
-
-	*age_ms = -1;
-	if (found <= 0)
-		return found;
-	*age_ms = cof_now_ms() - row.updated_at;
-	b = json_loads(row.body, 0, NULL);
-	snprintf(url, urlsz, "%s", cof_json_str(b, "url") ? cof_json_str(b, "url") : "");
-	json_decref(b);
-	free(row.body);
-	return *age_ms < NODE_GONE_MS && url[0];
-}
-
 int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res)
 {
 	const char *node = json_string_value(json_object_get(why->extra, "node"));
@@ -129,7 +102,9 @@ int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res)
 	if (!node || !*node || !hb.started || !strcmp(node, hb.node) ||
 	    http_header(req, "X-Coffer-Forwarded"))
 		return 0;
-	alive = node_url(node, url, sizeof url, &age, &e);
+	alive = cof_node_get(hb.st, node, url, sizeof url, &age, &e);
+	if (alive > 0 && !url[0])
+		alive = 0; /* a record without a URL cannot be reached */
 	if (alive < 0) {
 		*res = http_send_error(req, &e);
 		return 1;

@@ -88,7 +88,7 @@ enum MHD_Result http_relay_get(http_req *req)
 
 /* DELETE /v1/relay/sessions/{uid} ("closed") and POST .../abort ("aborted"):
  * 200 with the ended session. */
-static enum MHD_Result cof_relay_session_end(http_req *req, const char *reason)
+static enum MHD_Result answer_session_end(http_req *req, const char *reason)
 {
 	cof_err err = {0};
 	json_t *out = NULL;
@@ -100,12 +100,12 @@ static enum MHD_Result cof_relay_session_end(http_req *req, const char *reason)
 
 enum MHD_Result http_relay_delete(http_req *req)
 {
-	return cof_relay_session_end(req, "closed");
+	return answer_session_end(req, "closed");
 }
 
 enum MHD_Result http_relay_abort(http_req *req)
 {
-	return cof_relay_session_end(req, "aborted");
+	return answer_session_end(req, "aborted");
 }
 
 /* POST /v1/relay/sessions/{uid}/ops?wait=false */

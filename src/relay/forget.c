@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "store/nodes.h"
 #include "relay/relay.h"
 #include "store/store.h"
 
@@ -94,16 +95,12 @@ typedef struct agent_ctx {
  * fresh heartbeat), holds it. */
 static int held_elsewhere(cof_relay *r, const cof_staterow *row)
 {
-	cof_staterow hb;
 	cof_err e = {0};
-	int alive = 0;
+	int alive;
 
 	if (row->ended || !row->node[0] || !strcmp(row->node, r->node))
 		return 0;
-	if (cof_meta_state_get(r->st->meta, "node", row->node, &hb, &e) > 0) {
-		alive = cof_now_ms() - hb.updated_at <= RELAY_NODE_GONE_MS;
-		free(hb.body);
-	}
+	alive = cof_node_get(r->st, row->node, NULL, 0, NULL, &e) == 1;
 	cof_err_clear(&e);
 	return alive;
 }

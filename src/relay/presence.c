@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "store/nodes.h"
 #include "relay/relay.h"
 #include "store/store.h"
 
@@ -80,15 +81,11 @@ typedef struct other_ctx {
 static int other_one(void *arg, const cof_staterow *row)
 {
 	other_ctx *o = arg;
-	cof_staterow hb;
 	cof_err e = {0};
 
 	if (row->ended || !strcmp(row->node, o->r->node))
 		return 0;
-	if (cof_meta_state_get(o->r->st->meta, "node", row->node, &hb, &e) > 0) {
-		o->open |= cof_now_ms() - hb.updated_at <= RELAY_NODE_GONE_MS;
-		free(hb.body);
-	}
+	o->open |= cof_node_get(o->r->st, row->node, NULL, 0, NULL, &e) == 1;
 	cof_err_clear(&e);
 	return o->open;
 }

@@ -4,10 +4,12 @@
  * contract is the "relay" section of include/coffer.h; the wire protocol with
  * the user's client is docs/relay-protocol.md.
  *
- * Locking: one mutex (r->mu) guards every session, op and event; one
- * condition (r->cv) is broadcast after any change and every waiter re-checks
- * what it waits for. Waiters hold a session reference (refs) and look their
- * op up by id after waking, so nothing they point at is freed under them.
+ * Locking: one mutex (r->mu) guards every session, op and event. Nobody
+ * waits on a condition under it: a waiting request subscribes to the
+ * store's notifications (st->notify, the session's topic) and is resumed
+ * when they fire, then re-checks what it waits for under r->mu. Waiters
+ * hold a session reference (refs) and look their op up by id after waking,
+ * so nothing they point at is freed under them.
  */
 #ifndef COF_RELAY_H
 #define COF_RELAY_H
@@ -31,7 +33,6 @@
 #define RELAY_OP_RECORD_MAX 16384 /* bytes of a stored op's record */
 #define RELAY_EVENT_DATA_MAX 4096 /* a client event's data, as JSON */
 #define RELAY_DEFAULT_GRACE 600
-#define RELAY_NODE_GONE_MS 15000 /* a node without heartbeat this long is gone (forward.c) */
 #define RELAY_DEFAULT_OP_WAIT_MS 120000
 
 /* Who an event goes to. */

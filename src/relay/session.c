@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "store/nodes.h"
 #include "relay/relay.h"
 #include "store/store.h"
 
@@ -375,19 +376,15 @@ static rsession *lookup(cof_relay *r, const char *uid)
 	return NULL;
 }
 
-/* 1 when node `name`'s heartbeat (its "node" record, forward.c) is older
- * than `gone_ms` or it has none. */
-static int node_gone(cof_relay *r, const char *name, int64_t gone_ms)
+/* 1 when node `name` is gone or unknown (store/nodes.h); a store error
+ * counts as gone, as before: the claim then goes ahead. */
+static int node_gone(cof_relay *r, const char *name)
 {
-	cof_staterow row;
 	cof_err e = {0};
-	int found = cof_meta_state_get(r->st->meta, "node", name, &row, &e);
+	int alive = cof_node_get(r->st, name, NULL, 0, NULL, &e);
 
 	cof_err_clear(&e);
-	if (found <= 0)
-		return 1;
-	free(row.body);
-	return cof_now_ms() - row.updated_at > gone_ms;
+	return alive != 1;
 }
 
 rsession *cof_relay_claim(cof_relay *r, const char *uid, const char *token, cof_err *err)
@@ -411,7 +408,7 @@ rsession *cof_relay_claim(cof_relay *r, const char *uid, const char *token, cof_
 		cof_error(err, COF_EUNAUTHORIZED, "unknown relay session or wrong connect token");
 		return NULL;
 	}
-	if (s->status == RS_ACTIVE && !node_gone(r, row.node, RELAY_NODE_GONE_MS)) {
+	if (s->status == RS_ACTIVE && !node_gone(r, row.node)) {
 		cof_error(err, COF_ECONFLICT, "another client is attached to relay session '%s' "
 			  "(at node '%s')", s->uid, row.node);
 		cof_relay_session_free(s);

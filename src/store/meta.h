@@ -6,7 +6,7 @@
  * coffer needs (an atomic change applied to one volume, an as-of-seq listing),
  * not of SQL. Like the blob store (blob.h) it is a table of functions,
  * cof_meta_ops, that each backend fills: SQLite in WAL mode (meta_sqlite*.c)
- * today, PostgreSQL next. A backend's handle embeds `struct cof_meta` as its
+ * and PostgreSQL (meta_pg*.c). A backend's handle embeds `struct cof_meta` as its
  * first member (and its transactions `struct cof_txn`); callers use the
  * cof_meta_x / cof_txn_x functions below, which dispatch through the table
  * (meta.c), and cof_meta_open picks the backend from a URL.

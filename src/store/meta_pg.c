@@ -1,6 +1,7 @@
 /*
  * meta_pg.c — the metadata store (meta.h) on PostgreSQL (libpq): connections,
- * the schema and its migrations, keys, idempotency records and volumes.
+ * the schema and its migrations, and the table of operations (keys are in
+ * meta_pg_key.c, idempotency records and volumes in meta_pg_vol.c).
  *
  * Several cofferd nodes share one database, so nothing here may rely on a
  * process lock: a change to a volume holds the volume's row lock (SELECT ...

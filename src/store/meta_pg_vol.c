@@ -1,11 +1,11 @@
 /*
- * meta_pg_vol.c — keys, idempotency records and volumes on PostgreSQL.
+ * meta_pg_vol.c — idempotency records and volumes on PostgreSQL.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_pg.h"
 
-/* ---------------------------------------------------- keys, idempotency */
+/* ---------------------------------------------------- idempotency */
 
 /* cof_pg_row_fn: column 0 of the row, malloc'd, into ctx (a char *). */
 static int text_one(void *ctx, PGresult *r, int i, cof_err *err)

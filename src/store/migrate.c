@@ -12,7 +12,8 @@
  *      the target is empty and last records a marker row (idem scope
  *      "coffer:migrate"): a crash before its commit leaves the target empty;
  *   3. verification (read-only): row counts per table, every copied blob
- *      read back from the target and hashed, fsck of the target.
+ *      read back from the target and hashed; then the caller (cof_migrate,
+ *      volume/migrate.c) runs fsck of the target, which is volume logic.
  * A target that holds anything but this migration's marker is refused; one
  * with the marker of the same source is only verified again (its content:
  * nodes may have changed its rows since).
@@ -521,24 +522,6 @@ static int counts_verify(mig *g, json_t *tabs)
 	return 0;
 }
 
-/* Step 3, fsck of the target through a store of its own (tool mode, over a
- * scratch dir that holds nothing of the dataset). */
-static int target_fsck(mig *g, const char *meta, const char *blobs, const char *scratch,
-		       json_t **rep)
-{
-	cof_store_opts so = {.meta_url = meta, .blobs_url = blobs, .tool = 1};
-	cof_store *st;
-
-	if (cof_store_open(scratch, &so, &st, g->err))
-		return -1;
-	int rc = cof_fsck(st, rep, g->err);
-	cof_store_close(st);
-	if (!rc && !json_is_true(json_object_get(*rep, "ok")))
-		rc = cof_error(g->err, COF_EINTERNAL, "verifying: fsck of the target found"
-			       " missing or corrupt content: %s", json_dumps(*rep, JSON_COMPACT));
-	return rc;
-}
-
 /* DATA/lock taken as a cofferd takes it (store/lock.c): no server may
  * write to the source while it is copied. The fd, or -1. */
 static int source_lock(mig *g, const char *from)
@@ -581,13 +564,13 @@ static int source_open(mig *g, const char *from, int *lockfd)
 	return cof_blobstore_local_open(from, &g->src_blobs, g->err);
 }
 
-int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **out,
-		cof_err *err)
+int cof_store_migrate(const char *from, const char *meta, const char *blobs, json_t **out,
+		      cof_err *err)
 {
 	mig g = {.from = from, .err = err};
 	char scratch[PATH_MAX] = "";
 	cof_meta *m = NULL;
-	json_t *tabs = json_object(), *fsck = NULL;
+	json_t *tabs = json_object();
 	int lockfd = -1, rc = -1, again = 0;
 
 	char *abs = realpath(from, NULL);   /* the marker names DATA however it was given */
@@ -614,13 +597,12 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 		goto out;
 	/* Once copied, the target is a dataset of its own that nodes may have
 	 * changed since: a run again checks the content, not the row counts. */
-	if ((!again && counts_verify(&g, tabs)) || blobs_each(&g, blob_check) ||
-	    target_fsck(&g, meta, blobs, scratch, &fsck))
+	if ((!again && counts_verify(&g, tabs)) || blobs_each(&g, blob_check))
 		goto out;
-	*out = json_pack("{s:b, s:s, s:O, s:I, s:I, s:I, s:I, s:O}", "ok", 1, "from", g.from,
+	*out = json_pack("{s:b, s:s, s:O, s:I, s:I, s:I, s:I}", "ok", 1, "from", g.from,
 			 "tables", tabs, "blobs", (json_int_t)g.blobs, "blobsCopied",
 			 (json_int_t)g.copied, "blobsPresent", (json_int_t)g.present,
-			 "bytesCopied", (json_int_t)g.bytes, "fsck", fsck);
+			 "bytesCopied", (json_int_t)g.bytes);
 	if (again)
 		json_object_set_new(*out, "alreadyCopied", json_true());
 	if (g.repaired)
@@ -628,7 +610,6 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 	rc = 0;
 out:
 	json_decref(tabs);
-	json_decref(fsck);
 	if (g.pg)
 		PQfinish(g.pg);
 	cof_meta_close(m);

@@ -85,4 +85,10 @@ int cof_link_secret_body(const unsigned char *secret, size_t len, char *out, siz
  * after a change to it was committed. */
 void cof_store_changed(cof_store *st, const cof_volrow *v);
 
+/* The store's half of cof_migrate (migrate.c): copies the embedded dataset
+ * `from` into `meta` (PostgreSQL) and `blobs`, then checks row counts and each
+ * copied blob's sha256. The answer as cof_migrate's, without `fsck`. */
+int cof_store_migrate(const char *from, const char *meta, const char *blobs, json_t **out,
+		      cof_err *err);
+
 #endif

@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "store/nodes.h"
 #include "store/store.h"
 #include "turn/turn.h"
 
 #define COF_TURN_RECORD_KEEP (7 * 86400 * 1000LL) /* ms an ended turn's record is kept */
-#define COF_TURN_NODE_GONE_MS 15000 /* a node without heartbeat this long is gone (forward.c) */
 
 void cof_turn_record_save(cof_turns *ts, const cof_turn *t)
 {
@@ -87,12 +87,11 @@ static int load_one(void *arg, const cof_staterow *row)
 	return 0;
 }
 
-/* Ends the not-ended turns of `node` in their records when its heartbeat is
- * older than `gone_ms`: *n = how many (0: none, or another node did it). */
-static int end_node(cof_store *st, const char *node, int64_t gone_ms, int64_t *n,
-		    cof_err *err)
+/* Ends the not-ended turns of `node` in their records when its heartbeat
+ * says gone (store/nodes.h): *n = how many (0: none, or another node did it). */
+static int end_node(cof_store *st, const char *node, int64_t *n, cof_err *err)
 {
-	return cof_meta_state_end_node(st->meta, "turn", node, cof_now_ms() - gone_ms,
+	return cof_meta_state_end_node(st->meta, "turn", node, cof_node_gone_before(),
 				       "node_gone", n, err);
 }
 
@@ -103,7 +102,6 @@ typedef struct gone_node {
 
 typedef struct gone_ctx {
 	const char *self;
-	int64_t gone_ms;
 	gone_node *nodes;
 	size_t n, cap;
 } gone_ctx;
@@ -113,7 +111,7 @@ static int gone_one(void *arg, const cof_staterow *row)
 {
 	gone_ctx *g = arg;
 
-	if (!strcmp(row->id, g->self) || cof_now_ms() - row->updated_at <= g->gone_ms)
+	if (!strcmp(row->id, g->self) || cof_node_fresh(row->updated_at))
 		return 0;
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 8;
@@ -144,9 +142,9 @@ static int known_ended(const gone_node *x)
 	return 0;
 }
 
-void cof_turns_end_gone_nodes(cof_store *st, const char *self, int64_t gone_ms)
+void cof_turns_end_gone_nodes(cof_store *st, const char *self)
 {
-	gone_ctx g = {.self = self, .gone_ms = gone_ms};
+	gone_ctx g = {.self = self};
 	cof_err e = {0};
 	size_t kept = 0;
 	int64_t n = 0;
@@ -159,7 +157,7 @@ void cof_turns_end_gone_nodes(cof_store *st, const char *self, int64_t gone_ms)
 	}
 	for (size_t i = 0; i < g.n; i++) {
 		int ok = known_ended(&g.nodes[i]);
-		if (!ok && end_node(st, g.nodes[i].name, gone_ms, &n, &e)) {
+		if (!ok && end_node(st, g.nodes[i].name, &n, &e)) {
 			fprintf(stderr, "cofferd: node %s is gone: cannot end its turns: %s\n",
 				g.nodes[i].name, e.msg);
 		} else if (!ok) {
@@ -167,7 +165,7 @@ void cof_turns_end_gone_nodes(cof_store *st, const char *self, int64_t gone_ms)
 			if (n > 0)
 				fprintf(stderr, "cofferd: node %s is gone (no heartbeat for %lld s): "
 					"%lld of its turns ended\n", g.nodes[i].name,
-					(long long)(gone_ms / 1000), (long long)n);
+					(long long)(COF_NODE_GONE_MS / 1000), (long long)n);
 		}
 		cof_err_clear(&e);
 		if (ok) /* remembered for the next round; a failure is tried again */
@@ -186,7 +184,7 @@ int cof_turns_load(cof_turns *ts, cof_err *err)
 		return -1;
 	/* Back after being declared gone: its turns ended then (or now, when no
 	 * other node noticed), and they stay ended. */
-	if (ts->node[0] && end_node(ts->st, ts->node, COF_TURN_NODE_GONE_MS, &n, err))
+	if (ts->node[0] && end_node(ts->st, ts->node, &n, err))
 		return -1;
 	if (n > 0)
 		fprintf(stderr, "cofferd: this node (%s) was gone; %lld of its turns ended\n",
@@ -213,7 +211,7 @@ int cof_turn_record_miss(cof_turns *ts, const cof_principal *who, const char *id
 	const char *why = cof_json_str(b, "endReason");
 	if (why && !strcmp(why, "node_gone")) {
 		cof_error(err, COF_EGONE, "turn '%.64s' has ended: its node '%s' was gone (no "
-			  "heartbeat for %d s)", id, row.node, COF_TURN_NODE_GONE_MS / 1000);
+			  "heartbeat for %d s)", id, row.node, COF_NODE_GONE_MS / 1000);
 		cof_err_set(err, "reason", json_string("node_gone"));
 		cof_err_set(err, "node", json_string(row.node));
 	} else if (row.ended) {

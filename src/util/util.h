@@ -49,8 +49,8 @@ char *cof_buf_detach(cof_buf *b, size_t *len);
 
 /* Checks a volume path and returns it without its one optional leading '/'.
  * Refuses (COF_EVALIDATION naming `what`): empty, longer than 4096 bytes, a
- * segment over 255 bytes, empty/`.`/`..` segments, NUL, control-free is not
- * required, invalid UTF-8. `len` is the byte length (NUL inside is refused). */
+ * segment over 255 bytes, empty/`.`/`..` segments, NUL, invalid UTF-8 (other
+ * control characters are allowed). `len` is the byte length. */
 int cof_path_check(const char *path, size_t len, const char *what,
 		   const char **out, cof_err *err);
 /* Checks a prefix: like a path, but may be empty and may end in '/'. */
