@@ -2,7 +2,7 @@
 """Scale-out (issue 12), side by side in one run:
 
     bench/nodes.py [--writes N] [--reads N] [--threads T] [--polls N] [--files N]
-                   [--forward-mib N] [--forward-only]
+                   [--forward-mib N] [--forward-only] [--fast-pg] [--writes-only]
 
 1. 4 KiB PUTs per second from T keep-alive clients and GET p50/p99 from one client, on
    (a) the embedded store (SQLite + DATA/blobs), (b) one node on PostgreSQL + S3, and
@@ -22,7 +22,8 @@
    node's RSS before and its peak during (sampled every 20 ms). --forward-only runs
    just this part and prints its table (to be put in results.md's nodes section).
 
-PostgreSQL 15 (tests/blackbox/pgpeer.py, fsync off as in the tests) and s3rver
+PostgreSQL 15 (tests/blackbox/pgpeer.py; fsync and synchronous_commit on as its users run
+it, off with --fast-pg as in the tests) and s3rver
 (tests/blackbox/s3peer.py, a Node.js peer over a local dir) are started for the run and
 stopped at the end, also on error. 4 KiB content is kept inline in the metadata (16 KiB
 or less is), so (1) measures the metadata path; s3rver is a test peer, not a real S3.
@@ -281,10 +282,15 @@ def main():
     ap.add_argument("--files", type=int, default=100000)
     ap.add_argument("--forward-mib", type=int, default=100)
     ap.add_argument("--forward-only", action="store_true")
+    ap.add_argument("--fast-pg", action="store_true",
+                    help="PostgreSQL with fsync and synchronous_commit off, as in the tests"
+                    " (default: on, as its users run it)")
+    ap.add_argument("--writes-only", action="store_true",
+                    help="only part 1 (writes/s and GET latency), printed, not appended")
     args = ap.parse_args()
     harness.set_build(BUILD)
     load0 = os.getloadavg()[0]
-    pg = pgpeer.shared()
+    pg = pgpeer.Cluster(durable=not args.fast_pg)
     s3 = s3peer.shared()
     rows, wake, sf = [], [], []
     if args.forward_only:
@@ -309,6 +315,8 @@ def main():
             print("%-32s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms" % rows[-1], flush=True)
         finally:
             one.close()
+        if args.writes_only:
+            return
         url = pg.new_database()
         three = [node(url)]
         three += [node(url, three[0]) for _ in range(2)]
@@ -337,10 +345,12 @@ def main():
            "engineers' builds and tests share the machine); one run; %d 4 KiB PUTs from "
            "%d keep-alive clients (spread over the nodes: client t on node t %% 3), then "
            "%d GETs from one client going round the nodes. PostgreSQL 15 on 127.0.0.1 "
-           "with fsync off (as in the tests); S3 is s3rver (Node.js, a test peer). 4 KiB "
+           "with fsync %s; S3 is s3rver (Node.js, a test peer). 4 KiB "
            "content is inline in the metadata, so the blob store is not on this path." % (
                datetime.date.today().isoformat(), os.cpu_count(), load0, load1,
-               args.writes, args.threads, args.reads), "",
+               args.writes, args.threads, args.reads,
+               "off (--fast-pg, as in the tests)" if args.fast_pg else
+               "and synchronous_commit on (as its users run it)"), "",
            "| engines | 4 KiB writes/s | GET p50 | GET p99 |", "|---|---|---|---|"]
     for r in rows:
         out.append("| %s | %.0f | %.2f ms | %.2f ms |" % r)

@@ -70,7 +70,10 @@ def _as_user(uid, gid):
 class Cluster:
     """A PostgreSQL cluster in a temp dir, started on a free 127.0.0.1 port."""
 
-    def __init__(self, host=None, port=None, dir=None):
+    def __init__(self, host=None, port=None, dir=None, durable=False):
+        """durable: fsync, synchronous_commit and full_page_writes on, as PostgreSQL's
+        users run it (the benchmarks); off for the tests, which never cut power."""
+        self.durable = durable
         self.proc = None
         self.counter = 0
         self.owned = host is None
@@ -110,8 +113,10 @@ class Cluster:
         self.logf = os.path.join(self.dir, "postgres.log")
         log = open(self.logf, "ab")
         opts = ["-D", data, "-p", str(self.port), "-k", self.dir,
-                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-                "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                "-c", "listen_addresses=127.0.0.1",
+                "-c", "fsync=%s" % ("on" if self.durable else "off"),
+                "-c", "synchronous_commit=%s" % ("on" if self.durable else "off"),
+                "-c", "full_page_writes=%s" % ("on" if self.durable else "off"),
                 "-c", "max_connections=400", "-c", "shared_buffers=32MB",
                 "-c", "log_min_messages=warning"]
         self.proc = subprocess.Popen([PG_BIN + "/postgres"] + opts, stdout=log,
