@@ -277,50 +277,137 @@ static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_
 	return 0;
 }
 
-#define PG_MAXPARAMS 16
+/* Fills s's parameters from `kinds` and the va_list (as cof_pg_q takes
+ * them): 0, or -1 naming what was wrong. */
+static int stmt_fill(cof_pg_stmt *s, const char *sql, const char *what, cof_err *err,
+		     const char *kinds, va_list ap)
+{
+	int n = (int)strlen(kinds);
+
+	s->sql = sql;
+	s->what = what;
+	s->res = NULL;
+	s->n = n;
+	if (n > PG_MAXPARAMS)
+		return cof_error(err, COF_EINTERNAL, "metadata store: too many parameters");
+	for (int i = 0; i < n; i++) {
+		s->lens[i] = 0;
+		s->fmts[i] = 0;
+		if (kinds[i] == 'i') {
+			snprintf(s->ints[i], sizeof s->ints[i], "%lld",
+				 (long long)va_arg(ap, int64_t));
+			s->vals[i] = s->ints[i];
+		} else if (kinds[i] == 'b') {
+			s->vals[i] = va_arg(ap, const char *);
+			s->lens[i] = (int)va_arg(ap, int64_t);
+			s->fmts[i] = 1;
+		} else {
+			s->vals[i] = va_arg(ap, const char *);
+			/* PostgreSQL refuses such text anyway; say what it was. */
+			if (s->vals[i] && !cof_utf8_valid(s->vals[i], strlen(s->vals[i])))
+				return cof_error(err, COF_EVALIDATION, "%s: a text value is not"
+						 " valid UTF-8", what);
+		}
+	}
+	return 0;
+}
+
+int cof_pg_stmt_set(cof_pg_stmt *s, const char *sql, const char *what, cof_err *err,
+		const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	int rc = stmt_fill(s, sql, what, err, kinds, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int result_ok(PGresult *r)
+{
+	ExecStatusType st = PQresultStatus(r);
+	return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
 
 static PGresult *vq(pgconn *c, const char *sql, const char *what, cof_err *err,
 		    const char *kinds, va_list ap)
 {
-	const char *vals[PG_MAXPARAMS];
-	int lens[PG_MAXPARAMS], fmts[PG_MAXPARAMS];
-	char ints[PG_MAXPARAMS][24], name[16];
-	int n = (int)strlen(kinds);
+	cof_pg_stmt s;
+	char name[16];
 
-	if (n > PG_MAXPARAMS) {
-		cof_error(err, COF_EINTERNAL, "metadata store: too many parameters");
+	if (stmt_fill(&s, sql, what, err, kinds, ap) || prepared(c, sql, s.n, name, err))
 		return NULL;
-	}
-	for (int i = 0; i < n; i++) {
-		lens[i] = 0;
-		fmts[i] = 0;
-		if (kinds[i] == 'i') {
-			snprintf(ints[i], sizeof ints[i], "%lld", (long long)va_arg(ap, int64_t));
-			vals[i] = ints[i];
-		} else if (kinds[i] == 'b') {
-			vals[i] = va_arg(ap, const char *);
-			lens[i] = (int)va_arg(ap, int64_t);
-			fmts[i] = 1;
-		} else {
-			vals[i] = va_arg(ap, const char *);
-			/* PostgreSQL refuses such text anyway; say what it was. */
-			if (vals[i] && !cof_utf8_valid(vals[i], strlen(vals[i]))) {
-				cof_error(err, COF_EVALIDATION, "%s: a text value is not valid UTF-8",
-					  what);
-				return NULL;
-			}
-		}
-	}
-	if (prepared(c, sql, n, name, err))
-		return NULL;
-	PGresult *r = PQexecPrepared(c->db, name, n, vals, lens, fmts, 0);
-	ExecStatusType s = PQresultStatus(r);
-	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+	PGresult *r = PQexecPrepared(c->db, name, s.n, s.vals, s.lens, s.fmts, 0);
+	if (!result_ok(r)) {
 		cof_pg_error(err, c, r, what);
 		PQclear(r);
 		return NULL;
 	}
 	return r;
+}
+
+int cof_pg_pipeline(pgconn *c, cof_pg_stmt *s, int n, cof_err *err)
+{
+	char names[PG_PIPE_MAX][16];
+	int rc = 0, sent = 0;
+
+	if (n > PG_PIPE_MAX)
+		return cof_error(err, COF_EINTERNAL, "metadata store: pipeline too long");
+	for (int i = 0; i < n; i++) {
+		s[i].res = NULL;
+		/* prepared first, outside the pipeline: once per connection */
+		if (s[i].sql && prepared(c, s[i].sql, s[i].n, names[i], err))
+			return -1;
+	}
+	if (!PQenterPipelineMode(c->db))
+		return cof_pg_error(err, c, NULL, s[0].what);
+	for (; sent < n; sent++) {
+		int ok = s[sent].sql
+			? PQsendQueryPrepared(c->db, names[sent], s[sent].n, s[sent].vals,
+					      s[sent].lens, s[sent].fmts, 0)
+			: PQsendQueryParams(c->db, s[sent].what, 0, NULL, NULL, NULL, NULL, 0);
+		if (!ok)
+			break;
+	}
+	if (sent < n || !PQpipelineSync(c->db)) {
+		/* the connection is broken: cof_pg_put closes it */
+		rc = cof_pg_error(err, c, NULL, s[sent < n ? sent : n - 1].what);
+		(void)PQexitPipelineMode(c->db);
+		return rc;
+	}
+	/* each statement's result, then NULL; then the sync's own */
+	for (int i = 0; i < n; i++) {
+		PGresult *r, *keep = NULL;
+		while ((r = PQgetResult(c->db)) != NULL) {
+			if (!keep)
+				keep = r;
+			else
+				PQclear(r);
+		}
+		if (!rc && (!keep || !result_ok(keep))) {
+			rc = cof_pg_error(err, c, keep, s[i].what);
+			PQclear(keep);
+			keep = NULL;
+		}
+		if (rc)
+			PQclear(keep); /* the rest were skipped (PIPELINE_ABORTED) */
+		else
+			s[i].res = keep;
+	}
+	for (PGresult *r; (r = PQgetResult(c->db)) != NULL; ) {
+		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			break;
+		}
+		PQclear(r);
+	}
+	if (!PQexitPipelineMode(c->db) && !rc)
+		rc = cof_pg_error(err, c, NULL, s[n - 1].what);
+	if (rc)
+		for (int i = 0; i < n; i++) {
+			PQclear(s[i].res);
+			s[i].res = NULL;
+		}
+	return rc;
 }
 
 PGresult *cof_pg_q(pgconn *c, const char *sql, const char *what, cof_err *err,

@@ -81,6 +81,28 @@ int cof_pg_rows(cof_meta *m, const char *sql, const char *what, cof_pg_row_fn fn
 int cof_pg_row_int(void *ctx, PGresult *r, int row, cof_err *err);
 /* Runs plain SQL without parameters (BEGIN, COMMIT, the schema): 0 or -1. */
 int cof_pg_exec(pgconn *c, const char *sql, cof_err *err);
+
+/* ---- pipelines: statements whose results nobody needs before the last is
+ * sent go in one round trip (libpq's pipeline mode). Make each with
+ * cof_pg_stmt_set (its parameters as cof_pg_q takes them; the values must live
+ * until cof_pg_pipeline returns), or set .sql NULL and .what to a statement
+ * without parameters and not prepared (BEGIN, COMMIT). */
+#define PG_MAXPARAMS 16
+#define PG_PIPE_MAX 8
+typedef struct cof_pg_stmt {
+	const char *sql, *what;
+	int n;
+	const char *vals[PG_MAXPARAMS];
+	int lens[PG_MAXPARAMS], fmts[PG_MAXPARAMS];
+	char ints[PG_MAXPARAMS][24];
+	PGresult *res;                /* after cof_pg_pipeline: the caller clears it */
+} cof_pg_stmt;
+int cof_pg_stmt_set(cof_pg_stmt *s, const char *sql, const char *what, cof_err *err,
+		const char *kinds, ...);
+/* Sends s[0..n) in order and reads their results: 0 with each s[i].res set,
+ * or -1 naming the first that failed (the statements after it did not run;
+ * in a transaction it is then aborted) with every res cleared. */
+int cof_pg_pipeline(pgconn *c, cof_pg_stmt *s, int n, cof_err *err);
 /* Maps a failed result (or a broken connection) to the API: lost connection,
  * serialization failure, deadlock and disk full = 503; else 500. Returns -1. */
 int cof_pg_error(cof_err *err, pgconn *c, PGresult *res, const char *what);
@@ -113,9 +135,16 @@ int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
 		     cof_entry *out, cof_err *err);
 int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+/* cof_pg_entry_list where the caller knows whether `vno` is a fork (fork 0:
+ * its chain is not read, one round trip less: a change's checks). */
+int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq,
+			 const char *prefix, const char *after, cof_entry_fn fn, void *ctx,
+			 cof_err *err);
 int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id,
 		       int lock, cof_volrow *out, cof_err *err);
 int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err);
+/* BEGIN and the volume's row FOR UPDATE in one round trip: a change's start. */
+int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err);
 /* Forks (meta_pg_fork.c; docs/design.md, "Forks"). The parent of `vno` and
  * the seq it is read at: 1 = a fork, 0 = none, -1 = error. */
 int cof_pg_base(pgconn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,

@@ -169,6 +169,12 @@ static int list_page(pgconn *c, lister *l, int *n, cof_err *err)
 int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
 {
+	return cof_pg_entry_list_in(c, vno, 1, at_seq, prefix, after, fn, ctx, err);
+}
+
+int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq, const char *prefix,
+			 const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
 	cof_buf upper = COF_BUF_INIT, vnos = COF_BUF_INIT, ats = COF_BUF_INIT;
 	lister l = {.vno = vno, .at = at_seq, .prefix = prefix ? prefix : "", .fn = fn,
 		    .ctx = ctx};
@@ -178,7 +184,7 @@ int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix
 	l.cursor = cof_malloc(COF_PATH_MAX + 1);
 	rc = l.e && l.cursor && !cof_prefix_upper(l.prefix, &upper) ? 0
 		: cof_error(err, COF_EINTERNAL, "out of memory");
-	if (!rc && (rc = chain_load(c, vno, at_seq, &vnos, &ats, err)) == 1) {
+	if (!rc && fork && (rc = chain_load(c, vno, at_seq, &vnos, &ats, err)) == 1) {
 		l.vnos = vnos.data;
 		l.ats = ats.data;
 	}

@@ -124,6 +124,23 @@ int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id, 
 	return 0;
 }
 
+int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err)
+{
+	cof_pg_stmt s[2] = {{.what = "BEGIN"}};
+	int found;
+
+	if (cof_pg_stmt_set(&s[1], "SELECT " VOL_COLS " FROM volumes WHERE vno = $1 FOR UPDATE",
+			    "reading a volume", err, "i", vno) ||
+	    cof_pg_pipeline(c, s, 2, err))
+		return -1;
+	PQclear(s[0].res);
+	found = PQntuples(s[1].res) == 1;
+	if (found)
+		row_volume(s[1].res, 0, out);
+	PQclear(s[1].res);
+	return found ? 0 : cof_error(err, COF_ENOTFOUND, "volume not found");
+}
+
 static int pg_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
 		      cof_err *err)
 {

@@ -16,37 +16,62 @@
 
 #define PGT(tx) ((pg_txn *)(void *)(tx))
 
+#define SQL_CLOSE_LIVE "UPDATE entries SET to_seq = $1, closed_at = $2 WHERE vno = $3 AND" \
+	" path = $4 AND to_seq IS NULL RETURNING " PG_ENTRY_COLS
+#define SQL_DROP_OWN "DELETE FROM entries WHERE vno = $1 AND path = $2 AND from_seq = $3"
+#define SQL_ENTRY_ADD "INSERT INTO entries(vno, path, from_seq, to_seq, version, size," \
+	" sha256, ctype, updated_at) VALUES($1,$2,$3,NULL,$3,$4,$5,$6,$7)"
+/* Inline content goes as bytea: it need not be text. The row naming it now
+ * protects it: the pending mark of the write that stored it ends. */
+#define SQL_BLOB_REF "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES($1,$2," \
+	"NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at =" \
+	" NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)"
+#define SQL_CHANGE_ADD "INSERT INTO changes(vno, seq, path, removed, version, size," \
+	" sha256, at) VALUES($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT(vno, seq, path) DO UPDATE" \
+	" SET removed = excluded.removed, version = excluded.version, size =" \
+	" excluded.size, sha256 = excluded.sha256, at = excluded.at"
+
+
 /* ------------------------------------------------------------- changes */
 
 static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		  cof_err *err)
 {
 	pg_txn tx = {.base.m = m, .now = cof_now()};
+	cof_pg_stmt end[3] = {{0}, {0}, {.what = "COMMIT"}};
 	char note[256];
 	int rc;
 
-	if (!(tx.c = cof_pg_begin(m, NULL, err)))
+	if (!(tx.c = cof_pg_get(m, err)))
 		return -1;
-	rc = cof_pg_volume_load(tx.c, vno, NULL, NULL, 1, &tx.vol, err);
+	/* Round trips are what a change costs here, under the volume's lock:
+	 * BEGIN with the lock, and the update, the notification and COMMIT,
+	 * go as one pipeline each (bench/nodes.py). */
+	rc = cof_pg_volume_lock_begin(tx.c, vno, &tx.vol, err);
 	if (!rc) {
 		tx.vol.seq++;
 		rc = fn((cof_txn *)(void *)&tx, ctx, err);
 	}
 	if (!rc && tx.ops == 0) {
 		*seq = tx.vol.seq - 1;
-		cof_pg_end(m, tx.c, 1, err); /* nothing to store: roll back */
+		cof_pg_put(m, tx.c); /* nothing to store: rolled back */
 		return 0;
 	}
-	if (!rc)
-		rc = cof_pg_do(tx.c, "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
-			       " capacity = $4 WHERE vno = $5", "updating the volume", NULL, err,
-			       "iiiii", tx.vol.seq, tx.vol.files, tx.vol.bytes, tx.vol.capacity, vno);
 	/* Every node's waiters on this volume wake when it commits (notify_pg.c). */
 	cof_topic t = cof_topic_volume(tx.vol.org, tx.vol.id);
 	cof_notify_pg_payload(&t, note, sizeof note);
-	if (!rc)
-		rc = cof_pg_notify(tx.c, note, err);
-	if (cof_pg_end(m, tx.c, rc, err))
+	if (!rc &&
+	    !(rc = cof_pg_stmt_set(&end[0], "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
+				   " capacity = $4 WHERE vno = $5", "updating the volume", err,
+				   "iiiii", tx.vol.seq, tx.vol.files, tx.vol.bytes, tx.vol.capacity,
+				   vno)) &&
+	    !(rc = cof_pg_stmt_set(&end[1], "SELECT pg_notify('coffer', $1)", "notifying", err,
+				   "s", note)) &&
+	    !(rc = cof_pg_pipeline(tx.c, end, 3, err)))
+		for (int i = 0; i < 3; i++)
+			PQclear(end[i].res);
+	cof_pg_put(m, tx.c); /* rolls back what is still open */
+	if (rc)
 		return -1;
 	*seq = tx.vol.seq;
 	return 0;
@@ -65,16 +90,16 @@ static int pg_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *er
 static int pg_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
 		    cof_err *err)
 {
-	return cof_pg_entry_list(PGT(tx)->c, PGT(tx)->vol.vno, -1, prefix, NULL, fn, ctx, err);
+	return cof_pg_entry_list_in(PGT(tx)->c, PGT(tx)->vol.vno, PGT(tx)->vol.base_vno != 0, -1,
+				    prefix, NULL, fn, ctx, err);
 }
 
 /* Closes the live row of `path` (if any) at this change's seq, returning it
  * into *old: 1 closed, 0 none, -1 error. */
 static int close_live(pg_txn *tx, const char *path, cof_entry *old, cof_err *err)
 {
-	PGresult *r = cof_pg_q(tx->c, "UPDATE entries SET to_seq = $1, closed_at = $2 WHERE"
-			       " vno = $3 AND path = $4 AND to_seq IS NULL RETURNING " PG_ENTRY_COLS,
-			       "writing a file", err, "iiis", tx->vol.seq, tx->now, tx->vol.vno, path);
+	PGresult *r = cof_pg_q(tx->c, SQL_CLOSE_LIVE, "writing a file", err, "iiis", tx->vol.seq,
+			       tx->now, tx->vol.vno, path);
 	int had;
 
 	if (!r)
@@ -113,13 +138,48 @@ static int whiteout(pg_txn *tx, const char *path, const cof_entry *old, cof_err 
 static int record_change(pg_txn *tx, const char *path, int removed, int64_t version,
 			 int64_t size, const char *sha, cof_err *err)
 {
-	if (cof_pg_do(tx->c, "INSERT INTO changes(vno, seq, path, removed, version, size, sha256,"
-		      " at) VALUES($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT(vno, seq, path) DO UPDATE"
-		      " SET removed = excluded.removed, version = excluded.version, size ="
-		      " excluded.size, sha256 = excluded.sha256, at = excluded.at",
-		      "recording a change", NULL, err, "iisiiisi", tx->vol.vno, tx->vol.seq, path,
+	if (cof_pg_do(tx->c, SQL_CHANGE_ADD, "recording a change", NULL, err, "iisiiisi",
+		      tx->vol.vno, tx->vol.seq, path,
 		      (int64_t)removed, version, size, sha, tx->now))
 		return -1;
+	tx->ops++;
+	return 0;
+}
+
+/* A write to a volume that is not a fork: its five statements depend on
+ * none of the others' results, so they go as one pipeline (one round trip
+ * under the volume's lock instead of five). */
+static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t size,
+		       const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
+{
+	cof_pg_stmt s[5];
+	cof_entry old;
+	int had;
+
+	if (cof_pg_stmt_set(&s[0], SQL_CLOSE_LIVE, "writing a file", err, "iiis", tx->vol.seq,
+			    tx->now, tx->vol.vno, path) ||
+	    cof_pg_stmt_set(&s[1], SQL_DROP_OWN, "writing a file", err, "isi", tx->vol.vno,
+			    path, tx->vol.seq) ||
+	    cof_pg_stmt_set(&s[2], SQL_ENTRY_ADD, "writing a file", err, "isiissi", tx->vol.vno,
+			    path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now) ||
+	    cof_pg_stmt_set(&s[3], SQL_BLOB_REF, "writing a file", err, "sib", sha, size,
+			    inline_data, inline_data ? size : (int64_t)0) ||
+	    cof_pg_stmt_set(&s[4], SQL_CHANGE_ADD, "recording a change", err, "iisiiisi",
+			    tx->vol.vno, tx->vol.seq, path, (int64_t)0, tx->vol.seq, size, sha,
+			    tx->now) ||
+	    cof_pg_pipeline(tx->c, s, 5, err))
+		return -1;
+	had = PQntuples(s[0].res) > 0;
+	if (had)
+		cof_pg_row_entry(s[0].res, 0, &old);
+	for (int i = 0; i < 5; i++)
+		PQclear(s[i].res);
+	if (had && old.sha256[0]) { /* a whiteout closed hides nothing */
+		tx->vol.files--;
+		tx->vol.bytes -= old.size;
+	}
+	tx->vol.files++;
+	tx->vol.bytes += size;
 	tx->ops++;
 	return 0;
 }
@@ -128,28 +188,23 @@ static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t s
 		     const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
 {
 	pg_txn *tx = PGT(t);
-	cof_entry *old = cof_malloc(sizeof *old);
+	cof_entry *old;
 	int rc = -1;
 
-	if (!old)
+	if (!tx->vol.base_vno)
+		return write_piped(tx, path, sha, size, ctype, inline_data, mtime, err);
+	/* a fork: closing may find the parent's row, read between the steps */
+	if (!(old = cof_malloc(sizeof *old)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	if (close_live(tx, path, old, err) < 0)
 		goto out;
 	/* A row written earlier in this same change is replaced, not kept as history. */
-	if (cof_pg_do(tx->c, "DELETE FROM entries WHERE vno = $1 AND path = $2 AND from_seq = $3",
-		      "writing a file", NULL, err, "isi", tx->vol.vno, path, tx->vol.seq) ||
-	    cof_pg_do(tx->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size,"
-		      " sha256, ctype, updated_at) VALUES($1,$2,$3,NULL,$3,$4,$5,$6,$7)",
-		      "writing a file", NULL, err, "isiissi", tx->vol.vno, path, tx->vol.seq, size,
-		      sha, ctype, mtime > 0 ? mtime : tx->now))
-		goto out;
-	/* Inline content goes as bytea: it need not be text. The row naming it
-	 * now protects it: the pending mark of the write that stored it ends. */
-	if (cof_pg_do(tx->c, "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES($1,$2,"
-		      "NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at ="
-		      " NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)",
-		      "writing a file", NULL, err, "sib",
-		      sha, size, inline_data, inline_data ? size : (int64_t)0))
+	if (cof_pg_do(tx->c, SQL_DROP_OWN, "writing a file", NULL, err, "isi", tx->vol.vno, path,
+		      tx->vol.seq) ||
+	    cof_pg_do(tx->c, SQL_ENTRY_ADD, "writing a file", NULL, err, "isiissi", tx->vol.vno,
+		      path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now) ||
+	    cof_pg_do(tx->c, SQL_BLOB_REF, "writing a file", NULL, err, "sib", sha, size,
+		      inline_data, inline_data ? size : (int64_t)0))
 		goto out;
 	tx->vol.files++;
 	tx->vol.bytes += size;
