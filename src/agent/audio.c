@@ -199,11 +199,15 @@ static int rs_push(resampler *r, double x)
 	return 0;
 }
 
-/* The last source sample's output, when its place is due. */
+/* The outputs whose places lie in the last source sample's span: held at
+ * it (n source samples give ceil(n * 16000 / rate) outputs). */
 static int rs_end(resampler *r)
 {
-	if (r->j > 0 && r->k * r->rate < r->j * AUDIO_RATE)
-		return rs_emit(r, r->prev);
+	while (r->j > 0 && r->k * r->rate < r->j * AUDIO_RATE) {
+		if (rs_emit(r, r->prev))
+			return -1;
+		r->k++;
+	}
 	return 0;
 }
 
