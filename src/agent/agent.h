@@ -120,6 +120,23 @@ int cof_media_read(const cof_target *t, const cof_file *f, const unsigned char *
 		   json_t **out, cof_err *err);
 int cof_media_refuse_large(const cof_target *t, const char *ctype, int64_t size, json_t **out);
 
+/* Audio attached to a prompt, transcribed (audio.c). cof_audio_type: the
+ * media type told by the first bytes (WAV, FLAC, Ogg, MP3), else NULL.
+ * cof_audio_decode: the bytes as 16 kHz mono 16-bit samples (*pcm, malloc'd,
+ * *ns of them): 0; 1 with why when they are not audio it can decode or last
+ * over 10 minutes; 2 with why past `deadline` (cof_mono_ms; 0 = none).
+ * cof_audio_transcript: the words of content `sha` (its n bytes d), from the
+ * cache or transcribed now: 1 with *text (malloc'd; "" when no words were
+ * heard), or 0 with why. cof_audio_set_transcriber: CMD run by /bin/sh
+ * instead of PocketSphinx (NULL: PocketSphinx); set before any transcript. */
+#define COF_AUDIO_BYTES_MAX (32LL << 20)
+const char *cof_audio_type(const unsigned char *d, size_t n);
+int cof_audio_decode(const unsigned char *d, size_t n, int64_t deadline, int16_t **pcm,
+		     size_t *ns, char *why, size_t whysz);
+int cof_audio_transcript(const char *sha, const unsigned char *d, size_t n, char **text,
+			 char *why, size_t whysz);
+void cof_audio_set_transcriber(const char *cmd);
+
 /* A volume of the agent's own beside its subjects' (subjects.c): the
  * subjects row `key` ("#NAME", never a subject id: the volume is named "NAME
  * of agent ID"), made on first use and deleted with the agent. */

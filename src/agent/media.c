@@ -29,6 +29,7 @@
 #include <vips/vips.h>
 #include <poppler.h>
 #include "agent/agent.h"
+#include "agent/media_cache.h"
 #include "util/metrics.h"
 
 #define IMAGE_SIDE_SHOWN 1568
@@ -228,21 +229,10 @@ static int jpeg_scans(const unsigned char *d, size_t n, int64_t *coef)
 
 /* ------------------------------------------------------------ the cache */
 
-/* What a content shows as, kept by its SHA-256: the encoding sent (or the
- * stored bytes as they are), or why it does not decode. A content never
- * changes under its hash, so nothing kept is stale. */
-typedef struct shown {
-	struct shown *next;              /* in its bucket */
-	struct shown *newer, *older;     /* least recently used last */
-	char sha[65];
-	int pending;                     /* being decoded: others wait for it */
-	int refs;                        /* answers being built from it */
-	int ok, w, h;
-	const char *otype;
-	unsigned char *buf;              /* NULL: the stored bytes as they are */
-	size_t len;
-	char why[256];                   /* !ok: the decoder's words */
-} shown;
+/* What a content shows as, kept by its SHA-256 (media_cache.h: audio.c keeps
+ * its transcripts here too). A content never changes under its hash, so
+ * nothing kept is stale. */
+typedef cof_shown shown;
 
 #define CACHE_BUCKETS 1024
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -260,7 +250,7 @@ static shown **cache_slot(const char *sha)
 {
 	unsigned h = 0;
 
-	for (int i = 0; i < 8 && sha[i]; i++)
+	for (int i = 0; sha[i]; i++) /* "audio:" keys share a prefix */
 		h = h * 31 + (unsigned char)sha[i];
 	return &cache_tab[h % CACHE_BUCKETS];
 }
@@ -338,7 +328,8 @@ static int cache_get(const char *sha, shown **out)
 		e->refs++;
 		lru_unlink(e);
 		lru_front(e);
-		cof_metric_add(COF_M_IMAGE_CACHE_HITS, 1);
+		if (strncmp(sha, "audio:", 6))
+			cof_metric_add(COF_M_IMAGE_CACHE_HITS, 1);
 		pthread_mutex_unlock(&cache_mu);
 		*out = e;
 		return 1;
@@ -384,6 +375,32 @@ static void cache_done(shown *e, int keep)
 	}
 	pthread_cond_broadcast(&cache_cv);
 	pthread_mutex_unlock(&cache_mu);
+}
+
+/* audio.c's way in (media_cache.h). */
+int cof_media_cache_get(const char *key, cof_shown **out)
+{
+	return cache_get(key, out);
+}
+
+void cof_media_cache_done(cof_shown *e, int keep)
+{
+	cache_done(e, keep);
+}
+
+void cof_media_cache_release(cof_shown *e)
+{
+	shown_release(e);
+}
+
+void cof_media_budget_take(int64_t n)
+{
+	budget_take(n);
+}
+
+void cof_media_budget_give(int64_t n)
+{
+	budget_give(n);
 }
 
 /* Decodes d into e (e->ok, or e->why): scaled and encoded when over

@@ -60,22 +60,23 @@ int cof_prompt_record_ok(json_t *rec)
 		    json_integer_value(size) > RECORD_SIZE_MAX ||
 		    !json_is_integer(json_object_get(f, "version")) ||
 		    !sha_ok(json_string_value(json_object_get(f, "sha256"))) ||
-		    (kind && (!k || (k[0] && strcmp(k, "image") && strcmp(k, "pdf")))))
+		    (kind && (!k || (k[0] && strcmp(k, "image") && strcmp(k, "pdf") &&
+				      strcmp(k, "audio")))))
 			return 0;
 	}
 	return 1;
 }
 
-/* Content of `size` bytes (at most MEDIA_READ_MAX) by its hash, whole, and
- * exactly that long whatever the record says: media.c reads `size` bytes. */
-static int content_bytes(cof_store *st, const char *sha, int64_t size, unsigned char **d,
-			 cof_err *err)
+/* Content of `size` bytes (at most `max`) by its hash, whole, and exactly
+ * that long whatever the record says: media.c and audio.c read `size` bytes. */
+static int content_bytes(cof_store *st, const char *sha, int64_t size, int64_t max,
+			 unsigned char **d, cof_err *err)
 {
 	size_t len = 0;
 	int r;
 
 	*d = NULL;
-	if (size < 0 || size > MEDIA_READ_MAX)
+	if (size < 0 || size > max)
 		return cof_error(err, COF_EINTERNAL, "content %.12s: size %lld out of range", sha,
 				 (long long)size);
 	if ((r = cof_meta_blob_inline(st->meta, sha, d, &len, err)) < 0)
@@ -108,8 +109,10 @@ static void size_human(int64_t n, char *out, size_t outsz)
 	snprintf(out, outsz, "%.1f %s", v, units[u]);
 }
 
-/* The kind a file's first bytes tell: "image", "pdf" or "" (neither). A file
- * too big to be shown is judged by its stored type. */
+/* The kind a file's first bytes tell: "image", "pdf", "audio" (also for an
+ * audio/ type: libsndfile reads more than the bytes told here, and names
+ * what it cannot) or "" (none). A file too big to be read is judged by its
+ * stored type. */
 static int kind_of(cof_store *st, json_t *rf, unsigned char **d, cof_err *err)
 {
 	const char *ct = jstr(rf, "contentType");
@@ -118,12 +121,14 @@ static int kind_of(cof_store *st, json_t *rf, unsigned char **d, cof_err *err)
 	const char *k, *mt;
 
 	if (size > MEDIA_READ_MAX) {
-		k = !strncmp(ct, "image/", 6) ? "image" : !strcmp(ct, "application/pdf") ? "pdf" : "";
+		k = !strncmp(ct, "image/", 6) ? "image" : !strcmp(ct, "application/pdf") ? "pdf"
+		    : !strncmp(ct, "audio/", 6) ? "audio" : "";
 	} else {
-		if (content_bytes(st, sha, size, d, err))
+		if (content_bytes(st, sha, size, MEDIA_READ_MAX, d, err))
 			return -1;
 		mt = cof_media_type(*d, (size_t)size);
-		k = !mt ? "" : !strcmp(mt, "application/pdf") ? "pdf" : "image";
+		k = mt ? (!strcmp(mt, "application/pdf") ? "pdf" : "image")
+		    : cof_audio_type(*d, (size_t)size) || !strncmp(ct, "audio/", 6) ? "audio" : "";
 	}
 	json_object_set_new(rf, "kind", json_string(k));
 	return 0;
@@ -152,6 +157,51 @@ static json_t *media_block(int openai, const char *kind, const char *mtype, cons
 	return blk;
 }
 
+/* An audio file's transcript as a text block (*block), or why not (`why`;
+ * *block NULL). *transcript: the words, for the answer's entry. `d`: its
+ * bytes when kind_of read them. Counts what is shown in `b`. */
+static int render_audio(cof_store *st, json_t *rf, cof_budget *b, cof_buf *why,
+			json_t **block, char **transcript, unsigned char *d, cof_err *err)
+{
+	const char *apath = jstr(rf, "path");
+	const char *sha = jstr(rf, "sha256");
+	int64_t size = json_integer_value(json_object_get(rf, "size"));
+	unsigned char *own = NULL;
+	char w[300];
+
+	if (size > COF_AUDIO_BYTES_MAX) {
+		cof_buf_addf(why, "not transcribed: %s is %lld bytes (%.1f MiB); audio over %lld MiB "
+			     "is not transcribed", apath, (long long)size,
+			     (double)size / (1024.0 * 1024.0), COF_AUDIO_BYTES_MAX >> 20);
+		return 0;
+	}
+	if (!d) {
+		if (content_bytes(st, sha, size, COF_AUDIO_BYTES_MAX, &own, err))
+			return -1;
+		d = own;
+	}
+	w[0] = '\0';
+	int ok = cof_audio_transcript(sha, d, (size_t)size, transcript, w, sizeof w);
+	free(own);
+	if (!ok) {
+		cof_buf_addf(why, "not transcribed: %s", w);
+		return 0;
+	}
+	cof_buf text = COF_BUF_INIT;
+	cof_buf_addf(&text, "[Transcript of %s]\n%s", apath,
+		     **transcript ? *transcript : "(no words were recognised)");
+	/* counted as text sent, against the same budget as images */
+	if (b->bytes + (int64_t)text.len > BUDGET_BYTES || b->files + 1 > BUDGET_FILES) {
+		b->cut = 1;
+	} else {
+		b->bytes += (int64_t)text.len;
+		b->files++;
+		*block = json_pack("{s:s, s:s}", "type", "text", "text", text.data);
+	}
+	cof_buf_release(&text);
+	return 0;
+}
+
 /* Decides whether the model gets one file of a record and how: fills the
  * file's line (`line`), its block (*block, or NULL when only named) and its
  * entry of the answer's `files` (*fj). Counts what is shown in `b`. */
@@ -165,7 +215,7 @@ static int render_file(cof_store *st, json_t *rf, int openai, cof_budget *b, cof
 	unsigned char *d = NULL;
 	json_t *res = NULL;
 	cof_buf why = COF_BUF_INIT;
-	char human[32];
+	char human[32], *transcript = NULL;
 	int limited = 0, rc = -1;
 
 	*block = NULL;
@@ -174,8 +224,13 @@ static int render_file(cof_store *st, json_t *rf, int openai, cof_budget *b, cof
 	const char *kind = jstr(rf, "kind");
 	if (!kind[0]) {
 		cof_buf_addf(&why, "only named: %s is not an image (PNG, JPEG, GIF, WebP) or a PDF, "
-			     "the kinds the model takes natively", ct);
+			     "the kinds the model takes natively, or audio", ct);
 	} else if (b->cut) {
+		limited = 1;
+	} else if (!strcmp(kind, "audio")) {
+		if (render_audio(st, rf, b, &why, block, &transcript, d, err))
+			goto out;
+		limited = !*block;
 		limited = 1;
 	} else if (size > (!strcmp(kind, "pdf") ? MEDIA_READ_MAX : IMAGE_BYTES_MAX)) {
 		cof_target t = {0};
@@ -191,7 +246,7 @@ static int render_file(cof_store *st, json_t *rf, int openai, cof_budget *b, cof
 		snprintf(t.apath, sizeof t.apath, "%s", apath);
 		snprintf(f.sha256, sizeof f.sha256, "%s", sha);
 		snprintf(f.content_type, sizeof f.content_type, "%s", ct);
-		if (!d && content_bytes(st, sha, size, &d, err))
+		if (!d && content_bytes(st, sha, size, MEDIA_READ_MAX, &d, err))
 			goto out;
 		int r = cof_media_read(&t, &f, d, &res, err);
 		if (r < 0)
@@ -219,7 +274,8 @@ static int render_file(cof_store *st, json_t *rf, int openai, cof_budget *b, cof
 	}
 	if (limited && !why.len)
 		cof_buf_addf(&why, "past the request's budget: at most 24 MiB (in base64) and %d "
-			     "images and PDFs are shown in one model request, newest first", BUDGET_FILES);
+			     "images, PDFs and transcripts are shown in one model request, newest "
+			     "first", BUDGET_FILES);
 	size_human(size, human, sizeof human);
 	cof_buf_addf(line, "[File %s (%s, %s)", apath, ct, human);
 	if (limited)
@@ -227,12 +283,15 @@ static int render_file(cof_store *st, json_t *rf, int openai, cof_budget *b, cof
 	cof_buf_adds(line, "]");
 	*fj = json_pack("{s:s, s:s, s:I, s:s, s:b}", "path", apath, "contentType", ct, "size",
 			(json_int_t)size, "sha256", sha, "shown", *block != NULL);
+	if (transcript)
+		json_object_set_new(*fj, "transcript", json_string(transcript));
 	if (!*block)
 		json_object_set_new(*fj, "reason", json_string(why.data ? why.data : ""));
 	rc = 0;
 out:
 	json_decref(res);
 	cof_buf_release(&why);
+	free(transcript);
 	free(d);
 	return rc;
 }

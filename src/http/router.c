@@ -89,7 +89,9 @@ static const http_route routes[] = {
 	{ "GET", "/v1/agents/{}/runs/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_run },
 	{ "GET", "/v1/agents/{}/events", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_events },
 	{ "POST", "/v1/agents/{}/links", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_link },
-	{ "POST", "/v1/agents/{}/prompt", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_prompt },
+	/* transcribes audio (audio.c): up to minutes, on the long lane */
+	{ "POST", "/v1/agents/{}/prompt", HTTP_F_AUTH | HTTP_F_LONG, HTTP_BODY_JSON, NULL,
+	  http_agent_prompt },
 	/* decodes images (media.c): seconds of CPU, never on an event loop */
 	{ "GET", "/v1/agents/{}/conversations/{}/request", HTTP_F_AUTH | HTTP_F_LONG,
 	  HTTP_BODY_NONE, NULL, http_agent_conversation },

@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include "http/http.h"
 #include "http/server.h"
+#include "agent/agent.h"
 #include "store/store.h"
 
 #define COFFERD_VERSION "0.1.0"
@@ -96,6 +97,7 @@ typedef struct server_opts {
 	int64_t keys_per_org;    /* --keys-per-org N; 0 = COF_KEYS_PER_ORG */
 	cof_cidr trusted[TRUSTED_MAX]; /* --trusted-proxy ranges */
 	size_t ntrusted;
+	const char *transcriber; /* --transcriber CMD; NULL = PocketSphinx */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -149,6 +151,7 @@ static void usage(FILE *to)
 	      "               [--keys-per-org N] [--metrics-listen HOST:PORT]\n"
 	      "               [--config FILE] [--threads N] [--workers N]\n"
 	      "               [--calls-per-org N] [--forward-max N] [--content-cache SIZE]\n"
+	      "               [--transcriber CMD]\n"
 	      "               [--help] [--version]\n"
 	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
 	      "                         (flags given here win)\n"
@@ -217,7 +220,11 @@ static void usage(FILE *to)
 	      "  --forward-max N        requests carried to other nodes at once (default\n"
 	      "                         64; past it 503 unavailable)\n"
 	      "  --content-cache SIZE   small contents kept in memory, in Docker's size\n"
-	      "                         form (default 64m; 0 = none)\n", to);
+	      "                         form (default 64m; 0 = none)\n"
+	      "  --transcriber CMD      transcribe audio attached to prompts with CMD (run\n"
+	      "                         by /bin/sh: a 16 kHz mono WAV on stdin, the words\n"
+	      "                         on stdout; at most 300 s and 256 KiB) instead of\n"
+	      "                         PocketSphinx\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -335,7 +342,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--metrics-listen") || !strcmp(a, "--config") ||
 			    !strcmp(a, "--threads") || !strcmp(a, "--workers") ||
 			    !strcmp(a, "--calls-per-org") || !strcmp(a, "--trusted-proxy") ||
-			    !strcmp(a, "--forward-max") || !strcmp(a, "--content-cache");
+			    !strcmp(a, "--forward-max") || !strcmp(a, "--content-cache") ||
+			    !strcmp(a, "--transcriber");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -416,6 +424,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			continue;
 		} else if (!strcmp(a, "--forward-max") && parse_count(v, 100000, &o->forward_max) == 0 &&
 			   o->forward_max > 0) {
+			continue;
+		} else if (!strcmp(a, "--transcriber") && v && v[0]) {
+			o->transcriber = v;
 			continue;
 		} else if (!strcmp(a, "--content-cache")) {
 			json_t *j = json_string(v);
@@ -883,7 +894,7 @@ int cofferd_main(int argc, char **argv)
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
 			  NULL, NULL, NULL, NULL, NULL, 0, 0, "", "", 0,
-			  COF_CONTENT_CACHE_DEFAULT, 0, 0, {{{0}, 0}}, 0 };
+			  COF_CONTENT_CACHE_DEFAULT, 0, 0, {{{0}, 0}}, 0, NULL };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -898,6 +909,7 @@ int cofferd_main(int argc, char **argv)
 	if ((rc = parse_args(cargc, cargv, &o)) >= 0)
 		return rc;
 	http_rate_configure(o.rate_limit, o.rate_limit_org);
+	cof_audio_set_transcriber(o.transcriber);
 	fit_conns(&o);
 	memset(&srv, 0, sizeof(srv));
 	memset(&gc, 0, sizeof(gc));
