@@ -517,11 +517,23 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
  * paths relative to its root (API.md "Subject workspaces"; src/agent/
  * toolset.c). Answers as cof_agent_tool, with the structured paths relative
  * to the root. Needs the agent setting `tools` with the `file` config
- * enabled (else COF_ENOTFOUND); permissionPolicy always_ask: writes are
- * COF_ELOCKED. cof_toolset_check: the setting's shape (COF_EVALIDATION). */
+ * enabled (else COF_ENOTFOUND); permissionPolicy always_ask: a write is
+ * COF_ELOCKED (extra `approvalId`) until cof_subject_approve decides it,
+ * then the same call made again runs once (approved) or answers ok:false
+ * (denied). cof_toolset_check: the setting's shape (COF_EVALIDATION). */
 int cof_subject_tool(cof_store *st, const char *org, const char *agent, const char *subject,
 		     const char *tool, json_t *args, const char *run_id, json_t **out,
 		     cof_err *err);
+/* POST /v1/agents/{a}/users/{s}/approvals/{id} {approve}: decides a pending
+ * approval: {id, status:"approved"|"denied", tool, args}; unknown (or
+ * another agent's or subject's): COF_ENOTFOUND; decided already:
+ * COF_ECONFLICT. */
+int cof_subject_approve(cof_store *st, const char *org, const char *agent, const char *subject,
+			const char *id, json_t *body, json_t **out, cof_err *err);
+/* GET /v1/agents/{a}/users/{s}/approvals: {approvals:[{id, tool, args,
+ * createdAt}]}, those still pending. */
+int cof_subject_approvals(cof_store *st, const char *org, const char *agent,
+			  const char *subject, json_t **out, cof_err *err);
 int cof_toolset_check(json_t *tools, cof_err *err);
 
 /* GET /v1/agents/{id}/events: a watch yields `file_presented` (a tool call

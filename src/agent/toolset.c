@@ -9,10 +9,12 @@
  * the answers, the stale-write refusal and the read tracking are the same;
  * the paths in the structured answer are given back relative to the root.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
 #include "coffer.h"
+#include "store/store.h"
 
 #define USER_ROOT "/user"
 
@@ -184,6 +186,204 @@ static int parents_missing(cof_store *st, const cof_agent *a, const char *apath,
 	return none;
 }
 
+/* ------------------------------------------------------------ approvals */
+
+/* permissionPolicy always_ask: a write waits for a person's decision. The
+ * call is named by what it asks (organization, agent, subject, tool and its
+ * arguments), so the model's retry of the same call finds its approval and
+ * nothing else does: a record (state kind "approval", id "ap_" + 32 hex of
+ * the SHA-256 of that) goes pending -> approved|denied by
+ * cof_subject_approve, and is used up by the one call it lets through (or
+ * tells it was denied). Status changes are compare-and-swap on the record's
+ * body, so two identical calls never both run on one approval. */
+#define APPROVAL_KIND "approval"
+
+static int approval_id(const char *org, const cof_agent *a, const char *tool, json_t *args,
+		       char id[48], cof_err *err)
+{
+	json_t *what = json_pack("{s:s, s:s, s:s, s:s, s:O}", "org", org, "agent", a->id,
+				 "subject", a->subject, "tool", tool, "args", args);
+	char *text = what ? json_dumps(what, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	char sha[65];
+
+	json_decref(what);
+	if (!text || cof_sha256_hex(text, strlen(text), sha)) {
+		free(text);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	free(text);
+	snprintf(id, 48, "ap_%.32s", sha);
+	return 0;
+}
+
+static int locked(cof_err *err, const char *id, const cof_agent *a, const char *tool)
+{
+	cof_error(err, COF_ELOCKED, "%s waits for an approval (permissionPolicy always_ask):"
+		  " POST /v1/agents/%.100s/users/%.100s/approvals/%s {\"approve\": true} lets"
+		  " this call through when it is made again", tool, a->id, a->subject, id);
+	cof_err_set(err, "approvalId", json_string(id));
+	return -1;
+}
+
+/* The gate of one write: 0 = go ahead (an approval was used up), 1 = denied
+ * (*out says so, as a tool answer), -1 = COF_ELOCKED with approvalId, or an
+ * error. */
+static int approval_gate(cof_store *st, const char *org, const cof_agent *a, const char *tool,
+			 json_t *args, json_t **out, cof_err *err)
+{
+	char id[48];
+	cof_staterow row = {.kind = APPROVAL_KIND};
+	json_t *b;
+	const char *status;
+	int rc;
+
+	if (approval_id(org, a, tool, args, id, err))
+		return -1;
+	rc = cof_meta_state_get(st->meta, APPROVAL_KIND, id, &row, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		json_t *nb = json_pack("{s:s, s:s, s:s, s:O, s:s, s:I}", "agent", a->id, "subject",
+				       a->subject, "tool", tool, "args", args, "status", "pending",
+				       "createdAt", (json_int_t)cof_now());
+		char *text = nb ? json_dumps(nb, JSON_COMPACT) : NULL;
+		cof_staterow add = {.kind = APPROVAL_KIND, .body = text};
+		json_decref(nb);
+		if (!text)
+			return cof_error(err, COF_EINTERNAL, "out of memory");
+		snprintf(add.id, sizeof add.id, "%s", id);
+		snprintf(add.org, sizeof add.org, "%s", org);
+		rc = cof_meta_state_add(st->meta, &add, err);
+		free(text);
+		return rc < 0 ? -1 : locked(err, id, a, tool);
+	}
+	b = json_loads(row.body, 0, NULL);
+	status = cof_json_str(b, "status");
+	rc = -1;
+	if (!status || !strcmp(status, "pending") || !strcmp(status, "used")) {
+		locked(err, id, a, tool); /* "used": another call is taking it right now */
+	} else {
+		int denied = !strcmp(status, "denied"); /* before the status is replaced */
+		/* used up: only the call that swaps it away goes on */
+		json_object_set_new(b, "status", json_string("used"));
+		char *text = json_dumps(b, JSON_COMPACT);
+		cof_staterow used = {.kind = APPROVAL_KIND, .body = text};
+		snprintf(used.id, sizeof used.id, "%s", id);
+		snprintf(used.org, sizeof used.org, "%s", org);
+		int won = text ? cof_meta_state_swap(st->meta, &used, row.body, err) : -1;
+		free(text);
+		if (won > 0) {
+			cof_err e = {0};
+			(void)cof_meta_state_delete(st->meta, APPROVAL_KIND, id, &e);
+			cof_err_clear(&e);
+			if (denied) {
+				cof_tool_refuse(out, "this %s was denied (approval %s): do not make it"
+						" again without asking the user", tool, id);
+				rc = 1;
+			} else {
+				rc = 0;
+			}
+		} else if (won == 0) {
+			cof_error(err, COF_ECONFLICT, "approval %s was used by another call of the "
+				  "same %s", id, tool);
+		}
+	}
+	json_decref(b);
+	free(row.body);
+	return rc;
+}
+
+int cof_subject_approve(cof_store *st, const char *org, const char *agent, const char *subject,
+			const char *id, json_t *body, json_t **out, cof_err *err)
+{
+	static const cof_jfield fields[] = {{"approve", COF_JBOOL, 1}, {NULL, 0, 0}};
+	cof_staterow row;
+	json_t *b = NULL;
+	const char *status;
+	int found, rc = -1;
+
+	*out = NULL;
+	if (!body || cof_json_check(body, fields, err))
+		return body ? -1 : cof_error(err, COF_EVALIDATION, "'approve' is required");
+	found = strncmp(id, "ap_", 3) || strlen(id) != 35 ? 0
+		: cof_meta_state_get(st->meta, APPROVAL_KIND, id, &row, err);
+	if (found < 0)
+		return -1;
+	if (found)
+		b = json_loads(row.body, 0, NULL);
+	/* another organization's, agent's or subject's reads as absent */
+	if (!found || strcmp(row.org, org) || !b || strcmp(cof_json_str(b, "agent"), agent) ||
+	    strcmp(cof_json_str(b, "subject"), subject)) {
+		cof_error(err, COF_ENOTFOUND, "approval '%.64s' not found", id);
+		goto out;
+	}
+	status = cof_json_str(b, "status");
+	if (!status || strcmp(status, "pending")) {
+		cof_error(err, COF_ECONFLICT, "approval %s was decided already (%s)", id,
+			  status ? status : "?");
+		goto out;
+	}
+	json_object_set_new(b, "status", json_string(json_is_true(json_object_get(body, "approve"))
+						     ? "approved" : "denied"));
+	json_object_set_new(b, "decidedAt", json_integer(cof_now()));
+	char *text = json_dumps(b, JSON_COMPACT);
+	cof_staterow upd = {.kind = APPROVAL_KIND, .body = text};
+	snprintf(upd.id, sizeof upd.id, "%s", id);
+	snprintf(upd.org, sizeof upd.org, "%s", org);
+	int won = text ? cof_meta_state_swap(st->meta, &upd, row.body, err) : -1;
+	free(text);
+	if (won == 0)
+		cof_error(err, COF_ECONFLICT, "approval %s was decided meanwhile", id);
+	if (won > 0) {
+		*out = json_pack("{s:s, s:O, s:O, s:O}", "id", id, "status",
+				 json_object_get(b, "status"), "tool", json_object_get(b, "tool"),
+				 "args", json_object_get(b, "args"));
+		rc = 0;
+	}
+out:
+	json_decref(b);
+	if (found > 0)
+		free(row.body);
+	return rc;
+}
+
+typedef struct pending_ctx {
+	const char *org, *agent, *subject;
+	json_t *list;
+} pending_ctx;
+
+static int pending_one(void *arg, const cof_staterow *r)
+{
+	pending_ctx *p = arg;
+	json_t *b;
+
+	if (strcmp(r->org, p->org) || !(b = json_loads(r->body, 0, NULL)))
+		return 0;
+	if (!strcmp(cof_json_str(b, "agent") ? cof_json_str(b, "agent") : "", p->agent) &&
+	    !strcmp(cof_json_str(b, "subject") ? cof_json_str(b, "subject") : "", p->subject) &&
+	    cof_json_str(b, "status") && !strcmp(cof_json_str(b, "status"), "pending"))
+		json_array_append_new(p->list, json_pack("{s:s, s:O, s:O, s:O}", "id", r->id,
+							 "tool", json_object_get(b, "tool"),
+							 "args", json_object_get(b, "args"),
+							 "createdAt",
+							 json_object_get(b, "createdAt")));
+	json_decref(b);
+	return 0;
+}
+
+int cof_subject_approvals(cof_store *st, const char *org, const char *agent,
+			  const char *subject, json_t **out, cof_err *err)
+{
+	pending_ctx p = {org, agent, subject, json_array()};
+
+	if (cof_meta_state_list(st->meta, APPROVAL_KIND, 0, pending_one, &p, err)) {
+		json_decref(p.list);
+		return -1;
+	}
+	*out = json_pack("{s:o}", "approvals", p.list);
+	return 0;
+}
+
 int cof_subject_tool(cof_store *st, const char *org, const char *agent, const char *subject,
 		     const char *tool, json_t *args, const char *run_id, json_t **out,
 		     cof_err *err)
@@ -223,13 +423,14 @@ int cof_subject_tool(cof_store *st, const char *org, const char *agent, const ch
 		goto out;
 	}
 	const char *policy = cof_json_str(json_object_get(conf, "permissionPolicy"), "type");
-	if (writes && policy && !strcmp(policy, "always_ask")) {
-		cof_error(err, COF_ELOCKED, "writes of agent '%.100s' wait for an approval "
-			  "(permissionPolicy always_ask), which this server does not take yet",
-			  agent);
-		goto out;
-	}
 	call = args ? json_deep_copy(args) : json_object();
+	if (writes && policy && !strcmp(policy, "always_ask")) {
+		int gate = approval_gate(st, org, &a, tool, call, out, err);
+		if (gate) {
+			rc = gate > 0 ? 0 : -1;
+			goto out;
+		}
+	}
 	rebase(call, "path");
 	if (!strcmp(tool, "write_file")) {
 		int make = cof_json_bool(call, "createParents", 1);

@@ -458,6 +458,8 @@ int http_begin_agent_skill_put(http_req *req);
 enum MHD_Result http_agent_skill_put(http_req *req);
 enum MHD_Result http_subject_session(http_req *req);
 enum MHD_Result http_subject_tool(http_req *req);
+enum MHD_Result http_subject_approve(http_req *req);
+enum MHD_Result http_subject_approvals(http_req *req);
 
 /* ---- turns.c: turns and their confined calls */
 enum MHD_Result http_turn_create(http_req *req);

@@ -160,6 +160,31 @@ enum MHD_Result http_subject_session(http_req *req)
 	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
 }
 
+/* POST /v1/agents/{a}/users/{s}/approvals/{id} {approve}: a person decides a
+ * write the toolset holds (permissionPolicy always_ask). */
+enum MHD_Result http_subject_approve(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = http_agent_allowed(req, &err) ? -1
+		 : cof_subject_approve(req->srv->st, ORG(req), req->param[0], req->param[1],
+				       req->param[2], req->json, &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* GET /v1/agents/{a}/users/{s}/approvals: the writes waiting for one. */
+enum MHD_Result http_subject_approvals(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = http_agent_allowed(req, &err) ? -1
+		 : cof_subject_approvals(req->srv->st, ORG(req), req->param[0], req->param[1],
+					 &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
 /* POST /v1/agents/{a}/users/{s}/tools/{read_file,write_file,patch,search_files}:
  * seed 003's file toolset on the subject's workspace; 200 {ok, output, ...}
  * also when ok is false, as the agent's own tools. */

@@ -430,8 +430,14 @@ def test_tour_agents_and_subjects(srv):
     expect_error(srv.post(su + "/tools/read_file", json={"nope": 1}), 400, "validation_error")
     expect(srv.put(base, json={"tools": [{"type": "agent_toolset", "configs": [
         {"name": "file", "permissionPolicy": {"type": "always_ask"}}]}]}), 200)
-    expect_error(srv.post(su + "/tools/write_file", json={"path": "t.md", "content": "x"}),
-                 423, "locked")
+    held = expect_error(srv.post(su + "/tools/write_file", json={"path": "t.md",
+                                                               "content": "x"}),
+                        423, "locked")["approvalId"]
+    expect(srv.get(su + "/approvals"), 200)
+    expect(srv.post(su + "/approvals/" + held, json={"approve": True}), 200)
+    expect_error(srv.post(su + "/approvals/" + held, json={"approve": True}), 409, "conflict")
+    expect_error(srv.post(su + "/approvals/ap_none", json={"approve": True}), 404, "not_found")
+    expect(srv.post(su + "/tools/write_file", json={"path": "t.md", "content": "x"}), 200)
     expect(srv.delete(base), 204)
     expect_error(srv.delete(base), 404, "not_found")
 

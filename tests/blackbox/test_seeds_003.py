@@ -11,6 +11,7 @@ uploads/{requestId}/ of the agent's shared workspace, where a turn for another s
 it (`cat /workspace/uploads/r1/contract.txt`), and no call but a turn knew a subject."""
 
 import base64
+import json
 import urllib.parse
 
 from harness import check, contains, eq, expect, expect_error
@@ -394,6 +395,56 @@ def test_file_toolset_is_enabled_by_the_agent_toolset_setting(srv):
     eq(toolset(srv, ask, "u1", "search_files", pattern="x").json()["ok"], True,
        "reads need no approval")
     expect_error(srv.post("/v1/agents/%s/users/u1/tools/rm" % aid, json={}), 404)
+
+
+def test_always_ask_holds_each_write_until_a_person_decides(srv):
+    """permissionPolicy always_ask (seed 003's setting): a write_file or patch is 423 with an
+    approvalId naming the approval route; listed as pending; the same call made again
+    stays 423 until POST .../approvals/{id} {approve:true}, then runs exactly once (a third
+    identical call asks again); {approve:false} makes the held call answer ok:false and
+    write nothing; a decided approval is 409, another subject's or unknown 404, a bad body
+    400; reads never wait."""
+    ask, _ = agent(srv, tools=[{"type": "agent_toolset", "configs": [{
+        "name": "file", "enabled": True, "permissionPolicy": {"type": "always_ask"}}]}])
+    base = "/v1/agents/%s/users/u1" % ask
+    call = {"path": "notes/a.txt", "content": "approved bytes\n"}
+    err = expect_error(srv.post(base + "/tools/write_file", json=call), 423, "locked")
+    aid = err.get("approvalId", "")
+    check(aid.startswith("ap_") and aid in err["message"] and "/approvals/" in err["message"],
+          "the 423 names its approval and the route: %r" % err)
+    pend = expect(srv.get(base + "/approvals"), 200).json()["approvals"]
+    eq([(p["id"], p["tool"], p["args"]) for p in pend], [(aid, "write_file", call)],
+       "the pending approvals")
+    eq(expect_error(srv.post(base + "/tools/write_file", json=call), 423)["approvalId"], aid,
+       "the same call again waits on the same approval")
+    other = dict(call, content="other\n")
+    check(expect_error(srv.post(base + "/tools/write_file", json=other), 423)["approvalId"]
+          != aid, "another call has another approval")
+    expect_error(srv.post("/v1/agents/%s/users/u2/approvals/%s" % (ask, aid),
+                          json={"approve": True}), 404)
+    expect_error(srv.post(base + "/approvals/ap_nope", json={"approve": True}), 404)
+    expect_error(srv.post(base + "/approvals/" + aid, json={"approve": "yes"}), 400)
+    expect_error(srv.post(base + "/approvals/" + aid, json={}), 400)
+    d = expect(srv.post(base + "/approvals/" + aid, json={"approve": True}), 200).json()
+    eq((d["id"], d["status"], d["tool"]), (aid, "approved", "write_file"), "the decision")
+    expect_error(srv.post(base + "/approvals/" + aid, json={"approve": False}), 409)
+    out = toolset(srv, ask, "u1", "write_file", **call).json()
+    eq(out["ok"], True, "the approved call runs: %r" % out)
+    eq(toolset(srv, ask, "u1", "read_file", path="notes/a.txt").json()["ok"], True,
+       "reads need no approval")
+    err = expect_error(srv.post(base + "/tools/write_file", json=call), 423)
+    check(err["approvalId"] == aid, "an approval lets one call through: the next asks again")
+    # denied
+    expect(srv.post(base + "/approvals/" + aid, json={"approve": False}), 200)
+    out = toolset(srv, ask, "u1", "write_file", **call).json()
+    eq(out["ok"], False, "a denied call answers ok:false: %r" % out)
+    check("denied" in json.dumps(out), "it says it was denied: %r" % out)
+    patch = {"path": "notes/a.txt", "oldString": "approved", "newString": "patched"}
+    pid = expect_error(srv.post(base + "/tools/patch", json=patch), 423)["approvalId"]
+    expect(srv.post(base + "/approvals/" + pid, json={"approve": True}), 200)
+    eq(toolset(srv, ask, "u1", "patch", **patch).json()["ok"], True, "the approved patch")
+    text = toolset(srv, ask, "u1", "read_file", path="notes/a.txt").json()
+    check("patched bytes" in json.dumps(text), "the file holds the patch: %r" % text)
 
 
 def test_file_toolset_served_over_mcp(srv):
