@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
-#include "turn/outbox.h"
-#include "turn/turn.h"
+#include "agent/settings.h"
 #include "policy/policy.h"
 
 #define WORKSPACE_PATH "/workspace"

@@ -11,12 +11,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "coffer.h"
-
-#define COF_OUT_PNG 1u
-#define COF_OUT_SVG 2u
-#define COF_OUT_CSV 4u
-#define COF_OUT_PDF 8u
-#define COF_OUT_ALL (COF_OUT_PNG | COF_OUT_SVG | COF_OUT_CSV | COF_OUT_PDF)
+#include "agent/settings.h"
 
 #define COF_OUTBOX_FILE_MAX   (4 * 1024 * 1024)  /* 4 MB a file */
 #define COF_OUTBOX_CALL_FILES 4                  /* a call */
@@ -30,18 +25,6 @@ typedef struct cof_outbox_rules {
 	int turn_files_left;       /* COF_OUTBOX_TURN_FILES minus files kept so far */
 	int64_t turn_bytes_left;   /* COF_OUTBOX_TURN_BYTES minus bytes kept so far */
 } cof_outbox_rules;
-
-/* Parses agent `output` settings ({files:[png, svg, csv, pdf]}; NULL, null or
- * `files` absent = all four; [] = none) into COF_OUT_* bits. Names are
- * lower-case; unknown ones and non-strings are COF_EVALIDATION naming the
- * name and the allowed list. */
-int cof_outbox_types_parse(const json_t *output, unsigned *types, cof_err *err);
-/* Media types (acceptedOutputModes) into COF_OUT_* bits; unknown ones are
- * ignored. Compared without case and without parameters ("text/csv;
- * charset=utf-8" is CSV); a '*' subtype (image, text, application) or a
- * '*' type and subtype matches the listed types under it. NULL (the field
- * absent) gives COF_OUT_ALL; an empty array gives 0. */
-unsigned cof_outbox_types_from_media(const json_t *media_types);
 
 /* Takes every entry out of the folder open at `outbox_fd` (removing it,
  * whatever it is), and copies each file that passes into the folder open at
@@ -84,10 +67,5 @@ const char *cof_outbox_content_check(unsigned type, const unsigned char *data, s
  * COF_OUTBOX_NAME_MAX bytes is cut there with "..." appended. Always
  * NUL-terminated; returns strlen(out). */
 size_t cof_outbox_name_quote(const char *name, size_t len, char *out, size_t outsz);
-/* "png" / "image/png" for one COF_OUT_* bit; NULL for anything else. */
-const char *cof_outbox_type_name(unsigned type);
-const char *cof_outbox_media_type(unsigned type);
-/* "png, svg, csv, pdf" for the bits set in `types` ("none" when empty). */
-void cof_outbox_types_fmt(unsigned types, char *out, size_t outsz);
 
 #endif

@@ -1,51 +1,14 @@
 /*
  * outbox_check.c — the pure checks on outbox files: the name pattern, the
- * extension, the content signatures, the quoting of untrusted names in notes
- * and the parsing of which types may come back. No file system access here,
+ * extension, the content signatures and the quoting of untrusted names in
+ * notes (which types may come back is the agent's setting: agent/settings.c).
+ * No file system access here,
  * so each rule can be tested and fuzzed on its own.
  */
 #include <string.h>
 #include <strings.h>
 #include "turn/outbox.h"
 #include "util/util.h"
-
-static const struct {
-	unsigned bit;
-	const char *name, *media;
-} types[] = {
-	{COF_OUT_PNG, "png", "image/png"},
-	{COF_OUT_SVG, "svg", "image/svg+xml"},
-	{COF_OUT_CSV, "csv", "text/csv"},
-	{COF_OUT_PDF, "pdf", "application/pdf"},
-};
-#define NTYPES (sizeof types / sizeof *types)
-
-const char *cof_outbox_type_name(unsigned type)
-{
-	for (size_t i = 0; i < NTYPES; i++)
-		if (types[i].bit == type)
-			return types[i].name;
-	return NULL;
-}
-
-const char *cof_outbox_media_type(unsigned type)
-{
-	for (size_t i = 0; i < NTYPES; i++)
-		if (types[i].bit == type)
-			return types[i].media;
-	return NULL;
-}
-
-void cof_outbox_types_fmt(unsigned bits, char *out, size_t outsz)
-{
-	cof_buf b = COF_BUF_INIT;
-
-	for (size_t i = 0; i < NTYPES; i++)
-		if (bits & types[i].bit)
-			cof_buf_addf(&b, "%s%s", b.len ? ", " : "", types[i].name);
-	snprintf(out, outsz, "%s", b.len ? b.data : "none");
-	cof_buf_release(&b);
-}
 
 static int name_char(unsigned char c)
 {
@@ -71,10 +34,11 @@ unsigned cof_outbox_name_type(const char *name, size_t len)
 	if (!dot)
 		return 0;
 	size_t elen = len - (size_t)(dot + 1 - name);
-	for (size_t i = 0; i < NTYPES; i++)
-		if (elen == strlen(types[i].name) &&
-		    !strncasecmp(dot + 1, types[i].name, elen))
-			return types[i].bit;
+	for (unsigned bit = 1; bit & COF_OUT_ALL; bit <<= 1) {
+		const char *n = cof_outbox_type_name(bit); /* agent/settings.c's table */
+		if (n && elen == strlen(n) && !strncasecmp(dot + 1, n, elen))
+			return bit;
+	}
 	return 0;
 }
 
@@ -193,80 +157,3 @@ size_t cof_outbox_name_quote(const char *name, size_t len, char *out, size_t out
 	return o;
 }
 
-int cof_outbox_types_parse(const json_t *output, unsigned *bits, cof_err *err)
-{
-	static const cof_jfield fields[] = {{"files", COF_JARR, 0}, {NULL, 0, 0}};
-	json_t *files, *v;
-	size_t i;
-
-	*bits = COF_OUT_ALL;
-	if (!output || json_is_null(output))
-		return 0;
-	if (!json_is_object(output))
-		return cof_error(err, COF_EVALIDATION, "'output' must be an object");
-	if (cof_json_check((json_t *)output, fields, err))
-		return -1;
-	files = json_object_get(output, "files");
-	if (!files || json_is_null(files))
-		return 0;
-	*bits = 0;
-	json_array_foreach(files, i, v) {
-		size_t k;
-		for (k = 0; k < NTYPES; k++)
-			if (json_is_string(v) && !strcmp(json_string_value(v), types[k].name))
-				break;
-		if (k == NTYPES) {
-			char q[COF_OUTBOX_NAME_MAX * 4 + 8];
-			const char *s = json_is_string(v) ? json_string_value(v) : "";
-			cof_outbox_name_quote(s, json_is_string(v) ? json_string_length(v) : 0,
-					      q, sizeof q);
-			*bits = COF_OUT_ALL;
-			if (!json_is_string(v))
-				return cof_error(err, COF_EVALIDATION,
-						 "'output.files' must hold strings; allowed: "
-						 "png, svg, csv, pdf");
-			return cof_error(err, COF_EVALIDATION,
-					 "'output.files' names '%s', which is not returned; "
-					 "allowed: png, svg, csv, pdf", q);
-		}
-		*bits |= types[k].bit;
-	}
-	return 0;
-}
-
-/* The COF_OUT_* bits one media type stands for. */
-static unsigned media_bits(const char *m)
-{
-	size_t n = strcspn(m, ";");
-
-	while (n && (m[n - 1] == ' ' || m[n - 1] == '\t'))
-		n--;
-	while (n && (*m == ' ' || *m == '\t'))
-		m++, n--;
-	if (n == 3 && !strncmp(m, "*/*", 3))
-		return COF_OUT_ALL;
-	unsigned bits = 0;
-	for (size_t i = 0; i < NTYPES; i++) {
-		const char *t = types[i].media;
-		size_t tl = strlen(t), major = (size_t)(strchr(t, '/') - t);
-		if (n == tl && !strncasecmp(m, t, n))
-			bits |= types[i].bit;
-		else if (n == major + 2 && !strncasecmp(m, t, major + 1) && m[major + 1] == '*')
-			bits |= types[i].bit;
-	}
-	return bits;
-}
-
-unsigned cof_outbox_types_from_media(const json_t *media_types)
-{
-	unsigned bits = 0;
-	json_t *v;
-	size_t i;
-
-	if (!media_types || !json_is_array(media_types))
-		return COF_OUT_ALL;
-	json_array_foreach(media_types, i, v)
-		if (json_is_string(v))
-			bits |= media_bits(json_string_value(v));
-	return bits;
-}

@@ -19,18 +19,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "coffer.h"
+#include "agent/settings.h"
 
-#define COF_SCRATCH_DEFAULT ((int64_t)256 << 20)
 #define COF_CALL_TIMEOUT_DEFAULT 120     /* seconds */
 #define COF_CALL_TIMEOUT_MAX 3600        /* seconds: the ceiling of timeoutSeconds */
 #define COF_CALL_OUTPUT_MAX (1 << 20)    /* stdout and stderr kept, each */
 #define COF_CALL_STDIN_MAX (8 << 20)     /* stdin fed to a call */
 #define COF_TURN_DEADLINE_MAX 86400      /* deadlineSeconds */
-#define COF_MEMORY_DEFAULT ((int64_t)512 << 20) /* sandbox.memory */
-#define COF_MEMORY_MIN ((int64_t)16 << 20)
-#define COF_MEMORY_MAX ((int64_t)64 << 30)
-#define COF_PROCESSES_DEFAULT 256        /* sandbox.processes */
-#define COF_PROCESSES_MAX 65536
 #define COF_AGENT_TIMES 4                /* an agent's live turns: 4x a turn's */
 #define COF_TURN_CALLS 16                /* calls of one turn running at once */
 #define COF_MEASURE_MS 250               /* how often a running call's disk is read */
@@ -40,23 +35,7 @@
 #define COF_TURN_UID_BASE 1610612736u    /* outside uids: base + a random 24 bits */
 #define COF_TOMBSTONES_MAX 100000        /* ended turns remembered (for 410) */
 
-/* ---- settings.c */
-
-/* An agent's `sandbox` settings in bytes. */
-typedef struct cof_sandbox {
-	int64_t scratch;   /* all live workspaces of the agent */
-	int64_t turn_disk; /* one turn's workspace */
-	int64_t user_disk; /* all live workspaces of one (agent, user) */
-	int network;       /* calls share the host's network */
-	int64_t memory;    /* memory of one turn's processes (memfd, shm, tmpfs pages) */
-	int64_t processes; /* processes of one turn at once */
-} cof_sandbox;
-
-/* Reads `sandbox` (NULL = every default) into *out: scratch 256m, turnDisk a
- * quarter and userDisk a half of scratch. COF_EVALIDATION for an unknown
- * field, a bad size, or unless 0 < turnDisk <= userDisk <= scratch (the
- * message names both values). */
-int cof_sandbox_parse(const json_t *sandbox, cof_sandbox *out, cof_err *err);
+/* An agent's sandbox settings (cof_sandbox) are parsed in agent/settings.c. */
 
 /* ---- the registry (turns.c) */
 
