@@ -4,7 +4,8 @@
  * Invariants: decode(encode(x)) == x; encoded lengths are 4*ceil(n/3) and
  * ceil(4n/3); a successful decode gives at most 3/4 of the input length and
  * re-encoding its output decodes to the same bytes; decoding never reads past
- * the given length.
+ * the given length. The input as a data: URL (util/dataurl.c): decoded or
+ * refused with a reason; a decode gives at most the input's length.
  */
 #include "fuzz.h"
 #include "util/util.h"
@@ -81,5 +82,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	roundtrip(data, size);
 	decode_text(data, size, cof_base64_decode, 0);
 	decode_text(data, size, cof_base64url_decode, 1);
+	{
+		char ct[64];
+		unsigned char *out = NULL;
+		size_t olen = 0;
+		const char *why = NULL;
+		char *in = fuzz_dup_exact(data, size);
+		if (cof_data_url_decode(in, size, ct, sizeof ct, &out, &olen, &why) == 0) {
+			FUZZ_CHECK(olen <= size && strlen(ct) < sizeof ct, "data: URL decode sizes");
+			free(out);
+		} else {
+			FUZZ_CHECK(why && !out, "a refused data: URL without a reason");
+		}
+		free(in);
+	}
 	return 0;
 }

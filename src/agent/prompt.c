@@ -45,6 +45,7 @@ typedef struct pentry {
 	char sha[65];           /* inline: of data */
 	cof_target t;           /* where it is (inline: its upload) */
 	int exists;             /* inline: already saved with these bytes */
+	char url_type[128];     /* inline given as a data: URL: its media type */
 } pentry;
 
 typedef struct preq {
@@ -129,9 +130,24 @@ static int entry_parse(json_t *f, size_t i, pentry *e, int64_t *inline_total, co
 	if (e->ctype && cof_media_type_check(e->ctype, "contentType", &e2))
 		goto bad;
 	const char *d = cof_json_str(f, "data");
-	if (cof_base64_decode(d, strlen(d), &e->data, &e->len))
+	if (cof_is_data_url(d, strlen(d))) { /* seed 003's data_url attachments */
+		const char *why = NULL;
+		if (cof_data_url_decode(d, strlen(d), e->url_type, sizeof e->url_type, &e->data,
+					&e->len, &why))
+			return cof_error(err, COF_EVALIDATION, "files[%zu] ('%.100s'): 'data' is a "
+					 "data: URL, but %s", i, e->name, why);
+		if (!e->ctype) {
+			if (cof_media_type_check(e->url_type, "the data: URL's media type", &e2)) {
+				cof_error(err, e2.code, "files[%zu] ('%.100s'): %s", i, e->name,
+					  e2.msg);
+				cof_err_clear(&e2);
+				return -1;
+			}
+			e->ctype = e->url_type;
+		}
+	} else if (cof_base64_decode(d, strlen(d), &e->data, &e->len))
 		return cof_error(err, COF_EVALIDATION, "files[%zu] ('%.100s'): 'data' is not "
-				 "valid base64", i, e->name);
+				 "valid base64 or a data: URL", i, e->name);
 	*inline_total += (int64_t)e->len;
 	return cof_sha256_hex(e->data, e->len, e->sha)
 		? cof_error(err, COF_EINTERNAL, "cannot hash files[%zu]", i) : 0;

@@ -175,5 +175,12 @@ int cof_base64_decode(const char *in, size_t inlen, unsigned char **out, size_t 
 /* base64url without padding, for tokens. */
 char *cof_base64url_encode(const void *data, size_t len);
 int cof_base64url_decode(const char *in, size_t inlen, unsigned char **out, size_t *outlen);
+/* dataurl.c — RFC 2397 data: URLs. 1 when s (len bytes) begins "data:" (any case). */
+int cof_is_data_url(const char *s, size_t len);
+/* Decodes data:[<mediatype>][;base64],<data>: 0 with *out (malloc'd, *outlen
+ * bytes) and the media type in ctype (text/plain;charset=US-ASCII when none
+ * is given, as the RFC says); -1 with *why naming what was wrong. */
+int cof_data_url_decode(const char *s, size_t len, char *ctype, size_t ctsz,
+			unsigned char **out, size_t *outlen, const char **why);
 
 #endif

@@ -118,6 +118,34 @@ def test_attachment_kept_with_conversation_not_written_onto_a_volume(srv):
        "gone with the agent")
 
 
+def test_data_url_attachment_is_inline_data(srv):
+    """Seed 003: "add a base64 data_url attachment to user.message". Inline `data` may be
+    an RFC 2397 data: URL: base64 or percent-encoded, its media type taken when
+    contentType is not given (text/plain;charset=US-ASCII when the URL names none); a
+    malformed one is 400 naming the file and what is wrong."""
+    aid, _ = agent(srv)
+    url = "data:text/csv;base64," + base64.b64encode(b"a,b\n1,2\n").decode()
+    a = prompt(srv, aid, "alice", "d1", [{"name": "t.csv", "data": url}]).json()
+    eq((a["files"][0]["contentType"], a["files"][0]["size"]), ("text/csv", 8),
+       "a base64 data: URL")
+    a = prompt(srv, aid, "alice", "d2", [{"name": "p.txt",
+                                          "data": "data:,hello%20world%21"}]).json()
+    eq(a["files"][0]["size"], 12, "a percent-encoded data: URL decodes to 12 bytes")
+    check(a["files"][0]["contentType"].startswith("text/plain"),
+          "no media type: text/plain: %r" % a["files"][0])
+    a = prompt(srv, aid, "alice", "d3", [{"name": "x.bin", "contentType": "image/png",
+                                          "data": "data:text/plain;base64,aGk="}]).json()
+    eq(a["files"][0]["contentType"], "image/png", "contentType given wins")
+    for bad, what in (("data:text/plain;base64,@@@", "base64"),
+                      ("data:text/plain", "','"),
+                      ("data:,50%zz", "hex"),
+                      ("data:not a type,x", "media type")):
+        e = expect_error(prompt(srv, aid, "alice", "bad", [{"name": "b.txt", "data": bad}],
+                                status=400), 400, "validation_error")
+        check("b.txt" in e["message"] and what in e["message"],
+              "the error for %r names the file and %s: %r" % (bad, what, e["message"]))
+
+
 def test_turn_reads_its_own_subjects_attachments_only(srv):
     """API.md "Subjects": attachments are readable at /attachments/{requestId}/{name}
     (read-only) in that subject's calls, and never by another subject's calls. The

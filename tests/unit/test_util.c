@@ -911,6 +911,46 @@ static void test_addr(void **state)
 	client_of("", "127.0.0.1", "127.0.0.1");
 }
 
+/* util/dataurl.c: RFC 2397. */
+static void data_url_is(const char *url, int ok, const char *ctype, const char *bytes,
+			size_t n)
+{
+	char ct[64];
+	unsigned char *out = NULL;
+	size_t len = 0;
+	const char *why = NULL;
+	int rc = cof_data_url_decode(url, strlen(url), ct, sizeof ct, &out, &len, &why);
+
+	if (!ok) {
+		if (rc == 0 || !why)
+			fail_msg("'%s' decoded", url);
+		return;
+	}
+	if (rc)
+		fail_msg("'%s': %s", url, why);
+	assert_string_equal(ct, ctype);
+	assert_int_equal(len, n);
+	assert_memory_equal(out, bytes, n);
+	free(out);
+}
+
+static void test_data_url(void **state)
+{
+	(void)state;
+	data_url_is("data:,A%20brief%20note", 1, "text/plain;charset=US-ASCII", "A brief note", 12);
+	data_url_is("DATA:text/csv;base64,YSxi", 1, "text/csv", "a,b", 3);
+	data_url_is("data:;charset=utf-8,%C3%A9", 1, "text/plain;charset=utf-8", "\xc3\xa9", 2);
+	data_url_is("data:image/png;base64,", 1, "image/png", "", 0);
+	data_url_is("data:,", 1, "text/plain;charset=US-ASCII", "", 0);
+	data_url_is("data:,%00", 1, "text/plain;charset=US-ASCII", "\0", 1);
+	data_url_is("data:text/plain", 0, NULL, NULL, 0);          /* no comma */
+	data_url_is("data:,%4", 0, NULL, NULL, 0);                 /* short escape */
+	data_url_is("data:,%g0", 0, NULL, NULL, 0);
+	data_url_is("data:;base64,@@", 0, NULL, NULL, 0);
+	data_url_is("http://x/,y", 0, NULL, NULL, 0);
+	assert_int_equal(cof_is_data_url("dat", 3), 0);
+}
+
 static void test_beneath(void **state)
 {
 	char top[PATH_MAX], host[PATH_MAX], p[PATH_MAX + 64];
@@ -993,6 +1033,7 @@ int main(void)
 		cmocka_unit_test(test_temp_dir),
 		cmocka_unit_test(test_beneath),
 		cmocka_unit_test(test_addr),
+		cmocka_unit_test(test_data_url),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
