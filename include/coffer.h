@@ -461,6 +461,16 @@ int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
 int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *subject,
 		     const char *request, const char *name, cof_upload *up,
 		     const char *content_type, json_t **out, int *created, cof_err *err);
+/* PUT /v1/agents/{id}/tool-outputs/{callId}/{name}: a tool's file output,
+ * saved at tool-outputs/{callId}/{name} by the same placement rule and with
+ * the same retry rule and limits as an upload (for `subject`: in its own
+ * workspace, /user/tool-outputs/...). callId and name: one path segment. */
+int cof_agent_tool_output_room(cof_store *st, const char *org, const char *id,
+			       const char *subject, const char *call, const char *name,
+			       cof_upload *up, int64_t declared, cof_err *err);
+int cof_agent_tool_output(cof_store *st, const char *org, const char *id, const char *subject,
+			  const char *call, const char *name, cof_upload *up,
+			  const char *content_type, json_t **out, int *created, cof_err *err);
 
 /* POST /v1/agents/{id}/prompt {text, requestId, files?, conversation?, format?, user?}:
  * the user message as the model should see it (docs/api.md "What the model
@@ -493,6 +503,15 @@ int64_t cof_media_decoding(void);
 int cof_agent_link_create(cof_store *st, const char *org, const char *id,
 			  const char *subject, json_t *body,
 			  const cof_idem *idem, const char *maker, json_t **out, cof_err *err);
+/* POST /v1/agents/{id}/resolve {input, as?:"base64"|"url"} (agent/resolve.c):
+ * {input} with every {"$file": path} replaced by {path, name, contentType,
+ * size, sha256, data} (base64, 16 MiB of file bytes in all: COF_ETOOLARGE) or
+ * {..., url, expiresAt} (a signed GET link by `maker`, `base` + "/l/..."). A
+ * path the agent cannot read: COF_ENOTFOUND naming it. At most 100 $file
+ * objects and 64 levels of nesting (COF_EVALIDATION). */
+int cof_agent_resolve_input(cof_store *st, const char *org, const char *id,
+			    const char *subject, json_t *body, const char *maker,
+			    const char *base, json_t **out, cof_err *err);
 
 /* GET /v1/agents/{id}/runs/{runId}: {runId, files:[{path, version, size,
  * contentType}] (every file the run's tool calls wrote, up to 100),

@@ -6,18 +6,28 @@
  * seen by that subject alone at /attachments/{requestId}/{name}. At most 20
  * a request and 256 MiB each. A retry of the same upload never writes twice:
  * the first write of a name wins and is answered again.
+ *
+ * Tool outputs (seed 001: "files tools return under tool-outputs/") follow
+ * the same placement rule at tool-outputs/{callId}/{name}: the workspace
+ * wherever mounted, else the first read-write mount; for a subject, its own
+ * workspace (/user), where its calls and file tools work.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
 
 
-/* The mount uploads go to: a subject's attachments, else the workspace, else
- * the first read-write mount. */
-static const cof_mount *upload_mount(const cof_agent *a)
+/* What is placed: an upload (or a prompt's inline file), or a tool's output. */
+enum { PLACE_UPLOAD, PLACE_TOOL_OUTPUT };
+#define COF_CALL_ID_MAX 128 /* the model's tool-call ids, as a turn call's callId */
+
+/* The mount a file goes to: for a subject, its attachments (uploads) or its
+ * own workspace (tool outputs); else the workspace, else the first
+ * read-write mount. */
+static const cof_mount *upload_mount(const cof_agent *a, int kind)
 {
 	for (size_t i = 0; a->subject[0] && i < a->nmounts; i++)
-		if (a->mounts[i].attachments)
+		if (kind == PLACE_UPLOAD ? a->mounts[i].attachments : a->mounts[i].reserved)
 			return &a->mounts[i];
 	if (a->subject[0]) /* never seed 001's place: others' calls see it */
 		return NULL;
@@ -39,6 +49,25 @@ static int segment_check(const char *s, const char *what, cof_err *err)
 		return cof_error(err, COF_EVALIDATION, "%s '%.100s' must not contain '/'", what, s);
 	return cof_path_check(s, strlen(s), what, &ok, err);
 }
+
+/* A tool call's id (the model's tool_use/call id): 1..128 printable ASCII,
+ * one path segment. */
+static int call_id_check(const char *s, cof_err *err)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > COF_CALL_ID_MAX)
+		return cof_error(err, COF_EVALIDATION, "call id must be 1 to %d bytes (it is %zu)",
+				 COF_CALL_ID_MAX, n);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+			return cof_error(err, COF_EVALIDATION, "call id must be printable ASCII "
+					 "without spaces");
+	return segment_check(s, "call id", err);
+}
+
+/* The id segment of what is placed: a request id, or a call id. */
+static int id_check(int kind, const char *s, cof_err *err);
 
 static int count_file(void *ctx, const cof_entry *e)
 {
@@ -64,25 +93,39 @@ static int answer_existing(cof_store *st, const cof_agent *a, const cof_target *
 /* Where an upload lands: t->mount (the workspace, else the first read-write
  * mount), t->vpath = [subpath/]uploads/{request}/{name} and the folder `dir`.
  * 0, or -1 with err (409 without a writable place, 400 past the path limit). */
+static int place_target(const cof_agent *a, const char *id, int kind, const char *request,
+			const char *name, cof_target *t, char dir[COF_PATH_MAX + 1], cof_err *err)
+{
+	const cof_mount *m = upload_mount(a, kind);
+
+	if (!m)
+		return cof_error(err, COF_ECONFLICT, "agent '%s' has no writable place for %s "
+				 "(no workspace and no read-write mount)", id,
+				 kind == PLACE_UPLOAD ? "uploads" : "tool outputs");
+	t->mount = m;
+	/* attachments are {request}/{name} of their mount, uploads under
+	 * uploads/, tool outputs under tool-outputs/ */
+	if ((size_t)snprintf(dir, COF_PATH_MAX + 1, "%s%s%s%s/", m->subpath,
+			     m->subpath[0] ? "/" : "",
+			     m->attachments ? "" : kind == PLACE_UPLOAD ? "uploads/" : "tool-outputs/",
+			     request) >= COF_PATH_MAX + 1 ||
+	    (size_t)snprintf(t->vpath, sizeof t->vpath, "%s%s", dir, name) >= sizeof t->vpath)
+		return cof_error(err, COF_EVALIDATION, "the file's path is over %d bytes",
+				 COF_PATH_MAX);
+	cof_agent_path_of(m, t->vpath, t->apath, sizeof t->apath);
+	return 0;
+}
+
+static int id_check(int kind, const char *s, cof_err *err)
+{
+	return kind == PLACE_UPLOAD ? segment_check(s, "request id", err) : call_id_check(s, err);
+}
+
 static int upload_target(const cof_agent *a, const char *id, const char *request,
 			 const char *name, cof_target *t, char dir[COF_PATH_MAX + 1],
 			 cof_err *err)
 {
-	const cof_mount *m = upload_mount(a);
-
-	if (!m)
-		return cof_error(err, COF_ECONFLICT, "agent '%s' has no writable place for uploads "
-				 "(no workspace and no read-write mount)", id);
-	t->mount = m;
-	/* attachments are {request}/{name} of their mount, uploads under uploads/ */
-	if ((size_t)snprintf(dir, COF_PATH_MAX + 1, "%s%s%s%s/", m->subpath,
-			     m->subpath[0] ? "/" : "", m->attachments ? "" : "uploads/",
-			     request) >= COF_PATH_MAX + 1 ||
-	    (size_t)snprintf(t->vpath, sizeof t->vpath, "%s%s", dir, name) >= sizeof t->vpath)
-		return cof_error(err, COF_EVALIDATION, "the upload's path is over %d bytes",
-				 COF_PATH_MAX);
-	cof_agent_path_of(m, t->vpath, t->apath, sizeof t->apath);
-	return 0;
+	return place_target(a, id, PLACE_UPLOAD, request, name, t, dir, err);
 }
 
 int cof_agent_upload_target(const cof_agent *a, const char *request, const char *name,
@@ -112,27 +155,42 @@ int cof_agent_upload_count(cof_store *st, const cof_agent *a, const cof_target *
 	return cof_meta_list(st->meta, view.vno, view.seq, dir, NULL, count_file, n, err);
 }
 
-int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
-			  const char *subject, const char *request, const char *name,
-			  cof_upload *up, int64_t declared, cof_err *err)
+static int place_room(cof_store *st, const char *org, const char *id, const char *subject,
+		      int kind, const char *request, const char *name, cof_upload *up,
+		      int64_t declared, cof_err *err)
 {
 	cof_agent a;
 	cof_target t = {0};
 	char dir[COF_PATH_MAX + 1];
 	int rc;
 
-	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
+	if (id_check(kind, request, err) || segment_check(name, "file name", err) ||
 	    cof_agent_load_as(st, org, id, subject, 1, &a, err))
 		return -1;
-	rc = upload_target(&a, id, request, name, &t, dir, err) ||
+	rc = place_target(&a, id, kind, request, name, &t, dir, err) ||
 	     cof_upload_room(up, org, t.mount->vol, t.vpath, declared, err) ? -1 : 0;
 	cof_agent_release(&a);
 	return rc;
 }
 
-int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *subject,
-		     const char *request, const char *name, cof_upload *up,
-		     const char *content_type, json_t **out, int *created, cof_err *err)
+int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
+			  const char *subject, const char *request, const char *name,
+			  cof_upload *up, int64_t declared, cof_err *err)
+{
+	return place_room(st, org, id, subject, PLACE_UPLOAD, request, name, up, declared, err);
+}
+
+int cof_agent_tool_output_room(cof_store *st, const char *org, const char *id,
+			       const char *subject, const char *call, const char *name,
+			       cof_upload *up, int64_t declared, cof_err *err)
+{
+	return place_room(st, org, id, subject, PLACE_TOOL_OUTPUT, call, name, up, declared,
+			  err);
+}
+
+static int place_save(cof_store *st, const char *org, const char *id, const char *subject,
+		      int kind, const char *request, const char *name, cof_upload *up,
+		      const char *content_type, json_t **out, int *created, cof_err *err)
 {
 	cof_agent a;
 	cof_target t = {0};
@@ -143,12 +201,12 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 	int rc = -1;
 
 	*created = 0;
-	if (segment_check(request, "request id", err) || segment_check(name, "file name", err) ||
+	if (id_check(kind, request, err) || segment_check(name, "file name", err) ||
 	    cof_agent_load_as(st, org, id, subject, 1, &a, err)) {
 		cof_upload_abort(up);
 		return -1;
 	}
-	if (upload_target(&a, id, request, name, &t, dir, err))
+	if (place_target(&a, id, kind, request, name, &t, dir, err))
 		goto out;
 	m = t.mount;
 	if (cof_agent_allowed(&a, t.apath, 0, err))
@@ -166,8 +224,9 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		goto out;
 	}
 	if (n >= COF_UPLOADS_PER_REQUEST) {
-		cof_error(err, COF_ECONFLICT, "request '%s' already has %lld files; the limit is %d",
-			  request, (long long)n, COF_UPLOADS_PER_REQUEST);
+		cof_error(err, COF_ECONFLICT, "%s '%s' already has %lld files; the limit is %d",
+			  kind == PLACE_UPLOAD ? "request" : "call", request, (long long)n,
+			  COF_UPLOADS_PER_REQUEST);
 		goto out;
 	}
 	cof_cond absent = {COF_COND_ABSENT, 0};
@@ -189,4 +248,20 @@ out:
 	cof_upload_abort(up);
 	cof_agent_release(&a);
 	return rc;
+}
+
+int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *subject,
+		     const char *request, const char *name, cof_upload *up,
+		     const char *content_type, json_t **out, int *created, cof_err *err)
+{
+	return place_save(st, org, id, subject, PLACE_UPLOAD, request, name, up, content_type,
+			  out, created, err);
+}
+
+int cof_agent_tool_output(cof_store *st, const char *org, const char *id, const char *subject,
+			  const char *call, const char *name, cof_upload *up,
+			  const char *content_type, json_t **out, int *created, cof_err *err)
+{
+	return place_save(st, org, id, subject, PLACE_TOOL_OUTPUT, call, name, up,
+			  content_type, out, created, err);
 }

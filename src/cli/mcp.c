@@ -608,6 +608,21 @@ static char *mcp_instructions(mcp_ctx *c)
 		}
 		cli_buf_addf(&t, "; relative paths resolve against %s.", json_string_value(
 				     json_object_get(json_array_get(mounts, 0), "path")));
+		/* seed 001's placement: uploads, tool outputs and scratch go to the
+		 * workspace wherever it is mounted, else the first read-write mount */
+		const char *home = NULL;
+		json_array_foreach(mounts, i, m)
+			if (!home && json_is_true(json_object_get(m, "workspace")))
+				home = json_string_value(json_object_get(m, "path"));
+		json_array_foreach(mounts, i, m) {
+			const char *mode = json_string_value(json_object_get(m, "mode"));
+			if (!home && !(mode && !strcmp(mode, "ro")))
+				home = json_string_value(json_object_get(m, "path"));
+		}
+		if (home)
+			cli_buf_addf(&t, " Attachments are under %s/uploads/, tools' file outputs "
+				     "under %s/tool-outputs/; keep scratch files under %s/tmp/.",
+				     home, home, home);
 	}
 	if (c->user)
 		cof_buf_adds(&t, " Acting for one user: /user is that user's workspace (memories/ "

@@ -206,6 +206,32 @@ int http_begin_agent_upload(http_req *req)
 				     req->param[1], req->param[2], req->up, clen, &req->err);
 }
 
+int http_begin_agent_tool_output(http_req *req)
+{
+	int64_t clen = http_content_length(req);
+
+	if (http_agent_begin_body(req, COF_UPLOAD_MAX))
+		return -1;
+	if (clen >= 0 && clen <= 16 * 1024)
+		return 0;
+	return cof_agent_tool_output_room(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+					  req->param[1], req->param[2], req->up, clen, &req->err);
+}
+
+/* PUT /v1/agents/{id}/tool-outputs/{callId}/{name}: 201 new, 200 a replayed retry. */
+enum MHD_Result http_agent_tool_output(http_req *req)
+{
+	cof_upload *up = http_take_upload(req);
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int created = 0, rc;
+
+	rc = cof_agent_tool_output(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+				   req->param[1], req->param[2], up, req->content_type, &out,
+				   &created, &err);
+	return http_put_answer(req, rc, out, created, &err);
+}
+
 /* PUT /v1/agents/{id}/uploads/{requestId}/{name}: 201 new, 200 a replayed retry. */
 enum MHD_Result http_agent_upload(http_req *req)
 {
@@ -374,6 +400,21 @@ enum MHD_Result http_agent_link(http_req *req)
 	if (rc == 0 && out)
 		http_absolute_url(req, out);
 	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
+}
+
+/* POST /v1/agents/{id}/resolve: seed 001's {"$file"} tool inputs. */
+enum MHD_Result http_agent_resolve(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	char base[300];
+	int rc;
+
+	http_base_url(req, base, sizeof base);
+	rc = http_agent_allowed(req, &err) ? -1
+	     : cof_agent_resolve_input(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
+				       req->json, req->who.key_id, base, &out, &err);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 
 /* POST /v1/agents/{id}/prompt: 200 the message for the model; a retry of a

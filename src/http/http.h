@@ -434,6 +434,7 @@ enum MHD_Result http_agent_run(http_req *req);
 enum MHD_Result http_agent_events(http_req *req);
 enum MHD_Result http_agent_link(http_req *req);
 enum MHD_Result http_agent_prompt(http_req *req);
+enum MHD_Result http_agent_resolve(http_req *req);
 enum MHD_Result http_agent_conversation(http_req *req);
 /* Rewrites out.url ("/l/TOKEN") as http://HOST/l/TOKEN (links.c). 0 or -1. */
 int http_absolute_url(http_req *req, json_t *out);
@@ -442,6 +443,8 @@ int http_absolute_url(http_req *req, json_t *out);
 void http_base_url(http_req *req, char *out, size_t outsz);
 int http_begin_agent_upload(http_req *req);
 enum MHD_Result http_agent_upload(http_req *req);
+int http_begin_agent_tool_output(http_req *req);
+enum MHD_Result http_agent_tool_output(http_req *req);
 enum MHD_Result http_file_delete(http_req *req);
 
 /* ---- subjects.c: subject workspaces and agent skills */

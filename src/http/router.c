@@ -89,6 +89,7 @@ static const http_route routes[] = {
 	{ "GET", "/v1/agents/{}/runs/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_run },
 	{ "GET", "/v1/agents/{}/events", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_events },
 	{ "POST", "/v1/agents/{}/links", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_link },
+	{ "POST", "/v1/agents/{}/resolve", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_resolve },
 	/* transcribes audio (audio.c): up to minutes, on the long lane */
 	{ "POST", "/v1/agents/{}/prompt", HTTP_F_AUTH | HTTP_F_LONG, HTTP_BODY_JSON, NULL,
 	  http_agent_prompt },
@@ -97,6 +98,8 @@ static const http_route routes[] = {
 	  HTTP_BODY_NONE, NULL, http_agent_conversation },
 	{ "PUT", "/v1/agents/{}/uploads/{}/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
 	  http_begin_agent_upload, http_agent_upload },
+	{ "PUT", "/v1/agents/{}/tool-outputs/{}/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
+	  http_begin_agent_tool_output, http_agent_tool_output },
 	{ "PUT", "/v1/agents/{}/skills/{}", HTTP_F_AUTH, HTTP_BODY_STREAM,
 	  http_begin_agent_skill_put, http_agent_skill_put },
 	{ "GET", "/v1/agents/{}/users/{}/files", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,

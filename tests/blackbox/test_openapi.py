@@ -381,6 +381,14 @@ def test_tour_agents_and_subjects(srv):
     expect(srv.post(base + "/links", json={"path": "/workspace/notes/b.md"}), 201)
     expect(srv.put(base + "/uploads/r1/q.txt", body=b"question"), 201)
     expect(srv.put(base + "/uploads/r1/q.txt", body=b"question"), 200)
+    expect(srv.put(base + "/tool-outputs/toolu_1/o.txt", body=b"out"), 201)
+    expect(srv.put(base + "/tool-outputs/toolu_1/o.txt", body=b"out"), 200)
+    expect(srv.post(base + "/resolve", json={"input": {"f": {"$file": "/workspace/uploads/r1/q.txt"}}}),
+           200)
+    expect(srv.post(base + "/resolve", json={"input": [{"$file": "/workspace/uploads/r1/q.txt"}],
+                                             "as": "url"}), 200)
+    expect_error(srv.post(base + "/resolve", json={"input": {"$file": "/nope"}}), 404,
+                 "not_found")
     gif = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"
     pr = {"text": "see", "requestId": "p1", "conversation": "c1",
           "files": [{"path": "/workspace/notes/a.txt"}, {"name": "i.gif", "data": gif}]}

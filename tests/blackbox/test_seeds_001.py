@@ -168,6 +168,9 @@ def test_mcp_instructions_name_the_mounts_in_order(srv):
         text = s.initialize()["instructions"]
         contains(text, "The mounts, in order: /bot (read-write), /workspace (the workspace); "
                  "relative paths resolve against /bot.", "instructions")
+        contains(text, "Attachments are under /workspace/uploads/, tools' file outputs under "
+                 "/workspace/tool-outputs/; keep scratch files under /workspace/tmp/.",
+                 "seed 001's placement of uploads, tool outputs and tmp/ in the instructions")
         for t in s.result("tools/list")["tools"]:
             check("usually /workspace" not in json_text(t), "%s's description" % t["name"])
         body, _ = s.ok("read", path="marker.txt")
@@ -180,3 +183,93 @@ def test_mcp_instructions_name_the_mounts_in_order(srv):
 def json_text(v):
     import json
     return json.dumps(v)
+
+
+# ---- seed 001: "Tools of a definition's sources take the agent's files as
+# {"$file": path}, and their file outputs are saved to the workspace" (issue 33 item 9)
+
+def test_file_tool_inputs_resolve_to_their_files(srv):
+    """POST /v1/agents/{id}/resolve replaces every {"$file": path} in any JSON with the
+    file: as base64 by default (path, name, contentType, size, sha256, data), as a signed
+    link with as: "url" (the link reads the bytes); everything else is kept as given; an
+    object with more members than $file is not a reference."""
+    import base64
+    import urllib.request
+    a, bot = bot_agent(srv)
+    aid = a["id"]
+    srv.put_ok(bot, "in/q3.csv", b"a,b\n1,2\n", content_type="text/csv")
+    inp = {"query": "sum", "files": [{"$file": "/bot/in/q3.csv"}, {"$file": "marker.txt"}],
+           "keep": {"$file": "x", "also": 1}, "n": [1, None, True]}
+    out = expect(srv.post(agent_url(aid, "/resolve"), json={"input": inp}), 200).json()["input"]
+    f0, f1 = out["files"]
+    eq((f0["path"], f0["name"], f0["contentType"], f0["size"]),
+       ("/bot/in/q3.csv", "q3.csv", "text/csv", 8), "the first file")
+    eq(base64.b64decode(f0["data"]), b"a,b\n1,2\n", "its bytes")
+    eq(base64.b64decode(f1["data"]), MARKER, "a relative path resolves against the first mount")
+    eq((out["query"], out["keep"], out["n"]), ("sum", {"$file": "x", "also": 1}, [1, None, True]),
+       "the rest as given")
+    out = expect(srv.post(agent_url(aid, "/resolve"), json={
+        "input": {"$file": "/bot/in/q3.csv"}, "as": "url"}), 200).json()["input"]
+    check("data" not in out and out["url"].startswith("http"), "a link: %r" % out)
+    with urllib.request.urlopen(out["url"], timeout=30) as r:
+        eq(r.read(), b"a,b\n1,2\n", "the link reads the file")
+
+
+def test_resolve_refuses_what_the_agent_cannot_read_and_past_16_mib(srv):
+    """A path the agent cannot read is 404 naming it; base64 carries at most 16 MiB of
+    file bytes in all (exactly 16 MiB passes, one byte more is 413 naming the limit);
+    a $file that is not a string and a bad `as` are 400."""
+    a, bot = bot_agent(srv)
+    aid = a["id"]
+    e = harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={
+        "input": [{"$file": "/nowhere/x.txt"}]}), 404, "not_found")
+    contains(e["message"], "/nowhere/x.txt", "the 404 names the path")
+    harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={
+        "input": {"$file": "/bot/absent.txt"}}), 404, "not_found")
+    harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={
+        "input": {"$file": 3}}), 400, "validation_error")
+    harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={
+        "input": {}, "as": "hex"}), 400, "validation_error")
+    harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={}), 400, "validation_error")
+    srv.put_ok(bot, "big1.bin", b"\0" * (8 << 20))
+    srv.put_ok(bot, "big2.bin", b"\1" * (8 << 20))
+    srv.put_ok(bot, "one.bin", b"x")
+    two = [{"$file": "/bot/big1.bin"}, {"$file": "/bot/big2.bin"}]
+    out = expect(srv.post(agent_url(aid, "/resolve"), json={"input": two}), 200).json()
+    eq(sum(f["size"] for f in out["input"]), 16 << 20, "exactly 16 MiB passes")
+    e = harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={
+        "input": two + [{"$file": "/bot/one.bin"}]}), 413, "too_large")
+    contains(e["message"], "16 MiB", "the 413 names the limit")
+    out = expect(srv.post(agent_url(aid, "/resolve"), json={
+        "input": two + [{"$file": "/bot/one.bin"}], "as": "url"}), 200).json()
+    eq(len(out["input"]), 3, "links have no byte budget")
+
+
+def test_tool_outputs_are_saved_where_uploads_go(srv):
+    """PUT /v1/agents/{id}/tool-outputs/{callId}/{name} saves a tool's file output at
+    tool-outputs/{callId}/{name} of the workspace wherever it is mounted (not the first
+    mount), else the first read-write mount; none: 409; a retry never writes twice; the
+    call id is 1..128 printable ASCII (129: 400)."""
+    a, bot = bot_agent(srv)
+    aid = a["id"]
+    r = expect(srv.put(agent_url(aid, "/tool-outputs/toolu_01/chart.png"), body=b"png"), 201)
+    eq(r.json()["path"], "/workspace/tool-outputs/toolu_01/chart.png", "in the workspace")
+    eq(expect(srv.get_file(a["workspaceVolumeId"], "tool-outputs/toolu_01/chart.png"),
+              200).body, b"png", "the bytes")
+    again = expect(srv.put(agent_url(aid, "/tool-outputs/toolu_01/chart.png"), body=b"other"),
+                   200).json()
+    eq(again.get("replayed"), True, "a retry is answered with the first write")
+    expect(srv.put(agent_url(aid, "/tool-outputs/%s/a.txt" % ("c" * 128)), body=b"x"), 201)
+    harness.expect_error(srv.put(agent_url(aid, "/tool-outputs/%s/a.txt" % ("c" * 129)),
+                                 body=b"x"), 400, "validation_error")
+    # no workspace: the first read-write mount
+    ro = srv.create_volume()["id"]
+    b2 = make_agent(srv, mounts=[{"volumeId": ro, "path": "/ro", "mode": "ro"},
+                                 {"volumeId": bot, "path": "/bot", "mode": "rw"},
+                                 {"workspace": False}])
+    r = expect(srv.put(agent_url(b2["id"], "/tool-outputs/c1/o.txt"), body=b"o"), 201)
+    eq(r.json()["path"], "/bot/tool-outputs/c1/o.txt", "the first read-write mount")
+    b3 = make_agent(srv, mounts=[{"volumeId": ro, "path": "/ro", "mode": "ro"},
+                                 {"workspace": False}])
+    harness.expect_error(srv.put(agent_url(b3["id"], "/tool-outputs/c1/o.txt"), body=b"o"),
+                         409, "conflict")
