@@ -462,6 +462,7 @@ enum MHD_Result http_agent_skill_put(http_req *req);
 enum MHD_Result http_subject_session(http_req *req);
 enum MHD_Result http_subject_tool(http_req *req);
 enum MHD_Result http_subject_approve(http_req *req);
+enum MHD_Result http_subject_prewarm(http_req *req);
 enum MHD_Result http_subject_approvals(http_req *req);
 
 /* ---- turns.c: turns and their confined calls */

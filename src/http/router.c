@@ -122,6 +122,8 @@ static const http_route routes[] = {
 	  http_subject_session },
 	{ "POST", "/v1/agents/{}/users/{}/tools/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
 	  http_subject_tool },
+	{ "POST", "/v1/agents/{}/users/{}/prewarm", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
+	  http_subject_prewarm },
 	{ "POST", "/v1/agents/{}/users/{}/approvals/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL,
 	  http_subject_approve },
 	{ "GET", "/v1/agents/{}/users/{}/approvals", HTTP_F_AUTH, HTTP_BODY_NONE, NULL,

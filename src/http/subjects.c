@@ -160,6 +160,23 @@ enum MHD_Result http_subject_session(http_req *req)
 	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
 }
 
+/* POST /v1/agents/{a}/users/{s}/prewarm: the subject's workspace made and its
+ * skills written now, so that a turn's first call costs what a later one
+ * does (seed 003). Idempotent: 200 each time. */
+enum MHD_Result http_subject_prewarm(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	static const cof_jfield no_fields[] = {{NULL, 0, 0}};
+	int rc = http_agent_allowed(req, &err) || cof_json_check(req->json, no_fields, &err) ? -1
+		 : cof_subject_session_start(req->srv->st, ORG(req), req->param[0], req->param[1],
+					     &out, &err);
+
+	if (rc == 0)
+		json_object_set_new(out, "prewarmed", json_true());
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
 /* POST /v1/agents/{a}/users/{s}/approvals/{id} {approve}: a person decides a
  * write the toolset holds (permissionPolicy always_ask). */
 enum MHD_Result http_subject_approve(http_req *req)

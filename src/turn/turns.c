@@ -408,6 +408,19 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 		return -1;
 	}
 	json_decref(agent);
+	/* Seed 003: the sandbox starts with the agent's current skills in the
+	 * user's skills/, so the turn's first call finds them with no other call
+	 * first. A user that is not a valid subject id has no /user (views.c). */
+	json_t *sess = NULL;
+	cof_err se = {0};
+	if (cof_subject_session_start(ts->st, who->org, aid, cof_json_str(body, "user"), &sess,
+				      &se) && se.code != COF_EVALIDATION) {
+		*err = se;
+		free(t);
+		return -1;
+	}
+	cof_err_clear(&se);
+	json_decref(sess);
 	t->types = accepted ? types & cof_outbox_types_from_media(accepted) : types;
 	cof_id_new("turn_", t->id, sizeof t->id);
 	snprintf(t->org, sizeof t->org, "%s", who->org);

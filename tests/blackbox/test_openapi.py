@@ -426,6 +426,7 @@ def test_tour_agents_and_subjects(srv):
     expect(srv.put(base + "/skills/s1.md", body=b"# s1 again"), 200)
     expect_error(srv.put(base + "/skills/s1.md", body=b"x" * ((1 << 20) + 1)), 413, "too_large")
     expect(srv.post(su + "/sessions", json={}), 201)
+    expect(srv.post(su + "/prewarm", json={}), 200)
     expect_error(srv.post(su + "/tools/read_file", json={"path": "n.md"}), 404, "not_found")
     expect(srv.put(base, json={"tools": [{"type": "agent_toolset", "configs": [
         {"name": "file", "enabled": True, "permissionPolicy": {"type": "always_allow"}}]}]}),

@@ -166,6 +166,45 @@ def test_turn_reads_its_own_subjects_attachments_only(srv):
     check("contract" not in out["stdout"], "bob's call sees alice's file: %r" % out)
 
 
+def test_first_call_finds_the_agents_current_skills(srv):
+    """Seed 003: skills are written into the subject's skills/ "when its sandbox starts":
+    a turn's FIRST call finds the agent's current skills in /user/skills/ with no other
+    call before it (no sessions call, no prewarm); a skill changed since shows in the next
+    turn; they are read-only in the call."""
+    aid, _ = agent(srv)
+    expect(srv.put("/v1/agents/%s/skills/triage.md" % aid, body=b"# triage v1\n"), 201)
+    t = turn(srv, aid, "carol")
+    eq(turn_ok(srv, t, "cat /user/skills/triage.md")["stdout"], "# triage v1\n",
+       "the first call reads the skill")
+    w = turn_call(srv, t, "echo x > /user/skills/triage.md")
+    check(w["exitCode"] != 0, "skills are read-only in a call: %r" % w)
+    expect(srv.put("/v1/agents/%s/skills/triage.md" % aid, body=b"# triage v2\n"), 200)
+    expect(srv.put("/v1/agents/%s/skills/new.md" % aid, body=b"# new\n"), 201)
+    t2 = turn(srv, aid, "carol")
+    eq(turn_ok(srv, t2, "cat /user/skills/triage.md /user/skills/new.md")["stdout"],
+       "# triage v2\n# new\n", "the next turn has the changed and the new skill")
+
+
+def test_prewarm_makes_the_workspace_and_writes_skills(srv):
+    """POST /v1/agents/{a}/users/{s}/prewarm makes the subject's volume and writes the
+    agent's skills before any turn; idempotent (200 each time, the same volume); the
+    first call after it finds the skills."""
+    aid, _ = agent(srv)
+    expect(srv.put("/v1/agents/%s/skills/s.md" % aid, body=b"# s\n"), 201)
+    eq(expect(srv.get("/v1/agents/%s/users/dan/volume" % aid), 200).json()["volumeId"], None,
+       "no workspace before")
+    p1 = expect(srv.post("/v1/agents/%s/users/dan/prewarm" % aid, json={}), 200).json()
+    eq((p1["prewarmed"], p1["skills"]), (True, ["s"]), "prewarmed with its skills")
+    p2 = expect(srv.post("/v1/agents/%s/users/dan/prewarm" % aid, json={}), 200).json()
+    eq(p2["volumeId"], p1["volumeId"], "the same volume again")
+    eq(expect(srv.get("/v1/agents/%s/users/dan/volume" % aid), 200).json()["volumeId"],
+       p1["volumeId"], "the workspace is there")
+    expect_error(srv.post("/v1/agents/%s/users/dan/prewarm" % aid, json={"x": 1}), 400)
+    expect_error(srv.post("/v1/agents/ag_none/users/dan/prewarm", json={}), 404)
+    t = turn(srv, aid, "dan")
+    eq(turn_ok(srv, t, "cat /user/skills/s.md")["stdout"], "# s\n", "the first call")
+
+
 def test_bob_reuses_alices_request_id_without_conflict(srv):
     """Requests and uploads are the subject's own: bob's requestId "r1" is not a retry of
     alice's (no 409 naming her request, no replay of her answer) and saves his own file."""
