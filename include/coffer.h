@@ -696,6 +696,7 @@ int cof_turn_call(cof_turns *ts, const cof_principal *who, const char *id, json_
  * commit wrote under the agent's mounts are the run's files too. The answer
  * adds committed:[{volumeId, path, seq, written, removed}] and conflicts:[{path,
  * reason}] (API.md "What a call sees"). */
+#define COF_CALL_ID_MAX 128 /* a model's tool-call id: a call's callId, tool-outputs/ */
 int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, json_t *body,
 		      const char *run, cof_call_event_fn on_event, void *cls, json_t **out,
 		      cof_err *err);

@@ -241,6 +241,17 @@ static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 	if (!json_object_get(out, "fileTools"))
 		json_object_set_new(out, "fileTools", json_true());
 	json_object_del(out, GIVEN_FIRST_KEY);
+	/* seed 000: the agent card lists the file types a call may give back
+	 * among its defaultOutputModes (from output.files; all four by default) */
+	unsigned types = COF_OUT_ALL;
+	cof_err e = {0};
+	if (cof_outbox_types_parse(json_object_get(settings, "output"), &types, &e))
+		cof_err_clear(&e); /* stored settings were checked when put */
+	json_t *modes = json_array();
+	for (unsigned bit = 1; bit & COF_OUT_ALL; bit <<= 1)
+		if (types & bit)
+			json_array_append_new(modes, json_string(cof_outbox_media_type(bit)));
+	json_object_set_new(out, "defaultOutputModes", modes);
 	return out;
 }
 

@@ -19,7 +19,6 @@
 
 /* What is placed: an upload (or a prompt's inline file), or a tool's output. */
 enum { PLACE_UPLOAD, PLACE_TOOL_OUTPUT };
-#define COF_CALL_ID_MAX 128 /* the model's tool-call ids, as a turn call's callId */
 
 /* The mount a file goes to: for a subject, its attachments (uploads) or its
  * own workspace (tool outputs); else the workspace, else the first

@@ -160,6 +160,52 @@ static void stream_url(const call_stream *s, json_t *o)
 	cof_buf_release(&b);
 }
 
+static void stream_event(void *cls, const char *type, json_t *data);
+
+/* Seed 000: each kept file also goes out as an A2A artifact named "file",
+ * one file part with its bytes (base64), mimeType and name, and the model's
+ * tool-call id as metadata.call_id (API.md, Turns; the schema is A2A v0.3's
+ * Artifact: tests/schemas/a2a_artifact.json). A file is at most 4 MB
+ * (COF_OUTBOX_FILE_MAX), so its bytes are sent inline. */
+static void stream_artifact(call_stream *s, json_t *file)
+{
+	const char *call = json_string_value(json_object_get(file, "callId"));
+	const char *name = json_string_value(json_object_get(file, "name"));
+	cof_file f = {0};
+	cof_err err = {0};
+	unsigned char *buf = NULL;
+	int64_t off = 0;
+
+	if (!call || !name || cof_turn_file_open(s->turns, &s->who, s->id, call, name, &f, &err))
+		goto out;
+	buf = cof_malloc((size_t)f.size + 1);
+	while (off < f.size) {
+		size_t got = 0;
+		if (cof_file_read_at(&f, off, buf + off, (size_t)(f.size - off), &got, &err) || !got)
+			break;
+		off += (int64_t)got;
+	}
+	if (off == f.size) {
+		size_t elen = 0;
+		char *b64 = cof_base64_encode(buf, (size_t)f.size, &elen);
+		char id[COF_CALL_ID_MAX + 140];
+		snprintf(id, sizeof id, "%s/%s", call, name);
+		json_t *a = json_pack("{s:s, s:s, s:[{s:s, s:{s:s, s:O, s:s%}}], s:{s:s}}",
+				      "artifactId", id, "name", "file", "parts", "kind", "file",
+				      "file", "name", name, "mimeType",
+				      json_object_get(file, "mediaType"), "bytes", b64, elen,
+				      "metadata", "call_id", call);
+		free(b64);
+		if (a)
+			stream_event(s, "artifact", a);
+		json_decref(a);
+	}
+out:
+	free(buf);
+	cof_file_close(&f);
+	cof_err_clear(&err);
+}
+
 static void stream_event(void *cls, const char *type, json_t *data)
 {
 	call_stream *s = cls;
@@ -177,6 +223,8 @@ static void stream_event(void *cls, const char *type, json_t *data)
 	pthread_mutex_unlock(&s->mu);
 	free(text);
 	json_decref(copy);
+	if (!strcmp(type, "file"))
+		stream_artifact(s, data);
 }
 
 static void *stream_main(void *arg)

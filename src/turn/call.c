@@ -34,7 +34,9 @@ typedef struct stream {
 typedef struct call {
 	cof_turns *ts;
 	cof_turn *t;
-	char id[40];
+	char id[COF_CALL_ID_MAX + 1]; /* the model's callId, or made here */
+	unsigned types;          /* COF_OUT_* that may come back: the turn's and the call's */
+	int dup_id;              /* its callId kept files of an earlier call already */
 	cof_proc p;
 	const char *in;
 	size_t in_len, in_off;
@@ -294,7 +296,7 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 {
 	cof_turns *ts = c->ts;
 	cof_turn *t = c->t;
-	char kept[PATH_MAX + 128];
+	char kept[PATH_MAX + 256];
 	cof_outbox_rules rules;
 	json_t *notes = NULL, *f;
 	int ws, ob, keep = -1, rc;
@@ -323,9 +325,20 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 	}
 	snprintf(kept, sizeof kept, "%s/kept/%s", ts->root, t->id);
 	mkdir(kept, 0700);
-	snprintf(kept, sizeof kept, "%s/kept/%s/%s", ts->root, t->id, c->id);
+	if ((size_t)snprintf(kept, sizeof kept, "%s/kept/%s/%s", ts->root, t->id, c->id) >=
+	    sizeof kept) {
+		close(ob);
+		return cof_error(err, COF_EINTERNAL, "the scratch root's path is too long");
+	}
 	if (mkdir(kept, 0700) == 0)
 		keep = open(kept, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	else if (errno == EEXIST) { /* a callId given twice: its files stay the first's, */
+		c->dup_id = 1;     /* the outbox is emptied keeping nothing */
+		keep = open(kept, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		json_array_append_new(c->notes, json_sprintf(
+			"no file was attached: callId '%s' kept files of an earlier call of this "
+			"turn already (give each call its own id)", c->id));
+	}
 	if (keep < 0) {
 		close(ob);
 		return cof_error(err, COF_EINTERNAL, "cannot keep outbox files: %s",
@@ -335,8 +348,8 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 	while (t->collecting)
 		pthread_cond_wait(&ts->cv, &ts->mu);
 	t->collecting = 1;
-	rules.types = t->types;
-	rules.turn_files_left = COF_OUTBOX_TURN_FILES - t->kept_files;
+	rules.types = c->types;
+	rules.turn_files_left = c->dup_id ? 0 : COF_OUTBOX_TURN_FILES - t->kept_files;
 	rules.turn_bytes_left = COF_OUTBOX_TURN_BYTES - t->kept_bytes;
 	pthread_mutex_unlock(&ts->mu);
 	json_decref(*files);
@@ -368,14 +381,43 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 
 static const cof_jfield call_fields[] = {
 	{"command", COF_JSTR, 1}, {"stdin", COF_JSTR, 0}, {"timeoutSeconds", COF_JINT, 0},
-	{NULL, 0, 0}};
+	{"callId", COF_JSTR, 0}, {"acceptedOutputModes", COF_JARR, 0}, {NULL, 0, 0}};
+
+/* The model's tool-call id (seed 000: artifacts carry it as metadata.call_id):
+ * 1..128 printable ASCII; it names the call's kept files in URLs and on the
+ * scratch disk, so without space, '/', '\\', '?', '#', '%' and not "." or "..". */
+static int call_id_check(json_t *v, cof_err *err)
+{
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+
+	if (n < 1 || n > COF_CALL_ID_MAX || strlen(s) != n)
+		return cof_error(err, COF_EVALIDATION, "'callId' must be 1 to %d bytes (it is %zu)",
+				 COF_CALL_ID_MAX, n);
+	if (!strcmp(s, ".") || !strcmp(s, ".."))
+		return cof_error(err, COF_EVALIDATION, "'callId' must not be '.' or '..'");
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e || strchr("/\\?#%", s[i]))
+			return cof_error(err, COF_EVALIDATION, "'callId' must be printable ASCII "
+					 "without space, '/', '\\', '?', '#' or '%%'");
+	return 0;
+}
 
 static int call_check(json_t *body, int64_t *timeout, cof_err *err)
 {
 	json_t *cmd, *in;
 
+	json_t *m;
+	size_t i;
+
 	if (cof_json_check(body, call_fields, err))
 		return -1;
+	if (json_object_get(body, "callId") && call_id_check(json_object_get(body, "callId"), err))
+		return -1;
+	json_array_foreach(json_object_get(body, "acceptedOutputModes"), i, m)
+		if (!json_is_string(m))
+			return cof_error(err, COF_EVALIDATION,
+					 "'acceptedOutputModes' must be an array of media types");
 	cmd = json_object_get(body, "command");
 	in = json_object_get(body, "stdin");
 	if (!json_string_length(cmd) || strlen(json_string_value(cmd)) != json_string_length(cmd))
@@ -573,7 +615,14 @@ int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, j
 	c.in = in ? json_string_value(in) : "";
 	c.in_len = in ? json_string_length(in) : 0;
 	c.notes = json_array();
-	cof_id_new("call_", c.id, sizeof c.id);
+	if (json_object_get(body, "callId"))
+		snprintf(c.id, sizeof c.id, "%s", cof_json_str(body, "callId"));
+	else
+		cof_id_new("call_", c.id, sizeof c.id);
+	/* only the types both the turn and this call accept come back */
+	c.types = c.t->types;
+	if (json_object_get(body, "acceptedOutputModes"))
+		c.types &= cof_outbox_types_from_media(json_object_get(body, "acceptedOutputModes"));
 	rc = call_start(&c, cof_json_str(body, "command"), err);
 	if (rc) {
 		json_decref(c.notes);
@@ -595,8 +644,12 @@ int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, j
 		return -1;
 	}
 	if (on_event)
-		json_array_foreach(files, i, f)
-			on_event(cls, "file", f);
+		json_array_foreach(files, i, f) {
+			json_t *ev = json_deep_copy(f); /* the event names its call */
+			json_object_set_new(ev, "callId", json_string(c.id));
+			on_event(cls, "file", ev);
+			json_decref(ev);
+		}
 	*out = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "callId", c.id, "exitCode",
 			 WIFEXITED(status) ? WEXITSTATUS(status)
 			 : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1,
