@@ -141,6 +141,7 @@ unsigned cof_outbox_types_from_media(const json_t *media_types)
 
 static const cof_jfield sandbox_fields[] = {
 	{"scratch", COF_JANY, 0}, {"turnDisk", COF_JANY, 0}, {"userDisk", COF_JANY, 0},
+	{"turn_disk", COF_JANY, 0}, {"user_disk", COF_JANY, 0}, /* seed 000's spellings */
 	{"network", COF_JBOOL, 0}, {"memory", COF_JANY, 0}, {"processes", COF_JINT, 0},
 	{NULL, 0, 0}};
 
@@ -188,8 +189,15 @@ int cof_sandbox_parse(const json_t *sandbox, cof_sandbox *out, cof_err *err)
 		return -1;
 	out->turn_disk = out->scratch / 4;
 	out->user_disk = out->scratch / 2;
+	static const char *const spell[][2] = {{"turnDisk", "turn_disk"}, {"userDisk", "user_disk"}};
+	for (size_t i = 0; i < 2; i++)
+		if (json_object_get(sandbox, spell[i][0]) && json_object_get(sandbox, spell[i][1]))
+			return cof_error(err, COF_EVALIDATION, "sandbox: give %s or %s, not both "
+					 "(they are one setting)", spell[i][0], spell[i][1]);
 	if (size_field(sandbox, "turnDisk", &out->turn_disk, err) ||
-	    size_field(sandbox, "userDisk", &out->user_disk, err))
+	    size_field(sandbox, "turn_disk", &out->turn_disk, err) ||
+	    size_field(sandbox, "userDisk", &out->user_disk, err) ||
+	    size_field(sandbox, "user_disk", &out->user_disk, err))
 		return -1;
 	out->network = cof_json_bool((json_t *)sandbox, "network", 0);
 	out->memory = COF_MEMORY_DEFAULT;

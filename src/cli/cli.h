@@ -68,6 +68,7 @@ extern const cli_cmd cli_admin_cmds[];
 extern const cli_cmd cli_mcp_cmds[];
 extern const cli_cmd cli_connect_cmds[];
 extern const cli_cmd cli_mount_cmds[];
+extern const cli_cmd cli_deploy_cmds[];
 
 /* Prints `coffer: MSG` and a hint naming the command's --help to stderr, and
  * returns CLI_USAGE. `cmd` may be NULL (then the hint names `coffer --help`). */

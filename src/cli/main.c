@@ -15,7 +15,7 @@ cli_global cli_g;
 
 static const cli_cmd *const cli_tables[] = {
 	cli_volume_cmds, cli_files_cmds, cli_snapshot_cmds, cli_admin_cmds, cli_mcp_cmds,
-	cli_connect_cmds, cli_mount_cmds, NULL,
+	cli_connect_cmds, cli_mount_cmds, cli_deploy_cmds, NULL,
 };
 
 /* The text under "global flags", shared by every help page. */

@@ -114,3 +114,99 @@ def test_agent_card_lists_default_output_modes(srv):
     b = make_agent(srv, output={"files": ["csv"]})
     eq(expect(srv.get("/v1/agents/%s" % b), 200).json()["defaultOutputModes"], ["text/csv"],
        "with output.files [csv]")
+
+
+# ---- deployment.toml and `coffer deploy` (issue 33 item 7)
+
+SEED_TOML = """[[agents]]
+id = "field-guide"
+package = "../examples/field-guide"
+[agents.sandbox]
+scratch = "256m"
+turn_disk = "64m"    # default: a quarter of scratch
+user_disk = "128m"   # default: half of scratch
+
+[output]
+files = ["png", "csv"]   # any of png, svg, csv, pdf
+"""
+
+
+def _seed_000_toml_blocks():
+    """The deployment.toml lines of seed 000 as written (None when ../shared/seeds is not
+    beside the repository)."""
+    import glob
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = glob.glob(os.path.join(root, "..", "shared", "seeds", "000_*.txt"))
+    return open(found[0]).read() if found else None
+
+
+def _deploy(srv, tmp, text, *args):
+    path = os.path.join(tmp, "deployment.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return srv.cli("deploy", path, *args)
+
+
+def test_deployment_toml_as_written_is_applied(srv):
+    """Seed 000's deployment.toml, as the seed writes it, through `coffer deploy`: the
+    agent field-guide exists with its sandbox sizes (snake_case as written), and [output]
+    files; running it again updates, never duplicates."""
+    import tempfile
+    seed = _seed_000_toml_blocks()
+    if seed is not None:
+        for line in SEED_TOML.strip().splitlines():
+            check(line.strip() in seed, "the seed's deployment.toml holds %r" % line)
+    tmp = tempfile.mkdtemp(prefix="deploy-")
+    p = _deploy(srv, tmp, SEED_TOML)
+    eq(p.returncode, 0, "coffer deploy: %r" % p.stderr)
+    eq(p.stdout.decode().strip(), "created agent field-guide", "what it printed")
+    a = expect(srv.get("/v1/agents/field-guide"), 200).json()
+    eq(a["sandbox"], {"scratch": "256m", "turn_disk": "64m", "user_disk": "128m"}, "sandbox")
+    eq(a["output"], {"files": ["png", "csv"]}, "output")
+    eq(a["defaultOutputModes"], ["image/png", "text/csv"], "its output modes")
+    t = new_turn(srv, aid="field-guide")
+    eq((t["sandbox"]["turnDisk"], t["sandbox"]["userDisk"]), (64 << 20, 128 << 20),
+       "the turn's limits")
+    p = _deploy(srv, tmp, SEED_TOML)
+    eq((p.returncode, p.stdout.decode().strip()), (0, "updated agent field-guide"), "again")
+
+
+def test_deploy_refuses_a_broken_file_and_changes_nothing(srv):
+    """`deploy refuses anything but 0 < turn_disk <= user_disk <= scratch`: with a second
+    agent breaking the rule, nothing is applied (the first agent is not made either), exit
+    2 naming the agent and both sizes; a TOML error names its line; an unknown key, a
+    duplicated id and an unknown output type are refused the same way."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="deploy-")
+    good = '[[agents]]\nid = "dep-ok"\n'
+    cases = (
+        (good + '[[agents]]\nid = "dep-bad"\n[agents.sandbox]\nscratch = "256m"\n'
+         'turn_disk = "200m"\nuser_disk = "128m"\n', "dep-bad"),
+        (good + '[[agents]]\nid = "dep-bad"\n[agents.sandbox]\nturn_disk = "0"\n', "dep-bad"),
+        (good + 'x = = 1\n', "line 3"),
+        (good + 'colour = "red"\n', "colour"),
+        (good + '[[agents]]\nid = "dep-ok"\n', "twice"),
+        (good + '[agents.output]\nfiles = ["gif"]\n', "gif"),
+        ('[[agents]]\npackage = "x"\n', "no id"),
+        ('[[agents]]\nid = "a"\n[database]\nurl = "x"\n', "database"),
+    )
+    for text, words in cases:
+        p = _deploy(srv, tmp, text)
+        eq(p.returncode, 2, "exit status for %r: %r" % (text, p.stderr))
+        check(words in p.stderr.decode(), "the error names %r: %r" % (words, p.stderr))
+        expect_error(srv.get("/v1/agents/dep-ok"), 404, "not_found")
+
+
+def test_api_accepts_seed_000s_snake_case_sandbox(srv):
+    """API.md: seed 000's turn_disk/user_disk spellings are accepted by the API too, and
+    checked by the same rule; both spellings of one setting are 400."""
+    a = make_agent(srv, sandbox={"scratch": "64m", "turn_disk": "8m", "user_disk": "16m"})
+    t = new_turn(srv, aid=a)
+    eq((t["sandbox"]["turnDisk"], t["sandbox"]["userDisk"]), (8 << 20, 16 << 20),
+       "snake_case limits apply")
+    r = srv.put("/v1/agents/snake-bad", json={"sandbox": {"turn_disk": "32m",
+                                                          "user_disk": "16m"}})
+    expect_error(r, 400, "validation_error", "32 MiB")
+    r = srv.put("/v1/agents/snake-both", json={"sandbox": {"turn_disk": "8m",
+                                                           "turnDisk": "8m"}})
+    expect_error(r, 400, "validation_error", "not both")
