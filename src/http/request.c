@@ -66,17 +66,6 @@ char *http_header_trim(http_req *req, const char *name)
 	return len ? http_own(req, v, len) : NULL;
 }
 
-/* Value of one hex digit, or -1. */
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 char *http_decode(http_req *req, const char *in, size_t len, const char *what,
 		  cof_err *err)
@@ -93,8 +82,8 @@ char *http_decode(http_req *req, const char *in, size_t len, const char *what,
 			out[o++] = in[i];
 			continue;
 		}
-		int hi = i + 1 < len ? hexval(in[i + 1]) : -1;
-		int lo = i + 2 < len ? hexval(in[i + 2]) : -1;
+		int hi = i + 1 < len ? cof_hex_value(in[i + 1]) : -1;
+		int lo = i + 2 < len ? cof_hex_value(in[i + 2]) : -1;
 		if (hi < 0 || lo < 0) {
 			free(out);
 			cof_error(err, COF_EVALIDATION,

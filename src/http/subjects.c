@@ -148,7 +148,9 @@ enum MHD_Result http_agent_skill_put(http_req *req)
 }
 
 /* POST /v1/agents/{a}/users/{s}/sessions: 201 {volumeId, skills}. */
-enum MHD_Result http_subject_session(http_req *req)
+/* A sandbox session started (skills written, the workspace made); `prewarm`:
+ * answered 200 with prewarmed: true instead of 201. */
+static enum MHD_Result session_start(http_req *req, int prewarm)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
@@ -157,7 +159,14 @@ enum MHD_Result http_subject_session(http_req *req)
 		 : cof_subject_session_start(req->srv->st, ORG(req), req->param[0], req->param[1],
 					     &out, &err);
 
-	return http_reply(req, rc, MHD_HTTP_CREATED, out, &err);
+	if (rc == 0 && prewarm)
+		json_object_set_new(out, "prewarmed", json_true());
+	return http_reply(req, rc, prewarm ? MHD_HTTP_OK : MHD_HTTP_CREATED, out, &err);
+}
+
+enum MHD_Result http_subject_session(http_req *req)
+{
+	return session_start(req, 0);
 }
 
 /* POST /v1/agents/{a}/users/{s}/prewarm: the subject's workspace made and its
@@ -165,16 +174,7 @@ enum MHD_Result http_subject_session(http_req *req)
  * does (seed 003). Idempotent: 200 each time. */
 enum MHD_Result http_subject_prewarm(http_req *req)
 {
-	cof_err err = { 0 };
-	json_t *out = NULL;
-	static const cof_jfield no_fields[] = {{NULL, 0, 0}};
-	int rc = http_agent_allowed(req, &err) || cof_json_check(req->json, no_fields, &err) ? -1
-		 : cof_subject_session_start(req->srv->st, ORG(req), req->param[0], req->param[1],
-					     &out, &err);
-
-	if (rc == 0)
-		json_object_set_new(out, "prewarmed", json_true());
-	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+	return session_start(req, 1);
 }
 
 /* POST /v1/agents/{a}/users/{s}/approvals/{id} {approve}: a person decides a

@@ -17,16 +17,6 @@ int cof_is_data_url(const char *s, size_t len)
 	return len >= 5 && !strncasecmp(s, "data:", 5);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Percent-decodes [s, s + len) into a new buffer. */
 static int pct_decode(const char *s, size_t len, unsigned char **out, size_t *outlen,
@@ -40,12 +30,12 @@ static int pct_decode(const char *s, size_t len, unsigned char **out, size_t *ou
 			o[n++] = (unsigned char)s[i];
 			continue;
 		}
-		if (len - i < 3 || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0) {
+		if (len - i < 3 || cof_hex_value(s[i + 1]) < 0 || cof_hex_value(s[i + 2]) < 0) {
 			free(o);
 			*why = "a '%' is not followed by two hex digits";
 			return -1;
 		}
-		o[n++] = (unsigned char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
+		o[n++] = (unsigned char)(cof_hex_value(s[i + 1]) << 4 | cof_hex_value(s[i + 2]));
 		i += 2;
 	}
 	*out = o;

@@ -182,3 +182,14 @@ int cof_write_full(int fd, const void *data, size_t len)
 	}
 	return 0;
 }
+
+int cof_hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

@@ -182,11 +182,6 @@ static int line_end(tp *t)
 
 /* ------------------------------------------------------------ strings */
 
-static int hexdig(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
 
 static void put_utf8(cof_buf *b, uint32_t cp)
 {
@@ -222,7 +217,7 @@ static int escape(tp *t, cof_buf *b)
 		int n = c == 'u' ? 4 : 8;
 		uint32_t cp = 0;
 		for (int i = 1; i <= n; i++) {
-			int h = hexdig(peek(t, (size_t)i));
+			int h = cof_hex_value(peek(t, (size_t)i));
 			if (h < 0)
 				return fail(t, "\\%c needs %d hex digits", c, n);
 			cp = cp << 4 | (uint32_t)h;
@@ -387,7 +382,7 @@ static int digits_ok(const char *s, size_t n, int (*isd)(int))
 }
 
 static int is_dec(int c) { return c >= '0' && c <= '9'; }
-static int is_hex(int c) { return hexdig(c) >= 0; }
+static int is_hex(int c) { return cof_hex_value(c) >= 0; }
 static int is_oct(int c) { return c >= '0' && c <= '7'; }
 static int is_bin(int c) { return c == '0' || c == '1'; }
 

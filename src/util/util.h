@@ -175,6 +175,8 @@ int cof_base64_decode(const char *in, size_t inlen, unsigned char **out, size_t 
 /* base64url without padding, for tokens. */
 char *cof_base64url_encode(const void *data, size_t len);
 int cof_base64url_decode(const char *in, size_t inlen, unsigned char **out, size_t *outlen);
+/* The value of one hex digit (0-9, a-f, A-F), or -1 (misc.c). */
+int cof_hex_value(int c);
 /* dataurl.c — RFC 2397 data: URLs. 1 when s (len bytes) begins "data:" (any case). */
 int cof_is_data_url(const char *s, size_t len);
 /* Decodes data:[<mediatype>][;base64],<data>: 0 with *out (malloc'd, *outlen
