@@ -110,12 +110,13 @@ static int deploy(const cli_cmd *cmd, int argc, char **argv)
 	const cli_opt opts[] = {{"dry-run", 0, CLI_OPT_FLAG, &dry}, {NULL, 0, 0, NULL}};
 	char *text = NULL;
 	size_t len = 0;
-	json_t *doc = NULL, *agents, *output, *plan = json_array(), *v;
+	json_t *doc = NULL, *agents, *output, *plan = NULL, *v;
 	const char *k;
 	cof_err err = {0};
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
+	plan = json_array();
 	if (read_file(pos[0], &text, &len)) {
 		rc = cli_usage(cmd, "cannot read '%s': %s", pos[0], strerror(errno));
 		goto out;
