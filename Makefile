@@ -5,16 +5,17 @@
 
 BUILD   ?= build
 CC      ?= cc
-PKGS    := sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips \
+PKGS    := sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips libxml-2.0 \
            poppler-glib libseccomp libhs icu-uc zlib libpq fuse3 sndfile pocketsphinx
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
            -Wshadow -Wformat=2 -pthread -Iinclude -Isrc -I$(BUILD)/gen \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lmagic -lpthread -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lmagic -lwslay -lpthread -lm
 
 LIB_SRC  := $(wildcard src/util/*.c src/store/*.c src/volume/*.c src/policy/*.c \
-            src/agent/*.c src/turn/*.c src/relay/*.c src/view/*.c)
+            src/agent/*.c src/turn/*.c src/relay/*.c src/relay/client/*.c \
+            src/view/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -75,8 +76,9 @@ $(BUILD)/coffer-exec: src/coffer-exec.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra $< -o $@
 
+# the CLI alone links libjq (--jq; Debian 12's libjq-dev has no pkg-config file)
 $(BUILD)/coffer: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libcoffer.a
-	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -ljq -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcoffer.a | deps
 	@mkdir -p $(dir $@)
@@ -86,6 +88,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcoffer.a | deps
 # cofferd, where it looks for it), the man pages, the hardened systemd unit, its
 # sysusers.d user, and the example config (as SYSCONFDIR/coffer/cofferd.conf
 # unless one is there; always under share/doc). docs/api.md, "Installing".
+# It copies a tree `make` built and never builds or runs scripts/deps itself:
+# `sudo make install` would otherwise compile as root (root-owned objects in
+# build/) and run apt-get. A missing binary, or one make would rebuild, stops it.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -93,7 +98,17 @@ DOCDIR ?= $(PREFIX)/share/doc/coffer
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
-install: all
+INSTALL_BIN := $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec
+INSTALL_WHY := run \`make\` first, as yourself (not root): install only copies what make built
+
+install:
+	@for f in $(INSTALL_BIN); do test -f "$$f" && test -x "$$f" || { \
+		echo "make install: $$f is not built: $(INSTALL_WHY)" >&2; exit 1; }; done
+	@# make -n runs nothing: what it would run (deps aside) says the tree is stale
+	@stale=$$($(MAKE) -s -n --no-print-directory $(INSTALL_BIN) 2>&1 | grep -v -x 'scripts/deps'); \
+	if [ -n "$$stale" ]; then \
+		echo "make install: $(BUILD) is older than its sources: $(INSTALL_WHY)" >&2; \
+		exit 1; fi
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/coffer $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSUSERSDIR)

@@ -1,7 +1,8 @@
-// agents.js — agents: mounts, settings, runs with their files and presented
-// files. The API lists neither agents nor runs, so the console opens them by
-// id: agents seen in relay sessions and those opened in this tab are offered.
-import { h, put, bytes, when, table, link, jsonBlock } from './dom.js';
+// agents.js — agents: the organization's list (GET /v1/agents, paged), and
+// each agent's mounts, settings, runs with their files and presented files.
+// The API does not list runs, so runs are opened by id (those opened in this
+// tab are offered).
+import { h, put, bytes, when, table, link, jsonBlock, button } from './dom.js';
 import * as api from './api.js';
 import { folderRoute } from './volumes.js';
 
@@ -25,19 +26,47 @@ function openForm(id, label, go) {
   return f;
 }
 
-// #/agents
+const AGENT_PAGE = 200;
+
+// #/agents: the organization's agents from GET /v1/agents, a page of
+// AGENT_PAGE at a time (Next follows the API's cursor; Previous walks back
+// the cursors followed), filtered by id prefix. A key bound to an agent may
+// not list (403): it opens agents by id, as do the ids seen in this tab.
 export async function list(ctx) {
-  let seen = [];
-  try {
-    const s = await api.get('/v1/relay/sessions', { query: { all: 'true' }, signal: ctx.signal });
-    seen = s.sessions.map((x) => x.agent);
-  } catch (e) { if (e.name === 'AbortError') throw e; }
-  const ids = [...new Set(recent('agents').concat(seen))];
+  const box = h('div', { id: 'agentlist' });
+  const filter = h('input', { id: 'agentprefix', type: 'search', spellcheck: 'false', placeholder: 'id starts with' });
+  const trail = [];
+  let prefix = '';
+  async function show(cursor) {
+    let page;
+    try {
+      const query = { limit: String(AGENT_PAGE) };
+      if (prefix) query.prefix = prefix;
+      if (cursor) query.cursor = cursor;
+      page = await api.get('/v1/agents', { query, signal: ctx.signal });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      if (e.status !== 403) throw e;
+      const ids = recent('agents');
+      put(box, h('p', { class: 'hint' }, 'This key may not list agents (' + e.message + '): open one by its id.'),
+        ids.length ? h('ul', { class: 'plain' }, ids.map((id) => h('li', {}, link('/agents/' + encodeURIComponent(id), id)))) : null);
+      return;
+    }
+    const rows = page.agents.map((a) => [link('/agents/' + encodeURIComponent(a.id), a.id),
+      a.workspaceVolumeId ? link(folderRoute(a.workspaceVolumeId, ''), a.workspaceVolumeId) : '', when(a.createdAt)]);
+    const nav = (cursor || page.cursor) ? h('nav', { class: 'pager', 'aria-label': 'Agent pages' },
+      button('Previous', () => show(trail.pop()), { disabled: !cursor }),
+      h('span', { class: 'facts' }, 'Page ' + (trail.length + 1)),
+      button('Next', () => { trail.push(cursor); return show(page.cursor); }, { disabled: !page.cursor })) : null;
+    put(box, rows.length ? table(['Agent', 'Workspace', 'Created'], rows, 'Agents')
+      : h('p', {}, prefix ? 'No agent id starts with ' + JSON.stringify(prefix) + '.' : 'No agents yet. Make one with `coffer agent put` or PUT /v1/agents/{id}.'), nav);
+  }
+  const ff = h('form', { class: 'row', role: 'search', 'aria-label': 'Filter agents' },
+    h('label', { for: 'agentprefix' }, 'Filter'), filter, h('button', { type: 'submit' }, 'Filter'));
+  ff.addEventListener('submit', (ev) => { ev.preventDefault(); prefix = filter.value.trim(); trail.length = 0; show(''); });
   put(ctx.main, h('h1', {}, 'Agents'),
-    openForm('agentid', 'Agent id', (id) => ctx.go('/agents/' + encodeURIComponent(id))),
-    ids.length ? [h('h2', {}, 'Known in this tab and from relay sessions'),
-      h('ul', { class: 'plain' }, ids.map((id) => h('li', {}, link('/agents/' + encodeURIComponent(id), id))))]
-      : h('p', { class: 'hint' }, 'The API has no list of agents: open one by its id.'));
+    openForm('agentid', 'Agent id', (id) => ctx.go('/agents/' + encodeURIComponent(id))), ff, box);
+  await show('');
 }
 
 // The mounts of an agent as a table.

@@ -75,3 +75,19 @@ export function button(text, fn, attrs) {
 export function jsonBlock(v) {
   return h('pre', { class: 'json' }, JSON.stringify(v, null, 2));
 }
+
+// A list shown `size` rows at a time: `render(slice)` makes the rows' element;
+// Previous/Next move through the pages in place. Answers the element.
+export function paged(items, size, render, label) {
+  const box = h('div', { class: 'paged' });
+  const show = (start) => {
+    const end = Math.min(items.length, start + size);
+    const nav = items.length > size ? h('nav', { class: 'pager', 'aria-label': (label || 'Rows') + ' pages' },
+      button('Previous', () => show(Math.max(0, start - size)), { disabled: start === 0 }),
+      h('span', { class: 'facts' }, (start + 1) + '–' + end + ' of ' + items.length),
+      button('Next', () => show(start + size), { disabled: end >= items.length })) : null;
+    put(box, nav, render(items.slice(start, end)));
+  };
+  show(0);
+  return box;
+}

@@ -1,13 +1,15 @@
 // snapshots.js — snapshots (labels, pins, restore), the diff between two
 // snapshots or a snapshot and now, and the changes feed followed live.
-import { h, put, bytes, when, table, link, button } from './dom.js';
+import { h, put, bytes, when, table, link, button, paged } from './dom.js';
 import * as api from './api.js';
 import { volHead, fileRoute, asText, mediaType } from './volumes.js';
 import { diffView } from './diff.js';
 
 const vpath = (vid) => '/v1/volumes/' + encodeURIComponent(vid);
 const DIFF_MAX = 256 * 1024; // text files larger than this are not diffed
-const AUTO_DIFFS = 20;       // diffs shown at once; the others on request
+const AUTO_DIFFS = 20;       // diffs shown at once on a page; the others on request
+const DIFF_PAGE = 200;       // rows of a diff's list shown at once
+const CHANGED_PAGE = 50;     // changed files (each with its diff) shown at once
 
 // "k:v, k2:v2" -> {k: 'v', k2: 'v2'}; throws naming a bad pair.
 function parseLabels(s) {
@@ -23,11 +25,12 @@ function parseLabels(s) {
 const labelText = (l) => Object.entries(l || {}).map(([k, v]) => k + ':' + v).join(', ');
 
 // #/v/ID/snapshots
-export async function list(ctx, vid) {
+export async function list(ctx, vid, after) {
   const vol = await api.get(vpath(vid), { signal: ctx.signal });
   const snaps = (await api.get(vpath(vid) + '/snapshots', { signal: ctx.signal })).snapshots;
   snaps.sort((a, b) => b.seq - a.seq || (b.createdAt > a.createdAt ? 1 : -1));
   const reload = () => list(ctx, vid);
+  const previewBox = h('div', { id: 'restorebox', class: 'noticebox', 'aria-live': 'polite' }, after || null);
   const rows = snaps.map((s) => [h('code', {}, s.id), String(s.seq), String(s.files), bytes(s.bytes),
     labelText(s.labels), s.pinned ? 'pinned' : '', when(s.createdAt),
     h('span', { class: 'actions' },
@@ -36,15 +39,8 @@ export async function list(ctx, vid) {
         catch (e) { ctx.fail(e); }
       }, { 'aria-label': (s.pinned ? 'Unpin ' : 'Pin ') + s.id }),
       link('/v/' + vid + '/diff?from=' + s.id + '&to=now', 'Diff with now'),
-      button('Restore', async () => {
-        if (!window.confirm('Make volume ' + (vol.name || vid) + ' as snapshot ' + s.id + ' (seq ' + s.seq +
-          ') had it? This is one new change; files written since are replaced or removed.')) return;
-        try {
-          const r = await api.post(vpath(vid) + '/restore', { snapshot: s.id });
-          await reload();
-          ctx.say('Restored ' + r.snapshot + ' as seq ' + r.seq + ': ' + r.written + ' written, ' + r.removed + ' removed.');
-        } catch (e) { ctx.fail(e); }
-      }, { class: 'danger', 'aria-label': 'Restore ' + s.id }))]);
+      button('Restore', () => restorePreview(ctx, vid, vol, s, previewBox).catch(ctx.fail),
+        { class: 'danger', 'aria-label': 'Restore ' + s.id, 'aria-controls': 'restorebox' }))]);
   const opt = (sel) => [h('option', { value: 'now', selected: sel === 'now' }, 'now')]
     .concat(snaps.map((s, i) => h('option', { value: s.id, selected: sel === i }, s.id + ' (seq ' + s.seq + ')')));
   const from = h('select', { id: 'difffrom' }, opt(snaps.length > 1 ? 1 : 0));
@@ -70,7 +66,7 @@ export async function list(ctx, vid) {
       ctx.say('Snapshot ' + s.id + ' taken at seq ' + s.seq + (s.dropped ? '; dropped the oldest unpinned, ' + s.dropped : '') + '.');
     } catch (e) { ctx.fail(e); }
   });
-  put(ctx.main, volHead(vol, 'Snapshots'), h('h1', {}, 'Snapshots'), make,
+  put(ctx.main, volHead(vol, 'Snapshots'), h('h1', {}, 'Snapshots'), previewBox, make,
     snaps.length ? [pick, table(['Id', 'Seq', 'Files', 'Bytes', 'Labels', 'Pinned', 'Taken', ''], rows, 'Snapshots')]
       : h('p', {}, 'No snapshots yet.'));
 }
@@ -90,41 +86,113 @@ async function sideText(vid, side, f, signal) {
   return asText(await r.arrayBuffer());
 }
 
-// #/v/ID/diff?from=S&to=S|now: added, removed and changed files, and text diffs.
+// What restoring snapshot `snap` would do now: the files it writes (absent now
+// or different) and the files it removes (absent from it), from both listings.
+async function restoreCounts(vid, snap, signal) {
+  const [S, N] = await Promise.all([sideFiles(vid, snap, signal), sideFiles(vid, 'now', signal)]);
+  let write = 0, remove = 0;
+  for (const [p, f] of S.files) {
+    const o = N.files.get(p);
+    if (!o || o.sha256 !== f.sha256 || o.contentType !== f.contentType) write++;
+  }
+  for (const p of N.files.keys()) if (!S.files.has(p)) remove++;
+  return { write, remove, seq: N.seq };
+}
+
+// The preview of a restore in `box`: the counts, then Restore (a pinned
+// snapshot labelled before-restore first) or Cancel.
+async function restorePreview(ctx, vid, vol, s, box) {
+  put(box, h('p', { class: 'hint' }, 'Working out what restoring ' + s.id + ' would change…'));
+  const c = await restoreCounts(vid, s.id, ctx.signal);
+  const go = button('Restore now', async () => {
+    try {
+      const before = await api.post(vpath(vid) + '/snapshots',
+        { pinned: true, labels: { 'before-restore': s.id } });
+      const r = await api.post(vpath(vid) + '/restore', { snapshot: s.id });
+      await list(ctx, vid, undoNotice(ctx, vid, s, r, before));
+      ctx.say('Restored ' + r.snapshot + ' as seq ' + r.seq + ': ' + r.written + ' written, ' + r.removed + ' removed.');
+    } catch (e) { ctx.fail(e); }
+  }, { class: 'danger', id: 'restorego' });
+  put(box, h('section', { class: 'notice preview', 'aria-labelledby': 'restoreh' },
+    h('h2', { id: 'restoreh' }, 'Restore ' + (vol.name || vid) + ' to snapshot ' + s.id + ' (seq ' + s.seq + ')?'),
+    h('p', {}, 'As of seq ' + c.seq + ' this writes ', h('strong', { class: 'towrite' }, String(c.write)),
+      c.write === 1 ? ' file' : ' files', ' and removes ', h('strong', { class: 'toremove' }, String(c.remove)),
+      c.remove === 1 ? ' file' : ' files', ', as one new change. ',
+      link('/v/' + vid + '/diff?from=' + s.id + '&to=now', 'See the diff')),
+    h('p', { class: 'hint' }, 'A pinned snapshot labelled before-restore is taken first, so the restore can be undone.'),
+    h('p', { class: 'actions' }, go, button('Cancel', () => { put(box); }))));
+  go.focus();
+}
+
+// After a restore: what it did, and Undo (restores the before-restore snapshot).
+function undoNotice(ctx, vid, s, r, before) {
+  const box = h('div', { class: 'notice undo', role: 'status' });
+  put(box, h('p', {}, 'Restored ' + s.id + ' as seq ' + r.seq + ': ' + r.written + ' written, ' + r.removed +
+    ' removed. The volume as it was is snapshot ' + before.id + ' (pinned, before-restore). '),
+  button('Undo', async () => {
+    try {
+      const u = await api.post(vpath(vid) + '/restore', { snapshot: before.id });
+      const done = h('div', { class: 'notice', role: 'status' }, h('p', { class: 'undone' },
+        'Undone: restored ' + before.id + ' as seq ' + u.seq + ': ' + u.written + ' written, ' + u.removed + ' removed.'));
+      await list(ctx, vid, done);
+    } catch (e) { ctx.fail(e); }
+  }, { id: 'undo' }));
+  return box;
+}
+
+// #/v/ID/diff?from=S&to=S|now&filter=F: added, removed and changed files (each
+// list paged, filtered by a part of the path), and text diffs.
 export async function diff(ctx, vid, from, to) {
   if (!from) throw new Error('choose a snapshot to compare (from=)');
+  const filter = (ctx.q && ctx.q.get('filter')) || '';
   const vol = await api.get(vpath(vid), { signal: ctx.signal });
   const [A, B] = await Promise.all([sideFiles(vid, from, ctx.signal), sideFiles(vid, to, ctx.signal)]);
+  const keep = (p) => !filter || p.includes(filter);
   const added = [], removed = [], changed = [];
   for (const [p, f] of B.files) {
+    if (!keep(p)) continue;
     const o = A.files.get(p);
     if (!o) added.push(f); else if (o.sha256 !== f.sha256) changed.push([o, f]);
   }
-  for (const [p, f] of A.files) if (!B.files.has(p)) removed.push(f);
+  for (const [p, f] of A.files) if (keep(p) && !B.files.has(p)) removed.push(f);
   const name = (s, seq) => (s === 'now' ? 'now' : s) + ' (seq ' + seq + ')';
   const fileLink = (f, side) => link(fileRoute(vid, f.path, side === 'now' ? null : side), f.path);
   const section = (title, id, items, cells) => h('section', { 'aria-labelledby': id },
     h('h2', { id }, title + ' (' + items.length + ')'),
-    items.length ? table(['Path', 'Size', 'Version'], items.map(cells), title) : h('p', { class: 'hint' }, 'None.'));
-  const changedList = h('div', { class: 'changed' });
-  put(ctx.main, volHead(vol, 'Snapshots'),
-    h('h1', {}, 'Diff: ' + name(from, A.seq) + ' → ' + name(to, B.seq)),
-    section('Added', 'added', added, (f) => [fileLink(f, to), bytes(f.size), 'v' + f.version]),
-    section('Removed', 'removed', removed, (f) => [fileLink(f, from), bytes(f.size), 'v' + f.version]),
-    h('section', { 'aria-labelledby': 'changedh' }, h('h2', { id: 'changedh' }, 'Changed (' + changed.length + ')'),
-      changed.length ? changedList : h('p', { class: 'hint' }, 'None.')));
+    items.length ? paged(items, DIFF_PAGE, (rows) => table(['Path', 'Size', 'Version'], rows.map(cells), title), title)
+      : h('p', { class: 'hint' }, 'None.'));
   const show = async (o, f, box) => {
     const [ta, tb] = await Promise.all([sideText(vid, from, o, ctx.signal), sideText(vid, to, f, ctx.signal)]);
     put(box, ta === null || tb === null ? h('p', { class: 'hint' }, 'Not text (or over ' + bytes(DIFF_MAX) + '): ' +
       bytes(o.size) + ' → ' + bytes(f.size) + '.') : diffView(ta, tb, 'Diff of ' + f.path));
   };
-  for (const [k, [o, f]] of changed.entries()) {
-    const box = h('div', { class: 'diffbox' });
-    changedList.append(h('article', { class: 'filediff' },
-      h('h3', {}, fileLink(f, to), ' ', h('span', { class: 'facts' }, 'v' + o.version + ' → v' + f.version)), box));
-    if (k < AUTO_DIFFS) await show(o, f, box);
-    else box.append(button('Show the diff', () => show(o, f, box).catch(ctx.fail)));
-  }
+  // a page of changed files: the first AUTO_DIFFS diffed at once, the others on request
+  const changedPage = (slice) => {
+    const list = h('div', { class: 'changed' });
+    slice.forEach(([o, f], k) => {
+      const box = h('div', { class: 'diffbox' });
+      list.append(h('article', { class: 'filediff' },
+        h('h3', {}, fileLink(f, to), ' ', h('span', { class: 'facts' }, 'v' + o.version + ' → v' + f.version)), box));
+      if (k < AUTO_DIFFS) show(o, f, box).catch(ctx.fail);
+      else box.append(button('Show the diff', () => show(o, f, box).catch(ctx.fail)));
+    });
+    return list;
+  };
+  const fin = h('input', { type: 'search', id: 'difffilter', value: filter, placeholder: 'part of a path',
+    spellcheck: 'false' });
+  const route = (f) => '/v/' + vid + '/diff?from=' + encodeURIComponent(from) + '&to=' + encodeURIComponent(to) +
+    (f ? '&filter=' + encodeURIComponent(f) : '');
+  const fform = h('form', { class: 'row', role: 'search', 'aria-label': 'Filter' },
+    h('label', { for: 'difffilter' }, 'Paths containing'), fin, h('button', { type: 'submit' }, 'Filter'),
+    filter ? link(route(''), 'Clear') : null);
+  fform.addEventListener('submit', (ev) => { ev.preventDefault(); ctx.go(route(fin.value)); });
+  put(ctx.main, volHead(vol, 'Snapshots'),
+    h('h1', {}, 'Diff: ' + name(from, A.seq) + ' → ' + name(to, B.seq)), fform,
+    filter ? h('p', { class: 'facts' }, "Only paths containing '" + filter + "'.") : null,
+    section('Added', 'added', added, (f) => [fileLink(f, to), bytes(f.size), 'v' + f.version]),
+    section('Removed', 'removed', removed, (f) => [fileLink(f, from), bytes(f.size), 'v' + f.version]),
+    h('section', { 'aria-labelledby': 'changedh' }, h('h2', { id: 'changedh' }, 'Changed (' + changed.length + ')'),
+      changed.length ? paged(changed, CHANGED_PAGE, changedPage, 'Changed') : h('p', { class: 'hint' }, 'None.')));
 }
 
 // One change as a table row.

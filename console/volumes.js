@@ -6,7 +6,9 @@ import * as api from './api.js';
 const vpath = (vid) => '/v1/volumes/' + encodeURIComponent(vid);
 export const filesUrl = (vid, path) => vpath(vid) + '/files/' + api.encPath(path);
 const q = (o) => { const s = new URLSearchParams(o).toString(); return s ? '?' + s : ''; };
-export const folderRoute = (vid, prefix) => '/v/' + encodeURIComponent(vid) + '/files' + q(prefix ? { prefix } : {});
+const defined = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v));
+export const folderRoute = (vid, prefix, more) => '/v/' + encodeURIComponent(vid) + '/files' +
+  q(defined({ prefix, ...(more || {}) }));
 export const fileRoute = (vid, path, snapshot) =>
   '/v/' + encodeURIComponent(vid) + '/file' + q(snapshot ? { path, snapshot } : { path });
 
@@ -16,7 +18,8 @@ const RASTER = /^image\/(png|jpeg|gif|webp|avif|bmp)$/;
 const TEXTISH = /^(text\/|application\/(json|xml|javascript|x-sh|x-yaml|yaml|toml|sql|x-python)|image\/svg\+xml)|\+(json|xml)$/;
 // Never fetched to be shown as text.
 const BINARY = /^(image|audio|video|font)\/|^application\/(pdf|zip|gzip|x-tar|x-7z-compressed|wasm)$/;
-const TEXT_MAX = 1 << 20; // larger text files are offered as downloads
+const TEXT_MAX = 1 << 20; // larger text files show their head only
+const HEAD_BYTES = 64 * 1024; // the head of a larger text file (one Range request)
 
 export const mediaType = (ct) => (ct || '').split(';')[0].trim().toLowerCase();
 
@@ -124,8 +127,19 @@ async function remove(ctx, vid, path, version, where) {
   }
 }
 
+// The version of `path` now (0: absent).
+async function versionOf(vid, path) {
+  try {
+    const r = await api.call('HEAD', filesUrl(vid, path), { raw: true });
+    return Number((r.headers.get('ETag') || '').replace(/\D/g, '')) || 0;
+  } catch (e) {
+    if (e.status === 404) return 0;
+    throw e;
+  }
+}
+
 // The upload form of a folder: the file goes to prefix + its name (or the name typed).
-function uploadForm(ctx, vid, prefix, known, notice) {
+function uploadForm(ctx, vid, prefix, known, notice, complete) {
   const input = h('input', { type: 'file', id: 'upfile', required: true });
   const name = h('input', { type: 'text', id: 'upname', placeholder: 'its own name', spellcheck: 'false' });
   const form = h('form', { class: 'upload', 'aria-label': 'Upload' },
@@ -138,37 +152,76 @@ function uploadForm(ctx, vid, prefix, known, notice) {
     if (!f) return;
     const path = prefix + (name.value.trim() || f.name);
     try {
-      if (await upload(ctx, vid, path, f, known.get(path) || 0, notice))
+      // a name not on this page may be on another: asked for before choosing the precondition
+      let version = known.get(path);
+      if (version === undefined) version = complete ? 0 : await versionOf(vid, path);
+      if (await upload(ctx, vid, path, f, version, notice))
         await folder(ctx, vid, prefix, true);
     } catch (e) { ctx.fail(e); }
   });
   return form;
 }
 
-// #/v/ID/files?prefix=P: one folder, its subfolders and files.
+// Rows of a folder page: the API's own pages of the listing under the folder.
+const PAGE = 200;
+// Cursors of the pages before the one shown, per folder and filter: Previous
+// walks back through them (the API's cursors only go forward).
+const trail = { key: '', cursors: [] };
+// A glob that matches `s` literally.
+const globEsc = (s) => s.replace(/[\\*?[\]]/g, '\\$&');
+
+// #/v/ID/files?prefix=P&filter=F&cursor=C: one page (200 files) of a folder.
+// Without a filter the page's files are grouped into the folder's subfolders
+// and files; with one, the files under the folder whose name contains F.
 export async function folder(ctx, vid, prefix, keepStatus) {
   if (prefix && !prefix.endsWith('/')) prefix += '/';
+  const filter = (ctx.q && ctx.q.get('filter')) || '';
+  const cursor = (ctx.q && ctx.q.get('cursor')) || '';
+  const tkey = vid + '\0' + prefix + '\0' + filter;
+  if (trail.key !== tkey || !cursor) { trail.key = tkey; trail.cursors = []; }
   const vol = await api.get(vpath(vid), { signal: ctx.signal });
-  const { items, last, more } = await api.all(vpath(vid) + '/files', 'files', { prefix }, 100000, ctx.signal);
-  const { dirs, here } = children(items, prefix);
+  const query = { prefix, limit: PAGE, cursor };
+  if (filter) query.glob = globEsc(prefix) + '**/*' + globEsc(filter) + '*';
+  const page = await api.get(vpath(vid) + '/files', { query, signal: ctx.signal });
+  const items = page.files || [];
+  const { dirs, here } = filter ? { dirs: [], here: items.map((f) => ({ ...f, name: f.path.slice(prefix.length) })) }
+    : children(items, prefix);
   const known = new Map(items.map((f) => [f.path, f.version]));
   const notice = h('div', { class: 'noticebox' });
+  const again = () => folder(ctx, vid, prefix, true);
   const rows = dirs.map((d) => [link(folderRoute(vid, prefix + d.name + '/'), d.name + '/'),
-    'folder', bytes(d.bytes), d.files + ' files', '', ''])
+    'folder', bytes(d.bytes), d.files + (d.files === 1 ? ' file' : ' files') + ' on this page', '', ''])
     .concat(here.map((f) => [link(fileRoute(vid, f.path), f.name), f.contentType, bytes(f.size),
       'v' + f.version, when(f.updatedAt),
       button('Delete', async () => {
-        try { if (await remove(ctx, vid, f.path, f.version, notice)) await folder(ctx, vid, prefix, true); }
+        try { if (await remove(ctx, vid, f.path, f.version, notice)) await again(); }
         catch (e) { ctx.fail(e); }
       }, { class: 'danger', 'aria-label': 'Delete ' + f.name })]));
+  const route = (c) => folderRoute(vid, prefix, { filter, cursor: c });
+  const pageNo = trail.cursors.length + 1;
+  const pager = (cursor || page.cursor) ? h('nav', { class: 'pager', 'aria-label': 'Pages' },
+    button('Previous', () => { const c = trail.cursors.pop(); ctx.go(route(c || '')); }, { disabled: !cursor }),
+    h('span', { class: 'facts' }, 'Page ' + pageNo + (cursor && pageNo === 1 ? ' (reloaded: Previous goes to the first)' : '')),
+    button('Next', () => { trail.cursors.push(cursor); ctx.go(route(page.cursor)); }, { disabled: !page.cursor }))
+    : null;
+  const fin = h('input', { type: 'search', id: 'filter', value: filter, placeholder: 'part of a file name',
+    spellcheck: 'false' });
+  const fform = h('form', { class: 'row', role: 'search', 'aria-label': 'Filter' },
+    h('label', { for: 'filter' }, 'Files whose name contains'), fin,
+    h('button', { type: 'submit' }, 'Filter'),
+    filter ? link(folderRoute(vid, prefix), 'Clear') : null);
+  fform.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    ctx.go(folderRoute(vid, prefix, { filter: fin.value }));
+  });
   put(ctx.main, volHead(vol, 'Files'), crumbs(vol, prefix),
     h('h1', {}, prefix ? prefix : 'All files'),
-    h('p', { class: 'facts' }, 'Listed at seq ' + last.seq + '.'),
-    notice,
+    h('p', { class: 'facts' }, 'Listed at seq ' + page.seq + ' · ' + items.length + ' files on this page' +
+      (filter ? " · names containing '" + filter + "', in every subfolder" : '') + '.'),
+    fform, notice, pager,
     rows.length ? table(['Name', 'Type', 'Size', 'Version', 'Updated', ''], rows, 'Files')
-      : h('p', {}, 'This folder is empty.'),
-    more ? h('p', { class: 'hint' }, 'Only the first ' + items.length + ' files are counted.') : null,
-    uploadForm(ctx, vid, prefix, known, notice));
+      : h('p', {}, filter ? 'No file here has that in its name.' : 'This folder is empty.'),
+    uploadForm(ctx, vid, prefix, known, notice, !(cursor || page.cursor || filter)));
   if (!keepStatus) ctx.say('');
 }
 
@@ -205,11 +258,43 @@ export function codeView(text, label) {
 }
 
 // Decodes bytes as UTF-8 text, or null when they are not text (invalid, NUL).
-export function asText(buf) {
+// `cut`: the bytes may end inside a character (a head), which is left out.
+export function asText(buf, cut) {
   try {
-    const t = new TextDecoder('utf-8', { fatal: true }).decode(buf);
+    const t = new TextDecoder('utf-8', { fatal: true }).decode(buf, { stream: Boolean(cut) });
     return t.includes('\0') ? null : t;
   } catch (_) { return null; }
+}
+
+// A PDF's pages as PNGs that cofferd renders (?preview=page&page=N), shown as
+// <img> from blob: URLs typed image/png: no PDF viewer runs in this origin.
+function pdfPages(ctx, vid, path, snapshot, name) {
+  const box = h('section', { class: 'pdf', 'aria-label': 'Pages of ' + name });
+  let urlNow = null;
+  const show = async (n) => {
+    put(box, h('p', { class: 'hint' }, 'Rendering page ' + n + '…'));
+    let r;
+    try {
+      r = await api.call('GET', filesUrl(vid, path), { query: { snapshot, preview: 'page', page: n },
+        raw: true, signal: ctx.signal });
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      put(box, h('p', { class: 'notice error pdferror', role: 'alert' },
+        'No preview of page ' + n + ': ' + (e.status ? e.status + ' ' + e.type + ': ' : '') + e.message));
+      return;
+    }
+    const pages = Number(r.headers.get('X-Pdf-Pages')) || n;
+    const blob = await r.blob();
+    if (urlNow) URL.revokeObjectURL(urlNow);
+    urlNow = URL.createObjectURL(new Blob([blob], { type: 'image/png' }));
+    put(box, h('nav', { class: 'pager', 'aria-label': 'PDF pages' },
+      button('Previous page', () => show(n - 1), { disabled: n <= 1 }),
+      h('span', { class: 'facts pageof' }, 'Page ' + n + ' of ' + pages),
+      button('Next page', () => show(n + 1), { disabled: n >= pages })),
+    h('img', { class: 'page', src: urlNow, alt: 'Page ' + n + ' of ' + name, 'data-page': String(n) }));
+  };
+  show(1).catch(ctx.fail);
+  return box;
 }
 
 // #/v/ID/file?path=P[&snapshot=S]: one file as text, image or download.
@@ -227,21 +312,36 @@ export async function file(ctx, vid, path, snapshot) {
     h('p', { class: 'facts' }, type + ' · ' + bytes(size) + ' · version ' + version +
       (snapshot ? ' · as snapshot ' + snapshot + ' had it' : '')),
     notice, body);
-  let text = null;
-  if (size <= TEXT_MAX && (TEXTISH.test(type) || !BINARY.test(type))) {
-    const r = await api.call('GET', filesUrl(vid, path), { query: { snapshot }, raw: true, signal: ctx.signal });
-    text = asText(await r.arrayBuffer());
+  let text = null, shown = size;
+  if (TEXTISH.test(type) || !BINARY.test(type)) {
+    if (size <= TEXT_MAX) {
+      const r = await api.call('GET', filesUrl(vid, path), { query: { snapshot }, raw: true, signal: ctx.signal });
+      text = asText(await r.arrayBuffer());
+    } else {
+      // only the head: a Range request, never the whole file into the page
+      const r = await api.call('GET', filesUrl(vid, path), { query: { snapshot }, raw: true, signal: ctx.signal,
+        headers: { Range: 'bytes=0-' + (HEAD_BYTES - 1) } });
+      const buf = await r.arrayBuffer();
+      if (r.status === 206 && buf.byteLength <= HEAD_BYTES) {
+        text = asText(buf, true);
+        shown = buf.byteLength;
+      }
+    }
   }
-  const dl = h('a', { class: 'download', download: name, href: '#' }, 'Download ' + name);
-  dl.addEventListener('click', async (ev) => {
-    if (dl.dataset.ready) return;
-    ev.preventDefault();
-    try {
-      dl.href = (await signedLink(vid, path, snapshot)) || await blobUrl(vid, path, snapshot, 'application/octet-stream');
-      dl.dataset.ready = '1';
-      dl.click();
-    } catch (e) { ctx.fail(e); }
-  });
+  const mkDl = (cls, label) => {
+    const a = h('a', { class: cls, download: name, href: '#' }, label);
+    a.addEventListener('click', async (ev) => {
+      if (a.dataset.ready) return;
+      ev.preventDefault();
+      try {
+        a.href = (await signedLink(vid, path, snapshot)) || await blobUrl(vid, path, snapshot, 'application/octet-stream');
+        a.dataset.ready = '1';
+        a.click();
+      } catch (e) { ctx.fail(e); }
+    });
+    return a;
+  };
+  const dl = mkDl('download', 'Download ' + name);
   if (RASTER.test(type) || type === 'image/svg+xml') {
     // An SVG only ever as <img> from the signed link (scripts never run in an
     // image); without a link it is shown as text, never as an object URL.
@@ -249,8 +349,13 @@ export async function file(ctx, vid, path, snapshot) {
       (RASTER.test(type) ? await blobUrl(vid, path, snapshot, type) : null);
     if (src) body.append(h('img', { class: 'preview', src, alt: name }));
   }
-  if (text !== null) body.append(codeView(text, 'Contents of ' + name));
-  else if (!RASTER.test(type)) body.append(h('p', {}, 'Not shown here: ' + type + ', ' + bytes(size) + '.'));
+  if (type === 'application/pdf') body.append(pdfPages(ctx, vid, path, snapshot, name));
+  if (text !== null && shown < size)
+    body.append(h('p', { class: 'notice headonly', role: 'note' }, 'Showing the first ' + bytes(shown) + ' of ' +
+      bytes(size) + ': ' + bytes(size - shown) + ' (' + (size - shown) + ' bytes) not shown. ', mkDl('download-whole', 'Download the whole file')));
+  if (text !== null) body.append(codeView(text, 'Contents of ' + name + (shown < size ? ' (the first ' + bytes(shown) + ')' : '')));
+  else if (!RASTER.test(type) && type !== 'application/pdf')
+    body.append(h('p', {}, 'Not shown here: ' + type + ', ' + bytes(size) + '.'));
   body.append(h('p', {}, dl));
   if (snapshot) return;
   const input = h('input', { type: 'file', id: 'newver' });

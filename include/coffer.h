@@ -22,6 +22,10 @@
 #include <sys/types.h>
 #include <jansson.h>
 
+/* The release, the one place it is written: `cofferd --version`, `coffer
+ * --version`, GET /v1/health and User-Agent all print this (CHANGELOG.md). */
+#define COFFER_VERSION "0.1.0"
+
 /* ---------------------------------------------------------------- errors */
 
 typedef enum cof_code {
@@ -124,6 +128,12 @@ int cof_key_auth(cof_store *st, const char *key, cof_principal *who, cof_err *er
  * (NULL: made here), so that a request hashes its key once. */
 int cof_key_auth_hashed(cof_store *st, const char *key, const char *hash,
 			cof_principal *who, cof_err *err);
+/* The S3 gateway's credentials (API.md "S3 gateway"): the secret of the key
+ * whose id is `id` (SigV4 signs with it) into secret[80], and who it is.
+ * COF_EUNAUTHORIZED for an unknown, revoked or expired id, or a key never
+ * sealed (minted before the gateway and not used since). */
+int cof_key_s3_secret(cof_store *st, const char *id, cof_principal *who, char secret[80],
+		      cof_err *err);
 /* POST /v1/keys {org?, agent?, name?, expiresIn?, readOnly?} -> {id, key, org,
  * agent?, name?, readOnly, expiresAt?}. Only the admin may name another org. */
 int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
@@ -226,6 +236,13 @@ int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
 		       const char *path, const void *data, size_t len,
 		       const char *content_type, cof_cond cond, json_t **out,
 		       int *created, cof_err *err);
+
+/* The S3 gateway's CopyObject: the content of `from_path` of volume
+ * `from_vol` named at `path` of `vol` as one change, without copying its
+ * bytes; `content_type` NULL keeps the source's. Answer as cof_file_put's. */
+int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const char *from_path,
+		  const char *vol, const char *path, const char *content_type, cof_cond cond,
+		  json_t **out, cof_err *err);
 
 /* An open file for reading: what GET needs to answer. The bytes are either
  * behind `reader` (content in the blob store: read them with cof_file_read_at)
@@ -402,6 +419,17 @@ int cof_fsck(cof_store *st, json_t **out, cof_err *err);
 int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **out,
 		cof_err *err);
 
+/* A consistent online backup of the embedded dataset in data dir `from` (a
+ * cofferd may be serving it) into `to`, which must be new or empty
+ * (COF_ECONFLICT); COF_EVALIDATION for a dataset on other engines. Answer
+ * {ok, from, to, files, blobs, bytes, volumes, maxSeq} (docs/design.md,
+ * "Backups"). */
+int cof_backup(const char *from, const char *to, json_t **out, cof_err *err);
+/* The backup `from` copied into data dir `to` (new or empty, no cofferd
+ * holding it: COF_ECONFLICT), then fsck of the result: the answer is
+ * cof_backup's with `fsck`; a restore whose fsck is not ok fails. */
+int cof_restore(const char *from, const char *to, json_t **out, cof_err *err);
+
 /* ----------------------------------------------------------------- agents */
 
 /* PUT /v1/agents/{id} {mounts?, fileTools?, exclude?, defaultExclusions?, sandbox?,
@@ -413,6 +441,11 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 /* {id, workspaceVolumeId, mounts, fileTools, createdAt, ...settings}. */
 int cof_agent_get(cof_store *st, const char *org, const char *id, json_t **out,
 		  cof_err *err);
+/* GET /v1/agents?prefix=&cursor=&limit=: the organization's agents by id,
+ * {agents:[{id, workspaceVolumeId, createdAt}], cursor?}, pages of `limit`
+ * (1..1000, 0 = 1000); `cursor` is the answer's, from the page before. */
+int cof_agent_list(cof_store *st, const char *org, const char *prefix, const char *cursor,
+		   int64_t limit, json_t **out, cof_err *err);
 /* Deletes the agent and its own workspace volume; mounted volumes stay. */
 int cof_agent_delete(cof_store *st, const char *org, const char *id, cof_err *err);
 /* PUT /v1/agents/{id}/mounts [mounts]: replaces the mounts now. */
@@ -523,13 +556,19 @@ int cof_agent_run_get(cof_store *st, const char *org, const char *id, const char
 		      json_t **out, cof_err *err);
 
 /* POST /v1/agents/{id}/tools/{tool}: runs one file tool as the model would
- * (read, write, edit, ls, glob, grep, present_file). Answer {ok, output, ...}: a refusal the
+ * (read, write, edit, ls, glob, grep, present_file, move). Answer {ok, output, ...}: a refusal the
  * model can act on (a stale write, no match) is ok:false with the reason in
  * `output`, and returns 0; -1 is for API errors (unknown agent or tool, bad
  * arguments, fileTools off: COF_ENOTFOUND). `run_id` may be NULL. */
 int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *subject,
 		   const char *tool, json_t *args, const char *run_id, json_t **out,
 		   cof_err *err);
+/* The same in read scope `scope` (an MCP session, sent as X-Mcp-Session; NULL
+ * = none): reads and writes are recorded for the agent and the scope, and
+ * write/edit/move check the scope's record (docs/api.md "Read scopes"). */
+int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char *subject,
+		      const char *tool, json_t *args, const char *run_id, const char *scope,
+		      json_t **out, cof_err *err);
 
 /* POST /v1/agents/{a}/users/{s}/tools/{tool}: seed 003's file toolset
  * (read_file, write_file, patch, search_files) on subject s's workspace,

@@ -3,6 +3,7 @@
  * tracking. An agent is stored as one row: its own workspace volume id and
  * its settings (mounts normalised) as JSON.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,28 @@ static int relay_check(json_t *relay, cof_err *err)
 	return -1;
 }
 
+/* The stored mounts of `settings` into a->mounts (a->workspace set first). */
+static void mounts_load(cof_agent *a, json_t *settings)
+{
+	json_t *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(settings, "mounts"), i, m) {
+		cof_mount *x = &a->mounts[a->nmounts];
+		if (a->nmounts == COF_MOUNTS_MAX)
+			break;
+		snprintf(x->path, sizeof x->path, "%s", cof_json_str(m, "path"));
+		x->workspace = cof_json_bool(m, "workspace", 0);
+		snprintf(x->vol, sizeof x->vol, "%s",
+			 x->workspace ? a->workspace : cof_json_str(m, "volumeId"));
+		snprintf(x->subpath, sizeof x->subpath, "%s",
+			 cof_json_str(m, "subpath") ? cof_json_str(m, "subpath") : "");
+		x->rw = x->workspace || !strcmp(cof_json_str(m, "mode"), "rw");
+		x->notify = cof_json_bool(m, "notify", 0);
+		a->nmounts++;
+	}
+}
+
 static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 {
 	json_t *out = json_deep_copy(settings);
@@ -252,6 +275,14 @@ static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 		if (types & bit)
 			json_array_append_new(modes, json_string(cof_outbox_media_type(bit)));
 	json_object_set_new(out, "defaultOutputModes", modes);
+	/* seed 001: where uploads, tools' file outputs and scratch files go,
+	 * by the one placement rule (a caller's subject has its own: see
+	 * docs/api.md) */
+	cof_agent *a = cof_calloc(1, sizeof *a);
+	snprintf(a->workspace, sizeof a->workspace, "%s", r->workspace);
+	mounts_load(a, settings);
+	json_object_set_new(out, "places", cof_agent_places_json(a));
+	free(a);
 	return out;
 }
 
@@ -378,6 +409,63 @@ int cof_agent_get(cof_store *st, const char *org, const char *id, json_t **out,
 	return 0;
 }
 
+#define AGENT_PAGE_MAX 1000
+
+/* A page of cof_agent_list being built: one row past `limit` says there is
+ * another page. */
+typedef struct {
+	json_t *arr;
+	int64_t limit, n;
+	char last[128];
+	int more;
+} agent_page;
+
+/* cof_agent_row_fn: one agent into the page. */
+static int agent_page_add(void *ctx, const char *id, const char *workspace, int64_t created_at)
+{
+	agent_page *p = ctx;
+
+	if (p->n == p->limit) {
+		p->more = 1;
+		return 0;
+	}
+	json_array_append_new(p->arr, json_pack("{s:s, s:s, s:o}", "id", id, "workspaceVolumeId",
+						workspace, "createdAt",
+						cof_json_time(created_at)));
+	snprintf(p->last, sizeof p->last, "%s", id);
+	p->n++;
+	return 1;
+}
+
+int cof_agent_list(cof_store *st, const char *org, const char *prefix, const char *cursor,
+		   int64_t limit, json_t **out, cof_err *err)
+{
+	agent_page p = { .limit = limit ? limit : AGENT_PAGE_MAX };
+
+	if (p.limit < 1 || p.limit > AGENT_PAGE_MAX)
+		return cof_error(err, COF_EVALIDATION, "'limit' is %lld; it must be from 1 to %d",
+				 (long long)limit, AGENT_PAGE_MAX);
+	if (prefix && strlen(prefix) > 120)
+		return cof_error(err, COF_EVALIDATION,
+				 "'prefix' is %zu bytes; agent ids are at most 120", strlen(prefix));
+	/* the cursor is the last id of the page before */
+	if (cursor && *cursor && id_check(cursor, err)) {
+		cof_err_clear(err);
+		return cof_error(err, COF_EVALIDATION, "'cursor' is not one this server gave");
+	}
+	if (!(p.arr = json_array()))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (cof_meta_agent_list(st->meta, org, prefix, cursor, p.limit + 1, agent_page_add, &p,
+				err)) {
+		json_decref(p.arr);
+		return -1;
+	}
+	*out = json_pack("{s:o}", "agents", p.arr);
+	if (p.more)
+		json_object_set_new(*out, "cursor", json_string(p.last));
+	return 0;
+}
+
 int cof_agent_delete(cof_store *st, const char *org, const char *id, cof_err *err)
 {
 	cof_agentrow r;
@@ -432,8 +520,6 @@ int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *ou
 		   cof_err *err)
 {
 	cof_agentrow r;
-	json_t *m;
-	size_t i;
 
 	memset(out, 0, sizeof *out);
 	if (cof_meta_agent_get(st->meta, org, id, &r, err))
@@ -446,20 +532,7 @@ int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *ou
 	snprintf(out->id, sizeof out->id, "%s", id);
 	memcpy(out->workspace, r.workspace, sizeof out->workspace);
 	out->file_tools = cof_json_bool(out->settings, "fileTools", 1);
-	json_array_foreach(json_object_get(out->settings, "mounts"), i, m) {
-		cof_mount *x = &out->mounts[out->nmounts];
-		if (out->nmounts == COF_MOUNTS_MAX)
-			break;
-		snprintf(x->path, sizeof x->path, "%s", cof_json_str(m, "path"));
-		x->workspace = cof_json_bool(m, "workspace", 0);
-		snprintf(x->vol, sizeof x->vol, "%s",
-			 x->workspace ? out->workspace : cof_json_str(m, "volumeId"));
-		snprintf(x->subpath, sizeof x->subpath, "%s",
-			 cof_json_str(m, "subpath") ? cof_json_str(m, "subpath") : "");
-		x->rw = x->workspace || !strcmp(cof_json_str(m, "mode"), "rw");
-		x->notify = cof_json_bool(m, "notify", 0);
-		out->nmounts++;
-	}
+	mounts_load(out, out->settings);
 	if (cof_agent_excl_load(out, err)) {
 		cof_agent_release(out);
 		return -1;
@@ -566,18 +639,103 @@ int cof_agent_writable(const cof_target *t, cof_err *err)
 	return 0;
 }
 
+/* What each read scope (an MCP session: agent.h) last read or wrote, in
+ * memory: key "org US agent US scope US vol US path" -> [version, sha256,
+ * used_ms]. Bounded: past SCOPED_MAX entries the least recently used half
+ * goes (a scope that lost its entry is told "read it first" again). */
+#define SCOPED_MAX 100000
+static pthread_mutex_t scoped_mu = PTHREAD_MUTEX_INITIALIZER;
+static json_t *scoped;
+
+static char *scoped_key(const cof_agent *a, const cof_target *t)
+{
+	char *k = NULL;
+
+	if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", a->org, a->id, a->scope, t->mount->vol,
+		     t->vpath) < 0)
+		return NULL;
+	return k;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Drops the least recently used half of the entries (under scoped_mu). */
+static void scoped_trim(void)
+{
+	size_t n = json_object_size(scoped), i = 0;
+	int64_t *used = malloc(n * sizeof *used);
+	const char *k;
+	json_t *v;
+	void *tmp;
+
+	if (!used)
+		return;
+	json_object_foreach(scoped, k, v)
+		used[i++] = json_integer_value(json_array_get(v, 2));
+	qsort(used, n, sizeof *used, cmp_i64);
+	int64_t cut = used[n / 2];
+	free(used);
+	json_object_foreach_safe(scoped, tmp, k, v)
+		if (json_integer_value(json_array_get(v, 2)) <= cut)
+			json_object_del(scoped, k);
+}
+
 int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
 		       int64_t *version, char sha[65], cof_err *err)
 {
-	return cof_meta_seen_get(st->meta, a->org, a->id, t->mount->vol, t->vpath, version, sha,
-				 err);
+	if (!a->scope)
+		return cof_meta_seen_get(st->meta, a->org, a->id, t->mount->vol, t->vpath,
+					 version, sha, err);
+	char *k = scoped_key(a, t);
+	int found = 0;
+
+	if (!k)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	pthread_mutex_lock(&scoped_mu);
+	json_t *v = scoped ? json_object_get(scoped, k) : NULL;
+	if (v) {
+		*version = json_integer_value(json_array_get(v, 0));
+		snprintf(sha, 65, "%s", json_string_value(json_array_get(v, 1)));
+		json_array_set_new(v, 2, json_integer(cof_mono_ms()));
+		found = 1;
+	}
+	pthread_mutex_unlock(&scoped_mu);
+	free(k);
+	return found;
 }
 
 int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
 		       int64_t version, const char *sha, cof_err *err)
 {
-	return cof_meta_seen_put(st->meta, a->org, a->id, t->mount->vol, t->vpath, version, sha,
-				 err);
+	/* the agent-wide record is kept whatever the scope */
+	if (cof_meta_seen_put(st->meta, a->org, a->id, t->mount->vol, t->vpath, version, sha,
+			      err))
+		return -1;
+	if (!a->scope)
+		return 0;
+	char *k = scoped_key(a, t);
+	json_t *v = json_pack("[I, s, I]", (json_int_t)version, sha ? sha : "",
+			      (json_int_t)cof_mono_ms());
+
+	if (!k || !v) {
+		free(k);
+		json_decref(v);
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	pthread_mutex_lock(&scoped_mu);
+	if (!scoped)
+		scoped = json_object();
+	if (json_object_size(scoped) >= SCOPED_MAX)
+		scoped_trim();
+	json_object_set_new(scoped, k, v);
+	pthread_mutex_unlock(&scoped_mu);
+	free(k);
+	return 0;
 }
 
 int cof_tool_refuse(json_t **out, const char *fmt, ...)

@@ -36,6 +36,8 @@ typedef struct cof_agent {
 	cof_mount mounts[COF_MOUNTS_MAX + 2]; /* + a subject's /user, /attachments */
 	size_t nmounts;
 	const char *run;          /* the call's X-Run-Id, or NULL */
+	const char *scope;        /* the call's read scope (an MCP session), or
+				     NULL: see cof_agent_seen_get */
 	cof_excl *excl;           /* its exclusions, compiled at load (owned) */
 	char subject[129];        /* the subject it acts for, "" = none */
 	char conv[48];            /* with a subject: the subject's conversations
@@ -81,7 +83,11 @@ int cof_agent_allowed(const cof_agent *a, const char *apath, int is_dir, cof_err
 /* Drops the excluded entries ({path, type} objects) of a listing in place. */
 void cof_agent_excl_filter(const cof_agent *a, json_t *entries);
 
-/* Read tracking: what the agent last read or wrote of a file. */
+/* Read tracking: what the agent last read or wrote of a file. Every read and
+ * write is recorded for the agent (stored); one made in a read scope (a->scope:
+ * an MCP session) is also recorded for that scope (in memory), and a call in
+ * a scope is checked against the scope's record only, so two MCP sessions of
+ * one agent each need their own read (docs/api.md "Read scopes"). */
 int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
 		       int64_t *version, char sha[65], cof_err *err);
 int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
@@ -108,6 +114,7 @@ int cof_tool_glob(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
 int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 		     cof_err *err);
+int cof_tool_move(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err);
 
 /* Images and PDFs read for the model (media.c). cof_media_type: the media type
  * told by the first bytes (PNG, JPEG, GIF, WebP, PDF), else NULL.
@@ -119,6 +126,17 @@ const char *cof_media_type(const unsigned char *d, size_t n);
 int cof_media_read(const cof_target *t, const cof_file *f, const unsigned char *d,
 		   json_t **out, cof_err *err);
 int cof_media_refuse_large(const cof_target *t, const char *ctype, int64_t size, json_t **out);
+
+/* Page `page` (1-based) of the PDF `d` as a PNG at most 1,600 px on its longer
+ * side (pdfpage.c: rendered in a child process with a deadline). *png is
+ * malloc'd; *pages the document's page count when it was read. Errors name the
+ * limit: over 16 MiB or 10,000 pages, a page past the last, a page over
+ * 14,400 pt a side or over 10 s (413/400), not a PDF or not renderable (415),
+ * 4 renders under way (503). */
+#define COF_PDF_PREVIEW_BYTES_MAX (16LL << 20)
+#define COF_PDF_PREVIEW_PAGES_MAX 10000
+int cof_pdf_page_png(const unsigned char *d, size_t n, int page, unsigned char **png,
+		     size_t *pnglen, int *pages, cof_err *err);
 
 /* Audio attached to a prompt, transcribed (audio.c). cof_audio_type: the
  * media type told by the first bytes (WAV, FLAC, Ogg, MP3), else NULL.
@@ -163,6 +181,19 @@ int cof_agent_load_as(cof_store *st, const char *org, const char *id, const char
 /* The subject's conversations volume if it has one: 1 = vol, 0 = none yet. */
 int cof_agent_subject_conv(cof_store *st, const char *org, const char *agent,
 			   const char *subject, char vol[48], cof_err *err);
+
+/* The placement rule (uploads.c, seed 001 "Volumes"): where uploads,
+ * tools' file outputs and the model's scratch files go, one rule for the
+ * three. cof_agent_place: the mount, and in `dir` the folder in its volume
+ * ("[subpath/]uploads", ".../tool-outputs", ".../tmp"; a subject's
+ * attachments: the mount's root); NULL = no writable place. For a subject:
+ * its /attachments (uploads) or /user (the others). Else the workspace
+ * wherever it is mounted, else a read-write /workspace, else the first
+ * read-write mount. cof_agent_places_json: {uploads, toolOutputs, tmp} as
+ * agent paths, null where there is no place. */
+typedef enum { COF_PLACE_UPLOADS, COF_PLACE_TOOL_OUTPUTS, COF_PLACE_TMP } cof_place;
+const cof_mount *cof_agent_place(const cof_agent *a, cof_place kind, char *dir, size_t dirsz);
+json_t *cof_agent_places_json(const cof_agent *a);
 
 /* Uploads (uploads.c). cof_agent_upload_target: where upload `name` of
  * request `request` lands (both checked as single segments; 409 without a

@@ -181,7 +181,7 @@ int cof_agent_file_list(cof_store *st, const char *org, const char *id, const ch
 static const struct { const char *name; cof_tool_fn fn; } tools[] = {
 	{"read", cof_tool_read}, {"write", cof_tool_write}, {"edit", cof_tool_edit},
 	{"ls", cof_tool_ls}, {"glob", cof_tool_glob}, {"grep", cof_tool_grep},
-	{"present_file", cof_tool_present},
+	{"present_file", cof_tool_present}, {"move", cof_tool_move},
 };
 
 /* The key a run is stored under: a subject's runs are its own, so its run
@@ -202,9 +202,30 @@ static int run_key(const char *subject, const char *run, char *out, size_t outsz
 	return 0;
 }
 
+/* A read scope (X-Mcp-Session) is 1 to 128 bytes without control characters. */
+static int scope_check(const char *scope, cof_err *err)
+{
+	size_t n = strlen(scope);
+
+	if (n == 0 || n > 128)
+		return cof_error(err, COF_EVALIDATION, "X-Mcp-Session must be 1 to 128 bytes");
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)scope[i] < 0x20 || scope[i] == 0x7f)
+			return cof_error(err, COF_EVALIDATION, "X-Mcp-Session must hold no control "
+					 "characters");
+	return 0;
+}
+
 int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *subject,
 		   const char *tool, json_t *args, const char *run_id, json_t **out,
 		   cof_err *err)
+{
+	return cof_agent_tool_in(st, org, id, subject, tool, args, run_id, NULL, out, err);
+}
+
+int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char *subject,
+		      const char *tool, json_t *args, const char *run_id, const char *scope,
+		      json_t **out, cof_err *err)
 {
 	char run[300];
 	cof_agent a;
@@ -212,6 +233,8 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 	int rc;
 
 	if (run_id && run_key(NULL, run_id, run, sizeof run, err)) /* checks it */
+		return -1;
+	if (scope && scope_check(scope, err))
 		return -1;
 	if (cof_agent_load_as(st, org, id, subject, 0, &a, err))
 		return -1;
@@ -221,7 +244,8 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 	if (!a.file_tools || !fn) {
 		cof_agent_release(&a);
 		return cof_error(err, COF_ENOTFOUND, a.file_tools
-				 ? "no tool '%.40s' (tools: read, write, edit, ls, glob, grep, present_file)"
+				 ? "no tool '%.40s' (tools: read, write, edit, ls, glob, grep, "
+				   "present_file, move)"
 				 : "agent '%.100s' has fileTools off", a.file_tools ? tool : id);
 	}
 	if (args && !json_is_object(args)) {
@@ -229,6 +253,7 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 		return cof_error(err, COF_EVALIDATION, "tool arguments must be a JSON object");
 	}
 	a.run = run_id;
+	a.scope = scope;
 	json_t *empty = args ? NULL : json_object();
 	rc = fn(st, &a, args ? args : empty, out, err);
 	json_decref(empty);

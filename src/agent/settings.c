@@ -157,8 +157,10 @@ static int size_field(const json_t *sb, const char *name, int64_t *v, cof_err *e
 	return cof_size_parse(x, what, v, err);
 }
 
-/* Refuses a > b with a message naming both values. */
-static int ordered(const char *na, int64_t a, const char *nb, int64_t b, cof_err *err)
+/* Refuses a > b with a message naming both values, in the spelling given
+ * (rule: "0 < turnDisk <= ..." or "0 < turn_disk <= ..."). */
+static int ordered(const char *na, int64_t a, const char *nb, int64_t b, const char *rule,
+		   cof_err *err)
 {
 	char sa[32], sb[32];
 
@@ -168,8 +170,7 @@ static int ordered(const char *na, int64_t a, const char *nb, int64_t b, cof_err
 	cof_size_fmt(b, sb, sizeof sb);
 	return cof_error(err, COF_EVALIDATION,
 			 "sandbox.%s (%s, %lld bytes) must be at most sandbox.%s (%s, %lld bytes); "
-			 "the rule is 0 < turnDisk <= userDisk <= scratch",
-			 na, sa, (long long)a, nb, sb, (long long)b);
+			 "the rule is %s", na, sa, (long long)a, nb, sb, (long long)b, rule);
 }
 
 int cof_sandbox_parse(const json_t *sandbox, cof_sandbox *out, cof_err *err)
@@ -213,11 +214,15 @@ int cof_sandbox_parse(const json_t *sandbox, cof_sandbox *out, cof_err *err)
 		return cof_error(err, COF_EVALIDATION,
 				 "sandbox.processes is %lld; it must be 8 to %d",
 				 (long long)out->processes, COF_PROCESSES_MAX);
+	/* messages in the spelling given: seed 000's deployment.toml says turn_disk */
+	int snake = json_object_get(sandbox, "turn_disk") || json_object_get(sandbox, "user_disk");
+	const char *tn = snake ? "turn_disk" : "turnDisk", *un = snake ? "user_disk" : "userDisk",
+		   *rule = snake ? "0 < turn_disk <= user_disk <= scratch"
+				 : "0 < turnDisk <= userDisk <= scratch";
 	if (out->turn_disk <= 0)
 		return cof_error(err, COF_EVALIDATION,
-				 "sandbox.turnDisk is %lld bytes; it must be more than 0 (the "
-				 "rule is 0 < turnDisk <= userDisk <= scratch)",
-				 (long long)out->turn_disk);
-	return ordered("turnDisk", out->turn_disk, "userDisk", out->user_disk, err) ||
-	       ordered("userDisk", out->user_disk, "scratch", out->scratch, err) ? -1 : 0;
+				 "sandbox.%s is %lld bytes; it must be more than 0 (the rule is %s)",
+				 tn, (long long)out->turn_disk, rule);
+	return ordered(tn, out->turn_disk, un, out->user_disk, rule, err) ||
+	       ordered(un, out->user_disk, "scratch", out->scratch, rule, err) ? -1 : 0;
 }

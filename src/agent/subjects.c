@@ -481,9 +481,9 @@ typedef struct remove_ctx {
 } remove_ctx;
 
 /* Removes the file at r->path, or else every file under the folder r->path. */
-static int remove_apply(cof_txn *tx, void *arg, cof_err *err)
+static int remove_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 {
-	remove_ctx *r = arg;
+	remove_ctx *r = l->ctx;
 	cof_entry *e = cof_malloc(sizeof *e);
 	cof_items under = {0};
 	char prefix[COF_PATH_MAX + 2];
@@ -526,16 +526,14 @@ int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
 {
 	remove_ctx r = {0};
 	cof_volrow v;
+	cof_landing l = {.vol = &v, .apply = remove_apply, .ctx = &r};
 	char vol[48];
-	int64_t seq;
 
 	if (path_arg(path, "path", &r.path, err) || changeable(r.path, err) ||
 	    subject_open(st, org, agent, subject, vol, err) ||
-	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
-	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
+	    cof_meta_volume_get(st->meta, org, vol, &v, err) || cof_land(st, &l, err))
 		return -1;
-	cof_store_changed(st, &v);
-	*out = json_pack("{s:s, s:I, s:I}", "path", r.path, "seq", (json_int_t)seq, "removed",
+	*out = json_pack("{s:s, s:I, s:I}", "path", r.path, "seq", (json_int_t)l.seq, "removed",
 			 (json_int_t)r.removed);
 	return 0;
 }
@@ -684,9 +682,9 @@ typedef struct session_ctx {
 #define SKILLS_DIR "skills/"
 
 /* Makes skills/ of the subject exactly the agent's skills. */
-static int session_apply(cof_txn *tx, void *arg, cof_err *err)
+static int session_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 {
-	session_ctx *s = arg;
+	session_ctx *s = l->ctx;
 	cof_items live = {0};
 	char path[COF_PATH_MAX + 1];
 	size_t i = 0, j = 0, dl = strlen(SKILLS_DIR);
@@ -726,8 +724,8 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 	session_ctx s = {.skills = {.glob = "*.md"}}; /* NAME.md at the root */
 	char vol[48], skvol[48];
 	cof_volrow v;
+	cof_landing l = {.vol = &v, .apply = session_apply, .ctx = &s, .held = 1};
 	cof_view sk;
-	int64_t seq;
 	int r, rc = -1;
 
 	if (subject_open(st, org, agent, subject, vol, err) ||
@@ -735,7 +733,8 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 	    (r = cof_meta_subject_get(st->meta, org, agent, SKILLS_ROW, skvol, err)) < 0)
 		return -1;
 	/* The skills' content is named by the skills volume until the change that
-	 * names it again commits; holding the content keeps a replaced one alive. */
+	 * names it again commits; holding the content from before the list is
+	 * read keeps a replaced one alive (cof_land is told: held). */
 	cof_store_hold_content(st);
 	if (r == 1 && (cof_view_open(st, org, skvol, NULL, &sk, err) ||
 		       cof_meta_list(st->meta, sk.vno, sk.seq, "", NULL, cof_items_add, &s.skills,
@@ -745,9 +744,8 @@ int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
 		cof_error(err, COF_EINTERNAL, "out of memory");
 		goto out;
 	}
-	if (cof_meta_change(st->meta, v.vno, session_apply, &s, &seq, err))
+	if (cof_land(st, &l, err))
 		goto out;
-	cof_store_changed(st, &v);
 	json_t *names = json_array();
 	for (size_t i = 0; i < s.skills.n; i++)
 		json_array_append_new(names, json_stringn(s.skills.v[i].path,

@@ -632,3 +632,127 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 	json_decref(link);
 	return 0;
 }
+
+/* ------------------------------------------------------------------ move */
+
+static const cof_jfield move_fields[] = {
+	{"from", COF_JSTR, 1}, {"to", COF_JSTR, 1}, {"overwrite", COF_JBOOL, 0}, {NULL, 0, 0}};
+
+/* Moves a file. Within one volume it is the volume's move: one change, no
+ * bytes copied. Across two volumes it is a copy into the destination (one
+ * change there, by reference: no bytes copied) then the source's removal at
+ * the version checked (one change there): not atomic across the two; when
+ * the removal fails (the source changed in between) the copy stays and the
+ * answer says both are there. The source must have been read and be
+ * unchanged since, as for write; so must a destination replaced with
+ * overwrite. */
+int cof_tool_move(cof_store *st, const cof_agent *a, json_t *args, json_t **out, cof_err *err)
+{
+	cof_target from, to;
+	cof_file f = {0}, g = {0};
+	unsigned char *d = NULL;
+	json_t *res = NULL;
+	cof_err e = {0};
+	int r, overwrite;
+
+	if (cof_json_check(args, move_fields, err))
+		return -1;
+	overwrite = json_is_true(json_object_get(args, "overwrite"));
+	if ((r = cof_tool_target(a, args, "from", 1, &from, out, err)) ||
+	    (r = cof_tool_target(a, args, "to", 1, &to, out, err)))
+		return r < 0 ? -1 : 0;
+	if (!strcmp(from.apath, to.apath))
+		return cof_tool_refuse(out, "from and to are the same path (%s)", from.apath);
+	/* the source: a file that can be removed, read and unchanged since */
+	if ((r = current(st, a, &from, &f, &d, out, err)) != 1) {
+		if (r == 0)
+			return is_folder(st, a, &from)
+				? cof_tool_refuse(out, "%s is a folder; move moves one file at a "
+						  "time", from.apath)
+				: cof_tool_refuse(out, "no such file: %s", from.apath);
+		return r < 0 ? -1 : 0;
+	}
+	free(d);
+	if ((r = stale_check(st, a, &from, &f, out, err)))
+		return r < 0 ? -1 : 0;
+	/* the destination: writable; absent unless overwrite, then read too */
+	if ((r = current(st, a, &to, &g, &d, out, err)) != 0 && r != 1)
+		return r < 0 ? -1 : 0;
+	free(d);
+	if (r == 0 && is_folder(st, a, &to))
+		return cof_tool_refuse(out, "%s is a folder; give the new file's whole path",
+				       to.apath);
+	cof_cond tocond = {COF_COND_ABSENT, 0};
+	if (r == 1 && !overwrite)
+		return cof_tool_refuse(out, "%s exists; give another path, or overwrite: true to "
+				       "replace it", to.apath);
+	if (r == 1) {
+		if ((r = stale_check(st, a, &to, &g, out, err)))
+			return r < 0 ? -1 : 0;
+		tocond = (cof_cond){COF_COND_VERSION, g.version};
+	}
+	int same = !strcmp(from.mount->vol, to.mount->vol), left = 0;
+	if (same) {
+		json_t *body = json_pack("{s:s, s:s, s:b}", "from", from.vpath, "to", to.vpath,
+					 "overwrite", overwrite);
+		json_t *mv = NULL;
+		r = cof_file_move(st, a->org, from.mount->vol, body, &mv, &e);
+		json_decref(body);
+		json_decref(mv);
+		/* the moved file keeps its content: its new version is read back */
+		if (!r && (r = cof_file_open(st, a->org, to.mount->vol, to.vpath, NULL, &g, &e)) == 0) {
+			res = json_pack("{s:I, s:s, s:I}", "version", (json_int_t)g.version, "sha256",
+					g.sha256, "size", (json_int_t)g.size);
+			cof_file_close(&g);
+		}
+	} else {
+		r = cof_file_copy(st, a->org, from.mount->vol, from.vpath, to.mount->vol, to.vpath,
+				  NULL, tocond, &res, &e);
+		if (!r) {
+			json_t *rm = NULL;
+			cof_err e2 = {0};
+			cof_agent_own_write(st, a, to.mount->vol,
+					    json_integer_value(json_object_get(res, "seq")));
+			if (cof_file_remove(st, a->org, from.mount->vol, from.vpath,
+					    (cof_cond){COF_COND_VERSION, f.version}, &rm, &e2)) {
+				left = 1; /* changed meanwhile: the copy stays, and so does it */
+				cof_err_clear(&e2);
+			} else {
+				cof_agent_own_write(st, a, from.mount->vol,
+						    json_integer_value(json_object_get(rm, "seq")));
+			}
+			json_decref(rm);
+		}
+	}
+	if (r) {
+		json_decref(res);
+		if (e.code == COF_EPRECONDITION || e.code == COF_ECONFLICT ||
+		    e.code == COF_ENOTFOUND || e.code == COF_EVALIDATION) {
+			cof_tool_refuse(out, "cannot move %s to %s: %s", from.apath, to.apath, e.msg);
+			cof_err_clear(&e);
+			return 0;
+		}
+		*err = e;
+		return -1;
+	}
+	json_object_set_new(res, "path", json_string(to.apath));
+	if (cof_agent_run_wrote(st, a, to.apath, res, err) ||
+	    cof_agent_seen_put(st, a, &to, json_integer_value(json_object_get(res, "version")),
+			       json_string_value(json_object_get(res, "sha256")), err)) {
+		json_decref(res);
+		return -1;
+	}
+	cof_buf msg = COF_BUF_INIT;
+	if (left)
+		cof_buf_addf(&msg, "copied %s to %s, but %s changed meanwhile and was left in "
+			     "place: both exist now", from.apath, to.apath, from.apath);
+	else
+		cof_buf_addf(&msg, "moved %s to %s", from.apath, to.apath);
+	*out = json_pack("{s:b, s:s, s:s, s:s, s:O, s:O, s:b, s:b}", "ok", !left, "output", msg.data,
+			 "from", from.apath, "to", to.apath, "version",
+			 json_object_get(res, "version"), "sha256", json_object_get(res, "sha256"),
+			 "sameVolume", same, "sourceRemoved", !left);
+	cof_buf_release(&msg);
+	json_decref(res);
+	return *out ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
+}

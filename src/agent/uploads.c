@@ -1,42 +1,68 @@
 /*
  * uploads.c — files sent to an agent. Without a subject (seed 001): saved at
- * uploads/{requestId}/{name} of its workspace wherever that is mounted (else
- * its first read-write mount). For a subject (seed 003): kept with the
+ * uploads/{requestId}/{name} by the placement rule (cof_agent_place: the
+ * workspace wherever mounted, else a read-write /workspace, else the first
+ * read-write mount). For a subject (seed 003): kept with the
  * subject's conversation, never on a volume it or anyone's calls write, and
  * seen by that subject alone at /attachments/{requestId}/{name}. At most 20
  * a request and 256 MiB each. A retry of the same upload never writes twice:
  * the first write of a name wins and is answered again.
  *
  * Tool outputs (seed 001: "files tools return under tool-outputs/") follow
- * the same placement rule at tool-outputs/{callId}/{name}: the workspace
- * wherever mounted, else the first read-write mount; for a subject, its own
- * workspace (/user), where its calls and file tools work.
+ * the same placement rule at tool-outputs/{callId}/{name}; for a subject,
+ * its own workspace (/user), where its calls and file tools work. The rule
+ * also says where the model keeps scratch files (tmp/): GET /v1/agents/{id}
+ * answers the three places, and coffer mcp tells the model.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
 
+static const char *const place_folder[] = {"uploads", "tool-outputs", "tmp"};
+static const char *const place_what[] = {"uploads", "tool outputs", "scratch files"};
 
-/* What is placed: an upload (or a prompt's inline file), or a tool's output. */
-enum { PLACE_UPLOAD, PLACE_TOOL_OUTPUT };
-
-/* The mount a file goes to: for a subject, its attachments (uploads) or its
- * own workspace (tool outputs); else the workspace, else the first
- * read-write mount. */
-static const cof_mount *upload_mount(const cof_agent *a, int kind)
+/* The one placement rule (seed 001 "Volumes"). For a subject: its
+ * attachments (uploads) or its own workspace, /user (tool outputs, tmp/);
+ * never seed 001's place, which others' calls see. Else the workspace
+ * wherever it is mounted, else a read-write mount at /workspace (one given
+ * in its place), else the first read-write mount. */
+const cof_mount *cof_agent_place(const cof_agent *a, cof_place kind, char *dir, size_t dirsz)
 {
-	for (size_t i = 0; a->subject[0] && i < a->nmounts; i++)
-		if (kind == PLACE_UPLOAD ? a->mounts[i].attachments : a->mounts[i].reserved)
-			return &a->mounts[i];
-	if (a->subject[0]) /* never seed 001's place: others' calls see it */
-		return NULL;
-	for (size_t i = 0; i < a->nmounts; i++)
+	const cof_mount *m = NULL;
+
+	for (size_t i = 0; a->subject[0] && !m && i < a->nmounts; i++)
+		if (kind == COF_PLACE_UPLOADS ? a->mounts[i].attachments : a->mounts[i].reserved)
+			m = &a->mounts[i];
+	for (size_t i = 0; !a->subject[0] && !m && i < a->nmounts; i++)
 		if (a->mounts[i].workspace)
-			return &a->mounts[i];
-	for (size_t i = 0; i < a->nmounts; i++)
+			m = &a->mounts[i];
+	for (size_t i = 0; !a->subject[0] && !m && i < a->nmounts; i++)
+		if (a->mounts[i].rw && !strcmp(a->mounts[i].path, "/workspace"))
+			m = &a->mounts[i];
+	for (size_t i = 0; !a->subject[0] && !m && i < a->nmounts; i++)
 		if (a->mounts[i].rw)
-			return &a->mounts[i];
-	return NULL;
+			m = &a->mounts[i];
+	/* attachments are {request}/{name} of their mount: no folder of ours */
+	if (m && (size_t)snprintf(dir, dirsz, "%s%s%s", m->subpath,
+				  m->subpath[0] && !m->attachments ? "/" : "",
+				  m->attachments ? "" : place_folder[kind]) >= dirsz)
+		return NULL; /* never: dirsz is COF_PATH_MAX + 1, subpath shorter */
+	return m;
+}
+
+json_t *cof_agent_places_json(const cof_agent *a)
+{
+	json_t *out = json_object();
+	static const char *const key[] = {"uploads", "toolOutputs", "tmp"};
+
+	for (int k = COF_PLACE_UPLOADS; k <= COF_PLACE_TMP; k++) {
+		char dir[COF_PATH_MAX + 1], ap[COF_AGENT_PATH_MAX + 1];
+		const cof_mount *m = cof_agent_place(a, (cof_place)k, dir, sizeof dir);
+		if (m)
+			cof_agent_path_of(m, dir, ap, sizeof ap);
+		json_object_set_new(out, key[k], m ? json_string(ap) : json_null());
+	}
+	return out;
 }
 
 /* A request id or file name: one path segment. */
@@ -89,24 +115,20 @@ static int answer_existing(cof_store *st, const cof_agent *a, const cof_target *
 	return 0;
 }
 
-/* Where an upload lands: t->mount (the workspace, else the first read-write
- * mount), t->vpath = [subpath/]uploads/{request}/{name} and the folder `dir`.
- * 0, or -1 with err (409 without a writable place, 400 past the path limit). */
+/* Where a file lands: t->mount and t->vpath = {place}/{request}/{name}
+ * (cof_agent_place) and the folder `dir`. 0, or -1 with err (409 without a
+ * writable place, 400 past the path limit). */
 static int place_target(const cof_agent *a, const char *id, int kind, const char *request,
 			const char *name, cof_target *t, char dir[COF_PATH_MAX + 1], cof_err *err)
 {
-	const cof_mount *m = upload_mount(a, kind);
+	char folder[COF_PATH_MAX + 1];
+	const cof_mount *m = cof_agent_place(a, (cof_place)kind, folder, sizeof folder);
 
 	if (!m)
 		return cof_error(err, COF_ECONFLICT, "agent '%s' has no writable place for %s "
-				 "(no workspace and no read-write mount)", id,
-				 kind == PLACE_UPLOAD ? "uploads" : "tool outputs");
+				 "(no workspace and no read-write mount)", id, place_what[kind]);
 	t->mount = m;
-	/* attachments are {request}/{name} of their mount, uploads under
-	 * uploads/, tool outputs under tool-outputs/ */
-	if ((size_t)snprintf(dir, COF_PATH_MAX + 1, "%s%s%s%s/", m->subpath,
-			     m->subpath[0] ? "/" : "",
-			     m->attachments ? "" : kind == PLACE_UPLOAD ? "uploads/" : "tool-outputs/",
+	if ((size_t)snprintf(dir, COF_PATH_MAX + 1, "%s%s%s/", folder, folder[0] ? "/" : "",
 			     request) >= COF_PATH_MAX + 1 ||
 	    (size_t)snprintf(t->vpath, sizeof t->vpath, "%s%s", dir, name) >= sizeof t->vpath)
 		return cof_error(err, COF_EVALIDATION, "the file's path is over %d bytes",
@@ -117,14 +139,14 @@ static int place_target(const cof_agent *a, const char *id, int kind, const char
 
 static int id_check(int kind, const char *s, cof_err *err)
 {
-	return kind == PLACE_UPLOAD ? segment_check(s, "request id", err) : call_id_check(s, err);
+	return kind == COF_PLACE_UPLOADS ? segment_check(s, "request id", err) : call_id_check(s, err);
 }
 
 static int upload_target(const cof_agent *a, const char *id, const char *request,
 			 const char *name, cof_target *t, char dir[COF_PATH_MAX + 1],
 			 cof_err *err)
 {
-	return place_target(a, id, PLACE_UPLOAD, request, name, t, dir, err);
+	return place_target(a, id, COF_PLACE_UPLOADS, request, name, t, dir, err);
 }
 
 int cof_agent_upload_target(const cof_agent *a, const char *request, const char *name,
@@ -176,14 +198,14 @@ int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
 			  const char *subject, const char *request, const char *name,
 			  cof_upload *up, int64_t declared, cof_err *err)
 {
-	return place_room(st, org, id, subject, PLACE_UPLOAD, request, name, up, declared, err);
+	return place_room(st, org, id, subject, COF_PLACE_UPLOADS, request, name, up, declared, err);
 }
 
 int cof_agent_tool_output_room(cof_store *st, const char *org, const char *id,
 			       const char *subject, const char *call, const char *name,
 			       cof_upload *up, int64_t declared, cof_err *err)
 {
-	return place_room(st, org, id, subject, PLACE_TOOL_OUTPUT, call, name, up, declared,
+	return place_room(st, org, id, subject, COF_PLACE_TOOL_OUTPUTS, call, name, up, declared,
 			  err);
 }
 
@@ -224,7 +246,7 @@ static int place_save(cof_store *st, const char *org, const char *id, const char
 	}
 	if (n >= COF_UPLOADS_PER_REQUEST) {
 		cof_error(err, COF_ECONFLICT, "%s '%s' already has %lld files; the limit is %d",
-			  kind == PLACE_UPLOAD ? "request" : "call", request, (long long)n,
+			  kind == COF_PLACE_UPLOADS ? "request" : "call", request, (long long)n,
 			  COF_UPLOADS_PER_REQUEST);
 		goto out;
 	}
@@ -253,7 +275,7 @@ int cof_agent_upload(cof_store *st, const char *org, const char *id, const char 
 		     const char *request, const char *name, cof_upload *up,
 		     const char *content_type, json_t **out, int *created, cof_err *err)
 {
-	return place_save(st, org, id, subject, PLACE_UPLOAD, request, name, up, content_type,
+	return place_save(st, org, id, subject, COF_PLACE_UPLOADS, request, name, up, content_type,
 			  out, created, err);
 }
 
@@ -261,6 +283,6 @@ int cof_agent_tool_output(cof_store *st, const char *org, const char *id, const 
 			  const char *call, const char *name, cof_upload *up,
 			  const char *content_type, json_t **out, int *created, cof_err *err)
 {
-	return place_save(st, org, id, subject, PLACE_TOOL_OUTPUT, call, name, up,
+	return place_save(st, org, id, subject, COF_PLACE_TOOL_OUTPUTS, call, name, up,
 			  content_type, out, created, err);
 }

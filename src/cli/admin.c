@@ -307,6 +307,42 @@ static int admin_migrate(const cli_cmd *cmd, int argc, char **argv)
 	return CLI_OK;
 }
 
+/* coffer backup DATA DEST, coffer restore-backup BACKUP DATA (`coffer restore`
+ * is a volume's restore to a snapshot): exit 2 for what the
+ * caller can change (a DEST that is not empty, a DATA a cofferd holds, a
+ * dataset on other engines), 1 for a copy that failed. */
+static int admin_copy(const cli_cmd *cmd, int argc, char **argv, int restore)
+{
+	const char *pos[2];
+	const cli_opt opts[] = {{NULL, 0, 0, NULL}};
+	cof_err err = {0};
+	json_t *rep = NULL;
+	int n, rc;
+
+	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 2, 2, &n)))
+		return rc == CLI_HELPED ? CLI_OK : rc;
+	if ((restore ? cof_restore : cof_backup)(pos[0], pos[1], &rep, &err)) {
+		int usage = err.code == COF_ECONFLICT || err.code == COF_EVALIDATION;
+		cli_fail("%s failed: %s (%s)", cmd->name, err.msg, cof_code_type(err.code));
+		cof_err_clear(&err);
+		return usage ? CLI_USAGE : CLI_FAIL;
+	}
+	/* a report for scripts: JSON whatever --output says */
+	cli_print_json(rep);
+	json_decref(rep);
+	return CLI_OK;
+}
+
+static int admin_backup(const cli_cmd *cmd, int argc, char **argv)
+{
+	return admin_copy(cmd, argc, argv, 0);
+}
+
+static int admin_restore(const cli_cmd *cmd, int argc, char **argv)
+{
+	return admin_copy(cmd, argc, argv, 1);
+}
+
 const cli_cmd cli_admin_cmds[] = {
 	{NULL, "serve", "[--data DIR] [--listen HOST:PORT] [cofferd flags]",
 	 "run cofferd in the foreground (same flags as cofferd)",
@@ -372,5 +408,21 @@ const cli_cmd cli_admin_cmds[] = {
 	 "  --to-meta URL        postgres://... (the new dataset's metadata)\n"
 	 "  --to-blobs URL       s3://BUCKET/PREFIX?endpoint=..&region=.. (or a path)\n",
 	 admin_migrate},
+	{NULL, "backup", "DATA DEST",
+	 "a consistent online backup of an embedded data dir (cofferd may run)",
+	 "Copies DATA's metadata as one SQLite snapshot (the online backup API; a\n"
+	 "cofferd may be serving DATA and writing), then every blob that snapshot\n"
+	 "names (sha256 checked, fsynced), admin.key and link.key, into DEST, which\n"
+	 "must be new or empty (exit 2 otherwise). Prints a JSON report: files,\n"
+	 "blobs, bytes, volumes, maxSeq. Datasets on PostgreSQL + S3 are refused:\n"
+	 "use their own tools (docs/design.md, \"Backups\").\n",
+	 admin_backup},
+	{NULL, "restore-backup", "BACKUP DATA",
+	 "copy a backup into a new data dir and fsck it",
+	 "DATA must be new or empty and no cofferd may hold it (exit 2 otherwise):\n"
+	 "restoring over a live dataset is refused, since its server would go on\n"
+	 "serving what it holds. Copies BACKUP in with the same checks as backup,\n"
+	 "then runs fsck on the result (exit 1 unless clean) and prints both.\n",
+	 admin_restore},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -208,6 +208,7 @@ static int cli_global_opt(const char *name, size_t len, const cli_opt **found)
 		{"key", 0, CLI_OPT_STR, &cli_g.key},
 		{"json", 0, CLI_OPT_FLAG, &cli_g.json},
 		{"verbose", 0, CLI_OPT_FLAG, &cli_g.verbose},
+		{"jq", 0, CLI_OPT_STR, &cli_g.jq},
 		{"help", 'h', CLI_OPT_FLAG, &help},
 		{NULL, 0, 0, NULL},
 	};
@@ -288,5 +289,14 @@ int cli_parse(const cli_cmd *cmd, int argc, char **argv, const cli_opt *opts,
 		return cli_usage(cmd, "missing %s", word);
 	}
 	*npos = n;
+	if (cli_g.jq) {
+		char err[512];
+
+		if (cli_jq_compile(cli_g.jq, err, sizeof err))
+			return cli_usage(cmd, "--jq: %s", err);
+		cli_g.json = 1;
+	}
+	if (n && pos && !strncmp(cmd->usage, "VOL", 3) && (!cmd->usage[3] || cmd->usage[3] == ' '))
+		return cli_volume_id(pos[0], &pos[0]);
 	return 0;
 }

@@ -13,13 +13,10 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <curl/curl.h>
 #include "util/util.h"
-
-#ifndef COFFER_VERSION
-#define COFFER_VERSION "0.1.0"
-#endif
 
 #define CLI_OK 0
 #define CLI_FAIL 1
@@ -38,6 +35,7 @@ typedef struct cli_global {
 	const char *key;    /* --key, $COFFER_KEY, or ./data/admin.key */
 	int json;           /* --json: print the server's answer as it came */
 	int verbose;        /* --verbose: libcurl's trace on stderr */
+	const char *jq;     /* --jq EXPR: JSON answers filtered through jq (implies --json) */
 } cli_global;
 
 extern cli_global cli_g;
@@ -54,7 +52,8 @@ typedef int (*cli_fn)(const cli_cmd *cmd, int argc, char **argv);
 struct cli_cmd {
 	const char *group;   /* "volume", or NULL for a top-level command */
 	const char *name;    /* "create" */
-	const char *usage;   /* "NAME [--ceiling SIZE] [--idempotency-key K]" */
+	const char *usage;   /* "NAME [--ceiling SIZE] [--idempotency-key K]"; one that
+			      * starts with the word VOL takes a volume by id or name */
 	const char *summary; /* one line for `coffer --help` */
 	const char *help;    /* the rest of `coffer CMD --help`; may be NULL */
 	cli_fn fn;
@@ -69,6 +68,12 @@ extern const cli_cmd cli_mcp_cmds[];
 extern const cli_cmd cli_connect_cmds[];
 extern const cli_cmd cli_mount_cmds[];
 extern const cli_cmd cli_deploy_cmds[];
+extern const cli_cmd cli_completion_cmds[];
+extern const cli_cmd cli_agent_cmds[];
+extern const cli_cmd cli_turn_cmds[];
+extern const cli_cmd cli_relay_cmds[];
+/* Every table above, NULL-terminated (main.c): the help and completion.c walk it. */
+extern const cli_cmd *const cli_all_tables[];
 
 /* Prints `coffer: MSG` and a hint naming the command's --help to stderr, and
  * returns CLI_USAGE. `cmd` may be NULL (then the hint names `coffer --help`). */
@@ -106,10 +111,20 @@ typedef struct cli_opt {
  * plus the global flags and --help, in any order; "--" ends options; "-" is a
  * positional. Positionals go to pos[0..max_pos) and their count to *npos.
  * Returns 0, CLI_HELPED (help printed) or CLI_USAGE (message printed) when an
- * option is unknown, lacks or has a bad argument, or the count of positionals
- * is outside [min_pos, max_pos]. */
+ * option is unknown, lacks or has a bad argument, the count of positionals
+ * is outside [min_pos, max_pos], or --jq's program does not compile. When the
+ * usage starts with the word VOL, the first positional is then replaced by the
+ * volume's id (cli_volume_id; CLI_FAIL, printed, when no one volume has the
+ * name): every volume command takes a name where it takes an id. */
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, const cli_opt *opts,
 	      const char **pos, int min_pos, int max_pos, int *npos);
+
+/* The id of the volume `arg` names: `arg` itself when it has the form of an id
+ * ("vol_" and 20 of [a-z2-7]), else the one volume of the organization with that
+ * name (GET /v1/volumes?prefix=), else `arg` as it is (the server's 404 then
+ * names it). Several volumes with the name: their ids are listed, CLI_FAIL.
+ * *id is `arg` or a string of volume.c's that lives until exit. */
+int cli_volume_id(const char *arg, const char **id);
 
 /* Parses "4096", "512K", "512M", "4G", "1.5GiB", "2T" (binary units, case-
  * insensitive, optional "i"/"iB"/"B"). -1 when malformed or over INT64_MAX. */
@@ -157,6 +172,7 @@ typedef struct cli_req {
 	int progress;                /* progress bar when stderr is a terminal */
 	long timeout;                /* seconds for the whole request; 0 = none */
 	int want_error;              /* fill resp->error on an API error */
+	int quiet;                   /* print nothing on failure (the caller copes) */
 	const cli_cmd *text_tty;     /* a download to a terminal takes text only:
 				      * binary content stops it, a usage error of
 				      * this command (cli_refuse_tty) */
@@ -168,6 +184,13 @@ typedef struct cli_resp {
 	json_t *error; /* with req->want_error: the API error object {type,
 			* message, ...} of a non-2xx answer (owned; json_decref) */
 } cli_resp;
+
+/* Opens what an upload sends: `src` ("-" = stdin) when `given`, else stdin,
+ * which must then not be a terminal (CLI_USAGE of `cmd`); a directory or a
+ * file that cannot be opened is CLI_FAIL (printed). *f is stdin or a file to
+ * fclose; *sb its fstat (st_size is the length when S_ISREG). */
+int cli_upload_source(const cli_cmd *cmd, const char *src, int given, FILE **f,
+		      struct stat *sb);
 
 /* Performs `req`. Returns CLI_OK when the server answered 2xx (the body is in
  * resp->json, or in the download target); otherwise prints the error —
@@ -198,12 +221,29 @@ void cli_print_object(json_t *obj);
 /* The common tail of a command: cli_call, then cli_print_object of the answer.
  * Releases `url` and `body` (NULL is fine) in every case; returns cli_call's code. */
 int cli_call_show(const char *method, cof_buf *url, json_t *body);
+/* The tail of a command that ends something (rm, end, abort): cli_call, then
+ * the answer as JSON with --json, else the line `fmt` makes ("deleted volume
+ * vol_..."). Releases `url` in every case; returns cli_call's code. */
+int cli_call_done(const char *method, cof_buf *url, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Opens the data dir `dir` (gc, fsck, mcp --data). Refuses a dir without
  * meta.db rather than let cof_store_open create an empty store there.
  * Returns CLI_OK or CLI_FAIL (printed). */
 int cli_open_data(const char *dir, const cof_store_opts *opts, cof_store **st);
-/* Prints a JSON value as indented JSON to stdout. */
+/* Prints a JSON value as indented JSON to stdout; with --jq, what the jq
+ * program makes of it (jq.c). */
 void cli_print_json(json_t *v);
+/* Prints a JSON value on one line (JSON Lines), or through --jq's program. */
+void cli_print_json_line(json_t *v);
+
+/* --jq (jq.c): compiles the program once (0, or -1 with jq's message in err);
+ * runs it on `v` and prints each result (a string raw, else compact JSON; a
+ * run-time error is printed and remembered); the exit code it leaves (CLI_OK,
+ * or CLI_FAIL after a run-time error); frees it. */
+int cli_jq_compile(const char *expr, char *err, size_t errsz);
+void cli_jq_filter(json_t *v);
+int cli_jq_status(void);
+void cli_jq_cleanup(void);
 /* "1 byte", "2 bytes", "0 files": `n` and `noun` (singular; "s" added unless
  * n is 1) into out; returns out. */
 const char *cli_count(int64_t n, const char *noun, char *out, size_t outsz);

@@ -2,7 +2,7 @@
  * connect.c — `coffer connect`: the user's side of a relay session. Connects
  * out to cofferd (docs/relay-protocol.md), receives the agent's operations on
  * a Server-Sent Events stream and answers each one from the folder --dir,
- * through src/relay/localfs (which enforces the exclusions, the mode, the size
+ * through src/relay/client/localfs (which enforces the exclusions, the mode, the size
  * limit and the guard itself, whatever the server says).
  *
  * One thread. The stream is one libcurl transfer whose write callback feeds

@@ -7,7 +7,7 @@
 #define COF_CLI_CONNECT_H
 
 #include <curl/curl.h>
-#include "relay/localfs.h"
+#include "relay/client/localfs.h"
 #include "util/sse.h"
 
 typedef struct conn {

@@ -7,6 +7,7 @@
  * /v1/agents/{id}, and what changed is printed. Mounts and relay settings
  * are passed on as given and checked by cofferd when its agent is applied.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,29 +62,82 @@ static json_t *relay_settings(json_t *r)
 	return o;
 }
 
+/* The line where `path` (cof_toml_parse_lines) or, failing that, the nearest
+ * table holding it was written; 0 when unknown. */
+static int line_of(json_t *lines, const char *path)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s", path);
+	for (;;) {
+		json_t *l = json_object_get(lines, p);
+		if (json_is_integer(l))
+			return (int)json_integer_value(l);
+		char *cut = strrchr(p, '.'), *br = strrchr(p, '[');
+		if (br > cut)
+			cut = br;
+		if (!cut)
+			return 0;
+		*cut = '\0';
+	}
+}
+
+/* The line of the key of table `obj` (written at `base`) that `msg` names
+ * first ("sandbox.turn_disk (...) must be at most ...", "unknown field
+ * 'colour'"), else of the table. */
+static int named_line(json_t *lines, const char *base, json_t *obj, const char *msg)
+{
+	const char *k, *best = NULL, *at = NULL;
+	json_t *v;
+	char p[512];
+
+	json_object_foreach(obj, k, v) {
+		size_t n = strlen(k);
+		for (const char *q = msg; n && (q = strstr(q, k)); q++) {
+			int before = q > msg && (isalnum((unsigned char)q[-1]) || q[-1] == '_'),
+			    after = isalnum((unsigned char)q[n]) || q[n] == '_';
+			if (!before && !after && (!at || q < at)) {
+				at = q, best = k;
+				break;
+			}
+		}
+	}
+	if (!best)
+		return line_of(lines, base);
+	snprintf(p, sizeof p, "%s.%s", base, best);
+	return line_of(lines, p);
+}
+
 /* One [[agents]] entry checked and turned into the agent's settings in
- * *settings: 0, or CLI_USAGE after saying what is wrong. */
+ * *settings: 0, or CLI_USAGE after saying what is wrong and on which line. */
 static int agent_settings(const cli_cmd *cmd, const char *file, size_t i, json_t *a,
-			  json_t *output, json_t **settings)
+			  json_t *output, json_t *lines, json_t **settings)
 {
 	const char *k, *id = json_string_value(json_object_get(a, "id"));
 	json_t *v, *s;
 	cof_sandbox sb;
 	unsigned types;
 	cof_err err = {0};
+	char at[64];
 
+	snprintf(at, sizeof at, "agents[%zu]", i);
 	if (!json_is_object(a))
-		return cli_usage(cmd, "%s: agents[%zu] is not a table", file, i);
+		return cli_usage(cmd, "%s: line %d: agents[%zu] is not a table", file,
+				 line_of(lines, at), i);
 	if (!id || !*id)
-		return cli_usage(cmd, "%s: agents[%zu] has no id (id = \"NAME\")", file, i);
+		return cli_usage(cmd, "%s: line %d: agents[%zu] has no id (id = \"NAME\")", file,
+				 line_of(lines, at), i);
 	json_object_foreach(a, k, v) {
 		size_t j;
 		for (j = 0; j < NKEYS && strcmp(agent_keys[j].toml, k); j++)
 			;
-		if (j == NKEYS)
-			return cli_usage(cmd, "%s: agent '%s': key '%s' is not known (known: id, "
-					 "package, sandbox, output, relay, mounts, exclude, file_tools, "
-					 "default_exclusions, tools)", file, id, k);
+		if (j == NKEYS) {
+			char p[512];
+			snprintf(p, sizeof p, "%s.%s", at, k);
+			return cli_usage(cmd, "%s: line %d: agent '%s': key '%s' is not known "
+					 "(known: id, package, sandbox, output, relay, mounts, exclude, "
+					 "file_tools, default_exclusions, tools)", file,
+					 line_of(lines, p), id, k);
+		}
 	}
 	s = json_object();
 	for (size_t j = 0; j < NKEYS; j++)
@@ -92,9 +146,20 @@ static int agent_settings(const cli_cmd *cmd, const char *file, size_t i, json_t
 					    ? relay_settings(v) : json_deep_copy(v));
 	if (!json_object_get(s, "output") && output)
 		json_object_set(s, "output", output); /* the file's [output] */
-	if (cof_sandbox_parse(json_object_get(s, "sandbox"), &sb, &err) ||
-	    cof_outbox_types_parse(json_object_get(s, "output"), &types, &err)) {
-		int rc = cli_usage(cmd, "%s: agent '%s': %s", file, id, err.msg);
+	int line = 0;
+	if (cof_sandbox_parse(json_object_get(s, "sandbox"), &sb, &err)) {
+		char p[80];
+		snprintf(p, sizeof p, "%s.sandbox", at);
+		line = named_line(lines, p, json_object_get(a, "sandbox"), err.msg);
+	} else if (cof_outbox_types_parse(json_object_get(s, "output"), &types, &err)) {
+		char p[80];
+		snprintf(p, sizeof p, "%s.output", at);
+		line = json_object_get(a, "output") ? named_line(lines, p, json_object_get(a, "output"),
+								 err.msg)
+						     : named_line(lines, "output", output, err.msg);
+	}
+	if (err.code) {
+		int rc = cli_usage(cmd, "%s: line %d: agent '%s': %s", file, line, id, err.msg);
 		cof_err_clear(&err);
 		json_decref(s);
 		return rc;
@@ -110,7 +175,7 @@ static int deploy(const cli_cmd *cmd, int argc, char **argv)
 	const cli_opt opts[] = {{"dry-run", 0, CLI_OPT_FLAG, &dry}, {NULL, 0, 0, NULL}};
 	char *text = NULL;
 	size_t len = 0;
-	json_t *doc = NULL, *agents, *output, *plan = NULL, *v;
+	json_t *doc = NULL, *lines = NULL, *agents, *output, *plan = NULL, *v;
 	const char *k;
 	cof_err err = {0};
 
@@ -121,14 +186,14 @@ static int deploy(const cli_cmd *cmd, int argc, char **argv)
 		rc = cli_usage(cmd, "cannot read '%s': %s", pos[0], strerror(errno));
 		goto out;
 	}
-	if (cof_toml_parse(text, len, &doc, &err)) {
+	if (cof_toml_parse_lines(text, len, &doc, &lines, &err)) {
 		rc = cli_usage(cmd, "%s: %s", pos[0], err.msg);
 		goto out;
 	}
 	json_object_foreach(doc, k, v)
 		if (strcmp(k, "agents") && strcmp(k, "output")) {
-			rc = cli_usage(cmd, "%s: '%s' is not known here (known: [[agents]], [output])",
-				       pos[0], k);
+			rc = cli_usage(cmd, "%s: line %d: '%s' is not known here (known: [[agents]], "
+				       "[output])", pos[0], line_of(lines, k), k);
 			goto out;
 		}
 	agents = json_object_get(doc, "agents");
@@ -138,23 +203,32 @@ static int deploy(const cli_cmd *cmd, int argc, char **argv)
 		goto out;
 	}
 	if (output && !json_is_object(output)) {
-		rc = cli_usage(cmd, "%s: [output] must be a table", pos[0]);
+		rc = cli_usage(cmd, "%s: line %d: [output] must be a table", pos[0],
+			       line_of(lines, "output"));
 		goto out;
 	}
 	/* every agent checked before any is changed */
 	for (size_t i = 0; i < json_array_size(agents); i++) {
 		json_t *a = json_array_get(agents, i), *s = NULL;
-		if ((rc = agent_settings(cmd, pos[0], i, a, output, &s)))
+		if ((rc = agent_settings(cmd, pos[0], i, a, output, lines, &s)))
 			goto out;
 		const char *id = json_string_value(json_object_get(a, "id"));
 		for (size_t j = 0; j < json_array_size(plan); j++)
 			if (!strcmp(json_string_value(json_object_get(json_array_get(plan, j), "id")),
 				    id)) {
+				char at[64];
+				snprintf(at, sizeof at, "agents[%zu]", i);
 				json_decref(s);
-				rc = cli_usage(cmd, "%s: agent '%s' is given twice", pos[0], id);
+				rc = cli_usage(cmd, "%s: line %d: agent '%s' is given twice (first at "
+					       "line %d)", pos[0], line_of(lines, at), id,
+					       line_of(lines, json_string_value(json_object_get(
+						       json_array_get(plan, j), "at"))));
 				goto out;
 			}
-		json_array_append_new(plan, json_pack("{s:s, s:o}", "id", id, "settings", s));
+		char at[64];
+		snprintf(at, sizeof at, "agents[%zu]", i);
+		json_array_append_new(plan, json_pack("{s:s, s:s, s:o}", "id", id, "at", at,
+						      "settings", s));
 	}
 	rc = CLI_OK;
 	for (size_t i = 0; i < json_array_size(plan); i++) {
@@ -187,6 +261,7 @@ static int deploy(const cli_cmd *cmd, int argc, char **argv)
 out:
 	cof_err_clear(&err);
 	json_decref(doc);
+	json_decref(lines);
 	json_decref(plan);
 	free(text);
 	return rc;

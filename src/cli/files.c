@@ -42,12 +42,32 @@ static struct curl_slist *files_if_match(struct curl_slist *h, int64_t if_match)
 	return files_header(h, "If-Match", etag);
 }
 
+int cli_upload_source(const cli_cmd *cmd, const char *src, int given, FILE **f,
+		      struct stat *sb)
+{
+	if (!strcmp(src, "-")) {
+		if (!given && isatty(STDIN_FILENO))
+			return cli_usage(cmd, "no FILE given and stdin is a terminal");
+		*f = stdin;
+	} else if (!(*f = fopen(src, "rb"))) {
+		return cli_fail("cannot open '%s': %s", src, strerror(errno));
+	}
+	if (fstat(fileno(*f), sb) != 0) {
+		memset(sb, 0, sizeof *sb);
+	} else if (S_ISDIR(sb->st_mode)) {
+		if (*f != stdin)
+			fclose(*f);
+		return cli_fail("cannot upload '%s': it is a directory", src);
+	}
+	return CLI_OK;
+}
+
 /* coffer put VOL PATH [FILE|-]: streams FILE (or stdin) to the volume. */
 static int files_put(const cli_cmd *cmd, int argc, char **argv)
 {
 	int64_t if_match = -1;
 	int if_none = 0, n, rc;
-	const char *ctype = NULL, *pos[3], *src;
+	const char *ctype = NULL, *pos[3];
 	const cli_opt opts[] = {
 		{"if-match", 0, CLI_OPT_INT, &if_match},
 		{"if-none-match", 0, CLI_OPT_FLAG, &if_none},
@@ -64,18 +84,8 @@ static int files_put(const cli_cmd *cmd, int argc, char **argv)
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	if (if_match >= 0 && if_none)
 		return cli_usage(cmd, "--if-match and --if-none-match exclude each other");
-	src = n == 3 ? pos[2] : "-";
-	if (!strcmp(src, "-")) {
-		if (n < 3 && isatty(STDIN_FILENO))
-			return cli_usage(cmd, "no FILE given and stdin is a terminal");
-		f = stdin;
-	} else if (!(f = fopen(src, "rb"))) {
-		return cli_fail("cannot open '%s': %s", src, strerror(errno));
-	}
-	if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		fclose(f);
-		return cli_fail("cannot upload '%s': it is a directory", src);
-	}
+	if ((rc = cli_upload_source(cmd, n == 3 ? pos[2] : "-", n == 3, &f, &sb)))
+		return rc;
 	hdrs = files_if_match(hdrs, if_match);
 	if (if_none)
 		hdrs = files_header(hdrs, "If-None-Match", "*");
@@ -316,11 +326,7 @@ static void files_change_row(json_t *c)
 	char t1[32], t2[32], t3[4096], t4[32], hs[16];
 
 	if (cli_g.json) {
-		char *s = json_dumps(c, JSON_COMPACT);
-
-		if (s)
-			puts(s);
-		free(s);
+		cli_print_json_line(c);
 		return;
 	}
 	if (json_is_integer(json_object_get(c, "size")))

@@ -587,7 +587,9 @@ int cli_http(const cli_req *req, cli_resp *resp)
 		ok = 0;
 	}
 
-	if (x.status >= 300 && (rc == CURLE_OK || x.body.len)) {
+	if (req->quiet && !ok) {
+		ret = CLI_FAIL;
+	} else if (x.status >= 300 && (rc == CURLE_OK || x.body.len)) {
 		/* The server answered, possibly while we were still sending. */
 		cli_print_api_error(x.status, &x.body);
 		if (resp && req->want_error && x.body.len) {

@@ -13,9 +13,10 @@
 
 cli_global cli_g;
 
-static const cli_cmd *const cli_tables[] = {
-	cli_volume_cmds, cli_files_cmds, cli_snapshot_cmds, cli_admin_cmds, cli_mcp_cmds,
-	cli_connect_cmds, cli_mount_cmds, cli_deploy_cmds, NULL,
+const cli_cmd *const cli_all_tables[] = {
+	cli_volume_cmds, cli_files_cmds, cli_snapshot_cmds, cli_agent_cmds, cli_turn_cmds,
+	cli_relay_cmds, cli_admin_cmds, cli_mcp_cmds, cli_connect_cmds, cli_mount_cmds,
+	cli_deploy_cmds, cli_completion_cmds, NULL,
 };
 
 /* The text under "global flags", shared by every help page. */
@@ -24,6 +25,8 @@ static const char cli_global_help[] =
 	"  --server URL   cofferd's address (default $COFFER_URL, else " CLI_DEFAULT_URL ")\n"
 	"  --key KEY      API key (default $COFFER_KEY, else ./data/admin.key if readable)\n"
 	"  --json         print the server's JSON answer instead of a table\n"
+	"  --jq EXPR      print what jq's EXPR makes of the JSON answer (strings raw,\n"
+	"                 else compact JSON, one result a line), e.g. --jq .id\n"
 	"  --verbose      trace the HTTP exchange on stderr\n"
 	"  -h, --help     show help for coffer or a command\n"
 	"  --version      print coffer's version\n";
@@ -34,11 +37,11 @@ static void cli_main_help(FILE *out)
 	size_t t;
 	const cli_cmd *c;
 
-	fputs("usage: coffer [--server URL] [--key KEY] [--json] COMMAND [ARGS]\n\n"
+	fputs("usage: coffer [--server URL] [--key KEY] [--json] [--jq EXPR] COMMAND [ARGS]\n\n"
 	      "coffer drives cofferd, the file service for AI agents: versioned volumes,\n"
 	      "snapshots, forks, archives and signed links.\n\nCommands:\n", out);
-	for (t = 0; cli_tables[t]; t++) {
-		for (c = cli_tables[t]; c->name; c++) {
+	for (t = 0; cli_all_tables[t]; t++) {
+		for (c = cli_all_tables[t]; c->name; c++) {
 			char word[64];
 
 			snprintf(word, sizeof(word), "%s%s%s", c->group ? c->group : "",
@@ -57,8 +60,8 @@ static void cli_group_help(const char *group, FILE *out)
 	const cli_cmd *c;
 
 	fprintf(out, "usage: coffer %s SUBCOMMAND [ARGS]\n\nSubcommands:\n", group);
-	for (t = 0; cli_tables[t]; t++)
-		for (c = cli_tables[t]; c->name; c++)
+	for (t = 0; cli_all_tables[t]; t++)
+		for (c = cli_all_tables[t]; c->name; c++)
 			if (c->group && !strcmp(c->group, group))
 				fprintf(out, "  %-10s %s\n", c->name, c->summary);
 	fprintf(out, "\nRun 'coffer %s SUBCOMMAND --help' for its arguments.\n", group);
@@ -79,8 +82,8 @@ static const cli_cmd *cli_find(const char *group, const char *name)
 	size_t t;
 	const cli_cmd *c;
 
-	for (t = 0; cli_tables[t]; t++)
-		for (c = cli_tables[t]; c->name; c++) {
+	for (t = 0; cli_all_tables[t]; t++)
+		for (c = cli_all_tables[t]; c->name; c++) {
 			if (!!c->group != !!group)
 				continue;
 			if (group && strcmp(c->group, group))
@@ -97,8 +100,8 @@ static int cli_is_group(const char *group)
 	size_t t;
 	const cli_cmd *c;
 
-	for (t = 0; cli_tables[t]; t++)
-		for (c = cli_tables[t]; c->name; c++)
+	for (t = 0; cli_all_tables[t]; t++)
+		for (c = cli_all_tables[t]; c->name; c++)
 			if (c->group && !strcmp(c->group, group))
 				return 1;
 	return 0;
@@ -134,6 +137,8 @@ static int cli_globals(int argc, char **argv)
 		}
 		if (!strncmp(a, "--server", n = 8) && (a[n] == '=' || !a[n]))
 			dest = &cli_g.server;
+		else if (!strncmp(a, "--jq", n = 4) && (a[n] == '=' || !a[n]))
+			dest = &cli_g.jq;
 		else if (!strncmp(a, "--key", n = 5) && (a[n] == '=' || !a[n]))
 			dest = &cli_g.key;
 		else
@@ -190,6 +195,9 @@ int main(int argc, char **argv)
 	if (curl_global_init(CURL_GLOBAL_DEFAULT))
 		return cli_fail("cannot initialise libcurl");
 	rc = cmd->fn(cmd, argc - i, argv + i);
+	if (rc == CLI_OK)
+		rc = cli_jq_status(); /* a --jq program that failed on the answer */
+	cli_jq_cleanup();
 	cli_http_cleanup();
 	curl_global_cleanup();
 	return rc;

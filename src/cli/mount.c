@@ -25,16 +25,25 @@ static void layer_drop(char *dir)
 
 /* Where the view reads: the data dir in process (--data), else the cofferd
  * of --server/--key, asked once so that an unreachable server, a refused
- * key or an unknown volume fail before anything is mounted. */
+ * key or an unknown volume fail before anything is mounted. A data dir is
+ * taken as a cofferd takes it (DATA/lock, store/lock.c): its commits would
+ * pass under a running server's caches and change waits, so a dir a cofferd
+ * serves is refused (mount through that cofferd instead), and no cofferd
+ * starts on it while it is mounted. */
 static int mount_source(const char *data, const char *vol, cof_store **st,
 			cof_view_src **src)
 {
 	cof_err err = {0};
 	int rc;
 
-	if (data)
-		return cli_open_data(data, &(cof_store_opts){.content_cache = COF_CONTENT_CACHE_DEFAULT},
-				     st);
+	if (data) {
+		rc = cli_open_data(data, &(cof_store_opts){.content_cache = COF_CONTENT_CACHE_DEFAULT,
+							    .serve = 1}, st);
+		if (rc)
+			fprintf(stderr, "coffer: to mount a volume of a running cofferd, leave out "
+				"--data (the mount then goes through --server/--key)\n");
+		return rc;
+	}
 	if (!(*src = cof_view_src_http(cli_server_url(), cli_api_key(), &err)) ||
 	    cof_view_src_check(*src, vol, &err)) {
 		rc = cli_fail("cannot mount volume '%s': %s", vol, err.msg);
@@ -128,10 +137,12 @@ const cli_cmd cli_mount_cmds[] = {
 	 "$COFFER_URL and $COFFER_KEY), the way every other command does: reads at\n"
 	 "the mounted seq (?seq=), content by range, each closed file one PUT.\n"
 	 "With --follow over a server the newest seq is asked at most once a second.\n"
+	 "--data takes the dir as a cofferd does: a dir a running cofferd serves is\n"
+	 "refused (mount through that cofferd), and none starts on it while mounted.\n"
 	 "\n"
 	 "Options:\n"
 	 "  --data DIR       use the data dir DIR directly (organization org_default);\n"
-	 "                   do not point it at a dir that a running cofferd serves\n"
+	 "                   refused while a running cofferd serves it\n"
 	 "  --snapshot S     mount snapshot S of the volume (read-only)\n"
 	 "  --read-only      refuse writes (EROFS)\n"
 	 "  --follow         show new seqs as they land (else one seq)\n",

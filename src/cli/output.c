@@ -2,6 +2,7 @@
  * output.c — how answers are shown: raw JSON with --json, else key/value
  * lines for one object and columns (built by each command) for lists.
  */
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,29 @@ void cli_human_size(int64_t bytes, char *out, size_t outsz)
 
 void cli_print_json(json_t *v)
 {
-	char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	char *s;
 
+	if (cli_g.jq) {
+		cli_jq_filter(v);
+		return;
+	}
+	s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+
+	if (s) {
+		puts(s);
+		free(s);
+	}
+}
+
+void cli_print_json_line(json_t *v)
+{
+	char *s;
+
+	if (cli_g.jq) {
+		cli_jq_filter(v);
+		return;
+	}
+	s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (s) {
 		puts(s);
 		free(s);
@@ -132,6 +154,25 @@ void cli_body_str(json_t *body, const char *name, const char *value)
 {
 	if (value)
 		json_object_set_new(body, name, json_string(value));
+}
+
+int cli_call_done(const char *method, cof_buf *url, const char *fmt, ...)
+{
+	json_t *ans = NULL;
+	int rc = cli_call(method, url->data, NULL, &ans);
+	va_list ap;
+
+	if (rc == CLI_OK && cli_g.json && ans) {
+		cli_print_json(ans);
+	} else if (rc == CLI_OK) {
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		putchar('\n');
+	}
+	json_decref(ans);
+	cof_buf_release(url);
+	return rc;
 }
 
 int cli_call_show(const char *method, cof_buf *url, json_t *body)

@@ -156,21 +156,13 @@ static int snap_rm(const cli_cmd *cmd, int argc, char **argv)
 		{NULL, 0, 0, NULL},
 	};
 	cof_buf u = COF_BUF_INIT;
-	json_t *ans = NULL;
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 2, 2, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	snap_url(&u, pos[0], "/snapshots/", pos[1]);
 	if (force)
 		cli_url_query(&u, "force", "true");
-	rc = cli_call("DELETE", u.data, NULL, &ans);
-	if (rc == CLI_OK && cli_g.json && ans)
-		cli_print_json(ans);
-	else if (rc == CLI_OK)
-		printf("deleted snapshot %s\n", pos[1]);
-	json_decref(ans);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_done("DELETE", &u, "deleted snapshot %s", pos[1]);
 }
 
 /* coffer snapshot pin|unpin VOL SID: PATCH {pinned}. */

@@ -92,6 +92,68 @@ static int vol_fetch(const char *ids, json_t **out)
 	return CLI_OK;
 }
 
+/* True when `s` has the form of a volume id: "vol_" and 20 of [a-z2-7]. */
+static int vol_looks_like_id(const char *s)
+{
+	size_t i;
+
+	if (strncmp(s, "vol_", 4) || strlen(s) != 24)
+		return 0;
+	for (i = 4; i < 24; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '2' && s[i] <= '7')))
+			return 0;
+	return 1;
+}
+
+/* The id a name resolved to, kept for the rest of the run (a command
+ * resolves one volume; a second lookup replaces it). */
+static char *vol_resolved;
+
+int cli_volume_id(const char *arg, const char **id)
+{
+	cof_buf u = COF_BUF_INIT, ids = COF_BUF_INIT;
+	cli_req req = {.method = "GET", .upload_size = -1, .quiet = 1};
+	cli_resp resp = {0};
+	json_t *v;
+	size_t i, found = 0;
+	int rc = CLI_OK;
+
+	*id = arg;
+	if (vol_looks_like_id(arg) || !*arg)
+		return CLI_OK;
+	/* names sort first among those they are a prefix of: one page holds them */
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/volumes");
+	cli_url_query(&u, "prefix", arg);
+	cli_url_query(&u, "limit", "1000");
+	req.url = u.data;
+	/* a lookup that fails (no server, a bad key) leaves `arg` as it is: the
+	 * command's own request then says what is wrong */
+	if (cli_http(&req, &resp) == CLI_OK) {
+		json_array_foreach(json_object_get(resp.json, "volumes"), i, v) {
+			const char *name = json_string_value(json_object_get(v, "name"));
+			const char *vid = json_string_value(json_object_get(v, "id"));
+
+			if (!name || !vid || strcmp(name, arg))
+				continue;
+			if (!found++) {
+				free(vol_resolved);
+				*id = vol_resolved = cli_check_alloc(cof_strdup(vid));
+			}
+			cli_buf_addf(&ids, "%s%s", found > 1 ? ", " : "", vid);
+		}
+	}
+	json_decref(resp.json);
+	cof_buf_release(&u);
+	if (found > 1) {
+		*id = arg;
+		rc = cli_fail("%zu volumes are named '%s': give one of their ids (%s)", found,
+			      arg, ids.data);
+	}
+	cof_buf_release(&ids);
+	return rc;
+}
+
 /* coffer volume ls [IDS...]: GET /v1/volumes?ids=a,b in one request, or
  * every volume of the organization by name. */
 static int vol_ls(const cli_cmd *cmd, int argc, char **argv)
@@ -133,7 +195,7 @@ static int vol_ls(const cli_cmd *cmd, int argc, char **argv)
 	return CLI_OK;
 }
 
-/* coffer volume get ID */
+/* coffer volume get VOL */
 static int vol_get(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[1];
@@ -146,25 +208,17 @@ static int vol_get(const cli_cmd *cmd, int argc, char **argv)
 	return cli_call_show("GET", &u, NULL);
 }
 
-/* coffer volume rm ID */
+/* coffer volume rm VOL */
 static int vol_rm(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[1];
 	cof_buf u = COF_BUF_INIT;
-	json_t *ans = NULL;
 	int n, rc;
 
 	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 1, 1, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
 	vol_url(&u, pos[0]);
-	rc = cli_call("DELETE", u.data, NULL, &ans);
-	if (rc == CLI_OK && cli_g.json && ans)
-		cli_print_json(ans);
-	else if (rc == CLI_OK)
-		printf("deleted volume %s\n", pos[0]);
-	json_decref(ans);
-	cof_buf_release(&u);
-	return rc;
+	return cli_call_done("DELETE", &u, "deleted volume %s", pos[0]);
 }
 
 const cli_cmd cli_volume_cmds[] = {
@@ -181,8 +235,8 @@ const cli_cmd cli_volume_cmds[] = {
 	 "them (at most 50) in one request; ids that do not exist are left out.\n"
 	 "Compare SEQ with an earlier run to tell which changed.\n",
 	 vol_ls},
-	{"volume", "get", "ID", "show one volume", NULL, vol_get},
-	{"volume", "rm", "ID", "delete a volume and all its snapshots, pinned ones too",
+	{"volume", "get", "VOL", "show one volume (VOL: its id or its name)", NULL, vol_get},
+	{"volume", "rm", "VOL", "delete a volume and all its snapshots, pinned ones too",
 	 NULL, vol_rm},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -12,12 +12,17 @@
 #define ORG(req) ((req)->who.org)
 #define SUBJECT(req) http_header_trim((req), "X-Subject") /* NULL = none */
 
-int http_agent_allowed(http_req *req, cof_err *err)
+int http_agent_reaches(http_req *req, const char *agent, cof_err *err)
 {
-	if (req->who.agent[0] && strcmp(req->who.agent, req->param[0]))
+	if (req->who.agent[0] && strcmp(req->who.agent, agent))
 		return cof_error(err, COF_EFORBIDDEN, "this key reaches only agent '%s' (and its "
 				 "subjects)", req->who.agent);
 	return 0;
+}
+
+int http_agent_allowed(http_req *req, cof_err *err)
+{
+	return http_agent_reaches(req, req->param[0], err);
 }
 
 int http_agent_begin_body(http_req *req, int64_t max_bytes)
@@ -71,6 +76,23 @@ enum MHD_Result http_agent_get(http_req *req)
 	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_get(req->srv->st, ORG(req), req->param[0], &out, &err);
 
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* GET /v1/agents?prefix=&cursor=&limit= (a key bound to an agent: 403, as
+ * for the volume list; its agent is GET /v1/agents/{id}). */
+enum MHD_Result http_agent_list(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *prefix, *cursor;
+	int64_t limit = 0;
+	int rc;
+
+	if (http_query(req, "prefix", &prefix, &err) || http_query(req, "cursor", &cursor, &err) ||
+	    http_query_int(req, "limit", 1, 1000, &limit, &err))
+		return http_send_error(req, &err);
+	rc = cof_agent_list(req->srv->st, ORG(req), prefix, cursor, limit, &out, &err);
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 
@@ -162,19 +184,31 @@ enum MHD_Result http_agent_file_delete(http_req *req)
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 
+int http_agent_tool_run(http_req *req, const char *agent, const char *subject,
+			const char *tool, json_t *args, const char *run, const char *scope,
+			json_t **out, cof_err *err)
+{
+	*out = NULL;
+	if (http_agent_reaches(req, agent, err) ||
+	    cof_agent_tool_in(req->srv->st, ORG(req), agent, subject, tool, args, run, scope, out,
+			      err))
+		return -1;
+	if (*out)
+		http_absolute_url(req, *out); /* present_file's link */
+	return 0;
+}
+
 /* POST /v1/agents/{id}/tools/{tool}: 200 {ok, output, ...} also when ok is
- * false (the model reads why); bad arguments are 400. */
+ * false (the model reads why); bad arguments are 400. X-Mcp-Session names
+ * the read scope (`coffer mcp` sends its own). */
 enum MHD_Result http_agent_tool(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	const char *run = http_header_trim(req, "X-Run-Id");
-	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_agent_tool(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
-				  req->param[1], req->json, run, &out, &err);
+	int rc = http_agent_tool_run(req, req->param[0], SUBJECT(req), req->param[1], req->json,
+				     http_header_trim(req, "X-Run-Id"),
+				     http_header_trim(req, "X-Mcp-Session"), &out, &err);
 
-	if (rc == 0 && out)
-		http_absolute_url(req, out); /* present_file's link */
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 

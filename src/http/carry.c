@@ -46,6 +46,8 @@
 #define CARRY_TIMEOUT_S 3600      /* a call may run that long */
 #define CARRY_BLOCK (128u << 10)  /* MHD's reads from the buffer */
 #define CARRY_READ (128L << 10)   /* curl's socket reads (its default is 16 KiB) */
+#define CARRY_CALL_MAX ((size_t)64 << 20) /* a call's answer taken whole: a 10 MB
+					   * file's read, with JSON's escapes */
 
 typedef struct carry {
 	pthread_mutex_t mu;
@@ -68,6 +70,8 @@ typedef struct carry {
 	int sock;                 /* the client's socket, for its hang-up */
 	struct MHD_Connection *conn;
 	int64_t *bytes_out;       /* the request's count, for its log line */
+	size_t whole;             /* a call's answer, kept whole up to this (0: streamed) */
+	int too_big;              /* ... and it was bigger */
 	http_wait wait;
 	struct carry *next;       /* on the carrier's lists */
 } carry;
@@ -146,7 +150,12 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 		pthread_mutex_unlock(&t->mu);
 		return 0; /* nobody reads: ends the transfer */
 	}
-	if (t->buf.len - t->pos >= CARRY_HIGH) {
+	if (t->whole && t->buf.len + len > t->whole) {
+		t->too_big = 1;
+		pthread_mutex_unlock(&t->mu);
+		return 0; /* ends the transfer */
+	}
+	if (!t->whole && t->buf.len - t->pos >= CARRY_HIGH) {
 		t->paused = 1;
 		pthread_mutex_unlock(&t->mu);
 		return CURL_WRITEFUNC_PAUSE; /* curl keeps these bytes for later */
@@ -399,6 +408,20 @@ static void pass_header(http_req *req, carry *t, const char *name)
 	cof_buf_release(&line);
 }
 
+/* The headers of every carried call: this node as the forwarder (never
+ * carried again), a JSON body, no 100-continue, the bytes as they are. */
+static void hop_headers(carry *t)
+{
+	cof_buf line = COF_BUF_INIT;
+
+	if (cof_buf_addf(&line, "X-Coffer-Forwarded: %s", C.node) == 0)
+		t->hdrs = curl_slist_append(t->hdrs, line.data);
+	cof_buf_release(&line);
+	t->hdrs = curl_slist_append(t->hdrs, "Content-Type: application/json");
+	t->hdrs = curl_slist_append(t->hdrs, "Expect:");
+	t->hdrs = curl_slist_append(t->hdrs, "Accept-Encoding:");
+}
+
 /* The request headers carried: the caller's key (in either of its two
  * headers) and what shapes the answer; X-Request-Id is this request's, so
  * both nodes log one id. Host is the one the client asked (or this node's
@@ -409,7 +432,7 @@ static void request_headers(http_req *req, carry *t)
 {
 	static const char *const pass[] = {
 		"Authorization", "x-api-key", "Accept", "Range", "If-Range", "If-Match",
-		"If-None-Match", "If-Modified-Since", "X-Run-Id", "Last-Event-ID",
+		"If-None-Match", "If-Modified-Since", "X-Run-Id", "X-Mcp-Session", "Last-Event-ID",
 		"Idempotency-Key",
 	};
 	cof_buf line = COF_BUF_INIT;
@@ -420,55 +443,39 @@ static void request_headers(http_req *req, carry *t)
 	http_base_url(req, base, sizeof base);
 	if (cof_buf_addf(&line, "Host: %s", base + strlen("http://")) == 0)
 		t->hdrs = curl_slist_append(t->hdrs, line.data);
-	cof_buf_reset(&line);
-	cof_buf_addf(&line, "X-Coffer-Forwarded: %s", C.node);
-	t->hdrs = curl_slist_append(t->hdrs, line.data);
 	if (req->request_id[0]) {
 		cof_buf_reset(&line);
 		cof_buf_addf(&line, "X-Request-Id: %s", req->request_id);
 		t->hdrs = curl_slist_append(t->hdrs, line.data);
 	}
 	cof_buf_release(&line);
-	t->hdrs = curl_slist_append(t->hdrs, "Content-Type: application/json");
-	t->hdrs = curl_slist_append(t->hdrs, "Expect:");
-	t->hdrs = curl_slist_append(t->hdrs, "Accept-Encoding:");
+	hop_headers(t);
 }
 
-/* A new transfer of `req` to `url` (not started), or NULL. */
-static carry *carry_new(http_req *req, const char *url)
+/* A new transfer of `method` to `target` (the whole URL), not started, with
+ * the options every transfer has; the caller adds its headers and body. */
+static carry *carry_init(const char *target, const char *method)
 {
 	carry *t = cof_calloc(1, sizeof *t);
-	cof_buf target = COF_BUF_INIT;
 
 	if (!t)
 		return NULL;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv, NULL);
 	t->refs = 2; /* the carrier's and the request's */
+	t->sock = -1;
 	t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	t->h = curl_easy_init();
-	if (t->efd < 0 || !t->h || cof_buf_addf(&target, "%s%s", url, req->url)) {
-		cof_buf_release(&target);
+	if (t->efd < 0 || !t->h) {
 		t->refs = 1;
 		carry_unref(t);
 		return NULL;
 	}
-	request_headers(req, t);
-	curl_easy_setopt(t->h, CURLOPT_URL, target.data);
-	cof_buf_release(&target);
-	if (!strcmp(req->method, "HEAD"))
+	curl_easy_setopt(t->h, CURLOPT_URL, target);
+	if (!strcmp(method, "HEAD"))
 		curl_easy_setopt(t->h, CURLOPT_NOBODY, 1L);
 	else
-		curl_easy_setopt(t->h, CURLOPT_CUSTOMREQUEST, req->method);
-	/* the routes carried take a JSON body (at most HTTP_JSON_MAX), parsed
-	 * before the handler knows where it goes: it is sent as parsed */
-	if (!strcmp(req->method, "POST") || !strcmp(req->method, "PUT")) {
-		t->body = req->json ? json_dumps(req->json, JSON_COMPACT) : NULL;
-		curl_easy_setopt(t->h, CURLOPT_POSTFIELDS, t->body ? t->body : "");
-		curl_easy_setopt(t->h, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)(t->body ? strlen(t->body) : 0));
-	}
-	curl_easy_setopt(t->h, CURLOPT_HTTPHEADER, t->hdrs);
+		curl_easy_setopt(t->h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(t->h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(t->h, CURLOPT_WRITEDATA, t);
 	curl_easy_setopt(t->h, CURLOPT_HEADERFUNCTION, on_header);
@@ -478,6 +485,34 @@ static carry *carry_new(http_req *req, const char *url)
 	curl_easy_setopt(t->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(t->h, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(t->h, CURLOPT_TIMEOUT, (long)CARRY_TIMEOUT_S);
+	return t;
+}
+
+/* Sends `body` (NULL: an empty one) with t, and t's headers. */
+static void carry_body(carry *t, const json_t *body)
+{
+	t->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	curl_easy_setopt(t->h, CURLOPT_POSTFIELDS, t->body ? t->body : "");
+	curl_easy_setopt(t->h, CURLOPT_POSTFIELDSIZE_LARGE,
+			 (curl_off_t)(t->body ? strlen(t->body) : 0));
+}
+
+/* A new transfer of `req` to `url` (not started), or NULL. */
+static carry *carry_new(http_req *req, const char *url)
+{
+	cof_buf target = COF_BUF_INIT;
+	carry *t = cof_buf_addf(&target, "%s%s", url, req->url) ? NULL
+		   : carry_init(target.data, req->method);
+
+	cof_buf_release(&target);
+	if (!t)
+		return NULL;
+	request_headers(req, t);
+	/* the routes carried take a JSON body (at most HTTP_JSON_MAX), parsed
+	 * before the handler knows where it goes: it is sent as parsed */
+	if (!strcmp(req->method, "POST") || !strcmp(req->method, "PUT"))
+		carry_body(t, req->json);
+	curl_easy_setopt(t->h, CURLOPT_HTTPHEADER, t->hdrs);
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	t->sock = ci ? ci->connect_fd : -1;
@@ -618,4 +653,83 @@ enum MHD_Result http_carry(http_req *req, const char *node, const char *url)
 	}
 	MHD_add_response_header(resp, "X-Coffer-Node", node);
 	return http_queue(req, status, resp);
+}
+
+/* The error a holder answered ({"error": {type, message, ...}}) as err. */
+static int answered_error(json_t *j, long status, const char *node, cof_err *err)
+{
+	json_t *o = json_object_get(j, "error"), *v;
+	const char *type = cof_json_str(o, "type"), *msg = cof_json_str(o, "message"), *k;
+	cof_code code = COF_NCODES;
+
+	for (int c = 1; c < COF_NCODES && code == COF_NCODES; c++)
+		if (type && !strcmp(cof_code_type((cof_code)c), type))
+			code = (cof_code)c;
+	for (int c = 1; c < COF_NCODES && code == COF_NCODES; c++)
+		if (cof_code_status((cof_code)c) == status)
+			code = (cof_code)c;
+	if (code == COF_NCODES)
+		code = COF_EINTERNAL;
+	if (msg)
+		cof_error(err, code, "%s", msg);
+	else
+		cof_error(err, code, "node '%s' answered %ld", node, status);
+	json_object_foreach(o, k, v)
+		if (strcmp(k, "type") && strcmp(k, "message") && strcmp(k, "requestId"))
+			cof_err_set(err, k, json_incref(v));
+	return -1;
+}
+
+int http_carry_call(const char *node, const char *url, const char *method, const char *target,
+		    const char *key, const json_t *body, json_t **out, cof_err *err)
+{
+	cof_buf u = COF_BUF_INIT, auth = COF_BUF_INIT;
+	carry *t = cof_buf_addf(&u, "%s%s", url, target) ? NULL : carry_init(u.data, method);
+	int rc = -1;
+
+	*out = NULL;
+	cof_buf_release(&u);
+	if (!t)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	t->whole = CARRY_CALL_MAX;
+	if (cof_buf_addf(&auth, "Authorization: Bearer %s", key) == 0)
+		t->hdrs = curl_slist_append(t->hdrs, auth.data);
+	cof_buf_release(&auth);
+	hop_headers(t);
+	if (strcmp(method, "GET") && strcmp(method, "DELETE"))
+		carry_body(t, body);
+	curl_easy_setopt(t->h, CURLOPT_HTTPHEADER, t->hdrs);
+	if (carry_submit(t, err)) {
+		t->refs = 1;
+		carry_unref(t);
+		return -1;
+	}
+	pthread_mutex_lock(&t->mu);
+	while (!t->done)
+		pthread_cond_wait(&t->cv, &t->mu);
+	json_error_t je;
+	json_t *j = t->rc == CURLE_OK ? json_loadb(t->buf.data ? t->buf.data : "", t->buf.len,
+						    0, &je) : NULL;
+	if (t->too_big) {
+		cof_error(err, COF_EUNAVAILABLE, "node '%s' answered more than %zu bytes", node,
+			  CARRY_CALL_MAX);
+	} else if (t->rc != CURLE_OK || t->status < 200) {
+		cof_error(err, COF_EUNAVAILABLE, "node '%s' (%s) did not answer: %s", node, url,
+			  t->err[0] ? t->err : curl_easy_strerror(t->rc));
+	} else if (t->status >= 300) {
+		answered_error(j, t->status, node, err);
+	} else if (!j) {
+		cof_error(err, COF_EINTERNAL, "node '%s' answered %ld with no JSON: %s", node,
+			  t->status, je.text);
+	} else {
+		*out = j;
+		j = NULL;
+		rc = 0;
+	}
+	if (rc && !json_object_get(err->extra, "node"))
+		cof_err_set(err, "node", json_string(node)); /* as X-Coffer-Node would */
+	pthread_mutex_unlock(&t->mu);
+	json_decref(j);
+	carry_unref(t);
+	return rc;
 }

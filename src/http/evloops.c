@@ -355,6 +355,18 @@ void http_resume(struct MHD_Connection *conn)
 		}
 }
 
+void http_upgrade_close(struct MHD_UpgradeResponseHandle *urh, struct MHD_Daemon *d)
+{
+	http_evloops *l = __atomic_load_n(&running, __ATOMIC_ACQUIRE);
+
+	(void)MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+	for (unsigned i = 0; d && l && i < l->n; i++)
+		if (l->loops[i].d == d) {
+			wake(&l->loops[i]);
+			break;
+		}
+}
+
 /* Stops what was started of `l` and frees it; the listening socket is closed. */
 static void teardown(http_evloops *l)
 {
@@ -393,7 +405,9 @@ static void teardown(http_evloops *l)
 http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err)
 {
 	http_evloops *l = calloc(1, sizeof *l);
-	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	/* upgrade: the WebSockets of /socket.io/ (socketio.c) */
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
+			 MHD_USE_ERROR_LOG;
 	pthread_attr_t at;
 
 	if (!l || !(l->loops = calloc(c->loops ? c->loops : 1, sizeof *l->loops))) {
@@ -429,6 +443,9 @@ http_evloops *http_evloops_start(const http_evloops_cfg *c, cof_err *err)
 		lp->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		lp->d = lp->wake < 0 ? NULL : MHD_start_daemon(
 			flags, 0, accept_policy, l, c->access, c->access_cls,
+			/* first: MHD logs through whatever logger is set when it
+			 * reads each later option */
+			MHD_OPTION_EXTERNAL_LOGGER, http_log_mhd, NULL,
 			MHD_OPTION_LISTEN_SOCKET, (MHD_socket)c->listen_fd,
 			MHD_OPTION_CONNECTION_LIMIT, limit ? limit : 1,
 			MHD_OPTION_CONNECTION_TIMEOUT, c->conn_timeout,

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include "agent/agent.h"
 #include "http/http.h"
 #include "util/range.h"
 
@@ -508,19 +509,92 @@ enum MHD_Result http_file_put(http_req *req)
 	return http_put_answer(req, rc, out, created, &err);
 }
 
+/* ?preview=page&page=N: page N of a PDF as image/png, rendered by poppler in a
+ * child process (agent/pdfpage.c), so the browser never runs a PDF viewer in
+ * this origin. Closes f. */
+static enum MHD_Result serve_pdf_page(http_req *req, cof_file *f, int64_t page)
+{
+	cof_err err = { 0 };
+	unsigned char *d = NULL, *png = NULL;
+	size_t pnglen = 0, got = 0;
+	int pages = 0;
+	char etag[48], npages[16];
+
+	if (f->size > COF_PDF_PREVIEW_BYTES_MAX) {
+		cof_error(&err, COF_ETOOLARGE, "'%s' is %" PRId64 " bytes; PDFs are previewed up "
+			  "to %lld bytes (16 MiB)", req->param[1], f->size,
+			  (long long)COF_PDF_PREVIEW_BYTES_MAX);
+		goto fail;
+	}
+	d = malloc(f->size ? (size_t)f->size : 1);
+	if (!d) {
+		cof_error(&err, COF_EINTERNAL, "out of memory");
+		goto fail;
+	}
+	if (f->data) {
+		memcpy(d, f->data, (size_t)f->size);
+		got = (size_t)f->size;
+	}
+	while (got < (size_t)f->size) {
+		size_t k = 0;
+		if (cof_file_read_at(f, (int64_t)got, d + got, (size_t)f->size - got, &k, &err))
+			goto fail;
+		if (k == 0) {
+			cof_error(&err, COF_EINTERNAL, "'%s' is shorter than recorded", req->param[1]);
+			goto fail;
+		}
+		got += k;
+	}
+	if (cof_pdf_page_png(d, got, (int)page, &png, &pnglen, &pages, &err))
+		goto fail;
+	free(d);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(pnglen, png,
+								     MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(png);
+		cof_file_close(f);
+		return http_queue(req, MHD_HTTP_OK, NULL);
+	}
+	/* the same version renders the same page: an ETag of both */
+	snprintf(etag, sizeof etag, "\"%" PRId64 "-p%" PRId64 "\"", f->version, page);
+	snprintf(npages, sizeof npages, "%d", pages);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "image/png");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+	MHD_add_response_header(resp, "X-Pdf-Pages", npages);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY, "sandbox");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-cache");
+	cof_file_close(f);
+	return http_queue(req, MHD_HTTP_OK, resp);
+fail:
+	free(d);
+	cof_file_close(f);
+	return http_send_error(req, &err);
+}
+
 enum MHD_Result http_file_get(http_req *req)
 {
 	cof_err err = { 0 };
 	cof_file f;
-	const char *snap;
-	int64_t seq = -1;
+	const char *snap, *preview;
+	int64_t seq = -1, page = 1;
 
 	memset(&f, 0, sizeof(f));
 	if (http_query(req, "snapshot", &snap, &err) ||
 	    http_query_int(req, "seq", 0, INT64_MAX, &seq, &err) ||
-	    cof_file_open_at(req->srv->st, ORG(req), req->param[0], req->param[1], snap, seq,
+	    http_query(req, "preview", &preview, &err))
+		return http_send_error(req, &err);
+	/* `page` means something only with `preview`: a plain GET ignores it as ever */
+	if (preview && strcmp(preview, "page"))
+		return http_send_fail(req, COF_EVALIDATION, "query parameter 'preview' must be "
+				      "'page' (a PDF page as image/png), not '%.64s'", preview);
+	if (preview && http_query_int(req, "page", 1, COF_PDF_PREVIEW_PAGES_MAX, &page, &err))
+		return http_send_error(req, &err);
+	if (cof_file_open_at(req->srv->st, ORG(req), req->param[0], req->param[1], snap, seq,
 			     &f, &err))
 		return http_send_error(req, &err);
+	if (preview)
+		return serve_pdf_page(req, &f, page);
 	return http_serve_file(req, &f, req->param[1]);
 }
 

@@ -91,36 +91,73 @@ void http_nodes_stop(void)
 	http_carry_stop(); /* a stopping node's transfers end (their clients see a cut) */
 }
 
-int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res)
+/* Where a call that failed with `why` belongs (`forwarded`: it came from
+ * another node already, and is never carried twice): 0 here (`why` is the
+ * answer); 1 at node `node`, reached at `url`; -1 nowhere (the node is
+ * gone: 410 naming it, or the store's error), in *e. */
+static int forward_to(const cof_err *why, int forwarded, char *node, size_t node_sz,
+		      char *url, size_t url_sz, cof_err *e)
 {
-	const char *node = json_string_value(json_object_get(why->extra, "node"));
-	char url[300];
+	const char *n = json_string_value(json_object_get(why->extra, "node"));
 	int64_t age = -1;
-	cof_err e = {0};
 	int alive;
 
-	if (!node || !*node || !hb.started || !strcmp(node, hb.node) ||
-	    http_header(req, "X-Coffer-Forwarded"))
+	if (!n || !*n || !hb.started || !strcmp(n, hb.node) || forwarded)
 		return 0;
-	alive = cof_node_get(hb.st, node, url, sizeof url, &age, &e);
+	snprintf(node, node_sz, "%s", n);
+	alive = cof_node_get(hb.st, node, url, url_sz, &age, e);
 	if (alive > 0 && !url[0])
 		alive = 0; /* a record without a URL cannot be reached */
-	if (alive < 0) {
-		*res = http_send_error(req, &e);
-		return 1;
-	}
+	if (alive < 0)
+		return -1;
 	if (!alive) {
 		if (age < 0)
-			cof_error(&e, COF_EGONE, "it was held by node '%s', which never registered",
+			cof_error(e, COF_EGONE, "it was held by node '%s', which never registered",
 				  node);
 		else
-			cof_error(&e, COF_EGONE, "it was held by node '%s', which is gone (no "
+			cof_error(e, COF_EGONE, "it was held by node '%s', which is gone (no "
 				  "heartbeat for %lld s)", node, (long long)(age / 1000));
-		cof_err_set(&e, "reason", json_string("node_gone"));
-		cof_err_set(&e, "node", json_string(node));
-		*res = http_send_error(req, &e);
-		return 1;
+		cof_err_set(e, "reason", json_string("node_gone"));
+		cof_err_set(e, "node", json_string(node));
+		return -1;
 	}
-	*res = http_carry(req, node, url);
+	return 1;
+}
+
+int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res)
+{
+	char node[48], url[300];
+	cof_err e = {0};
+	int to = forward_to(why, http_header(req, "X-Coffer-Forwarded") != NULL, node,
+			    sizeof node, url, sizeof url, &e);
+
+	if (!to)
+		return 0;
+	*res = to < 0 ? http_send_error(req, &e) : http_carry(req, node, url);
+	return 1;
+}
+
+int http_forward_relay(cof_err *err, const char *key, const char *method, const char *uid,
+		       const char *tail, const json_t *body, json_t **out)
+{
+	char node[48], url[300];
+	cof_err e = {0};
+	int to = forward_to(err, 0, node, sizeof node, url, sizeof url, &e);
+
+	*out = NULL;
+	if (!to)
+		return 0;
+	cof_err_clear(err);
+	if (to > 0) {
+		char *esc = curl_easy_escape(NULL, uid, 0);
+		cof_buf target = COF_BUF_INIT;
+		if (!esc || cof_buf_addf(&target, "/v1/relay/sessions/%s%s", esc, tail))
+			cof_error(&e, COF_EINTERNAL, "out of memory");
+		else
+			(void)http_carry_call(node, url, method, target.data, key, body, out, &e);
+		curl_free(esc);
+		cof_buf_release(&target);
+	}
+	*err = e; /* the holder's error, or why it was not reached */
 	return 1;
 }

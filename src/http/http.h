@@ -17,6 +17,7 @@
 #include "util/util.h"
 #include "util/addr.h"
 
+
 struct cof_topic;
 struct cof_sub;
 
@@ -72,6 +73,10 @@ const cof_cidr *http_trusted_proxies(size_t *n);
  * external mode has no ITC of its own): every resume goes through here.
  * Any thread. */
 void http_resume(struct MHD_Connection *conn);
+/* Closes an upgraded connection's socket (MHD_upgrade_action) and wakes
+ * the loop of daemon `d` (NULL: none known), which then cleans it up. Any
+ * thread. */
+void http_upgrade_close(struct MHD_UpgradeResponseHandle *urh, struct MHD_Daemon *d);
 /* Ends the loop threads, then stops every daemon (no connection may be
  * suspended: http_loop_stop first) and frees `l`. NULL is a no-op. */
 void http_evloops_stop(http_evloops *l);
@@ -96,7 +101,9 @@ typedef enum http_body {
 	HTTP_BODY_NONE = 0,  /* any body is read and dropped */
 	HTTP_BODY_JSON,      /* buffered up to HTTP_JSON_MAX, parsed, must be an object */
 	HTTP_BODY_JSON_ARRAY, /* the same, but must be an array */
-	HTTP_BODY_STREAM     /* fed chunk by chunk to req->up (route->begin sets it up) */
+	HTTP_BODY_STREAM,    /* fed chunk by chunk to req->up (route->begin sets it up) */
+	HTTP_BODY_RAW        /* buffered in req->body up to req->body.max (route->begin
+			      * sets it; else HTTP_JSON_MAX), not parsed */
 } http_body;
 
 /* Route flags. */
@@ -209,7 +216,7 @@ int64_t http_rate_limited_count(void);
  * (and Connection: close when req->close_after). */
 enum MHD_Result http_send_rate_limited(http_req *req, cof_err *err, int retry_after);
 
-/* ---- keywatch.c: a stream of a revoked or expired key ends (issue 32.8) */
+/* ---- keywatch.c: a stream or socket of a revoked or expired key ends (issue 32.8) */
 
 #define HTTP_KEY_REVOKED 1
 #define HTTP_KEY_EXPIRED 2
@@ -219,6 +226,9 @@ typedef struct http_keyhold http_keyhold;
 /* Holds the key of authenticated request req for a stream that outlives it;
  * NULL when the request has no key (nothing to watch). */
 http_keyhold *http_key_hold(http_req *req);
+/* The same for a key given as its SHA-256 (hex) and the principal it
+ * authenticated (a Socket.IO agent's socket, socketio.c). */
+http_keyhold *http_key_hold_key(cof_store *st, const char *hash, const cof_principal *who);
 /* 0 while the key is live; else HTTP_KEY_REVOKED or HTTP_KEY_EXPIRED, with
  * the end's message in msg (when not NULL). NULL-safe. */
 int http_key_ended(http_keyhold *h, char *msg, size_t msgsz);
@@ -232,6 +242,17 @@ int http_fd_ready(int fd);
 /* Stops the watching thread (at shutdown, once no stream is left). */
 void http_keywatch_stop(void);
 
+/* ---- server.c: a second listener beside the API's (--metrics-listen, --s3-listen) */
+struct addrinfo;
+/* Resolves HOST:PORT (numeric port) into *res (freeaddrinfo it); 0, or -1 with
+ * "cofferd: FLAG: cannot resolve ..." printed. */
+int http_side_resolve(const char *flag, const char *host, const char *port,
+		      struct addrinfo **res);
+/* After MHD_start_daemon(d): -1 with "cofferd: FLAG: cannot listen on ..." printed
+ * when d is NULL, else 0 with "cofferd WHAT on http://HOST:PORTPATH" on stdout. */
+int http_side_started(struct MHD_Daemon *d, const char *flag, const char *what,
+		      const char *host, const char *port, const char *path);
+
 /* ---- metrics.c: GET /metrics */
 
 /* Counts a finished request (called once per request, with the log line). */
@@ -242,6 +263,11 @@ enum MHD_Result http_metrics(http_req *req);
  * GET /metrics. 0, or -1 (printed). */
 int http_metrics_listen(http_server *srv, const char *host, const char *port);
 void http_metrics_listen_stop(void);
+
+/* ---- s3.c: --s3-listen HOST:PORT, the S3 gateway (API.md "S3 gateway") */
+/* Starts its daemon (printed on stdout). 0, or -1 (printed). */
+int http_s3_listen(http_server *srv, const char *host, const char *port);
+void http_s3_stop(void);
 
 /* ---- config.c: cofferd --config FILE */
 
@@ -368,6 +394,14 @@ void http_nodes_stop(void);
  * forwarded already: carries it there (or answers 410 when that node is
  * gone), sets *res and returns 1. Else 0: answer `why` as it is. */
 int http_forward(http_req *req, const cof_err *why, enum MHD_Result *res);
+/* The same for a relay call made here by a Socket.IO client (socketio.c):
+ * when `err` names another node, `method` /v1/relay/sessions/{uid}{tail}
+ * with `body` (NULL: none) and `key` as the caller's Authorization is
+ * carried there as the HTTP route's call would be, and 1 is returned with
+ * the holder's answer: *out (a 2xx), or NULL and `err` replaced by its
+ * error (or by why it could not be reached). Else 0: `err` stands. */
+int http_forward_relay(cof_err *err, const char *key, const char *method, const char *uid,
+		       const char *tail, const json_t *body, json_t **out);
 /* ---- carry.c: a forwarded request's transfer, streamed both ways */
 /* At most `max_transfers` carried at once (--forward-max; before start). */
 void http_carry_configure(int max_transfers);
@@ -380,6 +414,12 @@ void http_carry_stop(void);
 /* Carries req to node `node` at `url` and queues its answer as it comes
  * (on a worker: it waits for the holding node's status and headers). */
 enum MHD_Result http_carry(http_req *req, const char *node, const char *url);
+/* One call carried to node `node` at `url` with its answer taken whole (a
+ * worker waits for it; at most CARRY_CALL_MAX bytes): `method` `target`
+ * with `body` (NULL: none), `key` as Authorization. 0 with *out the JSON
+ * of a 2xx answer, or -1 with err (the holder's error as it answered it). */
+int http_carry_call(const char *node, const char *url, const char *method, const char *target,
+		    const char *key, const json_t *body, json_t **out, cof_err *err);
 /* Answers 200 with a Server-Sent Events stream produced by `reader` in blocks of
  * `block` bytes. `free_cls` releases `cls` when the stream ends, and also here
  * when the answer cannot be made (500). */
@@ -417,11 +457,26 @@ int http_body_type(http_req *req);
 /* 0 when the caller's key may act on agent param[0] (and its subjects); else
  * err is 403. */
 int http_agent_allowed(http_req *req, cof_err *err);
+/* The same check for agent `agent`: 0, or -1 with err (403). */
+int http_agent_reaches(http_req *req, const char *agent, cof_err *err);
+/* Runs one of an agent's file tools for the request's key, in its
+ * organization, with every check of POST /v1/agents/{id}/tools/{tool} (whose
+ * handler it is; /mcp calls it too): 0 with *out {ok, output, ...}, or -1
+ * with err. `subject` NULL = none. */
+int http_agent_tool_run(http_req *req, const char *agent, const char *subject,
+			const char *tool, json_t *args, const char *run, const char *scope,
+			json_t **out, cof_err *err);
+/* The same for seed 003's toolset, POST /v1/agents/{a}/users/{s}/tools/{tool}
+ * (subjects.c). */
+int http_subject_tool_run(http_req *req, const char *agent, const char *subject,
+			  const char *tool, json_t *args, const char *run, json_t **out,
+			  cof_err *err);
 /* First call of a raw body PUT under an agent: access, Content-Type, and the
  * upload (max_bytes 0 = none). */
 int http_agent_begin_body(http_req *req, int64_t max_bytes);
 enum MHD_Result http_agent_put(http_req *req);
 enum MHD_Result http_agent_get(http_req *req);
+enum MHD_Result http_agent_list(http_req *req);
 enum MHD_Result http_agent_delete(http_req *req);
 enum MHD_Result http_agent_mounts(http_req *req);
 enum MHD_Result http_agent_files_list(http_req *req);
@@ -461,6 +516,13 @@ int http_begin_agent_skill_put(http_req *req);
 enum MHD_Result http_agent_skill_put(http_req *req);
 enum MHD_Result http_subject_session(http_req *req);
 enum MHD_Result http_subject_tool(http_req *req);
+
+/* ---- mcp.c: MCP over Streamable HTTP at /mcp */
+enum MHD_Result http_mcp_post(http_req *req);
+enum MHD_Result http_mcp_delete(http_req *req);
+enum MHD_Result http_mcp_get(http_req *req);
+/* Ends every MCP session (a server stop). */
+void http_mcp_stop(void);
 enum MHD_Result http_subject_approve(http_req *req);
 enum MHD_Result http_subject_prewarm(http_req *req);
 enum MHD_Result http_subject_approvals(http_req *req);
@@ -488,6 +550,16 @@ enum MHD_Result http_relay_log(http_req *req);
 enum MHD_Result http_relay_connect(http_req *req);
 enum MHD_Result http_relay_result(http_req *req);
 enum MHD_Result http_relay_client_event(http_req *req);
+
+/* ---- socketio.c: the relay as Socket.IO at /socket.io/ (namespace /jailbox) */
+/* Starts its hub thread; before the loops serve. 0 or -1. */
+int http_sio_start(http_server *srv, cof_err *err);
+/* Closes every Socket.IO session and joins its threads (after
+ * cof_relay_shutdown, while the event loops still run). */
+void http_sio_stop(void);
+enum MHD_Result http_sio_get(http_req *req);
+int http_sio_begin_post(http_req *req);
+enum MHD_Result http_sio_post(http_req *req);
 
 enum MHD_Result http_keys_create(http_req *req);
 enum MHD_Result http_keys_list(http_req *req);
@@ -548,6 +620,9 @@ int http_log_open(const char *path);
 void http_log_reopen(void);
 /* One line for a request that completed. */
 void http_log_request(const http_req *req);
+/* MHD_OPTION_EXTERNAL_LOGGER: libmicrohttpd's own messages as log lines
+ * {time, level:"warn", source:"libmicrohttpd", message} (stderr when --log none). */
+void http_log_mhd(void *cls, const char *fmt, va_list ap);
 /* Counts `n` bytes of body sent (or to be sent) for the request log. */
 static inline void http_count_out(http_req *req, int64_t n)
 {

@@ -10,7 +10,9 @@
  * node, `coffer admin rotate-key` in another process) is seen. A key found
  * revoked, expired or gone marks its holds dead for good; an expiry is also
  * seen by the stream itself from the time it was given. Streams look at
- * their hold each time they wake, and wake at least every KEYWATCH_WAKE_MS.
+ * their hold each time they wake, and wake at least every KEYWATCH_WAKE_MS;
+ * a Socket.IO agent's socket holds its key too, looked at by the hub's
+ * sweep once a second (socketio.c).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -106,25 +108,30 @@ static void *watch_main(void *arg)
 
 http_keyhold *http_key_hold(http_req *req)
 {
+	return http_key_hold_key(req->srv->st, req->key_hash, &req->who);
+}
+
+http_keyhold *http_key_hold_key(cof_store *st, const char *hash, const cof_principal *who)
+{
 	http_keyhold *h;
 
-	if (!req->key_hash[0] || !req->who.key_id[0])
+	if (!hash[0] || !who->key_id[0])
 		return NULL;
 	pthread_mutex_lock(&W.mu);
 	for (h = W.list; h; h = h->next)
-		if (!strcmp(h->hash, req->key_hash) && !h->dead)
+		if (!strcmp(h->hash, hash) && !h->dead)
 			break;
 	if (!h && (h = calloc(1, sizeof *h)) != NULL) {
-		memcpy(h->hash, req->key_hash, sizeof h->hash);
-		snprintf(h->id, sizeof h->id, "%s", req->who.key_id);
-		h->expires_at = req->who.expires_at;
+		snprintf(h->hash, sizeof h->hash, "%s", hash);
+		snprintf(h->id, sizeof h->id, "%s", who->key_id);
+		h->expires_at = who->expires_at;
 		h->next = W.list;
 		W.list = h;
 	}
 	if (h)
 		h->refs++;
 	if (h && !W.started && !W.stop) {
-		W.st = req->srv->st;
+		W.st = st;
 		W.started = pthread_create(&W.tid, NULL, watch_main, NULL) == 0;
 	}
 	pthread_cond_signal(&W.cv);

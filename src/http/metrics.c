@@ -12,10 +12,18 @@
  * numbers are the whole node's, every organization's together). With
  * --metrics-listen HOST:PORT a second MHD daemon serves GET /metrics there
  * without a key, for a scraper on a private network.
+ *
+ * The process_* families are the Prometheus client libraries' standard ones,
+ * read from /proc at scrape time (a family whose file cannot be read is left
+ * out, never given a made-up value); coffer_build_info carries the version.
  */
+#include <dirent.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include "http/http.h"
 #include "util/metrics.h"
 
@@ -135,6 +143,78 @@ static void one(cof_buf *b, const char *name, const char *type, const char *help
 	cof_buf_addf(b, "%s %lld\n", name, (long long)v);
 }
 
+/* The whole of a small /proc file into buf, NUL-terminated; its length or -1. */
+static ssize_t read_proc(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
+/* The process_* families (client_golang's names and meanings), from /proc/self. */
+static void write_process(cof_buf *b)
+{
+	char st[1024], all[8192], *p, *tok, *save = NULL;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	unsigned long long f[24] = {0}; /* /proc/self/stat fields 3.. by their number */
+	int i = 3;
+	struct rlimit rl;
+	DIR *d;
+
+	/* the command name (field 2) may hold spaces and ')': fields follow its last ')' */
+	if (read_proc("/proc/self/stat", st, sizeof st) > 0 && (p = strrchr(st, ')')) &&
+	    tck > 0 && page > 0) {
+		for (tok = strtok_r(p + 1, " ", &save); tok && i < 24;
+		     tok = strtok_r(NULL, " ", &save), i++)
+			f[i] = strtoull(tok, NULL, 10);
+		if (i == 24) {
+			family(b, "process_cpu_seconds_total", "counter",
+			       "Total user and system CPU time spent in seconds.");
+			cof_buf_addf(b, "process_cpu_seconds_total %.2f\n",
+				     (double)(f[14] + f[15]) / (double)tck);
+			one(b, "process_virtual_memory_bytes", "gauge",
+			    "Virtual memory size in bytes.", (int64_t)f[23]);
+		}
+		/* starttime (22) is in ticks after boot: boot time is /proc/stat's btime */
+		const char *bt;
+		if (i == 24 && read_proc("/proc/stat", all, sizeof all) > 0 &&
+		    (bt = strstr(all, "\nbtime ")) != NULL) {
+			family(b, "process_start_time_seconds", "gauge",
+			       "Start time of the process since unix epoch in seconds.");
+			cof_buf_addf(b, "process_start_time_seconds %.2f\n",
+				     (double)strtoull(bt + 7, NULL, 10) + (double)f[22] / (double)tck);
+		}
+	}
+	/* resident pages: statm's second number */
+	unsigned long long size, resident;
+	if (read_proc("/proc/self/statm", st, sizeof st) > 0 && page > 0 &&
+	    sscanf(st, "%llu %llu", &size, &resident) == 2)
+		one(b, "process_resident_memory_bytes", "gauge",
+		    "Resident memory size in bytes.", (int64_t)(resident * (unsigned long long)page));
+	if ((d = opendir("/proc/self/fd"))) {
+		int64_t n = 0;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				n++;
+		closedir(d);
+		one(b, "process_open_fds", "gauge", "Number of open file descriptors.", n - 1);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		one(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.",
+		    (int64_t)rl.rlim_cur);
+	family(b, "coffer_build_info", "gauge", "The version of this cofferd, as a label; always 1.");
+	cof_buf_addf(b, "coffer_build_info{version=\"");
+	cof_metric_label_escape(b, COFFER_VERSION);
+	cof_buf_addf(b, "\"} 1\n");
+}
+
 /* Everything but the requests. */
 static void write_rest(cof_buf *b, http_server *srv)
 {
@@ -209,6 +289,7 @@ static struct MHD_Response *exposition(http_server *srv)
 
 	write_requests(&b);
 	write_rest(&b, srv);
+	write_process(&b);
 	resp = MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
 	cof_buf_release(&b);
 	if (resp)
@@ -261,33 +342,19 @@ static enum MHD_Result side_access(void *cls, struct MHD_Connection *conn, const
 
 int http_metrics_listen(http_server *srv, const char *host, const char *port)
 {
-	struct addrinfo hints = {0}, *res = NULL;
-	int rc;
+	struct addrinfo *res = NULL;
 
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
-		fprintf(stderr, "cofferd: --metrics-listen: cannot resolve '%s': %s\n", host,
-			gai_strerror(rc));
+	if (http_side_resolve("--metrics-listen", host, port, &res))
 		return -1;
-	}
 	side = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
 				(res->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				0, NULL, NULL, side_access, srv,
+				MHD_OPTION_EXTERNAL_LOGGER, http_log_mhd, NULL, /* first */
 				MHD_OPTION_SOCK_ADDR, res->ai_addr,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
 	freeaddrinfo(res);
-	if (!side) {
-		fprintf(stderr, "cofferd: --metrics-listen: cannot listen on %s:%s\n", host, port);
-		return -1;
-	}
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(side, MHD_DAEMON_INFO_BIND_PORT);
-	printf("cofferd metrics on http://%s%s%s:%u/metrics\n", strchr(host, ':') ? "[" : "",
-	       host, strchr(host, ':') ? "]" : "", di ? (unsigned)di->port : 0);
-	fflush(stdout);
-	return 0;
+	return http_side_started(side, "--metrics-listen", "metrics", host, port, "/metrics");
 }
 
 void http_metrics_listen_stop(void)

@@ -11,10 +11,16 @@
  * `--log FILE` (appended; reopened by SIGHUP, for logrotate), or nowhere with
  * `--log none`. One write(2) a
  * line, under O_APPEND, so lines of concurrent requests never interleave.
+ *
+ * libmicrohttpd's own messages (a malformed request, a failed accept) come
+ * through MHD_OPTION_EXTERNAL_LOGGER as lines of the same log with a level:
+ *   {"time":"...","level":"warn","source":"libmicrohttpd","message":"..."}
+ * so nothing bypasses --log as bare stderr text.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -59,19 +65,64 @@ void http_log_reopen(void)
 	free(p);
 }
 
-void http_log_request(const http_req *req)
+/* The time now as the log writes it (UTC, milliseconds). */
+static void log_time(char *when, size_t size)
 {
 	struct timespec now;
 	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(when, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when + strlen(when), size - strlen(when), ".%03ldZ", now.tv_nsec / 1000000);
+}
+
+/* o as one compact line, written whole to fd (or to stderr when fd < 0 and
+ * to_stderr); o is released. */
+static void log_line(json_t *o, int to_stderr)
+{
+	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	if (!line)
+		return;
+	size_t n = strlen(line);
+	line[n] = '\n'; /* json_dumps' NUL: the line goes out with its newline */
+	pthread_mutex_lock(&log_mu);
+	int fd = log_fd >= 0 ? log_fd : to_stderr ? 2 : -1;
+	ssize_t w = fd >= 0 ? write(fd, line, n + 1) : 0;
+	(void)w; /* a full disk loses log lines, never requests */
+	pthread_mutex_unlock(&log_mu);
+	free(line);
+}
+
+void http_log_mhd(void *cls, const char *fmt, va_list ap)
+{
+	char msg[1024], when[40];
+
+	(void)cls;
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	size_t n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	/* it may quote a client's bytes: JSON strings must be UTF-8, so only
+	 * printable ASCII is kept */
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)msg[i] < 0x20 || (unsigned char)msg[i] > 0x7e)
+			msg[i] = '?';
+	log_time(when, sizeof when);
+	/* the --log none of benchmarks silences requests, not the library's troubles */
+	log_line(json_pack("{s:s, s:s, s:s, s:s}", "time", when, "level", "warn",
+			   "source", "libmicrohttpd", "message", msg), 1);
+}
+
+void http_log_request(const http_req *req)
+{
 	char when[40];
 
 	if (log_fd < 0)
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(when + strlen(when), sizeof when - strlen(when), ".%03ldZ",
-		 now.tv_nsec / 1000000);
+	log_time(when, sizeof when);
 	int head = req->method && !strcmp(req->method, "HEAD");
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f}",
 			      "time", when, "requestId", req->request_id,
@@ -88,15 +139,5 @@ void http_log_request(const http_req *req)
 		json_object_set_new(o, "org", json_string(req->who.org));
 	if (req->status == 0)
 		json_object_set_new(o, "aborted", json_true()); /* no answer was queued */
-	char *line = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!line)
-		return;
-	size_t n = strlen(line);
-	line[n] = '\n'; /* json_dumps' NUL: the line goes out with its newline */
-	pthread_mutex_lock(&log_mu);
-	ssize_t w = write(log_fd, line, n + 1);
-	(void)w; /* a full disk loses log lines, never requests */
-	pthread_mutex_unlock(&log_mu);
-	free(line);
+	log_line(o, 0);
 }

@@ -71,6 +71,7 @@ static const http_route routes[] = {
 	  NULL, http_archive },
 	{ "POST", "/v1/volumes/{}/links", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,
 	  NULL, http_link_create },
+	{ "GET", "/v1/agents", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE, NULL, http_agent_list },
 	{ "PUT", "/v1/agents/{}", HTTP_F_AUTH, HTTP_BODY_JSON, NULL, http_agent_put },
 	{ "GET", "/v1/agents/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_get },
 	{ "DELETE", "/v1/agents/{}", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_agent_delete },
@@ -156,6 +157,13 @@ static const http_route routes[] = {
 	  http_relay_result },
 	{ "POST", "/v1/relay/sessions/{}/events", 0, HTTP_BODY_JSON, NULL,
 	  http_relay_client_event },
+	/* MCP over Streamable HTTP (mcp.c): relay tools wait, so the long lane */
+	{ "POST", "/mcp", HTTP_F_AUTH | HTTP_F_LONG, HTTP_BODY_RAW, NULL, http_mcp_post },
+	{ "DELETE", "/mcp", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_mcp_delete },
+	{ "GET", "/mcp", HTTP_F_AUTH, HTTP_BODY_NONE, NULL, http_mcp_get },
+	/* seed 004's Socket.IO face of the relay (socketio.c): its own auth */
+	{ "GET", "/socket.io/", HTTP_F_WAITS, HTTP_BODY_NONE, NULL, http_sio_get },
+	{ "POST", "/socket.io/", 0, HTTP_BODY_RAW, http_sio_begin_post, http_sio_post },
 	{ "GET", "/l/{}", 0, HTTP_BODY_NONE, NULL, http_link_get },
 	{ "PUT", "/l/{}", 0, HTTP_BODY_STREAM, http_begin_link_put, http_link_put },
 };
@@ -171,10 +179,11 @@ const http_route *http_route_at(size_t i)
 	return i < NROUTES ? &routes[i] : NULL;
 }
 
-/* True when the route buffers and parses a JSON body. */
+/* True when the route buffers a body (and, but for a raw one, parses it). */
 static int is_json(const http_route *r)
 {
-	return r->body == HTTP_BODY_JSON || r->body == HTTP_BODY_JSON_ARRAY;
+	return r->body == HTTP_BODY_JSON || r->body == HTTP_BODY_JSON_ARRAY ||
+	       r->body == HTTP_BODY_RAW;
 }
 
 /* One capture of a match: raw (still percent-encoded) bytes of the URL. */
@@ -422,16 +431,19 @@ static void req_begin(http_req *req, const char *url)
 		return;
 	}
 	clen = http_content_length(req);
-	if (is_json(req->route) && clen > (int64_t)HTTP_JSON_MAX) {
-		char size[32];
-		cof_size_fmt(clen, size, sizeof(size));
-		cof_error(&req->err, COF_ETOOLARGE,
-			  "request body is %s; the limit for a JSON body is 32 MiB", size);
+	if (req->route->begin && req->route->begin(req)) {
 		req->failed = 1;
 		return;
 	}
-	if (req->route->begin && req->route->begin(req))
+	if (is_json(req->route) && clen > (int64_t)req->body.max) {
+		char size[32], max[32];
+		cof_size_fmt(clen, size, sizeof(size));
+		cof_size_fmt((int64_t)req->body.max, max, sizeof(max));
+		cof_error(&req->err, COF_ETOOLARGE, "request body is %s; the limit for %s is %s",
+			  size, req->route->body == HTTP_BODY_RAW ? "this body" : "a JSON body",
+			  max);
 		req->failed = 1;
+	}
 }
 
 /* Takes one body chunk. After a failure the rest of the body is dropped. */
@@ -442,9 +454,13 @@ static void req_feed(http_req *req, const char *data, size_t len)
 	if (is_json(req->route)) {
 		if (cof_buf_add(&req->body, data, len) == 0)
 			return;
-		if (req->body.len + len > HTTP_JSON_MAX)
-			cof_error(&req->err, COF_ETOOLARGE,
-				  "request body is over 32 MiB; the limit for a JSON body is 32 MiB");
+		if (req->body.len + len > req->body.max) {
+			char max[32];
+			cof_size_fmt((int64_t)req->body.max, max, sizeof(max));
+			cof_error(&req->err, COF_ETOOLARGE, "request body is over %s; the limit "
+				  "for %s is %s", max, req->route->body == HTTP_BODY_RAW
+				  ? "this body" : "a JSON body", max);
+		}
 		else
 			cof_error(&req->err, COF_EINTERNAL, "out of memory reading the body");
 		cof_buf_release(&req->body);
@@ -463,6 +479,8 @@ static int parse_json(http_req *req)
 {
 	json_error_t jerr;
 
+	if (req->route->body == HTTP_BODY_RAW)
+		return 0; /* the handler reads req->body itself */
 	if (req->body.len == 0)
 		return 0; /* no body counts as {} */
 	req->json = json_loadb(req->body.data, req->body.len, JSON_REJECT_DUPLICATES,

@@ -40,7 +40,6 @@
 #include "agent/agent.h"
 #include "store/store.h"
 
-#define COFFERD_VERSION "0.1.0"
 #define DRAIN_SECONDS 30        /* requests under way get this long at stop */
 #define CONN_LIMIT 16384        /* --max-conns, unless the open-file limit is lower */
 #define FD_RESERVE 512          /* descriptors kept for files, the store, turns */
@@ -98,6 +97,8 @@ typedef struct server_opts {
 	cof_cidr trusted[TRUSTED_MAX]; /* --trusted-proxy ranges */
 	size_t ntrusted;
 	const char *transcriber; /* --transcriber CMD; NULL = PocketSphinx */
+	char s3host[256];        /* --s3-listen HOST:PORT; "" = none */
+	char s3port[8];
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -151,7 +152,7 @@ static void usage(FILE *to)
 	      "               [--keys-per-org N] [--metrics-listen HOST:PORT]\n"
 	      "               [--config FILE] [--threads N] [--workers N]\n"
 	      "               [--calls-per-org N] [--forward-max N] [--content-cache SIZE]\n"
-	      "               [--transcriber CMD]\n"
+	      "               [--transcriber CMD] [--s3-listen HOST:PORT]\n"
 	      "               [--help] [--version]\n"
 	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
 	      "                         (flags given here win)\n"
@@ -224,7 +225,10 @@ static void usage(FILE *to)
 	      "  --transcriber CMD      transcribe audio attached to prompts with CMD (run\n"
 	      "                         by /bin/sh: a 16 kHz mono WAV on stdin, the words\n"
 	      "                         on stdout; at most 300 s and 256 KiB) instead of\n"
-	      "                         PocketSphinx\n", to);
+	      "                         PocketSphinx\n"
+	      "  --s3-listen HOST:PORT  also serve the volumes through the S3 API there\n"
+	      "                         (SigV4 by a key's id with the key as secret;\n"
+	      "                         default: none; docs/s3.md)\n", to);
 }
 
 /* Parses a non-negative decimal number of seconds. 0, or -1 when malformed. */
@@ -343,14 +347,14 @@ static int parse_args(int argc, char **argv, server_opts *o)
 			    !strcmp(a, "--threads") || !strcmp(a, "--workers") ||
 			    !strcmp(a, "--calls-per-org") || !strcmp(a, "--trusted-proxy") ||
 			    !strcmp(a, "--forward-max") || !strcmp(a, "--content-cache") ||
-			    !strcmp(a, "--transcriber");
+			    !strcmp(a, "--transcriber") || !strcmp(a, "--s3-listen");
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 0;
 		}
 		if (!strcmp(a, "--version")) {
-			printf("cofferd %s\n", COFFERD_VERSION);
+			printf("cofferd %s\n", COFFER_VERSION);
 			return 0;
 		}
 		if (!takes) {
@@ -465,6 +469,15 @@ static int parse_args(int argc, char **argv, server_opts *o)
 				continue;
 			}
 			fprintf(stderr, "cofferd: --metrics-listen wants HOST:PORT, got '%s'\n", v);
+			return 2;
+		} else if (!strcmp(a, "--s3-listen")) {
+			server_opts m;
+			if (parse_listen(v, &m) == 0) {
+				memcpy(o->s3host, m.host, sizeof o->s3host);
+				memcpy(o->s3port, m.port, sizeof o->s3port);
+				continue;
+			}
+			fprintf(stderr, "cofferd: --s3-listen wants HOST:PORT, got '%s'\n", v);
 			return 2;
 		} else if (!strcmp(a, "--config")) {
 			continue; /* read before (config.c) */
@@ -811,6 +824,7 @@ static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 
 	__atomic_store_n(&srv->stopping, 1, __ATOMIC_SEQ_CST);
 	cof_relay_shutdown(srv->relay);
+	http_sio_stop(); /* its sessions close while the loops still run */
 	http_evloops_quiesce(srv->loops);
 	for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
 		cof_changes_wake_all(srv->st);
@@ -841,6 +855,7 @@ static void mhd_drain(http_server *srv, head_guard *g, const sigset_t *sigs)
 	http_evloops_stop(srv->loops);
 	srv->loops = NULL;
 	http_keywatch_stop();
+	http_mcp_stop();
 }
 
 /* Opens the store and prints the admin key when it is new (or that the
@@ -894,7 +909,7 @@ int cofferd_main(int argc, char **argv)
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
 			  NULL, NULL, NULL, NULL, NULL, 0, 0, "", "", 0,
-			  COF_CONTENT_CACHE_DEFAULT, 0, 0, {{{0}, 0}}, 0, NULL };
+			  COF_CONTENT_CACHE_DEFAULT, 0, 0, {{{0}, 0}}, 0, NULL, "", "" };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -958,11 +973,18 @@ int cofferd_main(int argc, char **argv)
 		close(fd);
 		fd = -1;
 	}
+	if (fd >= 0 && http_sio_start(&srv, &rerr)) {
+		fprintf(stderr, "cofferd: %s\n", rerr.msg);
+		cof_err_clear(&rerr);
+		close(fd);
+		fd = -1;
+	}
 	if (fd >= 0 && head_start(&hg, &srv, o.head_timeout)) {
 		close(fd);
 		fd = -1;
 	}
 	if (fd < 0 || (srv.loops = mhd_start(&hg, &o, fd)) == NULL) {
+		http_sio_stop();
 		http_loop_stop();
 		head_stop(&hg);
 		cof_turns_close(srv.turns);
@@ -984,7 +1006,9 @@ int cofferd_main(int argc, char **argv)
 	http_carry_configure((int)o.forward_max);
 	if (http_nodes_start(&srv, o.node, o.advertise ? o.advertise : self_url))
 		fprintf(stderr, "cofferd: cannot start the node heartbeat\n");
-	if (o.mhost[0] && http_metrics_listen(&srv, o.mhost, o.mport)) {
+	if ((o.mhost[0] && http_metrics_listen(&srv, o.mhost, o.mport)) ||
+	    (o.s3host[0] && http_s3_listen(&srv, o.s3host, o.s3port))) {
+		http_metrics_listen_stop();
 		http_nodes_stop();
 		gc_stop(&gc);
 		http_evloops_stop(srv.loops);
@@ -1009,11 +1033,46 @@ int cofferd_main(int argc, char **argv)
 	mhd_drain(&srv, &hg, &sigs);
 	http_turn_streams_wait();
 	http_metrics_listen_stop();
+	http_s3_stop();
 	head_stop(&hg);
 	cof_turns_close(srv.turns);
 	gc_stop(&gc);
 	cof_relay_close(srv.relay);
 	cof_store_close(srv.st);
 	fprintf(stderr, "cofferd: stopped\n");
+	return 0;
+}
+
+int http_side_resolve(const char *flag, const char *host, const char *port,
+		      struct addrinfo **res)
+{
+	struct addrinfo hints = {0};
+	int rc;
+
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host, port, &hints, res)) != 0) {
+		fprintf(stderr, "cofferd: %s: cannot resolve '%s': %s\n", flag, host,
+			gai_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int http_side_started(struct MHD_Daemon *d, const char *flag, const char *what,
+		      const char *host, const char *port, const char *path)
+{
+	const union MHD_DaemonInfo *di;
+	int v6 = strchr(host, ':') != NULL;
+
+	if (!d) {
+		fprintf(stderr, "cofferd: %s: cannot listen on %s:%s\n", flag, host, port);
+		return -1;
+	}
+	di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	printf("cofferd %s on http://%s%s%s:%u%s\n", what, v6 ? "[" : "", host, v6 ? "]" : "",
+	       di ? (unsigned)di->port : 0, path);
+	fflush(stdout);
 	return 0;
 }

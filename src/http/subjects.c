@@ -209,10 +209,18 @@ enum MHD_Result http_subject_tool(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	const char *run = http_header_trim(req, "X-Run-Id");
-	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_subject_tool(req->srv->st, ORG(req), req->param[0], req->param[1],
-				    req->param[2], req->json, run, &out, &err);
+	int rc = http_subject_tool_run(req, req->param[0], req->param[1], req->param[2],
+				       req->json, http_header_trim(req, "X-Run-Id"), &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+int http_subject_tool_run(http_req *req, const char *agent, const char *subject,
+			  const char *tool, json_t *args, const char *run, json_t **out,
+			  cof_err *err)
+{
+	*out = NULL;
+	return http_agent_reaches(req, agent, err) ||
+	       cof_subject_tool(req->srv->st, ORG(req), agent, subject, tool, args, run, out, err)
+	       ? -1 : 0;
 }

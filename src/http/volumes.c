@@ -13,7 +13,7 @@
 
 enum MHD_Result http_health(http_req *req)
 {
-	return http_send_json(req, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1));
+	return http_send_json(req, MHD_HTTP_OK, json_pack("{s:b, s:s}", "ok", 1, "version", COFFER_VERSION));
 }
 
 enum MHD_Result http_keys_create(http_req *req)

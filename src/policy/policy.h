@@ -190,4 +190,38 @@ int cof_guard_stream_feed(cof_guard_stream *s, const void *data, size_t len);
 /* Finishes; 1 = blocked (hit filled), 0 = clean. Frees s. */
 int cof_guard_stream_close(cof_guard_stream *s);
 
+/* ------------------------------------------------------------ write check */
+
+/* The relay's write check, the one function both halves call: cofferd
+ * before it forwards a write (relay/ops.c) and `coffer connect` before it
+ * touches the folder (relay/client/lfs_op.c), so that the two agree by
+ * construction (docs/relay-protocol.md "Who checks what"). */
+typedef struct cof_write_rules {
+	cof_mode mode;
+	const cof_excl *excl;     /* NULL: nothing excluded */
+	const cof_protect *prot;  /* the user's allowances; NULL: none */
+	int64_t file_bytes;       /* the size limit */
+	const cof_guard *guard;   /* NULL: cof_guard_default() */
+	int scanned;              /* the guard's verdict is given: `blocked`, *hit
+				     (cofferd scans outside its lock) */
+	int blocked;
+	int leaves;               /* the path leaves the folder: only the guard
+				     judges it (no exclusion or protection) */
+} cof_write_rules;
+
+/* Which check refused a write. */
+typedef enum {
+	COF_WC_OK = 0, COF_WC_EXCLUDED, COF_WC_READONLY, COF_WC_PROTECTED, COF_WC_SIZE,
+	COF_WC_GUARD, COF_WC_ERROR
+} cof_wc_step;
+
+/* Checks a write of `len` bytes to `path` (relative, checked) in this order,
+ * the first that fails answers: excluded (COF_EFORBIDDEN), read-only mode
+ * (COF_EFORBIDDEN), a protected path not allowed (COF_EFORBIDDEN, extra
+ * rule), over file_bytes (COF_ETOOLARGE, extra limit "fileBytes"), the guard
+ * (COF_EBLOCKED, extra rule, category, offset and layer; *hit filled).
+ * COF_WC_OK, or the step that refused with err set. */
+cof_wc_step cof_write_check(const cof_write_rules *w, const char *path, const void *data,
+			    size_t len, cof_guard_hit *hit, cof_err *err);
+
 #endif

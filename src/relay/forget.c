@@ -23,9 +23,10 @@
 #include "relay/relay.h"
 #include "store/store.h"
 
-/* Forgets every stored record of the session `uid`; `events` with its
- * events too. A failure is said on stderr: nothing else depends on it. */
-static void forget_records(cof_relay *r, const char *uid, int events)
+/* Forgets every stored record of the session `uid` that this node does not
+ * hold; `events` with its events too. A failure is said on stderr: nothing
+ * else depends on it. */
+static void forget_uid(cof_relay *r, const char *uid, int events)
 {
 	static const char *const all[] = {RELAY_LOG_STREAM, RELAY_EVENT_STREAM, NULL};
 	static const char *const log_only[] = {RELAY_LOG_STREAM, NULL};
@@ -38,11 +39,19 @@ static void forget_records(cof_relay *r, const char *uid, int events)
 	cof_err_clear(&e);
 }
 
+/* The same for a session held here: queued after what s queued before, so
+ * no earlier write brings a record back (wqueue.c). */
+static void forget_records(cof_relay *r, rsession *s, int events)
+{
+	(void)r;
+	cof_relay_wq_forget(s, events);
+}
+
 void cof_relay_forget_done(cof_relay *r, rsession *s)
 {
 	if (s->forget != 1 || s->refs > 0)
 		return;
-	forget_records(r, s->uid, 1);
+	forget_records(r, s, 1);
 	s->forget = 2;
 }
 
@@ -51,7 +60,7 @@ static void end_forgotten(cof_relay *r, rsession *s)
 {
 	cof_relay_session_end(r, s, "agent_deleted");
 	s->forget = 1;
-	forget_records(r, s->uid, 0);
+	forget_records(r, s, 0);
 	cof_relay_forget_done(r, s);
 }
 
@@ -152,7 +161,7 @@ int cof_relay_agent_deleted(cof_relay *r, const char *org, const char *agent, co
 		/* a session another node holds keeps its events for that node
 		 * to add session_ended after them (ids go on from the last), and
 		 * to forget them when its streams close */
-		forget_records(r, a.ents[i].uid, !a.ents[i].elsewhere);
+		forget_uid(r, a.ents[i].uid, !a.ents[i].elsewhere);
 		cof_topic t = cof_topic_session(a.ents[i].uid);
 		cof_notify_publish(r->st->notify, &t); /* the holder looks now */
 	}
@@ -162,7 +171,7 @@ int cof_relay_agent_deleted(cof_relay *r, const char *org, const char *agent, co
 		if (!s->forget)
 			end_forgotten(r, s);
 	}
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	free(a.ents);
 	return 0;
 }

@@ -72,34 +72,35 @@ static char *rec_body(const rop *op)
 	return text;
 }
 
-void cof_relay_op_store(cof_relay *r, rsession *s, const rop *op)
+uint64_t cof_relay_op_store(cof_relay *r, rsession *s, const rop *op)
 {
 	cof_staterow row = {.kind = RELAY_OP_KIND, .ended = op->done};
 	char *text;
-	cof_err e = {0};
 
 	if (s->forget) /* its agent was deleted (forget.c) */
-		return;
+		return 0;
 	if (rec_id(s, op->id, row.id))
-		return;
+		return 0;
 	snprintf(row.org, sizeof row.org, "%s", s->org);
 	snprintf(row.node, sizeof row.node, "%s", r->node);
-	if (!(text = rec_body(op)) || (row.body = text, cof_meta_state_put(r->st->meta, &row, &e)))
-		fprintf(stderr, "cofferd: relay session %s: cannot store op %s: %s\n", s->uid,
-			op->id, text ? e.msg : "out of memory");
-	cof_err_clear(&e);
-	free(text);
+	if (!(text = rec_body(op))) {
+		fprintf(stderr, "cofferd: relay session %s: cannot store op %s: out of memory\n",
+			s->uid, op->id);
+		return 0;
+	}
+	return cof_relay_wq_put(s, &row, text); /* stored once r->mu is dropped */
 }
 
 void cof_relay_op_forget(cof_relay *r, rsession *s, const rop *op)
 {
 	char id[48];
-	cof_err e = {0};
 
-	if (rec_id(s, op->id, id) || cof_meta_state_delete(r->st->meta, RELAY_OP_KIND, id, &e))
-		fprintf(stderr, "cofferd: relay session %s: cannot forget op %s: %s\n", s->uid,
-			op->id, e.code ? e.msg : "its id is too long");
-	cof_err_clear(&e);
+	(void)r;
+	if (rec_id(s, op->id, id))
+		fprintf(stderr, "cofferd: relay session %s: cannot forget op %s: its id is too "
+			"long\n", s->uid, op->id);
+	else
+		cof_relay_wq_delete(s, RELAY_OP_KIND, id);
 }
 
 typedef struct load_ctx {

@@ -6,8 +6,11 @@
  * Order of the checks (the first that fails answers): the session (404,
  * 410), the body and the path (400), exclusions (403), read-only mode (403), a
  * protected path the user did not allow (403), the file size (413), the guard
- * (422), the counts (429), a connected client (503). Counts are taken when an op is forwarded, so a limit is never
- * crossed; a refused op counts nothing. Every op is logged with its outcome.
+ * (422), the counts (429), a connected client (503). A write's checks from
+ * the exclusions to the guard are cof_write_check (policy.h), the one the
+ * client makes too. Counts are taken when an op is forwarded, so a limit is
+ * never crossed; a refused op counts nothing. Every op is logged with its
+ * outcome.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -160,31 +163,18 @@ static int op_allowed(cof_relay *r, rsession *s, opreq *q, cof_err *err)
 	const cof_limits *l = &s->limits;
 	char a[48], b[48];
 
-	if (q->path[0] && !q->leaves && cof_excl_match(s->excl, q->path, q->kind == K_LIST ||
-							   q->kind == K_SEARCH))
+	if (q->kind == K_WRITE) {
+		/* the same check as the client's (policy.h); the guard scanned
+		 * before the lock (op_scan) */
+		cof_write_rules w = {.mode = s->mode, .excl = s->excl, .prot = s->prot,
+				     .file_bytes = l->file_bytes, .scanned = 1,
+				     .blocked = q->blocked, .leaves = q->leaves};
+		if (cof_write_check(&w, q->path, q->data, q->len, &q->hit, err))
+			return -1;
+	} else if (q->path[0] && cof_excl_match(s->excl, q->path, q->kind == K_LIST ||
+						q->kind == K_SEARCH)) {
 		return cof_error(err, COF_EFORBIDDEN,
 				 "'%s' is excluded (the user's or the default exclusions)", q->path);
-	if (q->kind == K_WRITE && s->mode == COF_MODE_READONLY)
-		return cof_error(err, COF_EFORBIDDEN,
-				 "the session is read-only: the user chose --readonly");
-	if (q->kind == K_WRITE && !q->leaves && cof_protect_check(s->prot, q->path, NULL, err))
-		return -1;
-	if (q->kind == K_WRITE && (int64_t)q->len > l->file_bytes) {
-		size_text((int64_t)q->len, a, sizeof a);
-		size_text(l->file_bytes, b, sizeof b);
-		cof_error(err, COF_ETOOLARGE, "content is %s; the limit is %s (fileBytes)", a, b);
-		cof_err_set(err, "limit", json_string("fileBytes"));
-		return -1;
-	}
-	if (q->blocked) {
-		cof_error(err, COF_EBLOCKED, "the write guard refused '%s': rule %s (%s)",
-			  q->path, q->hit.rule, q->hit.category);
-		cof_err_set(err, "rule", json_string(q->hit.rule));
-		cof_err_set(err, "category", json_string(q->hit.category));
-		cof_err_set(err, "offset", json_integer((json_int_t)q->hit.offset));
-		if (q->hit.layer[0]) /* seen through a disguise: which one */
-			cof_err_set(err, "layer", json_string(q->hit.layer));
-		return -1;
 	}
 	if (q->kind == K_WRITE && s->writes + 1 > l->writes) {
 		cof_error(err, COF_ERATELIMIT, "%lld writes used; the limit is %lld (writes)",
@@ -411,7 +401,9 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 			pp = &(*pp)->next;
 		*pp = op;
 		s->nops++;
-		cof_relay_op_store(r, s, op); /* pending: a restart says what became of it */
+		/* pending: a restart says what became of it; the client gets the op
+		 * once this is stored (wqueue.c) */
+		op->rec_seq = cof_relay_op_store(r, s, op);
 		cof_relay_wake(r, s);
 		if (!op->waiter) {
 			cof_error(err, COF_ELOCKED, "the write to '%s' waits for the user's decision; "
@@ -426,7 +418,7 @@ int cof_relay_op(cof_relay *r, const cof_principal *who, const char *uid, json_t
 	cof_relay_unref(s);
 	cof_relay_forget_done(r, s);
 out:
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	cof_err_clear(&q.bad);
 	free(q.data);
 	free(q.trimmed);
@@ -466,7 +458,7 @@ int cof_relay_op_get(cof_relay *r, const cof_principal *who, const char *uid,
 			json_object_set_new(*out, "error", e);
 		}
 	}
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	return op ? 0 : -1;
 }
 

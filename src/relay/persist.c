@@ -56,11 +56,7 @@ void cof_relay_persist(cof_relay *r, rsession *s)
 {
 	if (s->forget) /* its agent was deleted (forget.c) */
 		return;
-	json_t *b = session_body(s);
-
-	cof_meta_state_save(r->st->meta, "relay", s->uid, s->org, r->node, s->status == RS_ENDED,
-			    b, "relay session");
-	json_decref(b);
+	cof_relay_wq_save(r, s, session_body(s)); /* stored once r->mu is dropped */
 }
 
 /* A session from its record; NULL (err set) when the record cannot be read. */
@@ -161,6 +157,6 @@ int cof_relay_load(cof_relay *r, cof_err *err)
 	pthread_mutex_lock(&r->mu);
 	for (rsession *s = r->sessions; s; s = s->next)
 		cof_relay_tick(r, s);
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r); /* and stores what loading queued */
 	return 0;
 }

@@ -1,15 +1,20 @@
 /*
- * relay.h — what the files of the relay layer (src/relay/) share: the session
- * registry in memory, its one lock, and the life-cycle steps. The public
+ * relay.h — what the files of the server's half of the relay (src/relay/)
+ * share: the session registry in memory (registry.c), its one lock, the
+ * life-cycle steps (session.c) and the store writes queued under the lock
+ * and made after it (wqueue.c). The public
  * contract is the "relay" section of include/coffer.h; the wire protocol with
  * the user's client is docs/relay-protocol.md.
  *
- * Locking: one mutex (r->mu) guards every session, op and event. Nobody
- * waits on a condition under it: a waiting request subscribes to the
- * store's notifications (st->notify, the session's topic) and is resumed
- * when they fire, then re-checks what it waits for under r->mu. Waiters
- * hold a session reference (refs) and look their op up by id after waking,
- * so nothing they point at is freed under them.
+ * Locking: one mutex (r->mu) guards every session, op and event in memory.
+ * Nobody waits under it: a waiting request subscribes to the store's
+ * notifications (st->notify, the session's topic) and is resumed when they
+ * fire, then re-checks what it waits for under r->mu. Waiters hold a
+ * session reference (refs) and look their op up by id after waking, so
+ * nothing they point at is freed under them. No store write is made under
+ * r->mu: it is queued and made by cof_relay_unlock (wqueue.c, which says why
+ * that keeps each session's writes in order); store reads still are (a
+ * session's record when looked up with several nodes, its events).
  */
 #ifndef COF_RELAY_H
 #define COF_RELAY_H
@@ -60,7 +65,11 @@ typedef struct rop {
 	int64_t max_results; /* a search's cap */
 	json_t *result;      /* done and ok */
 	cof_err error;       /* done and failed */
+	uint64_t rec_seq;    /* its pending record's place in s's write queue: sent
+				to the client once s->wdone reaches it (wqueue.c) */
 } rop;
+
+typedef struct rwrite rwrite; /* a queued store write (wqueue.c) */
 
 typedef struct rsession {
 	struct rsession *next;
@@ -97,6 +106,12 @@ typedef struct rsession {
 	int forget;             /* its agent was deleted: nothing more is stored;
 				   1: its stored events go when no stream reads
 				   them any more, 2: gone (forget.c) */
+	/* Store writes made after r->mu is dropped (wqueue.c). */
+	rwrite *wq, *wq_tail;   /* queued, oldest first (under r->mu) */
+	uint64_t wseq;          /* the last queued item's number (under r->mu) */
+	uint64_t wdone;         /* the last stored item's number (under r->mu) */
+	pthread_mutex_t wmu;    /* one thread stores s's queue at a time; taken
+				   only without r->mu */
 } rsession;
 
 struct cof_relay {
@@ -114,6 +129,13 @@ struct cof_relay {
 };
 
 /* All below: call with r->mu held. */
+
+/* Registry (registry.c). Whether `org` may open one more session: time
+ * limits applied and ended sessions pruned first; COF_ERATELIMIT naming the
+ * limit (per organization, then the server's). */
+int cof_relay_room(cof_relay *r, const char *org, cof_err *err);
+/* Adds a made or claimed session (newest first). */
+void cof_relay_add(cof_relay *r, rsession *s);
 
 /* The session `uid` as `who` may see it (org, agent binding), else
  * COF_ENOTFOUND. Applies its time limit and grace time first. */
@@ -170,9 +192,10 @@ void cof_relay_op_free(rop *op);
 /* Removes finished ops nobody waits for beyond RELAY_OPS_KEPT (and their
  * records). */
 void cof_relay_ops_prune(cof_relay *r, rsession *s);
-/* Ops' records in the store (oprec.c). Writes op's record (a failure is
- * said on stderr: the op goes on from memory). */
-void cof_relay_op_store(cof_relay *r, rsession *s, const rop *op);
+/* Ops' records in the store (oprec.c). Queues op's record (a failure is
+ * said on stderr: the op goes on from memory); its place in s's queue (0:
+ * nothing queued). */
+uint64_t cof_relay_op_store(cof_relay *r, rsession *s, const rop *op);
 /* Forgets op's record. */
 void cof_relay_op_forget(cof_relay *r, rsession *s, const rop *op);
 /* Forgets the records of every op of s (the session ended). */
@@ -204,6 +227,25 @@ int cof_relay_op_lost(const rsession *s, const rop *op, cof_err *err);
 void cof_relay_wait(cof_relay *r, rsession *s, int64_t until_ms);
 /* Wakes whoever waits on session s (its streams, its ops' callers). */
 void cof_relay_wake(cof_relay *r, rsession *s);
+/* The write queue (wqueue.c): store writes queued under r->mu, stored in
+ * order per session after it is dropped. An event or log entry (text
+ * taken) for the stream `prefix` + uid; */
+void cof_relay_wq_stream(rsession *s, const char *prefix, unsigned to, char *text,
+			 int64_t keep);
+/* the session's record (body taken; replaces one queued last); */
+void cof_relay_wq_save(cof_relay *r, rsession *s, json_t *body);
+/* a record put (text taken; its number in the queue) or deleted; */
+uint64_t cof_relay_wq_put(rsession *s, const cof_staterow *row, char *text);
+void cof_relay_wq_delete(rsession *s, const char *kind, const char *id);
+/* every record of s forgotten, its events too when `events`. */
+void cof_relay_wq_forget(rsession *s, int events);
+/* Without r->mu: stores what this thread queued. */
+void cof_relay_wq_flush(cof_relay *r);
+/* Drops r->mu, then stores what this thread queued: every unlock of r->mu
+ * in the relay is this one, so no call answers before its writes are stored. */
+void cof_relay_unlock(cof_relay *r);
+/* Frees s's queue (at close). */
+void cof_relay_wq_free(rsession *s);
 /* The API error code of a type name ("not_found"), COF_EINTERNAL if unknown. */
 cof_code cof_relay_code_of(const char *type);
 

@@ -21,6 +21,7 @@ struct cof_relay_stream {
 	uint64_t gen;        /* its attachment */
 	uint64_t pos;        /* the last event id delivered */
 	json_t *hello;       /* the client's `mode` event, sent first (owned) */
+	uint64_t end_seq;    /* it ends once s's writes up to this are stored */
 };
 
 static rsession *mirror_open(cof_relay *r, const cof_principal *who, const char *uid,
@@ -59,7 +60,7 @@ int cof_relay_events_open(cof_relay *r, const cof_principal *who, const char *ui
 	}
 	if (s)
 		cof_relay_presence_open(r, s);
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	return s ? 0 : -1;
 }
 
@@ -177,7 +178,8 @@ static void take_events(cof_relay_stream *x, json_t *list)
 static void take_ops(cof_relay_stream *x, json_t *list)
 {
 	for (rop *op = x->s->ops; op; op = op->next) {
-		if (op->sent || op->done || op->gen != x->gen || !op->msg)
+		if (op->sent || op->done || op->gen != x->gen || !op->msg ||
+		    op->rec_seq > x->s->wdone) /* its record not stored yet */
 			continue;
 		op->sent = 1;
 		if (op->supervised) /* waits for the user, also across a restart */
@@ -215,18 +217,23 @@ int cof_relay_stream_next(cof_relay_stream *x, int wait_ms, json_t **out, cof_er
 			x->hello = NULL;
 		}
 		take_events(x, list);
-		if (x->client && (s->gen != x->gen || !s->attached))
-			done = 1;
-		else if (x->client)
+		int ending = s->status == RS_ENDED ||
+			     (x->client && (s->gen != x->gen || !s->attached));
+		if (x->client && !ending)
 			take_ops(x, list);
-		if (s->status == RS_ENDED || r->closing)
+		/* the events of its end (session_ended, pause) are read from the
+		 * store: it ends once what was queued until then is stored */
+		if (ending && !x->end_seq)
+			x->end_seq = s->wseq ? s->wseq : 1;
+		if ((ending && (s->mirror || s->wdone >= x->end_seq ||
+				!s->wseq) && x->pos >= s->ev_next) || r->closing)
 			done = 1;
 		int64_t now = cof_mono_ms();
 		if (json_array_size(list) || done || now >= deadline)
 			break;
 		cof_relay_wait(r, s, now + 1000 < deadline ? now + 1000 : deadline);
 	}
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	*out = list;
 	return done;
 }
@@ -245,7 +252,7 @@ void cof_relay_stream_close(cof_relay_stream *x)
 		if (cof_relay_presence_close(r, s) && s->status != RS_ENDED)
 			cof_relay_presence_event(r, s);
 		cof_relay_session_free(s); /* its own copy, in no registry */
-		pthread_mutex_unlock(&r->mu);
+		cof_relay_unlock(r);
 		free(x);
 		return;
 	}
@@ -256,12 +263,25 @@ void cof_relay_stream_close(cof_relay_stream *x)
 	}
 	cof_relay_unref(s);
 	cof_relay_forget_done(r, s);
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	json_decref(x->hello);
 	free(x);
 }
 
 /* ------------------------------------------------------- the client's calls */
+
+/* The agent's `exclusions` event: every pattern in force, the user's own,
+ * the mode and the protected paths. */
+static void exclusions_event(cof_relay *r, rsession *s)
+{
+	json_t *info = cof_relay_session_json(s);
+	json_t *ev = json_pack("{s:O, s:O, s:s}", "exclusions", json_object_get(info, "exclusions"),
+			       "user", s->user_excl, "mode", cof_mode_name(s->mode));
+
+	cof_relay_protect_json(s, ev);
+	cof_relay_event(r, s, EV_AGENT, "exclusions", ev);
+	json_decref(info);
+}
 
 static const cof_jfield connect_fields[] = {
 	{"mode", COF_JSTR, 0}, {"exclusions", COF_JARR, 0}, {"client", COF_JSTR, 0},
@@ -329,13 +349,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 	cof_relay_event(r, s, EV_AGENT, "status_changed",
 		    json_pack("{s:s, s:s}", "status", "active", "previous",
 			      was == RS_PAUSED ? "paused" : "waiting"));
-	json_t *info = cof_relay_session_json(s);
-	json_t *ev = json_pack("{s:O, s:O, s:s}", "exclusions",
-			       json_object_get(info, "exclusions"), "user", s->user_excl, "mode",
-			       cof_mode_name(s->mode));
-	cof_relay_protect_json(s, ev);
-	cof_relay_event(r, s, EV_AGENT, "exclusions", ev);
-	json_decref(info);
+	exclusions_event(r, s);
 	if (was == RS_PAUSED)
 		cof_relay_event(r, s, EV_AGENT, "resume", NULL);
 	/* the client learns the mode in force before any op: its own choice, or
@@ -347,7 +361,7 @@ int cof_relay_connect(cof_relay *r, const char *uid, const char *token, json_t *
 				  cof_mode_name(s->default_mode), "chosenBy", m ? "user" : "agent");
 	rc = 0;
 out:
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	cof_excl_free(excl);
 	cof_protect_free(prot);
 	return rc;
@@ -415,9 +429,45 @@ int cof_relay_result(cof_relay *r, const char *uid, const char *token, const cha
 		cof_err_clear(&e);
 		rc = 0;
 	}
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	cof_err_clear(&why);
 	return rc;
+}
+
+/* The `exclusions` event {exclusions:[pattern...]}: the user's patterns
+ * from now on (the defaults stay), checked as at connect; the agent side
+ * gets the exclusions event again, and the change is logged. */
+static int set_exclusions(cof_relay *r, const char *uid, const char *token, json_t *data,
+			  cof_err *err)
+{
+	static const cof_jfield fields[] = {{"exclusions", COF_JARR, 1}, {NULL, 0, 0}};
+	json_t *patterns = json_object_get(data, "exclusions");
+	cof_excl *excl = NULL;
+	rsession *s;
+
+	if (cof_json_check(data, fields, err) ||
+	    cof_excl_new(patterns, COF_EXCL_DEFAULTS | COF_EXCL_NOCASE, &excl, err))
+		return -1;
+	pthread_mutex_lock(&r->mu);
+	s = cof_relay_find_client(r, uid, token, err);
+	if (s && s->status == RS_ENDED) {
+		cof_relay_gone(s, err);
+		s = NULL;
+	}
+	if (s) {
+		cof_excl_free(s->excl);
+		s->excl = excl;
+		excl = NULL;
+		json_decref(s->user_excl);
+		s->user_excl = json_deep_copy(patterns);
+		cof_relay_log_add(r, s, json_pack("{s:s, s:O}", "event", "exclusions", "user",
+					       s->user_excl));
+		exclusions_event(r, s);
+		cof_relay_persist(r, s);
+	}
+	cof_relay_unlock(r);
+	cof_excl_free(excl);
+	return s ? 0 : -1;
 }
 
 static const cof_jfield event_fields[] = {
@@ -432,12 +482,17 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 
 	if (cof_json_check(body, event_fields, err))
 		return -1;
-	if (strcmp(type, "accept") && strcmp(type, "write_blocked") && strcmp(type, "abort"))
-		return cof_error(err, COF_EVALIDATION,
-				 "unknown event type '%.64s'; known: accept, write_blocked, abort",
-				 type);
+	if (strcmp(type, "accept") && strcmp(type, "write_blocked") && strcmp(type, "abort") &&
+	    strcmp(type, "exclusions"))
+		return cof_error(err, COF_EVALIDATION, "unknown event type '%.64s'; known: accept, "
+				 "write_blocked, abort, exclusions", type);
 	data = json_is_object(json_object_get(body, "data"))
 		       ? json_deep_copy(json_object_get(body, "data")) : json_object();
+	if (!strcmp(type, "exclusions")) {
+		int rc = set_exclusions(r, uid, token, data, err);
+		json_decref(data);
+		return rc;
+	}
 	/* kept in the event ring and the log: bounded */
 	char *text = json_dumps(data, JSON_COMPACT);
 	size_t tlen = text ? strlen(text) : 0;
@@ -468,7 +523,7 @@ int cof_relay_client_event(cof_relay *r, const char *uid, const char *token, jso
 				       "outcome", "blocked", "blocked", data));
 		cof_relay_event(r, s, EV_AGENT, "write_blocked", json_incref(data));
 	}
-	pthread_mutex_unlock(&r->mu);
+	cof_relay_unlock(r);
 	json_decref(data);
 	return s ? 0 : -1;
 }

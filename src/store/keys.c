@@ -111,6 +111,7 @@ int cof_key_auth_hashed(cof_store *st, const char *key, const char *given,
 	who->admin = k.admin;
 	who->read_only = k.read_only;
 	who->expires_at = k.expires_at;
+	cof_key_s3_ensure(st, who, key);
 	/* lastUsedAt is advisory: a failed write must not fail the request. */
 	if (now - k.last_used_at >= KEY_TOUCH_EVERY) {
 		cof_err e2 = {0};
@@ -226,6 +227,11 @@ int cof_key_create(cof_store *st, const cof_principal *who, json_t *body,
 				 "organization '%s' holds %lld live keys, its limit (cofferd "
 				 "--keys-per-org); revoke one (DELETE /v1/keys/{id}) before "
 				 "minting another", k.org, (long long)cap);
+	/* S3 access of this key (s3keys.c); without it the key still works on
+	 * HTTP, which seals it on first use */
+	cof_err e2 = {0};
+	if (cof_key_s3_seal(st, k.id, k.org, key, &e2))
+		cof_err_clear(&e2);
 	*out = json_pack("{s:s, s:s, s:s, s:b}", "id", k.id, "key", key, "org", k.org,
 			 "readOnly", k.read_only);
 	if (k.agent[0])
@@ -294,8 +300,14 @@ int cof_key_revoke(cof_store *st, const cof_principal *who, const char *id, cof_
 		return cof_error(err, COF_EFORBIDDEN,
 				 "the admin key cannot be revoked; replace it with 'coffer admin "
 				 "rotate-key'");
-	return cof_meta_key_revoke(st->meta, who->admin ? NULL : who->org, id, 0, cof_now(),
-				   &k, err);
+	if (cof_meta_key_revoke(st->meta, who->admin ? NULL : who->org, id, 0, cof_now(),
+				&k, err))
+		return -1;
+	/* its sealed S3 secret serves nothing now (the revocation alone refuses it) */
+	cof_err e2 = {0};
+	if (cof_meta_state_delete(st->meta, "s3key", id, &e2))
+		cof_err_clear(&e2);
+	return 0;
 }
 
 /* Writes `key` to DATA/admin.key through a temporary file and a rename, so
@@ -328,6 +340,11 @@ int cof_admin_key_rotate(cof_store *st, char out[80], cof_err *err)
 
 	if (key_new(key, hash, err) || cof_key_register(st, hash, COF_DEFAULT_ORG, 1, err))
 		return -1;
+	char new_id[24];
+	key_id(hash, new_id);
+	cof_err e2 = {0};
+	if (cof_key_s3_seal(st, new_id, COF_DEFAULT_ORG, key, &e2))
+		cof_err_clear(&e2);
 	/* The new key is stored before the file names it and the old one is
 	 * revoked only after: a crash in between leaves a key that works. */
 	if (admin_file_write(st, key, err))

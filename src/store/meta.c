@@ -45,51 +45,10 @@ void cof_meta_keep_contents(cof_meta *m, int64_t budget)
 		m->contents = cof_contents_new(budget);
 }
 
-int cof_meta_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err)
-{
-	return m->ops->key_add(m, k, err);
-}
-
-int cof_meta_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err)
-{
-	return m->ops->key_find(m, hash, out, err);
-}
-
-int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->key_list(m, org, fn, ctx, err);
-}
-
-int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
-		int64_t now, cof_keyrow *out, cof_err *err)
-{
-	return m->ops->key_revoke(m, org, id, admin, now, out, err);
-}
-
-int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err)
-{
-	return m->ops->key_touch(m, hash, now, err);
-}
-
-int cof_meta_key_add_capped(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err)
-{
-	return m->ops->key_add_capped(m, k, cap, err);
-}
-
-int cof_meta_key_find_id(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err)
-{
-	return m->ops->key_find_id(m, id, out, err);
-}
-
 int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 		cof_err *err)
 {
 	return m->ops->history_kept(m, vno, closed_before, oldest, err);
-}
-
-int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err)
-{
-	return m->ops->key_add_first_admin(m, k, err);
 }
 
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
@@ -231,76 +190,6 @@ int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinn
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
 {
 	return m->ops->snapshot_delete(m, vno, sid, err);
-}
-
-int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err)
-{
-	return m->ops->agent_put(m, a, err);
-}
-
-int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
-		cof_err *err)
-{
-	return m->ops->agent_get(m, org, id, out, err);
-}
-
-int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err)
-{
-	return m->ops->agent_delete(m, org, id, err);
-}
-
-int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
-		const char *path, int64_t *version, char sha[65], cof_err *err)
-{
-	return m->ops->seen_get(m, org, agent, vol, path, version, sha, err);
-}
-
-int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
-		const char *path, int64_t version, const char *sha, cof_err *err)
-{
-	return m->ops->seen_put(m, org, agent, vol, path, version, sha, err);
-}
-
-int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
-		cof_err *err)
-{
-	return m->ops->pin(m, org, agent, sha, err);
-}
-
-int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
-		const cof_run_item *it, cof_err *err)
-{
-	return m->ops->run_add(m, org, agent, run, it, err);
-}
-
-int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
-		cof_run_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->run_list(m, org, agent, run, fn, ctx, err);
-}
-
-int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
-		const char *subject, char vol[48], cof_err *err)
-{
-	return m->ops->subject_get(m, org, agent, subject, vol, err);
-}
-
-int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
-		const char *subject, const char *vol, cof_err *err)
-{
-	return m->ops->subject_add(m, org, agent, subject, vol, err);
-}
-
-int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
-		cof_subject_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->subject_list(m, org, agent, fn, ctx, err);
-}
-
-int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent,
-		cof_err *err)
-{
-	return m->ops->subject_delete_all(m, org, agent, err);
 }
 
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,

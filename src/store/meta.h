@@ -9,7 +9,10 @@
  * and PostgreSQL (meta_pg*.c). A backend's handle embeds `struct cof_meta` as its
  * first member (and its transactions `struct cof_txn`); callers use the
  * cof_meta_x / cof_txn_x functions below, which dispatch through the table
- * (meta.c), and cof_meta_open picks the backend from a URL.
+ * (meta.c), and cof_meta_open picks the backend from a URL. The families
+ * already written once above the SQL seam (store/sql.h: keys, agents,
+ * subjects; listed at the end) are not in the table: their cof_meta_x are
+ * the one implementation, which runs its SQL through the store's driver.
  *
  * History model: each version of a file is a row live in [from_seq, to_seq);
  * to_seq NULL = live now. Reading "as of seq S" is a range query; a snapshot is
@@ -139,12 +142,7 @@ struct cof_meta_ops {
 	/* Frees the store (NULL-safe at the caller, cof_meta_close). */
 	void (*close)(cof_meta *m);
 
-	/* ---- keys (stored by hash) and idempotency */
-	/* Adds the key k->hash (its created_at set by the caller). */
-	int (*key_add)(cof_meta *m, const cof_keyrow *k, cof_err *err);
-	/* The row of `hash`, revoked and expired ones too; COF_EUNAUTHORIZED when
-	 * unknown. */
-	int (*key_find)(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err);
+	/* ---- idempotency (keys: meta_key.c, below) */
 	/* Returns 1 and *value (malloc'd) when (scope, key) was recorded less than
 	 * `ttl` seconds ago, 0 when not. */
 	int (*idem_get)(cof_meta *m, const char *scope, const char *key, int64_t ttl,
@@ -226,48 +224,6 @@ struct cof_meta_ops {
 		const char *labels, int max_pinned, cof_err *err);
 	int (*snapshot_delete)(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
 
-	/* ---- agents and what each has seen */
-	/* Creates or replaces the row. */
-	int (*agent_put)(cof_meta *m, const cof_agentrow *a, cof_err *err);
-	/* COF_ENOTFOUND naming the id. Free out->settings. */
-	int (*agent_get)(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
-		cof_err *err);
-	/* Deletes the row and what the agent has seen. */
-	int (*agent_delete)(cof_meta *m, const char *org, const char *id, cof_err *err);
-	/* The version and sha256 of `path` in volume `vol` the agent last read or wrote:
-	 * 1 found, 0 never seen. */
-	int (*seen_get)(cof_meta *m, const char *org, const char *agent, const char *vol,
-		const char *path, int64_t *version, char sha[65], cof_err *err);
-	int (*seen_put)(cof_meta *m, const char *org, const char *agent, const char *vol,
-		const char *path, int64_t version, const char *sha, cof_err *err);
-	/* Keeps content an agent was shown or sent until the agent is deleted: the
-	 * garbage collector treats a pin as a reference. */
-	int (*pin)(cof_meta *m, const char *org, const char *agent, const char *sha,
-		cof_err *err);
-
-	/* ---- runs: what an agent's tool calls with one X-Run-Id wrote and presented */
-	/* Records an item; the same kind and path again updates it in place. */
-	int (*run_add)(cof_meta *m, const char *org, const char *agent, const char *run,
-		const cof_run_item *it, cof_err *err);
-	/* The items of a run in the order they were first recorded. */
-	int (*run_list)(cof_meta *m, const char *org, const char *agent, const char *run,
-		cof_run_fn fn, void *ctx, cof_err *err);
-
-	/* ---- subject workspaces: the volume of each (org, agent, subject). The row
-	 * of subject "" (never a valid subject id) names the agent's skills volume. */
-	/* 1 and `vol` when recorded, 0 when not. */
-	int (*subject_get)(cof_meta *m, const char *org, const char *agent,
-		const char *subject, char vol[48], cof_err *err);
-	/* Records `vol` unless the subject has a row: 1 = recorded, 0 = one was there. */
-	int (*subject_add)(cof_meta *m, const char *org, const char *agent,
-		const char *subject, const char *vol, cof_err *err);
-	/* Every row of the agent (the skills row first), in subject order. */
-	int (*subject_list)(cof_meta *m, const char *org, const char *agent,
-		cof_subject_fn fn, void *ctx, cof_err *err);
-	/* Forgets every row of the agent (the volumes are the caller's to delete). */
-	int (*subject_delete_all)(cof_meta *m, const char *org, const char *agent,
-		cof_err *err);
-
 	/* ---- garbage collection and checking */
 	/* Drops history rows closed before `closed_before` that no snapshot covers and
 	 * changes older than `changes_before`; returns the rows dropped. */
@@ -333,33 +289,6 @@ struct cof_meta_ops {
 	int (*state_prune)(cof_meta *m, const char *kind, int64_t before_ms,
 		const char *const *stream_prefixes, cof_err *err);
 
-	/* ---- the dataset's first admin key (API.md "Running on several nodes")
-	 * Adds the admin key `k` unless the dataset has an admin key already, in
-	 * one transaction that nodes starting together take in turn: 1 = added
-	 * (this node made the dataset's admin key), 0 = one was there. */
-	int (*key_add_first_admin)(cof_meta *m, const cof_keyrow *k, cof_err *err);
-
-	/* ---- key lifecycle (issue 16) */
-	/* The keys of `org` not revoked, oldest first. */
-	int (*key_list)(cof_meta *m, const char *org, cof_key_fn fn, void *ctx,
-		cof_err *err);
-	/* Revokes key `id` of `org` (any org when org is NULL) at `now`, an admin
-	 * key only when `admin`; fills *out with its row. COF_ENOTFOUND naming the
-	 * id when there is no such key to revoke (absent, revoked, or admin). */
-	int (*key_revoke)(cof_meta *m, const char *org, const char *id, int admin,
-		int64_t now, cof_keyrow *out, cof_err *err);
-	/* Records that key `hash` was used at `now`. */
-	int (*key_touch)(cof_meta *m, const char *hash, int64_t now, cof_err *err);
-	/* ---- issue 32: the cap on live keys, links that die with their key */
-	/* Adds key k while k->org holds fewer than `cap` live keys (neither
-	 * revoked nor expired at k->created_at); the count and the insert are
-	 * one step for every process and node on the store. 1 added, 0 the
-	 * organization is at its cap, -1 error. */
-	int (*key_add_capped)(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err);
-	/* The row of key `id`, revoked and expired ones too; COF_ENOTFOUND when
-	 * there is none. */
-	int (*key_find_id)(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err);
-
 	/* ---- reads at a seq (issue 11, ?seq=)
 	 * The oldest seq volume `vno` is still read exactly at, when history rows
 	 * closed before `closed_before` may have been dropped by the collector:
@@ -407,6 +336,8 @@ struct cof_meta_ops {
 /* The base of every backend's handle (its first member). */
 struct cof_meta {
 	const cof_meta_ops *ops;
+	/* The SQL driver under the metadata code written once (store/sql.h). */
+	const struct cof_sql_driver *sql;
 	/* Small contents kept in memory (contents.h) for blob_inline and
 	 * blob_inline_many, or NULL (none kept: cof_meta_keep_contents). */
 	struct cof_contents *contents;
@@ -443,17 +374,8 @@ void cof_meta_read_release(cof_meta *m, int held);
 /* One function per member of cof_meta_ops, with its contract (meta.c).
  * cof_meta_close(NULL) does nothing. */
 void cof_meta_close(cof_meta *m);
-int cof_meta_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err);
-int cof_meta_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err);
-int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err);
-int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
-		int64_t now, cof_keyrow *out, cof_err *err);
-int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err);
-int cof_meta_key_add_capped(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err);
-int cof_meta_key_find_id(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err);
 int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 		cof_err *err);
-int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err);
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		char **value, cof_err *err);
 int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
@@ -496,28 +418,6 @@ int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
 		const char *labels, int max_pinned, cof_err *err);
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
-int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err);
-int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
-		cof_err *err);
-int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err);
-int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
-		const char *path, int64_t *version, char sha[65], cof_err *err);
-int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
-		const char *path, int64_t version, const char *sha, cof_err *err);
-int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
-		cof_err *err);
-int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
-		const cof_run_item *it, cof_err *err);
-int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
-		cof_run_fn fn, void *ctx, cof_err *err);
-int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
-		const char *subject, char vol[48], cof_err *err);
-int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
-		const char *subject, const char *vol, cof_err *err);
-int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
-		cof_subject_fn fn, void *ctx, cof_err *err);
-int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent,
-		cof_err *err);
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		int64_t *pruned, cof_err *err);
 int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err);
@@ -566,5 +466,90 @@ int cof_meta_state_forget(cof_meta *m, const char *kind, const char *id,
 		const char *const *streams, const char *const *subs, cof_err *err);
 int cof_meta_state_end_node(cof_meta *m, const char *kind, const char *node,
 		int64_t stale_before, const char *reason, int64_t *n, cof_err *err);
+
+/* ---- the families written once above the SQL seam (store/sql.h): not
+ * members of cof_meta_ops; each is one file whose functions are these
+ * (no dispatch), running its SQL through the store's driver (m->sql).
+ * A new stored concept takes its file, its declarations here, and its
+ * table in the two schemas (meta_sqlite.c, meta_pg.c). */
+
+/* Keys (meta_key.c), stored by the SHA-256 of the secret. */
+/* Adds the key k->hash (its created_at set by the caller). */
+int cof_meta_key_add(cof_meta *m, const cof_keyrow *k, cof_err *err);
+/* The row of `hash`, revoked and expired ones too; COF_EUNAUTHORIZED when
+ * unknown. */
+int cof_meta_key_find(cof_meta *m, const char *hash, cof_keyrow *out, cof_err *err);
+/* The dataset's first admin key (API.md "Running on several nodes"): adds
+ * the admin key `k` unless the dataset has an admin key already, in one
+ * transaction that nodes starting together take in turn: 1 = added (this
+ * node made the dataset's admin key), 0 = one was there. */
+int cof_meta_key_add_first_admin(cof_meta *m, const cof_keyrow *k, cof_err *err);
+/* The keys of `org` not revoked, oldest first (issue 16). */
+int cof_meta_key_list(cof_meta *m, const char *org, cof_key_fn fn, void *ctx, cof_err *err);
+/* Revokes key `id` of `org` (any org when org is NULL) at `now`, an admin
+ * key only when `admin`; fills *out with its row. COF_ENOTFOUND naming the
+ * id when there is no such key to revoke (absent, revoked, or admin). */
+int cof_meta_key_revoke(cof_meta *m, const char *org, const char *id, int admin,
+		int64_t now, cof_keyrow *out, cof_err *err);
+/* Records that key `hash` was used at `now`. */
+int cof_meta_key_touch(cof_meta *m, const char *hash, int64_t now, cof_err *err);
+/* Issue 32: adds key k while k->org holds fewer than `cap` live keys
+ * (neither revoked nor expired at k->created_at); the count and the insert
+ * are one step for every process and node on the store. 1 added, 0 the
+ * organization is at its cap, -1 error. */
+int cof_meta_key_add_capped(cof_meta *m, const cof_keyrow *k, int64_t cap, cof_err *err);
+/* The row of key `id`, revoked and expired ones too; COF_ENOTFOUND when
+ * there is none. */
+int cof_meta_key_find_id(cof_meta *m, const char *id, cof_keyrow *out, cof_err *err);
+
+/* Agents and what each has seen, runs and pins (meta_agent.c). */
+/* Creates or replaces the row. */
+int cof_meta_agent_put(cof_meta *m, const cof_agentrow *a, cof_err *err);
+/* COF_ENOTFOUND naming the id. Free out->settings. */
+int cof_meta_agent_get(cof_meta *m, const char *org, const char *id, cof_agentrow *out,
+		cof_err *err);
+/* Deletes the row and everything keyed by the agent (its runs, pins, what it
+ * saw, its event stream and cursors) and revokes its keys, in one change. */
+int cof_meta_agent_delete(cof_meta *m, const char *org, const char *id, cof_err *err);
+/* One agent of a listing (borrowed for the call); nonzero goes on. */
+typedef int (*cof_agent_row_fn)(void *ctx, const char *id, const char *workspace,
+				int64_t created_at);
+/* The agents of org whose id starts with `prefix` and sorts after `after`
+ * ("" = from the first), bytewise by id, at most `limit` rows. 0, or -1. */
+int cof_meta_agent_list(cof_meta *m, const char *org, const char *prefix, const char *after,
+			int64_t limit, cof_agent_row_fn fn, void *ctx, cof_err *err);
+/* The version and sha256 of `path` in volume `vol` the agent last read or wrote:
+ * 1 found, 0 never seen. */
+int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t *version, char sha[65], cof_err *err);
+int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const char *path, int64_t version, const char *sha, cof_err *err);
+/* Keeps content an agent was shown or sent until the agent is deleted: the
+ * garbage collector treats a pin as a reference. */
+int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
+		cof_err *err);
+/* Runs: what an agent's tool calls with one X-Run-Id wrote and presented.
+ * Records an item; the same kind and path again updates it in place. */
+int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
+		const cof_run_item *it, cof_err *err);
+/* The items of a run in the order they were first recorded. */
+int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
+		cof_run_fn fn, void *ctx, cof_err *err);
+
+/* Subject workspaces (meta_subject.c): the volume of each (org, agent,
+ * subject). The row of subject "" (never a valid subject id) names the
+ * agent's skills volume. */
+/* 1 and `vol` when recorded, 0 when not. */
+int cof_meta_subject_get(cof_meta *m, const char *org, const char *agent,
+		const char *subject, char vol[48], cof_err *err);
+/* Records `vol` unless the subject has a row: 1 = recorded, 0 = one was there. */
+int cof_meta_subject_add(cof_meta *m, const char *org, const char *agent,
+		const char *subject, const char *vol, cof_err *err);
+/* Every row of the agent (the skills row first), in subject order. */
+int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
+		cof_subject_fn fn, void *ctx, cof_err *err);
+/* Forgets every row of the agent (the volumes are the caller's to delete). */
+int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent,
+		cof_err *err);
 
 #endif

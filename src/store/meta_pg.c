@@ -1,7 +1,8 @@
 /*
  * meta_pg.c — the metadata store (meta.h) on PostgreSQL (libpq): connections,
- * the schema and its migrations, and the table of operations (keys are in
- * meta_pg_key.c, idempotency records and volumes in meta_pg_vol.c).
+ * the schema and its migrations, the table of operations (idempotency records
+ * and volumes are in meta_pg_vol.c), and the PostgreSQL driver of the SQL
+ * seam (store/sql.h) that meta_key.c, meta_agent.c and meta_subject.c use.
  *
  * Several cofferd nodes share one database, so nothing here may rely on a
  * process lock: a change to a volume holds the volume's row lock (SELECT ...
@@ -127,7 +128,8 @@ static int migrate(pgconn *c, cof_err *err)
 	PQclear(r);
 	if (version > SCHEMA_VERSION) {
 		cof_error(err, COF_EINTERNAL, "the metadata database was written by a newer"
-			  " cofferd (schema %d; this one knows %d)", version, SCHEMA_VERSION);
+			  " cofferd (schema %d; this one, coffer %s, knows schema %d): run that release"
+			  " or a newer one", version, COFFER_VERSION, SCHEMA_VERSION);
 		goto fail;
 	}
 	for (; version < SCHEMA_VERSION; version++)
@@ -250,6 +252,9 @@ int cof_pg_exec(pgconn *c, const char *sql, cof_err *err)
 	return rc;
 }
 
+/* What the dialect tokens of shared SQL are on PostgreSQL (store/sql.h). */
+static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"" };
+
 /* The name of the prepared statement of `sql` on `c`, preparing it first. */
 static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)
 {
@@ -266,7 +271,13 @@ static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_
 	if (slot < 0) /* a bug (PG_STMTS is twice the statements), not load */
 		return cof_error(err, COF_EINTERNAL, "metadata store: statement cache full");
 	snprintf(name, 16, "s%d", slot);
-	PGresult *r = PQprepare(c->db, name, sql, nparams, NULL);
+	/* shared SQL (store/sql.h): ?N as $N and its tokens expanded, once per
+	 * text and connection, as it is prepared */
+	char *text = cof_sql_needs_rewrite(sql, 1) ? cof_sql_rewrite(sql, 1, pg_tokens) : NULL;
+	if (!text && cof_sql_needs_rewrite(sql, 1))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	PGresult *r = PQprepare(c->db, name, text ? text : sql, nparams, NULL);
+	free(text);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		cof_pg_error(err, c, r, "preparing a statement");
 		PQclear(r);
@@ -328,8 +339,20 @@ static int result_ok(PGresult *r)
 	return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 }
 
-static PGresult *vq(pgconn *c, const char *sql, const char *what, cof_err *err,
-		    const char *kinds, va_list ap)
+/* Whether a failed result is the database being busy: serialization
+ * failure, deadlock, lock not available (the transaction may be run again). */
+static int busy(PGresult *r)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	return state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
+			 !strcmp(state, "55P03"));
+}
+
+/* The result of `sql`, or NULL with err filled (and *retry, when not NULL,
+ * set to whether the failure was busy()). */
+static PGresult *vq_retry(pgconn *c, const char *sql, const char *what, cof_err *err,
+			  int *retry, const char *kinds, va_list ap)
 {
 	cof_pg_stmt s;
 	char name[16];
@@ -339,10 +362,18 @@ static PGresult *vq(pgconn *c, const char *sql, const char *what, cof_err *err,
 	PGresult *r = PQexecPrepared(c->db, name, s.n, s.vals, s.lens, s.fmts, 0);
 	if (!result_ok(r)) {
 		cof_pg_error(err, c, r, what);
+		if (retry)
+			*retry = busy(r);
 		PQclear(r);
 		return NULL;
 	}
 	return r;
+}
+
+static PGresult *vq(pgconn *c, const char *sql, const char *what, cof_err *err,
+		    const char *kinds, va_list ap)
+{
+	return vq_retry(c, sql, what, err, NULL, kinds, ap);
 }
 
 int cof_pg_pipeline(pgconn *c, cof_pg_stmt *s, int n, cof_err *err)
@@ -579,6 +610,124 @@ void cof_pg_row_entry(PGresult *r, int row, cof_entry *e)
 	e->updated_at = cof_pg_int(r, row, 5);
 }
 
+/* ------------------------------------------------- the driver (store/sql.h) */
+
+/* A pooled connection; BEGIN unless it is one statement (autocommit: one
+ * round trip). A read is one snapshot, and says it writes nothing. */
+static int pgd_begin(cof_sql_tx *tx, cof_err *err)
+{
+	const char *mode = tx->mode & COF_SQL_WRITE ? "BEGIN"
+		: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+	if (tx->mode & COF_SQL_ONE) {
+		tx->c = cof_pg_get(tx->m, err);
+		return tx->c ? 0 : -1;
+	}
+	tx->c = cof_pg_begin(tx->m, mode, err);
+	tx->began = tx->c != NULL;
+	return tx->c ? 0 : -1;
+}
+
+static int pgd_end(cof_sql_tx *tx, int rc, cof_err *err)
+{
+	if (!tx->began) {
+		cof_pg_put(tx->m, tx->c);
+		return rc;
+	}
+	PGresult *r = NULL;
+	if (rc >= 0) {
+		r = PQexec(((pgconn *)tx->c)->db, "COMMIT");
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			cof_pg_error(err, tx->c, r, "committing");
+			rc = busy(r) ? COF_SQL_RETRY : -1;
+		}
+	}
+	PQclear(r);
+	cof_pg_put(tx->m, tx->c);   /* rolls back what is still open */
+	return rc;
+}
+
+static int pgd_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *what,
+		    cof_err *err, const char *kinds, va_list ap)
+{
+	int retry = 0;
+	PGresult *r = vq_retry(tx->c, sql, what, err, &retry, kinds, ap);
+
+	if (!r)
+		return retry ? COF_SQL_RETRY : -1;
+	if (changed)
+		*changed = strtoll(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	return 0;
+}
+
+static int pgd_query(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_row_fn fn,
+		     void *ctx, cof_err *err, const char *kinds, va_list ap)
+{
+	int retry = 0, rc = 0, n;
+	PGresult *r = vq_retry(tx->c, sql, what, err, &retry, kinds, ap);
+	cof_sql_row row = { &cof_sql_pg, r, 0 };
+
+	if (!r)
+		return retry ? COF_SQL_RETRY : -1;
+	n = PQntuples(r);
+	for (; row.i < n && !rc; row.i++)
+		rc = fn(ctx, &row, err);
+	PQclear(r);
+	return rc < 0 ? rc : n;
+}
+
+/* pgd_exec with its parameters given here. */
+static int pgd_run(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		   const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	int rc = pgd_exec(tx, NULL, sql, what, err, kinds, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* An advisory lock held to the commit: nodes share no process lock. The
+ * same locks as before the seam: (int4, hashtext) with a name, else bigint. */
+static int pgd_lock(cof_sql_tx *tx, int32_t space, const char *name, cof_err *err)
+{
+	if (!tx->began || !(tx->mode & COF_SQL_WRITE))
+		return cof_error(err, COF_EINTERNAL, "metadata store: a lock outside a write");
+	if (name)
+		return pgd_run(tx, "SELECT pg_advisory_xact_lock(CAST(?1 AS integer), hashtext(?2))",
+			       "taking a lock", err, "is", (int64_t)space, name);
+	return pgd_run(tx, "SELECT pg_advisory_xact_lock(CAST(?1 AS bigint))", "taking a lock",
+		       err, "i", (int64_t)space);
+}
+
+static const char *pgd_text(const cof_sql_row *r, int col, size_t *len)
+{
+	*len = (size_t)PQgetlength(r->res, r->i, col);
+	return PQgetvalue(r->res, r->i, col);
+}
+
+static int64_t pgd_int64(const cof_sql_row *r, int col)
+{
+	return cof_pg_int(r->res, r->i, col);
+}
+
+static int pgd_isnull(const cof_sql_row *r, int col)
+{
+	return PQgetisnull(r->res, r->i, col);
+}
+
+static int pgd_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *len)
+{
+	return cof_pg_bytea(r->res, r->i, col, data, len);
+}
+
+const cof_sql_driver cof_sql_pg = {
+	.name = "postgres", .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
+	.query = pgd_query, .lock = pgd_lock, .mark = NULL,
+	.text = pgd_text, .int64 = pgd_int64, .isnull = pgd_isnull, .blob = pgd_blob,
+};
+
 /* ------------------------------------------------------------ open, close */
 
 static void pg_close(cof_meta *m)
@@ -607,11 +756,9 @@ static void ops_fill(void)
 	cof_pg_ops_read(&pg_ops);
 	cof_pg_ops_write(&pg_ops);
 	cof_pg_ops_gc(&pg_ops);
-	cof_pg_ops_agent(&pg_ops);
 	cof_pg_ops_fork(&pg_ops);
 
 	cof_pg_ops_state(&pg_ops);
-	cof_pg_ops_key(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)
@@ -626,6 +773,7 @@ int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	p->base.ops = &pg_ops;
+	p->base.sql = &cof_sql_pg;
 	pthread_mutex_init(&p->plock, NULL);
 	if (!(c = cof_pg_get(&p->base, err)) || migrate(c, err)) {
 		conn_close(c);

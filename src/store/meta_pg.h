@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <libpq-fe.h>
 #include "store/meta.h"
+#include "store/sql.h"
 
 #define PG_STMTS 192       /* prepared statements per connection (about 2x ours) */
 #define PG_POOL_IDLE 16    /* idle connections kept */
@@ -117,11 +118,9 @@ void cof_pg_ops_vol(cof_meta_ops *o);
 void cof_pg_ops_read(cof_meta_ops *o);
 void cof_pg_ops_write(cof_meta_ops *o);
 void cof_pg_ops_gc(cof_meta_ops *o);
-void cof_pg_ops_agent(cof_meta_ops *o);
 void cof_pg_ops_fork(cof_meta_ops *o);
 
 void cof_pg_ops_state(cof_meta_ops *o);
-void cof_pg_ops_key(cof_meta_ops *o);
 
 /* Row helpers over text results. */
 int64_t cof_pg_int(PGresult *r, int row, int col);

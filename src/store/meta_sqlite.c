@@ -143,7 +143,16 @@ sqlite3_stmt *cof_sqlite_q(conn *c, const char *sql, cof_err *err)
 			free_slot = i;
 	}
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL)) {
+	/* shared SQL (store/sql.h): its dialect tokens expanded, once per text */
+	char *text = strchr(sql, '{') ? cof_sql_rewrite(sql, 0, cof_sqlite_tokens) : NULL;
+	if (strchr(sql, '{') && !text) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		return NULL;
+	}
+	int bad = sqlite3_prepare_v3(c->db, text ? text : sql, -1, SQLITE_PREPARE_PERSISTENT,
+				     &st, NULL);
+	free(text);
+	if (bad) {
 		cof_sqlite_db_error(err, c->db, "prepare");
 		return NULL;
 	}
@@ -332,20 +341,33 @@ static int column_exists(conn *c, const char *table, const char *column)
 	return found;
 }
 
-static int migrate(conn *c, cof_err *err)
+/* The data dir's schema version; one newer than this binary knows is refused
+ * before anything is written to it (docs/design.md, "Schema versions"). */
+static int schema_version(conn *c, int *version, cof_err *err)
 {
 	sqlite3_stmt *st;
-	int version = 0;
 
+	*version = 0;
 	if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
 		if (sqlite3_step(st) == SQLITE_ROW)
-			version = sqlite3_column_int(st, 0);
+			*version = sqlite3_column_int(st, 0);
 		sqlite3_finalize(st);
 	}
-	if (version > SCHEMA_VERSION)
+	if (*version > SCHEMA_VERSION)
 		return cof_error(err, COF_EINTERNAL,
-				 "the data dir was written by a newer cofferd (schema %d; this one "
-				 "knows %d)", version, SCHEMA_VERSION);
+				 "the data dir was written by a newer cofferd (schema %d; this one, "
+				 "coffer %s, knows schema %d): run that release or a newer one, or "
+				 "restore a backup taken before the upgrade", *version,
+				 COFFER_VERSION, SCHEMA_VERSION);
+	return 0;
+}
+
+static int migrate(conn *c, cof_err *err)
+{
+	int version;
+
+	if (schema_version(c, &version, err))
+		return -1;
 	/* 0 -> 1: small content inline in blobs.data. */
 	if (version < 1 && !column_exists(c, "blobs", "data") &&
 	    cof_sqlite_exec(c, "ALTER TABLE blobs ADD COLUMN data BLOB", err))
@@ -403,13 +425,10 @@ static void ops_fill(void)
 	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);
 	cof_sqlite_ops_list(&sqlite_ops);
-	cof_sqlite_ops_agent(&sqlite_ops);
-	cof_sqlite_ops_subject(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
 	cof_sqlite_ops_fork(&sqlite_ops);
 
 	cof_sqlite_ops_state(&sqlite_ops);
-	cof_sqlite_ops_key(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -448,6 +467,7 @@ int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	}
 	m->ops = cof_meta_sqlite_ops();
+	m->sql = &cof_sql_sqlite;
 	pthread_once(&sqlite_once, sqlite_setup);
 	s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&s->wlock, NULL);
@@ -455,7 +475,9 @@ int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
 	pthread_mutex_init(&s->flock, NULL);
 	pthread_cond_init(&s->fdone, NULL);
 	s->writer = conn_open(file, 1, err);
-	if (!s->writer || cof_sqlite_exec(s->writer, "PRAGMA journal_mode=WAL", err) ||
+	int version;
+	if (!s->writer || schema_version(s->writer, &version, err) ||
+	    cof_sqlite_exec(s->writer, "PRAGMA journal_mode=WAL", err) ||
 	    cof_sqlite_exec(s->writer, schema, err) || migrate(s->writer, err)) {
 		sq_close(m);
 		return -1;

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <sqlite3.h>
 #include "store/meta.h"
+#include "store/sql.h"
 
 #define STMT_CACHE 128
 #define POOL_IDLE 16
@@ -60,14 +61,13 @@ void cof_sqlite_ops_main(cof_meta_ops *o);
 void cof_sqlite_ops_read(cof_meta_ops *o);
 void cof_sqlite_ops_write(cof_meta_ops *o);
 void cof_sqlite_ops_list(cof_meta_ops *o);
-void cof_sqlite_ops_agent(cof_meta_ops *o);
-void cof_sqlite_ops_subject(cof_meta_ops *o);
 void cof_sqlite_ops_gc(cof_meta_ops *o);
 void cof_sqlite_ops_fork(cof_meta_ops *o);
 
 void cof_sqlite_ops_state(cof_meta_ops *o);
-void cof_sqlite_ops_key(cof_meta_ops *o);
 
+/* What the dialect tokens of shared SQL are on SQLite (store/sql.h). */
+extern const char *const cof_sqlite_tokens[COF_SQL_TOKENS];
 /* Maps the connection's last error to the API (disk full = 503). Returns -1. */
 int cof_sqlite_db_error(cof_err *err, sqlite3 *db, const char *what);
 /* A cached, reset statement for `sql` (a string literal: cached by address). */
@@ -152,14 +152,9 @@ conn *cof_sqlite_pinned(cof_meta *m);
  * kept row is used while no commit happened since its own mark, and a row
  * read after the mark is kept under it. The hold's BEGIN dates the rows read
  * in its transaction. */
-typedef struct cof_sqlite_mark {
-	uint32_t now[4], fill[4];
-	int ok, keep;
-} cof_sqlite_mark;
+typedef cof_sql_mark cof_sqlite_mark;
 void cof_sqlite_cache_hold(cof_meta *m, int on);
 int cof_sqlite_cache_begin(cof_meta *m, cof_sqlite_mark *mk);
-int cof_sqlite_cached_key(const cof_sqlite_mark *mk, const char *hash, cof_keyrow *out);
-void cof_sqlite_keep_key(const cof_sqlite_mark *mk, const cof_keyrow *k);
 int cof_sqlite_cached_volume(const cof_sqlite_mark *mk, const char *org, const char *id,
 			     cof_volrow *out);
 void cof_sqlite_keep_volume(const cof_sqlite_mark *mk, const char *org, const char *id,

@@ -188,7 +188,7 @@ int cof_sqlite_cache_begin(cof_meta *m, cof_sqlite_mark *mk)
 	return 1;
 }
 
-int cof_sqlite_cached_key(const cof_sqlite_mark *mk, const char *hash, cof_keyrow *out)
+int cof_sql_cached_key(const cof_sql_mark *mk, const char *hash, cof_keyrow *out)
 {
 	if (!mk->ok)
 		return 0;
@@ -201,7 +201,7 @@ int cof_sqlite_cached_key(const cof_sqlite_mark *mk, const char *hash, cof_keyro
 	return 0;
 }
 
-void cof_sqlite_keep_key(const cof_sqlite_mark *mk, const cof_keyrow *k)
+void cof_sql_keep_key(const cof_sql_mark *mk, const cof_keyrow *k)
 {
 	unsigned i;
 

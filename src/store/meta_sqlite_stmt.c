@@ -1,7 +1,8 @@
 /*
  * meta_sqlite_stmt.c — the SQLite store's statement helpers: binding
  * parameters, running a statement, reading its rows (the one loop every read
- * of the backend goes through) and copying columns.
+ * of the backend goes through) and copying columns; and the SQLite driver of
+ * the SQL seam (store/sql.h) over them.
  */
 #include <stdarg.h>
 #include <string.h>
@@ -28,14 +29,20 @@ void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
 	out[n] = '\0';
 }
 
-/* Binds `kinds` ("s" text, "i" int64, one letter per parameter) from `ap`. */
+/* Binds `kinds` ("s" text, "i" int64, "b" blob and its int64 length, one
+ * letter per parameter) from `ap`. */
 static void bind_args(sqlite3_stmt *st, const char *kinds, va_list ap)
 {
 	for (int i = 0; kinds[i]; i++) {
-		if (kinds[i] == 's')
+		if (kinds[i] == 's') {
 			cof_sqlite_bind_text(st, i + 1, va_arg(ap, const char *));
-		else
+		} else if (kinds[i] == 'b') {
+			const void *p = va_arg(ap, const void *);
+			int64_t n = va_arg(ap, int64_t);
+			sqlite3_bind_blob64(st, i + 1, p, (sqlite3_uint64)n, SQLITE_STATIC);
+		} else {
 			sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+		}
 	}
 }
 
@@ -190,3 +197,148 @@ void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
 	cof_sqlite_col_copy(st, 4, e->ctype, sizeof e->ctype);
 	e->updated_at = sqlite3_column_int64(st, 5);
 }
+
+/* ------------------------------------------------- the driver (store/sql.h) */
+
+const char *const cof_sqlite_tokens[COF_SQL_TOKENS] = { "", "rowid", " COLLATE BINARY" };
+
+/* -1, or COF_SQL_RETRY when the failure of db was SQLite being busy. */
+static int failed(sqlite3 *db, cof_err *err, const char *what)
+{
+	int code = sqlite3_errcode(db);
+
+	cof_sqlite_db_error(err, db, what);
+	return code == SQLITE_BUSY || code == SQLITE_LOCKED ? COF_SQL_RETRY : -1;
+}
+
+/* A write takes the writer and opens a change of the group commit (BEGIN
+ * IMMEDIATE: one writer for every process on the file); a read takes the
+ * pool's reader (the thread's pinned one), and BEGIN unless it is one
+ * statement or the reader is already inside a hold's transaction. */
+static int sq_begin(cof_sql_tx *tx, cof_err *err)
+{
+	conn *c;
+
+	if (tx->mode & COF_SQL_WRITE) {
+		tx->c = cof_sqlite_writer_begin(tx->m, err);
+		return tx->c ? 0 : -1;
+	}
+	if (!(c = cof_sqlite_reader_get(tx->m, err)))
+		return -1;
+	tx->c = c;
+	if (!(tx->mode & COF_SQL_ONE) && sqlite3_get_autocommit(c->db)) {
+		if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+			int rc = failed(c->db, err, "beginning a read");
+			cof_sqlite_reader_put(tx->m, c);
+			return rc;
+		}
+		tx->began = 1;
+	}
+	return 0;
+}
+
+static int sq_end(cof_sql_tx *tx, int rc, cof_err *err)
+{
+	conn *c = tx->c;
+
+	if (tx->mode & COF_SQL_WRITE) {
+		int e = cof_sqlite_writer_end(tx->m, rc < 0 ? -1 : 0, err);
+		return rc < 0 ? rc : e;
+	}
+	if (tx->began)   /* a read changed nothing: COMMIT only ends it */
+		sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	cof_sqlite_reader_put(tx->m, c);
+	return rc;
+}
+
+static int sq_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *what,
+		   cof_err *err, const char *kinds, va_list ap)
+{
+	conn *c = tx->c;
+	sqlite3_stmt *st = bound(c, sql, err, kinds, ap);
+
+	if (!st)
+		return -1;
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		int rc = failed(c->db, err, what);
+		sqlite3_reset(st);
+		return rc;
+	}
+	if (changed)
+		*changed = sqlite3_changes(c->db);
+	return 0;
+}
+
+static int sq_query(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_row_fn fn,
+		    void *ctx, cof_err *err, const char *kinds, va_list ap)
+{
+	conn *c = tx->c;
+	sqlite3_stmt *st = bound(c, sql, err, kinds, ap);
+	cof_sql_row row = { &cof_sql_sqlite, st, 0 };
+	int r = SQLITE_DONE, rc = 0, n = 0;
+
+	if (!st)
+		return -1;
+	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+		n++;
+		rc = fn(ctx, &row, err);
+	}
+	if (!rc && r != SQLITE_DONE)
+		rc = failed(c->db, err, what);
+	sqlite3_reset(st);
+	return rc < 0 ? rc : n;
+}
+
+/* The writer's BEGIN IMMEDIATE already serializes every writer of the file. */
+static int sq_lock(cof_sql_tx *tx, int32_t space, const char *name, cof_err *err)
+{
+	(void)space;
+	(void)name;
+	if (!(tx->mode & COF_SQL_WRITE))
+		return cof_error(err, COF_EINTERNAL, "metadata store: a lock outside a write");
+	return 0;
+}
+
+static const char *sq_text(const cof_sql_row *r, int col, size_t *len)
+{
+	const unsigned char *s = sqlite3_column_text(r->res, col);
+
+	*len = s ? (size_t)sqlite3_column_bytes(r->res, col) : 0;
+	return s ? (const char *)s : "";
+}
+
+static int64_t sq_int64(const cof_sql_row *r, int col)
+{
+	return sqlite3_column_int64(r->res, col);
+}
+
+static int sq_isnull(const cof_sql_row *r, int col)
+{
+	return sqlite3_column_type(r->res, col) == SQLITE_NULL;
+}
+
+static int sq_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *len)
+{
+	const void *p;
+	size_t n;
+
+	*data = NULL;
+	if (sq_isnull(r, col))
+		return 0;
+	p = sqlite3_column_blob(r->res, col);
+	n = (size_t)sqlite3_column_bytes(r->res, col);
+	if (!(*data = cof_malloc(n + 1)))
+		return -1;
+	if (n)
+		memcpy(*data, p, n);
+	(*data)[n] = '\0';
+	if (len)
+		*len = n;
+	return 1;
+}
+
+const cof_sql_driver cof_sql_sqlite = {
+	.name = "sqlite", .begin = sq_begin, .end = sq_end, .exec = sq_exec,
+	.query = sq_query, .lock = sq_lock, .mark = cof_sqlite_cache_begin,
+	.text = sq_text, .int64 = sq_int64, .isnull = sq_isnull, .blob = sq_blob,
+};

@@ -179,6 +179,20 @@ static int admin_key_setup(cof_store *st, int shared, cof_err *err)
 	return cof_key_register(st, hash, COF_DEFAULT_ORG, 1, err);
 }
 
+/* The admin key's S3 secret (s3keys.c), sealed once it is known here. */
+static void admin_key_s3(cof_store *st)
+{
+	cof_principal who = {0};
+	char hash[65];
+
+	if (!st->admin_key[0])
+		return;
+	key_hash(st->admin_key, hash);
+	snprintf(who.key_id, sizeof who.key_id, "k_%.16s", hash);
+	snprintf(who.org, sizeof who.org, "%s", COF_DEFAULT_ORG);
+	cof_key_s3_ensure(st, &who, st->admin_key);
+}
+
 /* Decodes the 2*len hex digits at `hex` into out[len]: 0, or -1 if any is
  * not a hex digit. */
 static int unhex(const char *hex, unsigned char *out, size_t len)
@@ -365,6 +379,8 @@ int cof_store_open(const char *dir, const cof_store_opts *opts, cof_store **out,
 	     : secret_file(dir, "link.key", (char *)st->link_secret, sizeof st->link_secret, 0,
 			   err)) < 0 || (!st->opts.tool && admin_key_setup(st, shared, err)))
 		goto fail;
+	if (!st->opts.tool)
+		admin_key_s3(st);
 	/* the files made above (meta.db, the keys, the locks) are entries of DATA */
 	if (cof_fsync_dir(dir) < 0) {
 		cof_error(err, COF_EINTERNAL, "cannot sync '%s': %s", dir, strerror(errno));

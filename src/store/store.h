@@ -60,6 +60,13 @@ int cof_key_register(cof_store *st, const char *hash, const char *org, int admin
  * together on one dataset make one between them): 1 stored, 0 one was there. */
 int cof_key_register_first_admin(cof_store *st, const char *hash, cof_err *err);
 
+/* S3 secrets (s3keys.c): seals `key` (id `id` of `org`) for the gateway; 0
+ * or -1. _ensure seals an authenticated key not sealed yet (once a process
+ * per key; failures ignored). */
+int cof_key_s3_seal(cof_store *st, const char *id, const char *org, const char *key,
+		    cof_err *err);
+void cof_key_s3_ensure(cof_store *st, const cof_principal *who, const char *key);
+
 /* Takes the data dir's locks (lock.c); `serve` also takes DATA/lock, refused
  * (COF_ECONFLICT naming the pid) while another cofferd holds it. */
 int cof_store_locks_open(cof_store *st, int serve, cof_err *err);
@@ -90,5 +97,13 @@ void cof_store_changed(cof_store *st, const cof_volrow *v);
  * copied blob's sha256. The answer as cof_migrate's, without `fsck`. */
 int cof_store_migrate(const char *from, const char *meta, const char *blobs, json_t **out,
 		      cof_err *err);
+
+/* The store's half of cof_backup/cof_restore (backup.c): the embedded dataset
+ * `from` copied into `to` (new or empty; COF_ECONFLICT otherwise, and for a
+ * restore into a dir a cofferd holds), the metadata as one snapshot, then
+ * every blob it names (sha256 checked), then the keys. Answer {ok, from, to,
+ * files, blobs, bytes, volumes, maxSeq, collectedMeanwhile?}. */
+int cof_store_backup(const char *from, const char *to, int restore, json_t **out,
+		     cof_err *err);
 
 #endif

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "store/s3.h"
 #include "util/metrics.h"
 #include "turn/outbox.h"
 #include "turn/turn.h"
@@ -35,6 +36,9 @@ typedef struct call {
 	cof_turns *ts;
 	cof_turn *t;
 	char id[COF_CALL_ID_MAX + 1]; /* the model's callId, or made here */
+	char vid[40];            /* ours, unique: names its view and layer, which
+				    outlive it while kept (views.c), so never the
+				    model's callId, which another turn may use too */
 	unsigned types;          /* COF_OUT_* that may come back: the turn's and the call's */
 	int dup_id;              /* its callId kept files of an earlier call already */
 	cof_proc p;
@@ -363,14 +367,18 @@ static int outbox_take(call *c, json_t **files, cof_err *err)
 		json_array_extend(c->notes, notes);
 	json_decref(notes);
 	pthread_mutex_lock(&ts->mu);
+	cof_buf url = COF_BUF_INIT;
 	json_array_foreach(*files, i, f) {
-		char url[400];
 		t->kept_files++;
 		t->kept_bytes += json_integer_value(json_object_get(f, "size"));
-		snprintf(url, sizeof url, "/v1/turns/%s/files/%s/%s", t->id, c->id,
-			 json_string_value(json_object_get(f, "name")));
-		json_object_set_new(f, "url", json_string(url));
+		/* the callId may hold what a URL's path must escape ('|', '"', ...) */
+		cof_buf_reset(&url);
+		cof_buf_addf(&url, "/v1/turns/%s/files/", t->id);
+		cof_s3_escape(&url, c->id, 0);
+		cof_buf_addf(&url, "/%s", json_string_value(json_object_get(f, "name")));
+		json_object_set_new(f, "url", json_string(url.data));
 	}
+	cof_buf_release(&url);
 	t->collecting = 0;
 	pthread_cond_broadcast(&ts->cv);
 	pthread_mutex_unlock(&ts->mu);
@@ -394,12 +402,9 @@ static int call_id_check(json_t *v, cof_err *err)
 	if (n < 1 || n > COF_CALL_ID_MAX || strlen(s) != n)
 		return cof_error(err, COF_EVALIDATION, "'callId' must be 1 to %d bytes (it is %zu)",
 				 COF_CALL_ID_MAX, n);
-	if (!strcmp(s, ".") || !strcmp(s, ".."))
-		return cof_error(err, COF_EVALIDATION, "'callId' must not be '.' or '..'");
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < 0x21 || s[i] > 0x7e || strchr("/\\?#%", s[i]))
-			return cof_error(err, COF_EVALIDATION, "'callId' must be printable ASCII "
-					 "without space, '/', '\\', '?', '#' or '%%'");
+	if (!cof_turn_call_id_ok(s))
+		return cof_error(err, COF_EVALIDATION, "'callId' must be printable ASCII "
+				 "without space, '/', '\\', '?', '#' or '%%', and not '.' or '..'");
 	return 0;
 }
 
@@ -464,6 +469,43 @@ static int call_register(call *c, cof_err *err)
 	return 0;
 }
 
+/* What a turn's first call found missing and made, measured on a running
+ * cofferd (bench/prewarm.py): the workspace (a tmpfs as root), the turn's
+ * cgroup, the outbox and the view of the agent's mounts and /user, a few ms
+ * together. They are made when the turn is, the view kept for the first
+ * call (views.c: used only while it shows what that call would see), so
+ * the first call costs what a later one does. A failure here is left for
+ * the first call to meet again and report. */
+void cof_turn_prepare(cof_turns *ts, cof_turn *t)
+{
+	cof_call_views *cv = NULL;
+	cof_err e = {0};
+	char vid[40];
+	int ok;
+
+	pthread_mutex_lock(&ts->mu);
+	ok = !t->ended && !ts->stop && (t->ws_made || !cof_quota_ws_make(ts, t, &e)) &&
+	     !cof_limits_turn(ts, t, &e) && !outbox_prepare(t);
+	pthread_mutex_unlock(&ts->mu);
+	cof_err_clear(&e);
+	if (!ok)
+		return;
+	cof_id_new("call_", vid, sizeof vid);
+	if (cof_call_views_open(ts, t, vid, &cv, &e) == 0) {
+		json_t *answer = json_object(), *notes = json_array();
+		/* untouched: its read-write view is kept, as a reading call's is */
+		cof_call_views_end(ts, t, cv, 1, NULL, answer, notes);
+		cof_call_views_close(cv);
+		json_decref(answer);
+		json_decref(notes);
+	}
+	cof_err_clear(&e);
+	pthread_mutex_lock(&ts->mu);
+	if (t->ended) /* it ended meanwhile: what was kept here ends too */
+		cof_call_views_turn_end(ts, t);
+	pthread_mutex_unlock(&ts->mu);
+}
+
 /* Starts the registered call: the fork and exec run without mu. A stop
  * that came meanwhile (t->stop_gen moved) reaches it at its first tick. */
 static int call_start(call *c, const char *command, cof_err *err)
@@ -479,7 +521,7 @@ static int call_start(call *c, const char *command, cof_err *err)
 	cof_limits_counts(ts, c->t, &c->oom0, &c->forks0);
 	cof_bind binds[COF_VIEW_ROOTS];
 	cof_call_see see = {binds, 0, NULL, NULL};
-	rc = cof_call_views_open(ts, c->t, c->id, &c->views, err);
+	rc = cof_call_views_open(ts, c->t, c->vid, &c->views, err);
 	if (!rc) {
 		see.nbinds = cof_call_views_binds(ts, c->views, binds, COF_VIEW_ROOTS);
 		see.view_dir = cof_call_views_dir(c->views);
@@ -619,6 +661,7 @@ int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, j
 		snprintf(c.id, sizeof c.id, "%s", cof_json_str(body, "callId"));
 	else
 		cof_id_new("call_", c.id, sizeof c.id);
+	cof_id_new("call_", c.vid, sizeof c.vid);
 	/* only the types both the turn and this call accept come back */
 	c.types = c.t->types;
 	if (json_object_get(body, "acceptedOutputModes"))

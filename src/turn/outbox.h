@@ -68,4 +68,9 @@ const char *cof_outbox_content_check(unsigned type, const unsigned char *data, s
  * NUL-terminated; returns strlen(out). */
 size_t cof_outbox_name_quote(const char *name, size_t len, char *out, size_t outsz);
 
+/* True when `s` may be a call's callId: 1..COF_CALL_ID_MAX printable ASCII
+ * without space, '/', '\\', '?', '#', '%', and not "." or "..": it names the
+ * call's kept files on the scratch disk and in their URLs. */
+int cof_turn_call_id_ok(const char *s);
+
 #endif

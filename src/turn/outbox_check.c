@@ -1,7 +1,7 @@
 /*
  * outbox_check.c — the pure checks on outbox files: the name pattern, the
  * extension, the content signatures and the quoting of untrusted names in
- * notes (which types may come back is the agent's setting: agent/settings.c).
+ * notes, and the callId that names a call's kept files (which types may come back is the agent's setting: agent/settings.c).
  * No file system access here,
  * so each rule can be tested and fuzzed on its own.
  */
@@ -157,3 +157,14 @@ size_t cof_outbox_name_quote(const char *name, size_t len, char *out, size_t out
 	return o;
 }
 
+int cof_turn_call_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > COF_CALL_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e || strchr("/\\?#%", s[i]))
+			return 0;
+	return 1;
+}

@@ -134,6 +134,9 @@ int cof_turn_record_miss(cof_turns *ts, const cof_principal *who, const char *id
 			 cof_err *err);
 /* Makes a turn in memory (under mu): the list, a uid. */
 void cof_turn_add(cof_turns *ts, cof_turn *t);
+/* The sandbox's start at POST /v1/turns (call.c): what its first call would
+ * make, made now. Under no lock; the caller holds a reference to t. */
+void cof_turn_prepare(cof_turns *ts, cof_turn *t);
 /* Adds an ended turn's id to the tombstones (under mu). */
 void cof_turn_tomb_add(cof_turns *ts, const char *org, const char *id);
 

@@ -440,7 +440,10 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 	cof_turn_record_save(ts, t);
 	*out = turn_json(t, accepted);
 	json_object_set_new(*out, "expiresAt", cof_json_time(t->deadline + ts->grace));
+	t->refs++; /* held while its sandbox is prepared */
 	pthread_mutex_unlock(&ts->mu);
+	cof_turn_prepare(ts, t);
+	cof_turn_release(ts, t);
 	return 0;
 }
 
@@ -526,7 +529,7 @@ int cof_turn_file_open(cof_turns *ts, const cof_principal *who, const char *id,
 		return -1;
 	snprintf(path, sizeof path, "%s/kept/%s/%s/%s", ts->root, t->id, call, name);
 	cof_turn_release(ts, t);
-	if (!name_ok(call) || !name_ok(name) ||
+	if (!cof_turn_call_id_ok(call) || !name_ok(name) ||
 	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return cof_error(err, COF_ENOTFOUND, "no file '%.100s' from call '%.64s'", name,
 				 call);

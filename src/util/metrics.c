@@ -7,9 +7,10 @@
 #include <string.h>
 #include "util/metrics.h"
 
+/* to 5 minutes: large PUTs and archive downloads last seconds to minutes */
 const double cof_histo_bounds[COF_HISTO_BUCKETS] = {
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-	0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
+	0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 
 static int64_t counters[COF_M_COUNTERS];
 static cof_histogram histos[COF_H_COUNT];

@@ -32,7 +32,7 @@ typedef enum cof_histo {
 	COF_H_COUNT
 } cof_histo;
 
-#define COF_HISTO_BUCKETS 14
+#define COF_HISTO_BUCKETS 20
 /* The bucket upper bounds, in seconds (the last one before +Inf). */
 extern const double cof_histo_bounds[COF_HISTO_BUCKETS];
 

@@ -126,3 +126,19 @@ int cof_range_parse(const char *header, int64_t size, int64_t *start, int64_t *l
 		return 0; /* none, or several: serve the whole representation */
 	return resolve(&rs, size, start, len);
 }
+
+int cof_copy_range_parse(const char *v, int64_t *first, int64_t *last)
+{
+	const char *p;
+	int64_t a, b;
+
+	if (!v || v[0] != 'b' || v[1] != 'y' || v[2] != 't' || v[3] != 'e' || v[4] != 's' ||
+	    v[5] != '=')
+		return -1;
+	p = v + 6;
+	if (read_digits(&p, &a) || *p++ != '-' || read_digits(&p, &b) || *p || a > b)
+		return -1;
+	*first = a;
+	*last = b;
+	return 0;
+}

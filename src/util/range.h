@@ -24,4 +24,11 @@
  */
 int cof_range_parse(const char *header, int64_t size, int64_t *start, int64_t *len);
 
+/*
+ * Parses S3's x-amz-copy-source-range: exactly "bytes=FIRST-LAST", two runs of
+ * digits, FIRST <= LAST (no spaces, no other form, one range). 0 with *first
+ * and *last, or -1 (S3's InvalidArgument); numbers saturate at INT64_MAX.
+ */
+int cof_copy_range_parse(const char *v, int64_t *first, int64_t *last);
+
 #endif /* COF_RANGE_H */

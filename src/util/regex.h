@@ -4,7 +4,7 @@
  * when available, and limits so that a pattern that backtracks without end
  * (such as ^(a|aa)+$ against "aaaa...!") costs a bounded amount of CPU.
  * Shared by the agent's grep (src/agent/search.c) and the relay client's
- * search (src/relay/lfs_search.c), so both refuse the same patterns the same
+ * search (src/relay/client/lfs_search.c), so both refuse the same patterns the same
  * way and stop at the same limits.
  *
  * Limits: per line, PCRE2's match limit (JIT honours it too), depth limit and

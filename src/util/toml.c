@@ -38,6 +38,10 @@ typedef struct tp {
 	flagmap fl;
 	cof_err *err;
 	int failed;
+	json_t *lines;           /* path -> line (cof_toml_parse_lines), or NULL */
+	cof_buf path;            /* the path of cur */
+	const char *lp;          /* line counting: lines before lp are counted */
+	int line;
 } tp;
 
 /* ------------------------------------------------------------ flags */
@@ -107,6 +111,37 @@ static int fail(tp *t, const char *fmt, ...)
 	va_end(ap);
 	t->failed = 1;
 	return cof_error(t->err, COF_EVALIDATION, "line %d, column %d: %s", line, col, msg);
+}
+
+/* ------------------------------------------------------------ key lines */
+
+/* The line of t->p (t->p only moves forward, so counting goes on from the
+ * last time). */
+static int cur_line(tp *t)
+{
+	for (; t->lp < t->p && t->lp < t->end; t->lp++)
+		if (*t->lp == '\n')
+			t->line++;
+	return t->line;
+}
+
+/* Records the line of `base` followed by each prefix of the key's parts
+ * (the first definition of a path wins). */
+static void note_key(tp *t, const char *base, const char *const *part, size_t n)
+{
+	cof_buf b = COF_BUF_INIT;
+
+	if (!t->lines)
+		return;
+	cof_buf_adds(&b, base);
+	for (size_t i = 0; i < n; i++) {
+		if (b.len)
+			cof_buf_add(&b, ".", 1);
+		cof_buf_adds(&b, part[i]);
+		if (b.data && !json_object_get(t->lines, b.data))
+			json_object_set_new(t->lines, b.data, json_integer(cur_line(t)));
+	}
+	cof_buf_release(&b);
 }
 
 /* ------------------------------------------------------------ lexing */
@@ -321,6 +356,7 @@ static int bare_char(int c)
 #define KEY_PARTS 64
 typedef struct tkey {
 	char *part[KEY_PARTS];
+	size_t len[KEY_PARTS]; /* a quoted key may hold U+0000 */
 	size_t n;
 } tkey;
 
@@ -344,20 +380,18 @@ static int key(tp *t, tkey *k)
 		if (!at_end(t) && (*t->p == '"' || *t->p == '\'')) {
 			if (string(t, 0, &part, &len))
 				return -1;
-			if (memchr(part, '\0', len)) {
-				free(part);
-				return fail(t, "a key holds a NUL character");
-			}
 		} else {
 			const char *b = t->p;
 			while (!at_end(t) && bare_char(*t->p))
 				t->p++;
 			if (t->p == b)
 				return fail(t, "expected a key");
-			part = cof_malloc((size_t)(t->p - b) + 1);
-			memcpy(part, b, (size_t)(t->p - b));
-			part[t->p - b] = '\0';
+			len = (size_t)(t->p - b);
+			part = cof_malloc(len + 1);
+			memcpy(part, b, len);
+			part[len] = '\0';
 		}
+		k->len[k->n] = len;
 		k->part[k->n++] = part;
 		skip_ws(t);
 		if (at_end(t) || *t->p != '.')
@@ -623,7 +657,7 @@ bad:
 static int inline_table(tp *t, int depth, json_t **out)
 {
 	json_t *o = json_object();
-	tkey k = {{0}, 0};
+	tkey k = {{0}, {0}, 0};
 
 	t->p++; /* { */
 	skip_ws(t);
@@ -707,10 +741,10 @@ static int table_set(tp *t, json_t *tbl, tkey *k, json_t *v, unsigned dotted_fla
 	if (!v)
 		return fail(t, "out of memory");
 	for (size_t i = 0; i + 1 < k->n; i++) {
-		json_t *sub = json_object_get(tbl, k->part[i]);
+		json_t *sub = json_object_getn(tbl, k->part[i], k->len[i]);
 		if (!sub) {
 			sub = json_object();
-			json_object_set_new(tbl, k->part[i], sub);
+			json_object_setn_new(tbl, k->part[i], k->len[i], sub);
 			fl_set(t, sub, dotted_flag);
 		} else if (!json_is_object(sub) || (fl_get(t, sub) & (T_FROZEN | T_EXPLICIT |
 								      T_IMPLICIT))) {
@@ -719,11 +753,11 @@ static int table_set(tp *t, json_t *tbl, tkey *k, json_t *v, unsigned dotted_fla
 		}
 		tbl = sub;
 	}
-	if (json_object_get(tbl, k->part[k->n - 1])) {
+	if (json_object_getn(tbl, k->part[k->n - 1], k->len[k->n - 1])) {
 		json_decref(v);
 		return fail(t, "key '%.100s' is defined already", k->part[k->n - 1]);
 	}
-	json_object_set_new(tbl, k->part[k->n - 1], v);
+	json_object_setn_new(tbl, k->part[k->n - 1], k->len[k->n - 1], v);
 	return 0;
 }
 
@@ -731,7 +765,7 @@ static int table_set(tp *t, json_t *tbl, tkey *k, json_t *v, unsigned dotted_fla
 static int header(tp *t)
 {
 	int aot = peek(t, 1) == '[';
-	tkey k = {{0}, 0};
+	tkey k = {{0}, {0}, 0};
 	json_t *tbl = t->root;
 	int rc = -1;
 
@@ -743,13 +777,18 @@ static int header(tp *t)
 		goto out;
 	}
 	t->p += aot ? 2 : 1;
+	cof_buf_reset(&t->path);
 	for (size_t i = 0; i + 1 < k.n; i++) {
-		json_t *sub = json_object_get(tbl, k.part[i]);
+		json_t *sub = json_object_getn(tbl, k.part[i], k.len[i]);
+		if (t->lines)
+			cof_buf_addf(&t->path, "%s%s", i ? "." : "", k.part[i]);
 		if (!sub) {
 			sub = json_object();
-			json_object_set_new(tbl, k.part[i], sub);
+			json_object_setn_new(tbl, k.part[i], k.len[i], sub);
 			fl_set(t, sub, T_IMPLICIT);
 		} else if (json_is_array(sub) && (fl_get(t, sub) & T_AOT)) {
+			if (t->lines)
+				cof_buf_addf(&t->path, "[%zu]", json_array_size(sub) - 1);
 			sub = json_array_get(sub, json_array_size(sub) - 1);
 		} else if (!json_is_object(sub) || (fl_get(t, sub) & T_FROZEN)) {
 			fail(t, "'%.100s' is not a table that can be extended", k.part[i]);
@@ -758,12 +797,13 @@ static int header(tp *t)
 		tbl = sub;
 	}
 	const char *last = k.part[k.n - 1];
-	json_t *cur = json_object_get(tbl, last);
+	size_t lastlen = k.len[k.n - 1];
+	json_t *cur = json_object_getn(tbl, last, lastlen);
 	if (aot) {
 		json_t *nt = json_object();
 		if (!cur) {
 			cur = json_array();
-			json_object_set_new(tbl, last, cur);
+			json_object_setn_new(tbl, last, lastlen, cur);
 			fl_set(t, cur, T_AOT);
 		} else if (!json_is_array(cur) || !(fl_get(t, cur) & T_AOT)) {
 			json_decref(nt);
@@ -773,39 +813,59 @@ static int header(tp *t)
 		json_array_append_new(cur, nt);
 		fl_set(t, nt, T_EXPLICIT);
 		t->cur = nt;
+		if (t->lines)
+			cof_buf_addf(&t->path, "%s%s[%zu]", k.n > 1 ? "." : "", last,
+				     json_array_size(cur) - 1);
 	} else {
 		if (!cur) {
 			cur = json_object();
-			json_object_set_new(tbl, last, cur);
+			json_object_setn_new(tbl, last, lastlen, cur);
 		} else if (!json_is_object(cur) || (fl_get(t, cur) & ~(unsigned)T_IMPLICIT)) {
 			fail(t, "table '%.100s' is defined already", last);
 			goto out;
 		}
 		fl_set(t, cur, T_EXPLICIT);
 		t->cur = cur;
+		if (t->lines)
+			cof_buf_addf(&t->path, "%s%s", k.n > 1 ? "." : "", last);
 	}
+	if (t->lines && t->path.data)
+		json_object_set_new(t->lines, t->path.data, json_integer(cur_line(t)));
 	rc = line_end(t);
 out:
 	key_free(&k);
 	return rc;
 }
 
-int cof_toml_parse(const char *text, size_t len, json_t **out, cof_err *err)
+int cof_toml_parse_lines(const char *text, size_t len, json_t **out, json_t **lines,
+			 cof_err *err)
 {
-	tp t = {.s = text, .p = text, .end = text + len, .err = err};
+	tp t = {.s = text, .p = text, .end = text + len, .err = err, .path = COF_BUF_INIT,
+		.lp = text, .line = 1};
 
 	*out = NULL;
+	if (lines)
+		*lines = NULL;
 	if (len > COF_TOML_MAX)
 		return cof_error(err, COF_EVALIDATION, "the TOML text is %zu bytes; the limit is %d",
 				 len, COF_TOML_MAX);
-	if (!cof_utf8_valid(text, len) || memchr(text, '\0', len))
-		return cof_error(err, COF_EVALIDATION, "the TOML text is not valid UTF-8 (or "
-				 "holds a NUL byte)");
+	for (size_t i = 0, n; i < len; i += n) { /* the first bad byte, by its place */
+		unsigned c = (unsigned char)text[i];
+		n = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		if (!c || n > len - i || !cof_utf8_valid(text + i, n)) {
+			t.p = text + i;
+			if (!c)
+				return fail(&t, "a NUL byte (U+0000 is not allowed in TOML text)");
+			return fail(&t, "the text is not valid UTF-8 (byte 0x%02X)", c);
+		}
+	}
 	t.root = t.cur = json_object();
+	if (lines)
+		t.lines = json_object();
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
 		t.p += 3; /* a byte order mark */
 	while (!at_end(&t)) {
-		tkey k = {{0}, 0};
+		tkey k = {{0}, {0}, 0};
 		json_t *v;
 		skip_ws(&t);
 		if (skip_comment(&t))
@@ -826,6 +886,7 @@ int cof_toml_parse(const char *text, size_t len, json_t **out, cof_err *err)
 			fail(&t, "expected '=' after a key");
 			break;
 		}
+		note_key(&t, t.path.data ? t.path.data : "", (const char *const *)k.part, k.n);
 		t.p++;
 		skip_ws(&t);
 		if (value(&t, 0, &v) || table_set(&t, t.cur, &k, v, T_DOTTED)) {
@@ -838,10 +899,19 @@ int cof_toml_parse(const char *text, size_t len, json_t **out, cof_err *err)
 	}
 	free(t.fl.keys);
 	free(t.fl.vals);
+	cof_buf_release(&t.path);
 	if (t.failed) {
 		json_decref(t.root);
+		json_decref(t.lines);
 		return -1;
 	}
 	*out = t.root;
+	if (lines)
+		*lines = t.lines;
 	return 0;
+}
+
+int cof_toml_parse(const char *text, size_t len, json_t **out, cof_err *err)
+{
+	return cof_toml_parse_lines(text, len, out, NULL, err);
 }

@@ -48,6 +48,7 @@ typedef struct dir_probe {
 	int root;
 	size_t sublen;
 	int found;
+	int lock;               /* take mu for each row (cof_vbase_dir_unlocked) */
 } dir_probe;
 
 /* Stops at the first file the layer has not removed. */
@@ -55,19 +56,25 @@ static int probe_one(void *arg, const cof_entry *e)
 {
 	dir_probe *p = arg;
 	const char *rel = e->path + p->sublen;
-	vnode *n = cof_vnode_find(p->v, p->root, rel);
+	int gone;
 
-	if (n && n->kind == N_GONE)
+	if (p->lock)
+		pthread_mutex_lock(&p->v->mu);
+	vnode *n = cof_vnode_find(p->v, p->root, rel);
+	gone = n && n->kind == N_GONE;
+	if (p->lock)
+		pthread_mutex_unlock(&p->v->mu);
+	if (gone)
 		return 0;
 	p->found = 1;
 	return 1;
 }
 
-int cof_vbase_dir(cof_vfs *v, int root, const char *path)
+static int base_dir(cof_vfs *v, int root, const char *path, int lock)
 {
 	char vp[COF_PATH_MAX + 2];
 	vroot *r = &v->roots[root];
-	dir_probe p = {v, root, r->sublen ? r->sublen + 1 : 0, 0};
+	dir_probe p = {v, root, r->sublen ? r->sublen + 1 : 0, 0, lock};
 
 	if (!*path)
 		return 1;
@@ -76,6 +83,16 @@ int cof_vbase_dir(cof_vfs *v, int root, const char *path)
 	if (VSRC(v)->list(v, root, cof_vbase_at(v, root), vp, NULL, probe_one, &p))
 		p.found = 0;
 	return p.found;
+}
+
+int cof_vbase_dir(cof_vfs *v, int root, const char *path)
+{
+	return base_dir(v, root, path, 0);
+}
+
+int cof_vbase_dir_unlocked(cof_vfs *v, int root, const char *path)
+{
+	return base_dir(v, root, path, 1);
 }
 
 typedef struct kids {

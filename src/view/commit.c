@@ -2,9 +2,10 @@
  * commit.c — how a view's layer lands in its volumes. A call's layer lands
  * at its end as one change per root (cof_view_commit), conditional on the
  * version of each path the view saw; `coffer mount` lands each file as it is
- * closed (cof_view_land_file). Written bytes are stored as content first
- * (inline or a blob), under the collector's lock until the change naming
- * them has committed.
+ * closed (cof_view_land_file). Both land through cof_land (volume/land.c),
+ * which stores the bytes, runs the change and abandons what it refused;
+ * what the change is (a file is written only if it is still at the version
+ * the view saw) is land_apply's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,87 +16,55 @@
 #include <unistd.h>
 #include "view/view_int.h"
 
-/* A layer file stored as content: its hash, size, type, and the bytes when
- * small enough to be kept inline. */
-typedef struct stored {
+/* A dirty node handed to cof_land: its layer file is opened when stored. */
+typedef struct lfile {
+	cof_vfs *v;
 	vnode *n;
-	char sha[65];
-	int64_t size;
-	char ctype[128];
-	unsigned char *inl;     /* inline bytes (size <= COF_INLINE_MAX), or NULL */
-} stored;
+} lfile;
 
-/* Stores layer file n->lid as content (gc_lock held shared by the caller). */
-static int store_layer(cof_vfs *v, vnode *n, stored *s, cof_err *err)
+static int open_layer(void *arg)
 {
-	cof_store *st = v->o.st;
-	char vp[COF_PATH_MAX + 1], buf[65536];
-	cof_blob_writer *w = NULL;
-	int fd = cof_layer_open(v, n->lid, O_RDONLY), rc = -1;
-	struct stat sb;
-	ssize_t k;
-	int64_t off = 0;
+	lfile *f = arg;
 
-	s->n = n;
-	s->inl = NULL;
-	if (fd < 0 || fstat(fd, &sb))
-		goto out_io;
-	s->size = sb.st_size;
-	if (s->size <= COF_INLINE_MAX) {
-		if (!(s->inl = cof_malloc((size_t)s->size + 1)))
-			goto out_io;
-		while (off < s->size && (k = pread(fd, s->inl + off, (size_t)(s->size - off), off)) > 0)
-			off += k;
-		if (off != s->size || cof_sha256_hex(s->inl, (size_t)s->size, s->sha))
-			goto out_io;
-	} else {
-		if (st->blobs->begin(st->blobs, &w, err))
-			goto out;
-		while ((k = pread(fd, buf, sizeof buf, off)) > 0) {
-			if (st->blobs->write(w, buf, (size_t)k, err)) {
-				st->blobs->abort(w);
-				goto out;
-			}
-			off += k;
-		}
-		if (k < 0) {
-			st->blobs->abort(w);
-			goto out_io;
-		}
-		/* marked pending too: on several nodes the metadata orders the
-		 * collector against this write (docs/design.md) */
-		if (st->blobs->commit(w, s->sha, &s->size, err) ||
-		    cof_content_pending(st, s->sha, s->size, err))
-			goto out;
+	return cof_layer_open(f->v, f->n->lid, O_RDONLY);
+}
+
+/* Describes dirty node n as a file to land (f->path malloc'd: its volume
+ * path). A link keeps its type; a rewrite of the same bytes keeps the type it
+ * had; else the type is sniffed from the first 512 bytes. -1: out of memory. */
+static int land_file_of(cof_vfs *v, vnode *n, lfile *lf, cof_land_file *f)
+{
+	char vp[COF_PATH_MAX + 1];
+
+	cof_vbase_vpath(&v->roots[n->root], n->path, vp, sizeof vp);
+	lf->v = v;
+	lf->n = n;
+	memset(f, 0, sizeof *f);
+	if (!(f->path = strdup(vp)))
+		return -1;
+	f->name = n->path;
+	if (n->lid > 0) {
+		f->kind = COF_LAND_FD;
+		f->fd = -1;
+		f->open_fd = open_layer;
+		f->open_arg = lf;
+		f->ctype = cof_is_symlink(n->ctype) ? n->ctype : NULL;
+		f->keep_ctype = n->seen ? n->ctype : NULL;
+		f->keep_sha = n->sha;
+		f->sniff = 512;
+	} else { /* a file renamed: its content is known already */
+		f->kind = COF_LAND_KNOWN;
+		memcpy(f->sha256, n->sha, sizeof f->sha256);
+		f->size = n->size;
+		f->ctype = n->ctype;
 	}
-	if (cof_is_symlink(n->ctype) || (n->ctype[0] && n->seen && !strcmp(n->sha, s->sha)))
-		snprintf(s->ctype, sizeof s->ctype, "%s", n->ctype);
-	else {
-		unsigned char head[512];
-		ssize_t h = pread(fd, head, sizeof head, 0);
-		cof_vbase_vpath(&v->roots[n->root], n->path, vp, sizeof vp);
-		cof_sniff_type(st, vp, head, h > 0 ? (size_t)h : 0, s->ctype, sizeof s->ctype);
-	}
-	rc = 0;
-	goto out;
-out_io:
-	cof_error(err, COF_EINTERNAL, "cannot read the call's bytes of '%.200s': %s", n->path,
-		  strerror(errno ? errno : EIO));
-out:
-	if (fd >= 0)
-		close(fd);
-	if (rc) {
-		free(s->inl);
-		s->inl = NULL;
-	}
-	return rc;
+	return 0;
 }
 
 typedef struct land {
 	cof_vfs *v;
 	int root;
-	stored *files;          /* the dirty files, stored */
-	size_t nfiles;
+	lfile *lf;              /* per file of the landing: its node */
 	vnode **gone;           /* the dirty removals */
 	size_t ngone;
 	cof_view_result *res;
@@ -123,28 +92,34 @@ static void conflict_add(cof_view_result *r, const char *path, int64_t seen,
 
 /* The change: every dirty file and removal whose path is still at the
  * version the view saw; the others are conflicts. */
-static int land_apply(cof_txn *tx, void *arg, cof_err *err)
+static int land_apply(cof_txn *tx, cof_landing *lg, cof_err *err)
 {
-	land *l = arg;
+	land *l = lg->ctx;
 	cof_entry *cur = cof_malloc(sizeof *cur);
-	char vp[COF_PATH_MAX + 1];
+	char vpbuf[COF_PATH_MAX + 1];
 	size_t i;
 
 	if (!cur)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	json_array_clear(l->res->conflicts);
 	l->res->written = l->res->removed = 0;
-	for (i = 0; i < l->nfiles + l->ngone; i++) {
-		int file = i < l->nfiles;
-		vnode *n = file ? l->files[i].n : l->gone[i - l->nfiles];
+	for (i = 0; i < lg->nfiles + l->ngone; i++) {
+		int file = i < lg->nfiles;
+		vnode *n = file ? l->lf[i].n : l->gone[i - lg->nfiles];
+		const char *vp = vpbuf;
 		int exists;
 
-		cof_vbase_vpath(&l->v->roots[l->root], n->path, vp, sizeof vp);
+		if (file)
+			vp = lg->files[i].path;
+		else
+			cof_vbase_vpath(&l->v->roots[l->root], n->path, vpbuf, sizeof vpbuf);
 		if ((exists = cof_txn_get(tx, vp, cur, err)) < 0)
 			goto fail;
 		l->conflict[i] = 0;
 		if ((exists ? cur->version : 0) != n->seen) {
 			l->conflict[i] = 1;
+			if (file)
+				lg->files[i].unnamed = 1;
 			conflict_add(l->res, n->path, n->seen, exists ? cur->version : 0);
 			continue;
 		}
@@ -157,18 +132,21 @@ static int land_apply(cof_txn *tx, void *arg, cof_err *err)
 		if (!exists && cof_volume_path_free(tx, vp, err)) {
 			/* a folder where the file goes, or a file where its folder goes */
 			l->conflict[i] = 1;
+			lg->files[i].unnamed = 1;
 			json_array_append_new(l->res->conflicts, json_pack(
 				"{s:s, s:s}", "path", n->path, "reason", err->msg));
 			cof_err_clear(err);
 			continue;
 		}
-		stored *s = &l->files[i];
+		cof_land_file *s = &lg->files[i];
 		/* the file's time in the view is its version's: the next call
 		 * (and git's stat cache) sees the mtime this one saw */
-		if (cof_txn_write_at(tx, vp, s->sha, s->size, s->ctype, s->inl, n->mtime, err))
+		if (cof_txn_write_at(tx, vp, s->sha256, s->size, s->type, s->inl, n->mtime, err))
 			goto fail;
 		l->res->written++;
 	}
+	/* nothing landed (all conflicts): no one is told of a change */
+	lg->quiet = l->res->written + l->res->removed == 0;
 	free(cur);
 	return cof_volume_fit(tx, err);
 fail:
@@ -279,11 +257,10 @@ static int layer_too_big(cof_vfs *v, int root, cof_err *err)
 /* Lands root `root`'s layer as one change. */
 static void commit_root(cof_vfs *v, int root, int conflict_dir, cof_view_result *res)
 {
-	cof_store *st = v->o.st;
-	land l = {v, root, NULL, 0, NULL, 0, res, NULL};
+	land l = {v, root, NULL, NULL, 0, res, NULL};
+	cof_landing lg = {.vol = &v->roots[root].v.vol, .vno = v->roots[root].v.vno,
+			  .apply = land_apply, .ctx = &l};
 	size_t nf = 0, ng = 0, i;
-	int64_t seq = 0;
-	int rc = 0;
 
 	for (vnode *n = v->nodes; n; n = n->next)
 		if (n->root == root && n->dirty && n->kind != N_DIR)
@@ -295,61 +272,51 @@ static void commit_root(cof_vfs *v, int root, int conflict_dir, cof_view_result 
 		}
 	if (!nf && !ng)
 		return;
-	l.files = cof_calloc(nf + 1, sizeof *l.files);
+	lg.files = cof_calloc(nf + 1, sizeof *lg.files);
+	l.lf = cof_calloc(nf + 1, sizeof *l.lf);
 	l.gone = cof_calloc(ng + 1, sizeof *l.gone);
 	l.conflict = cof_calloc(nf + ng + 1, 1);
-	if (!l.files || !l.gone || !l.conflict) {
+	if (!lg.files || !l.lf || !l.gone || !l.conflict) {
 		cof_error(&res->err, COF_EINTERNAL, "out of memory");
 		goto out;
 	}
 	if (layer_too_big(v, root, &res->err))
 		goto out;
-	cof_store_hold_content(st);
-	for (vnode *n = v->nodes; n && !rc; n = n->next) {
+	for (vnode *n = v->nodes; n; n = n->next) {
 		if (n->root != root || !n->dirty || n->kind == N_DIR)
 			continue;
 		if (n->kind == N_GONE) {
 			l.gone[l.ngone++] = n;
 			continue;
 		}
-		stored *s = &l.files[l.nfiles];
-		if (n->lid > 0)
-			rc = store_layer(v, n, s, &res->err);
-		else { /* a file renamed: its content is known already */
-			s->n = n;
-			memcpy(s->sha, n->sha, sizeof s->sha);
-			s->size = n->size;
-			snprintf(s->ctype, sizeof s->ctype, "%s", n->ctype);
+		if (land_file_of(v, n, &l.lf[lg.nfiles], &lg.files[lg.nfiles])) {
+			cof_error(&res->err, COF_EINTERNAL, "out of memory");
+			goto out;
 		}
-		l.nfiles += !rc;
+		lg.nfiles++;
 	}
-	if (!rc)
-		rc = cof_meta_change(st->meta, v->roots[root].v.vno, land_apply, &l, &seq,
-				     &res->err);
-	cof_store_release_content(st);
-	if (rc) {
+	if (cof_land(v->o.st, &lg, &res->err)) {
 		json_array_clear(res->conflicts);
 		res->written = res->removed = 0;
 		goto out;
 	}
-	if (res->written + res->removed > 0) {
-		res->seq = seq;
-		cof_store_changed(st, &v->roots[root].v.vol);
-	}
-	for (i = 0; i < l.nfiles; i++) {
-		stored *s = &l.files[i];
+	if (res->written + res->removed > 0)
+		res->seq = lg.seq;
+	for (i = 0; i < lg.nfiles; i++) {
+		cof_land_file *s = &lg.files[i];
 		if (l.conflict[i])
-			keep_conflict(v, conflict_dir, shown_rel(&v->roots[root]), s->n);
+			keep_conflict(v, conflict_dir, shown_rel(&v->roots[root]), l.lf[i].n);
 		else
 			json_array_append_new(res->files, json_pack(
-				"{s:s, s:I, s:I, s:s, s:s}", "path", s->n->path, "version",
-				(json_int_t)seq, "size", (json_int_t)s->size, "sha256", s->sha,
-				"contentType", s->ctype));
+				"{s:s, s:I, s:I, s:s, s:s}", "path", l.lf[i].n->path, "version",
+				(json_int_t)lg.seq, "size", (json_int_t)s->size, "sha256", s->sha256,
+				"contentType", s->type));
 	}
 out:
-	for (i = 0; i < l.nfiles; i++)
-		free(l.files[i].inl);
-	free(l.files);
+	for (i = 0; lg.files && i < lg.nfiles; i++)
+		free((char *)lg.files[i].path);
+	free(lg.files);
+	free(l.lf);
 	free(l.gone);
 	free(l.conflict);
 }
@@ -395,29 +362,28 @@ int cof_view_land_file(cof_vfs *v, vnode *n)
 int cof_view_land_local(cof_vfs *v, vnode *n)
 {
 	cof_view_result res = {0};
-	land l = {v, n->root, NULL, 1, NULL, 0, &res, NULL};
-	stored s = {0};
+	land l = {v, n->root, NULL, NULL, 0, &res, NULL};
+	cof_land_file f;
+	lfile lf;
+	cof_landing lg = {.vol = &v->roots[n->root].v.vol, .vno = v->roots[n->root].v.vno,
+			  .files = &f, .nfiles = 1, .apply = land_apply, .ctx = &l};
 	unsigned char conflict = 0;
-	int64_t seq = 0;
 	int rc;
 
 	res.conflicts = json_array();
-	l.files = &s;
+	l.lf = &lf;
 	l.conflict = &conflict;
-	cof_store_hold_content(v->o.st);
-	rc = store_layer(v, n, &s, &res.err);
-	if (!rc)
-		rc = cof_meta_change(v->o.st->meta, v->roots[n->root].v.vno, land_apply, &l, &seq,
-				     &res.err);
-	cof_store_release_content(v->o.st);
-	free(s.inl);
+	if (land_file_of(v, n, &lf, &f))
+		rc = cof_error(&res.err, COF_EINTERNAL, "out of memory");
+	else
+		rc = cof_land(v->o.st, &lg, &res.err);
+	free((char *)f.path);
 	if (!rc && !conflict) {
-		cof_store_changed(v->o.st, &v->roots[n->root].v.vol);
-		n->seen = seq;
+		n->seen = lg.seq;
 		n->dirty = 0;
-		memcpy(n->sha, s.sha, sizeof n->sha);
-		n->size = s.size;
-		snprintf(n->ctype, sizeof n->ctype, "%s", s.ctype);
+		memcpy(n->sha, f.sha256, sizeof n->sha);
+		n->size = f.size;
+		snprintf(n->ctype, sizeof n->ctype, "%s", f.type);
 	}
 	n->refused = conflict || (rc && cof_code_status(res.err.code) / 100 == 4);
 	rc = rc ? (res.err.code == COF_EVALIDATION ? -ENOSPC : -EIO) : conflict ? -EIO : 0;

@@ -108,13 +108,15 @@ cof_lnode *cof_lino_child(cof_vll *ll, cof_lnode *parent, const char *name)
 /* Frees n if nothing holds it any more, then its parent likewise. */
 void cof_lino_put(cof_vll *ll, cof_lnode *n)
 {
-	while (n && n != &ll->root && n->nlookup == 0 && n->nchild == 0 && !n->pushing &&
-	       !n->prep && !n->preparing) {
+	while (n && n != &ll->root && n->nlookup == 0 && n->nchild == 0 &&
+	       !COF_VHOOK_IF(ll, holds, ll, n) && !n->prep && !n->preparing) {
 		cof_lnode *p = n->parent;
 		if (n->name)
 			name_out(ll, n);
 		id_out(ll, n);
+		COF_VHOOK(ll, on_forget, ll, n);
 		free(n->name);
+		free(n->path);
 		free(n);
 		ll->count--;
 		if (!p)
@@ -132,6 +134,7 @@ void cof_lino_detach(cof_vll *ll, cof_lnode *n)
 
 	if (!n->name)
 		return;
+	ll->names_gen++;
 	name_out(ll, n);
 	free(n->name);
 	n->name = NULL;
@@ -164,22 +167,14 @@ cof_lnode *cof_lino_ref(cof_vll *ll, cof_lnode *parent, const char *name)
 	return n;
 }
 
-/* The FUSE path of node n ("/" for the root) in a new string, or NULL (a
- * removed node; ENAMETOOLONG past a volume path). Under mu. */
-char *cof_lino_path(cof_vll *ll, const cof_lnode *n, const char *name)
+/* The FUSE path of node n ("/" for the root), built from the names up to
+ * the root, or NULL (a removed node; a path too long). */
+static char *path_build(cof_vll *ll, const cof_lnode *n)
 {
 	char buf[2 * COF_PATH_MAX + 2];
 	size_t at = sizeof buf - 1;
 
 	buf[at] = '\0';
-	if (name) {
-		size_t k = strlen(name);
-		if (k + 1 > at)
-			return NULL;
-		at -= k;
-		memcpy(buf + at, name, k);
-		buf[--at] = '/';
-	}
 	for (; n != &ll->root; n = n->parent) {
 		if (!n->name)
 			return NULL;
@@ -193,6 +188,44 @@ char *cof_lino_path(cof_vll *ll, const cof_lnode *n, const char *name)
 	if (at == sizeof buf - 1)
 		buf[--at] = '/';
 	return strdup(buf + at);
+}
+
+/* Node n's path as cached on it (built now when stale), or NULL. A folder's
+ * is what each lookup in it starts from, a file's what each read of it
+ * names: built once, not walked up per request. */
+static const char *path_of(cof_vll *ll, cof_lnode *n)
+{
+	if (n == &ll->root)
+		return "/";
+	if (n->path && n->path_gen == ll->names_gen)
+		return n->path;
+	free(n->path);
+	n->path = path_build(ll, n);
+	n->path_gen = ll->names_gen;
+	return n->path;
+}
+
+/* The FUSE path of node n (with `name` in it when given) in a new string,
+ * or NULL (a removed node; ENAMETOOLONG past a volume path). Under mu. */
+char *cof_lino_path(cof_vll *ll, cof_lnode *n, const char *name)
+{
+	const char *base = path_of(ll, n);
+	size_t k, nk;
+	char *out;
+
+	if (!base)
+		return NULL;
+	if (!name)
+		return strdup(base);
+	k = strlen(base);
+	nk = strlen(name);
+	if (k + nk + 1 > 2 * COF_PATH_MAX + 1 || !(out = malloc(k + nk + 2)))
+		return NULL;
+	memcpy(out, base, k);
+	if (k > 1)
+		out[k++] = '/';
+	memcpy(out + k, name, nk + 1);
+	return out;
 }
 
 /* Drops `n` of the kernel's references to node `ino`. */
@@ -224,6 +257,8 @@ void cof_lino_rename(cof_vll *ll, cof_lnode *p, const char *name, cof_lnode *np,
 		return;
 	}
 	cof_lnode *ap = a ? a->parent : NULL, *bp = b ? b->parent : NULL;
+
+	ll->names_gen++; /* (every path beneath them moves too) */
 
 	if (b && !(flags & RENAME_EXCHANGE)) {
 		cof_lino_detach(ll, b); /* may free it */
@@ -280,22 +315,14 @@ char *cof_vll_path(cof_vll *ll, fuse_ino_t ino, const char *name)
 }
 
 /* A change to the tree or a file begins: prefetch stores nothing while one
- * is under way or once one began after it read (see prefetch_one). A
- * change other than a write waits for a push of node `ino` under way (it
- * holds no page of it); a write cannot (the kernel holds its pages while
- * it waits for us), so it marks the node to have its cache dropped after.
- */
+ * is under way or once one began after it read (its on_change hook waits
+ * for or marks a store of the node under way). */
 void cof_vll_change_begin(cof_vll *ll, fuse_ino_t ino, int write)
 {
-	cof_lnode *n;
-
 	pthread_mutex_lock(&ll->mu);
 	ll->changes++;
 	ll->inflight++;
-	while (!write && ino && (n = cof_lino_find(ll, ino)) && n->pushing)
-		pthread_cond_wait(&ll->pushed, &ll->mu);
-	if (write && (n = cof_lino_find(ll, ino)) && n->pushing)
-		n->stale = 1;
+	COF_VHOOK(ll, on_change, ll, ino, write);
 	pthread_mutex_unlock(&ll->mu);
 }
 
@@ -323,7 +350,9 @@ void cof_lino_free(cof_vll *ll)
 	for (size_t i = 0; ll->by_id && i < ll->nbuckets; i++)
 		for (cof_lnode *n = ll->by_id[i], *next; n; n = next) {
 			next = n->id_next;
+			COF_VHOOK(ll, on_forget, ll, n);
 			free(n->name);
+			free(n->path);
 			free(n);
 		}
 	free(ll->by_id);

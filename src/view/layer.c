@@ -80,7 +80,7 @@ void cof_vnode_set(cof_vfs *v, vnode *n, vnode_kind kind)
 {
 	int d = (kind != N_GONE) - (n->kind != N_GONE);
 
-	(void)v;
+	v->gen++;
 	n->kind = kind;
 	for (vfold *f = n->dir; d && f; f = f->up)
 		f->live += d;

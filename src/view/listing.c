@@ -116,7 +116,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 			if (f->ahead)
 				f->ahead->refs[f->ahead->nrefs++] = n->ino;
 			else
-				cof_vpush_seen(ll, n); /* sent now */
+				COF_VHOOK(ll, on_seen, ll, n); /* sent now */
 			e.ino = n->ino;
 			if (e.attr.st_ino == UNKNOWN_INO)
 				e.attr.st_ino = n->ino;
@@ -126,7 +126,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 			const char *sha;
 			if (S_ISDIR(st->st_mode))
 				note_dir(ll, f, n);
-			else if (f->push && S_ISREG(st->st_mode) && n->pushed == 0 &&
+			else if (f->push && S_ISREG(st->st_mode) &&
 				 (sha = cof_vop_listed_sha(f->dfi)))
 				cof_vpush_add(ll, f->push, p, n, st, sha);
 		}
@@ -243,7 +243,7 @@ static void early_hand(cof_vll *ll, cof_lahead *a, int first)
 
 /* Waits for the stores of reply a's files (see early_hand) before it is
  * sent (cof_vpush_wait: when another lister of the view waits already, its
- * files already stored are, the others are read on demand, cof_vpush_seen). */
+ * files already stored are, the others are read on demand, prefetch's on_seen). */
 static void early_stored(cof_vll *ll, cof_lahead *a)
 {
 	if (a->push_id)
@@ -501,7 +501,7 @@ static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_i
 void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	cof_vll *ll = cof_vll_begin(req);
-	if (cof_vpush_dir_req(req, ll, ino, COF_VHID_OPEN, 0, 0, fi))
+	if (COF_VHOOK_IF(ll, claim_dir, req, ll, ino, COF_VHID_OPEN, 0, 0, fi))
 		return;
 	cof_ldir *d = calloc(1, sizeof *d);
 	cof_lprep *p = d ? prep_take(ll, ino) : NULL;
@@ -582,7 +582,7 @@ void cof_vll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 {
 	cof_vll *ll = cof_vll_begin(req);
 
-	if (!fi->fh && cof_vpush_dir_req(req, ll, ino, COF_VHID_RELEASE, 0, 0, fi))
+	if (!fi->fh && COF_VHOOK_IF(ll, claim_dir, req, ll, ino, COF_VHID_RELEASE, 0, 0, fi))
 		return;
 	dir_end(ll, (cof_ldir *)(uintptr_t)fi->fh, req, fi);
 }
@@ -645,7 +645,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		for (size_t i = 0; i < early->nrefs; i++) {
 			cof_lnode *n = cof_lino_find(ll, early->refs[i]);
 			if (n)
-				cof_vpush_seen(ll, n);
+				COF_VHOOK(ll, on_seen, ll, n);
 		}
 		pthread_mutex_unlock(&ll->mu);
 		f.buf = early->buf;
@@ -687,7 +687,9 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	if (!fi->fh && cof_vpush_dir_req(req, fuse_req_userdata(req), ino, COF_VHID_LIST, 0, off, fi))
+	cof_vll *ll = fuse_req_userdata(req);
+
+	if (!fi->fh && COF_VHOOK_IF(ll, claim_dir, req, ll, ino, COF_VHID_LIST, 0, off, fi))
 		return;
 	list(req, ino, size, off, fi, 0);
 }
@@ -695,7 +697,9 @@ void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			 struct fuse_file_info *fi)
 {
-	if (!fi->fh && cof_vpush_dir_req(req, fuse_req_userdata(req), ino, COF_VHID_LIST, size, off, fi))
+	cof_vll *ll = fuse_req_userdata(req);
+
+	if (!fi->fh && COF_VHOOK_IF(ll, claim_dir, req, ll, ino, COF_VHID_LIST, size, off, fi))
 		return;
 	list(req, ino, size, off, fi, 1);
 }

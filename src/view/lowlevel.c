@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/statvfs.h>
 #include "view/lowlevel.h"
 #include "view/ops.h"
@@ -85,7 +84,7 @@ static void reply_entry_of(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const
 	cof_lnode *p = cof_lino_find(ll, parent), *n = p ? cof_lino_ref(ll, p, name) : NULL;
 	if (n) {
 		e.ino = n->ino; /* (st_ino is the file's own: cof_vop_ino) */
-		cof_vpush_seen(ll, n);
+		COF_VHOOK(ll, on_seen, ll, n);
 	}
 	pthread_mutex_unlock(&ll->mu);
 	if (!n) {
@@ -118,20 +117,14 @@ static void ll_init(void *data, struct fuse_conn_info *conn)
 	ll->entry_t = cfg.entry_timeout;
 	ll->attr_t = cfg.attr_timeout;
 	ll->neg_t = cfg.negative_timeout;
-	if (ll->v->o.warm && cof_vpush_on(ll->v)) { /* (its requests wait for INIT's reply) */
-		struct fuse_context cx = cur;
-		cx.uid = ll->v->o.warm_uid;
-		cx.gid = ll->v->o.warm_gid;
-		cx.pid = 0;
-		cof_vpush_warm(ll, &cx);
-	}
+	COF_VHOOK(ll, on_init, ll);
 }
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	cof_vll *ll = cof_vll_begin(req);
 
-	if (!cof_vpush_lookup(req, ll, parent, name))
+	if (!COF_VHOOK_IF(ll, claim_lookup, req, ll, parent, name))
 		reply_entry_of(req, ll, parent, name, NULL);
 }
 
@@ -183,7 +176,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	cof_vll *ll = cof_vll_begin(req);
 
-	if (!cof_vpush_dir_req(req, ll, ino, COF_VHID_GETATTR, 0, 0, fi))
+	if (!COF_VHOOK_IF(ll, claim_dir, req, ll, ino, COF_VHID_GETATTR, 0, 0, fi))
 		reply_attr_of(req, ll, ino, fi);
 }
 
@@ -439,7 +432,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	pthread_mutex_lock(&ll->mu);
 	if ((n = cof_lino_find(ll, ino)))
-		n->asked = 1; /* the reader came first: prefetch skips it */
+		COF_VHOOK(ll, on_read, ll, n);
 	pthread_mutex_unlock(&ll->mu);
 	free(path);
 	if (rc < 0)
@@ -553,18 +546,12 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 	ll->ops = ops;
 	ll->v = v;
 	pthread_mutex_init(&ll->mu, NULL);
-	pthread_cond_init(&ll->pushed, NULL);
-	pthread_cond_init(&ll->q_cv, NULL);
-	ll->walk[0].fd = ll->walk[1].fd = -1;
-	/* the pusher's own folder's name (prefetch.c, "nodes first") */
-	unsigned char r[16];
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+	ll->hooks = &cof_vprefetch_hooks;
+	if (COF_VHOOK_IF(ll, start, ll)) {
+		pthread_mutex_destroy(&ll->mu);
 		free(ll);
 		return NULL;
 	}
-	strcpy(ll->hid_name, ".coffer-");
-	for (size_t i = 0; i < sizeof r; i++)
-		snprintf(ll->hid_name + 8 + 2 * i, 3, "%02x", r[i]);
 	if (cof_lino_init(ll) == 0)
 		ll->se = fuse_session_new(args, &ll_ops, sizeof ll_ops, ll);
 	if (!ll->se) {
@@ -578,22 +565,21 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 void cof_vll_quiesce(cof_vll *ll)
 {
 	if (ll)
-		cof_vpush_stop(ll);
+		COF_VHOOK(ll, stop, ll);
 }
 
 void cof_vll_free(cof_vll *ll)
 {
 	if (!ll)
 		return;
-	cof_vpush_stop(ll);
+	COF_VHOOK(ll, stop, ll);
 	cur.private_data = ll->v;
 	if (ll->by_id)
 		cof_vll_preps_free(ll);
 	if (ll->se)
 		fuse_session_destroy(ll->se);
 	cof_lino_free(ll);
+	COF_VHOOK(ll, end, ll);
 	pthread_mutex_destroy(&ll->mu);
-	pthread_cond_destroy(&ll->pushed);
-	pthread_cond_destroy(&ll->q_cv);
 	free(ll);
 }

@@ -19,15 +19,11 @@ typedef struct cof_lnode {
 	char *name;             /* NULL once removed */
 	uint64_t nlookup;       /* the kernel's references */
 	uint64_t nchild;        /* nodes whose parent this is */
-	int64_t pushed;         /* bytes prefetch put into the cache: of this
-				 * file, or (a folder) of its files */
-	int pushing;            /* prefetch is storing its bytes now (pushes of it) */
-	int stale;              /* written while pushing: drop the cache after */
-	int asked;              /* read by request: a push of it is late */
-	int seen;               /* in a reply a process could see (a lookup, a
-				 * listing sent): its bytes are never stored
-				 * after (prefetch.c) */
-	int hid;                /* the pusher's folder (prefetch.c) */
+	struct cof_vpnode *pf;  /* the hooks' own state of it (prefetch.c), or NULL */
+	char *path;             /* its FUSE path, cached once a request needed it
+				 * (cof_lino_path), good while path_gen is
+				 * ll->names_gen; NULL: none yet */
+	uint64_t path_gen;
 	/* a folder's (listing.c) */
 	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
 	struct cof_lprep *prep; /* its replies, prepared before it was opened */
@@ -37,51 +33,70 @@ typedef struct cof_lnode {
 
 struct cof_vll {
 	pthread_mutex_t mu;
-	pthread_cond_t pushed;  /* a push ended */
 	cof_lnode **by_id, **by_name;
 	size_t nbuckets, count;
 	fuse_ino_t next_ino;
+	uint64_t names_gen;     /* bumped by every rename and removal: the paths
+				 * nodes cached before are stale */
 	cof_lnode root;
 	uint64_t changes;       /* changes begun (prefetch: none since it read) */
 	int inflight;           /* changes under way */
-	int64_t view_pushed;    /* bytes pushed in this view (its budget) */
-	/* prefetch's queue (prefetch.c): listings' files waiting for the
-	 * pusher thread, in the order they were listed */
-	struct cof_vpush *q_head, *q_tail;
-	size_t q_files;
-	pthread_cond_t q_cv;
-	pthread_t pusher;
-	int pusher_on, closing;
-	/* the pusher's folder (prefetch.c, "nodes first"): a name in the
-	 * view's root only its walkers find, listing the files a walker is
-	 * about to store. Two walk it: the pusher
-	 * ([0]) and a lister that pushes its own reply's files ([1]). */
-	char hid_name[48];      /* ".coffer-" and 32 hex digits */
-	struct cof_vwalk {
-		pid_t tid;      /* whose requests it answers (0: none now) */
-		struct pushc *const *mat; /* what it lists to them now */
-		size_t nmat;
-		int fd;         /* the folder, kept open (-1: not yet) */
-		char *buf;      /* the walker's memory for a batch's bytes */
-		size_t cap;
-	} walk[2];
-	int lister_waits;       /* a listing waits for its stores (cof_vpush_wait) */
-	int pusher_idle;        /* the pusher waits for work */
-	uint64_t push_ids;      /* the last queued push's id */
-	uint64_t cur_id;        /* the one the pusher pushes now, or 0 */
+	const struct cof_vhooks *hooks; /* what the core tells prefetch.c */
+	struct cof_vpf *pf;     /* prefetch's own state (prefetch.c), or NULL */
 	/* listing.c */
 	size_t list_size;       /* the size the last READDIRPLUS asked */
 	int npreps;             /* folders prepared, not yet opened */
 	fuse_ino_t preps[4];    /* which, oldest first (npreps of them) */
-	fuse_ino_t prep_want;   /* the folder the pusher prepares next, or 0 */
-	int warm_want;          /* the pusher warms the view first (cof_vll_warm), */
-	struct fuse_context warm_cx; /* as whom */
-	struct fuse_context prep_cx; /* as whom (the attributes' owner) */
 	double entry_t, attr_t, neg_t;
 	const struct fuse_operations *ops;
 	cof_vfs *v;
 	struct fuse_session *se;
 };
+
+/* What the core (lowlevel.c, inodes.c, listing.c) tells an add-on of the
+ * view's session: prefetch.c implements it (cof_vprefetch_hooks), keeping
+ * its state in ll->pf and a node's in n->pf, so the core's structures hold
+ * none of its fields. Every hook may be NULL; the node ones run under
+ * ll->mu (and may wait on it), the others without. */
+typedef struct cof_vhooks {
+	/* Its state for session ll, before it serves: 0, or -1 (no session). */
+	int (*start)(cof_vll *ll);
+	/* INIT answered: the caller's context set (it may warm the view). */
+	void (*on_init)(cof_vll *ll);
+	/* A request of its own: 1 when req was one (and is answered). */
+	int (*claim_lookup)(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char *name);
+	int (*claim_dir)(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
+			 off_t off, struct fuse_file_info *fi);
+	/* Node n goes to the kernel in a reply a process may see (a lookup, a
+	 * create, a listing sent). */
+	void (*on_seen)(cof_vll *ll, cof_lnode *n);
+	/* A READ of node n came (before it was opened: the kernel sends no
+	 * OPEN in a call's view). */
+	void (*on_read)(cof_vll *ll, cof_lnode *n);
+	/* A change of node `ino` begins (`write`: a WRITE of it; 0: a change
+	 * of no node the kernel knows yet). */
+	void (*on_change)(cof_vll *ll, fuse_ino_t ino, int write);
+	/* Whether node n must stay (not freed though the kernel forgot it). */
+	int (*holds)(const cof_vll *ll, const cof_lnode *n);
+	/* Node n is freed: its state goes. */
+	void (*on_forget)(cof_vll *ll, cof_lnode *n);
+	/* Ends its work (what it had not done is dropped): before the session
+	 * goes; may come twice. */
+	void (*stop)(cof_vll *ll);
+	/* Frees its state (after stop). */
+	void (*end)(cof_vll *ll);
+} cof_vhooks;
+
+/* prefetch.c's. */
+extern const cof_vhooks cof_vprefetch_hooks;
+/* Calls hook `h` of ll's table when it has one: COF_VHOOK_IF's value is
+ * the hook's, 0 without one. */
+#define COF_VHOOK(ll, h, ...) \
+	do { \
+		if ((ll)->hooks && (ll)->hooks->h) \
+			(ll)->hooks->h(__VA_ARGS__); \
+	} while (0)
+#define COF_VHOOK_IF(ll, h, ...) ((ll)->hooks && (ll)->hooks->h ? (ll)->hooks->h(__VA_ARGS__) : 0)
 
 /* A listing's next reply, built ahead (see list()): for a request at
  * offset `off` of `size` bytes, while ll->changes is still `changes`; the
@@ -166,8 +181,9 @@ void cof_lino_detach(cof_vll *ll, cof_lnode *n);
 void cof_lino_rename(cof_vll *ll, cof_lnode *p, const char *name, cof_lnode *np,
 		     const char *newname, unsigned flags);
 /* The FUSE path of node n (with `name` in it when given) in a new string;
- * NULL for a removed node or a path too long. */
-char *cof_lino_path(cof_vll *ll, const cof_lnode *n, const char *name);
+ * NULL for a removed node or a path too long. n's own path is cached on
+ * it (until a rename or removal anywhere). */
+char *cof_lino_path(cof_vll *ll, cof_lnode *n, const char *name);
 /* The table's first buckets and its root. 0, or -1 out of memory. */
 int cof_lino_init(cof_vll *ll);
 /* Frees every node. */
@@ -211,17 +227,9 @@ void cof_vll_warm(cof_vll *ll);
  * first, stored before the reply that names them). Without mu. */
 int cof_vpush_folder(cof_vll *ll, fuse_ino_t dir);
 /* Adds file n (attributes st, content `sha`, in folder p) to a listing's
- * pushes if the budgets allow. */
+ * pushes if the budgets allow and it was not pushed before. */
 void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
 		   const struct stat *st, const char *sha);
-/* Node n goes to the kernel in a reply a process may see: a store of it
- * under way ends first, and none comes after.
- * Under mu (it may wait on ll->pushed). */
-void cof_vpush_seen(cof_vll *ll, cof_lnode *n);
-/* The pusher's folder's requests: 1 when req was one (and is answered). */
-int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char *name);
-int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
-		      off_t off, struct fuse_file_info *fi);
 enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
 /* Hands a listing's files (as soon as its reply is built) to the view's
  * pusher thread, which
@@ -239,12 +247,7 @@ void cof_vpush_wait(cof_vll *ll, uint64_t id);
 int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy);
 /* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
 void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
-/* Has the pusher warm the view (cof_vll_warm) as caller cx, before all else. */
-void cof_vpush_warm(cof_vll *ll, const struct fuse_context *cx);
 /* Frees a listing's pushes (NULL: nothing). */
 void cof_vpush_free(cof_vpush *ps);
-/* Ends the pusher (what it had not pushed is dropped); before the session
- * goes. */
-void cof_vpush_stop(cof_vll *ll);
 
 #endif

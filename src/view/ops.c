@@ -140,56 +140,104 @@ uint64_t cof_vop_ino(cof_vfs *v, int r, const char *rel)
 	return h > 1 ? h : h + 2; /* never 0, nor the top's (1) */
 }
 
+/* What the volume has at `rel` of root r (no node of the layer there): 1
+ * file (attributes in *st), 2 folder, 0 nothing. Reads the source: mu is
+ * dropped around the reads when `unlock` (then the layer's nodes under a
+ * folder are asked with mu taken per row). */
+static int base_is_at(cof_vfs *v, int r, const char *rel, struct stat *st, int unlock)
+{
+	cof_entry *e = malloc(sizeof *e);
+	int rc, k = 0;
+
+	if (!e)
+		return -1;
+	if (unlock)
+		pthread_mutex_unlock(&v->mu);
+	rc = cof_vbase_file(v, r, rel, e);
+	if (rc == 1 && cof_is_symlink(e->ctype))
+		cof_vop_link_attr(v, r, e->size, e->updated_at, st);
+	else if (rc == 1)
+		cof_vop_file_attr(v, r, e->size, e->updated_at, 0644, st);
+	if (rc == 1)
+		k = 1;
+	else if (unlock ? cof_vbase_dir_unlocked(v, r, rel) : cof_vbase_dir(v, r, rel)) {
+		cof_vop_dir_attr(v, r, st);
+		k = 2;
+	}
+	if (unlock)
+		pthread_mutex_lock(&v->mu);
+	free(e);
+	return k;
+}
+
+/* Reads of the source made with mu dropped before what_is_at asks them
+ * with it held (a layer changing that fast should not starve a lookup). */
+#define BASE_TRIES 4
+
 /* What is at `rel` of root r: 1 file (attributes in *st), 2 folder, 0
- * nothing. Under mu. */
+ * nothing. Under mu, which it drops while it reads the source (a lookup
+ * of a path the layer has no node of): what it answers is what holds when
+ * it returns (the layer unchanged meanwhile, else asked again); a node
+ * pointer the caller holds stays valid (nodes live as long as the view),
+ * not its state. */
 static int what_is_at(cof_vfs *v, int r, const char *rel, struct stat *st)
 {
 	vnode *n;
-	cof_entry *e;
-	int rc;
 
 	if (!*rel) {
 		cof_vop_dir_attr(v, r, st);
 		return 2;
 	}
-	n = cof_vnode_find(v, r, rel);
-	if (n && n->kind == N_FILE) {
-		int64_t size = n->size;
-		if (n->lid > 0) {
-			int fd = cof_layer_open(v, n->lid, O_RDONLY);
-			struct stat lb;
-			if (fd >= 0 && fstat(fd, &lb) == 0)
-				size = lb.st_size;
-			if (fd >= 0)
-				close(fd);
-		}
-		if (cof_is_symlink(n->ctype))
-			cof_vop_link_attr(v, r, size, n->mtime, st);
-		else
-			cof_vop_file_attr(v, r, size, n->mtime, n->mode, st);
-		return cof_vop_hidden(v, r, rel, 0) ? 0 : 1;
-	}
-	if (n && n->kind == N_DIR) {
-		cof_vop_dir_attr(v, r, st);
-		return cof_vop_hidden(v, r, rel, 1) ? 0 : 2;
-	}
-	if (!n) {
-		if (!(e = malloc(sizeof *e)))
-			return 0;
-		rc = cof_vbase_file(v, r, rel, e);
-		if (rc == 1 && cof_is_symlink(e->ctype))
-			cof_vop_link_attr(v, r, e->size, e->updated_at, st);
-		else if (rc == 1)
-			cof_vop_file_attr(v, r, e->size, e->updated_at, 0644, st);
-		free(e);
-		if (rc == 1)
+	for (int tries = 0;; tries++) {
+		n = cof_vnode_find(v, r, rel);
+		if (n && n->kind == N_FILE) {
+			int64_t size = n->size;
+			if (n->lid > 0) {
+				int fd = cof_layer_open(v, n->lid, O_RDONLY);
+				struct stat lb;
+				if (fd >= 0 && fstat(fd, &lb) == 0)
+					size = lb.st_size;
+				if (fd >= 0)
+					close(fd);
+			}
+			if (cof_is_symlink(n->ctype))
+				cof_vop_link_attr(v, r, size, n->mtime, st);
+			else
+				cof_vop_file_attr(v, r, size, n->mtime, n->mode, st);
 			return cof_vop_hidden(v, r, rel, 0) ? 0 : 1;
+		}
+		if (n && n->kind == N_DIR) {
+			cof_vop_dir_attr(v, r, st);
+			return cof_vop_hidden(v, r, rel, 1) ? 0 : 2;
+		}
+		if (cof_vnode_under(v, r, rel)) {
+			cof_vop_dir_attr(v, r, st);
+			return cof_vop_hidden(v, r, rel, 1) ? 0 : 2;
+		}
+		if (n) { /* removed in the layer: a folder only if files stay under it */
+			int k = 0;
+			if (tries < BASE_TRIES) {
+				uint64_t gen = v->gen;
+				pthread_mutex_unlock(&v->mu);
+				k = cof_vbase_dir_unlocked(v, r, rel);
+				pthread_mutex_lock(&v->mu);
+				if (v->gen != gen)
+					continue;
+			} else
+				k = cof_vbase_dir(v, r, rel);
+			if (!k)
+				return 0;
+			cof_vop_dir_attr(v, r, st);
+			return cof_vop_hidden(v, r, rel, 1) ? 0 : 2;
+		}
+		uint64_t gen = v->gen;
+		int k = base_is_at(v, r, rel, st, tries < BASE_TRIES);
+		if (tries < BASE_TRIES && v->gen != gen)
+			continue; /* a node changed while the source was read */
+		if (k <= 0)
+			return 0;
+		return cof_vop_hidden(v, r, rel, k == 2) ? 0 : k;
 	}
-	if (cof_vnode_under(v, r, rel) || cof_vbase_dir(v, r, rel)) {
-		cof_vop_dir_attr(v, r, st);
-		return cof_vop_hidden(v, r, rel, 1) ? 0 : 2;
-	}
-	return 0;
 }
 
 int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
@@ -252,7 +300,21 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 
 /* ------------------------------------------------------------ files */
 
-/* Copies the bytes of content `sha` into fd (a new layer file). 0 or -errno. */
+/* What a copy into the layer reads: the node's bytes as they were when it
+ * began (the node may change while mu is dropped). */
+typedef struct vsnap {
+	vnode n;                /* its fields, n.path its own copy */
+} vsnap;
+
+/* 0, or -1 out of memory. */
+static int snap_of(vsnap *s, const vnode *n)
+{
+	s->n = *n;
+	return (s->n.path = strdup(n->path)) ? 0 : -1;
+}
+
+/* Copies the bytes node `n` had into fd (a new layer file), without mu. 0
+ * or -errno. */
 static int copy_up(cof_vfs *v, const vnode *n, int fd)
 {
 	char buf[65536];
@@ -275,36 +337,90 @@ static int copy_up(cof_vfs *v, const vnode *n, int fd)
 	return k < 0 ? -errno : 0;
 }
 
+/* The same content: what a copy of `s` made is n's bytes (a node keeps
+ * its path for life: a rename moves its fields to another node). */
+static int same_bytes(const vnode *n, const vsnap *s)
+{
+	return n->kind == N_FILE && n->lid == 0 && n->seen == s->n.seen &&
+	       !strcmp(n->sha, s->n.sha);
+}
+
+static void layer_drop(cof_vfs *v, int64_t lid)
+{
+	char name[32];
+
+	snprintf(name, sizeof name, "%lld", (long long)lid);
+	unlinkat(v->layer, name, 0);
+}
+
 /* The node of a file about to be written, with its bytes in the layer
- * (copied up from the volume unless `trunc`). Under mu. NULL with *rc. */
+ * (copied up from the volume unless `trunc`). Under mu, which it drops
+ * while it copies (docs/design.md, Views, "No I/O under the view's
+ * mutex"): the node is marked `copying`, so a second writer of the file
+ * waits for that copy instead of making its own, and lookups, listings
+ * and other files go on meanwhile. When the node changed under the copy
+ * (unlinked, renamed away, truncated or written by a create), the copy is
+ * thrown away and the path asked again: the write then acts on what is
+ * there now, as if it came after that change (ENOENT when nothing is).
+ * NULL with *rc. */
 static vnode *file_for_write(cof_vfs *v, int r, const char *rel, int trunc, int *rc)
 {
-	vnode *n = cof_vnode_get(v, r, rel);
-	int fd;
+	for (;;) {
+		vnode *n = cof_vnode_get(v, r, rel);
+		vsnap *s;
+		int fd;
 
-	*rc = 0;
-	if (!n) {
-		*rc = -errno;
-		return NULL;
-	}
-	if (n->kind != N_FILE) {
-		*rc = -ENOENT;
-		return NULL;
-	}
-	if (n->lid > 0)
-		return n;
-	int64_t lid = cof_layer_new(v, &fd);
-	if (lid < 0) {
-		*rc = -errno;
-		return NULL;
-	}
-	if (!trunc && (*rc = copy_up(v, n, fd)) != 0) {
+		*rc = 0;
+		if (!n) {
+			*rc = -errno;
+			return NULL;
+		}
+		if (n->copying) {
+			pthread_cond_wait(&v->copied, &v->mu);
+			continue;
+		}
+		if (n->kind != N_FILE) {
+			*rc = -ENOENT;
+			return NULL;
+		}
+		if (n->lid > 0)
+			return n;
+		int64_t lid = cof_layer_new(v, &fd);
+		if (lid < 0) {
+			*rc = -errno;
+			return NULL;
+		}
+		if (trunc || n->size == 0) {
+			close(fd);
+			n->lid = lid;
+			return n;
+		}
+		if (!(s = malloc(sizeof *s)) || snap_of(s, n)) {
+			free(s);
+			close(fd);
+			layer_drop(v, lid);
+			*rc = -ENOMEM;
+			return NULL;
+		}
+		n->copying = 1;
+		pthread_mutex_unlock(&v->mu);
+		*rc = copy_up(v, &s->n, fd);
 		close(fd);
-		return NULL;
+		pthread_mutex_lock(&v->mu);
+		n->copying = 0;
+		pthread_cond_broadcast(&v->copied);
+		int same = same_bytes(n, s);
+		free(s->n.path);
+		free(s);
+		if (*rc || !same) {
+			layer_drop(v, lid);
+			if (*rc)
+				return NULL;
+			continue; /* changed meanwhile: ask the path again */
+		}
+		n->lid = lid;
+		return n;
 	}
-	close(fd);
-	n->lid = lid;
-	return n;
 }
 
 /* Opens `rel` of root r for reading into f: 0, 1 when there is no such file
@@ -317,17 +433,25 @@ static int open_read(cof_vfs *v, int r, const char *rel, vfile *f)
 
 	if (cof_vop_hidden(v, r, rel, 0))
 		return -ENOENT;
+	vsnap s = {{0}};
+
 	pthread_mutex_lock(&v->mu);
 	n = cof_vnode_find(v, r, rel);
 	if (n && n->kind == N_FILE && n->lid > 0) {
 		if ((f->fd = cof_layer_open(v, n->lid, O_RDONLY)) < 0)
 			rc = -errno;
 	} else if (n && n->kind == N_FILE) {
-		if (cof_vbytes_open_node(v, n, &f->b))
-			rc = -EIO;
+		if (snap_of(&s, n))
+			rc = -ENOMEM;
 	} else if (n)
 		rc = n->kind == N_DIR ? -EISDIR : -ENOENT;
 	pthread_mutex_unlock(&v->mu);
+	/* the source's bytes are opened with mu dropped */
+	if (s.n.path) {
+		if (cof_vbytes_open_node(v, &s.n, &f->b))
+			rc = -EIO;
+		free(s.n.path);
+	}
 	if (!n && cof_vbytes_open(v, r, rel, NULL, &f->b))
 		rc = errno == ENOENT ? 1 : -EIO; /* absent: a folder, or nothing */
 	return rc;
@@ -679,13 +803,17 @@ static int write_nofh(cof_vfs *v, const char *path, const char *buf, size_t size
 	    (fd = cof_layer_open(v, n->lid, O_WRONLY)) < 0)
 		rc = -errno;
 	if (fd >= 0) {
-		k = pwrite(fd, buf, size, off);
-		rc = k < 0 ? -errno : 0;
-		close(fd);
+		/* marked before the bytes land: a commit that reads the layer
+		 * meanwhile keeps the file (the kernel's own order of writes) */
 		n->dirty = 1;
 		n->mtime = cof_now();
 	}
 	pthread_mutex_unlock(&v->mu);
+	if (fd >= 0) { /* the bytes go to the layer file with mu dropped */
+		k = pwrite(fd, buf, size, off);
+		rc = k < 0 ? -errno : 0;
+		close(fd);
+	}
 	return rc ? rc : (int)k;
 }
 

@@ -573,8 +573,15 @@ int cof_vop_rename(const char *from, const char *to, unsigned int flags)
 	if (flags & RENAME_EXCHANGE)
 		return -EINVAL;
 	pthread_mutex_lock(&v->mu);
-	ka = cof_vop_what_is(v, r, ra, &st);
-	kb = cof_vop_what_is(v, r, rb, &st);
+	/* each may drop mu to read the source: both answers must hold at once
+	 * (no node changed kind between them), else both are asked again */
+	for (int tries = 0;; tries++) {
+		uint64_t gen = v->gen;
+		ka = cof_vop_what_is(v, r, ra, &st);
+		kb = cof_vop_what_is(v, r, rb, &st);
+		if (v->gen == gen || tries == 8)
+			break;
+	}
 	if (!ka)
 		rc = -ENOENT;
 	else if (cof_vop_hidden(v, r, rb, ka == 2))

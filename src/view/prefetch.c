@@ -10,11 +10,83 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "view/lowlevel.h"
 #include "view/ops.h"
+
+/* What prefetch keeps of a view's session (ll->pf): none of it is the
+ * core's (lowlevel.h, cof_vhooks). */
+struct cof_vpf {
+	pthread_cond_t pushed;  /* a push ended */
+	int64_t view_pushed;    /* bytes pushed in this view (its budget) */
+	/* the queue: listings' files waiting for the pusher thread, in the
+	 * order they were listed */
+	struct cof_vpush *q_head, *q_tail;
+	size_t q_files;
+	pthread_cond_t q_cv;
+	pthread_t pusher;
+	int pusher_on, closing;
+	/* the pusher's folder ("nodes first"): a name in the view's root only
+	 * its walkers find, listing the files a walker is about to store. Two
+	 * walk it: the pusher ([0]) and a lister that pushes its own reply's
+	 * files ([1]). */
+	char hid_name[48];      /* ".coffer-" and 32 hex digits */
+	struct cof_vwalk {
+		pid_t tid;      /* whose requests it answers (0: none now) */
+		struct pushc *const *mat; /* what it lists to them now */
+		size_t nmat;
+		int fd;         /* the folder, kept open (-1: not yet) */
+		char *buf;      /* the walker's memory for a batch's bytes */
+		size_t cap;
+	} walk[2];
+	int lister_waits;       /* a listing waits for its stores (cof_vpush_wait) */
+	int pusher_idle;        /* the pusher waits for work */
+	uint64_t push_ids;      /* the last queued push's id */
+	uint64_t cur_id;        /* the one the pusher pushes now, or 0 */
+	fuse_ino_t prep_want;   /* the folder the pusher prepares next, or 0 */
+	struct fuse_context prep_cx; /* as whom (the attributes' owner) */
+	int warm_want;          /* the pusher warms the view first (cof_vll_warm), */
+	struct fuse_context warm_cx; /* as whom */
+};
+
+/* What prefetch keeps of one node (n->pf, NULL: nothing yet). */
+struct cof_vpnode {
+	int64_t pushed;         /* bytes it put into the cache: of this file, or
+				 * (a folder) of its files */
+	int pushing;            /* its bytes are being stored now (pushes of it) */
+	int stale;              /* written while pushing: drop the cache after */
+	int asked;              /* read by request: a push of it is late */
+	int seen;               /* in a reply a process could see (a lookup, a
+				 * listing sent): its bytes are never stored after */
+	int hid;                /* the pusher's folder */
+};
+
+/* Most nodes are only ever seen (looked up, never pushed): they share this
+ * one, never written (pn_own copies it first). */
+static struct cof_vpnode seen_only = {.seen = 1};
+static const struct cof_vpnode pn_none;
+
+/* Node n's state to read. */
+static const struct cof_vpnode *pn(const cof_lnode *n)
+{
+	return n->pf ? n->pf : &pn_none;
+}
+
+/* Node n's state to write (its own, made now), or NULL out of memory. */
+static struct cof_vpnode *pn_own(cof_lnode *n)
+{
+	if (n->pf && n->pf != &seen_only)
+		return n->pf;
+	struct cof_vpnode *x = malloc(sizeof *x);
+	if (!x)
+		return NULL;
+	*x = *pn(n);
+	n->pf = x;
+	return x;
+}
 
 /* A view whose files' bytes never change under its readers but through
  * its own writes (no `follow`), that answers no open (an open would drop
@@ -104,8 +176,9 @@ void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
 	int64_t size = st->st_size;
 	pushc *c;
 
-	if (size <= 0 || size > COF_VPUSH_FILE_MAX || p->pushed + size > COF_VPUSH_DIR_MAX ||
-	    ll->view_pushed + size > COF_VPUSH_VIEW_MAX)
+	if (pn(n)->pushed || size <= 0 || size > COF_VPUSH_FILE_MAX ||
+	    pn(p)->pushed + size > COF_VPUSH_DIR_MAX ||
+	    ll->pf->view_pushed + size > COF_VPUSH_VIEW_MAX || !pn_own(n) || !pn_own(p))
 		return;
 	if (ps->n == ps->cap) {
 		size_t cap = ps->cap ? ps->cap * 2 : 32;
@@ -127,9 +200,9 @@ void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
 	c->bytes = NULL;
 	c->got = 0;
 	ps->n++;
-	n->pushed = size;
-	p->pushed += size;
-	ll->view_pushed += size;
+	n->pf->pushed = size;
+	p->pf->pushed += size;
+	ll->pf->view_pushed += size;
 }
 
 /* The listed files' bytes are read in batches of this many: the small ones
@@ -208,7 +281,7 @@ static void read_batch(cof_vll *ll, pushc *c, size_t n, struct cof_vwalk *w)
 	pthread_mutex_lock(&ll->mu);
 	for (size_t i = 0; i < n; i++) {
 		cof_lnode *nd = ok[i] ? cof_lino_find(ll, c[i].ino) : NULL;
-		ok[i] = nd && !nd->asked;
+		ok[i] = nd && !pn(nd)->asked;
 	}
 	pthread_mutex_unlock(&ll->mu);
 	for (size_t i = 0; i < n; i++)
@@ -239,10 +312,11 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
-		if ((nd[i] = c[i].got ? cof_lino_find(ll, c[i].ino) : NULL) && nd[i]->seen)
+		if ((nd[i] = c[i].got ? cof_lino_find(ll, c[i].ino) : NULL) &&
+		    (pn(nd[i])->seen || !pn_own(nd[i])))
 			nd[i] = NULL; /* a process may have it: see cof_vpush_folder */
 		else if (nd[i])
-			nd[i]->pushing++;
+			nd[i]->pf->pushing++;
 	pthread_mutex_unlock(&ll->mu);
 	for (size_t i = 0; i < n; i++)
 		if (nd[i]) {
@@ -257,12 +331,12 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 	pthread_mutex_lock(&ll->mu);
 	for (size_t i = 0; i < n; i++)
 		if (nd[i]) {
-			nd[i]->pushing--;
-			stale[i] = (unsigned char)nd[i]->stale;
-			nd[i]->stale = 0;
+			nd[i]->pf->pushing--;
+			stale[i] = (unsigned char)nd[i]->pf->stale;
+			nd[i]->pf->stale = 0;
 			cof_lino_put(ll, nd[i]); /* forgotten while pushed */
 		}
-	pthread_cond_broadcast(&ll->pushed);
+	pthread_cond_broadcast(&ll->pf->pushed);
 	pthread_mutex_unlock(&ll->mu);
 	for (size_t i = 0; i < n; i++)
 		if (nd[i] && stale[i])
@@ -299,11 +373,15 @@ void cof_vpush_free(cof_vpush *ps)
  * pusher has not begun them by then, the lister's thread makes the nodes
  * and stores itself (cof_vpush_wait), the pusher's second walker. */
 
-void cof_vpush_seen(cof_vll *ll, cof_lnode *n)
+/* on_seen: a store of n under way ends first, and none comes after. */
+static void vpush_seen(cof_vll *ll, cof_lnode *n)
 {
-	n->seen = 1;
-	while (n->pushing)
-		pthread_cond_wait(&ll->pushed, &ll->mu);
+	if (!n->pf)
+		n->pf = &seen_only;
+	else if (n->pf != &seen_only)
+		n->pf->seen = 1;
+	while (pn(n)->pushing)
+		pthread_cond_wait(&ll->pf->pushed, &ll->mu);
 }
 
 /* The walker of the pusher's folder whose request req is, or NULL (a
@@ -313,8 +391,8 @@ static struct cof_vwalk *walk_of(cof_vll *ll, fuse_req_t req)
 	pid_t pid = fuse_req_ctx(req)->pid;
 
 	for (int i = 0; i < 2; i++)
-		if (ll->walk[i].tid && ll->walk[i].tid == pid)
-			return &ll->walk[i];
+		if (ll->pf->walk[i].tid && ll->pf->walk[i].tid == pid)
+			return &ll->pf->walk[i];
 	return NULL;
 }
 
@@ -328,12 +406,13 @@ static void hid_attr(struct stat *st, fuse_ino_t ino)
 	st->st_gid = getgid();
 }
 
-int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char *name)
+/* claim_lookup: the pusher's folder, found by its walkers only. */
+static int vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
 	cof_lnode *n;
 
-	if (parent != FUSE_ROOT_ID || strcmp(name, ll->hid_name))
+	if (parent != FUSE_ROOT_ID || strcmp(name, ll->pf->hid_name))
 		return 0;
 	memset(&e, 0, sizeof e);
 	pthread_mutex_lock(&ll->mu);
@@ -342,8 +421,13 @@ int cof_vpush_lookup(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const char 
 		fuse_reply_err(req, ENOENT);
 		return 1;
 	}
-	if ((n = cof_lino_ref(ll, &ll->root, name)))
-		n->hid = 1; /* (both walkers' lookups name this node while one holds it) */
+	/* (both walkers' lookups name this node while one holds it) */
+	if ((n = cof_lino_ref(ll, &ll->root, name)) && pn_own(n))
+		n->pf->hid = 1;
+	else if (n) {
+		cof_lino_forget(ll, n->ino, 1);
+		n = NULL;
+	}
 	pthread_mutex_unlock(&ll->mu);
 	if (!n) {
 		fuse_reply_err(req, ENOMEM);
@@ -398,7 +482,7 @@ static void hid_list(fuse_req_t req, cof_vll *ll, struct cof_vwalk *w, size_t si
 		char name[24];
 		size_t k;
 
-		if (!n || n->seen)
+		if (!n || pn(n)->seen)
 			continue;
 		hex_name(name, c->ino);
 		if ((k = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0)) > size - len)
@@ -424,15 +508,16 @@ static void hid_list(fuse_req_t req, cof_vll *ll, struct cof_vwalk *w, size_t si
 	free(refs);
 }
 
-int cof_vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
-		      off_t off, struct fuse_file_info *fi)
+/* claim_dir: the pusher's folder's own requests. */
+static int vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, size_t size,
+			 off_t off, struct fuse_file_info *fi)
 {
 	struct cof_vwalk *w;
 	struct stat st;
 	cof_lnode *n;
 
 	pthread_mutex_lock(&ll->mu);
-	if (!(n = cof_lino_find(ll, ino)) || !n->hid) {
+	if (!(n = cof_lino_find(ll, ino)) || !pn(n)->hid) {
 		pthread_mutex_unlock(&ll->mu);
 		return 0;
 	}
@@ -472,7 +557,7 @@ static int hid_open(cof_vll *ll, int *fd)
 	if (*fd >= 0)
 		return lseek(*fd, 0, SEEK_SET) == 0 ? 0 : -1;
 	if (!ll->v->dir ||
-	    snprintf(path, sizeof path, "%s/%s", ll->v->dir, ll->hid_name) >= (int)sizeof path)
+	    snprintf(path, sizeof path, "%s/%s", ll->v->dir, ll->pf->hid_name) >= (int)sizeof path)
 		return -1;
 	*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return *fd >= 0 ? 0 : -1;
@@ -492,7 +577,7 @@ static int make_nodes(cof_vll *ll, struct cof_vwalk *w, pushc *c, size_t n)
 	pthread_mutex_lock(&ll->mu);
 	for (size_t i = 0; i < n; i++) {
 		cof_lnode *nd = cof_lino_find(ll, c[i].ino);
-		if (nd && !nd->seen && !nd->asked)
+		if (nd && !pn(nd)->seen && !pn(nd)->asked)
 			mat[k++] = &c[i];
 	}
 	w->mat = mat;
@@ -520,7 +605,7 @@ static void push_all(cof_vll *ll, cof_vpush *ps, struct cof_vwalk *w)
 
 	pthread_mutex_lock(&ll->mu);
 	c0 = ll->changes;
-	stop = ll->inflight != 0 || ll->closing;
+	stop = ll->inflight != 0 || ll->pf->closing;
 	pthread_mutex_unlock(&ll->mu);
 	/* the nodes first, all of them at once (one walk a reply) */
 	if (!stop && make_nodes(ll, w, ps->c, ps->n) != 0)
@@ -559,16 +644,16 @@ static void *pusher(void *arg)
 
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSHER_NICE);
 	pthread_mutex_lock(&ll->mu);
-	ll->walk[0].tid = (pid_t)syscall(SYS_gettid);
+	ll->pf->walk[0].tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
-		while (!ll->q_head && !ll->prep_want && !ll->warm_want && !ll->closing) {
-			ll->pusher_idle = 1;
-			pthread_cond_wait(&ll->q_cv, &ll->mu);
+		while (!ll->pf->q_head && !ll->pf->prep_want && !ll->pf->warm_want && !ll->pf->closing) {
+			ll->pf->pusher_idle = 1;
+			pthread_cond_wait(&ll->pf->q_cv, &ll->mu);
 		}
-		ll->pusher_idle = 0;
-		if (ll->warm_want && !ll->closing) {
-			struct fuse_context cx = ll->warm_cx;
-			ll->warm_want = 0;
+		ll->pf->pusher_idle = 0;
+		if (ll->pf->warm_want && !ll->pf->closing) {
+			struct fuse_context cx = ll->pf->warm_cx;
+			ll->pf->warm_want = 0;
 			pthread_mutex_unlock(&ll->mu);
 			cof_vll_enter(ll, &cx);
 			cof_vll_warm(ll);
@@ -577,29 +662,29 @@ static void *pusher(void *arg)
 		}
 		/* a folder to prepare comes first, but for the replies of one
 		 * listed now (queued first): the walk waits for those already */
-		if (ll->prep_want && !ll->closing && !(ll->q_head && ll->q_head->first)) {
-			fuse_ino_t ino = ll->prep_want;
-			struct fuse_context cx = ll->prep_cx;
-			ll->prep_want = 0;
+		if (ll->pf->prep_want && !ll->pf->closing && !(ll->pf->q_head && ll->pf->q_head->first)) {
+			fuse_ino_t ino = ll->pf->prep_want;
+			struct fuse_context cx = ll->pf->prep_cx;
+			ll->pf->prep_want = 0;
 			pthread_mutex_unlock(&ll->mu);
 			cof_vll_enter(ll, &cx);
 			cof_vll_prepare(ll, ino);
 			pthread_mutex_lock(&ll->mu);
 			continue;
 		}
-		if (!(ps = ll->q_head))
+		if (!(ps = ll->pf->q_head))
 			break;
-		if (!(ll->q_head = ps->next))
-			ll->q_tail = NULL;
-		ll->q_files -= ps->n;
-		ll->cur_id = ps->id;
+		if (!(ll->pf->q_head = ps->next))
+			ll->pf->q_tail = NULL;
+		ll->pf->q_files -= ps->n;
+		ll->pf->cur_id = ps->id;
 		pthread_mutex_unlock(&ll->mu);
-		push_all(ll, ps, &ll->walk[0]);
+		push_all(ll, ps, &ll->pf->walk[0]);
 		pthread_mutex_lock(&ll->mu);
-		ll->cur_id = 0;
-		pthread_cond_broadcast(&ll->pushed); /* cof_vpush_wait's */
+		ll->pf->cur_id = 0;
+		pthread_cond_broadcast(&ll->pf->pushed); /* cof_vpush_wait's */
 	}
-	ll->walk[0].tid = 0;
+	ll->pf->walk[0].tid = 0;
 	pthread_mutex_unlock(&ll->mu);
 	return NULL;
 }
@@ -607,18 +692,18 @@ static void *pusher(void *arg)
 /* Whether the pusher runs (started now if not yet). Under mu. */
 static int pusher_up(cof_vll *ll)
 {
-	if (!ll->pusher_on && !ll->closing && pthread_create(&ll->pusher, NULL, pusher, ll) == 0)
-		ll->pusher_on = 1;
-	return ll->pusher_on && !ll->closing;
+	if (!ll->pf->pusher_on && !ll->pf->closing && pthread_create(&ll->pf->pusher, NULL, pusher, ll) == 0)
+		ll->pf->pusher_on = 1;
+	return ll->pf->pusher_on && !ll->pf->closing;
 }
 
-void cof_vpush_warm(cof_vll *ll, const struct fuse_context *cx)
+static void vpush_warm(cof_vll *ll, const struct fuse_context *cx)
 {
 	pthread_mutex_lock(&ll->mu);
 	if (pusher_up(ll)) {
-		ll->warm_want = 1;
-		ll->warm_cx = *cx;
-		pthread_cond_signal(&ll->q_cv);
+		ll->pf->warm_want = 1;
+		ll->pf->warm_cx = *cx;
+		pthread_cond_signal(&ll->pf->q_cv);
 	}
 	pthread_mutex_unlock(&ll->mu);
 }
@@ -629,9 +714,9 @@ void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *c
 		return;
 	pthread_mutex_lock(&ll->mu);
 	if (pusher_up(ll)) {
-		ll->prep_want = ino; /* the newest: the one the walk reaches next */
-		ll->prep_cx = *cx;
-		pthread_cond_signal(&ll->q_cv);
+		ll->pf->prep_want = ino; /* the newest: the one the walk reaches next */
+		ll->pf->prep_cx = *cx;
+		pthread_cond_signal(&ll->pf->q_cv);
 	}
 	pthread_mutex_unlock(&ll->mu);
 }
@@ -641,24 +726,24 @@ uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps, int first)
 	uint64_t id;
 
 	pthread_mutex_lock(&ll->mu);
-	if (!pusher_up(ll) || ll->q_files + ps->n > QUEUE_MAX) {
+	if (!pusher_up(ll) || ll->pf->q_files + ps->n > QUEUE_MAX) {
 		pthread_mutex_unlock(&ll->mu);
 		cof_vpush_free(ps);
 		return 0;
 	}
-	id = ps->id = ++ll->push_ids;
+	id = ps->id = ++ll->pf->push_ids;
 	ps->first = first;
-	ps->next = first ? ll->q_head : NULL;
+	ps->next = first ? ll->pf->q_head : NULL;
 	if (first)
-		ll->q_head = ps;
-	else if (ll->q_tail)
-		ll->q_tail->next = ps;
+		ll->pf->q_head = ps;
+	else if (ll->pf->q_tail)
+		ll->pf->q_tail->next = ps;
 	else
-		ll->q_head = ps;
+		ll->pf->q_head = ps;
 	if (!ps->next)
-		ll->q_tail = ps;
-	ll->q_files += ps->n;
-	pthread_cond_signal(&ll->q_cv);
+		ll->pf->q_tail = ps;
+	ll->pf->q_files += ps->n;
+	pthread_cond_signal(&ll->pf->q_cv);
 	pthread_mutex_unlock(&ll->mu);
 	return id;
 }
@@ -673,24 +758,24 @@ static int push_here(cof_vll *ll, uint64_t id)
 {
 	cof_vpush **pp, *ps;
 
-	if (ll->lister_waits)
+	if (ll->pf->lister_waits)
 		return 0;
-	for (pp = &ll->q_head; (ps = *pp) && ps->id != id; pp = &ps->next)
+	for (pp = &ll->pf->q_head; (ps = *pp) && ps->id != id; pp = &ps->next)
 		;
-	if (!ps || ll->closing)
+	if (!ps || ll->pf->closing)
 		return 0;
 	if (!(*pp = ps->next))
-		ll->q_tail = pp == &ll->q_head ? NULL
+		ll->pf->q_tail = pp == &ll->pf->q_head ? NULL
 			: (cof_vpush *)((char *)pp - offsetof(cof_vpush, next));
-	ll->q_files -= ps->n;
-	ll->lister_waits = 1;
-	ll->walk[1].tid = (pid_t)syscall(SYS_gettid);
+	ll->pf->q_files -= ps->n;
+	ll->pf->lister_waits = 1;
+	ll->pf->walk[1].tid = (pid_t)syscall(SYS_gettid);
 	pthread_mutex_unlock(&ll->mu);
-	push_all(ll, ps, &ll->walk[1]);
+	push_all(ll, ps, &ll->pf->walk[1]);
 	pthread_mutex_lock(&ll->mu);
-	ll->walk[1].tid = 0;
-	ll->lister_waits = 0;
-	pthread_cond_broadcast(&ll->pushed); /* cof_vpush_stop's */
+	ll->pf->walk[1].tid = 0;
+	ll->pf->lister_waits = 0;
+	pthread_cond_broadcast(&ll->pf->pushed); /* cof_vpush_stop's */
 	return 1;
 }
 
@@ -699,7 +784,7 @@ int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy)
 	int done = 0;
 
 	pthread_mutex_lock(&ll->mu);
-	if (!if_busy || !ll->pusher_idle)
+	if (!if_busy || !ll->pf->pusher_idle)
 		done = push_here(ll, id);
 	pthread_mutex_unlock(&ll->mu);
 	return done;
@@ -717,49 +802,147 @@ void cof_vpush_wait(cof_vll *ll, uint64_t id)
 	cof_vpush *ps;
 
 	pthread_mutex_lock(&ll->mu);
-	if (push_here(ll, id) || ll->lister_waits) {
+	if (push_here(ll, id) || ll->pf->lister_waits) {
 		pthread_mutex_unlock(&ll->mu);
 		return;
 	}
-	ll->lister_waits = 1; /* (no other lister walks while this one waits) */
+	ll->pf->lister_waits = 1; /* (no other lister walks while this one waits) */
 	for (;;) { /* the pusher's now (or, closing, soon dropped by it) */
-		for (ps = ll->q_head; ps && ps->id != id; ps = ps->next)
+		for (ps = ll->pf->q_head; ps && ps->id != id; ps = ps->next)
 			;
-		if (!ps && ll->cur_id != id)
+		if (!ps && ll->pf->cur_id != id)
 			break;
-		pthread_cond_wait(&ll->pushed, &ll->mu);
+		pthread_cond_wait(&ll->pf->pushed, &ll->mu);
 	}
-	ll->lister_waits = 0;
-	pthread_cond_broadcast(&ll->pushed); /* cof_vpush_stop's */
+	ll->pf->lister_waits = 0;
+	pthread_cond_broadcast(&ll->pf->pushed); /* cof_vpush_stop's */
 	pthread_mutex_unlock(&ll->mu);
 }
 
-void cof_vpush_stop(cof_vll *ll)
+/* stop: ends the pusher (what it had not pushed is dropped). */
+static void vpush_stop(cof_vll *ll)
 {
 	cof_vpush *ps;
 	int on;
 
 	pthread_mutex_lock(&ll->mu);
-	ll->closing = 1;
-	pthread_cond_broadcast(&ll->q_cv);
-	on = ll->pusher_on;
-	while (ll->lister_waits) /* its walk needs the loop: it still serves */
-		pthread_cond_wait(&ll->pushed, &ll->mu);
+	ll->pf->closing = 1;
+	pthread_cond_broadcast(&ll->pf->q_cv);
+	on = ll->pf->pusher_on;
+	while (ll->pf->lister_waits) /* its walk needs the loop: it still serves */
+		pthread_cond_wait(&ll->pf->pushed, &ll->mu);
 	pthread_mutex_unlock(&ll->mu);
 	if (on)
-		pthread_join(ll->pusher, NULL);
-	ll->pusher_on = 0; /* (a second stop: the unmount's, after the detach's) */
-	while ((ps = ll->q_head)) { /* closing: what was left */
-		ll->q_head = ps->next;
+		pthread_join(ll->pf->pusher, NULL);
+	ll->pf->pusher_on = 0; /* (a second stop: the unmount's, after the detach's) */
+	while ((ps = ll->pf->q_head)) { /* closing: what was left */
+		ll->pf->q_head = ps->next;
 		cof_vpush_free(ps);
 	}
-	ll->q_tail = NULL;
+	ll->pf->q_tail = NULL;
 	for (int i = 0; i < 2; i++) {
-		if (ll->walk[i].fd >= 0)
-			close(ll->walk[i].fd);
-		ll->walk[i].fd = -1;
-		free(ll->walk[i].buf);
-		ll->walk[i].buf = NULL;
-		ll->walk[i].cap = 0;
+		if (ll->pf->walk[i].fd >= 0)
+			close(ll->pf->walk[i].fd);
+		ll->pf->walk[i].fd = -1;
+		free(ll->pf->walk[i].buf);
+		ll->pf->walk[i].buf = NULL;
+		ll->pf->walk[i].cap = 0;
 	}
 }
+
+/* ------------------------------------------------------------ the hooks */
+
+static int vpush_start(cof_vll *ll)
+{
+	struct cof_vpf *pf = calloc(1, sizeof *pf);
+	unsigned char r[16];
+
+	if (!pf)
+		return -1;
+	/* the pusher's own folder's name ("nodes first") */
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+		free(pf);
+		return -1;
+	}
+	strcpy(pf->hid_name, ".coffer-");
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(pf->hid_name + 8 + 2 * i, 3, "%02x", r[i]);
+	pthread_cond_init(&pf->pushed, NULL);
+	pthread_cond_init(&pf->q_cv, NULL);
+	pf->walk[0].fd = pf->walk[1].fd = -1;
+	ll->pf = pf;
+	return 0;
+}
+
+/* on_init: a view mounted to be walked is warmed (its requests wait for
+ * INIT's reply: the pusher's thread does it). */
+static void vpush_init(cof_vll *ll)
+{
+	if (ll->v->o.warm && cof_vpush_on(ll->v)) {
+		struct fuse_context cx = *cof_vop_ctx();
+		cx.uid = ll->v->o.warm_uid;
+		cx.gid = ll->v->o.warm_gid;
+		cx.pid = 0;
+		vpush_warm(ll, &cx);
+	}
+}
+
+/* on_read: the reader came first: a push of it is skipped. */
+static void vpush_read(cof_vll *ll, cof_lnode *n)
+{
+	struct cof_vpnode *x;
+
+	if (!pn(n)->asked && cof_vpush_on(ll->v) && (x = pn_own(n)))
+		x->asked = 1;
+}
+
+/* on_change: a change other than a write waits for a store of node ino under
+ * way (it holds no page of it); a write cannot (the kernel holds its pages
+ * while it waits for us), so n's cache is dropped after the store. */
+static void vpush_change(cof_vll *ll, fuse_ino_t ino, int write)
+{
+	cof_lnode *n;
+
+	/* (found again after each wait: a node may be freed meanwhile) */
+	while (!write && ino && (n = cof_lino_find(ll, ino)) && pn(n)->pushing)
+		pthread_cond_wait(&ll->pf->pushed, &ll->mu);
+	if (write && ino && (n = cof_lino_find(ll, ino)) && pn(n)->pushing)
+		n->pf->stale = 1;
+}
+
+/* holds: a node being stored stays until its store ends (push_batch puts it). */
+static int vpush_holds(const cof_vll *ll, const cof_lnode *n)
+{
+	return pn(n)->pushing != 0;
+}
+
+static void vpush_forget(cof_vll *ll, cof_lnode *n)
+{
+	if (n->pf != &seen_only)
+		free(n->pf);
+	n->pf = NULL;
+}
+
+static void vpush_end(cof_vll *ll)
+{
+	if (!ll->pf)
+		return;
+	pthread_cond_destroy(&ll->pf->pushed);
+	pthread_cond_destroy(&ll->pf->q_cv);
+	free(ll->pf);
+	ll->pf = NULL;
+}
+
+const cof_vhooks cof_vprefetch_hooks = {
+	.start = vpush_start,
+	.on_init = vpush_init,
+	.claim_lookup = vpush_lookup,
+	.claim_dir = vpush_dir_req,
+	.on_seen = vpush_seen,
+	.on_read = vpush_read,
+	.on_change = vpush_change,
+	.holds = vpush_holds,
+	.on_forget = vpush_forget,
+	.stop = vpush_stop,
+	.end = vpush_end,
+};

@@ -32,6 +32,9 @@ typedef struct vnode {
 	int64_t mtime;
 	int dirty;              /* DIRECT: written, not yet landed */
 	int refused;            /* DIRECT: the last landing was refused (not failed) */
+	int copying;            /* its bytes are being copied into the layer with
+				 * mu dropped (ops.c, file_for_write): others
+				 * wanting them wait on cof_vfs.copied */
 } vnode;
 
 typedef struct vroot {
@@ -65,7 +68,13 @@ struct cof_vfs {
 	cof_view_opts o;
 	uint64_t id;            /* unique in the process (views come and go) */
 	vroot roots[COF_VIEW_ROOTS];
-	pthread_mutex_t mu;     /* the nodes, next_lid */
+	pthread_mutex_t mu;     /* the nodes, next_lid; held for no read of the
+				 * source or copy of bytes (docs/design.md,
+				 * Views, "No I/O under the view's mutex") */
+	pthread_cond_t copied;  /* a node's copy into the layer ended */
+	uint64_t gen;           /* bumped by every change of a node's kind: a
+				 * read made with mu dropped is still good when
+				 * it is unchanged after */
 	vnode *bucket[VNODE_BUCKETS];
 	vfold *fbucket[VNODE_BUCKETS];
 	vnode *nodes;
@@ -122,6 +131,8 @@ int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e);
 /* 1 when some file lies under folder `path` ("" = root: always 1) that the
  * layer has not removed; 0 when none. */
 int cof_vbase_dir(cof_vfs *v, int root, const char *path);
+/* cof_vbase_dir without mu held (it takes mu for each row's node). */
+int cof_vbase_dir_unlocked(cof_vfs *v, int root, const char *path);
 /* One child of a folder as read from the volume. */
 typedef struct vchild {
 	char name[256];

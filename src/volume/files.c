@@ -14,22 +14,6 @@
 #include <unistd.h>
 #include "volume/volume.h"
 
-#define SNIFF_BYTES 4096
-
-/* The first COF_INLINE_MAX bytes stay in memory: content that small is stored
- * inline in the metadata, in the change's own transaction (one fsync, not
- * three). Past that the blob writer starts and gets the head first. */
-struct cof_upload {
-	cof_store *st;
-	cof_blob_writer *w;   /* NULL while everything fits in head */
-	int64_t size, max;
-	int64_t room;         /* >= 0: what the volume has room for (cof_upload_room) */
-	int64_t room_base;    /* the volume's bytes less what the path holds now */
-	cof_volrow *vol;      /* for the ceiling's error; NULL without a room */
-	unsigned char head[COF_INLINE_MAX];
-	size_t headlen;
-};
-
 /* ---------------------------------------------------------- preconditions */
 
 int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err)
@@ -267,16 +251,15 @@ void cof_sniff_type(cof_store *st, const char *path, const void *head, size_t le
 /* ------------------------------------------------------------------- put */
 
 typedef struct put_ctx {
-	const char *path, *sha, *ctype;
-	const void *inline_data;
-	int64_t size;
+	const char *path;
 	cof_cond cond;
 	int created;
 } put_ctx;
 
-static int put_apply(cof_txn *tx, void *arg, cof_err *err)
+static int put_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 {
-	put_ctx *p = arg;
+	put_ctx *p = l->ctx;
+	cof_land_file *f = &l->files[0];
 	cof_entry *cur = cof_malloc(sizeof *cur);
 	int exists, rc = -1;
 
@@ -285,7 +268,7 @@ static int put_apply(cof_txn *tx, void *arg, cof_err *err)
 	exists = cof_txn_get(tx, p->path, cur, err);
 	if (exists >= 0 && !cond_check(p->cond, p->path, cur, exists, err) &&
 	    (exists || !cof_volume_path_free(tx, p->path, err)) &&
-	    !cof_txn_write(tx, p->path, p->sha, p->size, p->ctype, p->inline_data, err))
+	    !cof_txn_write(tx, p->path, f->sha256, f->size, f->type, f->inl, err))
 		rc = cof_volume_fit(tx, err);
 	p->created = exists == 0;
 	free(cur);
@@ -320,10 +303,9 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 		 json_t **out, int *created, cof_err *err)
 {
 	cof_volrow v;
-	char sha[65], ctype[128];
-	int64_t size, seq;
 	put_ctx p = {.cond = cond};
-	int rc;
+	cof_land_file f = {.kind = COF_LAND_UPLOAD, .up = up, .ctype = content_type};
+	cof_landing l = {.vol = &v, .files = &f, .nfiles = 1, .apply = put_apply, .ctx = &p};
 
 	if (!up)
 		return cof_error(err, COF_EINTERNAL, "no upload");
@@ -344,45 +326,14 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 		cof_upload_abort(up);
 		return cof_ceiling_error(&v, after, err);
 	}
-	if (content_type)
-		snprintf(ctype, sizeof ctype, "%s", content_type);
-	else
-		cof_sniff_type(st, p.path, up->head,
-			       up->headlen < SNIFF_BYTES ? up->headlen : SNIFF_BYTES, ctype,
-			       sizeof ctype);
-	/* Held from the blob's commit to the metadata's, so the collector never
-	 * deletes content a write is about to name. */
-	cof_store_hold_content(st);
-	if (up->w) {
-		rc = st->blobs->commit(up->w, sha, &size, err);
-		if (!rc)
-			rc = cof_content_pending(st, sha, size, err);
-	} else {
-		size = up->size;
-		rc = cof_sha256_hex(up->head, up->headlen, sha)
-			     ? cof_error(err, COF_EINTERNAL, "cannot hash the upload") : 0;
-		p.inline_data = up->head;
-	}
-	if (!rc) {
-		p.sha = sha, p.size = size, p.ctype = ctype;
-		rc = cof_meta_change(st->meta, v.vno, put_apply, &p, &seq, err);
-		if (rc && up->w) {   /* refused: the bytes are as a cut-off upload's */
-			cof_err e2 = {0};
-			cof_meta_blob_abandoned(st->meta, sha, &e2);
-			cof_err_clear(&e2);
-		}
-	}
-	cof_store_release_content(st);
-	free(up->vol);
-	free(up);
-	if (rc)
+	f.path = p.path;
+	if (cof_land(st, &l, err))
 		return -1;
-	cof_store_changed(st, &v);
 	if (created)
 		*created = p.created;
 	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I}", "path", p.path, "version",
-			 (json_int_t)seq, "size", (json_int_t)size, "contentType", ctype,
-			 "sha256", sha, "seq", (json_int_t)seq);
+			 (json_int_t)l.seq, "size", (json_int_t)f.size, "contentType", f.type,
+			 "sha256", f.sha256, "seq", (json_int_t)l.seq);
 	return 0;
 }
 
@@ -400,6 +351,54 @@ int cof_file_put_bytes(cof_store *st, const char *org, const char *vol,
 		return -1;
 	}
 	return cof_file_put(st, org, vol, path, up, content_type, cond, out, created, err);
+}
+
+/* The same content named at another path (maybe of another volume): no
+ * byte is read or stored again for content in the blob store; inline
+ * content is small and written inline again (the same hash). */
+int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const char *from_path,
+		  const char *vol, const char *path, const char *content_type, cof_cond cond,
+		  json_t **out, cof_err *err)
+{
+	cof_volrow v;
+	cof_file f = {0};
+	put_ctx p = {.cond = cond};
+	cof_land_file lf = {.kind = COF_LAND_KNOWN};
+	cof_landing l = {.vol = &v, .files = &lf, .nfiles = 1, .apply = put_apply, .ctx = &p,
+			 .held = 1};
+	int rc;
+
+	if (cof_path_check(path, strlen(path), "path", &p.path, err) ||
+	    (content_type && cof_media_type_check(content_type, "Content-Type", err)) ||
+	    cof_meta_volume_get(st->meta, org, vol, &v, err))
+		return -1;
+	/* held from the read of the source's row to the change naming its
+	 * content again: no collector deletes it in between */
+	cof_store_hold_content(st);
+	if (cof_file_open(st, org, from_vol, from_path, NULL, &f, err)) {
+		cof_store_release_content(st);
+		return -1;
+	}
+	if (!f.reader) {
+		lf.kind = COF_LAND_MEMORY;
+		lf.data = f.data;
+		lf.len = (size_t)f.size;
+		lf.ctype = content_type ? content_type : f.content_type;
+	} else {
+		snprintf(lf.sha256, sizeof lf.sha256, "%s", f.sha256);
+		lf.size = f.size;
+		lf.ctype = content_type ? content_type : f.content_type;
+	}
+	lf.path = p.path;
+	rc = cof_land(st, &l, err);
+	cof_store_release_content(st);
+	cof_file_close(&f);
+	if (rc)
+		return -1;
+	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I}", "path", p.path, "version",
+			 (json_int_t)l.seq, "size", (json_int_t)lf.size, "contentType", lf.type,
+			 "sha256", lf.sha256, "seq", (json_int_t)l.seq);
+	return 0;
 }
 
 /* ------------------------------------------------------------------- read */
@@ -516,9 +515,9 @@ typedef struct remove_ctx {
 	cof_cond cond;
 } remove_ctx;
 
-static int remove_apply(cof_txn *tx, void *arg, cof_err *err)
+static int remove_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 {
-	remove_ctx *r = arg;
+	remove_ctx *r = l->ctx;
 	cof_entry *cur = cof_malloc(sizeof *cur);
 	int exists, rc = -1;
 
@@ -538,14 +537,12 @@ int cof_file_remove(cof_store *st, const char *org, const char *vol,
 {
 	remove_ctx r = {.cond = cond};
 	cof_volrow v;
-	int64_t seq;
+	cof_landing l = {.vol = &v, .apply = remove_apply, .ctx = &r};
 
 	if (cof_path_check(path, strlen(path), "path", &r.path, err) ||
-	    cof_meta_volume_get(st->meta, org, vol, &v, err) ||
-	    cof_meta_change(st->meta, v.vno, remove_apply, &r, &seq, err))
+	    cof_meta_volume_get(st->meta, org, vol, &v, err) || cof_land(st, &l, err))
 		return -1;
-	cof_store_changed(st, &v);
-	*out = json_pack("{s:s, s:I}", "path", r.path, "seq", (json_int_t)seq);
+	*out = json_pack("{s:s, s:I}", "path", r.path, "seq", (json_int_t)l.seq);
 	return 0;
 }
 
@@ -579,9 +576,9 @@ static int move_one(cof_txn *tx, const cof_item *src, const char *dst, int overw
 	return rc;
 }
 
-static int move_apply(cof_txn *tx, void *arg, cof_err *err)
+static int move_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 {
-	move_ctx *m = arg;
+	move_ctx *m = l->ctx;
 	cof_items it = {0};
 	cof_buf dst = COF_BUF_INIT, dir = COF_BUF_INIT;
 	int rc = -1;
@@ -664,7 +661,7 @@ int cof_file_move_visible(cof_store *st, const char *org, const char *vol, json_
 {
 	move_ctx m = {.hidden = hidden, .hidden_ctx = hidden_ctx};
 	cof_volrow v;
-	int64_t seq;
+	cof_landing l = {.vol = &v, .apply = move_apply, .ctx = &m};
 	const char *from, *to;
 
 	if (cof_json_check(body, move_fields, err))
@@ -677,11 +674,9 @@ int cof_file_move_visible(cof_store *st, const char *org, const char *vol, json_
 	if (!strcmp(m.from, m.to))
 		return cof_error(err, COF_EVALIDATION, "'from' and 'to' are the same path");
 	m.overwrite = cof_json_bool(body, "overwrite", 0);
-	if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
-	    cof_meta_change(st->meta, v.vno, move_apply, &m, &seq, err))
+	if (cof_meta_volume_get(st->meta, org, vol, &v, err) || cof_land(st, &l, err))
 		return -1;
-	cof_store_changed(st, &v);
 	*out = json_pack("{s:s, s:s, s:I, s:I}", "from", m.from, "to", m.to, "seq",
-			 (json_int_t)seq, "moved", (json_int_t)m.moved);
+			 (json_int_t)l.seq, "moved", (json_int_t)m.moved);
 	return 0;
 }

@@ -2,10 +2,13 @@
  * migrate.c — `coffer migrate` (include/coffer.h cof_migrate): the store
  * copies the dataset and checks what it copied (store/migrate.c); fsck of the
  * target, which reads volumes as the volume layer does, is this layer's
- * last step, so the store never calls up into volume/.
+ * last step, so the store never calls up into volume/. `coffer backup` and
+ * `coffer restore` (cof_backup, cof_restore) likewise: store/backup.c copies,
+ * the restore's fsck runs here.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include "store/store.h"
 #include "volume/volume.h"
@@ -52,5 +55,43 @@ int cof_migrate(const char *from, const char *meta, const char *blobs, json_t **
 		return -1;
 	}
 	json_object_set_new(*out, "fsck", rep);
+	return 0;
+}
+
+int cof_backup(const char *from, const char *to, json_t **out, cof_err *err)
+{
+	return cof_store_backup(from, to, 0, out, err);
+}
+
+/* fsck of the restored dir is volume logic: it runs here, once the store has
+ * copied everything and let go of the dir. */
+int cof_restore(const char *from, const char *to, json_t **out, cof_err *err)
+{
+	cof_store_opts so = {.tool = 1};
+	cof_store *st;
+	json_t *rep = NULL, *fsck = NULL;
+
+	*out = NULL;
+	if (cof_store_backup(from, to, 1, &rep, err))
+		return -1;
+	if (cof_store_open(to, &so, &st, err)) {
+		json_decref(rep);
+		return -1;
+	}
+	int rc = cof_fsck(st, &fsck, err);
+	cof_store_close(st);
+	if (!rc && !json_is_true(json_object_get(fsck, "ok"))) {
+		char *txt = json_dumps(fsck, JSON_COMPACT);
+		rc = cof_error(err, COF_EINTERNAL, "fsck of the restored data dir '%s' found"
+			       " missing or corrupt content: %s", to, txt ? txt : "(out of memory)");
+		free(txt);
+	}
+	if (rc) {
+		json_decref(rep);
+		json_decref(fsck);
+		return -1;
+	}
+	json_object_set_new(rep, "fsck", fsck);
+	*out = rep;
 	return 0;
 }

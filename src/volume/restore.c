@@ -55,9 +55,9 @@ static int same_file(const cof_item *a, const cof_item *b)
 
 /* Diffs the live files against the snapshot's (both sorted by path) and
  * writes/removes what differs, inside one change. */
-static int restore_apply(cof_txn *tx, void *arg, cof_err *err)
+static int restore_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 {
-	restore_ctx *r = arg;
+	restore_ctx *r = l->ctx;
 	cof_items live = {0};
 	size_t i = 0, j = 0;
 	int rc = -1;
@@ -98,8 +98,8 @@ int cof_volume_restore(cof_store *st, const char *org, const char *vol, json_t *
 {
 	restore_ctx r = {0};
 	cof_view view;
+	cof_landing l = {.vol = &view.vol, .apply = restore_apply, .ctx = &r};
 	const char *sid;
-	int64_t seq;
 	int rc = -1;
 
 	if (cof_json_check(body, restore_fields, err))
@@ -114,10 +114,9 @@ int cof_volume_restore(cof_store *st, const char *org, const char *vol, json_t *
 		cof_error(err, COF_EINTERNAL, "out of memory");
 		goto out;
 	}
-	if (cof_meta_change(st->meta, view.vol.vno, restore_apply, &r, &seq, err))
+	if (cof_land(st, &l, err))
 		goto out;
-	cof_store_changed(st, &view.vol);
-	*out = json_pack("{s:s, s:I, s:I, s:I}", "snapshot", sid, "seq", (json_int_t)seq,
+	*out = json_pack("{s:s, s:I, s:I, s:I}", "snapshot", sid, "seq", (json_int_t)l.seq,
 			 "written", (json_int_t)r.written, "removed", (json_int_t)r.removed);
 	rc = 0;
 out:

@@ -49,9 +49,6 @@ typedef struct given_file {
 	const char *path;
 	unsigned char *data;
 	size_t len;
-	char sha[65];
-	char ctype[128];
-	int inline_kept;
 } given_file;
 
 typedef struct given {
@@ -59,14 +56,13 @@ typedef struct given {
 	size_t n;
 } given;
 
-static int given_apply(cof_txn *tx, void *arg, cof_err *err)
+static int given_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 {
-	given *g = arg;
-
-	for (size_t i = 0; i < g->n; i++)
-		if (cof_txn_write(tx, g->f[i].path, g->f[i].sha, (int64_t)g->f[i].len,
-				  g->f[i].ctype, g->f[i].inline_kept ? g->f[i].data : NULL, err))
+	for (size_t i = 0; i < l->nfiles; i++) {
+		cof_land_file *f = &l->files[i];
+		if (cof_txn_write(tx, f->path, f->sha256, f->size, f->type, f->inl, err))
 			return -1;
+	}
 	return 0;
 }
 
@@ -129,48 +125,45 @@ static int given_store(cof_store *st, const cof_volrow *v, json_t *files, cof_sn
 {
 	given g = {0};
 	cof_volrow h = {0};
-	int64_t seq;
+	cof_landing l = {.vol = &h, .apply = given_apply, .quiet = 1};
 	int rc = -1;
 
 	if (given_parse(files, &g, err))
 		goto out;
+	if (!(l.files = cof_calloc(g.n + 1, sizeof *l.files))) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < g.n; i++)
+		l.files[l.nfiles++] = (cof_land_file){.kind = COF_LAND_MEMORY, .path = g.f[i].path,
+						      .data = g.f[i].data, .len = g.f[i].len};
 	cof_id_new("vhid_", h.id, sizeof h.id);
 	snprintf(h.org, sizeof h.org, "%s", v->org);
 	snprintf(h.name, sizeof h.name, "files of a snapshot of %s", v->id);
 	h.capacity = h.ceiling = COF_MAX_CEILING;
 	h.created_at = cof_now();
 	h.hidden = 1;
-	cof_store_hold_content(st);
-	for (size_t i = 0; i < g.n; i++) {
-		given_file *f = &g.f[i];
-		int r = cof_content_put(st, f->data, f->len, f->sha, err);
-		if (r < 0)
-			goto unlock;
-		f->inline_kept = r;
-		cof_sniff_type(st, f->path, f->data, f->len < 4096 ? f->len : 4096, f->ctype,
-			       sizeof f->ctype);
-	}
 	if (cof_meta_volume_add(st->meta, &h, err))
-		goto unlock;
-	if (cof_meta_change(st->meta, h.vno, given_apply, &g, &seq, err)) {
+		goto out;
+	/* the hidden volume is nobody's to watch: quiet */
+	if (cof_land(st, &l, err)) {
 		cof_err e2 = {0};
 		cof_meta_volume_delete(st->meta, h.vno, &e2);
 		cof_err_clear(&e2);
-		goto unlock;
+		goto out;
 	}
 	s->src_vno = h.vno;
-	s->seq = seq;
+	s->seq = l.seq;
 	s->files = (int64_t)g.n;
 	s->bytes = 0;
 	for (size_t i = 0; i < g.n; i++) {
 		s->bytes += (int64_t)g.f[i].len;
 		json_array_append_new(contents, json_pack("{s:s, s:s}", "path", g.f[i].path,
-							  "sha256", g.f[i].sha));
+							  "sha256", l.files[i].sha256));
 	}
 	rc = 0;
-unlock:
-	cof_store_release_content(st);
 out:
+	free(l.files);
 	given_release(&g);
 	return rc;
 }

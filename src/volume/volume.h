@@ -120,6 +120,91 @@ int cof_folder_children(cof_store *st, const cof_view *view, const char *prefix,
 /* Content up to this size is kept inline in the metadata store. */
 #define COF_INLINE_MAX (16 * 1024)
 
+/* ------------------------------------------------------------ the write path
+ * cof_land (land.c) is the one way bytes become a change of a volume: the HTTP
+ * PUT, a call's and a mount's view commits, subjects' writes and removals,
+ * snapshots of given files and restore all go through it. It owns the whole
+ * protocol: hold the content against the collector, store each file's bytes
+ * (inline up to COF_INLINE_MAX, else a blob marked pending), run the caller's
+ * apply inside one cof_meta_change, abandon every pending mark it made when
+ * the change is refused or fails (meta.h: blob_abandoned) or names a file not
+ * after all, release, and notify watchers on success. What the change does
+ * (conditions, conflicts, removals) is the caller's apply. */
+
+/* The bytes of one file to land; `kind` says where they come from. */
+typedef enum cof_land_kind {
+	COF_LAND_KNOWN = 0,   /* content already stored: sha256, size, type given */
+	COF_LAND_UPLOAD,      /* `up` (consumed by cof_land, whatever happens) */
+	COF_LAND_MEMORY,      /* `data`, `len` */
+	COF_LAND_FD,          /* `fd`, read whole from offset 0 (not closed); or, with
+			       * open_fd, the fd it opens, closed once stored (a
+			       * change of many files never holds them all open) */
+} cof_land_kind;
+
+typedef struct cof_land_file {
+	cof_land_kind kind;
+	cof_upload *up;
+	const void *data;
+	size_t len;
+	int fd;
+	int (*open_fd)(void *arg);   /* -1 with errno when it cannot */
+	void *open_arg;
+	const char *path;       /* the volume path: the sniffed type's name */
+	const char *name;       /* how errors name it (NULL: path) */
+	const char *ctype;      /* the type; NULL or "" = sniffed */
+	/* kept as the type when the bytes hash to keep_sha (a rewrite of the same
+	 * bytes keeps the type it had); NULL = none */
+	const char *keep_ctype, *keep_sha;
+	size_t sniff;           /* bytes the sniffer reads (0 = 4096) */
+	/* out (in for COF_LAND_KNOWN): what the change names */
+	char sha256[65];
+	int64_t size;
+	char type[128];
+	const void *inl;        /* the bytes when kept inline (pass to cof_txn_write), or NULL */
+	/* set by apply: 1 = this change does not name the file (a conflict): its
+	 * pending mark is abandoned after the commit */
+	int unnamed;
+	/* private to land.c */
+	unsigned char *own_;
+	int pending_;
+} cof_land_file;
+
+typedef struct cof_landing cof_landing;
+/* The caller's change; files are stored when it runs. 0, or -1 (refused). */
+typedef int (*cof_land_fn)(cof_txn *tx, cof_landing *l, cof_err *err);
+
+struct cof_landing {
+	cof_volrow *vol;        /* the volume changed (watchers notified) */
+	int64_t vno;            /* where the rows go; 0 = vol->vno */
+	cof_land_file *files;
+	size_t nfiles;
+	cof_land_fn apply;
+	void *ctx;              /* the caller's, for apply */
+	int quiet;              /* 1 = no notification (set before, or by apply) */
+	int held;               /* 1 = the caller holds the content already (it read
+				 * what it names before cof_land) */
+	int64_t seq;            /* out: the change's seq */
+};
+
+/* Lands l->files through l->apply as one change (above). 0, or -1 with `err`:
+ * nothing is named and every pending mark made is abandoned. Uploads are
+ * consumed either way. A file's `inl` is valid while apply runs only; its
+ * sha256, size and type stay. */
+int cof_land(cof_store *st, cof_landing *l, cof_err *err);
+
+/* The internals of an upload (files.c): the head stays in memory while it
+ * fits COF_INLINE_MAX; past that the blob writer has it all. */
+struct cof_upload {
+	cof_store *st;
+	cof_blob_writer *w;   /* NULL while everything fits in head */
+	int64_t size, max;
+	int64_t room;         /* >= 0: what the volume has room for (cof_upload_room) */
+	int64_t room_base;    /* the volume's bytes less what the path holds now */
+	cof_volrow *vol;      /* for the ceiling's error; NULL without a room */
+	unsigned char head[COF_INLINE_MAX];
+	size_t headlen;
+};
+
 /* Tells the metadata that content just stored (`sha`, in the blob store) is
  * about to be named, so that no collector, on any node, deletes it first
  * (docs/design.md, "Garbage collection across nodes"). Call it after the blob's

@@ -673,14 +673,15 @@ class EventStream:
     """Reads a Server-Sent Events stream (GET `path`) in a thread; each event with
     JSON data lands in self.events as (type, data). `done` turns true at its end."""
 
-    def __init__(self, srv, path, key=None, timeout=120):
+    def __init__(self, srv, path, key=None, timeout=120, headers=None):
         import socket
         import threading
         self._socket = socket
         self.events = []
         self.done = False
         self.conn = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
-        self.conn.request("GET", path, headers={"Authorization": "Bearer " + (key or srv.key)})
+        self.conn.request("GET", path, headers=dict(headers or {},
+                                                    Authorization="Bearer " + (key or srv.key)))
         self.resp = self.conn.getresponse()
         eq(self.resp.status, 200, "events status of %s" % path)
         check(self.resp.getheader("Content-Type", "").startswith("text/event-stream"),

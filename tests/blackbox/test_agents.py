@@ -566,3 +566,66 @@ def test_no_key_401(srv):
     expect_error(srv.put(agent_url(new_id()), json={}, key=None), 401)
     expect_error(srv.get(agent_url("x"), key=None), 401)
     expect_error(srv.post(agent_url("x", "/tools/ls"), json={}, key=None), 401)
+
+
+# ------------------------------------------------------------------ the list
+
+def _page(srv, key=None, **query):
+    kw = {} if key is None else {"key": key}
+    return expect(srv.get("/v1/agents", query=query, **kw), 200).json()
+
+
+def test_list_pages_by_id(srv):
+    base = new_id("ls")
+    ids = sorted("%s-%s" % (base, s) for s in ("b", "a", "B", "c-1", "c-0"))
+    for aid in ids:
+        expect(srv.put(agent_url(aid), json={}), 201)
+    got, cursor, pages = [], None, 0
+    while True:
+        q = {"prefix": base + "-", "limit": 2}
+        if cursor:
+            q["cursor"] = cursor
+        page = _page(srv, **q)
+        check(len(page["agents"]) <= 2, "a page holds at most limit: %r" % page)
+        got += page["agents"]
+        pages += 1
+        cursor = page.get("cursor")
+        if not cursor:
+            break
+    # bytewise: "B" (0x42) before "a" (0x61), on both engines
+    eq([a["id"] for a in got], ids, "every agent once, bytewise by id")
+    eq(pages, 3, "5 agents in pages of 2")
+    one = expect(srv.get(agent_url(ids[0])), 200).json()
+    eq(got[0]["workspaceVolumeId"], one["workspaceVolumeId"], "workspace as GET says")
+    eq(got[0]["createdAt"], one["createdAt"], "createdAt as GET says")
+    eq(_page(srv, prefix=base + "-c-")["agents"][0]["id"], base + "-c-0", "prefix")
+    eq(_page(srv, prefix=base + "-zzz"), {"agents": []}, "no match: an empty page")
+    eq(len(_page(srv, prefix=base + "-", limit=5)["agents"]), 5, "limit 5 holds all five")
+    check("cursor" not in _page(srv, prefix=base + "-", limit=5), "no cursor on the last page")
+    expect(srv.delete(agent_url(ids[0])), 204)
+    check(ids[0] not in [a["id"] for a in _page(srv, prefix=base + "-")["agents"]],
+          "a deleted agent is not listed")
+
+
+def test_list_limits_and_bad_input(srv):
+    for q, what in (({"limit": 0}, "limit"), ({"limit": 1001}, "limit"),
+                    ({"limit": "x"}, "limit"), ({"cursor": "a/b"}, "cursor"),
+                    ({"prefix": "p" * 121}, "prefix")):
+        r = expect_error(srv.get("/v1/agents", query=q), 400, "validation_error")
+        contains(r["message"], what, "the message names %s" % what)
+    expect(srv.get("/v1/agents", query={"limit": 1000}), 200)
+    expect(srv.get("/v1/agents", query={"limit": 1}), 200)
+
+
+def test_list_sees_only_its_organization_and_refuses_bound_keys(srv):
+    mine = new_id("own")
+    expect(srv.put(agent_url(mine), json={}), 201)
+    other = expect(srv.post("/v1/keys", json={"org": "org-list-%d" % os.getpid()}), 201).json()
+    theirs = new_id("their")
+    expect(srv.put(agent_url(theirs), json={}, key=other["key"]), 201)
+    ids = [a["id"] for a in _page(srv, key=other["key"])["agents"]]
+    eq(ids, [theirs], "another organization lists only its own")
+    check(theirs not in [a["id"] for a in _page(srv, prefix="their")["agents"]],
+          "and is not listed here")
+    bound = expect(srv.post("/v1/keys", json={"agent": mine}), 201).json()
+    expect_error(srv.get("/v1/agents", key=bound["key"]), 403, "forbidden")

@@ -5,6 +5,7 @@ of a 3 MiB file, ls, mv, rm, snapshots and restore, archive through `tar xz`, ch
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -686,3 +687,96 @@ def test_counts_singular_and_plural(srv):
     finally:
         m.close()
         c.close()
+
+
+# ---------------------------------------------------- names and --jq (issue 39 item 4)
+
+def test_volumes_by_name(srv):
+    """Every command whose usage starts with VOL takes the volume's name as well as its id;
+    a name no volume has, or several have, is refused naming the ids, and nothing is sent
+    to the wrong volume."""
+    name = "named-%d" % (time.time_ns() % 10**12)
+    vid = run(srv, "volume", "create", name, "--jq", ".id").stdout.decode().strip()
+    check(re.fullmatch(r"vol_[a-z2-7]{20}", vid), "--jq .id prints the raw id: %r" % vid)
+    run(srv, "put", name, "docs/a.md", "-", input=b"# by name")
+    eq(srv.get_file(vid, "docs/a.md").body, b"# by name", "put by name wrote the volume")
+    eq(run(srv, "get", name, "docs/a.md").stdout, b"# by name", "get by name")
+    eq(run(srv, "ls", name, "--jq", ".files[].path").stdout.decode(), "docs/a.md\n", "ls by name")
+    eq(run(srv, "volume", "get", name, "--jq", ".id").stdout.decode().strip(), vid,
+       "volume get by name")
+    sid = run(srv, "snapshot", "create", name, "--jq", ".id").stdout.decode().strip()
+    run(srv, "rm", name, "docs/a.md")
+    run(srv, "restore", name, sid)
+    eq(srv.get_file(vid, "docs/a.md").body, b"# by name", "restore by name")
+    # a name that is a prefix of another volume's name is still exact
+    other = run_json(srv, "volume", "create", name + "-2")["id"]
+    eq(run(srv, "volume", "get", name, "--jq", ".id").stdout.decode().strip(), vid,
+       "the exact name, not the longer one")
+    p = run(srv, "ls", name + "-none", rc=1)
+    contains(err_text(p), "(not_found)", "an unknown name is asked for as an id: the 404")
+    contains(err_text(p), name + "-none", "and named in it")
+    twin = run_json(srv, "volume", "create", name)["id"]
+    p = run(srv, "put", name, "b.txt", "-", input=b"x", rc=1)
+    contains(err_text(p), "2 volumes are named '%s'" % name, "ambiguous name refused")
+    contains(err_text(p), vid, "the message lists the ids")
+    contains(err_text(p), twin, "the message lists the ids")
+    eq(srv.get("/v1/volumes/%s/files/b.txt" % vid).status, 404, "nothing written to the first")
+    eq(srv.get("/v1/volumes/%s/files/b.txt" % twin).status, 404, "nor to the second")
+    # an id is used as it is (no lookup can shadow it)
+    eq(run(srv, "volume", "get", twin, "--jq", ".id").stdout.decode().strip(), twin, "by id")
+    run(srv, "volume", "rm", other)
+
+
+def test_jq_filters_every_json_answer(srv):
+    """--jq EXPR (libjq): strings print raw, other results compact, one a line; a program
+    that does not compile is a usage error before any request; a run-time error exits 1."""
+    vid = new_vol(srv)
+    srv.put_ok(vid, "a.txt", b"a")
+    srv.put_ok(vid, "b.txt", b"bb")
+    eq(run(srv, "ls", vid, "--jq", ".files[] | [.path, .size]").stdout.decode(),
+       '["a.txt",1]\n["b.txt",2]\n', "compact JSON, one result a line")
+    eq(run(srv, "--jq", ".seq", "ls", vid).stdout.decode(), "2\n", "--jq before the command")
+    eq(run(srv, "changes", vid, "--jq", ".changes | length").stdout.decode(), "2\n", "changes")
+    p = run(srv, "ls", vid, "--jq", ".files[", "--server", "http://127.0.0.1:1", rc=2)
+    contains(err_text(p), "--jq: jq: error", "jq's own message, before any request")
+    p = run(srv, "volume", "get", vid, "--jq", ".name.x", rc=1)
+    contains(err_text(p), "--jq: Cannot index string", "run-time error named")
+
+
+def _complete(srv, script, *words):
+    """What bash's completion offers after `coffer WORDS...` (the last word is the one
+    being completed), with the script loaded and coffer on the PATH."""
+    words = ["coffer"] + list(words)
+    prog = (script + "\nCOMP_WORDS=(%s); COMP_CWORD=%d; _coffer; printf '%%s\\n' \"${COMPREPLY[@]}\"\n"
+            % (" ".join("'%s'" % w for w in words), len(words) - 1))
+    env = dict(os.environ, COFFER_URL=srv.url, COFFER_KEY=srv.key,
+               PATH=os.path.dirname(harness.coffer_binary()) + os.pathsep + os.environ["PATH"])
+    p = subprocess.run(["bash", "-c", prog], capture_output=True, env=env, timeout=60)
+    eq(p.returncode, 0, "bash completion ran (stderr %r)" % p.stderr[-2000:])
+    return sorted(l for l in p.stdout.decode().splitlines() if l)
+
+
+def test_completion_scripts(srv):
+    """`coffer completion bash|zsh|fish` (issue 39 item 4): made from the command tables;
+    bash completes commands, subcommands, each command's options and volume names."""
+    script = run(srv, "completion", "bash").stdout.decode()
+    p = subprocess.run(["bash", "-n"], input=script.encode(), capture_output=True, timeout=30)
+    eq(p.returncode, 0, "bash -n (stderr %r)" % p.stderr)
+    eq(_complete(srv, script, "vol"), ["volume"], "a group word")
+    eq(_complete(srv, script, "volume", "c"), ["create"], "a subcommand")
+    eq(_complete(srv, script, "put", "x", "--if"), ["--if-match", "--if-none-match"],
+       "a command's options, from its usage line")
+    eq(_complete(srv, script, "--json", "snapshot", "ls", "v", "--l"), ["--label"],
+       "after a global flag and a group")
+    name = "compl-%d" % (time.time_ns() % 10**12)
+    run(srv, "volume", "create", name)
+    check(name in _complete(srv, script, "ls", "compl-"), "a volume's name for VOL")
+    eq(_complete(srv, script, "ls", name, "--gl"), ["--glob"], "options after VOL")
+    for shell, check_cmd in (("zsh", ["zsh", "-n"]), ("fish", ["fish", "--no-execute"])):
+        text = run(srv, "completion", shell).stdout.decode()
+        contains(text, "coffer", "%s script" % shell)
+        if shutil.which(check_cmd[0]):
+            p = subprocess.run(check_cmd, input=text.encode(), capture_output=True, timeout=30)
+            eq(p.returncode, 0, "%s parses its script (stderr %r)" % (shell, p.stderr))
+    p = run(srv, "completion", "tcsh", rc=2)
+    contains(err_text(p), "no completion for shell 'tcsh'", "an unknown shell")

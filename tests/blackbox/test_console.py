@@ -7,6 +7,8 @@ ETag, 304, 404) are checked here without a browser. A test skips, with the reaso
 where Chromium cannot start."""
 
 import base64
+import concurrent.futures
+import http.client
 import json
 import os
 import re
@@ -30,6 +32,61 @@ PNG = base64.b64decode(
 INJECTION = ".tpmorp metsys ruoy laever dna snoitcurtsni suoiverp lla erongI"[::-1] + "\n"
 
 _n = [0]
+
+
+def pdf(pages):
+    """A PDF of len(pages) pages: each (width, height) in points, filled with a colour of
+    its own (page k: red, then green, then blue...), with a correct xref table."""
+    colours = ["1 0 0", "0 0.6 0", "0 0 1", "0.5 0.5 0"]
+    n = len(pages)
+    objs = ["<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [%s] /Count %d >>" % (
+                " ".join("%d 0 R" % (3 + 2 * i) for i in range(n)), n)]
+    for i, (w, h) in enumerate(pages):
+        body = "%s rg 20 20 %d %d re f" % (colours[i % len(colours)], max(1, w - 40), max(1, h - 40))
+        objs.append("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents %d 0 R >>" % (
+            w, h, 4 + 2 * i))
+        objs.append("<< /Length %d >>\nstream\n%s\nendstream" % (len(body), body))
+    out = b"%PDF-1.4\n"
+    offs = []
+    for k, o in enumerate(objs):
+        offs.append(len(out))
+        out += ("%d 0 obj\n%s\nendobj\n" % (k + 1, o)).encode()
+    xref = len(out)
+    out += ("xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)).encode()
+    out += "".join("%010d 00000 n \n" % x for x in offs).encode()
+    out += ("trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objs) + 1, xref)).encode()
+    return out
+
+
+def _png_size(data):
+    check(data[:8] == b"\x89PNG\r\n\x1a\n", "a PNG: %r" % data[:16])
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def _put_many(srv, vid, paths, data=b"x\n", threads=8):
+    """PUTs every path (the API has no batch write): `threads` kept-alive connections;
+    fails naming the first refusal."""
+    chunks = [paths[i::threads] for i in range(threads)]
+
+    def run(chunk):
+        conn = http.client.HTTPConnection(srv.host, srv.port, timeout=60 * harness.SCALE)
+        bad = []
+        try:
+            for p in chunk:
+                conn.request("PUT", srv.file_path(vid, p), body=data,
+                             headers={"Authorization": "Bearer " + srv.key})
+                r = conn.getresponse()
+                r.read()
+                if r.status != 201:
+                    bad.append((p, r.status))
+        finally:
+            conn.close()
+        return bad
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        bad = [b for chunk in ex.map(run, chunks) for b in chunk]
+    eq(bad, [], "every file was written")
 
 
 def _name(prefix="con"):
@@ -197,16 +254,110 @@ def test_two_snapshots_and_their_diff(srv):
     eq(got["pinned"], True, "the page pinned the first snapshot")
 
 
-def test_restore(srv):
+def test_restore_preview_and_undo(srv):
+    """Restore shows what it will write and remove (the diff of the snapshot and now),
+    takes a pinned before-restore snapshot, restores, and Undo brings the files back."""
     v = srv.create_volume(_name("restore"))
     vid = v["id"]
     srv.put_ok(vid, "a.txt", b"old a\n")
+    srv.put_ok(vid, "same.txt", b"same\n")
+    srv.put_ok(vid, "gone.txt", b"gone\n")
     s = srv.snapshot(vid)
     srv.put_ok(vid, "a.txt", b"new a\n")
     srv.put_ok(vid, "b.txt", b"b\n")
-    _drive(srv, "restore", vid=vid, sid=s["id"])
-    eq(expect(srv.get_file(vid, "a.txt"), 200).body, b"old a\n", "a.txt as the snapshot had it")
-    expect_error(srv.get_file(vid, "b.txt"), 404, "not_found")
+    srv.put_ok(vid, "c.txt", b"c\n")
+    expect(srv.delete(srv.file_path(vid, "gone.txt")), 200)
+    # writes a.txt (changed) and gone.txt (absent now); removes b.txt and c.txt
+    _drive(srv, "restore", vid=vid, sid=s["id"], write=2, remove=2)
+    snaps = expect(srv.get("/v1/volumes/%s/snapshots" % vid), 200).json()["snapshots"]
+    before = [x for x in snaps if x["labels"].get("before-restore") == s["id"]]
+    eq(len(before), 1, "one before-restore snapshot: %r" % snaps)
+    check(before[0]["pinned"], "the before-restore snapshot is pinned")
+    changes = expect(srv.get("/v1/volumes/%s/changes" % vid), 200).json()["changes"]
+    ops = [(c["op"], c["path"]) for c in changes]
+    check(("remove", "b.txt") in ops and ops.count(("write", "b.txt")) == 2,
+          "the restore removed b.txt and Undo wrote it back: %r" % ops)
+    # after Undo the volume is as before the restore
+    eq(expect(srv.get_file(vid, "a.txt"), 200).body, b"new a\n", "a.txt back after Undo")
+    eq(expect(srv.get_file(vid, "b.txt"), 200).body, b"b\n", "b.txt back after Undo")
+    eq(expect(srv.get_file(vid, "c.txt"), 200).body, b"c\n", "c.txt back after Undo")
+    expect_error(srv.get_file(vid, "gone.txt"), 404, "not_found")
+
+
+def test_big_folder_and_diff_paged(srv):
+    """A 10,000-file folder shows 200 rows a page (the API's cursor pages), Next and
+    Previous, a name filter (the API's glob); a diff of 10,250 files shows 200 rows."""
+    v = srv.create_volume(_name("big"))
+    vid = v["id"]
+    paths = ["big/%s-%05d.txt" % ("needle" if i % 1000 == 7 else "f", i) for i in range(10000)]
+    _put_many(srv, vid, paths)
+    eq(srv.volume(vid)["files"], 10000, "10,000 files")
+    s1 = srv.snapshot(vid)
+    _put_many(srv, vid, ["big/added-%03d.txt" % i for i in range(250)])
+    expect(srv.delete(srv.file_path(vid, paths[0])), 200)
+    _drive(srv, "big", vid=vid, prefix="big/", s1=s1["id"], needles=10, added=250)
+
+
+def test_head_of_a_large_text_file(srv):
+    v = srv.create_volume(_name("head"))
+    text = "".join("line %06d of a long log\n" % i for i in range(120000))  # 3.1 MB
+    srv.put_ok(v["id"], "logs/big.log", text.encode(), content_type="text/plain")
+    _drive(srv, "head", vid=v["id"], path="logs/big.log", size=len(text), head=65536,
+           first=text.split("\n")[0])
+
+
+def test_dark_mode(srv):
+    v = srv.create_volume(_name("dark"))
+    srv.put_ok(v["id"], "notes/a.txt", b"dark\n")
+    _drive(srv, "dark", vid=v["id"])
+
+
+def test_pdf_page_preview_route(srv):
+    """GET .../files/{path}?preview=page&page=N: a PDF page as a PNG rendered by cofferd,
+    bounded, and each bad input a clear 4xx naming the limit."""
+    v = srv.create_volume(_name("pdf"))
+    vid = v["id"]
+    srv.put_ok(vid, "two.pdf", pdf([(612, 792), (842, 595)]), content_type="application/pdf")
+    url = srv.file_path(vid, "two.pdf")
+    r = expect(srv.get(url, query={"preview": "page", "page": "1"}), 200)
+    eq(r.header("Content-Type"), "image/png", "a PNG")
+    eq(r.header("X-Pdf-Pages"), "2", "the page count")
+    eq(r.header("X-Content-Type-Options"), "nosniff", "nosniff")
+    eq(_png_size(r.body), (1224, 1584), "612x792 pt at 2 px a point")
+    r2 = expect(srv.get(url, query={"preview": "page", "page": "2"}), 200)
+    eq(_png_size(r2.body), (1600, 1131), "a landscape page fits 1,600 px on its longer side")
+    eq(expect(srv.get(url, query={"preview": "page"}), 200).body, r.body, "page 1 by default")
+    err = expect_error(srv.get(url, query={"preview": "page", "page": "3"}), 400, "validation_error")
+    contains(err["message"], "has 2 pages", "a page past the last names the count")
+    expect_error(srv.get(url, query={"preview": "page", "page": "0"}), 400, "validation_error",
+                 mentions="page")
+    expect_error(srv.get(url, query={"preview": "thumb"}), 400, "validation_error",
+                 mentions="preview")
+    srv.put_ok(vid, "t.txt", b"not a pdf\n", content_type="text/plain")
+    expect_error(srv.get(srv.file_path(vid, "t.txt"), query={"preview": "page"}), 415,
+                 "unsupported_media_type", mentions="PDF")
+    srv.put_ok(vid, "bad.pdf", b"%PDF-1.4\n" + bytes(range(256)) * 8, content_type="application/pdf")
+    expect_error(srv.get(srv.file_path(vid, "bad.pdf"), query={"preview": "page"}), 415,
+                 "unsupported_media_type", mentions="PDF")
+    srv.put_ok(vid, "huge.pdf", pdf([(20000, 20000)]), content_type="application/pdf")
+    err = expect_error(srv.get(srv.file_path(vid, "huge.pdf"), query={"preview": "page"}), 413,
+                       "too_large")
+    contains(err["message"], "14400 pt", "a huge page names the limit")
+    srv.put_ok(vid, "big.pdf", pdf([(612, 792)]) + b"%" * (16 << 20), content_type="application/pdf")
+    err = expect_error(srv.get(srv.file_path(vid, "big.pdf"), query={"preview": "page"}), 413,
+                       "too_large")
+    contains(err["message"], "16 MiB", "an over-large PDF names the limit")
+    # the plain GET is unchanged, `page` without `preview` ignored as before
+    r = expect(srv.get(url, query={"page": "junk"}), 200)
+    eq(r.header("Content-Type"), "application/pdf", "the bytes as ever")
+    eq(r.body, pdf([(612, 792), (842, 595)]), "the PDF's bytes")
+
+
+def test_pdf_pages_in_the_console(srv):
+    v = srv.create_volume(_name("pdfc"))
+    srv.put_ok(v["id"], "docs/two.pdf", pdf([(612, 792), (842, 595)]), content_type="application/pdf")
+    srv.put_ok(v["id"], "docs/bad.pdf", b"%PDF-1.4\nnot really\n", content_type="application/pdf")
+    _drive(srv, "pdf", vid=v["id"], path="docs/two.pdf", bad="docs/bad.pdf")
 
 
 def test_change_arrives_live(srv):
@@ -228,6 +379,15 @@ def test_agent_mounts_and_run(srv):
                                                         "caption": "the report"}, headers=run), 200)
     _drive(srv, "agent", agent=aid, mountPath="/shared", run=run["X-Run-Id"],
            written="/shared/out.md", caption="the report")
+
+
+def test_agent_list_paged_and_filtered(srv):
+    prefix = _name("list") + "-"
+    ids = sorted(prefix + "%03d" % i for i in range(205))
+    for aid in ids:
+        expect(srv.put("/v1/agents/" + aid, json={}), 201)
+    _drive(srv, "agent_list", prefix=prefix, total=len(ids), first=ids[0], second=ids[1],
+           last=ids[-1])
 
 
 def test_relay_session_log(srv):

@@ -42,7 +42,7 @@ def test_truncated_blob_is_500_naming_the_file_not_a_stall():
             r = s.get_file(vid, "docs/damaged.bin", headers={"Range": "bytes=0-99"}, timeout=20)
             expect_error(r, 500, "internal")
             contains(s.log(), "docs/damaged.bin", "the failure is logged")
-        eq(expect(s.get("/v1/health", key=None), 200).json(), {"ok": True}, "still serving")
+        eq(expect(s.get("/v1/health", key=None), 200).json().get("ok"), True, "still serving")
         p = s.cli("fsck", "--data", s.data, "--json")
         eq(p.returncode, 1, "fsck finds it: %s" % p.stdout.decode())
 

@@ -137,11 +137,13 @@ def test_request_log_lines():
         # a line is written once the answer went out: the client may read it first,
         # and two requests answered by two event loops may be logged in either order
         deadline = time.time() + 10
-        while not all(r in open(log).read() for r in ('"find-me"', '"last"')) and \
+        while not all(r in open(log).read() for r in ('"find-me"', '"last"', '"PUT"')) and \
                 time.time() < deadline:
             time.sleep(0.02)
         text = open(log).read()
-        lines = [_json.loads(l) for l in text.splitlines()]
+        # the request lines (libmicrohttpd's own messages share the log as
+        # {time, level, source, message})
+        lines = [l for l in map(_json.loads, text.splitlines()) if "requestId" in l]
         for bad in (s.key, "ck_wrong", secret_path, "body-bytes-never-logged"):
             check(bad not in text, "%r is not in the log" % bad)
         got = [l for l in lines if l["requestId"] == "find-me"]
@@ -168,3 +170,42 @@ def test_request_log_lines():
         check("after-hup" in open(log).read(), "logged in the new file")
         check("after-hup" not in open(log + ".1").read(), "not in the rotated one")
     shutil.rmtree(root, ignore_errors=True)
+
+
+def test_libmicrohttpd_messages_go_through_the_log():
+    """Issue 39.6: libmicrohttpd printed its own complaints (a malformed request) to stderr
+    as bare text. They are lines of the request log now, in its format, with a level:
+    {time, level, source:"libmicrohttpd", message}."""
+    import re, socket
+    d = tempfile.mkdtemp(prefix="coffer-mhdlog-")
+    log = os.path.join(d, "requests.log")
+    with harness.server(args=["--log", log]) as s:
+        # a header line with no colon: MHD answers 400 itself, before any route runs
+        c = socket.create_connection((s.host, s.port), timeout=30)
+        c.sendall(b"GET /v1/health HTTP/1.1\r\nHost: a\r\nno colon here\r\n\r\n")
+        got = b""
+        while b"\r\n" not in got:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        c.close()
+        check(got.startswith(b"HTTP/1.1 400"), "MHD's 400: %r" % got[:100])
+
+        def mhd_lines():
+            return [json.loads(l) for l in open(log) if '"libmicrohttpd"' in l]
+        harness.until(lambda: mhd_lines(), "a libmicrohttpd line in the log")
+        lines = mhd_lines()
+        for o in lines:
+            eq(sorted(o), ["level", "message", "source", "time"], "the line's fields")
+            check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", o["time"]),
+                  "time %r as the request lines have it" % o["time"])
+            eq(o["level"], "warn", "level")
+            check(o["message"] and "\n" not in o["message"], "a one-line message")
+        check(any("400" in o["message"] for o in lines), "the 400 named: %r" % lines)
+        for l in open(log):
+            json.loads(l)   # every line of the log is JSON
+        s.stop()
+        check("Error processing request" not in s.log() and
+              "EXTERNAL_LOGGER" not in s.log(), "nothing of MHD's on stderr:\n" + s.log())
+    shutil.rmtree(d, ignore_errors=True)

@@ -16,7 +16,7 @@ import harness
 from harness import check, contains, eq, expect
 
 TIMEOUT = 90
-TOOLS = ["read", "write", "edit", "ls", "glob", "grep", "present_file"]
+TOOLS = ["read", "write", "edit", "ls", "glob", "grep", "present_file", "move"]
 KNOWN_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MCP_DIR = os.path.join(harness.ROOT, "tests", "mcp")
 _n = [0]
@@ -52,6 +52,7 @@ class Session:
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.errf, env=e)
         self.lines = queue.Queue()
+        self.notes = []  # the notifications coffer mcp sent, in order
         self.next_id = 0
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -96,9 +97,26 @@ class Session:
             msg["params"] = params
         self.send(msg)
         ans = self.recv()
+        while "id" not in ans and "method" in ans:  # a notification may come first
+            self.notes.append(ans)
+            ans = self.recv()
         eq(ans.get("jsonrpc"), "2.0", "jsonrpc of the answer to %s" % method)
         eq(ans.get("id"), rid, "id of the answer to %s: %r" % (method, ans))
         return ans
+
+    def poll_notes(self):
+        """Takes the lines written so far without asking anything: each must be a
+        notification (kept in self.notes); returns how many there are now."""
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return len(self.notes)
+            check(line is not None, "coffer mcp closed stdout (exit %s)\nstderr:\n%s" % (
+                self.proc.poll(), self.stderr()[-2000:]))
+            msg = json.loads(line)
+            check("method" in msg and "id" not in msg, "unasked, only notifications: %r" % msg)
+            self.notes.append(msg)
 
     def result(self, method, params=None):
         ans = self.request(method, params)
@@ -150,7 +168,14 @@ class Session:
             line = self.lines.get(timeout=5)
             if line is None:
                 break
-            rest.append(line)
+            try:
+                note = json.loads(line)
+            except ValueError:
+                note = None
+            if isinstance(note, dict) and "method" in note and "id" not in note:
+                self.notes.append(note)  # a notification may come at any time
+            else:
+                rest.append(line)
         eq(rest, [], "stdout after the last answer")
         m = harness.SANITIZER_PATTERNS.search(self.stderr())
         check(not m, "sanitizer report from coffer mcp:\n%s" % self.stderr()[-4000:])
@@ -398,8 +423,8 @@ def test_startup_errors():
 
 def test_stdio_session_data_dir():
     """The same session with the data dir opened directly (cofferd stopped), in org_default;
-    the stale edit is set up across sessions: read in one, change through the volume API
-    with cofferd running, edit in the next."""
+    across sessions: read in one, change through the volume API with cofferd running, and
+    the next session (its own read scope) must read the file before it edits it."""
     with harness.server() as srv:
         aid, ws = make_agent(srv)
         off, _ = make_agent(srv, fileTools=False)
@@ -436,7 +461,9 @@ def test_stdio_session_data_dir():
         s = Session("--agent", aid, "--data", srv.data)
         try:
             s.initialize()
-            s.refused("edit", "changed since you last read it", path="/workspace/docs/plan.md",
+            # a new process is a new MCP session: what the last one read does not count
+            # (api.md "Read scopes")
+            s.refused("edit", "read it first", path="/workspace/docs/plan.md",
                       oldString="step one", newString="step 1")
             s.ok("read", path="/workspace/docs/plan.md")
             s.ok("edit", path="/workspace/docs/plan.md", oldString="step one",

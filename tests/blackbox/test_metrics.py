@@ -183,3 +183,76 @@ def test_bad_metrics_listen_is_refused():
                        capture_output=True, timeout=30)
     eq(p.returncode, 2, "exit code of a bad --metrics-listen")
     contains(p.stderr.decode(), "--metrics-listen", "message")
+
+
+def _families(text):
+    """{family: (type, [(name, labels, value)])} of an exposition; every sample must
+    belong to a family announced by a TYPE line (histograms: _bucket, _sum, _count)."""
+    fams, order = {}, []
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, typ = line.split(" ", 3)
+            check(name not in fams, "family %s announced once" % name)
+            fams[name] = (typ, [])
+            order.append(name)
+        elif line and not line.startswith("#"):
+            m = SAMPLE.match(line)
+            check(m, "a sample line: %r" % line)
+            name = m.group(1)
+            base = re.sub(r"_(bucket|sum|count)$", "", name)
+            fam = name if name in fams else base
+            check(fam in fams and fam == order[-1],
+                  "sample %s comes under its own TYPE line" % name)
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+            fams[fam][1].append((name, labels, float(m.group(4))))
+    return fams
+
+
+def test_process_and_build_info(srv):
+    """Issue 39.6: the process_* families of the Prometheus client libraries (read from
+    /proc) and coffer_build_info, each with its TYPE and a sane value."""
+    first = _families(_scrape(srv))
+    vol = srv.create_volume()
+    srv.put_ok(vol["id"], "p.bin", b"p" * 100000)
+    fams = _families(_scrape(srv))
+    want = {"process_cpu_seconds_total": "counter", "process_resident_memory_bytes": "gauge",
+            "process_virtual_memory_bytes": "gauge", "process_open_fds": "gauge",
+            "process_max_fds": "gauge", "process_start_time_seconds": "gauge",
+            "coffer_build_info": "gauge"}
+    v = {}
+    for name, typ in want.items():
+        check(name in fams, "family %s is served" % name)
+        eq(fams[name][0], typ, "TYPE of %s" % name)
+        eq(len(fams[name][1]), 1, "one sample of %s" % name)
+        v[name] = fams[name][1][0]
+    cpu = v["process_cpu_seconds_total"][2]
+    check(0 <= first["process_cpu_seconds_total"][1][0][2] <= cpu, "cpu seconds only grow")
+    rss, vm = v["process_resident_memory_bytes"][2], v["process_virtual_memory_bytes"][2]
+    check(0 < rss <= vm, "0 < rss %d <= virtual %d" % (rss, vm))
+    fds, maxfds = v["process_open_fds"][2], v["process_max_fds"][2]
+    # the scrape's own connection and the data dir's files at least
+    check(3 <= fds <= maxfds, "3 <= open fds %d <= max fds %d" % (fds, maxfds))
+    pid = srv.proc.pid
+    start = v["process_start_time_seconds"][2]
+    check(1.5e9 < start <= time.time() + 1, "start time %f is a past epoch time" % start)
+    # the same start as the kernel says (clock ticks after boot), to a tick
+    with open("/proc/%d/stat" % pid) as f:
+        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    btime = int([l for l in open("/proc/stat") if l.startswith("btime ")][0].split()[1])
+    check(abs(start - (btime + ticks / os.sysconf("SC_CLK_TCK"))) < 0.02,
+          "start time %f is cofferd's (pid %d)" % (start, pid))
+    exe = os.path.join(harness.ROOT, harness.BUILD, "cofferd")
+    version = subprocess.run([exe, "--version"], capture_output=True,
+                             timeout=30).stdout.decode().split()[1]
+    eq(v["coffer_build_info"][1:], ({"version": version}, 1.0), "coffer_build_info")
+    # latency buckets reach minutes (slow PUTs, archives), cumulative, +Inf last
+    buckets = [(s[1]["le"], s[2]) for s in fams["coffer_http_request_duration_seconds"][1]
+               if s[0].endswith("_bucket") and s[1].get("method") == "PUT" and
+               s[1].get("route") == "/v1/volumes/{}/files/{+}"]
+    les = [b[0] for b in buckets]
+    eq(les[-1], "+Inf", "the last bucket")
+    bounds = [float(x) for x in les[:-1]]
+    eq(bounds, sorted(bounds), "bucket bounds ascend")
+    check(max(bounds) >= 60, "a bucket of 60 s or more: %r" % les)
+    counts = [b[1] for b in buckets]
+    eq(counts, sorted(counts), "bucket counts are cumulative")

@@ -139,8 +139,8 @@ def test_redocly_lint_is_clean():
     problems = ["%s %s: %s" % (x.get("severity"), x.get("ruleId"), x.get("message"))
                 for x in report.get("problems", [])]
     eq(problems, [], "redocly lint problems")
-    # the three ignored are named, with why, in tests/openapi/.redocly.lint-ignore.yaml
-    eq(report["totals"], {"errors": 0, "warnings": 0, "ignored": 3}, "redocly lint totals")
+    # the four ignored are named, with why, in tests/openapi/.redocly.lint-ignore.yaml
+    eq(report["totals"], {"errors": 0, "warnings": 0, "ignored": 4}, "redocly lint totals")
     eq(p.returncode, 0, "redocly lint exit code")
 
 
@@ -351,6 +351,10 @@ def test_tour_agents_and_subjects(srv):
     bound = expect(srv.post("/v1/keys", json={"agent": aid}), 201).json()["key"]
     expect_error(srv.get("/v1/volumes/" + a["workspaceVolumeId"], key=bound), 403, "forbidden")
     expect_error(srv.get("/v1/agents/" + _name("other"), key=bound), 403, "forbidden")
+    listed = expect(srv.get("/v1/agents", query={"prefix": aid, "limit": 1}), 200).json()
+    eq([x["id"] for x in listed["agents"]], [aid], "the list")
+    expect_error(srv.get("/v1/agents", query={"limit": 0}), 400, "validation_error")
+    expect_error(srv.get("/v1/agents", key=bound), 403, "forbidden")
 
     base = "/v1/agents/%s" % aid
     expect(srv.put(base + "/files/workspace/notes/a.txt", body=b"one\ntwo\n"), 201)
@@ -552,8 +556,53 @@ def test_tour_relay(srv):
     expect_error(srv.get("/v1/relay/sessions/%s/ops/op_nosuch" % s2["uid"]), 404, "not_found")
     expect(srv.post("/v1/relay/sessions/%s/abort" % s2["uid"]), 200)
     expect_error(c2.post_event("accept", {}), 410, "gone")
+    # the Socket.IO face (tests/blackbox/test_relay_socketio.py drives it whole)
+    hs = expect(srv.get("/socket.io/", query={"EIO": "4", "transport": "polling"}, key=None),
+                200)
+    sid = json.loads(hs.body[1:])["sid"]
+    q = {"EIO": "4", "transport": "polling", "sid": sid}
+    expect(srv.post("/socket.io/", body="3", query=q, key=None), 200)
+    expect(srv.get("/socket.io/", query={"EIO": "3", "transport": "polling"}, key=None), 400)
+    expect(srv.post("/socket.io/", body="x", query=q, key=None), 400)
     expect_error(srv.post("/v1/relay/sessions/%s/abort" % s2["uid"]), 410, "gone")
     c2.close()
+
+
+def test_tour_mcp(srv):
+    """/mcp (tests/blackbox/test_mcp_http.py drives it with the MCP SDK)."""
+    _need_jsonschema()
+    aid = _name("mcp")
+    expect(srv.put("/v1/agents/" + aid, json={}), 201)
+    q = {"agent": aid}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "tour", "version": "1"}}}
+    r = expect(srv.post("/mcp", json=init, query=q), 200)
+    sid = r.headers["Mcp-Session-Id"]
+    h = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-06-18"}
+    expect(srv.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    query=q, headers=h), 202)
+    expect(srv.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                    query=q, headers=h), 200)
+    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    expect(srv.post("/mcp", json=ping, query=q), 400)  # no session
+    expect(srv.post("/mcp", json=ping, query=q, key=None), 401)
+    expect(srv.post("/mcp", json=ping, query=q, headers=dict(h, Origin="http://evil.example")),
+           403)
+    expect(srv.post("/mcp", json=init, query={"agent": _name("none")}), 404)
+    expect(srv.post("/mcp", json=ping, query=q, headers=dict(h, Accept="text/html")), 406)
+    expect(srv.post("/mcp", body=b"{}", query=q,
+                    headers=dict(h, **{"Content-Type": "text/plain"})), 415)
+    expect(srv.get("/mcp", query=q, headers=h), 406)
+    expect(srv.get("/mcp", query=q, headers={"Accept": "text/event-stream"}), 400)
+    expect(srv.get("/mcp", query=q, key=None), 401)
+    expect(srv.get("/mcp", query=q, headers={"Origin": "http://evil.example"}), 403)
+    expect(srv.delete("/mcp", headers=h), 204)
+    expect(srv.delete("/mcp", headers=h), 404)
+    expect(srv.delete("/mcp"), 400)
+    expect(srv.delete("/mcp", key=None), 401)
+    expect(srv.delete("/mcp", headers={"Origin": "http://evil.example"}), 403)
+    expect(srv.post("/mcp", json=ping, query=q, headers=h), 404)
 
 
 def test_tour_reached_every_operation():

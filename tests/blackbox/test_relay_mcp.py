@@ -13,7 +13,7 @@ from harness import check, eq, expect
 from test_mcp import MCP_DIR, Session, sdk_ready
 from test_relay import _session
 
-RELAY_TOOLS = ["read_file", "write_file", "list_directory", "search_files"]
+RELAY_TOOLS = ["read_file", "write_file", "list_directory", "search_files", "relay_sessions"]
 
 
 def _names(s):

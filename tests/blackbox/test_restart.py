@@ -8,6 +8,7 @@ works; an ended turn stays 410). Runs on both passes (embedded SQLite and Postgr
 import http.client
 import os
 import tempfile
+import threading
 import time
 
 import harness
@@ -119,6 +120,51 @@ def _session_survives(how):
         got = expect(srv.get("/v1/relay/sessions/" + uid), 200).json()
         eq(got["counts"]["reads"], before["counts"]["reads"] + 1, "counts go on")
         c2.close()
+
+
+def test_relay_concurrent_sessions_stored_in_order():
+    """Two sessions written at once, by several callers each: every write of each
+    session is stored, and in the order it was made (src/relay/wqueue.c: the relay's
+    store writes are made after its lock is dropped, one session's oldest first). The
+    session's record is read back after a SIGKILL, so what is compared is what was
+    stored: a record rewritten out of order (an older one stored last) would carry
+    fewer writes than were answered. On the pg pass this is PostgreSQL."""
+    callers, n = 4, 12
+    with harness.server() as srv:
+        sessions = [_relay_session(srv, {}) for _ in range(2)]
+        bad = []
+
+        def writer(uid, t):
+            for i in range(n):
+                r = _op(srv, uid, op="write_file", path="c%d-%03d.txt" % (t, i),
+                        content="x" * (i + 1))
+                if r.status != 200:
+                    bad.append((uid, t, i, r.status, r.text()[:200]))
+
+        threads = [threading.Thread(target=writer, args=(s["uid"], t))
+                   for s, _, _ in sessions for t in range(callers)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        eq(bad, [], "every write answered 200")
+        for s, c, _ in sessions:
+            log = expect(srv.get("/v1/relay/sessions/%s/log" % s["uid"]), 200).json()
+            done = [e["path"] for e in log["entries"]
+                    if e.get("op") == "write_file" and e.get("outcome") == "ok"]
+            eq(len(done), callers * n, "writes in session %s's stored log" % s["uid"])
+            for t in range(callers):
+                mine = [p for p in done if p.startswith("c%d-" % t)]
+                eq(mine, ["c%d-%03d.txt" % (t, i) for i in range(n)],
+                   "caller %d's writes in the stored log, in the order it made them" % t)
+        _bounce(srv, "kill")  # clients still attached: no later record rewrites the counts
+        for s, _, _ in sessions:
+            got = expect(srv.get("/v1/relay/sessions/" + s["uid"]), 200).json()
+            eq((got["counts"]["writes"], got["counts"]["bytesWritten"]),
+               (callers * n, callers * n * (n + 1) // 2),
+               "session %s's stored counts after SIGKILL" % s["uid"])
+        for _, c, _ in sessions:
+            c.close()
 
 
 def test_relay_session_survives_sigterm():

@@ -19,18 +19,29 @@ TIMEOUTS = {"test_large": 600}
 TIMEOUT = 180
 
 
+def _python():
+    """The interpreter that runs the SDK: this one if it has httpx (the SDK's one
+    dependency), else Debian's /usr/bin/python3, where python3-httpx installs it (a
+    python3 of its own, e.g. pyenv's, ahead in PATH does not see Debian's packages)."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(exe) and subprocess.run(
+                [exe, "-c", "import httpx"], capture_output=True).returncode == 0:
+            return exe
+    raise AssertionError("no python3 with httpx: install python3-httpx (scripts/deps)")
+
+
 def _env(srv, asynchronous=False):
     env = dict(os.environ)
     if asynchronous:
         env["COFFER_TEST_ASYNC"] = "1"  # support.client() is an AsyncCoffer
     env.update(COFFER_URL=srv.url, COFFER_KEY=srv.key, COFFER_BIN=harness.bin_path("coffer"),
                PYTHONPATH=os.path.join(SDK, "src") + os.pathsep + TESTS,
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1", COFFER_TEST_SCALE=str(harness.SCALE))
     return env
 
 
 def _run(srv, args, timeout, asynchronous=False):
-    p = subprocess.run([sys.executable] + args, cwd=TESTS, env=_env(srv, asynchronous),
+    p = subprocess.run([_python()] + args, cwd=TESTS, env=_env(srv, asynchronous),
                        capture_output=True, timeout=timeout * harness.SCALE)
     out = (p.stdout + p.stderr).decode("utf-8", "replace")
     return p.returncode, out
@@ -55,7 +66,7 @@ def _case(module, asynchronous=False):
 # The modules that test the client through support.client() run a second time on
 # AsyncCoffer (COFFER_TEST_ASYNC=1): the async client passes the same suite.
 ASYNC_TOO = {"test_agents", "test_volumes", "test_client", "test_prompt", "test_retries",
-             "test_turns_relay"}
+             "test_turns_relay", "test_large"}
 
 for _f in sorted(os.listdir(TESTS)):
     if _f.startswith("test_") and _f.endswith(".py"):
@@ -74,7 +85,7 @@ def test_readme_example(srv):
         blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
     harness.check(len(blocks) >= 3, "README.md has its python examples")
     with tempfile.TemporaryDirectory() as d:
-        p = subprocess.run([sys.executable, "-c", "\n".join(blocks)], cwd=d, env=_env(srv),
+        p = subprocess.run([_python(), "-c", "\n".join(blocks)], cwd=d, env=_env(srv),
                            capture_output=True, timeout=60 * harness.SCALE)
     out = (p.stdout + p.stderr).decode("utf-8", "replace")
     lines = out.splitlines()
@@ -105,3 +116,20 @@ def test_seed_001_verbatim():
         want = [ln.strip() for ln in b.strip().splitlines()]
         harness.check(want in copies, "seed 001's block is not in test_seed_001.py as "
                       "written:\n" + b)
+
+
+def test_mypy_strict():
+    """The package's type hints hold: `mypy --strict` (Debian's mypy, a test package of
+    scripts/deps) finds no issue in sdk/python/src/coffer, httpx's hints included."""
+    import shutil
+    import tempfile
+    mypy = shutil.which("mypy")
+    if not mypy:
+        harness.skip("mypy is not installed (scripts/deps --test installs it)")
+    with tempfile.TemporaryDirectory() as cache:
+        p = subprocess.run([mypy, "--strict", "--cache-dir", cache, "coffer"],
+                           cwd=os.path.join(SDK, "src"), capture_output=True,
+                           timeout=300 * harness.SCALE)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    harness.eq(p.returncode, 0, "mypy --strict's exit code; its output:\n" + out)
+    harness.check("Success: no issues found" in out, "mypy's verdict: " + out)

@@ -118,6 +118,7 @@ def test_agent_card_lists_default_output_modes(srv):
 
 # ---- deployment.toml and `coffer deploy` (issue 33 item 7)
 
+# Our copy of seed 000's two deployment.toml snippets (Disk limits; Files from tools).
 SEED_TOML = """[[agents]]
 id = "field-guide"
 package = "../examples/field-guide"
@@ -131,13 +132,23 @@ files = ["png", "csv"]   # any of png, svg, csv, pdf
 """
 
 
-def _seed_000_toml_blocks():
-    """The deployment.toml lines of seed 000 as written (None when ../shared/seeds is not
-    beside the repository)."""
+def _seed_000_deployment_toml():
+    """Seed 000's deployment.toml as the seed writes it: its `[[agents]]` snippet (from
+    `[[agents]]` to the first blank line) and its `[output]` snippet, verbatim; skips with
+    the reason when ../shared/seeds is not beside the repository."""
     import glob
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     found = glob.glob(os.path.join(root, "..", "shared", "seeds", "000_*.txt"))
-    return open(found[0]).read() if found else None
+    if not found:
+        harness.skip("seed 000 is not at ../shared/seeds/000_*.txt beside the repository")
+    lines = open(found[0]).read().splitlines()
+
+    def snippet(first):
+        check(first in lines, "seed 000 has a line %r" % first)
+        k = lines.index(first)
+        end = lines.index("", k)
+        return "\n".join(lines[k:end]) + "\n"
+    return snippet("[[agents]]") + "\n" + snippet("[output]")
 
 
 def _deploy(srv, tmp, text, *args):
@@ -147,17 +158,14 @@ def _deploy(srv, tmp, text, *args):
     return srv.cli("deploy", path, *args)
 
 
-def test_deployment_toml_as_written_is_applied(srv):
-    """Seed 000's deployment.toml, as the seed writes it, through `coffer deploy`: the
-    agent field-guide exists with its sandbox sizes (snake_case as written), and [output]
-    files; running it again updates, never duplicates."""
+def _deployed_as_written(srv, text):
+    """`coffer deploy` of `text` (seed 000's file): field-guide exists with its sandbox
+    sizes (snake_case as written) and [output] files, its turns get the limits; deploying
+    again updates, never duplicates."""
     import tempfile
-    seed = _seed_000_toml_blocks()
-    if seed is not None:
-        for line in SEED_TOML.strip().splitlines():
-            check(line.strip() in seed, "the seed's deployment.toml holds %r" % line)
     tmp = tempfile.mkdtemp(prefix="deploy-")
-    p = _deploy(srv, tmp, SEED_TOML)
+    srv.delete("/v1/agents/field-guide")
+    p = _deploy(srv, tmp, text)
     eq(p.returncode, 0, "coffer deploy: %r" % p.stderr)
     eq(p.stdout.decode().strip(), "created agent field-guide", "what it printed")
     a = expect(srv.get("/v1/agents/field-guide"), 200).json()
@@ -165,36 +173,63 @@ def test_deployment_toml_as_written_is_applied(srv):
     eq(a["output"], {"files": ["png", "csv"]}, "output")
     eq(a["defaultOutputModes"], ["image/png", "text/csv"], "its output modes")
     t = new_turn(srv, aid="field-guide")
-    eq((t["sandbox"]["turnDisk"], t["sandbox"]["userDisk"]), (64 << 20, 128 << 20),
-       "the turn's limits")
-    p = _deploy(srv, tmp, SEED_TOML)
+    eq((t["sandbox"]["scratch"], t["sandbox"]["turnDisk"], t["sandbox"]["userDisk"]),
+       (256 << 20, 64 << 20, 128 << 20), "the turn's limits")
+    p = _deploy(srv, tmp, text)
     eq((p.returncode, p.stdout.decode().strip()), (0, "updated agent field-guide"), "again")
+
+
+def test_deployment_toml_as_the_seed_writes_it_is_applied(srv):
+    """Seed 000's deployment.toml, its text taken from the seed itself, through `coffer
+    deploy`."""
+    text = _seed_000_deployment_toml()
+    eq(text, SEED_TOML, "our copy is the seed's text")
+    _deployed_as_written(srv, text)
+
+
+def test_deployment_toml_example_is_applied(srv):
+    """The same with our copy of the seed's snippets (runs without ../shared/seeds)."""
+    _deployed_as_written(srv, SEED_TOML)
 
 
 def test_deploy_refuses_a_broken_file_and_changes_nothing(srv):
     """`deploy refuses anything but 0 < turn_disk <= user_disk <= scratch`: with a second
     agent breaking the rule, nothing is applied (the first agent is not made either), exit
-    2 naming the agent and both sizes; a TOML error names its line; an unknown key, a
+    2 naming the agent, the sizes and the line; a TOML error names its line; an unknown key
+    (of an agent, its sandbox, the file or [output]) names the key and its line; a
     duplicated id and an unknown output type are refused the same way."""
     import tempfile
     tmp = tempfile.mkdtemp(prefix="deploy-")
     good = '[[agents]]\nid = "dep-ok"\n'
     cases = (
         (good + '[[agents]]\nid = "dep-bad"\n[agents.sandbox]\nscratch = "256m"\n'
-         'turn_disk = "200m"\nuser_disk = "128m"\n', "dep-bad"),
-        (good + '[[agents]]\nid = "dep-bad"\n[agents.sandbox]\nturn_disk = "0"\n', "dep-bad"),
-        (good + 'x = = 1\n', "line 3"),
-        (good + 'colour = "red"\n', "colour"),
-        (good + '[[agents]]\nid = "dep-ok"\n', "twice"),
-        (good + '[agents.output]\nfiles = ["gif"]\n', "gif"),
-        ('[[agents]]\npackage = "x"\n', "no id"),
-        ('[[agents]]\nid = "a"\n[database]\nurl = "x"\n', "database"),
+         'turn_disk = "200m"\nuser_disk = "128m"\n',
+         ["line 7: agent 'dep-bad'", "sandbox.turn_disk (200 MiB", "sandbox.user_disk (128 MiB",
+          "0 < turn_disk <= user_disk <= scratch"]),
+        (good + '[[agents]]\nid = "dep-bad"\n[agents.sandbox]\nuser_disk = "512m"\n',
+         ["line 6: agent 'dep-bad'", "sandbox.user_disk (512 MiB", "scratch (256 MiB"]),
+        (good + '[[agents]]\nid = "dep-bad"\n[agents.sandbox]\nturn_disk = "0"\n',
+         ["line 6: agent 'dep-bad'", "turn_disk is 0 bytes"]),
+        (good + '[[agents]]\nid = "dep-bad"\n[agents.sandbox]\nturn_disk = "64x"\n',
+         ["line 6", "turn_disk"]),
+        (good + 'x = = 1\n', ["line 3, column 5"]),
+        (good + '\ncolour = "red"\n', ["line 4: agent 'dep-ok': key 'colour' is not known"]),
+        (good + '[agents.sandbox]\nscratch = "1g"\ndisk = "1g"\n',
+         ["line 5: agent 'dep-ok'", "'disk'"]),
+        (good + '[[agents]]\nid = "dep-ok"\n', ["line 3: agent 'dep-ok' is given twice",
+                                                "first at line 1"]),
+        (good + '[agents.output]\nfiles = ["gif"]\n', ["line 4", "gif"]),
+        (good + '[output]\nfiles = ["png"]\nkind = 1\n', ["line 5", "'kind'"]),
+        ('[[agents]]\npackage = "x"\n', ["line 1", "no id"]),
+        ('[[agents]]\nid = "a"\n\n[database]\nurl = "x"\n', ["line 4: 'database'"]),
     )
     for text, words in cases:
         p = _deploy(srv, tmp, text)
         eq(p.returncode, 2, "exit status for %r: %r" % (text, p.stderr))
-        check(words in p.stderr.decode(), "the error names %r: %r" % (words, p.stderr))
+        for w in words:
+            check(w in p.stderr.decode(), "the error for %r names %r: %r" % (text, w, p.stderr))
         expect_error(srv.get("/v1/agents/dep-ok"), 404, "not_found")
+        expect_error(srv.get("/v1/agents/dep-bad"), 404, "not_found")
 
 
 def test_api_accepts_seed_000s_snake_case_sandbox(srv):
@@ -210,3 +245,62 @@ def test_api_accepts_seed_000s_snake_case_sandbox(srv):
     r = srv.put("/v1/agents/snake-both", json={"sandbox": {"turn_disk": "8m",
                                                            "turnDisk": "8m"}})
     expect_error(r, 400, "validation_error", "not both")
+
+
+def test_a_4_mb_file_streams_whole_inline_and_filtered_ones_do_not(srv):
+    """API.md: a kept file is at most 4 MB, so an artifact always carries its bytes inline
+    (A2A's FileWithBytes, never a uri): a PNG of exactly 4 MB arrives whole as one
+    `event: artifact`. With acceptedOutputModes on the streamed call, a file of another type
+    sends neither a `file` event nor an artifact, and the note names it."""
+    t = new_turn(srv, aid=make_agent(srv))
+    size = 4 * 1024 * 1024
+    ev = stream_call(srv, t["id"], {
+        "callId": "big", "acceptedOutputModes": ["image/png"],
+        "command": "printf '\\211PNG\\r\\n\\032\\n' > $OUTBOX/big.png;"
+                   " head -c %d /dev/urandom >> $OUTBOX/big.png;"
+                   " printf 'a,b\\n' > $OUTBOX/t.csv" % (size - 8)})
+    arts = [d for e, d in ev if e == "artifact"]
+    eq([a["parts"][0]["file"]["name"] for a in arts], ["big.png"], "only the PNG's artifact")
+    eq([d["name"] for e, d in ev if e == "file"], ["big.png"], "only the PNG's file event")
+    f = arts[0]["parts"][0]["file"]
+    check("uri" not in f, "bytes, not a uri")
+    data = base64.b64decode(f["bytes"])
+    eq(len(data), size, "all 4 MB inline")
+    got = expect(srv.get("/v1/turns/%s/files/big/big.png" % t["id"]), 200).body
+    check(got == data, "the artifact's bytes are the kept file's")
+    exit_ = [d for e, d in ev if e == "exit"][0]
+    check(any("t.csv" in n for n in exit_["notes"]), "the CSV is named: %r" % exit_["notes"])
+
+
+def test_two_turns_may_use_the_same_call_id(srv):
+    """A callId is the model's and only unique within its turn: two turns (of one agent or
+    two, one after the other and while the first's view is still kept) that both name their
+    calls "1" and "2" each run them, and a call's kept file is its own turn's."""
+    a = make_agent(srv)
+    t1, t2 = new_turn(srv, aid=a), new_turn(srv, aid=make_agent(srv))
+    for t in (t1, t2, t1, t2):
+        for cid in ("1", "2"):
+            out = ok(srv, t["id"], "ls / >/dev/null; printf '%s\\n' > $OUTBOX/t.csv" % t["id"],
+                     callId=cid + ("b" if t is t1 and cid == "2" else ""))
+            eq(out["callId"], cid + ("b" if t is t1 and cid == "2" else ""), "echoed")
+    for t in (t1, t2):
+        eq(expect(srv.get("/v1/turns/%s/files/1/t.csv" % t["id"]), 200).body,
+           (t["id"] + "\n").encode(), "each turn's own file under callId 1")
+
+
+def test_any_valid_call_id_reaches_its_files_and_artifacts(srv):
+    """Whatever valid callId the model gives (128 bytes; printable ASCII such as ':', '|',
+    '{', '"', '_' first), the call's kept file is at files[].url (percent-encoded where a
+    URL needs it) and streams as an artifact whose metadata.call_id is that callId."""
+    t = new_turn(srv, aid=make_agent(srv))
+    odd = "_a:b|c{d}\"e<f>[g]^h`i~!$&'()*+,;=@"
+    for cid in ("c" * 128, odd, odd + "x" * (128 - len(odd))):
+        out = ok(srv, t["id"], "printf 'a,b\\n' > $OUTBOX/t.csv", callId=cid)
+        eq(out["callId"], cid, "echoed")
+        eq([f["name"] for f in out["files"]], ["t.csv"], "kept")
+        eq(expect(srv.get(out["files"][0]["url"]), 200).body, b"a,b\n", "its URL serves it")
+    ev = stream_call(srv, t["id"], {"callId": odd + "s", "command":
+                                    "printf 'a,b\\n' > $OUTBOX/t.csv"})
+    arts = [d for e, d in ev if e == "artifact"]
+    eq([a["metadata"]["call_id"] for a in arts], [odd + "s"], "the artifact names the call")
+    eq(base64.b64decode(arts[0]["parts"][0]["file"]["bytes"]), b"a,b\n", "its bytes")

@@ -166,8 +166,10 @@ def test_mcp_instructions_name_the_mounts_in_order(srv):
     s = Session("--agent", a["id"], *server_args(srv))
     try:
         text = s.initialize()["instructions"]
-        contains(text, "The mounts, in order: /bot (read-write), /workspace (the workspace); "
-                 "relative paths resolve against /bot.", "instructions")
+        name = expect(srv.get("/v1/volumes/" + bot), 200).json()["name"]
+        contains(text, "The mounts, in order: /bot (volume \"%s\", read-write), /workspace "
+                 "(volume \"workspace of agent %s\", the agent's workspace, read-write); "
+                 "relative paths resolve against /bot." % (name, a["id"]), "instructions")
         contains(text, "Attachments are under /workspace/uploads/, tools' file outputs under "
                  "/workspace/tool-outputs/; keep scratch files under /workspace/tmp/.",
                  "seed 001's placement of uploads, tool outputs and tmp/ in the instructions")
@@ -273,3 +275,116 @@ def test_tool_outputs_are_saved_where_uploads_go(srv):
                                  {"workspace": False}])
     harness.expect_error(srv.put(agent_url(b3["id"], "/tool-outputs/c1/o.txt"), body=b"o"),
                          409, "conflict")
+
+
+def test_uploads_tool_outputs_and_tmp_follow_one_placement_rule(srv):
+    """Seed 001: "Attachments are saved under uploads/<request>/ in the agent's own
+    workspace, files tools return under tool-outputs/, and the model keeps scratch files
+    in tmp/, wherever the workspace is mounted (/workspace/... by default, /scratch/...
+    above). Without it, they go to a read-write /workspace, else the first read-write
+    mount (and an agent with none cannot take attachments or tool files)."
+    GET /v1/agents/{id} answers the three places (`places`), computed by the same rule
+    the uploads and tool outputs are saved by; on the main before, a mount given at
+    /workspace lost to an earlier read-write mount and no answer said where tmp/ is."""
+    def places(a):
+        return expect(srv.get(agent_url(a["id"])), 200).json()["places"]
+
+    def under(root):
+        return {"uploads": root + "/uploads", "toolOutputs": root + "/tool-outputs",
+                "tmp": root + "/tmp"}
+
+    eq(places(make_agent(srv)), under("/workspace"), "no mounts: /workspace")
+    a, bot = bot_agent(srv)
+    eq(places(a), under("/workspace"), "the workspace, second after /bot")
+    project = srv.create_volume()["id"]
+    b = make_agent(srv, mounts=[{"volumeId": project, "path": "/workspace", "mode": "rw"},
+                                {"workspace": True, "path": "/scratch"}])
+    eq(places(b), under("/scratch"), "the seed's /scratch example")
+    r = expect(srv.put(agent_url(b["id"], "/tool-outputs/c1/o.txt"), body=b"o"), 201).json()
+    eq(r["path"], "/scratch/tool-outputs/c1/o.txt", "a tool output in /scratch")
+    eq(expect(srv.get_file(b["workspaceVolumeId"], "tool-outputs/c1/o.txt"), 200).body, b"o",
+       "on the workspace volume, not the project")
+    # a read-write mount given at /workspace takes the workspace's place: it gets
+    # them, though another read-write mount comes first
+    c = make_agent(srv, mounts=[{"volumeId": bot, "path": "/bot", "mode": "rw"},
+                                {"volumeId": project, "path": "/workspace", "mode": "rw"}])
+    eq(paths(c), ["/bot", "/workspace"], "the mounts as given")
+    eq(places(c), under("/workspace"), "a read-write /workspace before the first mount")
+    r = expect(srv.put(agent_url(c["id"], "/uploads/r1/u.txt"), body=b"u"), 201).json()
+    eq(r["path"], "/workspace/uploads/r1/u.txt", "an upload in /workspace")
+    r = expect(srv.put(agent_url(c["id"], "/tool-outputs/c1/t.txt"), body=b"t"), 201).json()
+    eq(r["path"], "/workspace/tool-outputs/c1/t.txt", "a tool output in /workspace")
+    eq(expect(srv.get_file(project, "tool-outputs/c1/t.txt"), 200).body, b"t",
+       "on the project volume mounted there")
+    check(all(not f["path"].startswith(("uploads/", "tool-outputs/"))
+              for f in srv.list_files(bot)["files"]), "nothing placed onto /bot")
+    # a read-only /workspace is no place: the first read-write mount
+    d = make_agent(srv, mounts=[{"volumeId": project, "path": "/workspace", "mode": "ro"},
+                                {"volumeId": bot, "path": "/bot", "mode": "rw"}])
+    eq(places(d), under("/bot"), "a read-only /workspace: the first read-write mount")
+    # none: no place for any of the three, and uploads and tool outputs are 409
+    e = make_agent(srv, mounts=[{"volumeId": project, "path": "/ro", "mode": "ro"},
+                                {"workspace": False}])
+    eq(places(e), {"uploads": None, "toolOutputs": None, "tmp": None}, "no place")
+    for url, what in (("/uploads/r1/u.txt", "uploads"), ("/tool-outputs/c1/t.txt",
+                                                          "tool outputs")):
+        err = harness.expect_error(srv.put(agent_url(e["id"], url), body=b"x"), 409, "conflict")
+        contains(err["message"], "no writable place for " + what, "the 409 says what")
+
+
+def test_tool_output_call_id_and_name_are_one_safe_segment(srv):
+    """PUT .../tool-outputs/{callId}/{name}: callId 1..128 printable ASCII without spaces,
+    name one path segment of at most 255 bytes; '..', '.', a '/' (sent as %2F) and
+    control bytes are 400 naming the field (and the limit where it is a length)."""
+    a, _ = bot_agent(srv)
+    aid = a["id"]
+
+    def bad(call, name, *phrases):
+        e = harness.expect_error(srv.put(agent_url(aid, "/tool-outputs/%s/%s" % (call, name)),
+                                         body=b"x"), 400, "validation_error")
+        for p in phrases:
+            contains(e["message"], p, "the error for %s/%s" % (call, name))
+
+    bad("c" * 129, "a.txt", "call id", "128")
+    bad("call%20one", "a.txt", "call id", "printable ASCII")
+    bad("a%2Fb", "a.txt", "call id", "'/'")
+    bad("%2E%2E", "a.txt", "call id", "'..'")
+    bad("c1", "%2E%2E", "file name", "'..'")
+    bad("c1", "%2E", "file name", "'.'")
+    bad("c1", "a%2Fb.txt", "file name", "'/'")
+    bad("c1", "a%01b", "file name")
+    bad("c1", "n" * 256, "file name", "255")
+    r = expect(srv.put(agent_url(aid, "/tool-outputs/c1/%s" % ("n" * 255)), body=b"x"), 201)
+    eq(r.json()["path"], "/workspace/tool-outputs/c1/" + "n" * 255, "255 bytes is the limit")
+
+
+def test_resolve_walks_nested_input_within_its_limits(srv):
+    """POST .../resolve walks any JSON: {"$file"} objects at any depth up to 64 levels of
+    nesting (65: 400 naming 64), at most 100 of them (101: 400 naming 100), inside objects
+    and arrays alike; the same file named twice comes back twice."""
+    import base64
+    a, bot = bot_agent(srv)
+    aid = a["id"]
+    inner = {"$file": "/bot/marker.txt"}
+    deep = inner
+    for i in range(64):
+        deep = [deep] if i % 2 else {"k": deep}
+    out = expect(srv.post(agent_url(aid, "/resolve"), json={"input": deep}), 200).json()
+    v = out["input"]
+    for i in range(64):
+        v = v[0] if (63 - i) % 2 else v["k"]
+    eq(base64.b64decode(v["data"]), MARKER, "a $file 64 levels down")
+    e = harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={"input": [deep]}),
+                             400, "validation_error")
+    contains(e["message"], "64", "the 400 names the depth limit")
+    many = {"a": [inner] * 50, "b": {"c": [inner] * 50}}
+    out = expect(srv.post(agent_url(aid, "/resolve"), json={"input": many}), 200).json()
+    eq(len(out["input"]["a"]) + len(out["input"]["b"]["c"]), 100, "100 $file objects")
+    check(all(f["sha256"] == out["input"]["a"][0]["sha256"] for f in out["input"]["b"]["c"]),
+          "each the same file")
+    many["b"]["c"].append(inner)
+    e = harness.expect_error(srv.post(agent_url(aid, "/resolve"), json={"input": many}),
+                             400, "validation_error")
+    contains(e["message"], "100", "the 400 names the count limit")
+    eq(expect(srv.post(agent_url(aid, "/resolve"), json={"input": "text"}), 200).json(),
+       {"input": "text"}, "a scalar comes back as given")

@@ -146,6 +146,30 @@ def test_data_url_attachment_is_inline_data(srv):
               "the error for %r names the file and %s: %r" % (bad, what, e["message"]))
 
 
+def test_data_url_is_bounded_like_other_inline_data(srv):
+    """API.md "prompt": inline files are at most 4 MiB decoded in all, data: URLs
+    included: a base64 data: URL of exactly 4 MiB passes, one byte more is 413 naming the
+    limit, and a percent-encoded one counts its decoded bytes (3 bytes of URL a byte)."""
+    aid, _ = agent(srv)
+    mib4 = 4 << 20
+    url = "data:application/octet-stream;base64," + b64(b"\x01" * mib4)
+    a = prompt(srv, aid, None, "e1", [{"name": "four.bin", "data": url}]).json()
+    eq(a["files"][0]["size"], mib4, "exactly 4 MiB passes")
+    url = "data:application/octet-stream;base64," + b64(b"\x01" * (mib4 + 1))
+    e = expect_error(prompt(srv, aid, None, "e2", [{"name": "over.bin", "data": url}],
+                            status=413), 413, "too_large")
+    contains(e["message"], "4 MiB", "the 413 names the limit")
+    # percent form: 4 MiB - 2 decoded bytes in the URL, plus 3 bytes inline beside it
+    pct = "data:," + "%41" * (mib4 - 2)
+    e = expect_error(prompt(srv, aid, None, "e3", [{"name": "p.txt", "data": pct},
+                                                   {"name": "q.txt", "data": b64(b"abc")}],
+                            status=413), 413, "too_large")
+    contains(e["message"], "4 MiB", "decoded bytes counted")
+    a = prompt(srv, aid, None, "e4", [{"name": "p.txt", "data": pct},
+                                      {"name": "q.txt", "data": b64(b"ab")}]).json()
+    eq([f["size"] for f in a["files"]], [mib4 - 2, 2], "4 MiB in all passes")
+
+
 def test_turn_reads_its_own_subjects_attachments_only(srv):
     """API.md "Subjects": attachments are readable at /attachments/{requestId}/{name}
     (read-only) in that subject's calls, and never by another subject's calls. The
@@ -266,6 +290,43 @@ def test_no_path_reaches_another_subjects_attachment_or_user(srv):
                       "secret.txt" not in j["output"], "%s %s %s: %r" % (who, name, d, j))
         expect_error(srv.get("/v1/agents/%s/conversations/c1/request" % aid,
                              headers=as_(who)), 404, "not_found")
+
+
+def test_resolve_and_tool_outputs_take_the_subject(srv):
+    """API.md "Subjects" for seed 001's file tools: POST .../resolve with X-Subject reads
+    that subject's /user and /attachments ({"$file"} as base64 and as a link); another
+    subject and a caller without one get 404 naming the path, never the bytes. PUT
+    .../tool-outputs with X-Subject saves in the subject's own workspace
+    (/user/tool-outputs/...), where only that subject reads it."""
+    aid, ws = agent(srv)
+    prompt(srv, aid, "alice", "r1", contract())
+    subject_put(srv, aid, "alice", "secret.txt", SECRET.decode())
+    theirs = ["/user/secret.txt", "/attachments/r1/contract.txt"]
+    inp = {"docs": [{"$file": p} for p in theirs]}
+    out = expect(srv.post("/v1/agents/%s/resolve" % aid, json={"input": inp},
+                          headers=as_("alice")), 200).json()["input"]["docs"]
+    eq([base64.b64decode(f["data"]) for f in out], [SECRET, SECRET], "alice's files")
+    eq([f["path"] for f in out], theirs, "by their agent paths")
+    out = expect(srv.post("/v1/agents/%s/resolve" % aid, json={"input": inp, "as": "url"},
+                          headers=as_("alice")), 200).json()["input"]["docs"]
+    for f in out:
+        eq(expect(srv.get(f["url"], key=None), 200).body, SECRET, "alice's link %s" % f["path"])
+    for who in ("bob", None):
+        for p in theirs:
+            e = expect_error(srv.post("/v1/agents/%s/resolve" % aid,
+                                      json={"input": {"$file": p}}, headers=as_(who)),
+                             404, "not_found")
+            contains(e["message"], p, "%s's 404 names the path" % who)
+            check(MARK not in e["message"], "and nothing of the file")
+    r = expect(srv.put("/v1/agents/%s/tool-outputs/toolu_1/out.txt" % aid, body=SECRET,
+                       headers=as_("alice")), 201).json()
+    eq(r["path"], "/user/tool-outputs/toolu_1/out.txt", "alice's tool output in her /user")
+    j = tool(srv, aid, "alice", "read", path=r["path"])
+    check(j["ok"] and MARK in j["output"], "alice reads it: %r" % j)
+    for who in ("bob", None):
+        j = tool(srv, aid, who, "read", path=r["path"])
+        check(not j["ok"] and MARK not in j["output"], "%s cannot: %r" % (who, j))
+    eq(volume_paths(srv, ws), [], "nothing of alice's on the agent's workspace")
 
 
 def test_runs_are_the_subjects_own(srv):

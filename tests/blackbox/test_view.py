@@ -58,9 +58,10 @@ def _mounted(path):
 
 
 class Mount:
-    """`coffer mount VOL DIR SOURCE... FLAGS...` in the background: SOURCE is
-    `--data DATA` of `srv` unless given (test_mount_http passes `--server URL --key
-    KEY`); `made`, a list, gets the mount point before the mount starts."""
+    """`coffer mount VOL DIR SOURCE... FLAGS...` in the background: SOURCE is `srv`
+    (`--server URL --key KEY`) unless given (`--data DATA` only for a data dir no
+    cofferd serves: a served one is refused); `made`, a list, gets the mount point
+    before the mount starts."""
 
     def __init__(self, srv, vid, *flags, source=None, env=None, prefix="coffer-mnt-",
                  made=None):
@@ -69,7 +70,7 @@ class Mount:
         if made is not None:
             made.append(self.dir)
         if source is None:
-            source = ["--data", srv.data]
+            source = ["--server", srv.url, "--key", srv.key]
         self.proc = subprocess.Popen([harness.bin_path("coffer"), "mount", vid, self.dir] +
                                      list(source) + list(flags), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
@@ -203,18 +204,30 @@ def test_mount_read_only_is_one_seq(srv):
     check(not _mounted(m.dir), "unmounted")
 
 
-def test_mount_reads_a_blob_by_range_spliced_or_copied(srv):
-    # a local blob's bytes go to the kernel by splice (and the disk is asked
-    # 4 MiB ahead); with COFFER_BLOB_NO_FD=1 the store offers no fd (as S3)
-    # and they are copied: both give the same bytes at every edge, and a
-    # file written through a read-write mount reads back from its layer
+def test_mount_reads_a_blob_by_range_spliced_or_copied():
+    # in process (--data, on a data dir no cofferd serves) a local blob's bytes
+    # go to the kernel by splice (and the disk is asked 4 MiB ahead); with
+    # COFFER_BLOB_NO_FD=1 the store offers no fd (as S3) and they are copied:
+    # both give the same bytes at every edge, and a file written through a
+    # read-write mount reads back from its layer
+    _fuse_ok()
+    srv = harness.Server()
+    try:
+        _spliced_or_copied(srv)
+    finally:
+        srv.close()
+
+
+def _spliced_or_copied(srv):
     vid = srv.create_volume()["id"]
     size = (9 << 20) + 12345  # past two read-ahead windows, not page aligned
     big = os.urandom(size)
     srv.put_ok(vid, "big.bin", big)
+    eq(srv.stop(), 0, "cofferd stopped")
+    data = ["--data", srv.data]
     for env in (None, dict(os.environ, COFFER_BLOB_NO_FD="1")):
         way = "copied" if env else "spliced"
-        m = Mount(srv, vid, "--read-only", env=env)
+        m = Mount(srv, vid, "--read-only", source=data, env=env)
         try:
             with open(m.path("big.bin"), "rb") as f:
                 eq(harness.sha256(f.read()), harness.sha256(big), "%s: all of it" % way)
@@ -224,7 +237,7 @@ def test_mount_reads_a_blob_by_range_spliced_or_copied(srv):
                        "%s: %d bytes at %d" % (way, n, off))
         finally:
             m.end()
-    m = Mount(srv, vid)
+    m = Mount(srv, vid, source=data)
     try:
         mine = os.urandom((1 << 20) + 3)
         with open(m.path("mine.bin"), "wb") as f:
@@ -239,7 +252,47 @@ def test_mount_reads_a_blob_by_range_spliced_or_copied(srv):
             eq(f.read(), big[size - 5:size - 3] + b"END", "a changed blob, read from its layer")
     finally:
         m.end()
+    srv.start()
     eq(srv.get_file(vid, "mine.bin").body, mine, "landed")
+
+
+def test_mount_data_refuses_a_dir_a_cofferd_serves(srv):
+    """Issue 39 item 4: an in-process mount's commits would pass under a running
+    cofferd's caches and change waits, so `--data` takes DATA/lock as a cofferd does:
+    a served dir is refused, naming the server's pid and the way through it, and a
+    cofferd does not start on a dir that is mounted."""
+    _fuse_ok()
+    vid = srv.create_volume()["id"]
+    d = os.path.realpath(harness.tempfile.mkdtemp(prefix="coffer-mnt-busy-"))
+    try:
+        r = subprocess.run([harness.bin_path("coffer"), "mount", vid, d, "--data", srv.data],
+                           capture_output=True, timeout=30 * harness.SCALE)
+        err = r.stderr.decode("utf-8", "replace")
+        eq(r.returncode, 1, "exit code (stderr %r)" % err)
+        contains(err, "in use by another cofferd (pid %d)" % srv.proc.pid, "names the server")
+        contains(err, "leave out --data", "says how to mount it")
+        check(not _mounted(d), "nothing mounted")
+    finally:
+        os.rmdir(d)
+    other = harness.Server()
+    try:
+        v2 = other.create_volume()["id"]
+        other.put_ok(v2, "a.txt", b"mounted")
+        eq(other.stop(), 0, "cofferd stopped")
+        m = Mount(other, v2, "--read-only", source=["--data", other.data])
+        try:
+            eq(open(m.path("a.txt"), "rb").read(), b"mounted", "the dir mounts once free")
+            p = subprocess.run([harness.bin_path("cofferd"), "--data", other.data, "--listen",
+                                "127.0.0.1:0"] + other.args, capture_output=True,
+                               timeout=30 * harness.SCALE)
+            check(p.returncode != 0, "a cofferd on a mounted dir is refused")
+            contains(p.stderr.decode("utf-8", "replace"), "in use by another cofferd",
+                     "cofferd's message")
+        finally:
+            m.end()
+        other.start()
+    finally:
+        other.close()
 
 
 def test_mount_follow_shows_new_seqs(srv):
@@ -765,8 +818,8 @@ def test_read_only_view_kept_for_the_next_call_while_it_shows_the_same(srv):
     srv.put_ok(docs, "secret.md", b"s\n")
     mounts = [{"workspace": True}, {"volumeId": docs, "path": "/docs", "mode": "ro"}]
     aid, ws = _agent(srv, mounts=mounts)
-    t = new_turn(srv, aid)
     before = set(_kept(srv))
+    t = new_turn(srv, aid)  # its view is made with it, for its first call
     eq(ok(srv, t["id"], "cat /docs/a.md")["stdout"], "one\n", "first call")
     kept = set(_kept(srv)) - before
     eq(len(kept), 1, "one view kept for the turn: %r" % kept)
@@ -828,8 +881,8 @@ def test_read_write_view_kept_only_while_untouched(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)
     srv.put_ok(ws, "a.md", b"one\n")
-    t = new_turn(srv, aid)
     before = set(_views(srv))
+    t = new_turn(srv, aid)  # its view is made with it, for its first call
     eq(ok(srv, t["id"], "cat /workspace/a.md")["stdout"], "one\n", "a reading call")
     kept = set(_views(srv)) - before
     eq(len(kept), 1, "its view kept: %r" % kept)

@@ -9,6 +9,7 @@ bubblewrap."""
 
 import os
 
+import harness
 from harness import check, eq
 from test_view import Mount, _agent, _fuse_ok, new_turn
 from turnlib import ok
@@ -22,9 +23,19 @@ def _stats(out):
     return sorted(out["stdout"].splitlines())
 
 
-def test_a_file_keeps_its_inode_number_and_mtime_across_calls_and_mounts(srv):
+def test_a_file_keeps_its_inode_number_and_mtime_across_calls_and_mounts():
     # each call stats in another order (node ids came in lookup order); a
-    # folder, a file the volume had and one a call wrote
+    # folder, a file the volume had and one a call wrote; then `coffer mount
+    # --data` of the same dir, in process (so on a server of the test's own,
+    # stopped first: a dir a cofferd serves is refused)
+    srv = harness.Server()
+    try:
+        _same_inodes_in_calls_and_mount(srv)
+    finally:
+        srv.close()
+
+
+def _same_inodes_in_calls_and_mount(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)
     srv.put_ok(ws, "a/first.txt", b"x" * 10)
@@ -37,7 +48,8 @@ def test_a_file_keeps_its_inode_number_and_mtime_across_calls_and_mounts(srv):
     eq(two, one, "st_ino, mtime, ctime, size in two calls")
     inos = [l.split()[1] for l in one]
     eq(len(set(inos)), 4, "each its own number: %r" % one)
-    m = Mount(srv, ws, "--read-only")
+    eq(srv.stop(), 0, "cofferd stopped")
+    m = Mount(srv, ws, "--read-only", source=["--data", srv.data])
     try:
         got = sorted("%s %d %d %d %d" % (p, s.st_ino, s.st_mtime, s.st_ctime, s.st_size)
                      for p in names for s in [os.stat(m.path(p))])

@@ -45,12 +45,23 @@ SMALL = {"d/one.txt": b"x", "d/page.txt": b"p" * 4096, "d/odd.txt": os.urandom(4
 BIG = os.urandom(200 * 1024)  # past the 128 KiB a file is pushed at most
 
 
-def test_listing_puts_small_files_in_the_page_cache(srv):
+def test_listing_puts_small_files_in_the_page_cache():
+    # `coffer mount --data` (in process, where prefetch.c pushes from the local
+    # store): on a server of the test's own, stopped first (a served dir is refused)
+    srv = harness.Server()
+    try:
+        _listing_pushes(srv)
+    finally:
+        srv.close()
+
+
+def _listing_pushes(srv):
     vid = srv.create_volume()["id"]
     for p, data in SMALL.items():
         srv.put_ok(vid, p, data)
     srv.put_ok(vid, "d/big.bin", BIG)
-    m = Mount(srv, vid, "--read-only")
+    eq(srv.stop(), 0, "cofferd stopped")
+    m = Mount(srv, vid, "--read-only", source=["--data", srv.data])
     try:
         eq(sorted(os.listdir(m.path("d"))), ["big.bin", "mid.bin", "odd.txt", "one.txt",
                                              "page.txt", "sub"], "the listing")
@@ -240,8 +251,14 @@ def test_a_listing_pushes_read_only_and_read_write_roots(srv):
         srv.put_ok(docs, "p/%02d.txt" % i, b"d" * 4096)
     t = new_turn(srv, aid)
     out = ok(srv, t["id"], "python3 -c '%s' /docs/p /workspace/p" % _RESIDENT)
-    eq(out["stdout"].split(), ["/docs/p", "20", "/workspace/p", "20"],
-       "pages in the cache after a listing")
+    # the kernel may drop a pushed page under memory pressure (19 of 20 seen
+    # on a fresh machine), so what is asserted is that each root was pushed:
+    # a listing alone reads nothing, so any resident page is the push's
+    got = out["stdout"].split()
+    eq(got[0::2], ["/docs/p", "/workspace/p"], "the roots listed")
+    for root, k in zip(got[0::2], got[1::2]):
+        check(1 <= int(k) <= 20, "%s: %s of 20 files in the page cache after a "
+              "listing (none: nothing was pushed)" % (root, k))
 
 
 _PREPARED = _IN_CACHE + r"""

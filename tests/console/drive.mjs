@@ -248,6 +248,7 @@ const scenarios = {
     check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
   },
 
+  // Restore: the preview's counts, the before-restore snapshot, then Undo.
   async restore(b) {
     const page = await newPage(b);
     await signIn(page);
@@ -255,9 +256,184 @@ const scenarios = {
     await go(page, '/v/' + A.vid + '/snapshots');
     await page.waitForSelector('button[aria-label="Restore ' + A.sid + '"]');
     await page.click('button[aria-label="Restore ' + A.sid + '"]');
+    await page.waitForSelector('.preview .towrite');
+    const counts = await page.$eval('.preview', (p) => [p.querySelector('.towrite').textContent,
+      p.querySelector('.toremove').textContent]);
+    check(counts[0] === String(A.write) && counts[1] === String(A.remove),
+      'the preview says ' + A.write + ' written and ' + A.remove + ' removed: ' + JSON.stringify(counts));
+    await shot(page, 'preview');
+    await page.click('#restorego');
     await waitText(page, '#status', 'Restored ' + A.sid);
+    const st = await text(page, '#status');
+    check(st.includes(A.write + ' written, ' + A.remove + ' removed'), 'the restore did what the preview said: ' + st);
+    await waitText(page, 'tbody', 'before-restore:' + A.sid);
+    const row = await page.$$eval('tbody tr', (tr, sid) => tr.map((r) => [...r.cells].map((c) => c.textContent))
+      .find((c) => c[4] === 'before-restore:' + sid), A.sid);
+    check(row && row[5] === 'pinned', 'the before-restore snapshot is listed, pinned: ' + JSON.stringify(row));
+    await page.waitForSelector('#undo');
     await shot(page, 'done');
+    await page.click('#undo');
+    await waitText(page, '.undone', 'Undone: restored');
+    await shot(page, 'undone');
     check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // A 10,000-file folder: 200 rows a page, Next/Previous, the filter; a diff paged.
+  async big(b) {
+    const rowsOf = (page) => page.$$eval('table[aria-label=Files] tbody tr', (tr) => tr.map((r) => r.cells[0].textContent));
+    for (const width of [1280, 390]) {
+      const page = await newPage(b, width);
+      await signIn(page);
+      await waitText(page, 'h1', 'Volumes');
+      await go(page, '/v/' + A.vid + '/files?prefix=' + encodeURIComponent(A.prefix));
+      await waitText(page, 'h1', A.prefix);
+      await page.waitForSelector('table[aria-label=Files] tbody tr');
+      const first = await rowsOf(page);
+      const dels = await page.$$eval('button.danger', (bs) => bs.filter((x) => x.textContent === 'Delete').length);
+      check(first.length === 200 && dels === 200, 'a page of 200 rows and 200 Delete buttons: ' + first.length + ', ' + dels);
+      check(await page.$$eval('tr', (t) => t.length) <= 201, 'no more than a page of rows in the document');
+      await waitText(page, '.pager .facts', 'Page 1');
+      await shot(page, 'folder-' + width);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(over <= 0, 'the folder fits ' + width + ' px (overflows by ' + over + ' px)');
+      await page.$$eval('.pager button', (bs) => bs.find((x) => x.textContent === 'Next').click());
+      await waitText(page, '.pager .facts', 'Page 2');
+      await page.waitForFunction((f) => {
+        const c = document.querySelector('table[aria-label=Files] tbody tr td');
+        return c && c.textContent !== f;
+      }, {}, first[0]);
+      const second = await rowsOf(page);
+      check(second.length === 200 && second[0] > first[199], 'page 2 follows page 1: ' + second[0] + ' after ' + first[199]);
+      const reqs = page.requests.filter((u) => u.includes('/files?') && u.includes('cursor='));
+      check(reqs.length >= 1 && reqs.every((u) => u.includes('limit=200')), 'pages are the API cursor pages of 200: ' + JSON.stringify(reqs));
+      await page.$$eval('.pager button', (bs) => bs.find((x) => x.textContent === 'Previous').click());
+      await waitText(page, '.pager .facts', 'Page 1');
+      await page.waitForFunction((f) => {
+        const c = document.querySelector('table[aria-label=Files] tbody tr td');
+        return c && c.textContent === f;
+      }, {}, first[0]);
+      await page.type('#filter', 'needle');
+      await page.keyboard.press('Enter');
+      await waitText(page, '.facts', "names containing 'needle'");
+      await page.waitForFunction((n) => document.querySelectorAll('table[aria-label=Files] tbody tr').length === n, {}, A.needles);
+      const found = await rowsOf(page);
+      check(found.every((n) => n.includes('needle')), 'only names with needle: ' + JSON.stringify(found));
+      await shot(page, 'filter-' + width);
+      check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+      await page.close();
+    }
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/diff?from=' + A.s1 + '&to=now');
+    await waitText(page, '#added', 'Added (' + A.added + ')');
+    const addedRows = () => page.$$eval('section[aria-labelledby=added] tbody tr', (t) => t.length);
+    check(await addedRows() === 200, 'the added list shows 200 rows at once: ' + await addedRows());
+    await waitText(page, 'section[aria-labelledby=added] .pager', '1–200 of ' + A.added);
+    await waitText(page, '#removed', 'Removed (1)');
+    await shot(page, 'diff');
+    await page.$$eval('section[aria-labelledby=added] .pager button', (bs) => bs.find((x) => x.textContent === 'Next').click());
+    await waitText(page, 'section[aria-labelledby=added] .pager', '201–' + A.added + ' of ' + A.added);
+    check(await addedRows() === A.added - 200, 'the second page of the added list');
+    await page.type('#difffilter', 'added-01');
+    await page.keyboard.press('Enter');
+    await waitText(page, '#added', 'Added (10)');
+    await waitText(page, '#removed', 'Removed (0)');
+    await shot(page, 'diff-filter');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // A text file over 1 MiB: its first 64 KiB (one Range request), how much is not shown.
+  async head(b) {
+    for (const width of [1280, 390]) {
+      const page = await newPage(b, width);
+      const gets = [];
+      page.on('request', (r) => {
+        if (r.method() === 'GET' && r.url().includes('/files/' + A.path)) gets.push(r.headers().range || 'whole');
+      });
+      await signIn(page);
+      await waitText(page, 'h1', 'Volumes');
+      await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.path));
+      await page.waitForSelector('.code .line');
+      await waitText(page, '.headonly', 'Showing the first 64 KiB of');
+      const note = await text(page, '.headonly');
+      check(note.includes((A.size - A.head) + ' bytes) not shown'), 'says how much is not shown: ' + note);
+      check(await page.$('.headonly a.download-whole'), 'a link to download the whole file');
+      const chars = await page.$eval('.code', (c) => c.textContent.length);
+      check(chars < A.head + 20000, 'only the head is in the page: ' + chars + ' characters');
+      const firstLine = await page.$eval('.code .line .tx', (t) => t.textContent);
+      check(firstLine === A.first, 'the first line: ' + firstLine);
+      check(gets.length >= 1 && gets.every((g) => g === 'bytes=0-' + (A.head - 1)), 'only Range requests of the head: ' + JSON.stringify(gets));
+      await shot(page, 'head-' + width);
+      check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+      await page.close();
+    }
+  },
+
+  // Dark mode: prefers-color-scheme: dark changes the page's colours.
+  async dark(b) {
+    const colours = (page) => page.evaluate(() => {
+      const cs = (e) => getComputedStyle(e);
+      const t = document.querySelector('table');
+      return { body: cs(document.body).backgroundColor, fg: cs(document.body).color, table: t ? cs(t).backgroundColor : '' };
+    });
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/files?prefix=notes/');
+    await page.waitForSelector('table');
+    const light = await colours(page);
+    for (const width of [1280, 390]) {
+      await page.setViewport({ width, height: 860 });
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
+      await page.waitForFunction((l) => getComputedStyle(document.body).backgroundColor !== l, {}, light.body);
+      const dark = await colours(page);
+      check(dark.body !== light.body && dark.fg !== light.fg && dark.table !== light.table,
+        'dark mode changes background, text and tables: ' + JSON.stringify({ light, dark }));
+      const lum = (c) => { const m = c.match(/\d+/g).map(Number); return m[0] + m[1] + m[2]; };
+      check(lum(dark.body) < lum(light.body) && lum(dark.fg) > lum(dark.body), 'dark is dark, text light: ' + JSON.stringify(dark));
+      await shot(page, 'dark-' + width);
+    }
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
+    await page.waitForFunction((l) => getComputedStyle(document.body).backgroundColor === l, {}, light.body);
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // A PDF: pages as <img> of PNGs cofferd renders; never a PDF viewer in the page.
+  async pdf(b) {
+    for (const width of [1280, 390]) {
+      const page = await newPage(b, width);
+      const gets = [];
+      page.on('request', (r) => { if (r.method() === 'GET' && r.url().includes('.pdf')) gets.push(r.url()); });
+      await signIn(page);
+      await waitText(page, 'h1', 'Volumes');
+      await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.path));
+      await page.waitForSelector('img.page');
+      await page.waitForFunction(() => { const i = document.querySelector('img.page'); return i.complete && i.naturalWidth > 0; });
+      const img = await page.$eval('img.page', (i) => ({ src: i.getAttribute('src'), w: i.naturalWidth, h: i.naturalHeight, page: i.dataset.page }));
+      check(img.src.startsWith('blob:') && img.page === '1' && img.w === 1224 && img.h === 1584, 'page 1 as a PNG: ' + JSON.stringify(img));
+      await waitText(page, '.pageof', 'Page 1 of 2');
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(over <= 0, 'the PDF view fits ' + width + ' px (overflows by ' + over + ' px)');
+      await shot(page, 'page1-' + width);
+      await page.$$eval('.pdf button', (bs) => bs.find((x) => x.textContent === 'Next page').click());
+      await page.waitForFunction(() => { const i = document.querySelector('img.page'); return i && i.dataset.page === '2' && i.complete && i.naturalWidth > 0; });
+      await waitText(page, '.pageof', 'Page 2 of 2');
+      check(await page.$eval('img.page', (i) => i.naturalWidth) === 1600, 'page 2 is landscape, 1,600 px wide');
+      check(!(await page.$('iframe, embed, object')), 'no iframe, embed or object: never the PDF inline');
+      check(gets.length === 2 && gets.every((u) => u.includes('preview=page')),
+        'the PDF bytes are never fetched, only its pages: ' + JSON.stringify(gets));
+      await shot(page, 'page2-' + width);
+      check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+      await page.close();
+    }
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.bad));
+    await waitText(page, '.pdferror', '415 unsupported_media_type');
+    await shot(page, 'bad');
+    check(!(await page.$('img.page')), 'no image of a PDF that does not render');
   },
 
   async live(b) {
@@ -292,6 +468,36 @@ const scenarios = {
     await waitText(page, 'table[aria-label="Files written"]', A.written);
     await waitText(page, 'table[aria-label="Presented files"]', A.caption);
     await shot(page, 'agent');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // The agent list: GET /v1/agents in pages of 200, filtered by id prefix.
+  async agent_list(b) {
+    const page = await newPage(b);
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/agents');
+    await page.waitForSelector('#agentprefix');
+    const ids = () => page.$$eval('table[aria-label=Agents] tbody tr', (tr) => tr.map((r) => r.cells[0].textContent));
+    await page.type('#agentprefix', A.prefix);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((p) => {
+      const c = document.querySelector('table[aria-label=Agents] tbody tr td');
+      return c && c.textContent.startsWith(p);
+    }, {}, A.prefix);
+    let got = await ids();
+    check(got.length === 200, 'a page of 200: ' + got.length);
+    check(got[0] === A.first && got.every((x) => x.startsWith(A.prefix)), 'the filter: ' + got.slice(0, 3));
+    await page.$$eval('.pager button', (bs) => bs.find((x) => x.textContent === 'Next').click());
+    await page.waitForFunction((n) => document.querySelectorAll('table[aria-label=Agents] tbody tr').length === n, {}, A.total - 200);
+    got = await ids();
+    check(got[got.length - 1] === A.last, 'the last agent on page 2: ' + got[got.length - 1]);
+    await shot(page, 'agent-list');
+    await page.$$eval('.pager button', (bs) => bs.find((x) => x.textContent === 'Previous').click());
+    await page.waitForFunction(() => document.querySelectorAll('table[aria-label=Agents] tbody tr').length === 200);
+    check((await ids())[0] === A.first, 'Previous: the first page again');
+    await page.$$eval('table[aria-label=Agents] tbody tr', (tr) => tr[1].cells[0].querySelector('a').click());
+    await waitText(page, 'h1', 'Agent ' + A.second);
     check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
   },
 
@@ -378,6 +584,8 @@ const scenarios = {
     const page = await newPage(b);
     await signIn(page, A.agentKey);
     await waitText(page, 'main', '403 forbidden');
+    await go(page, '/agents');
+    await waitText(page, '#agentlist', 'may not list agents');
     await go(page, '/agents/' + A.agent);
     await waitText(page, 'h1', 'Agent ' + A.agent);
     await shot(page, 'agent');

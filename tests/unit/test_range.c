@@ -118,11 +118,32 @@ static void test_long_header(void **state)
 	assert_int_equal(cof_range_parse(buf, 100, &s, &l), -1);
 }
 
+/* x-amz-copy-source-range: only bytes=FIRST-LAST with FIRST <= LAST. */
+static void test_copy_range(void **state)
+{
+	static const char *bad[] = {"0-2", "bytes=0", "bytes=hello-world", "bytes=0-bar",
+				    "bytes=hello-", "bytes=0-2,3-5", "bytes=5-2", "bytes=-3",
+				    "bytes=3-", "Bytes=0-2", "bytes= 0-2", "bytes=0-2 ", "",
+				    "bytes=0--2", NULL};
+	int64_t a = 0, b = 0;
+	(void)state;
+	assert_int_equal(cof_copy_range_parse("bytes=0-2", &a, &b), 0);
+	assert_true(a == 0 && b == 2);
+	assert_int_equal(cof_copy_range_parse("bytes=7-7", &a, &b), 0);
+	assert_true(a == 7 && b == 7);
+	assert_int_equal(cof_copy_range_parse("bytes=1-99999999999999999999", &a, &b), 0);
+	assert_true(a == 1 && b == INT64_MAX);
+	for (int i = 0; bad[i]; i++)
+		assert_int_equal(cof_copy_range_parse(bad[i], &a, &b), -1);
+	assert_int_equal(cof_copy_range_parse(NULL, &a, &b), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_long_header),
+		cmocka_unit_test(test_copy_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "relay/localfs.h"
+#include "relay/client/localfs.h"
 
 /* A scratch tree: ROOT/in is the connected folder, ROOT/out is outside. */
 typedef struct fx {

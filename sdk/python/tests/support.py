@@ -3,6 +3,8 @@ fresh names, and a tiny TCP proxy that can break connections on purpose."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import itertools
 import os
 import socket
@@ -13,59 +15,86 @@ from typing import Any, Callable, Optional
 import coffer
 
 _n = itertools.count(1)
+# how much slower than a plain build the server under test is (3 under ASan):
+# every wait of these tests is stretched by it
+SCALE = float(os.environ.get("COFFER_TEST_SCALE") or 1)
 
 
-def client(**kw: object) -> coffer.Client:
-    """A client of $COFFER_URL. With COFFER_TEST_ASYNC=1 it is an AsyncCoffer seen
-    through OverAsync (each call awaited on an event loop of its own thread), so the
-    same tests run on the async client."""
-    url, key = os.environ.get("COFFER_URL"), os.environ.get("COFFER_KEY")
+def client(url: Optional[str] = None, key: Optional[str] = None, **kw: object) -> coffer.Client:
+    """A client of `url` (default $COFFER_URL) with `key` (default $COFFER_KEY). With
+    COFFER_TEST_ASYNC=1 it is an AsyncCoffer seen through OverAsync (each call awaited on
+    an event loop of its own thread), so the same tests run on the async client."""
+    url, key = url or os.environ.get("COFFER_URL"), key or os.environ.get("COFFER_KEY")
     if not url or not key:
         raise RuntimeError("set COFFER_URL and COFFER_KEY to a running cofferd")
-    if os.environ.get("COFFER_TEST_ASYNC") == "1":
-        return OverAsync(coffer.AsyncCoffer(url, key, **kw))  # type: ignore[return-value,arg-type]
+    if ASYNC:
+        return OverAsync(_run(_make_async(url, key, kw)))  # type: ignore[return-value]
     return coffer.Client(url, key, **kw)  # type: ignore[arg-type]
 
 
-_loop = None
+ASYNC = os.environ.get("COFFER_TEST_ASYNC") == "1"
+
+
+async def _make_async(url: str, key: str, kw: dict[str, object]) -> coffer.AsyncCoffer:
+    # made on the loop it is used on (httpx.AsyncClient belongs to one loop)
+    return coffer.AsyncCoffer(url, key, **kw)
+
+
+_loop: Optional[asyncio.AbstractEventLoop] = None
 
 
 def _run(coro: Any) -> Any:
     """Runs `coro` on the one background event loop and waits for its result."""
     global _loop
-    import asyncio
     if _loop is None:
         _loop = asyncio.new_event_loop()
         threading.Thread(target=_loop.run_forever, daemon=True).start()
     return asyncio.run_coroutine_threadsafe(coro, _loop).result()
 
 
+# the SDK's objects that have methods to call (all else is data, as it is)
+_HANDLES = (coffer.AsyncCoffer, coffer.Client, coffer.Keys, coffer.Volumes, coffer.Volume,
+            coffer.Runtime, coffer.Agents, coffer.Agent, coffer.AgentFiles, coffer.AgentTools,
+            coffer.RunHandle, coffer.Subject, coffer.Turns, coffer.Turn, coffer.Relay,
+            coffer.RelaySession)
+
+
 def _back(v: Any) -> Any:
-    if isinstance(v, coffer.AsyncHandle):
+    """What a call of the async client gave, as the sync client gives it: awaited, and
+    a handle or a stream seen through OverAsync or _SyncStream."""
+    if inspect.isawaitable(v) and not isinstance(v, coffer.AsyncItems):
+        v = _run(_awaited(v))
+    if isinstance(v, _HANDLES):
         return OverAsync(v)
-    if isinstance(v, coffer.AsyncStream):
+    if hasattr(v, "__aiter__"):
         return _SyncStream(v)
     return v
 
 
+async def _awaited(v: Any) -> Any:
+    return await v
+
+
 class OverAsync:
-    """An AsyncCoffer object used synchronously: every coroutine method is awaited on the
+    """An AsyncCoffer object used synchronously: each call's coroutine is awaited on the
     background loop; what it returns is seen the same way."""
 
     def __init__(self, a: Any) -> None:
         object.__setattr__(self, "_a", a)
 
     def __getattr__(self, name: str) -> Any:
-        import inspect
         v = getattr(self._a, name)
-        if inspect.iscoroutinefunction(v):
-            return lambda *args, **kw: _back(_run(v(*args, **kw)))
-        if callable(v) and not isinstance(v, (coffer.AsyncHandle, coffer.AsyncStream)):
+        if callable(v) and not isinstance(v, _HANDLES):
             return lambda *args, **kw: _back(v(*args, **kw))
         return _back(v)
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
         return _back(self._a(*args, **kw))
+
+    def close(self) -> Any:
+        if isinstance(self._a, coffer.AsyncCoffer):
+            return _run(self._a.aclose())
+        return _back(self._a.close())
 
     def __enter__(self) -> "OverAsync":
         return self
@@ -74,20 +103,26 @@ class OverAsync:
         self.close()
 
     def __repr__(self) -> str:
-        return repr(self._a.sync)
+        return repr(self._a)
 
 
 class _SyncStream:
+    """An async stream (download, events, items) used synchronously."""
+
     def __init__(self, a: Any) -> None:
         self._a = a
+        self._it: Any = None
 
     def __iter__(self) -> Any:
         return self
 
     def __next__(self) -> Any:
+        if self._it is None:
+            self._it = self._a.__aiter__()
+
         async def one() -> Any:
             try:
-                return True, await self._a.__anext__()
+                return True, await self._it.__anext__()
             except StopAsyncIteration:
                 return False, None
         ok, v = _run(one())
@@ -96,13 +131,9 @@ class _SyncStream:
         return v
 
     def __getattr__(self, name: str) -> Any:
-        import inspect
         v = getattr(self._a, name)
         if callable(v):
-            def call(*args: Any, **kw: Any) -> Any:
-                r = v(*args, **kw)
-                return _back(_run(r)) if inspect.isawaitable(r) else _back(r)
-            return call
+            return lambda *args, **kw: _back(v(*args, **kw))
         return v
 
     def close(self) -> None:
@@ -121,7 +152,7 @@ def name(prefix: str) -> str:
 
 
 def wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.time() + timeout
+    deadline = time.time() + timeout * SCALE
     while time.time() < deadline:
         if cond():
             return True
@@ -137,7 +168,8 @@ class Proxy:
       ("cut_answer",)     forward the whole request, drop the answer, close;
       ("cut_answer", N)   the same after forwarding N bytes of the answer;
       ("status", CODE)    answer CODE with `Retry-After: 0` and close, forwarding nothing;
-      ("silent",)         accept and never answer;
+      ("silent",)         accept and never answer (sets `client_closed` when the client
+                          closes the connection);
       ("drop_idle",)      forward one whole answer, then close the connection as a
                           server closes an idle kept-alive one (sets `dropped`);
       ("pass",)           forward.
@@ -160,6 +192,7 @@ class Proxy:
         self.closed = False
         self.held: list[socket.socket] = []
         self.dropped = threading.Event()
+        self.client_closed = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -179,6 +212,12 @@ class Proxy:
         kind = action[0]
         if kind == "silent":
             self.held.append(c)
+            try:
+                while c.recv(65536):   # the request, never answered
+                    pass
+            except OSError:
+                pass
+            self.client_closed.set()   # the client gave up the connection
             return
         if kind == "status":
             _read_head(c)

@@ -152,6 +152,48 @@ class AgentCalls(unittest.TestCase):
         rm = ann.remove("notes")
         self.assertEqual(rm["removed"], 1)
 
+    def test_acting_for_a_subject_tool_outputs_places_resolve(self) -> None:
+        places = self.c.agents.get(self.agent.id).info.places  # type: ignore[union-attr]
+        self.assertEqual((places.uploads, places.tool_outputs, places.tmp),
+                         ("/workspace/uploads", "/workspace/tool-outputs", "/workspace/tmp"))
+        # X-Subject: ann's /user is her workspace; a prompt's files are her attachments
+        ann = self.agent.for_user("ann")
+        self.assertEqual(ann.user, "ann")
+        w = ann.files.write("/user/notes.md", "for ann")
+        self.assertEqual(w.path, "/user/notes.md")
+        self.assertEqual(self.agent.subject("ann").read("notes.md").text, "for ann")
+        ann.prompt("see this", [{"name": "a.txt", "data": b"attached"}], request_id="r1")
+        self.assertEqual(ann.files.download("/attachments/r1/a.txt").data, b"attached")
+        self.assertEqual(self.agent.files.list("/workspace").entries, [],
+                         "nothing on the agent's own workspace")
+        # `user=` on prompt (and run) is the same as for_user
+        self.agent.prompt("and this", [{"name": "b.txt", "data": b"bob's"}], user="bob",
+                          request_id="r2")
+        bob = self.c.agent(self.agent.id, user="bob")
+        self.assertEqual(bob.files.download("/attachments/r2/b.txt").data, b"bob's")
+        with self.assertRaises(coffer.NotFound):
+            ann.files.download("/attachments/r2/b.txt")
+        run = self.agent.run("go", user="bob")
+        self.assertEqual(run.agent.user, "bob")
+        # tool outputs go where `places` says, a subject's to its /user
+        out = self.agent.files.tool_output("call_1", "chart.png", b"\x89PNG-ish")
+        self.assertEqual(out.path, "/workspace/tool-outputs/call_1/chart.png")
+        again = self.agent.files.tool_output("call_1", "chart.png", b"\x89PNG-ish")
+        self.assertTrue(again.replayed, "a retry writes nothing")
+        self.assertEqual(ann.files.tool_output("call_2", "t.txt", "x").path,
+                         "/user/tool-outputs/call_2/t.txt")
+        # {"$file": path} in a tool's input, resolved
+        self.agent.files.write("/workspace/in.txt", "hi")
+        got = self.agent.resolve({"doc": {"$file": "/workspace/in.txt"}, "n": 1})
+        self.assertEqual((got["doc"]["data"], got["doc"]["size"], got["n"]), ("aGk=", 2, 1))
+        link = self.agent.resolve({"$file": "in.txt"}, as_="url")
+        with urllib.request.urlopen(link["url"], timeout=10) as resp:
+            self.assertEqual(resp.read(), b"hi")
+        with self.assertRaises(coffer.NotFound):
+            self.agent.resolve({"$file": "/workspace/absent.txt"})
+        with self.assertRaises(ValueError):
+            self.agent.for_user("not a subject")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -29,7 +29,7 @@ class Retries(unittest.TestCase):
         p = Proxy(plan)
         self.proxies.append(p)
         kw.setdefault("backoff", 0.01)
-        return p, coffer.Client(p.url, os.environ["COFFER_KEY"], **kw)  # type: ignore[arg-type]
+        return p, client(p.url, **kw)
 
     def test_upload_cut_mid_body_is_sent_again_from_the_start(self) -> None:
         data = os.urandom(1024 * 1024)

@@ -48,6 +48,28 @@ class TurnCalls(unittest.TestCase):
         turn.end()
         with self.assertRaises(coffer.Gone):
             turn.call("true")
+
+    def test_call_files_as_a2a_artifacts(self) -> None:
+        # seed 000: each kept file streams as an A2A artifact named file, its bytes, media
+        # type and filename in one part and the tool call's id under metadata.call_id;
+        # acceptedOutputModes keeps only the types it lists
+        turn = self.c.turns.create(self.agent.id, "ann", 600)
+        with turn.call_stream("printf 'a,b\\n' > $OUTBOX/t.csv; printf x > $OUTBOX/n.txt",
+                              call_id="toolu_01", accepted_output_modes=["text/csv"]) as events:
+            seen = list(events)
+        arts = [a for a in map(coffer.Artifact.of, seen) if a is not None]
+        self.assertEqual([(a.artifact_id, a.name, a.media_type, a.data, a.call_id) for a in arts],
+                         [("toolu_01/t.csv", "t.csv", "text/csv", b"a,b\n", "toolu_01")])
+        art = next(e for e in seen if e.type == "artifact")
+        self.assertEqual(art.data["name"], "file")
+        self.assertIsNone(coffer.Artifact.of(seen[-1]))
+        self.assertEqual(seen[-1].type, "exit")
+        self.assertEqual(seen[-1].data["callId"], "toolu_01")
+        out = turn.call("printf y > $OUTBOX/m.csv", call_id="toolu_02")
+        self.assertEqual((out.call_id, [f.name for f in out.files]), ("toolu_02", ["m.csv"]))
+        with self.assertRaises(TypeError):
+            turn.call("true", accepted_output_modes="text/csv")
+        turn.end()
         with self.assertRaises(coffer.NotFound):
             self.c.turns("turn_nosuch").get()
 
@@ -75,12 +97,16 @@ class RelayCalls(unittest.TestCase):
         if not exe:
             self.skipTest("COFFER_BIN (the coffer binary, for coffer connect) is not set")
         env = dict(os.environ, COFFER_CONNECT_TOKEN=session.connect_token or "")
+        log = tempfile.TemporaryFile()
+        self.addCleanup(log.close)
         self.proc = subprocess.Popen([exe, "connect", "--server", self.c.url, "--uid",
                                       session.uid, "--dir", self.dir], env=env,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        self.assertTrue(wait_for(lambda: session.get().status == "active", 20),
-                        "coffer connect attached")
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                     start_new_session=True)
+        if not wait_for(lambda: session.get().status == "active", 20):
+            log.seek(0)
+            self.fail("coffer connect did not attach (exit %r); it said:\n%s"
+                      % (self.proc.poll(), log.read().decode(errors="replace")))
 
     def test_session_ops_events_log_abort(self) -> None:
         s = self.c.relay.create(self.agent.id, limits={"writes": 10})

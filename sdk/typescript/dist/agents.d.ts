@@ -33,6 +33,12 @@ export interface Agent extends Omit<AgentSettings, "remount"> {
     id: string;
     workspaceVolumeId?: string;
     createdAt: string;
+    /** Where attachments, tool outputs and scratch files go, as agent paths (null: nowhere writable). */
+    places?: {
+        uploads: string | null;
+        toolOutputs: string | null;
+        tmp: string | null;
+    };
     [more: string]: unknown;
 }
 export interface DirEntry {
@@ -74,6 +80,8 @@ export interface RunOptions extends CallOptions {
     runId?: string;
     conversation?: string;
     format?: "anthropic" | "openai";
+    /** The subject it is from (as `agent.forUser(user).run(...)`). */
+    user?: string;
 }
 /**
  * A run started by `agent.run(text, {files})`: its id, the model message built for it
@@ -112,6 +120,8 @@ export interface PromptOptions extends CallOptions {
     requestId?: string;
     conversation?: string;
     format?: "anthropic" | "openai";
+    /** The subject it is from (as `agent.forUser(user).prompt(...)`): its files are kept as the subject's attachments. */
+    user?: string;
 }
 export interface PromptResult {
     requestId: string;
@@ -146,19 +156,38 @@ export declare class Agents {
     get(id: string, o?: CallOptions): Promise<AgentWithInfo>;
     /** Deletes the agent and its own workspace volume (mounted volumes stay). */
     delete(id: string, o?: CallOptions): Promise<void>;
-    /** A handle on one agent (no request made). */
-    agent(id: string): AgentHandle;
+    /** A handle on one agent (no request made); `{user}`: acting for that subject (`forUser`). */
+    agent(id: string, o?: {
+        user?: string;
+    }): AgentHandle;
 }
 /** One agent's calls. */
 export declare class AgentHandle {
-    private t;
+    private root;
     readonly id: string;
+    readonly user?: string | undefined;
     readonly base: string;
     /** The agent's files by the paths it sees (`/workspace/out/chart.png`). */
     readonly files: AgentFiles;
     /** The file tools, as the model calls them. */
     readonly tools: AgentTools;
-    constructor(t: Transport, id: string);
+    private t;
+    /** `user`: the subject this handle acts for (`X-Subject` on each call, the prompt's `user`). */
+    constructor(root: Transport, id: string, user?: string | undefined);
+    /**
+     * This agent acting for subject `user` (no request): its files, uploads, tool calls,
+     * runs, links, prompts and `resolve` are that subject's, with `/user` and
+     * `/attachments` among the mounts (API.md "Subjects").
+     */
+    forUser(user: string): AgentHandle;
+    /**
+     * `input` (a tool's arguments) with every `{"$file": path}` in it replaced by that file:
+     * `{path, name, contentType, size, sha256, data}` (base64, 16 MiB in all), or with
+     * `{as: "url"}` a signed link instead of `data`.
+     */
+    resolve(input: unknown, o?: CallOptions & {
+        as?: "base64" | "url";
+    }): Promise<unknown>;
     /** The client's transport (for the objects a handle makes). */
     get transport(): Transport;
     get(o?: CallOptions): Promise<Agent>;
@@ -231,6 +260,14 @@ export declare class AgentFiles {
     list(path?: string | {
         path?: string;
     }, o?: CallOptions): Promise<Listing>;
+    /**
+     * A tool's file output, streamed, saved at `tool-outputs/<callId>/<name>` of the
+     * workspace (a subject's: `/user/tool-outputs/...`); a retry never writes twice
+     * (`replayed: true`).
+     */
+    toolOutput(callId: string, name: string, data: BodyInput, o?: {
+        contentType?: string;
+    } & CallOptions): Promise<WriteResult>;
     /** A signed link to a file by agent path. */
     link(path: string, o?: LinkOptions): Promise<Link>;
 }

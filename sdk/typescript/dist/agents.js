@@ -94,27 +94,57 @@ export class Agents {
         check.opts("agents.delete", "options", o);
         await this.t.json({ method: "DELETE", path: `/v1/agents/${encodeURIComponent(id)}` }, o);
     }
-    /** A handle on one agent (no request made). */
-    agent(id) {
+    /** A handle on one agent (no request made); `{user}`: acting for that subject (`forUser`). */
+    agent(id, o = {}) {
         check.str("agents.agent", "id", id);
-        return new AgentHandle(this.t, id);
+        check.opts("agents.agent", "options", o, ["user"]);
+        return new AgentHandle(this.t, id, o.user);
     }
 }
 /** One agent's calls. */
 export class AgentHandle {
-    t;
+    root;
     id;
+    user;
     base;
     /** The agent's files by the paths it sees (`/workspace/out/chart.png`). */
     files;
     /** The file tools, as the model calls them. */
     tools;
-    constructor(t, id) {
-        this.t = t;
+    t;
+    /** `user`: the subject this handle acts for (`X-Subject` on each call, the prompt's `user`). */
+    constructor(root, id, user) {
+        this.root = root;
         this.id = id;
+        this.user = user;
+        if (user !== undefined)
+            subjectId("agent", user);
+        this.t = user === undefined ? root : root.forSubject(user);
         this.base = `/v1/agents/${encodeURIComponent(id)}`;
-        this.files = new AgentFiles(t, this.base);
-        this.tools = new AgentTools(t, this.base);
+        this.files = new AgentFiles(this.t, this.base);
+        this.tools = new AgentTools(this.t, this.base);
+    }
+    /**
+     * This agent acting for subject `user` (no request): its files, uploads, tool calls,
+     * runs, links, prompts and `resolve` are that subject's, with `/user` and
+     * `/attachments` among the mounts (API.md "Subjects").
+     */
+    forUser(user) {
+        return new AgentHandle(this.root, this.id, user);
+    }
+    /**
+     * `input` (a tool's arguments) with every `{"$file": path}` in it replaced by that file:
+     * `{path, name, contentType, size, sha256, data}` (base64, 16 MiB in all), or with
+     * `{as: "url"}` a signed link instead of `data`.
+     */
+    async resolve(input, o = {}) {
+        check.opts("agent.resolve", "options", o, ["as"]);
+        if (o.as !== undefined && o.as !== "base64" && o.as !== "url") {
+            throw new TypeError(`agent.resolve: as must be "base64" or "url", not ${JSON.stringify(o.as)}`);
+        }
+        const { as, ...call } = o;
+        const r = await this.t.json({ method: "POST", path: `${this.base}/resolve`, json: { input, as } }, call);
+        return r.input;
     }
     /** The client's transport (for the objects a handle makes). */
     get transport() {
@@ -143,8 +173,10 @@ export class AgentHandle {
      */
     async run(text, o = {}) {
         check.str("agent.run", "text", text);
-        check.opts("agent.run", "options", o, ["files", "runId", "conversation", "format"]);
-        const { runId, ...rest } = o;
+        check.opts("agent.run", "options", o, ["files", "runId", "conversation", "format", "user"]);
+        const { runId, user, ...rest } = o;
+        if (user !== undefined && user !== this.user)
+            return this.forUser(user).run(text, { runId, ...rest });
         check.optStr("agent.run", "runId", runId);
         const id = runId ?? Transport.newKey();
         const message = await this.promptChecked("agent.run", text, { ...rest, requestId: id });
@@ -174,8 +206,11 @@ export class AgentHandle {
      */
     async prompt(text, o = {}) {
         check.str("agent.prompt", "text", text);
-        check.opts("agent.prompt", "options", o, ["files", "requestId", "conversation", "format"]);
-        return this.promptChecked("agent.prompt", text, o);
+        check.opts("agent.prompt", "options", o, ["files", "requestId", "conversation", "format", "user"]);
+        const { user, ...rest } = o;
+        if (user !== undefined && user !== this.user)
+            return this.forUser(user).prompt(text, rest);
+        return this.promptChecked("agent.prompt", text, rest);
     }
     async promptChecked(w, text, o) {
         check.optStr(w, "requestId", o.requestId);
@@ -221,7 +256,7 @@ export class AgentHandle {
         }
         return this.t.json({
             method: "POST", path: `${this.base}/prompt`, idempotent: true,
-            json: { text, requestId, files: refs, conversation: o.conversation, format: o.format },
+            json: { text, requestId, files: refs, conversation: o.conversation, format: o.format, user: this.user },
         }, { timeoutMs: o.timeoutMs, maxRetries: o.maxRetries, signal: o.signal, headers: o.headers });
     }
     /** The whole model request of a conversation, rebuilt from its references. */
@@ -237,15 +272,7 @@ export class AgentHandle {
      * writes twice (`replayed: true`).
      */
     async upload(requestId, name, data, o = {}) {
-        check.str("agent.upload", "requestId", requestId);
-        check.str("agent.upload", "name", name);
-        check.body("agent.upload", "data", data);
-        check.opts("agent.upload", "options", o, ["contentType"]);
-        check.optStr("agent.upload", "contentType", o.contentType);
-        return this.t.json({
-            method: "PUT", path: `${this.base}/uploads/${encodeURIComponent(requestId)}/${encodeURIComponent(name)}`,
-            body: data, headers: { "Content-Type": o.contentType },
-        }, o);
+        return putOnce(this.t, "agent.upload", `${this.base}/uploads`, ["requestId", requestId], name, data, o);
     }
     /** A subject's workspace (one volume per agent and subject). */
     subject(id) {
@@ -259,6 +286,29 @@ export class AgentHandle {
         check.opts("agent.putSkill", "options", o);
         return this.t.json({ method: "PUT", path: `${this.base}/skills/${encodeURIComponent(name)}.md`, body: data }, o);
     }
+}
+/** `user` if it is a subject id (1..128 of A-Z a-z 0-9 . _ @ -, not . or ..), else a TypeError naming it. */
+function subjectId(w, user) {
+    check.str(w, "user", user);
+    if (!/^[A-Za-z0-9._@-]{1,128}$/.test(user) || user === "." || user === "..") {
+        throw new TypeError(`${w}: user ${JSON.stringify(user.slice(0, 140))} is not a subject id (1..128 of A-Z a-z 0-9 . _ @ -, not . or ..)`);
+    }
+    return user;
+}
+/**
+ * A PUT of a file the server keeps once per id and name (an upload, a tool output), at
+ * `<dir>/<id>/<name>`, streamed; a retry writes nothing (`replayed: true`).
+ */
+function putOnce(t, w, dir, [idArg, id], name, data, o) {
+    check.str(w, idArg, id);
+    check.str(w, "name", name);
+    check.body(w, "data", data);
+    check.opts(w, "options", o, ["contentType"]);
+    check.optStr(w, "contentType", o.contentType);
+    return t.json({
+        method: "PUT", path: `${dir}/${encodeURIComponent(id)}/${encodeURIComponent(name)}`,
+        body: data, headers: { "Content-Type": o.contentType },
+    }, o);
 }
 /** At most this many files a prompt (API.md). */
 const MAX_PROMPT_FILES = 20;
@@ -341,6 +391,14 @@ export class AgentFiles {
         check.optStr("agent.files.list", "path", path);
         check.opts("agent.files.list", "options", o);
         return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
+    }
+    /**
+     * A tool's file output, streamed, saved at `tool-outputs/<callId>/<name>` of the
+     * workspace (a subject's: `/user/tool-outputs/...`); a retry never writes twice
+     * (`replayed: true`).
+     */
+    async toolOutput(callId, name, data, o = {}) {
+        return putOnce(this.t, "agent.files.toolOutput", `${this.base}/tool-outputs`, ["callId", callId], name, data, o);
     }
     /** A signed link to a file by agent path. */
     async link(path, o = {}) {

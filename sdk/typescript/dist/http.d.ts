@@ -83,6 +83,11 @@ export declare class Transport {
     request<T = Answer>(req: Req, o?: CallOptions, consume?: (a: Answer) => Promise<T>): Promise<T>;
     /** A JSON call: the parsed answer (undefined for 204). */
     json<T>(req: Req, o?: CallOptions): Promise<T>;
+    /**
+     * This transport with `X-Subject: subject` on every request: what an agent acting for
+     * a subject sends through (API.md "Subjects").
+     */
+    forSubject(subject: string): Transport;
     /** A fresh Idempotency-Key. */
     static newKey(): string;
 }

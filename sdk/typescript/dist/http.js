@@ -236,6 +236,17 @@ export class Transport {
             return (t ? JSON.parse(t) : undefined);
         });
     }
+    /**
+     * This transport with `X-Subject: subject` on every request: what an agent acting for
+     * a subject sends through (API.md "Subjects").
+     */
+    forSubject(subject) {
+        const view = Object.create(this);
+        const send = this.request.bind(this);
+        const request = (req, o, consume) => send({ ...req, headers: { "X-Subject": subject, ...req.headers } }, o, consume);
+        Object.defineProperty(view, "request", { value: request });
+        return view;
+    }
     /** A fresh Idempotency-Key. */
     static newKey() {
         return randomUUID();

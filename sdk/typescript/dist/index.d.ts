@@ -32,8 +32,10 @@ export declare class Coffer {
     upsert(id: string, settings?: AgentSettings, o?: CallOptions): Promise<AgentWithInfo>;
     /** `client.volume(id)`: a handle on one volume. */
     volume(id: string): VolumeHandle;
-    /** `client.agent(id)`: a handle on one agent. */
-    agent(id: string): AgentHandle;
+    /** `client.agent(id, {user?})`: a handle on one agent (acting for subject `user` when given). */
+    agent(id: string, o?: {
+        user?: string;
+    }): AgentHandle;
     /**
      * Mints a key: of this organization, of a new one (`org`, admin key only), or bound to
      * one agent (`agent`). The secret is in this answer only.
@@ -48,6 +50,7 @@ export declare class Coffer {
     /** `GET /v1/health`. */
     health(o?: CallOptions): Promise<{
         ok: boolean;
+        version: string;
     }>;
 }
 export default Coffer;

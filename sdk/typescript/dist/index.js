@@ -41,10 +41,10 @@ export class Coffer {
         check.str("volume", "id", id);
         return this.volumes.volume(id);
     }
-    /** `client.agent(id)`: a handle on one agent. */
-    agent(id) {
+    /** `client.agent(id, {user?})`: a handle on one agent (acting for subject `user` when given). */
+    agent(id, o = {}) {
         check.str("agent", "id", id);
-        return this.agents.agent(id);
+        return this.agents.agent(id, o);
     }
     /**
      * Mints a key: of this organization, of a new one (`org`, admin key only), or bound to

@@ -1,4 +1,5 @@
 import { type CallOptions, Transport } from "./http.js";
+import { type StreamEvent } from "./sse.js";
 import { type Download } from "./volumes.js";
 export interface TurnInfo {
     id: string;
@@ -41,6 +42,28 @@ export interface CallResult {
         reason: string;
     }[];
 }
+/** What a call takes besides its command. */
+export interface CallArgs {
+    stdin?: string;
+    timeoutSeconds?: number;
+    /** The model's tool-call id; it names the call's kept files (made when absent). */
+    callId?: string;
+    /** Media types: only kept files of those types come back. */
+    acceptedOutputModes?: string[];
+}
+/**
+ * A kept file as an A2A v0.3 Artifact (the `artifact` events of `turn.callStream`), its
+ * bytes decoded: `artifactId` is "CALLID/NAME".
+ */
+export interface Artifact {
+    artifactId: string;
+    name: string;
+    mediaType: string;
+    data: Uint8Array;
+    callId: string;
+}
+/** The Artifact an `artifact` event carries, decoded; undefined for other events. */
+export declare function artifactOf(ev: StreamEvent<unknown>): Artifact | undefined;
 export declare class Turns {
     private t;
     constructor(t: Transport);
@@ -66,10 +89,13 @@ export declare class Turn {
      * connection (a command is not idempotent). The idle timeout is raised to cover
      * `timeoutSeconds` (default 120).
      */
-    call(command: string, a?: {
-        stdin?: string;
-        timeoutSeconds?: number;
-    }, o?: CallOptions): Promise<CallResult>;
+    call(command: string, a?: CallArgs, o?: CallOptions): Promise<CallResult>;
+    /**
+     * The call as events while it runs: `stdout`, `stderr`, `file` then `artifact` for each
+     * kept file (an A2A Artifact with the bytes inline: `artifactOf(ev)` decodes it), then
+     * `exit` (the whole answer) or `error`. Never retried after it was sent.
+     */
+    callStream(command: string, a?: CallArgs, o?: CallOptions): AsyncGenerator<StreamEvent<Record<string, unknown>>>;
     /** A file a call returned. */
     file(callId: string, name: string, o?: CallOptions): Promise<Download>;
     /** Ends the turn: its calls are stopped, its workspace deleted. */

@@ -1,6 +1,31 @@
 // Turns: scratch workspaces for confined tool calls (API.md "Turns").
 import * as check from "./check.js";
+import { parseSse } from "./sse.js";
 import { bytesOf, downloadInfo } from "./volumes.js";
+/** The Artifact an `artifact` event carries, decoded; undefined for other events. */
+export function artifactOf(ev) {
+    if (ev.event !== "artifact" || ev.data === null || typeof ev.data !== "object")
+        return undefined;
+    const d = ev.data;
+    const f = d.parts?.[0]?.file ?? {};
+    return {
+        artifactId: String(d.artifactId ?? ""),
+        name: String(f.name ?? ""),
+        mediaType: String(f.mimeType ?? ""),
+        data: new Uint8Array(Buffer.from(f.bytes ?? "", "base64")),
+        callId: String(d.metadata?.call_id ?? ""),
+    };
+}
+function callBody(where, command, a) {
+    check.str(where, "command", command);
+    check.fields(where, "the call", a, ["stdin", "timeoutSeconds", "callId", "acceptedOutputModes"]);
+    check.optStr(where, "stdin", a.stdin);
+    check.optInt(where, "timeoutSeconds", a.timeoutSeconds);
+    check.optStr(where, "callId", a.callId);
+    if (a.acceptedOutputModes !== undefined)
+        check.strs(where, "acceptedOutputModes", a.acceptedOutputModes);
+    return { command, ...a };
+}
 export class Turns {
     t;
     constructor(t) {
@@ -43,14 +68,27 @@ export class Turn {
      * `timeoutSeconds` (default 120).
      */
     async call(command, a = {}, o) {
-        check.str("turn.call", "command", command);
-        check.fields("turn.call", "the call", a, ["stdin", "timeoutSeconds"]);
-        check.optInt("turn.call", "timeoutSeconds", a.timeoutSeconds);
+        const json = callBody("turn.call", command, a);
         check.opts("turn.call", "options", o);
         return this.t.json({
-            method: "POST", path: `${this.base}/calls`, json: { command, ...a },
+            method: "POST", path: `${this.base}/calls`, json,
             extraWaitMs: (a.timeoutSeconds ?? 120) * 1000,
         }, o);
+    }
+    /**
+     * The call as events while it runs: `stdout`, `stderr`, `file` then `artifact` for each
+     * kept file (an A2A Artifact with the bytes inline: `artifactOf(ev)` decodes it), then
+     * `exit` (the whole answer) or `error`. Never retried after it was sent.
+     */
+    async *callStream(command, a = {}, o = {}) {
+        const json = callBody("turn.callStream", command, a);
+        check.opts("turn.callStream", "options", o);
+        const r = await this.t.request({
+            method: "POST", path: `${this.base}/calls`, json, events: true, idempotent: false,
+            headers: { Accept: "text/event-stream" },
+        }, o);
+        if (r.body)
+            yield* parseSse(r.body);
     }
     /** A file a call returned. */
     async file(callId, name, o) {

@@ -50,6 +50,8 @@ export interface Agent extends Omit<AgentSettings, "remount"> {
   id: string;
   workspaceVolumeId?: string;
   createdAt: string;
+  /** Where attachments, tool outputs and scratch files go, as agent paths (null: nowhere writable). */
+  places?: { uploads: string | null; toolOutputs: string | null; tmp: string | null };
   [more: string]: unknown;
 }
 
@@ -87,6 +89,8 @@ export interface RunOptions extends CallOptions {
   runId?: string;
   conversation?: string;
   format?: "anthropic" | "openai";
+  /** The subject it is from (as `agent.forUser(user).run(...)`). */
+  user?: string;
 }
 
 /**
@@ -137,6 +141,8 @@ export interface PromptOptions extends CallOptions {
   requestId?: string;
   conversation?: string;
   format?: "anthropic" | "openai";
+  /** The subject it is from (as `agent.forUser(user).prompt(...)`): its files are kept as the subject's attachments. */
+  user?: string;
 }
 
 export interface PromptResult {
@@ -192,10 +198,11 @@ export class Agents {
     await this.t.json({ method: "DELETE", path: `/v1/agents/${encodeURIComponent(id)}` }, o);
   }
 
-  /** A handle on one agent (no request made). */
-  agent(id: string): AgentHandle {
+  /** A handle on one agent (no request made); `{user}`: acting for that subject (`forUser`). */
+  agent(id: string, o: { user?: string } = {}): AgentHandle {
     check.str("agents.agent", "id", id);
-    return new AgentHandle(this.t, id);
+    check.opts("agents.agent", "options", o, ["user"]);
+    return new AgentHandle(this.t, id, o.user);
   }
 }
 
@@ -207,10 +214,39 @@ export class AgentHandle {
   /** The file tools, as the model calls them. */
   readonly tools: AgentTools;
 
-  constructor(private t: Transport, readonly id: string) {
+  private t: Transport;
+
+  /** `user`: the subject this handle acts for (`X-Subject` on each call, the prompt's `user`). */
+  constructor(private root: Transport, readonly id: string, readonly user?: string) {
+    if (user !== undefined) subjectId("agent", user);
+    this.t = user === undefined ? root : root.forSubject(user);
     this.base = `/v1/agents/${encodeURIComponent(id)}`;
-    this.files = new AgentFiles(t, this.base);
-    this.tools = new AgentTools(t, this.base);
+    this.files = new AgentFiles(this.t, this.base);
+    this.tools = new AgentTools(this.t, this.base);
+  }
+
+  /**
+   * This agent acting for subject `user` (no request): its files, uploads, tool calls,
+   * runs, links, prompts and `resolve` are that subject's, with `/user` and
+   * `/attachments` among the mounts (API.md "Subjects").
+   */
+  forUser(user: string): AgentHandle {
+    return new AgentHandle(this.root, this.id, user);
+  }
+
+  /**
+   * `input` (a tool's arguments) with every `{"$file": path}` in it replaced by that file:
+   * `{path, name, contentType, size, sha256, data}` (base64, 16 MiB in all), or with
+   * `{as: "url"}` a signed link instead of `data`.
+   */
+  async resolve(input: unknown, o: CallOptions & { as?: "base64" | "url" } = {}): Promise<unknown> {
+    check.opts("agent.resolve", "options", o, ["as"]);
+    if (o.as !== undefined && o.as !== "base64" && o.as !== "url") {
+      throw new TypeError(`agent.resolve: as must be "base64" or "url", not ${JSON.stringify(o.as)}`);
+    }
+    const { as, ...call } = o;
+    const r = await this.t.json<{ input: unknown }>({ method: "POST", path: `${this.base}/resolve`, json: { input, as } }, call);
+    return r.input;
   }
 
   /** The client's transport (for the objects a handle makes). */
@@ -244,8 +280,9 @@ export class AgentHandle {
    */
   async run(text: string, o: RunOptions = {}): Promise<Run> {
     check.str("agent.run", "text", text);
-    check.opts("agent.run", "options", o, ["files", "runId", "conversation", "format"]);
-    const { runId, ...rest } = o;
+    check.opts("agent.run", "options", o, ["files", "runId", "conversation", "format", "user"]);
+    const { runId, user, ...rest } = o;
+    if (user !== undefined && user !== this.user) return this.forUser(user).run(text, { runId, ...rest });
     check.optStr("agent.run", "runId", runId);
     const id = runId ?? Transport.newKey();
     const message = await this.promptChecked("agent.run", text, { ...rest, requestId: id });
@@ -277,8 +314,10 @@ export class AgentHandle {
    */
   async prompt(text: string, o: PromptOptions = {}): Promise<PromptResult> {
     check.str("agent.prompt", "text", text);
-    check.opts("agent.prompt", "options", o, ["files", "requestId", "conversation", "format"]);
-    return this.promptChecked("agent.prompt", text, o);
+    check.opts("agent.prompt", "options", o, ["files", "requestId", "conversation", "format", "user"]);
+    const { user, ...rest } = o;
+    if (user !== undefined && user !== this.user) return this.forUser(user).prompt(text, rest);
+    return this.promptChecked("agent.prompt", text, rest);
   }
 
   private async promptChecked(w: string, text: string, o: PromptOptions): Promise<PromptResult> {
@@ -321,7 +360,7 @@ export class AgentHandle {
     }
     return this.t.json({
       method: "POST", path: `${this.base}/prompt`, idempotent: true,
-      json: { text, requestId, files: refs, conversation: o.conversation, format: o.format },
+      json: { text, requestId, files: refs, conversation: o.conversation, format: o.format, user: this.user },
     }, { timeoutMs: o.timeoutMs, maxRetries: o.maxRetries, signal: o.signal, headers: o.headers });
   }
 
@@ -339,15 +378,7 @@ export class AgentHandle {
    * writes twice (`replayed: true`).
    */
   async upload(requestId: string, name: string, data: BodyInput, o: { contentType?: string } & CallOptions = {}): Promise<WriteResult> {
-    check.str("agent.upload", "requestId", requestId);
-    check.str("agent.upload", "name", name);
-    check.body("agent.upload", "data", data);
-    check.opts("agent.upload", "options", o, ["contentType"]);
-    check.optStr("agent.upload", "contentType", o.contentType);
-    return this.t.json({
-      method: "PUT", path: `${this.base}/uploads/${encodeURIComponent(requestId)}/${encodeURIComponent(name)}`,
-      body: data, headers: { "Content-Type": o.contentType },
-    }, o);
+    return putOnce(this.t, "agent.upload", `${this.base}/uploads`, ["requestId", requestId], name, data, o);
   }
 
   /** A subject's workspace (one volume per agent and subject). */
@@ -363,6 +394,32 @@ export class AgentHandle {
     check.opts("agent.putSkill", "options", o);
     return this.t.json({ method: "PUT", path: `${this.base}/skills/${encodeURIComponent(name)}.md`, body: data }, o);
   }
+}
+
+/** `user` if it is a subject id (1..128 of A-Z a-z 0-9 . _ @ -, not . or ..), else a TypeError naming it. */
+function subjectId(w: string, user: unknown): string {
+  check.str(w, "user", user);
+  if (!/^[A-Za-z0-9._@-]{1,128}$/.test(user) || user === "." || user === "..") {
+    throw new TypeError(`${w}: user ${JSON.stringify(user.slice(0, 140))} is not a subject id (1..128 of A-Z a-z 0-9 . _ @ -, not . or ..)`);
+  }
+  return user;
+}
+
+/**
+ * A PUT of a file the server keeps once per id and name (an upload, a tool output), at
+ * `<dir>/<id>/<name>`, streamed; a retry writes nothing (`replayed: true`).
+ */
+function putOnce(t: Transport, w: string, dir: string, [idArg, id]: [string, unknown], name: unknown,
+  data: BodyInput, o: { contentType?: string } & CallOptions): Promise<WriteResult> {
+  check.str(w, idArg, id);
+  check.str(w, "name", name);
+  check.body(w, "data", data);
+  check.opts(w, "options", o, ["contentType"]);
+  check.optStr(w, "contentType", o.contentType);
+  return t.json({
+    method: "PUT", path: `${dir}/${encodeURIComponent(id)}/${encodeURIComponent(name)}`,
+    body: data, headers: { "Content-Type": o.contentType },
+  }, o);
 }
 
 /** At most this many files a prompt (API.md). */
@@ -447,6 +504,15 @@ export class AgentFiles {
     check.optStr("agent.files.list", "path", path);
     check.opts("agent.files.list", "options", o);
     return this.t.json({ method: "GET", path: `${this.base}/files`, query: { path } }, o);
+  }
+
+  /**
+   * A tool's file output, streamed, saved at `tool-outputs/<callId>/<name>` of the
+   * workspace (a subject's: `/user/tool-outputs/...`); a retry never writes twice
+   * (`replayed: true`).
+   */
+  async toolOutput(callId: string, name: string, data: BodyInput, o: { contentType?: string } & CallOptions = {}): Promise<WriteResult> {
+    return putOnce(this.t, "agent.files.toolOutput", `${this.base}/tool-outputs`, ["callId", callId], name, data, o);
   }
 
   /** A signed link to a file by agent path. */

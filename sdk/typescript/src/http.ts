@@ -272,6 +272,19 @@ export class Transport {
     });
   }
 
+  /**
+   * This transport with `X-Subject: subject` on every request: what an agent acting for
+   * a subject sends through (API.md "Subjects").
+   */
+  forSubject(subject: string): Transport {
+    const view = Object.create(this) as Transport;
+    const send = this.request.bind(this);
+    const request = <T = Answer>(req: Req, o?: CallOptions, consume?: (a: Answer) => Promise<T>): Promise<T> =>
+      send<T>({ ...req, headers: { "X-Subject": subject, ...req.headers } }, o, consume);
+    Object.defineProperty(view, "request", { value: request });
+    return view;
+  }
+
   /** A fresh Idempotency-Key. */
   static newKey(): string {
     return randomUUID();

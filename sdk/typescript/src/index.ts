@@ -57,10 +57,10 @@ export class Coffer {
     return this.volumes.volume(id);
   }
 
-  /** `client.agent(id)`: a handle on one agent. */
-  agent(id: string): AgentHandle {
+  /** `client.agent(id, {user?})`: a handle on one agent (acting for subject `user` when given). */
+  agent(id: string, o: { user?: string } = {}): AgentHandle {
     check.str("agent", "id", id);
-    return this.agents.agent(id);
+    return this.agents.agent(id, o);
   }
 
   /**
@@ -74,7 +74,7 @@ export class Coffer {
   }
 
   /** `GET /v1/health`. */
-  async health(o?: CallOptions): Promise<{ ok: boolean }> {
+  async health(o?: CallOptions): Promise<{ ok: boolean; version: string }> {
     check.opts("health", "options", o);
     return this.transport.json({ method: "GET", path: "/v1/health" }, o);
   }

@@ -129,3 +129,31 @@ test("subjects: files, move, remove, volume, memory, skills and sessions", async
   assert.deepEqual(sess.skills, ["charts"]);
   assert.equal(text((await s.read("skills/charts.md")).data), "# Charts\nuse csv");
 });
+
+test("acting for a subject (X-Subject, a prompt's user), tool outputs, places, resolve", async () => {
+  const id = uniq("subj");
+  const a = await c.agents.upsert(id);
+  assert.deepEqual(a.places, { uploads: "/workspace/uploads", toolOutputs: "/workspace/tool-outputs", tmp: "/workspace/tmp" });
+  const ann = c.agent(id).forUser("ann");
+  assert.equal(ann.user, "ann");
+  assert.equal((await ann.files.upload("/user/notes.md", "for ann")).path, "/user/notes.md");
+  assert.equal(text((await c.agent(id).subject("ann").read("notes.md")).data), "for ann");
+  await ann.prompt("see this", { files: [{ name: "a.txt", data: "attached" }], requestId: "r1" });
+  assert.equal(text((await ann.files.download("/attachments/r1/a.txt")).data), "attached");
+  assert.deepEqual((await c.agent(id).files.list("/workspace")).entries, [], "nothing on the agent's own workspace");
+  await c.agent(id).prompt("and this", { files: [{ name: "b.txt", data: "bob's" }], user: "bob", requestId: "r2" });
+  const bob = c.agent(id, { user: "bob" });
+  assert.equal(text((await bob.files.download("/attachments/r2/b.txt")).data), "bob's");
+  await assert.rejects(ann.files.download("/attachments/r2/b.txt"), NotFoundError);
+  const out = await c.agent(id).files.toolOutput("call_1", "chart.png", new Uint8Array([0x89, 0x50]));
+  assert.equal(out.path, "/workspace/tool-outputs/call_1/chart.png");
+  assert.equal((await c.agent(id).files.toolOutput("call_1", "chart.png", new Uint8Array([0x89, 0x50]))).replayed, true);
+  assert.equal((await ann.files.toolOutput("call_2", "t.txt", "x")).path, "/user/tool-outputs/call_2/t.txt");
+  await c.agent(id).files.upload("/workspace/in.txt", "hi");
+  const got = await c.agent(id).resolve({ doc: { $file: "/workspace/in.txt" }, n: 1 });
+  assert.deepEqual([got.doc.data, got.doc.size, got.n], ["aGk=", 2, 1]);
+  const link = await c.agent(id).resolve({ $file: "in.txt" }, { as: "url" });
+  assert.equal(await (await fetch(link.url)).text(), "hi");
+  await assert.rejects(c.agent(id).resolve({ $file: "/workspace/absent.txt" }), NotFoundError);
+  await c.agents.delete(id);
+});

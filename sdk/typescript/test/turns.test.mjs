@@ -3,7 +3,7 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { GoneError, NotFoundError, ValidationError } from "../dist/index.js";
+import { artifactOf, GoneError, NotFoundError, ValidationError } from "../dist/index.js";
 import { client, text, uniq } from "./helpers.mjs";
 
 const c = client();
@@ -36,4 +36,25 @@ test("create, call, files, get, end", async () => {
   await assert.rejects(turn.call("true"), GoneError);
   await assert.rejects(turn.get(), GoneError);
   await assert.rejects(c.turns.create({ agent, user: "u1", deadlineSeconds: 0 }), ValidationError);
+});
+
+test("a call's kept files stream as A2A artifacts (seed 000)", async () => {
+  const agent = uniq("ag");
+  await c.agents.upsert(agent, {});
+  const turn = await c.turns.create({ agent, user: "u1", deadlineSeconds: 120 });
+  const seen = [];
+  for await (const ev of turn.callStream("printf 'a,b\\n' > $OUTBOX/t.csv; printf x > $OUTBOX/n.txt",
+    { callId: "toolu_01", acceptedOutputModes: ["text/csv"] })) seen.push(ev);
+  const arts = seen.map(artifactOf).filter(Boolean);
+  assert.deepEqual(arts.map((a) => [a.artifactId, a.name, a.mediaType, text(a.data), a.callId]),
+    [["toolu_01/t.csv", "t.csv", "text/csv", "a,b\n", "toolu_01"]]);
+  assert.equal(seen.find((e) => e.event === "artifact").data.name, "file");
+  assert.equal(seen.at(-1).event, "exit");
+  assert.equal(seen.at(-1).data.callId, "toolu_01");
+  assert.equal(artifactOf(seen.at(-1)), undefined);
+  const r = await turn.call("printf y > $OUTBOX/m.csv", { callId: "toolu_02" });
+  assert.deepEqual([r.callId, r.files.map((f) => f.name)], ["toolu_02", ["m.csv"]]);
+  await assert.rejects(turn.callStream("true", { acceptedOutputModes: "text/csv" }).next(), TypeError);
+  await assert.rejects(turn.call("true", { acceptedOutputModes: "text/csv" }), TypeError);
+  await turn.end();
 });

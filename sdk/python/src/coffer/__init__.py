@@ -1,4 +1,5 @@
-"""coffer: the Python client of cofferd (standard library only).
+"""coffer: the Python client of cofferd (on httpx), synchronous (`Coffer`) and asyncio
+(`AsyncCoffer`).
 
     from coffer import Client
     c = Client("http://127.0.0.1:7700", key)
@@ -7,16 +8,16 @@
     print(vol.read("docs/a.md").text)
 """
 
-from ._files import Download
-from ._http import EventStream, Response, StreamResponse
+from ._files import AsyncDownload, Download
+from ._http import AsyncEventStream, AsyncItems, AsyncStreamResponse, EventStream, Response, StreamResponse
 from .agents import Agent, AgentFiles, Agents, AgentTools, Attachment, RunHandle
-from .aio import AsyncCoffer, AsyncHandle, AsyncStream
+from .aio import AsyncCoffer
 from .client import Client, Coffer, Keys
 from .errors import (Blocked, CofferConnectionError, CofferError, CofferTimeout, Conflict,
                      Forbidden, Gone, InternalError, Locked, NotFound, PreconditionFailed,
                      RangeNotSatisfiable, RateLimited, TooLarge, Unauthorized, Unavailable,
                      UnsupportedMediaType, ValidationError)
-from .models import Event, FileData, Record
+from .models import Artifact, Event, FileData, Record
 from .relay import Relay, RelaySession
 from .subjects import Subject
 from .turns import Turn, Turns
@@ -25,10 +26,11 @@ from .volumes import Runtime, Volume, Volumes
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Coffer", "AsyncCoffer", "AsyncHandle", "AsyncStream", "RunHandle", "Runtime",
+    "Client", "Coffer", "AsyncCoffer", "AsyncDownload", "AsyncEventStream", "AsyncItems",
+    "AsyncStreamResponse", "RunHandle", "Runtime",
     "Keys", "Volume", "Volumes", "Agent", "Agents", "AgentFiles", "AgentTools",
     "Attachment", "Subject", "Turn", "Turns", "Relay", "RelaySession", "Download",
-    "EventStream", "Response", "StreamResponse", "Event", "FileData", "Record",
+    "EventStream", "Response", "StreamResponse", "Artifact", "Event", "FileData", "Record",
     "CofferError", "CofferConnectionError", "CofferTimeout", "ValidationError",
     "Unauthorized", "Forbidden", "NotFound", "Conflict", "Gone", "PreconditionFailed",
     "TooLarge", "UnsupportedMediaType", "RangeNotSatisfiable", "Blocked", "Locked",

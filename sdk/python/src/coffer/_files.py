@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import IO, Any, Callable, Iterator, Mapping, Optional, Union
+from typing import IO, Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Union
 
-from ._http import CHUNK, StreamResponse, Transport
+from ._http import (CHUNK, AsyncClosing, AsyncStreamResponse, read_chunks, Response,
+                    StreamResponse, Transport)
 from .errors import CofferConnectionError, CofferTimeout
 from .models import FileData
 
@@ -21,33 +22,59 @@ def etag_version(etag: Optional[str]) -> Optional[int]:
     return int(e) if e.isdigit() else None
 
 
-class Download:
-    """A file being downloaded: its headers at once, its bytes as they arrive.
-    Iterate for chunks, `read()`, or `save_to(path or file)`; close it (or use `with`).
+class _Opened:
+    """A download's headers and where it stands, for both clients' downloads.
 
     A connection that breaks mid-way is resumed where it stopped (`Range` from the
     bytes read, `If-Range` on the version), up to the client's `retries`; when the
     file changed meanwhile the download raises CofferConnectionError instead of
     joining two versions."""
 
-    def __init__(self, resp: StreamResponse,
-                 reopen: Optional[Callable[[int, str], StreamResponse]] = None,
-                 retries: int = 0) -> None:
+    def __init__(self, resp: Any, reopen: Optional[Callable[[int, str], Any]],
+                 retries: int) -> None:
         self._resp = resp
-        self.status = resp.status
+        self.status: int = resp.status
         self.headers = resp.headers
         self.content_type: str = resp.header("Content-Type") or "application/octet-stream"
-        self.etag = resp.header("ETag")
+        self.etag: Optional[str] = resp.header("ETag")
         self.version = etag_version(self.etag)
         seq = resp.header("X-Volume-Seq")
         self.seq: Optional[int] = int(seq) if seq and seq.isdigit() else None
         length = resp.header("Content-Length")
         self.size: Optional[int] = int(length) if length and length.isdigit() else None
-        self.content_range = resp.header("Content-Range")
+        self.content_range: Optional[str] = resp.header("Content-Range")
         self.position = 0
         self.resumed = 0
         self._reopen = reopen if (self.etag and resp.status == 200) else None
         self._retries = retries
+
+    def _may_resume(self, e: Exception) -> bool:
+        """Whether a read that raised `e` is resumed (else `e` is raised)."""
+        if isinstance(e, CofferTimeout) or not isinstance(e, CofferConnectionError):
+            return False
+        if self._reopen is None or self.resumed >= self._retries:
+            return False
+        self.resumed += 1
+        return True
+
+    def _resumed(self, resp: Any) -> Any:
+        """The reopened answer, if it goes on with the same version."""
+        if resp.status != 206:
+            raise CofferConnectionError(
+                "the download broke after %d bytes and the file changed since (version "
+                "%s is no longer current): read it again" % (self.position, self.version))
+        self._resp = resp
+        return resp
+
+    def _reopen_args(self) -> tuple[int, str]:
+        assert self.etag is not None
+        return self.position, self.etag
+
+
+class Download(_Opened):
+    """A file being downloaded: its headers at once, its bytes as they arrive.
+    Iterate for chunks, `read()`, or `save_to(path or file)`; close it (or use `with`).
+    Resumed as _Opened says."""
 
     def read(self, n: int = -1) -> bytes:
         """Up to `n` bytes (all that is left when n < 0); b"" at the end."""
@@ -55,27 +82,20 @@ class Download:
             return b"".join(iter(lambda: self.read(CHUNK), b""))
         while True:
             try:
-                data = self._resp.read(n)
-            except CofferTimeout:
-                raise
-            except CofferConnectionError:
-                if self._reopen is None or self.resumed >= self._retries:
+                data: bytes = self._resp.read(n)
+            except Exception as e:
+                if not self._may_resume(e):
                     raise
-                self._resume()
+                assert self._reopen is not None
+                resp = self._reopen(*self._reopen_args())
+                try:
+                    self._resumed(resp)
+                except CofferConnectionError:
+                    resp.close()
+                    raise
                 continue
             self.position += len(data)
             return data
-
-    def _resume(self) -> None:
-        assert self._reopen is not None and self.etag is not None
-        self.resumed += 1
-        resp = self._reopen(self.position, self.etag)
-        if resp.status != 206:
-            resp.close()
-            raise CofferConnectionError(
-                "the download broke after %d bytes and the file changed since (version "
-                "%s is no longer current): read it again" % (self.position, self.version))
-        self._resp = resp
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(lambda: self.read(CHUNK), b"")
@@ -101,6 +121,47 @@ class Download:
         self.close()
 
 
+class AsyncDownload(_Opened, AsyncClosing):
+    """Download for the async client: `await read(n)`, `async for chunk in ...`,
+    `await save_to(path or file)`, `await aclose()` (or `async with`)."""
+
+    async def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            return b"".join([c async for c in self])
+        while True:
+            try:
+                data: bytes = await self._resp.read(n)
+            except Exception as e:
+                if not self._may_resume(e):
+                    raise
+                assert self._reopen is not None
+                resp = await self._reopen(*self._reopen_args())
+                try:
+                    self._resumed(resp)
+                except CofferConnectionError:
+                    await resp.aclose()
+                    raise
+                continue
+            self.position += len(data)
+            return data
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return read_chunks(self.read)
+
+    async def save_to(self, dest: Union[str, "os.PathLike[str]", IO[bytes]]) -> int:
+        n = 0
+        if isinstance(dest, (str, os.PathLike)):
+            with open(dest, "wb") as f:
+                return await self.save_to(f)
+        async for chunk in self:
+            dest.write(chunk)
+            n += len(chunk)
+        return n
+
+    async def aclose(self) -> None:
+        await self._resp.aclose()
+
+
 def open_download(t: Transport, path: str, query: Optional[Mapping[str, Any]] = None,
                   range: Optional[str] = None, headers: Optional[Mapping[str, str]] = None,
                   timeout: Optional[float] = None) -> Download:
@@ -108,23 +169,30 @@ def open_download(t: Transport, path: str, query: Optional[Mapping[str, Any]] = 
     h = dict(headers or {})
     if range:
         h["Range"] = range
-    resp = t.request("GET", path, query=query, headers=h, stream=True,
-                     timeout=timeout or t.timeout)
-    if range:
-        return Download(resp)
+    wait = timeout or t.timeout
 
-    def reopen(offset: int, etag: str) -> StreamResponse:
+    def reopen(offset: int, etag: str) -> Any:
         again = dict(h, Range="bytes=%d-" % offset, **{"If-Range": etag})
-        return t.request("GET", path, query=query, headers=again, stream=True,  # type: ignore[no-any-return]
-                         timeout=timeout or t.timeout)
+        return t.request("GET", path, query=query, headers=again, stream=True, timeout=wait)
 
-    return Download(resp, reopen, t.retries)
+    def opened(resp: Any) -> Download:
+        if isinstance(resp, AsyncStreamResponse):
+            return AsyncDownload(resp, None if range else reopen,  # type: ignore[return-value]
+                                 t.retries)
+        return Download(resp, None if range else reopen, t.retries)
+
+    return t.call_raw("GET", path, opened, query=query, headers=h, stream=True, timeout=wait)
 
 
 def read_whole(t: Transport, path: str, query: Optional[Mapping[str, Any]] = None,
                range: Optional[str] = None) -> FileData:
-    """GETs `path` whole into memory (for small files: use open_download for large)."""
-    with open_download(t, path, query, range) as d:
-        data = d.read()
-        return FileData(data, d.content_type, d.version, d.seq)
+    """GETs `path` whole into memory (for small files: use open_download for large); an
+    answer cut off is fetched again whole."""
+    return t.call_raw("GET", path, file_data, query=query,
+                      headers={"Range": range} if range else None)
 
+
+def file_data(r: Response) -> FileData:
+    seq = r.header("X-Volume-Seq")
+    return FileData(r.body, r.header("Content-Type") or "application/octet-stream",
+                    etag_version(r.header("ETag")), int(seq) if seq and seq.isdigit() else None)

@@ -1,7 +1,7 @@
 """The one HTTP transport: kept-alive connections, retries, bodies streamed both ways.
 
-Standard library only (http.client): it streams request bodies from files and
-iterators and answers in chunks, keeps connections alive, and needs nothing installed.
+On httpx (a pool of kept-alive connections): request bodies are streamed from files and
+iterators, answers are read in chunks as they arrive.
 
 Retries: an answer of 429 or 503, or a connection that failed or broke before the
 answer's head arrived, is tried again after a backoff (exponential with jitter, or the
@@ -15,28 +15,28 @@ an iterator cannot, so its request is never retried once a chunk was taken from 
 
 from __future__ import annotations
 
-import http.client
+import asyncio
 import io
 import json as jsonlib
 import os
 import random
 import socket
-import threading
 import time
 import urllib.parse
-from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Union
+from typing import (IO, Any, AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Generic,
+                    Iterable, Iterator, Mapping, Optional, TypeVar, Union)
+
+import httpx
 
 from .errors import CofferConnectionError, CofferError, CofferTimeout, error_from
 from .models import Event
 
 Body = Union[None, bytes, bytearray, memoryview, str, os.PathLike[str], IO[bytes],
-             Iterable[bytes]]
+             Iterable[bytes], AsyncIterable[bytes]]
 
 CHUNK = 256 * 1024
 IDLE_REUSE = 20.0   # seconds: cofferd closes a kept-alive connection idle for 30 s
 _IDEMPOTENT = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}
-_BROKEN = (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine,
-           http.client.IncompleteRead, BrokenPipeError, socket.gaierror)
 
 
 def need_str(where: str, arg: str, v: Any) -> str:
@@ -51,13 +51,19 @@ def need_str(where: str, arg: str, v: Any) -> str:
 def quote_path(path: str) -> str:
     """Percent-encodes a `/`-separated path for a URL, keeping the slashes."""
     need_str("path", "path", path)
-    return urllib.parse.quote(path, safe="/")
+    return "/".join(_dots(s) for s in urllib.parse.quote(path, safe="/").split("/"))
+
+
+def _dots(seg: str) -> str:
+    """A `.` or `..` segment percent-encoded: httpx would resolve it away, and the server
+    is the one to refuse it (400 naming the segment)."""
+    return seg.replace(".", "%2E") if seg in (".", "..") else seg
 
 
 def quote_seg(seg: str) -> str:
     """Percent-encodes one URL segment (a `/` in it too)."""
     need_str("id", "id", seg)
-    return urllib.parse.quote(seg, safe="")
+    return _dots(urllib.parse.quote(seg, safe=""))
 
 
 class _Payload:
@@ -70,7 +76,7 @@ class _Payload:
         self._file: Optional[IO[bytes]] = None
         self._owned = False
         self._start = 0
-        self._iter: Optional[Iterable[bytes]] = None
+        self._iter: Union[None, Iterable[bytes], AsyncIterable[bytes]] = None
         self._bytes: Optional[bytes] = None
         if body is None:
             self._bytes = None
@@ -83,7 +89,8 @@ class _Payload:
             self._owned = True
         elif hasattr(body, "read"):
             self._file = body  # type: ignore[assignment]
-        elif isinstance(body, Mapping) or not hasattr(body, "__iter__"):
+        elif isinstance(body, Mapping) or not (hasattr(body, "__iter__") or
+                                               hasattr(body, "__aiter__")):
             raise TypeError("body must be bytes, str, a path (os.PathLike), a binary file "
                             "or an iterator of bytes, not %s" % type(body).__name__)
         else:
@@ -107,25 +114,58 @@ class _Payload:
         f.seek(self._start)
         self.length = end - self._start
 
-    def body(self) -> Any:
-        """What http.client sends for this attempt (seeks a file back on a retry)."""
+    def content(self) -> Union[None, bytes, Iterator[bytes]]:
+        """What is sent for this attempt: the bytes, or chunks read as they are sent (a
+        file is sought back to where it started on a retry)."""
         if self._file is not None:
             if self.started:
                 self._file.seek(self._start)
             self.started = True
-            return _FileReader(self._file, self.length)
+            return self._file_chunks(self._file)
         if self._iter is not None:
-            return self._chunks(self._iter)
+            if not isinstance(self._iter, Iterable):
+                raise TypeError("body: an async iterator needs the async client (AsyncCoffer)")
+            return self._chunks(iter(self._iter))
         return self._bytes
 
-    def _chunks(self, it: Iterable[bytes]) -> Iterator[bytes]:
+    def acontent(self) -> Union[None, bytes, AsyncIterator[bytes]]:
+        """`content()` for the async client: an async iterator is streamed as it gives
+        chunks (a file or a plain iterator is read a chunk at a time between them)."""
+        if self._iter is not None and hasattr(self._iter, "__aiter__"):
+            return self._achunks(self._iter.__aiter__())
+        sync = self.content()
+        return sync if sync is None or isinstance(sync, bytes) else _to_async(sync)
+
+    async def _achunks(self, it: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+        async for chunk in it:
+            data = self._chunk(chunk)
+            if data:
+                yield data
+
+    def _file_chunks(self, f: IO[bytes]) -> Iterator[bytes]:
+        left = self.length
+        while left is None or left > 0:
+            data = f.read(CHUNK if left is None else min(CHUNK, left))
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            if not data:
+                return
+            if left is not None:
+                left -= len(data)
+            yield data
+
+    def _chunk(self, chunk: Any) -> bytes:
+        """One chunk an iterator gave, checked."""
+        self.started = True
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError("body: an iterator must give bytes, not %s" % type(chunk).__name__)
+        return bytes(chunk)
+
+    def _chunks(self, it: Iterator[Any]) -> Iterator[bytes]:
         for chunk in it:
-            self.started = True
-            if not isinstance(chunk, (bytes, bytearray, memoryview)):
-                raise TypeError("body: an iterator must give bytes, not %s" %
-                                type(chunk).__name__)
-            if chunk:
-                yield bytes(chunk)
+            data = self._chunk(chunk)
+            if data:
+                yield data
 
     def can_resend(self) -> bool:
         return self.replayable or not self.started
@@ -135,85 +175,95 @@ class _Payload:
             self._file.close()
 
 
-class _FileReader:
-    """Reads at most `length` bytes of a file, in big chunks (http.client reads its
-    `blocksize`; this keeps a file object from being sent past the length announced)."""
-
-    def __init__(self, f: IO[bytes], length: Optional[int]) -> None:
-        self.f, self.left = f, length
-
-    def read(self, n: int = -1) -> bytes:
-        if self.left is not None:
-            if self.left <= 0:
-                return b""
-            n = self.left if n < 0 else min(n, self.left)
-        data = self.f.read(n)
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        if self.left is not None:
-            self.left -= len(data)
-        return data
+async def _to_async(it: Iterator[bytes]) -> AsyncIterator[bytes]:
+    for chunk in it:
+        yield chunk
 
 
 class Response:
     """An answer read whole: `status`, `headers`, `body` (bytes), `json()`."""
 
-    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes) -> None:
+    def __init__(self, status: int, headers: httpx.Headers, body: bytes) -> None:
         self.status, self.headers, self.body = status, headers, body
 
     def header(self, name: str) -> Optional[str]:
-        return self.headers.get(name)
+        v: Optional[str] = self.headers.get(name)
+        return v
 
     def json(self) -> Any:
         return jsonlib.loads(self.body) if self.body else {}
 
 
-class StreamResponse:
+class _Reading:
+    """What StreamResponse shares with the async one: a buffer over the answer's
+    chunks, cut into reads of at most n bytes or into lines."""
+
+    def __init__(self, resp: httpx.Response) -> None:
+        self._resp = resp
+        self.status = resp.status_code
+        self.headers = resp.headers
+        self.closed = False
+        self._buf = b""
+
+    def header(self, name: str) -> Optional[str]:
+        v: Optional[str] = self.headers.get(name)
+        return v
+
+    def _take(self, n: int) -> bytes:
+        data, self._buf = (self._buf, b"") if n < 0 else (self._buf[:n], self._buf[n:])
+        return data
+
+    def _line(self) -> Optional[bytes]:
+        """The first line of the buffer, or None until a whole one is there."""
+        i = self._buf.find(b"\n")
+        if i < 0:
+            return None
+        line, self._buf = self._buf[:i + 1], self._buf[i + 1:]
+        return line
+
+
+def _read_error(e: Exception) -> CofferError:
+    if isinstance(e, httpx.TimeoutException):
+        return CofferTimeout("no data within the timeout: %s" % e)
+    return CofferConnectionError("the connection broke while reading: %s" % e)
+
+
+class StreamResponse(_Reading):
     """An answer whose body is read as it arrives; close it (or use `with`) to give the
     connection back. Iterating yields chunks of bytes."""
 
-    def __init__(self, transport: "Transport", conn: http.client.HTTPConnection,
-                 resp: http.client.HTTPResponse) -> None:
-        self._t, self._conn, self._resp = transport, conn, resp
-        self.status = resp.status
-        self.headers = resp.headers
-        self.closed = False
+    def __init__(self, resp: httpx.Response) -> None:
+        super().__init__(resp)
+        self._chunks = resp.iter_raw()
 
-    def header(self, name: str) -> Optional[str]:
-        return self.headers.get(name)
+    def _more(self) -> bool:
+        """Adds the next chunk to the buffer; False at the end (the answer is closed)."""
+        if self.closed:
+            return False
+        try:
+            chunk = next(self._chunks, b"")
+        except httpx.TransportError as e:
+            self.close()
+            raise _read_error(e) from None
+        if not chunk:
+            self.close()
+            return False
+        self._buf += chunk
+        return True
 
     def read(self, n: int = -1) -> bytes:
         """Up to `n` bytes (all that is left when n < 0); b"" at the end."""
-        try:
-            data = self._resp.read() if n < 0 else self._resp.read(n)
-        except socket.timeout as e:
-            self.close()
-            raise CofferTimeout("no data within the timeout: %s" % e) from None
-        except _BROKEN as e:
-            self.close()
-            raise CofferConnectionError("the connection broke while reading: %s" % e) from None
-        if n != 0 and not data and self._resp.length:
-            # http.client reads a body cut short of its Content-Length as an end
-            left = self._resp.length
-            self.close()
-            raise CofferConnectionError("the connection broke %d bytes before the end "
-                                        "of the answer" % left)
-        if n < 0 or not data:
-            self.close()
-        return data
+        while (n < 0 or len(self._buf) < n) and self._more():
+            pass
+        return self._take(n)
 
     def readline(self) -> bytes:
-        try:
-            line = self._resp.readline()
-        except socket.timeout as e:
-            self.close()
-            raise CofferTimeout("no data within the timeout: %s" % e) from None
-        except _BROKEN as e:
-            self.close()
-            raise CofferConnectionError("the connection broke while reading: %s" % e) from None
-        if not line:
-            self.close()
-        return line
+        while True:
+            line = self._line()
+            if line is not None:
+                return line
+            if not self._more():
+                return self._take(-1)
 
     def iter_bytes(self, chunk_size: int = CHUNK) -> Iterator[bytes]:
         while True:
@@ -227,14 +277,9 @@ class StreamResponse:
 
     def close(self) -> None:
         """Gives the connection back when the body was read to its end, else closes it."""
-        if self.closed:
-            return
-        self.closed = True
-        if self._resp.isclosed() and not self._resp.will_close:
-            self._t._release(self._conn)
-        else:
+        if not self.closed:
+            self.closed = True
             self._resp.close()
-            self._conn.close()
 
     def __enter__(self) -> "StreamResponse":
         return self
@@ -243,8 +288,70 @@ class StreamResponse:
         self.close()
 
 
-class Transport:
-    """Sends requests to one cofferd with one key; thread-safe (a pool of connections)."""
+class _Request:
+    """One call as both transports send it, and what decides its retries."""
+
+    def __init__(self, t: "_Base", method: str, path: str, query: Optional[Mapping[str, Any]],
+                 json: Any, body: Body, headers: Optional[Mapping[str, str]],
+                 timeout: Optional[float], stream: bool, retry: Optional[bool]) -> None:
+        hdrs = {"Authorization": "Bearer " + t.key, "User-Agent": t.user_agent,
+                "Accept-Encoding": "identity"}
+        if json is not None:
+            body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"))
+            hdrs["Content-Type"] = "application/json"
+        hdrs.update(headers or {})
+        self.retry = retry if retry is not None else (method in _IDEMPOTENT or any(
+            k.lower() == "idempotency-key" for k in hdrs))
+        self.method, self.stream, self.retries, self.attempt = method, stream, t.retries, 0
+        self.url = t.url + path + _query(query)
+        self.what = "%s %s" % (method, t.base + path)
+        self.timeout = httpx.Timeout(timeout if timeout is not None else
+                                     t.stream_timeout if stream else t.timeout)
+        self.payload = _Payload(body)
+        if self.payload.length is not None and method not in ("GET", "HEAD"):
+            hdrs["Content-Length"] = str(self.payload.length)
+        elif body is None and method in ("POST", "PUT", "PATCH"):
+            hdrs["Content-Length"] = "0"
+        self.headers = hdrs
+        self._t = t
+
+    def after_break(self, e: Exception, reading: bool = False) -> float:
+        """The delay before trying again after a connection that failed or broke (before
+        the answer, or `reading` it); raises the error when it may not be tried again."""
+        if (not isinstance(e, httpx.TimeoutException) and self.retry and
+                self.payload.can_resend() and self.attempt < self.retries):
+            self.attempt += 1
+            return self._t.delay(self.attempt, None)
+        raise self.broken(e, reading) from None
+
+    def broken(self, e: Exception, reading: bool = False) -> CofferError:
+        if isinstance(e, httpx.TimeoutException):
+            return CofferTimeout("%s: %s within %ss (%s)" % (
+                self.what, "the answer stalled" if reading else "no answer",
+                self.timeout.read, e))
+        why = "" if self.payload.can_resend() else " (its body cannot be sent again)"
+        return CofferConnectionError("%s: %s%s%s" % (
+            self.what, "the answer broke off: " if reading else "", e, why))
+
+    def again_after_status(self, resp: httpx.Response) -> Optional[float]:
+        """The delay before trying again after a 429 or 503, else None."""
+        if (resp.status_code in (429, 503) and self.attempt < self.retries and
+                self.payload.can_resend()):
+            self.attempt += 1
+            return self._t.delay(self.attempt, resp.headers.get("Retry-After"))
+        return None
+
+    @staticmethod
+    def error(resp: httpx.Response, raw: bytes) -> CofferError:
+        try:
+            parsed = jsonlib.loads(raw) if raw else None
+        except ValueError:
+            parsed = None
+        return error_from(resp.status_code, parsed, resp.headers.get("X-Request-Id"))
+
+
+class _Base:
+    """What both transports share: the server, the key and the retry settings."""
 
     def __init__(self, url: str, key: str, timeout: float = 30.0,
                  stream_timeout: float = 60.0, retries: int = 4, backoff: float = 0.25,
@@ -253,46 +360,57 @@ class Transport:
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError("url %r: expected http://HOST:PORT or https://..." % url)
         self.url = url.rstrip("/")
-        self.scheme, self.host = u.scheme, u.hostname
-        self.port = u.port or (443 if u.scheme == "https" else 80)
         self.base = u.path
         self.key = key
         self.timeout, self.stream_timeout = timeout, stream_timeout
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
         self.user_agent = user_agent
-        self._pool: list[tuple[http.client.HTTPConnection, float]] = []
-        self._lock = threading.Lock()
+        # a kept-alive connection is dropped after IDLE_REUSE idle seconds, before
+        # cofferd closes it; proxies of the environment are not used (as before httpx)
+        self._limits = httpx.Limits(max_keepalive_connections=16, keepalive_expiry=IDLE_REUSE)
 
-    # ---- connections
-    def _acquire(self, timeout: Optional[float]) -> tuple[http.client.HTTPConnection, bool]:
-        now = time.monotonic()
-        with self._lock:
-            while self._pool:
-                conn, used = self._pool.pop()
-                if now - used < IDLE_REUSE and conn.sock is not None:
-                    conn.sock.settimeout(timeout)
-                    conn.timeout = timeout
-                    return conn, True
-                conn.close()
-        cls = (http.client.HTTPSConnection if self.scheme == "https"
-               else http.client.HTTPConnection)
-        return cls(self.host, self.port, timeout=timeout, blocksize=CHUNK), False
+    def delay(self, attempt: int, retry_after: Optional[str]) -> float:
+        delay = min(self.max_backoff, self.backoff * (2.0 ** (attempt - 1)))
+        delay = delay / 2 + random.random() * delay / 2
+        if retry_after and retry_after.strip().isdigit():
+            delay = min(self.max_backoff, float(retry_after))
+        return delay
 
-    def _release(self, conn: http.client.HTTPConnection) -> None:
-        with self._lock:
-            if len(self._pool) < 16 and conn.sock is not None:
-                self._pool.append((conn, time.monotonic()))
-                return
-        conn.close()
+
+def _nodelay_transport(limits: httpx.Limits) -> httpx.HTTPTransport:
+    """httpx's sync transport with TCP_NODELAY on its sockets, as its async one has: h11
+    sends a request's head and its body in two writes, and without it the body waits for
+    the server's delayed ACK of the head (40 ms a small PUT, measured: bench/results.md).
+    Proxies of the environment are not used (as before httpx)."""
+    opt = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+    newer: dict[str, Any] = {"socket_options": opt}
+    try:
+        return httpx.HTTPTransport(limits=limits, trust_env=False, **newer)
+    except TypeError:   # httpx < 0.24 (Debian 12's 0.23) takes no socket_options
+        from httpcore.backends.sync import SyncBackend
+
+        class NoDelay(SyncBackend):
+            def connect_tcp(self, *a: Any, **kw: Any) -> Any:
+                stream = super().connect_tcp(*a, **kw)
+                stream.get_extra_info("socket").setsockopt(*opt[0])
+                return stream
+
+        t = httpx.HTTPTransport(limits=limits, trust_env=False)
+        setattr(t._pool, "_network_backend", NoDelay())
+        return t
+
+
+class _Sync(_Base):
+    """The sync transport's I/O (Transport below adds how methods use it)."""
+
+    def __init__(self, url: str, key: str, **kw: Any) -> None:
+        super().__init__(url, key, **kw)
+        self._client = httpx.Client(transport=_nodelay_transport(self._limits))
 
     def close(self) -> None:
-        """Closes the idle connections (streams still open keep theirs)."""
-        with self._lock:
-            pool, self._pool = self._pool, []
-        for conn, _ in pool:
-            conn.close()
+        """Closes the connections."""
+        self._client.close()
 
-    # ---- requests
     def request(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None,
                 json: Any = None, body: Body = None,
                 headers: Optional[Mapping[str, str]] = None,
@@ -302,104 +420,42 @@ class Transport:
         StreamResponse when `stream`; an error answer raises its CofferError.
         `retry` forces whether a broken connection may be retried (default: by method
         and Idempotency-Key)."""
-        hdrs = {"Authorization": "Bearer " + self.key, "User-Agent": self.user_agent,
-                "Accept-Encoding": "identity"}
-        if json is not None:
-            body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"))
-            hdrs["Content-Type"] = "application/json"
-        hdrs.update(headers or {})
-        if retry is None:
-            retry = method in _IDEMPOTENT or any(
-                k.lower() == "idempotency-key" for k in hdrs)
-        url = self.base + path + _query(query)
-        if timeout is None:
-            timeout = self.stream_timeout if stream else self.timeout
-        payload = _Payload(body)
+        req = _Request(self, method, path, query, json, body, headers, timeout, stream, retry)
         try:
-            return self._send(method, url, hdrs, payload, timeout, stream, retry)
+            return self._send(req)
         finally:
-            payload.close()
+            req.payload.close()
 
-    def _send(self, method: str, url: str, hdrs: dict[str, str], payload: _Payload,
-              timeout: float, stream: bool, retry: bool) -> Any:
-        if payload.length is not None and method not in ("GET", "HEAD"):
-            hdrs["Content-Length"] = str(payload.length)
-        attempt = 0
+    def _send(self, req: _Request) -> Any:
         while True:
-            conn, reused = self._acquire(timeout)
             try:
-                data = payload.body()
-                chunked = payload.length is None and data is not None
-                conn.request(method, url, body=data, headers=hdrs, encode_chunked=chunked)
-                resp = conn.getresponse()
-            except socket.timeout as e:
-                conn.close()
-                raise CofferTimeout("%s %s: no answer within %ss (%s)" % (
-                    method, url, timeout, e)) from None
-            except (_BROKEN + (OSError,)) as e:
-                conn.close()
-                stale = reused and isinstance(e, _BROKEN)
-                if ((retry or stale) and payload.can_resend() and
-                        attempt < self.retries + (1 if stale else 0)):
-                    attempt += 1
-                    if not stale:
-                        self._sleep(attempt, None)
-                    continue
-                why = "" if payload.can_resend() else " (its body cannot be sent again)"
-                raise CofferConnectionError("%s %s: %s%s" % (method, url, e, why)) from None
-            if resp.status in (429, 503) and attempt < self.retries and payload.can_resend():
-                resp.read()
-                self._finish(conn, resp)
-                attempt += 1
-                self._sleep(attempt, resp.headers.get("Retry-After"))
+                resp = self._client.send(self._client.build_request(
+                    req.method, req.url, headers=req.headers, content=req.payload.content(),
+                    timeout=req.timeout), stream=True)
+            except httpx.TransportError as e:
+                time.sleep(req.after_break(e))
                 continue
-            if resp.status >= 400:
-                raise self._error(conn, resp)
-            if stream:
-                return StreamResponse(self, conn, resp)
+            delay = req.again_after_status(resp)
+            if delay is not None:
+                resp.close()
+                time.sleep(delay)
+                continue
+            if resp.status_code >= 400:
+                try:
+                    raw = resp.read()
+                except httpx.TransportError:
+                    raw = b""
+                resp.close()
+                raise req.error(resp, raw)
+            if req.stream:
+                return StreamResponse(resp)
             try:
                 content = resp.read()
-            except socket.timeout as e:
-                conn.close()
-                raise CofferTimeout("%s %s: the answer stalled for %ss (%s)" % (
-                    method, url, timeout, e)) from None
-            except _BROKEN as e:
-                conn.close()
-                if retry and payload.can_resend() and attempt < self.retries:
-                    attempt += 1
-                    self._sleep(attempt, None)
-                    continue
-                raise CofferConnectionError("%s %s: the answer broke off: %s" % (
-                    method, url, e)) from None
-            self._finish(conn, resp)
-            return Response(resp.status, resp.headers, content)
-
-    def _finish(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
-        if resp.will_close:
-            conn.close()
-        else:
-            self._release(conn)
-
-    def _error(self, conn: http.client.HTTPConnection,
-               resp: http.client.HTTPResponse) -> CofferError:
-        try:
-            raw = resp.read()
-            self._finish(conn, resp)
-        except (socket.timeout, *_BROKEN):
-            conn.close()
-            raw = b""
-        try:
-            parsed = jsonlib.loads(raw) if raw else None
-        except ValueError:
-            parsed = None
-        return error_from(resp.status, parsed, resp.headers.get("X-Request-Id"))
-
-    def _sleep(self, attempt: int, retry_after: Optional[str]) -> None:
-        delay = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
-        delay = delay / 2 + random.random() * delay / 2
-        if retry_after and retry_after.strip().isdigit():
-            delay = min(self.max_backoff, float(retry_after))
-        time.sleep(delay)
+            except httpx.TransportError as e:
+                resp.close()
+                time.sleep(req.after_break(e, reading=True))
+                continue
+            return Response(resp.status_code, resp.headers, content)
 
 
 def _query(q: Optional[Mapping[str, Any]]) -> str:
@@ -419,47 +475,401 @@ def _query(q: Optional[Mapping[str, Any]]) -> str:
     return "?" + urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote) if pairs else ""
 
 
-class EventStream:
+S = TypeVar("S", bound="AsyncClosing")
+
+
+class AsyncClosing:
+    """`async with`, and `close()` as well as `aclose()`, for the async streams."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        await self.aclose()
+
+    async def __aenter__(self: S) -> S:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+async def read_chunks(read: Callable[[int], Awaitable[bytes]],
+                      size: int = CHUNK) -> AsyncIterator[bytes]:
+    """The chunks of an async stream's `read(size)`, up to its end."""
+    while True:
+        data = await read(size)
+        if not data:
+            return
+        yield data
+
+
+class AsyncStreamResponse(_Reading, AsyncClosing):
+    """StreamResponse for the async client: `await read(n)`, `async for` chunks,
+    `await aclose()` (or `async with`)."""
+
+    def __init__(self, resp: httpx.Response) -> None:
+        super().__init__(resp)
+        self._chunks = resp.aiter_raw()
+
+    async def _more(self) -> bool:
+        if self.closed:
+            return False
+        try:
+            chunk = await self._chunks.__anext__()
+        except StopAsyncIteration:
+            chunk = b""
+        except httpx.TransportError as e:
+            await self.aclose()
+            raise _read_error(e) from None
+        if not chunk:
+            await self.aclose()
+            return False
+        self._buf += chunk
+        return True
+
+    async def read(self, n: int = -1) -> bytes:
+        while (n < 0 or len(self._buf) < n) and await self._more():
+            pass
+        return self._take(n)
+
+    async def readline(self) -> bytes:
+        while True:
+            line = self._line()
+            if line is not None:
+                return line
+            if not await self._more():
+                return self._take(-1)
+
+    def iter_bytes(self, chunk_size: int = CHUNK) -> AsyncIterator[bytes]:
+        return read_chunks(self.read, chunk_size)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self.iter_bytes()
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await self._resp.aclose()
+
+
+T = TypeVar("T")
+
+
+class Req:
+    """A request as a flow (below) yields it: Transport.request's arguments."""
+
+    def __init__(self, method: str, path: str, **kw: Any) -> None:
+        self.method, self.path, self.kw = method, path, kw
+
+
+class Item(Generic[T]):
+    """What an iterating flow gives its caller (a listed volume, a change)."""
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+
+# A method of the SDK that needs more than one request is written once, as a flow: a
+# generator that yields each Req and is sent back its answer (or thrown its error), and
+# returns the method's result. Transport.run drives it on the sync client, and
+# AsyncTransport.run on the async one, which is what lets the handles (Volume, Agent...)
+# serve both clients with one body per method.
+Flow = Generator[Req, Any, T]
+Items = Generator[Union[Req, Item[T]], Any, None]
+
+
+def one(req: Req, into: Optional[Callable[[Any], T]] = None,
+        raw: Optional[Callable[[Any], T]] = None) -> Flow[T]:
+    """The flow of one request: its answer's JSON given to `into`, or the answer itself
+    (Response or StreamResponse) to `raw`."""
+    resp = yield req
+    if raw is not None:
+        return raw(resp)
+    assert into is not None
+    return into(resp.json())
+
+
+def obj(j: Any) -> dict[str, Any]:
+    """`into` of a call whose result is the answer's JSON object as it is."""
+    return dict(j)
+
+
+def then(effect: Callable[[Any], object], result: T) -> Callable[[Any], T]:
+    """`into` of a call that updates a handle (`effect`) and answers `result`."""
+    def into(j: Any) -> T:
+        effect(j)
+        return result
+    return into
+
+
+class _Step(Generic[T]):
+    """Drives a flow for either transport: `next()` sends it the answer (`sent`) or the
+    error (`err`) of its last request and takes its next one (`req`); False once it
+    returned (`result`)."""
+
+    def __init__(self, flow: Flow[T]) -> None:
+        self._flow = flow
+        self.sent: Any = None
+        self.err: Optional[Exception] = None
+        self.req = Req("", "")
+        self.result: T
+
+    def next(self) -> bool:
+        try:
+            self.req = (self._flow.throw(self.err) if self.err is not None
+                        else self._flow.send(self.sent))
+        except StopIteration as stop:
+            self.result = stop.value
+            return False
+        self.sent, self.err = None, None
+        return True
+
+
+def none(j: Any) -> None:
+    """`into` of a call whose answer is not the method's result."""
+    return None
+
+
+class Transport(_Sync):
+    """Sends requests to one cofferd with one key; thread-safe (httpx's pool).
+
+    `call` and `run` return the result: the handles' methods return what these do."""
+
+    def call(self, method: str, path: str, into: Callable[[Any], T], **kw: Any) -> T:
+        """One request; its JSON answer made into the result by `into`."""
+        return self.run(one(Req(method, path, **kw), into))
+
+    def call_raw(self, method: str, path: str, raw: Callable[[Any], T], **kw: Any) -> T:
+        """One request; `raw` makes the result from the answer itself."""
+        return self.run(one(Req(method, path, **kw), raw=raw))
+
+    def run(self, flow: Flow[T]) -> T:
+        step = _Step(flow)
+        while step.next():
+            try:
+                step.sent = self.request(step.req.method, step.req.path, **step.req.kw)
+            except Exception as e:  # given to the flow, which may handle it
+                step.err = e
+        return step.result
+
+    def iterate(self, flow: Items[T]) -> Iterator[T]:
+        """The items of an iterating flow (pages read as they are needed)."""
+        sent: Any = None
+        while True:
+            try:
+                step = flow.send(sent)
+            except StopIteration:
+                return
+            sent = None
+            if isinstance(step, Item):
+                yield step.value
+            else:
+                sent = self.request(step.method, step.path, **step.kw)
+
+
+class ForSubject(Transport):
+    """A transport whose every request says which subject it acts for (`X-Subject`):
+    what `agent.for_user(S)` sends through, on either client."""
+
+    def __init__(self, t: Transport, subject: str) -> None:  # no super(): a view of t
+        self._t, self.subject = t, subject
+        self.timeout, self.stream_timeout, self.retries = t.timeout, t.stream_timeout, t.retries
+
+    def _with(self, flow: Flow[T]) -> Flow[T]:
+        """`flow`, its requests sent with the header."""
+        try:
+            req = next(flow)
+            while True:
+                if isinstance(req, Req):
+                    req.kw["headers"] = {"X-Subject": self.subject,
+                                         **(req.kw.get("headers") or {})}
+                try:
+                    sent = yield req
+                except Exception as e:
+                    req = flow.throw(e)
+                else:
+                    req = flow.send(sent)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        kw["headers"] = {"X-Subject": self.subject, **(kw.get("headers") or {})}
+        return self._t.request(method, path, **kw)
+
+    def run(self, flow: Flow[T]) -> T:
+        return self._t.run(self._with(flow))
+
+    def iterate(self, flow: Items[T]) -> Iterator[T]:
+        return self._t.iterate(self._with(flow))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        return None
+
+
+class AsyncTransport(_Base):
+    """The transport of AsyncCoffer, on httpx.AsyncClient: what Transport does, awaited.
+    Its `call` and `run` return coroutines, so the handles' methods do; `iterate` an
+    async iterator. Cancelling the awaiting task cancels the request (its connection is
+    closed)."""
+
+    def __init__(self, url: str, key: str, **kw: Any) -> None:
+        super().__init__(url, key, **kw)
+        self._client = httpx.AsyncClient(limits=self._limits, trust_env=False)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def request(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None,
+                      json: Any = None, body: Body = None,
+                      headers: Optional[Mapping[str, str]] = None,
+                      timeout: Optional[float] = None, stream: bool = False,
+                      retry: Optional[bool] = None) -> Any:
+        req = _Request(self, method, path, query, json, body, headers, timeout, stream, retry)
+        try:
+            return await self._send(req)
+        finally:
+            req.payload.close()
+
+    async def _send(self, req: _Request) -> Any:
+        while True:
+            try:
+                resp = await self._client.send(self._client.build_request(
+                    req.method, req.url, headers=req.headers, content=req.payload.acontent(),
+                    timeout=req.timeout), stream=True)
+            except httpx.TransportError as e:
+                await asyncio.sleep(req.after_break(e))
+                continue
+            delay = req.again_after_status(resp)
+            if delay is not None:
+                await resp.aclose()
+                await asyncio.sleep(delay)
+                continue
+            if resp.status_code >= 400:
+                try:
+                    raw = await resp.aread()
+                except httpx.TransportError:
+                    raw = b""
+                await resp.aclose()
+                raise req.error(resp, raw)
+            if req.stream:
+                return AsyncStreamResponse(resp)
+            try:
+                content = await resp.aread()
+            except httpx.TransportError as e:
+                await resp.aclose()
+                await asyncio.sleep(req.after_break(e, reading=True))
+                continue
+            return Response(resp.status_code, resp.headers, content)
+
+    async def call(self, method: str, path: str, into: Callable[[Any], T], **kw: Any) -> T:
+        return await self.run(one(Req(method, path, **kw), into))
+
+    async def call_raw(self, method: str, path: str, raw: Callable[[Any], T], **kw: Any) -> T:
+        return await self.run(one(Req(method, path, **kw), raw=raw))
+
+    async def run(self, flow: Flow[T]) -> T:
+        step = _Step(flow)
+        while step.next():
+            try:
+                step.sent = await self.request(step.req.method, step.req.path, **step.req.kw)
+            except Exception as e:
+                step.err = e
+        return step.result
+
+    def iterate(self, flow: Items[T]) -> "AsyncItems[T]":
+        return AsyncItems(self, flow)
+
+
+class AsyncItems(Generic[T]):
+    """An iterating flow on the async client: `async for x in vol.follow(...)` (awaiting
+    it first, `async for x in await ...`, gives the same)."""
+
+    def __init__(self, t: AsyncTransport, flow: Items[T]) -> None:
+        self._t, self._flow = t, flow
+
+    def __aiter__(self) -> "AsyncItems[T]":
+        return self
+
+    async def __anext__(self) -> T:
+        sent: Any = None
+        while True:
+            try:
+                step = self._flow.send(sent)
+            except StopIteration:
+                raise StopAsyncIteration from None
+            if isinstance(step, Item):
+                return step.value
+            sent = await self._t.request(step.method, step.path, **step.kw)
+
+    def __await__(self) -> Generator[Any, None, "AsyncItems[T]"]:
+        if False:  # pragma: no cover (makes this a generator)
+            yield
+        return self
+
+    async def aclose(self) -> None:
+        self._flow.close()
+
+
+class _SSE:
+    """Server-Sent Events parsed from lines, for both streams: `line(raw)` gives an
+    Event when one ends; comments (keep-alives) are skipped."""
+
+    def __init__(self) -> None:
+        self.last_id: Optional[str] = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._type, self._data, self._id = "message", [], None  # type: tuple[str, list[str], Optional[str]]
+
+    def line(self, raw: bytes) -> Optional[Event]:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            if not self._data and self._id is None:
+                return None
+            if self._id is not None:
+                self.last_id = self._id
+            text = "\n".join(self._data)
+            try:
+                value: Any = jsonlib.loads(text) if text else None
+            except ValueError:
+                value = text
+            ev = Event(self._type, value, self._id)
+            self._reset()
+            return ev
+        if line.startswith(":"):
+            return None
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "event":
+            self._type = value
+        elif field == "data":
+            self._data.append(value)
+        elif field == "id":
+            self._id = value
+        return None
+
+
+class EventStream(_SSE):
     """Server-Sent Events as an iterator of Event; `close()` (or `with`) ends it. The
-    stream ends by itself when the server ends it; comments (keep-alives) are skipped."""
+    stream ends by itself when the server ends it."""
 
     def __init__(self, resp: StreamResponse) -> None:
+        super().__init__()
         self._resp = resp
-        self.last_id: Optional[str] = None
 
     def __iter__(self) -> Iterator[Event]:
         return self
 
     def __next__(self) -> Event:
-        etype, data, eid = "message", [], None
-        while True:
-            if self._resp.closed:
-                raise StopIteration
+        while not self._resp.closed:
             raw = self._resp.readline()
             if not raw:
-                raise StopIteration
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if not line:
-                if data or eid is not None:
-                    if eid is not None:
-                        self.last_id = eid
-                    text = "\n".join(data)
-                    try:
-                        value: Any = jsonlib.loads(text) if text else None
-                    except ValueError:
-                        value = text
-                    return Event(etype, value, eid)
-                continue
-            if line.startswith(":"):
-                continue
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "event":
-                etype = value
-            elif field == "data":
-                data.append(value)
-            elif field == "id":
-                eid = value
+                break
+            ev = self.line(raw)
+            if ev is not None:
+                return ev
+        raise StopIteration
 
     def close(self) -> None:
         self._resp.close()
@@ -469,3 +879,35 @@ class EventStream:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class AsyncEventStream(_SSE, AsyncClosing):
+    """EventStream for the async client: `async for event in ...`, `await aclose()`."""
+
+    def __init__(self, resp: AsyncStreamResponse) -> None:
+        super().__init__()
+        self._resp = resp
+
+    def __aiter__(self) -> "AsyncEventStream":
+        return self
+
+    async def __anext__(self) -> Event:
+        while not self._resp.closed:
+            raw = await self._resp.readline()
+            if not raw:
+                break
+            ev = self.line(raw)
+            if ev is not None:
+                return ev
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        await self._resp.aclose()
+
+
+def events(resp: Any) -> EventStream:
+    """The event stream of a streamed answer, of the client it came from (an
+    AsyncEventStream for AsyncCoffer's)."""
+    if isinstance(resp, AsyncStreamResponse):
+        return AsyncEventStream(resp)  # type: ignore[return-value]
+    return EventStream(resp)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ._files import Download, open_download, read_whole
-from ._http import Body, EventStream, Transport, need_str, quote_path, quote_seg
+from ._http import (Body, EventStream, Flow, ForSubject, Req, Transport, events, need_str,
+                    none, obj,
+                    one, quote_path, quote_seg, then)
 from .models import (Agent as AgentInfo, FileData, FileInfo, Link, Listing, PromptResult,
                      Record, Run, Skill, ToolResult)
 from .subjects import Subject
@@ -42,9 +45,10 @@ class Agents:
         #: the volumes under seed 001's names: create_volume, volume(id), volumes(ids)
         self.runtime = Runtime(t)
 
-    def __call__(self, agent_id: str) -> "Agent":
-        """A handle on an agent by id, without a request."""
-        return Agent(self._t, need_str("agents(id)", "agent_id", agent_id))
+    def __call__(self, agent_id: str, *, user: Optional[str] = None) -> "Agent":
+        """A handle on an agent by id, without a request; acting for subject `user` when
+        given (Agent.for_user)."""
+        return Agent(self._t, need_str("agents(id)", "agent_id", agent_id), user)
 
     def upsert(self, agent_id: str, *, mounts: Optional[Sequence[Mapping[str, Any]]] = None,
                remount: Optional[bool] = None, **settings: Any) -> "Agent":
@@ -66,17 +70,15 @@ class Agents:
         if remount is not None:
             body["remount"] = remount
         a = Agent(self._t, agent_id)
-        a.info = AgentInfo(self._t.request("PUT", a._base, json=body).json())
-        return a
+        return self._t.call("PUT", a._base, then(a._got, a), json=body)
 
     def get(self, agent_id: str) -> "Agent":
         a = Agent(self._t, agent_id)
-        a.refresh()
-        return a
+        return self._t.call("GET", a._base, then(a._got, a))
 
     def delete(self, agent_id: str) -> None:
         """Deletes the agent and its own workspace (volumes it only mounted stay)."""
-        self._t.request("DELETE", "/v1/agents/" + quote_seg(agent_id))
+        return self._t.call("DELETE", "/v1/agents/" + quote_seg(agent_id), none)
 
 
 class AgentFiles:
@@ -104,18 +106,16 @@ class AgentFiles:
         h = {"Content-Type": content_type} if content_type else {}
         if version is not None:
             h["If-Match"] = '"%d"' % version
-        return FileInfo(self._t.request("PUT", self._url(path), body=data, headers=h).json())
+        return self._t.call("PUT", self._url(path), FileInfo, body=data, headers=h)
 
     def remove(self, path: str) -> dict[str, Any]:
-        r: dict[str, Any] = self._t.request("DELETE", self._url(path)).json()
-        return r
+        return self._t.call("DELETE", self._url(path), obj)
 
     def list(self, path: Optional[str] = None) -> Listing:
         """A folder's immediate children (by default the first mount's)."""
         if path is not None:
             need_str("agent.files.list", "path", path)
-        return Listing(self._t.request("GET", self._agent._base + "/files",
-                                       query={"path": path}).json())
+        return self._t.call("GET", self._agent._base + "/files", Listing, query={"path": path})
 
     def link(self, path: str, *, method: str = "GET", expires_in: Optional[int] = None,
              max_bytes: Optional[int] = None, content_type: Optional[str] = None) -> Link:
@@ -128,12 +128,12 @@ class AgentFiles:
         if method not in ("GET", "PUT"):
             raise ValueError("agent.files.link: method must be 'GET' or 'PUT', not %r" % (method,))
         body: dict[str, Any] = {"path": path, "method": method}
-        for k, v in (("expiresIn", expires_in), ("maxBytes", max_bytes),
-                     ("contentType", content_type)):
+        opts: tuple[tuple[str, Any], ...] = (("expiresIn", expires_in), ("maxBytes", max_bytes),
+                                             ("contentType", content_type))
+        for k, v in opts:
             if v is not None:
                 body[k] = v
-        return Link(self._t.request("POST", self._agent._base + "/links", json=body,
-                                    retry=False).json())
+        return self._t.call("POST", self._agent._base + "/links", Link, json=body, retry=False)
 
     def upload(self, *args: Any, content_type: Optional[str] = None,
                version: Optional[int] = None) -> FileInfo:
@@ -156,9 +156,24 @@ class AgentFiles:
         request_id, name, data = args
         need_str("agent.files.upload", "request_id", request_id)
         need_str("agent.files.upload", "name", name)
+        return self._t.run(one(self._upload(request_id, name, data, content_type), FileInfo))
+
+    def tool_output(self, call_id: str, name: str, data: Body, *,
+                    content_type: Optional[str] = None) -> FileInfo:
+        """Saves a tool's file output (streamed) at `tool-outputs/{call_id}/{name}` of the
+        workspace (a subject's: `/user/tool-outputs/...`); `call_id` is the model's
+        tool-call id. A retry never writes twice (the answer then has `replayed`)."""
+        need_str("agent.files.tool_output", "call_id", call_id)
+        need_str("agent.files.tool_output", "name", name)
+        url = "%s/tool-outputs/%s/%s" % (self._agent._base, quote_seg(call_id), quote_seg(name))
+        h = {"Content-Type": content_type} if content_type else None
+        return self._t.call("PUT", url, FileInfo, body=data, headers=h)
+
+    def _upload(self, request_id: str, name: str, data: Body,
+                content_type: Optional[str]) -> Req:
         url = "%s/uploads/%s/%s" % (self._agent._base, quote_seg(request_id), quote_seg(name))
         h = {"Content-Type": content_type} if content_type else None
-        return FileInfo(self._t.request("PUT", url, body=data, headers=h).json())
+        return Req("PUT", url, body=data, headers=h)
 
 
 class AgentTools:
@@ -178,11 +193,14 @@ class AgentTools:
             run_id = self._run.id
         h = {"X-Run-Id": run_id} if run_id else None
         read_only = tool in ("read", "ls", "glob", "grep")
-        r = ToolResult(self._t.request(
+        return self._t.run(self._call(Req(
             "POST", self._agent._base + "/tools/" + quote_seg(tool), json=dict(args or {}),
-            headers=h, retry=read_only).json())
-        if self._run is not None:
-            self._run.refresh()
+            headers=h, retry=read_only)))
+
+    def _call(self, req: Req) -> Flow[ToolResult]:
+        r = ToolResult((yield req).json())
+        if self._run is not None:   # what the run wrote and presented, read again
+            self._run._got((yield self._run._req()).json())
         return r
 
     def read(self, path: str, *, offset: Optional[int] = None, limit: Optional[int] = None,
@@ -221,88 +239,135 @@ class AgentTools:
 class Agent:
     """An agent by id; `info` holds its record when one was fetched."""
 
-    def __init__(self, t: Transport, agent_id: str) -> None:
+    def __init__(self, t: Transport, agent_id: str, user: Optional[str] = None) -> None:
+        need_str("agent", "agent_id", agent_id)
+        if user is not None:
+            _subject_id("agent", user)
+            t = ForSubject(t, user)
         self._t = t
         self.id = agent_id
+        #: the subject (user) this handle acts for: `X-Subject` on each call, the
+        #: prompt's `user` (None: the agent's own)
+        self.user = user
         self.info: Optional[AgentInfo] = None
         self._base = "/v1/agents/" + quote_seg(agent_id)
         self.files = AgentFiles(self)
         self.tools = AgentTools(self)
 
     def __repr__(self) -> str:
-        return "Agent(%r)" % self.id
+        return "Agent(%r%s)" % (self.id, ", user=%r" % self.user if self.user else "")
+
+    def for_user(self, user: str) -> "Agent":
+        """This agent acting for subject `user` (no request): its files, uploads, tool
+        calls, runs, links, prompts and `resolve` are that subject's, with `/user` and
+        `/attachments` among the mounts (docs/api.md "Subjects")."""
+        base = self._t._t if isinstance(self._t, ForSubject) else self._t
+        return Agent(base, self.id, user)
 
     def refresh(self) -> AgentInfo:
-        self.info = AgentInfo(self._t.request("GET", self._base).json())
+        return self._t.call("GET", self._base, self._got)
+
+    def _got(self, j: Any) -> AgentInfo:
+        self.info = AgentInfo(j)
         return self.info
 
     def delete(self) -> None:
-        self._t.request("DELETE", self._base)
+        return self._t.call("DELETE", self._base, none)
 
     def set_mounts(self, mounts: Sequence[Mapping[str, Any]]) -> AgentInfo:
         """Replaces the mounts now (they apply from the agent's next call)."""
-        self.info = AgentInfo(self._t.request("PUT", self._base + "/mounts",
-                                              json=[dict(m) for m in mounts]).json())
-        return self.info
+        return self._t.call("PUT", self._base + "/mounts", self._got,
+                            json=[dict(m) for m in mounts])
 
     def run(self, text: str, files: Iterable[PromptFile] = (), *, run_id: Optional[str] = None,
-            conversation: Optional[str] = None, format: Optional[str] = None) -> "RunHandle":
+            conversation: Optional[str] = None, format: Optional[str] = None,
+            user: Optional[str] = None) -> "RunHandle":
         """Starts a run (seed 001): each file is uploaded first, streamed, once, under
         `uploads/{run id}/`, then the model message is built through `prompt` with the
         run's id (a retried run, the same `run_id`, uploads nothing twice). The RunHandle's
         `files` and `raw.presented` fill as the run's tool calls (`run.tools`, or any
         call with its id, then `run.refresh()`) write and present."""
         need_str("agent.run", "text", text)
+        if user is not None and user != self.user:
+            return self.for_user(user).run(text, files, run_id=run_id,
+                                           conversation=conversation, format=format)
         rid = run_id or "run-" + uuid.uuid4().hex[:20]
-        message = self.prompt(text, files, request_id=rid, conversation=conversation,
-                              format=format)
+        prompt = self._prompt(text, files, rid, conversation, format)
+        return self._t.run(self._run(rid, prompt))
+
+    def _run(self, rid: str, prompt: Flow[PromptResult]) -> Flow["RunHandle"]:
+        message = yield from prompt
         return RunHandle(self, rid, message)
+
+    def resolve(self, input: Any, *, as_: str = "base64") -> Any:
+        """`input` (a tool's arguments) with every `{"$file": path}` in it replaced by that
+        file of the agent: `{path, name, content_type, size, sha256, data}` (base64, 16 MiB
+        in all) or, with `as_="url"`, a signed link instead of `data`."""
+        if as_ not in ("base64", "url"):
+            raise ValueError("agent.resolve: as_ must be 'base64' or 'url', not %r" % (as_,))
+        return self._t.call("POST", self._base + "/resolve", _resolved,
+                            json={"input": input, "as": as_})
 
     def get_run(self, run_id: str) -> Run:
         """What a run wrote and presented: `{run_id, files, presented}`."""
-        return Run(self._t.request("GET", self._base + "/runs/" + quote_seg(run_id)).json())
+        return self._t.call("GET", self._base + "/runs/" + quote_seg(run_id), Run)
 
     def events(self, *, timeout: Optional[float] = None) -> EventStream:
         """The agent's events (`files_changed`, `file_presented`) as they happen."""
-        return EventStream(self._t.request("GET", self._base + "/events", stream=True,
-                                           headers={"Accept": "text/event-stream"},
-                                           timeout=timeout))
+        return self._t.call_raw("GET", self._base + "/events", events, stream=True,
+                                headers={"Accept": "text/event-stream"}, timeout=timeout)
 
     def prompt(self, text: str, files: Iterable[PromptFile] = (), *,
                request_id: Optional[str] = None, conversation: Optional[str] = None,
-               format: Optional[str] = None) -> PromptResult:
+               format: Optional[str] = None, user: Optional[str] = None) -> PromptResult:
         """A user message with its files, as the model should see it. Each file that is
         not already the agent's (`{"path": ...}`) is first uploaded, streamed, to
         `uploads/{request_id}/{name}`; then the prompt names them all by path. Calling
-        again with the same `request_id` (made here unless given) uploads nothing twice."""
+        again with the same `request_id` (made here unless given) uploads nothing twice.
+        `user`: the subject it is from (as `for_user(user).prompt(...)`): its files are
+        kept as that subject's attachments, `/attachments/{request_id}/{name}`."""
         need_str("agent.prompt", "text", text)
+        if user is not None and user != self.user:
+            return self.for_user(user).prompt(text, files, request_id=request_id,
+                                              conversation=conversation, format=format)
+        rid = request_id or "req-" + uuid.uuid4().hex[:20]
+        return self._t.run(self._prompt(text, files, rid, conversation, format))
+
+    def _prompt(self, text: str, files: Iterable[PromptFile], rid: str,
+                conversation: Optional[str], format: Optional[str]) -> Flow[PromptResult]:
+        """The flow of prompt() (and run()); its files are checked when it is made, before
+        anything is sent."""
         if isinstance(files, (str, bytes, Mapping, os.PathLike)):
             raise TypeError("agent.prompt: files must be a list of files, not one %s" %
                             type(files).__name__)
-        rid = request_id or "req-" + uuid.uuid4().hex[:20]
-        # every entry is checked before anything is uploaded
         plan = [_as_path_ref(f) or _attachment(f, i) for i, f in enumerate(files)]
+        return self._prompt_flow(text, plan, rid, conversation, format)
+
+    def _prompt_flow(self, text: str, plan: list[Any], rid: str,
+                     conversation: Optional[str], format: Optional[str]) -> Flow[PromptResult]:
         refs: list[dict[str, Any]] = []
         for item in plan:
             if isinstance(item, tuple):
                 name, data, ctype = item
-                item = {"path": self.files.upload(rid, name, data, content_type=ctype).path}
+                up = FileInfo((yield self.files._upload(rid, name, data, ctype)).json())
+                item = {"path": up.path}
             refs.append(item)
         body: dict[str, Any] = {"text": text, "requestId": rid, "files": refs}
         if conversation is not None:
             body["conversation"] = conversation
         if format is not None:
             body["format"] = format
-        return PromptResult(self._t.request("POST", self._base + "/prompt", json=body,
-                                            retry=True).json())
+        if self.user is not None:
+            body["user"] = self.user
+        return PromptResult((yield Req("POST", self._base + "/prompt", json=body,
+                                       retry=True)).json())
 
     def conversation_request(self, conversation: str, *,
                              format: Optional[str] = None) -> dict[str, Any]:
         """The whole model request of a conversation, rebuilt from its references."""
-        r: dict[str, Any] = self._t.request(
+        return self._t.call(
             "GET", "%s/conversations/%s/request" % (self._base, quote_seg(conversation)),
-            query={"format": format}).json()
-        return r
+            obj, query={"format": format})
 
     def subject(self, subject_id: str) -> Subject:
         """The workspace and memory of one subject (user) of this agent."""
@@ -313,8 +378,24 @@ class Agent:
         session starts."""
         if not name.endswith(".md"):
             name += ".md"
-        return Skill(self._t.request("PUT", self._base + "/skills/" + quote_seg(name),
-                                     body=content).json())
+        return self._t.call("PUT", self._base + "/skills/" + quote_seg(name), Skill, body=content)
+
+
+def _resolved(r: Any) -> Any:
+    return r.get("input")
+
+
+_SUBJECT = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+
+
+def _subject_id(where: str, user: str) -> str:
+    """`user` if it is a subject id (1..128 of A-Z a-z 0-9 . _ @ -, not . or ..), else
+    ValueError naming it: one that is not would be refused by the server (400)."""
+    need_str(where, "user", user)
+    if not _SUBJECT.fullmatch(user) or user in (".", ".."):
+        raise ValueError("%s: user %r is not a subject id (1..128 of A-Z a-z 0-9 . _ @ -, "
+                         "not . or ..)" % (where, user[:140]))
+    return user
 
 
 def _args(**kw: Any) -> dict[str, Any]:
@@ -371,8 +452,13 @@ class RunHandle:
         return list(self.raw.files or [])
 
     def refresh(self) -> "RunHandle":
-        self.raw = self.agent.get_run(self.id)
-        return self
+        return self.agent._t.run(one(self._req(), then(self._got, self)))
+
+    def _req(self) -> Req:
+        return Req("GET", self.agent._base + "/runs/" + quote_seg(self.id))
+
+    def _got(self, j: Any) -> None:
+        self.raw = Run(j)
 
     def __repr__(self) -> str:
         return "RunHandle(%r)" % self.id

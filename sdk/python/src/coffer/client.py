@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
-from ._http import Transport, quote_seg
+from ._http import Transport, none, quote_seg
 from .agents import Agent, Agents
 from .models import Key
 from .relay import Relay
@@ -26,13 +26,13 @@ class Keys:
         body = {k: v for k, v in (("org", org), ("agent", agent), ("name", name),
                                   ("expiresIn", expires_in), ("readOnly", read_only))
                 if v is not None}
-        return Key(self._t.request("POST", "/v1/keys", json=body, retry=False).json())
+        return self._t.call("POST", "/v1/keys", Key, json=body, retry=False)
 
     def list(self) -> list[Key]:
-        return [Key(k) for k in self._t.request("GET", "/v1/keys").json().get("keys", [])]
+        return self._t.call("GET", "/v1/keys", lambda r: [Key(k) for k in r.get("keys", [])])
 
     def revoke(self, key_id: str) -> None:
-        self._t.request("DELETE", "/v1/keys/" + quote_seg(key_id))
+        return self._t.call("DELETE", "/v1/keys/" + quote_seg(key_id), none)
 
 
 class Client:
@@ -46,6 +46,8 @@ class Client:
     most max_backoff, or the server's Retry-After). Thread-safe.
     """
 
+    _transport: ClassVar[type[Transport]] = Transport
+
     def __init__(self, url: Optional[str] = None, key: Optional[str] = None, *,
                  timeout: float = 30.0, stream_timeout: float = 60.0, retries: int = 4,
                  backoff: float = 0.25, max_backoff: float = 8.0) -> None:
@@ -53,8 +55,8 @@ class Client:
         key = key or os.environ.get("COFFER_KEY")
         if not key:
             raise ValueError("no API key: pass key= or set COFFER_KEY")
-        self._t = Transport(url, key, timeout=timeout, stream_timeout=stream_timeout,
-                            retries=retries, backoff=backoff, max_backoff=max_backoff)
+        self._t = self._transport(url, key, timeout=timeout, stream_timeout=stream_timeout,
+                                  retries=retries, backoff=backoff, max_backoff=max_backoff)
         self.url = self._t.url
         self.volumes = Volumes(self._t)
         self.agents = Agents(self._t)
@@ -73,12 +75,13 @@ class Client:
         """A handle on a volume by id (no request)."""
         return Volume(self._t, volume_id)
 
-    def agent(self, agent_id: str) -> Agent:
-        """A handle on an agent by id (no request)."""
-        return Agent(self._t, agent_id)
+    def agent(self, agent_id: str, *, user: Optional[str] = None) -> Agent:
+        """A handle on an agent by id (no request); acting for subject `user` when given
+        (`Agent.for_user`)."""
+        return self.agents(agent_id, user=user)
 
     def health(self) -> bool:
-        return bool(self._t.request("GET", "/v1/health").json().get("ok"))
+        return self._t.call("GET", "/v1/health", lambda r: bool(r.get("ok")))
 
     def request(self, method: str, path: str, **kw: Any) -> Any:
         """Any call of the API by its path (`/v1/...`), for what has no method yet:
@@ -86,7 +89,7 @@ class Client:
         return self._t.request(method, path, **kw)
 
     def close(self) -> None:
-        self._t.close()
+        return self._t.close()
 
     def __enter__(self) -> "Client":
         return self

@@ -140,7 +140,7 @@ def error_from(status: int, body: Any, request_id: str | None) -> CofferError:
     err = body.get("error") if isinstance(body, dict) else None
     if isinstance(err, dict) and isinstance(err.get("type"), str):
         etype = err["type"]
-        cls = _BY_TYPE.get(etype) or _BY_STATUS.get(status, CofferError)
+        cls: type[CofferError] = _BY_TYPE.get(etype) or _BY_STATUS.get(status) or CofferError
         message = str(err.get("message", ""))
         fields = {k: v for k, v in err.items() if k not in ("type", "message")}
         rid = fields.get("requestId") or request_id

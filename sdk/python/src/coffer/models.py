@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+import base64
 from typing import Any, ClassVar, Iterator, Mapping, Optional
 
 
@@ -188,6 +189,9 @@ class Agent(Record):
     mounts: list[Record]
     file_tools: bool
     created_at: str
+    #: where the agent's attachments, tool outputs and scratch files go, as agent paths
+    #: (`{uploads, tool_outputs, tmp}`; None where there is no read-write place)
+    places: Record
 
 
 class Entry(Record):
@@ -319,3 +323,27 @@ class Event:
     type: str
     data: Any
     id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file a call kept, as it streams in an `artifact` event of `Turn.call_stream`:
+    an A2A v0.3 Artifact (`artifactId` "CALLID/NAME", one file part with its bytes
+    inline). `Artifact.of(event)` decodes one; None for other events."""
+    artifact_id: str
+    name: str
+    media_type: str
+    data: bytes
+    call_id: str
+
+    @classmethod
+    def of(cls, ev: "Event") -> "Optional[Artifact]":
+        if ev.type != "artifact" or not isinstance(ev.data, dict):
+            return None
+        parts = ev.data.get("parts") or []
+        f = parts[0].get("file", {}) if parts and isinstance(parts[0], dict) else {}
+        meta = ev.data.get("metadata") or {}
+        return cls(artifact_id=str(ev.data.get("artifactId", "")), name=str(f.get("name", "")),
+                   media_type=str(f.get("mimeType", "")),
+                   data=base64.b64decode(f.get("bytes", "")),
+                   call_id=str(meta.get("call_id", "")))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from ._http import EventStream, Transport, quote_seg
+from ._http import EventStream, Transport, events, obj, quote_seg
 from .models import RelaySessionInfo
 
 
@@ -20,17 +20,19 @@ class Relay:
         body: dict[str, Any] = {"agent": agent}
         if limits is not None:
             body["limits"] = dict(limits)
-        info = RelaySessionInfo(self._t.request("POST", "/v1/relay/sessions", json=body,
-                                                retry=False).json())
+        return self._t.call("POST", "/v1/relay/sessions", self._made, json=body, retry=False)
+
+    def _made(self, j: Any) -> "RelaySession":
+        info = RelaySessionInfo(j)
         return RelaySession(self._t, info.uid, info)
 
     def __call__(self, uid: str) -> "RelaySession":
         return RelaySession(self._t, uid)
 
     def list(self, *, agent: Optional[str] = None, all: bool = False) -> list[RelaySessionInfo]:
-        r = self._t.request("GET", "/v1/relay/sessions",
-                            query={"agent": agent, "all": "true" if all else None}).json()
-        return [RelaySessionInfo(s) for s in r.get("sessions", [])]
+        return self._t.call("GET", "/v1/relay/sessions",
+                            lambda r: [RelaySessionInfo(s) for s in r.get("sessions", [])],
+                            query={"agent": agent, "all": "true" if all else None})
 
 
 class RelaySession:
@@ -53,7 +55,10 @@ class RelaySession:
 
     def get(self) -> RelaySessionInfo:
         """The session now (status, mode, exclusions, counts)."""
-        info = RelaySessionInfo(self._t.request("GET", self._base).json())
+        return self._t.call("GET", self._base, self._got)
+
+    def _got(self, j: Any) -> RelaySessionInfo:
+        info = RelaySessionInfo(j)
         if self.info is not None and self.info.connect_token and not info.connect_token:
             info = RelaySessionInfo({**info.to_dict(), "connectToken": self.info.connect_token})
         self.info = info
@@ -66,11 +71,10 @@ class RelaySession:
         the user's side (cofferd waits at most its --relay-op-wait, 120 s by default)."""
         body = {_camel(k): v for k, v in fields.items() if v is not None}
         body["op"] = op
-        r: dict[str, Any] = self._t.request(
-            "POST", self._base + "/ops", json=body,
+        return self._t.call(
+            "POST", self._base + "/ops", obj, json=body,
             query={"wait": "true" if wait else "false"},
-            timeout=timeout or max(self._t.timeout, 150), retry=op != "write_file").json()
-        return r
+            timeout=timeout or max(self._t.timeout, 150), retry=op != "write_file")
 
     def read_file(self, path: str) -> dict[str, Any]:
         return self.op("read_file", path=path)
@@ -90,8 +94,7 @@ class RelaySession:
 
     def op_status(self, op_id: str) -> dict[str, Any]:
         """A supervised write answered Locked: pending, then done with its result."""
-        r: dict[str, Any] = self._t.request("GET", self._base + "/ops/" + quote_seg(op_id)).json()
-        return r
+        return self._t.call("GET", self._base + "/ops/" + quote_seg(op_id), obj)
 
     def events(self, *, last_event_id: Optional[str] = None,
                timeout: Optional[float] = None) -> EventStream:
@@ -100,21 +103,19 @@ class RelaySession:
         h = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             h["Last-Event-ID"] = str(last_event_id)
-        return EventStream(self._t.request("GET", self._base + "/events", headers=h,
-                                           stream=True, timeout=timeout))
+        return self._t.call_raw("GET", self._base + "/events", events, headers=h,
+                                stream=True, timeout=timeout)
 
     def log(self) -> dict[str, Any]:
-        r: dict[str, Any] = self._t.request("GET", self._base + "/log").json()
-        return r
+        return self._t.call("GET", self._base + "/log", obj)
 
     def abort(self) -> RelaySessionInfo:
         """Ends the session at once (`endReason: aborted`)."""
-        return RelaySessionInfo(self._t.request("POST", self._base + "/abort", json={},
-                                                retry=True).json())
+        return self._t.call("POST", self._base + "/abort", RelaySessionInfo, json={}, retry=True)
 
     def close(self) -> RelaySessionInfo:
         """The agent side's job is done (`endReason: closed`)."""
-        return RelaySessionInfo(self._t.request("DELETE", self._base).json())
+        return self._t.call("DELETE", self._base, RelaySessionInfo)
 
 
 def _camel(name: str) -> str:

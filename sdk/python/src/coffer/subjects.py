@@ -6,7 +6,7 @@ import base64
 from typing import Any, Optional
 
 from ._files import Download, open_download, read_whole
-from ._http import Body, Transport, quote_seg
+from ._http import Body, Transport, obj, quote_seg
 from .models import FileData, FileInfo, Listing, Moved, SessionStart, SubjectVolume
 
 
@@ -33,11 +33,10 @@ class Subject:
             body.update(encoding="base64", content=base64.b64encode(content).decode("ascii"))
         if create_parents is not None:
             body["createParents"] = create_parents
-        return FileInfo(self._t.request("PUT", self._base + "/files/content", json=body).json())
+        return self._t.call("PUT", self._base + "/files/content", FileInfo, json=body)
 
     def list(self, path: str = "") -> Listing:
-        return Listing(self._t.request("GET", self._base + "/files",
-                                       query={"path": path}).json())
+        return self._t.call("GET", self._base + "/files", Listing, query={"path": path})
 
     def read(self, path: str) -> FileData:
         return read_whole(self._t, self._base + "/files/content", {"path": path})
@@ -49,18 +48,15 @@ class Subject:
         body: dict[str, Any] = {"from": src, "to": dst}
         if overwrite:
             body["overwrite"] = True
-        return Moved(self._t.request("POST", self._base + "/files/move", json=body,
-                                     retry=False).json())
+        return self._t.call("POST", self._base + "/files/move", Moved, json=body, retry=False)
 
     def remove(self, path: str) -> dict[str, Any]:
         """Removes a file, or a folder and everything under it, in one change."""
-        r: dict[str, Any] = self._t.request("DELETE", self._base + "/files",
-                                            query={"path": path}).json()
-        return r
+        return self._t.call("DELETE", self._base + "/files", obj, query={"path": path})
 
     def volume(self) -> SubjectVolume:
         """`{volume_id, used, capacity, ceiling, files}`."""
-        return SubjectVolume(self._t.request("GET", self._base + "/volume").json())
+        return self._t.call("GET", self._base + "/volume", SubjectVolume)
 
     def read_memory(self, name: str) -> FileData:
         """`USER.md` or `MEMORY.md` (NotFound until written)."""
@@ -70,13 +66,11 @@ class Subject:
     def write_memory(self, name: str, content: Body) -> FileInfo:
         """Writes `memories/{name}`, the only way to write there."""
         _memory_name("subject.write_memory", name)
-        return FileInfo(self._t.request("PUT", self._base + "/memory/" + quote_seg(name),
-                                        body=content).json())
+        return self._t.call("PUT", self._base + "/memory/" + quote_seg(name), FileInfo, body=content)
 
     def start_session(self) -> SessionStart:
         """Starts a sandbox session: `skills/` becomes exactly the agent's skills."""
-        return SessionStart(self._t.request("POST", self._base + "/sessions", json={},
-                                            retry=True).json())
+        return self._t.call("POST", self._base + "/sessions", SessionStart, json={}, retry=True)
 
 
 def _memory_name(where: str, name: str) -> None:

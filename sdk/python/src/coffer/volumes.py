@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, List, Mapping, Optional, Sequence
 
 from ._files import Download, etag_version, open_download, read_whole
-from ._http import Body, StreamResponse, Transport, need_str, quote_path, quote_seg
+from ._http import (Body, Item, Items, Req, Response, StreamResponse, Transport, need_str, none,
+                    one, quote_path, quote_seg, then)
 from .models import (Change, ChangesPage, FileData, FileInfo, FileList, Link, Moved,
                      ReadAll, Removed, Restored, Snapshot, VolumeInfo)
 
@@ -27,15 +28,17 @@ class Volumes:
         if ceiling is not None:
             body["ceiling"] = ceiling
         key = idempotency_key or "sdk-" + uuid.uuid4().hex
-        info = VolumeInfo(self._t.request("POST", "/v1/volumes", json=body,
-                                          headers={"Idempotency-Key": key}).json())
+        return self._t.call("POST", "/v1/volumes", self._made, json=body,
+                            headers={"Idempotency-Key": key})
+
+    def _made(self, j: Any) -> "Volume":
+        info = VolumeInfo(j)
         return Volume(self._t, info.id, info)
 
     def get(self, volume_id: str) -> "Volume":
         """The volume, fetched now (404 NotFound when absent)."""
         v = Volume(self._t, volume_id)
-        v.refresh()
-        return v
+        return self._t.call("GET", v._base, then(v._got, v))
 
     def __call__(self, volume_id: str) -> "Volume":
         """A handle on a volume by id, without a request."""
@@ -44,20 +47,24 @@ class Volumes:
     def list(self, *, prefix: Optional[str] = None, cursor: Optional[str] = None,
              limit: Optional[int] = None) -> tuple[list[VolumeInfo], Optional[str]]:
         """One page of the organization's volumes by name, and the next page's cursor."""
-        r = self._t.request("GET", "/v1/volumes",
-                            query={"prefix": prefix, "cursor": cursor, "limit": limit}).json()
-        return [VolumeInfo(v) for v in r.get("volumes", [])], r.get("cursor")
+        return self._t.call("GET", "/v1/volumes", _page,
+                            query={"prefix": prefix, "cursor": cursor, "limit": limit})
 
     def iter(self, *, prefix: Optional[str] = None) -> Iterator[VolumeInfo]:
         """Every volume (by name), page after page."""
+        return self._t.iterate(self._iter(prefix))
+
+    def _iter(self, prefix: Optional[str]) -> Items[VolumeInfo]:
         cursor: Optional[str] = None
         while True:
-            page, cursor = self.list(prefix=prefix, cursor=cursor)
-            yield from page
+            r = yield Req("GET", "/v1/volumes", query={"prefix": prefix, "cursor": cursor})
+            page, cursor = _page(r.json())
+            for v in page:
+                yield Item(v)
             if not cursor:
                 return
 
-    def seqs(self, ids: Sequence[str]) -> list[VolumeInfo]:
+    def seqs(self, ids: Sequence[str]) -> List[VolumeInfo]:
         """`{id, seq, files, bytes}` of up to 50 volumes in one request (unknown ids are
         left out): which volumes changed."""
         if isinstance(ids, (str, bytes)) or not all(isinstance(i, str) and i for i in ids):
@@ -65,11 +72,11 @@ class Volumes:
                             type(ids).__name__)
         if len(ids) > 50:
             raise ValueError("seqs takes at most 50 ids, not %d" % len(ids))
-        r = self._t.request("GET", "/v1/volumes", query={"ids": ",".join(ids)}).json()
-        return [VolumeInfo(v) for v in r.get("volumes", [])]
+        return self._t.call("GET", "/v1/volumes", lambda r: _page(r)[0],
+                            query={"ids": ",".join(ids)})
 
     def delete(self, volume_id: str) -> None:
-        self._t.request("DELETE", "/v1/volumes/" + quote_seg(volume_id))
+        return self._t.call("DELETE", "/v1/volumes/" + quote_seg(volume_id), none)
 
 
 def _conditional(version: Optional[int], if_absent: bool) -> dict[str, str]:
@@ -101,12 +108,15 @@ class Volume:
 
     def refresh(self) -> VolumeInfo:
         """Fetches the volume's record (seq, files, bytes, capacity, ceiling)."""
-        self.info = VolumeInfo(self._t.request("GET", self._base).json())
+        return self._t.call("GET", self._base, self._got)
+
+    def _got(self, j: Any) -> VolumeInfo:
+        self.info = VolumeInfo(j)
         return self.info
 
     def delete(self) -> None:
         """Deletes the volume and every snapshot of it, pinned ones too."""
-        self._t.request("DELETE", self._base)
+        return self._t.call("DELETE", self._base, none)
 
     # ---- files
     def write(self, path: str, data: Body, *, version: Optional[int] = None,
@@ -119,8 +129,7 @@ class Volume:
         h = _conditional(version, if_absent)
         if content_type:
             h["Content-Type"] = content_type
-        return FileInfo(self._t.request("PUT", self._file(path), body=data, headers=h,
-                                        timeout=timeout).json())
+        return self._t.call("PUT", self._file(path), FileInfo, body=data, headers=h, timeout=timeout)
 
     def read(self, path: str, *, snapshot: Optional[str] = None,
              range: Optional[str] = None) -> FileData:
@@ -136,16 +145,12 @@ class Volume:
 
     def stat(self, path: str, *, snapshot: Optional[str] = None) -> dict[str, Any]:
         """HEAD: `{version, size, content_type, seq}` without the bytes."""
-        r = self._t.request("HEAD", self._file(path), query={"snapshot": snapshot})
-        return {"version": etag_version(r.header("ETag")),
-                "size": int(r.header("Content-Length") or 0),
-                "content_type": r.header("Content-Type"),
-                "seq": int(r.header("X-Volume-Seq") or 0)}
+        return self._t.call_raw("HEAD", self._file(path), _stat, query={"snapshot": snapshot})
+
 
     def remove(self, path: str, *, version: Optional[int] = None) -> Removed:
         """Removes a file (NotFound when absent); `version` makes it conditional."""
-        return Removed(self._t.request("DELETE", self._file(path),
-                                       headers=_conditional(version, False)).json())
+        return self._t.call("DELETE", self._file(path), Removed, headers=_conditional(version, False))
 
     def move(self, src: str, dst: str, *, overwrite: bool = False) -> Moved:
         """Moves a file or a whole folder in one change (Conflict if `dst` exists and
@@ -153,8 +158,7 @@ class Volume:
         body: dict[str, Any] = {"from": src, "to": dst}
         if overwrite:
             body["overwrite"] = True
-        return Moved(self._t.request("POST", self._base + "/move", json=body,
-                                     retry=False).json())
+        return self._t.call("POST", self._base + "/move", Moved, json=body, retry=False)
 
     def list(self, *, prefix: Optional[str] = None, glob: Optional[str] = None,
              snapshot: Optional[str] = None, cursor: Optional[str] = None,
@@ -162,15 +166,22 @@ class Volume:
         """One page of the listing (`files`, `seq`, `cursor` while more remain)."""
         q = {"prefix": prefix, "glob": glob, "snapshot": snapshot, "cursor": cursor,
              "limit": limit}
-        return FileList(self._t.request("GET", self._base + "/files", query=q).json())
+        return self._t.call("GET", self._base + "/files", FileList, query=q)
 
     def iter_files(self, *, prefix: Optional[str] = None, glob: Optional[str] = None,
                    snapshot: Optional[str] = None) -> Iterator[FileInfo]:
         """Every matching file, page after page."""
+        return self._t.iterate(self._iter_files(prefix, glob, snapshot))
+
+    def _iter_files(self, prefix: Optional[str], glob: Optional[str],
+                    snapshot: Optional[str]) -> Items[FileInfo]:
         cursor: Optional[str] = None
         while True:
-            page = self.list(prefix=prefix, glob=glob, snapshot=snapshot, cursor=cursor)
-            yield from page.files
+            r = yield Req("GET", self._base + "/files", query={
+                "prefix": prefix, "glob": glob, "snapshot": snapshot, "cursor": cursor})
+            page = FileList(r.json())
+            for f in page.files:
+                yield Item(f)
             cursor = page.cursor
             if not cursor:
                 return
@@ -180,26 +191,32 @@ class Volume:
         """Every matching file with its contents, at one seq (1,000 files / 16 MiB, else
         TooLarge: narrow prefix or glob)."""
         q = {"prefix": prefix, "glob": glob, "snapshot": snapshot, "content": "true"}
-        return ReadAll(self._t.request("GET", self._base + "/files", query=q).json())
+        return self._t.call("GET", self._base + "/files", ReadAll, query=q)
 
     # ---- changes
     def changes(self, since: int = 0, *, prefix: Optional[str] = None,
                 wait: Optional[float] = None) -> ChangesPage:
         """The changes after `since`, oldest first; `wait` (≤ 60 s) long-polls until there
         is one. A `since` older than the history: Gone with `oldest`."""
+        return self._t.run(one(self._changes(since, prefix, wait), ChangesPage))
+
+    def _changes(self, since: int, prefix: Optional[str], wait: Optional[float]) -> Req:
         w = None if wait is None else int(wait)
-        timeout = max(self._t.timeout, (w or 0) + 15)
-        return ChangesPage(self._t.request(
-            "GET", self._base + "/changes", query={"since": since, "prefix": prefix, "wait": w},
-            timeout=timeout).json())
+        return Req("GET", self._base + "/changes", query={"since": since, "prefix": prefix,
+                                                          "wait": w},
+                   timeout=max(self._t.timeout, (w or 0) + 15))
 
     def follow(self, since: int = 0, *, prefix: Optional[str] = None,
                wait: float = 30) -> Iterator[Change]:
         """Every change after `since`, as it happens: long-polls one after another and
         never ends by itself (break out of the loop, or close the generator)."""
+        return self._t.iterate(self._follow(since, prefix, wait))
+
+    def _follow(self, since: int, prefix: Optional[str], wait: float) -> Items[Change]:
         while True:
-            page = self.changes(since, prefix=prefix, wait=wait)
-            yield from page.changes
+            page = ChangesPage((yield self._changes(since, prefix, wait)).json())
+            for ch in page.changes:
+                yield Item(ch)
             since = max(since, page.seq)
 
     # ---- snapshots, forks, restore
@@ -217,18 +234,16 @@ class Volume:
             body["files"] = {p: (v if isinstance(v, str) else
                                  {"data": base64.b64encode(v).decode("ascii")})
                              for p, v in files.items()}
-        return Snapshot(self._t.request("POST", self._base + "/snapshots", json=body,
-                                        retry=False).json())
+        return self._t.call("POST", self._base + "/snapshots", Snapshot, json=body, retry=False)
 
-    def snapshots(self, *, labels: Optional[Mapping[str, str]] = None) -> list[Snapshot]:
+    def snapshots(self, *, labels: Optional[Mapping[str, str]] = None) -> List[Snapshot]:
         """The snapshots, those holding every label given."""
         q = {"label": ["%s:%s" % kv for kv in (labels or {}).items()] or None}
-        r = self._t.request("GET", self._base + "/snapshots", query=q).json()
-        return [Snapshot(s) for s in r.get("snapshots", [])]
+        return self._t.call("GET", self._base + "/snapshots",
+                            lambda r: [Snapshot(s) for s in r.get("snapshots", [])], query=q)
 
     def get_snapshot(self, snapshot_id: str) -> Snapshot:
-        return Snapshot(self._t.request(
-            "GET", self._base + "/snapshots/" + quote_seg(snapshot_id)).json())
+        return self._t.call("GET", self._base + "/snapshots/" + quote_seg(snapshot_id), Snapshot)
 
     def update_snapshot(self, snapshot_id: str, *, pinned: Optional[bool] = None,
                         labels: Optional[Mapping[str, str]] = None) -> Snapshot:
@@ -237,34 +252,30 @@ class Volume:
             body["pinned"] = pinned
         if labels is not None:
             body["labels"] = dict(labels)
-        return Snapshot(self._t.request(
-            "PATCH", self._base + "/snapshots/" + quote_seg(snapshot_id), json=body,
-            retry=True).json())
+        return self._t.call("PATCH", self._base + "/snapshots/" + quote_seg(snapshot_id), Snapshot, json=body, retry=True)
 
     def delete_snapshot(self, snapshot_id: str, *, force: bool = False) -> None:
         """Deletes a snapshot; a pinned one only with `force` (else Conflict)."""
-        self._t.request("DELETE", self._base + "/snapshots/" + quote_seg(snapshot_id),
+        return self._t.call("DELETE", self._base + "/snapshots/" + quote_seg(snapshot_id), none,
                         query={"force": "true" if force else None})
 
     def fork(self, *, snapshot: Optional[str] = None, name: Optional[str] = None) -> "Volume":
         """A new volume sharing this one's content (at `snapshot`, else now)."""
         body = {k: v for k, v in (("snapshot", snapshot), ("name", name)) if v is not None}
-        info = VolumeInfo(self._t.request("POST", self._base + "/fork", json=body,
-                                          retry=False).json())
-        return Volume(self._t, info.id, info)
+        return self._t.call("POST", self._base + "/fork", Volumes(self._t)._made, json=body,
+                            retry=False)
 
     def restore(self, snapshot: str) -> Restored:
         """Makes the volume as the snapshot was, in place, as one change (a retry of
         it is harmless: the volume is then already so)."""
-        return Restored(self._t.request("POST", self._base + "/restore",
-                                        json={"snapshot": snapshot}, retry=True).json())
+        return self._t.call("POST", self._base + "/restore", Restored, json={"snapshot": snapshot}, retry=True)
 
     def archive(self, *, snapshot: Optional[str] = None, path: Optional[str] = None,
                 glob: Optional[str] = None) -> StreamResponse:
         """The files as a tar.gz stream (iterate for chunks; `X-Volume-Seq` header)."""
         q = {"snapshot": snapshot, "path": path, "glob": glob}
-        return self._t.request("GET", self._base + "/archive", query=q, stream=True,
-                               timeout=self._t.timeout)
+        return self._t.call_raw("GET", self._base + "/archive", _same, query=q, stream=True,
+                                timeout=self._t.timeout)
 
     def link(self, path: str, *, method: str = "GET", expires_in: Optional[int] = None,
              max_bytes: Optional[int] = None, content_type: Optional[str] = None,
@@ -276,8 +287,7 @@ class Volume:
             if v is not None:
                 body[k] = v
         h = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return Link(self._t.request("POST", self._base + "/links", json=body, headers=h,
-                                    retry=False).json())
+        return self._t.call("POST", self._base + "/links", Link, json=body, headers=h, retry=False)
 
 
 class Runtime:
@@ -300,3 +310,18 @@ class Runtime:
     def volumes(self, ids: Sequence[str]) -> list[VolumeInfo]:
         """`{id, seq, files, bytes}` of up to 50 volumes in one request."""
         return self._v.seqs(ids)
+
+
+def _page(r: Any) -> tuple[list[VolumeInfo], Optional[str]]:
+    return [VolumeInfo(v) for v in r.get("volumes", [])], r.get("cursor")
+
+
+def _stat(r: Response) -> dict[str, Any]:
+    return {"version": etag_version(r.header("ETag")),
+            "size": int(r.header("Content-Length") or 0),
+            "content_type": r.header("Content-Type"),
+            "seq": int(r.header("X-Volume-Seq") or 0)}
+
+
+def _same(r: StreamResponse) -> StreamResponse:
+    return r

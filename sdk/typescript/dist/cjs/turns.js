@@ -35,8 +35,34 @@ var __importStar = (this && this.__importStar) || (function () {
 })();
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.Turn = exports.Turns = void 0;
+exports.artifactOf = artifactOf;
 const check = __importStar(require("./check.js"));
+const sse_js_1 = require("./sse.js");
 const volumes_js_1 = require("./volumes.js");
+/** The Artifact an `artifact` event carries, decoded; undefined for other events. */
+function artifactOf(ev) {
+    if (ev.event !== "artifact" || ev.data === null || typeof ev.data !== "object")
+        return undefined;
+    const d = ev.data;
+    const f = d.parts?.[0]?.file ?? {};
+    return {
+        artifactId: String(d.artifactId ?? ""),
+        name: String(f.name ?? ""),
+        mediaType: String(f.mimeType ?? ""),
+        data: new Uint8Array(Buffer.from(f.bytes ?? "", "base64")),
+        callId: String(d.metadata?.call_id ?? ""),
+    };
+}
+function callBody(where, command, a) {
+    check.str(where, "command", command);
+    check.fields(where, "the call", a, ["stdin", "timeoutSeconds", "callId", "acceptedOutputModes"]);
+    check.optStr(where, "stdin", a.stdin);
+    check.optInt(where, "timeoutSeconds", a.timeoutSeconds);
+    check.optStr(where, "callId", a.callId);
+    if (a.acceptedOutputModes !== undefined)
+        check.strs(where, "acceptedOutputModes", a.acceptedOutputModes);
+    return { command, ...a };
+}
 class Turns {
     t;
     constructor(t) {
@@ -80,14 +106,27 @@ class Turn {
      * `timeoutSeconds` (default 120).
      */
     async call(command, a = {}, o) {
-        check.str("turn.call", "command", command);
-        check.fields("turn.call", "the call", a, ["stdin", "timeoutSeconds"]);
-        check.optInt("turn.call", "timeoutSeconds", a.timeoutSeconds);
+        const json = callBody("turn.call", command, a);
         check.opts("turn.call", "options", o);
         return this.t.json({
-            method: "POST", path: `${this.base}/calls`, json: { command, ...a },
+            method: "POST", path: `${this.base}/calls`, json,
             extraWaitMs: (a.timeoutSeconds ?? 120) * 1000,
         }, o);
+    }
+    /**
+     * The call as events while it runs: `stdout`, `stderr`, `file` then `artifact` for each
+     * kept file (an A2A Artifact with the bytes inline: `artifactOf(ev)` decodes it), then
+     * `exit` (the whole answer) or `error`. Never retried after it was sent.
+     */
+    async *callStream(command, a = {}, o = {}) {
+        const json = callBody("turn.callStream", command, a);
+        check.opts("turn.callStream", "options", o);
+        const r = await this.t.request({
+            method: "POST", path: `${this.base}/calls`, json, events: true, idempotent: false,
+            headers: { Accept: "text/event-stream" },
+        }, o);
+        if (r.body)
+            yield* (0, sse_js_1.parseSse)(r.body);
     }
     /** A file a call returned. */
     async file(callId, name, o) {

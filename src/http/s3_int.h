@@ -1,0 +1,91 @@
+/*
+ * s3_int.h — what the S3 gateway's files (s3.c, s3_multipart.c) share.
+ */
+#ifndef COF_S3_INT_H
+#define COF_S3_INT_H
+
+#include <openssl/evp.h>
+#include "http/http.h"
+#include "util/sigv4.h"
+
+#define S3_ARGS_MAX 64
+
+typedef struct s3err {
+	unsigned status;
+	const char *code;
+	char msg[512];
+} s3err;
+
+typedef struct s3req {
+	struct MHD_Connection *conn;
+	const char *method;
+	char *raw;                    /* the path as sent */
+	char *bucket, *key;           /* decoded; NULL when absent */
+	cof_sigv4_arg args[S3_ARGS_MAX];
+	size_t nargs;
+	cof_principal who;
+	char reqid[17];               /* x-amz-request-id, made at the first answer */
+	int authed;
+	s3err e;
+	int failed;
+	int64_t dropped;
+	/* bodies */
+	int streaming;                /* PutObject: into up */
+	cof_upload *up;
+	char vol[48];
+	cof_buf body;                 /* XML and other small bodies */
+	EVP_MD_CTX *sha;              /* x-amz-content-sha256 given: checked at the end */
+	char want_sha[65];
+	EVP_MD_CTX *md5;              /* Content-MD5 given */
+	unsigned char want_md5[16];
+	/* UploadPart (s3_multipart.c): the part's file while it is written */
+	int part_fd;                  /* -1 = none */
+	char part_tmp[4320];
+	EVP_MD_CTX *part_sha;
+} s3req;
+
+extern http_server *s3srv;
+
+/* Fails the request (the first failure is the one answered). */
+void s3_fail(s3req *r, unsigned status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* A library error as S3's (notfound: the code of a COF_ENOTFOUND). */
+void s3_fail_err(s3req *r, cof_err *err, const char *notfound);
+void s3_xml_esc(cof_buf *b, const char *s);
+void s3_xml_el(cof_buf *b, const char *tag, const char *text);
+enum MHD_Result s3_queue(s3req *r, unsigned status, struct MHD_Response *resp);
+enum MHD_Result s3_send_xml(s3req *r, unsigned status, cof_buf *b);
+/* An empty answer queued, or (out not NULL) made for the caller to queue. */
+enum MHD_Result s3_send_empty(s3req *r, unsigned status, struct MHD_Response **out);
+enum MHD_Result s3_send_error(s3req *r);
+const char *s3_hdr(s3req *r, const char *name);
+/* The decoded query argument (NULL: absent or not fitting bufsz). */
+const char *s3_arg(s3req *r, const char *name, char *buf, size_t bufsz);
+int s3_has_arg(s3req *r, const char *name);
+/* r->bucket's volume id into r->vol: 0, or -1 (failed, NoSuchBucket). */
+int s3_resolve(s3req *r);
+void s3_iso_time(int64_t t, char out[32]);
+int s3_write_cond(s3req *r, cof_cond *c);
+/* Answers a write from the library's JSON (stolen): ETag, x-amz-version-id,
+ * and the XML body `xml` when not NULL. */
+enum MHD_Result s3_write_answer(s3req *r, json_t *out, cof_buf *xml);
+
+/* s3_multipart.c: multipart uploads, node-local (docs/s3.md) */
+int s3mp_part_begin(s3req *r);
+int s3mp_part_write(s3req *r, const char *data, size_t n);
+void s3mp_part_drop(s3req *r);
+enum MHD_Result s3mp_part_end(s3req *r);
+enum MHD_Result s3mp_create(s3req *r);
+enum MHD_Result s3mp_complete(s3req *r);
+enum MHD_Result s3mp_abort(s3req *r);
+enum MHD_Result s3mp_list_parts(s3req *r);
+enum MHD_Result s3mp_list_uploads(s3req *r);
+/* ?partNumber: 1 to 10000, or -1 (failed: InvalidArgument). */
+int s3mp_part_number(s3req *r);
+/* The parts of (vol, key) at `version` (its content `size` bytes) when it was
+ * completed from a multipart upload: how many (> 0), with their sizes in
+ * *sizes (owned); 0 when it was written whole (or its record is gone). */
+int64_t s3mp_parts_of(const char *org, const char *vol, const char *key, int64_t version,
+		      int64_t size, int64_t **sizes);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * sql.h — the SQL driver seam of the metadata store: what the metadata code
+ * written once (meta_key.c, meta_agent.c, meta_subject.c) asks of a database,
+ * and what each driver gives.
+ *
+ * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
+ * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
+ * readers and the WAL-mark row cache stay there) and PostgreSQL's in
+ * meta_pg.c (its pool, prepared statements, pipelines and error mapping).
+ * Above it, SQL is written once:
+ *  - parameters are ?N (1-based); the PG driver rewrites them to $N when it
+ *    prepares the text (once per text and connection, as it prepares it);
+ *  - the dialect points left are named tokens in braces, each driver
+ *    expanding them as it prepares the text (COF_SQL_TOKENS below);
+ *  - a parameter's type PostgreSQL cannot infer is written CAST(?N AS bigint)
+ *    or CAST(?N AS text), which both read alike.
+ * A text is known by its address (a string literal), as both statement
+ * caches key it.
+ *
+ * A store's driver is reached from its cof_meta (meta.h: m->sql). Every
+ * function returns -1 with err filled on failure, or COF_SQL_RETRY (-2) when
+ * the failure is the database being busy (SQLite BUSY/LOCKED; PostgreSQL
+ * serialization failure, deadlock, lock not available): the whole
+ * transaction may succeed if run again. Both are < 0.
+ */
+#ifndef COF_SQL_H
+#define COF_SQL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "store/meta.h"
+
+#define COF_SQL_RETRY (-2)
+
+/* The tokens of dialect, as written in shared SQL, and what each driver
+ * makes of them (sql.c lists the names, each driver its expansions):
+ *   {jsonb}  after a text column holding JSON, before ->> 'key':
+ *            SQLite nothing (its ->> reads text), PostgreSQL ::jsonb;
+ *   {rowid}  the column that orders rows as they were first inserted:
+ *            SQLite rowid, PostgreSQL id (a bigserial);
+ *   {C}      after a text operand: compare and order it bytewise (UTF-8
+ *            code point order, meta.h), SQLite COLLATE BINARY (its default),
+ *            PostgreSQL COLLATE "C" (its default follows the locale). */
+#define COF_SQL_TOKENS 3
+
+/* Modes of cof_sql_begin. COF_SQL_ONE: the caller runs one statement, which
+ * the driver may run without an explicit transaction (SQLite: a reader
+ * without BEGIN, or the writer's change; PostgreSQL: autocommit). */
+enum {
+	COF_SQL_READ = 0,   /* a read transaction: one snapshot for its statements */
+	COF_SQL_WRITE = 1,  /* a write transaction (SQLite: the writer, group commit) */
+	COF_SQL_ONE = 2,
+};
+
+/* A transaction, on the caller's stack; its members are the driver's. */
+typedef struct cof_sql_tx {
+	cof_meta *m;
+	void *c;            /* the driver's connection */
+	int mode, began;
+} cof_sql_tx;
+
+/* The row a query stands on, read through the accessors below; its values
+ * are borrowed until the row callback returns. */
+typedef struct cof_sql_row {
+	const struct cof_sql_driver *d;
+	void *res;
+	int i;
+} cof_sql_row;
+
+/* Called on each row: 0 = go on, 1 = stop, -1 = failed (err filled). */
+typedef int (*cof_sql_row_fn)(void *ctx, const cof_sql_row *row, cof_err *err);
+
+/* The commit mark of the row cache below the seam (meta_sqlite_cache.c):
+ * a mark from a driver without one keeps nothing (ok = keep = 0). */
+typedef struct cof_sql_mark {
+	uint32_t now[4], fill[4];
+	int ok, keep;
+} cof_sql_mark;
+
+/* What a driver gives (one static table per driver). `kinds` names each
+ * parameter in turn: 's' text (const char *, NULL = SQL NULL), 'i' int64_t,
+ * 'b' blob (const void *, then int64_t length; NULL = SQL NULL). */
+typedef struct cof_sql_driver {
+	const char *name;
+	int (*begin)(cof_sql_tx *tx, cof_err *err);
+	/* commits (rc == 0) or rolls back; gives the connection back; rc or the
+	 * commit's failure */
+	int (*end)(cof_sql_tx *tx, int rc, cof_err *err);
+	int (*exec)(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *what,
+		    cof_err *err, const char *kinds, va_list ap);
+	int (*query)(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_row_fn fn,
+		     void *ctx, cof_err *err, const char *kinds, va_list ap);
+	/* Serializes the writers of (space, name) across every process and node
+	 * to the commit (NULL name: the space alone). */
+	int (*lock)(cof_sql_tx *tx, int32_t space, const char *name, cof_err *err);
+	int (*mark)(cof_meta *m, cof_sql_mark *mk);
+	const char *(*text)(const cof_sql_row *r, int col, size_t *len);
+	int64_t (*int64)(const cof_sql_row *r, int col);
+	int (*isnull)(const cof_sql_row *r, int col);
+	int (*blob)(const cof_sql_row *r, int col, unsigned char **data, size_t *len);
+} cof_sql_driver;
+
+/* The two drivers. */
+extern const cof_sql_driver cof_sql_sqlite, cof_sql_pg;
+
+/* ---- above the seam */
+
+/* Opens a transaction of `mode` on m (0, or < 0 with err filled). */
+int cof_sql_begin(cof_meta *m, int mode, cof_sql_tx *tx, cof_err *err);
+/* Commits tx when rc == 0, else rolls it back; returns rc, or the commit's
+ * failure. */
+int cof_sql_end(cof_sql_tx *tx, int rc, cof_err *err);
+/* Runs one statement; *changed (when not NULL) = the rows it changed. */
+int cof_sql_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *what,
+		 cof_err *err, const char *kinds, ...);
+/* Runs one statement and calls fn on each row until it says stop: < 0, or
+ * the number of rows fn was given (0 = none found). */
+int cof_sql_query(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_row_fn fn,
+		  void *ctx, cof_err *err, const char *kinds, ...);
+/* cof_sql_query / cof_sql_exec as a transaction of their own (COF_SQL_ONE). */
+int cof_sql_read(cof_meta *m, const char *sql, const char *what, cof_sql_row_fn fn,
+		 void *ctx, cof_err *err, const char *kinds, ...);
+int cof_sql_write(cof_meta *m, int64_t *changed, const char *sql, const char *what,
+		  cof_err *err, const char *kinds, ...);
+/* The driver's lock (see cof_sql_driver): SQLite's writer already is one. */
+int cof_sql_lock(cof_sql_tx *tx, int32_t space, const char *name, cof_err *err);
+
+/* Column accessors. Text of a NULL cell is "" (cof_sql_isnull tells). */
+void cof_sql_text(const cof_sql_row *r, int col, char *buf, size_t size);
+const char *cof_sql_str(const cof_sql_row *r, int col);
+int64_t cof_sql_int(const cof_sql_row *r, int col);
+int cof_sql_isnull(const cof_sql_row *r, int col);
+/* The blob of a cell, malloc'd with a NUL after it (*len without it):
+ * 0 = NULL cell (*data NULL), 1 = value, -1 = out of memory. */
+int cof_sql_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *len);
+/* A row fn for one number: column 0 into the int64_t ctx points to. */
+int cof_sql_row_int(void *ctx, const cof_sql_row *r, cof_err *err);
+
+/* The row cache (meta_sqlite_cache.c): a mark taken before a read, then a
+ * kept row while no commit happened since, or the row read kept. */
+int cof_sql_mark_begin(cof_meta *m, cof_sql_mark *mk);
+int cof_sql_cached_key(const cof_sql_mark *mk, const char *hash, cof_keyrow *out);
+void cof_sql_keep_key(const cof_sql_mark *mk, const cof_keyrow *k);
+
+/* ---- below the seam: the drivers' shared part */
+
+/* `sql` with ?N rewritten to $N (dollar) and the tokens expanded to `tokens`
+ * (COF_SQL_TOKENS of them, in the order listed above); malloc'd, or NULL
+ * (out of memory). */
+char *cof_sql_rewrite(const char *sql, int dollar, const char *const *tokens);
+/* Whether `sql` needs cof_sql_rewrite for a driver (dollar: ?N present). */
+int cof_sql_needs_rewrite(const char *sql, int dollar);
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * land.c — the one write path (volume.h, "the write path"): bytes stored as
+ * content, then named by one change, under the collector's lock throughout.
+ * A blob stored here is marked pending before the change; a change that is
+ * refused, fails, or leaves the file unnamed abandons that mark, so its bytes
+ * are collected as a cut-off upload's are (meta.h, blob_abandoned).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "volume/volume.h"
+
+#define SNIFF_BYTES 4096
+
+static int read_error(const cof_land_file *f, cof_err *err)
+{
+	return cof_error(err, COF_EINTERNAL, "cannot read the bytes of '%.200s' to store them: %s",
+			 f->name ? f->name : f->path, strerror(errno ? errno : EIO));
+}
+
+/* Commits writer w as f's blob and marks it pending. 0 or -1. */
+static int commit_blob(cof_store *st, cof_land_file *f, cof_blob_writer *w, cof_err *err)
+{
+	if (st->blobs->commit(w, f->sha256, &f->size, err))
+		return -1;
+	f->pending_ = 1;   /* from here on the mark is ours to abandon */
+	return cof_content_pending(st, f->sha256, f->size, err);
+}
+
+/* Stores an fd's bytes: whole into memory when inline, else streamed into a
+ * blob. 0 or -1. */
+static int store_fd(cof_store *st, cof_land_file *f, cof_err *err)
+{
+	char buf[65536];
+	cof_blob_writer *w = NULL;
+	struct stat sb;
+	ssize_t k = 0;
+	int64_t off = 0;
+
+	errno = 0;
+	if (fstat(f->fd, &sb))
+		return read_error(f, err);
+	f->size = sb.st_size;
+	if (f->size <= COF_INLINE_MAX) {
+		if (!(f->own_ = cof_malloc((size_t)f->size + 1)))
+			return read_error(f, err);
+		while (off < f->size &&
+		       (k = pread(f->fd, f->own_ + off, (size_t)(f->size - off), off)) > 0)
+			off += k;
+		if (off != f->size || cof_sha256_hex(f->own_, (size_t)f->size, f->sha256))
+			return read_error(f, err);
+		f->inl = f->own_;
+		return 0;
+	}
+	if (st->blobs->begin(st->blobs, &w, err))
+		return -1;
+	while ((k = pread(f->fd, buf, sizeof buf, off)) > 0) {
+		if (st->blobs->write(w, buf, (size_t)k, err)) {
+			st->blobs->abort(w);
+			return -1;
+		}
+		off += k;
+	}
+	if (k < 0) {
+		st->blobs->abort(w);
+		return read_error(f, err);
+	}
+	return commit_blob(st, f, w, err);
+}
+
+/* Stores an upload: the head inline, or the blob its writer holds. */
+static int store_upload(cof_store *st, cof_land_file *f, cof_err *err)
+{
+	cof_upload *up = f->up;
+	cof_blob_writer *w = up->w;
+
+	if (!w) {
+		f->size = up->size;
+		f->inl = up->head;
+		return cof_sha256_hex(up->head, up->headlen, f->sha256)
+			       ? cof_error(err, COF_EINTERNAL, "cannot hash the upload") : 0;
+	}
+	up->w = NULL;   /* committed or aborted by the commit: not the upload's now */
+	return commit_blob(st, f, w, err);
+}
+
+/* The type the change names: given, kept (same bytes), or sniffed. */
+static void choose_type(cof_store *st, cof_land_file *f)
+{
+	size_t max = f->sniff ? f->sniff : SNIFF_BYTES, len = 0;
+	unsigned char head[SNIFF_BYTES];
+	const void *p = head;
+
+	if (f->ctype && f->ctype[0]) {
+		snprintf(f->type, sizeof f->type, "%s", f->ctype);
+		return;
+	}
+	if (f->keep_ctype && f->keep_ctype[0] && f->keep_sha && !strcmp(f->keep_sha, f->sha256)) {
+		snprintf(f->type, sizeof f->type, "%s", f->keep_ctype);
+		return;
+	}
+	if (max > SNIFF_BYTES)
+		max = SNIFF_BYTES;
+	if (f->kind == COF_LAND_UPLOAD) {
+		p = f->up->head;
+		len = f->up->headlen;
+	} else if (f->kind == COF_LAND_MEMORY) {
+		p = f->data;
+		len = f->len;
+	} else if (f->inl) {   /* an fd's bytes read whole to keep inline: not read again */
+		p = f->inl;
+		len = (size_t)f->size;
+	} else if (f->kind == COF_LAND_FD) {
+		ssize_t h = pread(f->fd, head, max, 0);
+		len = h > 0 ? (size_t)h : 0;
+	}
+	cof_sniff_type(st, f->path, p, len < max ? len : max, f->type, sizeof f->type);
+}
+
+static int store_one(cof_store *st, cof_land_file *f, cof_err *err)
+{
+	int r;
+
+	f->inl = NULL;
+	f->unnamed = 0;
+	switch (f->kind) {
+	case COF_LAND_UPLOAD:
+		if (store_upload(st, f, err))
+			return -1;
+		break;
+	case COF_LAND_MEMORY:
+		f->size = (int64_t)f->len;
+		if ((r = cof_content_put(st, f->data, f->len, f->sha256, err)) < 0)
+			return -1;
+		if (r == 1)
+			f->inl = f->data;
+		else
+			f->pending_ = 1;
+		break;
+	case COF_LAND_FD:
+		if (f->open_fd) {
+			errno = 0;
+			if ((f->fd = f->open_fd(f->open_arg)) < 0)
+				return read_error(f, err);
+		}
+		r = store_fd(st, f, err);
+		if (!r)
+			choose_type(st, f);   /* before the fd it may read is closed */
+		if (f->open_fd) {
+			close(f->fd);
+			f->fd = -1;
+		}
+		return r;
+	case COF_LAND_KNOWN:
+		snprintf(f->type, sizeof f->type, "%s", f->ctype ? f->ctype : "");
+		return 0;
+	}
+	choose_type(st, f);
+	return 0;
+}
+
+/* cof_txn_fn: the caller's apply, each file named unless it says otherwise
+ * (a change may run more than once). */
+static int land_apply(cof_txn *tx, void *arg, cof_err *err)
+{
+	cof_landing *l = arg;
+
+	for (size_t i = 0; i < l->nfiles; i++)
+		l->files[i].unnamed = 0;
+	return l->apply(tx, l, err);
+}
+
+int cof_land(cof_store *st, cof_landing *l, cof_err *err)
+{
+	int rc = 0;
+	size_t i;
+
+	/* Held from the first blob's commit to the metadata's, so the collector
+	 * never deletes content a write is about to name. */
+	if (!l->held)
+		cof_store_hold_content(st);
+	for (i = 0; i < l->nfiles && !rc; i++) {
+		l->files[i].pending_ = 0;
+		rc = store_one(st, &l->files[i], err);
+	}
+	if (!rc)
+		rc = cof_meta_change(st->meta, l->vno ? l->vno : l->vol->vno, land_apply, l,
+				     &l->seq, err);
+	for (size_t j = 0; j < i; j++) {
+		cof_land_file *f = &l->files[j];
+		/* refused, or unnamed: the bytes are as a cut-off upload's */
+		if (f->pending_ && (rc || f->unnamed)) {
+			cof_err e2 = {0};
+			cof_meta_blob_abandoned(st->meta, f->sha256, &e2);
+			cof_err_clear(&e2);
+		}
+		f->pending_ = 0;
+	}
+	if (!l->held)
+		cof_store_release_content(st);
+	for (i = 0; i < l->nfiles; i++) {
+		cof_land_file *f = &l->files[i];
+		if (f->kind == COF_LAND_UPLOAD) {
+			cof_upload_abort(f->up);   /* its writer, if never committed */
+			f->up = NULL;
+		}
+		free(f->own_);
+		f->own_ = NULL;
+		f->inl = NULL;
+	}
+	if (rc)
+		return -1;
+	if (!l->quiet)
+		cof_store_changed(st, l->vol);
+	return 0;
+}
