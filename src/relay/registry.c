@@ -282,6 +282,7 @@ rsession *cof_relay_find(cof_relay *r, const cof_principal *who, const char *uid
 		return NULL;
 	}
 	cof_relay_tick(r, s);
+	cof_relay_wq_sync(s); /* what the caller answers is stored first */
 	return s;
 }
 
@@ -301,6 +302,7 @@ rsession *cof_relay_find_client(cof_relay *r, const char *uid, const char *token
 		return NULL;
 	}
 	cof_relay_tick(r, s);
+	cof_relay_wq_sync(s);
 	return s;
 }
 

@@ -239,6 +239,10 @@ uint64_t cof_relay_wq_put(rsession *s, const cof_staterow *row, char *text);
 void cof_relay_wq_delete(rsession *s, const char *kind, const char *id);
 /* every record of s forgotten, its events too when `events`. */
 void cof_relay_wq_forget(rsession *s, int events);
+/* With r->mu held: this thread's unlock also waits until what is queued for
+ * s now (by any thread) is stored, so an answer never tells of a change the
+ * store does not have yet. */
+void cof_relay_wq_sync(rsession *s);
 /* Without r->mu: stores what this thread queued. */
 void cof_relay_wq_flush(cof_relay *r);
 /* Drops r->mu, then stores what this thread queued: every unlock of r->mu

@@ -22,7 +22,10 @@
  *   returns to its caller, so an HTTP answer, as before, follows the writes
  *   that its call made; a crash loses only what no answer reported.
  * - What a reader sees meanwhile: the session in memory (status, counts,
- *   ops) is ahead of the store; the events a stream reads come from the store
+ *   ops) is ahead of the store until the writes are stored; so every call that
+ *   finds a session (cof_relay_find*) also waits for what is queued for it
+ *   (cof_relay_wq_sync) before it answers: a client told "paused" by one node
+ *   finds the record paused at another (test_nodes_state); the events a stream reads come from the store
  *   and s->ev_next moves only once an event is stored, so a stream never
  *   waits for an event not stored yet; an op is handed to the client only
  *   once its pending record is stored (op->rec_seq <= s->wdone), so a restart
@@ -78,31 +81,43 @@ void cof_relay_wq_free(rsession *s)
 	s->wq_tail = NULL;
 }
 
-/* Appends w to s's queue and notes s as this thread's to store. */
-static uint64_t enqueue(rsession *s, rwrite *w)
+/* Notes s as this thread's to store (with a reference) when r->mu is dropped. */
+static void touch(rsession *s)
 {
 	size_t i;
 
+	for (i = 0; i < touched.n && touched.s[i] != s; i++)
+		;
+	if (i < touched.n)
+		return;
+	if (touched.n == touched.cap) {
+		size_t cap = touched.cap ? touched.cap * 2 : 8;
+		rsession **a = realloc(touched.s, cap * sizeof *a);
+		if (!a) /* stored by the next thread that stores s, or at close */
+			return;
+		touched.s = a, touched.cap = cap;
+	}
+	touched.s[touched.n++] = s;
+	s->refs++;
+}
+
+/* Appends w to s's queue and notes s as this thread's to store. */
+static uint64_t enqueue(rsession *s, rwrite *w)
+{
 	w->seq = ++s->wseq;
 	if (s->wq_tail)
 		s->wq_tail->next = w;
 	else
 		s->wq = w;
 	s->wq_tail = w;
-	for (i = 0; i < touched.n && touched.s[i] != s; i++)
-		;
-	if (i == touched.n) {
-		if (touched.n == touched.cap) {
-			size_t cap = touched.cap ? touched.cap * 2 : 8;
-			rsession **a = realloc(touched.s, cap * sizeof *a);
-			if (!a) /* stored by the next thread that stores s, or at close */
-				return w->seq;
-			touched.s = a, touched.cap = cap;
-		}
-		touched.s[touched.n++] = s;
-		s->refs++;
-	}
+	touch(s);
 	return w->seq;
+}
+
+void cof_relay_wq_sync(rsession *s)
+{
+	if (s->wq || s->wdone < s->wseq)
+		touch(s);
 }
 
 static rwrite *item_new(int type)
