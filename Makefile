@@ -6,7 +6,7 @@
 BUILD   ?= build
 CC      ?= cc
 PKGS    := sqlite3 libmicrohttpd jansson libcrypto libarchive libcurl libpcre2-8 vips libxml-2.0 \
-           poppler-glib libseccomp libhs icu-uc zlib libpq fuse3 sndfile pocketsphinx
+           poppler-glib libseccomp libhs icu-uc zlib libpq fuse3 sndfile pocketsphinx libgit2
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
            -Wshadow -Wformat=2 -pthread -Iinclude -Isrc -I$(BUILD)/gen \

@@ -356,6 +356,12 @@ int cof_volume_fork(cof_store *st, const char *org, const char *vol, json_t *bod
 int cof_volume_restore(cof_store *st, const char *org, const char *vol, json_t *body,
 		       json_t **out, cof_err *err);
 
+/* POST /v1/volumes/{id}/merge {from, fromSnapshot?, base?, strategy?,
+ * resolutions?, dryRun?, ifSeq?} -> {seq, merged, conflicts} (API.md
+ * "Merge"); 409 with `conflicts` when any is left unsettled, nothing changed. */
+int cof_volume_merge(cof_store *st, const char *org, const char *vol, json_t *body,
+		     json_t **out, cof_err *err);
+
 /* ---------------------------------------------------------------- archive */
 
 /* A tar.gz stream of the files at one seq, produced on demand (pull). The limits

@@ -581,6 +581,7 @@ enum MHD_Result http_snapshot_patch(http_req *req);
 enum MHD_Result http_snapshot_delete(http_req *req);
 enum MHD_Result http_fork(http_req *req);
 enum MHD_Result http_restore(http_req *req);
+enum MHD_Result http_merge(http_req *req);
 enum MHD_Result http_archive(http_req *req);
 
 enum MHD_Result http_link_create(http_req *req);

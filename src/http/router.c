@@ -67,6 +67,8 @@ static const http_route routes[] = {
 	  NULL, http_fork },
 	{ "POST", "/v1/volumes/{}/restore", HTTP_F_AUTH | HTTP_F_NOAGENT,
 	  HTTP_BODY_JSON, NULL, http_restore },
+	{ "POST", "/v1/volumes/{}/merge", HTTP_F_AUTH | HTTP_F_NOAGENT,
+	  HTTP_BODY_JSON, NULL, http_merge },
 	{ "GET", "/v1/volumes/{}/archive", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_NONE,
 	  NULL, http_archive },
 	{ "POST", "/v1/volumes/{}/links", HTTP_F_AUTH | HTTP_F_NOAGENT, HTTP_BODY_JSON,

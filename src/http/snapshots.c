@@ -1,5 +1,5 @@
 /*
- * snapshots.c — snapshots, forks, restore and the tar.gz archive stream.
+ * snapshots.c — snapshots, forks, restore, merge and the tar.gz archive stream.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -83,6 +83,17 @@ enum MHD_Result http_restore(http_req *req)
 	json_t *out = NULL;
 	int rc = cof_volume_restore(req->srv->st, ORG(req), req->param[0], req->json,
 				    &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* POST /v1/volumes/{id}/merge: 200, or 409 with the conflicts. */
+enum MHD_Result http_merge(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = cof_volume_merge(req->srv->st, ORG(req), req->param[0], req->json, &out,
+				  &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }

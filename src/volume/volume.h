@@ -242,4 +242,24 @@ int cof_link_create_pinned(cof_store *st, const char *org, const char *vol,
 /* Parses "k:v" label filters and label objects (limits of API.md). */
 int cof_labels_check(json_t *labels, cof_err *err);
 
+/* ------------------------------------------------------------ merge
+ * cof_volume_merge (merge.c, API.md "Merge"): per path three-way, text
+ * files merged by lines with libgit2's git_merge_file. */
+
+/* A merge brings at most this many paths changed on `from` (413 past it). */
+#define COF_MERGE_PATHS 10000
+/* Text above this size is merged as binary: a conflict when both changed it. */
+#define COF_MERGE_TEXT_MAX (8LL << 20)
+
+/* 1 when `p` is text the merge reads by lines: UTF-8, no NUL, at most
+ * COF_MERGE_TEXT_MAX bytes. */
+int cof_merge_is_text(const void *p, size_t n);
+/* Three-way merge of text by lines (as `git merge-file`): *out (malloc'd,
+ * NUL-terminated, *outlen bytes) is the result, with <<<<<<< ours / |||||||
+ * base / ======= / >>>>>>> theirs markers where the sides overlap. 1 = clean,
+ * 0 = conflicts (markers in *out), -1 with `err`. */
+int cof_merge_text(const void *base, size_t blen, const void *ours, size_t olen,
+		   const void *theirs, size_t tlen, unsigned char **out, size_t *outlen,
+		   cof_err *err);
+
 #endif
