@@ -231,10 +231,8 @@ static int decide(merge_ctx *c, mpath *p, cof_err *err)
 		p->from = "theirs";
 		return 0;
 	}
-	if (same(&p->o, p->ho, &p->t, p->ht)) {
-		p->from = "theirs";             /* the same change on both */
-		return 0;
-	}
+	if (same(&p->o, p->ho, &p->t, p->ht))
+		return 0;                       /* the same change on both: ours has it */
 	p->act = ACT_CONFLICT;
 	p->kind = "content";
 	if (!p->ho || !p->ht) {

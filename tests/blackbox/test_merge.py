@@ -96,8 +96,8 @@ def test_same_change_on_both_and_nothing_new(srv):
     srv.put_ok(theirs, "a.txt", b"same")
     seq = srv.seq(ours)
     r = merged(srv, ours, **{"from": theirs})
-    eq((r["seq"], r["conflicts"], by_path(r)), (seq, [], {"a.txt": "theirs"}),
-       "the same change on both is taken, nothing written")
+    eq((r["seq"], r["conflicts"], by_path(r)), (seq, [], {}),
+       "the same change on both: ours has it, nothing written")
     eq(srv.seq(ours), seq, "no change made")
 
 
@@ -188,6 +188,7 @@ def test_dry_run_and_if_seq(srv):
 
 def test_merging_again_brings_only_what_is_new(srv):
     ours, theirs = pair(srv, {"a": b"a", "b": b"b"})
+    fork_seq = srv.seq(theirs)
     srv.put_ok(theirs, "a", b"A1")
     merged(srv, ours, **{"from": theirs})
     # ours changes a after taking it: not a conflict next time, theirs did not touch it again
@@ -200,8 +201,11 @@ def test_merging_again_brings_only_what_is_new(srv):
     r = merged(srv, ours, **{"from": theirs})
     eq((r["seq"], r["merged"], r["conflicts"]), (seq, [], []), "nothing new: nothing to do")
     # an explicit base brings again what came before
-    r = merged(srv, ours, **{"from": theirs, "dryRun": True, "base": 0})
-    check("a" in [c["path"] for c in r["conflicts"]], "base 0 sees a as a conflict: %r" % r)
+    r = merged(srv, ours, **{"from": theirs, "dryRun": True, "base": fork_seq})
+    check("a" in [c["path"] for c in r["conflicts"]], "the fork point sees a as a conflict: %r" % r)
+    # before the fork, `from`'s history is its parent's: not kept as the fork's
+    e = expect_error(merge(srv, ours, **{"from": theirs, "base": fork_seq - 1}), 410)
+    eq(e["oldest"], fork_seq, "410 tells the oldest base")
 
 
 def test_remove_change_type_and_binary_conflicts(srv):
@@ -257,7 +261,7 @@ def test_from_snapshot(srv):
     eq(by_path(r), {"a": "theirs", "later": "theirs"}, "the rest after the snapshot")
 
 
-@harness.slow("writes 10,001 files and 8 MiB texts")
+@harness.timeout(300)
 def test_limits_at_their_edges(srv):
     # text up to 8 MiB merges by lines; one byte more is a binary conflict
     mib8 = 8 << 20
@@ -348,6 +352,7 @@ def _edit(srv, vid, state, rnd, side, tag, fresh):
 def test_model_random_edits_on_both_sides(srv):
     rnd = random.Random(37)
     fresh = iter(range(10**6))
+    seen = {"merged": 0, "conflict": 0, "theirs": 0, "409": 0}
     for rnd_no in range(30):
         start = {"t/%d" % i: _text("base %d %d" % (rnd_no, i)) for i in range(4)}
         start.update({"b/%d" % i: b"\0bin %d %d" % (rnd_no, i) for i in range(2)})
@@ -361,7 +366,12 @@ def test_model_random_edits_on_both_sides(srv):
             expected, conflicts = dict(o_state), []
             for p in sorted(set(base) | set(o_state) | set(t_state)):
                 act, data = _merge3(base.get(p), o_state.get(p), t_state.get(p))
+                if act == "take" and base.get(p) != o_state.get(p):
+                    seen["merged"] += 1
+                elif act == "take":
+                    seen["theirs"] += 1
                 if act == "conflict":
+                    seen["conflict"] += 1
                     conflicts.append(p)
                     if strategy == "theirs":
                         act, data = "take", t_state.get(p)
@@ -380,6 +390,7 @@ def test_model_random_edits_on_both_sides(srv):
             what = "round %d gen %d (strategy %s)" % (rnd_no, gen, strategy)
             if conflicts and not strategy:
                 e = expect_error(r, 409)
+                seen["409"] += 1
                 eq(sorted(c["path"] for c in e["conflicts"]), conflicts, what + " conflicts")
                 eq(srv.seq(ours), seq, what + ": nothing changed")
                 # settle them as theirs to go on
@@ -396,3 +407,4 @@ def test_model_random_edits_on_both_sides(srv):
                 eq(got[p], expected[p], what + " " + p)
             o_state = dict(got)
             base = dict(t_state)  # the next merge's base: theirs as merged
+    check(all(seen.values()), "the model reached every case: %r" % seen)
