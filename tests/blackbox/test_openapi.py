@@ -289,7 +289,7 @@ def test_tour_general_and_volumes(srv):
     expect_error(srv.post("/v1/volumes/%s/move" % vid, json={"from": "c.bin", "to": "docs/a.md"}),
                  409, "conflict")
 
-    # snapshots, fork, restore, archive
+    # snapshots, fork, restore, merge, archive
     s1 = expect(srv.post("/v1/volumes/%s/snapshots" % vid, json={"labels": {"stage": "draft"}}),
                 201).json()
     expect(srv.post("/v1/volumes/%s/snapshots" % vid,
@@ -305,6 +305,11 @@ def test_tour_general_and_volumes(srv):
     expect_error(srv.delete(f), 404, "not_found")
     expect(srv.post("/v1/volumes/%s/restore" % vid, json={"snapshot": s1["id"]}), 200)
     fork = expect(srv.post("/v1/volumes/%s/fork" % vid, json={"name": _name("fork")}), 201).json()
+    expect(srv.put(srv.file_path(fork["id"], "merged.txt"), body=b"m"), 200, 201)
+    expect(srv.post("/v1/volumes/%s/merge" % vid, json={"from": fork["id"], "dryRun": True}), 200)
+    expect(srv.post("/v1/volumes/%s/merge" % vid, json={"from": fork["id"]}), 200)
+    expect_error(srv.post("/v1/volumes/%s/merge" % vid, json={"from": vid}), 400,
+                 "validation_error")
     r = expect(srv.get("/v1/volumes/%s/archive" % vid), 200)
     eq(r.body[:2], b"\x1f\x8b", "a gzip stream")
     expect_error(srv.delete(sp), 409, "conflict")
