@@ -158,6 +158,7 @@ bench: all
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
 	bench/turns_overhead.py
 	bench/fork.py
+	bench/merge.py
 	bench/views.py
 
 # The pkg-config names the library links with, for scripts/fuzz and bench/ (one list).
