@@ -119,7 +119,7 @@ def main():
                                                  ", ".join("%.1f" % x for x in r["all"]),
                                                  ", ".join(map(str, r["merged"]))))
     out += ["", "What a merge costs: the fork's changes feed since the last merge (an index "
-            "range, about 2 x %d rows), three point reads per changed path (base, ours, "
+            "range of about %d rows; this volume's own changes are not read), three point reads per changed path (base, ours, "
             "theirs), the three contents of the text file for libgit2's git_merge_file, and "
             "one change writing what comes in; nothing lists either volume, so the "
             "volumes' {:,} files do not enter.".format(args.files) % args.changed]

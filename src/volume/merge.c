@@ -99,6 +99,7 @@ typedef struct merge_ctx {
 	cof_land_file *files;
 	size_t nfiles;
 	int raced;                  /* ours moved between reads and the change */
+	int64_t held;               /* bytes of merged texts held (COF_MERGE_TEXT_TOTAL) */
 } merge_ctx;
 
 static void mpath_free(mpath *p)
@@ -117,6 +118,7 @@ static void ctx_reset(merge_ctx *c)
 	c->p = NULL;
 	c->files = NULL;
 	c->n = c->cap = c->nfiles = 0;
+	c->held = 0;
 }
 
 static int by_path(const void *a, const void *b)
@@ -258,6 +260,15 @@ static int decide(merge_ctx *c, mpath *p, cof_err *err)
 	if ((r = cof_merge_text(b, b ? (size_t)p->b.size : 0, o, (size_t)p->o.size, t,
 				(size_t)p->t.size, &m, &mlen, err)) < 0)
 		goto out;
+	/* results are held until the change: bounded per merge, not per file */
+	c->held += (int64_t)mlen;
+	if (c->held > COF_MERGE_TEXT_TOTAL) {
+		cof_error(err, COF_ETOOLARGE,
+			  "the merge's merged texts (with conflict markers) pass %lld MiB at "
+			  "'%.200s': merge in steps (a 'fromSnapshot' or 'base' nearer)",
+			  (long long)(COF_MERGE_TEXT_TOTAL >> 20), p->path);
+		goto out;
+	}
 	if (r == 1) {
 		p->act = ACT_BYTES;
 		p->from = "merged";

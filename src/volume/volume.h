@@ -250,6 +250,9 @@ int cof_labels_check(json_t *labels, cof_err *err);
 #define COF_MERGE_PATHS 10000
 /* Text above this size is merged as binary: a conflict when both changed it. */
 #define COF_MERGE_TEXT_MAX (8LL << 20)
+/* The merged texts (clean results and conflicts' markers) of one merge are
+ * held in memory until its change: at most this much (413 past it). */
+#define COF_MERGE_TEXT_TOTAL (32LL << 20)
 
 /* 1 when `p` is text the merge reads by lines: UTF-8, no NUL, at most
  * COF_MERGE_TEXT_MAX bytes. */

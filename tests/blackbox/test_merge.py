@@ -283,6 +283,20 @@ def test_limits_at_their_edges(srv):
             e = expect_error(r, 409)
             eq([(c["path"], c["kind"], "merged" in c) for c in e["conflicts"]],
                [("big.txt", "content", False)], "past 8 MiB: binary conflict")
+    # the merged texts of one merge: at most 32 MiB together
+    line = b"x" * 1023 + b"\n"
+    base = line * (mib8 // 1024)
+    o, t = b"OURS" + base[4:], base[:-2048] + b"T" * 4 + base[-2044:]
+    ours, theirs = pair(srv, {"%d.txt" % i: base for i in range(4)})
+    for i in range(4):
+        srv.put_ok(ours, "%d.txt" % i, o)
+        srv.put_ok(theirs, "%d.txt" % i, t)
+    r = merged(srv, ours, **{"from": theirs, "dryRun": True})
+    eq(sorted(by_path(r).values()), ["merged"] * 4, "4 x 8 MiB = 32 MiB merge")
+    srv.put_ok(ours, "z.txt", b"ours z")
+    srv.put_ok(theirs, "z.txt", b"theirs z")
+    expect_error(merge(srv, ours, **{"from": theirs, "dryRun": True}), 413,
+                 mentions=["32 MiB", "z.txt"])
     # at most 10,000 changed paths
     ours, theirs = pair(srv, {})
     srv.put_many(theirs, {"p/%05d" % i: b"%d" % i for i in range(10000)}, threads=8)
