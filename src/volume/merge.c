@@ -437,15 +437,15 @@ static int find_base(merge_ctx *c, cof_err *err)
 			 c->ours.vol.id, c->theirs.vol.id, c->theirs.vol.id);
 }
 
-static void record_merge(merge_ctx *c, int64_t seq)
+void cof_merge_base_save(cof_store *st, const cof_volrow *into, const cof_volrow *from,
+			 int64_t from_seq, int64_t into_seq)
 {
 	char id[48];
-	json_t *b = json_pack("{s:I, s:I}", "from", (json_int_t)c->theirs.seq, "into",
-			      (json_int_t)seq);
+	json_t *b = json_pack("{s:I, s:I}", "from", (json_int_t)from_seq, "into",
+			      (json_int_t)into_seq);
 
-	snprintf(id, sizeof id, "%lld:%lld", (long long)c->ours.vol.vno,
-		 (long long)c->theirs.vol.vno);
-	cof_meta_state_save(c->st->meta, "merge", id, c->ours.vol.org, "", 0, b, "merge");
+	snprintf(id, sizeof id, "%lld:%lld", (long long)into->vno, (long long)from->vno);
+	cof_meta_state_save(st->meta, "merge", id, into->org, "", 0, b, "merge");
 	json_decref(b);
 }
 
@@ -483,6 +483,10 @@ static int merge_once(merge_ctx *c, cof_store *st, const char *org, const char *
 		c->base = b;
 	} else if (find_base(c, err)) {
 		return -1;
+	} else if (c->base > c->theirs.seq) {
+		return cof_error(err, COF_EVALIDATION,
+				 "snapshot '%s' of '%s' is older than the merge's base (seq %lld)",
+				 cof_json_str(body, "fromSnapshot"), from, (long long)c->base);
 	}
 	if (cof_view_open(st, org, c->theirs.vol.id, NULL, &bv, err) ||
 	    cof_view_at(st, &bv, c->base, err))
@@ -580,7 +584,7 @@ static int merge_once(merge_ctx *c, cof_store *st, const char *org, const char *
 		rc = c->raced ? 1 : -1;
 		goto out;
 	}
-	record_merge(c, l.seq);
+	cof_merge_base_save(st, &c->ours.vol, &c->theirs.vol, c->theirs.seq, l.seq);
 	*out = json_pack("{s:I, s:O, s:O}", "seq", (json_int_t)l.seq, "merged", merged,
 			 "conflicts", conflicts);
 	rc = 0;

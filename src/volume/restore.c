@@ -39,6 +39,11 @@ int cof_volume_fork(cof_store *st, const char *org, const char *vol, json_t *bod
 	nv.created_at = cof_now();
 	if (cof_meta_volume_fork(st->meta, &nv, view.vno, view.seq, err))
 		return -1;
+	/* a fork that copied its rows names no parent: a merge finds its base here */
+	if (!nv.base_vno) {
+		cof_merge_base_save(st, &nv, &view.vol, view.seq, view.seq);
+		cof_merge_base_save(st, &view.vol, &nv, view.seq, view.vol.seq);
+	}
 	*out = cof_volume_json(&nv);
 	return 0;
 }

@@ -254,6 +254,13 @@ int cof_labels_check(json_t *labels, cof_err *err);
  * held in memory until its change: at most this much (413 past it). */
 #define COF_MERGE_TEXT_TOTAL (32LL << 20)
 
+/* Records the base of the next merge of `from` into `into`: from_seq, the seq
+ * of `from` both now hold (state record kind "merge"); into_seq, the seq of
+ * `into` it was made at. Also made by a fork that copied its rows (no link to
+ * its parent left to find the fork point by), both ways. A failure is said on
+ * stderr (cof_meta_state_save): the next merge takes an older base. */
+void cof_merge_base_save(cof_store *st, const cof_volrow *into, const cof_volrow *from,
+			 int64_t from_seq, int64_t into_seq);
 /* 1 when `p` is text the merge reads by lines: UTF-8, no NUL, at most
  * COF_MERGE_TEXT_MAX bytes. */
 int cof_merge_is_text(const void *p, size_t n);

@@ -249,6 +249,22 @@ def test_unrelated_tenancy_read_only_and_bad_bodies(srv):
     expect_error(merge(srv, ov, key=other, **{"from": b, "base": 0}), 404)
 
 
+def test_fork_past_the_depth_bound_merges_too(srv):
+    """A fork 8 deep copies its rows and names no parent: its base is recorded."""
+    chain = [srv.create_volume()["id"]]
+    srv.put_ok(chain[0], "a", b"a")
+    for _ in range(9):
+        chain.append(fork(srv, chain[-1]))
+    parent, last = chain[-2], chain[-1]
+    srv.put_ok(last, "a", b"deep")
+    srv.put_ok(parent, "b", b"parent's")
+    r = merged(srv, parent, **{"from": last})
+    eq(by_path(r), {"a": "theirs"}, "the copied fork's change only")
+    r = merged(srv, last, **{"from": parent})
+    eq(by_path(r), {"b": "theirs"}, "and the parent's into it")
+    eq(content(srv, last), {"a": b"deep", "b": b"parent's"}, "both")
+
+
 def test_from_snapshot(srv):
     ours, theirs = pair(srv, {"a": b"a"})
     srv.put_ok(theirs, "a", b"A1")
