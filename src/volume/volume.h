@@ -265,8 +265,8 @@ void cof_merge_base_save(cof_store *st, const cof_volrow *into, const cof_volrow
  * COF_MERGE_TEXT_MAX bytes. */
 int cof_merge_is_text(const void *p, size_t n);
 /* Three-way merge of text by lines (as `git merge-file`): *out (malloc'd,
- * NUL-terminated, *outlen bytes) is the result, with <<<<<<< ours / |||||||
- * base / ======= / >>>>>>> theirs markers where the sides overlap. 1 = clean,
+ * NUL-terminated, *outlen bytes) is the result, with <<<<<<< ours / =======
+ * / >>>>>>> theirs markers where the sides overlap. 1 = clean,
  * 0 = conflicts (markers in *out), -1 with `err`. */
 int cof_merge_text(const void *base, size_t blen, const void *ours, size_t olen,
 		   const void *theirs, size_t tlen, unsigned char **out, size_t *outlen,

@@ -4,7 +4,8 @@ point, last merge or `base`) into this volume per path as one change: one side o
 same on both, text merged by lines (libgit2), conflicts (content, remove-change, type) with
 markers, 409 with nothing changed, resolutions of each kind, strategy, dryRun, ifSeq 412,
 merging again brings only what is new, limits at their edges, read-only keys and tenancy.
-A model-based test checks random edits on both sides of a fork against a reference."""
+A model-based test checks random edits on both sides of a fork against a reference, and
+random (overlapping too) line edits against `git merge-file`."""
 
 import base64
 import random
@@ -438,3 +439,61 @@ def test_model_random_edits_on_both_sides(srv):
             o_state = dict(got)
             base = dict(t_state)  # the next merge's base: theirs as merged
     check(all(seen.values()), "the model reached every case: %r" % seen)
+
+
+def _git_merge_file(tmp, b, o, t):
+    """(clean, output) of `git merge-file -p` on the three versions."""
+    import os
+    import subprocess
+    paths = []
+    for name, data in (("ours", o), ("base", b), ("theirs", t)):
+        p = os.path.join(tmp, name)
+        with open(p, "wb") as f:
+            f.write(data)
+        paths.append(p)
+    r = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs"]
+                       + paths, capture_output=True)
+    check(r.returncode >= 0, "git merge-file ran: %r" % r.stderr)
+    return r.returncode == 0, r.stdout
+
+
+def test_text_merge_matches_git_merge_file(srv):
+    """Random line edits (overlapping ones too) on both sides of a text: the merge is clean
+    exactly when `git merge-file` is, with the same result."""
+    import tempfile
+    rnd = random.Random(3737)
+    clean_n = conflict_n = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in range(30):
+            base = [b"line %d\n" % i for i in range(rnd.randint(3, 25))]
+
+            def edited(side):
+                ls = list(base)
+                for _ in range(rnd.randint(1, 3)):
+                    i = rnd.randrange(len(ls))
+                    k = rnd.random()
+                    if k < 0.6:
+                        ls[i] = b"%s %d edit %d\n" % (side, case, i)
+                    elif k < 0.8:
+                        ls.insert(i, b"%s %d insert\n" % (side, case))
+                    elif len(ls) > 1:
+                        del ls[i]
+                return b"".join(ls)
+            b, o, t = b"".join(base), edited(b"ours"), edited(b"theirs")
+            if o == b or t == b or o == t:
+                continue
+            clean, out = _git_merge_file(tmp, b, o, t)
+            ours, theirs = pair(srv, {"f.txt": b})
+            srv.put_ok(ours, "f.txt", o)
+            srv.put_ok(theirs, "f.txt", t)
+            r = merge(srv, ours, **{"from": theirs})
+            if clean:
+                clean_n += 1
+                expect(r, 200)
+                eq(expect(srv.get_file(ours, "f.txt"), 200).body, out, "case %d as git" % case)
+            else:
+                conflict_n += 1
+                e = expect_error(r, 409)
+                eq(e["conflicts"][0]["merged"].encode(), out, "case %d markers as git" % case)
+    check(clean_n and conflict_n, "both outcomes reached: %d clean, %d conflicts" % (
+        clean_n, conflict_n))
