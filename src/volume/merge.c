@@ -241,8 +241,7 @@ static int decide(merge_ctx *c, mpath *p, cof_err *err)
 		p->kind = "remove-change";
 		return 0;
 	}
-	if (cof_is_symlink(p->o.ctype) != cof_is_symlink(p->t.ctype) ||
-	    (p->hb && cof_is_symlink(p->b.ctype) != cof_is_symlink(p->o.ctype))) {
+	if (cof_is_symlink(p->o.ctype) != cof_is_symlink(p->t.ctype)) {
 		p->kind = "type";
 		return 0;
 	}
