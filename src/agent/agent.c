@@ -258,6 +258,8 @@ static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 {
 	json_t *out = json_deep_copy(settings);
 
+	if (!out)
+		return NULL;
 	json_object_set_new(out, "id", json_string(r->id));
 	json_object_set_new(out, "workspaceVolumeId", json_string(r->workspace));
 	json_object_set_new(out, "createdAt", cof_json_time(r->created_at));
@@ -279,6 +281,10 @@ static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 	 * by the one placement rule (a caller's subject has its own: see
 	 * docs/api.md) */
 	cof_agent *a = cof_calloc(1, sizeof *a);
+	if (!a) { /* NULL: its callers answer "out of memory" */
+		json_decref(out);
+		return NULL;
+	}
 	snprintf(a->workspace, sizeof a->workspace, "%s", r->workspace);
 	mounts_load(a, settings);
 	json_object_set_new(out, "places", cof_agent_places_json(a));
@@ -381,10 +387,17 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 		row.created_at = cof_now();
 	}
 	row.settings = json_dumps(settings, JSON_COMPACT);
-	if (!row.settings || cof_meta_agent_put(st->meta, &row, err))
+	if (!row.settings) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	if (cof_meta_agent_put(st->meta, &row, err))
 		goto out;
 	*created = !exists;
-	*out = agent_json(&row, settings);
+	if (!(*out = agent_json(&row, settings))) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
 	rc = 0;
 out:
 	free(row.settings);
@@ -406,7 +419,7 @@ int cof_agent_get(cof_store *st, const char *org, const char *id, json_t **out,
 	*out = agent_json(&r, settings ? settings : json_object());
 	json_decref(settings);
 	free(r.settings);
-	return 0;
+	return *out ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 }
 
 #define AGENT_PAGE_MAX 1000
@@ -506,8 +519,10 @@ int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t 
 	r.settings = json_dumps(settings, JSON_COMPACT);
 	if (!r.settings || cof_meta_agent_put(st->meta, &r, err))
 		goto out;
-	*out = agent_json(&r, settings);
-	rc = 0;
+	if (!(*out = agent_json(&r, settings)))
+		rc = cof_error(err, COF_EINTERNAL, "out of memory");
+	else
+		rc = 0;
 out:
 	free(r.settings);
 	json_decref(settings);
