@@ -655,19 +655,23 @@ int cof_agent_writable(const cof_target *t, cof_err *err)
 }
 
 /* What each read scope (an MCP session: agent.h) last read or wrote, in
- * memory: key "org US agent US scope US vol US path" -> [version, sha256,
- * used_ms]. Bounded: past SCOPED_MAX entries the least recently used half
- * goes (a scope that lost its entry is told "read it first" again). */
-#define SCOPED_MAX 100000
+ * memory, per organization: scoped[org]["agent US scope US vol US path"] ->
+ * [version, sha256, used_ms]. Bounded per organization, so that one that
+ * makes many sessions pushes out only its own records: past SCOPED_PER_ORG
+ * entries its least recently used half goes (a scope that lost its entry is
+ * told "read it first" again); past SCOPED_MAX in all, the largest
+ * organization's half goes. */
+#define SCOPED_PER_ORG 100000
+#define SCOPED_MAX 400000
 static pthread_mutex_t scoped_mu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *scoped;
+static size_t scoped_n; /* entries of every organization */
 
 static char *scoped_key(const cof_agent *a, const cof_target *t)
 {
 	char *k = NULL;
 
-	if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", a->org, a->id, a->scope, t->mount->vol,
-		     t->vpath) < 0)
+	if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s", a->id, a->scope, t->mount->vol, t->vpath) < 0)
 		return NULL;
 	return k;
 }
@@ -679,25 +683,40 @@ static int cmp_i64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Drops the least recently used half of the entries (under scoped_mu). */
-static void scoped_trim(void)
+/* Drops the least recently used half of one organization's entries (under
+ * scoped_mu). */
+static void scoped_trim(json_t *org)
 {
-	size_t n = json_object_size(scoped), i = 0;
-	int64_t *used = malloc(n * sizeof *used);
+	size_t n = json_object_size(org), i = 0;
+	int64_t *used = n ? malloc(n * sizeof *used) : NULL;
 	const char *k;
 	json_t *v;
 	void *tmp;
 
 	if (!used)
 		return;
-	json_object_foreach(scoped, k, v)
+	json_object_foreach(org, k, v)
 		used[i++] = json_integer_value(json_array_get(v, 2));
 	qsort(used, n, sizeof *used, cmp_i64);
 	int64_t cut = used[n / 2];
 	free(used);
-	json_object_foreach_safe(scoped, tmp, k, v)
-		if (json_integer_value(json_array_get(v, 2)) <= cut)
-			json_object_del(scoped, k);
+	json_object_foreach_safe(org, tmp, k, v)
+		if (json_integer_value(json_array_get(v, 2)) <= cut) {
+			json_object_del(org, k);
+			scoped_n--;
+		}
+}
+
+/* The largest organization's entries (under scoped_mu). */
+static json_t *scoped_largest(void)
+{
+	json_t *big = NULL, *o;
+	const char *k;
+
+	json_object_foreach(scoped, k, o)
+		if (!big || json_object_size(o) > json_object_size(big))
+			big = o;
+	return big;
 }
 
 int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
@@ -712,7 +731,8 @@ int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
 	if (!k)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	pthread_mutex_lock(&scoped_mu);
-	json_t *v = scoped ? json_object_get(scoped, k) : NULL;
+	json_t *org = scoped ? json_object_get(scoped, a->org) : NULL;
+	json_t *v = org ? json_object_get(org, k) : NULL;
 	if (v) {
 		*version = json_integer_value(json_array_get(v, 0));
 		snprintf(sha, 65, "%s", json_string_value(json_array_get(v, 1)));
@@ -736,21 +756,30 @@ int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
 	char *k = scoped_key(a, t);
 	json_t *v = json_pack("[I, s, I]", (json_int_t)version, sha ? sha : "",
 			      (json_int_t)cof_mono_ms());
+	json_t *org = NULL;
+	int rc = 0;
 
-	if (!k || !v) {
-		free(k);
-		json_decref(v);
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	}
 	pthread_mutex_lock(&scoped_mu);
 	if (!scoped)
 		scoped = json_object();
-	if (json_object_size(scoped) >= SCOPED_MAX)
-		scoped_trim();
-	json_object_set_new(scoped, k, v);
+	if (scoped && !(org = json_object_get(scoped, a->org)) && (org = json_object()) &&
+	    json_object_set_new(scoped, a->org, org))
+		org = NULL;
+	if (!k || !v || !org) {
+		rc = cof_error(err, COF_EINTERNAL, "out of memory");
+	} else {
+		if (json_object_size(org) >= SCOPED_PER_ORG)
+			scoped_trim(org);
+		else if (scoped_n >= SCOPED_MAX)
+			scoped_trim(scoped_largest());
+		scoped_n += !json_object_get(org, k);
+		json_object_set_new(org, k, v);
+		v = NULL;
+	}
 	pthread_mutex_unlock(&scoped_mu);
+	json_decref(v);
 	free(k);
-	return 0;
+	return rc;
 }
 
 int cof_tool_refuse(json_t **out, const char *fmt, ...)
