@@ -126,6 +126,7 @@ enum { MODE_CONTENT, MODE_FILES, MODE_COUNT };
 #define GREP_THREADS_MAX 8
 #define GREP_WINDOW 256       /* files searched ahead of the answer at most */
 #define GREP_SHOWN_MAX 500    /* bytes of a line shown */
+#define GREP_BATCH 32         /* files a worker claims and reads at once */
 
 /* One file's answer, made by any worker and taken into the search's answer
  * in path order. Content mode keeps at most limit + 1 matches: marks[j] is
@@ -273,28 +274,83 @@ static void grep_file(const grep_run *g, cof_regex *rx, grep_hit *h, const char 
 	}
 }
 
-/* Reads file i and searches it (binary files are only counted). */
-static void grep_one(grep_run *g, cof_regex *rx, size_t i)
+/* Searches file i's `len` bytes `d` (binary files are only counted). */
+static void grep_bytes(const grep_run *g, cof_regex *rx, size_t i, const unsigned char *d,
+		       size_t len)
 {
-	const cof_item *x = &g->it->v[i];
 	grep_hit *h = &g->hits[i];
-	unsigned char *d;
-	cof_err err = {0};
 
 	h->matches = json_array();
-	if (cof_content_read(g->st, x->sha256, x->size, &d, &err)) {
-		h->err = cof_malloc(sizeof *h->err);
-		*h->err = err;
-		return;
-	}
-	if (memchr(d, '\0', (size_t)x->size) || !cof_utf8_valid((char *)d, (size_t)x->size)) {
+	if (memchr(d, '\0', len) || !cof_utf8_valid((const char *)d, len)) {
 		h->binary = 1;
 	} else {
 		char ap[COF_AGENT_PATH_MAX + 1];
-		cof_agent_path_of(g->mount, x->path, ap, sizeof ap);
-		grep_file(g, rx, h, ap, (char *)d, (size_t)x->size);
+		cof_agent_path_of(g->mount, g->it->v[i].path, ap, sizeof ap);
+		grep_file(g, rx, h, ap, (const char *)d, len);
 	}
+}
+
+/* Reads file i and searches it. */
+static void grep_one(grep_run *g, cof_regex *rx, size_t i)
+{
+	const cof_item *x = &g->it->v[i];
+	unsigned char *d;
+	cof_err err = {0};
+
+	if (cof_content_read(g->st, x->sha256, x->size, &d, &err)) {
+		g->hits[i].matches = json_array();
+		g->hits[i].err = cof_malloc(sizeof *g->hits[i].err);
+		*g->hits[i].err = err;
+		return;
+	}
+	grep_bytes(g, rx, i, d, (size_t)x->size);
 	free(d);
+}
+
+/* A batch of files read in one go (grep_batch): files [from, to) of the
+ * search, `read` marks those searched from the store's inline contents. */
+typedef struct grep_batch {
+	grep_run *g;
+	cof_regex *rx;
+	size_t from, n;
+	const size_t *at;           /* the batch's j-th inline file: from + at[j] */
+	unsigned char read[GREP_BATCH];
+} grep_batch;
+
+/* cof_inline_fn: searches the content where the store gives it, no copy. */
+static int grep_inline(void *ctx, size_t j, const unsigned char *data, size_t len)
+{
+	grep_batch *b = ctx;
+	size_t k = b->at[j];
+
+	if (len == (size_t)b->g->it->v[b->from + k].size) { /* else read it alone */
+		grep_bytes(b->g, b->rx, b->from + k, data, len);
+		b->read[k] = 1;
+	}
+	return __atomic_load_n(&b->g->halt, __ATOMIC_RELAXED);
+}
+
+/* Searches files [from, from + n): the small ones (kept inline in the
+ * metadata store) in one read of it, each where the store gives it (a read
+ * and a copy a file were most of the search's time), the rest one by one. */
+static void grep_batch_run(grep_run *g, cof_regex *rx, size_t from, size_t n)
+{
+	grep_batch b = {g, rx, from, n, NULL, {0}};
+	const char *shas[GREP_BATCH];
+	size_t at[GREP_BATCH], k = 0;
+	cof_err err = {0};
+
+	for (size_t j = 0; j < n; j++)
+		if (g->it->v[from + j].size <= COF_INLINE_MAX) {
+			at[k] = j;
+			shas[k++] = g->it->v[from + j].sha256;
+		}
+	b.at = at;
+	if (k && cof_meta_blob_inline_scan(g->st->meta, shas, k, grep_inline, &b, &err))
+		cof_err_clear(&err); /* each file is read alone below, saying why */
+	for (size_t j = 0; j < n && !__atomic_load_n(&g->halt, __ATOMIC_RELAXED); j++)
+		if (!b.read[j])
+			grep_one(g, rx, from + j);
 }
 
 static void hit_release(grep_hit *h)
@@ -345,7 +401,9 @@ static void take(grep_run *g, size_t i)
 	hit_release(h);
 }
 
-/* A worker: claims the next file, searches it, takes what is done in order. */
+/* A worker: claims the next files (a batch, fewer when they are few or
+ * large: both workers keep busy to the end), searches them, takes what is
+ * done in order. */
 static void grep_work(grep_run *g, cof_regex *rx)
 {
 	pthread_mutex_lock(&g->lock);
@@ -354,11 +412,18 @@ static void grep_work(grep_run *g, cof_regex *rx)
 			pthread_cond_wait(&g->room, &g->lock);
 		if (g->halt || g->claim >= g->it->n)
 			break;
-		size_t i = g->claim++;
+		size_t i = g->claim, n = 0, left = g->it->n - i;
+		size_t most = left / 4 < GREP_BATCH ? left / 4 + 1 : GREP_BATCH;
+		int64_t bytes = 0;
+		while (n < most && i + n < g->taken + GREP_WINDOW && i + n < g->it->n &&
+		       (n == 0 || bytes < 1024 * 1024))
+			bytes += g->it->v[i + n++].size;
+		g->claim += n;
 		pthread_mutex_unlock(&g->lock);
-		grep_one(g, rx, i);
+		grep_batch_run(g, rx, i, n);
 		pthread_mutex_lock(&g->lock);
-		g->hits[i].done = 1;
+		for (size_t j = 0; j < n; j++)
+			g->hits[i + j].done = 1;
 		while (!g->halt && g->taken < g->it->n && g->hits[g->taken].done)
 			take(g, g->taken++);
 		pthread_cond_broadcast(&g->room);
