@@ -12,8 +12,8 @@ its side is `rg -n ... | head -100`, which stops it at the 100th line as the
 tool stops at its 100th result).
 
 Usage: bench/grep_tool.py [--runs N] [--work DIR] [--out FILE] [--build DIR]
-Writes the rows into the section "Issue 38 items 6 and 7" of bench/results.md
-only with --out (else prints them). Needs build/cofferd and rg."""
+Prints the rows; with --out writes them as the section "Grep tool vs ripgrep
+(bench/grep_tool.py)" of FILE (bench/results.md). Needs build/cofferd and rg."""
 
 import os
 import shutil
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import Cofferd
+from benchlib import Cofferd, write_section
 from speed import Side, arg, child_cpu, fixture, proc_cpu
 
 FILES, SIZE = 20000, 8000   # 160 MB
@@ -84,7 +84,8 @@ def main():
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
-    lines = ["| grep tool, 20,000 files / 160 MB (medians of %d, sides alternating) | "
+    lines = ["## Grep tool vs ripgrep (bench/grep_tool.py)", "",
+             "| grep tool, 20,000 files / 160 MB (medians of %d, sides alternating) | "
              "tool ms | tool CPU ms | rg ms | rg CPU ms | wall ratio | CPU ratio |" % runs,
              "|---|---|---|---|---|---|---|"]
     for label, c, r in rows:
@@ -96,8 +97,7 @@ def main():
     text = "\n".join(lines)
     print(text)
     if out:
-        with open(out, "a") as f:
-            f.write(text + "\n")
+        write_section(out, "Grep tool vs ripgrep (bench/grep_tool.py)", text)
 
 
 if __name__ == "__main__":
