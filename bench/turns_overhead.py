@@ -8,7 +8,7 @@
      call whose workspace holds 100,000 files, kernel way (tmpfs + statfs) vs the
      measuring loop (--scratch-mode walk), each against an empty workspace
 
-Usage: bench/turns_overhead.py [--out FILE] [--calls N] [--overhead-only]
+Usage: bench/turns_overhead.py [--out FILE] [--calls N] [--overhead-only] [--build DIR]
 Writes a "Turns" section into bench/results.md (replacing an older one).
 Needs build/cofferd, root (the kernel way mounts tmpfs), /usr/bin/bwrap."""
 
@@ -21,10 +21,12 @@ HZ = os.sysconf("SC_CLK_TCK")
 class Server(Cofferd):
     """A cofferd over WORK/data, with the turn calls this bench makes."""
 
+    build = None  # --build DIR: another build's cofferd (an A/B)
+
     def __init__(self, work, *args):
         self.data = os.path.join(work, "data")
         os.makedirs(work, exist_ok=True)
-        super().__init__(self.data, *args, timeout=600)
+        super().__init__(self.data, *args, timeout=600, build=Server.build)
 
     def turn(self, sandbox=None):
         aid = "bench-%d" % time.monotonic_ns()
@@ -122,6 +124,8 @@ def main():
         out = args[args.index("--out") + 1]
     if "--calls" in args:
         n = int(args[args.index("--calls") + 1])
+    if "--build" in args:
+        Server.build = args[args.index("--build") + 1]
     if "--overhead-only" in args:  # item 1 only, printed (not written)
         work = tempfile.mkdtemp(prefix="coffer-bench-turns-")
         try:
