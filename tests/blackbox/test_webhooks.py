@@ -318,7 +318,7 @@ def test_queue_survives_kill_9():
 
 def test_three_nodes_one_delivery_each():
     harness.nodes_pg()
-    url, ns = harness.nodes(3)
+    url, ns = harness.nodes(3, args=["--webhook-allow-private"])
     rec = Receiver()
     try:
         h = _hook(ns[0], rec.url, ["snapshot.created"])
