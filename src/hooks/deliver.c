@@ -187,6 +187,18 @@ static size_t discard(char *p, size_t n, size_t m, void *ctx)
 	return n * m;
 }
 
+/* curl's progress callback: a stopping cofferd ends a send under way (the
+ * delivery stays pending; its claim's lease runs out). */
+static int stopping(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	(void)ctx;
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	return __atomic_load_n(&H.stop, __ATOMIC_RELAXED);
+}
+
 /* Posts d; 1 delivered, 0 not (why in `why`). */
 static int post(const cof_deliveryrow *d, char *why, size_t whysz)
 {
@@ -245,6 +257,8 @@ static int post(const cof_deliveryrow *d, char *why, size_t whysz)
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, stopping);
 	if (rs)
 		curl_easy_setopt(c, CURLOPT_RESOLVE, rs);
 	cc = curl_easy_perform(c);
@@ -280,6 +294,9 @@ static void deliver(cof_deliveryrow *d, const char *claimer)
 		snprintf(d->status, sizeof d->status, "delivered");
 		d->last_error[0] = '\0';
 		d->delivered_at = cof_now_ms();
+	} else if (__atomic_load_n(&H.stop, __ATOMIC_RELAXED)) {
+		/* cut short by the stop: not an attempt; the claim is given back */
+		snprintf(d->status, sizeof d->status, "pending");
 	} else {
 		d->attempts++;
 		now = cof_now_ms();
@@ -400,7 +417,7 @@ void cof_hooks_stop(void)
 		return;
 	cof_store_on_changed(H.st, NULL, NULL);
 	pthread_mutex_lock(&H.mu);
-	H.stop = 1;
+	__atomic_store_n(&H.stop, 1, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&H.cv);
 	pthread_mutex_unlock(&H.mu);
 	pthread_join(H.ticker, NULL);
