@@ -335,3 +335,40 @@ def test_three_nodes_one_delivery_each():
     finally:
         rec.close()
         harness.close_nodes(url, ns)
+
+
+def test_merge_presented_and_turn_events(srv):
+    rec = Receiver()
+    try:
+        key = _org_key(srv)
+        _hook(srv, rec.url, ["merge.conflicted", "file.presented", "turn.ended"], key=key)
+        # merge.conflicted: both sides change one line differently
+        ours = expect(srv.post("/v1/volumes", json={"name": _name("m")}, key=key), 201).json()
+        srv.put_ok(ours["id"], "a.txt", b"base\n", key=key)
+        theirs = expect(srv.post("/v1/volumes/%s/fork" % ours["id"], json={}, key=key),
+                        201).json()["id"]
+        srv.put_ok(ours["id"], "a.txt", b"ours\n", key=key)
+        srv.put_ok(theirs, "a.txt", b"theirs\n", key=key)
+        expect_error(srv.post("/v1/volumes/%s/merge" % ours["id"], json={"from": theirs},
+                              key=key), 409)
+        (_, m), = rec.wait("merge.conflicted")
+        eq(m["data"], {"volumeId": ours["id"], "from": theirs, "conflicts": 1}, "merge data")
+        # file.presented
+        agent = _name("pa")
+        expect(srv.request("PUT", "/v1/agents/" + agent, key=key, json={"mounts": [
+            {"volumeId": ours["id"], "path": "/shared", "mode": "rw"}]}), 200, 201)
+        expect(srv.post("/v1/agents/%s/tools/present_file" % agent, key=key,
+                        json={"path": "/shared/a.txt", "caption": "see"}), 200)
+        (_, p), = rec.wait("file.presented")
+        eq((p["data"]["agent"], p["data"]["path"], p["data"]["caption"]),
+           (agent, "/shared/a.txt", "see"), "presented data")
+        # turn.ended: a turn deleted ends
+        t = srv.post("/v1/turns", json={"agent": agent, "user": "u1",
+                                        "deadlineSeconds": 600}, key=key)
+        if t.status != 201:
+            return      # turns need what this machine may lack; the rest stands
+        expect(srv.delete("/v1/turns/" + t.json()["id"], key=key), 200, 204)
+        (_, te), = rec.wait("turn.ended")
+        eq(te["data"], {"turnId": t.json()["id"], "agent": agent}, "turn data")
+    finally:
+        rec.close()
