@@ -23,6 +23,8 @@
 #define SEND_TIMEOUT_S 10       /* a 2xx within this is delivered */
 #define LEASE_MS (60 * 1000)    /* a claim outlives a send; a dead node's expires */
 #define GIVE_UP_MS (24LL * 3600 * 1000)
+#define KEEP_MS (7LL * 24 * 3600 * 1000) /* settled deliveries listed this long */
+#define PRUNE_EVERY_MS (10 * 60 * 1000)
 
 /* Backoff after the nth failed attempt (API.md: about 5 s, 5 min, 30 min,
  * 2 h, 5 h, 10 h); past the last, or past a day since the event, failed. */
@@ -382,9 +384,18 @@ static void *sender(void *arg)
 static void *ticker(void *arg)
 {
 	(void)arg;
-	do
+	int64_t pruned = 0;
+
+	do {
 		cof_hooks_vol_flush(H.st);
-	while (!nap(0, 1, 200));
+		if (cof_mono_ms() - pruned > PRUNE_EVERY_MS) {
+			cof_err e = {0};
+			pruned = cof_mono_ms();
+			if (cof_meta_hook_prune(H.st->meta, cof_now_ms() - KEEP_MS, &e))
+				fprintf(stderr, "cofferd: webhooks: %s\n", e.msg);
+			cof_err_clear(&e);
+		}
+	} while (!nap(0, 1, 200));
 	return NULL;
 }
 

@@ -613,6 +613,8 @@ int cof_meta_hook_settle(cof_meta *m, const cof_deliveryrow *d, const char *clai
  * ("" = from the newest), at most `limit`. */
 int cof_meta_hook_deliveries(cof_meta *m, const char *org, const char *hook,
 		const char *before, int64_t limit, cof_delivery_fn fn, void *ctx, cof_err *err);
+/* Forgets deliveries settled (delivered or failed) before `before_ms`. */
+int cof_meta_hook_prune(cof_meta *m, int64_t before_ms, cof_err *err);
 /* Queues delivery `id` of the webhook again, due now. COF_ENOTFOUND naming it. */
 int cof_meta_hook_redeliver(cof_meta *m, const char *org, const char *hook, const char *id,
 		int64_t now_ms, cof_err *err);

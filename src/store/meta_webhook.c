@@ -295,3 +295,10 @@ int cof_meta_hook_redeliver(cof_meta *m, const char *org, const char *hook, cons
 		return -1;
 	return n ? 0 : cof_error(err, COF_ENOTFOUND, "delivery '%.80s' not found", id);
 }
+
+int cof_meta_hook_prune(cof_meta *m, int64_t before_ms, cof_err *err)
+{
+	return cof_sql_write(m, NULL, "DELETE FROM hook_deliveries WHERE status <> 'pending' AND"
+			     " created_at < CAST(?1 AS bigint)", "forgetting old deliveries", err,
+			     "i", before_ms) < 0 ? -1 : 0;
+}

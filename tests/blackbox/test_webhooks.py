@@ -372,3 +372,25 @@ def test_merge_presented_and_turn_events(srv):
         eq(te["data"], {"turnId": t.json()["id"], "agent": agent}, "turn data")
     finally:
         rec.close()
+
+
+def test_ssrf_checked_again_at_send():
+    """A webhook registered while private addresses were allowed is not sent to one
+    once cofferd runs without the flag: the address is checked at each send."""
+    rec = Receiver()
+    try:
+        with harness.server(args=["--webhook-allow-private"]) as s:
+            h = _hook(s, rec.url, ["snapshot.created"])
+            s.stop()
+            s.args.remove("--webhook-allow-private")
+            s.start()
+            vol = s.create_volume()
+            s.snapshot(vol["id"])
+            def dl():
+                return expect(s.get("/v1/webhooks/%s/deliveries" % h["id"]), 200).json()[
+                    "deliveries"]
+            harness.until(lambda: dl() and dl()[0]["attempts"] == 1, "an attempt")
+            check("private" in dl()[0]["lastError"], "refused: %r" % dl()[0])
+            eq(rec.events(), [], "nothing reached the receiver")
+    finally:
+        rec.close()
