@@ -150,18 +150,22 @@ int cof_meta_hook_enqueue(cof_meta *m, const char *org, const char *type, const 
 	return (int)n;
 }
 
-/* cof_sql_row_fn: due ids into ctx (char[4][80]), counting in [4]. */
+/* Due ids looked at by one claim: claimers starting at different places
+ * among them do not all race for the first. */
+#define DUE_LOOK 16
 typedef struct {
-	char ids[4][80];
+	char ids[DUE_LOOK][80];
 	int n;
 } due_ids;
+
+/* cof_sql_row_fn: due ids into ctx (a due_ids). */
 
 static int due_one(void *ctx, const cof_sql_row *r, cof_err *err)
 {
 	due_ids *d = ctx;
 
 	(void)err;
-	if (d->n >= 4)
+	if (d->n >= DUE_LOOK)
 		return 1;
 	cof_sql_text(r, 0, d->ids[d->n++], sizeof d->ids[0]);
 	return 0;
@@ -209,17 +213,24 @@ int cof_meta_hook_claim(cof_meta *m, const char *claimer, int64_t now_ms, int64_
 	memset(out, 0, sizeof *out);
 	if (cof_sql_read(m, "SELECT id FROM hook_deliveries WHERE status = 'pending' AND"
 			 " next_at <= CAST(?1 AS bigint) AND (claimed_by = '' OR lease_until <"
-			 " CAST(?1 AS bigint)) ORDER BY next_at LIMIT 4", "finding due deliveries",
+			 " CAST(?1 AS bigint)) ORDER BY next_at LIMIT 16", "finding due deliveries",
 			 due_one, &due, err, "i", now_ms) < 0)
 		return -1;
-	for (int i = 0; i < due.n; i++) {
+	unsigned char r = 0;
+	if (due.n > 1 && cof_random(&r, 1))
+		r = 0;
+	for (int k = 0; k < due.n; k++) {
+		int i = (k + r) % due.n;
 		int64_t n = 0;
-		/* the condition again in the update: of claimers racing for the
-		 * row, the first to update it wins and the others change nothing
-		 * (PostgreSQL checks it again on the row as the winner left it) */
+		/* the whole condition again in the update (due, unclaimed): of
+		 * claimers racing for the row, the first to update it wins and the
+		 * others change nothing, also one that read it before the winner's
+		 * failed attempt moved next_at on (PostgreSQL checks it again on the
+		 * row as the winner left it) */
 		if (cof_sql_write(m, &n, "UPDATE hook_deliveries SET claimed_by = ?1, lease_until ="
-				  " CAST(?2 AS bigint) WHERE id = ?3 AND status = 'pending' AND"
-				  " (claimed_by = '' OR lease_until < CAST(?4 AS bigint))",
+				  " CAST(?2 AS bigint) WHERE id = ?3 AND status = 'pending' AND next_at <="
+				  " CAST(?4 AS bigint) AND (claimed_by = '' OR lease_until < CAST(?4 AS"
+				  " bigint))",
 				  "claiming a delivery", err, "sisi", claimer, now_ms + lease_ms,
 				  due.ids[i], now_ms) < 0)
 			return -1;
