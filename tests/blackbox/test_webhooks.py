@@ -264,11 +264,11 @@ def test_volume_changed_coalesced(srv):
         rec.close()
 
 
-def test_relay_session_fields(srv):
+def test_relay_session_and_write_blocked(srv):
     rec = Receiver()
     try:
         key = _org_key(srv)
-        _hook(srv, rec.url, ["relay.session"], key=key)
+        _hook(srv, rec.url, ["relay.session", "relay.write_blocked"], key=key)
         agent = make_agent(srv, _name("ra"), key=key)
         s = create(srv, agent, key=key)
         c = FakeClient(srv, s["uid"], s["connectToken"], tempfile.mkdtemp(prefix="wh-"))
@@ -282,6 +282,11 @@ def test_relay_session_fields(srv):
         eq(d["mode"], "standard", "mode")
         eq(d["metadata"], {"workspaceEnabled": True, "workspaceMode": "standard",
                            "workspaceUid": s["uid"]}, "seed 004's metadata")
+        expect(c.post_event("write_blocked", {"path": "a.sh", "rule": "r1",
+                                              "category": "miner"}), 204)
+        (_, b), = rec.wait("relay.write_blocked")
+        eq((b["data"]["uid"], b["data"]["path"], b["data"]["rule"]), (s["uid"], "a.sh", "r1"),
+           "relay.write_blocked data")
         c.close()
     finally:
         rec.close()
