@@ -15,7 +15,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lmagic -lwslay -lpthr
 
 LIB_SRC  := $(wildcard src/util/*.c src/store/*.c src/volume/*.c src/policy/*.c \
             src/agent/*.c src/turn/*.c src/relay/*.c src/relay/client/*.c \
-            src/view/*.c)
+            src/view/*.c src/hooks/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

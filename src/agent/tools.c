@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "hooks/hooks.h"
 #include "agent/agent.h"
 
 #define READ_LINES 2000
@@ -623,6 +624,10 @@ int cof_tool_present(cof_store *st, const cof_agent *a, json_t *args, json_t **o
 			     json_pack("{s:s, s:s, s:s, s:s, s:I}", "path", t.apath, "caption",
 				       caption ? caption : "", "url", url, "contentType",
 				       f.content_type, "size", (json_int_t)f.size));
+	cof_hooks_emit(st, a->org, "file.presented", NULL, a->id,
+		       json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "agent", a->id, "path", t.apath,
+				 "caption", caption ? caption : "", "url", url, "contentType",
+				 f.content_type, "size", (json_int_t)f.size));
 	char msg[COF_AGENT_PATH_MAX + 64];
 	snprintf(msg, sizeof msg, "presented %s to the user", t.apath);
 	*out = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I}", "ok", 1, "output", msg, "path",

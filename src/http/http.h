@@ -561,6 +561,15 @@ enum MHD_Result http_sio_get(http_req *req);
 int http_sio_begin_post(http_req *req);
 enum MHD_Result http_sio_post(http_req *req);
 
+/* ---- webhooks.c */
+enum MHD_Result http_webhook_create(http_req *req);
+enum MHD_Result http_webhook_list(http_req *req);
+enum MHD_Result http_webhook_get(http_req *req);
+enum MHD_Result http_webhook_patch(http_req *req);
+enum MHD_Result http_webhook_delete(http_req *req);
+enum MHD_Result http_webhook_deliveries(http_req *req);
+enum MHD_Result http_webhook_redeliver(http_req *req);
+
 enum MHD_Result http_keys_create(http_req *req);
 enum MHD_Result http_keys_list(http_req *req);
 enum MHD_Result http_keys_revoke(http_req *req);

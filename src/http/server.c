@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "http/http.h"
+#include "hooks/hooks.h"
 #include "http/server.h"
 #include "agent/agent.h"
 #include "store/store.h"
@@ -99,6 +100,7 @@ typedef struct server_opts {
 	const char *transcriber; /* --transcriber CMD; NULL = PocketSphinx */
 	char s3host[256];        /* --s3-listen HOST:PORT; "" = none */
 	char s3port[8];
+	int webhook_allow_private; /* --webhook-allow-private */
 } server_opts;
 
 /* The background gc: runs cof_gc every `interval` seconds until stopped. */
@@ -177,6 +179,8 @@ static void usage(FILE *to)
 	      "                         root) or walk (a measuring loop)\n"
 	      "  --turn-limits WAY      cgroup (memory and processes by cgroup where one\n"
 	      "                         can be made, the default) or rlimit\n"
+	      "  --webhook-allow-private  let webhooks reach loopback, private and\n"
+	      "                         link-local addresses (default: refused)\n"
 	      "  --node NAME            this node's name among the nodes of one dataset\n"
 	      "                         (default: none; relay sessions and turns it holds)\n"
 	      "  --advertise URL        where the other nodes reach this one (default\n"
@@ -352,6 +356,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 0;
+		}
+		if (!strcmp(a, "--webhook-allow-private")) {
+			o->webhook_allow_private = 1;
+			continue;
 		}
 		if (!strcmp(a, "--version")) {
 			printf("cofferd %s\n", COFFER_VERSION);
@@ -909,7 +917,7 @@ int cofferd_main(int argc, char **argv)
 	server_opts o = { "./data", "127.0.0.1", "7700", -1, 3600, 0, NULL, 0, 0, 600, 120,
 			  0, 0, CONN_LIMIT, CONN_PER_IP, HEAD_TIMEOUT, 0, WORKERS, 0, 0,
 			  NULL, NULL, NULL, NULL, NULL, 0, 0, "", "", 0,
-			  COF_CONTENT_CACHE_DEFAULT, 0, 0, {{{0}, 0}}, 0, NULL, "", "" };
+			  COF_CONTENT_CACHE_DEFAULT, 0, 0, {{{0}, 0}}, 0, NULL, "", "", 0 };
 	http_server srv;
 	gc_thread gc;
 	head_guard hg;
@@ -1018,6 +1026,10 @@ int cofferd_main(int argc, char **argv)
 		cof_store_close(srv.st);
 		return 1;
 	}
+	if (cof_hooks_start(srv.st, o.node, o.webhook_allow_private, &rerr)) {
+		fprintf(stderr, "cofferd: %s\n", rerr.msg);
+		cof_err_clear(&rerr);
+	}
 	printf("cofferd listening on http://%s:%u\n", srv.host, srv.port);
 	fflush(stdout);
 
@@ -1029,6 +1041,7 @@ int cofferd_main(int argc, char **argv)
 		}
 	fprintf(stderr, "cofferd: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	http_nodes_stop();
+	cof_hooks_stop();
 	cof_turns_stop(srv.turns); /* calls under way end now, not after the drain */
 	mhd_drain(&srv, &hg, &sigs);
 	http_turn_streams_wait();

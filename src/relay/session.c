@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "hooks/hooks.h"
 #include "relay/relay.h"
 #include "store/store.h"
 
@@ -42,8 +43,30 @@ static void stream_add(rsession *s, const char *prefix, unsigned to, json_t *obj
 	cof_relay_wq_stream(s, prefix, to, text, keep);
 }
 
+/* The webhooks of a relay event (API.md "Webhooks"): relay.session with
+ * seed 004's webhook metadata, relay.write_blocked. */
+static void relay_hook(cof_relay *r, rsession *s, const char *type, json_t *data)
+{
+	if (!strcmp(type, "status_changed")) {
+		const char *status = json_string_value(json_object_get(data, "status"));
+		int active = status && !strcmp(status, "active");
+		cof_hooks_emit(r->st, s->org, "relay.session", NULL, s->agent,
+			       json_pack("{s:s, s:s, s:s?, s:s, s:{s:b, s:s, s:s}}", "uid", s->uid,
+					 "agent", s->agent, "status", status, "mode",
+					 cof_mode_name(s->mode), "metadata", "workspaceEnabled",
+					 active, "workspaceMode", cof_mode_name(s->mode),
+					 "workspaceUid", s->uid));
+	} else if (!strcmp(type, "write_blocked")) {
+		json_t *d = json_is_object(data) ? json_deep_copy(data) : json_object();
+		json_object_set_new(d, "uid", json_string(s->uid));
+		json_object_set_new(d, "agent", json_string(s->agent));
+		cof_hooks_emit(r->st, s->org, "relay.write_blocked", NULL, s->agent, d);
+	}
+}
+
 void cof_relay_event(cof_relay *r, rsession *s, unsigned to, const char *type, json_t *data)
 {
+	relay_hook(r, s, type, data); /* before the event takes data */
 	json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", data ? data : json_object());
 
 	/* s->ev_next moves when it is stored (wqueue.c) */

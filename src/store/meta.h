@@ -557,4 +557,71 @@ int cof_meta_subject_list(cof_meta *m, const char *org, const char *agent,
 int cof_meta_subject_delete_all(cof_meta *m, const char *org, const char *agent,
 		cof_err *err);
 
+/* Webhooks and their delivery queue (meta_webhook.c; API.md "Webhooks"). A
+ * webhook's events, volumes and agents are stored as ",a,b," lists ("" =
+ * every volume / agent), so that enqueueing an event is one INSERT ...
+ * SELECT over the organization's webhooks. */
+#define COF_HOOK_URL_MAX 2048
+#define COF_HOOK_FILTER_MAX 20     /* volumes, agents named by one webhook */
+#define COF_HOOK_DESC_MAX 256
+typedef struct cof_hookrow {
+	char id[48], org[48];
+	char url[COF_HOOK_URL_MAX + 1];
+	char events[512];
+	char vols[COF_HOOK_FILTER_MAX * 49 + 2];
+	char agents[COF_HOOK_FILTER_MAX * 129 + 2];
+	char description[COF_HOOK_DESC_MAX + 1];
+	char secret[80];         /* "whsec_" + base64 */
+	int disabled;
+	int64_t created_at;      /* unix seconds */
+} cof_hookrow;
+/* One delivery: a row of the queue; data, url and secret only from a claim. */
+typedef struct cof_deliveryrow {
+	char id[80], hook[48], org[48], event[48], status[16];
+	char last_error[256];
+	int64_t created_at, attempts, next_at, delivered_at; /* unix ms; 0 = none */
+	char *data;              /* the event's data (JSON text), malloc'd */
+	char url[COF_HOOK_URL_MAX + 1], secret[80];
+	int disabled;
+} cof_deliveryrow;
+typedef int (*cof_hook_fn)(void *ctx, const cof_hookrow *h);
+typedef int (*cof_delivery_fn)(void *ctx, const cof_deliveryrow *d);
+/* Adds h while h->org holds fewer than `cap` webhooks (one step for every
+ * node): 1 added, 0 at the cap, -1. */
+int cof_meta_hook_add_capped(cof_meta *m, const cof_hookrow *h, int64_t cap, cof_err *err);
+/* COF_ENOTFOUND naming the id (another organization's too). */
+int cof_meta_hook_get(cof_meta *m, const char *org, const char *id, cof_hookrow *out,
+		cof_err *err);
+/* The organization's webhooks by id; fn nonzero stops. */
+int cof_meta_hook_list(cof_meta *m, const char *org, cof_hook_fn fn, void *ctx, cof_err *err);
+/* Writes url, events, disabled of (h->org, h->id). */
+int cof_meta_hook_update(cof_meta *m, const cof_hookrow *h, cof_err *err);
+/* Deletes the webhook and its deliveries; COF_ENOTFOUND naming the id. */
+int cof_meta_hook_delete(cof_meta *m, const char *org, const char *id, cof_err *err);
+/* Queues event `type` with `data` (JSON text) for every enabled webhook of
+ * `org` that asks for it and whose filters admit volume `vol` and agent
+ * `agent` ("" = the event names none): one statement. The deliveries' ids are
+ * `base` + "_" + the webhook's id without its prefix. Rows queued, or -1. */
+int cof_meta_hook_enqueue(cof_meta *m, const char *org, const char *type, const char *vol,
+		const char *agent, const char *data, const char *base, int64_t now_ms,
+		cof_err *err);
+/* Claims one pending delivery due at now_ms for `claimer` until now_ms +
+ * lease_ms: a conditional update, so that of every node and thread asking,
+ * exactly one gets it. 1 claimed (out filled; free out->data), 0 none, -1. */
+int cof_meta_hook_claim(cof_meta *m, const char *claimer, int64_t now_ms, int64_t lease_ms,
+		cof_deliveryrow *out, cof_err *err);
+/* Writes an attempt's outcome (status, attempts, last_error, next_at,
+ * delivered_at of d) and gives the claim of `claimer` back. */
+int cof_meta_hook_settle(cof_meta *m, const cof_deliveryrow *d, const char *claimer,
+		cof_err *err);
+/* The webhook's deliveries, newest first, those with ids before `before`
+ * ("" = from the newest), at most `limit`. */
+int cof_meta_hook_deliveries(cof_meta *m, const char *org, const char *hook,
+		const char *before, int64_t limit, cof_delivery_fn fn, void *ctx, cof_err *err);
+/* Forgets deliveries settled (delivered or failed) before `before_ms`. */
+int cof_meta_hook_prune(cof_meta *m, int64_t before_ms, cof_err *err);
+/* Queues delivery `id` of the webhook again, due now. COF_ENOTFOUND naming it. */
+int cof_meta_hook_redeliver(cof_meta *m, const char *org, const char *hook, const char *id,
+		int64_t now_ms, cof_err *err);
+
 #endif

@@ -106,6 +106,21 @@ static const char *const migrations[] = {
 	/* 6: the records not ended of each node, so the gone-node check
 	 * (records.c) reads only those, not every record of the kind. */
 	"CREATE INDEX state_live ON state(kind, node) WHERE ended = 0;",
+
+	/* 7: webhooks and their delivery queue (meta_webhook.c); a delivery is
+	 * claimed by one node with a lease (claimed_by, lease_until). */
+	"CREATE TABLE webhooks(id text COLLATE \"C\" PRIMARY KEY, org text NOT NULL,"
+	" url text NOT NULL, events text NOT NULL, vols text NOT NULL, agents text NOT NULL,"
+	" description text NOT NULL, secret text NOT NULL, disabled integer NOT NULL,"
+	" created_at bigint NOT NULL);"
+	"CREATE INDEX webhooks_org ON webhooks(org, id);"
+	"CREATE TABLE hook_deliveries(id text COLLATE \"C\" PRIMARY KEY, hook text NOT NULL,"
+	" org text NOT NULL, event text NOT NULL, data text NOT NULL, created_at bigint NOT NULL,"
+	" status text NOT NULL, attempts integer NOT NULL, last_error text NOT NULL,"
+	" next_at bigint NOT NULL, delivered_at bigint NOT NULL, claimed_by text NOT NULL,"
+	" lease_until bigint NOT NULL);"
+	"CREATE INDEX hook_deliveries_due ON hook_deliveries(status, next_at);"
+	"CREATE INDEX hook_deliveries_hook ON hook_deliveries(hook, id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

@@ -77,7 +77,20 @@ static const char *schema =
 	" updated_at INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS events(stream TEXT NOT NULL, id INTEGER NOT NULL,"
 	" mask INTEGER NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL,"
-	" PRIMARY KEY(stream, id)) WITHOUT ROWID;";
+	" PRIMARY KEY(stream, id)) WITHOUT ROWID;"
+	/* webhooks and their delivery queue (meta_webhook.c) */
+	"CREATE TABLE IF NOT EXISTS webhooks(id TEXT PRIMARY KEY, org TEXT NOT NULL,"
+	" url TEXT NOT NULL, events TEXT NOT NULL, vols TEXT NOT NULL, agents TEXT NOT NULL,"
+	" description TEXT NOT NULL, secret TEXT NOT NULL, disabled INTEGER NOT NULL,"
+	" created_at INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS webhooks_org ON webhooks(org, id);"
+	"CREATE TABLE IF NOT EXISTS hook_deliveries(id TEXT PRIMARY KEY, hook TEXT NOT NULL,"
+	" org TEXT NOT NULL, event TEXT NOT NULL, data TEXT NOT NULL, created_at INTEGER NOT NULL,"
+	" status TEXT NOT NULL, attempts INTEGER NOT NULL, last_error TEXT NOT NULL,"
+	" next_at INTEGER NOT NULL, delivered_at INTEGER NOT NULL, claimed_by TEXT NOT NULL,"
+	" lease_until INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS hook_deliveries_due ON hook_deliveries(status, next_at);"
+	"CREATE INDEX IF NOT EXISTS hook_deliveries_hook ON hook_deliveries(hook, id);";
 
 /* ------------------------------------------------------------ connections */
 

@@ -65,6 +65,10 @@ static const struct mtable {
 	{"subjects", "org, agent, subject, vol, created_at", NULL, NULL},
 	{"state", "kind, id, org, node, ended, updated_at, body", NULL, NULL},
 	{"events", "stream, id, mask, body, at", NULL, NULL},
+	{"webhooks", "id, org, url, events, vols, agents, description, secret, disabled,"
+	 " created_at", NULL, NULL},
+	{"hook_deliveries", "id, hook, org, event, data, created_at, status, attempts,"
+	 " last_error, next_at, delivered_at, claimed_by, lease_until", NULL, NULL},
 };
 #define NTABLES (sizeof tables / sizeof *tables)
 

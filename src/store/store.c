@@ -477,6 +477,17 @@ void cof_store_changed(cof_store *st, const cof_volrow *v)
 	cof_topic t = cof_topic_volume(v->org, v->id);
 
 	cof_notify_publish(st->notify, &t);
+	void (*fn)(void *, const cof_volrow *) = __atomic_load_n(&st->on_changed,
+								   __ATOMIC_ACQUIRE);
+	if (fn)
+		fn(st->on_changed_ctx, v);
+}
+
+void cof_store_on_changed(cof_store *st, void (*fn)(void *ctx, const cof_volrow *v),
+			  void *ctx)
+{
+	st->on_changed_ctx = ctx;
+	__atomic_store_n(&st->on_changed, fn, __ATOMIC_RELEASE);
 }
 
 void cof_changes_wake_all(cof_store *st)

@@ -42,6 +42,10 @@ struct cof_store {
 	pthread_cond_t magic_cv;
 	void *magic_free[16];
 	int magic_nfree, magic_open, magic_broken;
+	/* Told of every committed change after the waiters are woken (the
+	 * webhooks' volume.changed, hooks/hooks.c): set once before serving. */
+	void (*on_changed)(void *ctx, const cof_volrow *v);
+	void *on_changed_ctx;
 };
 #define COF_MAGIC_MAX 16
 
@@ -91,6 +95,9 @@ int cof_link_secret_body(const unsigned char *secret, size_t len, char *out, siz
 /* Wakes whoever waits on volume `v` (long-polls, agents' notify mounts)
  * after a change to it was committed. */
 void cof_store_changed(cof_store *st, const cof_volrow *v);
+/* Sets who cof_store_changed tells besides (NULL: none); before serving. */
+void cof_store_on_changed(cof_store *st, void (*fn)(void *ctx, const cof_volrow *v),
+			  void *ctx);
 
 /* The store's half of cof_migrate (migrate.c): copies the embedded dataset
  * `from` into `meta` (PostgreSQL) and `blobs`, then checks row counts and each

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "hooks/hooks.h"
 #include "store/blob.h"
 #include "turn/outbox.h"
 #include "turn/turn.h"
@@ -161,8 +162,11 @@ static void end_turn(cof_turns *ts, cof_turn *t)
 	t->ended = 1;
 	t->stop_why = NULL;
 	cof_turn_tomb_add(ts, t->org, t->id);
-	if (!ts->stop) /* a stopping cofferd ends no turn: it comes back at start */
+	if (!ts->stop) { /* a stopping cofferd ends no turn: it comes back at start */
 		cof_turn_record_save(ts, t);
+		cof_hooks_emit(ts->st, t->org, "turn.ended", NULL, t->agent,
+			       json_pack("{s:s, s:s}", "turnId", t->id, "agent", t->agent));
+	}
 	cof_turn_kill_calls(ts, t);
 	cof_call_views_turn_end(ts, t);
 	pthread_cond_broadcast(&ts->cv);

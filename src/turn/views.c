@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "hooks/hooks.h"
 #include "agent/agent.h"
 #include "store/store.h"
 #include "turn/turn.h"
@@ -652,10 +653,14 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 		cof_view_result_release(&res[i]);
 	}
 	json_object_set_new(answer, "committed", committed);
-	if (json_array_size(conflicts))
+	if (json_array_size(conflicts)) {
+		cof_hooks_emit(ts->st, t->org, "call.conflicted", NULL, t->agent,
+			       json_pack("{s:s, s:s, s:O}", "turnId", t->id, "agent", t->agent,
+					 "conflicts", conflicts));
 		json_object_set_new(answer, "conflicts", conflicts);
-	else
+	} else {
 		json_decref(conflicts);
+	}
 }
 
 void cof_call_views_close(cof_call_views *cv)

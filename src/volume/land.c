@@ -212,7 +212,12 @@ int cof_land(cof_store *st, cof_landing *l, cof_err *err)
 	}
 	if (rc)
 		return -1;
-	if (!l->quiet)
-		cof_store_changed(st, l->vol);
+	if (!l->quiet) {
+		/* l->vol is the row as read before the change: told with its seq */
+		cof_volrow v = *l->vol;
+		if (l->seq > v.seq)
+			v.seq = l->seq;
+		cof_store_changed(st, &v);
+	}
 	return 0;
 }

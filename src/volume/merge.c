@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <git2.h>
+#include "hooks/hooks.h"
 #include "volume/volume.h"
 
 /* ------------------------------------------------------------ text merge */
@@ -550,6 +551,10 @@ static int merge_once(merge_ctx *c, cof_store *st, const char *org, const char *
 			  "the merge of '%s' into '%s' has %zu conflict(s); settle them with "
 			  "'resolutions' or 'strategy'", c->theirs.vol.id, c->ours.vol.id,
 			  json_array_size(conflicts));
+		cof_hooks_emit(st, org, "merge.conflicted", c->ours.vol.id, NULL,
+			       json_pack("{s:s, s:s, s:I}", "volumeId", c->ours.vol.id, "from",
+					 c->theirs.vol.id, "conflicts",
+					 (json_int_t)json_array_size(conflicts)));
 		cof_err_set(err, "conflicts", conflicts);
 		conflicts = NULL;
 		goto out;

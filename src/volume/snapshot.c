@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "hooks/hooks.h"
 #include "volume/volume.h"
 
 int cof_labels_check(json_t *labels, cof_err *err)
@@ -225,6 +226,8 @@ int cof_snapshot_create(cof_store *st, const char *org, const char *vol, json_t 
 	}
 	if (dropped[0])
 		json_object_set_new(*out, "dropped", json_string(dropped));
+	cof_hooks_emit(st, org, "snapshot.created", v.id, NULL,
+		       json_pack("{s:s, s:O}", "volumeId", v.id, "snapshot", *out));
 	rc = 0;
 out:
 	json_decref(contents);

@@ -765,12 +765,12 @@ def nodes_pg():
     return pgpeer
 
 
-def node(url, first=None, start=True, name=None):
-    """A node on the dataset `url` (`--node name` when named); after the first, one over
-    the first's content store, with an empty data dir (no admin key of its own: the
-    dataset's is used)."""
-    s = Server(args=["--meta", url] + (["--node", name] if name else []), engine="pg",
-               start=False)
+def node(url, first=None, start=True, name=None, args=()):
+    """A node on the dataset `url` (`--node name` when named; `args`: more flags); after
+    the first, one over the first's content store, with an empty data dir (no admin key
+    of its own: the dataset's is used)."""
+    s = Server(args=["--meta", url] + (["--node", name] if name else []) + list(args),
+               engine="pg", start=False)
     if first is not None and first.s3 is not None:
         s.use_s3(first.blobs_prefix, first.s3)   # the first's blob store
     if first is not None:
@@ -778,13 +778,14 @@ def node(url, first=None, start=True, name=None):
     return s.start() if start else s
 
 
-def nodes(n=3, named=False):
-    """n nodes on one new database (named: --node n0, n1, ...); the first makes the
-    admin key. Returns (url, [Server]); close_nodes(url, nodes) ends them."""
+def nodes(n=3, named=False, args=()):
+    """n nodes on one new database (named: --node n0, n1, ...; `args`: more flags of
+    each); the first makes the admin key. Returns (url, [Server]); close_nodes(url,
+    nodes) ends them."""
     url = nodes_pg().shared().new_database()
-    out = [node(url, name="n0" if named else None)]
+    out = [node(url, name="n0" if named else None, args=args)]
     for i in range(1, n):
-        out.append(node(url, out[0], name="n%d" % i if named else None))
+        out.append(node(url, out[0], name="n%d" % i if named else None, args=args))
     return url, out
 
 

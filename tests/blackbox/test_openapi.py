@@ -610,6 +610,27 @@ def test_tour_mcp(srv):
     expect(srv.post("/mcp", json=ping, query=q, headers=h), 404)
 
 
+def test_tour_webhooks(srv):
+    _need_jsonschema()
+    # a documentation address (TEST-NET-3): public, so accepted without the flag
+    h = expect(srv.post("/v1/webhooks", json={"url": "http://203.0.113.10/hook",
+                                              "events": ["snapshot.created"],
+                                              "description": "tour"}), 201).json()
+    expect_error(srv.post("/v1/webhooks", json={"url": "http://127.0.0.1/",
+                                                "events": ["turn.ended"]}), 400)
+    expect(srv.get("/v1/webhooks"), 200)
+    expect(srv.get("/v1/webhooks/" + h["id"]), 200)
+    expect_error(srv.get("/v1/webhooks/wh_nosuch"), 404, "not_found")
+    expect(srv.patch("/v1/webhooks/" + h["id"], json={"events": ["snapshot.created",
+                                                                 "turn.ended"]}), 200)
+    vol = srv.create_volume()
+    srv.snapshot(vol["id"])
+    dl = expect(srv.get("/v1/webhooks/%s/deliveries" % h["id"]), 200).json()["deliveries"]
+    eq(len(dl), 1, "one delivery queued")
+    expect(srv.post("/v1/webhooks/%s/deliveries/%s/redeliver" % (h["id"], dl[0]["id"])), 202)
+    expect(srv.delete("/v1/webhooks/" + h["id"]), 204)
+
+
 def test_tour_reached_every_operation():
     """The tour above had answers of every documented operation checked."""
     _need_jsonschema()
