@@ -256,7 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(cof_volume_delete(st, ORG, json_string_value(json_object_get(out, "id")),
 					     &err) == 0, "delete fork: %s", err.msg);
 	json_decref(out), out = NULL, cof_err_clear(&err);
-	rc = cof_volume_restore(st, ORG, vol, body, &out, &err);
+	rc = cof_volume_restore(st, ORG, vol, body, NULL, &out, &err);
 	check_answer("cof_volume_restore", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);
 
@@ -268,7 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Moves: the last, since a successful one changes the volume; then the
 	 * volume is made again. */
-	rc = cof_file_move(st, ORG, vol, body, &out, &err);
+	rc = cof_file_move(st, ORG, vol, body, NULL, &out, &err);
 	check_answer("cof_file_move", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);
 	if (rc == 0) {

@@ -106,6 +106,10 @@ static const char *const migrations[] = {
 	/* 6: the records not ended of each node, so the gone-node check
 	 * (records.c) reads only those, not every record of the kind. */
 	"CREATE INDEX state_live ON state(kind, node) WHERE ended = 0;",
+
+	/* 7: who made each change (API.md "Who"): JSON text; older rows null. */
+	"ALTER TABLE changes ADD COLUMN who text;"
+	"CREATE INDEX changes_path ON changes(vno, path, seq);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

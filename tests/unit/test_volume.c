@@ -284,7 +284,7 @@ static void test_snapshot_restore(void **state)
 	free(old);
 
 	body = json_pack("{s:s}", "snapshot", sid);
-	assert_int_equal(cof_volume_restore(st, ORG, vol, body, &out, &err), 0);
+	assert_int_equal(cof_volume_restore(st, ORG, vol, body, NULL, &out, &err), 0);
 	assert_int_equal(json_integer_value(json_object_get(out, "written")), 1);
 	assert_int_equal(json_integer_value(json_object_get(out, "removed")), 1);
 	assert_int_equal(json_integer_value(json_object_get(out, "seq")), 5);
@@ -294,7 +294,7 @@ static void test_snapshot_restore(void **state)
 	free(now);
 	assert_null(get(vol, "new.txt", NULL));
 	/* Restoring again changes nothing: no new seq. */
-	assert_int_equal(cof_volume_restore(st, ORG, vol, body, &out, &err), 0);
+	assert_int_equal(cof_volume_restore(st, ORG, vol, body, NULL, &out, &err), 0);
 	assert_int_equal(json_integer_value(json_object_get(out, "seq")), 5);
 	json_decref(out);
 	json_decref(body);
