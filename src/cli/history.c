@@ -88,13 +88,16 @@ static int cmd_merge(const cli_cmd *cmd, int argc, char **argv)
 		return cli_usage(cmd, "missing --from OTHER");
 	if (strategy && strcmp(strategy, "ours") && strcmp(strategy, "theirs"))
 		return cli_usage(cmd, "--strategy takes ours or theirs");
-	if ((rc = cli_volume_id(from, &fid)))
+	/* the URL first: cli_volume_id may reuse the string pos[0] is */
+	vol_url(&u, pos[0], "/merge");
+	if ((rc = cli_volume_id(from, &fid))) {
+		cof_buf_release(&u);
 		return rc;
+	}
 	body = json_pack("{s:s}", "from", fid);
 	cli_body_str(body, "strategy", strategy);
 	if (dry)
 		json_object_set_new(body, "dryRun", json_true());
-	vol_url(&u, pos[0], "/merge");
 	return post_merge_like(&u, body, "merged");
 }
 
