@@ -22,6 +22,7 @@ int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err)
 	char *end;
 	long long v;
 
+	*out = (cof_cond){.kind = COF_COND_NONE};   /* the whole condition: `by` not said */
 	while (*p == ' ')
 		p++;
 	if (p[0] == '*' && p[strspn(p + 1, " ") + 1] == '\0') {
