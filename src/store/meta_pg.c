@@ -107,9 +107,10 @@ static const char *const migrations[] = {
 	 * (records.c) reads only those, not every record of the kind. */
 	"CREATE INDEX state_live ON state(kind, node) WHERE ended = 0;",
 
-	/* 7: who made each change (API.md "Who"): JSON text; older rows null. */
-	"ALTER TABLE changes ADD COLUMN who text;"
-	"CREATE INDEX changes_path ON changes(vno, path, seq);",
+	/* 7: who made each change (API.md "Who"): JSON text; older rows null.
+	 * A path's history (GET .../history) by an index range. */
+	"ALTER TABLE changes ADD COLUMN IF NOT EXISTS who text;"
+	"CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
