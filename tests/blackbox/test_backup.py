@@ -216,5 +216,5 @@ def test_newer_schema_refused_naming_both_versions():
     check(p.returncode != 0, "cofferd on a newer data dir exited %d" % p.returncode)
     msg = p.stderr.decode(errors="replace")
     contains(msg, "written by a newer cofferd (schema 99;", "its message")
-    contains(msg, "knows schema 3", "its message names this binary's schema")
+    contains(msg, "knows schema 4", "its message names this binary's schema")
     eq(open(os.path.join(data, "meta.db"), "rb").read(), before, "the data dir untouched")
