@@ -630,12 +630,36 @@ static int merge_once(merge_ctx *c, cof_store *st, const char *org, const char *
 	return rc;
 }
 
+typedef int (*once_fn)(merge_ctx *c, cof_store *st, const char *org, const char *vol,
+		       json_t *body, json_t **out, cof_err *err);
+
+/* Runs a merge's or a revert's steps until they land on the state they
+ * decided on (a write between the reads and the change: decide again on the
+ * new state), at most 5 times; then frees c's paths. */
+static int decided(once_fn once, merge_ctx *c, cof_store *st, const char *org, const char *vol,
+		   json_t *body, json_t **out, cof_err *err)
+{
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		rc = once(c, st, org, vol, body, out, err);
+		if (rc != 1)
+			break;
+		if (attempt == 4) {
+			rc = -1;
+			break;
+		}
+		cof_err_clear(err);
+	}
+	ctx_reset(c);
+	return rc;
+}
+
 int cof_volume_merge(cof_store *st, const char *org, const char *vol, json_t *body,
 		     const cof_by *by, json_t **out, cof_err *err)
 {
 	merge_ctx c = {.st = st, .if_seq = -1, .by = by ? *by : (cof_by){0}};
 	const char *strategy;
-	int rc;
 
 	if (cof_json_check(body, merge_fields, err))
 		return -1;
@@ -647,19 +671,7 @@ int cof_volume_merge(cof_store *st, const char *org, const char *vol, json_t *bo
 		return -1;
 	if (cof_json_int(body, "ifSeq", &c.if_seq) == 1 && c.if_seq < 0)
 		return cof_error(err, COF_EVALIDATION, "'ifSeq' must be a seq (0 or more)");
-	/* a write between the reads and the change: decide again on the new state */
-	for (int attempt = 0;; attempt++) {
-		rc = merge_once(&c, st, org, vol, body, out, err);
-		if (rc != 1)
-			break;
-		if (attempt == 4) {
-			rc = -1;
-			break;
-		}
-		cof_err_clear(err);
-	}
-	ctx_reset(&c);
-	return rc;
+	return decided(merge_once, &c, st, org, vol, body, out, err);
 }
 
 /* ------------------------------------------------------------ revert
@@ -909,7 +921,7 @@ int cof_volume_revert(cof_store *st, const char *org, const char *vol, json_t *b
 {
 	merge_ctx c = {.st = st, .if_seq = -1, .revert = 1, .by = by ? *by : (cof_by){0}};
 	int64_t seq;
-	int rc, n;
+	int n;
 
 	if (cof_json_check(body, revert_fields, err))
 		return -1;
@@ -921,16 +933,5 @@ int cof_volume_revert(cof_store *st, const char *org, const char *vol, json_t *b
 	if (json_object_get(body, "resolutions") &&
 	    check_resolutions(json_object_get(body, "resolutions"), err))
 		return -1;
-	for (int attempt = 0;; attempt++) {
-		rc = revert_once(&c, st, org, vol, body, out, err);
-		if (rc != 1)
-			break;
-		if (attempt == 4) {
-			rc = -1;
-			break;
-		}
-		cof_err_clear(err);
-	}
-	ctx_reset(&c);
-	return rc;
+	return decided(revert_once, &c, st, org, vol, body, out, err);
 }
