@@ -609,10 +609,11 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 		   cof_err *err);
 /* The same in read scope `scope` (an MCP session, sent as X-Mcp-Session; NULL
  * = none): reads and writes are recorded for the agent and the scope, and
- * write/edit/move check the scope's record (docs/api.md "Read scopes"). */
+ * write/edit/move check the scope's record (docs/api.md "Read scopes").
+ * `key_id`: the caller's key, recorded in its writes' `by` (NULL = none). */
 int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char *subject,
 		      const char *tool, json_t *args, const char *run_id, const char *scope,
-		      json_t **out, cof_err *err);
+		      const char *key_id, json_t **out, cof_err *err);
 
 /* POST /v1/agents/{a}/users/{s}/tools/{tool}: seed 003's file toolset
  * (read_file, write_file, patch, search_files) on subject s's workspace,

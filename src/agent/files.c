@@ -220,12 +220,12 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 		   const char *tool, json_t *args, const char *run_id, json_t **out,
 		   cof_err *err)
 {
-	return cof_agent_tool_in(st, org, id, subject, tool, args, run_id, NULL, out, err);
+	return cof_agent_tool_in(st, org, id, subject, tool, args, run_id, NULL, NULL, out, err);
 }
 
 int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char *subject,
 		      const char *tool, json_t *args, const char *run_id, const char *scope,
-		      json_t **out, cof_err *err)
+		      const char *key_id, json_t **out, cof_err *err)
 {
 	char run[300];
 	cof_agent a;
@@ -254,8 +254,8 @@ int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char
 	}
 	a.run = run_id;
 	a.scope = scope;
-	a.by = (cof_by){.agent = a.id, .user = a.subject, .run_id = run_id, .tool = tool,
-			.via = "tool"};
+	a.by = (cof_by){.key_id = key_id, .agent = a.id, .user = a.subject, .run_id = run_id,
+			.tool = tool, .via = "tool"};
 	json_t *empty = args ? NULL : json_object();
 	rc = fn(st, &a, args ? args : empty, out, err);
 	json_decref(empty);

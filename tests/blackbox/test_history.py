@@ -98,8 +98,8 @@ def test_agent_tool_writes_record_agent_run_and_tool(srv):
     got = bys(srv, ws, runId="run-1")
     eq([p for _, p, _, _ in got], ["r1.txt"], "?runId= keeps that run's changes")
     by = got[0][3]
-    eq((by.get("agent"), by.get("runId"), by.get("tool"), by.get("via")),
-       (aid, "run-1", "write", "tool"), "by of a tool write")
+    eq((by.get("keyId"), by.get("agent"), by.get("runId"), by.get("tool"), by.get("via")),
+       (key_id(srv.key), aid, "run-1", "write", "tool"), "by of a tool write")
     eq(sorted(p for _, p, _, _ in bys(srv, ws, agent=aid)), ["r1.txt", "r2.txt"],
        "?agent= keeps the agent's changes, not the key's own")
 
