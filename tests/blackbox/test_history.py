@@ -185,7 +185,10 @@ def test_history_of_a_path_newest_first_paged(srv):
     eq(expect(history(srv, vid, "never.txt"), 200).json(), {"versions": []}, "unknown path")
     expect_error(history(srv, vid, "a/../b"), 400, mentions="path")
     expect_error(srv.get("/v1/volumes/%s/history" % vid), 400, mentions="path")
+    eq(len(expect(history(srv, vid, "h.txt", limit=1000), 200).json()["versions"]), 7,
+       "limit 1000 is taken")
     expect_error(history(srv, vid, "h.txt", limit=1001), 400, mentions="limit")
+    expect_error(history(srv, vid, "h.txt", limit=0), 400, mentions="limit")
     expect_error(history(srv, vid, "h.txt", cursor="zz"), 400, mentions="cursor")
     other = expect(srv.post("/v1/keys", json={"org": "history-other"}), 200, 201).json()["key"]
     expect_error(history(srv, vid, "h.txt", key=other), 404)
@@ -285,6 +288,11 @@ def test_revert_bad_bodies_and_tenancy(srv):
     expect_error(revert(srv, vid, seq=0), 400, mentions="seq")
     expect_error(revert(srv, vid, seq=s + 5), 400, mentions="seq")
     expect_error(revert(srv, vid, seq=s, paths=[3]), 400, mentions="paths")
+    # 'paths' holds at most 10,000: at the limit each is looked at (this one is not
+    # a path seq s changed), past it 413 naming the limit
+    many = ["p%05d" % i for i in range(10000)]
+    expect_error(revert(srv, vid, seq=s, paths=many), 400, mentions="p00000")
+    expect_error(revert(srv, vid, seq=s, paths=many + ["x"]), 413, mentions=["paths", "10000"])
     expect_error(revert(srv, vid, seq=s, resolutions={"a": "mine"}), 400, mentions="resolutions")
     expect_error(revert(srv, vid, seq=s, nope=1), 400)
     ro = expect(srv.post("/v1/keys", json={"readOnly": True}), 201).json()["key"]
