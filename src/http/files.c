@@ -499,6 +499,11 @@ enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created,
 
 const cof_by *http_by(http_req *req, const char *via)
 {
+	const char *client = http_header_trim(req, "X-Coffer-Client");
+
+	/* the console says so (console/api.js); the key is recorded either way */
+	if (!strcmp(via, "http") && client && !strcmp(client, "console"))
+		via = "console";
 	req->by = (cof_by){.key_id = req->who.key_id[0] ? req->who.key_id : req->key_id,
 			   .agent = req->who.agent, .via = via};
 	return &req->by;

@@ -635,7 +635,8 @@ static inline void http_count_out(http_req *req, int64_t n)
 }
 
 /* Who a write of this request is by (API.md "Who"): the principal's key
- * and agent, `via` as given. Kept in req->by; valid while req is. */
+ * and agent, `via` as given ("http" becomes "console" for a request with
+ * X-Coffer-Client: console). Kept in req->by; valid while req is. */
 const cof_by *http_by(http_req *req, const char *via);
 
 #endif /* COF_HTTP_H */

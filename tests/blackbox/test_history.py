@@ -87,6 +87,9 @@ def test_http_writes_record_the_key(srv):
        "?keyId= keeps that key's changes")
     eq(changes(srv, vid, keyId=other["id"])["seq"], srv.seq(vid), "the seq moves past the rest")
     eq(bys(srv, vid, keyId="k_nobody"), [], "no change of an unknown key")
+    expect(srv.put(srv.file_path(vid, "d.txt"), body=b"d",
+                   headers={"X-Coffer-Client": "console"}), 201)
+    eq(bys(srv, vid)[-1][3], {"keyId": key_id(srv.key), "via": "console"}, "the console's write")
 
 
 def test_agent_tool_writes_record_agent_run_and_tool(srv):
