@@ -606,7 +606,7 @@ static void record(cof_turns *ts, cof_call_views *cv, int i, const cof_view_resu
 }
 
 void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int commit,
-			const char *run, const char *call_id, json_t *answer, json_t *notes)
+			const char *run, const cof_by *by, json_t *answer, json_t *notes)
 {
 	cof_view_result res[COF_VIEW_ROOTS];
 	json_t *committed, *conflicts;
@@ -636,9 +636,7 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 	ws = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	cfd = ws < 0 ? -1 : cof_mkdirs_beneath(ws, ".conflicts", 0755,
 					      ts->root_user ? (long)t->uid : -1);
-	cof_by by = {.agent = t->agent, .user = t->user, .run_id = run, .call_id = call_id,
-		     .via = "call"};
-	cof_view_commit(cv->vfs, cfd, &by, res);
+	cof_view_commit(cv->vfs, cfd, by, res);
 	if (cfd >= 0)
 		close(cfd);
 	if (ws >= 0) { /* kept only when it holds a conflict */

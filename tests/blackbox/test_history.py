@@ -140,8 +140,8 @@ def test_turn_call_commit_records_the_call(srv):
     got = bys(srv, ws, callId="call-7")
     eq([p for _, p, _, _ in got], ["from-call.txt"], "?callId= keeps the call's changes")
     by = got[0][3]
-    eq((by.get("agent"), by.get("user"), by.get("callId"), by.get("via")),
-       (aid, "u7", "call-7", "call"), "by of a call's commit")
+    eq((by.get("keyId"), by.get("agent"), by.get("user"), by.get("callId"), by.get("via")),
+       (key_id(srv.key), aid, "u7", "call-7", "call"), "by of a call's commit")
     # revert of the call
     srv.put_ok(ws, "other.txt", b"o")
     r = reverted(srv, ws, callId="call-7")
