@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include "agent/agent.h"
 #include "agent/settings.h"
@@ -242,6 +243,7 @@ static void mounts_load(cof_agent *a, json_t *settings)
 		cof_mount *x = &a->mounts[a->nmounts];
 		if (a->nmounts == COF_MOUNTS_MAX)
 			break;
+		memset(x, 0, sizeof *x);
 		snprintf(x->path, sizeof x->path, "%s", cof_json_str(m, "path"));
 		x->workspace = cof_json_bool(m, "workspace", 0);
 		snprintf(x->vol, sizeof x->vol, "%s",
@@ -258,6 +260,8 @@ static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 {
 	json_t *out = json_deep_copy(settings);
 
+	if (!out)
+		return NULL;
 	json_object_set_new(out, "id", json_string(r->id));
 	json_object_set_new(out, "workspaceVolumeId", json_string(r->workspace));
 	json_object_set_new(out, "createdAt", cof_json_time(r->created_at));
@@ -279,6 +283,10 @@ static json_t *agent_json(const cof_agentrow *r, json_t *settings)
 	 * by the one placement rule (a caller's subject has its own: see
 	 * docs/api.md) */
 	cof_agent *a = cof_calloc(1, sizeof *a);
+	if (!a) { /* NULL: its callers answer "out of memory" */
+		json_decref(out);
+		return NULL;
+	}
 	snprintf(a->workspace, sizeof a->workspace, "%s", r->workspace);
 	mounts_load(a, settings);
 	json_object_set_new(out, "places", cof_agent_places_json(a));
@@ -381,10 +389,17 @@ int cof_agent_put(cof_store *st, const char *org, const char *id, json_t *body,
 		row.created_at = cof_now();
 	}
 	row.settings = json_dumps(settings, JSON_COMPACT);
-	if (!row.settings || cof_meta_agent_put(st->meta, &row, err))
+	if (!row.settings) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	if (cof_meta_agent_put(st->meta, &row, err))
 		goto out;
 	*created = !exists;
-	*out = agent_json(&row, settings);
+	if (!(*out = agent_json(&row, settings))) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
 	rc = 0;
 out:
 	free(row.settings);
@@ -406,7 +421,7 @@ int cof_agent_get(cof_store *st, const char *org, const char *id, json_t **out,
 	*out = agent_json(&r, settings ? settings : json_object());
 	json_decref(settings);
 	free(r.settings);
-	return 0;
+	return *out ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 }
 
 #define AGENT_PAGE_MAX 1000
@@ -506,8 +521,10 @@ int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t 
 	r.settings = json_dumps(settings, JSON_COMPACT);
 	if (!r.settings || cof_meta_agent_put(st->meta, &r, err))
 		goto out;
-	*out = agent_json(&r, settings);
-	rc = 0;
+	if (!(*out = agent_json(&r, settings)))
+		rc = cof_error(err, COF_EINTERNAL, "out of memory");
+	else
+		rc = 0;
 out:
 	free(r.settings);
 	json_decref(settings);
@@ -521,7 +538,12 @@ int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *ou
 {
 	cof_agentrow r;
 
-	memset(out, 0, sizeof *out);
+	/* all but the mounts, which are set as they are added: the array is
+	 * most of the struct (290 KB), and zeroing it touched every page of it
+	 * for each call and tool use */
+	memset(out, 0, offsetof(cof_agent, mounts));
+	memset((char *)out + offsetof(cof_agent, nmounts), 0,
+	       sizeof *out - offsetof(cof_agent, nmounts));
 	if (cof_meta_agent_get(st->meta, org, id, &r, err))
 		return -1;
 	out->settings = json_loads(r.settings, 0, NULL);
@@ -640,19 +662,23 @@ int cof_agent_writable(const cof_target *t, cof_err *err)
 }
 
 /* What each read scope (an MCP session: agent.h) last read or wrote, in
- * memory: key "org US agent US scope US vol US path" -> [version, sha256,
- * used_ms]. Bounded: past SCOPED_MAX entries the least recently used half
- * goes (a scope that lost its entry is told "read it first" again). */
-#define SCOPED_MAX 100000
+ * memory, per organization: scoped[org]["agent US scope US vol US path"] ->
+ * [version, sha256, used_ms]. Bounded per organization, so that one that
+ * makes many sessions pushes out only its own records: past SCOPED_PER_ORG
+ * entries its least recently used half goes (a scope that lost its entry is
+ * told "read it first" again); past SCOPED_MAX in all, the largest
+ * organization's half goes. */
+#define SCOPED_PER_ORG 100000
+#define SCOPED_MAX 400000
 static pthread_mutex_t scoped_mu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *scoped;
+static size_t scoped_n; /* entries of every organization */
 
 static char *scoped_key(const cof_agent *a, const cof_target *t)
 {
 	char *k = NULL;
 
-	if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", a->org, a->id, a->scope, t->mount->vol,
-		     t->vpath) < 0)
+	if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s", a->id, a->scope, t->mount->vol, t->vpath) < 0)
 		return NULL;
 	return k;
 }
@@ -664,25 +690,40 @@ static int cmp_i64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Drops the least recently used half of the entries (under scoped_mu). */
-static void scoped_trim(void)
+/* Drops the least recently used half of one organization's entries (under
+ * scoped_mu). */
+static void scoped_trim(json_t *org)
 {
-	size_t n = json_object_size(scoped), i = 0;
-	int64_t *used = malloc(n * sizeof *used);
+	size_t n = json_object_size(org), i = 0;
+	int64_t *used = n ? malloc(n * sizeof *used) : NULL;
 	const char *k;
 	json_t *v;
 	void *tmp;
 
 	if (!used)
 		return;
-	json_object_foreach(scoped, k, v)
+	json_object_foreach(org, k, v)
 		used[i++] = json_integer_value(json_array_get(v, 2));
 	qsort(used, n, sizeof *used, cmp_i64);
 	int64_t cut = used[n / 2];
 	free(used);
-	json_object_foreach_safe(scoped, tmp, k, v)
-		if (json_integer_value(json_array_get(v, 2)) <= cut)
-			json_object_del(scoped, k);
+	json_object_foreach_safe(org, tmp, k, v)
+		if (json_integer_value(json_array_get(v, 2)) <= cut) {
+			json_object_del(org, k);
+			scoped_n--;
+		}
+}
+
+/* The largest organization's entries (under scoped_mu). */
+static json_t *scoped_largest(void)
+{
+	json_t *big = NULL, *o;
+	const char *k;
+
+	json_object_foreach(scoped, k, o)
+		if (!big || json_object_size(o) > json_object_size(big))
+			big = o;
+	return big;
 }
 
 int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
@@ -697,7 +738,8 @@ int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
 	if (!k)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	pthread_mutex_lock(&scoped_mu);
-	json_t *v = scoped ? json_object_get(scoped, k) : NULL;
+	json_t *org = scoped ? json_object_get(scoped, a->org) : NULL;
+	json_t *v = org ? json_object_get(org, k) : NULL;
 	if (v) {
 		*version = json_integer_value(json_array_get(v, 0));
 		snprintf(sha, 65, "%s", json_string_value(json_array_get(v, 1)));
@@ -721,21 +763,30 @@ int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
 	char *k = scoped_key(a, t);
 	json_t *v = json_pack("[I, s, I]", (json_int_t)version, sha ? sha : "",
 			      (json_int_t)cof_mono_ms());
+	json_t *org = NULL;
+	int rc = 0;
 
-	if (!k || !v) {
-		free(k);
-		json_decref(v);
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	}
 	pthread_mutex_lock(&scoped_mu);
 	if (!scoped)
 		scoped = json_object();
-	if (json_object_size(scoped) >= SCOPED_MAX)
-		scoped_trim();
-	json_object_set_new(scoped, k, v);
+	if (scoped && !(org = json_object_get(scoped, a->org)) && (org = json_object()) &&
+	    json_object_set_new(scoped, a->org, org))
+		org = NULL;
+	if (!k || !v || !org) {
+		rc = cof_error(err, COF_EINTERNAL, "out of memory");
+	} else {
+		if (json_object_size(org) >= SCOPED_PER_ORG)
+			scoped_trim(org);
+		else if (scoped_n >= SCOPED_MAX)
+			scoped_trim(scoped_largest());
+		scoped_n += !json_object_get(org, k);
+		json_object_set_new(org, k, v);
+		v = NULL;
+	}
 	pthread_mutex_unlock(&scoped_mu);
+	json_decref(v);
 	free(k);
-	return 0;
+	return rc;
 }
 
 int cof_tool_refuse(json_t **out, const char *fmt, ...)

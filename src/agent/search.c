@@ -6,11 +6,13 @@
  * limit or the time budget (util/regex.h) ends it with ok:false naming the
  * limit, the file and the line.
  *
- * grep reads and searches files on every core (up to GREP_THREADS_MAX), each
- * file whole (cof_regex_next_line: memmem for a plain string, one multi-line
- * PCRE2 call for most patterns), and takes the files' answers in path order,
- * so the answer, its cuts and its stops are those of a search of the files
- * one after the other.
+ * grep reads and searches files on every core (up to GREP_THREADS_MAX) while
+ * the request's thread lists them, each file whole (cof_regex_next_line:
+ * memmem for a plain string, one multi-line PCRE2 call for most patterns),
+ * small files a batch at a time where the metadata store keeps them, and
+ * takes the files' answers in path order, so the answer, its cuts and its
+ * stops are those of a search of the files one after the other; a cut or a
+ * stop ends the listing too.
  */
 #include "util/regex.h"
 #include <pthread.h>
@@ -126,6 +128,7 @@ enum { MODE_CONTENT, MODE_FILES, MODE_COUNT };
 #define GREP_THREADS_MAX 8
 #define GREP_WINDOW 256       /* files searched ahead of the answer at most */
 #define GREP_SHOWN_MAX 500    /* bytes of a line shown */
+#define GREP_BATCH 32         /* files a worker claims and reads at once */
 
 /* One file's answer, made by any worker and taken into the search's answer
  * in path order. Content mode keeps at most limit + 1 matches: marks[j] is
@@ -141,11 +144,23 @@ typedef struct grep_hit {
 	cof_err *err;           /* the file could not be read */
 } grep_hit;
 
+/* A file to search, as the listing gave it. */
+typedef struct grep_item {
+	char *path;             /* volume path */
+	char sha256[65];
+	int64_t size;
+} grep_item;
+
+#define GREP_CHUNK 1024       /* items a block: a block never moves */
+
 /* One search: its options, the files in path order, their answers, and the
- * answer so far. Workers claim files in order (`claim`) no further than
+ * answer so far. The request's thread lists the files (`items`, published
+ * up to `listed`, `listed_all` at the end) while workers search them: the
+ * search starts with the first files listed and a cut or a stop ends the
+ * listing too. Workers claim files in order (`claim`) no further than
  * GREP_WINDOW past `taken`; whoever finishes the file at `taken` takes it
  * and those done after it, under `lock`, until a cut, a stop or an error
- * ends the search (`halt`). */
+ * ends the search (`halt`). File i's answer is hits[i % GREP_WINDOW]. */
 typedef struct grep_run {
 	cof_regex rx;
 	int mode;
@@ -160,13 +175,27 @@ typedef struct grep_run {
 	json_t *matches;
 	cof_store *st;
 	const cof_mount *mount;
-	cof_items *it;
-	grep_hit *hits;
+	const cof_agent *a;
+	const char *glob;
+	size_t strip;           /* of a listed path: the folder searched */
+	grep_item **blocks;     /* GREP_CHUNK items each; the array grows under lock */
+	size_t nblocks, nitems, listed;
+	int listed_all;
+	grep_hit *hits;         /* GREP_WINDOW of them */
 	size_t claim, taken;
 	int halt;
+	int nomem;              /* the listing ran out of memory */
 	pthread_mutex_t lock;
 	pthread_cond_t room;
+	struct grep_thread *workers;
+	size_t nworkers;
 } grep_run;
+
+/* Item i (under lock, or from a pointer taken under it: blocks never move). */
+static grep_item *item_at(const grep_run *g, size_t i)
+{
+	return &g->blocks[i / GREP_CHUNK][i % GREP_CHUNK];
+}
 
 /* Appends line [s, e) of a file as `apath<sep>line<sep>text`. */
 static void show_line(grep_hit *h, const char *apath, char sep, int64_t line,
@@ -273,28 +302,90 @@ static void grep_file(const grep_run *g, cof_regex *rx, grep_hit *h, const char 
 	}
 }
 
-/* Reads file i and searches it (binary files are only counted). */
-static void grep_one(grep_run *g, cof_regex *rx, size_t i)
+static int halted(grep_run *g)
 {
-	const cof_item *x = &g->it->v[i];
-	grep_hit *h = &g->hits[i];
-	unsigned char *d;
-	cof_err err = {0};
+	return __atomic_load_n(&g->halt, __ATOMIC_RELAXED);
+}
+
+/* Searches file i (`x`), its `len` bytes `d` (binary files are only counted). */
+static void grep_bytes(grep_run *g, cof_regex *rx, size_t i, const grep_item *x,
+		       const unsigned char *d, size_t len)
+{
+	grep_hit *h = &g->hits[i % GREP_WINDOW];
 
 	h->matches = json_array();
-	if (cof_content_read(g->st, x->sha256, x->size, &d, &err)) {
-		h->err = cof_malloc(sizeof *h->err);
-		*h->err = err;
-		return;
-	}
-	if (memchr(d, '\0', (size_t)x->size) || !cof_utf8_valid((char *)d, (size_t)x->size)) {
+	if (memchr(d, '\0', len) || !cof_utf8_valid((const char *)d, len)) {
 		h->binary = 1;
 	} else {
 		char ap[COF_AGENT_PATH_MAX + 1];
 		cof_agent_path_of(g->mount, x->path, ap, sizeof ap);
-		grep_file(g, rx, h, ap, (char *)d, (size_t)x->size);
+		grep_file(g, rx, h, ap, (const char *)d, len);
 	}
+}
+
+/* Reads file i (`x`) and searches it. */
+static void grep_one(grep_run *g, cof_regex *rx, size_t i, const grep_item *x)
+{
+	grep_hit *h = &g->hits[i % GREP_WINDOW];
+	unsigned char *d;
+	cof_err err = {0};
+
+	if (cof_content_read(g->st, x->sha256, x->size, &d, &err)) {
+		h->matches = json_array();
+		h->err = cof_malloc(sizeof *h->err);
+		*h->err = err;
+		return;
+	}
+	grep_bytes(g, rx, i, x, d, (size_t)x->size);
 	free(d);
+}
+
+/* A batch of files read in one go: files from + [0, n) of the search,
+ * `read` marks those searched from the store's inline contents. */
+typedef struct grep_batch {
+	grep_run *g;
+	cof_regex *rx;
+	size_t from;
+	grep_item *const *x;        /* the batch's files */
+	const size_t *at;           /* the batch's j-th inline file: x[at[j]] */
+	unsigned char read[GREP_BATCH];
+} grep_batch;
+
+/* cof_inline_fn: searches the content where the store gives it, no copy. */
+static int grep_inline(void *ctx, size_t j, const unsigned char *data, size_t len)
+{
+	grep_batch *b = ctx;
+	size_t k = b->at[j];
+
+	if (len == (size_t)b->x[k]->size) { /* else read it alone */
+		grep_bytes(b->g, b->rx, b->from + k, b->x[k], data, len);
+		b->read[k] = 1;
+	}
+	return halted(b->g);
+}
+
+/* Searches files from + [0, n) (`x`): the small ones (kept inline in the
+ * metadata store) in one read of it, each where the store gives it (a read
+ * and a copy a file were most of the search's time), the rest one by one. */
+static void grep_batch_run(grep_run *g, cof_regex *rx, size_t from, grep_item *const *x,
+			   size_t n)
+{
+	grep_batch b = {g, rx, from, x, NULL, {0}};
+	const char *shas[GREP_BATCH];
+	size_t at[GREP_BATCH], k = 0;
+	cof_err err = {0};
+
+	for (size_t j = 0; j < n; j++)
+		if (x[j]->size <= COF_INLINE_MAX) {
+			at[k] = j;
+			shas[k++] = x[j]->sha256;
+		}
+	b.at = at;
+	if (k && cof_meta_blob_inline_scan(g->st->meta, shas, k, grep_inline, &b, &err))
+		cof_err_clear(&err); /* each file is read alone below, saying why */
+	for (size_t j = 0; j < n && !halted(g); j++)
+		if (!b.read[j])
+			grep_one(g, rx, from + j, x[j]);
 }
 
 static void hit_release(grep_hit *h)
@@ -311,7 +402,7 @@ static void hit_release(grep_hit *h)
  * counts only when the search got that far. Called under g->lock. */
 static void take(grep_run *g, size_t i)
 {
-	grep_hit *h = &g->hits[i];
+	grep_hit *h = &g->hits[i % GREP_WINDOW];
 	int64_t room = g->limit - g->shown, n = h->count;
 
 	if (h->err) {
@@ -330,7 +421,7 @@ static void take(grep_run *g, size_t i)
 	} else if (h->stopped) {
 		g->stopped = g->halt = 1;
 		g->over = h->over;
-		cof_agent_path_of(g->mount, g->it->v[i].path, g->stop_path, sizeof g->stop_path);
+		cof_agent_path_of(g->mount, item_at(g, i)->path, g->stop_path, sizeof g->stop_path);
 		g->stop_line = h->stop_line;
 	} else if (n) {
 		g->files_matched++;
@@ -345,21 +436,35 @@ static void take(grep_run *g, size_t i)
 	hit_release(h);
 }
 
-/* A worker: claims the next file, searches it, takes what is done in order. */
+/* A worker: claims the next files listed (a batch, fewer when they are few
+ * or large: both workers keep busy to the end), searches them, takes what
+ * is done in order. */
 static void grep_work(grep_run *g, cof_regex *rx)
 {
+	grep_item *x[GREP_BATCH];
+
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
-		while (!g->halt && g->claim < g->it->n && g->claim >= g->taken + GREP_WINDOW)
+		while (!g->halt && (g->claim >= g->listed ? !g->listed_all
+			            : g->claim >= g->taken + GREP_WINDOW))
 			pthread_cond_wait(&g->room, &g->lock);
-		if (g->halt || g->claim >= g->it->n)
+		if (g->halt || g->claim >= g->listed)
 			break;
-		size_t i = g->claim++;
+		size_t i = g->claim, n = 0, left = g->listed - i;
+		size_t most = left / 4 < GREP_BATCH ? left / 4 + 1 : GREP_BATCH;
+		int64_t bytes = 0;
+		while (n < most && i + n < g->taken + GREP_WINDOW && i + n < g->listed &&
+		       (n == 0 || bytes < 1024 * 1024)) {
+			x[n] = item_at(g, i + n);
+			bytes += x[n++]->size;
+		}
+		g->claim += n;
 		pthread_mutex_unlock(&g->lock);
-		grep_one(g, rx, i);
+		grep_batch_run(g, rx, i, x, n);
 		pthread_mutex_lock(&g->lock);
-		g->hits[i].done = 1;
-		while (!g->halt && g->taken < g->it->n && g->hits[g->taken].done)
+		for (size_t j = 0; j < n; j++)
+			g->hits[(i + j) % GREP_WINDOW].done = 1;
+		while (!g->halt && g->taken < g->listed && g->hits[g->taken % GREP_WINDOW].done)
 			take(g, g->taken++);
 		pthread_cond_broadcast(&g->room);
 	}
@@ -380,40 +485,152 @@ static void *grep_thread_main(void *arg)
 	return NULL;
 }
 
-/* Searches every file of g->it, in parallel on every core (at most
- * GREP_THREADS_MAX threads; one for a few files). 0, or -1 when a file could
- * not be read (err says why). */
-static int grep_files(grep_run *g, cof_err *err)
+/* Starts the workers that search while the request's thread lists: one a
+ * core but one, at most GREP_THREADS_MAX - 1 (none for a few files). */
+static void workers_start(grep_run *g)
 {
-	grep_thread w[GREP_THREADS_MAX];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t extra = 0, want = g->it->n < 64 ? 0 : (size_t)(cores > 1 ? cores - 1 : 0);
+	size_t want = (size_t)(cores > 1 ? cores - 1 : 0);
 
 	if (want > GREP_THREADS_MAX - 1)
 		want = GREP_THREADS_MAX - 1;
-	g->hits = cof_calloc(g->it->n ? g->it->n : 1, sizeof *g->hits);
-	pthread_mutex_init(&g->lock, NULL);
-	pthread_cond_init(&g->room, NULL);
-	for (; extra < want; extra++) {
-		w[extra].g = g;
-		if (cof_regex_share(&w[extra].rx, &g->rx, NULL))
+	if (!want || !(g->workers = cof_calloc(want, sizeof *g->workers)))
+		return;
+	for (; g->nworkers < want; g->nworkers++) {
+		grep_thread *w = &g->workers[g->nworkers];
+		w->g = g;
+		if (cof_regex_share(&w->rx, &g->rx, NULL))
 			break;
-		if (pthread_create(&w[extra].t, NULL, grep_thread_main, &w[extra])) {
-			cof_regex_close(&w[extra].rx);
+		if (pthread_create(&w->t, NULL, grep_thread_main, w)) {
+			cof_regex_close(&w->rx);
 			break;
 		}
 	}
-	grep_work(g, &g->rx);
-	for (size_t k = 0; k < extra; k++) {
-		pthread_join(w[k].t, NULL);
-		cof_regex_close(&w[k].rx);
+}
+
+/* Makes listed items [listed, nitems) searchable; `all`: the listing ended. */
+static void publish(grep_run *g, int all)
+{
+	pthread_mutex_lock(&g->lock);
+	g->listed = g->nitems;
+	g->listed_all |= all;
+	pthread_cond_broadcast(&g->room);
+	pthread_mutex_unlock(&g->lock);
+	if (!g->workers && g->nitems >= 64)
+		workers_start(g);
+}
+
+/* Adds a file to search (the request's thread): its own block, the blocks'
+ * array grown under lock (workers read it there). 0, or -1 out of memory. */
+static int item_add(grep_run *g, const char *path, const char *sha, int64_t size)
+{
+	size_t b = g->nitems / GREP_CHUNK;
+
+	if (b == g->nblocks) {
+		grep_item *blk = cof_malloc(GREP_CHUNK * sizeof *blk);
+		pthread_mutex_lock(&g->lock);
+		grep_item **v = blk ? cof_realloc(g->blocks, (b + 1) * sizeof *v) : NULL;
+		if (v) {
+			v[b] = blk;
+			g->blocks = v;
+			g->nblocks++;
+		}
+		pthread_mutex_unlock(&g->lock);
+		if (!v) {
+			free(blk);
+			return -1;
+		}
 	}
-	for (size_t i = g->taken; i < g->it->n; i++)
+	grep_item *x = &g->blocks[b][g->nitems % GREP_CHUNK];
+	if (!(x->path = cof_strdup(path)))
+		return -1;
+	memcpy(x->sha256, sha, sizeof x->sha256);
+	x->size = size;
+	g->nitems++;
+	/* the first files at once, then a batch's worth at a time */
+	if (g->nitems - g->listed >= GREP_BATCH || g->nitems <= 2)
+		publish(g, 0);
+	return 0;
+}
+
+/* cof_entry_fn of the listing: a file under the folder that the glob (on
+ * its name alone for a glob without '/') and the agent's exclusions let
+ * through is searched. Nonzero (stop) once the search has ended. */
+static int grep_list_add(void *ctx, const cof_entry *e)
+{
+	grep_run *g = ctx;
+
+	if (halted(g))
+		return 1;
+	if ((!g->glob || glob_hits(g->glob, e->path + g->strip, 1)) &&
+	    !cof_agent_excluded_vpath(g->a, g->mount, e->path, 0) &&
+	    item_add(g, e->path, e->sha256, e->size)) {
+		g->nomem = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Lists the files under target `t` and searches them as they come, in
+ * parallel (grep_work); then the listing's thread searches too. 0, or -1
+ * when the listing or a file could not be read (err says why). */
+static int grep_files(grep_run *g, cof_store *st, const cof_target *t, cof_err *err)
+{
+	char prefix[COF_PATH_MAX + 2];
+	cof_view view;
+	cof_err lerr = {0};
+	int rc = 0;
+
+	snprintf(prefix, sizeof prefix, "%s%s", t->vpath, t->vpath[0] ? "/" : "");
+	g->strip = strlen(prefix);
+	if (!(g->hits = cof_calloc(GREP_WINDOW, sizeof *g->hits)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->room, NULL);
+	if (cof_view_open(st, g->a->org, t->mount->vol, NULL, &view, &lerr) ||
+	    cof_meta_list(st->meta, view.vno, view.seq, prefix, NULL, grep_list_add, g, &lerr))
+		rc = -1;
+	else if (g->nomem)
+		rc = cof_error(&lerr, COF_EINTERNAL, "out of memory");
+	else if (g->nitems == 0 && t->vpath[0]) {
+		/* The path may name one file. */
+		cof_entry *e = cof_calloc(1, sizeof *e);
+		int r = e ? cof_meta_entry_get(st->meta, view.vno, t->vpath, view.seq, e, &lerr)
+			  : cof_error(&lerr, COF_EINTERNAL, "out of memory");
+		if (r < 0)
+			rc = -1;
+		else if (r == 1 && item_add(g, e->path, e->sha256, e->size))
+			rc = cof_error(&lerr, COF_EINTERNAL, "out of memory");
+		free(e);
+	}
+	if (rc) { /* the search ends with the listing's error */
+		pthread_mutex_lock(&g->lock);
+		g->halt = 1;
+		pthread_mutex_unlock(&g->lock);
+	}
+	publish(g, 1);
+	grep_work(g, &g->rx);
+	for (size_t k = 0; k < g->nworkers; k++) {
+		pthread_join(g->workers[k].t, NULL);
+		cof_regex_close(&g->workers[k].rx);
+	}
+	free(g->workers);
+	for (size_t i = 0; i < GREP_WINDOW; i++)
 		hit_release(&g->hits[i]);
 	free(g->hits);
-	g->hits = NULL;
+	for (size_t i = 0; i < g->nitems; i++)
+		free(item_at(g, i)->path);
+	for (size_t b = 0; b < g->nblocks; b++)
+		free(g->blocks[b]);
+	free(g->blocks);
 	pthread_cond_destroy(&g->room);
 	pthread_mutex_destroy(&g->lock);
+	if (rc) {
+		cof_err_clear(err);
+		*err = lerr;
+		free(g->failed);
+		return -1;
+	}
 	if (g->failed) {
 		*err = *g->failed;
 		free(g->failed);
@@ -450,8 +667,6 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 {
 	grep_run g = {0};
 	cof_target t;
-	cof_items it = {0};
-	size_t strip;
 	int r, rc = -1;
 
 	if (cof_json_check(args, grep_fields, err) || grep_args(args, &g, err))
@@ -473,21 +688,11 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 				     "reach", t.apath);
 		goto done;
 	}
-	if (files_under(st, a, &t, cof_json_str(args, "glob"), 1, &it, &strip, err))
-		goto done;
-	if (it.n == 0 && t.vpath[0]) {
-		/* The path may name one file. */
-		cof_entry *e = cof_calloc(1, sizeof *e);
-		cof_view view;
-		if (e && !cof_view_open(st, a->org, t.mount->vol, NULL, &view, err) &&
-		    cof_meta_entry_get(st->meta, view.vno, t.vpath, view.seq, e, err) == 1)
-			cof_items_add(&it, e);
-		free(e);
-	}
 	g.st = st;
+	g.a = a;
 	g.mount = t.mount;
-	g.it = &it;
-	if (grep_files(&g, err))
+	g.glob = cof_json_str(args, "glob");
+	if (grep_files(&g, st, &t, err))
 		goto done;
 	if (g.stopped) {
 		char lim[96];
@@ -512,7 +717,6 @@ int cof_tool_grep(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 			 "truncated", g.cut, "binarySkipped", (json_int_t)g.skipped);
 	rc = 0;
 done:
-	cof_items_release(&it);
 	cof_buf_release(&g.out);
 	json_decref(g.matches);
 	cof_regex_close(&g.rx);

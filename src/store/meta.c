@@ -338,6 +338,14 @@ static void give_kept(void *ctx, const unsigned char *data, size_t len)
 	b->stop = b->fn(b->ctx, b->i, data, len);
 }
 
+/* A content read from the backend, given as it is (not kept). */
+static int give_read(void *ctx, size_t j, const unsigned char *data, size_t len)
+{
+	many *b = ctx;
+
+	return b->fn(b->ctx, b->at[j], data, len);
+}
+
 static int take_read(void *ctx, size_t j, const unsigned char *data, size_t len)
 {
 	many *b = ctx;
@@ -347,8 +355,9 @@ static int take_read(void *ctx, size_t j, const unsigned char *data, size_t len)
 	return b->fn(b->ctx, i, data, len);
 }
 
-/* The kept contents first, then one read of the backend for the rest. */
-int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+/* The kept contents first, then one read of the backend for the rest,
+ * kept when `keep`. */
+static int inline_many(cof_meta *m, const char *const *shas, size_t n, int keep,
 		cof_inline_fn fn, void *ctx, cof_err *err)
 {
 	size_t at_buf[128], *at = at_buf, k = 0;
@@ -371,12 +380,24 @@ int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 	}
 	b.at = at;
 	if (k && !b.stop)
-		rc = inline_many_read(m, ask, k, take_read, &b, err);
+		rc = inline_many_read(m, ask, k, keep ? take_read : give_read, &b, err);
 	if (at != at_buf) {
 		free(at);
 		free(ask);
 	}
 	return rc;
+}
+
+int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err)
+{
+	return inline_many(m, shas, n, 1, fn, ctx, err);
+}
+
+int cof_meta_blob_inline_scan(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err)
+{
+	return inline_many(m, shas, n, 0, fn, ctx, err);
 }
 
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err)

@@ -456,6 +456,11 @@ int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
 void cof_meta_keep_contents(cof_meta *m, int64_t budget);
 int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err);
+/* As cof_meta_blob_inline_many, but what is read from the store is not kept
+ * in memory: for a scan of more contents than the cache holds (grep), which
+ * would only push out what the views keep, and copy each content once more. */
+int cof_meta_blob_inline_scan(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err);
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);
 int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err);
 /* cof_meta_state_put of the record (kind, id) of `org` held by `node`, its

@@ -520,12 +520,10 @@ static int call_start(call *c, const char *command, cof_err *err)
 		return -1;
 	cof_limits_counts(ts, c->t, &c->oom0, &c->forks0);
 	cof_bind binds[COF_VIEW_ROOTS];
-	cof_call_see see = {binds, 0, NULL, NULL};
+	cof_call_see see;
 	rc = cof_call_views_open(ts, c->t, c->vid, &c->views, err);
 	if (!rc) {
-		see.nbinds = cof_call_views_binds(ts, c->views, binds, COF_VIEW_ROOTS);
-		see.view_dir = cof_call_views_dir(c->views);
-		see.view_inner = ts->root_user && see.view_dir ? COF_VIEW_INNER : NULL;
+		cof_call_views_see(ts, c->views, &see, binds, COF_VIEW_ROOTS);
 		rc = cof_confine_spawn(ts, c->t, command, &see, &c->p, err);
 	}
 	if (rc) {

@@ -281,7 +281,7 @@ static int argv_root(const cof_turns *ts, const char *etc, const char **av, int 
  * (read-only mounts --ro-bind: EROFS). */
 static int argv_views(const cof_call_see *see, const char **av, int n)
 {
-	if (!see || !see->view_dir)
+	if (!see)
 		return n;
 	for (int i = 0; i < see->nbinds && n < ARGV_MAX - 120; i++) {
 		av[n++] = see->binds[i].ro ? "--ro-bind" : "--bind";
@@ -402,11 +402,11 @@ static void child_fail(const char *what) __attribute__((noreturn));
 /* As root, in the child: the mount namespace bwrap starts in
  * (confine_root.c). 0, or exits saying which step failed. */
 static int child_mounts(const cof_turns *ts, const cof_turn *t, const cof_call_see *see,
-			const char *inner, const char *etc)
+			const char *etc)
 {
 	const char *hide[2] = {ts->root, ts->data};
-	const char *failed = cof_confine_child_root(t->ws, inner ? see->view_dir : NULL, etc,
-						    hide);
+	const char *view[2] = {see ? see->view_rw : NULL, see ? see->view_ro : NULL};
+	const char *failed = cof_confine_child_root(t->ws, view, etc, hide);
 
 	if (failed)
 		child_fail(failed);
@@ -448,7 +448,6 @@ typedef struct kid {
 	int cg[2];             /* cgroup.procs of the turn (memory, pids) or -1 */
 	char shmmax[24];       /* sandbox.memory in bytes */
 	char shmall[24];       /* sandbox.memory in pages */
-	char inner[PATH_MAX + 160]; /* where the child binds the view ("" = none) */
 	const char *etc;       /* the copy of /etc it binds at /etc, or NULL */
 } kid;
 
@@ -526,7 +525,7 @@ static void child(const cof_turns *ts, const cof_turn *t, const cof_call_see *se
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	if (ts->root_user) {
-		if (child_mounts(ts, t, see, k->inner[0] ? k->inner : NULL, k->etc))
+		if (child_mounts(ts, t, see, k->etc))
 			child_fail("prepare the mounts");
 		/* the system calls themselves: libc's wrappers would make every
 		 * thread of cofferd, whose memory this child runs in, change too
@@ -688,10 +687,8 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 	void *etc_ref = NULL;
 	const char *etc = cof_etc_take(ts, &etc_ref);
 
-	k = (kid){{-1, -1}, "", "", "", ts->root_user ? etc : NULL};
+	k = (kid){{-1, -1}, "", "", ts->root_user ? etc : NULL};
 	p->etc = NULL;
-	if (see && see->view_inner && see->view_dir)
-		snprintf(k.inner, sizeof k.inner, "%s", see->view_inner);
 	argv_build(ts, t, command, see, etc, av, hide, keep, sizeof keep - 128);
 	snprintf(k.shmmax, sizeof k.shmmax, "%lld", (long long)t->sb.memory);
 	snprintf(k.shmall, sizeof k.shmall, "%lld", (long long)(t->sb.memory / 4096));

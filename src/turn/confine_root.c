@@ -1,7 +1,7 @@
 /*
  * confine_root.c — as root, the mount namespace a call's bwrap starts in:
  * only what it binds from (the system folders, the copy of /etc, /proc,
- * /dev, the workspace at /tmp, the call's view at /mnt) on a tmpfs of its
+ * /dev, the workspace at /tmp, the call's views at /mnt) on a tmpfs of its
  * own, pivoted to, the host's other mounts let go.
  *
  * Why: bwrap reads all of /proc/self/mountinfo after each of its binds (a
@@ -82,19 +82,22 @@ static int handle(const char *path)
 	return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-const char *cof_confine_child_root(const char *ws, const char *view, const char *etc,
+const char *cof_confine_child_root(const char *ws, const char *const view[2], const char *etc,
 				   const char *const hide[2])
 {
+	static const char *const sub[2] = {"rw", "ro"};
 	const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
-	char p[64];
-	int fws, fview = -1, fetc = -1;
+	char p[64], at[64];
+	int fws, fview[2] = {-1, -1}, fetc = -1;
 
 	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return "make a mount namespace";
 	/* handles first: the stage, or a cover below, may be over their paths */
-	if ((fws = handle(ws)) < 0 || (view && (fview = handle(view)) < 0) ||
-	    (etc && (fetc = handle(etc)) < 0))
+	if ((fws = handle(ws)) < 0 || (etc && (fetc = handle(etc)) < 0))
 		return "open what the call sees";
+	for (int i = 0; i < 2; i++)
+		if (view[i] && (fview[i] = handle(view[i])) < 0)
+			return "open what the call sees";
 	/* the call's root has of the host only the system folders: only there
 	 * could it reach the scratch root or the data dir */
 	for (int i = 0; i < 2; i++)
@@ -122,12 +125,21 @@ const char *cof_confine_child_root(const char *ws, const char *view, const char 
 	    mount(NULL, STAGE "/tmp", NULL,
 		  MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return "bind the workspace";
-	/* the view's FUSE mounts rw/ and ro/ are under its folder: MS_REC */
-	if (view && bind_at(fd_path(p, sizeof p, fview), &COF_VIEW_INNER[1], MS_REC))
+	/* each view bound from where it is mounted, the call's own or a kept
+	 * one: a call that uses the turn's kept views makes no folder and no
+	 * mount outside this namespace (each cost a mkdir and an rmdir on the
+	 * scratch disk, the largest part of cofferd's own CPU in a call) */
+	if ((fview[0] >= 0 || fview[1] >= 0) && mkdir(STAGE COF_VIEW_INNER, 0755))
 		return "bind the call's view";
+	for (int i = 0; i < 2; i++) {
+		snprintf(at, sizeof at, "%s/%s", &COF_VIEW_INNER[1], sub[i]);
+		if (fview[i] >= 0 && bind_at(fd_path(p, sizeof p, fview[i]), at, MS_REC))
+			return "bind the call's view";
+	}
 	close(fws);
-	if (fview >= 0)
-		close(fview);
+	for (int i = 0; i < 2; i++)
+		if (fview[i] >= 0)
+			close(fview[i]);
 	if (fetc >= 0)
 		close(fetc);
 	if (mkdir(STAGE "/.old", 0700) || syscall(SYS_pivot_root, STAGE, STAGE "/.old") ||

@@ -236,8 +236,10 @@ typedef struct cof_bind {
 typedef struct cof_call_see {
 	const cof_bind *binds;
 	int nbinds;
-	const char *view_dir;      /* the view's mount point, NULL = none */
-	const char *view_inner;    /* as root: bound here first (COF_VIEW_INNER) */
+	/* as root: the folders of the read-write and read-only roots (a view's
+	 * mount point, the call's own or a kept one), which the child binds at
+	 * COF_VIEW_INNER/rw and /ro of its namespace first; NULL = none */
+	const char *view_rw, *view_ro;
 } cof_call_see;
 
 /* Starts `sh -c command` confined in the workspace of `t`; `see` (NULL =
@@ -248,10 +250,11 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 /* As root, in a call's child (between clone and exec): a mount namespace
  * of its own whose root has only the system folders, `etc` (the copy of
  * /etc, or NULL: the host's) at /etc, /proc, /dev, the workspace `ws` at
- * /tmp and the folder of the call's view `view` (or NULL) at COF_VIEW_INNER;
- * `hide` (the scratch root, the data dir) covered where a system folder
+ * /tmp and the folders of the call's view `view[0]` (read-write roots) and
+ * `view[1]` (read-only ones), each NULL for none, at COF_VIEW_INNER/rw and
+ * /ro; `hide` (the scratch root, the data dir) covered where a system folder
  * holds them. NULL, or the step that failed (errno says why). */
-const char *cof_confine_child_root(const char *ws, const char *view, const char *etc,
+const char *cof_confine_child_root(const char *ws, const char *const view[2], const char *etc,
 				   const char *const hide[2]);
 
 /* ---- etcview.c: the allowed part of /etc, copied for calls */
@@ -280,9 +283,10 @@ typedef struct cof_call_views cof_call_views;
  * (it may hold no view when the agent has no mounts). 0, or -1 with err. */
 int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_views **out,
 			cof_err *err);
-/* The binds bwrap makes (at most `max`); their count. */
-int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind *b, int max);
-const char *cof_call_views_dir(const cof_call_views *cv);
+/* What the call sees of them: the binds bwrap makes (at most `max`, in `b`)
+ * and, as root, the folders its child binds first (see->view_rw, view_ro). */
+void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *see,
+			cof_bind *b, int max);
 /* As root, where the call's child binds its view (in its own mount
  * namespace) for the turn's uid to reach: a folder every Debian has and no
  * call sees (its root is built from nothing). */

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +49,10 @@ struct cof_call_views {
 	char turn[64];
 	char dir[PATH_MAX + 64];        /* ROOT/views/CALL */
 	char layer[PATH_MAX + 160];     /* ROOT/layers/TURN/CALL */
+	int made;                       /* dir and layer are made: the call
+					   mounts a view of its own */
+	char from[2][PATH_MAX + 80];    /* the rw and ro roots' folders, as
+					   the child binds them (see) */
 	char call[40];
 };
 
@@ -378,24 +381,6 @@ static const char *shared_dir(const shared_ro *s)
 	return p;
 }
 
-/* As root, binds kept view s at DIR/sub of the call, where the call's
- * child takes its folder from (without root bwrap binds it from where it
- * is). 0, or -1. */
-static int shared_bind(const cof_turns *ts, cof_call_views *cv, const shared_ro *s,
-		       const char *sub)
-{
-	char p[PATH_MAX + 80];
-
-	if (!ts->root_user)
-		return 0;
-	snprintf(p, sizeof p, "%s/%s", cv->dir, sub);
-	if (mkdir(p, 0755) || mount(shared_dir(s), p, NULL, MS_BIND, NULL)) {
-		rmdir(p);
-		return -1;
-	}
-	return 0;
-}
-
 /* Gives the call the turn's kept views of its roots where one shows what
  * the call would see now (cv->shared, cv->kept), making the read-only one
  * if none does; what it does not get, the call mounts as before. */
@@ -406,12 +391,8 @@ static void shared_use(cof_turns *ts, cof_turn *t, cof_call_views *cv)
 
 	if (cv->nrw > 0 && (want = shared_sig_now(ts, t, cv, 0, cv->nrw)) != NULL) {
 		if ((s = shared_find(ts, 1, want)) != NULL) {
-			if (shared_bind(ts, cv, s, "rw"))
-				shared_put(s, 0);
-			else {
-				cv->kept = s;
-				cv->vfs = s->cv->vfs;
-			}
+			cv->kept = s;
+			cv->vfs = s->cv->vfs;
 		}
 		free(want);
 	}
@@ -424,23 +405,8 @@ static void shared_use(cof_turns *ts, cof_turn *t, cof_call_views *cv)
 			s = NULL;
 	}
 	free(want);
-	if (!s)
-		return;
-	if (shared_bind(ts, cv, s, "ro"))
-		shared_put(s, 0);
-	else
+	if (s)
 		cv->shared = s;
-}
-
-/* Unbinds DIR/sub of the call (as root). */
-static void shared_unbind(const cof_call_views *cv, const char *sub)
-{
-	char p[PATH_MAX + 80];
-
-	if (!cv->ts->root_user)
-		return;
-	snprintf(p, sizeof p, "%s/%s", cv->dir, sub);
-	umount2(p, MNT_DETACH);
 }
 
 /* At close: the call lets go of the kept views it used and, when its own
@@ -451,12 +417,10 @@ static int shared_done(cof_call_views *cv)
 	shared_ro *s;
 
 	if (cv->shared) {
-		shared_unbind(cv, "ro");
 		shared_put(cv->shared, 0);
 		cv->shared = NULL;
 	}
 	if (cv->kept) {
-		shared_unbind(cv, "rw");
 		shared_put(cv->kept, !cv->keep_rw);
 		cv->kept = NULL;
 		cv->vfs = NULL; /* the kept view's, not ours */
@@ -521,16 +485,19 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 	snprintf(co, sizeof co, "%s/layers/%s", ts->root, t->id);
 	snprintf(cv->layer, sizeof cv->layer, "%s/%s", co, call);
 	snprintf(cv->dir, sizeof cv->dir, "%s/views/%s", ts->root, call);
-	if ((mkdir(co, 0700) && errno != EEXIST) || mkdir(cv->layer, 0700) ||
-	    mkdir(cv->dir, 0755)) {
+	cv->ts = ts;
+	snprintf(cv->turn, sizeof cv->turn, "%s", t->id);
+	shared_use(ts, t, cv);
+	/* folders on the scratch disk only for a view of the call's own: a
+	 * call the turn's kept views serve makes none (bench/turns_overhead.py) */
+	cv->made = (cv->nrw > 0 && !cv->vfs) || (cv->nrw < cv->n && !cv->shared);
+	if (cv->made && ((mkdir(co, 0700) && errno != EEXIST) || mkdir(cv->layer, 0700) ||
+			 mkdir(cv->dir, 0755))) {
 		cof_error(err, COF_EINTERNAL, "cannot prepare the call's view: %s",
 			  strerror(errno));
 		cof_call_views_close(cv);
 		return -1;
 	}
-	cv->ts = ts;
-	snprintf(cv->turn, sizeof cv->turn, "%s", t->id);
-	shared_use(ts, t, cv);
 	if ((cv->nrw > 0 && !cv->vfs &&
 	     view_mount(ts, t, cv, 0, cv->nrw, "rw", &cv->vfs, err)) ||
 	    (cv->nrw < cv->n && !cv->shared &&
@@ -542,12 +509,29 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 	return 0;
 }
 
-int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind *b, int max)
+void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *see,
+			cof_bind *b, int max)
 {
 	int n = 0;
 
+	see->binds = b;
+	see->nbinds = 0;
+	see->view_rw = see->view_ro = NULL;
 	if (!cv || (!cv->vfs && !cv->ro && !cv->shared))
-		return 0;
+		return;
+	/* [0] the read-write roots, [1] the read-only ones: a kept view is
+	 * bound from where it is mounted, as the call's own one is */
+	for (int i = 0; i < 2; i++) {
+		const shared_ro *k = i ? cv->shared : cv->kept;
+		if (!(i ? cv->ro || cv->shared : cv->vfs != NULL))
+			continue;
+		if (k)
+			snprintf(cv->from[i], sizeof cv->from[i], "%s", shared_dir(k));
+		else
+			snprintf(cv->from[i], sizeof cv->from[i], "%s/%s", cv->dir, i ? "ro" : "rw");
+		if (ts->root_user)
+			*(i ? &see->view_ro : &see->view_rw) = cv->from[i];
+	}
 	/* parents before children: "/data" is bound before "/data/x" */
 	for (size_t len = 1; len <= COF_AGENT_PATH_MAX && n < cv->n; len++)
 		for (int i = 0; i < cv->n && n < max; i++) {
@@ -556,24 +540,17 @@ int cof_call_views_binds(const cof_turns *ts, const cof_call_views *cv, cof_bind
 			/* as root the child has bound the view at /mnt of its
 			 * own namespace (the turn's uid cannot enter the scratch
 			 * root) */
-			snprintf(b[n].src, sizeof b[n].src, "%s/%s/%s",
-				 ts->root_user ? COF_VIEW_INNER : cv->dir,
-				 i < cv->nrw ? "rw" : "ro", cv->roots[i].name);
-			/* without root a kept view is bound from where it is */
-			const shared_ro *k = i < cv->nrw ? cv->kept : cv->shared;
-			if (k && !ts->root_user)
-				snprintf(b[n].src, sizeof b[n].src, "%s/%s", shared_dir(k),
-					 cv->roots[i].name);
+			if (ts->root_user)
+				snprintf(b[n].src, sizeof b[n].src, COF_VIEW_INNER "/%s/%s",
+					 i < cv->nrw ? "rw" : "ro", cv->roots[i].name);
+			else /* bwrap binds it from where it is */
+				snprintf(b[n].src, sizeof b[n].src, "%s/%s",
+					 cv->from[i >= cv->nrw], cv->roots[i].name);
 			b[n].dst = cv->roots[i].shown;
 			b[n].ro = !cv->roots[i].rw;
 			n++;
 		}
-	return n;
-}
-
-const char *cof_call_views_dir(const cof_call_views *cv)
-{
-	return cv && (cv->vfs || cv->ro || cv->shared) ? cv->dir : NULL;
+	see->nbinds = n;
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
@@ -691,9 +668,8 @@ void cof_call_views_close(cof_call_views *cv)
 		return; /* kept: its view lives on */
 	cof_view_unmount(cv->vfs);
 	cof_view_unmount(cv->ro);
-	if (cv->layer[0])
+	if (cv->made) {
 		rmdir(cv->layer);
-	if (cv->dir[0]) {
 		snprintf(p, sizeof p, "%s/rw", cv->dir);
 		rmdir(p);
 		snprintf(p, sizeof p, "%s/ro", cv->dir);

@@ -231,6 +231,7 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 	v->uid = getuid();
 	v->gid = getgid();
 	pthread_mutex_init(&v->mu, NULL);
+	pthread_mutex_init(&v->files_mu, NULL);
 	pthread_cond_init(&v->copied, NULL);
 	if (roots_open(v, err))
 		goto fail;
@@ -341,12 +342,14 @@ void cof_view_unmount(cof_vfs *v)
 		return;
 	cof_view_detach(v);
 	cof_vll_free(v->ll); /* and the session */
+	cof_vfile_free_all(v);
 	if (v->layer >= 0) {
 		layer_empty(v->layer);
 		close(v->layer);
 	}
 	cof_vnode_free_all(v);
 	pthread_mutex_destroy(&v->mu);
+	pthread_mutex_destroy(&v->files_mu);
 	pthread_cond_destroy(&v->copied);
 	free(v->dir);
 	free(v);

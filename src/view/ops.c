@@ -599,13 +599,11 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		return -ENOSYS; /* the kernel only opens what its lookup found */
 	if (wr && (rc = cof_vop_writable(v, r, rel)))
 		return rc;
-	if (!(f = calloc(1, sizeof *f)))
+	if (!(f = cof_vfile_new(v)))
 		return -ENOMEM;
-	f->fd = -1;
-	f->b.r = NULL;
 	if (!wr && (rc = open_read(v, r, rel, f)) != 1) {
 		if (rc) {
-			free(f);
+			cof_vfile_free(v, f);
 			return rc;
 		}
 		/* the volume's bytes at a seq never change: the page cache may
@@ -632,9 +630,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	}
 	pthread_mutex_unlock(&v->mu);
 	if (rc) {
-		if (f->fd >= 0)
-			close(f->fd);
-		free(f);
+		cof_vfile_free(v, f);
 		return rc;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
@@ -655,16 +651,15 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		return rc;
 	if (cof_vop_hidden(v, r, rel, 0))
 		return -EACCES; /* an excluded name cannot be made either */
-	if (!(f = calloc(1, sizeof *f)))
+	if (!(f = cof_vfile_new(v)))
 		return -ENOMEM;
-	f->b.r = NULL;
 	pthread_mutex_lock(&v->mu);
 	n = cof_vnode_get(v, r, rel);
 	int64_t lid = n ? cof_layer_new(v, &fd) : -1;
 	if (lid < 0) {
 		rc = -errno;
 		pthread_mutex_unlock(&v->mu);
-		free(f);
+		cof_vfile_free(v, f);
 		return rc;
 	}
 	cof_vnode_set(v, n, N_FILE);
@@ -681,7 +676,7 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		 * what create opened: a handle here would never be freed, so
 		 * the file is written by path like any other */
 		close(fd);
-		free(f);
+		cof_vfile_free(v, f);
 		fi->fh = 0;
 		return 0;
 	}
@@ -860,16 +855,52 @@ static int op_flush(const char *path, struct fuse_file_info *fi)
 	return rc;
 }
 
-static int op_release(const char *path, struct fuse_file_info *fi)
+vfile *cof_vfile_new(cof_vfs *v)
 {
-	vfile *f = (vfile *)(uintptr_t)fi->fh;
+	vfile *f = calloc(1, sizeof *f);
 
 	if (!f)
-		return 0;
+		return NULL;
+	f->fd = -1;
+	f->b.r = NULL;
+	pthread_mutex_lock(&v->files_mu);
+	f->next = v->files;
+	if (v->files)
+		v->files->prev = f;
+	v->files = f;
+	pthread_mutex_unlock(&v->files_mu);
+	return f;
+}
+
+void cof_vfile_free(cof_vfs *v, vfile *f)
+{
+	pthread_mutex_lock(&v->files_mu);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		v->files = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	pthread_mutex_unlock(&v->files_mu);
 	if (f->fd >= 0)
 		close(f->fd);
 	cof_vbytes_close(&f->b);
 	free(f);
+}
+
+void cof_vfile_free_all(cof_vfs *v)
+{
+	while (v->files)
+		cof_vfile_free(v, v->files);
+}
+
+static int op_release(const char *path, struct fuse_file_info *fi)
+{
+	VIEW(v);
+	vfile *f = (vfile *)(uintptr_t)fi->fh;
+
+	if (f)
+		cof_vfile_free(v, f);
 	return 0;
 }
 

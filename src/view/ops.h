@@ -24,7 +24,13 @@ typedef struct vfile {
 	cof_vbytes b;           /* else the volume's bytes */
 	vnode *n;               /* the layer's node when open for writing */
 	int wrote;
+	struct vfile *prev, *next; /* the view's open files (v->files) */
 } vfile;
+
+/* A new open file of view v (fd -1), on v's list of open files, or NULL. */
+vfile *cof_vfile_new(cof_vfs *v);
+/* Closes f and takes it off v's list. */
+void cof_vfile_free(cof_vfs *v, vfile *f);
 
 /* Splits a FUSE path into a root and the path inside it ("" = its top);
  * *root = -1 for the top of a view of several roots. 0 or -ENOENT. */

@@ -89,7 +89,16 @@ struct cof_vfs {
 	int by_fusermount;      /* mounted through fusermount3: it unmounts too */
 	uid_t uid;
 	gid_t gid;
+	pthread_mutex_t files_mu; /* files */
+	struct vfile *files;    /* open, not released yet (ops.c) */
 };
+
+/* ---- ops.c */
+
+/* Closes the files the kernel never released (ops.h, vfile): a view
+ * unmounted with files open gets no RELEASE once its session ends. After the
+ * session. */
+void cof_vfile_free_all(cof_vfs *v);
 
 /* ---- layer.c */
 

@@ -73,6 +73,7 @@ Event streams: EventStream(srv, path) reads a Server-Sent Events stream in a thr
     .expect(kind, n, timeout) -> list (raises when short), .close().
 """
 
+import atexit
 import contextlib
 import difflib
 import http.client
@@ -84,6 +85,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -309,6 +311,20 @@ class ServerError(Exception):
 
 _ABSENT = object()
 
+# Every cofferd this process started and has not seen end. Each runs in a session of
+# its own (start_new_session), so a test that returns or fails without closing one
+# would leave it running past the run; the process's exit stops whatever is left.
+_LIVE = set()
+
+
+@atexit.register
+def _stop_left_servers():
+    for s in list(_LIVE):
+        if s.alive():
+            sys.stderr.write("harness: a cofferd left running by a test was stopped "
+                             "(data %s)\n" % s.data)
+            s.kill()
+
 
 class Server:
     """A cofferd on 127.0.0.1:<free port> over a temporary data dir."""
@@ -386,6 +402,7 @@ class Server:
         self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env,
                                      start_new_session=True)
+        _LIVE.add(self)
         logf.close()
         deadline = time.time() + wait * SCALE
         pat = re.compile(r"cofferd listening on (http://([^\s:/]+):(\d+))")
@@ -432,6 +449,7 @@ class Server:
                 self.proc.wait()
                 raise ServerError("cofferd did not exit within %ss of SIGTERM\n%s" % (
                     timeout * SCALE, self.log_tail()))
+        _LIVE.discard(self)
         self.exit_codes.append(self.proc.returncode)
         return self.proc.returncode
 

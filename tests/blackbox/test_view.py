@@ -917,6 +917,45 @@ def test_read_write_view_kept_only_while_untouched(srv):
     eq(set(_views(srv)) - before, set(), "the turn's end ended its views")
 
 
+def test_call_the_kept_views_serve_makes_nothing_outside_its_namespace(srv):
+    # a call that the turn's kept views serve (read-write and read-only)
+    # makes no folder, layer or mount of its own on the scratch disk: its
+    # child binds the kept views from where they are mounted (issue 38 item 6:
+    # each call's mkdirs, rmdirs, bind and unmount there were most of
+    # cofferd's own CPU in a confined `true`)
+    _fuse_ok(srv)
+    import threading
+    docs = srv.create_volume()["id"]
+    srv.put_ok(docs, "a.md", b"ro\n")
+    aid, ws = _agent(srv, mounts=[{"workspace": True},
+                                  {"volumeId": docs, "path": "/docs", "mode": "ro"}])
+    srv.put_ok(ws, "w.md", b"rw\n")
+    t = new_turn(srv, aid)
+    both = "cat /docs/a.md /workspace/w.md"
+    eq(ok(srv, t["id"], both)["stdout"], "ro\nrw\n", "the first call, its views kept")
+    scratch = os.path.join(srv.data, "scratch")
+    views, dirs = set(_views(srv)), set(os.listdir(os.path.join(scratch, "views")))
+    layers = set(os.listdir(os.path.join(scratch, "layers", t["id"])))
+    res = {}
+    th = threading.Thread(target=lambda: res.update(
+        out=call(srv, t["id"], both + "; sleep 2; " + both)))
+    th.start()
+    time.sleep(1)  # the call is in its sleep
+    now = (set(_views(srv)), set(os.listdir(os.path.join(scratch, "views"))),
+           set(os.listdir(os.path.join(scratch, "layers", t["id"]))))
+    th.join(60)
+    eq(now[0], views, "no mount of the call's own")
+    eq(now[1], dirs, "no folder of the call's own under views/")
+    eq(now[2], layers, "no layer of the call's own")
+    eq(res["out"]["stdout"], "ro\nrw\n" * 2, "the call read both mounts")
+    eq(res["out"]["exitCode"], 0, "exit code")
+    # a call that writes still lands its layer; the next one mounts anew
+    out = ok(srv, t["id"], "echo new > /workspace/w.md; cat /docs/a.md")
+    eq(out["stdout"], "ro\n", "read in the kept read-only view")
+    eq(len(out["committed"]), 1, "the write landed")
+    eq(ok(srv, t["id"], both)["stdout"], "ro\nnew\n", "the next call")
+
+
 def test_zz_no_fuse_mount_left(srv):
     # what a call mounts ends with it, or (a kept view) with its turn
     for tid in TURNS:
