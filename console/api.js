@@ -26,7 +26,9 @@ export const encPath = (p) => p.split('/').map(encodeURIComponent).join('/');
 // query ({name: value}, undefined/'' left out), signal, raw (answer the
 // Response itself, after the status check). Throws ApiError on 4xx/5xx.
 export async function call(method, path, opts = {}) {
-  const headers = { Authorization: 'Bearer ' + key(), ...(opts.headers || {}) };
+  // X-Coffer-Client: the changes it makes record `by.via` "console"
+  const headers = { Authorization: 'Bearer ' + key(), 'X-Coffer-Client': 'console',
+    ...(opts.headers || {}) };
   let body = opts.body;
   if (opts.json !== undefined) {
     headers['Content-Type'] = 'application/json';

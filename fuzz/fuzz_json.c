@@ -5,7 +5,7 @@
  *    reference check written here;
  *  - the body-taking calls of libcoffer on a real store in a temp dir:
  *    cof_volume_create, cof_snapshot_create, cof_file_move, cof_link_create
- *    (and cof_volume_fork, cof_volume_restore, cof_snapshot_patch,
+ *    (and cof_volume_fork, cof_volume_restore, cof_volume_revert, cof_snapshot_patch,
  *    cof_key_create). None may crash or leak; each either succeeds with an
  *    answer or fails with an error code and message.
  * The store is opened once (LLVMFuzzerInitialize) in $COFFER_FUZZ_TMP (else
@@ -256,9 +256,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(cof_volume_delete(st, ORG, json_string_value(json_object_get(out, "id")),
 					     &err) == 0, "delete fork: %s", err.msg);
 	json_decref(out), out = NULL, cof_err_clear(&err);
-	rc = cof_volume_restore(st, ORG, vol, body, &out, &err);
+	rc = cof_volume_restore(st, ORG, vol, body, NULL, &out, &err);
 	check_answer("cof_volume_restore", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);
+	/* a revert body ({runId|callId|seq, paths, resolutions}), as a dry run:
+	 * the volume stays as the next input expects it */
+	if (json_is_object(body)) {
+		json_t *dry = json_deep_copy(body);
+		json_object_set_new(dry, "dryRun", json_true());
+		rc = cof_volume_revert(st, ORG, vol, dry, NULL, &out, &err);
+		check_answer("cof_volume_revert", rc, out, &err);
+		json_decref(dry);
+		json_decref(out), out = NULL, cof_err_clear(&err);
+	}
 
 	/* Keys: a non-admin principal of ORG. */
 	cof_principal who = {.org = ORG};
@@ -268,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Moves: the last, since a successful one changes the volume; then the
 	 * volume is made again. */
-	rc = cof_file_move(st, ORG, vol, body, &out, &err);
+	rc = cof_file_move(st, ORG, vol, body, NULL, &out, &err);
 	check_answer("cof_file_move", rc, out, &err);
 	json_decref(out), out = NULL, cof_err_clear(&err);
 	if (rc == 0) {

@@ -79,7 +79,7 @@ static const unsigned char pdf1[] = {
 
 static void put(const char *ws, const char *path, const void *d, size_t n)
 {
-	cof_cond none = {COF_COND_NONE, 0};
+	cof_cond none = {.kind = COF_COND_NONE, .version = 0};
 	cof_err err = {0};
 	json_t *out = NULL;
 	int created;

@@ -188,9 +188,22 @@ typedef enum {
 	COF_COND_ABSENT,  /* the file does not exist */
 	COF_COND_EXISTS   /* the file exists, any version (If-Match: *) */
 } cof_cond_kind;
+/* Who makes a change (API.md "Who"): recorded with each change, shown in the
+ * changes feed and the history. Strings are borrowed; NULL or "" = not said.
+ * `via`: http, tool, call, relay, mount, link, console, merge, revert,
+ * restore, s3. */
+typedef struct cof_by {
+	const char *key_id, *agent, *user, *run_id, *call_id, *relay_session, *tool;
+	const char *via;
+} cof_by;
+/* The JSON object of `by` (NULL: NULL), keys as API.md names them. */
+json_t *cof_by_json(const cof_by *by);
+
+/* A write's condition, and who writes: every write of a file carries one. */
 typedef struct cof_cond {
 	cof_cond_kind kind;
 	int64_t version; /* for COF_COND_VERSION */
+	const cof_by *by; /* NULL = not said (recorded as null) */
 } cof_cond;
 
 /* Parses an If-Match value ("N", N, W/"N", or * for "exists") into a
@@ -283,9 +296,10 @@ int cof_file_verify(cof_file *f, const char *name, cof_err *err);
 int cof_file_remove(cof_store *st, const char *org, const char *vol,
 		    const char *path, cof_cond cond, json_t **out, cof_err *err);
 
-/* POST /v1/volumes/{id}/move {from, to, overwrite?}; answer {from, to, seq, moved}. */
+/* POST /v1/volumes/{id}/move {from, to, overwrite?}; answer {from, to, seq, moved}.
+ * `by`: who moves (NULL = not said). */
 int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
-		  json_t **out, cof_err *err);
+		  const cof_by *by, json_t **out, cof_err *err);
 /* Says whether volume path `path` (is_dir: a folder) is hidden (excluded). */
 typedef int (*cof_hidden_fn)(const void *ctx, const char *path, int is_dir);
 /* cof_file_move that never exposes a hidden path: a hidden `from` is
@@ -293,8 +307,8 @@ typedef int (*cof_hidden_fn)(const void *ctx, const char *path, int is_dir);
  * are (`moved` counts the others; none: COF_EFORBIDDEN). NULL = as
  * cof_file_move. */
 int cof_file_move_visible(cof_store *st, const char *org, const char *vol, json_t *body,
-			  cof_hidden_fn hidden, const void *hidden_ctx, json_t **out,
-			  cof_err *err);
+			  cof_hidden_fn hidden, const void *hidden_ctx, const cof_by *by,
+			  json_t **out, cof_err *err);
 
 typedef struct cof_list_opts {
 	const char *prefix;   /* NULL or "" = all */
@@ -327,10 +341,25 @@ int cof_readall_open(cof_store *st, const char *org, const char *vol,
 ssize_t cof_readall_read(cof_readall *ra, void *buf, size_t max, cof_err *err);
 void cof_readall_close(cof_readall *ra);
 
-/* GET /v1/volumes/{id}/changes?since=&prefix=&wait=: blocks up to `wait_seconds`
- * (<= 60) for a change when there is none yet. */
+/* Narrows the changes feed to the changes whose `by` names these (NULL = any). */
+typedef struct cof_change_filter {
+	const char *run_id, *call_id, *agent, *key_id;
+} cof_change_filter;
+
+/* GET /v1/volumes/{id}/changes?since=&prefix=&wait=&runId=&callId=&agent=&keyId=:
+ * blocks up to `wait_seconds` (<= 60) for a change when there is none yet;
+ * each change shows its `by` (null when not recorded). `f` (NULL = all)
+ * narrows it; the answer's seq still moves past what it left out. */
 int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
-		const char *prefix, int wait_seconds, json_t **out, cof_err *err);
+		const char *prefix, const cof_change_filter *f, int wait_seconds,
+		json_t **out, cof_err *err);
+
+/* GET /v1/volumes/{id}/history?path=&cursor=&limit=: the versions of one path,
+ * newest first, as far as the changes feed is kept: {versions:[{version, seq,
+ * op, size, sha256, at, by}], cursor?}; `limit` 1 to 1,000 (0 = 100);
+ * `cursor` (NULL = the newest) from the previous page. */
+int cof_history(cof_store *st, const char *org, const char *vol, const char *path,
+		const char *cursor, int64_t limit, json_t **out, cof_err *err);
 
 /* Wakes every cof_changes() waiter so that a shutting-down server is not held. */
 void cof_changes_wake_all(cof_store *st);
@@ -352,15 +381,24 @@ int cof_snapshot_delete(cof_store *st, const char *org, const char *vol,
 /* POST /v1/volumes/{id}/fork {snapshot?, name?} -> the new volume. */
 int cof_volume_fork(cof_store *st, const char *org, const char *vol, json_t *body,
 		    json_t **out, cof_err *err);
-/* POST /v1/volumes/{id}/restore {snapshot} -> {snapshot, seq, written, removed}. */
+/* POST /v1/volumes/{id}/restore {snapshot} -> {snapshot, seq, written, removed}.
+ * `by`: who restores (recorded with via "restore"; NULL = not said). */
 int cof_volume_restore(cof_store *st, const char *org, const char *vol, json_t *body,
-		       json_t **out, cof_err *err);
+		       const cof_by *by, json_t **out, cof_err *err);
 
 /* POST /v1/volumes/{id}/merge {from, fromSnapshot?, base?, strategy?,
  * resolutions?, dryRun?, ifSeq?} -> {seq, merged, conflicts} (API.md
  * "Merge"); 409 with `conflicts` when any is left unsettled, nothing changed. */
 int cof_volume_merge(cof_store *st, const char *org, const char *vol, json_t *body,
-		     json_t **out, cof_err *err);
+		     const cof_by *by, json_t **out, cof_err *err);
+/* POST /v1/volumes/{id}/revert {runId? | callId? | seq?, paths?, dryRun?,
+ * resolutions?} -> {seq, reverted:[{path, from:"before"|"merged"|"kept"}],
+ * conflicts} (API.md "Revert"): the paths that run, call or seq changed go
+ * back to what they were before it, as one change by `by` with via "revert";
+ * a path changed again since is decided and settled as a merge's (409 with
+ * `conflicts`). */
+int cof_volume_revert(cof_store *st, const char *org, const char *vol, json_t *body,
+		      const cof_by *by, json_t **out, cof_err *err);
 
 /* ---------------------------------------------------------------- archive */
 
@@ -571,10 +609,11 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 		   cof_err *err);
 /* The same in read scope `scope` (an MCP session, sent as X-Mcp-Session; NULL
  * = none): reads and writes are recorded for the agent and the scope, and
- * write/edit/move check the scope's record (docs/api.md "Read scopes"). */
+ * write/edit/move check the scope's record (docs/api.md "Read scopes").
+ * `key_id`: the caller's key, recorded in its writes' `by` (NULL = none). */
 int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char *subject,
 		      const char *tool, json_t *args, const char *run_id, const char *scope,
-		      json_t **out, cof_err *err);
+		      const char *key_id, json_t **out, cof_err *err);
 
 /* POST /v1/agents/{a}/users/{s}/tools/{tool}: seed 003's file toolset
  * (read_file, write_file, patch, search_files) on subject s's workspace,

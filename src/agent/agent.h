@@ -42,6 +42,7 @@ typedef struct cof_agent {
 	char subject[129];        /* the subject it acts for, "" = none */
 	char conv[48];            /* with a subject: the subject's conversations
 				     volume (its prompts and attachments) */
+	cof_by by;                /* who its tools' writes are by (a tool call's) */
 } cof_agent;
 
 int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,

@@ -56,7 +56,7 @@ int cof_agent_file_put(cof_store *st, const char *org, const char *id, const cha
 {
 	cof_agent a;
 	cof_target t;
-	cof_cond none = {COF_COND_NONE, 0};
+	cof_cond none = {.kind = COF_COND_NONE, .version = 0};
 	int rc;
 
 	if (file_target(st, org, id, subject, path, &a, &t, err)) {
@@ -97,7 +97,7 @@ int cof_agent_file_remove(cof_store *st, const char *org, const char *id, const 
 {
 	cof_agent a;
 	cof_target t;
-	cof_cond none = {COF_COND_NONE, 0};
+	cof_cond none = {.kind = COF_COND_NONE, .version = 0};
 	int rc = -1;
 
 	if (file_target(st, org, id, subject, path, &a, &t, err))
@@ -220,12 +220,12 @@ int cof_agent_tool(cof_store *st, const char *org, const char *id, const char *s
 		   const char *tool, json_t *args, const char *run_id, json_t **out,
 		   cof_err *err)
 {
-	return cof_agent_tool_in(st, org, id, subject, tool, args, run_id, NULL, out, err);
+	return cof_agent_tool_in(st, org, id, subject, tool, args, run_id, NULL, NULL, out, err);
 }
 
 int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char *subject,
 		      const char *tool, json_t *args, const char *run_id, const char *scope,
-		      json_t **out, cof_err *err)
+		      const char *key_id, json_t **out, cof_err *err)
 {
 	char run[300];
 	cof_agent a;
@@ -254,6 +254,8 @@ int cof_agent_tool_in(cof_store *st, const char *org, const char *id, const char
 	}
 	a.run = run_id;
 	a.scope = scope;
+	a.by = (cof_by){.key_id = key_id, .agent = a.id, .user = a.subject, .run_id = run_id,
+			.tool = tool, .via = "tool"};
 	json_t *empty = args ? NULL : json_object();
 	rc = fn(st, &a, args ? args : empty, out, err);
 	json_decref(empty);

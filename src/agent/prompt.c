@@ -259,7 +259,7 @@ static int record_get(cof_store *st, const char *org, const char *vol, const cha
 static int record_put(cof_store *st, const char *org, const char *vol, const char *path,
 		      json_t *rec, cof_err *err)
 {
-	cof_cond absent = {COF_COND_ABSENT, 0};
+	cof_cond absent = {.kind = COF_COND_ABSENT, .version = 0};
 	char *text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
 	json_t *out = NULL;
 	cof_err e2 = {0};

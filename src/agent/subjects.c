@@ -20,7 +20,7 @@
 #define LIST_MAX 10000
 #define SKILLS_ROW ""            /* the subjects row naming the skills volume */
 
-static const cof_cond no_cond = {COF_COND_NONE, 0};
+static const cof_cond no_cond = {.kind = COF_COND_NONE, .version = 0};
 
 /* ----------------------------------------------------------- checks */
 
@@ -470,7 +470,8 @@ int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
 		return -1;
 	/* an excluded file never moves into the call's sight: a folder's
 	 * excluded files stay where they are */
-	rc = cof_file_move_visible(st, org, vol, body, subject_hidden, &a, out, err);
+	cof_by by = {.agent = agent, .user = subject, .via = "http"};
+	rc = cof_file_move_visible(st, org, vol, body, subject_hidden, &a, &by, out, err);
 	cof_agent_release(&a);
 	return rc;
 }

@@ -278,6 +278,7 @@ static int store_text(cof_store *st, const cof_agent *a, const cof_target *t,
 	cof_err e = {0};
 	int created = 0;
 
+	cond.by = &a->by;
 	if (cof_file_put_bytes(st, a->org, t->mount->vol, t->vpath, data, len, NULL, cond, res,
 			       &created, &e)) {
 		if (e.code == COF_EPRECONDITION) {
@@ -350,12 +351,12 @@ int cof_tool_write(cof_store *st, const cof_agent *a, json_t *args, json_t **out
 	if ((r = current(st, a, &t, &f, &d, out, err)) != 0 && r != 1)
 		return r < 0 ? -1 : 0;
 	free(d);
-	cof_cond cond = {COF_COND_ABSENT, 0};
+	cof_cond cond = {.kind = COF_COND_ABSENT, .version = 0};
 	if (r == 1) {
 		int s = stale_check(st, a, &t, &f, out, err);
 		if (s)
 			return s < 0 ? -1 : 0;
-		cond = (cof_cond){COF_COND_VERSION, f.version};
+		cond = (cof_cond){.kind = COF_COND_VERSION, .version = f.version};
 	}
 	json_t *content = json_object_get(args, "content");
 	r = store_text(st, a, &t, json_string_value(content), json_string_length(content), cond,
@@ -500,7 +501,7 @@ int cof_tool_edit(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 	free(d);
 	if (!text)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	r = store_text(st, a, &t, text, strlen(text), (cof_cond){COF_COND_VERSION, f.version},
+	r = store_text(st, a, &t, text, strlen(text), (cof_cond){.kind = COF_COND_VERSION, .version = f.version},
 		       &res, out, err);
 	free(text);
 	if (r) {
@@ -687,21 +688,21 @@ int cof_tool_move(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 	if (r == 0 && is_folder(st, a, &to))
 		return cof_tool_refuse(out, "%s is a folder; give the new file's whole path",
 				       to.apath);
-	cof_cond tocond = {COF_COND_ABSENT, 0};
+	cof_cond tocond = {.kind = COF_COND_ABSENT, .version = 0, .by = &a->by};
 	if (r == 1 && !overwrite)
 		return cof_tool_refuse(out, "%s exists; give another path, or overwrite: true to "
 				       "replace it", to.apath);
 	if (r == 1) {
 		if ((r = stale_check(st, a, &to, &g, out, err)))
 			return r < 0 ? -1 : 0;
-		tocond = (cof_cond){COF_COND_VERSION, g.version};
+		tocond = (cof_cond){.kind = COF_COND_VERSION, .version = g.version, .by = &a->by};
 	}
 	int same = !strcmp(from.mount->vol, to.mount->vol), left = 0;
 	if (same) {
 		json_t *body = json_pack("{s:s, s:s, s:b}", "from", from.vpath, "to", to.vpath,
 					 "overwrite", overwrite);
 		json_t *mv = NULL;
-		r = cof_file_move(st, a->org, from.mount->vol, body, &mv, &e);
+		r = cof_file_move(st, a->org, from.mount->vol, body, &a->by, &mv, &e);
 		json_decref(body);
 		json_decref(mv);
 		/* the moved file keeps its content: its new version is read back */
@@ -719,7 +720,8 @@ int cof_tool_move(cof_store *st, const cof_agent *a, json_t *args, json_t **out,
 			cof_agent_own_write(st, a, to.mount->vol,
 					    json_integer_value(json_object_get(res, "seq")));
 			if (cof_file_remove(st, a->org, from.mount->vol, from.vpath,
-					    (cof_cond){COF_COND_VERSION, f.version}, &rm, &e2)) {
+					    (cof_cond){.kind = COF_COND_VERSION, .version = f.version,
+					     .by = &a->by}, &rm, &e2)) {
 				left = 1; /* changed meanwhile: the copy stays, and so does it */
 				cof_err_clear(&e2);
 			} else {

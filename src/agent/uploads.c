@@ -250,7 +250,7 @@ static int place_save(cof_store *st, const char *org, const char *id, const char
 			  COF_UPLOADS_PER_REQUEST);
 		goto out;
 	}
-	cof_cond absent = {COF_COND_ABSENT, 0};
+	cof_cond absent = {.kind = COF_COND_ABSENT, .version = 0};
 	cof_err e2 = {0};
 	rc = cof_file_put(st, org, m->vol, t.vpath, up, content_type, absent, out, created, &e2);
 	up = NULL;

@@ -63,6 +63,7 @@ struct cli_cmd {
 extern const cli_cmd cli_volume_cmds[];
 extern const cli_cmd cli_files_cmds[];
 extern const cli_cmd cli_snapshot_cmds[];
+extern const cli_cmd cli_history_cmds[];
 extern const cli_cmd cli_admin_cmds[];
 extern const cli_cmd cli_mcp_cmds[];
 extern const cli_cmd cli_connect_cmds[];

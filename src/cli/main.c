@@ -14,9 +14,9 @@
 cli_global cli_g;
 
 const cli_cmd *const cli_all_tables[] = {
-	cli_volume_cmds, cli_files_cmds, cli_snapshot_cmds, cli_agent_cmds, cli_turn_cmds,
-	cli_relay_cmds, cli_admin_cmds, cli_mcp_cmds, cli_connect_cmds, cli_mount_cmds,
-	cli_deploy_cmds, cli_completion_cmds, NULL,
+	cli_volume_cmds, cli_files_cmds, cli_snapshot_cmds, cli_history_cmds, cli_agent_cmds,
+	cli_turn_cmds, cli_relay_cmds, cli_admin_cmds, cli_mcp_cmds, cli_connect_cmds,
+	cli_mount_cmds, cli_deploy_cmds, cli_completion_cmds, NULL,
 };
 
 /* The text under "global flags", shared by every help page. */

@@ -128,7 +128,7 @@ static int mcp_run_tool(void *cls, const char *tool, int subject_toolset, json_t
 		    ? cof_subject_tool(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id,
 				       out, &err)
 		    : cof_agent_tool_in(c->st, MCP_ORG, c->agent, c->user, tool, args, c->run_id,
-					c->scope, out, &err)) {
+					c->scope, NULL, out, &err)) {
 			json_decref(*out);
 			*out = NULL;
 			*msg = cof_mcp_err_text(&err);

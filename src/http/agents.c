@@ -190,8 +190,8 @@ int http_agent_tool_run(http_req *req, const char *agent, const char *subject,
 {
 	*out = NULL;
 	if (http_agent_reaches(req, agent, err) ||
-	    cof_agent_tool_in(req->srv->st, ORG(req), agent, subject, tool, args, run, scope, out,
-			      err))
+	    cof_agent_tool_in(req->srv->st, ORG(req), agent, subject, tool, args, run, scope,
+			      req->who.key_id, out, err))
 		return -1;
 	if (*out)
 		http_absolute_url(req, *out); /* present_file's link */

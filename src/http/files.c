@@ -401,7 +401,7 @@ enum MHD_Result http_serve_file(http_req *req, cof_file *f, const char *name)
  * and query that disagree. 0, or -1 with err. */
 static int read_cond(http_req *req, cof_cond *cond, cof_err *err)
 {
-	cof_cond h = { COF_COND_NONE, 0 }, q = { COF_COND_NONE, 0 };
+	cof_cond h = {.kind = COF_COND_NONE, .version = 0 }, q = {.kind = COF_COND_NONE, .version = 0 };
 	const char *im = http_header_trim(req, MHD_HTTP_HEADER_IF_MATCH);
 	const char *inm = http_header_trim(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	int64_t v = -1;
@@ -497,6 +497,18 @@ enum MHD_Result http_put_answer(http_req *req, int rc, json_t *out, int created,
 	return http_send_json_h(req, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, hdrs);
 }
 
+const cof_by *http_by(http_req *req, const char *via)
+{
+	const char *client = http_header_trim(req, "X-Coffer-Client");
+
+	/* the console says so (console/api.js); the key is recorded either way */
+	if (!strcmp(via, "http") && client && !strcmp(client, "console"))
+		via = "console";
+	req->by = (cof_by){.key_id = req->who.key_id[0] ? req->who.key_id : req->key_id,
+			   .agent = req->who.agent, .via = via};
+	return &req->by;
+}
+
 enum MHD_Result http_file_put(http_req *req)
 {
 	cof_upload *up = http_take_upload(req);
@@ -504,6 +516,7 @@ enum MHD_Result http_file_put(http_req *req)
 	json_t *out = NULL;
 	int created = 0, rc;
 
+	req->cond.by = http_by(req, "http");
 	rc = cof_file_put(req->srv->st, ORG(req), req->param[0], req->param[1], up,
 			  req->content_type, req->cond, &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
@@ -603,11 +616,12 @@ enum MHD_Result http_file_get(http_req *req)
 enum MHD_Result http_file_delete(http_req *req)
 {
 	cof_err err = { 0 };
-	cof_cond cond = { COF_COND_NONE, 0 };
+	cof_cond cond = { COF_COND_NONE, 0, NULL };
 	json_t *out = NULL;
 
 	if (read_cond(req, &cond, &err))
 		return http_send_error(req, &err);
+	cond.by = http_by(req, "http");
 	int rc = cof_file_remove(req->srv->st, ORG(req), req->param[0], req->param[1],
 				 cond, &out, &err);
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
@@ -684,11 +698,13 @@ enum MHD_Result http_link_put(http_req *req)
 {
 	cof_upload *up = http_take_upload(req);
 	const cof_link *l = &req->link;
-	cof_cond none = { COF_COND_NONE, 0 };
+	cof_cond none = { COF_COND_NONE, 0, &req->by };
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;
 
+	/* no key: the link's maker stands for the writer */
+	req->by = (cof_by){.key_id = l->maker, .via = "link"};
 	rc = cof_file_put(req->srv->st, l->org, l->vol, l->path, up,
 			  l->content_type[0] ? l->content_type : req->content_type, none,
 			  &out, &created, &err);

@@ -175,6 +175,7 @@ struct http_req {
 	json_t *json;                  /* parsed body or NULL (= {}) */
 	cof_upload *up;                /* HTTP_BODY_STREAM target */
 	cof_cond cond;                 /* write precondition (file PUT) */
+	cof_by by;                     /* who writes (http_by); points into `who` */
 	char *content_type;            /* trimmed Content-Type or NULL, owned */
 	cof_link link;                 /* verified signed link (/l/ routes) */
 	int retry_after;               /* a 429 or 503: Retry-After seconds */
@@ -581,6 +582,8 @@ enum MHD_Result http_files_list(http_req *req);
 /* The read-all branch of http_files_list (readall.c): streamed. */
 enum MHD_Result http_read_all(http_req *req, const cof_list_opts *o);
 enum MHD_Result http_changes(http_req *req);
+enum MHD_Result http_history(http_req *req);
+enum MHD_Result http_revert(http_req *req);
 enum MHD_Result http_move(http_req *req);
 
 enum MHD_Result http_snapshot_create(http_req *req);
@@ -639,5 +642,10 @@ static inline void http_count_out(http_req *req, int64_t n)
 	if (n > 0)
 		req->bytes_out += n;
 }
+
+/* Who a write of this request is by (API.md "Who"): the principal's key
+ * and agent, `via` as given ("http" becomes "console" for a request with
+ * X-Coffer-Client: console). Kept in req->by; valid while req is. */
+const cof_by *http_by(http_req *req, const char *via);
 
 #endif /* COF_HTTP_H */

@@ -1370,6 +1370,12 @@ static int put_begin(s3req *r)
 	return 0;
 }
 
+const cof_by *s3_by(s3req *r)
+{
+	r->by = (cof_by){.key_id = r->who.key_id, .agent = r->who.agent, .via = "s3"};
+	return &r->by;
+}
+
 static enum MHD_Result put_object(s3req *r)
 {
 	cof_cond c;
@@ -1386,6 +1392,7 @@ static enum MHD_Result put_object(s3req *r)
 	}
 	if (ct && !*ct)
 		ct = NULL;
+	c.by = s3_by(r);
 	if (cof_file_put(s3srv->st, r->who.org, r->vol, r->key, up, ct, c, &out, &created,
 			 &err)) {
 		s3_fail_err(r, &err, "NoSuchBucket");
@@ -1488,6 +1495,7 @@ static enum MHD_Result copy_object(s3req *r, const char *src)
 			"metadata");
 		return s3_send_error(r);
 	}
+	c.by = s3_by(r);
 	if (cof_file_copy(s3srv->st, r->who.org, srcvol, key, r->vol, r->key, ct, c, &out,
 			  &err)) {
 		free(dec);
@@ -1532,6 +1540,7 @@ static enum MHD_Result delete_object(s3req *r)
 			return s3_send_error(r);
 		}
 	}
+	c.by = s3_by(r);
 	if (cof_file_remove(s3srv->st, r->who.org, r->vol, r->key, c, &out, &err)) {
 		if (err.code != COF_ENOTFOUND) {
 			s3_fail_err(r, &err, "NoSuchKey");
@@ -1565,6 +1574,7 @@ static enum MHD_Result delete_objects(s3req *r)
 		cof_err err = {0};
 		json_t *out = NULL;
 		cof_cond c = {0};
+		c.by = s3_by(r);
 		if (!cof_file_remove(s3srv->st, r->who.org, r->vol, keys[i], c, &out, &err) ||
 		    err.code == COF_ENOTFOUND) {
 			json_decref(out);

@@ -24,6 +24,7 @@ typedef struct s3req {
 	cof_sigv4_arg args[S3_ARGS_MAX];
 	size_t nargs;
 	cof_principal who;
+	cof_by by;               /* who its writes are by (s3_by) */
 	char reqid[17];               /* x-amz-request-id, made at the first answer */
 	int authed;
 	s3err e;
@@ -87,5 +88,8 @@ int s3mp_part_number(s3req *r);
  * *sizes (owned); 0 when it was written whole (or its record is gone). */
 int64_t s3mp_parts_of(const char *org, const char *vol, const char *key, int64_t version,
 		      int64_t size, int64_t **sizes);
+
+/* Who a write of `r` is by: its key, via "s3" (kept in r->by). */
+const cof_by *s3_by(s3req *r);
 
 #endif

@@ -547,6 +547,7 @@ enum MHD_Result s3mp_complete(s3req *r)
 		goto fail;
 	}
 	const char *ct = json_string_value(json_object_get(info, "contentType"));
+	c.by = s3_by(r);
 	if (cof_file_put(s3srv->st, r->who.org, r->vol, r->key, up, ct && *ct ? ct : NULL, c,
 			 &out, &created, &err)) {
 		s3_fail_err(r, &err, "NoSuchBucket");

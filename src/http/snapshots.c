@@ -82,7 +82,7 @@ enum MHD_Result http_restore(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int rc = cof_volume_restore(req->srv->st, ORG(req), req->param[0], req->json,
-				    &out, &err);
+				    http_by(req, "restore"), &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
@@ -92,8 +92,8 @@ enum MHD_Result http_merge(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	int rc = cof_volume_merge(req->srv->st, ORG(req), req->param[0], req->json, &out,
-				  &err);
+	int rc = cof_volume_merge(req->srv->st, ORG(req), req->param[0], req->json,
+				  http_by(req, "merge"), &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }

@@ -152,12 +152,17 @@ enum MHD_Result http_changes(http_req *req)
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	const char *prefix;
+	cof_change_filter f = {0};
 	int64_t since = 0, wait = 0;
 	int stopping = __atomic_load_n(&req->srv->stopping, __ATOMIC_SEQ_CST);
 
 	if (http_query_int(req, "since", 0, INT64_MAX, &since, &err) ||
 	    http_query(req, "prefix", &prefix, &err) ||
-	    http_query_int(req, "wait", 0, 60, &wait, &err))
+	    http_query_int(req, "wait", 0, 60, &wait, &err) ||
+	    http_query(req, "runId", &f.run_id, &err) ||
+	    http_query(req, "callId", &f.call_id, &err) ||
+	    http_query(req, "agent", &f.agent, &err) ||
+	    http_query(req, "keyId", &f.key_id, &err))
 		return http_send_error(req, &err);
 	if (wait > 0 && !stopping && req->wait_until == 0) {
 		cof_topic t = cof_topic_volume(ORG(req), req->param[0]);
@@ -166,7 +171,7 @@ enum MHD_Result http_changes(http_req *req)
 		req->wait_until = cof_mono_ms() + wait * 1000;
 	}
 	http_drain_fd(http_sub_fd(req));
-	int rc = cof_changes(req->srv->st, ORG(req), req->param[0], since, prefix, 0, &out,
+	int rc = cof_changes(req->srv->st, ORG(req), req->param[0], since, prefix, &f, 0, &out,
 			     &err);
 	if (rc == 0 && req->sub && no_changes(out) && cof_mono_ms() < req->wait_until &&
 	    http_wait_on(&req->wait, req->conn, http_sub_fd(req), -1, req->wait_until) == 0) {
@@ -176,12 +181,39 @@ enum MHD_Result http_changes(http_req *req)
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
 
+/* GET /v1/volumes/{id}/history?path=&cursor=&limit= */
+enum MHD_Result http_history(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	const char *path, *cursor;
+	int64_t limit = 0;
+
+	if (http_query(req, "path", &path, &err) || http_query(req, "cursor", &cursor, &err) ||
+	    http_query_int(req, "limit", 1, 1000, &limit, &err))
+		return http_send_error(req, &err);
+	int rc = cof_history(req->srv->st, ORG(req), req->param[0], path, cursor, limit, &out,
+			     &err);
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
+/* POST /v1/volumes/{id}/revert: 200, or 409 with the conflicts. */
+enum MHD_Result http_revert(http_req *req)
+{
+	cof_err err = { 0 };
+	json_t *out = NULL;
+	int rc = cof_volume_revert(req->srv->st, ORG(req), req->param[0], req->json,
+				   http_by(req, "revert"), &out, &err);
+
+	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
+}
+
 enum MHD_Result http_move(http_req *req)
 {
 	cof_err err = { 0 };
 	json_t *out = NULL;
-	int rc = cof_file_move(req->srv->st, ORG(req), req->param[0], req->json, &out,
-			       &err);
+	int rc = cof_file_move(req->srv->st, ORG(req), req->param[0], req->json,
+			       http_by(req, "http"), &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }

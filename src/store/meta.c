@@ -113,7 +113,20 @@ int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
 {
-	return m->ops->changes(m, vno, since, prefix, limit, fn, ctx, err);
+	return m->ops->changes(m, vno, since, prefix, NULL, limit, fn, ctx, err);
+}
+
+int cof_meta_changes_where(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		const cof_change_filter *f, int64_t limit, cof_change_fn fn, void *ctx,
+		cof_err *err)
+{
+	return m->ops->changes(m, vno, since, prefix, f, limit, fn, ctx, err);
+}
+
+int cof_meta_history(cof_meta *m, int64_t vno, const char *path, int64_t before,
+		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->history(m, vno, path, before, limit, fn, ctx, err);
 }
 
 /* Every change is counted and timed for /metrics: commits, failures, and the

@@ -62,10 +62,14 @@ typedef struct cof_entry {
 
 typedef struct cof_change_row {
 	int64_t seq, version, size;
+	int64_t at;              /* unix seconds it was made */
 	int removed;
 	char path[COF_PATH_MAX + 1];
 	char sha256[65];
+	const char *by;          /* who made it: JSON object text (API.md "Who"), or
+				  * NULL (made before it was recorded); valid in the callback */
 } cof_change_row;
+
 
 typedef struct cof_snaprow {
 	char id[48];
@@ -182,8 +186,14 @@ struct cof_meta_ops {
 	 * the start), in path order (bytewise). */
 	int (*list)(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 		const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
-	/* Changes with seq > since under `prefix`, oldest first, at most `limit`. */
+	/* Changes with seq > since under `prefix` and matching `f` (NULL = all),
+	 * oldest first, at most `limit`. */
 	int (*changes)(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		const cof_change_filter *f, int64_t limit, cof_change_fn fn, void *ctx,
+		cof_err *err);
+	/* The changes of exactly `path` with seq < before (<= 0: all), newest
+	 * first, at most `limit`: a path's history. */
+	int (*history)(cof_meta *m, int64_t vno, const char *path, int64_t before,
 		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
 
 	/* ---- the one write primitive: a change to one volume.
@@ -346,6 +356,9 @@ struct cof_meta {
 /* The base of every backend's transaction (its first member). */
 struct cof_txn {
 	cof_meta *m;
+	/* Who makes the change: JSON object text recorded with each of its
+	 * changes rows (API.md "Who"), or NULL. The caller's, set before writes. */
+	const char *by;
 };
 
 /* Opens the metadata store named by `url`: a plain path or "sqlite:PATH" is
@@ -396,6 +409,11 @@ int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 		const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
 int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
+int cof_meta_changes_where(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
+		const cof_change_filter *f, int64_t limit, cof_change_fn fn, void *ctx,
+		cof_err *err);
+int cof_meta_history(cof_meta *m, int64_t vno, const char *path, int64_t before,
 		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
 int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		cof_err *err);

@@ -121,6 +121,11 @@ static const char *const migrations[] = {
 	" lease_until bigint NOT NULL);"
 	"CREATE INDEX hook_deliveries_due ON hook_deliveries(status, next_at);"
 	"CREATE INDEX hook_deliveries_hook ON hook_deliveries(hook, id);",
+
+	/* 8: who made each change (API.md "Who"): JSON text; older rows null.
+	 * A path's history (GET .../history) by an index range. */
+	"ALTER TABLE changes ADD COLUMN IF NOT EXISTS who text;"
+	"CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

@@ -5,6 +5,7 @@
  * transaction: a long walk sees one state of the database, as SQLite's read
  * transaction gives, without holding a whole volume's rows in memory.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_pg.h"
@@ -236,24 +237,51 @@ static int change_row(void *ctx, PGresult *r, int i, cof_err *err)
 	ch->version = cof_pg_int(r, i, 3);
 	ch->size = cof_pg_int(r, i, 4);
 	cof_pg_copy(r, i, 5, ch->sha256, sizeof ch->sha256);
+	ch->by = PQgetisnull(r, i, 6) ? NULL : PQgetvalue(r, i, 6);
+	ch->at = cof_pg_int(r, i, 7);
 	return e->fn(e->ctx, ch) ? 1 : 0;
 }
 
+#define CHANGE_COLS "SELECT seq, path, removed, version, size, sha256, who, at FROM changes"
+
 static int pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
-		   int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
+		   const cof_change_filter *f, int64_t limit, cof_change_fn fn, void *ctx,
+		   cof_err *err)
 {
 	change_each e = { fn, ctx, cof_malloc(sizeof *e.ch) };
+	cof_change_filter none = {0};
 	cof_buf upper = COF_BUF_INIT;
 	int rc;
 
 	if (!e.ch)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (!f)
+		f = &none;
 	cof_prefix_upper(prefix ? prefix : "", &upper);
-	rc = cof_pg_rows(m, "SELECT seq, path, removed, version, size, sha256 FROM changes WHERE"
-			 " vno = $1 AND seq > $2 AND path >= $3 AND path < $4"
-			 " ORDER BY seq, path LIMIT $5", "reading changes", change_row, &e, err,
-			 "iissi", vno, since, prefix ? prefix : "", upper.data, limit);
+	rc = cof_pg_rows(m, CHANGE_COLS " WHERE vno = $1 AND seq > $2 AND path >= $3 AND"
+			 " path < $4 AND ($6::text IS NULL OR who::jsonb ->> 'runId' = $6) AND"
+			 " ($7::text IS NULL OR who::jsonb ->> 'callId' = $7) AND ($8::text IS NULL"
+			 " OR who::jsonb ->> 'agent' = $8) AND ($9::text IS NULL OR"
+			 " who::jsonb ->> 'keyId' = $9) ORDER BY seq, path LIMIT $5",
+			 "reading changes", change_row, &e, err, "iississss", vno, since,
+			 prefix ? prefix : "", upper.data, limit, f->run_id, f->call_id, f->agent,
+			 f->key_id);
 	cof_buf_release(&upper);
+	free(e.ch);
+	return rc < 0 ? -1 : 0;
+}
+
+static int pg_history(cof_meta *m, int64_t vno, const char *path, int64_t before,
+		      int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
+{
+	change_each e = { fn, ctx, cof_malloc(sizeof *e.ch) };
+	int rc;
+
+	if (!e.ch)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	rc = cof_pg_rows(m, CHANGE_COLS " WHERE vno = $1 AND path = $2 AND seq < $3"
+			 " ORDER BY seq DESC LIMIT $4", "reading a path's history", change_row,
+			 &e, err, "isii", vno, path, before > 0 ? before : INT64_MAX, limit);
 	free(e.ch);
 	return rc < 0 ? -1 : 0;
 }
@@ -264,5 +292,6 @@ void cof_pg_ops_read(cof_meta_ops *o)
 	o->entry_read = pg_entry_read;
 	o->list = pg_list;
 	o->changes = pg_changes;
+	o->history = pg_history;
 	o->entry_get = pg_entry_get;
 }

@@ -27,9 +27,9 @@
 	"NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at =" \
 	" NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)"
 #define SQL_CHANGE_ADD "INSERT INTO changes(vno, seq, path, removed, version, size," \
-	" sha256, at) VALUES($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT(vno, seq, path) DO UPDATE" \
-	" SET removed = excluded.removed, version = excluded.version, size =" \
-	" excluded.size, sha256 = excluded.sha256, at = excluded.at"
+	" sha256, at, who) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT(vno, seq, path) DO" \
+	" UPDATE SET removed = excluded.removed, version = excluded.version, size =" \
+	" excluded.size, sha256 = excluded.sha256, at = excluded.at, who = excluded.who"
 
 
 /* ------------------------------------------------------------- changes */
@@ -138,9 +138,9 @@ static int whiteout(pg_txn *tx, const char *path, const cof_entry *old, cof_err 
 static int record_change(pg_txn *tx, const char *path, int removed, int64_t version,
 			 int64_t size, const char *sha, cof_err *err)
 {
-	if (cof_pg_do(tx->c, SQL_CHANGE_ADD, "recording a change", NULL, err, "iisiiisi",
+	if (cof_pg_do(tx->c, SQL_CHANGE_ADD, "recording a change", NULL, err, "iisiiisis",
 		      tx->vol.vno, tx->vol.seq, path,
-		      (int64_t)removed, version, size, sha, tx->now))
+		      (int64_t)removed, version, size, sha, tx->now, tx->base.by))
 		return -1;
 	tx->ops++;
 	return 0;
@@ -164,9 +164,9 @@ static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t si
 			    path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now) ||
 	    cof_pg_stmt_set(&s[3], SQL_BLOB_REF, "writing a file", err, "sib", sha, size,
 			    inline_data, inline_data ? size : (int64_t)0) ||
-	    cof_pg_stmt_set(&s[4], SQL_CHANGE_ADD, "recording a change", err, "iisiiisi",
+	    cof_pg_stmt_set(&s[4], SQL_CHANGE_ADD, "recording a change", err, "iisiiisis",
 			    tx->vol.vno, tx->vol.seq, path, (int64_t)0, tx->vol.seq, size, sha,
-			    tx->now) ||
+			    tx->now, tx->base.by) ||
 	    cof_pg_pipeline(tx->c, s, 5, err))
 		return -1;
 	had = PQntuples(s[0].res) > 0;

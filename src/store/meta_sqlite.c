@@ -43,7 +43,7 @@ static const char *schema =
 	"CREATE INDEX IF NOT EXISTS entries_closed ON entries(closed_at) WHERE to_seq IS NOT NULL;"
 	"CREATE TABLE IF NOT EXISTS changes(vno INTEGER NOT NULL, seq INTEGER NOT NULL,"
 	" path TEXT NOT NULL, removed INTEGER NOT NULL, version INTEGER NOT NULL,"
-	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, at INTEGER NOT NULL,"
+	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, at INTEGER NOT NULL, who TEXT,"
 	" PRIMARY KEY(vno, seq, path)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS snapshots(id TEXT PRIMARY KEY, vno INTEGER NOT NULL,"
 	" src_vno INTEGER NOT NULL, seq INTEGER NOT NULL, pinned INTEGER NOT NULL,"
@@ -337,7 +337,7 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -421,8 +421,16 @@ static int migrate(conn *c, cof_err *err)
 	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS state_live ON state(kind, node)"
 			    " WHERE ended = 0", err))
 		return -1;
+	/* 3 -> 4: who made each change (API.md "Who"); older rows read null. */
+	if (version < 4 && !column_exists(c, "changes", "who") &&
+	    cof_sqlite_exec(c, "ALTER TABLE changes ADD COLUMN who TEXT", err))
+		return -1;
+	/* 3 -> 4: a path's history (GET .../history) without a walk of the feed. */
+	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq)",
+			    err))
+		return -1;
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 3", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 4", err);
 	return 0;
 }
 

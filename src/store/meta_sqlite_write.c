@@ -130,7 +130,7 @@ static int record_change(cof_txn *tx, const char *path, int removed, int64_t ver
 			 int64_t size, const char *sha, cof_err *err)
 {
 	sqlite3_stmt *st = cof_sqlite_q(SQT(tx)->c, "INSERT OR REPLACE INTO changes(vno, seq, path, removed,"
-			     " version, size, sha256, at) VALUES(?,?,?,?,?,?,?,?)", err);
+			     " version, size, sha256, at, who) VALUES(?,?,?,?,?,?,?,?,?)", err);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
@@ -141,6 +141,7 @@ static int record_change(cof_txn *tx, const char *path, int removed, int64_t ver
 	sqlite3_bind_int64(st, 6, size);
 	cof_sqlite_bind_text(st, 7, sha);
 	sqlite3_bind_int64(st, 8, SQT(tx)->now);
+	cof_sqlite_bind_text(st, 9, tx->by);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cof_sqlite_db_error(err, SQT(tx)->c->db, "recording a change");
 	SQT(tx)->ops++;

@@ -494,7 +494,7 @@ void cof_turn_prepare(cof_turns *ts, cof_turn *t)
 	if (cof_call_views_open(ts, t, vid, &cv, &e) == 0) {
 		json_t *answer = json_object(), *notes = json_array();
 		/* untouched: its read-write view is kept, as a reading call's is */
-		cof_call_views_end(ts, t, cv, 1, NULL, answer, notes);
+		cof_call_views_end(ts, t, cv, 1, NULL, NULL, answer, notes);
 		cof_call_views_close(cv);
 		json_decref(answer);
 		json_decref(notes);
@@ -708,8 +708,10 @@ int cof_turn_call_run(cof_turns *ts, const cof_principal *who, const char *id, j
 		cof_metric_event("coffer_sandbox_breaches_total", "limit", "timeout");
 	/* its processes are gone: the layer lands, unless a limit or the
 	 * timeout stopped it */
+	cof_by by = {.key_id = who ? who->key_id : NULL, .agent = c.t->agent,
+		     .user = c.t->user, .run_id = run_id, .call_id = c.id, .via = "call"};
 	cof_call_views_end(ts, c.t, c.views, !c.timed_out && !c.limit && !c.stopped_by_end,
-			   run_id, *out, c.notes);
+			   run_id, &by, *out, c.notes);
 	cof_call_views_close(c.views);
 	cof_buf_release(&c.s[0].kept);
 	cof_buf_release(&c.s[1].kept);

@@ -293,9 +293,10 @@ void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *s
 #define COF_VIEW_INNER "/mnt"
 /* After the call's processes are gone: stops the view and, when `commit`,
  * lands its layer (one change per volume), adding `committed` and
- * `conflicts` to `answer` and notes to `notes`. `run`: X-Run-Id or NULL. */
+ * `conflicts` to `answer` and notes to `notes`. `run`: X-Run-Id or NULL;
+ * `by`: who the changes are by (the call; NULL = not said). */
 void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int commit,
-			const char *run, json_t *answer, json_t *notes);
+			const char *run, const cof_by *by, json_t *answer, json_t *notes);
 /* Unmounts the view, removes its layer, frees `cv`. NULL is fine. */
 void cof_call_views_close(cof_call_views *cv);
 /* Ends the read-only views kept for the next call of turn `t` (NULL: of

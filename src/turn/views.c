@@ -584,7 +584,7 @@ static void record(cof_turns *ts, cof_call_views *cv, int i, const cof_view_resu
 }
 
 void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int commit,
-			const char *run, json_t *answer, json_t *notes)
+			const char *run, const cof_by *by, json_t *answer, json_t *notes)
 {
 	cof_view_result res[COF_VIEW_ROOTS];
 	json_t *committed, *conflicts;
@@ -614,7 +614,7 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 	ws = open(t->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	cfd = ws < 0 ? -1 : cof_mkdirs_beneath(ws, ".conflicts", 0755,
 					      ts->root_user ? (long)t->uid : -1);
-	cof_view_commit(cv->vfs, cfd, res);
+	cof_view_commit(cv->vfs, cfd, by, res);
 	if (cfd >= 0)
 		close(cfd);
 	if (ws >= 0) { /* kept only when it holds a conflict */

@@ -255,11 +255,12 @@ static int layer_too_big(cof_vfs *v, int root, cof_err *err)
 }
 
 /* Lands root `root`'s layer as one change. */
-static void commit_root(cof_vfs *v, int root, int conflict_dir, cof_view_result *res)
+static void commit_root(cof_vfs *v, int root, int conflict_dir, const cof_by *by,
+			cof_view_result *res)
 {
 	land l = {v, root, NULL, NULL, 0, res, NULL};
 	cof_landing lg = {.vol = &v->roots[root].v.vol, .vno = v->roots[root].v.vno,
-			  .apply = land_apply, .ctx = &l};
+			  .apply = land_apply, .ctx = &l, .by = by};
 	size_t nf = 0, ng = 0, i;
 
 	for (vnode *n = v->nodes; n; n = n->next)
@@ -321,14 +322,14 @@ out:
 	free(l.conflict);
 }
 
-void cof_view_commit(cof_vfs *v, int conflict_dir, cof_view_result *res)
+void cof_view_commit(cof_vfs *v, int conflict_dir, const cof_by *by, cof_view_result *res)
 {
 	for (int i = 0; i < v->o.nroots; i++) {
 		memset(&res[i], 0, sizeof res[i]);
 		res[i].conflicts = json_array();
 		res[i].files = json_array();
 		if (v->roots[i].cfg.rw && v->o.way == COF_VIEW_CALL && v->layer >= 0)
-			commit_root(v, i, conflict_dir, &res[i]);
+			commit_root(v, i, conflict_dir, by, &res[i]);
 	}
 }
 
@@ -359,6 +360,9 @@ int cof_view_land_file(cof_vfs *v, vnode *n)
 	return rc;
 }
 
+/* `coffer mount` over a local store: each close is a change by the mount */
+static const cof_by mount_by = {.via = "mount"};
+
 int cof_view_land_local(cof_vfs *v, vnode *n)
 {
 	cof_view_result res = {0};
@@ -366,7 +370,7 @@ int cof_view_land_local(cof_vfs *v, vnode *n)
 	cof_land_file f;
 	lfile lf;
 	cof_landing lg = {.vol = &v->roots[n->root].v.vol, .vno = v->roots[n->root].v.vno,
-			  .files = &f, .nfiles = 1, .apply = land_apply, .ctx = &l};
+			  .files = &f, .nfiles = 1, .apply = land_apply, .ctx = &l, .by = &mount_by};
 	unsigned char conflict = 0;
 	int rc;
 

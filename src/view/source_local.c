@@ -120,7 +120,8 @@ static int local_inline_many(cof_vfs *v, const char *const *shas, size_t n, cof_
 
 static int local_remove(cof_vfs *v, int root, const char *vpath, int64_t seen)
 {
-	cof_cond cond = {COF_COND_VERSION, seen};
+	static const cof_by by = {.via = "mount"};
+	cof_cond cond = {.kind = COF_COND_VERSION, .version = seen, .by = &by};
 	cof_err err = {0};
 	json_t *out = NULL;
 	int rc = cof_file_remove(v->o.st, v->o.org, v->roots[root].cfg.vol, vpath, cond, &out,
@@ -142,8 +143,10 @@ static int local_move(cof_vfs *v, int root, const char *from, const char *to, in
 	json_t *body, *out = NULL;
 	int rc;
 
+	static const cof_by by = {.via = "mount"};
+
 	body = json_pack("{s:s, s:s, s:b}", "from", from, "to", to, "overwrite", 1);
-	rc = cof_file_move(v->o.st, v->o.org, v->roots[root].cfg.vol, body, &out, &err);
+	rc = cof_file_move(v->o.st, v->o.org, v->roots[root].cfg.vol, body, &by, &out, &err);
 	json_decref(body);
 	if (rc) {
 		fprintf(stderr, "coffer mount: cannot move '%s' to '%s': %s\n", from, to, err.msg);

@@ -105,8 +105,9 @@ void cof_view_detach(cof_vfs *v);
  * conditional on what the view saw: a file changed meanwhile by someone else
  * is a conflict, never overwritten; its layer bytes are moved to
  * `conflict_dir`/PATH (relative to the root's mount; NULL = dropped).
- * res[i] for root i (nroots entries). Call after cof_view_detach. */
-void cof_view_commit(cof_vfs *v, int conflict_dir, cof_view_result *res);
+ * res[i] for root i (nroots entries). Call after cof_view_detach. `by`:
+ * who the changes are by (the call; NULL = not said). */
+void cof_view_commit(cof_vfs *v, int conflict_dir, const cof_by *by, cof_view_result *res);
 void cof_view_result_release(cof_view_result *r);
 /* Unmounts (lazily) if still mounted, removes the layer's files, frees `v`.
  * NULL is fine. */

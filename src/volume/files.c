@@ -22,6 +22,7 @@ int cof_cond_parse_etag(const char *value, cof_cond *out, cof_err *err)
 	char *end;
 	long long v;
 
+	*out = (cof_cond){.kind = COF_COND_NONE};   /* the whole condition: `by` not said */
 	while (*p == ' ')
 		p++;
 	if (p[0] == '*' && p[strspn(p + 1, " ") + 1] == '\0') {
@@ -305,7 +306,8 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 	cof_volrow v;
 	put_ctx p = {.cond = cond};
 	cof_land_file f = {.kind = COF_LAND_UPLOAD, .up = up, .ctype = content_type};
-	cof_landing l = {.vol = &v, .files = &f, .nfiles = 1, .apply = put_apply, .ctx = &p};
+	cof_landing l = {.vol = &v, .files = &f, .nfiles = 1, .apply = put_apply, .ctx = &p,
+			 .by = cond.by};
 
 	if (!up)
 		return cof_error(err, COF_EINTERNAL, "no upload");
@@ -365,7 +367,7 @@ int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const ch
 	put_ctx p = {.cond = cond};
 	cof_land_file lf = {.kind = COF_LAND_KNOWN};
 	cof_landing l = {.vol = &v, .files = &lf, .nfiles = 1, .apply = put_apply, .ctx = &p,
-			 .held = 1};
+			 .held = 1, .by = cond.by};
 	int rc;
 
 	if (cof_path_check(path, strlen(path), "path", &p.path, err) ||
@@ -537,7 +539,7 @@ int cof_file_remove(cof_store *st, const char *org, const char *vol,
 {
 	remove_ctx r = {.cond = cond};
 	cof_volrow v;
-	cof_landing l = {.vol = &v, .apply = remove_apply, .ctx = &r};
+	cof_landing l = {.vol = &v, .apply = remove_apply, .ctx = &r, .by = cond.by};
 
 	if (cof_path_check(path, strlen(path), "path", &r.path, err) ||
 	    cof_meta_volume_get(st->meta, org, vol, &v, err) || cof_land(st, &l, err))
@@ -650,18 +652,18 @@ static const cof_jfield move_fields[] = {
 	{"from", COF_JSTR, 1}, {"to", COF_JSTR, 1}, {"overwrite", COF_JBOOL, 0}, {NULL, 0, 0}};
 
 int cof_file_move(cof_store *st, const char *org, const char *vol, json_t *body,
-		  json_t **out, cof_err *err)
+		  const cof_by *by, json_t **out, cof_err *err)
 {
-	return cof_file_move_visible(st, org, vol, body, NULL, NULL, out, err);
+	return cof_file_move_visible(st, org, vol, body, NULL, NULL, by, out, err);
 }
 
 int cof_file_move_visible(cof_store *st, const char *org, const char *vol, json_t *body,
-			  cof_hidden_fn hidden, const void *hidden_ctx, json_t **out,
-			  cof_err *err)
+			  cof_hidden_fn hidden, const void *hidden_ctx, const cof_by *by,
+			  json_t **out, cof_err *err)
 {
 	move_ctx m = {.hidden = hidden, .hidden_ctx = hidden_ctx};
 	cof_volrow v;
-	cof_landing l = {.vol = &v, .apply = move_apply, .ctx = &m};
+	cof_landing l = {.vol = &v, .apply = move_apply, .ctx = &m, .by = by};
 	const char *from, *to;
 
 	if (cof_json_check(body, move_fields, err))

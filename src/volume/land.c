@@ -169,14 +169,36 @@ static int land_apply(cof_txn *tx, void *arg, cof_err *err)
 
 	for (size_t i = 0; i < l->nfiles; i++)
 		l->files[i].unnamed = 0;
+	tx->by = l->by_text_;
 	return l->apply(tx, l, err);
+}
+
+json_t *cof_by_json(const cof_by *by)
+{
+	static const char *const keys[] = {"keyId", "agent", "user", "runId", "callId",
+					   "relaySession", "tool", "via"};
+	json_t *o;
+
+	if (!by)
+		return NULL;
+	const char *vals[] = {by->key_id, by->agent, by->user, by->run_id, by->call_id,
+			      by->relay_session, by->tool, by->via};
+	o = json_object();
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		if (vals[i] && vals[i][0])
+			json_object_set_new(o, keys[i], json_string(vals[i]));
+	return o;
 }
 
 int cof_land(cof_store *st, cof_landing *l, cof_err *err)
 {
 	int rc = 0;
 	size_t i;
+	json_t *by = cof_by_json(l->by);
 
+	/* the text each changes row records */
+	l->by_text_ = by ? json_dumps(by, JSON_COMPACT) : NULL;
+	json_decref(by);
 	/* Held from the first blob's commit to the metadata's, so the collector
 	 * never deletes content a write is about to name. */
 	if (!l->held)
@@ -210,6 +232,8 @@ int cof_land(cof_store *st, cof_landing *l, cof_err *err)
 		f->own_ = NULL;
 		f->inl = NULL;
 	}
+	free(l->by_text_);
+	l->by_text_ = NULL;
 	if (rc)
 		return -1;
 	if (!l->quiet) {

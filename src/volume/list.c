@@ -206,18 +206,28 @@ int cof_folder_children(cof_store *st, const cof_view *view, const char *prefix,
 
 typedef struct changes_ctx {
 	json_t *list;
-	int64_t last_seq;
-	int64_t n;
+	int64_t first_seq, last_seq;   /* of the rows read (kept or not) */
+	int64_t n;                     /* rows read */
 } changes_ctx;
+
+/* A change as the feed and the history show it; `by` null when not recorded. */
+json_t *cof_change_json(const cof_change_row *c)
+{
+	json_t *by = c->by ? json_loads(c->by, 0, NULL) : NULL;
+
+	return json_pack("{s:I, s:s, s:s, s:I, s:I, s:s, s:o, s:o}", "seq", (json_int_t)c->seq,
+			 "op", c->removed ? "remove" : "write", "path", c->path, "version",
+			 (json_int_t)c->version, "size", (json_int_t)c->size, "sha256", c->sha256,
+			 "at", cof_json_time(c->at), "by", by ? by : json_null());
+}
 
 static int change_add(void *arg, const cof_change_row *c)
 {
 	changes_ctx *x = arg;
 
-	json_array_append_new(x->list, json_pack(
-		"{s:I, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)c->seq, "op",
-		c->removed ? "remove" : "write", "path", c->path, "version",
-		(json_int_t)c->version, "size", (json_int_t)c->size, "sha256", c->sha256));
+	json_array_append_new(x->list, cof_change_json(c));
+	if (!x->n)
+		x->first_seq = c->seq;
 	x->last_seq = c->seq;
 	x->n++;
 	return 0;
@@ -227,35 +237,37 @@ static int change_add(void *arg, const cof_change_row *c)
  * cut a seq, that seq is left for the next page, unless it is the only one, in
  * which case all of it is returned. */
 static int changes_page(cof_store *st, int64_t vno, int64_t since, const char *prefix,
-			changes_ctx *x, int *more, cof_err *err)
+			const cof_change_filter *f, changes_ctx *x, int *more, cof_err *err)
 {
 	*more = 0;
 	x->list = json_array();
 	x->n = 0;
-	if (cof_meta_changes(st->meta, vno, since, prefix, CHANGES_MAX + 1, change_add, x, err))
+	if (cof_meta_changes_where(st->meta, vno, since, prefix, f, CHANGES_MAX + 1, change_add,
+				   x, err))
 		return -1;
 	if (x->n <= CHANGES_MAX)
 		return 0;
 	*more = 1;
 	int64_t cut = x->last_seq;
-	size_t keep = json_array_size(x->list);
-	while (keep > 0 && json_integer_value(json_object_get(
-				json_array_get(x->list, keep - 1), "seq")) == cut)
-		keep--;
-	if (keep > 0) {
+	if (x->first_seq != cut) {
+		size_t keep = json_array_size(x->list);
+		while (keep > 0 && json_integer_value(json_object_get(
+					json_array_get(x->list, keep - 1), "seq")) == cut)
+			keep--;
 		while (json_array_size(x->list) > keep)
 			json_array_remove(x->list, keep);
-		x->last_seq = json_integer_value(json_object_get(
-			json_array_get(x->list, keep - 1), "seq"));
+		x->last_seq = cut - 1;   /* the next page starts at the cut seq */
 		return 0;
 	}
 	json_array_clear(x->list);
 	x->n = 0;
-	return cof_meta_changes(st->meta, vno, cut - 1, prefix, INT64_MAX, change_add, x, err);
+	return cof_meta_changes_where(st->meta, vno, cut - 1, prefix, f, INT64_MAX, change_add,
+				      x, err);
 }
 
 int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
-		const char *prefix, int wait_seconds, json_t **out, cof_err *err)
+		const char *prefix, const cof_change_filter *f, int wait_seconds,
+		json_t **out, cof_err *err)
 {
 	changes_ctx x = {0};
 	cof_volrow v;
@@ -288,7 +300,7 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 			cof_err_set(err, "oldest", json_integer(v.history_from));
 			goto out;
 		}
-		if (changes_page(st, v.vno, since, pre, &x, &more, err))
+		if (changes_page(st, v.vno, since, pre, f, &x, &more, err))
 			goto out;
 		if (x.n > 0 || wait_seconds == 0)
 			break;
@@ -298,7 +310,7 @@ int cof_changes(cof_store *st, const char *org, const char *vol, int64_t since,
 		int moved = cof_sub_wait(sub, gen, deadline) != gen;
 		if (cof_notify_closing(st->notify) || (!moved && cof_mono_ms() >= deadline)) {
 			if (cof_meta_volume_get(st->meta, org, vol, &v, err) ||
-			    changes_page(st, v.vno, since, pre, &x, &more, err))
+			    changes_page(st, v.vno, since, pre, f, &x, &more, err))
 				goto out;
 			break;
 		}

@@ -92,6 +92,7 @@ typedef struct merge_ctx {
 	cof_view ours, theirs;
 	int64_t base;
 	int64_t if_seq;             /* -1 = none */
+	cof_by by;                  /* who merges (via "merge") */
 	mpath *p;
 	size_t n, cap;
 	int over;                   /* more paths than COF_MERGE_PATHS */
@@ -101,7 +102,18 @@ typedef struct merge_ctx {
 	size_t nfiles;
 	int raced;                  /* ours moved between reads and the change */
 	int64_t held;               /* bytes of merged texts held (COF_MERGE_TEXT_TOTAL) */
+	int revert;                 /* a revert (revert.c's shape of the same steps) */
+	int64_t landed;             /* the change's seq; -1 = none (dry run) */
 } merge_ctx;
+
+/* How an answer names where a path's content came from: a revert's "theirs"
+ * is what the path was before the reverted change. */
+static const char *from_name(const merge_ctx *c, const char *from)
+{
+	if (!c->revert)
+		return from;
+	return !strcmp(from, "theirs") ? "before" : !strcmp(from, "ours") ? "kept" : from;
+}
 
 static void mpath_free(mpath *p)
 {
@@ -450,14 +462,122 @@ void cof_merge_base_save(cof_store *st, const cof_volrow *into, const cof_volrow
 }
 
 /* One attempt: reads, decides, lands. 1 = ours moved meanwhile (try again). */
+/* The end of a merge or a revert, once c->p is decided: resolutions and
+ * strategy settle conflicts; with any left (and no dryRun) 409 listing them;
+ * else the one change. 0 (c->landed = its seq, or -1 for a dry run), 1 when
+ * the volume moved meanwhile (decide again), or -1. */
+static int settle_and_land(merge_ctx *c, cof_store *st, json_t *body, json_t **out,
+			   cof_err *err)
+{
+	const char *strategy = cof_json_str(body, "strategy");
+	json_t *res = json_object_get(body, "resolutions"), *merged = NULL, *conflicts = NULL;
+	int dry = cof_json_bool(body, "dryRun", 0), rc = -1;
+	const char *what = c->revert ? "revert" : "merge", *list = c->revert ? "reverted" : "merged";
+
+	c->landed = -1;
+	/* resolutions name conflicts only: a stale one is the caller's mistake */
+	if (res) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(res, k, v) {
+			mpath key = {.path = (char *)k};
+			mpath *p = c->n ? bsearch(&key, c->p, c->n, sizeof *c->p, by_path) : NULL;
+			if (!p || p->act != ACT_CONFLICT)
+				return cof_error(err, COF_EVALIDATION,
+						 "resolutions names '%.200s', which is not a conflict "
+						 "of this %s", k, what);
+		}
+	}
+	merged = json_array();
+	conflicts = json_array();
+	for (size_t i = 0; i < c->n; i++) {
+		mpath *p = &c->p[i];
+		if (p->act == ACT_CONFLICT &&
+		    settle(p, json_object_get(res, p->path), strategy, err))
+			goto out;
+		if (p->act == ACT_CONFLICT) {
+			json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o}", "path", p->path, "kind",
+					      p->kind, "base", side_json(&p->b, p->hb), "ours",
+					      side_json(&p->o, p->ho), "theirs",
+					      side_json(&p->t, p->ht));
+			if (p->markers)
+				json_object_set_new(j, "merged", json_string(p->markers));
+			json_array_append_new(conflicts, j);
+		} else if (p->from) {
+			json_array_append_new(merged, json_pack("{s:s, s:s}", "path", p->path,
+								"from", from_name(c, p->from)));
+		}
+		if (p->act == ACT_BYTES)
+			c->nfiles++;
+	}
+	if (json_array_size(conflicts) && !dry) {
+		if (c->revert)
+			cof_error(err, COF_ECONFLICT,
+				  "the revert in '%s' has %zu conflict(s) (changed again since); "
+				  "settle them with 'resolutions'", c->ours.vol.id,
+				  json_array_size(conflicts));
+		else {
+			cof_error(err, COF_ECONFLICT,
+				  "the merge of '%s' into '%s' has %zu conflict(s); settle them "
+				  "with 'resolutions' or 'strategy'", c->theirs.vol.id,
+				  c->ours.vol.id, json_array_size(conflicts));
+			cof_hooks_emit(st, c->ours.vol.org, "merge.conflicted", c->ours.vol.id, NULL,
+				       json_pack("{s:s, s:s, s:I}", "volumeId", c->ours.vol.id,
+						 "from", c->theirs.vol.id, "conflicts",
+						 (json_int_t)json_array_size(conflicts)));
+		}
+		cof_err_set(err, "conflicts", conflicts);
+		conflicts = NULL;
+		goto out;
+	}
+	if (dry) {
+		*out = json_pack("{s:I, s:b, s:O, s:O}", "seq", (json_int_t)c->ours.seq, "dryRun", 1,
+				 list, merged, "conflicts", conflicts);
+		rc = 0;
+		goto out;
+	}
+	if (c->nfiles && !(c->files = calloc(c->nfiles, sizeof *c->files))) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0, f = 0; i < c->n; i++) {
+		mpath *p = &c->p[i];
+		if (p->act != ACT_BYTES)
+			continue;
+		cof_land_file *lf = &c->files[f++];
+		lf->kind = COF_LAND_MEMORY;
+		lf->data = p->bytes;
+		lf->len = p->nbytes;
+		lf->path = p->path;
+		/* a merged file keeps ours's type when it has one */
+		lf->ctype = p->ho && !cof_is_symlink(p->o.ctype) ? p->o.ctype : NULL;
+	}
+	c->by.via = what;
+	cof_landing l = {.vol = &c->ours.vol, .files = c->files, .nfiles = c->nfiles,
+			 .apply = merge_apply, .ctx = c, .by = &c->by};
+	c->raced = 0;
+	if (cof_land(st, &l, err)) {
+		rc = c->raced ? 1 : -1;
+		goto out;
+	}
+	c->landed = l.seq;
+	*out = json_pack("{s:I, s:O, s:O}", "seq", (json_int_t)l.seq, list, merged,
+			 "conflicts", conflicts);
+	rc = 0;
+out:
+	json_decref(merged);
+	json_decref(conflicts);
+	return rc;
+}
+
+
 static int merge_once(merge_ctx *c, cof_store *st, const char *org, const char *vol,
 		      json_t *body, json_t **out, cof_err *err)
 {
-	const char *from = cof_json_str(body, "from"), *strategy = cof_json_str(body, "strategy");
-	json_t *res = json_object_get(body, "resolutions"), *merged = NULL, *conflicts = NULL;
+	const char *from = cof_json_str(body, "from");
 	cof_view bv;
 	int64_t b;
-	int dry = cof_json_bool(body, "dryRun", 0), rc = -1;
+	int rc;
 
 	ctx_reset(c);
 	if (cof_view_open(st, org, vol, NULL, &c->ours, err) ||
@@ -511,99 +631,41 @@ static int merge_once(merge_ctx *c, cof_store *st, const char *org, const char *
 		if (decide(c, p, err))
 			return -1;
 	}
-	/* resolutions name conflicts only: a stale one is the caller's mistake */
-	if (res) {
-		const char *k;
-		json_t *v;
-		json_object_foreach(res, k, v) {
-			mpath key = {.path = (char *)k};
-			mpath *p = c->n ? bsearch(&key, c->p, c->n, sizeof *c->p, by_path) : NULL;
-			if (!p || p->act != ACT_CONFLICT)
-				return cof_error(err, COF_EVALIDATION,
-						 "resolutions names '%.200s', which is not a conflict "
-						 "of this merge", k);
+	if ((rc = settle_and_land(c, st, body, out, err)) == 0 && c->landed >= 0)
+		cof_merge_base_save(st, &c->ours.vol, &c->theirs.vol, c->theirs.seq, c->landed);
+	return rc;
+}
+
+typedef int (*once_fn)(merge_ctx *c, cof_store *st, const char *org, const char *vol,
+		       json_t *body, json_t **out, cof_err *err);
+
+/* Runs a merge's or a revert's steps until they land on the state they
+ * decided on (a write between the reads and the change: decide again on the
+ * new state), at most 5 times; then frees c's paths. */
+static int decided(once_fn once, merge_ctx *c, cof_store *st, const char *org, const char *vol,
+		   json_t *body, json_t **out, cof_err *err)
+{
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		rc = once(c, st, org, vol, body, out, err);
+		if (rc != 1)
+			break;
+		if (attempt == 4) {
+			rc = -1;
+			break;
 		}
+		cof_err_clear(err);
 	}
-	merged = json_array();
-	conflicts = json_array();
-	for (size_t i = 0; i < c->n; i++) {
-		mpath *p = &c->p[i];
-		if (p->act == ACT_CONFLICT &&
-		    settle(p, json_object_get(res, p->path), strategy, err))
-			goto out;
-		if (p->act == ACT_CONFLICT) {
-			json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o}", "path", p->path, "kind",
-					      p->kind, "base", side_json(&p->b, p->hb), "ours",
-					      side_json(&p->o, p->ho), "theirs",
-					      side_json(&p->t, p->ht));
-			if (p->markers)
-				json_object_set_new(j, "merged", json_string(p->markers));
-			json_array_append_new(conflicts, j);
-		} else if (p->from) {
-			json_array_append_new(merged, json_pack("{s:s, s:s}", "path", p->path,
-								"from", p->from));
-		}
-		if (p->act == ACT_BYTES)
-			c->nfiles++;
-	}
-	if (json_array_size(conflicts) && !dry) {
-		cof_error(err, COF_ECONFLICT,
-			  "the merge of '%s' into '%s' has %zu conflict(s); settle them with "
-			  "'resolutions' or 'strategy'", c->theirs.vol.id, c->ours.vol.id,
-			  json_array_size(conflicts));
-		cof_hooks_emit(st, org, "merge.conflicted", c->ours.vol.id, NULL,
-			       json_pack("{s:s, s:s, s:I}", "volumeId", c->ours.vol.id, "from",
-					 c->theirs.vol.id, "conflicts",
-					 (json_int_t)json_array_size(conflicts)));
-		cof_err_set(err, "conflicts", conflicts);
-		conflicts = NULL;
-		goto out;
-	}
-	if (dry) {
-		*out = json_pack("{s:I, s:b, s:O, s:O}", "seq", (json_int_t)c->ours.seq, "dryRun", 1,
-				 "merged", merged, "conflicts", conflicts);
-		rc = 0;
-		goto out;
-	}
-	if (c->nfiles && !(c->files = calloc(c->nfiles, sizeof *c->files))) {
-		cof_error(err, COF_EINTERNAL, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0, f = 0; i < c->n; i++) {
-		mpath *p = &c->p[i];
-		if (p->act != ACT_BYTES)
-			continue;
-		cof_land_file *lf = &c->files[f++];
-		lf->kind = COF_LAND_MEMORY;
-		lf->data = p->bytes;
-		lf->len = p->nbytes;
-		lf->path = p->path;
-		/* a merged file keeps ours's type when it has one */
-		lf->ctype = p->ho && !cof_is_symlink(p->o.ctype) ? p->o.ctype : NULL;
-	}
-	cof_landing l = {.vol = &c->ours.vol, .files = c->files, .nfiles = c->nfiles,
-			 .apply = merge_apply, .ctx = c};
-	c->raced = 0;
-	if (cof_land(st, &l, err)) {
-		rc = c->raced ? 1 : -1;
-		goto out;
-	}
-	cof_merge_base_save(st, &c->ours.vol, &c->theirs.vol, c->theirs.seq, l.seq);
-	*out = json_pack("{s:I, s:O, s:O}", "seq", (json_int_t)l.seq, "merged", merged,
-			 "conflicts", conflicts);
-	rc = 0;
-out:
-	json_decref(merged);
-	json_decref(conflicts);
+	ctx_reset(c);
 	return rc;
 }
 
 int cof_volume_merge(cof_store *st, const char *org, const char *vol, json_t *body,
-		     json_t **out, cof_err *err)
+		     const cof_by *by, json_t **out, cof_err *err)
 {
-	merge_ctx c = {.st = st, .if_seq = -1};
+	merge_ctx c = {.st = st, .if_seq = -1, .by = by ? *by : (cof_by){0}};
 	const char *strategy;
-	int rc;
 
 	if (cof_json_check(body, merge_fields, err))
 		return -1;
@@ -615,17 +677,267 @@ int cof_volume_merge(cof_store *st, const char *org, const char *vol, json_t *bo
 		return -1;
 	if (cof_json_int(body, "ifSeq", &c.if_seq) == 1 && c.if_seq < 0)
 		return cof_error(err, COF_EVALIDATION, "'ifSeq' must be a seq (0 or more)");
-	/* a write between the reads and the change: decide again on the new state */
-	for (int attempt = 0;; attempt++) {
-		rc = merge_once(&c, st, org, vol, body, out, err);
-		if (rc != 1)
-			break;
-		if (attempt == 4) {
-			rc = -1;
-			break;
-		}
-		cof_err_clear(err);
+	return decided(merge_once, &c, st, org, vol, body, out, err);
+}
+
+/* ------------------------------------------------------------ revert
+ * A revert is a merge of "what the paths were before" (theirs) into the
+ * volume now (ours), with "what the reverted change left" as the base: a
+ * path nobody changed since goes back; one changed again since is decided
+ * (and settled) exactly as a merge's. */
+
+static const cof_jfield revert_fields[] = {
+	{"runId", COF_JSTR, 0}, {"callId", COF_JSTR, 0}, {"seq", COF_JINT, 0},
+	{"paths", COF_JARR, 0}, {"dryRun", COF_JBOOL, 0}, {"resolutions", COF_JOBJ, 0},
+	{NULL, 0, 0}};
+
+typedef struct rv_read {
+	merge_ctx *c;
+	int64_t only_seq;           /* > 0: the changes of this seq only */
+	int64_t *lo, *hi;           /* per c->p: the seqs of the target's first and last change */
+	size_t cap;
+} rv_read;
+
+static int rv_add(void *ctx, const cof_change_row *row)
+{
+	rv_read *r = ctx;
+	merge_ctx *c = r->c;
+
+	c->page++;
+	c->last_seq = row->seq;
+	if (r->only_seq > 0 && row->seq > r->only_seq)
+		return 1;
+	if (c->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 64;
+		mpath *p = realloc(c->p, cap * sizeof *p);
+		int64_t *lo = p ? realloc(r->lo, cap * sizeof *lo) : NULL;
+		int64_t *hi = lo ? realloc(r->hi, cap * sizeof *hi) : NULL;
+		if (p)
+			c->p = p;
+		if (lo)
+			r->lo = lo;
+		if (!hi)
+			return c->over = -1;
+		r->hi = hi;
+		r->cap = c->cap = cap;
 	}
-	ctx_reset(&c);
+	memset(&c->p[c->n], 0, sizeof c->p[c->n]);
+	if (!(c->p[c->n].path = strdup(row->path)))
+		return c->over = -1;
+	r->lo[c->n] = r->hi[c->n] = row->seq;
+	c->n++;
+	return 0;
+}
+
+/* Sorts the target's paths, one each with its first and last seq. */
+static void rv_dedupe(merge_ctx *c, rv_read *r)
+{
+	size_t k = 0, *ord;
+	mpath *p;
+	int64_t *lo, *hi;
+
+	if (c->n < 2)
+		return;
+	ord = cof_malloc(c->n * sizeof *ord);
+	p = cof_malloc(c->n * sizeof *p);
+	lo = cof_malloc(c->n * sizeof *lo);
+	hi = cof_malloc(c->n * sizeof *hi);
+	/* rows come by seq: a stable sort by path keeps that order per path */
+	for (size_t i = 0; i < c->n; i++)
+		ord[i] = i;
+	{
+		/* bottom-up merge sort of ord by path (stable) */
+		size_t *tmp = cof_malloc(c->n * sizeof *tmp);
+		for (size_t w = 1; w < c->n; w *= 2) {
+			for (size_t a = 0; a < c->n; a += 2 * w) {
+				size_t m = a + w < c->n ? a + w : c->n;
+				size_t e = a + 2 * w < c->n ? a + 2 * w : c->n, i = a, j = m, o = a;
+				while (i < m && j < e)
+					tmp[o++] = strcmp(c->p[ord[j]].path, c->p[ord[i]].path) < 0
+							   ? ord[j++] : ord[i++];
+				while (i < m)
+					tmp[o++] = ord[i++];
+				while (j < e)
+					tmp[o++] = ord[j++];
+			}
+			memcpy(ord, tmp, c->n * sizeof *ord);
+		}
+		free(tmp);
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		size_t x = ord[i];
+		if (k && !strcmp(p[k - 1].path, c->p[x].path)) {
+			free(c->p[x].path);
+			if (r->lo[x] < lo[k - 1])
+				lo[k - 1] = r->lo[x];
+			if (r->hi[x] > hi[k - 1])
+				hi[k - 1] = r->hi[x];
+			continue;
+		}
+		p[k] = c->p[x];
+		lo[k] = r->lo[x];
+		hi[k++] = r->hi[x];
+	}
+	memcpy(c->p, p, k * sizeof *p);
+	memcpy(r->lo, lo, k * sizeof *lo);
+	memcpy(r->hi, hi, k * sizeof *hi);
+	c->n = k;
+	free(ord);
+	free(p);
+	free(lo);
+	free(hi);
+}
+
+/* The paths the run, call or seq changed, each with the span of seqs. */
+static int rv_paths(merge_ctx *c, rv_read *r, const cof_change_filter *f, const char *what,
+		    cof_err *err)
+{
+	int64_t since = r->only_seq > 0 ? r->only_seq - 1 : c->ours.vol.history_from;
+
+	for (;;) {
+		c->page = 0;
+		if (cof_meta_changes_where(c->st->meta, c->ours.vno, since, "", f, PAGE, rv_add, r,
+					   err))
+			return -1;
+		if (c->over < 0)
+			return cof_error(err, COF_EINTERNAL, "out of memory");
+		rv_dedupe(c, r);
+		if (c->n > COF_MERGE_PATHS)
+			return cof_error(err, COF_ETOOLARGE,
+					 "%s changed more than %d paths; a revert takes at most %d "
+					 "(give 'paths')", what, COF_MERGE_PATHS, COF_MERGE_PATHS);
+		if (c->page < PAGE || (r->only_seq > 0 && c->last_seq > r->only_seq))
+			return 0;
+		since = c->last_seq - 1;
+	}
+}
+
+/* Keeps the paths `paths` names (each one the target changed). */
+static int rv_only(merge_ctx *c, rv_read *r, json_t *paths, const char *what, cof_err *err)
+{
+	size_t k = 0;
+	json_t *v;
+	size_t i;
+	char *keep;
+
+	if (!paths)
+		return 0;
+	if (json_array_size(paths) > COF_MERGE_PATHS)
+		return cof_error(err, COF_ETOOLARGE, "'paths' names %zu paths; the limit is %d",
+				 json_array_size(paths), COF_MERGE_PATHS);
+	keep = cof_calloc(c->n ? c->n : 1, 1);
+	json_array_foreach(paths, i, v) {
+		const char *s = json_string_value(v), *np;
+		mpath key, *hit;
+		if (!s || cof_path_check(s, json_string_length(v), "'paths'", &np, err)) {
+			free(keep);
+			return s ? -1 : cof_error(err, COF_EVALIDATION, "'paths' must hold strings");
+		}
+		key.path = (char *)np;
+		hit = c->n ? bsearch(&key, c->p, c->n, sizeof *c->p, by_path) : NULL;
+		if (!hit) {
+			free(keep);
+			return cof_error(err, COF_EVALIDATION, "'paths' names '%.200s', which %s did "
+					 "not change", np, what);
+		}
+		keep[hit - c->p] = 1;
+	}
+	for (i = 0; i < c->n; i++) {
+		if (!keep[i]) {
+			free(c->p[i].path);
+			continue;
+		}
+		c->p[k] = c->p[i];
+		r->lo[k] = r->lo[i];
+		r->hi[k++] = r->hi[i];
+	}
+	c->n = k;
+	free(keep);
+	return 0;
+}
+
+static int revert_once(merge_ctx *c, cof_store *st, const char *org, const char *vol,
+		       json_t *body, json_t **out, cof_err *err)
+{
+	cof_change_filter f = {.run_id = cof_json_str(body, "runId"),
+			       .call_id = cof_json_str(body, "callId")};
+	rv_read r = {.c = c};
+	char what[200];
+	cof_view at;
+	int64_t lo = INT64_MAX;
+	int rc = -1;
+
+	ctx_reset(c);
+	c->cap = 0;
+	if (cof_view_open(st, org, vol, NULL, &c->ours, err))
+		return -1;
+	if (f.run_id)
+		snprintf(what, sizeof what, "run '%.100s'", f.run_id);
+	else if (f.call_id)
+		snprintf(what, sizeof what, "call '%.100s'", f.call_id);
+	else {
+		r.only_seq = cof_json_i64(body, "seq");
+		snprintf(what, sizeof what, "seq %lld", (long long)r.only_seq);
+		if (r.only_seq < 1 || r.only_seq > c->ours.seq)
+			return cof_error(err, COF_EVALIDATION, "'seq' must be a seq of '%s' from 1 "
+					 "to %lld", vol, (long long)c->ours.seq);
+	}
+	if ((r.only_seq > 0 && r.only_seq <= c->ours.vol.history_from)) {
+		cof_error(err, COF_EGONE, "the changes of '%s' before seq %lld are no longer kept",
+			  vol, (long long)c->ours.vol.history_from);
+		cof_err_set(err, "oldest", json_integer(c->ours.vol.history_from));
+		return -1;
+	}
+	if (rv_paths(c, &r, r.only_seq > 0 ? NULL : &f, what, err) ||
+	    rv_only(c, &r, json_object_get(body, "paths"), what, err))
+		goto out;
+	if (!c->n) {
+		cof_error(err, COF_ENOTFOUND, "%s changed nothing in '%s' that the changes feed "
+			  "still holds", what, vol);
+		goto out;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		if (r.lo[i] < lo)
+			lo = r.lo[i];
+	/* what the paths were before: 410 when that history may be gone */
+	at = c->ours;
+	if (cof_view_at(st, &at, lo - 1, err))
+		goto out;
+	for (size_t i = 0; i < c->n; i++) {
+		mpath *p = &c->p[i];
+		if ((p->hb = cof_meta_entry_get(st->meta, c->ours.vno, p->path, r.hi[i], &p->b,
+						err)) < 0 ||
+		    (p->ho = cof_meta_entry_get(st->meta, c->ours.vno, p->path, c->ours.seq, &p->o,
+						err)) < 0 ||
+		    (p->ht = cof_meta_entry_get(st->meta, c->ours.vno, p->path, r.lo[i] - 1,
+						&p->t, err)) < 0)
+			goto out;
+		if (decide(c, p, err))
+			goto out;
+	}
+	rc = settle_and_land(c, st, body, out, err);
+out:
+	free(r.lo);
+	free(r.hi);
 	return rc;
+}
+
+int cof_volume_revert(cof_store *st, const char *org, const char *vol, json_t *body,
+		      const cof_by *by, json_t **out, cof_err *err)
+{
+	merge_ctx c = {.st = st, .if_seq = -1, .revert = 1, .by = by ? *by : (cof_by){0}};
+	int64_t seq;
+	int n;
+
+	if (cof_json_check(body, revert_fields, err))
+		return -1;
+	n = !!cof_json_str(body, "runId") + !!cof_json_str(body, "callId") +
+	    (cof_json_int(body, "seq", &seq) == 1);
+	if (n != 1)
+		return cof_error(err, COF_EVALIDATION, "give exactly one of 'runId', 'callId' and "
+				 "'seq'");
+	if (json_object_get(body, "resolutions") &&
+	    check_resolutions(json_object_get(body, "resolutions"), err))
+		return -1;
+	return decided(revert_once, &c, st, org, vol, body, out, err);
 }

@@ -99,17 +99,19 @@ out:
 static const cof_jfield restore_fields[] = {{"snapshot", COF_JSTR, 1}, {NULL, 0, 0}};
 
 int cof_volume_restore(cof_store *st, const char *org, const char *vol, json_t *body,
-		       json_t **out, cof_err *err)
+		       const cof_by *by, json_t **out, cof_err *err)
 {
 	restore_ctx r = {0};
 	cof_view view;
-	cof_landing l = {.vol = &view.vol, .apply = restore_apply, .ctx = &r};
+	cof_by b = by ? *by : (cof_by){0};
+	cof_landing l = {.vol = &view.vol, .apply = restore_apply, .ctx = &r, .by = &b};
 	const char *sid;
 	int rc = -1;
 
 	if (cof_json_check(body, restore_fields, err))
 		return -1;
 	sid = cof_json_str(body, "snapshot");
+	b.via = "restore";
 	if (cof_view_open(st, org, vol, sid, &view, err))
 		return -1;
 	/* A snapshot's rows never change, so they may be read before the change. */

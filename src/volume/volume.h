@@ -59,6 +59,9 @@ int cof_view_at(cof_store *st, cof_view *view, int64_t seq, cof_err *err);
 
 /* The JSON of a volume row: {id, name, seq, files, bytes, capacity, ceiling, createdAt}. */
 json_t *cof_volume_json(const cof_volrow *v);
+/* A change as the feed and the history show it: {seq, op, path, version,
+ * size, sha256, at, by} (`by` null when not recorded). */
+json_t *cof_change_json(const cof_change_row *c);
 /* The JSON of a file row as listed: {path, size, version, contentType, sha256, updatedAt}. */
 json_t *cof_entry_json(const cof_entry *e);
 /* Adds `type: "symlink"` and `target` to each link of `files` (entries as
@@ -183,7 +186,9 @@ struct cof_landing {
 	int quiet;              /* 1 = no notification (set before, or by apply) */
 	int held;               /* 1 = the caller holds the content already (it read
 				 * what it names before cof_land) */
+	const cof_by *by;       /* who makes the change (NULL = not said) */
 	int64_t seq;            /* out: the change's seq */
+	char *by_text_;         /* private to land.c: `by` as JSON text */
 };
 
 /* Lands l->files through l->apply as one change (above). 0, or -1 with `err`:

@@ -310,6 +310,13 @@ def test_tour_general_and_volumes(srv):
     expect(srv.post("/v1/volumes/%s/merge" % vid, json={"from": fork["id"]}), 200)
     expect_error(srv.post("/v1/volumes/%s/merge" % vid, json={"from": vid}), 400,
                  "validation_error")
+    expect(srv.get("/v1/volumes/%s/history" % vid, query={"path": "merged.txt", "limit": 1}), 200)
+    expect_error(srv.get("/v1/volumes/%s/history" % vid), 400, "validation_error")
+    last = srv.seq(vid)
+    expect(srv.post("/v1/volumes/%s/revert" % vid, json={"seq": last, "dryRun": True}), 200)
+    expect(srv.post("/v1/volumes/%s/revert" % vid, json={"seq": last}), 200)
+    expect_error(srv.post("/v1/volumes/%s/revert" % vid, json={}), 400, "validation_error")
+    expect(srv.get("/v1/volumes/%s/changes" % vid, query={"since": 0, "keyId": "k_x"}), 200)
     r = expect(srv.get("/v1/volumes/%s/archive" % vid), 200)
     eq(r.body[:2], b"\x1f\x8b", "a gzip stream")
     expect_error(srv.delete(sp), 409, "conflict")

@@ -79,6 +79,8 @@ def test_put_get_list_delete(srv):
     big = os.urandom(300 * 1024)
     s3.put_object(Bucket="round-trip", Key="docs/big.bin", Body=big)
     s3.put_object(Bucket="round-trip", Key="top.txt", Body=b"top")
+    ch = expect(srv.get("/v1/volumes/%s/changes" % vid), 200).json()["changes"]
+    eq(ch[-1]["by"], {"keyId": _key_id(srv.key), "via": "s3"}, "a PutObject's by")
     got = s3.get_object(Bucket="round-trip", Key="docs/a.txt")
     eq(got["Body"].read(), b"hello s3", "GetObject body")
     eq(got["ContentType"], "text/plain", "Content-Type kept")

@@ -108,7 +108,7 @@ static int64_t vol_seq(const char *vol)
 	return seq;
 }
 
-static const cof_cond none = {COF_COND_NONE, 0};
+static const cof_cond none = {.kind = COF_COND_NONE, .version = 0};
 
 /* ------------------------------------------------------------------ race */
 
@@ -121,7 +121,7 @@ typedef struct racer {
 static void *race(void *arg)
 {
 	racer *r = arg;
-	cof_cond c = {COF_COND_VERSION, r->expect};
+	cof_cond c = {.kind = COF_COND_VERSION, .version = r->expect};
 	char text[32];
 
 	snprintf(text, sizeof text, "writer %p", arg);
@@ -164,14 +164,14 @@ static void test_versions_and_conditions(void **state)
 	new_volume(vol, 0);
 	assert_int_equal(put(vol, "a.txt", "1", none, NULL), 1);
 	assert_int_equal(put(vol, "b.txt", "2", none, NULL), 2);
-	cof_cond absent = {COF_COND_ABSENT, 0};
+	cof_cond absent = {.kind = COF_COND_ABSENT, .version = 0};
 	assert_int_equal(put(vol, "a.txt", "x", absent, &code), -1);
 	assert_int_equal(code, COF_EPRECONDITION);
-	cof_cond stale = {COF_COND_VERSION, 7};
+	cof_cond stale = {.kind = COF_COND_VERSION, .version = 7};
 	assert_int_equal(put(vol, "a.txt", "x", stale, &code), -1);
 	assert_int_equal(code, COF_EPRECONDITION);
 	assert_int_equal(vol_seq(vol), 2); /* refusals change nothing */
-	cof_cond ok = {COF_COND_VERSION, 1};
+	cof_cond ok = {.kind = COF_COND_VERSION, .version = 1};
 	assert_int_equal(put(vol, "a.txt", "3", ok, NULL), 3);
 	cof_cond exists;
 	cof_err err = {0};
@@ -284,7 +284,7 @@ static void test_snapshot_restore(void **state)
 	free(old);
 
 	body = json_pack("{s:s}", "snapshot", sid);
-	assert_int_equal(cof_volume_restore(st, ORG, vol, body, &out, &err), 0);
+	assert_int_equal(cof_volume_restore(st, ORG, vol, body, NULL, &out, &err), 0);
 	assert_int_equal(json_integer_value(json_object_get(out, "written")), 1);
 	assert_int_equal(json_integer_value(json_object_get(out, "removed")), 1);
 	assert_int_equal(json_integer_value(json_object_get(out, "seq")), 5);
@@ -294,7 +294,7 @@ static void test_snapshot_restore(void **state)
 	free(now);
 	assert_null(get(vol, "new.txt", NULL));
 	/* Restoring again changes nothing: no new seq. */
-	assert_int_equal(cof_volume_restore(st, ORG, vol, body, &out, &err), 0);
+	assert_int_equal(cof_volume_restore(st, ORG, vol, body, NULL, &out, &err), 0);
 	assert_int_equal(json_integer_value(json_object_get(out, "seq")), 5);
 	json_decref(out);
 	json_decref(body);
