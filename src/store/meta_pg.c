@@ -108,24 +108,25 @@ static const char *const migrations[] = {
 	"CREATE INDEX state_live ON state(kind, node) WHERE ended = 0;",
 
 	/* 7: webhooks and their delivery queue (meta_webhook.c); a delivery is
-	 * claimed by one node with a lease (claimed_by, lease_until). */
-	"CREATE TABLE webhooks(id text COLLATE \"C\" PRIMARY KEY, org text NOT NULL,"
+	 * claimed by one node with a lease (claimed_by, lease_until). Safe to run
+	 * again (IF NOT EXISTS), as 8 is. */
+	"CREATE TABLE IF NOT EXISTS webhooks(id text COLLATE \"C\" PRIMARY KEY, org text NOT NULL,"
 	" url text NOT NULL, events text NOT NULL, vols text NOT NULL, agents text NOT NULL,"
 	" description text NOT NULL, secret text NOT NULL, disabled integer NOT NULL,"
 	" created_at bigint NOT NULL);"
-	"CREATE INDEX webhooks_org ON webhooks(org, id);"
-	"CREATE TABLE hook_deliveries(id text COLLATE \"C\" PRIMARY KEY, hook text NOT NULL,"
+	"CREATE INDEX IF NOT EXISTS webhooks_org ON webhooks(org, id);"
+	"CREATE TABLE IF NOT EXISTS hook_deliveries(id text COLLATE \"C\" PRIMARY KEY, hook text NOT NULL,"
 	" org text NOT NULL, event text NOT NULL, data text NOT NULL, created_at bigint NOT NULL,"
 	" status text NOT NULL, attempts integer NOT NULL, last_error text NOT NULL,"
 	" next_at bigint NOT NULL, delivered_at bigint NOT NULL, claimed_by text NOT NULL,"
 	" lease_until bigint NOT NULL);"
-	"CREATE INDEX hook_deliveries_due ON hook_deliveries(status, next_at);"
-	"CREATE INDEX hook_deliveries_hook ON hook_deliveries(hook, id);",
+	"CREATE INDEX IF NOT EXISTS hook_deliveries_due ON hook_deliveries(status, next_at);"
+	"CREATE INDEX IF NOT EXISTS hook_deliveries_hook ON hook_deliveries(hook, id);",
 
 	/* 8: who made each change (API.md "Who"): JSON text; older rows null.
 	 * A path's history (GET .../history) by an index range. */
-	"ALTER TABLE changes ADD COLUMN IF NOT EXISTS who text;"
-	"CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq);",
+	("ALTER TABLE changes ADD COLUMN IF NOT EXISTS who text;"
+	 "CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq);"),
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
