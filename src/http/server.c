@@ -155,7 +155,7 @@ static void usage(FILE *to)
 	      "               [--config FILE] [--threads N] [--workers N]\n"
 	      "               [--calls-per-org N] [--forward-max N] [--content-cache SIZE]\n"
 	      "               [--transcriber CMD] [--s3-listen HOST:PORT]\n"
-	      "               [--help] [--version]\n"
+	      "               [--webhook-allow-private] [--help] [--version]\n"
 	      "  --config FILE          read flags from FILE, one 'flag = value' a line\n"
 	      "                         (flags given here win)\n"
 	      "  --data DIR             data directory (default ./data)\n"
