@@ -137,12 +137,13 @@ static int cmd_log(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[2];
 	char *cursor = NULL;
-	json_t *all = json_array(), *page = NULL, *v;
+	json_t *all, *page = NULL, *v;
 	int n, rc;
 	size_t i;
 
 	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 2, 2, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
+	all = cli_check_alloc(json_array());
 	do {
 		cof_buf u = COF_BUF_INIT;
 		vol_url(&u, pos[0], "/history");
