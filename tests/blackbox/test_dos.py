@@ -289,7 +289,10 @@ def test_trusted_proxy_counts_each_forwarded_client():
                               "127.0.0.1, 192.0.2.0/24", "--head-timeout", "120"]) as srv:
         vid = srv.create_volume("xff")["id"]
         seq = srv.seq(vid)
-        path = "/v1/volumes/%s/changes?since=%d&wait=20" % (vid, seq)
+        # the polls hold their places until the write below wakes them: the longest
+        # wait (60 s) outlasts the steps before it on a loaded machine (with 20 s, a
+        # run at load 11 saw them end before the third request was tried)
+        path = "/v1/volumes/%s/changes?since=%d&wait=60" % (vid, seq)
         auth = {"Authorization": "Bearer " + srv.key}
         proxy = [KeptConn(srv) for _ in range(5)]
         try:
@@ -323,7 +326,7 @@ def test_trusted_proxy_counts_each_forwarded_client():
                "an untrusted address naming the client in X-Forwarded-For")
             srv.put_ok(vid, "wake.txt", b"x")
             for t in polls:
-                t.join(60)
+                t.join(60 * harness.SCALE)
             eq(sorted(results), [200, 200], "the two long-polls end with the change")
             harness.until(lambda: (_get_from(srv, "127.0.0.1", "/v1/health",
                                              {"X-Forwarded-For": "203.0.113.7"},
