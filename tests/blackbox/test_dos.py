@@ -8,6 +8,7 @@ test asserts how fast anything is, only that it happens within the harness's tim
 
 import http.client
 import json
+import re
 import select
 import socket
 import time
@@ -306,6 +307,16 @@ def test_trusted_proxy_counts_each_forwarded_client():
                      for _ in range(2)]
             for t in polls:
                 t.start()
+
+            # the third is tried only once both polls are being answered (the gauge counts
+            # them and the /metrics request itself): tried sooner, it could hold the second
+            # place for the moment a poll arrives, and that poll would be the one told 503
+            def in_flight():
+                st, body = proxy[1].call("GET", "/metrics")
+                m = re.search(rb"^coffer_http_requests_in_flight (\d+)", body, re.M)
+                return st == 200 and m and int(m.group(1)) >= 3
+            harness.until(in_flight, "both long-polls are in flight", 30)
+            eq(results, [], "the long-polls wait for a change")
 
             def third():
                 got = _get_from(srv, "127.0.0.1", "/v1/health",
