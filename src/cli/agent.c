@@ -71,13 +71,27 @@ static int agent_json_arg(const cli_cmd *cmd, const char *src, json_t **out)
 	return cli_fail("cannot read JSON from '%s': %s (line %d)", src, jerr.text, jerr.line);
 }
 
+static void agent_ls_header(void)
+{
+	printf("%-40s %-26s %s\n", "ID", "WORKSPACE", "CREATED");
+}
+
+static void agent_ls_row(json_t *a)
+{
+	char t1[256], t2[64], t3[64];
+
+	printf("%-40s %-26s %s\n", cli_cell(a, "id", t1, sizeof t1),
+	       cli_cell(a, "workspaceVolumeId", t2, sizeof t2),
+	       cli_cell(a, "createdAt", t3, sizeof t3));
+}
+
 /* coffer agent ls [--prefix P] [--all] [--cursor C] [--limit N]: ID
  * WORKSPACE CREATED rows, one page, or every page with --all. */
 static int agent_ls(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *prefix = NULL, *cursor = NULL, *pos[1];
 	int64_t limit = 0;
-	int all = 0, header = 0, n, rc;
+	int all = 0, n, rc;
 	const cli_opt opts[] = {
 		{"prefix", 0, CLI_OPT_STR, &prefix},
 		{"cursor", 0, CLI_OPT_STR, &cursor},
@@ -85,56 +99,17 @@ static int agent_ls(const cli_cmd *cmd, int argc, char **argv)
 		{"all", 'a', CLI_OPT_FLAG, &all},
 		{NULL, 0, 0, NULL},
 	};
-	json_t *merged = NULL;
-	char *next = NULL;
+	cof_buf u = COF_BUF_INIT;
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 0, 0, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
-	do {
-		cof_buf u = COF_BUF_INIT;
-		json_t *ans = NULL, *list, *a;
-		size_t i;
-
-		cli_url_begin(&u);
-		cli_url_lit(&u, "/v1/agents");
-		cli_url_query(&u, "prefix", prefix);
-		cli_url_query(&u, "cursor", next ? next : cursor);
-		if (limit)
-			cli_url_query_int(&u, "limit", limit);
-		rc = cli_call("GET", u.data, NULL, &ans);
-		cof_buf_release(&u);
-		free(next);
-		next = NULL;
-		if (rc)
-			break;
-		list = json_object_get(ans, "agents");
-		if (json_is_string(json_object_get(ans, "cursor")))
-			next = cli_check_alloc(strdup(json_string_value(json_object_get(ans, "cursor"))));
-		if (cli_g.json && !all) {
-			cli_print_json(ans);
-		} else if (cli_g.json) {
-			if (!merged)
-				merged = json_pack("{s:[]}", "agents");
-			json_array_extend(json_object_get(merged, "agents"), list);
-		} else {
-			if (!header++)
-				printf("%-40s %-26s %s\n", "ID", "WORKSPACE", "CREATED");
-			json_array_foreach(list, i, a) {
-				char t1[256], t2[64], t3[64];
-
-				printf("%-40s %-26s %s\n", cli_cell(a, "id", t1, sizeof t1),
-				       cli_cell(a, "workspaceVolumeId", t2, sizeof t2),
-				       cli_cell(a, "createdAt", t3, sizeof t3));
-			}
-		}
-		json_decref(ans);
-	} while (all && next);
-	if (rc == CLI_OK && merged)
-		cli_print_json(merged);
-	if (rc == CLI_OK && next)
-		fprintf(stderr, "coffer: more agents follow; use --all, or --cursor %s\n", next);
-	json_decref(merged);
-	free(next);
+	cli_url_begin(&u);
+	cli_url_lit(&u, "/v1/agents");
+	cli_url_query(&u, "prefix", prefix);
+	if (limit)
+		cli_url_query_int(&u, "limit", limit);
+	rc = cli_pages(u.data, "agents", cursor, all, "agents", agent_ls_header, agent_ls_row);
+	cof_buf_release(&u);
 	return rc;
 }
 

@@ -212,6 +212,16 @@ const char *cli_api_key(void);
  * *out (if not NULL) owns the answer (may be NULL for an empty answer). */
 int cli_call(const char *method, const char *url, json_t *body, json_t **out);
 
+/* A listing followed by its cursor: GET `url` (its query made, no cursor)
+ * from `cursor` (NULL = the start), one page or, with `all`, every page.
+ * Text: `header` (may be NULL) once, then `row` for each item of the answer's
+ * array `key`. --json: the page as it came, or with `all` one answer with every
+ * page's items (the first page's other fields, no cursor). When pages are left
+ * unread, stderr says how to go on ("more WHAT follow"; `what` NULL: never,
+ * as with `all`). Returns cli_call's code. */
+int cli_pages(const char *url, const char *key, const char *cursor, int all,
+	      const char *what, void (*header)(void), void (*row)(json_t *item));
+
 /* Sets body.name to the string `value` when an option gave one (not NULL). */
 void cli_body_str(json_t *body, const char *name, const char *value);
 

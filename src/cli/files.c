@@ -190,13 +190,18 @@ static void files_ls_row(json_t *f)
 	       cli_cell(f, "updatedAt", t2, sizeof(t2)), cli_cell(f, "path", t3, sizeof(t3)));
 }
 
+static void files_ls_header(void)
+{
+	printf("%8s %6s  %-20s  %s\n", "VERSION", "SIZE", "UPDATED", "PATH");
+}
+
 /* coffer ls VOL [--prefix P] [--glob G] [--snapshot S] [--all] [--cursor C]
  * [--limit N]: one page, or every page with --all. */
 static int files_ls(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *prefix = NULL, *glob = NULL, *snap = NULL, *cursor = NULL, *pos[1];
 	int64_t limit = 0;
-	int all = 0, n, rc, header = 0;
+	int all = 0, n, rc;
 	const cli_opt opts[] = {
 		{"prefix", 0, CLI_OPT_STR, &prefix},
 		{"glob", 0, CLI_OPT_STR, &glob},
@@ -206,54 +211,18 @@ static int files_ls(const cli_cmd *cmd, int argc, char **argv)
 		{"limit", 0, CLI_OPT_INT, &limit},
 		{NULL, 0, 0, NULL},
 	};
-	json_t *merged = NULL, *ans = NULL;
-	char *next = NULL;
+	cof_buf u = COF_BUF_INIT;
 
 	if ((rc = cli_parse(cmd, argc, argv, opts, pos, 1, 1, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
-	do {
-		cof_buf u = COF_BUF_INIT;
-		json_t *files, *f;
-		size_t i;
-
-		files_url(&u, pos[0], "/files");
-		cli_url_query(&u, "prefix", prefix);
-		cli_url_query(&u, "glob", glob);
-		cli_url_query(&u, "snapshot", snap);
-		cli_url_query(&u, "cursor", next ? next : cursor);
-		if (limit)
-			cli_url_query_int(&u, "limit", limit);
-		rc = cli_call("GET", u.data, NULL, &ans);
-		cof_buf_release(&u);
-		free(next);
-		next = NULL;
-		if (rc)
-			break;
-		files = json_object_get(ans, "files");
-		if (json_string_value(json_object_get(ans, "cursor")))
-			next = cli_check_alloc(cof_strdup(json_string_value(json_object_get(ans, "cursor"))));
-		if (cli_g.json && !all) {
-			cli_print_json(ans);
-		} else if (cli_g.json) {
-			if (!merged)
-				merged = json_pack("{s:O,s:[]}", "seq", json_object_get(ans, "seq"),
-						   "files");
-			json_array_extend(json_object_get(merged, "files"), files);
-		} else {
-			if (!header++)
-				printf("%8s %6s  %-20s  %s\n", "VERSION", "SIZE", "UPDATED", "PATH");
-			json_array_foreach(files, i, f)
-				files_ls_row(f);
-		}
-		json_decref(ans);
-		ans = NULL;
-	} while (all && next);
-	if (rc == CLI_OK && merged)
-		cli_print_json(merged);
-	if (rc == CLI_OK && next)
-		fprintf(stderr, "coffer: more files follow; use --all, or --cursor %s\n", next);
-	json_decref(merged);
-	free(next);
+	files_url(&u, pos[0], "/files");
+	cli_url_query(&u, "prefix", prefix);
+	cli_url_query(&u, "glob", glob);
+	cli_url_query(&u, "snapshot", snap);
+	if (limit)
+		cli_url_query_int(&u, "limit", limit);
+	rc = cli_pages(u.data, "files", cursor, all, "files", files_ls_header, files_ls_row);
+	cof_buf_release(&u);
 	return rc;
 }
 

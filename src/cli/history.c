@@ -132,54 +132,35 @@ static int cmd_revert(const cli_cmd *cmd, int argc, char **argv)
 	return post_merge_like(&u, body, "reverted");
 }
 
+static void log_header(void)
+{
+	printf("%-8s %-8s %-6s %10s  %-20s  %s\n", "SEQ", "VERSION", "OP", "SIZE", "AT", "BY");
+}
+
+static void log_row(json_t *v)
+{
+	char by[600];
+
+	printf("%-8lld %-8lld %-6s %10lld  %-20s  %s\n", (long long)cli_int(v, "seq", 0),
+	       (long long)cli_int(v, "version", 0), json_string_value(json_object_get(v, "op")),
+	       (long long)cli_int(v, "size", 0), json_string_value(json_object_get(v, "at")),
+	       by_cell(json_object_get(v, "by"), by, sizeof by));
+}
+
 /* coffer log VOL PATH: every page of the path's history, newest first. */
 static int cmd_log(const cli_cmd *cmd, int argc, char **argv)
 {
 	const char *pos[2];
-	char *cursor = NULL;
-	json_t *all, *page = NULL, *v;
+	cof_buf u = COF_BUF_INIT;
 	int n, rc;
-	size_t i;
 
 	if ((rc = cli_parse(cmd, argc, argv, NULL, pos, 2, 2, &n)))
 		return rc == CLI_HELPED ? CLI_OK : rc;
-	all = cli_check_alloc(json_array());
-	do {
-		cof_buf u = COF_BUF_INIT;
-		vol_url(&u, pos[0], "/history");
-		cli_url_query(&u, "path", pos[1]);
-		cli_url_query_int(&u, "limit", 1000);
-		cli_url_query(&u, "cursor", cursor);
-		free(cursor);
-		cursor = NULL;
-		rc = cli_call("GET", u.data, NULL, &page);
-		cof_buf_release(&u);
-		if (rc != CLI_OK)
-			break;
-		json_array_extend(all, json_object_get(page, "versions"));
-		if (json_string_value(json_object_get(page, "cursor")))
-			cursor = cli_check_alloc(strdup(json_string_value(json_object_get(page,
-											     "cursor"))));
-		json_decref(page);
-		page = NULL;
-	} while (cursor);
-	if (rc == CLI_OK && cli_g.json) {
-		json_t *o = json_pack("{s:O}", "versions", all);
-		cli_print_json(o);
-		json_decref(o);
-	} else if (rc == CLI_OK) {
-		printf("%-8s %-8s %-6s %10s  %-20s  %s\n", "SEQ", "VERSION", "OP", "SIZE", "AT", "BY");
-		json_array_foreach(all, i, v) {
-			char by[600];
-			printf("%-8lld %-8lld %-6s %10lld  %-20s  %s\n",
-			       (long long)cli_int(v, "seq", 0), (long long)cli_int(v, "version", 0),
-			       json_string_value(json_object_get(v, "op")),
-			       (long long)cli_int(v, "size", 0),
-			       json_string_value(json_object_get(v, "at")),
-			       by_cell(json_object_get(v, "by"), by, sizeof by));
-		}
-	}
-	json_decref(all);
+	vol_url(&u, pos[0], "/history");
+	cli_url_query(&u, "path", pos[1]);
+	cli_url_query_int(&u, "limit", 1000);
+	rc = cli_pages(u.data, "versions", NULL, 1, NULL, log_header, log_row);
+	cof_buf_release(&u);
 	return rc;
 }
 

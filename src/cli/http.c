@@ -613,6 +613,56 @@ int cli_http(const cli_req *req, cli_resp *resp)
 	return ret;
 }
 
+int cli_pages(const char *url, const char *key, const char *cursor, int all,
+	      const char *what, void (*header)(void), void (*row)(json_t *item))
+{
+	json_t *merged = NULL, *ans = NULL, *item;
+	char *next = cursor ? cli_check_alloc(strdup(cursor)) : NULL;
+	int rc, first = 1;
+	size_t i;
+
+	do {
+		cof_buf u = COF_BUF_INIT;
+
+		cli_buf_adds(&u, url);
+		cli_url_query(&u, "cursor", next);
+		rc = cli_call("GET", u.data, NULL, &ans);
+		cof_buf_release(&u);
+		free(next);
+		next = NULL;
+		if (rc)
+			break;
+		if (json_string_value(json_object_get(ans, "cursor")))
+			next = cli_check_alloc(strdup(json_string_value(json_object_get(ans,
+											    "cursor"))));
+		if (cli_g.json && !all) {
+			cli_print_json(ans);
+		} else if (cli_g.json) {
+			if (!merged) {
+				merged = cli_check_alloc(json_copy(ans));
+				json_object_del(merged, "cursor");
+				json_object_set_new(merged, key, json_array());
+			}
+			json_array_extend(json_object_get(merged, key), json_object_get(ans, key));
+		} else {
+			if (first && header)
+				header();
+			json_array_foreach(json_object_get(ans, key), i, item)
+				row(item);
+		}
+		first = 0;
+		json_decref(ans);
+		ans = NULL;
+	} while (all && next);
+	if (rc == CLI_OK && merged)
+		cli_print_json(merged);
+	if (rc == CLI_OK && next && what)
+		fprintf(stderr, "coffer: more %s follow; use --all, or --cursor %s\n", what, next);
+	json_decref(merged);
+	free(next);
+	return rc;
+}
+
 int cli_call(const char *method, const char *url, json_t *body, json_t **out)
 {
 	cli_req req = {.method = method, .url = url, .body = body, .upload_size = -1};
