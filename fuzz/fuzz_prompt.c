@@ -130,7 +130,7 @@ static void fuzz_body(json_t *body)
 	cof_err err = {0};
 	json_t *out = NULL;
 	int replayed = 0;
-	int rc = cof_agent_prompt(st, ORG, "fz", body, NULL, &out, &replayed, &err);
+	int rc = cof_agent_prompt(st, ORG, "fz", body, NULL, NULL, &out, &replayed, &err);
 
 	if (rc == 0) {
 		FUZZ_CHECK(out && json_is_array(json_object_get(out, "content")) &&

@@ -505,17 +505,19 @@ int cof_agent_set_mounts(cof_store *st, const char *org, const char *id, json_t 
 int cof_agent_file_open(cof_store *st, const char *org, const char *id, const char *subject,
 			const char *path,
 			cof_file *out, cof_err *err);
+/* The writes take `by`, who asks (its key and via; the agent fills in itself
+ * and the subject: API.md "Who"; NULL = not said). */
 int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *subject,
-		       const char *path,
-		       cof_upload *up, const char *content_type, json_t **out, int *created,
-		       cof_err *err);
+		       const char *path, cof_upload *up, const char *content_type,
+		       const cof_by *by, json_t **out, int *created, cof_err *err);
 /* Holds `up` to the room of the volume behind agent path `path` (as
  * cof_upload_room; a read-only mount: COF_EFORBIDDEN). */
 int cof_agent_file_room(cof_store *st, const char *org, const char *id, const char *subject,
 			const char *path,
 			cof_upload *up, int64_t declared, cof_err *err);
 int cof_agent_file_remove(cof_store *st, const char *org, const char *id,
-			  const char *subject, const char *path, json_t **out, cof_err *err);
+			  const char *subject, const char *path, const cof_by *by, json_t **out,
+			  cof_err *err);
 /* GET /v1/agents/{id}/files?path=DIR: {path, entries:[{name, path, type, size?}]}. */
 int cof_agent_file_list(cof_store *st, const char *org, const char *id, const char *subject,
 			const char *path,
@@ -537,7 +539,8 @@ int cof_agent_upload_room(cof_store *st, const char *org, const char *id,
 			  int64_t declared, cof_err *err);
 int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *subject,
 		     const char *request, const char *name, cof_upload *up,
-		     const char *content_type, json_t **out, int *created, cof_err *err);
+		     const char *content_type, const cof_by *by, json_t **out, int *created,
+		     cof_err *err);
 /* PUT /v1/agents/{id}/tool-outputs/{callId}/{name}: a tool's file output,
  * saved at tool-outputs/{callId}/{name} by the same placement rule and with
  * the same retry rule and limits as an upload (for `subject`: in its own
@@ -547,7 +550,8 @@ int cof_agent_tool_output_room(cof_store *st, const char *org, const char *id,
 			       cof_upload *up, int64_t declared, cof_err *err);
 int cof_agent_tool_output(cof_store *st, const char *org, const char *id, const char *subject,
 			  const char *call, const char *name, cof_upload *up,
-			  const char *content_type, json_t **out, int *created, cof_err *err);
+			  const char *content_type, const cof_by *by, json_t **out, int *created,
+			  cof_err *err);
 
 /* POST /v1/agents/{id}/prompt {text, requestId, files?, conversation?, format?, user?}:
  * the user message as the model should see it (docs/api.md "What the model
@@ -560,7 +564,8 @@ int cof_agent_tool_output(cof_store *st, const char *org, const char *id, const 
  * and conversations are its own, its inline files its attachments
  * (/attachments/{requestId}/{name}), and its {path} files may be in /user. */
 int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *body,
-		     const cof_idem *idem, json_t **out, int *replayed, cof_err *err);
+		     const cof_idem *idem, const cof_by *by, json_t **out, int *replayed,
+		     cof_err *err);
 /* GET /v1/agents/{id}/conversations/{conversation}/request?format=: every
  * prompt of the conversation rebuilt from its references, within one
  * request's budget: {conversation, format, messages:[{role, content}],
@@ -661,6 +666,8 @@ int cof_agent_watch_wake(cof_agent_watch *w, int64_t *at_ms);
 
 /* ------------------------------------------------------ subject workspaces */
 
+/* The writes below take `by`, who asks (key, run and via; agent and subject
+ * are filled in: API.md "Who"; NULL = not said). */
 /* Each (agent, subject) pair has one durable volume, made on first use by any
  * call below (capacity 512 MiB growing to a 4 GiB ceiling; past it
  * COF_EVALIDATION). Subject ids: 1..128 bytes of [A-Za-z0-9._@-], not "." or
@@ -672,8 +679,8 @@ int cof_agent_watch_wake(cof_agent_watch *w, int64_t *at_ms);
  * createParents false: the parent folder must exist (hold a file), else
  * COF_ENOTFOUND; true/absent: folders are implicit. Answer as cof_file_put. */
 int cof_subject_file_put(cof_store *st, const char *org, const char *agent,
-			 const char *subject, json_t *body, json_t **out, int *created,
-			 cof_err *err);
+			 const char *subject, json_t *body, const cof_by *by, json_t **out,
+			 int *created, cof_err *err);
 /* GET .../files?path=DIR: {path, entries:[{name, path, type, size?, contentType?}],
  * truncated?}, immediate children. A missing folder (not the root): COF_ENOTFOUND;
  * a file: COF_ECONFLICT. */
@@ -684,11 +691,13 @@ int cof_subject_file_open(cof_store *st, const char *org, const char *agent,
 			  const char *subject, const char *path, cof_file *out, cof_err *err);
 /* POST .../files/move {from, to, overwrite?}: as cof_file_move. */
 int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
-			  const char *subject, json_t *body, json_t **out, cof_err *err);
+			  const char *subject, json_t *body, const cof_by *by, json_t **out,
+			  cof_err *err);
 /* DELETE .../files?path=P: a file, or a folder with everything under it, in one
  * change. Answer {path, seq, removed}. */
 int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
-			    const char *subject, const char *path, json_t **out, cof_err *err);
+			    const char *subject, const char *path, const cof_by *by, json_t **out,
+			    cof_err *err);
 /* {volumeId, used, capacity, ceiling, files} of the subject's workspace, made
  * when it has none yet (a turn's /user). */
 int cof_subject_volume(cof_store *st, const char *org, const char *agent,
@@ -701,7 +710,7 @@ int cof_subject_volume_read(cof_store *st, const char *org, const char *agent,
  * stored at memories/{name}. The put consumes `up`; answer as cof_file_put. */
 int cof_subject_memory_put(cof_store *st, const char *org, const char *agent,
 			   const char *subject, const char *name, cof_upload *up,
-			   json_t **out, int *created, cof_err *err);
+			   const cof_by *by, json_t **out, int *created, cof_err *err);
 int cof_subject_memory_open(cof_store *st, const char *org, const char *agent,
 			    const char *subject, const char *name, cof_file *out, cof_err *err);
 
@@ -712,11 +721,12 @@ int cof_subject_memory_open(cof_store *st, const char *org, const char *agent,
 #define COF_SKILL_MAX (1LL << 20)
 #define COF_SKILLS_MAX 200
 int cof_agent_skill_put(cof_store *st, const char *org, const char *agent, const char *file,
-			cof_upload *up, json_t **out, int *created, cof_err *err);
+			cof_upload *up, const cof_by *by, json_t **out, int *created,
+			cof_err *err);
 /* POST .../sessions: writes every skill of the agent to the subject's skills/
  * (what was there is replaced), in one change. Answer {volumeId, skills:[names]}. */
 int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
-			      const char *subject, json_t **out, cof_err *err);
+			      const char *subject, const cof_by *by, json_t **out, cof_err *err);
 /* Deletes the volumes of every subject of the agent and its skills volume
  * (cof_agent_delete calls it). */
 int cof_agent_subjects_delete(cof_store *st, const char *org, const char *agent,

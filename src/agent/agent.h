@@ -48,6 +48,12 @@ typedef struct cof_agent {
 int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,
 		   cof_err *err);
 void cof_agent_release(cof_agent *a);
+/* Who a write through the agent is by (API.md "Who"): the caller's key and
+ * via, this agent and its subject, with `run_id` and `call_id` (NULL = the
+ * caller's).
+ * Kept in a->by; returns it, or NULL when `caller` is NULL (not said). */
+const cof_by *cof_agent_by_set(cof_agent *a, const cof_by *caller, const char *run_id,
+			       const char *call_id);
 
 /* Where an agent path lands. `vpath` is the path inside the volume ("" when the
  * path is the mount's root folder without a subpath); `apath` the normalised

@@ -50,9 +50,8 @@ static void answer_path(json_t *out, const cof_target *t)
 }
 
 int cof_agent_file_put(cof_store *st, const char *org, const char *id, const char *subject,
-		       const char *path,
-		       cof_upload *up, const char *content_type, json_t **out, int *created,
-		       cof_err *err)
+		       const char *path, cof_upload *up, const char *content_type,
+		       const cof_by *by, json_t **out, int *created, cof_err *err)
 {
 	cof_agent a;
 	cof_target t;
@@ -68,6 +67,7 @@ int cof_agent_file_put(cof_store *st, const char *org, const char *id, const cha
 		cof_agent_release(&a);
 		return -1;
 	}
+	none.by = cof_agent_by_set(&a, by, NULL, NULL);
 	rc = cof_file_put(st, org, t.mount->vol, t.vpath, up, content_type, none, out, created,
 			  err);
 	if (!rc)
@@ -93,7 +93,7 @@ int cof_agent_file_room(cof_store *st, const char *org, const char *id, const ch
 }
 
 int cof_agent_file_remove(cof_store *st, const char *org, const char *id, const char *subject,
-			  const char *path, json_t **out, cof_err *err)
+			  const char *path, const cof_by *by, json_t **out, cof_err *err)
 {
 	cof_agent a;
 	cof_target t;
@@ -102,6 +102,7 @@ int cof_agent_file_remove(cof_store *st, const char *org, const char *id, const 
 
 	if (file_target(st, org, id, subject, path, &a, &t, err))
 		return -1;
+	none.by = cof_agent_by_set(&a, by, NULL, NULL);
 	if (!cof_agent_writable(&t, err) &&
 	    !(rc = cof_file_remove(st, org, t.mount->vol, t.vpath, none, out, err)))
 		answer_path(*out, &t);

@@ -257,9 +257,9 @@ static int record_get(cof_store *st, const char *org, const char *vol, const cha
 
 /* Writes `rec` at `path` unless something is there: 0 written, 1 there. */
 static int record_put(cof_store *st, const char *org, const char *vol, const char *path,
-		      json_t *rec, cof_err *err)
+		      json_t *rec, const cof_by *by, cof_err *err)
 {
-	cof_cond absent = {.kind = COF_COND_ABSENT, .version = 0};
+	cof_cond absent = {.kind = COF_COND_ABSENT, .version = 0, .by = by};
 	char *text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
 	json_t *out = NULL;
 	cof_err e2 = {0};
@@ -307,7 +307,7 @@ static int conv_room(cof_store *st, const char *org, const char *vol, const char
 
 /* Adds the record to its conversation (a retry finds it there already). */
 static int conv_add(cof_store *st, const char *org, const char *vol, json_t *rec,
-		    cof_err *err)
+		    const cof_by *by, cof_err *err)
 {
 	const char *conv = json_string_value(json_object_get(rec, "conversation"));
 	const char *rid = json_string_value(json_object_get(rec, "requestId"));
@@ -316,7 +316,7 @@ static int conv_add(cof_store *st, const char *org, const char *vol, json_t *rec
 	if (!conv)
 		return 0;
 	snprintf(path, sizeof path, "conversations/%s/%s", conv, rid);
-	return record_put(st, org, vol, path, rec, err) < 0 ? -1 : 0;
+	return record_put(st, org, vol, path, rec, by, err) < 0 ? -1 : 0;
 }
 
 /* True when the record is of this same prompt: the same text and
@@ -419,6 +419,12 @@ static int attach_path(cof_store *st, const cof_agent *a, const pentry *e, json_
 			    json_string_value(json_object_get(*ref, "sha256")), err);
 }
 
+/* Who the prompt's writes are by (cof_agent_by_set at its start). */
+static const cof_by *prompt_by(const cof_agent *a)
+{
+	return a->by.via ? &a->by : NULL;
+}
+
 /* One inline file, saved as an upload (a retry's is answered again). */
 static int attach_inline(cof_store *st, const cof_agent *a, const preq *r, const pentry *e,
 			 json_t **ref, cof_err *err)
@@ -434,7 +440,7 @@ static int attach_inline(cof_store *st, const cof_agent *a, const preq *r, const
 		return -1;
 	}
 	if (cof_agent_upload(st, a->org, a->id, a->subject[0] ? a->subject : NULL, r->rid,
-			     e->name, up, e->ctype, &put, &created, err))
+			     e->name, up, e->ctype, prompt_by(a), &put, &created, err))
 		return -1;
 	*ref = file_ref(e->t.apath, json_string_value(json_object_get(put, "contentType")),
 			(int64_t)e->len, json_string_value(json_object_get(put, "sha256")),
@@ -506,7 +512,7 @@ static int prompt_fresh(cof_store *st, const cof_agent *a, const char *vol, preq
 	    note_seen(st, a, r, rec, *out, err))
 		goto out;
 	snprintf(path, sizeof path, "prompts/%s", r->rid);
-	if ((w = record_put(st, a->org, vol, path, rec, err)) < 0)
+	if ((w = record_put(st, a->org, vol, path, rec, prompt_by(a), err)) < 0)
 		goto out;
 	if (w == 1) { /* a concurrent retry recorded it first */
 		json_t *won = NULL;
@@ -518,7 +524,7 @@ static int prompt_fresh(cof_store *st, const cof_agent *a, const char *vol, preq
 			goto out;
 		}
 	}
-	rc = conv_add(st, a->org, vol, rec, err);
+	rc = conv_add(st, a->org, vol, rec, prompt_by(a), err);
 out:
 	if (rc) {
 		json_decref(*out);
@@ -530,7 +536,8 @@ out:
 }
 
 int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *body,
-		     const cof_idem *idem, json_t **out, int *replayed, cof_err *err)
+		     const cof_idem *idem, const cof_by *by, json_t **out, int *replayed,
+		     cof_err *err)
 {
 	preq r = {0};
 	cof_agent a;
@@ -546,6 +553,7 @@ int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *bod
 	if (cof_agent_load_as(st, org, id, cof_json_str(body, "user"), 1, &a, err))
 		goto out;
 	loaded = 1;
+	cof_agent_by_set(&a, by, r.rid, NULL);
 	if (a.subject[0]) /* the subject's own records, beside its attachments */
 		memcpy(vol, a.conv, sizeof vol);
 	else if (cof_agent_own_volume(st, org, id, CONV_ROW, vol, err))
@@ -567,7 +575,7 @@ int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *bod
 			goto out;
 		}
 		*replayed = 1;
-		rc = conv_add(st, org, vol, rec, err) || prompt_answer(st, rec, r.openai, out, err);
+		rc = conv_add(st, org, vol, rec, by ? &a.by : NULL, err) || prompt_answer(st, rec, r.openai, out, err);
 	}
 	if (rc == 0 && idem && !prev)
 		rc = cof_idem_record(st, org, idem, "prompt", body, r.rid, err);

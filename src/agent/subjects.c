@@ -20,7 +20,16 @@
 #define LIST_MAX 10000
 #define SKILLS_ROW ""            /* the subjects row naming the skills volume */
 
-static const cof_cond no_cond = {.kind = COF_COND_NONE, .version = 0};
+/* Who a write in a subject's workspace is by: the caller's key, run and via,
+ * this agent and subject (API.md "Who"); `caller` NULL: not said. */
+static cof_cond by_cond(cof_by *b, const cof_by *caller, const char *agent,
+			const char *subject)
+{
+	if (caller)
+		*b = (cof_by){.key_id = caller->key_id, .agent = agent, .user = subject,
+			      .run_id = caller->run_id, .via = caller->via};
+	return (cof_cond){.kind = COF_COND_NONE, .version = 0, .by = caller ? b : NULL};
+}
 
 /* ----------------------------------------------------------- checks */
 
@@ -339,9 +348,11 @@ static int parent_check(cof_store *st, const char *org, const char *vol, const c
 }
 
 int cof_subject_file_put(cof_store *st, const char *org, const char *agent,
-			 const char *subject, json_t *body, json_t **out, int *created,
-			 cof_err *err)
+			 const char *subject, json_t *body, const cof_by *by, json_t **out,
+			 int *created, cof_err *err)
 {
+	cof_by b;
+	cof_cond cond = by_cond(&b, by, agent, subject);
 	const char *path, *enc;
 	json_t *content;
 	unsigned char *dec = NULL;
@@ -371,7 +382,7 @@ int cof_subject_file_put(cof_store *st, const char *org, const char *agent,
 	}
 	if (!subject_open(st, org, agent, subject, vol, err) &&
 	    (cof_json_bool(body, "createParents", 1) || !parent_check(st, org, vol, path, err)))
-		rc = cof_file_put_bytes(st, org, vol, path, data, len, NULL, no_cond, out, created,
+		rc = cof_file_put_bytes(st, org, vol, path, data, len, NULL, cond, out, created,
 					err);
 	free(dec);
 	return rc;
@@ -455,7 +466,8 @@ static int subject_hidden(const void *ctx, const char *vpath, int is_dir)
 }
 
 int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
-			  const char *subject, json_t *body, json_t **out, cof_err *err)
+			  const char *subject, json_t *body, const cof_by *caller, json_t **out,
+			  cof_err *err)
 {
 	const char *from, *to;
 	char vol[48];
@@ -470,8 +482,9 @@ int cof_subject_file_move(cof_store *st, const char *org, const char *agent,
 		return -1;
 	/* an excluded file never moves into the call's sight: a folder's
 	 * excluded files stay where they are */
-	cof_by by = {.agent = agent, .user = subject, .via = "http"};
-	rc = cof_file_move_visible(st, org, vol, body, subject_hidden, &a, &by, out, err);
+	cof_by by;
+	cof_cond cond = by_cond(&by, caller, agent, subject);
+	rc = cof_file_move_visible(st, org, vol, body, subject_hidden, &a, cond.by, out, err);
 	cof_agent_release(&a);
 	return rc;
 }
@@ -523,11 +536,14 @@ out:
 }
 
 int cof_subject_file_remove(cof_store *st, const char *org, const char *agent,
-			    const char *subject, const char *path, json_t **out, cof_err *err)
+			    const char *subject, const char *path, const cof_by *by, json_t **out,
+			    cof_err *err)
 {
 	remove_ctx r = {0};
 	cof_volrow v;
-	cof_landing l = {.vol = &v, .apply = remove_apply, .ctx = &r};
+	cof_by b;
+	cof_landing l = {.vol = &v, .apply = remove_apply, .ctx = &r,
+			 .by = by_cond(&b, by, agent, subject).by};
 	char vol[48];
 
 	if (path_arg(path, "path", &r.path, err) || changeable(r.path, err) ||
@@ -588,9 +604,11 @@ static int memory_path(const char *name, char *out, size_t outsz, cof_err *err)
 
 int cof_subject_memory_put(cof_store *st, const char *org, const char *agent,
 			   const char *subject, const char *name, cof_upload *up,
-			   json_t **out, int *created, cof_err *err)
+			   const cof_by *by, json_t **out, int *created, cof_err *err)
 {
 	char path[32], vol[48];
+	cof_by b;
+	cof_cond cond = by_cond(&b, by, agent, subject);
 
 	*created = 0;
 	if (memory_path(name, path, sizeof path, err) ||
@@ -598,7 +616,7 @@ int cof_subject_memory_put(cof_store *st, const char *org, const char *agent,
 		cof_upload_abort(up);
 		return -1;
 	}
-	return cof_file_put(st, org, vol, path, up, NULL, no_cond, out, created, err);
+	return cof_file_put(st, org, vol, path, up, NULL, cond, out, created, err);
 }
 
 int cof_subject_memory_open(cof_store *st, const char *org, const char *agent,
@@ -634,8 +652,11 @@ static int count_file(void *ctx, const cof_entry *e)
 }
 
 int cof_agent_skill_put(cof_store *st, const char *org, const char *agent, const char *file,
-			cof_upload *up, json_t **out, int *created, cof_err *err)
+			cof_upload *up, const cof_by *by, json_t **out, int *created,
+			cof_err *err)
 {
+	cof_by b;
+	cof_cond cond = by_cond(&b, by, agent, NULL);
 	size_t n = strlen(file);
 	char vol[48];
 	cof_view v;
@@ -667,7 +688,7 @@ int cof_agent_skill_put(cof_store *st, const char *org, const char *agent, const
 		return cof_error(err, COF_ECONFLICT, "agent '%.120s' has %lld skills; the limit is %d",
 				 agent, (long long)count, COF_SKILLS_MAX);
 	}
-	if (cof_file_put(st, org, vol, file, up, NULL, no_cond, &put, created, err))
+	if (cof_file_put(st, org, vol, file, up, NULL, cond, &put, created, err))
 		return -1;
 	*out = json_pack("{s:s%, s:O, s:O, s:O}", "name", file, n - 3, "size",
 			 json_object_get(put, "size"), "sha256", json_object_get(put, "sha256"),
@@ -720,12 +741,14 @@ out:
 }
 
 int cof_subject_session_start(cof_store *st, const char *org, const char *agent,
-			      const char *subject, json_t **out, cof_err *err)
+			      const char *subject, const cof_by *by, json_t **out, cof_err *err)
 {
 	session_ctx s = {.skills = {.glob = "*.md"}}; /* NAME.md at the root */
 	char vol[48], skvol[48];
 	cof_volrow v;
-	cof_landing l = {.vol = &v, .apply = session_apply, .ctx = &s, .held = 1};
+	cof_by b;
+	cof_landing l = {.vol = &v, .apply = session_apply, .ctx = &s, .held = 1,
+			 .by = by_cond(&b, by, agent, subject).by};
 	cof_view sk;
 	int r, rc = -1;
 

@@ -211,7 +211,8 @@ int cof_agent_tool_output_room(cof_store *st, const char *org, const char *id,
 
 static int place_save(cof_store *st, const char *org, const char *id, const char *subject,
 		      int kind, const char *request, const char *name, cof_upload *up,
-		      const char *content_type, json_t **out, int *created, cof_err *err)
+		      const char *content_type, const cof_by *by, json_t **out, int *created,
+		      cof_err *err)
 {
 	cof_agent a;
 	cof_target t = {0};
@@ -250,7 +251,10 @@ static int place_save(cof_store *st, const char *org, const char *id, const char
 			  COF_UPLOADS_PER_REQUEST);
 		goto out;
 	}
-	cof_cond absent = {.kind = COF_COND_ABSENT, .version = 0};
+	/* an upload's request id is its run's id (seed 001: uploads/<run id>/) */
+	cof_cond absent = {.kind = COF_COND_ABSENT, .version = 0,
+			   .by = cof_agent_by_set(&a, by, kind == COF_PLACE_UPLOADS ? request : NULL,
+						  kind == COF_PLACE_TOOL_OUTPUTS ? request : NULL)};
 	cof_err e2 = {0};
 	rc = cof_file_put(st, org, m->vol, t.vpath, up, content_type, absent, out, created, &e2);
 	up = NULL;
@@ -273,16 +277,18 @@ out:
 
 int cof_agent_upload(cof_store *st, const char *org, const char *id, const char *subject,
 		     const char *request, const char *name, cof_upload *up,
-		     const char *content_type, json_t **out, int *created, cof_err *err)
+		     const char *content_type, const cof_by *by, json_t **out, int *created,
+		     cof_err *err)
 {
 	return place_save(st, org, id, subject, COF_PLACE_UPLOADS, request, name, up, content_type,
-			  out, created, err);
+			  by, out, created, err);
 }
 
 int cof_agent_tool_output(cof_store *st, const char *org, const char *id, const char *subject,
 			  const char *call, const char *name, cof_upload *up,
-			  const char *content_type, json_t **out, int *created, cof_err *err)
+			  const char *content_type, const cof_by *by, json_t **out, int *created,
+			  cof_err *err)
 {
 	return place_save(st, org, id, subject, COF_PLACE_TOOL_OUTPUTS, call, name, up,
-			  content_type, out, created, err);
+			  content_type, by, out, created, err);
 }

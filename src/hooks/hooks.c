@@ -382,6 +382,7 @@ void cof_hooks_emit(cof_store *st, const char *org, const char *type, const char
 typedef struct volslot {
 	struct volslot *next;
 	char org[48], id[48];
+	int64_t vno;        /* its key in the metadata store */
 	int64_t seq;        /* the newest seq told */
 	int64_t reported;   /* the seq the last event named */
 	int64_t sent_ms;    /* when it was sent (cof_mono_ms) */
@@ -416,6 +417,7 @@ void cof_hooks_vol_changed(void *ctx, const struct cof_volrow *v)
 	if (!s && (s = cof_calloc(1, sizeof *s))) {
 		snprintf(s->org, sizeof s->org, "%s", v->org);
 		snprintf(s->id, sizeof s->id, "%s", v->id);
+		s->vno = v->vno;
 		s->reported = v->seq - 1;
 		s->next = vols.b[h];
 		vols.b[h] = s;
@@ -430,8 +432,29 @@ void cof_hooks_vol_changed(void *ctx, const struct cof_volrow *v)
 /* One event to send, taken out of the table under its lock. */
 typedef struct {
 	char org[48], id[48];
-	int64_t seq, changes;
+	int64_t vno, seq, changes;
 } volev;
+
+static int by_row(void *ctx, const cof_change_row *c)
+{
+	json_t **by = ctx;
+
+	if (!*by && c->by)
+		*by = json_loads(c->by, 0, NULL);
+	return 0; /* one row (limit 1): the rows of a change share `by` */
+}
+
+/* The `by` of the change at `seq` (the newest an event covers), or JSON null
+ * (not recorded, or already pruned from the changes feed). */
+static json_t *change_by(cof_store *st, int64_t vno, int64_t seq)
+{
+	json_t *by = NULL;
+	cof_err e = {0};
+
+	if (cof_meta_changes(st->meta, vno, seq - 1, NULL, 1, by_row, &by, &e) < 0)
+		cof_err_clear(&e);
+	return by ? by : json_null();
+}
 
 void cof_hooks_vol_flush(cof_store *st)
 {
@@ -454,6 +477,7 @@ void cof_hooks_vol_flush(cof_store *st)
 				}
 				memcpy(evs[n].org, s->org, sizeof s->org);
 				memcpy(evs[n].id, s->id, sizeof s->id);
+				evs[n].vno = s->vno;
 				evs[n].seq = s->seq;
 				evs[n++].changes = s->seq - s->reported;
 				s->reported = s->seq;
@@ -471,8 +495,9 @@ void cof_hooks_vol_flush(cof_store *st)
 	pthread_mutex_unlock(&vols.mu);
 	for (size_t i = 0; i < n; i++)
 		cof_hooks_emit(st, evs[i].org, "volume.changed", evs[i].id, NULL,
-			       json_pack("{s:s, s:I, s:I, s:n}", "volumeId", evs[i].id, "seq",
+			       json_pack("{s:s, s:I, s:I, s:o}", "volumeId", evs[i].id, "seq",
 					 (json_int_t)evs[i].seq, "changes",
-					 (json_int_t)evs[i].changes, "by"));
+					 (json_int_t)evs[i].changes, "by",
+					 change_by(st, evs[i].vno, evs[i].seq)));
 	free(evs);
 }

@@ -168,8 +168,8 @@ enum MHD_Result http_agent_file_put(http_req *req)
 	int created = 0, rc;
 
 	rc = cof_agent_file_put(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
-				agent_path(req, req->param[1]), up, req->content_type, &out,
-				&created, &err);
+				agent_path(req, req->param[1]), up, req->content_type,
+				http_by(req, "http"), &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
 }
 
@@ -179,7 +179,8 @@ enum MHD_Result http_agent_file_delete(http_req *req)
 	json_t *out = NULL;
 	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_agent_file_remove(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
-					 agent_path(req, req->param[1]), &out, &err);
+					 agent_path(req, req->param[1]), http_by(req, "http"),
+					 &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
@@ -261,8 +262,8 @@ enum MHD_Result http_agent_tool_output(http_req *req)
 	int created = 0, rc;
 
 	rc = cof_agent_tool_output(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
-				   req->param[1], req->param[2], up, req->content_type, &out,
-				   &created, &err);
+				   req->param[1], req->param[2], up, req->content_type,
+				   http_by(req, "http"), &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
 }
 
@@ -275,7 +276,8 @@ enum MHD_Result http_agent_upload(http_req *req)
 	int created = 0, rc;
 
 	rc = cof_agent_upload(req->srv->st, ORG(req), req->param[0], SUBJECT(req),
-			      req->param[1], req->param[2], up, req->content_type, &out, &created, &err);
+			      req->param[1], req->param[2], up, req->content_type,
+			      http_by(req, "http"), &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
 }
 
@@ -463,8 +465,8 @@ enum MHD_Result http_agent_prompt(http_req *req)
 	const cof_idem *idem = http_idem(req, &idem_buf, hash);
 	int replayed = 0;
 	int rc = http_agent_allowed(req, &err) ? -1
-		 : cof_agent_prompt(req->srv->st, ORG(req), req->param[0], req->json, idem, &out,
-				    &replayed, &err);
+		 : cof_agent_prompt(req->srv->st, ORG(req), req->param[0], req->json, idem,
+				    http_by(req, "http"), &out, &replayed, &err);
 
 	if (rc != 0 || !replayed)
 		return http_reply(req, rc, MHD_HTTP_OK, out, &err);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "http/http.h"
+#include "turn/outbox.h"
 #include "util/range.h"
 
 #define ORG(req) ((req)->who.org)
@@ -504,8 +505,14 @@ const cof_by *http_by(http_req *req, const char *via)
 	/* the console says so (console/api.js); the key is recorded either way */
 	if (!strcmp(via, "http") && client && !strcmp(client, "console"))
 		via = "console";
+	const char *run = http_header_trim(req, "X-Run-Id");
+
+	/* X-Run-Id names the run a client's writes belong to (revert by run);
+	 * recorded when it is a run id as calls' ids are (1..128 printable ASCII) */
+	if (run && !cof_turn_call_id_ok(run))
+		run = NULL;
 	req->by = (cof_by){.key_id = req->who.key_id[0] ? req->who.key_id : req->key_id,
-			   .agent = req->who.agent, .via = via};
+			   .agent = req->who.agent, .run_id = run, .via = via};
 	return &req->by;
 }
 

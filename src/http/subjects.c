@@ -27,7 +27,7 @@ enum MHD_Result http_subject_file_put(http_req *req)
 	int created = 0;
 	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_subject_file_put(req->srv->st, ORG(req), req->param[0], req->param[1],
-					req->json, &out, &created, &err);
+					req->json, http_by(req, "http"), &out, &created, &err);
 
 	return http_put_answer(req, rc, out, created, &err);
 }
@@ -67,7 +67,7 @@ enum MHD_Result http_subject_file_move(http_req *req)
 	json_t *out = NULL;
 	int rc = http_agent_allowed(req, &err) ? -1
 		 : cof_subject_file_move(req->srv->st, ORG(req), req->param[0], req->param[1],
-					 req->json, &out, &err);
+					 req->json, http_by(req, "http"), &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
@@ -80,7 +80,7 @@ enum MHD_Result http_subject_file_delete(http_req *req)
 	const char *path = NULL;
 	int rc = http_agent_allowed(req, &err) || path_query(req, &path, &err) ? -1
 		 : cof_subject_file_remove(req->srv->st, ORG(req), req->param[0], req->param[1],
-					   path, &out, &err);
+					   path, http_by(req, "http"), &out, &err);
 
 	return http_reply(req, rc, MHD_HTTP_OK, out, &err);
 }
@@ -111,7 +111,7 @@ enum MHD_Result http_subject_memory_put(http_req *req)
 	int created = 0, rc;
 
 	rc = cof_subject_memory_put(req->srv->st, ORG(req), req->param[0], req->param[1],
-				    req->param[2], up, &out, &created, &err);
+				    req->param[2], up, http_by(req, "http"), &out, &created, &err);
 	return http_put_answer(req, rc, out, created, &err);
 }
 
@@ -142,8 +142,8 @@ enum MHD_Result http_agent_skill_put(http_req *req)
 	json_t *out = NULL;
 	int created = 0, rc;
 
-	rc = cof_agent_skill_put(req->srv->st, ORG(req), req->param[0], req->param[1], up, &out,
-				 &created, &err);
+	rc = cof_agent_skill_put(req->srv->st, ORG(req), req->param[0], req->param[1], up,
+				 http_by(req, "http"), &out, &created, &err);
 	return http_reply(req, rc, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, &err);
 }
 
@@ -157,7 +157,7 @@ static enum MHD_Result session_start(http_req *req, int prewarm)
 	static const cof_jfield no_fields[] = {{NULL, 0, 0}};
 	int rc = http_agent_allowed(req, &err) || cof_json_check(req->json, no_fields, &err) ? -1
 		 : cof_subject_session_start(req->srv->st, ORG(req), req->param[0], req->param[1],
-					     &out, &err);
+					     http_by(req, "http"), &out, &err);
 
 	if (rc == 0 && prewarm)
 		json_object_set_new(out, "prewarmed", json_true());

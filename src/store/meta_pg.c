@@ -127,6 +127,12 @@ static const char *const migrations[] = {
 	 * A path's history (GET .../history) by an index range. */
 	("ALTER TABLE changes ADD COLUMN IF NOT EXISTS who text;"
 	 "CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq);"),
+
+	/* 9: a run's and a call's changes (revert, ?runId=, ?callId=) by an index
+	 * range, not a walk of the volume's feed; the expressions are the ones
+	 * meta_pg_read.c's pg_changes writes. */
+	("CREATE INDEX IF NOT EXISTS changes_run ON changes(vno, (who::jsonb ->> 'runId'), seq);"
+	 "CREATE INDEX IF NOT EXISTS changes_call ON changes(vno, (who::jsonb ->> 'callId'), seq);"),
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

@@ -258,12 +258,21 @@ static int pg_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefi
 	if (!f)
 		f = &none;
 	cof_prefix_upper(prefix ? prefix : "", &upper);
-	rc = cof_pg_rows(m, CHANGE_COLS " WHERE vno = $1 AND seq > $2 AND path >= $3 AND"
-			 " path < $4 AND ($6::text IS NULL OR who::jsonb ->> 'runId' = $6) AND"
-			 " ($7::text IS NULL OR who::jsonb ->> 'callId' = $7) AND ($8::text IS NULL"
-			 " OR who::jsonb ->> 'agent' = $8) AND ($9::text IS NULL OR"
-			 " who::jsonb ->> 'keyId' = $9) ORDER BY seq, path LIMIT $5",
-			 "reading changes", change_row, &e, err, "iississss", vno, since,
+	/* a run's or a call's changes by their index (changes_run, changes_call):
+	 * the test is written out only when it is asked, as the index's
+	 * expression; one literal per form (statements are cached by address) */
+#define PG_CHANGES(run, call)                                                             \
+	CHANGE_COLS " WHERE vno = $1 AND " run " AND " call " AND seq > $2 AND path >= $3"   \
+	" AND path < $4 AND ($8::text IS NULL OR who::jsonb ->> 'agent' = $8) AND"           \
+	" ($9::text IS NULL OR who::jsonb ->> 'keyId' = $9) ORDER BY seq, path LIMIT $5"
+#define PG_RUN "(who::jsonb ->> 'runId') = $6"
+#define PG_CALL "(who::jsonb ->> 'callId') = $7"
+	static const char *const forms[4] = {
+		PG_CHANGES("$6::text IS NULL", "$7::text IS NULL"),
+		PG_CHANGES(PG_RUN, "$7::text IS NULL"), PG_CHANGES("$6::text IS NULL", PG_CALL),
+		PG_CHANGES(PG_RUN, PG_CALL)};
+	const char *sql = forms[!!f->run_id + 2 * !!f->call_id];
+	rc = cof_pg_rows(m, sql, "reading changes", change_row, &e, err, "iississss", vno, since,
 			 prefix ? prefix : "", upper.data, limit, f->run_id, f->call_id, f->agent,
 			 f->key_id);
 	cof_buf_release(&upper);

@@ -337,7 +337,7 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -429,8 +429,15 @@ static int migrate(conn *c, cof_err *err)
 	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq)",
 			    err))
 		return -1;
+	/* 4 -> 5: a run's and a call's changes (revert, ?runId=, ?callId=) by an
+	 * index range, not a walk of the volume's feed */
+	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS changes_run ON"
+			    " changes(vno, json_extract(who, '$.runId'), seq);"
+			    "CREATE INDEX IF NOT EXISTS changes_call ON"
+			    " changes(vno, json_extract(who, '$.callId'), seq)", err))
+		return -1;
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 4", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 5", err);
 	return 0;
 }
 

@@ -253,13 +253,20 @@ static int sq_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefi
 	if (!f)
 		f = &none;
 	hi = cof_sqlite_upper(&prefix, &upper, err);
-	rc = !hi ? -1 : cof_sqlite_read(m, CHANGE_COLS " WHERE vno = ?1 AND seq > ?2 AND"
-					" path >= ?3 AND path < ?4 AND (?6 IS NULL OR"
-					" json_extract(who, '$.runId') = ?6) AND (?7 IS NULL OR"
-					" json_extract(who, '$.callId') = ?7) AND (?8 IS NULL OR"
-					" json_extract(who, '$.agent') = ?8) AND (?9 IS NULL OR"
-					" json_extract(who, '$.keyId') = ?9)"
-					" ORDER BY seq, path LIMIT ?5", "reading changes",
+	/* a run's or a call's changes by their index (changes_run, changes_call):
+	 * the test is written out only when it is asked, as the index's
+	 * expression; one literal per form (statements are cached by address) */
+#define SQ_CHANGES(run, call)                                                            \
+	CHANGE_COLS " WHERE vno = ?1 AND " run " AND " call " AND seq > ?2 AND path >= ?3"  \
+	" AND path < ?4 AND (?8 IS NULL OR json_extract(who, '$.agent') = ?8) AND (?9 IS"   \
+	" NULL OR json_extract(who, '$.keyId') = ?9) ORDER BY seq, path LIMIT ?5"
+#define SQ_RUN "json_extract(who, '$.runId') = ?6"
+#define SQ_CALL "json_extract(who, '$.callId') = ?7"
+	static const char *const forms[4] = {
+		SQ_CHANGES("?6 IS NULL", "?7 IS NULL"), SQ_CHANGES(SQ_RUN, "?7 IS NULL"),
+		SQ_CHANGES("?6 IS NULL", SQ_CALL), SQ_CHANGES(SQ_RUN, SQ_CALL)};
+	const char *sql = forms[!!f->run_id + 2 * !!f->call_id];
+	rc = !hi ? -1 : cof_sqlite_read(m, sql, "reading changes",
 					change_row, &e, err, "iississss", vno, since, prefix, hi,
 					limit, f->run_id, f->call_id, f->agent, f->key_id);
 	cof_buf_release(&upper);

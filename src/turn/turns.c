@@ -417,8 +417,9 @@ int cof_turn_create(cof_turns *ts, const cof_principal *who, json_t *body, json_
 	 * first. A user that is not a valid subject id has no /user (views.c). */
 	json_t *sess = NULL;
 	cof_err se = {0};
-	if (cof_subject_session_start(ts->st, who->org, aid, cof_json_str(body, "user"), &sess,
-				      &se) && se.code != COF_EVALIDATION) {
+	cof_by by = {.key_id = who->key_id, .via = "call"};
+	if (cof_subject_session_start(ts->st, who->org, aid, cof_json_str(body, "user"), &by,
+				      &sess, &se) && se.code != COF_EVALIDATION) {
 		*err = se;
 		free(t);
 		return -1;

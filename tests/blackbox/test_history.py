@@ -304,3 +304,61 @@ def test_revert_bad_bodies_and_tenancy(srv):
     expect_error(revert(srv, vid, key=other, seq=s), 404)
     expect_error(srv.get("/v1/volumes/%s/changes" % vid, key=other), 404)
     eq(body_of(srv, vid, "a"), b"a", "nothing changed")
+
+
+def test_agent_routes_record_agent_user_run_and_call(srv):
+    """The agent's own routes record who: file PUT/DELETE, uploads (the request id is the
+    run's), tool outputs (the call), a prompt's inline file, and X-Run-Id on a volume PUT."""
+    import base64
+    a = agentlib.make_agent(srv, new_id(), harness._ABSENT)
+    aid, ws = a["id"], a["workspaceVolumeId"]
+    me = key_id(srv.key)
+    expect(srv.put(agentlib.files_url(aid, "/workspace/f.txt"), body=b"f"), 201)
+    expect(srv.delete(agentlib.files_url(aid, "/workspace/f.txt")), 200)
+    expect(srv.put(agent_url(aid, "/uploads/req-1/u.txt"), body=b"u"), 201)
+    expect(srv.put(agent_url(aid, "/tool-outputs/call-1/o.txt"), body=b"o"), 201)
+    expect(srv.post(agent_url(aid, "/prompt"), json={
+        "text": "see", "requestId": "req-2",
+        "files": [{"name": "p.txt", "data": base64.b64encode(b"p").decode()}]}), 200)
+    agent_by = {"keyId": me, "agent": aid, "via": "http"}
+    eq([(p, op, by) for _, p, op, by in bys(srv, ws)],
+       [("f.txt", "write", agent_by), ("f.txt", "remove", agent_by),
+        ("uploads/req-1/u.txt", "write", dict(agent_by, runId="req-1")),
+        ("tool-outputs/call-1/o.txt", "write", dict(agent_by, callId="call-1")),
+        ("uploads/req-2/p.txt", "write", dict(agent_by, runId="req-2"))],
+       "by of the agent's file routes, uploads, tool outputs and a prompt's file")
+    eq([p for _, p, _, _ in bys(srv, ws, runId="req-1")], ["uploads/req-1/u.txt"],
+       "?runId= finds an upload by its request id")
+    # a client's own run: X-Run-Id on a volume write is recorded, and reverts as a run
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "keep.txt", b"k")
+    expect(srv.put(srv.file_path(vid, "r.txt"), body=b"r", headers={"X-Run-Id": "my-run"}), 201)
+    expect(srv.put(srv.file_path(vid, "bad.txt"), body=b"b",
+                   headers={"X-Run-Id": "has space"}), 201)
+    eq([(p, by) for _, p, _, by in bys(srv, vid)],
+       [("keep.txt", {"keyId": me, "via": "http"}),
+        ("r.txt", {"keyId": me, "runId": "my-run", "via": "http"}),
+        ("bad.txt", {"keyId": me, "via": "http"})],
+       "X-Run-Id recorded when it is a run id (1..128 printable ASCII, no space)")
+    reverted(srv, vid, runId="my-run")
+    eq((body_of(srv, vid, "r.txt"), body_of(srv, vid, "keep.txt")), (None, b"k"),
+       "reverting the client's run undoes its write alone")
+
+
+def test_subject_routes_record_the_user(srv):
+    a = agentlib.make_agent(srv, new_id(), harness._ABSENT)
+    aid = a["id"]
+    sub = "/v1/agents/%s/users/alice" % aid
+    expect(srv.put(sub + "/files/content", json={"path": "n.md", "content": "x"}), 201)
+    expect(srv.post(sub + "/files/move", json={"from": "n.md", "to": "m.md"}), 200)
+    expect(srv.delete(sub + "/files", query={"path": "m.md"}), 200)
+    expect(srv.put(sub + "/memory/USER.md", body=b"likes tea"), 201)
+    expect(srv.put(agent_url(aid, "/skills/s.md"), body=b"# skill"), 201)
+    expect(srv.post(sub + "/sessions", json={}), 201)
+    vid = expect(srv.get(sub + "/volume"), 200).json()["volumeId"]
+    who = {"keyId": key_id(srv.key), "agent": aid, "user": "alice", "via": "http"}
+    eq([(p, op, by) for _, p, op, by in bys(srv, vid)],
+       [("n.md", "write", who), ("m.md", "write", who), ("n.md", "remove", who),
+        ("m.md", "remove", who), ("memories/USER.md", "write", who),
+        ("skills/s.md", "write", who)],
+       "by of a subject's put, move, delete, memory and session's skills")

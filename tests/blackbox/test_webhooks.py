@@ -256,7 +256,16 @@ def test_volume_changed_coalesced(srv):
         evs = [m["data"] for _, m in rec.events("volume.changed")]
         eq(sum(e["changes"] for e in evs), 30, "every change counted once")
         eq([e["seq"] for e in evs], sorted(e["seq"] for e in evs), "in order")
-        check(all(e["volumeId"] == vol["id"] and e["by"] is None for e in evs), "fields")
+        me = {"keyId": "k_" + hashlib.sha256(srv.key.encode()).hexdigest()[:16], "via": "http"}
+        check(all(e["volumeId"] == vol["id"] for e in evs), "volumeId: %r" % evs)
+        eq([e["by"] for e in evs], [me] * len(evs), "by: who made the newest change of each")
+        # a change by another key: the event names that key
+        other = expect(srv.post("/v1/keys", json={"name": "second"}), 201).json()
+        expect(srv.put(srv.file_path(vol["id"], "last.txt"), body=b"y", key=other["key"]), 201)
+        harness.until(lambda: rec.events("volume.changed")[-1][1]["data"]["seq"] == seq + 1,
+                      "the other key's change reported")
+        eq(rec.events("volume.changed")[-1][1]["data"]["by"],
+           {"keyId": other["id"], "via": "http"}, "by of the other key's change")
         # at most one a second: the writes took `elapsed` seconds
         check(len(evs) <= int(elapsed) + 2, "%d events for %.1f s of writes" % (
             len(evs), elapsed))
