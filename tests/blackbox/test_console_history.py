@@ -72,7 +72,8 @@ def test_merge_a_fork_with_a_conflict(srv):
     srv.put_ok(fid, "new.txt", b"new in the fork\n")
     srv.put_ok(vid, "a.txt", b"one\n<img src=x onerror=fetch('/pwned-ours')>\nthree\n",
                content_type="text/plain")
-    _drive(srv, "merge", vid=vid, fork=fid, added="new.txt", conflict="a.txt")
+    unrelated = srv.create_volume(_name("unrelated"))["id"]
+    _drive(srv, "merge", vid=vid, fork=fid, unrelated=unrelated, added="new.txt", conflict="a.txt")
     eq(expect(srv.get_file(vid, "a.txt"), 200).body, theirs, "a.txt is theirs, as chosen")
     eq(expect(srv.get_file(vid, "new.txt"), 200).body, b"new in the fork\n", "new.txt merged")
     eq(expect(srv.get_file(vid, "meanwhile.txt"), 200).body, b"meanwhile\n",

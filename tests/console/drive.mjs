@@ -708,6 +708,12 @@ const scenarios = {
     await page.waitForSelector('a.tab');
     await page.$$eval('a.tab', (as) => as.find((a) => a.textContent === 'Merge').click());
     await page.waitForSelector('#mergefrom');
+    // a volume with no common base: the dry run shows the API's 400, and offers nothing to do
+    await page.select('#mergefrom', A.unrelated);
+    await page.click('form[aria-label="Merge from"] button[type=submit]');
+    await waitText(page, '#mergebox .notice.error', '400');
+    check(!(await page.$('#mergego')), 'no Merge button without a dry run');
+    await page.waitForSelector('#mergefrom');
     await page.select('#mergefrom', A.fork);
     await page.click('form[aria-label="Merge from"] button[type=submit]');
     await page.waitForSelector('.mergeplan');
