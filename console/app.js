@@ -3,7 +3,10 @@
 //   #/volumes                        volumes
 //   #/v/ID/files?prefix=P            a folder       #/v/ID/file?path=P&snapshot=S  a file
 //   #/v/ID/snapshots                 snapshots      #/v/ID/diff?from=S&to=S|now    a diff
-//   #/v/ID/changes                   the changes feed, followed live
+//   #/v/ID/changes?runId=&callId=&agent=&keyId=   the changes feed (filtered), followed live
+//   #/v/ID/file?path=P&seq=N         a file as it was at seq N (a version of its history)
+//   #/v/ID/history?path=P            every version of a file
+//   #/v/ID/merge?from=V              merge another volume (a fork, a parent) into this one
 //   #/agents  #/agents/ID            agents         #/relay  #/relay/UID  relay sessions
 import { h, put } from './dom.js';
 import * as api from './api.js';
@@ -11,6 +14,7 @@ import * as volumes from './volumes.js';
 import * as snapshots from './snapshots.js';
 import * as agents from './agents.js';
 import * as relay from './relay.js';
+import * as history from './history.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -87,10 +91,12 @@ export async function route() {
   try {
     const [a, b, c] = parts;
     if (a === 'v' && b && c === 'files') await volumes.folder(ctx, b, q.get('prefix') || '');
-    else if (a === 'v' && b && c === 'file') await volumes.file(ctx, b, q.get('path') || '', q.get('snapshot'));
+    else if (a === 'v' && b && c === 'file') await volumes.file(ctx, b, q.get('path') || '', q.get('snapshot'), q.get('seq'));
     else if (a === 'v' && b && c === 'snapshots') await snapshots.list(ctx, b);
     else if (a === 'v' && b && c === 'diff') await snapshots.diff(ctx, b, q.get('from'), q.get('to') || 'now');
     else if (a === 'v' && b && c === 'changes') await snapshots.changes(ctx, b);
+    else if (a === 'v' && b && c === 'history') await history.file(ctx, b, q.get('path') || '');
+    else if (a === 'v' && b && c === 'merge') await history.merge(ctx, b, q.get('from') || '');
     else if (a === 'agents' && b) await agents.one(ctx, b);
     else if (a === 'agents') await agents.list(ctx);
     else if (a === 'relay' && b) await relay.one(ctx, b);

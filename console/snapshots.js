@@ -4,6 +4,7 @@ import { h, put, bytes, when, table, link, button, paged } from './dom.js';
 import * as api from './api.js';
 import { volHead, fileRoute, asText, mediaType } from './volumes.js';
 import { diffView } from './diff.js';
+import { who, revert } from './history.js';
 
 const vpath = (vid) => '/v1/volumes/' + encodeURIComponent(vid);
 const DIFF_MAX = 256 * 1024; // text files larger than this are not diffed
@@ -195,33 +196,63 @@ export async function diff(ctx, vid, from, to) {
       changed.length ? paged(changed, CHANGED_PAGE, changedPage, 'Changed') : h('p', { class: 'hint' }, 'None.')));
 }
 
-// One change as a table row.
-const changeRow = (vid, c) => [String(c.seq), c.op, c.op === 'remove' ? c.path : link(fileRoute(vid, c.path), c.path),
-  c.version === undefined ? '' : 'v' + c.version, bytes(c.size)];
+// The changes feed's filters on `by` (its query parameters): [param, label].
+const FILTERS = [['runId', 'Run id'], ['callId', 'Call id'], ['agent', 'Agent'], ['keyId', 'Key id']];
 
-// #/v/ID/changes: the last changes, then new ones as they land (long-poll).
+// One change as a table row: who made it, and its reverts (of its run, of its seq).
+const changeRow = (ctx, vid, c, box) => {
+  const rev = (target, text, label) => button(text, () => {
+    box.scrollIntoView({ block: 'nearest' });
+    return revert(ctx, vid, target, box).catch(ctx.fail);
+  }, { class: 'danger', 'aria-label': label, 'aria-controls': 'revertbox' });
+  return [String(c.seq), c.op, c.op === 'remove' ? c.path : link(fileRoute(vid, c.path), c.path),
+    c.version === undefined ? '' : 'v' + c.version, bytes(c.size), who(c.by),
+    h('span', { class: 'actions' },
+      c.by && c.by.runId ? rev({ runId: c.by.runId }, 'Revert run', 'Revert run ' + c.by.runId) : null,
+      rev({ seq: c.seq }, 'Revert seq', 'Revert seq ' + c.seq))];
+};
+
+// #/v/ID/changes[?runId=&callId=&agent=&keyId=]: the last changes (filtered: every
+// kept change that matches), then new ones as they land (long-poll).
 export async function changes(ctx, vid) {
   const vol = await api.get(vpath(vid), { signal: ctx.signal });
+  const filter = Object.fromEntries(FILTERS.map(([k]) => [k, (ctx.q && ctx.q.get(k)) || '']).filter(([, v]) => v));
+  const filtered = Object.keys(filter).length > 0;
   const tbody = h('tbody', {});
+  const box = h('div', { id: 'revertbox', class: 'noticebox', 'aria-live': 'polite' });
   const state = h('p', { class: 'facts live', 'aria-live': 'polite' }, 'Following live from seq ' + vol.seq + '.');
-  put(ctx.main, volHead(vol, 'Changes'), h('h1', {}, 'Changes'), state,
-    h('div', { class: 'scroll' }, h('table', { 'aria-label': 'Changes' },
-      h('thead', {}, h('tr', {}, ['Seq', 'Op', 'Path', 'Version', 'Size'].map((c) => h('th', { scope: 'col' }, c)))),
+  const inputs = FILTERS.map(([k, label]) => h('span', { class: 'pair' }, h('label', { for: 'f-' + k }, label),
+    h('input', { type: 'search', id: 'f-' + k, name: k, value: filter[k] || '', spellcheck: 'false', class: 'narrow' })));
+  const route = (f) => '/v/' + encodeURIComponent(vid) + '/changes' +
+    (Object.keys(f).length ? '?' + new URLSearchParams(f) : '');
+  const fform = h('form', { class: 'row', role: 'search', 'aria-label': 'Filter changes' }, inputs,
+    h('button', { type: 'submit' }, 'Filter'), filtered ? link(route({}), 'Clear') : null);
+  fform.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    ctx.go(route(Object.fromEntries(FILTERS.map(([k]) => [k, fform.elements[k].value.trim()]).filter(([, v]) => v))));
+  });
+  put(ctx.main, volHead(vol, 'Changes'), h('h1', {}, 'Changes'), fform,
+    filtered ? h('p', { class: 'facts filtered' }, 'Only changes whose who has ' +
+      Object.entries(filter).map(([k, v]) => k + ' ' + v).join(', ') + '.') : null,
+    box, state,
+    h('div', { class: 'scroll' }, h('table', { 'aria-label': 'Changes', class: 'changes' },
+      h('thead', {}, h('tr', {}, ['Seq', 'Op', 'Path', 'Version', 'Size', 'Who', ''].map((c) => h('th', { scope: 'col' }, c)))),
       tbody)));
   const addRows = (list) => {
-    for (const c of list) tbody.prepend(h('tr', {}, changeRow(vid, c).map((x) => h('td', {}, x))));
+    for (const c of list) tbody.prepend(h('tr', {}, changeRow(ctx, vid, c, box).map((x) => h('td', {}, x))));
     while (tbody.rows.length > 1000) tbody.lastChild.remove();
   };
-  let since = Math.max(0, vol.seq - 50);
-  follow(ctx, vid, since, addRows, state); // runs until the page goes
+  // filtered: from the oldest kept change (a 410 moves to it), so a whole run shows
+  const since = filtered ? 0 : Math.max(0, vol.seq - 50);
+  follow(ctx, vid, since, addRows, state, filter); // runs until the page goes
 }
 
 // The long-poll loop: `wait=25` until the page's signal aborts; errors retry.
-async function follow(ctx, vid, since, addRows, state) {
+async function follow(ctx, vid, since, addRows, state, filter) {
   let wait = 0; // the first call takes the recent history at once
   while (!ctx.signal.aborted) {
     try {
-      const r = await api.get(vpath(vid) + '/changes', { query: { since, wait }, signal: ctx.signal });
+      const r = await api.get(vpath(vid) + '/changes', { query: { ...filter, since, wait }, signal: ctx.signal });
       addRows(r.changes);
       since = r.seq;
       wait = r.more ? 0 : 25;

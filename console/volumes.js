@@ -9,8 +9,10 @@ const q = (o) => { const s = new URLSearchParams(o).toString(); return s ? '?' +
 const defined = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v));
 export const folderRoute = (vid, prefix, more) => '/v/' + encodeURIComponent(vid) + '/files' +
   q(defined({ prefix, ...(more || {}) }));
-export const fileRoute = (vid, path, snapshot) =>
-  '/v/' + encodeURIComponent(vid) + '/file' + q(snapshot ? { path, snapshot } : { path });
+// `at`: a snapshot id, or {seq: N} (the file as it was at seq N: a version from its history)
+export const fileRoute = (vid, path, at) => '/v/' + encodeURIComponent(vid) + '/file' +
+  q(at && at.seq ? { path, seq: at.seq } : at ? { path, snapshot: at } : { path });
+export const historyRoute = (vid, path) => '/v/' + encodeURIComponent(vid) + '/history' + q({ path });
 
 // Shown inline as <img> (raster only: an SVG is a document that can hold script).
 const RASTER = /^image\/(png|jpeg|gif|webp|avif|bmp)$/;
@@ -33,7 +35,7 @@ export function volHead(vol, which) {
     h('p', { class: 'facts' }, (vol.files ?? '?') + ' files · ' + bytes(vol.bytes) + ' · seq ' + vol.seq),
     h('nav', { class: 'tabs', 'aria-label': 'Volume' },
       tab('/v/' + id + '/files', 'Files'), tab('/v/' + id + '/snapshots', 'Snapshots'),
-      tab('/v/' + id + '/changes', 'Changes')));
+      tab('/v/' + id + '/changes', 'Changes'), tab('/v/' + id + '/merge', 'Merge')));
 }
 
 // #/volumes: the organization's volumes.
@@ -242,8 +244,8 @@ async function signedLink(vid, path, snapshot) {
 
 // An object URL for bytes fetched with the key, typed so that opening it can
 // never run anything: a raster image type, else application/octet-stream.
-async function blobUrl(vid, path, snapshot, type) {
-  const r = await api.call('GET', filesUrl(vid, path), { query: { snapshot }, raw: true });
+async function blobUrl(vid, path, at, type) {
+  const r = await api.call('GET', filesUrl(vid, path), { query: at, raw: true });
   const data = await r.arrayBuffer();
   return URL.createObjectURL(new Blob([data], { type: RASTER.test(type) ? type : 'application/octet-stream' }));
 }
@@ -268,14 +270,14 @@ export function asText(buf, cut) {
 
 // A PDF's pages as PNGs that cofferd renders (?preview=page&page=N), shown as
 // <img> from blob: URLs typed image/png: no PDF viewer runs in this origin.
-function pdfPages(ctx, vid, path, snapshot, name) {
+function pdfPages(ctx, vid, path, at, name) {
   const box = h('section', { class: 'pdf', 'aria-label': 'Pages of ' + name });
   let urlNow = null;
   const show = async (n) => {
     put(box, h('p', { class: 'hint' }, 'Rendering page ' + n + '…'));
     let r;
     try {
-      r = await api.call('GET', filesUrl(vid, path), { query: { snapshot, preview: 'page', page: n },
+      r = await api.call('GET', filesUrl(vid, path), { query: { ...at, preview: 'page', page: n },
         raw: true, signal: ctx.signal });
     } catch (e) {
       if (e.name === 'AbortError') return;
@@ -297,10 +299,13 @@ function pdfPages(ctx, vid, path, snapshot, name) {
   return box;
 }
 
-// #/v/ID/file?path=P[&snapshot=S]: one file as text, image or download.
-export async function file(ctx, vid, path, snapshot) {
+// #/v/ID/file?path=P[&snapshot=S|&seq=N]: one file as text, image or download;
+// with a snapshot or a seq, as it was then (read-only: no upload, no delete).
+export async function file(ctx, vid, path, snapshot, seq) {
+  const at = snapshot ? { snapshot } : seq ? { seq } : {};
+  const past = snapshot || seq; // signed links have neither: blob: URLs then
   const vol = await api.get(vpath(vid), { signal: ctx.signal });
-  const head = await api.call('HEAD', filesUrl(vid, path), { query: { snapshot }, raw: true, signal: ctx.signal });
+  const head = await api.call('HEAD', filesUrl(vid, path), { query: at, raw: true, signal: ctx.signal });
   const type = mediaType(head.headers.get('Content-Type'));
   const size = Number(head.headers.get('Content-Length') || 0);
   const version = Number((head.headers.get('ETag') || '').replace(/\D/g, '')) || 0;
@@ -310,16 +315,18 @@ export async function file(ctx, vid, path, snapshot) {
   const parent = path.includes('/') ? path.slice(0, path.lastIndexOf('/') + 1) : '';
   put(ctx.main, volHead(vol, 'Files'), crumbs(vol, path), h('h1', {}, name),
     h('p', { class: 'facts' }, type + ' · ' + bytes(size) + ' · version ' + version +
-      (snapshot ? ' · as snapshot ' + snapshot + ' had it' : '')),
+      (snapshot ? ' · as snapshot ' + snapshot + ' had it' : '') + (seq ? ' · as it was at seq ' + seq : '')),
+    h('p', { class: 'actions' }, link(historyRoute(vid, path), 'History of ' + name, { class: 'histlink' }),
+      past ? link(fileRoute(vid, path), 'The file now') : null),
     notice, body);
   let text = null, shown = size;
   if (TEXTISH.test(type) || !BINARY.test(type)) {
     if (size <= TEXT_MAX) {
-      const r = await api.call('GET', filesUrl(vid, path), { query: { snapshot }, raw: true, signal: ctx.signal });
+      const r = await api.call('GET', filesUrl(vid, path), { query: at, raw: true, signal: ctx.signal });
       text = asText(await r.arrayBuffer());
     } else {
       // only the head: a Range request, never the whole file into the page
-      const r = await api.call('GET', filesUrl(vid, path), { query: { snapshot }, raw: true, signal: ctx.signal,
+      const r = await api.call('GET', filesUrl(vid, path), { query: at, raw: true, signal: ctx.signal,
         headers: { Range: 'bytes=0-' + (HEAD_BYTES - 1) } });
       const buf = await r.arrayBuffer();
       if (r.status === 206 && buf.byteLength <= HEAD_BYTES) {
@@ -334,7 +341,7 @@ export async function file(ctx, vid, path, snapshot) {
       if (a.dataset.ready) return;
       ev.preventDefault();
       try {
-        a.href = (await signedLink(vid, path, snapshot)) || await blobUrl(vid, path, snapshot, 'application/octet-stream');
+        a.href = (await signedLink(vid, path, past)) || await blobUrl(vid, path, at, 'application/octet-stream');
         a.dataset.ready = '1';
         a.click();
       } catch (e) { ctx.fail(e); }
@@ -345,11 +352,11 @@ export async function file(ctx, vid, path, snapshot) {
   if (RASTER.test(type) || type === 'image/svg+xml') {
     // An SVG only ever as <img> from the signed link (scripts never run in an
     // image); without a link it is shown as text, never as an object URL.
-    const src = (await signedLink(vid, path, snapshot)) ||
-      (RASTER.test(type) ? await blobUrl(vid, path, snapshot, type) : null);
+    const src = (await signedLink(vid, path, past)) ||
+      (RASTER.test(type) ? await blobUrl(vid, path, at, type) : null);
     if (src) body.append(h('img', { class: 'preview', src, alt: name }));
   }
-  if (type === 'application/pdf') body.append(pdfPages(ctx, vid, path, snapshot, name));
+  if (type === 'application/pdf') body.append(pdfPages(ctx, vid, path, at, name));
   if (text !== null && shown < size)
     body.append(h('p', { class: 'notice headonly', role: 'note' }, 'Showing the first ' + bytes(shown) + ' of ' +
       bytes(size) + ': ' + bytes(size - shown) + ' (' + (size - shown) + ' bytes) not shown. ', mkDl('download-whole', 'Download the whole file')));
@@ -357,7 +364,7 @@ export async function file(ctx, vid, path, snapshot) {
   else if (!RASTER.test(type) && type !== 'application/pdf')
     body.append(h('p', {}, 'Not shown here: ' + type + ', ' + bytes(size) + '.'));
   body.append(h('p', {}, dl));
-  if (snapshot) return;
+  if (past) return;
   const input = h('input', { type: 'file', id: 'newver' });
   const form = h('form', { class: 'upload', 'aria-label': 'Replace' },
     h('label', { for: 'newver' }, 'Replace with a new version'), input,

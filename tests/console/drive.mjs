@@ -82,6 +82,16 @@ async function go(page, route) {
 // console as a failed resource load; those are what a scenario provokes.
 const pageErrors = (page) => page.errors.filter((e) => !/Failed to load resource/.test(e));
 
+// A request markup would make (fetch('/pwned-...')); a URL merely carrying the
+// payload in a path or query (the page asking for that file or run) is not one.
+const PWNED = /\/pwned-[a-z]+$/;
+// Clicks the button whose aria-label is `label` (a label holding quotes cannot be a selector).
+const clickLabel = (page, label) => page.waitForFunction((l) => {
+  const el = [...document.querySelectorAll('button')].find((x) => x.getAttribute('aria-label') === l);
+  if (el) el.click();
+  return Boolean(el);
+}, {}, label);
+
 const scenarios = {
   async signin(b) {
     const page = await newPage(b);
@@ -589,6 +599,198 @@ const scenarios = {
     await go(page, '/agents/' + A.agent);
     await waitText(page, 'h1', 'Agent ' + A.agent);
     await shot(page, 'agent');
+  },
+
+  // The changes list's who column (the whole `by` in the tooltip; markup in a run id
+  // is text) and its filter (the feed's runId/callId/agent/keyId parameters).
+  async who_filter(b) {
+    for (const width of [1280, 390]) {
+      const page = await newPage(b, width);
+      let pwned = false;
+      page.on('request', (r) => { if (PWNED.test(new URL(r.url()).pathname)) pwned = true; });
+      await signIn(page);
+      await waitText(page, 'h1', 'Volumes');
+      await go(page, '/v/' + A.vid + '/changes');
+      await waitText(page, 'tbody', A.plain);
+      await waitText(page, 'tbody .who', 'run ' + A.run.slice(0, 10));
+      const rows = () => page.$$eval('table[aria-label=Changes] tbody tr', (tr) => tr.map((r) => ({
+        path: r.cells[2].textContent, who: r.cells[5].textContent, title: r.cells[5].firstChild.getAttribute('title') })));
+      let got = await rows();
+      const plain = got.find((r) => r.path === A.plain);
+      check(plain && plain.who === 'http · key ' + A.keyId, 'a key\'s write: via and key: ' + JSON.stringify(plain));
+      const tool = got.find((r) => r.path === A.runPaths[0]);
+      check(tool && tool.who.startsWith('tool · agent ' + A.agent + ' · run ') && tool.who.includes('<img'),
+        'a tool write: via, agent and run (as text): ' + JSON.stringify(tool));
+      check(tool.title.includes('runId: ' + A.run) && tool.title.includes('keyId: ' + A.keyId) && tool.title.includes('tool: write'),
+        'the whole `by` in the tooltip: ' + tool.title);
+      check(await page.evaluate(async () => (await import('/console/history.js')).whoText(null)) === '—',
+        'by: null shows as —');
+      // the filter: the run's changes only, then an agent, then a call id nothing has
+      await page.type('#f-runId', A.run);
+      await page.keyboard.press('Enter');
+      await waitText(page, '.filtered', 'runId');
+      await page.waitForFunction((n) => document.querySelectorAll('table[aria-label=Changes] tbody tr').length === n
+        && document.querySelector('.live').textContent.includes('up to seq'), {}, A.runPaths.length);
+      got = await rows();
+      check(JSON.stringify(got.map((r) => r.path).sort()) === JSON.stringify([...A.runPaths].sort()),
+        'the run filter keeps the run\'s changes: ' + JSON.stringify(got));
+      check(page.requests.some((u) => u.includes('/changes?') && u.includes('runId=' + encodeURIComponent(A.run).replace(/%20/g, '+').slice(0, 8))),
+        'the filter is the feed\'s runId parameter');
+      const injected = await page.$$eval('main img, main script:not([src]), main iframe, main svg', (e) => e.length);
+      check(injected === 0, 'no element made from a `by` field: ' + injected);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(over <= 0, 'the changes page fits ' + width + ' px (overflows by ' + over + ' px)');
+      await shot(page, 'run-' + width);
+      await go(page, '/v/' + A.vid + '/changes?agent=' + encodeURIComponent(A.agent));
+      await page.waitForFunction((n) => document.querySelectorAll('table[aria-label=Changes] tbody tr').length === n
+        && document.querySelector('.live').textContent.includes('up to seq'), {}, A.runPaths.length);
+      await go(page, '/v/' + A.vid + '/changes?keyId=' + encodeURIComponent(A.keyId) + '&callId=nosuchcall');
+      await waitText(page, '.filtered', 'nosuchcall');
+      await waitText(page, '.live', 'up to seq');
+      check(await page.$$eval('table[aria-label=Changes] tbody tr', (t) => t.length) === 0, 'no change of an unknown call');
+      check(await page.$eval('#f-callId', (i) => i.value) === 'nosuchcall', 'the form shows the filter');
+      await shot(page, 'none-' + width);
+      check(!(await page.evaluate(() => window.__pwned)) && !pwned, 'no markup of a `by` ran');
+      check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+      await page.close();
+    }
+  },
+
+  // A file's history: from the file view, newest first, paged by the API's cursor;
+  // each version readable (?seq= of the version); a path with markup is text.
+  async history(b) {
+    for (const width of [1280, 390]) {
+      const page = await newPage(b, width);
+      let pwned = false;
+      page.on('request', (r) => { if (PWNED.test(new URL(r.url()).pathname)) pwned = true; });
+      await signIn(page);
+      await waitText(page, 'h1', 'Volumes');
+      await go(page, '/v/' + A.vid + '/file?path=' + encodeURIComponent(A.path));
+      await page.waitForSelector('a.histlink');
+      await page.click('a.histlink');
+      await waitText(page, 'h1', 'History of ' + A.path);
+      const cells = () => page.$$eval('table[aria-label=Versions] tbody tr', (tr) => tr.map((r) => [...r.cells].map((c) => c.textContent)));
+      await page.waitForFunction((n) => document.querySelectorAll('table[aria-label=Versions] tbody tr').length === n, {}, A.page);
+      let got = await cells();
+      check(got[0][0] === 'v' + A.versions && got[0][5].startsWith('http · key'),
+        'newest first, with who: ' + JSON.stringify(got[0]));
+      check(got.every((r, i) => i === 0 || Number(r[1]) < Number(got[i - 1][1])), 'seqs fall down the page');
+      await shot(page, 'page1-' + width);
+      await page.click('#older');
+      await page.waitForFunction((n) => document.querySelectorAll('table[aria-label=Versions] tbody tr').length === n, {}, A.versions);
+      got = await cells();
+      check(got[got.length - 1][0] === 'v1' && got[got.length - 1][1] === String(A.firstSeq), 'the oldest version last: ' + JSON.stringify(got[got.length - 1]));
+      await waitText(page, '.pager', 'every version');
+      await page.click('a[aria-label="Read version ' + A.read + '"]');
+      await waitText(page, '.facts', 'as it was at seq');
+      await waitText(page, '.code .tx', A.readText);
+      check(!(await page.$('#newver')), 'no upload form on an old version');
+      const injected = await page.$$eval('main img, main script:not([src]), main iframe, main svg', (e) => e.length);
+      check(injected === 0, 'no element made from the path: ' + injected);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(over <= 0, 'the version fits ' + width + ' px (overflows by ' + over + ' px)');
+      await shot(page, 'version-' + width);
+      check(!(await page.evaluate(() => window.__pwned)) && !pwned, 'no markup of the path ran');
+      check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+      await page.close();
+    }
+  },
+
+  // Merge a fork: a dry run (what merges, the conflicts with their markers as text),
+  // a write meanwhile refused (ifSeq), the dry run again, a choice per conflict, Merge.
+  async merge(b) {
+    const page = await newPage(b);
+    let pwned = false;
+    page.on('request', (r) => { if (PWNED.test(new URL(r.url()).pathname)) pwned = true; });
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/files');
+    await page.waitForSelector('a.tab');
+    await page.$$eval('a.tab', (as) => as.find((a) => a.textContent === 'Merge').click());
+    await page.waitForSelector('#mergefrom');
+    // a volume with no common base: the dry run shows the API's 400, and offers nothing to do
+    await page.select('#mergefrom', A.unrelated);
+    await page.click('form[aria-label="Merge from"] button[type=submit]');
+    await waitText(page, '#mergebox .notice.error', '400');
+    check(!(await page.$('#mergego')), 'no Merge button without a dry run');
+    await page.waitForSelector('#mergefrom');
+    await page.select('#mergefrom', A.fork);
+    await page.click('form[aria-label="Merge from"] button[type=submit]');
+    await page.waitForSelector('.mergeplan');
+    const plan = await page.$eval('.mergeplan', (p) => ({
+      would: [...p.querySelectorAll('table[aria-label="Would change"] tbody tr')].map((r) => r.cells[0].textContent + ':' + r.cells[1].textContent),
+      conflicts: [...p.querySelectorAll('.conflict .cpath')].map((c) => c.textContent),
+      marks: [...p.querySelectorAll('.conflict .code .tx')].map((t) => t.textContent) }));
+    check(JSON.stringify(plan.would) === JSON.stringify([A.added + ':theirs']), 'what would merge: ' + JSON.stringify(plan.would));
+    check(JSON.stringify(plan.conflicts) === JSON.stringify([A.conflict]), 'the conflict: ' + JSON.stringify(plan.conflicts));
+    check(plan.marks.includes('<<<<<<< ours') && plan.marks.includes('>>>>>>> theirs') && plan.marks.some((l) => l.includes('<script>')),
+      'the markers and the text, as text: ' + JSON.stringify(plan.marks));
+    check(!(await page.$('main script:not([src]), main img, main iframe')), 'no element made from the merged text');
+    await shot(page, 'dryrun-1280');
+    await page.setViewport({ width: 390, height: 860 });
+    const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(over <= 0, 'the dry run fits 390 px (overflows by ' + over + ' px)');
+    await shot(page, 'dryrun-390');
+    await page.setViewport({ width: 1280, height: 860 });
+    // a write meanwhile: Merge is refused (ifSeq), nothing merged, a clear message
+    const w = await apiCall('PUT', '/v1/volumes/' + A.vid + '/files/meanwhile.txt', 'meanwhile\n');
+    check(w.status === 201, 'written meanwhile: ' + w.status);
+    await page.click('#mergego');
+    await waitText(page, '.changed', 'changed since the dry run');
+    await waitText(page, '.changed', 'now at seq ' + w.json().seq);
+    await shot(page, 'changed');
+    await page.click('.changed button.again');
+    await page.waitForSelector('.mergeplan');
+    await page.click('.conflict input[value=theirs]');
+    await page.click('#mergego');
+    await waitText(page, '.mergedone', 'Merged');
+    const done = await text(page, '.mergedone');
+    check(done.includes('as seq ') && done.includes(A.added) && done.includes(A.conflict), 'the result: seq and paths: ' + done);
+    await shot(page, 'done-1280');
+    await page.setViewport({ width: 390, height: 860 });
+    await shot(page, 'done-390');
+    check(!(await page.evaluate(() => window.__pwned)) && !pwned, 'no merged text ran');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
+  },
+
+  // Revert a run from the changes list (dry run, a conflict settled), then one seq.
+  async revert(b) {
+    const page = await newPage(b);
+    let pwned = false;
+    page.on('request', (r) => { if (PWNED.test(new URL(r.url()).pathname)) pwned = true; });
+    await signIn(page);
+    await waitText(page, 'h1', 'Volumes');
+    await go(page, '/v/' + A.vid + '/changes');
+    await clickLabel(page, 'Revert run ' + A.run);
+    await page.waitForSelector('.revertplan');
+    const plan = await page.$eval('.revertplan', (p) => ({ h: p.querySelector('h2').textContent,
+      would: [...p.querySelectorAll('table[aria-label="Would change"] tbody tr')].map((r) => r.cells[0].textContent),
+      conflicts: [...p.querySelectorAll('.conflict .cpath')].map((c) => c.textContent) }));
+    check(plan.h.includes(A.run), 'the plan names the run as text: ' + plan.h);
+    check(JSON.stringify(plan.would) === JSON.stringify([A.clean]) && JSON.stringify(plan.conflicts) === JSON.stringify([A.conflict]),
+      'the dry run: ' + JSON.stringify(plan));
+    check(!(await page.$('main img, main script:not([src])')), 'no element made from the run id');
+    await shot(page, 'dryrun-1280');
+    await page.setViewport({ width: 390, height: 860 });
+    const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(over <= 0, 'the dry run fits 390 px (overflows by ' + over + ' px)');
+    await shot(page, 'dryrun-390');
+    await page.setViewport({ width: 1280, height: 860 });
+    await page.click('.conflict input[value=theirs]');
+    await page.click('#revertgo');
+    await waitText(page, '.revertdone', 'Reverted run');
+    check((await text(page, '.revertdone')).includes(A.conflict), 'the result lists the paths');
+    await shot(page, 'run-done');
+    // one seq: the dry run, then Revert
+    await clickLabel(page, 'Revert seq ' + A.seq);
+    await waitText(page, '.revertplan h2', 'Revert seq ' + A.seq);
+    await waitText(page, '.revertplan table', A.seqPath);
+    await page.click('#revertgo');
+    await waitText(page, '.revertdone', 'Reverted seq ' + A.seq);
+    await waitText(page, 'tbody .who', 'revert');
+    await shot(page, 'seq-done');
+    check(!(await page.evaluate(() => window.__pwned)) && !pwned, 'no markup of the run id ran');
+    check(pageErrors(page).length === 0, 'no script error: ' + pageErrors(page).join('; '));
   },
 
   // A stored HTML and SVG with script, viewed every way the console offers: the
