@@ -169,6 +169,20 @@ def test_overlap_binary_removed_and_created_stay_conflicts(srv):
         "mine", "two", "three", "four", "five", "mine"], "the call's bytes are kept")
 
 
+def test_text_past_the_merge_limit_stays_a_conflict(srv):
+    # 8 MiB a side, as a merge's (COF_MERGE_TEXT_MAX): one line more is not merged
+    _fuse_ok()
+    aid, ws = _agent(srv)
+    big = b"x\n" * (4 * 1024 * 1024) + b"last\n"
+    srv.put_ok(ws, "big.txt", big)
+    t = new_turn(srv, aid)
+    c = Held(srv, t["id"], "sed -i s/^last$/mine/ /workspace/big.txt")
+    srv.put_ok(ws, "big.txt", b"first\n" + big[2:])
+    out = c.answer()
+    eq(_conflicts(out), ["/workspace/big.txt"], "too big to merge: a conflict")
+    eq(srv.get_file(ws, "big.txt").body[:6], b"first\n", "theirs stays")
+
+
 def test_call_conflicted_hook_for_an_overlap_not_for_a_clean_merge(srv):
     _fuse_ok()
     rec = Receiver()
