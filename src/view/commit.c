@@ -320,9 +320,9 @@ static void commit_root(cof_vfs *v, int root, int conflict_dir, const cof_by *by
 		if (s->merged)
 			json_array_append_new(res->merged, json_string(l.lf[i].n->path));
 		json_array_append_new(res->files, json_pack(
-				"{s:s, s:I, s:I, s:s, s:s}", "path", l.lf[i].n->path, "version",
-				(json_int_t)lg.seq, "size", (json_int_t)s->size, "sha256", s->sha256,
-				"contentType", s->type));
+			"{s:s, s:I, s:I, s:s, s:s}", "path", l.lf[i].n->path, "version",
+			(json_int_t)lg.seq, "size", (json_int_t)s->size, "sha256", s->sha256,
+			"contentType", s->type));
 	}
 out:
 	for (i = 0; lg.files && i < lg.nfiles; i++)
