@@ -583,6 +583,21 @@ static void record(cof_turns *ts, cof_call_views *cv, int i, const cof_view_resu
 	}
 }
 
+/* The agent paths of a root's files merged by lines (written, among
+ * `written`, over someone else's edit of other lines), or NULL for none. */
+static json_t *merged_paths(const char *shown, json_t *merged)
+{
+	json_t *out, *p;
+	size_t k;
+
+	if (!json_array_size(merged))
+		return NULL;
+	out = json_array();
+	json_array_foreach(merged, k, p)
+		json_array_append_new(out, json_sprintf("%s/%s", shown, json_string_value(p)));
+	return out;
+}
+
 void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int commit,
 			const char *run, const cof_by *by, json_t *answer, json_t *notes)
 {
@@ -627,11 +642,15 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 		json_t *c;
 		size_t k;
 		if (res[i].seq > 0) {
-			json_array_append_new(committed, json_pack(
+			json_t *e = json_pack(
 				"{s:s, s:s, s:I, s:I, s:I}", "volumeId", cv->roots[i].vol,
 				"path", cv->roots[i].shown, "seq", (json_int_t)res[i].seq,
 				"written", (json_int_t)res[i].written, "removed",
-				(json_int_t)res[i].removed));
+				(json_int_t)res[i].removed);
+			json_t *m = merged_paths(cv->roots[i].shown, res[i].merged);
+			if (m)
+				json_object_set_new(e, "merged", m);
+			json_array_append_new(committed, e);
 			record(ts, cv, i, &res[i]);
 		}
 		if (res[i].err.code != COF_OK)

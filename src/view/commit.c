@@ -5,7 +5,9 @@
  * closed (cof_view_land_file). Both land through cof_land (volume/land.c),
  * which stores the bytes, runs the change and abandons what it refused;
  * what the change is (a file is written only if it is still at the version
- * the view saw) is land_apply's.
+ * the view saw) is land_apply's. A call's file that someone else changed
+ * meanwhile is merged by lines by cof_land when the edits do not overlap
+ * (the view gives the version it saw and its bytes; the volume decides).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +45,7 @@ static int land_file_of(cof_vfs *v, vnode *n, lfile *lf, cof_land_file *f)
 	if (!(f->path = strdup(vp)))
 		return -1;
 	f->name = n->path;
+	f->seen = n->seen;
 	if (n->lid > 0) {
 		f->kind = COF_LAND_FD;
 		f->fd = -1;
@@ -116,7 +119,9 @@ static int land_apply(cof_txn *tx, cof_landing *lg, cof_err *err)
 		if ((exists = cof_txn_get(tx, vp, cur, err)) < 0)
 			goto fail;
 		l->conflict[i] = 0;
-		if ((exists ? cur->version : 0) != n->seen) {
+		/* a file merged by cof_land is conditional on the version it
+		 * was merged with */
+		if ((exists ? cur->version : 0) != (file ? lg->files[i].seen : n->seen)) {
 			l->conflict[i] = 1;
 			if (file)
 				lg->files[i].unnamed = 1;
@@ -294,6 +299,9 @@ static void commit_root(cof_vfs *v, int root, int conflict_dir, const cof_by *by
 			cof_error(&res->err, COF_EINTERNAL, "out of memory");
 			goto out;
 		}
+		/* the call's bytes: merged with what landed meanwhile when they
+		 * can be (API.md, Merge: a confined call's commit) */
+		lg.files[lg.nfiles].merge = n->lid > 0;
 		lg.nfiles++;
 	}
 	if (cof_land(v->o.st, &lg, &res->err)) {
@@ -305,13 +313,16 @@ static void commit_root(cof_vfs *v, int root, int conflict_dir, const cof_by *by
 		res->seq = lg.seq;
 	for (i = 0; i < lg.nfiles; i++) {
 		cof_land_file *s = &lg.files[i];
-		if (l.conflict[i])
+		if (l.conflict[i]) {
 			keep_conflict(v, conflict_dir, shown_rel(&v->roots[root]), l.lf[i].n);
-		else
-			json_array_append_new(res->files, json_pack(
-				"{s:s, s:I, s:I, s:s, s:s}", "path", l.lf[i].n->path, "version",
-				(json_int_t)lg.seq, "size", (json_int_t)s->size, "sha256", s->sha256,
-				"contentType", s->type));
+			continue;
+		}
+		if (s->merged)
+			json_array_append_new(res->merged, json_string(l.lf[i].n->path));
+		json_array_append_new(res->files, json_pack(
+			"{s:s, s:I, s:I, s:s, s:s}", "path", l.lf[i].n->path, "version",
+			(json_int_t)lg.seq, "size", (json_int_t)s->size, "sha256", s->sha256,
+			"contentType", s->type));
 	}
 out:
 	for (i = 0; lg.files && i < lg.nfiles; i++)
@@ -328,6 +339,7 @@ void cof_view_commit(cof_vfs *v, int conflict_dir, const cof_by *by, cof_view_re
 		memset(&res[i], 0, sizeof res[i]);
 		res[i].conflicts = json_array();
 		res[i].files = json_array();
+		res[i].merged = json_array();
 		if (v->roots[i].cfg.rw && v->o.way == COF_VIEW_CALL && v->layer >= 0)
 			commit_root(v, i, conflict_dir, by, &res[i]);
 	}
@@ -337,8 +349,9 @@ void cof_view_result_release(cof_view_result *r)
 {
 	json_decref(r->conflicts);
 	json_decref(r->files);
+	json_decref(r->merged);
 	cof_err_clear(&r->err);
-	r->conflicts = r->files = NULL;
+	r->conflicts = r->files = r->merged = NULL;
 }
 
 /* ------------------------------------------------------------ one file */

@@ -95,6 +95,8 @@ typedef struct cof_view_result {
 	int64_t written, removed;
 	json_t *conflicts;      /* [{path, reason}] */
 	json_t *files;          /* [{path, version, size, sha256, contentType}] written */
+	json_t *merged;         /* [path] of `files`: merged by lines with what landed
+				 * since the view saw it (someone else's edit of other lines) */
 	cof_err err;            /* why nothing landed (ceiling, ...), else COF_OK */
 } cof_view_result;
 
@@ -103,7 +105,8 @@ typedef struct cof_view_result {
 void cof_view_detach(cof_vfs *v);
 /* Lands the layer of every read-write root as one change per root,
  * conditional on what the view saw: a file changed meanwhile by someone else
- * is a conflict, never overwritten; its layer bytes are moved to
+ * is merged by lines when both are text and the edits do not overlap, else a
+ * conflict, never overwritten; its layer bytes are moved to
  * `conflict_dir`/PATH (relative to the root's mount; NULL = dropped).
  * res[i] for root i (nroots entries). Call after cof_view_detach. `by`:
  * who the changes are by (the call; NULL = not said). */

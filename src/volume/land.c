@@ -4,8 +4,11 @@
  * A blob stored here is marked pending before the change; a change that is
  * refused, fails, or leaves the file unnamed abandons that mark, so its bytes
  * are collected as a cut-off upload's are (meta.h, blob_abandoned).
+ * A file the caller asks to merge (a call's write of a path someone else
+ * changed meanwhile) is merged by lines here, before its bytes are stored.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -161,6 +164,105 @@ static int store_one(cof_store *st, cof_land_file *f, cof_err *err)
 	return 0;
 }
 
+/* ------------------------------------------------------------ merging */
+
+/* The bytes of fd-kind file f whole (malloc'd, *len bytes), or NULL when
+ * they cannot be read or are more than text is merged at. */
+static unsigned char *fd_bytes(cof_land_file *f, size_t *len)
+{
+	unsigned char *b = NULL;
+	struct stat sb;
+	size_t off = 0;
+	ssize_t k = 0;
+	int fd = f->open_fd ? f->open_fd(f->open_arg) : f->fd;
+
+	if (fd < 0)
+		return NULL;
+	if (!fstat(fd, &sb) && sb.st_size <= COF_MERGE_TEXT_MAX &&
+	    (b = malloc((size_t)sb.st_size + 1))) {
+		while (off < (size_t)sb.st_size &&
+		       (k = pread(fd, b + off, (size_t)sb.st_size - off, (off_t)off)) > 0)
+			off += (size_t)k;
+		if (off != (size_t)sb.st_size) {
+			free(b);
+			b = NULL;
+		}
+	}
+	if (f->open_fd)
+		close(fd);
+	*len = off;
+	return b;
+}
+
+/* Whether f may be merged at all: asked, made from a version (a file both
+ * created is a conflict), bytes the caller gives, not a link. */
+static int mergeable(const cof_land_file *f)
+{
+	return f->merge && f->seen > 0 && (f->kind == COF_LAND_FD || f->kind == COF_LAND_MEMORY) &&
+	       !cof_is_symlink(f->ctype);
+}
+
+/* Merges f by lines when the path moved on since f->seen (volume.h,
+ * cof_land_file.merge). Whatever does not merge clean, f is left as given:
+ * the caller's apply finds the path at another version, a conflict. `held`:
+ * the merged bytes this landing holds until its change, bounded as one
+ * merge's are (COF_MERGE_TEXT_TOTAL). */
+static void merge_one(cof_store *st, int64_t vno, cof_land_file *f, int64_t *held)
+{
+	cof_entry *cur = cof_malloc(sizeof *cur), *base = cof_malloc(sizeof *base);
+	unsigned char *b = NULL, *o = NULL, *t = NULL, *m = NULL;
+	size_t tlen = 0, mlen = 0;
+	const void *tp;
+	cof_err e = {0};
+
+	if (!cur || !base)
+		goto out;
+	/* now another version, and the one seen still known (history kept) */
+	if (cof_meta_entry_get(st->meta, vno, f->path, -1, cur, &e) != 1 ||
+	    cur->version == f->seen ||
+	    cof_meta_entry_get(st->meta, vno, f->path, f->seen, base, &e) != 1 ||
+	    base->version != f->seen)
+		goto out;
+	if (cof_is_symlink(cur->ctype) || cof_is_symlink(base->ctype) ||
+	    cur->size > COF_MERGE_TEXT_MAX || base->size > COF_MERGE_TEXT_MAX)
+		goto out;                       /* binary: a conflict */
+	if (f->kind == COF_LAND_MEMORY) {
+		tp = f->data;
+		tlen = f->len;
+	} else if (!(tp = t = fd_bytes(f, &tlen))) {
+		goto out;
+	}
+	if (!cof_merge_is_text(tp, tlen) ||
+	    cof_content_read(st, base->sha256, base->size, &b, &e) ||
+	    cof_content_read(st, cur->sha256, cur->size, &o, &e) ||
+	    !cof_merge_is_text(b, (size_t)base->size) || !cof_merge_is_text(o, (size_t)cur->size))
+		goto out;
+	if (cof_merge_text(b, (size_t)base->size, o, (size_t)cur->size, tp, tlen, &m, &mlen,
+			   &e) != 1 ||
+	    (int64_t)mlen > COF_MERGE_TEXT_MAX || *held + (int64_t)mlen > COF_MERGE_TEXT_TOTAL)
+		goto out;                       /* an overlap (or too much): a conflict */
+	*held += (int64_t)mlen;
+	f->merged_ = m;
+	m = NULL;
+	f->kind = COF_LAND_MEMORY;
+	f->data = f->merged_;
+	f->len = mlen;
+	f->seen = cur->version;
+	f->merged = 1;
+out:
+	/* not merged is a conflict, never a lost write: the caller keeps its bytes */
+	if (e.code != COF_OK)
+		fprintf(stderr, "cofferd: '%s' is not merged (left a conflict): %s\n",
+			f->name ? f->name : f->path, e.msg);
+	cof_err_clear(&e);
+	free(cur);
+	free(base);
+	free(b);
+	free(o);
+	free(t);
+	free(m);
+}
+
 /* cof_txn_fn: the caller's apply, each file named unless it says otherwise
  * (a change may run more than once). */
 static int land_apply(cof_txn *tx, void *arg, cof_err *err)
@@ -203,6 +305,13 @@ int cof_land(cof_store *st, cof_landing *l, cof_err *err)
 	 * never deletes content a write is about to name. */
 	if (!l->held)
 		cof_store_hold_content(st);
+	/* merged before any byte is stored: the merge is what gets stored */
+	int64_t held = 0;
+	for (i = 0; i < l->nfiles; i++) {
+		l->files[i].merged = 0;
+		if (mergeable(&l->files[i]))
+			merge_one(st, l->vno ? l->vno : l->vol->vno, &l->files[i], &held);
+	}
 	for (i = 0; i < l->nfiles && !rc; i++) {
 		l->files[i].pending_ = 0;
 		rc = store_one(st, &l->files[i], err);
@@ -230,6 +339,10 @@ int cof_land(cof_store *st, cof_landing *l, cof_err *err)
 		}
 		free(f->own_);
 		f->own_ = NULL;
+		free(f->merged_);   /* (f->data pointed at it) */
+		f->merged_ = NULL;
+		if (f->merged)
+			f->data = NULL;
 		f->inl = NULL;
 	}
 	free(l->by_text_);

@@ -167,8 +167,21 @@ typedef struct cof_land_file {
 	/* set by apply: 1 = this change does not name the file (a conflict): its
 	 * pending mark is abandoned after the commit */
 	int unnamed;
+	/* The version of the path these bytes were made from (0 = absent): what
+	 * the caller's apply conditions the write on. With `merge` set, when the
+	 * path holds another version now, cof_land merges by lines (as merge.c:
+	 * base = the version seen, ours = the path now, theirs = these bytes;
+	 * all three text, cof_merge_is_text). A clean merge is landed instead of
+	 * these bytes (kind becomes COF_LAND_MEMORY), `merged` is set and `seen`
+	 * moves to the version merged with, so the change stays conditional: a
+	 * write racing it is still the caller's conflict. Anything else (an
+	 * overlap, binary, a link, a side absent) leaves the file as given. */
+	int merge;
+	int64_t seen;
+	int merged;             /* out: 1 = the bytes landed are a merge */
 	/* private to land.c */
 	unsigned char *own_;
+	unsigned char *merged_;
 	int pending_;
 } cof_land_file;
 
