@@ -18,6 +18,8 @@ import harness
 from harness import check, eq
 
 SDK_DIR = os.path.join(harness.ROOT, "sdk", "typescript")
+# test/history.test.mjs receives a real webhook delivery on 127.0.0.1
+SERVER_OPTS = {"args": ["--webhook-allow-private"]}
 TIMEOUT = 300
 # Per file: the 1 GiB up and down takes about 30 s on an idle machine.
 TIMEOUTS = {"large": 900}
