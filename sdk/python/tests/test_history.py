@@ -138,6 +138,26 @@ class MergeHistoryRevert(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "volume.changes: agent must be a non-empty str"):
             v.changes(0, agent=7)
 
+    def test_a_runs_changes_filtered_and_reverted(self) -> None:
+        v = self.c.volumes.create(name("run"))
+        v.write("keep.txt", "mine")
+        ag = self.c.agents.upsert(name("ag"), mounts=[
+            {"volumeId": v.id, "path": "/notes", "mode": "rw"}])
+        run = name("run")
+        w = ag.tools.write("/notes/by-run.txt", "the run wrote this\n", run_id=run)
+        self.assertTrue(w.ok, w.output)
+        page = v.changes(0, run_id=run)
+        self.assertEqual([x.path for x in page.changes], ["by-run.txt"])
+        by = page.changes[0].by
+        self.assertEqual((by.via, by.agent, by.run_id, by.tool), ("tool", ag.id, run, "write"))
+        self.assertEqual([x.path for x in v.changes(0, agent=ag.id, run_id=run).changes],
+                         ["by-run.txt"])
+        self.assertEqual(v.changes(0, agent=ag.id, run_id="other").changes, [])
+        r = v.revert(run_id=run)
+        self.assertEqual([dict(x) for x in r.reverted], [{"path": "by-run.txt", "from": "before"}])
+        self.assertEqual([f.path for f in v.list().files], ["keep.txt"])
+        ag.delete()
+
     def test_revert_seq_conflict_and_exactly_one_target(self) -> None:
         v = self.c.volumes.create(name("rev"))
         v.write("a.txt", "one\n")

@@ -8,6 +8,8 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { createHmac } from "node:crypto";
+import { createRequire } from "node:module";
+import path from "node:path";
 import {
   ConflictError, MergeConflictError, PreconditionFailedError, verifyWebhook, WebhookVerificationError,
 } from "../dist/index.js";
@@ -114,6 +116,26 @@ test("changes: by on each entry and the by filters (keyId, agent, runId, callId)
   await assert.rejects(v.changes(0, { agent: 7 }), /volume.changes: agent must be a non-empty string/);
 });
 
+test("a run's changes: by names the agent, the run and the tool; filtered by runId and agent; reverted by runId", async () => {
+  const v = c.volume((await c.volumes.create({ name: uniq() })).id);
+  await v.write("keep.txt", "mine");
+  const id = uniq("ag");
+  await c.agents.upsert(id, { mounts: [{ volumeId: v.id, path: "/notes", mode: "rw" }] });
+  const run = uniq("run");
+  const wr = await c.agent(id).tools.write({ path: "/notes/by-run.txt", content: "the run wrote this\n" }, { runId: run });
+  assert.equal(wr.ok, true, wr.output);
+  const page = await v.changes(0, { runId: run });
+  assert.deepEqual(page.changes.map((x) => x.path), ["by-run.txt"]);
+  const by = page.changes[0].by;
+  assert.deepEqual([by.via, by.agent, by.runId, by.tool], ["tool", id, run, "write"]);
+  assert.deepEqual((await v.changes(0, { agent: id, runId: run })).changes.map((x) => x.path), ["by-run.txt"]);
+  assert.deepEqual((await v.changes(0, { agent: id, runId: "other" })).changes, [], "every filter must hold");
+  const r = await v.revert({ runId: run });
+  assert.deepEqual(r.reverted, [{ path: "by-run.txt", from: "before" }]);
+  assert.deepEqual((await v.list()).files.map((f) => f.path), ["keep.txt"], "the run's file removed, the rest kept");
+  await c.agents.delete(id);
+});
+
 test("revert: a seq as one change; a conflict as MergeConflictError; exactly one of runId, callId, seq", async () => {
   const v = c.volume((await c.volumes.create({ name: uniq() })).id);
   await v.write("a.txt", "one\n");
@@ -178,6 +200,21 @@ test("verifyWebhook: the specification's test vector, and what it refuses", () =
   verifyWebhook(VECTOR.secret, vheaders(), VECTOR.body, { now: AT + 3_600_000, toleranceSeconds: 3600 });
   refused(() => verifyWebhook(VECTOR.secret, vheaders(), VECTOR.body), /more than 300 s/);
   assert.throws(() => verifyWebhook(VECTOR.secret, vheaders(), VECTOR.body, { tolerance: 5 }), /unknown field 'tolerance'/);
+});
+
+test("verifyWebhook agrees with the Standard Webhooks reference library (npm standardwebhooks)", () => {
+  const dir = process.env.COFFER_STANDARDWEBHOOKS;
+  assert.ok(dir, "COFFER_STANDARDWEBHOOKS names tests/webhooks (test_sdk_typescript.py sets it)");
+  const { Webhook } = createRequire(path.join(dir, "package.json"))("standardwebhooks");
+  const ref = new Webhook(VECTOR.secret);
+  assert.equal(ref.sign(VECTOR.id, new Date(AT), VECTOR.body), VECTOR.signature, "the library signs the vector so");
+  const now = new Date();
+  for (const body of ['{"type":"turn.ended","data":{"é":"ü"}}', "{}", JSON.stringify({ big: "x".repeat(100000) })]) {
+    const headers = { "webhook-id": "msg_x1", "webhook-timestamp": String(Math.floor(now / 1000)), "webhook-signature": ref.sign("msg_x1", now, body) };
+    assert.deepEqual(verifyWebhook(VECTOR.secret, headers, body), JSON.parse(body));
+    assert.deepEqual(ref.verify(body, headers), JSON.parse(body));
+    assert.throws(() => verifyWebhook(VECTOR.secret, headers, body + " "), WebhookVerificationError);
+  }
 });
 
 test("webhooks: create, list, get, update, a real delivery verified, deliveries, redeliver, delete", async () => {
