@@ -12,7 +12,7 @@ that makes a handle without a request (`volume(id)`, `agent(id)`, `runtime.volum
 `agent.subject(id)`) is not awaited. Streams are async: a download (`open()`) is an
 AsyncDownload (`async for chunk in d`, `await d.read()`, `await d.save_to(path)`),
 `events()` and `call_stream()` AsyncEventStreams, `archive()` an AsyncStreamResponse, and
-`iter()`, `iter_files()` and `follow()` async iterators. An upload takes an async
+`iter()`, `iter_files()`, `iter_history()` and `follow()` async iterators. An upload takes an async
 iterable of bytes too, streamed as it gives chunks. Cancelling the task that awaits a call
 cancels its request (the connection is closed, not left to finish).
 
