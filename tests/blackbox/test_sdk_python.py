@@ -17,6 +17,8 @@ TESTS = os.path.join(SDK, "tests")
 # the 1 GiB round trip needs minutes under ASan or load; the others take seconds
 TIMEOUTS = {"test_large": 600}
 TIMEOUT = 180
+# tests/test_history.py receives a real webhook delivery on 127.0.0.1
+SERVER_OPTS = {"args": ["--webhook-allow-private"]}
 
 
 def _python():
@@ -66,7 +68,7 @@ def _case(module, asynchronous=False):
 # The modules that test the client through support.client() run a second time on
 # AsyncCoffer (COFFER_TEST_ASYNC=1): the async client passes the same suite.
 ASYNC_TOO = {"test_agents", "test_volumes", "test_client", "test_prompt", "test_retries",
-             "test_turns_relay", "test_large"}
+             "test_turns_relay", "test_large", "test_history"}
 
 for _f in sorted(os.listdir(TESTS)):
     if _f.startswith("test_") and _f.endswith(".py"):

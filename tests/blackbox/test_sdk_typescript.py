@@ -1,7 +1,9 @@
 """The TypeScript SDK (sdk/typescript) against a real cofferd: one case per test file
 sdk/typescript/test/*.test.mjs, each run as `node --test FILE` with COFFER_URL, COFFER_KEY
 (the shared server's admin key), COFFER_BIN (build/coffer, for `coffer connect`) and
-COFFER_TEST_SCALE (harness.SCALE: the tests' waits scale with it) in its environment; node's report is shown when it fails. The tests import the committed
+COFFER_TEST_SCALE (harness.SCALE: the tests' waits scale with it) in its environment
+(history.test.mjs also COFFER_STANDARDWEBHOOKS: tests/webhooks, where the reference
+verifier is installed); node's report is shown when it fails. The tests import the committed
 dist/, so they need no build step; test_dist_is_current compiles src/ with the tsc pinned
 in sdk/typescript/package-lock.json (installed by `npm ci --prefer-offline`) and checks
 that dist/ is exactly its output. Fails, never skips, when node is missing."""
@@ -18,6 +20,8 @@ import harness
 from harness import check, eq
 
 SDK_DIR = os.path.join(harness.ROOT, "sdk", "typescript")
+# test/history.test.mjs receives a real webhook delivery on 127.0.0.1
+SERVER_OPTS = {"args": ["--webhook-allow-private"]}
 TIMEOUT = 300
 # Per file: the 1 GiB up and down takes about 30 s on an idle machine.
 TIMEOUTS = {"large": 900}
@@ -93,6 +97,10 @@ def _case(path):
         node = _node()
         env = dict(os.environ, COFFER_URL=srv.url, COFFER_KEY=srv.key,
                    COFFER_BIN=harness.bin_path("coffer"), COFFER_TEST_SCALE=str(harness.SCALE))
+        if stem == "history":
+            # verifyWebhook is cross-checked with the Standard Webhooks reference library
+            harness.npm_ready("webhooks", "standardwebhooks", "the SDK's webhook tests")
+            env["COFFER_STANDARDWEBHOOKS"] = os.path.join(harness.ROOT, "tests", "webhooks")
         limit = TIMEOUTS.get(stem, TIMEOUT) * harness.SCALE - 10
         try:
             p = subprocess.run([node, "--test", path], cwd=SDK_DIR, env=env,

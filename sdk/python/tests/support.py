@@ -56,7 +56,7 @@ def _run(coro: Any) -> Any:
 _HANDLES = (coffer.AsyncCoffer, coffer.Client, coffer.Keys, coffer.Volumes, coffer.Volume,
             coffer.Runtime, coffer.Agents, coffer.Agent, coffer.AgentFiles, coffer.AgentTools,
             coffer.RunHandle, coffer.Subject, coffer.Turns, coffer.Turn, coffer.Relay,
-            coffer.RelaySession)
+            coffer.RelaySession, coffer.Webhooks)
 
 
 def _back(v: Any) -> Any:

@@ -61,6 +61,10 @@ ROWS: list[tuple[type, str, Callable[[], Any], str]] = [
     (coffer.Volume, "restore", lambda: vol.restore(snapshot_id="s"), "unexpected keyword argument 'snapshot_id'"),
     (coffer.Volume, "archive", lambda: vol.archive("snap_1"), "positional argument"),
     (coffer.Volume, "link", lambda: vol.link("a.md", {"expires_in": 60}), "positional argument"),
+    (coffer.Volume, "merge", lambda: vol.merge({"from": "vol_y"}), "volume.merge: from_ must be a non-empty str, not dict"),
+    (coffer.Volume, "history", lambda: vol.history("a.md", "cur_1"), "positional argument"),
+    (coffer.Volume, "iter_history", lambda: vol.iter_history("a.md", cursor="c"), "unexpected keyword argument 'cursor'"),
+    (coffer.Volume, "revert", lambda: vol.revert(call_id="c1", seq=4), "volume.revert: give exactly one of run_id, call_id, seq (got call_id, seq)"),
     (coffer.Runtime, "create_volume", lambda: c.runtime.create_volume(name="d", idempotency="k"), "unexpected keyword argument 'idempotency'"),
     (coffer.Runtime, "volume", lambda: c.runtime.volume({"id": "v"}), "not dict"),
     (coffer.Runtime, "volumes", lambda: c.runtime.volumes("vol_a"), "ids must be a list"),
@@ -126,6 +130,13 @@ ROWS: list[tuple[type, str, Callable[[], Any], str]] = [
     (coffer.RelaySession, "log", lambda: sess.log("x"), "positional argument"),
     (coffer.RelaySession, "abort", lambda: sess.abort("x"), "positional argument"),
     (coffer.RelaySession, "close", lambda: sess.close("x"), "positional argument"),
+    (coffer.Webhooks, "create", lambda: c.webhooks.create("https://h/x", "turn.ended"), "webhooks.create: events must be a list of str, not str"),
+    (coffer.Webhooks, "list", lambda: c.webhooks.list("all"), "positional argument"),
+    (coffer.Webhooks, "get", lambda: c.webhooks.get({"id": "wh_1"}), "not dict"),
+    (coffer.Webhooks, "update", lambda: c.webhooks.update("wh_1", disabled="yes"), "webhooks.update: disabled must be a bool, not str"),
+    (coffer.Webhooks, "delete", lambda: c.webhooks.delete(7), "not int"),
+    (coffer.Webhooks, "deliveries", lambda: c.webhooks.deliveries("wh_1", "cur"), "positional argument"),
+    (coffer.Webhooks, "redeliver", lambda: c.webhooks.redeliver("wh_1"), "missing 1 required positional argument: 'delivery_id'"),
 ]
 
 
@@ -157,7 +168,7 @@ class WrongShapes(unittest.TestCase):
         for cls in (coffer.Client, coffer.Keys, coffer.Volumes, coffer.Volume, coffer.Runtime,
                     coffer.Agents, coffer.Agent, coffer.AgentFiles, coffer.AgentTools,
                     coffer.RunHandle, coffer.Subject, coffer.Turns, coffer.Turn, coffer.Relay,
-                    coffer.RelaySession):
+                    coffer.RelaySession, coffer.Webhooks):
             for n, v in vars(cls).items():
                 if inspect.isfunction(v) and not n.startswith("_") and (cls, n) not in covered:
                     missing.append("%s.%s" % (cls.__name__, n))

@@ -18,7 +18,7 @@ class TypeHints(unittest.TestCase):
         missing = []
         for mod in (coffer.client, coffer.volumes, coffer.agents, coffer.subjects,
                     coffer.turns, coffer.relay, coffer._files, coffer._http, coffer.errors,
-                    coffer.aio):
+                    coffer.aio, coffer.webhooks):
             for cname, cls in inspect.getmembers(mod, inspect.isclass):
                 if cls.__module__ != mod.__name__:
                     continue

@@ -28,6 +28,29 @@ export declare class NotFoundError extends CofferError {
 }
 export declare class ConflictError extends CofferError {
 }
+/** One path a merge or a revert could not settle by itself (docs/api.md "Merge"). */
+export interface MergeConflict {
+    path: string;
+    kind: "content" | "remove-change" | "type";
+    base: MergeSide | null;
+    ours: MergeSide | null;
+    theirs: MergeSide | null;
+    /** Text conflicts: the text with `<<<<<<< ours` / `=======` / `>>>>>>> theirs` markers. */
+    merged?: string;
+}
+/** A side of a conflict: the version there (null when the path is absent there). */
+export interface MergeSide {
+    version: number;
+    sha256: string;
+    size: number;
+}
+/**
+ * 409 of a merge or a revert with conflicts left unsettled: nothing changed. `conflicts`
+ * lists them; settle them with `resolutions` (or a merge's `strategy`) and call again.
+ */
+export declare class MergeConflictError extends ConflictError {
+    readonly conflicts: MergeConflict[];
+}
 /** 410: `oldest` is set when a changes feed's `since` is older than the kept history. */
 export declare class GoneError extends CofferError {
     readonly oldest?: number;

@@ -35,6 +35,12 @@ export class NotFoundError extends CofferError {
 }
 export class ConflictError extends CofferError {
 }
+/**
+ * 409 of a merge or a revert with conflicts left unsettled: nothing changed. `conflicts`
+ * lists them; settle them with `resolutions` (or a merge's `strategy`) and call again.
+ */
+export class MergeConflictError extends ConflictError {
+}
 /** 410: `oldest` is set when a changes feed's `since` is older than the kept history. */
 export class GoneError extends CofferError {
 }
@@ -99,7 +105,9 @@ export function errorFromBody(status, raw, requestId, retryAfter) {
         const text = typeof raw === "string" && raw ? raw.slice(0, 500) : `HTTP ${status}`;
         body = { type, message: text };
     }
-    const cls = BY_TYPE[body.type] ?? CofferError;
+    let cls = BY_TYPE[body.type] ?? CofferError;
+    if (cls === ConflictError && Array.isArray(body.conflicts))
+        cls = MergeConflictError;
     const err = new cls(status, body, requestId);
     if (retryAfter !== undefined)
         err.retryAfter = retryAfter;

@@ -3,11 +3,13 @@ import { type CallOptions, type ClientOptions, Transport } from "./http.js";
 import { Relay } from "./relay.js";
 import { Turns } from "./turns.js";
 import { Runtime, type VolumeHandle, Volumes } from "./volumes.js";
+import { Webhooks } from "./webhooks.js";
 export * from "./errors.js";
 export * from "./volumes.js";
 export * from "./agents.js";
 export * from "./turns.js";
 export * from "./relay.js";
+export * from "./webhooks.js";
 export { type StreamEvent } from "./sse.js";
 export { type BodyInput, fromFile } from "./body.js";
 export { saveTo } from "./save.js";
@@ -25,6 +27,8 @@ export declare class Coffer {
     readonly agents: Agents;
     readonly turns: Turns;
     readonly relay: Relay;
+    /** The organization's webhooks and their deliveries (`verifyWebhook` checks one received). */
+    readonly webhooks: Webhooks;
     /** The volumes under seed 001's names: `createVolume`, `volume(id)`, `volumes(ids)`. */
     readonly runtime: Runtime;
     constructor(o?: ClientOptions);

@@ -1,15 +1,17 @@
-// coffer's TypeScript SDK: `new Coffer({url, key})`, then volumes, agents, turns, relay.
+// coffer's TypeScript SDK: `new Coffer({url, key})`, then volumes, agents, turns, relay, webhooks.
 import { Agents } from "./agents.js";
 import * as check from "./check.js";
 import { Transport } from "./http.js";
 import { Relay } from "./relay.js";
 import { Turns } from "./turns.js";
 import { Volumes } from "./volumes.js";
+import { Webhooks } from "./webhooks.js";
 export * from "./errors.js";
 export * from "./volumes.js";
 export * from "./agents.js";
 export * from "./turns.js";
 export * from "./relay.js";
+export * from "./webhooks.js";
 export { fromFile } from "./body.js";
 export { saveTo } from "./save.js";
 /** The client. Options default to `$COFFER_URL` and `$COFFER_KEY`. */
@@ -19,6 +21,8 @@ export class Coffer {
     agents;
     turns;
     relay;
+    /** The organization's webhooks and their deliveries (`verifyWebhook` checks one received). */
+    webhooks;
     /** The volumes under seed 001's names: `createVolume`, `volume(id)`, `volumes(ids)`. */
     runtime;
     constructor(o = {}) {
@@ -30,6 +34,7 @@ export class Coffer {
         this.agents = new Agents(this.transport);
         this.turns = new Turns(this.transport);
         this.relay = new Relay(this.transport);
+        this.webhooks = new Webhooks(this.transport);
         this.runtime = this.agents.runtime;
     }
     /** `agents.upsert`: creates or updates an agent and returns a handle on it (seed 001's `agents.upsert`). */

@@ -1,4 +1,5 @@
 import { type BodyInput } from "./body.js";
+import { type MergeConflict } from "./errors.js";
 import { type Answer, type CallOptions, Transport } from "./http.js";
 export interface Volume {
     id: string;
@@ -27,6 +28,21 @@ export interface FileInfo {
     sha256: string;
     updatedAt: string;
 }
+/**
+ * Who made a change (docs/api.md "Who"): the key, and as far as the way it came says, the
+ * agent, the subject, the run, the turn call, the tool. `via`: `http`, `tool`, `call`,
+ * `link`, `console`, `mount`, `s3`, `merge`, `restore`, `revert`.
+ */
+export interface ChangeBy {
+    keyId?: string;
+    agent?: string;
+    user?: string;
+    runId?: string;
+    callId?: string;
+    relaySession?: string;
+    tool?: string;
+    via: string;
+}
 export interface Change {
     seq: number;
     op: "write" | "remove";
@@ -34,6 +50,79 @@ export interface Change {
     version: number;
     size: number;
     sha256: string;
+    /** When (RFC 3339). */
+    at?: string;
+    /** Who; null for changes made before this was recorded. */
+    by?: ChangeBy | null;
+}
+/** The changes feed's query: `prefix`, the `by` filters (all given must hold), `wait`. */
+export interface ChangesQuery {
+    prefix?: string;
+    runId?: string;
+    callId?: string;
+    agent?: string;
+    keyId?: string;
+    /** Long-poll up to this many seconds (0 to 60). */
+    wait?: number;
+}
+/** How a merge or a revert settles one conflicting path: text and data (base64) give the bytes. */
+export type Resolution = "ours" | "theirs" | "base" | {
+    text: string;
+} | {
+    data: string;
+};
+export interface MergeOptions {
+    /** Merge `from` as this snapshot of it was, not as it is now. */
+    fromSnapshot?: string;
+    /** A seq of `from`: what both held (default: the last merge from it, else the fork point). */
+    base?: number;
+    /** Settles every conflict `resolutions` leaves. */
+    strategy?: "ours" | "theirs";
+    resolutions?: Record<string, Resolution>;
+    /** Answer what would happen; change nothing. */
+    dryRun?: boolean;
+    /** Only if this volume is still at this seq (else PreconditionFailedError). */
+    ifSeq?: number;
+}
+export interface MergeResult {
+    seq: number;
+    merged: {
+        path: string;
+        from: "theirs" | "merged" | "ours";
+    }[];
+    conflicts: MergeConflict[];
+}
+/** Exactly one of `runId`, `callId`, `seq` says what to put back. */
+export interface RevertOptions {
+    runId?: string;
+    callId?: string;
+    seq?: number;
+    /** Only these of the paths the target changed. */
+    paths?: string[];
+    dryRun?: boolean;
+    resolutions?: Record<string, Resolution>;
+}
+export interface RevertResult {
+    seq: number;
+    reverted: {
+        path: string;
+        from: "before" | "merged" | "kept";
+    }[];
+    conflicts: MergeConflict[];
+}
+/** One change of a path, as the history lists it (a `remove` carries the version it removed). */
+export interface FileVersion {
+    version: number;
+    seq: number;
+    op: "write" | "remove";
+    size: number;
+    sha256: string;
+    at: string;
+    by: ChangeBy | null;
+}
+export interface HistoryPage {
+    versions: FileVersion[];
+    cursor?: string;
 }
 export interface ChangesPage {
     seq: number;
@@ -248,19 +337,14 @@ export declare class VolumeHandle {
         files: ReadAllFile[];
     }>;
     /** Changes after `since`, oldest first; `wait` long-polls up to that many seconds. */
-    changes(since: number, q?: {
-        prefix?: string;
-        wait?: number;
-    }, o?: CallOptions): Promise<ChangesPage>;
+    changes(since: number, q?: ChangesQuery, o?: CallOptions): Promise<ChangesPage>;
     /**
      * Follows the changes feed: yields every change after `since`, in order, for as long as
      * the loop runs, over long-polls of `wait` seconds (default 30). A `since` older than
-     * the kept history throws GoneError (its `oldest` says where to start again).
+     * the kept history throws GoneError (its `oldest` says where to start again). The
+     * `by` filters (`runId`, `agent`...) keep only the changes they name.
      */
-    follow(since: number, q?: {
-        prefix?: string;
-        wait?: number;
-    }, o?: CallOptions): AsyncGenerator<Change>;
+    follow(since: number, q?: ChangesQuery, o?: CallOptions): AsyncGenerator<Change>;
     /**
      * A snapshot of the volume, or with `files` (path to text or bytes) a snapshot of the
      * given files only, the volume left untouched.
@@ -295,6 +379,29 @@ export declare class VolumeHandle {
         written: number;
         removed: number;
     }>;
+    /**
+     * Brings the changes of volume `from` (now, or as its snapshot `fromSnapshot` was) since
+     * the two volumes' common base into this one, as one change. Conflicts left unsettled:
+     * MergeConflictError with `conflicts`, nothing changed; settle them with `resolutions`
+     * (path to "ours", "theirs", "base", {text} or {data}) or `strategy`. `dryRun` changes
+     * nothing; `ifSeq` makes it conditional (PreconditionFailedError).
+     */
+    merge(from: string, o?: MergeOptions & CallOptions): Promise<MergeResult>;
+    /** One page of a path's history, newest first (`cursor` while more remain). */
+    history(path: string, q?: {
+        cursor?: string;
+        limit?: number;
+    }, o?: CallOptions): Promise<HistoryPage>;
+    /** Every version of a path, newest first (pages followed). */
+    allHistory(path: string, q?: {
+        limit?: number;
+    }, o?: CallOptions): AsyncGenerator<FileVersion>;
+    /**
+     * Puts back what one run (`runId`), turn call (`callId`) or seq (`seq`) changed, as one
+     * new change: exactly one of the three. Paths changed since by someone else merge or
+     * conflict as in `merge` (MergeConflictError; `resolutions` settle them).
+     */
+    revert(o: RevertOptions & CallOptions): Promise<RevertResult>;
     /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq); `saveTo(path)` writes it to disk. */
     archive(q?: {
         snapshot?: string;

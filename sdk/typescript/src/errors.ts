@@ -41,6 +41,32 @@ export class UnauthorizedError extends CofferError {}
 export class ForbiddenError extends CofferError {}
 export class NotFoundError extends CofferError {}
 export class ConflictError extends CofferError {}
+
+/** One path a merge or a revert could not settle by itself (docs/api.md "Merge"). */
+export interface MergeConflict {
+  path: string;
+  kind: "content" | "remove-change" | "type";
+  base: MergeSide | null;
+  ours: MergeSide | null;
+  theirs: MergeSide | null;
+  /** Text conflicts: the text with `<<<<<<< ours` / `=======` / `>>>>>>> theirs` markers. */
+  merged?: string;
+}
+
+/** A side of a conflict: the version there (null when the path is absent there). */
+export interface MergeSide {
+  version: number;
+  sha256: string;
+  size: number;
+}
+
+/**
+ * 409 of a merge or a revert with conflicts left unsettled: nothing changed. `conflicts`
+ * lists them; settle them with `resolutions` (or a merge's `strategy`) and call again.
+ */
+export class MergeConflictError extends ConflictError {
+  declare readonly conflicts: MergeConflict[];
+}
 /** 410: `oldest` is set when a changes feed's `since` is older than the kept history. */
 export class GoneError extends CofferError {
   declare readonly oldest?: number;
@@ -105,7 +131,8 @@ export function errorFromBody(status: number, raw: unknown, requestId?: string, 
     const text = typeof raw === "string" && raw ? raw.slice(0, 500) : `HTTP ${status}`;
     body = { type, message: text };
   }
-  const cls = BY_TYPE[body.type] ?? CofferError;
+  let cls = BY_TYPE[body.type] ?? CofferError;
+  if (cls === ConflictError && Array.isArray(body.conflicts)) cls = MergeConflictError;
   const err = new cls(status, body, requestId);
   if (retryAfter !== undefined) (err as { retryAfter?: number }).retryAfter = retryAfter;
   return err;

@@ -1,4 +1,4 @@
-// coffer's TypeScript SDK: `new Coffer({url, key})`, then volumes, agents, turns, relay.
+// coffer's TypeScript SDK: `new Coffer({url, key})`, then volumes, agents, turns, relay, webhooks.
 
 import { type AgentHandle, Agents, type AgentSettings, type AgentWithInfo } from "./agents.js";
 import * as check from "./check.js";
@@ -6,12 +6,14 @@ import { type CallOptions, type ClientOptions, Transport } from "./http.js";
 import { Relay } from "./relay.js";
 import { Turns } from "./turns.js";
 import { Runtime, type VolumeHandle, Volumes } from "./volumes.js";
+import { Webhooks } from "./webhooks.js";
 
 export * from "./errors.js";
 export * from "./volumes.js";
 export * from "./agents.js";
 export * from "./turns.js";
 export * from "./relay.js";
+export * from "./webhooks.js";
 export { type StreamEvent } from "./sse.js";
 export { type BodyInput, fromFile } from "./body.js";
 export { saveTo } from "./save.js";
@@ -31,6 +33,8 @@ export class Coffer {
   readonly agents: Agents;
   readonly turns: Turns;
   readonly relay: Relay;
+  /** The organization's webhooks and their deliveries (`verifyWebhook` checks one received). */
+  readonly webhooks: Webhooks;
   /** The volumes under seed 001's names: `createVolume`, `volume(id)`, `volumes(ids)`. */
   readonly runtime: Runtime;
 
@@ -43,6 +47,7 @@ export class Coffer {
     this.agents = new Agents(this.transport);
     this.turns = new Turns(this.transport);
     this.relay = new Relay(this.transport);
+    this.webhooks = new Webhooks(this.transport);
     this.runtime = this.agents.runtime;
   }
 

@@ -3,7 +3,7 @@
 
 import { type BodyInput } from "./body.js";
 import { resumable } from "./download.js";
-import { GoneError } from "./errors.js";
+import { GoneError, type MergeConflict } from "./errors.js";
 import { type Answer, type CallOptions, encodePath, type Req, Transport } from "./http.js";
 import * as check from "./check.js";
 import { saveTo } from "./save.js";
@@ -38,6 +38,22 @@ export interface FileInfo {
   updatedAt: string;
 }
 
+/**
+ * Who made a change (docs/api.md "Who"): the key, and as far as the way it came says, the
+ * agent, the subject, the run, the turn call, the tool. `via`: `http`, `tool`, `call`,
+ * `link`, `console`, `mount`, `s3`, `merge`, `restore`, `revert`.
+ */
+export interface ChangeBy {
+  keyId?: string;
+  agent?: string;
+  user?: string;
+  runId?: string;
+  callId?: string;
+  relaySession?: string;
+  tool?: string;
+  via: string;
+}
+
 export interface Change {
   seq: number;
   op: "write" | "remove";
@@ -45,6 +61,79 @@ export interface Change {
   version: number;
   size: number;
   sha256: string;
+  /** When (RFC 3339). */
+  at?: string;
+  /** Who; null for changes made before this was recorded. */
+  by?: ChangeBy | null;
+}
+
+/** The changes feed's query: `prefix`, the `by` filters (all given must hold), `wait`. */
+export interface ChangesQuery {
+  prefix?: string;
+  runId?: string;
+  callId?: string;
+  agent?: string;
+  keyId?: string;
+  /** Long-poll up to this many seconds (0 to 60). */
+  wait?: number;
+}
+
+const CHANGES = ["prefix", "runId", "callId", "agent", "keyId", "wait"] as const;
+
+/** How a merge or a revert settles one conflicting path: text and data (base64) give the bytes. */
+export type Resolution = "ours" | "theirs" | "base" | { text: string } | { data: string };
+
+export interface MergeOptions {
+  /** Merge `from` as this snapshot of it was, not as it is now. */
+  fromSnapshot?: string;
+  /** A seq of `from`: what both held (default: the last merge from it, else the fork point). */
+  base?: number;
+  /** Settles every conflict `resolutions` leaves. */
+  strategy?: "ours" | "theirs";
+  resolutions?: Record<string, Resolution>;
+  /** Answer what would happen; change nothing. */
+  dryRun?: boolean;
+  /** Only if this volume is still at this seq (else PreconditionFailedError). */
+  ifSeq?: number;
+}
+
+export interface MergeResult {
+  seq: number;
+  merged: { path: string; from: "theirs" | "merged" | "ours" }[];
+  conflicts: MergeConflict[];
+}
+
+/** Exactly one of `runId`, `callId`, `seq` says what to put back. */
+export interface RevertOptions {
+  runId?: string;
+  callId?: string;
+  seq?: number;
+  /** Only these of the paths the target changed. */
+  paths?: string[];
+  dryRun?: boolean;
+  resolutions?: Record<string, Resolution>;
+}
+
+export interface RevertResult {
+  seq: number;
+  reverted: { path: string; from: "before" | "merged" | "kept" }[];
+  conflicts: MergeConflict[];
+}
+
+/** One change of a path, as the history lists it (a `remove` carries the version it removed). */
+export interface FileVersion {
+  version: number;
+  seq: number;
+  op: "write" | "remove";
+  size: number;
+  sha256: string;
+  at: string;
+  by: ChangeBy | null;
+}
+
+export interface HistoryPage {
+  versions: FileVersion[];
+  cursor?: string;
 }
 
 export interface ChangesPage {
@@ -272,6 +361,8 @@ export type SnapshotFile = string | Uint8Array | { data: string };
 
 const READ = ["snapshot", "range"] as const;
 const WRITE = ["version", "contentType"] as const;
+const MERGE = ["fromSnapshot", "base", "strategy", "resolutions", "dryRun", "ifSeq"] as const;
+const REVERT = ["runId", "callId", "seq", "paths", "dryRun", "resolutions"] as const;
 const LINK = ["method", "expiresIn", "maxBytes", "contentType", "idempotencyKey"] as const;
 
 /** Checks a link's options (shared by volume and agent links). */
@@ -286,6 +377,26 @@ export function checkLink(w: string, path: unknown, o: unknown): void {
   check.optInt(w, "maxBytes", l.maxBytes);
   check.optStr(w, "contentType", l.contentType);
   check.optStr(w, "idempotencyKey", l.idempotencyKey);
+}
+
+/** Checks a map of resolutions (path to "ours" | "theirs" | "base" | {text} | {data}). */
+function checkResolutions(w: string, v: unknown): void {
+  if (v === undefined) return;
+  check.fields(w, "resolutions", v, Object.keys((v ?? {}) as object), false);
+  for (const [p, r] of Object.entries(v as Record<string, unknown>)) {
+    if (r === "ours" || r === "theirs" || r === "base") continue;
+    const o = r as Record<string, unknown> | null;
+    const keys = o && typeof o === "object" && !Array.isArray(o) ? Object.keys(o) : [];
+    if (keys.length === 1 && (keys[0] === "text" || keys[0] === "data") && typeof o![keys[0]] === "string") continue;
+    throw new TypeError(`${w}: resolutions["${p}"] must be "ours", "theirs", "base", {text} or {data: base64}`);
+  }
+}
+
+/** The JSON body of `o`'s fields named in `keys` (CallOptions left out). */
+function bodyOf(o: object, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if ((o as Record<string, unknown>)[k] !== undefined) out[k] = (o as Record<string, unknown>)[k];
+  return out;
 }
 
 /** Checks `{version?, contentType?}` and the path and body of a write. */
@@ -399,10 +510,10 @@ export class VolumeHandle {
   }
 
   /** Changes after `since`, oldest first; `wait` long-polls up to that many seconds. */
-  async changes(since: number, q: { prefix?: string; wait?: number } = {}, o?: CallOptions): Promise<ChangesPage> {
+  async changes(since: number, q: ChangesQuery = {}, o?: CallOptions): Promise<ChangesPage> {
     check.int("volume.changes", "since", since);
-    check.fields("volume.changes", "the query", q, ["prefix", "wait"]);
-    check.optStr("volume.changes", "prefix", q.prefix);
+    check.fields("volume.changes", "the query", q, CHANGES);
+    for (const k of ["prefix", "runId", "callId", "agent", "keyId"] as const) check.optStr("volume.changes", k, q[k]);
     check.optInt("volume.changes", "wait", q.wait);
     check.opts("volume.changes", "options", o);
     return this.t.json({
@@ -413,15 +524,16 @@ export class VolumeHandle {
   /**
    * Follows the changes feed: yields every change after `since`, in order, for as long as
    * the loop runs, over long-polls of `wait` seconds (default 30). A `since` older than
-   * the kept history throws GoneError (its `oldest` says where to start again).
+   * the kept history throws GoneError (its `oldest` says where to start again). The
+   * `by` filters (`runId`, `agent`...) keep only the changes they name.
    */
-  async *follow(since: number, q: { prefix?: string; wait?: number } = {}, o?: CallOptions): AsyncGenerator<Change> {
+  async *follow(since: number, q: ChangesQuery = {}, o?: CallOptions): AsyncGenerator<Change> {
     check.int("volume.follow", "since", since);
-    check.fields("volume.follow", "the query", q, ["prefix", "wait"]);
+    check.fields("volume.follow", "the query", q, CHANGES);
     check.opts("volume.follow", "options", o);
     let at = since;
     for (;;) {
-      const page = await this.changes(at, { prefix: q.prefix, wait: q.wait ?? 30 }, o);
+      const page = await this.changes(at, { ...q, wait: q.wait ?? 30 }, o);
       for (const c of page.changes) yield c;
       if (page.seq < at) throw new GoneError(410, { type: "gone", message: `volume seq went back from ${at} to ${page.seq}` });
       at = page.seq;
@@ -501,6 +613,82 @@ export class VolumeHandle {
     check.str("volume.restore", "snapshot", snapshot);
     check.opts("volume.restore", "options", o);
     return this.t.json({ method: "POST", path: `${this.base}/restore`, json: { snapshot }, idempotent: true }, o);
+  }
+
+  /**
+   * Brings the changes of volume `from` (now, or as its snapshot `fromSnapshot` was) since
+   * the two volumes' common base into this one, as one change. Conflicts left unsettled:
+   * MergeConflictError with `conflicts`, nothing changed; settle them with `resolutions`
+   * (path to "ours", "theirs", "base", {text} or {data}) or `strategy`. `dryRun` changes
+   * nothing; `ifSeq` makes it conditional (PreconditionFailedError).
+   */
+  async merge(from: string, o: MergeOptions & CallOptions = {}): Promise<MergeResult> {
+    const w = "volume.merge";
+    check.str(w, "from", from);
+    check.opts(w, "options", o, MERGE);
+    check.optStr(w, "fromSnapshot", o.fromSnapshot);
+    check.optInt(w, "base", o.base);
+    if (o.strategy !== undefined && o.strategy !== "ours" && o.strategy !== "theirs") {
+      throw new TypeError(`${w}: strategy must be "ours" or "theirs", not ${JSON.stringify(o.strategy)}`);
+    }
+    checkResolutions(w, o.resolutions);
+    check.optBool(w, "dryRun", o.dryRun);
+    check.optInt(w, "ifSeq", o.ifSeq);
+    // a dry run changes nothing, and a merge at `ifSeq` happens at most once: both safe to send again
+    return this.t.json({
+      method: "POST", path: `${this.base}/merge`, json: { from, ...bodyOf(o, MERGE) },
+      idempotent: o.dryRun === true || o.ifSeq !== undefined,
+    }, o);
+  }
+
+  /** One page of a path's history, newest first (`cursor` while more remain). */
+  async history(path: string, q: { cursor?: string; limit?: number } = {}, o?: CallOptions): Promise<HistoryPage> {
+    const w = "volume.history";
+    check.str(w, "path", path);
+    check.fields(w, "the query", q, ["cursor", "limit"]);
+    check.optStr(w, "cursor", q.cursor);
+    check.optInt(w, "limit", q.limit);
+    check.opts(w, "options", o);
+    return this.t.json({ method: "GET", path: `${this.base}/history`, query: { path, ...q } }, o);
+  }
+
+  /** Every version of a path, newest first (pages followed). */
+  async *allHistory(path: string, q: { limit?: number } = {}, o?: CallOptions): AsyncGenerator<FileVersion> {
+    const w = "volume.allHistory";
+    check.str(w, "path", path);
+    check.fields(w, "the query", q, ["limit"]);
+    check.optInt(w, "limit", q.limit);
+    check.opts(w, "options", o);
+    let cursor: string | undefined;
+    do {
+      const page = await this.history(path, { ...q, cursor }, o);
+      yield* page.versions;
+      cursor = page.cursor;
+    } while (cursor);
+  }
+
+  /**
+   * Puts back what one run (`runId`), turn call (`callId`) or seq (`seq`) changed, as one
+   * new change: exactly one of the three. Paths changed since by someone else merge or
+   * conflict as in `merge` (MergeConflictError; `resolutions` settle them).
+   */
+  async revert(o: RevertOptions & CallOptions): Promise<RevertResult> {
+    const w = "volume.revert";
+    check.opts(w, "options", o, REVERT);
+    if (o === undefined) throw new TypeError(`${w}: give exactly one of runId, callId, seq`);
+    const given = (["runId", "callId", "seq"] as const).filter((k) => o[k] !== undefined);
+    if (given.length !== 1) {
+      throw new TypeError(`${w}: give exactly one of runId, callId, seq${given.length ? ` (got ${given.join(", ")})` : ""}`);
+    }
+    check.optStr(w, "runId", o.runId);
+    check.optStr(w, "callId", o.callId);
+    check.optInt(w, "seq", o.seq);
+    if (o.paths !== undefined) check.strs(w, "paths", o.paths);
+    check.optBool(w, "dryRun", o.dryRun);
+    checkResolutions(w, o.resolutions);
+    return this.t.json({
+      method: "POST", path: `${this.base}/revert`, json: bodyOf(o, REVERT), idempotent: o.dryRun === true,
+    }, o);
   }
 
   /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq); `saveTo(path)` writes it to disk. */

@@ -8,7 +8,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import {
   AgentFiles, AgentHandle, Agents, AgentTools, Coffer, RelaySessionHandle, Relay, Runtime, Subject, Turn, Turns,
-  VolumeHandle, Volumes,
+  VolumeHandle, Volumes, Webhooks,
 } from "../dist/index.js";
 
 const sent = [];
@@ -60,6 +60,10 @@ const ROWS = [
   [VolumeHandle, "restore", () => vol.restore({ snap: "s" }), /volume.restore: snapshot must be/],
   [VolumeHandle, "archive", () => vol.archive({ snapshots: "s" }), /unknown field 'snapshots'/],
   [VolumeHandle, "link", () => vol.link("a.md", { expiresIn: "1h" }), /volume.link: expiresIn must be a whole number/],
+  [VolumeHandle, "merge", () => vol.merge({ from: "vol_y" }), /volume.merge: from must be a non-empty string/],
+  [VolumeHandle, "history", () => vol.history("a.md", "cur_1"), /volume.history: the query must be an object .*not the string "cur_1"/],
+  [VolumeHandle, "allHistory", () => vol.allHistory("a.md", { cursor: "c" }).next(), /volume.allHistory: unknown field 'cursor'/],
+  [VolumeHandle, "revert", () => vol.revert({ callId: "c1", seq: 4 }), /volume.revert: give exactly one of runId, callId, seq \(got callId, seq\)/],
   [Agents, "upsert", () => c.agents.upsert("a", { mount: [] }), /unknown field 'mount'/],
   [Agents, "get", () => c.agents.get(["a"]), /agents.get: id must be/],
   [Agents, "delete", () => c.agents.delete({}), /agents.delete: id must be/],
@@ -124,6 +128,13 @@ const ROWS = [
   [RelaySessionHandle, "log", () => sess.log("x"), /session.log: options must be/],
   [RelaySessionHandle, "abort", () => sess.abort("x"), /session.abort: options must be/],
   [RelaySessionHandle, "close", () => sess.close("x"), /session.close: options must be/],
+  [Webhooks, "create", () => c.webhooks.create({ url: "https://h/x", events: "turn.ended" }), /webhooks.create: events must be an array of strings/],
+  [Webhooks, "list", () => c.webhooks.list({ cursor: "c" }), /webhooks.list: unknown option 'cursor'/],
+  [Webhooks, "get", () => c.webhooks.get({ id: "wh_1" }), /webhooks.get: id must be a non-empty string/],
+  [Webhooks, "update", () => c.webhooks.update("wh_1", { disabled: "yes" }), /webhooks.update: disabled must be true or false/],
+  [Webhooks, "delete", () => c.webhooks.delete(7), /webhooks.delete: id must be/],
+  [Webhooks, "deliveries", () => c.webhooks.deliveries("wh_1", "cur"), /webhooks.deliveries: the query must be an object/],
+  [Webhooks, "redeliver", () => c.webhooks.redeliver("wh_1"), /webhooks.redeliver: delivery must be a non-empty string/],
 ];
 
 test("each public method, called with a wrong shape, throws a TypeError naming the argument and sends nothing", async () => {
@@ -154,7 +165,7 @@ test("the seed's issue-34 mistakes: no [object Object] request, no silent run", 
 test("every public method of every class has a row above", () => {
   const covered = new Set(ROWS.map(([cls, name]) => `${cls.name}.${name}`));
   const missing = [];
-  for (const cls of [Coffer, Volumes, Runtime, VolumeHandle, Agents, AgentHandle, AgentFiles, AgentTools, Subject, Turns, Turn, Relay, RelaySessionHandle]) {
+  for (const cls of [Coffer, Volumes, Runtime, VolumeHandle, Agents, AgentHandle, AgentFiles, AgentTools, Subject, Turns, Turn, Relay, RelaySessionHandle, Webhooks]) {
     for (const name of Object.getOwnPropertyNames(cls.prototype)) {
       const d = Object.getOwnPropertyDescriptor(cls.prototype, name);
       if (name === "constructor" || typeof d.value !== "function") continue;

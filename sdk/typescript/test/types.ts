@@ -3,7 +3,8 @@
 // as the README shows them, and misuse is a compile error (the @ts-expect-error lines).
 
 import {
-  Coffer, CofferError, type Download, type PromptResult, PreconditionFailedError, type ToolResult, type Volume,
+  type ChangeBy, Coffer, CofferError, type Download, type FileVersion, MergeConflictError, type PromptResult,
+  PreconditionFailedError, type ToolResult, type Volume, verifyWebhook, type WebhookEvent,
 } from "@coffer/sdk";
 
 export async function usage(): Promise<void> {
@@ -37,6 +38,32 @@ export async function usage(): Promise<void> {
   const s = await coffer.relay.create({ agent: "a" });
   const token: string | undefined = s.info.connectToken;
   void tool; void p; void out; void token;
+  // merge, history, who, revert, webhooks
+  try {
+    const m = await vol.merge("vol_b", { strategy: "theirs", resolutions: { "a.md": { text: "x" } }, ifSeq: 3 });
+    const from: "theirs" | "merged" | "ours" = m.merged[0].from;
+    void from;
+  } catch (e) {
+    if (e instanceof MergeConflictError) {
+      const kind: "content" | "remove-change" | "type" = e.conflicts[0].kind;
+      void kind;
+    }
+  }
+  for await (const h of vol.allHistory("a.md")) {
+    const fv: FileVersion = h;
+    const by: ChangeBy | null = fv.by;
+    void by;
+  }
+  const page = await vol.changes(0, { runId: "r1", agent: "a", keyId: "k", callId: "c" });
+  const via: string | undefined = page.changes[0].by?.via;
+  const rv = await vol.revert({ runId: "r1", paths: ["a.md"], dryRun: true });
+  const hook = await coffer.webhooks.create({ url: "https://example.com/h", events: ["turn.ended"] });
+  const ev: WebhookEvent<{ turnId: string }> = verifyWebhook(hook.secret ?? "", new Headers(), "{}", { toleranceSeconds: 60 });
+  void via; void rv; void ev;
+  // @ts-expect-error: no such event
+  await coffer.webhooks.create({ url: "https://example.com/h", events: ["file.written"] });
+  // @ts-expect-error: no such strategy
+  await vol.merge("vol_b", { strategy: "mine" });
   // @ts-expect-error: a version is a number
   await vol.write("a.md", "x", { version: "1" });
   // @ts-expect-error: no such tool helper

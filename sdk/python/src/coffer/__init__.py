@@ -14,14 +14,17 @@ from .agents import Agent, AgentFiles, Agents, AgentTools, Attachment, RunHandle
 from .aio import AsyncCoffer
 from .client import Client, Coffer, Keys
 from .errors import (Blocked, CofferConnectionError, CofferError, CofferTimeout, Conflict,
-                     Forbidden, Gone, InternalError, Locked, NotFound, PreconditionFailed,
+                     Forbidden, Gone, InternalError, Locked, MergeConflict, NotFound,
+                     PreconditionFailed,
                      RangeNotSatisfiable, RateLimited, TooLarge, Unauthorized, Unavailable,
                      UnsupportedMediaType, ValidationError)
-from .models import Artifact, Event, FileData, Record
+from .models import (Artifact, Change, ChangeBy, Event, FileData, FileVersion, Record, Webhook,
+                     WebhookDelivery)
 from .relay import Relay, RelaySession
 from .subjects import Subject
 from .turns import Turn, Turns
 from .volumes import Runtime, Volume, Volumes
+from .webhooks import WebhookVerificationError, Webhooks, verify_webhook
 
 __version__ = "0.1.0"
 
@@ -31,6 +34,8 @@ __all__ = [
     "Keys", "Volume", "Volumes", "Agent", "Agents", "AgentFiles", "AgentTools",
     "Attachment", "Subject", "Turn", "Turns", "Relay", "RelaySession", "Download",
     "EventStream", "Response", "StreamResponse", "Artifact", "Event", "FileData", "Record",
+    "Change", "ChangeBy", "FileVersion", "Webhooks", "Webhook", "WebhookDelivery",
+    "WebhookVerificationError", "verify_webhook", "MergeConflict",
     "CofferError", "CofferConnectionError", "CofferTimeout", "ValidationError",
     "Unauthorized", "Forbidden", "NotFound", "Conflict", "Gone", "PreconditionFailed",
     "TooLarge", "UnsupportedMediaType", "RangeNotSatisfiable", "Blocked", "Locked",

@@ -12,7 +12,7 @@ that makes a handle without a request (`volume(id)`, `agent(id)`, `runtime.volum
 `agent.subject(id)`) is not awaited. Streams are async: a download (`open()`) is an
 AsyncDownload (`async for chunk in d`, `await d.read()`, `await d.save_to(path)`),
 `events()` and `call_stream()` AsyncEventStreams, `archive()` an AsyncStreamResponse, and
-`iter()`, `iter_files()` and `follow()` async iterators. An upload takes an async
+`iter()`, `iter_files()`, `iter_history()` and `follow()` async iterators. An upload takes an async
 iterable of bytes too, streamed as it gives chunks. Cancelling the task that awaits a call
 cancels its request (the connection is closed, not left to finish).
 
@@ -40,7 +40,7 @@ class _AsyncClient(client.Client):
 class AsyncCoffer:
     """The client for asyncio: `AsyncCoffer(url, key, ...)` takes what `Coffer` takes and
     has its attributes and methods (`volumes`, `agents`, `runtime`, `upsert`, `volume`,
-    `health`, `request`...); `async with` (or `await aclose()`) closes its connections."""
+    `webhooks`, `health`, `request`...); `async with` (or `await aclose()`) closes its connections."""
 
     volumes: Any
     agents: Any
@@ -48,6 +48,7 @@ class AsyncCoffer:
     relay: Any
     keys: Any
     runtime: Any
+    webhooks: Any
 
     def __init__(self, url: Optional[str] = None, key: Optional[str] = None, **kw: Any) -> None:
         self._client = _AsyncClient(url, key, **kw)
@@ -55,6 +56,7 @@ class AsyncCoffer:
         c = self._client
         self.volumes, self.agents, self.turns = c.volumes, c.agents, c.turns
         self.relay, self.keys, self.runtime = c.relay, c.keys, c.runtime
+        self.webhooks = c.webhooks
 
     @property
     def sync(self) -> client.Client:

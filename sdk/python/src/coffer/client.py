@@ -11,6 +11,7 @@ from .models import Key
 from .relay import Relay
 from .turns import Turns
 from .volumes import Runtime, Volume, Volumes
+from .webhooks import Webhooks
 
 
 class Keys:
@@ -63,6 +64,8 @@ class Client:
         self.turns = Turns(self._t)
         self.relay = Relay(self._t)
         self.keys = Keys(self._t)
+        #: the organization's webhooks and their deliveries (verify_webhook checks one)
+        self.webhooks = Webhooks(self._t)
         #: the volumes under seed 001's names: create_volume, volume(id), volumes(ids)
         self.runtime: Runtime = self.agents.runtime
 

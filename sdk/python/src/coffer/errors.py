@@ -60,6 +60,17 @@ class Conflict(CofferError):
     """409: an existing name, a pinned snapshot, a reused Idempotency-Key, ..."""
 
 
+class MergeConflict(Conflict):
+    """409 of a merge or a revert with conflicts left unsettled (nothing changed):
+    `conflicts` lists them, each `{path, kind, base, ours, theirs, merged?}`; settle them
+    with `resolutions` (or a merge's `strategy`) and call again."""
+
+    @property
+    def conflicts(self) -> list[dict[str, Any]]:
+        c = self.fields.get("conflicts")
+        return c if isinstance(c, list) else []
+
+
 class Gone(CofferError):
     """410: an ended turn or session, or a `since` older than the history (`oldest`)."""
 
@@ -141,6 +152,8 @@ def error_from(status: int, body: Any, request_id: str | None) -> CofferError:
     if isinstance(err, dict) and isinstance(err.get("type"), str):
         etype = err["type"]
         cls: type[CofferError] = _BY_TYPE.get(etype) or _BY_STATUS.get(status) or CofferError
+        if cls is Conflict and isinstance(err.get("conflicts"), list):
+            cls = MergeConflict
         message = str(err.get("message", ""))
         fields = {k: v for k, v in err.items() if k not in ("type", "message")}
         rid = fields.get("requestId") or request_id

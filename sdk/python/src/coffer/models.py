@@ -114,13 +114,95 @@ class Moved(Record):
     moved: int
 
 
+class ChangeBy(Record):
+    """Who made a change (docs/api.md "Who"): `via` says which way it came (`http`,
+    `tool`, `call`, `link`, `console`, `mount`, `s3`, `merge`, `restore`, `revert`); the
+    others are there as far as that way knows them."""
+    key_id: Optional[str]
+    agent: Optional[str]
+    user: Optional[str]
+    run_id: Optional[str]
+    call_id: Optional[str]
+    relay_session: Optional[str]
+    tool: Optional[str]
+    via: str
+
+
 class Change(Record):
+    """One entry of the changes feed; `by` is None for changes made before it was
+    recorded."""
+    _nested = {"by": ChangeBy}
     seq: int
     op: str
     path: str
     version: int
     size: int
     sha256: str
+    at: str
+    by: Optional[ChangeBy]
+
+
+class FileVersion(Record):
+    """One change of a path in its history (a `remove` carries the version it removed)."""
+    _nested = {"by": ChangeBy}
+    version: int
+    seq: int
+    op: str
+    size: int
+    sha256: str
+    at: str
+    by: Optional[ChangeBy]
+
+
+class HistoryPage(Record):
+    _nested = {"versions": FileVersion}
+    versions: list[FileVersion]
+    cursor: Optional[str]
+
+
+class MergeResult(Record):
+    """A merge's answer: `merged` `[{path, from}]` (`from`: theirs, merged or ours) and,
+    for a dry run, the `conflicts`."""
+    seq: int
+    merged: list[Record]
+    conflicts: list[Record]
+
+
+class RevertResult(Record):
+    """A revert's answer: `reverted` `[{path, from}]` (`from`: before, merged or kept)."""
+    seq: int
+    reverted: list[Record]
+    conflicts: list[Record]
+
+
+class Webhook(Record):
+    """A webhook; `secret` (whsec_...) only in the answer of `create`."""
+    id: str
+    url: str
+    events: list[str]
+    volumes: list[str]
+    agents: list[str]
+    description: Optional[str]
+    disabled: bool
+    created_at: str
+    secret: Optional[str]
+
+
+class WebhookDelivery(Record):
+    id: str
+    event: str
+    status: str
+    attempts: int
+    created_at: str
+    last_error: Optional[str]
+    next_attempt_at: Optional[str]
+    delivered_at: Optional[str]
+
+
+class WebhookDeliveries(Record):
+    _nested = {"deliveries": WebhookDelivery}
+    deliveries: list[WebhookDelivery]
+    cursor: Optional[str]
 
 
 class ChangesPage(Record):

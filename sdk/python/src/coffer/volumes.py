@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Any, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Union
 
 from ._files import Download, etag_version, open_download, read_whole
 from ._http import (Body, Item, Items, Req, Response, StreamResponse, Transport, need_str, none,
                     one, quote_path, quote_seg, then)
-from .models import (Change, ChangesPage, FileData, FileInfo, FileList, Link, Moved,
-                     ReadAll, Removed, Restored, Snapshot, VolumeInfo)
+from .models import (Change, ChangesPage, FileData, FileInfo, FileList, FileVersion,
+                     HistoryPage, Link, MergeResult, Moved, ReadAll, Removed, Restored,
+                     RevertResult, Snapshot, VolumeInfo)
+
+#: how a merge or a revert settles a conflicting path: "ours", "theirs", "base",
+#: {"text": str}, {"data": base64 str}, or bytes (sent as data)
+Resolution = Union[str, Mapping[str, str], bytes]
 
 
 class Volumes:
@@ -195,29 +200,131 @@ class Volume:
 
     # ---- changes
     def changes(self, since: int = 0, *, prefix: Optional[str] = None,
+                run_id: Optional[str] = None, call_id: Optional[str] = None,
+                agent: Optional[str] = None, key_id: Optional[str] = None,
                 wait: Optional[float] = None) -> ChangesPage:
-        """The changes after `since`, oldest first; `wait` (≤ 60 s) long-polls until there
+        """The changes after `since`, oldest first, each with `by` (who made it);
+        `run_id`, `call_id`, `agent`, `key_id` keep those whose `by` names them (the
+        page's `seq` still moves past the others). `wait` (≤ 60 s) long-polls until there
         is one. A `since` older than the history: Gone with `oldest`."""
-        return self._t.run(one(self._changes(since, prefix, wait), ChangesPage))
+        by = _by_filters(run_id, call_id, agent, key_id)
+        return self._t.run(one(self._changes(since, prefix, wait, by), ChangesPage))
 
-    def _changes(self, since: int, prefix: Optional[str], wait: Optional[float]) -> Req:
+    def _changes(self, since: int, prefix: Optional[str], wait: Optional[float],
+                 by: Mapping[str, Optional[str]]) -> Req:
         w = None if wait is None else int(wait)
         return Req("GET", self._base + "/changes", query={"since": since, "prefix": prefix,
-                                                          "wait": w},
+                                                          **by, "wait": w},
                    timeout=max(self._t.timeout, (w or 0) + 15))
 
     def follow(self, since: int = 0, *, prefix: Optional[str] = None,
+               run_id: Optional[str] = None, call_id: Optional[str] = None,
+               agent: Optional[str] = None, key_id: Optional[str] = None,
                wait: float = 30) -> Iterator[Change]:
-        """Every change after `since`, as it happens: long-polls one after another and
-        never ends by itself (break out of the loop, or close the generator)."""
-        return self._t.iterate(self._follow(since, prefix, wait))
+        """Every change after `since` (those the `by` filters keep), as it happens:
+        long-polls one after another and never ends by itself (break out of the loop, or
+        close the generator)."""
+        by = _by_filters(run_id, call_id, agent, key_id)
+        return self._t.iterate(self._follow(since, prefix, wait, by))
 
-    def _follow(self, since: int, prefix: Optional[str], wait: float) -> Items[Change]:
+    def _follow(self, since: int, prefix: Optional[str], wait: float,
+                by: Mapping[str, Optional[str]]) -> Items[Change]:
         while True:
-            page = ChangesPage((yield self._changes(since, prefix, wait)).json())
+            page = ChangesPage((yield self._changes(since, prefix, wait, by)).json())
             for ch in page.changes:
                 yield Item(ch)
             since = max(since, page.seq)
+
+    # ---- merge, history, revert
+    def merge(self, from_: str, *, from_snapshot: Optional[str] = None,
+              base: Optional[int] = None, strategy: Optional[str] = None,
+              resolutions: Optional[Mapping[str, Resolution]] = None,
+              dry_run: bool = False, if_seq: Optional[int] = None) -> MergeResult:
+        """Brings the changes of volume `from_` (now, or as its snapshot `from_snapshot`
+        was) since the common base into this volume, as one change. Conflicts left
+        unsettled raise MergeConflict (`conflicts`) and change nothing; `resolutions`
+        (path: "ours" | "theirs" | "base" | {"text": ...} | {"data": base64} | bytes) or
+        `strategy` ("ours" | "theirs") settle them. `dry_run` changes nothing; `if_seq`
+        makes it conditional (PreconditionFailed)."""
+        w = "volume.merge"
+        body: dict[str, Any] = {"from": need_str(w, "from_", from_)}
+        if from_snapshot is not None:
+            body["fromSnapshot"] = need_str(w, "from_snapshot", from_snapshot)
+        if base is not None:
+            body["base"] = _need_int(w, "base", base)
+        if strategy is not None:
+            if strategy not in ("ours", "theirs"):
+                raise ValueError("%s: strategy must be 'ours' or 'theirs', not %r" % (w, strategy))
+            body["strategy"] = strategy
+        if resolutions is not None:
+            body["resolutions"] = _resolutions(w, resolutions)
+        if dry_run:
+            body["dryRun"] = True
+        if if_seq is not None:
+            body["ifSeq"] = _need_int(w, "if_seq", if_seq)
+        # a dry run changes nothing and a merge at if_seq happens once: safe to send again
+        return self._t.call("POST", self._base + "/merge", MergeResult, json=body,
+                            retry=dry_run or if_seq is not None)
+
+    def history(self, path: str, *, cursor: Optional[str] = None,
+                limit: Optional[int] = None) -> HistoryPage:
+        """One page of a path's history, newest first (`versions`, `cursor` while more
+        remain); a path that never changed has none."""
+        q = {"path": need_str("volume.history", "path", path), "cursor": cursor,
+             "limit": None if limit is None else _need_int("volume.history", "limit", limit)}
+        return self._t.call("GET", self._base + "/history", HistoryPage, query=q)
+
+    def iter_history(self, path: str, *, limit: Optional[int] = None) -> Iterator[FileVersion]:
+        """Every version of a path, newest first, page after page (`limit` a page)."""
+        need_str("volume.iter_history", "path", path)
+        if limit is not None:
+            _need_int("volume.iter_history", "limit", limit)
+        return self._t.iterate(self._iter_history(path, limit))
+
+    def _iter_history(self, path: str, limit: Optional[int]) -> Items[FileVersion]:
+        cursor: Optional[str] = None
+        while True:
+            r = yield Req("GET", self._base + "/history",
+                          query={"path": path, "cursor": cursor, "limit": limit})
+            page = HistoryPage(r.json())
+            for v in page.versions:
+                yield Item(v)
+            cursor = page.cursor
+            if not cursor:
+                return
+
+    def revert(self, *, run_id: Optional[str] = None, call_id: Optional[str] = None,
+               seq: Optional[int] = None, paths: Optional[Sequence[str]] = None,
+               dry_run: bool = False,
+               resolutions: Optional[Mapping[str, Resolution]] = None) -> RevertResult:
+        """Puts back what one run (`run_id`), turn call (`call_id`) or seq (`seq`)
+        changed, as one new change: exactly one of the three. A path changed since by
+        someone else merges or conflicts as in `merge` (MergeConflict; `resolutions`
+        settle it: "ours" keeps it as now, "theirs" takes it back)."""
+        w = "volume.revert"
+        given = [k for k, v in (("run_id", run_id), ("call_id", call_id), ("seq", seq))
+                 if v is not None]
+        if len(given) != 1:
+            raise ValueError("%s: give exactly one of run_id, call_id, seq%s" % (
+                w, " (got %s)" % ", ".join(given) if given else ""))
+        body: dict[str, Any] = {}
+        if run_id is not None:
+            body["runId"] = need_str(w, "run_id", run_id)
+        if call_id is not None:
+            body["callId"] = need_str(w, "call_id", call_id)
+        if seq is not None:
+            body["seq"] = _need_int(w, "seq", seq)
+        if paths is not None:
+            if isinstance(paths, (str, bytes)) or not all(isinstance(p, str) and p for p in paths):
+                raise TypeError("%s: paths must be a list of paths, not %s" % (
+                    w, type(paths).__name__))
+            body["paths"] = list(paths)
+        if dry_run:
+            body["dryRun"] = True
+        if resolutions is not None:
+            body["resolutions"] = _resolutions(w, resolutions)
+        return self._t.call("POST", self._base + "/revert", RevertResult, json=body,
+                            retry=dry_run)
 
     # ---- snapshots, forks, restore
     def snapshot(self, *, pinned: Optional[bool] = None,
@@ -310,6 +417,43 @@ class Runtime:
     def volumes(self, ids: Sequence[str]) -> list[VolumeInfo]:
         """`{id, seq, files, bytes}` of up to 50 volumes in one request."""
         return self._v.seqs(ids)
+
+
+def _by_filters(run_id: Optional[str], call_id: Optional[str], agent: Optional[str],
+                key_id: Optional[str]) -> dict[str, Optional[str]]:
+    out = {"runId": run_id, "callId": call_id, "agent": agent, "keyId": key_id}
+    for k, v in zip(("run_id", "call_id", "agent", "key_id"), out.values()):
+        if v is not None:
+            need_str("volume.changes", k, v)
+    return out
+
+
+def _need_int(where: str, arg: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise TypeError("%s: %s must be an int >= 0, not %s" % (where, arg, type(v).__name__
+                                                                + " " + repr(v)[:40]))
+    return v
+
+
+def _resolutions(where: str, rs: Mapping[str, Resolution]) -> dict[str, Any]:
+    """The resolutions as the API takes them (bytes sent as {"data": base64})."""
+    if not isinstance(rs, Mapping):
+        raise TypeError("%s: resolutions must be a dict of path to resolution, not %s" % (
+            where, type(rs).__name__))
+    out: dict[str, Any] = {}
+    for p, r in rs.items():
+        if isinstance(r, (bytes, bytearray)):
+            out[p] = {"data": base64.b64encode(bytes(r)).decode("ascii")}
+        elif r in ("ours", "theirs", "base"):
+            out[p] = r
+        elif (isinstance(r, Mapping) and len(r) == 1 and next(iter(r)) in ("text", "data")
+              and isinstance(next(iter(r.values())), str)):
+            out[p] = dict(r)
+        else:
+            raise ValueError("%s: resolutions[%r] must be 'ours', 'theirs', 'base', "
+                             "{'text': str}, {'data': base64} or bytes, not %r" % (
+                                 where, p, r if not isinstance(r, str) else r[:40]))
+    return out
 
 
 def _page(r: Any) -> tuple[list[VolumeInfo], Optional[str]]:

@@ -4,7 +4,7 @@
 // of the error object (`current` on 412, `oldest` on 410, `ceiling`, `opId`, `rule`, ...)
 // are copied onto the exception as they came.
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.TimeoutError = exports.ConnectionError = exports.UnavailableError = exports.InternalError = exports.RateLimitedError = exports.LockedError = exports.BlockedError = exports.RangeNotSatisfiableError = exports.UnsupportedMediaTypeError = exports.TooLargeError = exports.PreconditionFailedError = exports.GoneError = exports.ConflictError = exports.NotFoundError = exports.ForbiddenError = exports.UnauthorizedError = exports.ValidationError = exports.CofferError = void 0;
+exports.TimeoutError = exports.ConnectionError = exports.UnavailableError = exports.InternalError = exports.RateLimitedError = exports.LockedError = exports.BlockedError = exports.RangeNotSatisfiableError = exports.UnsupportedMediaTypeError = exports.TooLargeError = exports.PreconditionFailedError = exports.GoneError = exports.MergeConflictError = exports.ConflictError = exports.NotFoundError = exports.ForbiddenError = exports.UnauthorizedError = exports.ValidationError = exports.CofferError = void 0;
 exports.errorFromBody = errorFromBody;
 /** Any error the server answered with (a status >= 400 and its JSON error). */
 class CofferError extends Error {
@@ -45,6 +45,13 @@ exports.NotFoundError = NotFoundError;
 class ConflictError extends CofferError {
 }
 exports.ConflictError = ConflictError;
+/**
+ * 409 of a merge or a revert with conflicts left unsettled: nothing changed. `conflicts`
+ * lists them; settle them with `resolutions` (or a merge's `strategy`) and call again.
+ */
+class MergeConflictError extends ConflictError {
+}
+exports.MergeConflictError = MergeConflictError;
 /** 410: `oldest` is set when a changes feed's `since` is older than the kept history. */
 class GoneError extends CofferError {
 }
@@ -119,7 +126,9 @@ function errorFromBody(status, raw, requestId, retryAfter) {
         const text = typeof raw === "string" && raw ? raw.slice(0, 500) : `HTTP ${status}`;
         body = { type, message: text };
     }
-    const cls = BY_TYPE[body.type] ?? CofferError;
+    let cls = BY_TYPE[body.type] ?? CofferError;
+    if (cls === ConflictError && Array.isArray(body.conflicts))
+        cls = MergeConflictError;
     const err = new cls(status, body, requestId);
     if (retryAfter !== undefined)
         err.retryAfter = retryAfter;

@@ -1,5 +1,5 @@
 "use strict";
-// coffer's TypeScript SDK: `new Coffer({url, key})`, then volumes, agents, turns, relay.
+// coffer's TypeScript SDK: `new Coffer({url, key})`, then volumes, agents, turns, relay, webhooks.
 var __createBinding = (this && this.__createBinding) || (Object.create ? (function(o, m, k, k2) {
     if (k2 === undefined) k2 = k;
     var desc = Object.getOwnPropertyDescriptor(m, k);
@@ -44,11 +44,13 @@ const http_js_1 = require("./http.js");
 const relay_js_1 = require("./relay.js");
 const turns_js_1 = require("./turns.js");
 const volumes_js_1 = require("./volumes.js");
+const webhooks_js_1 = require("./webhooks.js");
 __exportStar(require("./errors.js"), exports);
 __exportStar(require("./volumes.js"), exports);
 __exportStar(require("./agents.js"), exports);
 __exportStar(require("./turns.js"), exports);
 __exportStar(require("./relay.js"), exports);
+__exportStar(require("./webhooks.js"), exports);
 var body_js_1 = require("./body.js");
 Object.defineProperty(exports, "fromFile", { enumerable: true, get: function () { return body_js_1.fromFile; } });
 var save_js_1 = require("./save.js");
@@ -60,6 +62,8 @@ class Coffer {
     agents;
     turns;
     relay;
+    /** The organization's webhooks and their deliveries (`verifyWebhook` checks one received). */
+    webhooks;
     /** The volumes under seed 001's names: `createVolume`, `volume(id)`, `volumes(ids)`. */
     runtime;
     constructor(o = {}) {
@@ -71,6 +75,7 @@ class Coffer {
         this.agents = new agents_js_1.Agents(this.transport);
         this.turns = new turns_js_1.Turns(this.transport);
         this.relay = new relay_js_1.Relay(this.transport);
+        this.webhooks = new webhooks_js_1.Webhooks(this.transport);
         this.runtime = this.agents.runtime;
     }
     /** `agents.upsert`: creates or updates an agent and returns a handle on it (seed 001's `agents.upsert`). */

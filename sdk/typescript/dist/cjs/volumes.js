@@ -46,6 +46,7 @@ const errors_js_1 = require("./errors.js");
 const http_js_1 = require("./http.js");
 const check = __importStar(require("./check.js"));
 const save_js_1 = require("./save.js");
+const CHANGES = ["prefix", "runId", "callId", "agent", "keyId", "wait"];
 /** A stream download with `saveTo`. */
 function streamed(info, body) {
     return { ...info, body, saveTo: (path) => (0, save_js_1.saveTo)("saveTo", body, path) };
@@ -177,6 +178,8 @@ class Runtime {
 exports.Runtime = Runtime;
 const READ = ["snapshot", "range"];
 const WRITE = ["version", "contentType"];
+const MERGE = ["fromSnapshot", "base", "strategy", "resolutions", "dryRun", "ifSeq"];
+const REVERT = ["runId", "callId", "seq", "paths", "dryRun", "resolutions"];
 const LINK = ["method", "expiresIn", "maxBytes", "contentType", "idempotencyKey"];
 /** Checks a link's options (shared by volume and agent links). */
 function checkLink(w, path, o) {
@@ -190,6 +193,29 @@ function checkLink(w, path, o) {
     check.optInt(w, "maxBytes", l.maxBytes);
     check.optStr(w, "contentType", l.contentType);
     check.optStr(w, "idempotencyKey", l.idempotencyKey);
+}
+/** Checks a map of resolutions (path to "ours" | "theirs" | "base" | {text} | {data}). */
+function checkResolutions(w, v) {
+    if (v === undefined)
+        return;
+    check.fields(w, "resolutions", v, Object.keys((v ?? {})), false);
+    for (const [p, r] of Object.entries(v)) {
+        if (r === "ours" || r === "theirs" || r === "base")
+            continue;
+        const o = r;
+        const keys = o && typeof o === "object" && !Array.isArray(o) ? Object.keys(o) : [];
+        if (keys.length === 1 && (keys[0] === "text" || keys[0] === "data") && typeof o[keys[0]] === "string")
+            continue;
+        throw new TypeError(`${w}: resolutions["${p}"] must be "ours", "theirs", "base", {text} or {data: base64}`);
+    }
+}
+/** The JSON body of `o`'s fields named in `keys` (CallOptions left out). */
+function bodyOf(o, keys) {
+    const out = {};
+    for (const k of keys)
+        if (o[k] !== undefined)
+            out[k] = o[k];
+    return out;
 }
 /** Checks `{version?, contentType?}` and the path and body of a write. */
 function checkWrite(w, path, data, o, more = []) {
@@ -295,8 +321,9 @@ class VolumeHandle {
     /** Changes after `since`, oldest first; `wait` long-polls up to that many seconds. */
     async changes(since, q = {}, o) {
         check.int("volume.changes", "since", since);
-        check.fields("volume.changes", "the query", q, ["prefix", "wait"]);
-        check.optStr("volume.changes", "prefix", q.prefix);
+        check.fields("volume.changes", "the query", q, CHANGES);
+        for (const k of ["prefix", "runId", "callId", "agent", "keyId"])
+            check.optStr("volume.changes", k, q[k]);
         check.optInt("volume.changes", "wait", q.wait);
         check.opts("volume.changes", "options", o);
         return this.t.json({
@@ -306,15 +333,16 @@ class VolumeHandle {
     /**
      * Follows the changes feed: yields every change after `since`, in order, for as long as
      * the loop runs, over long-polls of `wait` seconds (default 30). A `since` older than
-     * the kept history throws GoneError (its `oldest` says where to start again).
+     * the kept history throws GoneError (its `oldest` says where to start again). The
+     * `by` filters (`runId`, `agent`...) keep only the changes they name.
      */
     async *follow(since, q = {}, o) {
         check.int("volume.follow", "since", since);
-        check.fields("volume.follow", "the query", q, ["prefix", "wait"]);
+        check.fields("volume.follow", "the query", q, CHANGES);
         check.opts("volume.follow", "options", o);
         let at = since;
         for (;;) {
-            const page = await this.changes(at, { prefix: q.prefix, wait: q.wait ?? 30 }, o);
+            const page = await this.changes(at, { ...q, wait: q.wait ?? 30 }, o);
             for (const c of page.changes)
                 yield c;
             if (page.seq < at)
@@ -394,6 +422,80 @@ class VolumeHandle {
         check.str("volume.restore", "snapshot", snapshot);
         check.opts("volume.restore", "options", o);
         return this.t.json({ method: "POST", path: `${this.base}/restore`, json: { snapshot }, idempotent: true }, o);
+    }
+    /**
+     * Brings the changes of volume `from` (now, or as its snapshot `fromSnapshot` was) since
+     * the two volumes' common base into this one, as one change. Conflicts left unsettled:
+     * MergeConflictError with `conflicts`, nothing changed; settle them with `resolutions`
+     * (path to "ours", "theirs", "base", {text} or {data}) or `strategy`. `dryRun` changes
+     * nothing; `ifSeq` makes it conditional (PreconditionFailedError).
+     */
+    async merge(from, o = {}) {
+        const w = "volume.merge";
+        check.str(w, "from", from);
+        check.opts(w, "options", o, MERGE);
+        check.optStr(w, "fromSnapshot", o.fromSnapshot);
+        check.optInt(w, "base", o.base);
+        if (o.strategy !== undefined && o.strategy !== "ours" && o.strategy !== "theirs") {
+            throw new TypeError(`${w}: strategy must be "ours" or "theirs", not ${JSON.stringify(o.strategy)}`);
+        }
+        checkResolutions(w, o.resolutions);
+        check.optBool(w, "dryRun", o.dryRun);
+        check.optInt(w, "ifSeq", o.ifSeq);
+        // a dry run changes nothing, and a merge at `ifSeq` happens at most once: both safe to send again
+        return this.t.json({
+            method: "POST", path: `${this.base}/merge`, json: { from, ...bodyOf(o, MERGE) },
+            idempotent: o.dryRun === true || o.ifSeq !== undefined,
+        }, o);
+    }
+    /** One page of a path's history, newest first (`cursor` while more remain). */
+    async history(path, q = {}, o) {
+        const w = "volume.history";
+        check.str(w, "path", path);
+        check.fields(w, "the query", q, ["cursor", "limit"]);
+        check.optStr(w, "cursor", q.cursor);
+        check.optInt(w, "limit", q.limit);
+        check.opts(w, "options", o);
+        return this.t.json({ method: "GET", path: `${this.base}/history`, query: { path, ...q } }, o);
+    }
+    /** Every version of a path, newest first (pages followed). */
+    async *allHistory(path, q = {}, o) {
+        const w = "volume.allHistory";
+        check.str(w, "path", path);
+        check.fields(w, "the query", q, ["limit"]);
+        check.optInt(w, "limit", q.limit);
+        check.opts(w, "options", o);
+        let cursor;
+        do {
+            const page = await this.history(path, { ...q, cursor }, o);
+            yield* page.versions;
+            cursor = page.cursor;
+        } while (cursor);
+    }
+    /**
+     * Puts back what one run (`runId`), turn call (`callId`) or seq (`seq`) changed, as one
+     * new change: exactly one of the three. Paths changed since by someone else merge or
+     * conflict as in `merge` (MergeConflictError; `resolutions` settle them).
+     */
+    async revert(o) {
+        const w = "volume.revert";
+        check.opts(w, "options", o, REVERT);
+        if (o === undefined)
+            throw new TypeError(`${w}: give exactly one of runId, callId, seq`);
+        const given = ["runId", "callId", "seq"].filter((k) => o[k] !== undefined);
+        if (given.length !== 1) {
+            throw new TypeError(`${w}: give exactly one of runId, callId, seq${given.length ? ` (got ${given.join(", ")})` : ""}`);
+        }
+        check.optStr(w, "runId", o.runId);
+        check.optStr(w, "callId", o.callId);
+        check.optInt(w, "seq", o.seq);
+        if (o.paths !== undefined)
+            check.strs(w, "paths", o.paths);
+        check.optBool(w, "dryRun", o.dryRun);
+        checkResolutions(w, o.resolutions);
+        return this.t.json({
+            method: "POST", path: `${this.base}/revert`, json: bodyOf(o, REVERT), idempotent: o.dryRun === true,
+        }, o);
     }
     /** A gzip tar stream of the files at one seq (`seq` from X-Volume-Seq); `saveTo(path)` writes it to disk. */
     async archive(q = {}, o) {
