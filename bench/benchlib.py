@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -112,3 +113,62 @@ def write_section(path, heading, text):
         new = old[:start + 1] + text + ("\n" + old[end + 1:] if end >= 0 else "")
     with open(path, "w") as f:
         f.write(new)
+
+
+GNU_TIME = "/usr/bin/time"
+
+
+def run_child(argv, env=None, timeout=None):
+    """Runs argv as a child to its end: (the last line of its stdout, its peak RSS in
+    MiB, its own alone). Not wait4's ru_maxrss of the child itself: Linux carries the
+    high-water mark of the mm a process had before exec over, so a child of this
+    Python process would count the caller's RSS as its floor. So the child is started
+    by GNU time (a small C process: `%M`, the exec'd child's maxrss), or, without it,
+    its VmHWM in /proc/PID/status is read every 5 ms while it runs (a high-water mark,
+    reset by exec). Raises if it fails; its stderr passes through."""
+    hwm = tempfile.NamedTemporaryFile(prefix="coffer-bench-rss-", mode="r")
+    timed = os.access(GNU_TIME, os.X_OK)
+    if timed:
+        argv = [GNU_TIME, "-f", "%M", "-o", hwm.name] + list(argv)
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    out, peak_kib = [], [0]
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read()), daemon=True)
+    reader.start()
+    t0 = time.monotonic()
+    while p.poll() is None:
+        if timeout and time.monotonic() - t0 > timeout:
+            p.kill()
+        if not timed:
+            peak_kib[0] = max(peak_kib[0], _vmhwm_kib(p.pid))
+        time.sleep(0.005)
+    reader.join()
+    out = out[0] if out else ""
+    if p.returncode:
+        raise RuntimeError("%s: exit %d\n%s" % (" ".join(argv[:5]), p.returncode, out[-2000:]))
+    if timed:
+        peak_kib[0] = int(hwm.read().split()[-1])
+    hwm.close()
+    lines = out.strip().splitlines()
+    return (lines[-1] if lines else ""), peak_kib[0] / 1024
+
+
+def _vmhwm_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_stamp():
+    """The date (UTC), the commit (short hash, `+` when the work tree differs) and the
+    load average, for a section's first line."""
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), head + ("+" if dirty else ""),
+            " ".join("%.2f" % x for x in os.getloadavg()))
