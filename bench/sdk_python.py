@@ -184,12 +184,12 @@ def main():
         curl_rest = curl_run("download", s.url + base + "small.bin")[2]
         rest = (sdk_rest, curl_rest)
         large.append(("%d MiB up from a file" % mib, *transfers(
-            lambda i: sdk("up", vol.id, "s%d.bin" % i, big),
-            lambda i: curl_run("upload", "-T", big, s.url + base + "c%d.bin" % i), size),
+            lambda i: sdk("up", vol.id, "s.bin", big),
+            lambda i: curl_run("upload", "-T", big, s.url + base + "c.bin"), size),
             "curl -T"))
         large.append(("%d MiB down to nothing" % mib, *transfers(
-            lambda i: sdk("down", vol.id, "s0.bin"),
-            lambda i: curl_run("download", s.url + base + "c0.bin"), size), "curl"))
+            lambda i: sdk("down", vol.id, "s.bin"),
+            lambda i: curl_run("download", s.url + base + "c.bin"), size), "curl"))
         c.close()
     finally:
         s.stop()
@@ -217,7 +217,9 @@ def main():
         text += ["", "Each large transfer in its own child process: the SDK side is this "
                  "script with `--child` (a new `coffer.Client`, then `vol.write(name, "
                  "pathlib.Path(file))`, the path sent with its length, or `vol.open(name)` "
-                 "iterated in 256 KiB chunks and dropped), curl `-T FILE` or `-o /dev/null`; "
+                 "iterated in 256 KiB chunks and dropped), curl `-T FILE` or `-o /dev/null` "
+                 "(each side's uploads replace one file: a volume's 4 GiB ceiling would "
+                 "not hold six); "
                  "seconds are the transfer's own (timed in the child; curl's time_total), "
                  "medians of %d each side, in turns, who goes first alternating; every run "
                  "checked to move all %d bytes. Peak RSS: that child's high-water mark (GNU "

@@ -90,15 +90,15 @@ def main():
         if curl:
             rest = (node("rest", "small.bin")[2], curl_run("download", base + "small.bin")[2])
             large.append(("%d MiB up from a file" % mib, *transfers(
-                lambda i: node("up", "s%d.bin" % i, big),
-                lambda i: curl_run("upload", "-T", big, base + "c%d.bin" % i), size),
+                lambda i: node("up", "s.bin", big),
+                lambda i: curl_run("upload", "-T", big, base + "c.bin"), size),
                 "curl -T"))
             large.append(("%d MiB down to nothing" % mib, *transfers(
-                lambda i: node("down", "s0.bin"),
-                lambda i: curl_run("download", base + "c0.bin"), size), "curl"))
+                lambda i: node("down", "s.bin"),
+                lambda i: curl_run("download", base + "c.bin"), size), "curl"))
             large.append(("%d MiB down to nothing" % mib, *transfers(
-                lambda i: node("down", "s0.bin"),
-                lambda i: node("fetch-down", "c0.bin"), size), "fetch"))
+                lambda i: node("down", "s.bin"),
+                lambda i: node("fetch-down", "c.bin"), size), "fetch"))
     finally:
         s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -126,7 +126,9 @@ def main():
                  "MODE` doing that one transfer (a new `Coffer`, then `vol.write(name, "
                  "fromFile(file))` up through node:http, or `vol.download(name)` iterated "
                  "chunk by chunk and dropped; the fetch anchor iterates a bare fetch's body "
-                 "the same way), curl `-T FILE` or `-o /dev/null`; seconds are the "
+                 "the same way), curl `-T FILE` or `-o /dev/null` (each side's uploads "
+                 "replace one file: a volume's 4 GiB ceiling would not hold six); seconds "
+                 "are the "
                  "transfer's own (timed in the child; curl's time_total), medians of %d "
                  "each side, in turns, who goes first alternating; every run checked to "
                  "move all %d bytes. Peak RSS: that child's high-water mark (GNU time's %%M "
