@@ -164,11 +164,13 @@ def _vmhwm_kib(pid):
 
 
 def run_stamp():
-    """The date (UTC), the commit (short hash, `+` when the work tree differs) and the
-    load average, for a section's first line."""
+    """The date (UTC), the commit (short hash, `+` when the work tree differs outside
+    bench/results.md) and the load average, for a section's first line."""
     head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+    # results.md itself is left changed by a run before this one: not the code measured
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no",
+                            "--", ".", ":!bench/results.md"],
                            capture_output=True, text=True).stdout.strip()
     return (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), head + ("+" if dirty else ""),
             " ".join("%.2f" % x for x in os.getloadavg()))
