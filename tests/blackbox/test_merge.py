@@ -21,13 +21,16 @@ def fork(srv, vid, **body):
     return expect(srv.post("/v1/volumes/%s/fork" % vid, json=body), 201).json()["id"]
 
 
-def merge(srv, vid, key=None, **body):
+def merge(srv, vid, key=None, timeout=None, **body):
+    """POST .../merge with `body`; `timeout` (s, times SCALE) for the merges of tens of
+    MiB of text, which a loaded machine (both test passes at once) can take past the
+    default 30 s over."""
     kw = {} if key is None else {"key": key}
-    return srv.post("/v1/volumes/%s/merge" % vid, json=body, **kw)
+    return srv.post("/v1/volumes/%s/merge" % vid, json=body, timeout=timeout, **kw)
 
 
-def merged(srv, vid, **body):
-    return expect(merge(srv, vid, **body), 200).json()
+def merged(srv, vid, timeout=None, **body):
+    return expect(merge(srv, vid, timeout=timeout, **body), 200).json()
 
 
 def content(srv, vid):
@@ -278,7 +281,10 @@ def test_from_snapshot(srv):
     eq(by_path(r), {"a": "theirs", "later": "theirs"}, "the rest after the snapshot")
 
 
-@harness.timeout(300)
+BIG = 120  # s (times SCALE): one request's wait in the merges of tens of MiB below
+
+
+@harness.timeout(600)
 def test_limits_at_their_edges(srv):
     # text up to 8 MiB merges by lines; one byte more is a binary conflict
     mib8 = 8 << 20
@@ -291,7 +297,7 @@ def test_limits_at_their_edges(srv):
         ours, theirs = pair(srv, {"big.txt": base})
         srv.put_ok(ours, "big.txt", o)
         srv.put_ok(theirs, "big.txt", t)
-        r = merge(srv, ours, **{"from": theirs})
+        r = merge(srv, ours, timeout=BIG, **{"from": theirs})
         if clean:
             expect(r, 200)
             got = expect(srv.get_file(ours, "big.txt"), 200).body
@@ -308,19 +314,20 @@ def test_limits_at_their_edges(srv):
     for i in range(4):
         srv.put_ok(ours, "%d.txt" % i, o)
         srv.put_ok(theirs, "%d.txt" % i, t)
-    r = merged(srv, ours, **{"from": theirs, "dryRun": True})
+    r = merged(srv, ours, timeout=BIG, **{"from": theirs, "dryRun": True})
     eq(sorted(by_path(r).values()), ["merged"] * 4, "4 x 8 MiB = 32 MiB merge")
     srv.put_ok(ours, "z.txt", b"ours z")
     srv.put_ok(theirs, "z.txt", b"theirs z")
-    expect_error(merge(srv, ours, **{"from": theirs, "dryRun": True}), 413,
+    expect_error(merge(srv, ours, timeout=BIG, **{"from": theirs, "dryRun": True}), 413,
                  mentions=["32 MiB", "z.txt"])
     # at most 10,000 changed paths
     ours, theirs = pair(srv, {})
     srv.put_many(theirs, {"p/%05d" % i: b"%d" % i for i in range(10000)}, threads=8)
-    r = merged(srv, ours, **{"from": theirs, "dryRun": True})
+    r = merged(srv, ours, timeout=BIG, **{"from": theirs, "dryRun": True})
     eq(len(r["merged"]), 10000, "10,000 paths merge")
     srv.put_ok(theirs, "p/10000", b"one more")
-    expect_error(merge(srv, ours, **{"from": theirs}), 413, mentions=["10000", "paths"])
+    expect_error(merge(srv, ours, timeout=BIG, **{"from": theirs}), 413,
+                 mentions=["10000", "paths"])
 
 
 # ------------------------------------------------------------------ model-based
