@@ -3,6 +3,7 @@
 
     bench/nodes.py [--writes N] [--reads N] [--threads T] [--polls N] [--files N]
                    [--forward-mib N] [--forward-only] [--fast-pg] [--writes-only]
+                   [--pg durable|fast|both] [--statements]
 
 1. 4 KiB PUTs per second from T keep-alive clients and GET p50/p99 from one client, on
    (a) the embedded store (SQLite + DATA/blobs), (b) one node on PostgreSQL + S3, and
@@ -28,6 +29,14 @@ it, off with --fast-pg as in the tests) and s3rver
 stopped at the end, also on error. 4 KiB content is kept inline in the metadata (16 KiB
 or less is), so (1) measures the metadata path; s3rver is a test peer, not a real S3.
 Appends a section to bench/results.md.
+
+--writes-only runs part 1 alone (embedded, 1 node, 3 nodes) and prints its table, with
+PostgreSQL's WAL flushes (pg_stat_wal: wal_sync, the fdatasyncs of the WAL, by the
+committing backends and the WAL writer) and WAL records per PUT beside each PostgreSQL row;
+with --pg both the 1- and 3-node rows are run on a durable cluster and then on a fast one,
+in one run and one table (issue 38 item 9). --statements also prints what PostgreSQL runs
+for one 4 KiB PUT of a new file and one overwrite (log_statement=all on a database of its
+own, a node alone on it).
 """
 import argparse
 import datetime
@@ -46,6 +55,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "blackbox"))
 import harness  # noqa: E402
 import pgpeer  # noqa: E402
 import s3peer  # noqa: E402
+import re  # noqa: E402
 from benchlib import put_load  # noqa: E402
 
 BUILD = os.environ.get("COFFER_BUILD") or os.path.join(ROOT, "build")
@@ -124,6 +134,115 @@ def measure(nodes, args):
     wps = put_load(nodes, vid, args.writes, args.threads)
     p50, p99 = get_lat(nodes, vid, args.reads, args.writes)
     return wps, p50, p99
+
+
+def wal(pg):
+    """(WAL records, WAL fdatasyncs) of the whole cluster so far (pg_stat_wal). A
+    backend reports its counts at most once a second while busy and at its exit, so
+    read this after the nodes are closed."""
+    out = pg.psql("SELECT wal_records, wal_sync FROM pg_stat_wal").stdout.decode()
+    return tuple(int(x) for x in out.strip().split("|"))
+
+
+def pg_rows(pg, label, args):
+    """Part 1 on `pg`: 1 node and 3 nodes, each on a database of its own; rows of
+    (name, writes/s, GET p50, GET p99, WAL records per PUT, WAL flushes per PUT). The
+    GETs write no WAL (read-only transactions), so the WAL counts are the PUTs'."""
+    rows = []
+    for n in (1, 3):
+        url = pg.new_database()
+        nodes = [node(url)]
+        nodes += [node(url, nodes[0]) for _ in range(n - 1)]
+        try:
+            before = wal(pg)
+            r = measure(nodes, args)
+        finally:
+            for s in nodes:
+                s.close()
+        after = wal(pg)
+        rows.append(("%d node%s, PostgreSQL %s + S3" % (n, "s" if n > 1 else "", label),) +
+                    r + ((after[0] - before[0]) / args.writes,
+                         (after[1] - before[1]) / args.writes))
+        print("%-44s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms  WAL records/PUT %.1f"
+              "  WAL flushes/PUT %.2f" % rows[-1], flush=True)
+        pg.drop_database(url)
+    return rows
+
+
+def statements(pg):
+    """What PostgreSQL runs for one 4 KiB PUT of a new file and one overwrite, a node
+    alone on its database with log_statement=all (the first PUT warms the connection's
+    prepared statements and is not shown). Returns {what: [log lines]}."""
+    url = pg.new_database()
+    db = url.rsplit("/", 1)[1]
+    pg.psql("ALTER DATABASE %s SET log_statement = 'all'" % db)
+    n = node(url)
+    out = {}
+    try:
+        vid = n.create_volume()["id"]
+        n.put_ok(vid, "w/0.bin", os.urandom(4096))
+        for what, path in (("new file", "w/1.bin"), ("overwrite", "w/1.bin")):
+            time.sleep(0.5)
+            at = os.path.getsize(pg.logf)
+            n.put_ok(vid, path, os.urandom(4096))
+            time.sleep(0.5)  # the log is written by the backend, after its answer
+            with open(pg.logf, "rb") as f:
+                f.seek(at)
+                text = f.read().decode("utf-8", "replace")
+            # not the PUT's: the node's webhook poller (src/http/webhooks.c) runs beside it
+            out[what] = [re.sub(r"^\S+ \S+ \S+ \[\d+\] ", "", ln) for ln in text.splitlines()
+                         if ("statement:" in ln or "execute" in ln) and
+                         "hook_deliveries" not in ln]
+    finally:
+        n.close()
+        pg.drop_database(url)
+    return out
+
+
+def writes_only(args, load0):
+    """Part 1 alone, on the PostgreSQL modes of --pg; prints its section."""
+    modes = {"durable": [True], "fast": [False], "both": [True, False]}[args.pg]
+    rows, stm = [], None
+    s3 = s3peer.shared()
+    try:
+        with harness.Server(engine="embedded", args=["--log", "none"]) as e:
+            rows.append(("embedded (SQLite + local dir)",) + measure([e], args) + (None, None))
+            print("%-44s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms" % rows[-1][:4],
+                  flush=True)
+        for durable in modes:
+            pg = pgpeer.Cluster(durable=durable)
+            try:
+                rows += pg_rows(pg, "fsync on" if durable else "fsync off", args)
+                if args.statements and stm is None:
+                    stm = statements(pg)
+            finally:
+                pg.stop()
+    finally:
+        s3peer.stop(s3)
+    load1 = os.getloadavg()[0]
+    e = rows[0]
+    out = ["", "%s, %d cores, load average %.1f at the start and %.1f at the end; one run; "
+           "%d 4 KiB PUTs to one volume from %d keep-alive clients (client t on node t %% N), "
+           "then %d GETs from one client going round the nodes. PostgreSQL 15 on 127.0.0.1: "
+           "fsync on = fsync, synchronous_commit and full_page_writes on (as its users run "
+           "it), fsync off = all three off (as in the tests); a cluster of its own for each, "
+           "a database of its own for each row. WAL counts from pg_stat_wal around the "
+           "PUTs (flushes = wal_sync, the WAL's fdatasyncs)." % (
+               datetime.date.today().isoformat(), os.cpu_count(), load0, load1,
+               args.writes, args.threads, args.reads), "",
+           "| engines | 4 KiB writes/s | GET p50 | GET p99 | WAL records / PUT | "
+           "WAL flushes / PUT |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append("| %s | %.0f | %.2f ms | %.2f ms | %s | %s |" % (
+            r[0], r[1], r[2], r[3], "" if r[4] is None else "%.1f" % r[4],
+            "" if r[5] is None else "%.2f" % r[5]))
+    for r in rows[1:]:
+        out.append("| %s / embedded | %.2fx | %.2fx | %.2fx | | |" % (
+            r[0].replace(" + S3", ""), r[1] / e[1], r[2] / e[2], r[3] / e[3]))
+    for what, lines in (stm or {}).items():
+        out += ["", "One 4 KiB PUT (%s), as PostgreSQL logs it (log_statement=all):" % what,
+                "", "```"] + lines + ["```"]
+    print("\n".join(out))
 
 
 def timed(srv, method, path, body):
@@ -287,9 +406,19 @@ def main():
                     " (default: on, as its users run it)")
     ap.add_argument("--writes-only", action="store_true",
                     help="only part 1 (writes/s and GET latency), printed, not appended")
+    ap.add_argument("--pg", choices=("durable", "fast", "both"),
+                    help="with --writes-only: PostgreSQL durable (the default), fast (as"
+                    " --fast-pg) or both, one after the other in one run and one table")
+    ap.add_argument("--statements", action="store_true",
+                    help="with --writes-only: print the statements of one PUT too")
     args = ap.parse_args()
+    if args.pg is None:
+        args.pg = "fast" if args.fast_pg else "durable"
     harness.set_build(BUILD)
     load0 = os.getloadavg()[0]
+    if args.writes_only:
+        writes_only(args, load0)
+        return
     pg = pgpeer.Cluster(durable=not args.fast_pg)
     s3 = s3peer.shared()
     rows, wake, sf = [], [], []
@@ -315,8 +444,6 @@ def main():
             print("%-32s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms" % rows[-1], flush=True)
         finally:
             one.close()
-        if args.writes_only:
-            return
         url = pg.new_database()
         three = [node(url)]
         three += [node(url, three[0]) for _ in range(2)]
