@@ -129,9 +129,45 @@ def node(url, first=None):
     return s.start()
 
 
-def measure(nodes, args):
+def proc_ms(pids):
+    """User + system CPU time of the processes `pids` so far (those gone count 0), ms."""
+    tck, total = os.sysconf("SC_CLK_TCK"), 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(v[11]) + int(v[12])
+    return total * 1000.0 / tck
+
+
+def bench_pids(nodes, pg):
+    """This process (the clients), the nodes, and PostgreSQL's postmaster and its
+    children (the backends, the WAL writer, the checkpointer)."""
+    pids = [os.getpid()] + [s.proc.pid for s in nodes]
+    if pg is not None:
+        pids.append(pg.proc.pid)
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open("/proc/%s/stat" % d) as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == pg.proc.pid:
+                            pids.append(int(d))
+                except (OSError, ValueError, IndexError):
+                    pass
+    return pids
+
+
+def measure(nodes, args, cpu=None, pg=None):
+    """(writes/s, GET p50, GET p99); with cpu a list, the CPU ms per PUT of the client,
+    the nodes and PostgreSQL (bench_pids) during the writes is appended to it."""
     vid = nodes[0].create_volume()["id"]
+    pids = bench_pids(nodes, pg)
+    b0 = proc_ms(pids)
     wps = put_load(nodes, vid, args.writes, args.threads)
+    if cpu is not None:
+        cpu.append((proc_ms(pids) - b0) / args.writes)
     p50, p99 = get_lat(nodes, vid, args.reads, args.writes)
     return wps, p50, p99
 
@@ -155,16 +191,17 @@ def pg_rows(pg, label, args):
         nodes += [node(url, nodes[0]) for _ in range(n - 1)]
         try:
             before = wal(pg)
-            r = measure(nodes, args)
+            cpu = []
+            r = measure(nodes, args, cpu, pg)
         finally:
             for s in nodes:
                 s.close()
         after = wal(pg)
         rows.append(("%d node%s, PostgreSQL %s + S3" % (n, "s" if n > 1 else "", label),) +
-                    r + ((after[0] - before[0]) / args.writes,
+                    r + (cpu[0], (after[0] - before[0]) / args.writes,
                          (after[1] - before[1]) / args.writes))
-        print("%-44s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms  WAL records/PUT %.1f"
-              "  WAL flushes/PUT %.2f" % rows[-1], flush=True)
+        print("%-44s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms  CPU/PUT %.2f ms"
+              "  WAL records/PUT %.1f  WAL flushes/PUT %.2f" % rows[-1], flush=True)
         pg.drop_database(url)
     return rows
 
@@ -206,9 +243,11 @@ def writes_only(args, load0):
     s3 = s3peer.shared()
     try:
         with harness.Server(engine="embedded", args=["--log", "none"]) as e:
-            rows.append(("embedded (SQLite + local dir)",) + measure([e], args) + (None, None))
-            print("%-44s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms" % rows[-1][:4],
-                  flush=True)
+            cpu = []
+            rows.append(("embedded (SQLite + local dir)",) + measure([e], args, cpu) +
+                        (cpu[0], None, None))
+            print("%-44s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms  CPU/PUT %.2f ms" %
+                  rows[-1][:5], flush=True)
         for durable in modes:
             pg = pgpeer.Cluster(durable=durable)
             try:
@@ -227,18 +266,20 @@ def writes_only(args, load0):
            "fsync on = fsync, synchronous_commit and full_page_writes on (as its users run "
            "it), fsync off = all three off (as in the tests); a cluster of its own for each, "
            "a database of its own for each row. WAL counts from pg_stat_wal around the "
-           "PUTs (flushes = wal_sync, the WAL's fdatasyncs)." % (
+           "PUTs (flushes = wal_sync, the WAL's fdatasyncs); CPU / PUT = the CPU time "
+           "of the client process, the nodes and PostgreSQL's processes during the PUTs "
+           "over their number (both cores together; other users' work not in it)." % (
                datetime.date.today().isoformat(), os.cpu_count(), load0, load1,
                args.writes, args.threads, args.reads), "",
-           "| engines | 4 KiB writes/s | GET p50 | GET p99 | WAL records / PUT | "
-           "WAL flushes / PUT |", "|---|---|---|---|---|---|"]
+           "| engines | 4 KiB writes/s | GET p50 | GET p99 | CPU / PUT | WAL records / PUT | "
+           "WAL flushes / PUT |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append("| %s | %.0f | %.2f ms | %.2f ms | %s | %s |" % (
-            r[0], r[1], r[2], r[3], "" if r[4] is None else "%.1f" % r[4],
-            "" if r[5] is None else "%.2f" % r[5]))
+        out.append("| %s | %.0f | %.2f ms | %.2f ms | %.2f ms | %s | %s |" % (
+            r[0], r[1], r[2], r[3], r[4], "" if r[5] is None else "%.1f" % r[5],
+            "" if r[6] is None else "%.2f" % r[6]))
     for r in rows[1:]:
-        out.append("| %s / embedded | %.2fx | %.2fx | %.2fx | | |" % (
-            r[0].replace(" + S3", ""), r[1] / e[1], r[2] / e[2], r[3] / e[3]))
+        out.append("| %s / embedded | %.2fx | %.2fx | %.2fx | %.2fx | | |" % (
+            r[0].replace(" + S3", ""), r[1] / e[1], r[2] / e[2], r[3] / e[3], r[4] / e[4]))
     for what, lines in (stm or {}).items():
         out += ["", "One 4 KiB PUT (%s), as PostgreSQL logs it (log_statement=all):" % what,
                 "", "```"] + lines + ["```"]
