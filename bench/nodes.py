@@ -165,11 +165,45 @@ def measure(nodes, args, cpu=None, pg=None):
     vid = nodes[0].create_volume()["id"]
     pids = bench_pids(nodes, pg)
     b0 = proc_ms(pids)
+    waits = Waits(pg, nodes[0].meta_url or nodes[0].args[1]) if args.waits and pg else None
     wps = put_load(nodes, vid, args.writes, args.threads)
     if cpu is not None:
         cpu.append((proc_ms(pids) - b0) / args.writes)
+    if waits:
+        args.wait_tables.append(waits.stop())
     p50, p99 = get_lat(nodes, vid, args.reads, args.writes)
     return wps, p50, p99
+
+
+class Waits:
+    """What the database's client backends are doing while the PUTs run: one psql
+    samples pg_stat_activity every 20 ms (\\watch); stop() gives the mean number of
+    backends in each state and wait event, most first."""
+
+    def __init__(self, pg, url):
+        db = url.rsplit("/", 1)[1]
+        q = ("SELECT state, coalesce(wait_event_type || ':' || wait_event, 'on CPU'), "
+             "now() FROM pg_stat_activity WHERE datname = '%s' AND backend_type = "
+             "'client backend' AND pid <> pg_backend_pid() \\watch 0.02\n" % db)
+        self.p = subprocess.Popen(["psql", "-X", "-q", "-At", "-h", pg.host, "-p",
+                                   str(pg.port), "-U", "postgres", "-d", db],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True)
+        self.p.stdin.write(q)
+        self.p.stdin.flush()
+
+    def stop(self):
+        self.p.terminate()
+        out = self.p.communicate(timeout=30)[0]
+        counts, samples = {}, set()
+        for ln in out.splitlines():
+            f = ln.split("|")
+            if len(f) != 3:
+                continue
+            samples.add(f[2])
+            counts[f[0] + ", " + f[1]] = counts.get(f[0] + ", " + f[1], 0) + 1
+        n = max(1, len(samples))
+        return n, sorted(((v / n, k) for k, v in counts.items()), reverse=True)
 
 
 def wal(pg):
@@ -202,12 +236,17 @@ def pg_rows(pg, label, args):
                          (after[1] - before[1]) / args.writes))
         print("%-44s %7.0f writes/s  GET p50 %.2f ms  p99 %.2f ms  CPU/PUT %.2f ms"
               "  WAL records/PUT %.1f  WAL flushes/PUT %.2f" % rows[-1], flush=True)
+        if args.waits:
+            n, top = args.wait_tables[-1]
+            args.wait_rows.append((rows[-1][0], n, top))
+            print("  backends (mean of %d samples): %s" % (n, "; ".join(
+                "%.2f %s" % t for t in top[:6])), flush=True)
         pg.drop_database(url)
     return rows
 
 
 def statements(pg):
-    """What PostgreSQL runs for one 4 KiB PUT of a new file and one overwrite, a node
+    """What PostgreSQL runs for one 4 KiB PUT of a new file, an overwrite and a GET, a node
     alone on its database with log_statement=all (the first PUT warms the connection's
     prepared statements and is not shown). Returns {what: [log lines]}."""
     url = pg.new_database()
@@ -218,10 +257,16 @@ def statements(pg):
     try:
         vid = n.create_volume()["id"]
         n.put_ok(vid, "w/0.bin", os.urandom(4096))
-        for what, path in (("new file", "w/1.bin"), ("overwrite", "w/1.bin")):
+        for what, path in (("PUT of a new file", "w/1.bin"), ("PUT of the same path, an "
+                                                               "overwrite", "w/1.bin"),
+                           ("GET", "w/1.bin")):
             time.sleep(0.5)
             at = os.path.getsize(pg.logf)
-            n.put_ok(vid, path, os.urandom(4096))
+            if what == "GET":
+                r = n.get("/v1/volumes/%s/files/%s" % (vid, path))
+                assert r.status == 200, r.status
+            else:
+                n.put_ok(vid, path, os.urandom(4096))
             time.sleep(0.5)  # the log is written by the backend, after its answer
             with open(pg.logf, "rb") as f:
                 f.seek(at)
@@ -280,8 +325,17 @@ def writes_only(args, load0):
     for r in rows[1:]:
         out.append("| %s / embedded | %.2fx | %.2fx | %.2fx | %.2fx | | |" % (
             r[0].replace(" + S3", ""), r[1] / e[1], r[2] / e[2], r[3] / e[3], r[4] / e[4]))
+    if args.waits:
+        out += ["", "What the database's client backends were doing during the PUTs "
+                "(pg_stat_activity sampled every 20 ms; mean number of backends in each "
+                "state, wait event; `on CPU` = no wait event):", "",
+                "| engines | samples | backends: mean number, state, wait event |",
+                "|---|---|---|"]
+        for name, n, top in args.wait_rows:
+            out.append("| %s | %d | %s |" % (name, n, "; ".join(
+                "%.2f %s" % t for t in top[:6])))
     for what, lines in (stm or {}).items():
-        out += ["", "One 4 KiB PUT (%s), as PostgreSQL logs it (log_statement=all):" % what,
+        out += ["", "One 4 KiB %s, as PostgreSQL logs it (log_statement=all):" % what,
                 "", "```"] + lines + ["```"]
     print("\n".join(out))
 
@@ -450,9 +504,13 @@ def main():
     ap.add_argument("--pg", choices=("durable", "fast", "both"),
                     help="with --writes-only: PostgreSQL durable (the default), fast (as"
                     " --fast-pg) or both, one after the other in one run and one table")
+    ap.add_argument("--waits", action="store_true",
+                    help="with --writes-only: sample what PostgreSQL's backends wait on"
+                    " during the PUTs (pg_stat_activity every 20 ms)")
     ap.add_argument("--statements", action="store_true",
                     help="with --writes-only: print the statements of one PUT too")
     args = ap.parse_args()
+    args.wait_tables, args.wait_rows = [], []
     if args.pg is None:
         args.pg = "fast" if args.fast_pg else "durable"
     harness.set_build(BUILD)
