@@ -3,7 +3,7 @@
 
     bench/nodes.py [--writes N] [--reads N] [--threads T] [--polls N] [--files N]
                    [--forward-mib N] [--forward-only] [--fast-pg] [--writes-only]
-                   [--pg durable|fast|both] [--statements]
+                   [--pg durable|fast|both] [--statements] [--waits]
 
 1. 4 KiB PUTs per second from T keep-alive clients and GET p50/p99 from one client, on
    (a) the embedded store (SQLite + DATA/blobs), (b) one node on PostgreSQL + S3, and
@@ -31,12 +31,15 @@ or less is), so (1) measures the metadata path; s3rver is a test peer, not a rea
 Appends a section to bench/results.md.
 
 --writes-only runs part 1 alone (embedded, 1 node, 3 nodes) and prints its table, with
-PostgreSQL's WAL flushes (pg_stat_wal: wal_sync, the fdatasyncs of the WAL, by the
-committing backends and the WAL writer) and WAL records per PUT beside each PostgreSQL row;
-with --pg both the 1- and 3-node rows are run on a durable cluster and then on a fast one,
-in one run and one table (issue 38 item 9). --statements also prints what PostgreSQL runs
-for one 4 KiB PUT of a new file and one overwrite (log_statement=all on a database of its
-own, a node alone on it).
+the CPU time per PUT of the client, the nodes and PostgreSQL, and PostgreSQL's WAL flushes
+(pg_stat_wal: wal_sync, the fdatasyncs of the WAL, by the committing backends and the WAL
+writer) and WAL records per PUT beside each PostgreSQL row; with --pg both the 1- and
+3-node rows are run on a durable cluster and then on a fast one, in one run and one table
+(issue 38 item 9). --statements also prints what PostgreSQL runs for one 4 KiB PUT of a
+new file, one overwrite and one GET (log_statement=all on a database of its own, a node
+alone on it). --waits samples what the database's backends wait on during the PUTs
+(pg_stat_activity every 20 ms: the writers queued on the volume's row lock, and the
+holder's round trips, statements and WAL flush).
 """
 import argparse
 import datetime
@@ -508,7 +511,7 @@ def main():
                     help="with --writes-only: sample what PostgreSQL's backends wait on"
                     " during the PUTs (pg_stat_activity every 20 ms)")
     ap.add_argument("--statements", action="store_true",
-                    help="with --writes-only: print the statements of one PUT too")
+                    help="with --writes-only: print the statements of one PUT and one GET")
     args = ap.parse_args()
     args.wait_tables, args.wait_rows = [], []
     if args.pg is None:
