@@ -562,18 +562,25 @@ int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *ou
 	return 0;
 }
 
+const cof_by *cof_by_for(cof_by *out, const cof_by *caller, const char *agent,
+			 const char *subject, const char *run_id, const char *call_id)
+{
+	if (!caller) {
+		*out = (cof_by){0};
+		return NULL;
+	}
+	*out = (cof_by){.key_id = caller->key_id, .agent = agent,
+			.user = subject && subject[0] ? subject : NULL,
+			.run_id = run_id ? run_id : caller->run_id,
+			.call_id = call_id ? call_id : caller->call_id, .tool = caller->tool,
+			.via = caller->via};
+	return out;
+}
+
 const cof_by *cof_agent_by_set(cof_agent *a, const cof_by *caller, const char *run_id,
 			       const char *call_id)
 {
-	if (!caller) {
-		a->by = (cof_by){0};
-		return NULL;
-	}
-	a->by = (cof_by){.key_id = caller->key_id, .agent = a->id,
-			 .user = a->subject[0] ? a->subject : NULL,
-			 .run_id = run_id ? run_id : caller->run_id,
-			 .call_id = call_id ? call_id : caller->call_id, .tool = caller->tool, .via = caller->via};
-	return &a->by;
+	return cof_by_for(&a->by, caller, a->id, a->subject, run_id, call_id);
 }
 
 void cof_agent_release(cof_agent *a)

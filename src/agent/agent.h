@@ -48,6 +48,12 @@ typedef struct cof_agent {
 int cof_agent_load(cof_store *st, const char *org, const char *id, cof_agent *out,
 		   cof_err *err);
 void cof_agent_release(cof_agent *a);
+/* Who a write for `agent` (and `subject`, NULL or "" = none) is by (API.md
+ * "Who"): the caller's key, tool and via with `run_id` and `call_id` (NULL =
+ * the caller's), written into *out; returns out, or NULL when `caller` is NULL
+ * (not said). The one place a caller's `by` is filled in for the agent layer. */
+const cof_by *cof_by_for(cof_by *out, const cof_by *caller, const char *agent,
+			 const char *subject, const char *run_id, const char *call_id);
 /* Who a write through the agent is by (API.md "Who"): the caller's key and
  * via, this agent and its subject, with `run_id` and `call_id` (NULL = the
  * caller's).

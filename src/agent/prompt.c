@@ -575,7 +575,7 @@ int cof_agent_prompt(cof_store *st, const char *org, const char *id, json_t *bod
 			goto out;
 		}
 		*replayed = 1;
-		rc = conv_add(st, org, vol, rec, by ? &a.by : NULL, err) || prompt_answer(st, rec, r.openai, out, err);
+		rc = conv_add(st, org, vol, rec, prompt_by(&a), err) || prompt_answer(st, rec, r.openai, out, err);
 	}
 	if (rc == 0 && idem && !prev)
 		rc = cof_idem_record(st, org, idem, "prompt", body, r.rid, err);

@@ -25,10 +25,8 @@
 static cof_cond by_cond(cof_by *b, const cof_by *caller, const char *agent,
 			const char *subject)
 {
-	if (caller)
-		*b = (cof_by){.key_id = caller->key_id, .agent = agent, .user = subject,
-			      .run_id = caller->run_id, .via = caller->via};
-	return (cof_cond){.kind = COF_COND_NONE, .version = 0, .by = caller ? b : NULL};
+	return (cof_cond){.kind = COF_COND_NONE, .version = 0,
+			  .by = cof_by_for(b, caller, agent, subject, NULL, NULL)};
 }
 
 /* ----------------------------------------------------------- checks */
