@@ -180,8 +180,25 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_attr_of(req, ll, ino, fi);
 }
 
-/* chmod, chown (none: ENOSYS), truncate and utimens as the high-level API
- * made them of one SETATTR, then the attributes. */
+/* Whether a chown/chgrp of uid/gid (-1: unchanged) by the caller of req may
+ * pass. A volume keeps no owners: every file shows its caller's own uid and
+ * gid (ops.c), so naming those changes nothing, and root may name any (it
+ * changes nothing either: `tar x` and `cp -a` as root chown every file they
+ * make and must not fail for it, as on rclone mount or vfat's `quiet`).
+ * Anyone else naming another owner is refused as the kernel refuses it. */
+static int chown_ok(fuse_req_t req, const struct stat *a, int set)
+{
+	const struct fuse_ctx *cx = fuse_req_ctx(req);
+
+	if (cx->uid == 0)
+		return 1;
+	if ((set & FUSE_SET_ATTR_UID) && a->st_uid != cx->uid)
+		return 0;
+	return !(set & FUSE_SET_ATTR_GID) || a->st_gid == cx->gid;
+}
+
+/* chmod, chown (kept nowhere: chown_ok), truncate and utimens as the
+ * high-level API made them of one SETATTR, then the attributes. */
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 		       struct fuse_file_info *fi)
 {
@@ -196,8 +213,8 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 	cof_vll_change_begin(ll, ino, 0);
 	if (set & FUSE_SET_ATTR_MODE)
 		rc = ll->ops->chmod ? ll->ops->chmod(path, a->st_mode, fi) : -ENOSYS;
-	if (!rc && (set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		rc = -ENOSYS;
+	if (!rc && (set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) && !chown_ok(req, a, set))
+		rc = -EPERM;
 	if (!rc && (set & FUSE_SET_ATTR_SIZE))
 		rc = ll->ops->truncate(path, a->st_size, fi);
 	if (!rc && (set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {

@@ -341,6 +341,49 @@ def test_mount_git_init_add_commit_and_clone(srv):
         subprocess.run(["rm", "-rf", clone])
 
 
+def test_mount_tar_x_and_chown_change_no_owner(srv):
+    """Volumes keep no owners: a chown naming the caller's own ids changes nothing
+    and passes; root's `tar x` (which chowns every file it makes) succeeds; a
+    chown by someone else naming another owner is EPERM (as root: skipped)."""
+    vid = srv.create_volume()["id"]
+    m = Mount(srv, vid)
+    work = harness.tempfile.mkdtemp(prefix="coffer-tar-")
+    try:
+        src = os.path.join(work, "src")
+        os.makedirs(src + "/p/q")
+        for name in ("p/a.txt", "p/q/b.txt"):
+            with open(os.path.join(src, name), "w") as f:
+                f.write(name + "\n")
+        tar = os.path.join(work, "t.tar")
+        # numeric owner 4321: root's tar x chowns each file to it, anyone else's does not
+        subprocess.run(["tar", "cf", tar, "--owner=4321", "--group=4321", "-C", src, "p"],
+                       check=True, timeout=30)
+        os.makedirs(m.path("x"))
+        r = subprocess.run(["tar", "xf", tar, "-C", m.path("x")], capture_output=True,
+                           timeout=60)
+        eq(r.returncode, 0, "tar x into the mount: %s" % r.stderr.decode())
+        eq(open(m.path("x/p/q/b.txt")).read(), "p/q/b.txt\n", "the file tar made")
+        st = os.stat(m.path("x/p/a.txt"))
+        eq((st.st_uid, st.st_gid), (os.getuid(), os.getgid()), "owner shown: the caller's")
+        os.chown(m.path("x/p/a.txt"), os.getuid(), os.getgid())
+        os.chown(m.path("x/p/a.txt"), -1, -1)
+        if harness.IS_ROOT:
+            os.chown(m.path("x/p/a.txt"), 4321, 4321)
+            st = os.stat(m.path("x/p/a.txt"))
+            eq((st.st_uid, st.st_gid), (0, 0), "root's chown changed no owner")
+        else:
+            try:
+                os.chown(m.path("x/p/a.txt"), os.getuid() + 1, -1)
+                raise AssertionError("chown to another user passed")
+            except PermissionError:
+                pass
+        paths = sorted(f["path"] for f in srv.list_files(vid)["files"])
+        eq(paths, ["x/p/a.txt", "x/p/q/b.txt"], "the volume's files")
+    finally:
+        m.end()
+        subprocess.run(["rm", "-rf", work])
+
+
 def test_mount_editor_save_is_one_version_and_conflict_is_eio(srv):
     vid = srv.create_volume()["id"]
     v1 = srv.put_ok(vid, "notes.md", b"draft")["version"]
