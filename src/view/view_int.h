@@ -244,14 +244,6 @@ void cof_vll_free(cof_vll *ll);
  * of the mount need it): before the loop is stopped. */
 void cof_vll_quiesce(cof_vll *ll);
 
-/* ---- prefetch.c: a listing's small files into the page cache */
-
-#define COF_VPUSH_FILE_MAX (128 * 1024)           /* a file pushed at most */
-#define COF_VPUSH_DIR_MAX (16 * 1024 * 1024)      /* a folder's files */
-#define COF_VPUSH_VIEW_MAX (128 * 1024 * 1024)    /* a view's, for its life */
-/* Whether view v pushes what it lists. */
-int cof_vpush_on(const cof_vfs *v);
-
 /* ---- commit.c */
 
 /* Lands one file of root r now (DIRECT): the layer file at node n, as a new
