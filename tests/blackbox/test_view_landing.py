@@ -29,12 +29,13 @@ class _WriteProxy(_Proxy):
 
     def __init__(self, target, hit):
         super().__init__(target, "\0never\0")
-        self.hit, self.taken = hit, False
+        self.hit, self.taken, self.armed = hit, False, False
         proxy, forward = self, self.server.RequestHandlerClass._forward
 
         def _forward(handler):
             with proxy.mu:
-                mine = not proxy.taken and proxy.hit(handler.command, handler.path)
+                mine = proxy.armed and not proxy.taken and \
+                    proxy.hit(handler.command, handler.path)
                 proxy.taken = proxy.taken or mine
             if mine:
                 proxy.held.set()
@@ -45,9 +46,10 @@ class _WriteProxy(_Proxy):
             setattr(self.server.RequestHandlerClass, m, _forward)
 
 
-def _during(srv, hit, change, after):
-    """Mounts a volume (big.bin, docs/f*.txt, work/{a,b,c}.txt) through a proxy
-    holding the write `hit` picks; runs `change` (code, argv: the mount, the
+def _during(srv, hit, change, after, before=None):
+    """Mounts a volume (big.bin, docs/f*.txt, work/{a,b,c}.txt, work/sub/x.txt)
+    through a proxy holding the request `hit` picks once armed (after the
+    mount's first lookups and before(m)); runs `change` (code, argv: the mount, the
     marker) in the background until its write is held; then a reader of the
     top, of docs/ and of big.bin's size must end while it waits. Once let go
     the change ends "ok" and after(vid, m) checks the volume and the mount."""
@@ -58,12 +60,17 @@ def _during(srv, hit, change, after):
         srv.put_ok(vid, "docs/f%d.txt" % i, b"file %d" % i)
     for n in "abc":
         srv.put_ok(vid, "work/%s.txt" % n, b"work %s" % n.encode())
+    srv.put_ok(vid, "work/sub/x.txt", b"x")
     proxy = _WriteProxy(srv.url, hit)
     procs, m = [], None
     try:
         m = Mount(srv, vid, source=["--server", proxy.url, "--key", srv.key], made=_made,
                   env=dict(os.environ, TMPDIR=tmp))
-        eq(sorted(os.listdir(m.path("work"))), ["a.txt", "b.txt", "c.txt"], "work/ before")
+        eq(sorted(os.listdir(m.path("work"))), ["a.txt", "b.txt", "c.txt", "sub"],
+           "work/ before")
+        if before:
+            before(m)
+        proxy.armed = True
         done, rd = os.path.join(tmp, "done"), os.path.join(tmp, "reader")
         procs.append(_bg(change, m.dir, done))
         harness.until(proxy.held.is_set, "the change's write reached the proxy", timeout=60)
@@ -96,8 +103,10 @@ def _during(srv, hit, change, after):
 
 
 def _files(srv, vid):
+    """work/'s own files in the volume (not work/sub's), with their bytes."""
     return {f["path"]: srv.get_file(vid, f["path"]).body
-            for f in srv.list_files(vid)["files"] if f["path"].startswith("work/")}
+            for f in srv.list_files(vid)["files"]
+            if f["path"].startswith("work/") and f["path"].count("/") == 1}
 
 
 # each writes its marker argv[2] ("ok", or the errno's name) once its change ends
@@ -138,7 +147,7 @@ def test_lookups_go_on_while_a_truncate_lands_the_file(srv):
 def test_lookups_go_on_while_an_unlink_removes_the_file(srv):
     def after(vid, m):
         eq(sorted(_files(srv, vid)), ["work/a.txt", "work/c.txt"], "the volume after")
-        eq(sorted(os.listdir(m.path("work"))), ["a.txt", "c.txt"], "the mount after")
+        eq(sorted(os.listdir(m.path("work"))), ["a.txt", "c.txt", "sub"], "the mount after")
     _during(srv, lambda c, p: c == "DELETE" and "/files/work/b.txt" in p,
             _code("os.unlink(os.path.join(d, 'work/b.txt'))"), after)
 
@@ -148,11 +157,25 @@ def test_lookups_go_on_while_a_rename_moves_the_file(srv):
         got = _files(srv, vid)
         eq(sorted(got), ["work/a.txt", "work/b.txt", "work/d.txt"], "the volume after")
         eq(got["work/d.txt"], b"work c", "the moved file's bytes")
-        eq(sorted(os.listdir(m.path("work"))), ["a.txt", "b.txt", "d.txt"], "the mount after")
+        eq(sorted(os.listdir(m.path("work"))), ["a.txt", "b.txt", "d.txt", "sub"],
+           "the mount after")
         eq(_read(m.path("work/d.txt")), "work c", "the mount reads it at its new name")
     _during(srv, lambda c, p: c == "POST" and p.split("?")[0].endswith("/move"),
             _code("os.rename(os.path.join(d, 'work/c.txt'), os.path.join(d, 'work/d.txt'))"),
             after)
+
+
+def test_lookups_go_on_while_a_change_looks_a_node_up_first(srv):
+    """The first base lookup of a node the layer makes (here the folder an
+    unlink leaves in place, work/sub: a HEAD of it) is made with the lock
+    dropped too."""
+    def after(vid, m):
+        names = [f["path"] for f in srv.list_files(vid)["files"]]
+        check("work/sub/x.txt" not in names, "the volume after: %s" % names)
+        eq(os.listdir(m.path("work/sub")), [], "the emptied folder stays in the mount")
+    _during(srv, lambda c, p: c == "HEAD" and p.split("?")[0].endswith("/files/work/sub"),
+            _code("os.unlink(os.path.join(d, 'work/sub/x.txt'))"), after,
+            before=lambda m: os.stat(m.path("work/sub/x.txt")))
 
 
 def test_zz_no_fuse_mount_left():
