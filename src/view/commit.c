@@ -358,10 +358,25 @@ void cof_view_result_release(cof_view_result *r)
 
 int cof_view_land_file(cof_vfs *v, vnode *n)
 {
+	vnode c = *n;
 	int rc;
 
-	n->refused = 0;
-	rc = VSRC(v)->put(v, n);
+	/* the source lands a copy, mu dropped: lookups and listings go on
+	 * during the round trip; no other change runs (wmu), so n is as it
+	 * was when the answer is set on it */
+	if (!(c.path = strdup(n->path)))
+		return -ENOMEM;
+	c.refused = 0;
+	pthread_mutex_unlock(&v->mu);
+	rc = VSRC(v)->put(v, &c);
+	pthread_mutex_lock(&v->mu);
+	n->refused = c.refused;
+	n->seen = c.seen;
+	n->dirty = c.dirty;
+	memcpy(n->sha, c.sha, sizeof n->sha);
+	n->size = c.size;
+	memcpy(n->ctype, c.ctype, sizeof n->ctype);
+	free(c.path);
 	/* refused (not merely unreachable): the change is dropped, so that the
 	 * mount never shows as written what the volume does not hold (issue
 	 * 32.10); bytes that could not be sent stay for the next close */

@@ -93,6 +93,7 @@ vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 	cof_entry *e;
 	vfold *dir;
 	unsigned h;
+	int found;
 
 	if (n)
 		return n;
@@ -100,10 +101,24 @@ vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 		errno = ENOSPC; /* what one view remembers is bounded */
 		return NULL;
 	}
+	if (!(e = malloc(sizeof *e))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* what the view saw at this path (the condition its commit holds
+	 * to), read with mu dropped: a round trip through `--server` must
+	 * not stall every lookup. The caller holds wmu, so no other change
+	 * makes this node meanwhile (asked again all the same). */
+	pthread_mutex_unlock(&v->mu);
+	found = cof_vbase_file(v, root, path, e);
+	pthread_mutex_lock(&v->mu);
+	if ((n = cof_vnode_find(v, root, path))) {
+		free(e);
+		return n;
+	}
 	n = calloc(1, sizeof *n);
-	e = malloc(sizeof *e);
 	dir = fold_get(v, root, path, slash ? (size_t)(slash - path) : 0);
-	if (!n || !e || !dir || !(n->path = strdup(path))) {
+	if (!n || !dir || !(n->path = strdup(path))) {
 		free(n);
 		free(e);
 		errno = ENOMEM;
@@ -113,8 +128,7 @@ vnode *cof_vnode_get(cof_vfs *v, int root, const char *path)
 	n->root = root;
 	n->kind = N_GONE;
 	n->dir = dir;
-	/* what the view saw at this path: the condition its commit holds to */
-	if (cof_vbase_file(v, root, path, e) == 1) {
+	if (found == 1) {
 		n->seen = e->version;
 		cof_vnode_set(v, n, N_FILE);
 		memcpy(n->sha, e->sha256, sizeof n->sha);

@@ -128,7 +128,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 				note_dir(ll, f, n);
 			else if (f->push && S_ISREG(st->st_mode) &&
 				 (sha = cof_vop_listed_sha(f->dfi)))
-				cof_vpush_add(ll, f->push, p, n, st, sha);
+				COF_VHOOK(ll, push_add, ll, f->push, p, n, st, sha);
 		}
 		pthread_mutex_unlock(&ll->mu);
 	}
@@ -157,8 +157,8 @@ static int build(cof_vll *ll, uint64_t fh, lfill *f, fuse_ino_t ino, size_t size
 		return -ENOMEM;
 	/* only a reply built before it is asked pushes its files (stored
 	 * before it is sent): one sent now is read on demand (prefetch.c) */
-	if (plus && f->ahead && cof_vpush_folder(ll, ino))
-		f->push = calloc(1, sizeof *f->push);
+	if (plus && f->ahead && COF_VHOOK_IF(ll, pushes, ll, ino))
+		f->push = COF_VHOOK_IF(ll, push_new, ll);
 	dfi.fh = fh;
 	f->dfi = &dfi;
 	rc = ll->ops->readdir(NULL, f, fill, off, &dfi, plus ? FUSE_READDIR_PLUS : 0);
@@ -178,7 +178,7 @@ static void early_drop(cof_vll *ll, cof_lahead *a)
 	for (size_t i = 0; i < a->nrefs; i++)
 		cof_lino_forget(ll, a->refs[i], 1);
 	pthread_mutex_unlock(&ll->mu);
-	cof_vpush_free(a->push);
+	COF_VHOOK(ll, push_free, ll, a->push);
 	free(a->buf);
 	a->buf = NULL;
 	a->push = NULL;
@@ -222,7 +222,7 @@ static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, 
 	a->push = f.push;
 	a->pushes = f.push != NULL;
 	if (!a->buf) {
-		cof_vpush_free(f.push);
+		COF_VHOOK(ll, push_free, ll, f.push);
 		a->push = NULL;
 		early_drop(ll, a);
 		return -1;
@@ -236,18 +236,18 @@ static void early_hand(cof_vll *ll, cof_lahead *a, int first)
 {
 	a->push_id = 0;
 	if (a->push) {
-		a->push_id = cof_vpush_run(ll, a->push, first);
+		a->push_id = COF_VHOOK_IF(ll, push_run, ll, a->push, first);
 		a->push = NULL;
 	}
 }
 
 /* Waits for the stores of reply a's files (see early_hand) before it is
- * sent (cof_vpush_wait: when another lister of the view waits already, its
+ * sent (the push_wait hook: when another lister of the view waits already, its
  * files already stored are, the others are read on demand, prefetch's on_seen). */
 static void early_stored(cof_vll *ll, cof_lahead *a)
 {
 	if (a->push_id)
-		cof_vpush_wait(ll, a->push_id);
+		COF_VHOOK(ll, push_wait, ll, a->push_id);
 	a->push_id = 0;
 }
 
@@ -295,9 +295,9 @@ static void aheads_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, 
 	if (!a1->buf && !a0->rc && a0->len &&
 	    early_build(ll, a1, d->fh, ino, size, a0->last, c0, &d->last_dir, NULL) == 0)
 		early_hand(ll, a1, 1);
-	if (a0->push_id && cof_vpush_now(ll, a0->push_id, 0))
+	if (a0->push_id && COF_VHOOK_IF(ll, push_now, ll, a0->push_id, 0))
 		a0->push_id = 0;
-	else if (a1->push_id && cof_vpush_now(ll, a1->push_id, 1))
+	else if (a1->push_id && COF_VHOOK_IF(ll, push_now, ll, a1->push_id, 1))
 		a1->push_id = 0;
 }
 
@@ -424,7 +424,7 @@ void cof_vll_warm(cof_vll *ll)
 	cof_vfs *v = ll->v;
 	size_t none = 0;
 
-	if (v->o.follow || !cof_vpush_on(v))
+	if (v->o.follow) /* (prefetch asks it only of a view it pushes in) */
 		return;
 	__atomic_compare_exchange_n(&ll->list_size, &none, (size_t)WARM_LIST_SIZE, 0,
 				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -438,7 +438,7 @@ void cof_vll_warm(cof_vll *ll)
 		else if ((n = cof_lino_ref(ll, &ll->root, v->roots[r].cfg.name)))
 			top = n->ino; /* (a reference of the view's, for its life) */
 		pthread_mutex_unlock(&ll->mu);
-		if (top && cof_vpush_folder(ll, top))
+		if (top && COF_VHOOK_IF(ll, pushes, ll, top))
 			cof_vll_prepare(ll, cof_vll_prepare(ll, top));
 	}
 }
@@ -545,7 +545,7 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		next = n ? n->next_dir : 0;
 		pthread_mutex_unlock(&ll->mu);
 	}
-	if (next && !p && cof_vpush_folder(ll, ino)) {
+	if (next && !p && COF_VHOOK_IF(ll, pushes, ll, ino)) {
 		d->prep_next = next;
 		d->prep_cx = *cof_vop_ctx();
 		next = 0;
@@ -555,7 +555,7 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (next)
-		cof_vpush_prepare(ll, next, cof_vop_ctx());
+		COF_VHOOK(ll, prepare, ll, next, cof_vop_ctx());
 }
 
 /* Ends folder handle d (answering req, when there is one). */
@@ -596,7 +596,7 @@ static cof_lahead *built_now(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino
 	uint64_t c0;
 	int busy;
 
-	if (ll->v->o.follow || !cof_vpush_folder(ll, ino))
+	if (ll->v->o.follow || !COF_VHOOK_IF(ll, pushes, ll, ino))
 		return NULL;
 	c0 = changes_now(ll, &busy);
 	if (busy || early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir, NULL))
@@ -652,7 +652,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		f.len = early->len;
 		f.last = early->last;
 		rc = early->rc;
-		cof_vpush_free(early->push); /* (none: handed over when built) */
+		COF_VHOOK(ll, push_free, ll, early->push); /* (none: handed over when built) */
 		early->buf = NULL;
 		early->push = NULL;
 		early->nrefs = 0;
@@ -678,7 +678,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (plus && !rc && f.len && !d->prep && !ll->v->o.follow)
 		aheads_build(ll, d, ino, size, f.last);
 	if (d->prep_next && (rc || !f.len)) { /* listed to its end */
-		cof_vpush_prepare(ll, d->prep_next, &d->prep_cx);
+		COF_VHOOK(ll, prepare, ll, d->prep_next, &d->prep_cx);
 		d->prep_next = 0;
 	}
 	pthread_mutex_unlock(&d->mu);

@@ -53,6 +53,11 @@ struct cof_vll {
 	struct fuse_session *se;
 };
 
+/* The folder requests a claim_dir hook is asked about. */
+enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
+/* A listing's files to push (prefetch.c's own). */
+typedef struct cof_vpush cof_vpush;
+
 /* What the core (lowlevel.c, inodes.c, listing.c) tells an add-on of the
  * view's session: prefetch.c implements it (cof_vprefetch_hooks), keeping
  * its state in ll->pf and a node's in n->pf, so the core's structures hold
@@ -85,6 +90,32 @@ typedef struct cof_vhooks {
 	void (*stop)(cof_vll *ll);
 	/* Frees its state (after stop). */
 	void (*end)(cof_vll *ll);
+	/* The batching of a listing's files (listing.c asks, prefetch.c
+	 * answers; none: nothing is pushed). Whether a listing of folder
+	 * `dir` pushes its files (their nodes made first, stored before the
+	 * reply that names them). Without mu. */
+	int (*pushes)(cof_vll *ll, fuse_ino_t dir);
+	/* A listing's empty set of pushes, or NULL. */
+	cof_vpush *(*push_new)(cof_vll *ll);
+	/* Adds file n (attributes st, content `sha`, in folder p) to ps if the
+	 * budgets allow and it was not pushed before. Under mu. */
+	void (*push_add)(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
+			 const struct stat *st, const char *sha);
+	/* Hands ps to the view's pusher, which pushes and frees it (`first`:
+	 * before those queued already): its id, or 0 when dropped. */
+	uint64_t (*push_run)(cof_vll *ll, cof_vpush *ps, int first);
+	/* Waits until push `id` is done or dropped (pushes it on the calling
+	 * thread when the pusher has not begun it; at once when another
+	 * lister of the view waits already). */
+	void (*push_wait)(cof_vll *ll, uint64_t id);
+	/* Pushes push `id` on the calling thread now, when the pusher has not
+	 * begun it and no other lister walks (and, `if_busy`, the pusher is
+	 * busy with another): 1 when done, else 0. */
+	int (*push_now)(cof_vll *ll, uint64_t id, int if_busy);
+	/* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
+	void (*prepare)(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
+	/* Frees a set of pushes never handed over (NULL: nothing). */
+	void (*push_free)(cof_vll *ll, cof_vpush *ps);
 } cof_vhooks;
 
 /* prefetch.c's. */
@@ -140,27 +171,6 @@ typedef struct cof_ldir {
 	fuse_ino_t prep_next;   /* the folder to prepare once it is listed */
 	struct fuse_context prep_cx; /* (as whom) */
 } cof_ldir;
-
-/* One file to push, and the listing's list of them. */
-typedef struct cof_vpush cof_vpush;
-
-typedef struct pushc {
-	fuse_ino_t ino;
-	char *path;
-	int64_t size;
-	struct stat st;  /* as listed (the pusher's folder lists it so) */
-	char sha[65];   /* its content as listed */
-	char *bytes;    /* where its bytes are read to (the pusher's slab) */
-	int got;        /* they are all there */
-} pushc;
-
-struct cof_vpush {
-	pushc *c;
-	size_t n, cap;
-	uint64_t id;     /* its number in the queue (cof_vpush_wait) */
-	int first;       /* queued before the others: a listing waits for it */
-	struct cof_vpush *next; /* in ll's queue */
-};
 
 /* ---- inodes.c (under ll->mu unless said) */
 
@@ -220,34 +230,5 @@ fuse_ino_t cof_vll_prepare(cof_vll *ll, fuse_ino_t ino);
  * first); the time a call's sandbox takes to start is spent on them
  * instead. docs/design.md, Views, "Warm". */
 void cof_vll_warm(cof_vll *ll);
-
-/* ---- prefetch.c (push_add under mu; push_run without) */
-
-/* Whether a listing of folder dir pushes its files (their nodes made
- * first, stored before the reply that names them). Without mu. */
-int cof_vpush_folder(cof_vll *ll, fuse_ino_t dir);
-/* Adds file n (attributes st, content `sha`, in folder p) to a listing's
- * pushes if the budgets allow and it was not pushed before. */
-void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
-		   const struct stat *st, const char *sha);
-enum { COF_VHID_OPEN, COF_VHID_LIST, COF_VHID_RELEASE, COF_VHID_GETATTR };
-/* Hands a listing's files (as soon as its reply is built) to the view's
- * pusher thread, which
- * pushes and frees them (`first`: before those queued already): its id, or
- * 0 when dropped. */
-uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps, int first);
-/* Waits until the push of that id (cof_vpush_run's) is done or dropped:
- * pushes it on the calling thread when the pusher has not begun it; at
- * once when another lister of the view waits already. */
-void cof_vpush_wait(cof_vll *ll, uint64_t id);
-/* Pushes push `id` on the calling thread now, when the pusher has not
- * begun it and no other lister walks (and, `if_busy`, the pusher is busy
- * with another: an idle one takes it at once): 1 when done, else 0 (still
- * queued, or the pusher's). */
-int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy);
-/* Has the pusher prepare folder `ino` (cof_vll_prepare) as caller cx. */
-void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx);
-/* Frees a listing's pushes (NULL: nothing). */
-void cof_vpush_free(cof_vpush *ps);
 
 #endif

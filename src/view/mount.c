@@ -231,6 +231,7 @@ int cof_view_mount(const cof_view_opts *opts, const char *dir, cof_vfs **out,
 	v->uid = getuid();
 	v->gid = getgid();
 	pthread_mutex_init(&v->mu, NULL);
+	pthread_mutex_init(&v->wmu, NULL);
 	pthread_mutex_init(&v->files_mu, NULL);
 	pthread_cond_init(&v->copied, NULL);
 	if (roots_open(v, err))
@@ -349,6 +350,7 @@ void cof_view_unmount(cof_vfs *v)
 	}
 	cof_vnode_free_all(v);
 	pthread_mutex_destroy(&v->mu);
+	pthread_mutex_destroy(&v->wmu);
 	pthread_mutex_destroy(&v->files_mu);
 	pthread_cond_destroy(&v->copied);
 	free(v->dir);

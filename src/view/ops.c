@@ -249,6 +249,28 @@ int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st)
 	return k;
 }
 
+void cof_vop_change_lock(cof_vfs *v)
+{
+	pthread_mutex_lock(&v->wmu);
+	pthread_mutex_lock(&v->mu);
+}
+
+void cof_vop_change_unlock(cof_vfs *v)
+{
+	pthread_mutex_unlock(&v->mu);
+	pthread_mutex_unlock(&v->wmu);
+}
+
+void cof_vop_io_begin(cof_vfs *v)
+{
+	pthread_mutex_unlock(&v->mu);
+}
+
+void cof_vop_io_end(cof_vfs *v)
+{
+	pthread_mutex_lock(&v->mu);
+}
+
 int cof_vop_change_begin(cof_vfs *v, const char *path, int *r, const char **rel, int *k,
 			 struct stat *st)
 {
@@ -258,7 +280,7 @@ int cof_vop_change_begin(cof_vfs *v, const char *path, int *r, const char **rel,
 		return -ENOENT;
 	if ((rc = cof_vop_writable(v, *r, *rel)))
 		return rc;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v);
 	*k = cof_vop_what_is(v, *r, *rel, st);
 	return 0;
 }
@@ -362,7 +384,8 @@ static void layer_drop(cof_vfs *v, int64_t lid)
  * (unlinked, renamed away, truncated or written by a create), the copy is
  * thrown away and the path asked again: the write then acts on what is
  * there now, as if it came after that change (ENOENT when nothing is).
- * NULL with *rc. */
+ * Under mu and wmu, both dropped while it waits or copies (the change that
+ * waits for wmu may be the one that renames the file away). NULL with *rc. */
 static vnode *file_for_write(cof_vfs *v, int r, const char *rel, int trunc, int *rc)
 {
 	for (;;) {
@@ -376,7 +399,10 @@ static vnode *file_for_write(cof_vfs *v, int r, const char *rel, int trunc, int 
 			return NULL;
 		}
 		if (n->copying) {
+			pthread_mutex_unlock(&v->wmu);
 			pthread_cond_wait(&v->copied, &v->mu);
+			pthread_mutex_unlock(&v->mu);
+			cof_vop_change_lock(v);
 			continue;
 		}
 		if (n->kind != N_FILE) {
@@ -403,10 +429,10 @@ static vnode *file_for_write(cof_vfs *v, int r, const char *rel, int trunc, int 
 			return NULL;
 		}
 		n->copying = 1;
-		pthread_mutex_unlock(&v->mu);
+		cof_vop_change_unlock(v);
 		*rc = copy_up(v, &s->n, fd);
 		close(fd);
-		pthread_mutex_lock(&v->mu);
+		cof_vop_change_lock(v);
 		n->copying = 0;
 		pthread_cond_broadcast(&v->copied);
 		int same = same_bytes(n, s);
@@ -613,7 +639,10 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		return 0;
 	}
 	rc = 0;
-	pthread_mutex_lock(&v->mu);
+	if (wr)
+		cof_vop_change_lock(v);
+	else
+		pthread_mutex_lock(&v->mu);
 	k = cof_vop_what_is(v, r, rel, &st);
 	if (k != 1 || !wr)
 		rc = k == 2 ? -EISDIR : -ENOENT;
@@ -629,6 +658,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		f->n = n;
 	}
 	pthread_mutex_unlock(&v->mu);
+	if (wr)
+		pthread_mutex_unlock(&v->wmu);
 	if (rc) {
 		cof_vfile_free(v, f);
 		return rc;
@@ -653,12 +684,12 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		return -EACCES; /* an excluded name cannot be made either */
 	if (!(f = cof_vfile_new(v)))
 		return -ENOMEM;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v);
 	n = cof_vnode_get(v, r, rel);
 	int64_t lid = n ? cof_layer_new(v, &fd) : -1;
 	if (lid < 0) {
 		rc = -errno;
-		pthread_mutex_unlock(&v->mu);
+		cof_vop_change_unlock(v);
 		cof_vfile_free(v, f);
 		return rc;
 	}
@@ -670,7 +701,7 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	n->sha[0] = '\0';
 	n->ctype[0] = '\0'; /* (what was here may have been a link) */
 	n->size = 0;
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	if (no_open(v)) {
 		/* with no OPEN the kernel sends no RELEASE either, also for
 		 * what create opened: a handle here would never be freed, so
@@ -793,7 +824,7 @@ static int write_nofh(cof_vfs *v, const char *path, const char *buf, size_t size
 		return -ENOENT;
 	if (off + (int64_t)size > v->roots[r].v.vol.ceiling)
 		return -EFBIG;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v);
 	if ((n = file_for_write(v, r, rel, 0, &rc)) != NULL &&
 	    (fd = cof_layer_open(v, n->lid, O_WRONLY)) < 0)
 		rc = -errno;
@@ -803,7 +834,7 @@ static int write_nofh(cof_vfs *v, const char *path, const char *buf, size_t size
 		n->dirty = 1;
 		n->mtime = cof_now();
 	}
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	if (fd >= 0) { /* the bytes go to the layer file with mu dropped */
 		k = pwrite(fd, buf, size, off);
 		rc = k < 0 ? -errno : 0;
@@ -830,11 +861,11 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 	n = pwrite(f->fd, buf, size, off);
 	if (n < 0)
 		return -errno;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v); /* (after a landing of it under way) */
 	f->wrote = 1;
 	f->n->dirty = 1;
 	f->n->mtime = cof_now();
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return (int)n;
 }
 
@@ -847,11 +878,11 @@ static int op_flush(const char *path, struct fuse_file_info *fi)
 
 	if (v->o.way != COF_VIEW_DIRECT || !f || !f->n || !f->wrote)
 		return 0;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v);
 	if (f->n->dirty && f->n->kind == N_FILE)
 		rc = cof_view_land_file(v, f->n);
 	f->wrote = 0;
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 
@@ -926,7 +957,7 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return rc;
 	if (size > v->roots[r].v.vol.ceiling)
 		return -EFBIG;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v);
 	n = file_for_write(v, r, rel, size == 0, &rc);
 	if (n) {
 		fd = cof_layer_open(v, n->lid, O_RDWR);
@@ -940,7 +971,7 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		if (!rc && v->o.way == COF_VIEW_DIRECT && !fi)
 			rc = cof_view_land_file(v, n);
 	}
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 
@@ -958,7 +989,7 @@ static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 		rc = -ENOENT;
 	else if (k == 1 && (n = cof_vnode_get(v, r, rel)))
 		n->mode = mode & 0777; /* kept in the layer only: volumes keep no modes */
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 
@@ -978,7 +1009,7 @@ static int op_utimens(const char *path, const struct timespec tv[2],
 	else if (k == 1 && (n = cof_vnode_get(v, r, rel)))
 		n->mtime = tv[1].tv_nsec == UTIME_NOW ? cof_now()
 			   : tv[1].tv_nsec == UTIME_OMIT ? n->mtime : tv[1].tv_sec;
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 
@@ -1053,7 +1084,7 @@ static int op_symlink(const char *target, const char *path)
 		if (fd >= 0)
 			close(fd);
 	}
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 

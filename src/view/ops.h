@@ -54,10 +54,20 @@ uint64_t cof_vop_ino(cof_vfs *v, int r, const char *rel);
  * st_ino cof_vop_ino's; S_ISLNK tells a link), 2 folder, 0 nothing. Under mu. */
 int cof_vop_what_is(cof_vfs *v, int r, const char *rel, struct stat *st);
 /* The start of a change to what is at FUSE path `path`: split, refused where it
- * may not be written (cof_vop_writable), then v->mu taken and what is there in
- * *k (cof_vop_what_is). 0 with v->mu held, or a -errno without it. */
+ * may not be written (cof_vop_writable), then the change lock taken
+ * (cof_vop_change_lock) and what is there in *k (cof_vop_what_is). 0 with
+ * both held (cof_vop_change_unlock lets them go), or a -errno without. */
 int cof_vop_change_begin(cof_vfs *v, const char *path, int *r, const char **rel, int *k,
 			 struct stat *st);
+
+/* Takes v->wmu then v->mu: what every change of the nodes holds
+ * (view_int.h, wmu). */
+void cof_vop_change_lock(cof_vfs *v);
+void cof_vop_change_unlock(cof_vfs *v);
+/* Drops mu for a change's I/O (wmu still held: no other change runs) and
+ * takes it back. */
+void cof_vop_io_begin(cof_vfs *v);
+void cof_vop_io_end(cof_vfs *v);
 
 int cof_vop_opendir(const char *path, struct fuse_file_info *fi);
 int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,

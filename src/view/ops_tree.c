@@ -289,15 +289,21 @@ int cof_vop_releasedir(const char *path, struct fuse_file_info *fi)
 
 
 /* DIRECT: removes `rel` of root r from the volume now, conditional on the
- * version the view saw. 0 or -EIO. */
+ * version the view saw. Under mu and wmu, mu dropped across the round trip
+ * (n unchanged meanwhile: no other change runs). 0 or -EIO. */
 static int remove_now(cof_vfs *v, int r, vnode *n)
 {
 	char vp[COF_PATH_MAX + 1];
+	int64_t seen = n->seen;
+	int rc;
 
-	if (v->o.way != COF_VIEW_DIRECT || n->seen == 0)
+	if (v->o.way != COF_VIEW_DIRECT || seen == 0)
 		return 0;
 	cof_vbase_vpath(&v->roots[r], n->path, vp, sizeof vp);
-	return VSRC(v)->remove(v, r, vp, n->seen);
+	cof_vop_io_begin(v);
+	rc = VSRC(v)->remove(v, r, vp, seen);
+	cof_vop_io_end(v);
+	return rc;
 }
 
 /* Forgets the layer's bytes of node n. */
@@ -361,7 +367,7 @@ int cof_vop_unlink(const char *path)
 		if (v->o.way == COF_VIEW_DIRECT)
 			n->seen = 0;
 	}
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 
@@ -379,7 +385,7 @@ int cof_vop_mkdir(const char *path, mode_t mode)
 		return rc;
 	if (cof_vop_hidden(v, r, rel, 1))
 		return -EACCES;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v);
 	if (cof_vop_what_is(v, r, rel, &st))
 		rc = -EEXIST;
 	else if (!(n = cof_vnode_get(v, r, rel)))
@@ -391,14 +397,22 @@ int cof_vop_mkdir(const char *path, mode_t mode)
 		n->mode = mode & 0777;
 		n->mtime = cof_now();
 	}
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 
-/* True when folder `rel` of root r shows any entry. Under mu. */
+/* True when folder `rel` of root r shows any entry. Under mu and wmu, mu
+ * dropped while the base is read (cof_vbase_dir_unlocked takes it per row). */
 static int dir_has_entries(cof_vfs *v, int r, const char *rel)
 {
-	return cof_vnode_under(v, r, rel) || cof_vbase_dir(v, r, rel);
+	int k;
+
+	if (cof_vnode_under(v, r, rel))
+		return 1;
+	cof_vop_io_begin(v);
+	k = cof_vbase_dir_unlocked(v, r, rel);
+	cof_vop_io_end(v);
+	return k;
 }
 
 int cof_vop_rmdir(const char *path)
@@ -419,7 +433,7 @@ int cof_vop_rmdir(const char *path)
 		;
 	else if ((n = cof_vnode_find(v, r, rel)) && n->kind == N_DIR)
 		cof_vnode_set(v, n, N_GONE);
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }
 
@@ -470,7 +484,11 @@ static int walk_add(void *arg, const cof_entry *e)
 {
 	walk_ctx *w = arg;
 	const char *rel = e->path + w->sublen;
-	vnode *n = cof_vnode_find(w->v, w->root, rel);
+	vnode *n;
+
+	pthread_mutex_lock(&w->v->mu);
+	n = cof_vnode_find(w->v, w->root, rel);
+	pthread_mutex_unlock(&w->v->mu);
 
 	/* the layer's own nodes are taken from the layer; excluded files stay */
 	if (n || cof_vop_hidden(w->v, w->root, rel, 0))
@@ -480,7 +498,8 @@ static int walk_add(void *arg, const cof_entry *e)
 
 /* Every file under folder `rel` (the volume's and the layer's) that moves
  * with it: not the excluded ones, which the call cannot see and which must
- * never land at a path it can (they stay where they are). Under mu. */
+ * never land at a path it can (they stay where they are). Under mu and
+ * wmu, mu dropped while the volume is listed (taken per row). */
 static int files_under(cof_vfs *v, int r, const char *rel, moves *m)
 {
 	char vp[COF_PATH_MAX + 2];
@@ -494,17 +513,25 @@ static int files_under(cof_vfs *v, int r, const char *rel, moves *m)
 			return -ENOMEM;
 	cof_vbase_vpath(&v->roots[r], rel, vp, sizeof vp - 1);
 	strcat(vp, "/");
-	return VSRC(v)->list(v, r, cof_vbase_at(v, r), vp, NULL, walk_add, &w) ? -EIO : 0;
+	cof_vop_io_begin(v);
+	int rc = VSRC(v)->list(v, r, cof_vbase_at(v, r), vp, NULL, walk_add, &w) ? -EIO : 0;
+	cof_vop_io_end(v);
+	return rc;
 }
 
-/* DIRECT: the move in the volume now, one change (a file or a folder). */
+/* DIRECT: the move in the volume now, one change (a file or a folder).
+ * Under mu and wmu, mu dropped across the round trip. */
 static int move_now(cof_vfs *v, int r, const char *from, const char *to, int64_t *seq)
 {
 	char a[COF_PATH_MAX + 1], b[COF_PATH_MAX + 1];
+	int rc;
 
 	cof_vbase_vpath(&v->roots[r], from, a, sizeof a);
 	cof_vbase_vpath(&v->roots[r], to, b, sizeof b);
-	return VSRC(v)->move(v, r, a, b, seq);
+	cof_vop_io_begin(v);
+	rc = VSRC(v)->move(v, r, a, b, seq);
+	cof_vop_io_end(v);
+	return rc;
 }
 
 /* Renames folder `from` to `to` of root r in the layer. Under mu. */
@@ -572,7 +599,7 @@ int cof_vop_rename(const char *from, const char *to, unsigned int flags)
 		return rc;
 	if (flags & RENAME_EXCHANGE)
 		return -EINVAL;
-	pthread_mutex_lock(&v->mu);
+	cof_vop_change_lock(v);
 	/* each may drop mu to read the source: both answers must hold at once
 	 * (no node changed kind between them), else both are asked again */
 	for (int tries = 0;; tries++) {
@@ -627,6 +654,6 @@ int cof_vop_rename(const char *from, const char *to, unsigned int flags)
 		}
 	}
 out:
-	pthread_mutex_unlock(&v->mu);
+	cof_vop_change_unlock(v);
 	return rc;
 }

@@ -17,6 +17,29 @@
 #include "view/lowlevel.h"
 #include "view/ops.h"
 
+#define COF_VPUSH_FILE_MAX (128 * 1024)           /* a file pushed at most */
+#define COF_VPUSH_DIR_MAX (16 * 1024 * 1024)      /* a folder's files */
+#define COF_VPUSH_VIEW_MAX (128 * 1024 * 1024)    /* a view's, for its life */
+
+/* One file to push, and a listing's list of them (its cof_vpush). */
+typedef struct pushc {
+	fuse_ino_t ino;
+	char *path;
+	int64_t size;
+	struct stat st;  /* as listed (the pusher's folder lists it so) */
+	char sha[65];   /* its content as listed */
+	char *bytes;    /* where its bytes are read to (the pusher's slab) */
+	int got;        /* they are all there */
+} pushc;
+
+struct cof_vpush {
+	pushc *c;
+	size_t n, cap;
+	uint64_t id;     /* its number in the queue (vpush_wait) */
+	int first;       /* queued before the others: a listing waits for it */
+	struct cof_vpush *next; /* in ll's queue */
+};
+
 /* What prefetch keeps of a view's session (ll->pf): none of it is the
  * core's (lowlevel.h, cof_vhooks). */
 struct cof_vpf {
@@ -42,7 +65,7 @@ struct cof_vpf {
 		char *buf;      /* the walker's memory for a batch's bytes */
 		size_t cap;
 	} walk[2];
-	int lister_waits;       /* a listing waits for its stores (cof_vpush_wait) */
+	int lister_waits;       /* a listing waits for its stores (vpush_wait) */
 	int pusher_idle;        /* the pusher waits for work */
 	uint64_t push_ids;      /* the last queued push's id */
 	uint64_t cur_id;        /* the one the pusher pushes now, or 0 */
@@ -94,7 +117,7 @@ static struct cof_vpnode *pn_own(cof_lnode *n)
  * reads in process: through `--server` each push would be an HTTP request
  * for bytes nobody asked for yet, so that way reads on demand only.
  * COFFER_VIEW_NO_PREFETCH=1 turns it off (to measure without it). */
-int cof_vpush_on(const cof_vfs *v)
+static int vpush_on(const cof_vfs *v)
 {
 	static int off = -1;
 
@@ -120,14 +143,14 @@ int cof_vpush_on(const cof_vfs *v)
  * keeps reads off the wire: stored after the reply, a file the reader
  * reached before its store cost a READ round trip (bench/results.md,
  * Views: a cold `grep -r` 1.84x the tmpfs so, 1.67x stored first). */
-int cof_vpush_folder(cof_vll *ll, fuse_ino_t dir)
+static int vpush_folder(cof_vll *ll, fuse_ino_t dir)
 {
 	cof_vfs *v = ll->v;
 	char *path;
 	const char *rel;
 	int r, on = 0;
 
-	if (!cof_vpush_on(v) || !(path = cof_vll_path(ll, dir, NULL)))
+	if (!vpush_on(v) || !(path = cof_vll_path(ll, dir, NULL)))
 		return 0;
 	if (!cof_vop_split(v, path, &r, &rel))
 		on = r >= 0;
@@ -170,7 +193,7 @@ static void still_volumes(cof_vfs *v, pushc *c, size_t n, unsigned char *ok)
 /* Adds file n (`size` bytes of content `sha`, in folder p) to the
  * listing's pushes if the budgets allow: its bytes are then counted as
  * pushed, so a folder listed again pushes it no more. Under mu. */
-void cof_vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
+static void vpush_add(cof_vll *ll, cof_vpush *ps, cof_lnode *p, cof_lnode *n,
 		   const struct stat *st, const char *sha)
 {
 	int64_t size = st->st_size;
@@ -314,7 +337,7 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 	for (size_t i = 0; i < n; i++)
 		if ((nd[i] = c[i].got ? cof_lino_find(ll, c[i].ino) : NULL) &&
 		    (pn(nd[i])->seen || !pn_own(nd[i])))
-			nd[i] = NULL; /* a process may have it: see cof_vpush_folder */
+			nd[i] = NULL; /* a process may have it: see vpush_folder */
 		else if (nd[i])
 			nd[i]->pf->pushing++;
 	pthread_mutex_unlock(&ll->mu);
@@ -344,7 +367,7 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 	return 0;
 }
 
-void cof_vpush_free(cof_vpush *ps)
+static void vpush_free(cof_vpush *ps)
 {
 	if (!ps)
 		return;
@@ -357,7 +380,7 @@ void cof_vpush_free(cof_vpush *ps)
 /* ------------------------------------------------------- nodes first
  *
  * A file's bytes are stored before any process can know the file (see
- * cof_vpush_folder). The store needs the
+ * vpush_folder). The store needs the
  * kernel's node, and the kernel makes nodes only from replies to requests,
  * so the pusher asks for them itself: it lists a folder of its own through
  * the mount (v->dir/<hid_name>, a random name in the view's root that
@@ -371,7 +394,7 @@ void cof_vpush_free(cof_vpush *ps)
  * ours, so the reply's wait is bounded). listing.c hands a reply's files
  * over as soon as it is built and sends it once they are stored; when the
  * pusher has not begun them by then, the lister's thread makes the nodes
- * and stores itself (cof_vpush_wait), the pusher's second walker. */
+ * and stores itself (vpush_wait), the pusher's second walker. */
 
 /* on_seen: a store of n under way ends first, and none comes after. */
 static void vpush_seen(cof_vll *ll, cof_lnode *n)
@@ -615,7 +638,7 @@ static void push_all(cof_vll *ll, cof_vpush *ps, struct cof_vwalk *w)
 		read_batch(ll, ps->c + b, n, w);
 		stop = push_batch(ll, ps->c + b, n, c0) != 0;
 	}
-	cof_vpush_free(ps);
+	vpush_free(ps);
 }
 
 /* ---------------------------------------------------------- the pusher
@@ -682,7 +705,7 @@ static void *pusher(void *arg)
 		push_all(ll, ps, &ll->pf->walk[0]);
 		pthread_mutex_lock(&ll->mu);
 		ll->pf->cur_id = 0;
-		pthread_cond_broadcast(&ll->pf->pushed); /* cof_vpush_wait's */
+		pthread_cond_broadcast(&ll->pf->pushed); /* vpush_wait's */
 	}
 	ll->pf->walk[0].tid = 0;
 	pthread_mutex_unlock(&ll->mu);
@@ -708,7 +731,7 @@ static void vpush_warm(cof_vll *ll, const struct fuse_context *cx)
 	pthread_mutex_unlock(&ll->mu);
 }
 
-void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx)
+static void vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *cx)
 {
 	if (!ino)
 		return;
@@ -721,14 +744,14 @@ void cof_vpush_prepare(cof_vll *ll, fuse_ino_t ino, const struct fuse_context *c
 	pthread_mutex_unlock(&ll->mu);
 }
 
-uint64_t cof_vpush_run(cof_vll *ll, cof_vpush *ps, int first)
+static uint64_t vpush_run(cof_vll *ll, cof_vpush *ps, int first)
 {
 	uint64_t id;
 
 	pthread_mutex_lock(&ll->mu);
 	if (!pusher_up(ll) || ll->pf->q_files + ps->n > QUEUE_MAX) {
 		pthread_mutex_unlock(&ll->mu);
-		cof_vpush_free(ps);
+		vpush_free(ps);
 		return 0;
 	}
 	id = ps->id = ++ll->pf->push_ids;
@@ -779,7 +802,7 @@ static int push_here(cof_vll *ll, uint64_t id)
 	return 1;
 }
 
-int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy)
+static int vpush_now(cof_vll *ll, uint64_t id, int if_busy)
 {
 	int done = 0;
 
@@ -797,7 +820,7 @@ int cof_vpush_now(cof_vll *ll, uint64_t id, int if_busy)
  * (push_here). While another lister is the second walker, a reply waits
  * for nothing: its files not stored yet are read on demand
  * (cof_vpush_seen). */
-void cof_vpush_wait(cof_vll *ll, uint64_t id)
+static void vpush_wait(cof_vll *ll, uint64_t id)
 {
 	cof_vpush *ps;
 
@@ -837,7 +860,7 @@ static void vpush_stop(cof_vll *ll)
 	ll->pf->pusher_on = 0; /* (a second stop: the unmount's, after the detach's) */
 	while ((ps = ll->pf->q_head)) { /* closing: what was left */
 		ll->pf->q_head = ps->next;
-		cof_vpush_free(ps);
+		vpush_free(ps);
 	}
 	ll->pf->q_tail = NULL;
 	for (int i = 0; i < 2; i++) {
@@ -878,7 +901,7 @@ static int vpush_start(cof_vll *ll)
  * INIT's reply: the pusher's thread does it). */
 static void vpush_init(cof_vll *ll)
 {
-	if (ll->v->o.warm && cof_vpush_on(ll->v)) {
+	if (ll->v->o.warm && vpush_on(ll->v)) {
 		struct fuse_context cx = *cof_vop_ctx();
 		cx.uid = ll->v->o.warm_uid;
 		cx.gid = ll->v->o.warm_gid;
@@ -892,7 +915,7 @@ static void vpush_read(cof_vll *ll, cof_lnode *n)
 {
 	struct cof_vpnode *x;
 
-	if (!pn(n)->asked && cof_vpush_on(ll->v) && (x = pn_own(n)))
+	if (!pn(n)->asked && vpush_on(ll->v) && (x = pn_own(n)))
 		x->asked = 1;
 }
 
@@ -933,6 +956,16 @@ static void vpush_end(cof_vll *ll)
 	ll->pf = NULL;
 }
 
+static cof_vpush *vpush_new(cof_vll *ll)
+{
+	return calloc(1, sizeof(cof_vpush));
+}
+
+static void vpush_drop(cof_vll *ll, cof_vpush *ps)
+{
+	vpush_free(ps);
+}
+
 const cof_vhooks cof_vprefetch_hooks = {
 	.start = vpush_start,
 	.on_init = vpush_init,
@@ -945,4 +978,12 @@ const cof_vhooks cof_vprefetch_hooks = {
 	.on_forget = vpush_forget,
 	.stop = vpush_stop,
 	.end = vpush_end,
+	.pushes = vpush_folder,
+	.push_new = vpush_new,
+	.push_add = vpush_add,
+	.push_run = vpush_run,
+	.push_wait = vpush_wait,
+	.push_now = vpush_now,
+	.prepare = vpush_prepare,
+	.push_free = vpush_drop,
 };

@@ -71,6 +71,14 @@ struct cof_vfs {
 	pthread_mutex_t mu;     /* the nodes, next_lid; held for no read of the
 				 * source or copy of bytes (docs/design.md,
 				 * Views, "No I/O under the view's mutex") */
+	pthread_mutex_t wmu;    /* the change lock: held (before mu) by every
+				 * change of the nodes from its checks to its
+				 * end, so a change may drop mu across its I/O
+				 * (a base lookup, a DIRECT landing, removal or
+				 * move) with no other change made meanwhile:
+				 * lookups, listings and reads, which take mu
+				 * only, go on. A copy into the layer drops
+				 * both (it re-validates: file_for_write). */
 	pthread_cond_t copied;  /* a node's copy into the layer ended */
 	uint64_t gen;           /* bumped by every change of a node's kind: a
 				 * read made with mu dropped is still good when
@@ -106,7 +114,8 @@ void cof_vfile_free_all(cof_vfs *v);
 vnode *cof_vnode_find(cof_vfs *v, int root, const char *path);
 /* The node of (root, path), made (kind N_GONE, seen from the base) if
  * absent. NULL with errno (ENOMEM, or ENOSPC past COF_VIEW_NODES_MAX).
- * Under mu. */
+ * Under mu and wmu: a node it makes is looked up in the base with mu
+ * dropped (no other change runs meanwhile, wmu). */
 vnode *cof_vnode_get(cof_vfs *v, int root, const char *path);
 /* Sets n's kind (and the counts of the folders above it). Under mu. */
 void cof_vnode_set(cof_vfs *v, vnode *n, vnode_kind kind);
@@ -244,19 +253,13 @@ void cof_vll_free(cof_vll *ll);
  * of the mount need it): before the loop is stopped. */
 void cof_vll_quiesce(cof_vll *ll);
 
-/* ---- prefetch.c: a listing's small files into the page cache */
-
-#define COF_VPUSH_FILE_MAX (128 * 1024)           /* a file pushed at most */
-#define COF_VPUSH_DIR_MAX (16 * 1024 * 1024)      /* a folder's files */
-#define COF_VPUSH_VIEW_MAX (128 * 1024 * 1024)    /* a view's, for its life */
-/* Whether view v pushes what it lists. */
-int cof_vpush_on(const cof_vfs *v);
-
 /* ---- commit.c */
 
 /* Lands one file of root r now (DIRECT): the layer file at node n, as a new
  * version conditional on n->seen, through the view's source. 0, or a
- * negative errno (EIO: conflict). */
+ * negative errno (EIO: conflict). Under mu and wmu; mu is dropped across
+ * the source's round trip (the source lands a copy of n; its answer is set
+ * on n with mu taken again). */
 int cof_view_land_file(cof_vfs *v, vnode *n);
 /* The in-process way of it (the local source's put). */
 int cof_view_land_local(cof_vfs *v, vnode *n);
