@@ -772,15 +772,10 @@ int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
 	return found;
 }
 
-int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
-		       int64_t version, const char *sha, cof_err *err)
+/* Records for a->scope (in memory) what the agent saw of t. */
+static int scoped_put(const cof_agent *a, const cof_target *t, int64_t version,
+		      const char *sha, cof_err *err)
 {
-	/* the agent-wide record is kept whatever the scope */
-	if (cof_meta_seen_put(st->meta, a->org, a->id, t->mount->vol, t->vpath, version, sha,
-			      err))
-		return -1;
-	if (!a->scope)
-		return 0;
 	char *k = scoped_key(a, t);
 	json_t *v = json_pack("[I, s, I]", (json_int_t)version, sha ? sha : "",
 			      (json_int_t)cof_mono_ms());
@@ -807,6 +802,37 @@ int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
 	pthread_mutex_unlock(&scoped_mu);
 	json_decref(v);
 	free(k);
+	return rc;
+}
+
+int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
+		       int64_t version, const char *sha, cof_err *err)
+{
+	/* the agent-wide record is kept whatever the scope */
+	if (cof_meta_seen_put(st->meta, a->org, a->id, t->mount->vol, t->vpath, version, sha,
+			      err))
+		return -1;
+	return a->scope ? scoped_put(a, t, version, sha, err) : 0;
+}
+
+int cof_agent_seen_put_many(cof_store *st, const cof_agent *a, const cof_mount *mount,
+			    const cof_seen_row *rows, size_t n, cof_err *err)
+{
+	cof_target *t;
+	int rc = 0;
+
+	if (cof_meta_seen_put_many(st->meta, a->org, a->id, mount->vol, rows, n, err))
+		return -1;
+	if (!a->scope || !n)
+		return 0;
+	if (!(t = cof_calloc(1, sizeof *t)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	t->mount = mount;
+	for (size_t i = 0; !rc && i < n; i++) {
+		snprintf(t->vpath, sizeof t->vpath, "%s", rows[i].path);
+		rc = scoped_put(a, t, rows[i].version, rows[i].sha, err);
+	}
+	free(t);
 	return rc;
 }
 

@@ -105,6 +105,10 @@ int cof_agent_seen_get(cof_store *st, const cof_agent *a, const cof_target *t,
 		       int64_t *version, char sha[65], cof_err *err);
 int cof_agent_seen_put(cof_store *st, const cof_agent *a, const cof_target *t,
 		       int64_t version, const char *sha, cof_err *err);
+/* The same for n files of one mount (rows' paths are volume paths), the
+ * stored record in one transaction. */
+int cof_agent_seen_put_many(cof_store *st, const cof_agent *a, const cof_mount *mount,
+			    const cof_seen_row *rows, size_t n, cof_err *err);
 
 /* The immediate children of a target folder, as {name, path, type, size?}, at
  * most `cap` (then *more = 1). An absent folder has none. */

@@ -547,6 +547,16 @@ int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const cha
 		const char *path, int64_t *version, char sha[65], cof_err *err);
 int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
 		const char *path, int64_t version, const char *sha, cof_err *err);
+/* One file's row for cof_meta_seen_put_many. */
+typedef struct cof_seen_row {
+	const char *path;
+	int64_t version;
+	const char *sha;
+} cof_seen_row;
+/* cof_meta_seen_put for n files of one volume in one transaction (a call's
+ * commit of thousands of files is one write, not one a file). */
+int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, const char *vol,
+		const cof_seen_row *rows, size_t n, cof_err *err);
 /* Keeps content an agent was shown or sent until the agent is deleted: the
  * garbage collector treats a pin as a reference. */
 int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,

@@ -133,14 +133,33 @@ int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const cha
 	return rc < 0 ? -1 : rc > 0;
 }
 
+static const char seen_put_sql[] =
+	"INSERT INTO seen(org, agent, vol, path, version, sha256)"
+	" VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(org, agent, vol, path) DO UPDATE"
+	" SET version = excluded.version, sha256 = excluded.sha256";
+
 int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const char *vol,
 		      const char *path, int64_t version, const char *sha, cof_err *err)
 {
-	return cof_sql_write(m, NULL, "INSERT INTO seen(org, agent, vol, path, version, sha256)"
-			     " VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(org, agent, vol, path) DO UPDATE"
-			     " SET version = excluded.version, sha256 = excluded.sha256",
-			     "recording what was seen", err, "ssssis", org, agent, vol, path,
-			     version, sha) < 0 ? -1 : 0;
+	return cof_sql_write(m, NULL, seen_put_sql, "recording what was seen", err, "ssssis",
+			     org, agent, vol, path, version, sha) < 0 ? -1 : 0;
+}
+
+int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, const char *vol,
+			   const cof_seen_row *rows, size_t n, cof_err *err)
+{
+	cof_sql_tx tx;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	if (cof_sql_begin(m, COF_SQL_WRITE, &tx, err) < 0)
+		return -1;
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = cof_sql_exec(&tx, NULL, seen_put_sql, "recording what was seen", err,
+				  "ssssis", org, agent, vol, rows[i].path, rows[i].version,
+				  rows[i].sha);
+	return cof_sql_end(&tx, rc, err) < 0 ? -1 : 0;
 }
 
 int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,

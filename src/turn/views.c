@@ -555,32 +555,47 @@ void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *s
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
- * counts as written by the agent), the agent's own change (no files_changed
- * back to it) and the run's files. */
+ * counts as written by the agent; all of the root's files in one write, not
+ * one a file), the agent's own change (no files_changed back to it) and the
+ * run's files. */
 static void record(cof_turns *ts, cof_call_views *cv, int i, const cof_view_result *r)
 {
 	const cof_mount *m = cv->mounts[i];
+	size_t nf = json_array_size(r->files), ns = 0, k;
+	cof_seen_row *rows = cof_calloc(nf + 1, sizeof *rows);
+	char **paths = cof_calloc(nf + 1, sizeof *paths);
+	cof_target *tg = cof_calloc(1, sizeof *tg);
 	cof_err e = {0};
 	json_t *f;
-	size_t k;
 
 	cof_agent_own_write(ts->st, &cv->a, m->vol, r->seq);
+	if (!rows || !paths || !tg)
+		goto out;   /* out of memory: the tracking is lost, not the files */
+	tg->mount = m;
 	json_array_foreach(r->files, k, f) {
-		cof_target tg = {.mount = m};
 		const char *rel = json_string_value(json_object_get(f, "path"));
-		if ((size_t)snprintf(tg.vpath, sizeof tg.vpath, "%s%s%s", m->subpath,
-				     *m->subpath ? "/" : "", rel) >= sizeof tg.vpath)
+		if ((size_t)snprintf(tg->vpath, sizeof tg->vpath, "%s%s%s", m->subpath,
+				     *m->subpath ? "/" : "", rel) >= sizeof tg->vpath ||
+		    !(paths[ns] = strdup(tg->vpath)))
 			continue;
-		cof_agent_path_of(m, tg.vpath, tg.apath, sizeof tg.apath);
-		cof_agent_seen_put(ts->st, &cv->a, &tg,
-				   json_integer_value(json_object_get(f, "version")),
-				   json_string_value(json_object_get(f, "sha256")), &e);
-		cof_err_clear(&e);
+		rows[ns].path = paths[ns];
+		rows[ns].version = json_integer_value(json_object_get(f, "version"));
+		rows[ns].sha = json_string_value(json_object_get(f, "sha256"));
+		ns++;
 		if (cv->a.run) {
-			cof_agent_run_wrote(ts->st, &cv->a, tg.apath, f, &e);
+			cof_agent_path_of(m, tg->vpath, tg->apath, sizeof tg->apath);
+			cof_agent_run_wrote(ts->st, &cv->a, tg->apath, f, &e);
 			cof_err_clear(&e);
 		}
 	}
+	cof_agent_seen_put_many(ts->st, &cv->a, m, rows, ns, &e);
+	cof_err_clear(&e);
+out:
+	for (k = 0; paths && k < ns; k++)
+		free(paths[k]);
+	free(paths);
+	free(rows);
+	free(tg);
 }
 
 /* The agent paths of a root's files merged by lines (written, among

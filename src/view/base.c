@@ -43,6 +43,23 @@ int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e)
 	return r;
 }
 
+int cof_vbase_none_at(cof_vfs *v, int root, const char *path)
+{
+	char up[COF_PATH_MAX + 1];
+	char *slash;
+
+	if (v->o.follow) /* the base moves: someone may make a file there */
+		return 0;
+	snprintf(up, sizeof up, "%s", path);
+	while ((slash = strrchr(up, '/'))) {
+		*slash = '\0';
+		vnode *n = cof_vnode_find(v, root, up);
+		if (n && n->kind == N_DIR && n->fresh)
+			return 1;
+	}
+	return 0;
+}
+
 typedef struct dir_probe {
 	cof_vfs *v;
 	int root;

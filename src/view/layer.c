@@ -82,6 +82,7 @@ void cof_vnode_set(cof_vfs *v, vnode *n, vnode_kind kind)
 
 	v->gen++;
 	n->kind = kind;
+	n->fresh = 0;
 	for (vfold *f = n->dir; d && f; f = f->up)
 		f->live += d;
 }

@@ -151,6 +151,10 @@ static int base_is_at(cof_vfs *v, int r, const char *rel, struct stat *st, int u
 
 	if (!e)
 		return -1;
+	if (cof_vbase_none_at(v, r, rel)) {   /* beneath a folder made here */
+		free(e);
+		return 0;
+	}
 	if (unlock)
 		pthread_mutex_unlock(&v->mu);
 	rc = cof_vbase_file(v, r, rel, e);

@@ -396,6 +396,7 @@ int cof_vop_mkdir(const char *path, mode_t mode)
 		cof_vnode_set(v, n, N_DIR);
 		n->mode = mode & 0777;
 		n->mtime = cof_now();
+		n->fresh = 1;   /* nothing showed here: see cof_vbase_none_at */
 	}
 	cof_vop_change_unlock(v);
 	return rc;

@@ -35,6 +35,11 @@ typedef struct vnode {
 	int copying;            /* its bytes are being copied into the layer with
 				 * mu dropped (ops.c, file_for_write): others
 				 * wanting them wait on cof_vfs.copied */
+	/* An N_DIR made by mkdir where the view showed nothing: every file of
+	 * the base beneath it has a node (the base has none there, or the layer
+	 * removed them all), so a path beneath it without a node is nowhere;
+	 * cleared by cof_vnode_set (cof_vbase_none_at) */
+	int fresh;
 } vnode;
 
 typedef struct vroot {
@@ -149,6 +154,11 @@ int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e);
 /* 1 when some file lies under folder `path` ("" = root: always 1) that the
  * layer has not removed; 0 when none. */
 int cof_vbase_dir(cof_vfs *v, int root, const char *path);
+/* 1 when the base has nothing at or beneath `path` that the layer has no
+ * node of, known without reading it: a folder above `path` is fresh (vnode)
+ * and the view reads at its seq. Under mu. Files made in a new folder then
+ * cost no query of the source per lookup. */
+int cof_vbase_none_at(cof_vfs *v, int root, const char *path);
 /* cof_vbase_dir without mu held (it takes mu for each row's node). */
 int cof_vbase_dir_unlocked(cof_vfs *v, int root, const char *path);
 /* One child of a folder as read from the volume. */

@@ -8,6 +8,8 @@
  * changed meanwhile) is merged by lines here, before its bytes are stored.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,10 @@
 #include "volume/volume.h"
 
 #define SNIFF_BYTES 4096
+/* Files a landing sniffs on the caller's thread alone; past this, helper
+ * threads sniff beside it (libmagic costs ~0.5-1 ms a small text file). */
+#define SNIFF_ALONE 32
+#define SNIFF_THREADS_MAX 8
 
 static int read_error(const cof_land_file *f, cof_err *err)
 {
@@ -128,6 +134,8 @@ static int store_one(cof_store *st, cof_land_file *f, cof_err *err)
 
 	f->inl = NULL;
 	f->unnamed = 0;
+	f->typed_ = 0;
+	f->type[0] = '\0';
 	switch (f->kind) {
 	case COF_LAND_UPLOAD:
 		if (store_upload(st, f, err))
@@ -149,8 +157,12 @@ static int store_one(cof_store *st, cof_land_file *f, cof_err *err)
 				return read_error(f, err);
 		}
 		r = store_fd(st, f, err);
-		if (!r)
-			choose_type(st, f);   /* before the fd it may read is closed */
+		/* before the fd it may read is closed; bytes kept inline are
+		 * sniffed with the others' (sniff_all) */
+		if (!r && !f->inl) {
+			choose_type(st, f);
+			f->typed_ = 1;
+		}
 		if (f->open_fd) {
 			close(f->fd);
 			f->fd = -1;
@@ -158,10 +170,57 @@ static int store_one(cof_store *st, cof_land_file *f, cof_err *err)
 		return r;
 	case COF_LAND_KNOWN:
 		snprintf(f->type, sizeof f->type, "%s", f->ctype ? f->ctype : "");
+		f->typed_ = 1;
 		return 0;
 	}
-	choose_type(st, f);
-	return 0;
+	return 0;   /* typed by sniff_all, with the bytes still held */
+}
+
+/* ------------------------------------------------------------ sniffing */
+
+typedef struct sniff_run {
+	cof_store *st;
+	cof_landing *l;
+	atomic_size_t next;
+} sniff_run;
+
+/* Types the files not typed yet, taking them one at a time from r->next. */
+static void *sniff_work(void *arg)
+{
+	sniff_run *r = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&r->next, 1)) < r->l->nfiles) {
+		cof_land_file *f = &r->l->files[i];
+		if (!f->typed_) {
+			choose_type(r->st, f);
+			f->typed_ = 1;
+		}
+	}
+	return NULL;
+}
+
+/* Chooses the type of every stored file not typed yet (their bytes are in
+ * memory: inline, given, an upload's head). A change of many files sniffs
+ * them on one thread a core (libmagic's pool has a handle each), so a commit
+ * of thousands of small untyped files is not one core's libmagic time. The
+ * types are what one thread would choose: each file's alone. */
+static void sniff_all(cof_store *st, cof_landing *l)
+{
+	pthread_t t[SNIFF_THREADS_MAX];
+	sniff_run r = {st, l, 0};
+	size_t todo = 0, nt = 0;
+	long cores;
+
+	for (size_t i = 0; i < l->nfiles; i++)
+		todo += !l->files[i].typed_;
+	cores = todo > SNIFF_ALONE ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+	for (; nt + 1 < (size_t)(cores > 0 ? cores : 1) && nt < SNIFF_THREADS_MAX; nt++)
+		if (pthread_create(&t[nt], NULL, sniff_work, &r))
+			break;   /* fewer helpers: the caller's thread sniffs the rest */
+	sniff_work(&r);
+	for (size_t k = 0; k < nt; k++)
+		pthread_join(t[k], NULL);
 }
 
 /* ------------------------------------------------------------ merging */
@@ -316,6 +375,8 @@ int cof_land(cof_store *st, cof_landing *l, cof_err *err)
 		l->files[i].pending_ = 0;
 		rc = store_one(st, &l->files[i], err);
 	}
+	if (!rc)
+		sniff_all(st, l);
 	if (!rc)
 		rc = cof_meta_change(st->meta, l->vno ? l->vno : l->vol->vno, land_apply, l,
 				     &l->seq, err);

@@ -183,6 +183,7 @@ typedef struct cof_land_file {
 	unsigned char *own_;
 	unsigned char *merged_;
 	int pending_;
+	int typed_;             /* 1 = type chosen (else sniffed after the storing) */
 } cof_land_file;
 
 typedef struct cof_landing cof_landing;

@@ -641,6 +641,21 @@ static void test_agents(void **state)
 	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_a", "f", &version, seen, &err), 1);
 	assert_int_equal(version, 4);
 	assert_string_equal(seen, sha);
+	/* many files in one transaction: new rows and an update of one there */
+	char sha2[65];
+	sha_for(sha2, "seen2");
+	cof_seen_row rows[] = {{"f", 7, sha2}, {"g/h", 8, sha2}, {"i", 9, sha}};
+	assert_int_equal(cof_meta_seen_put_many(m, org, "agent-1", "vol_a", rows, 0, &err), 0);
+	assert_int_equal(cof_meta_seen_put_many(m, org, "agent-1", "vol_a", rows, 3, &err), 0);
+	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_a", "f", &version, seen, &err), 1);
+	assert_int_equal(version, 7);
+	assert_string_equal(seen, sha2);
+	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_a", "g/h", &version, seen, &err), 1);
+	assert_int_equal(version, 8);
+	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_a", "i", &version, seen, &err), 1);
+	assert_int_equal(version, 9);
+	assert_string_equal(seen, sha);
+	assert_int_equal(cof_meta_seen_get(m, org, "agent-1", "vol_b", "i", &version, seen, &err), 0);
 
 	cof_run_item i1 = {.kind = "file", .path = "o/a", .version = 1, .size = 1,
 			   .ctype = "text/plain", .caption = "", .url = ""};
