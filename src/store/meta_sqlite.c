@@ -71,7 +71,7 @@ static const char *schema =
 	"CREATE TABLE IF NOT EXISTS subjects(org TEXT NOT NULL, agent TEXT NOT NULL,"
 	" subject TEXT NOT NULL, vol TEXT NOT NULL, created_at INTEGER NOT NULL,"
 	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;"
-	/* schema 2: stored state (meta_sqlite_state.c) */
+	/* schema 2: stored state (meta_state.c) */
 	"CREATE TABLE IF NOT EXISTS state(kind TEXT NOT NULL, id TEXT NOT NULL,"
 	" org TEXT NOT NULL, node TEXT NOT NULL, ended INTEGER NOT NULL,"
 	" updated_at INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID;"
@@ -456,7 +456,6 @@ static void ops_fill(void)
 	cof_sqlite_ops_gc(&sqlite_ops);
 	cof_sqlite_ops_fork(&sqlite_ops);
 
-	cof_sqlite_ops_state(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
