@@ -176,35 +176,6 @@ int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 	return tx->m->ops->txn_remove(tx, path, err);
 }
 
-int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
-		char dropped[48], cof_err *err)
-{
-	return m->ops->snapshot_add(m, s, keep_unpinned, max_pinned, dropped, err);
-}
-
-int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
-		cof_err *err)
-{
-	return m->ops->snapshot_get(m, vno, sid, out, err);
-}
-
-int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
-		cof_err *err)
-{
-	return m->ops->snapshot_list(m, vno, fn, ctx, err);
-}
-
-int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
-		const char *labels, int max_pinned, cof_err *err)
-{
-	return m->ops->snapshot_update(m, vno, sid, pinned, labels, max_pinned, err);
-}
-
-int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err)
-{
-	return m->ops->snapshot_delete(m, vno, sid, err);
-}
-
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		int64_t *pruned, cof_err *err)
 {

@@ -32,6 +32,7 @@
 #include "util/util.h"
 
 typedef struct cof_meta cof_meta;
+struct cof_sql_tx;   /* store/sql.h */
 
 /* How many parents a fork's chain may have: a fork of a volume that deep
  * copies its rows instead (so a read looks at no more than this + 1 volumes). */
@@ -218,21 +219,13 @@ struct cof_meta_ops {
 	/* Removing an absent path is COF_ENOTFOUND. */
 	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
 
-	/* ---- snapshots */
-	/* Adds a snapshot (its files and bytes are the source's at its seq: a fork
-	 * from it takes them); when the volume then has more than `keep_unpinned` unpinned
-	 * ones, the oldest unpinned is dropped and its id written to `dropped` ("" if
-	 * none). A pinned one past `max_pinned`: COF_ECONFLICT. */
-	int (*snapshot_add)(cof_meta *m, cof_snaprow *s, int keep_unpinned,
-		int max_pinned, char dropped[48], cof_err *err);
-	int (*snapshot_get)(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+	/* ---- snapshots (the rest is written once: meta_snapshot.c) */
+	/* In a cof_meta_snapshot_change's transaction `tx` (its driver's
+	 * connection), deletes the snapshot row `sid` of `vno` and, for a
+	 * files-snapshot (src_vno != vno), its hidden volume; else the history
+	 * only it kept starts its grace period. */
+	int (*snapshot_drop)(struct cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
 		cof_err *err);
-	int (*snapshot_list)(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
-		cof_err *err);
-	/* pinned < 0 keeps it; labels NULL keeps them. */
-	int (*snapshot_update)(cof_meta *m, int64_t vno, const char *sid, int pinned,
-		const char *labels, int max_pinned, cof_err *err);
-	int (*snapshot_delete)(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
 
 	/* ---- garbage collection and checking */
 	/* Drops history rows closed before `closed_before` that no snapshot covers and
@@ -372,14 +365,37 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t siz
 int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
-int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
-		char dropped[48], cof_err *err);
+/* ---- snapshots, written once above the SQL seam (meta_snapshot.c). The
+ * rules (the pinned limit, retention) are the volume layer's
+ * (volume/snapshot.c), using the primitives below. */
+/* The snapshot `sid` of `vno` into *out; COF_ENOTFOUND naming it. */
 int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
 		cof_err *err);
+/* The volume's snapshots, oldest first. */
 int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 		cof_err *err);
-int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
-		const char *labels, int max_pinned, cof_err *err);
+/* A change to the snapshots of `vno`: one write transaction in which they
+ * are decided by one writer at a time, across nodes (the volume's row is
+ * locked: COF_ENOTFOUND when it is gone); fn uses the primitives on tx.
+ * When fn fails, nothing is stored. */
+typedef struct cof_snaptx cof_snaptx;
+typedef int (*cof_snaptx_fn)(cof_snaptx *tx, void *ctx, cof_err *err);
+int cof_meta_snapshot_change(cof_meta *m, int64_t vno, cof_snaptx_fn fn, void *ctx,
+		cof_err *err);
+/* *n = the volume's snapshots that are pinned (1) or not (0). */
+int cof_meta_snapshot_count(cof_snaptx *tx, int pinned, int64_t *n, cof_err *err);
+/* The volume's oldest unpinned snapshot into *out: 1, or 0 when none. */
+int cof_meta_snapshot_oldest(cof_snaptx *tx, cof_snaprow *out, cof_err *err);
+/* The snapshot `sid` of the volume into *out; COF_ENOTFOUND naming it. */
+int cof_meta_snapshot_load(cof_snaptx *tx, const char *sid, cof_snaprow *out, cof_err *err);
+/* Adds `s` (of the transaction's volume) after its others. */
+int cof_meta_snapshot_insert(cof_snaptx *tx, const cof_snaprow *s, cof_err *err);
+/* Sets the pin and labels (JSON object text) of `sid`. */
+int cof_meta_snapshot_set(cof_snaptx *tx, const char *sid, int pinned, const char *labels,
+		cof_err *err);
+/* Deletes `s` (cof_meta_ops.snapshot_drop). */
+int cof_meta_snapshot_drop(cof_snaptx *tx, const cof_snaprow *s, cof_err *err);
+/* Deletes the snapshot `sid` of `vno` in a change of its own. */
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		int64_t *pruned, cof_err *err);

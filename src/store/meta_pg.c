@@ -281,7 +281,7 @@ int cof_pg_exec(pgconn *c, const char *sql, cof_err *err)
 
 /* What the dialect tokens of shared SQL are on PostgreSQL (store/sql.h). */
 static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"",
-							 "jsonb_concat" };
+							 "jsonb_concat", " FOR UPDATE" };
 
 /* The name of the prepared statement of `sql` on `c`, preparing it first. */
 static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)

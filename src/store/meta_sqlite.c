@@ -442,6 +442,8 @@ static int migrate(conn *c, cof_err *err)
 }
 
 static void sq_close(cof_meta *m);
+static int sq_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
+			    cof_err *err);
 static cof_meta_ops sqlite_ops;
 
 /* The table of the SQLite backend: each file of it fills its own members,
@@ -455,6 +457,7 @@ static void ops_fill(void)
 	cof_sqlite_ops_list(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
 	cof_sqlite_ops_fork(&sqlite_ops);
+	sqlite_ops.snapshot_drop = sq_snapshot_drop;
 
 }
 
@@ -739,6 +742,13 @@ int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cof_sqlite_db_error(err, c->db, "deleting a snapshot");
 	return 0;
+}
+
+/* cof_meta_ops.snapshot_drop: cof_sqlite_snapshot_drop on the writer. */
+static int sq_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
+			    cof_err *err)
+{
+	return cof_sqlite_snapshot_drop(tx->c, sid, vno, src_vno, err);
 }
 
 /* Drops every hidden volume of the files-snapshots of `vno` (as

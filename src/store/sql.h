@@ -46,8 +46,11 @@
  *            second's keys set (RFC 7396 merge of an object of strings),
  *            written {json_patch}(a{jsonb}, b{jsonb}); SQLite json_patch,
  *            PostgreSQL jsonb_concat (its || operator; the jsonb result is
- *            stored into a text column by assignment). */
-#define COF_SQL_TOKENS 4
+ *            stored into a text column by assignment);
+ *   {for_update}  after a SELECT in a write transaction: lock the rows read
+ *            to the commit; SQLite nothing (its writer is the one writer),
+ *            PostgreSQL FOR UPDATE (the row lock other writers take). */
+#define COF_SQL_TOKENS 5
 
 /* Modes of cof_sql_begin. COF_SQL_ONE: the caller runs one statement, which
  * the driver may run without an explicit transaction (SQLite: a reader
