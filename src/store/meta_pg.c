@@ -785,7 +785,6 @@ static void ops_fill(void)
 	cof_pg_ops_write(&pg_ops);
 	cof_pg_ops_gc(&pg_ops);
 	cof_pg_ops_fork(&pg_ops);
-
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

@@ -458,7 +458,6 @@ static void ops_fill(void)
 	cof_sqlite_ops_gc(&sqlite_ops);
 	cof_sqlite_ops_fork(&sqlite_ops);
 	sqlite_ops.snapshot_drop = sq_snapshot_drop;
-
 }
 
 /* The SQLite backend's table of functions, filled once. */

@@ -523,6 +523,14 @@ static void snap_new(cof_snaprow *s, const cof_volrow *v, int64_t seq, int pinne
 	snprintf(s->labels, sizeof s->labels, "{\"l\":\"%s\"}", label);
 }
 
+/* cof_snaptx_fn: adds the snapshot ctx, then fails. */
+static int insert_then_fail(cof_snaptx *tx, void *ctx, cof_err *err)
+{
+	if (cof_meta_snapshot_insert(tx, ctx, err))
+		return -1;
+	return cof_error(err, COF_ECONFLICT, "refused after the insert");
+}
+
 static void test_snapshots_and_fork(void **state)
 {
 	cof_volrow v, f, got;
@@ -570,6 +578,18 @@ static void test_snapshots_and_fork(void **state)
 	assert_string_equal(out.labels, "{\"l\":\"2\"}");
 	assert_int_equal(out.pinned, 1);
 	assert_int_equal(cof_meta_snapshot_delete(m, v.vno, s3.id, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s3.id, &out, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	/* a snapshot change on a volume that is not there: 404; one whose fn
+	 * fails stores nothing of what it did */
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_change(m, v.vno + 1000000, insert_then_fail, &s3,
+						  &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_change(m, v.vno, insert_then_fail, &s3, &err), -1);
+	assert_int_equal(err.code, COF_ECONFLICT);
 	cof_err_clear(&err);
 	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s3.id, &out, &err), -1);
 	assert_int_equal(err.code, COF_ENOTFOUND);
