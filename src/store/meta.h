@@ -32,6 +32,7 @@
 #include "util/util.h"
 
 typedef struct cof_meta cof_meta;
+struct cof_sql_tx;   /* store/sql.h */
 
 /* How many parents a fork's chain may have: a fork of a volume that deep
  * copies its rows instead (so a read looks at no more than this + 1 volumes). */
@@ -218,21 +219,13 @@ struct cof_meta_ops {
 	/* Removing an absent path is COF_ENOTFOUND. */
 	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
 
-	/* ---- snapshots */
-	/* Adds a snapshot (its files and bytes are the source's at its seq: a fork
-	 * from it takes them); when the volume then has more than `keep_unpinned` unpinned
-	 * ones, the oldest unpinned is dropped and its id written to `dropped` ("" if
-	 * none). A pinned one past `max_pinned`: COF_ECONFLICT. */
-	int (*snapshot_add)(cof_meta *m, cof_snaprow *s, int keep_unpinned,
-		int max_pinned, char dropped[48], cof_err *err);
-	int (*snapshot_get)(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
+	/* ---- snapshots (the rest is written once: meta_snapshot.c) */
+	/* In a cof_meta_snapshot_change's transaction `tx` (its driver's
+	 * connection), deletes the snapshot row `sid` of `vno` and, for a
+	 * files-snapshot (src_vno != vno), its hidden volume; else the history
+	 * only it kept starts its grace period. */
+	int (*snapshot_drop)(struct cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
 		cof_err *err);
-	int (*snapshot_list)(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
-		cof_err *err);
-	/* pinned < 0 keeps it; labels NULL keeps them. */
-	int (*snapshot_update)(cof_meta *m, int64_t vno, const char *sid, int pinned,
-		const char *labels, int max_pinned, cof_err *err);
-	int (*snapshot_delete)(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
 
 	/* ---- garbage collection and checking */
 	/* Drops history rows closed before `closed_before` that no snapshot covers and
@@ -270,35 +263,6 @@ struct cof_meta_ops {
 	/* Every blob referenced by a row, once each. */
 	int (*referenced)(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
 
-	/* ---- stored state: relay sessions, turns' records, event histories */
-	/* Writes the record (inserted or replaced whole); sets updated_at. */
-	int (*state_put)(cof_meta *m, cof_staterow *r, cof_err *err);
-	/* Inserts the record unless (kind, id) is stored, in one statement that
-	 * nodes starting together take in turn: 1 = inserted, 0 = one was there
-	 * (left as it is). */
-	int (*state_add)(cof_meta *m, cof_staterow *r, cof_err *err);
-	/* 1 and *out (body malloc'd) when (kind, id) is stored, 0 when not. */
-	int (*state_get)(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
-		cof_err *err);
-	/* Every record of `kind`, not ended or updated at or after `since_ms`;
-	 * each body is borrowed for the call. */
-	int (*state_list)(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
-		void *ctx, cof_err *err);
-	/* Appends an event to `stream` (*id = its id, 1 for the first) and keeps
-	 * only the last `keep` of the stream; ids never repeat, also across nodes. */
-	int (*event_add)(cof_meta *m, const char *stream, unsigned to, const char *body,
-		int64_t keep, int64_t *id, cof_err *err);
-	/* The stream's events after `after` in id order, at most `limit`. */
-	int (*event_list)(cof_meta *m, const char *stream, int64_t after, int64_t limit,
-		cof_event_fn fn, void *ctx, cof_err *err);
-	/* The last id of the stream (0 when none) and its first kept id. */
-	int (*event_last)(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
-		cof_err *err);
-	/* Forgets the records of `kind` ended before `before_ms` and the streams
-	 * named `stream_prefix` + their id. */
-	int (*state_prune)(cof_meta *m, const char *kind, int64_t before_ms,
-		const char *const *stream_prefixes, cof_err *err);
-
 	/* ---- reads at a seq (issue 11, ?seq=)
 	 * The oldest seq volume `vno` is still read exactly at, when history rows
 	 * closed before `closed_before` may have been dropped by the collector:
@@ -308,25 +272,6 @@ struct cof_meta_ops {
 	int (*history_kept)(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
 		cof_err *err);
 
-	/* ---- stored state, continued (issue 12: relay ops, gone nodes) */
-	/* Every record of `kind` whose id starts with `prefix`, in id order;
-	 * each body is borrowed for the call. */
-	int (*state_scan)(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
-		void *ctx, cof_err *err);
-	/* Forgets the record (kind, id) if there is one. */
-	int (*state_delete)(cof_meta *m, const char *kind, const char *id, cof_err *err);
-	/* Ends every record of `kind` that `node` holds and that has not ended,
-	 * adding "endReason": `reason` to each body, in one conditional statement
-	 * taken only while node's own record (kind "node") was updated before
-	 * `stale_before` (unix ms). *n = the records it ended: 0 when another
-	 * node did it first or the node is back. */
-	int (*state_end_node)(cof_meta *m, const char *kind, const char *node,
-		int64_t stale_before, const char *reason, int64_t *n, cof_err *err);
-	/* Replaces the record (kind, id) by `r` (updated_at set) when its body
-	 * is `old_body`; with old_body NULL, inserts it when none is stored: 1 =
-	 * done, 0 = another writer changed it first (nothing written). */
-	int (*state_swap)(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err);
-
 	/* ---- read-all (issue 13.5b); optional: cof_meta_blob_inline_many falls
 	 * back to blob_inline one by one.
 	 * Calls fn(ctx, i, data, len) for each of shas[0..n) kept inline, in any
@@ -334,13 +279,6 @@ struct cof_meta_ops {
 	 * `data` lasts only the call. */
 	int (*blob_inline_many)(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err);
-
-	/* ---- what goes with a deleted agent (issue 12, cleanup) */
-	/* Forgets the record (kind, id), the event streams streams[i] + id and
-	 * the records of each kind subs[i] whose ids start with id + "/", in one
-	 * change (both lists NULL-terminated, or NULL). */
-	int (*state_forget)(cof_meta *m, const char *kind, const char *id,
-		const char *const *streams, const char *const *subs, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -427,14 +365,37 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t siz
 int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
-int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
-		char dropped[48], cof_err *err);
+/* ---- snapshots, written once above the SQL seam (meta_snapshot.c). The
+ * rules (the pinned limit, retention) are the volume layer's
+ * (volume/snapshot.c), using the primitives below. */
+/* The snapshot `sid` of `vno` into *out; COF_ENOTFOUND naming it. */
 int cof_meta_snapshot_get(cof_meta *m, int64_t vno, const char *sid, cof_snaprow *out,
 		cof_err *err);
+/* The volume's snapshots, oldest first. */
 int cof_meta_snapshot_list(cof_meta *m, int64_t vno, cof_snap_fn fn, void *ctx,
 		cof_err *err);
-int cof_meta_snapshot_update(cof_meta *m, int64_t vno, const char *sid, int pinned,
-		const char *labels, int max_pinned, cof_err *err);
+/* A change to the snapshots of `vno`: one write transaction in which they
+ * are decided by one writer at a time, across nodes (the volume's row is
+ * locked: COF_ENOTFOUND when it is gone); fn uses the primitives on tx.
+ * When fn fails, nothing is stored. */
+typedef struct cof_snaptx cof_snaptx;
+typedef int (*cof_snaptx_fn)(cof_snaptx *tx, void *ctx, cof_err *err);
+int cof_meta_snapshot_change(cof_meta *m, int64_t vno, cof_snaptx_fn fn, void *ctx,
+		cof_err *err);
+/* *n = the volume's snapshots that are pinned (1) or not (0). */
+int cof_meta_snapshot_count(cof_snaptx *tx, int pinned, int64_t *n, cof_err *err);
+/* The volume's oldest unpinned snapshot into *out: 1, or 0 when none. */
+int cof_meta_snapshot_oldest(cof_snaptx *tx, cof_snaprow *out, cof_err *err);
+/* The snapshot `sid` of the volume into *out; COF_ENOTFOUND naming it. */
+int cof_meta_snapshot_load(cof_snaptx *tx, const char *sid, cof_snaprow *out, cof_err *err);
+/* Adds `s` (of the transaction's volume) after its others. */
+int cof_meta_snapshot_insert(cof_snaptx *tx, const cof_snaprow *s, cof_err *err);
+/* Sets the pin and labels (JSON object text) of `sid`. */
+int cof_meta_snapshot_set(cof_snaptx *tx, const char *sid, int pinned, const char *labels,
+		cof_err *err);
+/* Deletes `s` (cof_meta_ops.snapshot_drop). */
+int cof_meta_snapshot_drop(cof_snaptx *tx, const cof_snaprow *s, cof_err *err);
+/* Deletes the snapshot `sid` of `vno` in a change of its own. */
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		int64_t *pruned, cof_err *err);
@@ -461,7 +422,14 @@ int cof_meta_blob_inline_many(cof_meta *m, const char *const *shas, size_t n,
  * would only push out what the views keep, and copy each content once more. */
 int cof_meta_blob_inline_scan(cof_meta *m, const char *const *shas, size_t n,
 		cof_inline_fn fn, void *ctx, cof_err *err);
+
+/* ---- stored state: relay sessions, turns' records, event histories;
+ * written once above the SQL seam (meta_state.c). */
+/* Writes the record (inserted or replaced whole); sets updated_at. */
 int cof_meta_state_put(cof_meta *m, cof_staterow *r, cof_err *err);
+/* Inserts the record unless (kind, id) is stored, in one statement that
+ * nodes starting together take in turn: 1 = inserted, 0 = one was there
+ * (left as it is). */
 int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err);
 /* cof_meta_state_put of the record (kind, id) of `org` held by `node`, its
  * body the JSON object `b` (not taken). A failure is said on stderr as
@@ -469,24 +437,47 @@ int cof_meta_state_add(cof_meta *m, cof_staterow *r, cof_err *err);
  * record is written again at its owner's next change. */
 void cof_meta_state_save(cof_meta *m, const char *kind, const char *id, const char *org,
 		const char *node, int ended, json_t *b, const char *what);
+/* 1 and *out (body malloc'd) when (kind, id) is stored, 0 when not. */
 int cof_meta_state_get(cof_meta *m, const char *kind, const char *id, cof_staterow *out,
 		cof_err *err);
+/* Every record of `kind`, not ended or updated at or after `since_ms`;
+ * each body is borrowed for the call. */
 int cof_meta_state_list(cof_meta *m, const char *kind, int64_t since_ms, cof_state_fn fn,
 		void *ctx, cof_err *err);
+/* Appends an event to `stream` (*id = its id, 1 for the first) and keeps
+ * only the last `keep` of the stream; ids never repeat, also across nodes. */
 int cof_meta_event_add(cof_meta *m, const char *stream, unsigned to, const char *body,
 		int64_t keep, int64_t *id, cof_err *err);
+/* The stream's events after `after` in id order, at most `limit`. */
 int cof_meta_event_list(cof_meta *m, const char *stream, int64_t after, int64_t limit,
 		cof_event_fn fn, void *ctx, cof_err *err);
+/* The last id of the stream (0 when none) and its first kept id. */
 int cof_meta_event_last(cof_meta *m, const char *stream, int64_t *last, int64_t *first,
 		cof_err *err);
+/* Forgets the records of `kind` ended before `before_ms` and the streams
+ * named stream_prefixes[i] + their id (NULL-terminated, or NULL). */
 int cof_meta_state_prune(cof_meta *m, const char *kind, int64_t before_ms,
 		const char *const *stream_prefixes, cof_err *err);
+/* Every record of `kind` whose id starts with `prefix`, in id order
+ * (bytewise); each body is borrowed for the call. */
 int cof_meta_state_scan(cof_meta *m, const char *kind, const char *prefix, cof_state_fn fn,
 		void *ctx, cof_err *err);
+/* Forgets the record (kind, id) if there is one. */
 int cof_meta_state_delete(cof_meta *m, const char *kind, const char *id, cof_err *err);
+/* Replaces the record (kind, id) by `r` (updated_at set) when its body
+ * is `old_body`; with old_body NULL, inserts it when none is stored: 1 =
+ * done, 0 = another writer changed it first (nothing written). */
 int cof_meta_state_swap(cof_meta *m, cof_staterow *r, const char *old_body, cof_err *err);
+/* Forgets the record (kind, id), the event streams streams[i] + id and
+ * the records of each kind subs[i] whose ids start with id + "/", in one
+ * change (both lists NULL-terminated, or NULL). */
 int cof_meta_state_forget(cof_meta *m, const char *kind, const char *id,
 		const char *const *streams, const char *const *subs, cof_err *err);
+/* Ends every record of `kind` that `node` holds and that has not ended,
+ * adding "endReason": `reason` to each body, in one conditional statement
+ * taken only while node's own record (kind "node") was updated before
+ * `stale_before` (unix ms). *n = the records it ended: 0 when another
+ * node did it first or the node is back. */
 int cof_meta_state_end_node(cof_meta *m, const char *kind, const char *node,
 		int64_t stale_before, const char *reason, int64_t *n, cof_err *err);
 

@@ -84,7 +84,7 @@ static const char *const migrations[] = {
 	" NOT NULL DEFAULT 0;"
 	"CREATE INDEX volumes_base ON volumes(base_vno) WHERE base_vno IS NOT NULL;",
 
-	/* 4: stored state (meta_pg_state.c): relay sessions' and turns' records,
+	/* 4: stored state (meta_state.c): relay sessions' and turns' records,
 	 * the recent history of event streams. */
 	"CREATE TABLE state(kind text NOT NULL, id text NOT NULL, org text NOT NULL,"
 	" node text NOT NULL, ended integer NOT NULL, updated_at bigint NOT NULL,"
@@ -280,7 +280,8 @@ int cof_pg_exec(pgconn *c, const char *sql, cof_err *err)
 }
 
 /* What the dialect tokens of shared SQL are on PostgreSQL (store/sql.h). */
-static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"" };
+static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"",
+							 "jsonb_concat", " FOR UPDATE" };
 
 /* The name of the prepared statement of `sql` on `c`, preparing it first. */
 static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)
@@ -784,8 +785,6 @@ static void ops_fill(void)
 	cof_pg_ops_write(&pg_ops);
 	cof_pg_ops_gc(&pg_ops);
 	cof_pg_ops_fork(&pg_ops);
-
-	cof_pg_ops_state(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

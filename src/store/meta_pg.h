@@ -120,7 +120,6 @@ void cof_pg_ops_write(cof_meta_ops *o);
 void cof_pg_ops_gc(cof_meta_ops *o);
 void cof_pg_ops_fork(cof_meta_ops *o);
 
-void cof_pg_ops_state(cof_meta_ops *o);
 
 /* Row helpers over text results. */
 int64_t cof_pg_int(PGresult *r, int row, int col);

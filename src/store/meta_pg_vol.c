@@ -250,6 +250,13 @@ int cof_pg_snapshot_drop(pgconn *c, const char *sid, int64_t vno, int64_t src_vn
 			 err, "s", sid);
 }
 
+/* cof_meta_ops.snapshot_drop: cof_pg_snapshot_drop in the transaction. */
+static int pg_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
+			    cof_err *err)
+{
+	return cof_pg_snapshot_drop(tx->c, sid, vno, src_vno, err);
+}
+
 /* Drops every hidden volume of the files-snapshots of `vno`, in four set
  * statements: the snapshot rows that name them go right after. */
 static int hidden_volumes_drop(pgconn *c, int64_t vno, cof_err *err)
@@ -306,4 +313,5 @@ void cof_pg_ops_vol(cof_meta_ops *o)
 	o->volume_get = pg_volume_get;
 	o->volume_list = pg_volume_list;
 	o->volume_delete = pg_volume_delete;
+	o->snapshot_drop = pg_snapshot_drop;
 }

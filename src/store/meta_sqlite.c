@@ -71,7 +71,7 @@ static const char *schema =
 	"CREATE TABLE IF NOT EXISTS subjects(org TEXT NOT NULL, agent TEXT NOT NULL,"
 	" subject TEXT NOT NULL, vol TEXT NOT NULL, created_at INTEGER NOT NULL,"
 	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;"
-	/* schema 2: stored state (meta_sqlite_state.c) */
+	/* schema 2: stored state (meta_state.c) */
 	"CREATE TABLE IF NOT EXISTS state(kind TEXT NOT NULL, id TEXT NOT NULL,"
 	" org TEXT NOT NULL, node TEXT NOT NULL, ended INTEGER NOT NULL,"
 	" updated_at INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID;"
@@ -442,6 +442,8 @@ static int migrate(conn *c, cof_err *err)
 }
 
 static void sq_close(cof_meta *m);
+static int sq_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
+			    cof_err *err);
 static cof_meta_ops sqlite_ops;
 
 /* The table of the SQLite backend: each file of it fills its own members,
@@ -455,8 +457,7 @@ static void ops_fill(void)
 	cof_sqlite_ops_list(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
 	cof_sqlite_ops_fork(&sqlite_ops);
-
-	cof_sqlite_ops_state(&sqlite_ops);
+	sqlite_ops.snapshot_drop = sq_snapshot_drop;
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -740,6 +741,13 @@ int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cof_sqlite_db_error(err, c->db, "deleting a snapshot");
 	return 0;
+}
+
+/* cof_meta_ops.snapshot_drop: cof_sqlite_snapshot_drop on the writer. */
+static int sq_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
+			    cof_err *err)
+{
+	return cof_sqlite_snapshot_drop(tx->c, sid, vno, src_vno, err);
 }
 
 /* Drops every hidden volume of the files-snapshots of `vno` (as

@@ -64,7 +64,6 @@ void cof_sqlite_ops_list(cof_meta_ops *o);
 void cof_sqlite_ops_gc(cof_meta_ops *o);
 void cof_sqlite_ops_fork(cof_meta_ops *o);
 
-void cof_sqlite_ops_state(cof_meta_ops *o);
 
 /* What the dialect tokens of shared SQL are on SQLite (store/sql.h). */
 extern const char *const cof_sqlite_tokens[COF_SQL_TOKENS];

@@ -1,7 +1,7 @@
 /*
  * sql.h — the SQL driver seam of the metadata store: what the metadata code
- * written once (meta_key.c, meta_agent.c, meta_subject.c) asks of a database,
- * and what each driver gives.
+ * written once (meta_key.c, meta_agent.c, meta_subject.c, meta_webhook.c,
+ * meta_state.c) asks of a database, and what each driver gives.
  *
  * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
  * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
@@ -41,8 +41,16 @@
  *            SQLite rowid, PostgreSQL id (a bigserial);
  *   {C}      after a text operand: compare and order it bytewise (UTF-8
  *            code point order, meta.h), SQLite COLLATE BINARY (its default),
- *            PostgreSQL COLLATE "C" (its default follows the locale). */
-#define COF_SQL_TOKENS 3
+ *            PostgreSQL COLLATE "C" (its default follows the locale);
+ *   {json_patch}  a function of two JSON object texts: the first with the
+ *            second's keys set (RFC 7396 merge of an object of strings),
+ *            written {json_patch}(a{jsonb}, b{jsonb}); SQLite json_patch,
+ *            PostgreSQL jsonb_concat (its || operator; the jsonb result is
+ *            stored into a text column by assignment);
+ *   {for_update}  after a SELECT in a write transaction: lock the rows read
+ *            to the commit; SQLite nothing (its writer is the one writer),
+ *            PostgreSQL FOR UPDATE (the row lock other writers take). */
+#define COF_SQL_TOKENS 5
 
 /* Modes of cof_sql_begin. COF_SQL_ONE: the caller runs one statement, which
  * the driver may run without an explicit transaction (SQLite: a reader

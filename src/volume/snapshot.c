@@ -34,6 +34,104 @@ int cof_labels_check(json_t *labels, cof_err *err)
 	return 0;
 }
 
+/* ---- the snapshot rules: the pinned limit and the retention of unpinned
+ * ones, decided in one cof_meta_snapshot_change (the volume's snapshots have
+ * one writer at a time until the commit) from the store's primitives. */
+
+/* 0 when the volume has room for one more pinned snapshot, else 409. */
+static int pinned_room(cof_snaptx *tx, int max_pinned, cof_err *err)
+{
+	int64_t n;
+
+	if (cof_meta_snapshot_count(tx, 1, &n, err))
+		return -1;
+	if (n >= max_pinned)
+		return cof_error(err, COF_ECONFLICT,
+				 "the volume has %lld pinned snapshots; the limit is %d",
+				 (long long)n, max_pinned);
+	return 0;
+}
+
+/* Drops the oldest unpinned snapshots past `keep`; the last one dropped goes
+ * to `dropped`. */
+static int retain(cof_snaptx *tx, int keep, char dropped[48], cof_err *err)
+{
+	cof_snaprow *old = cof_malloc(sizeof *old);   /* labels are large */
+	int64_t n;
+	int rc = old ? cof_meta_snapshot_count(tx, 0, &n, err)
+		     : cof_error(err, COF_EINTERNAL, "out of memory");
+
+	for (; !rc && n > keep; n--) {
+		int found = cof_meta_snapshot_oldest(tx, old, err);
+		if (found <= 0)
+			rc = found < 0 ? -1 : cof_error(err, COF_EINTERNAL,
+							"retaining snapshots: none to drop");
+		else if (!(rc = cof_meta_snapshot_drop(tx, old, err)))
+			memcpy(dropped, old->id, 48);
+	}
+	free(old);
+	return rc;
+}
+
+/* What snapshot_add is given. */
+typedef struct {
+	cof_snaprow *s;
+	int keep_unpinned, max_pinned;
+	char *dropped;
+} add_ctx;
+
+/* cof_snaptx_fn: the pinned limit, the row, then retention. */
+static int snapshot_add(cof_snaptx *tx, void *ctx, cof_err *err)
+{
+	add_ctx *a = ctx;
+
+	if (a->s->pinned && pinned_room(tx, a->max_pinned, err))
+		return -1;
+	if (cof_meta_snapshot_insert(tx, a->s, err))
+		return -1;
+	return retain(tx, a->keep_unpinned, a->dropped, err);
+}
+
+int cof_snapshot_add_row(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
+			 char dropped[48], cof_err *err)
+{
+	add_ctx a = { s, keep_unpinned, max_pinned, dropped };
+
+	dropped[0] = '\0';
+	return cof_meta_snapshot_change(m, s->vno, snapshot_add, &a, err);
+}
+
+/* What snapshot_set is given. */
+typedef struct {
+	const char *sid, *labels;
+	int pinned, max_pinned;
+} set_ctx;
+
+/* cof_snaptx_fn: pinning one not pinned takes room under the limit. */
+static int snapshot_set(cof_snaptx *tx, void *ctx, cof_err *err)
+{
+	set_ctx *a = ctx;
+	cof_snaprow *s = cof_malloc(sizeof *s);
+	int rc = s ? cof_meta_snapshot_load(tx, a->sid, s, err)
+		   : cof_error(err, COF_EINTERNAL, "out of memory");
+
+	if (!rc && a->pinned == 1 && !s->pinned)
+		rc = pinned_room(tx, a->max_pinned, err);
+	if (!rc)
+		rc = cof_meta_snapshot_set(tx, a->sid, a->pinned < 0 ? s->pinned : a->pinned,
+					   a->labels ? a->labels : s->labels, err);
+	free(s);
+	return rc;
+}
+
+int cof_snapshot_set_row(cof_meta *m, int64_t vno, const char *sid, int pinned,
+			 const char *labels, int max_pinned, cof_err *err)
+{
+	set_ctx a = { sid, labels, pinned, max_pinned };
+
+	return cof_meta_snapshot_change(m, vno, snapshot_set, &a, err);
+}
+
 static json_t *snapshot_json(const cof_volrow *v, const cof_snaprow *s)
 {
 	json_t *labels = json_loads(s->labels, 0, NULL);
@@ -210,8 +308,8 @@ int cof_snapshot_create(cof_store *st, const char *org, const char *vol, json_t 
 		if (given_store(st, &v, files, s, contents, err))
 			goto out;
 	}
-	if (cof_meta_snapshot_add(st->meta, s, COF_SNAP_KEEP_UNPINNED, COF_SNAP_MAX_PINNED,
-				  dropped, err)) {
+	if (cof_snapshot_add_row(st->meta, s, COF_SNAP_KEEP_UNPINNED, COF_SNAP_MAX_PINNED,
+				 dropped, err)) {
 		if (s->src_vno != v.vno) {
 			cof_err e2 = {0};
 			cof_meta_volume_delete(st->meta, s->src_vno, &e2);
@@ -341,7 +439,7 @@ int cof_snapshot_patch(cof_store *st, const char *org, const char *vol,
 	if (labels && !(ltxt = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	rc = cof_meta_volume_get(st->meta, org, vol, &v, err) ||
-	     cof_meta_snapshot_update(st->meta, v.vno, sid, pinned, ltxt, COF_SNAP_MAX_PINNED, err);
+	     cof_snapshot_set_row(st->meta, v.vno, sid, pinned, ltxt, COF_SNAP_MAX_PINNED, err);
 	free(ltxt);
 	return rc ? -1 : cof_snapshot_get(st, org, vol, sid, out, err);
 }

@@ -34,6 +34,17 @@ int cof_idem_lookup(cof_store *st, const char *org, const cof_idem *idem, const 
 int cof_idem_record(cof_store *st, const char *org, const cof_idem *idem, const char *op,
 		    json_t *body, const char *value, cof_err *err);
 
+/* The snapshot rules (snapshot.c), their limits given (COF_SNAP_*; tests
+ * give small ones). Adds `s`: a pinned one past `max_pinned` pinned is
+ * COF_ECONFLICT; then the oldest unpinned past `keep_unpinned` are dropped,
+ * the last one's id into `dropped` ("" when none). All in one change. */
+int cof_snapshot_add_row(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
+			 char dropped[48], cof_err *err);
+/* Sets the pin (< 0 keeps it) and labels (NULL keeps them) of `sid`;
+ * pinning one past `max_pinned` pinned is COF_ECONFLICT. */
+int cof_snapshot_set_row(cof_meta *m, int64_t vno, const char *sid, int pinned,
+			 const char *labels, int max_pinned, cof_err *err);
+
 /* Where reads happen: a volume now, or the rows a snapshot stands on. */
 typedef struct cof_view {
 	cof_volrow vol;        /* the volume asked for */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "store/meta.h"
+#include "volume/volume.h"
 #include "meta_fx.h"
 
 static cof_meta *m;
@@ -522,6 +523,14 @@ static void snap_new(cof_snaprow *s, const cof_volrow *v, int64_t seq, int pinne
 	snprintf(s->labels, sizeof s->labels, "{\"l\":\"%s\"}", label);
 }
 
+/* cof_snaptx_fn: adds the snapshot ctx, then fails. */
+static int insert_then_fail(cof_snaptx *tx, void *ctx, cof_err *err)
+{
+	if (cof_meta_snapshot_insert(tx, ctx, err))
+		return -1;
+	return cof_error(err, COF_ECONFLICT, "refused after the insert");
+}
+
 static void test_snapshots_and_fork(void **state)
 {
 	cof_volrow v, f, got;
@@ -537,17 +546,17 @@ static void test_snapshots_and_fork(void **state)
 	snap_new(&s1, &v, 1, 0, "one");
 	snap_new(&s2, &v, 2, 0, "two");
 	snap_new(&s3, &v, 2, 0, "three");
-	assert_int_equal(cof_meta_snapshot_add(m, &s1, 2, 1, dropped, &err), 0);
+	assert_int_equal(cof_snapshot_add_row(m, &s1, 2, 1, dropped, &err), 0);
 	assert_string_equal(dropped, "");
-	assert_int_equal(cof_meta_snapshot_add(m, &s2, 2, 1, dropped, &err), 0);
-	assert_int_equal(cof_meta_snapshot_add(m, &s3, 2, 1, dropped, &err), 0);
+	assert_int_equal(cof_snapshot_add_row(m, &s2, 2, 1, dropped, &err), 0);
+	assert_int_equal(cof_snapshot_add_row(m, &s3, 2, 1, dropped, &err), 0);
 	assert_string_equal(dropped, s1.id);
 	snap_new(&p1, &v, 1, 1, "p1");
 	p1.files = p1.bytes = 1;   /* the volume's at seq 1 (k=1): a fork from seq 1 takes them */
 	snap_new(&p2, &v, 1, 1, "p2");
-	assert_int_equal(cof_meta_snapshot_add(m, &p1, 2, 1, dropped, &err), 0);
+	assert_int_equal(cof_snapshot_add_row(m, &p1, 2, 1, dropped, &err), 0);
 	cof_err_clear(&err);
-	assert_int_equal(cof_meta_snapshot_add(m, &p2, 2, 1, dropped, &err), -1);
+	assert_int_equal(cof_snapshot_add_row(m, &p2, 2, 1, dropped, &err), -1);
 	assert_int_equal(err.code, COF_ECONFLICT);
 	assert_int_equal(cof_meta_snapshot_list(m, v.vno, snap_fn, &b, &err), 0);
 	assert_string_equal(b.data, "{\"l\":\"two\"}:0,{\"l\":\"three\"}:0,{\"l\":\"p1\"}:1,");
@@ -560,15 +569,27 @@ static void test_snapshots_and_fork(void **state)
 	assert_int_equal(out.src_vno, v.vno);
 	/* pinning a second one past max_pinned: 409; labels alone change */
 	cof_err_clear(&err);
-	assert_int_equal(cof_meta_snapshot_update(m, v.vno, s2.id, 1, NULL, 1, &err), -1);
+	assert_int_equal(cof_snapshot_set_row(m, v.vno, s2.id, 1, NULL, 1, &err), -1);
 	assert_int_equal(err.code, COF_ECONFLICT);
-	assert_int_equal(cof_meta_snapshot_update(m, v.vno, s2.id, -1, "{\"l\":\"2\"}", 1, &err), 0);
-	assert_int_equal(cof_meta_snapshot_update(m, v.vno, p1.id, 0, NULL, 1, &err), 0);
-	assert_int_equal(cof_meta_snapshot_update(m, v.vno, s2.id, 1, NULL, 1, &err), 0);
+	assert_int_equal(cof_snapshot_set_row(m, v.vno, s2.id, -1, "{\"l\":\"2\"}", 1, &err), 0);
+	assert_int_equal(cof_snapshot_set_row(m, v.vno, p1.id, 0, NULL, 1, &err), 0);
+	assert_int_equal(cof_snapshot_set_row(m, v.vno, s2.id, 1, NULL, 1, &err), 0);
 	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s2.id, &out, &err), 0);
 	assert_string_equal(out.labels, "{\"l\":\"2\"}");
 	assert_int_equal(out.pinned, 1);
 	assert_int_equal(cof_meta_snapshot_delete(m, v.vno, s3.id, &err), 0);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s3.id, &out, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	/* a snapshot change on a volume that is not there: 404; one whose fn
+	 * fails stores nothing of what it did */
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_change(m, v.vno + 1000000, insert_then_fail, &s3,
+						  &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	cof_err_clear(&err);
+	assert_int_equal(cof_meta_snapshot_change(m, v.vno, insert_then_fail, &s3, &err), -1);
+	assert_int_equal(err.code, COF_ECONFLICT);
 	cof_err_clear(&err);
 	assert_int_equal(cof_meta_snapshot_get(m, v.vno, s3.id, &out, &err), -1);
 	assert_int_equal(err.code, COF_ENOTFOUND);

@@ -47,8 +47,9 @@ static int teardown(void **state)
 
 static void test_rewrite(void **state)
 {
-	static const char *const pg[COF_SQL_TOKENS] = { "::jsonb", "id" };
-	static const char *const sq[COF_SQL_TOKENS] = { "", "rowid" };
+	static const char *const pg[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"",
+							 "jsonb_concat", " FOR UPDATE" };
+	static const char *const sq[COF_SQL_TOKENS] = { "", "rowid", "", "json_patch", "" };
 	const char *sql = "SELECT ?1, '?2 {rowid}', \"?3\", ?10, body{jsonb} ->> 'a' FROM t"
 			  " WHERE x = ? ORDER BY {rowid}, {other}";
 	char *a = cof_sql_rewrite(sql, 1, pg), *b = cof_sql_rewrite(sql, 0, sq);
@@ -64,6 +65,14 @@ static void test_rewrite(void **state)
 	assert_false(cof_sql_needs_rewrite("a = ?1", 0));
 	assert_false(cof_sql_needs_rewrite("a = $1", 1));
 	assert_true(cof_sql_needs_rewrite("{rowid}", 0));
+	free(a);
+	free(b);
+	a = cof_sql_rewrite("{json_patch}(b{jsonb}, ?1{jsonb}) WHERE id{C} < ?2{for_update}", 1, pg);
+	b = cof_sql_rewrite("{json_patch}(b{jsonb}, ?1{jsonb}) WHERE id{C} < ?2{for_update}", 0, sq);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_string_equal(a, "jsonb_concat(b::jsonb, $1::jsonb) WHERE id COLLATE \"C\" < $2 FOR UPDATE");
+	assert_string_equal(b, "json_patch(b, ?1) WHERE id < ?2");
 	free(a);
 	free(b);
 }
