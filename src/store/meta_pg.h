@@ -10,6 +10,7 @@
 #define COF_META_PG_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <libpq-fe.h>
 #include "store/meta.h"
 #include "store/sql.h"
@@ -23,12 +24,18 @@ typedef struct pgconn {
 	struct pgconn *next;
 } pgconn;
 
+#define PG_GROUP_BUCKETS 64 /* volumes being written on this node, by vno */
+#define PG_BATCH_MAX 16      /* changes a batch holds (subtransactions: < 64) */
+typedef struct pg_group pg_group;
+
 typedef struct pg_meta {
 	cof_meta base;                /* first (meta.h) */
 	char *url;
 	pthread_mutex_t plock;
 	pgconn *idle;
 	int nidle;
+	pthread_mutex_t glock;        /* the groups (meta_pg_group.c) */
+	pg_group *groups[PG_GROUP_BUCKETS];
 } pg_meta;
 
 typedef struct pg_txn {
@@ -37,7 +44,25 @@ typedef struct pg_txn {
 	cof_volrow vol;
 	int ops;
 	int64_t now;
+	pg_group *g;                  /* the batch it is a member of */
+	char savepoint[32];           /* the statement of its own, once it wrote ("": none) */
 } pg_txn;
+
+/* Group commit of one volume's changes on this node (meta_pg_group.c). Begin
+ * takes the volume's writer and the open batch (BEGIN + the row lock when none
+ * is open): *c is the batch's connection, *vol the volume as its changes left
+ * it. NULL (err set) when it cannot. */
+pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_volrow *vol,
+			     cof_err *err);
+/* The member's number in its batch (names its savepoint). */
+int cof_pg_group_nth(const pg_group *g);
+/* Ends a member: kept (rc == 0 and ops > 0: `vol` is the volume after it) or
+ * undone (rolled back to `savepoint`, the statement that took it, NULL
+ * when it took none), then committed
+ * with its batch. Returns rc, or -1 (err set, retryable) when the batch did
+ * not commit; only then is a kept change not durable. */
+int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
+		     const cof_volrow *vol, int ops, cof_err *err);
 
 /* Garbage collection across nodes (docs/design.md): content a write said it
  * is about to name is not claimed for this long; a collector's claim older

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_pg.h"
-#include "store/notify.h"
 
 #define PGT(tx) ((pg_txn *)(void *)(tx))
 
@@ -34,47 +33,42 @@
 
 /* ------------------------------------------------------------- changes */
 
+/* A change is a member of its volume's batch on this node (meta_pg_group.c):
+ * it runs on the batch's connection, takes the next seq of the volume as the
+ * batch left it, and is answered once the batch's COMMIT is. */
 static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		  cof_err *err)
 {
 	pg_txn tx = {.base.m = m, .now = cof_now()};
-	cof_pg_stmt end[3] = {{0}, {0}, {.what = "COMMIT"}};
-	char note[256];
 	int rc;
 
-	if (!(tx.c = cof_pg_get(m, err)))
+	if (!(tx.g = cof_pg_group_begin(m, vno, &tx.c, &tx.vol, err)))
 		return -1;
-	/* Round trips are what a change costs here, under the volume's lock:
-	 * BEGIN with the lock, and the update, the notification and COMMIT,
-	 * go as one pipeline each (bench/nodes.py). */
-	rc = cof_pg_volume_lock_begin(tx.c, vno, &tx.vol, err);
-	if (!rc) {
-		tx.vol.seq++;
-		rc = fn((cof_txn *)(void *)&tx, ctx, err);
-	}
-	if (!rc && tx.ops == 0) {
-		*seq = tx.vol.seq - 1;
-		cof_pg_put(m, tx.c); /* nothing to store: rolled back */
+	tx.vol.seq++;
+	rc = fn((cof_txn *)(void *)&tx, ctx, err);
+	if (!rc)   /* nothing to store: the seq the volume is at */
+		*seq = tx.ops ? tx.vol.seq : tx.vol.seq - 1;
+	return cof_pg_group_end(m, tx.g, rc, tx.savepoint[0] ? tx.savepoint : NULL, &tx.vol,
+				tx.ops, err);
+}
+
+/* Names the change's savepoint (before its first write): what undoes it alone
+ * when it is refused after writing, its batch going on. */
+static const char *savepoint_name(pg_txn *tx)
+{
+	if (!tx->savepoint[0])
+		snprintf(tx->savepoint, sizeof tx->savepoint, "SAVEPOINT cof_m%d",
+			 cof_pg_group_nth(tx->g));
+	return tx->savepoint;
+}
+
+/* The savepoint taken on its own (a fork's write, a remove): 0 or -1. */
+static int savepoint(pg_txn *tx, cof_err *err)
+{
+	if (tx->savepoint[0])
 		return 0;
-	}
-	/* Every node's waiters on this volume wake when it commits (notify_pg.c). */
-	cof_topic t = cof_topic_volume(tx.vol.org, tx.vol.id);
-	cof_notify_pg_payload(&t, note, sizeof note);
-	if (!rc &&
-	    !(rc = cof_pg_stmt_set(&end[0], "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
-				   " capacity = $4 WHERE vno = $5", "updating the volume", err,
-				   "iiiii", tx.vol.seq, tx.vol.files, tx.vol.bytes, tx.vol.capacity,
-				   vno)) &&
-	    !(rc = cof_pg_stmt_set(&end[1], "SELECT pg_notify('coffer', $1)", "notifying", err,
-				   "s", note)) &&
-	    !(rc = cof_pg_pipeline(tx.c, end, 3, err)))
-		for (int i = 0; i < 3; i++)
-			PQclear(end[i].res);
-	cof_pg_put(m, tx.c); /* rolls back what is still open */
-	if (rc)
-		return -1;
-	*seq = tx.vol.seq;
-	return 0;
+	savepoint_name(tx);
+	return cof_pg_exec(tx->c, tx->savepoint, err);
 }
 
 static cof_volrow *pg_txn_volume(cof_txn *tx)
@@ -148,14 +142,18 @@ static int record_change(pg_txn *tx, const char *path, int removed, int64_t vers
 
 /* A write to a volume that is not a fork: its five statements depend on
  * none of the others' results, so they go as one pipeline (one round trip
- * under the volume's lock instead of five). */
+ * under the volume's lock instead of five), after the change's savepoint
+ * when this is its first write. */
 static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t size,
 		       const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
 {
-	cof_pg_stmt s[5];
+	cof_pg_stmt all[6] = {{.what = NULL}}, *s = all + 1;
+	int first = !tx->savepoint[0], n = first ? 6 : 5;
 	cof_entry old;
 	int had;
 
+	if (first)
+		all[0].what = savepoint_name(tx);
 	if (cof_pg_stmt_set(&s[0], SQL_CLOSE_LIVE, "writing a file", err, "iiis", tx->vol.seq,
 			    tx->now, tx->vol.vno, path) ||
 	    cof_pg_stmt_set(&s[1], SQL_DROP_OWN, "writing a file", err, "isi", tx->vol.vno,
@@ -167,13 +165,13 @@ static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t si
 	    cof_pg_stmt_set(&s[4], SQL_CHANGE_ADD, "recording a change", err, "iisiiisis",
 			    tx->vol.vno, tx->vol.seq, path, (int64_t)0, tx->vol.seq, size, sha,
 			    tx->now, tx->base.by) ||
-	    cof_pg_pipeline(tx->c, s, 5, err))
+	    cof_pg_pipeline(tx->c, all + 6 - n, n, err))
 		return -1;
 	had = PQntuples(s[0].res) > 0;
 	if (had)
 		cof_pg_row_entry(s[0].res, 0, &old);
-	for (int i = 0; i < 5; i++)
-		PQclear(s[i].res);
+	for (int i = 6 - n; i < 6; i++)
+		PQclear(all[i].res);
 	if (had && old.sha256[0]) { /* a whiteout closed hides nothing */
 		tx->vol.files--;
 		tx->vol.bytes -= old.size;
@@ -194,6 +192,8 @@ static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t s
 	if (!tx->vol.base_vno)
 		return write_piped(tx, path, sha, size, ctype, inline_data, mtime, err);
 	/* a fork: closing may find the parent's row, read between the steps */
+	if (savepoint(tx, err))
+		return -1;
 	if (!(old = cof_malloc(sizeof *old)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	if (close_live(tx, path, old, err) < 0)
@@ -222,7 +222,7 @@ static int pg_txn_remove(cof_txn *t, const char *path, cof_err *err)
 
 	if (!old)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	had = close_live(tx, path, old, err);
+	had = savepoint(tx, err) ? -1 : close_live(tx, path, old, err);
 	if (had == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found", path);
 	if (had > 0 && (!tx->vol.base_vno || !whiteout(tx, path, old, err)))
