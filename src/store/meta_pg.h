@@ -45,6 +45,8 @@ typedef struct pg_txn {
 	int ops;
 	int64_t now;
 	pg_group *g;                  /* the batch it is a member of */
+	struct pg_checks *checks;     /* its first path's checks, read ahead (or NULL) */
+	int checked;                  /* they were (meta_pg_write.c) */
 	char savepoint[32];           /* the statement of its own, once it wrote ("": none) */
 } pg_txn;
 

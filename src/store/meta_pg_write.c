@@ -33,6 +33,8 @@
 
 /* ------------------------------------------------------------- changes */
 
+static void checks_free(struct pg_checks *k);
+
 /* A change is a member of its volume's batch on this node (meta_pg_group.c):
  * it runs on the batch's connection, takes the next seq of the volume as the
  * batch left it, and is answered once the batch's COMMIT is. */
@@ -46,6 +48,7 @@ static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t
 		return -1;
 	tx.vol.seq++;
 	rc = fn((cof_txn *)(void *)&tx, ctx, err);
+	checks_free(tx.checks);
 	if (!rc)   /* nothing to store: the seq the volume is at */
 		*seq = tx.ops ? tx.vol.seq : tx.vol.seq - 1;
 	return cof_pg_group_end(m, tx.g, rc, tx.savepoint[0] ? tx.savepoint : NULL, &tx.vol,
@@ -76,16 +79,128 @@ static cof_volrow *pg_txn_volume(cof_txn *tx)
 	return &PGT(tx)->vol;
 }
 
-static int pg_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
+/* ------------------------------------------------------------- checks */
+
+/* A write's checks read the path's entry, then each ancestor (not a file),
+ * then whether the path is a folder (cof_volume_path_free): one round trip
+ * each under the volume's lock. The change's first cof_txn_get of a path in a
+ * volume that is not a fork reads them all in one pipeline, and the answers
+ * that say "none" (the usual ones) are kept here for the reads that follow;
+ * any other answer is read again when asked for. They hold until the change
+ * writes: nothing else changes the volume meanwhile (its row lock is the
+ * batch's, and the batch's members run one at a time). */
+#define CHECK_ANCESTORS (PG_PIPE_MAX - 2)
+typedef struct pg_checks {
+	char *path;
+	size_t ends[CHECK_ANCESTORS]; /* the length of each ancestor read */
+	int nanc;
+	unsigned absent;              /* bit i: ancestor i is not a file */
+	int no_children;              /* nothing lives under path + "/" */
+} pg_checks;
+
+#define SQL_LIVE_ONE "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND path = $2" \
+	" AND to_seq IS NULL"
+#define SQL_LIVE_UNDER "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND path >= $2" \
+	" AND path < $3 AND to_seq IS NULL AND sha256 <> '' ORDER BY path LIMIT 1"
+
+/* Whether a live row in `r` is a file (a whiteout is none). */
+static int live_file(PGresult *r)
 {
-	return cof_pg_entry_get(PGT(tx)->c, PGT(tx)->vol.vno, path, -1, out, err);
+	return PQntuples(r) > 0 && !PQgetisnull(r, 0, 3) && PQgetlength(r, 0, 3) > 0;
 }
 
-static int pg_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
+/* The pipeline of the checks of `path` (its entry into *out): 1 found, 0
+ * not, -1 error; tx->checks holds the answers after it. */
+static int checks_read(pg_txn *tx, const char *path, cof_entry *out, cof_err *err)
+{
+	cof_pg_stmt s[PG_PIPE_MAX];
+	cof_buf under = COF_BUF_INIT, upper = COF_BUF_INIT;
+	size_t len = strlen(path);
+	pg_checks *k = cof_calloc(1, sizeof *k);
+	char *copies = NULL;
+	int n = 1, found = -1;
+
+	for (size_t i = 0; k && i < len && k->nanc < CHECK_ANCESTORS; i++)
+		if (path[i] == '/')
+			k->ends[k->nanc++] = i;
+	if (!k || !(k->path = cof_strdup(path)) ||
+	    !(copies = cof_malloc((len + 1) * (size_t)(k->nanc + 1))) ||
+	    cof_buf_adds(&under, path) || cof_buf_add(&under, "/", 1) ||
+	    cof_prefix_upper(under.data, &upper)) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		goto out;
+	}
+	if (cof_pg_stmt_set(&s[0], SQL_LIVE_ONE, "reading a file", err, "is", tx->vol.vno, path))
+		goto out;
+	for (int i = 0; i < k->nanc; i++) {
+		char *a = copies + (size_t)i * (len + 1);
+		memcpy(a, path, k->ends[i]);
+		a[k->ends[i]] = '\0';
+		if (cof_pg_stmt_set(&s[n++], SQL_LIVE_ONE, "reading a file", err, "is",
+				    tx->vol.vno, a))
+			goto out;
+	}
+	if (cof_pg_stmt_set(&s[n++], SQL_LIVE_UNDER, "listing files", err, "iss", tx->vol.vno,
+			    under.data, upper.data) ||
+	    cof_pg_pipeline(tx->c, s, n, err))
+		goto out;
+	found = live_file(s[0].res);
+	if (PQntuples(s[0].res) > 0)
+		cof_pg_row_entry(s[0].res, 0, out);
+	for (int i = 0; i < k->nanc; i++)
+		if (!live_file(s[1 + i].res))
+			k->absent |= 1u << i;
+	k->no_children = PQntuples(s[n - 1].res) == 0;
+	for (int i = 0; i < n; i++)
+		PQclear(s[i].res);
+	tx->checks = k;
+	k = NULL;
+out:
+	if (k)
+		free(k->path);
+	free(k);
+	free(copies);
+	cof_buf_release(&under);
+	cof_buf_release(&upper);
+	return found;
+}
+
+static void checks_free(pg_checks *k)
+{
+	if (k)
+		free(k->path);
+	free(k);
+}
+
+static int pg_txn_get(cof_txn *t, const char *path, cof_entry *out, cof_err *err)
+{
+	pg_txn *tx = PGT(t);
+	pg_checks *k = tx->checks;
+	size_t len = strlen(path);
+
+	if (k && tx->ops == 0)
+		for (int i = 0; i < k->nanc; i++)
+			if (k->ends[i] == len && (k->absent >> i & 1) && !strncmp(k->path, path, len))
+				return 0;
+	if (!tx->checked && !tx->vol.base_vno) {
+		tx->checked = 1;
+		return checks_read(tx, path, out, err);
+	}
+	return cof_pg_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
+}
+
+static int pg_txn_list(cof_txn *t, const char *prefix, cof_entry_fn fn, void *ctx,
 		    cof_err *err)
 {
-	return cof_pg_entry_list_in(PGT(tx)->c, PGT(tx)->vol.vno, PGT(tx)->vol.base_vno != 0, -1,
-				    prefix, NULL, fn, ctx, err);
+	pg_txn *tx = PGT(t);
+	pg_checks *k = tx->checks;
+	size_t len = k ? strlen(k->path) : 0;
+
+	if (k && tx->ops == 0 && k->no_children && strlen(prefix) == len + 1 &&
+	    prefix[len] == '/' && !strncmp(prefix, k->path, len))
+		return 0;
+	return cof_pg_entry_list_in(tx->c, tx->vol.vno, tx->vol.base_vno != 0, -1, prefix, NULL,
+				    fn, ctx, err);
 }
 
 /* Closes the live row of `path` (if any) at this change's seq, returning it
