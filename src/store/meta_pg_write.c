@@ -255,38 +255,40 @@ static int record_change(pg_txn *tx, const char *path, int removed, int64_t vers
 	return 0;
 }
 
-/* A write to a volume that is not a fork: its five statements depend on
- * none of the others' results, so they go as one pipeline (one round trip
- * under the volume's lock instead of five), after the change's savepoint
- * when this is its first write. */
+/* A write to a volume that is not a fork: its statements depend on none of
+ * the others' results, so they go as one pipeline (one round trip under the
+ * volume's lock instead of five), after the change's savepoint when this is
+ * its first write. A row this change wrote before for the path is dropped
+ * (replaced, not kept as history); its first write has none to drop. */
 static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t size,
 		       const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
 {
-	cof_pg_stmt all[6] = {{.what = NULL}}, *s = all + 1;
-	int first = !tx->savepoint[0], n = first ? 6 : 5;
+	cof_pg_stmt s[6] = {{.what = NULL}};
+	int n = 0, close;
 	cof_entry old;
 	int had;
 
-	if (first)
-		all[0].what = savepoint_name(tx);
-	if (cof_pg_stmt_set(&s[0], SQL_CLOSE_LIVE, "writing a file", err, "iiis", tx->vol.seq,
+	if (!tx->savepoint[0])
+		s[n++].what = savepoint_name(tx);
+	close = n;
+	if (cof_pg_stmt_set(&s[n++], SQL_CLOSE_LIVE, "writing a file", err, "iiis", tx->vol.seq,
 			    tx->now, tx->vol.vno, path) ||
-	    cof_pg_stmt_set(&s[1], SQL_DROP_OWN, "writing a file", err, "isi", tx->vol.vno,
-			    path, tx->vol.seq) ||
-	    cof_pg_stmt_set(&s[2], SQL_ENTRY_ADD, "writing a file", err, "isiissi", tx->vol.vno,
+	    (tx->ops && cof_pg_stmt_set(&s[n++], SQL_DROP_OWN, "writing a file", err, "isi",
+					tx->vol.vno, path, tx->vol.seq)) ||
+	    cof_pg_stmt_set(&s[n++], SQL_ENTRY_ADD, "writing a file", err, "isiissi", tx->vol.vno,
 			    path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now) ||
-	    cof_pg_stmt_set(&s[3], SQL_BLOB_REF, "writing a file", err, "sib", sha, size,
+	    cof_pg_stmt_set(&s[n++], SQL_BLOB_REF, "writing a file", err, "sib", sha, size,
 			    inline_data, inline_data ? size : (int64_t)0) ||
-	    cof_pg_stmt_set(&s[4], SQL_CHANGE_ADD, "recording a change", err, "iisiiisis",
+	    cof_pg_stmt_set(&s[n++], SQL_CHANGE_ADD, "recording a change", err, "iisiiisis",
 			    tx->vol.vno, tx->vol.seq, path, (int64_t)0, tx->vol.seq, size, sha,
 			    tx->now, tx->base.by) ||
-	    cof_pg_pipeline(tx->c, all + 6 - n, n, err))
+	    cof_pg_pipeline(tx->c, s, n, err))
 		return -1;
-	had = PQntuples(s[0].res) > 0;
+	had = PQntuples(s[close].res) > 0;
 	if (had)
-		cof_pg_row_entry(s[0].res, 0, &old);
-	for (int i = 6 - n; i < 6; i++)
-		PQclear(all[i].res);
+		cof_pg_row_entry(s[close].res, 0, &old);
+	for (int i = 0; i < n; i++)
+		PQclear(s[i].res);
 	if (had && old.sha256[0]) { /* a whiteout closed hides nothing */
 		tx->vol.files--;
 		tx->vol.bytes -= old.size;
