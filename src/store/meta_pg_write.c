@@ -6,7 +6,9 @@
  * the lock is held every read of the change (cof_txn_get, the conditions the
  * volume layer checks) sees the last committed change of every node, and the
  * seq it writes is exactly one past it: racing conditional writes on
- * different nodes have one winner.
+ * different nodes have one winner. Changes of one volume on this node share
+ * that transaction and its COMMIT (a batch, meta_pg_group.c), one at a time,
+ * each under a savepoint of its own once it writes.
  */
 #include <stdio.h>
 #include <stdlib.h>
