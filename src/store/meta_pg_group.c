@@ -54,6 +54,9 @@ struct pg_group {
 	cof_volrow vol;           /* the volume as the batch's changes left it */
 	int nbatch, ops;
 	struct pg_member *members;
+	cof_pg_stmt pend[PG_GROUP_DEFER]; /* a write held back (cof_pg_group_defer) */
+	int npend, pend_of;       /* how many; the member (nbatch) they are of */
+	char *arena;              /* their values' copies */
 	pthread_mutex_t flock;
 	pthread_cond_t fdone;
 };
@@ -122,8 +125,103 @@ static void batch_settle(pg_group *g, int rc, const cof_err *why)
 	g->ops = 0;
 }
 
-/* The batch's end as one pipeline: the volume's row, the notification every
- * node's waiters on the volume wake on (notify_pg.c), COMMIT. */
+static void pend_clear(pg_group *g)
+{
+	g->npend = 0;
+	free(g->arena);
+	g->arena = NULL;
+}
+
+/* The bytes a value of a statement takes in the arena (0: none to copy). */
+static size_t value_len(const cof_pg_stmt *s, int j)
+{
+	if (!s->vals[j] || s->vals[j] == s->ints[j])
+		return 0;
+	return s->fmts[j] ? (size_t)s->lens[j] + 1 : strlen(s->vals[j]) + 1;
+}
+
+int cof_pg_group_defer(pg_group *g, const cof_pg_stmt *s, int n, cof_err *err)
+{
+	size_t need = 1;
+	char *a;
+
+	if (g->npend || n > PG_GROUP_DEFER)
+		return cof_error(err, COF_EINTERNAL, "metadata store: a write is held back already");
+	for (int i = 0; i < n; i++) {
+		need += s[i].sql ? 0 : strlen(s[i].what) + 1;
+		for (int j = 0; j < s[i].n; j++)
+			need += value_len(&s[i], j);
+	}
+	if (!(g->arena = a = cof_malloc(need)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	for (int i = 0; i < n; i++) {
+		cof_pg_stmt *d = &g->pend[i];
+		*d = s[i];
+		d->res = NULL;
+		if (!s[i].sql) {
+			d->what = strcpy(a, s[i].what);
+			a += strlen(a) + 1;
+		}
+		for (int j = 0; j < s[i].n; j++) {
+			size_t len = value_len(&s[i], j);
+			if (s[i].vals[j] == s[i].ints[j])
+				d->vals[j] = d->ints[j];
+			else if (len) {
+				memcpy(a, s[i].vals[j], len);
+				d->vals[j] = a;
+				a += len;
+			}
+		}
+	}
+	g->npend = n;
+	g->pend_of = g->nbatch;
+	return 0;
+}
+
+int cof_pg_group_drop_own(pg_group *g)
+{
+	if (!g->npend || g->pend_of != g->nbatch)
+		return 0;
+	pend_clear(g);
+	return 1;
+}
+
+int cof_pg_group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err)
+{
+	cof_pg_stmt all[PG_PIPE_MAX];
+	int k = g->npend, rc;
+
+	if (!k)
+		return cof_pg_pipeline(g->c, s, n, err);
+	if (k + n > PG_PIPE_MAX)
+		return cof_pg_group_sync(g, err) ? -1 : cof_pg_pipeline(g->c, s, n, err);
+	memcpy(all, g->pend, (size_t)k * sizeof *all);
+	if (n)
+		memcpy(all + k, s, (size_t)n * sizeof *all);
+	/* the copies' own integers: their values point at them */
+	for (int i = 0; i < k + n; i++)
+		for (int j = 0; j < all[i].n; j++)
+			if (all[i].vals[j] == (i < k ? g->pend[i].ints[j] : s[i - k].ints[j]))
+				all[i].vals[j] = all[i].ints[j];
+	rc = cof_pg_pipeline(g->c, all, k + n, err);
+	for (int i = 0; i < k + n && !rc; i++) {
+		if (i < k)
+			PQclear(all[i].res);
+		else
+			s[i - k].res = all[i].res;
+	}
+	pend_clear(g);
+	return rc;
+}
+
+int cof_pg_group_sync(pg_group *g, cof_err *err)
+{
+	return g->npend ? cof_pg_group_pipeline(g, NULL, 0, err) : 0;
+}
+
+/* The batch's end as one pipeline: the writes held back, the volume's row,
+ * the notification every node's waiters on the volume wake on (notify_pg.c),
+ * COMMIT. */
 static int batch_flush(pg_group *g, cof_err *err)
 {
 	cof_pg_stmt s[3] = {{0}, {0}, {.what = "COMMIT"}};
@@ -137,7 +235,7 @@ static int batch_flush(pg_group *g, cof_err *err)
 			    g->vol.seq, g->vol.files, g->vol.bytes, g->vol.capacity, g->vno) ||
 	    cof_pg_stmt_set(&s[1], "SELECT pg_notify('coffer', $1)", "notifying", err, "s",
 			    note) ||
-	    cof_pg_pipeline(g->c, s, 3, err))
+	    cof_pg_group_pipeline(g, s, 3, err))
 		return -1;
 	/* COMMIT of a transaction that failed answers ROLLBACK, not an error */
 	rc = strcmp(PQcmdStatus(s[2].res), "COMMIT") ? -1 : 0;
@@ -158,6 +256,7 @@ static void batch_end(cof_meta *m, pg_group *g)
 
 	cof_pg_put(m, g->c); /* rolls back what is still open */
 	g->c = NULL;
+	pend_clear(g);
 	batch_settle(g, rc, &e);
 	cof_err_clear(&e);
 }
@@ -203,6 +302,8 @@ static int member_undo(pg_group *g, const char *savepoint, cof_err *err)
 
 	if (!savepoint)
 		return PQtransactionStatus(g->c->db) == PQTRANS_INTRANS ? 0 : -1;
+	if (cof_pg_group_sync(g, err))
+		return -1;
 	snprintf(sql, sizeof sql, "ROLLBACK TO %s", savepoint + strlen("SAVEPOINT "));
 	return cof_pg_exec(g->c, sql, err);
 }
@@ -231,6 +332,7 @@ int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
 			cof_error(err, why.code, "%s", why.msg);
 		cof_pg_put(m, g->c);
 		g->c = NULL;
+		pend_clear(g);
 		batch_settle(g, -1, &why);
 		cof_err_clear(&why);
 		pthread_mutex_unlock(&g->wlock);

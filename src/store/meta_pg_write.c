@@ -53,6 +53,9 @@ static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t
 	checks_free(tx.checks);
 	if (!rc)   /* nothing to store: the seq the volume is at */
 		*seq = tx.ops ? tx.vol.seq : tx.vol.seq - 1;
+	/* undone before its write was sent: nothing to roll back */
+	if ((rc || !tx.ops) && cof_pg_group_drop_own(tx.g))
+		tx.savepoint[0] = '\0';
 	return cof_pg_group_end(m, tx.g, rc, tx.savepoint[0] ? tx.savepoint : NULL, &tx.vol,
 				tx.ops, err);
 }
@@ -73,7 +76,7 @@ static int savepoint(pg_txn *tx, cof_err *err)
 	if (tx->savepoint[0])
 		return 0;
 	savepoint_name(tx);
-	return cof_pg_exec(tx->c, tx->savepoint, err);
+	return cof_pg_group_sync(tx->g, err) ? -1 : cof_pg_exec(tx->c, tx->savepoint, err);
 }
 
 static cof_volrow *pg_txn_volume(cof_txn *tx)
@@ -91,9 +94,11 @@ static cof_volrow *pg_txn_volume(cof_txn *tx)
  * any other answer is read again when asked for. They hold until the change
  * writes: nothing else changes the volume meanwhile (its row lock is the
  * batch's, and the batch's members run one at a time). */
-#define CHECK_ANCESTORS (PG_PIPE_MAX - 2)
+#define CHECK_ANCESTORS 6
 typedef struct pg_checks {
 	char *path;
+	int64_t old_size;             /* the path's live file's (old_file 1) */
+	int old_file;
 	size_t ends[CHECK_ANCESTORS]; /* the length of each ancestor read */
 	int nanc;
 	unsigned absent;              /* bit i: ancestor i is not a file */
@@ -144,11 +149,13 @@ static int checks_read(pg_txn *tx, const char *path, cof_entry *out, cof_err *er
 	}
 	if (cof_pg_stmt_set(&s[n++], SQL_LIVE_UNDER, "listing files", err, "iss", tx->vol.vno,
 			    under.data, upper.data) ||
-	    cof_pg_pipeline(tx->c, s, n, err))
+	    cof_pg_group_pipeline(tx->g, s, n, err))
 		goto out;
 	found = live_file(s[0].res);
 	if (PQntuples(s[0].res) > 0)
 		cof_pg_row_entry(s[0].res, 0, out);
+	k->old_file = found;
+	k->old_size = found ? out->size : 0;
 	for (int i = 0; i < k->nanc; i++)
 		if (!live_file(s[1 + i].res))
 			k->absent |= 1u << i;
@@ -188,6 +195,8 @@ static int pg_txn_get(cof_txn *t, const char *path, cof_entry *out, cof_err *err
 		tx->checked = 1;
 		return checks_read(tx, path, out, err);
 	}
+	if (cof_pg_group_sync(tx->g, err))
+		return -1;
 	return cof_pg_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
 }
 
@@ -201,6 +210,8 @@ static int pg_txn_list(cof_txn *t, const char *prefix, cof_entry_fn fn, void *ct
 	if (k && tx->ops == 0 && k->no_children && strlen(prefix) == len + 1 &&
 	    prefix[len] == '/' && !strncmp(prefix, k->path, len))
 		return 0;
+	if (cof_pg_group_sync(tx->g, err))
+		return -1;
 	return cof_pg_entry_list_in(tx->c, tx->vol.vno, tx->vol.base_vno != 0, -1, prefix, NULL,
 				    fn, ctx, err);
 }
@@ -257,19 +268,36 @@ static int record_change(pg_txn *tx, const char *path, int removed, int64_t vers
 	return 0;
 }
 
+/* The old row a write closes, known without its result: its checks read it
+ * and the change has written nothing since. 1 (*file, *size set) or 0. */
+static int old_known(pg_txn *tx, const char *path, int *file, int64_t *size)
+{
+	pg_checks *k = tx->checks;
+
+	if (!k || tx->ops || tx->savepoint[0] || strcmp(k->path, path))
+		return 0;
+	*file = k->old_file;
+	*size = k->old_size;
+	return 1;
+}
+
 /* A write to a volume that is not a fork: its statements depend on none of
  * the others' results, so they go as one pipeline (one round trip under the
  * volume's lock instead of five), after the change's savepoint when this is
  * its first write. A row this change wrote before for the path is dropped
- * (replaced, not kept as history); its first write has none to drop. */
+ * (replaced, not kept as history); its first write has none to drop. When
+ * the old row is known from the checks, nothing of the result is needed:
+ * the write is held back to go with the batch's next statements
+ * (cof_pg_group_defer), no round trip of its own. */
 static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t size,
 		       const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
 {
 	cof_pg_stmt s[6] = {{.what = NULL}};
-	int n = 0, close;
+	int n = 0, close, held, had = 0;
+	int64_t old_size = 0;
 	cof_entry old;
-	int had;
 
+	held = old_known(tx, path, &had, &old_size);
 	if (!tx->savepoint[0])
 		s[n++].what = savepoint_name(tx);
 	close = n;
@@ -283,17 +311,26 @@ static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t si
 			    inline_data, inline_data ? size : (int64_t)0) ||
 	    cof_pg_stmt_set(&s[n++], SQL_CHANGE_ADD, "recording a change", err, "iisiiisis",
 			    tx->vol.vno, tx->vol.seq, path, (int64_t)0, tx->vol.seq, size, sha,
-			    tx->now, tx->base.by) ||
-	    cof_pg_pipeline(tx->c, s, n, err))
+			    tx->now, tx->base.by))
 		return -1;
-	had = PQntuples(s[close].res) > 0;
-	if (had)
-		cof_pg_row_entry(s[close].res, 0, &old);
-	for (int i = 0; i < n; i++)
-		PQclear(s[i].res);
-	if (had && old.sha256[0]) { /* a whiteout closed hides nothing */
+	if (held) {
+		if (cof_pg_group_defer(tx->g, s, n, err))
+			return -1;
+	} else {
+		if (cof_pg_group_pipeline(tx->g, s, n, err))
+			return -1;
+		had = PQntuples(s[close].res) > 0;
+		if (had) {
+			cof_pg_row_entry(s[close].res, 0, &old);
+			had = old.sha256[0] != '\0'; /* a whiteout closed hides nothing */
+			old_size = old.size;
+		}
+		for (int i = 0; i < n; i++)
+			PQclear(s[i].res);
+	}
+	if (had) {
 		tx->vol.files--;
-		tx->vol.bytes -= old.size;
+		tx->vol.bytes -= old_size;
 	}
 	tx->vol.files++;
 	tx->vol.bytes += size;
