@@ -221,3 +221,47 @@ def test_concurrent_conditional_writers_get_sequential_results():
         eq(s.seq(vid), base + 3 * writers, "one change each")
     finally:
         s.close()
+
+
+def test_concurrent_writers_past_the_ceiling_refused_alone():
+    """8 writers of 200 KiB to a volume with a 1 MiB ceiling, at once, in three rounds
+    that each overwrite their own files: the writes that fit are stored, the rest are
+    refused (400, the ceiling) after their change wrote (each undoes itself alone, the
+    others of its batch kept), and the volume's counts are exactly what was kept."""
+    s = harness.server()
+    try:
+        r = s.post("/v1/volumes", json={"name": "small", "ceiling": 1048576})
+        vid = expect(r, 201).json()["id"]
+        writers, size = 8, 200 * 1024
+        datas = [os.urandom(size) for _ in range(writers)]
+        out = _together(writers, lambda i: s.put_file(vid, "big%d.bin" % i, datas[i],
+                                                      timeout=60))
+        kept = []
+        for i, r in enumerate(out):
+            check(not isinstance(r, str), "request %d: %s" % (i, r))
+            if r.status == 201:
+                kept.append(i)
+            else:
+                expect_error(r, 400, "validation_error", mentions="ceiling")
+        eq(len(kept), 1048576 // size, "the writes that fit are kept (statuses %s)"
+           % [r.status for r in out])
+        v = s.volume(vid)
+        eq((v["files"], v["bytes"], v["seq"]), (len(kept), len(kept) * size, len(kept)),
+           "files, bytes, seq count the kept writes only")
+        for i in range(writers):
+            if i in kept:
+                eq(sha256(expect(s.get_file(vid, "big%d.bin" % i), 200).body),
+                   sha256(datas[i]), "big%d.bin reads back" % i)
+            else:
+                expect_error(s.get_file(vid, "big%d.bin" % i), 404)
+        # overwrites of the kept files in place still fit, all at once
+        out = _together(len(kept), lambda j: s.put_file(
+            vid, "big%d.bin" % kept[j], datas[kept[j]][::-1], timeout=60))
+        for r in out:
+            check(not isinstance(r, str), "request: %s" % (r,))
+            expect(r, 200)
+        v = s.volume(vid)
+        eq((v["files"], v["bytes"], v["seq"]), (len(kept), len(kept) * size, 2 * len(kept)),
+           "overwrites keep the counts")
+    finally:
+        s.close()
