@@ -770,6 +770,7 @@ static void pg_close(cof_meta *m)
 		conn_close(c);
 	}
 	pthread_mutex_destroy(&p->plock);
+	pthread_mutex_destroy(&p->glock);
 	free(p->url);
 	free(p);
 }
@@ -801,6 +802,7 @@ int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)
 	p->base.ops = &pg_ops;
 	p->base.sql = &cof_sql_pg;
 	pthread_mutex_init(&p->plock, NULL);
+	pthread_mutex_init(&p->glock, NULL);
 	if (!(c = cof_pg_get(&p->base, err)) || migrate(c, err)) {
 		conn_close(c);
 		pg_close(&p->base);

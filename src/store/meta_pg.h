@@ -10,6 +10,7 @@
 #define COF_META_PG_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <libpq-fe.h>
 #include "store/meta.h"
 #include "store/sql.h"
@@ -23,12 +24,18 @@ typedef struct pgconn {
 	struct pgconn *next;
 } pgconn;
 
+#define PG_GROUP_BUCKETS 64 /* volumes being written on this node, by vno */
+#define PG_BATCH_MAX 16      /* changes a batch holds (subtransactions: < 64) */
+typedef struct pg_group pg_group;
+
 typedef struct pg_meta {
 	cof_meta base;                /* first (meta.h) */
 	char *url;
 	pthread_mutex_t plock;
 	pgconn *idle;
 	int nidle;
+	pthread_mutex_t glock;        /* the groups (meta_pg_group.c) */
+	pg_group *groups[PG_GROUP_BUCKETS];
 } pg_meta;
 
 typedef struct pg_txn {
@@ -37,6 +44,10 @@ typedef struct pg_txn {
 	cof_volrow vol;
 	int ops;
 	int64_t now;
+	pg_group *g;                  /* the batch it is a member of */
+	struct pg_checks *checks;     /* its first path's checks, read ahead (or NULL) */
+	int checked;                  /* they were (meta_pg_write.c) */
+	char savepoint[32];           /* the statement of its own, once it wrote ("": none) */
 } pg_txn;
 
 /* Garbage collection across nodes (docs/design.md): content a write said it
@@ -89,7 +100,7 @@ int cof_pg_exec(pgconn *c, const char *sql, cof_err *err);
  * until cof_pg_pipeline returns), or set .sql NULL and .what to a statement
  * without parameters and not prepared (BEGIN, COMMIT). */
 #define PG_MAXPARAMS 16
-#define PG_PIPE_MAX 8
+#define PG_PIPE_MAX 16
 typedef struct cof_pg_stmt {
 	const char *sql, *what;
 	int n;
@@ -107,6 +118,38 @@ int cof_pg_pipeline(pgconn *c, cof_pg_stmt *s, int n, cof_err *err);
 /* Maps a failed result (or a broken connection) to the API: lost connection,
  * serialization failure, deadlock and disk full = 503; else 500. Returns -1. */
 int cof_pg_error(cof_err *err, pgconn *c, PGresult *res, const char *what);
+
+/* Group commit of one volume's changes on this node (meta_pg_group.c). Begin
+ * takes the volume's writer and the open batch (BEGIN + the row lock when none
+ * is open): *c is the batch's connection, *vol the volume as its changes left
+ * it. NULL (err set) when it cannot. */
+pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_volrow *vol,
+			     cof_err *err);
+/* The member's number in its batch (names its savepoint). */
+int cof_pg_group_nth(const pg_group *g);
+/* A write held back (meta_pg_write.c): its statements (at most PG_GROUP_DEFER,
+ * copied with their values) go with the batch's next statements, the next
+ * member's checks or the COMMIT, instead of a round trip of their own. Its
+ * member must need none of their results. 0 or -1 (out of memory). */
+#define PG_GROUP_DEFER 6
+int cof_pg_group_defer(pg_group *g, const cof_pg_stmt *s, int n, cof_err *err);
+/* Drops the writes held back when they are the current member's own (it was
+ * refused before they were sent): 1 dropped, 0 none of its own. */
+int cof_pg_group_drop_own(pg_group *g);
+/* cof_pg_pipeline on the batch's connection, the writes held back sent
+ * first: s[i].res as cof_pg_pipeline sets them. A failure of one held back
+ * (another member's) aborts the batch's transaction: every member fails. */
+int cof_pg_group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err);
+/* Sends the writes held back, alone: before any other statement on the
+ * batch's connection (a plain query, a fork's steps). 0 or -1. */
+int cof_pg_group_sync(pg_group *g, cof_err *err);
+/* Ends a member: kept (rc == 0 and ops > 0: `vol` is the volume after it) or
+ * undone (rolled back to `savepoint`, the statement that took it, NULL
+ * when it took none), then committed
+ * with its batch. Returns rc, or -1 (err set, retryable) when the batch did
+ * not commit; only then is a kept change not durable. */
+int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
+		     const cof_volrow *vol, int ops, cof_err *err);
 
 /* BEGIN on a pooled connection; cof_pg_end commits (ok == 0) or rolls back
  * and gives the connection back. */

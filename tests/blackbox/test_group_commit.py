@@ -169,3 +169,99 @@ def test_refused_writes_in_a_batch_fail_only_themselves():
                   "batch with them" % (2 * n, slow.wal_fsyncs()))
     finally:
         slow.close()
+
+
+def test_concurrent_conditional_writers_get_sequential_results():
+    """8 writers of one volume through one node (on PostgreSQL one batch, its members
+    each under a savepoint) get what the same writes one after the other would: of 8
+    If-None-Match: * creates of one path, one 201 and seven 412s; of 8 to paths of their
+    own, 8 201s with dense, distinct seqs, each listed once in the changes feed."""
+    s = harness.server()
+    try:
+        vid = s.create_volume()["id"]
+        writers = 8
+        for rnd in range(3):
+            path = "same%d.txt" % rnd
+            out = _together(writers, lambda i: s.put_file(
+                vid, path, b"writer %d" % i, headers={"If-None-Match": "*"}, timeout=60))
+            for r in out:
+                check(not isinstance(r, str), "request: %s" % (r,))
+            won = [i for i, r in enumerate(out) if r.status == 201]
+            eq(len(won), 1, "round %d: one create of %s wins (statuses %s)"
+               % (rnd, path, [r.status for r in out]))
+            for i, r in enumerate(out):
+                if i != won[0]:
+                    expect_error(r, 412, "precondition_failed")
+            eq(expect(s.get_file(vid, path), 200).body, b"writer %d" % won[0],
+               "%s holds the winner's bytes" % path)
+        base = s.seq(vid)
+        eq(base, 3, "the refused creates made no change")
+
+        for rnd in range(3):
+            before = s.seq(vid)
+            out = _together(writers, lambda i: s.put_file(
+                vid, "r%d/w%d.txt" % (rnd, i), b"round %d writer %d" % (rnd, i),
+                headers={"If-None-Match": "*"}, timeout=60))
+            seqs = []
+            for i, r in enumerate(out):
+                check(not isinstance(r, str), "request %d: %s" % (i, r))
+                seqs.append(expect(r, 201).json()["seq"])
+            eq(sorted(seqs), list(range(before + 1, before + writers + 1)),
+               "round %d: dense, distinct seqs" % rnd)
+            j = expect(s.get("/v1/volumes/%s/changes" % vid, query={"since": before}),
+                       200).json()
+            got = [(c["seq"], c["path"]) for c in j["changes"]]
+            eq(sorted(got), sorted((seqs[i], "r%d/w%d.txt" % (rnd, i))
+                                   for i in range(writers)),
+               "round %d: the feed lists each write once, at its seq" % rnd)
+            eq([c["seq"] for c in j["changes"]], sorted(seqs), "the feed in seq order")
+            for i in range(writers):
+                eq(expect(s.get_file(vid, "r%d/w%d.txt" % (rnd, i)), 200).body,
+                   b"round %d writer %d" % (rnd, i), "r%d/w%d.txt reads back" % (rnd, i))
+        eq(s.seq(vid), base + 3 * writers, "one change each")
+    finally:
+        s.close()
+
+
+def test_concurrent_writers_past_the_ceiling_refused_alone():
+    """8 writers of 200 KiB to a volume with a 1 MiB ceiling, at once, in three rounds
+    that each overwrite their own files: the writes that fit are stored, the rest are
+    refused (400, the ceiling) after their change wrote (each undoes itself alone, the
+    others of its batch kept), and the volume's counts are exactly what was kept."""
+    s = harness.server()
+    try:
+        r = s.post("/v1/volumes", json={"name": "small", "ceiling": 1048576})
+        vid = expect(r, 201).json()["id"]
+        writers, size = 8, 200 * 1024
+        datas = [os.urandom(size) for _ in range(writers)]
+        out = _together(writers, lambda i: s.put_file(vid, "big%d.bin" % i, datas[i],
+                                                      timeout=60))
+        kept = []
+        for i, r in enumerate(out):
+            check(not isinstance(r, str), "request %d: %s" % (i, r))
+            if r.status == 201:
+                kept.append(i)
+            else:
+                expect_error(r, 400, "validation_error", mentions="ceiling")
+        eq(len(kept), 1048576 // size, "the writes that fit are kept (statuses %s)"
+           % [r.status for r in out])
+        v = s.volume(vid)
+        eq((v["files"], v["bytes"], v["seq"]), (len(kept), len(kept) * size, len(kept)),
+           "files, bytes, seq count the kept writes only")
+        for i in range(writers):
+            if i in kept:
+                eq(sha256(expect(s.get_file(vid, "big%d.bin" % i), 200).body),
+                   sha256(datas[i]), "big%d.bin reads back" % i)
+            else:
+                expect_error(s.get_file(vid, "big%d.bin" % i), 404)
+        # overwrites of the kept files in place still fit, all at once
+        out = _together(len(kept), lambda j: s.put_file(
+            vid, "big%d.bin" % kept[j], datas[kept[j]][::-1], timeout=60))
+        for r in out:
+            check(not isinstance(r, str), "request: %s" % (r,))
+            expect(r, 200)
+        v = s.volume(vid)
+        eq((v["files"], v["bytes"], v["seq"]), (len(kept), len(kept) * size, 2 * len(kept)),
+           "overwrites keep the counts")
+    finally:
+        s.close()

@@ -183,6 +183,41 @@ def _content(w, i):
 
 
 @harness.timeout(180)
+def test_8_writers_over_3_nodes_dense_seqs_each_once_in_the_feed():
+    """Each node groups only its own writers of a volume (one batch a node at a time,
+    the volume's row lock between the nodes): 8 writers over 3 nodes, 3 rounds, get
+    dense distinct seqs, and every node's feed lists each write once at its seq."""
+    url, nodes = _nodes(3)
+    try:
+        vid = nodes[0].create_volume()["id"]
+        writers, rounds = 8, 3
+        seqs, gate = {}, threading.Barrier(writers)
+
+        def writer(i):
+            s = nodes[i % 3]
+            gate.wait(30)
+            for rnd in range(rounds):
+                path = "r%d/w%d.txt" % (rnd, i)
+                r = s.put_file(vid, path, b"%d %d" % (rnd, i),
+                               headers={"If-None-Match": "*"}, timeout=TIMEOUT)
+                seqs[path] = expect(r, 201).json()["seq"]
+        ts = [threading.Thread(target=writer, args=(i,)) for i in range(writers)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(TIMEOUT)
+        eq(len(seqs), writers * rounds, "every write acknowledged")
+        eq(sorted(seqs.values()), list(range(1, writers * rounds + 1)),
+           "dense, distinct seqs across the nodes")
+        for n, s in enumerate(nodes):
+            j = expect(s.get("/v1/volumes/%s/changes" % vid, query={"since": 0}), 200).json()
+            eq([(c["seq"], c["path"]) for c in j["changes"]],
+               sorted((q, p) for p, q in seqs.items()),
+               "node %d's feed: each write once, at its seq, in order" % n)
+    finally:
+        _close(url, nodes)
+
+
 def test_sigkill_of_a_node_under_8_writers_loses_no_acknowledged_write():
     url, nodes = _nodes(3)
     try:

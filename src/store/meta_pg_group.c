@@ -1,0 +1,357 @@
+/*
+ * meta_pg_group.c — group commit of one volume's changes on PostgreSQL.
+ *
+ * A change holds the volume's row lock to COMMIT, and PostgreSQL releases it
+ * only once the commit record is flushed: concurrent writers of one volume
+ * paid one WAL flush each, in turn, and the next could not even start its
+ * statements until the last flush had finished (bench/results.md, issue 38
+ * item 9). Now the writers of one volume on this node share a transaction
+ * (a batch), as the embedded store's do (meta_sqlite_commit.c):
+ *
+ *   - cof_pg_group_begin takes the volume's writer on this node (wlock) and
+ *     the open batch, opening one (BEGIN + the row lock) when none is;
+ *   - the change runs its statements on the batch's connection; its first
+ *     write takes a savepoint of its own (meta_pg_write.c), so a refused
+ *     change (412, quota, conflict) rolls back alone;
+ *   - cof_pg_group_end keeps the change or rolls back to its savepoint. If
+ *     another writer of the volume is waiting for wlock and the batch has
+ *     room, it leaves the commit to that writer and sleeps until its batch's
+ *     fate is known; otherwise it commits the batch (`UPDATE volumes`, the
+ *     notification and COMMIT: one round trip and one WAL flush for all) and
+ *     wakes every member with the outcome.
+ *
+ * A lone writer finds nobody waiting and commits at once: no timer, no delay.
+ * Nothing is acknowledged before the COMMIT that holds it returned; a batch
+ * that cannot commit fails every member with a retryable error. Seqs stay
+ * dense and in order: each member takes the next seq of the batch's volume
+ * row, and one undone gives its seq back. Other nodes wait on the row lock as
+ * before and group only their own writers. A batch holds the row locks of
+ * every member's statements (blobs named by several volumes' writes too); a
+ * deadlock with another volume's batch fails one member's statement, which
+ * rolls back to its savepoint alone (503, retryable), not the batch.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "store/meta_pg.h"
+#include "store/notify.h"
+
+/* A member of the open batch, on its writer's stack while it waits. Linked
+ * under wlock; `rc`, `done` and `*err` written under flock. */
+struct pg_member {
+	struct pg_member *next;
+	int rc;
+	int done;
+	cof_err *err;
+};
+
+struct pg_group {
+	struct pg_group *next;    /* in its bucket; under pg_meta.glock */
+	int64_t vno;
+	int refs;                 /* under pg_meta.glock */
+	pthread_mutex_t wlock;    /* the volume's writer on this node */
+	atomic_int wwait;         /* writers waiting for wlock */
+	pgconn *c;                /* the open batch's connection; NULL: none open */
+	cof_volrow vol;           /* the volume as the batch's changes left it */
+	int nbatch, ops;
+	struct pg_member *members;
+	cof_pg_stmt pend[PG_GROUP_DEFER]; /* a write held back (cof_pg_group_defer) */
+	int npend, pend_of;       /* how many; the member (nbatch) they are of */
+	char *arena;              /* their values' copies */
+	pthread_mutex_t flock;
+	pthread_cond_t fdone;
+};
+
+/* The group of `vno`, made when no writer of it has one; NULL = out of memory. */
+static pg_group *group_get(pg_meta *p, int64_t vno)
+{
+	pg_group **b = &p->groups[(uint64_t)vno % PG_GROUP_BUCKETS], *g;
+
+	pthread_mutex_lock(&p->glock);
+	for (g = *b; g && g->vno != vno; g = g->next)
+		;
+	if (!g && (g = cof_calloc(1, sizeof *g))) {
+		g->vno = vno;
+		pthread_mutex_init(&g->wlock, NULL);
+		pthread_mutex_init(&g->flock, NULL);
+		pthread_cond_init(&g->fdone, NULL);
+		g->next = *b;
+		*b = g;
+	}
+	if (g)
+		g->refs++;
+	pthread_mutex_unlock(&p->glock);
+	return g;
+}
+
+/* Drops a writer's reference; the last one frees the group (no batch is open
+ * then: the writer that commits holds a reference until it has). */
+static void group_put(pg_meta *p, pg_group *g)
+{
+	pg_group **b = &p->groups[(uint64_t)g->vno % PG_GROUP_BUCKETS];
+
+	pthread_mutex_lock(&p->glock);
+	if (--g->refs > 0) {
+		pthread_mutex_unlock(&p->glock);
+		return;
+	}
+	while (*b != g)
+		b = &(*b)->next;
+	*b = g->next;
+	pthread_mutex_unlock(&p->glock);
+	pthread_mutex_destroy(&g->wlock);
+	pthread_mutex_destroy(&g->flock);
+	pthread_cond_destroy(&g->fdone);
+	free(g);
+}
+
+/* Ends the batch (wlock held): when it failed (rc != 0) every member gets
+ * `why`, a refused one too (it was refused on what did not commit: a retry
+ * gets the answer sequential writes would), and every one waiting wakes. */
+static void batch_settle(pg_group *g, int rc, const cof_err *why)
+{
+	pthread_mutex_lock(&g->flock);
+	for (struct pg_member *x = g->members; x; x = x->next) {
+		if (rc) {
+			x->rc = -1;
+			cof_error(x->err, COF_EUNAVAILABLE, "%s", why->msg[0] ? why->msg :
+				  "the metadata database did not commit the change; retry it");
+		}
+		x->done = 1;
+	}
+	pthread_cond_broadcast(&g->fdone);
+	pthread_mutex_unlock(&g->flock);
+	g->members = NULL;
+	g->nbatch = 0;
+	g->ops = 0;
+}
+
+static void pend_clear(pg_group *g)
+{
+	g->npend = 0;
+	free(g->arena);
+	g->arena = NULL;
+}
+
+/* The bytes a value of a statement takes in the arena (0: none to copy). */
+static size_t value_len(const cof_pg_stmt *s, int j)
+{
+	if (!s->vals[j] || s->vals[j] == s->ints[j])
+		return 0;
+	return s->fmts[j] ? (size_t)s->lens[j] + 1 : strlen(s->vals[j]) + 1;
+}
+
+int cof_pg_group_defer(pg_group *g, const cof_pg_stmt *s, int n, cof_err *err)
+{
+	size_t need = 1;
+	char *a;
+
+	if (g->npend || n > PG_GROUP_DEFER)
+		return cof_error(err, COF_EINTERNAL, "metadata store: a write is held back already");
+	for (int i = 0; i < n; i++) {
+		need += s[i].sql ? 0 : strlen(s[i].what) + 1;
+		for (int j = 0; j < s[i].n; j++)
+			need += value_len(&s[i], j);
+	}
+	if (!(g->arena = a = cof_malloc(need)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	for (int i = 0; i < n; i++) {
+		cof_pg_stmt *d = &g->pend[i];
+		*d = s[i];
+		d->res = NULL;
+		if (!s[i].sql) {
+			d->what = strcpy(a, s[i].what);
+			a += strlen(a) + 1;
+		}
+		for (int j = 0; j < s[i].n; j++) {
+			size_t len = value_len(&s[i], j);
+			if (s[i].vals[j] == s[i].ints[j])
+				d->vals[j] = d->ints[j];
+			else if (len) {
+				memcpy(a, s[i].vals[j], len);
+				d->vals[j] = a;
+				a += len;
+			}
+		}
+	}
+	g->npend = n;
+	g->pend_of = g->nbatch;
+	return 0;
+}
+
+int cof_pg_group_drop_own(pg_group *g)
+{
+	if (!g->npend || g->pend_of != g->nbatch)
+		return 0;
+	pend_clear(g);
+	return 1;
+}
+
+int cof_pg_group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err)
+{
+	cof_pg_stmt all[PG_PIPE_MAX];
+	int k = g->npend, rc;
+
+	if (!k)
+		return cof_pg_pipeline(g->c, s, n, err);
+	if (k + n > PG_PIPE_MAX)
+		return cof_pg_group_sync(g, err) ? -1 : cof_pg_pipeline(g->c, s, n, err);
+	memcpy(all, g->pend, (size_t)k * sizeof *all);
+	if (n)
+		memcpy(all + k, s, (size_t)n * sizeof *all);
+	/* the copies' own integers: their values point at them */
+	for (int i = 0; i < k + n; i++)
+		for (int j = 0; j < all[i].n; j++)
+			if (all[i].vals[j] == (i < k ? g->pend[i].ints[j] : s[i - k].ints[j]))
+				all[i].vals[j] = all[i].ints[j];
+	rc = cof_pg_pipeline(g->c, all, k + n, err);
+	for (int i = 0; i < k + n && !rc; i++) {
+		if (i < k)
+			PQclear(all[i].res);
+		else
+			s[i - k].res = all[i].res;
+	}
+	pend_clear(g);
+	return rc;
+}
+
+int cof_pg_group_sync(pg_group *g, cof_err *err)
+{
+	return g->npend ? cof_pg_group_pipeline(g, NULL, 0, err) : 0;
+}
+
+/* The batch's end as one pipeline: the writes held back, the volume's row,
+ * the notification every node's waiters on the volume wake on (notify_pg.c),
+ * COMMIT. */
+static int batch_flush(pg_group *g, cof_err *err)
+{
+	cof_pg_stmt s[3] = {{0}, {0}, {.what = "COMMIT"}};
+	cof_topic t = cof_topic_volume(g->vol.org, g->vol.id);
+	char note[256];
+	int rc;
+
+	cof_notify_pg_payload(&t, note, sizeof note);
+	if (cof_pg_stmt_set(&s[0], "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
+			    " capacity = $4 WHERE vno = $5", "updating the volume", err, "iiiii",
+			    g->vol.seq, g->vol.files, g->vol.bytes, g->vol.capacity, g->vno) ||
+	    cof_pg_stmt_set(&s[1], "SELECT pg_notify('coffer', $1)", "notifying", err, "s",
+			    note) ||
+	    cof_pg_group_pipeline(g, s, 3, err))
+		return -1;
+	/* COMMIT of a transaction that failed answers ROLLBACK, not an error */
+	rc = strcmp(PQcmdStatus(s[2].res), "COMMIT") ? -1 : 0;
+	for (int i = 0; i < 3; i++)
+		PQclear(s[i].res);
+	if (rc)
+		cof_error(err, COF_EUNAVAILABLE, "the metadata database rolled the change back;"
+			  " retry it");
+	return rc;
+}
+
+/* Commits the open batch (wlock held) or, when none of its changes stored
+ * anything, rolls it back; then every member learns the outcome. */
+static void batch_end(cof_meta *m, pg_group *g)
+{
+	cof_err e = {0};
+	int rc = g->ops ? batch_flush(g, &e) : 0;
+
+	cof_pg_put(m, g->c); /* rolls back what is still open */
+	g->c = NULL;
+	pend_clear(g);
+	batch_settle(g, rc, &e);
+	cof_err_clear(&e);
+}
+
+pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_volrow *vol,
+			     cof_err *err)
+{
+	pg_group *g = group_get(PGM(m), vno);
+
+	if (!g) {
+		cof_error(err, COF_EINTERNAL, "out of memory");
+		return NULL;
+	}
+	atomic_fetch_add(&g->wwait, 1);
+	pthread_mutex_lock(&g->wlock);
+	atomic_fetch_sub(&g->wwait, 1);
+	if (!g->c) {
+		/* no batch open: nobody waits on one either */
+		pgconn *nc = cof_pg_get(m, err);
+		if (!nc || cof_pg_volume_lock_begin(nc, vno, &g->vol, err)) {
+			cof_pg_put(m, nc);
+			pthread_mutex_unlock(&g->wlock);
+			group_put(PGM(m), g);
+			return NULL;
+		}
+		g->c = nc;
+	}
+	*c = g->c;
+	*vol = g->vol;
+	return g;
+}
+
+int cof_pg_group_nth(const pg_group *g)
+{
+	return g->nbatch;
+}
+
+/* Undoes a member's change: 0, or -1 when the batch's transaction cannot go
+ * on (it failed with no savepoint to return to, or the rollback failed). */
+static int member_undo(pg_group *g, const char *savepoint, cof_err *err)
+{
+	char sql[64];
+
+	if (!savepoint)
+		return PQtransactionStatus(g->c->db) == PQTRANS_INTRANS ? 0 : -1;
+	if (cof_pg_group_sync(g, err))
+		return -1;
+	snprintf(sql, sizeof sql, "ROLLBACK TO %s", savepoint + strlen("SAVEPOINT "));
+	return cof_pg_exec(g->c, sql, err);
+}
+
+int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
+		     const cof_volrow *vol, int ops, cof_err *err)
+{
+	struct pg_member me = {.rc = rc, .err = err};
+	pg_meta *p = PGM(m);
+
+	/* a statement that failed where the change went on regardless */
+	if (rc == 0 && PQtransactionStatus(g->c->db) != PQTRANS_INTRANS)
+		me.rc = cof_pg_error(err, g->c, NULL, "writing");
+	if (me.rc == 0 && ops > 0) {
+		g->vol = *vol;
+		g->ops += ops;
+	} else if (member_undo(g, savepoint, err)) {
+		/* the batch's transaction is lost: every member fails with it */
+		cof_err why = {0};
+		cof_error(&why, COF_EUNAVAILABLE, "the metadata database aborted the change;"
+			  " retry it");
+		me.next = g->members;
+		g->members = &me;
+		me.rc = -1;
+		if (err && !err->code)
+			cof_error(err, why.code, "%s", why.msg);
+		cof_pg_put(m, g->c);
+		g->c = NULL;
+		pend_clear(g);
+		batch_settle(g, -1, &why);
+		cof_err_clear(&why);
+		pthread_mutex_unlock(&g->wlock);
+		group_put(p, g);
+		return -1;
+	}
+	me.next = g->members;
+	g->members = &me;
+	g->nbatch++;
+	if (atomic_load(&g->wwait) > 0 && g->nbatch < PG_BATCH_MAX) {
+		pthread_mutex_lock(&g->flock);
+		pthread_mutex_unlock(&g->wlock);
+		while (!me.done)
+			pthread_cond_wait(&g->fdone, &g->flock);
+		pthread_mutex_unlock(&g->flock);
+	} else {
+		batch_end(m, g);
+		pthread_mutex_unlock(&g->wlock);
+	}
+	group_put(p, g);
+	return me.rc;
+}
