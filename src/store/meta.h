@@ -182,6 +182,11 @@ struct cof_meta_ops {
 	 * malloc'd, NUL-terminated copy of it (else NULL): one query for a GET. */
 	int (*entry_read)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		cof_entry *out, unsigned char **data, cof_err *err);
+	/* The S3 text (cof_txn.s3meta) kept with the row of `path` live at
+	 * `at_seq` (a version's own seq finds that version): 1 with *out (malloc'd,
+	 * NULL when none was kept), 0 = no such row, -1 = error. */
+	int (*entry_s3meta)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		char **out, cof_err *err);
 	/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
 	 * the start), in path order (bytewise). */
 	int (*list)(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
@@ -359,6 +364,10 @@ struct cof_txn {
 	/* Who makes the change: JSON object text recorded with each of its
 	 * changes rows (API.md "Who"), or NULL. The caller's, set before writes. */
 	const char *by;
+	/* The S3 gateway's text kept with the version the next cof_txn_write
+	 * makes (its entries and changes rows), or NULL: opaque to the store.
+	 * Set by cof_txn_write_s3 for one write. */
+	const char *s3meta;
 };
 
 /* Opens the metadata store named by `url`: a plain path or "sqlite:PATH" is
@@ -426,6 +435,11 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t siz
 /* cof_txn_write with the version's time (see txn_write). */
 int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
+/* cof_txn_write keeping `s3meta` (NULL = none) with the version it makes. */
+int cof_txn_write_s3(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, const char *s3meta, cof_err *err);
+int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		char **out, cof_err *err);
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
 int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
 		char dropped[48], cof_err *err);
