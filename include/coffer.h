@@ -204,6 +204,10 @@ typedef struct cof_cond {
 	cof_cond_kind kind;
 	int64_t version; /* for COF_COND_VERSION */
 	const cof_by *by; /* NULL = not said (recorded as null) */
+	/* The S3 gateway's text (JSON: user metadata, MD5; docs/s3.md) kept with
+	 * the version a put or copy makes: opaque here. NULL = none, except for
+	 * cof_file_copy, where NULL keeps the source version's. */
+	const char *s3meta;
 } cof_cond;
 
 /* Parses an If-Match value ("N", N, W/"N", or * for "exists") into a
@@ -271,6 +275,11 @@ typedef struct cof_file {
 	char content_type[128];
 	int64_t updated_at; /* unix seconds */
 } cof_file;
+
+/* The S3 text kept with version `version` of `path` (cof_cond.s3meta): 0 with
+ * *out (malloc'd; NULL when none was kept, or no such version), or -1. */
+int cof_file_s3meta(cof_store *st, const char *org, const char *vol, const char *path,
+		    int64_t version, char **out, cof_err *err);
 
 /* GET /v1/volumes/{id}/files/{path}?snapshot=S (snapshot NULL = now). */
 int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
