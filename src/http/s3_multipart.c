@@ -4,8 +4,10 @@
  *
  * Parts are not content of any volume until the upload completes, so they
  * are kept outside the store, as files of this node: DATA/s3-uploads/ID/
- * holds `info` (JSON: org, volume, key, content type, initiated) and one file
- * per part (`P.part`, with its SHA-256 in `P.sha`). Complete streams the
+ * holds `info` (JSON: org, volume, key, content type, initiated, the user
+ * metadata sent: s3_meta.c) and one file per part (`P.part`, with its MD5,
+ * its ETag, in `P.md5`). The object's ETag is S3's: the MD5 of the parts'
+ * MD5s, "-N". Complete streams the
  * parts, in the order the client lists them, into one cof_upload and lands
  * it with cof_file_put: one change, ceiling and conditions as any PutObject.
  * An upload therefore belongs to the node that created it (docs/s3.md);
@@ -194,28 +196,28 @@ enum MHD_Result s3mp_create(s3req *r)
 	unsigned char rnd[16];
 	const char *ct = s3_hdr(r, "Content-Type");
 	cof_err err = {0};
+	json_t *meta;
 
-	if (s3_resolve(r))
+	if (s3_resolve(r) || !(meta = s3_meta_from_request(r)))
 		return s3_send_error(r);
-	if (cof_path_check(r->key, strlen(r->key), "key", &(const char *){NULL}, &err)) {
-		s3_fail_err(r, &err, NULL);
-		return s3_send_error(r);
-	}
-	if (ct && *ct && cof_media_type_check(ct, "Content-Type", &err)) {
+	if (cof_path_check(r->key, strlen(r->key), "key", &(const char *){NULL}, &err) ||
+	    (ct && *ct && cof_media_type_check(ct, "Content-Type", &err))) {
+		json_decref(meta);
 		s3_fail_err(r, &err, NULL);
 		return s3_send_error(r);
 	}
 	sweep();
 	uploads_dir(base, sizeof base);
 	if (cof_random(rnd, sizeof rnd)) {
+		json_decref(meta);
 		s3_fail(r, 500, "InternalError", "no randomness available");
 		return s3_send_error(r);
 	}
 	cof_hex(rnd, sizeof rnd, id);
 	snprintf(dir, sizeof dir, "%s/%s", base, id);
-	json_t *info = json_pack("{s:s, s:s, s:s, s:s, s:I}", "org", r->who.org, "vol", r->vol,
-				 "key", r->key, "contentType", ct && *ct ? ct : "",
-				 "initiated", (json_int_t)cof_now());
+	json_t *info = json_pack("{s:s, s:s, s:s, s:s, s:I, s:o}", "org", r->who.org, "vol",
+				 r->vol, "key", r->key, "contentType", ct && *ct ? ct : "",
+				 "initiated", (json_int_t)cof_now(), "s3meta", meta);
 	snprintf(path, sizeof path, "%s/info", dir);
 	if ((mkdir(base, 0700) && errno != EEXIST) || mkdir(dir, 0700) ||
 	    json_dump_file(info, path, JSON_COMPACT)) {
@@ -268,11 +270,11 @@ int s3mp_part_begin(s3req *r)
 		return -1;
 	}
 	json_decref(info);
+	if (s3_md5_begin(r))
+		return -1;
 	snprintf(r->part_tmp, sizeof r->part_tmp, "%s/%05d.tmp", dir, n);
 	r->part_fd = open(r->part_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	r->part_sha = EVP_MD_CTX_new();
-	if (r->part_fd < 0 || !r->part_sha ||
-	    EVP_DigestInit_ex(r->part_sha, EVP_sha256(), NULL) != 1) {
+	if (r->part_fd < 0) {
 		s3_fail(r, 500, "InternalError", "cannot write the part '%s': %s", r->part_tmp,
 			strerror(errno));
 		return -1;
@@ -284,7 +286,6 @@ int s3mp_part_write(s3req *r, const char *data, size_t n)
 {
 	struct stat sb;
 
-	EVP_DigestUpdate(r->part_sha, data, n);
 	if (cof_write_full(r->part_fd, data, n) < 0) {
 		s3_fail(r, 500, "InternalError", "cannot write the part: %s", strerror(errno));
 		return -1;
@@ -303,24 +304,19 @@ void s3mp_part_drop(s3req *r)
 		unlink(r->part_tmp);
 	}
 	r->part_fd = -1;
-	EVP_MD_CTX_free(r->part_sha);
-	r->part_sha = NULL;
 }
 
 enum MHD_Result s3mp_part_end(s3req *r)
 {
-	unsigned char h[32];
-	unsigned int hl = 0;
-	char hex[65], final[4400], shap[4400], etag[80];
+	const char *hex = r->md5_hex;   /* body_checks made it */
+	char final[4400], shap[4400], etag[80];
 	size_t tl = strlen(r->part_tmp);
 
-	EVP_DigestFinal_ex(r->part_sha, h, &hl);
-	cof_hex(h, 32, hex);
-	/* "NNNNN.tmp" -> "NNNNN.part" and its hash beside it */
+	/* "NNNNN.tmp" -> "NNNNN.part" and its MD5 beside it */
 	snprintf(final, sizeof final, "%.*s.part", (int)(tl - 4), r->part_tmp);
-	snprintf(shap, sizeof shap, "%.*s.sha", (int)(tl - 4), r->part_tmp);
+	snprintf(shap, sizeof shap, "%.*s.md5", (int)(tl - 4), r->part_tmp);
 	int fd = open(shap, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || cof_write_full(fd, hex, 64) < 0 || close(fd) < 0 ||
+	if (strlen(hex) != 32 || fd < 0 || cof_write_full(fd, hex, 32) < 0 || close(fd) < 0 ||
 	    close(r->part_fd) < 0 || rename(r->part_tmp, final) < 0) {
 		s3_fail(r, 500, "InternalError", "cannot keep the part: %s", strerror(errno));
 		s3mp_part_drop(r);
@@ -335,7 +331,7 @@ enum MHD_Result s3mp_part_end(s3req *r)
 	return s3_queue(r, 200, resp);
 }
 
-/* The SHA-256 of part file `n` of `dir` (its .sha) into hex[65], and its size:
+/* The MD5 of part file `n` of `dir` (its .md5) into hex[65], and its size:
  * 0, or -1 when the part is not there. */
 static int part_info(const char *dir, int n, char hex[65], int64_t *size, int64_t *mtime)
 {
@@ -343,14 +339,14 @@ static int part_info(const char *dir, int n, char hex[65], int64_t *size, int64_
 	struct stat sb;
 	int fd;
 
-	snprintf(path, sizeof path, "%s/%05d.sha", dir, n);
+	snprintf(path, sizeof path, "%s/%05d.md5", dir, n);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	ssize_t got = read(fd, hex, 64);
+	ssize_t got = read(fd, hex, 32);
 	close(fd);
-	if (got != 64)
+	if (got != 32)
 		return -1;
-	hex[64] = '\0';
+	hex[32] = '\0';
 	snprintf(path, sizeof path, "%s/%05d.part", dir, n);
 	if (stat(path, &sb))
 		return -1;
@@ -377,7 +373,7 @@ static int etag_is(const char *given, const char *hex)
 	size_t n;
 
 	given = etag_trim(given, &n);
-	return n == 64 && !strncasecmp(given, hex, 64);
+	return n == strlen(hex) && !strncasecmp(given, hex, n);
 }
 
 /* The SHA-256 of a Complete's parts list ("N hex\n" each, ETags lowercased),
@@ -425,8 +421,8 @@ static int completed_again(s3req *r, const char *id, const int *nums, char **eta
 			"found: upload %s was completed with other parts", id);
 		return -1;
 	}
-	*out = json_pack("{s:O?, s:O?}", "sha256", json_object_get(j, "sha256"), "version",
-			 json_object_get(j, "version"));
+	*out = json_pack("{s:O?, s:O?, s:O?}", "sha256", json_object_get(j, "sha256"), "version",
+			 json_object_get(j, "version"), "etag", json_object_get(j, "etag"));
 	json_decref(j);
 	return 1;
 }
@@ -443,9 +439,10 @@ static void parts_keep(s3req *r, const char *id, const int *nums, char **etags,
 		json_array_append_new(a, json_integer(sizes[i]));
 	list_hash(nums, etags, n, lh);
 	parts_id(r->vol, r->key, pid);
-	json_t *b = json_pack("{s:s, s:s, s:s, s:O?, s:O?, s:s, s:o}", "upload", id, "vol", r->vol,
-			      "key", r->key, "version", json_object_get(out, "version"),
-			      "sha256", json_object_get(out, "sha256"), "list", lh, "parts", a);
+	json_t *b = json_pack("{s:s, s:s, s:s, s:O?, s:O?, s:O?, s:s, s:o}", "upload", id, "vol",
+			      r->vol, "key", r->key, "version", json_object_get(out, "version"),
+			      "sha256", json_object_get(out, "sha256"), "etag",
+			      json_object_get(out, "etag"), "list", lh, "parts", a);
 	cof_meta_state_save(s3srv->st->meta, PARTS_KIND, pid, r->who.org, "", 0, b,
 			    "S3 multipart upload");
 	json_decref(b);
@@ -466,8 +463,9 @@ static enum MHD_Result complete_answer(s3req *r, json_t *out)
 	cof_buf_adds(&b, "</Location>");
 	s3_xml_el(&b, "Bucket", r->bucket);
 	s3_xml_el(&b, "Key", r->key);
+	const char *tag = json_string_value(json_object_get(out, "etag"));
 	cof_buf_addf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>",
-		     json_string_value(json_object_get(out, "sha256")) ?: "");
+		     tag ? tag : json_string_value(json_object_get(out, "sha256")) ?: "");
 	return s3_write_answer(r, out, &b);
 }
 
@@ -484,6 +482,7 @@ enum MHD_Result s3mp_complete(s3req *r)
 	int64_t total = 0, size, *sizes = NULL;
 	cof_cond c;
 	int created;
+	char mp_etag[S3_ETAG_MAX], *text = NULL;
 
 	if (s3_resolve(r))
 		return s3_send_error(r);
@@ -506,15 +505,33 @@ enum MHD_Result s3mp_complete(s3req *r)
 		return s3_send_error(r);
 	}
 	sizes = cof_malloc((n ? n : 1) * sizeof *sizes);
+	/* S3's ETag of the whole: the MD5 of the parts' binary MD5s, "-N" */
+	EVP_MD_CTX *mm = EVP_MD_CTX_new();
+	if (!mm || EVP_DigestInit_ex(mm, EVP_md5(), NULL) != 1) {
+		EVP_MD_CTX_free(mm);
+		s3_fail(r, 500, "InternalError", "out of memory");
+		goto fail;
+	}
 	for (size_t i = 0; i < n; i++) {
+		unsigned char bin[16];
 		if (part_info(dir, nums[i], hex, &size, NULL) || !etag_is(etags[i], hex)) {
+			EVP_MD_CTX_free(mm);
 			s3_fail(r, 400, "InvalidPart", "One or more of the specified parts could "
 				"not be found or its ETag did not match (part %d)", nums[i]);
 			goto fail;
 		}
+		for (int k = 0; k < 16; k++)
+			bin[k] = (unsigned char)strtoul((char[3]){hex[2 * k], hex[2 * k + 1], 0},
+							NULL, 16);
+		EVP_DigestUpdate(mm, bin, 16);
 		sizes[i] = size;
 		total += size;
 	}
+	unsigned char mh[16];
+	EVP_DigestFinal_ex(mm, mh, NULL);
+	EVP_MD_CTX_free(mm);
+	cof_hex(mh, 16, hex);
+	snprintf(mp_etag, sizeof mp_etag, "%s-%zu", hex, n);
 	if (s3_write_cond(r, &c))
 		goto fail;
 	if (cof_upload_begin(s3srv->st, 0, &up, &err) ||
@@ -548,19 +565,23 @@ enum MHD_Result s3mp_complete(s3req *r)
 	}
 	const char *ct = json_string_value(json_object_get(info, "contentType"));
 	c.by = s3_by(r);
+	c.s3meta = text = s3_meta_text(json_object_get(info, "s3meta"), mp_etag);
 	if (cof_file_put(s3srv->st, r->who.org, r->vol, r->key, up, ct && *ct ? ct : NULL, c,
 			 &out, &created, &err)) {
 		s3_fail_err(r, &err, "NoSuchBucket");
 		goto fail;
 	}
+	json_object_set_new(out, "etag", json_string(mp_etag));
 	parts_keep(r, id, nums, etags, sizes, n, out);
 	rm_upload(dir);
+	free(text);
 	json_decref(info);
 	free(nums);
 	free(sizes);
 	cof_s3xml_free(etags, n);
 	return complete_answer(r, out);
 fail:
+	free(text);
 	json_decref(info);
 	free(nums);
 	free(sizes);
