@@ -281,6 +281,12 @@ typedef struct cof_file {
 int cof_file_s3meta(cof_store *st, const char *org, const char *vol, const char *path,
 		    int64_t version, char **out, cof_err *err);
 
+/* Sets "s3meta" (the kept S3 text) on each file of `files` (a listing's
+ * array as cof_file_list answers it now, in path order) that has one: one
+ * query for the page (a fork's: one per file). 0, or -1. */
+int cof_file_s3metas(cof_store *st, const char *org, const char *vol, json_t *files,
+		     cof_err *err);
+
 /* GET /v1/volumes/{id}/files/{path}?snapshot=S (snapshot NULL = now). */
 int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
 		  const char *snapshot, cof_file *out, cof_err *err);

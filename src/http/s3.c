@@ -830,7 +830,10 @@ static enum MHD_Result list_objects(s3req *r, int mode)
 		o.cursor = cursor;
 		o.limit = 1000;
 		o.prefix = p && *p ? p : NULL;
-		if (cof_file_list(s3srv->st, r->who.org, r->vol, &o, &out, &err)) {
+		if (cof_file_list(s3srv->st, r->who.org, r->vol, &o, &out, &err) ||
+		    cof_file_s3metas(s3srv->st, r->who.org, r->vol,
+				     json_object_get(out, "files"), &err)) {
+			json_decref(out);
 			free(cursor);
 			cof_buf_release(&items);
 			cof_buf_release(&prefixes);
@@ -890,10 +893,14 @@ static enum MHD_Result list_objects(s3req *r, int mode)
 					     json_integer_value(json_object_get(f, "version")));
 			s3_json_iso(json_object_get(f, "updatedAt"), when);
 			s3_xml_el(&items, "LastModified", when);
+			json_t *sm = json_loads(json_string_value(json_object_get(f, "s3meta"))
+						?: "{}", 0, NULL);
+			const char *tag = json_string_value(json_object_get(sm, "etag"));
 			cof_buf_addf(&items, "<ETag>&quot;%s&quot;</ETag><Size>%" JSON_INTEGER_FORMAT
 				     "</Size><StorageClass>STANDARD</StorageClass>",
-				     json_string_value(json_object_get(f, "sha256")) ?: "",
+				     tag ? tag : json_string_value(json_object_get(f, "sha256")) ?: "",
 				     json_integer_value(json_object_get(f, "size")));
+			json_decref(sm);
 			if (!v2 || fetch_owner) {
 				cof_buf_adds(&items, "<Owner>");
 				s3_xml_el(&items, "ID", r->who.org);

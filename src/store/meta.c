@@ -189,6 +189,12 @@ int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at
 	return m->ops->entry_s3meta(m, vno, path, at_seq, out, err);
 }
 
+int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+		cof_s3meta_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->s3meta_range(m, vno, first, last, fn, ctx, err);
+}
+
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 {
 	return tx->m->ops->txn_remove(tx, path, err);

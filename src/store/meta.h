@@ -82,6 +82,8 @@ typedef struct cof_snaprow {
 
 /* Callbacks return nonzero to stop the walk. */
 typedef int (*cof_entry_fn)(void *ctx, const cof_entry *e);
+/* A live row's S3 text (cof_txn.s3meta), borrowed for the call; nonzero stops. */
+typedef int (*cof_s3meta_fn)(void *ctx, const char *path, const char *s3meta);
 typedef int (*cof_change_fn)(void *ctx, const cof_change_row *c);
 typedef int (*cof_snap_fn)(void *ctx, const cof_snaprow *s);
 typedef int (*cof_sha_fn)(void *ctx, const char *sha256, int64_t size);
@@ -187,6 +189,11 @@ struct cof_meta_ops {
 	 * NULL when none was kept), 0 = no such row, -1 = error. */
 	int (*entry_s3meta)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		char **out, cof_err *err);
+	/* The live rows of `vno` itself (not a fork's parents) with paths from
+	 * `first` to `last` (bytewise) that keep an S3 text, in path order: one
+	 * query for a listing's page. */
+	int (*s3meta_range)(cof_meta *m, int64_t vno, const char *first, const char *last,
+		cof_s3meta_fn fn, void *ctx, cof_err *err);
 	/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
 	 * the start), in path order (bytewise). */
 	int (*list)(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
@@ -440,6 +447,8 @@ int cof_txn_write_s3(cof_txn *tx, const char *path, const char *sha256, int64_t 
 		const char *ctype, const void *inline_data, const char *s3meta, cof_err *err);
 int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		char **out, cof_err *err);
+int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+		cof_s3meta_fn fn, void *ctx, cof_err *err);
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
 int cof_meta_snapshot_add(cof_meta *m, cof_snaprow *s, int keep_unpinned, int max_pinned,
 		char dropped[48], cof_err *err);

@@ -80,6 +80,37 @@ static int pg_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t a
 	return found < 0 ? -1 : found > 0;
 }
 
+typedef struct {
+	cof_s3meta_fn fn;
+	void *ctx;
+} s3meta_each;
+
+/* cof_pg_row_fn: (path, s3meta) to the caller's fn. */
+static int s3meta_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	s3meta_each *e = ctx;
+
+	(void)err;
+	return e->fn(e->ctx, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)) ? 1 : 0;
+}
+
+static int pg_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+			   cof_s3meta_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	s3meta_each e = {fn, ctx};
+	int n;
+
+	if (!c)
+		return -1;
+	n = cof_pg_rows_on(c, "SELECT path, s3meta FROM entries WHERE vno = $1 AND path >= $2"
+			   " AND path <= $3 AND to_seq IS NULL AND s3meta IS NOT NULL ORDER BY path",
+			   "reading files' S3 metadata", s3meta_row, &e, err, "iss", vno, first,
+			   last);
+	cof_pg_put(m, c);
+	return n < 0 ? -1 : 0;
+}
+
 /* Where entry_data puts a file's row and its inline content. */
 typedef struct {
 	cof_entry *out;
@@ -329,6 +360,7 @@ void cof_pg_ops_read(cof_meta_ops *o)
 {
 	o->entry_read = pg_entry_read;
 	o->entry_s3meta = pg_entry_s3meta;
+	o->s3meta_range = pg_s3meta_range;
 	o->list = pg_list;
 	o->changes = pg_changes;
 	o->history = pg_history;

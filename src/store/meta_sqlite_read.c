@@ -202,6 +202,35 @@ static int sq_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t a
 	return rc == 1 && removed ? 0 : rc;
 }
 
+static int sq_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+			   cof_s3meta_fn fn, void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int r, rc = 0;
+
+	if (!c)
+		return -1;
+	if (!(st = cof_sqlite_q(c, "SELECT path, s3meta FROM entries WHERE vno = ? AND"
+				" path >= ? AND path <= ? AND to_seq IS NULL AND s3meta IS NOT NULL"
+				" ORDER BY path", err))) {
+		cof_sqlite_reader_put(m, c);
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, vno);
+	cof_sqlite_bind_text(st, 2, first);
+	cof_sqlite_bind_text(st, 3, last);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW)
+		if (fn(ctx, (const char *)sqlite3_column_text(st, 0),
+		       (const char *)sqlite3_column_text(st, 1)))
+			break;
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		rc = cof_sqlite_db_error(err, c->db, "reading files' S3 metadata");
+	sqlite3_reset(st);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
 int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
 {
@@ -346,6 +375,7 @@ void cof_sqlite_ops_read(cof_meta_ops *o)
 	o->entry_read = sq_entry_read;
 	o->entry_get = sq_entry_get;
 	o->entry_s3meta = sq_entry_s3meta;
+	o->s3meta_range = sq_s3meta_range;
 	o->list = sq_list;
 	o->changes = sq_changes;
 	o->history = sq_history;

@@ -417,6 +417,60 @@ int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const ch
 
 /* ------------------------------------------------------------------- read */
 
+typedef struct s3metas {
+	json_t *files;
+	size_t i;
+} s3metas;
+
+/* cof_s3meta_fn: both in path order, so one pass matches them. */
+static int s3metas_set(void *ctx, const char *path, const char *s3meta)
+{
+	s3metas *s = ctx;
+	size_t n = json_array_size(s->files);
+
+	for (; s->i < n; s->i++) {
+		json_t *f = json_array_get(s->files, s->i);
+		int d = strcmp(json_string_value(json_object_get(f, "path")) ?: "", path);
+		if (d > 0)
+			return 0;
+		if (d == 0) {
+			json_object_set_new(f, "s3meta", json_string(s3meta));
+			s->i++;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int cof_file_s3metas(cof_store *st, const char *org, const char *vol, json_t *files,
+		     cof_err *err)
+{
+	cof_view view;
+	size_t n = json_array_size(files);
+	s3metas s = {.files = files};
+
+	if (!n)
+		return 0;
+	if (cof_view_open(st, org, vol, NULL, &view, err))
+		return -1;
+	if (!view.vol.base_vno)
+		return cof_meta_s3meta_range(st->meta, view.vno,
+			json_string_value(json_object_get(json_array_get(files, 0), "path")) ?: "",
+			json_string_value(json_object_get(json_array_get(files, n - 1), "path")) ?: "",
+			s3metas_set, &s, err);
+	for (size_t i = 0; i < n; i++) { /* a fork's rows may be its parents' */
+		json_t *f = json_array_get(files, i);
+		const char *p = json_string_value(json_object_get(f, "path"));
+		char *t = NULL;
+		if (p && cof_meta_entry_s3meta(st->meta, view.vno, p, -1, &t, err) < 0)
+			return -1;
+		if (t)
+			json_object_set_new(f, "s3meta", json_string(t));
+		free(t);
+	}
+	return 0;
+}
+
 int cof_file_s3meta(cof_store *st, const char *org, const char *vol, const char *path,
 		    int64_t version, char **out, cof_err *err)
 {
