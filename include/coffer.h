@@ -228,6 +228,17 @@ int cof_upload_room(cof_upload *up, const char *org, const char *vol, const char
 		    int64_t declared, cof_err *err);
 int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err);
 int64_t cof_upload_size(const cof_upload *up);
+/* Content kept outside any volume for `holder` (held.c; an S3 multipart
+ * upload's parts, "s3:ID"): stores `up`'s bytes (consumed, whatever happens)
+ * as a blob kept from the collector until cof_held_release(holder), and says
+ * its sha256 and size. */
+int cof_upload_hold(cof_upload *up, const char *org, const char *holder, char sha[65],
+		    int64_t *size, cof_err *err);
+/* Appends held content (sha, size) to upload `into`, streamed. */
+int cof_held_append(cof_store *st, const char *sha, int64_t size, cof_upload *into,
+		    cof_err *err);
+/* Lets the collector have what `holder` holds (after its grace period). */
+int cof_held_release(cof_store *st, const char *org, const char *holder, cof_err *err);
 /* Drops an upload that will not be committed. NULL is fine. */
 void cof_upload_abort(cof_upload *up);
 

@@ -1740,7 +1740,7 @@ static enum MHD_Result dispatch(s3req *r)
 		return s3_send_error(r);
 	}
 	if (s3_has_arg(r, "uploadId")) {
-		if (!strcmp(m, "PUT") && r->part_fd >= 0)
+		if (!strcmp(m, "PUT") && r->part)
 			return s3mp_part_end(r);
 		if (!strcmp(m, "PUT")) {
 			const char *cr = s3_hdr(r, "x-amz-copy-source-range");
@@ -1796,7 +1796,6 @@ static void s3req_free(s3req *r)
 		free((char *)r->args[i].value);
 	}
 	cof_upload_abort(r->up);
-	s3mp_part_drop(r);
 	cof_buf_release(&r->body);
 	EVP_MD_CTX_free(r->sha);
 	EVP_MD_CTX_free(r->md5);
@@ -1845,7 +1844,6 @@ static enum MHD_Result s3_access(void *cls, struct MHD_Connection *conn, const c
 		r->conn = conn;
 		r->method = method;
 		r->raw = cof_strdup(url);
-		r->part_fd = -1;
 		r->body.max = S3_XML_MAX;
 		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
 		if (!r->failed && !split_path(r) && !authenticate(r) && r->key &&
@@ -1880,11 +1878,9 @@ static enum MHD_Result s3_access(void *cls, struct MHD_Connection *conn, const c
 			EVP_DigestUpdate(r->sha, upload, n);
 		if (r->md5)
 			EVP_DigestUpdate(r->md5, upload, n);
-		if (r->streaming) {
+		if (r->streaming || r->part) {
 			if (cof_upload_write(r->up, upload, n, &err))
 				s3_fail_err(r, &err, NULL);
-		} else if (r->part_fd >= 0) {
-			s3mp_part_write(r, upload, n);
 		} else if (wants_xml_body(r)) {
 			if (cof_buf_add(&r->body, upload, n))
 				s3_fail(r, 400, "MaxMessageLengthExceeded", "the request body is "

@@ -43,9 +43,9 @@ typedef struct s3req {
 	int check_md5;                /* Content-MD5 given: want_md5 */
 	unsigned char want_md5[16];
 	char md5_hex[33];             /* at the body's end: its MD5 ("" = not computed) */
-	/* UploadPart (s3_multipart.c): the part's file while it is written */
-	int part_fd;                  /* -1 = none */
-	char part_tmp[4320];
+	/* UploadPart (s3_multipart.c): its bytes stream into `up` */
+	int part;                     /* its number; 0 = not an UploadPart */
+	char part_upload[33];         /* its upload's id */
 } s3req;
 
 extern http_server *s3srv;
@@ -89,10 +89,8 @@ void s3_meta_headers(struct MHD_Response *resp, json_t *m);
 /* Starts the body's MD5 and reads Content-MD5 (InvalidDigest): 0, or -1. */
 int s3_md5_begin(s3req *r);
 
-/* s3_multipart.c: multipart uploads, node-local (docs/s3.md) */
+/* s3_multipart.c: multipart uploads, in the store: served by every node */
 int s3mp_part_begin(s3req *r);
-int s3mp_part_write(s3req *r, const char *data, size_t n);
-void s3mp_part_drop(s3req *r);
 enum MHD_Result s3mp_part_end(s3req *r);
 enum MHD_Result s3mp_create(s3req *r);
 enum MHD_Result s3mp_complete(s3req *r);

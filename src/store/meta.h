@@ -574,6 +574,13 @@ int cof_meta_seen_put(cof_meta *m, const char *org, const char *agent, const cha
  * garbage collector treats a pin as a reference. */
 int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
 		cof_err *err);
+/* Content stored outside any volume and kept for `holder` (a name no agent
+ * has: "s3:UPLOAD" for an S3 multipart upload's parts): a pin under that
+ * name, and the content's blobs row (a blob no row names is untracked, and
+ * swept), so the collector leaves it until cof_meta_unhold drops the pins. */
+int cof_meta_hold(cof_meta *m, const char *org, const char *holder, const char *sha,
+		int64_t size, cof_err *err);
+int cof_meta_unhold(cof_meta *m, const char *org, const char *holder, cof_err *err);
 /* Runs: what an agent's tool calls with one X-Run-Id wrote and presented.
  * Records an item; the same kind and path again updates it in place. */
 int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
