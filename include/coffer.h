@@ -204,6 +204,10 @@ typedef struct cof_cond {
 	cof_cond_kind kind;
 	int64_t version; /* for COF_COND_VERSION */
 	const cof_by *by; /* NULL = not said (recorded as null) */
+	/* The S3 gateway's text (JSON: user metadata, MD5; docs/s3.md) kept with
+	 * the version a put or copy makes: opaque here. NULL = none, except for
+	 * cof_file_copy, where NULL keeps the source version's. */
+	const char *s3meta;
 } cof_cond;
 
 /* Parses an If-Match value ("N", N, W/"N", or * for "exists") into a
@@ -224,6 +228,17 @@ int cof_upload_room(cof_upload *up, const char *org, const char *vol, const char
 		    int64_t declared, cof_err *err);
 int cof_upload_write(cof_upload *up, const void *data, size_t len, cof_err *err);
 int64_t cof_upload_size(const cof_upload *up);
+/* Content kept outside any volume for `holder` (held.c; an S3 multipart
+ * upload's parts, "s3:ID"): stores `up`'s bytes (consumed, whatever happens)
+ * as a blob kept from the collector until cof_held_release(holder), and says
+ * its sha256 and size. */
+int cof_upload_hold(cof_upload *up, const char *org, const char *holder, char sha[65],
+		    int64_t *size, cof_err *err);
+/* Appends held content (sha, size) to upload `into`, streamed. */
+int cof_held_append(cof_store *st, const char *sha, int64_t size, cof_upload *into,
+		    cof_err *err);
+/* Lets the collector have what `holder` holds (after its grace period). */
+int cof_held_release(cof_store *st, const char *org, const char *holder, cof_err *err);
 /* Drops an upload that will not be committed. NULL is fine. */
 void cof_upload_abort(cof_upload *up);
 
@@ -271,6 +286,17 @@ typedef struct cof_file {
 	char content_type[128];
 	int64_t updated_at; /* unix seconds */
 } cof_file;
+
+/* The S3 text kept with version `version` of `path` (cof_cond.s3meta): 0 with
+ * *out (malloc'd; NULL when none was kept, or no such version), or -1. */
+int cof_file_s3meta(cof_store *st, const char *org, const char *vol, const char *path,
+		    int64_t version, char **out, cof_err *err);
+
+/* Sets "s3meta" (the kept S3 text) on each file of `files` (a listing's
+ * array as cof_file_list answers it now, in path order) that has one: one
+ * query for the page (a fork's: one per file). 0, or -1. */
+int cof_file_s3metas(cof_store *st, const char *org, const char *vol, json_t *files,
+		     cof_err *err);
 
 /* GET /v1/volumes/{id}/files/{path}?snapshot=S (snapshot NULL = now). */
 int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,

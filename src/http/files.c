@@ -623,7 +623,7 @@ enum MHD_Result http_file_get(http_req *req)
 enum MHD_Result http_file_delete(http_req *req)
 {
 	cof_err err = { 0 };
-	cof_cond cond = { COF_COND_NONE, 0, NULL };
+	cof_cond cond = { COF_COND_NONE, 0, NULL, NULL };
 	json_t *out = NULL;
 
 	if (read_cond(req, &cond, &err))
@@ -705,7 +705,7 @@ enum MHD_Result http_link_put(http_req *req)
 {
 	cof_upload *up = http_take_upload(req);
 	const cof_link *l = &req->link;
-	cof_cond none = { COF_COND_NONE, 0, &req->by };
+	cof_cond none = { COF_COND_NONE, 0, &req->by, NULL };
 	cof_err err = { 0 };
 	json_t *out = NULL;
 	int created = 0, rc;

@@ -13,8 +13,9 @@
  * cof_file_copy: cof_land), so each is one change of the volume, counted
  * against its ceiling and seen at once by the HTTP API.
  *
- * The answer's ETag is the content's SHA-256 (not an MD5: coffer does not
- * keep one; 64 hex digits, so no client takes it for one), its
+ * The answer's ETag is the MD5 a version written here keeps (s3_meta.c, with
+ * its user metadata), else the content's SHA-256 (a version written through
+ * the HTTP API: 64 hex digits, so no client takes it for an MD5); its
  * x-amz-version-id the file's coffer version.
  */
 #include <ctype.h>
@@ -829,7 +830,10 @@ static enum MHD_Result list_objects(s3req *r, int mode)
 		o.cursor = cursor;
 		o.limit = 1000;
 		o.prefix = p && *p ? p : NULL;
-		if (cof_file_list(s3srv->st, r->who.org, r->vol, &o, &out, &err)) {
+		if (cof_file_list(s3srv->st, r->who.org, r->vol, &o, &out, &err) ||
+		    cof_file_s3metas(s3srv->st, r->who.org, r->vol,
+				     json_object_get(out, "files"), &err)) {
+			json_decref(out);
 			free(cursor);
 			cof_buf_release(&items);
 			cof_buf_release(&prefixes);
@@ -889,10 +893,14 @@ static enum MHD_Result list_objects(s3req *r, int mode)
 					     json_integer_value(json_object_get(f, "version")));
 			s3_json_iso(json_object_get(f, "updatedAt"), when);
 			s3_xml_el(&items, "LastModified", when);
+			json_t *sm = json_loads(json_string_value(json_object_get(f, "s3meta"))
+						?: "{}", 0, NULL);
+			const char *tag = json_string_value(json_object_get(sm, "etag"));
 			cof_buf_addf(&items, "<ETag>&quot;%s&quot;</ETag><Size>%" JSON_INTEGER_FORMAT
 				     "</Size><StorageClass>STANDARD</StorageClass>",
-				     json_string_value(json_object_get(f, "sha256")) ?: "",
+				     tag ? tag : json_string_value(json_object_get(f, "sha256")) ?: "",
 				     json_integer_value(json_object_get(f, "size")));
+			json_decref(sm);
 			if (!v2 || fetch_owner) {
 				cof_buf_adds(&items, "<Owner>");
 				s3_xml_el(&items, "ID", r->who.org);
@@ -979,13 +987,15 @@ static enum MHD_Result list_objects(s3req *r, int mode)
 
 /* ------------------------------------------------------------- objects */
 
-static void object_headers(struct MHD_Response *resp, const cof_file *f)
+/* `tag`: the ETag (s3_meta_of); `m` the kept metadata (NULL: none). */
+static void object_headers(struct MHD_Response *resp, const cof_file *f, const char *tag,
+			   json_t *m)
 {
-	char etag[80], ver[32], date[64];
+	char etag[S3_ETAG_MAX + 2], ver[32], date[64];
 	struct tm tm;
 	time_t t = (time_t)f->updated_at;
 
-	snprintf(etag, sizeof etag, "\"%s\"", f->sha256);
+	snprintf(etag, sizeof etag, "\"%s\"", tag);
 	snprintf(ver, sizeof ver, "%" PRId64, f->version);
 	gmtime_r(&t, &tm);
 	strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
@@ -995,6 +1005,7 @@ static void object_headers(struct MHD_Response *resp, const cof_file *f)
 	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				f->content_type[0] ? f->content_type : "application/octet-stream");
+	s3_meta_headers(resp, m);
 }
 
 /* Whether the ETag list `list` names `sha` (or is *). */
@@ -1033,13 +1044,13 @@ static int64_t http_time(const char *s)
 }
 
 /* S3's conditional reads: 412 or 304 into r (then 1), else 0. */
-static int conditions(s3req *r, const cof_file *f)
+static int conditions(s3req *r, const cof_file *f, const char *etag)
 {
 	const char *im = s3_hdr(r, "If-Match"), *inm = s3_hdr(r, "If-None-Match");
 	int64_t ims = http_time(s3_hdr(r, "If-Modified-Since"));
 	int64_t ius = http_time(s3_hdr(r, "If-Unmodified-Since"));
 
-	if (im && !etag_match(im, f->sha256)) {
+	if (im && !etag_match(im, etag)) {
 		s3_fail(r, 412, "PreconditionFailed", "At least one of the pre-conditions you "
 			"specified did not hold (If-Match)");
 		return 1;
@@ -1049,7 +1060,7 @@ static int conditions(s3req *r, const cof_file *f)
 			"specified did not hold (If-Unmodified-Since)");
 		return 1;
 	}
-	if ((inm && etag_match(inm, f->sha256)) || (!inm && ims >= 0 && f->updated_at <= ims)) {
+	if ((inm && etag_match(inm, etag)) || (!inm && ims >= 0 && f->updated_at <= ims)) {
 		s3_fail(r, 304, "NotModified", "Not Modified");
 		return 1;
 	}
@@ -1173,15 +1184,23 @@ static enum MHD_Result get_object(s3req *r)
 			"file was at version %s then only if it was written at that seq)", vid);
 		return s3_send_error(r);
 	}
-	if (conditions(r, &rd->f)) {
+	char etag[S3_ETAG_MAX];
+	json_t *meta = NULL;
+	if (s3_meta_of(r, r->vol, r->key, &rd->f, etag, &meta)) {
+		read_free(rd);
+		return s3_send_error(r);
+	}
+	if (conditions(r, &rd->f, etag)) {
 		struct MHD_Response *resp;
 		if (r->e.status != 304) {
+			json_decref(meta);
 			read_free(rd);
 			return s3_send_error(r);
 		}
 		s3_send_empty(r, 304, &resp);
 		if (resp)
-			object_headers(resp, &rd->f);
+			object_headers(resp, &rd->f, etag, NULL);
+		json_decref(meta);
 		read_free(rd);
 		return s3_queue(r, 304, resp);
 	}
@@ -1195,6 +1214,7 @@ static enum MHD_Result get_object(s3req *r)
 				"partNumber query parameter");
 		if (r->failed) {
 			read_free(rd);
+			json_decref(meta);
 			return s3_send_error(r);
 		}
 		int64_t *sizes = NULL;
@@ -1203,6 +1223,7 @@ static enum MHD_Result get_object(s3req *r)
 		if (pn > (nparts ? nparts : 1)) {
 			free(sizes);
 			read_free(rd);
+			json_decref(meta);
 			s3_fail(r, 400, "InvalidPart", "The requested partNumber is not "
 				"satisfiable (the object has %" PRId64 " part%s)",
 				nparts ? nparts : 1, nparts > 1 ? "s" : "");
@@ -1221,6 +1242,7 @@ static enum MHD_Result get_object(s3req *r)
 	if (rr < 0) {
 		int64_t size = rd->f.size;
 		read_free(rd);
+		json_decref(meta);
 		s3_fail(r, 416, "InvalidRange", "The requested range is not satisfiable (the "
 			"object is %" PRId64 " bytes)", size);
 		return s3_send_error(r);
@@ -1232,6 +1254,7 @@ static enum MHD_Result get_object(s3req *r)
 	/* whole small blobs are checked against their hash before any byte goes */
 	if (status == 200 && !head && cof_file_verify(&rd->f, r->key, &err)) {
 		read_free(rd);
+		json_decref(meta);
 		s3_fail_err(r, &err, NULL);
 		return s3_send_error(r);
 	}
@@ -1241,9 +1264,11 @@ static enum MHD_Result get_object(s3req *r)
 		MHD_create_response_from_callback((uint64_t)len, S3_BLOCK, read_cb, rd, read_free);
 	if (!resp) {
 		read_free(rd);
+		json_decref(meta);
 		return MHD_NO;
 	}
-	object_headers(resp, &rd->f);
+	object_headers(resp, &rd->f, etag, meta);
+	json_decref(meta);
 	overrides_apply(r, resp);
 	if (status == 206) {
 		char cr[96];
@@ -1268,7 +1293,7 @@ int s3_write_cond(s3req *r, cof_cond *c)
 	cof_file f = {0};
 	cof_err err = {0};
 
-	c->kind = COF_COND_NONE;
+	*c = (cof_cond){.kind = COF_COND_NONE};
 	if (inm) {
 		if (strcmp(inm, "*")) {
 			s3_fail(r, 501, "NotImplemented", "If-None-Match on a write takes only *");
@@ -1286,7 +1311,12 @@ int s3_write_cond(s3req *r, cof_cond *c)
 			}
 			return -1;
 		}
-		int ok = etag_match(im, f.sha256);
+		char etag[S3_ETAG_MAX];
+		if (s3_meta_of(r, r->vol, r->key, &f, etag, NULL)) {
+			cof_file_close(&f);
+			return -1;
+		}
+		int ok = etag_match(im, etag);
 		c->kind = COF_COND_VERSION;
 		c->version = f.version;
 		cof_file_close(&f);
@@ -1302,11 +1332,12 @@ int s3_write_cond(s3req *r, cof_cond *c)
 /* The answer of a write: ETag and x-amz-version-id from the library's JSON. */
 enum MHD_Result s3_write_answer(s3req *r, json_t *out, cof_buf *xml)
 {
-	char etag[80], ver[32];
+	char etag[S3_ETAG_MAX + 2], ver[32];
 	struct MHD_Response *resp;
+	const char *tag = json_string_value(json_object_get(out, "etag"));
 
 	snprintf(etag, sizeof etag, "\"%s\"",
-		 json_string_value(json_object_get(out, "sha256")) ?: "");
+		 tag ? tag : json_string_value(json_object_get(out, "sha256")) ?: "");
 	snprintf(ver, sizeof ver, "%" JSON_INTEGER_FORMAT,
 		 json_integer_value(json_object_get(out, "version")));
 	if (xml) {
@@ -1348,24 +1379,8 @@ static int put_begin(s3req *r)
 		s3_fail_err(r, &err, "NoSuchBucket");
 		return -1;
 	}
-	const char *md5 = s3_hdr(r, "Content-MD5");
-	if (md5) {
-		unsigned char *d = NULL;
-		size_t dl = 0;
-		if (cof_base64_decode(md5, strlen(md5), &d, &dl) || dl != 16) {
-			free(d);
-			s3_fail(r, 400, "InvalidDigest", "The Content-MD5 you specified is not "
-				"valid (base64 of 16 bytes)");
-			return -1;
-		}
-		memcpy(r->want_md5, d, 16);
-		free(d);
-		r->md5 = EVP_MD_CTX_new();
-		if (!r->md5 || EVP_DigestInit_ex(r->md5, EVP_md5(), NULL) != 1) {
-			s3_fail(r, 500, "InternalError", "out of memory");
-			return -1;
-		}
-	}
+	if (s3_md5_begin(r))
+		return -1;
 	r->streaming = 1;
 	return 0;
 }
@@ -1384,20 +1399,29 @@ static enum MHD_Result put_object(s3req *r)
 	int created;
 	const char *ct = s3_hdr(r, "Content-Type");
 	cof_upload *up = r->up;
+	json_t *meta;
+	char *text;
 
 	r->up = NULL;
-	if (s3_write_cond(r, &c)) {
+	if (!(meta = s3_meta_from_request(r)) || s3_write_cond(r, &c)) {
+		json_decref(meta);
 		cof_upload_abort(up);
 		return s3_send_error(r);
 	}
+	text = s3_meta_text(meta, r->md5_hex);
+	json_decref(meta);
 	if (ct && !*ct)
 		ct = NULL;
 	c.by = s3_by(r);
+	c.s3meta = text;
 	if (cof_file_put(s3srv->st, r->who.org, r->vol, r->key, up, ct, c, &out, &created,
 			 &err)) {
+		free(text);
 		s3_fail_err(r, &err, "NoSuchBucket");
 		return s3_send_error(r);
 	}
+	free(text);
+	json_object_set_new(out, "etag", json_string(r->md5_hex));
 	return s3_write_answer(r, out, NULL);
 }
 
@@ -1421,11 +1445,16 @@ static int copy_source_conditions(s3req *r, const char *vol, const char *key)
 		return -1;
 	}
 	int64_t ims = http_time(ims_h), ius = http_time(ius_h);
-	if (im && !etag_match(im, f.sha256))
+	char etag[S3_ETAG_MAX];
+	if (s3_meta_of(r, vol, key, &f, etag, NULL)) {
+		cof_file_close(&f);
+		return -1;
+	}
+	if (im && !etag_match(im, etag))
 		which = "x-amz-copy-source-if-match";
 	else if (!im && ius >= 0 && f.updated_at > ius)
 		which = "x-amz-copy-source-if-unmodified-since";
-	else if (inm && etag_match(inm, f.sha256))
+	else if (inm && etag_match(inm, etag))
 		which = "x-amz-copy-source-if-none-match";
 	else if (!inm && ims >= 0 && f.updated_at <= ims)
 		which = "x-amz-copy-source-if-modified-since";
@@ -1495,20 +1524,47 @@ static enum MHD_Result copy_object(s3req *r, const char *src)
 			"metadata");
 		return s3_send_error(r);
 	}
-	c.by = s3_by(r);
-	if (cof_file_copy(s3srv->st, r->who.org, srcvol, key, r->vol, r->key, ct, c, &out,
-			  &err)) {
+	/* The source's ETag goes with its bytes. COPY: the library keeps the
+	 * source version's text; REPLACE: this request's metadata with it (the
+	 * source read just before the copy, as its conditions are). */
+	char etag[S3_ETAG_MAX], *text = NULL;
+	cof_file sf = {0};
+	json_t *meta = NULL;
+	int replace = directive && !strcmp(directive, "REPLACE");
+	if (cof_file_open(s3srv->st, r->who.org, srcvol, key, NULL, &sf, &err)) {
 		free(dec);
 		s3_fail_err(r, &err, "NoSuchKey");
 		return s3_send_error(r);
 	}
+	int bad = s3_meta_of(r, srcvol, key, &sf, etag, NULL) ||
+		  (replace && !(meta = s3_meta_from_request(r)));
+	cof_file_close(&sf);
+	if (bad) {
+		free(dec);
+		return s3_send_error(r);
+	}
+	if (replace) {
+		/* an ETag that is the SHA-256 is not kept: it is what answers anyway */
+		text = s3_meta_text(meta, strlen(etag) == 64 ? NULL : etag);
+		json_decref(meta);
+	}
+	c.by = s3_by(r);
+	c.s3meta = text;
+	if (cof_file_copy(s3srv->st, r->who.org, srcvol, key, r->vol, r->key, ct, c, &out,
+			  &err)) {
+		free(text);
+		free(dec);
+		s3_fail_err(r, &err, "NoSuchKey");
+		return s3_send_error(r);
+	}
+	free(text);
 	free(dec);
+	json_object_set_new(out, "etag", json_string(etag));
 	cof_buf b = COF_BUF_INIT;
 	s3_iso_time(cof_now(), when);
 	cof_buf_addf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult>"
 		     "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
-		     "</CopyObjectResult>", when,
-		     json_string_value(json_object_get(out, "sha256")) ?: "");
+		     "</CopyObjectResult>", when, etag);
 	return s3_write_answer(r, out, &b);
 }
 
@@ -1684,7 +1740,7 @@ static enum MHD_Result dispatch(s3req *r)
 		return s3_send_error(r);
 	}
 	if (s3_has_arg(r, "uploadId")) {
-		if (!strcmp(m, "PUT") && r->part_sha)
+		if (!strcmp(m, "PUT") && r->part)
 			return s3mp_part_end(r);
 		if (!strcmp(m, "PUT")) {
 			const char *cr = s3_hdr(r, "x-amz-copy-source-range");
@@ -1740,7 +1796,6 @@ static void s3req_free(s3req *r)
 		free((char *)r->args[i].value);
 	}
 	cof_upload_abort(r->up);
-	s3mp_part_drop(r);
 	cof_buf_release(&r->body);
 	EVP_MD_CTX_free(r->sha);
 	EVP_MD_CTX_free(r->md5);
@@ -1765,7 +1820,8 @@ static int body_checks(s3req *r)
 	}
 	if (r->md5) {
 		EVP_DigestFinal_ex(r->md5, h, &n);
-		if (memcmp(h, r->want_md5, 16)) {
+		cof_hex(h, 16, r->md5_hex);
+		if (r->check_md5 && memcmp(h, r->want_md5, 16)) {
 			s3_fail(r, 400, "BadDigest", "The Content-MD5 you specified did not match "
 				"what we received");
 			return -1;
@@ -1788,7 +1844,6 @@ static enum MHD_Result s3_access(void *cls, struct MHD_Connection *conn, const c
 		r->conn = conn;
 		r->method = method;
 		r->raw = cof_strdup(url);
-		r->part_fd = -1;
 		r->body.max = S3_XML_MAX;
 		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
 		if (!r->failed && !split_path(r) && !authenticate(r) && r->key &&
@@ -1823,11 +1878,9 @@ static enum MHD_Result s3_access(void *cls, struct MHD_Connection *conn, const c
 			EVP_DigestUpdate(r->sha, upload, n);
 		if (r->md5)
 			EVP_DigestUpdate(r->md5, upload, n);
-		if (r->streaming) {
+		if (r->streaming || r->part) {
 			if (cof_upload_write(r->up, upload, n, &err))
 				s3_fail_err(r, &err, NULL);
-		} else if (r->part_sha) {
-			s3mp_part_write(r, upload, n);
 		} else if (wants_xml_body(r)) {
 			if (cof_buf_add(&r->body, upload, n))
 				s3_fail(r, 400, "MaxMessageLengthExceeded", "the request body is "

@@ -9,6 +9,8 @@
 #include "util/sigv4.h"
 
 #define S3_ARGS_MAX 64
+#define S3_META_MAX 2048   /* user metadata: bytes of names and values, as S3 */
+#define S3_ETAG_MAX 80     /* an ETag, unquoted: 64 hex, or 32 and "-N", and a NUL */
 
 typedef struct s3err {
 	unsigned status;
@@ -37,12 +39,13 @@ typedef struct s3req {
 	cof_buf body;                 /* XML and other small bodies */
 	EVP_MD_CTX *sha;              /* x-amz-content-sha256 given: checked at the end */
 	char want_sha[65];
-	EVP_MD_CTX *md5;              /* Content-MD5 given */
+	EVP_MD_CTX *md5;              /* PutObject, UploadPart: the body's MD5 (s3_md5_begin) */
+	int check_md5;                /* Content-MD5 given: want_md5 */
 	unsigned char want_md5[16];
-	/* UploadPart (s3_multipart.c): the part's file while it is written */
-	int part_fd;                  /* -1 = none */
-	char part_tmp[4320];
-	EVP_MD_CTX *part_sha;
+	char md5_hex[33];             /* at the body's end: its MD5 ("" = not computed) */
+	/* UploadPart (s3_multipart.c): its bytes stream into `up` */
+	int part;                     /* its number; 0 = not an UploadPart */
+	char part_upload[33];         /* its upload's id */
 } s3req;
 
 extern http_server *s3srv;
@@ -67,14 +70,27 @@ int s3_has_arg(s3req *r, const char *name);
 int s3_resolve(s3req *r);
 void s3_iso_time(int64_t t, char out[32]);
 int s3_write_cond(s3req *r, cof_cond *c);
-/* Answers a write from the library's JSON (stolen): ETag, x-amz-version-id,
- * and the XML body `xml` when not NULL. */
+/* Answers a write from the library's JSON (stolen): ETag (its "etag", else
+ * its "sha256"), x-amz-version-id, and the XML body `xml` when not NULL. */
 enum MHD_Result s3_write_answer(s3req *r, json_t *out, cof_buf *xml);
 
-/* s3_multipart.c: multipart uploads, node-local (docs/s3.md) */
+/* s3_meta.c: the S3 text kept with each version written here (cof_cond.s3meta).
+ * The request's x-amz-meta-* and kept headers as {meta, headers} (owned), or
+ * NULL (failed: MetadataTooLarge past S3_META_MAX, InvalidArgument). */
+json_t *s3_meta_from_request(s3req *r);
+/* {meta, headers} of `m` (NULL: none) with `etag` (unquoted) as the text to keep. */
+char *s3_meta_text(json_t *m, const char *etag);
+/* The ETag a version answers (its kept one, else its SHA-256) into etag, and
+ * with `meta` its kept object (owned, or NULL). 0, or -1 (failed). */
+int s3_meta_of(s3req *r, const char *vol, const char *key, const cof_file *f,
+	       char etag[S3_ETAG_MAX], json_t **meta);
+/* Adds a kept object's x-amz-meta-* and headers to an answer. */
+void s3_meta_headers(struct MHD_Response *resp, json_t *m);
+/* Starts the body's MD5 and reads Content-MD5 (InvalidDigest): 0, or -1. */
+int s3_md5_begin(s3req *r);
+
+/* s3_multipart.c: multipart uploads, in the store: served by every node */
 int s3mp_part_begin(s3req *r);
-int s3mp_part_write(s3req *r, const char *data, size_t n);
-void s3mp_part_drop(s3req *r);
 enum MHD_Result s3mp_part_end(s3req *r);
 enum MHD_Result s3mp_create(s3req *r);
 enum MHD_Result s3mp_complete(s3req *r);

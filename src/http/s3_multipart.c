@@ -2,15 +2,19 @@
  * s3_multipart.c — the S3 gateway's multipart uploads: create, upload part,
  * complete, abort, list parts, list uploads.
  *
- * Parts are not content of any volume until the upload completes, so they
- * are kept outside the store, as files of this node: DATA/s3-uploads/ID/
- * holds `info` (JSON: org, volume, key, content type, initiated) and one file
- * per part (`P.part`, with its SHA-256 in `P.sha`). Complete streams the
- * parts, in the order the client lists them, into one cof_upload and lands
- * it with cof_file_put: one change, ceiling and conditions as any PutObject.
- * An upload therefore belongs to the node that created it (docs/s3.md);
- * uploads left neither completed nor aborted are removed after a week, when
- * the next one is created.
+ * An upload lives in the metadata store, so every node serves it (docs/s3.md):
+ * a state record of kind "s3upload" (id: the upload id; org, volume, key,
+ * content type, initiated, the user metadata sent: s3_meta.c), and one of
+ * kind "s3part" per part (id "UPLOAD.NNNNN": size, MD5, SHA-256). A part's
+ * bytes are content of the shared blob store, stored as they stream in
+ * (cof_upload_hold) on whichever node gets them, and kept from the collector
+ * by pins of holder "s3:UPLOAD" until the upload is completed or aborted;
+ * then the pins go and the collector takes the parts after its grace period.
+ * Complete streams the parts, in the order the client lists them, from the
+ * blob store into one cof_upload and lands it with cof_file_put: one change,
+ * ceiling and conditions as any PutObject. Its ETag is S3's: the MD5 of the
+ * parts' MD5s, "-N". Uploads neither completed nor aborted are removed after
+ * a week, when the next one is created.
  *
  * A completed upload leaves a state record in the store (kind "s3parts", one
  * per volume and key, replaced by the next completion): the object's version
@@ -19,15 +23,11 @@
  * GetObject ?partNumber=N (that part's bytes, PartsCount), on every node.
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "http/s3_int.h"
 #include "store/meta.h"
 #include "store/store.h"
@@ -35,13 +35,9 @@
 
 #define UPLOAD_TTL (7 * 24 * 3600)
 #define PART_MAX (5LL << 30)
-#define COPY_BLOCK (1 << 20)
 #define PARTS_KIND "s3parts"
-
-static void uploads_dir(char *out, size_t cap)
-{
-	snprintf(out, cap, "%s/s3-uploads", s3srv->st->dir);
-}
+#define UPLOAD_KIND "s3upload"
+#define PART_KIND "s3part"
 
 /* An upload id: 32 lowercase hex digits (what we make; anything else is not one). */
 static int id_ok(const char *id)
@@ -49,38 +45,179 @@ static int id_ok(const char *id)
 	return id && strlen(id) == 32 && strspn(id, "0123456789abcdef") == 32;
 }
 
-/* Upload `id`'s info when it is this request's (same organization, volume
- * and key): 0 with *info (owned), else -1. */
-static int upload_find(s3req *r, const char *id, json_t **info, char *dir, size_t cap)
+/* The name its parts are held under (cof_upload_hold). */
+static void holder_of(const char *id, char out[48])
 {
-	char base[4200], path[4300];
+	snprintf(out, 48, "s3:%s", id);
+}
 
-	uploads_dir(base, sizeof base);
+/* Upload `id`'s record when it is this request's (same organization, volume
+ * and key): 0 with *info (owned), 1 when there is none, -1 (failed: the
+ * store could not be read). */
+static int upload_find(s3req *r, const char *id, json_t **info)
+{
+	cof_staterow row;
+	cof_err err = {0};
+	int got;
+
+	*info = NULL;
 	if (!id_ok(id))
+		return 1;
+	if ((got = cof_meta_state_get(s3srv->st->meta, UPLOAD_KIND, id, &row, &err)) < 0) {
+		s3_fail_err(r, &err, NULL);
 		return -1;
-	snprintf(dir, cap, "%s/%s", base, id);
-	snprintf(path, sizeof path, "%s/info", dir);
-	json_t *j = json_load_file(path, 0, NULL);
-	const char *org = json_string_value(json_object_get(j, "org"));
+	}
+	if (!got)
+		return 1;
+	json_t *j = strcmp(row.org, r->who.org) ? NULL : json_loads(row.body ?: "", 0, NULL);
+	free(row.body);
 	const char *vol = json_string_value(json_object_get(j, "vol"));
 	const char *key = json_string_value(json_object_get(j, "key"));
-	if (org && vol && key && !strcmp(org, r->who.org) && !strcmp(vol, r->vol) && r->key &&
-	    !strcmp(key, r->key)) {
+	if (vol && key && !strcmp(vol, r->vol) && r->key && !strcmp(key, r->key)) {
 		*info = j;
 		return 0;
 	}
 	json_decref(j);
-	return -1;
+	return 1;
 }
 
 /* upload_find, failing the request (NoSuchUpload) when it is not there. */
-static int upload_load(s3req *r, const char *id, json_t **info, char *dir, size_t cap)
+static int upload_load(s3req *r, const char *id, json_t **info)
 {
-	if (!upload_find(r, id, info, dir, cap))
-		return 0;
-	s3_fail(r, 404, "NoSuchUpload", "The specified upload does not exist (or was "
-		"completed or aborted, or was made on another node)");
-	return -1;
+	int f = upload_find(r, id, info);
+
+	if (f > 0)
+		s3_fail(r, 404, "NoSuchUpload", "The specified upload does not exist (or was "
+			"completed or aborted)");
+	return f ? -1 : 0;
+}
+
+/* A part as its record says. */
+typedef struct part {
+	int n;
+	int64_t size, at;
+	char md5[33], sha[65];
+} part;
+
+typedef struct parts {
+	part *v;
+	size_t n;
+	int failed;
+} parts;
+
+/* cof_state_fn: one "s3part" record into a parts list (ids sort by number). */
+static int part_row(void *ctx, const cof_staterow *row)
+{
+	parts *p = ctx;
+	json_t *j = json_loads(row->body ? row->body : "", 0, NULL);
+	const char *md5 = json_string_value(json_object_get(j, "md5"));
+	const char *sha = json_string_value(json_object_get(j, "sha256"));
+	const char *dot = strchr(row->id, '.');
+
+	if (md5 && sha && dot && strlen(md5) == 32 && strlen(sha) == 64 &&
+	    p->n < COF_S3_PARTS_MAX) {
+		part *q = &p->v[p->n++];
+		q->n = atoi(dot + 1);
+		q->size = json_integer_value(json_object_get(j, "size"));
+		q->at = json_integer_value(json_object_get(j, "at"));
+		memcpy(q->md5, md5, 33);
+		memcpy(q->sha, sha, 65);
+	}
+	json_decref(j);
+	return 0;
+}
+
+/* The parts of upload `id`, in number order: 0 (p->v owned), or -1 (failed). */
+static int parts_load(s3req *r, const char *id, parts *p)
+{
+	char prefix[40];
+	cof_err err = {0};
+
+	memset(p, 0, sizeof *p);
+	if (!(p->v = cof_malloc(COF_S3_PARTS_MAX * sizeof *p->v))) {
+		s3_fail(r, 500, "InternalError", "out of memory");
+		return -1;
+	}
+	snprintf(prefix, sizeof prefix, "%s.", id);
+	if (cof_meta_state_scan(s3srv->st->meta, PART_KIND, prefix, part_row, p, &err)) {
+		free(p->v);
+		p->v = NULL;
+		s3_fail_err(r, &err, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static const part *part_find(const parts *p, int n)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].n == n)
+			return &p->v[i];
+	return NULL;
+}
+
+/* Removes upload `id` of `org` from the store: its parts' pins (the collector
+ * takes their bytes after its grace period), their records, its record. A
+ * failure is said on stderr: the week's sweep removes it again. */
+static void upload_drop(const char *org, const char *id)
+{
+	char holder[48], prefix[40], pid[48];
+	cof_err err = {0};
+	parts p = {0};
+	cof_meta *m = s3srv->st->meta;
+
+	holder_of(id, holder);
+	snprintf(prefix, sizeof prefix, "%s.", id);
+	if (!(p.v = cof_malloc(COF_S3_PARTS_MAX * sizeof *p.v)) ||
+	    cof_held_release(s3srv->st, org, holder, &err) ||
+	    cof_meta_state_scan(m, PART_KIND, prefix, part_row, &p, &err))
+		goto out;
+	for (size_t i = 0; i < p.n; i++) {
+		snprintf(pid, sizeof pid, "%s.%05d", id, p.v[i].n);
+		if (cof_meta_state_delete(m, PART_KIND, pid, &err))
+			goto out;
+	}
+	cof_meta_state_delete(m, UPLOAD_KIND, id, &err);
+out:
+	if (err.code)
+		fprintf(stderr, "cofferd: S3 multipart upload %s: cannot remove it: %s\n", id,
+			err.msg);
+	cof_err_clear(&err);
+	free(p.v);
+}
+
+typedef struct stale {
+	char (*ids)[33];
+	char (*orgs)[48];
+	size_t n;
+} stale;
+
+/* cof_state_fn: an upload initiated more than UPLOAD_TTL ago. */
+static int stale_row(void *ctx, const cof_staterow *row)
+{
+	stale *s = ctx;
+	json_t *j = json_loads(row->body ? row->body : "", 0, NULL);
+	int64_t at = json_integer_value(json_object_get(j, "initiated"));
+
+	json_decref(j);
+	if (s->n < 64 && id_ok(row->id) && cof_now() - at > UPLOAD_TTL) {
+		snprintf(s->ids[s->n], 33, "%s", row->id);
+		snprintf(s->orgs[s->n++], 48, "%s", row->org);
+	}
+	return s->n >= 64;
+}
+
+/* Removes (some of the) uploads older than UPLOAD_TTL. */
+static void sweep(void)
+{
+	char ids[64][33], orgs[64][48];
+	stale s = {ids, orgs, 0};
+	cof_err err = {0};
+
+	if (cof_meta_state_scan(s3srv->st->meta, UPLOAD_KIND, "", stale_row, &s, &err))
+		cof_err_clear(&err);
+	for (size_t i = 0; i < s.n; i++)
+		upload_drop(orgs[i], ids[i]);
 }
 
 /* The id of (vol, key)'s "s3parts" record: 40 hex digits of SHA-256(vol "/" key)
@@ -150,81 +287,47 @@ int64_t s3mp_parts_of(const char *org, const char *vol, const char *key, int64_t
 	return (int64_t)n;
 }
 
-static void rm_upload(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[4400];
-
-	if (d) {
-		while ((e = readdir(d)))
-			if (e->d_name[0] != '.') {
-				snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-				unlink(path);
-			}
-		closedir(d);
-	}
-	rmdir(dir);
-}
-
-/* Removes uploads older than UPLOAD_TTL. */
-static void sweep(void)
-{
-	char base[4200], dir[4300];
-	DIR *d;
-	struct dirent *e;
-	struct stat sb;
-	int64_t now = cof_now();
-
-	uploads_dir(base, sizeof base);
-	if (!(d = opendir(base)))
-		return;
-	while ((e = readdir(d)))
-		if (id_ok(e->d_name)) {
-			snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
-			if (!stat(dir, &sb) && now - (int64_t)sb.st_mtime > UPLOAD_TTL)
-				rm_upload(dir);
-		}
-	closedir(d);
-}
-
 enum MHD_Result s3mp_create(s3req *r)
 {
-	char base[4200], dir[4300], path[4400], id[33];
+	char id[33];
 	unsigned char rnd[16];
 	const char *ct = s3_hdr(r, "Content-Type");
 	cof_err err = {0};
+	json_t *meta;
 
-	if (s3_resolve(r))
+	if (s3_resolve(r) || !(meta = s3_meta_from_request(r)))
 		return s3_send_error(r);
-	if (cof_path_check(r->key, strlen(r->key), "key", &(const char *){NULL}, &err)) {
-		s3_fail_err(r, &err, NULL);
-		return s3_send_error(r);
-	}
-	if (ct && *ct && cof_media_type_check(ct, "Content-Type", &err)) {
+	if (cof_path_check(r->key, strlen(r->key), "key", &(const char *){NULL}, &err) ||
+	    (ct && *ct && cof_media_type_check(ct, "Content-Type", &err))) {
+		json_decref(meta);
 		s3_fail_err(r, &err, NULL);
 		return s3_send_error(r);
 	}
 	sweep();
-	uploads_dir(base, sizeof base);
 	if (cof_random(rnd, sizeof rnd)) {
+		json_decref(meta);
 		s3_fail(r, 500, "InternalError", "no randomness available");
 		return s3_send_error(r);
 	}
 	cof_hex(rnd, sizeof rnd, id);
-	snprintf(dir, sizeof dir, "%s/%s", base, id);
-	json_t *info = json_pack("{s:s, s:s, s:s, s:s, s:I}", "org", r->who.org, "vol", r->vol,
-				 "key", r->key, "contentType", ct && *ct ? ct : "",
-				 "initiated", (json_int_t)cof_now());
-	snprintf(path, sizeof path, "%s/info", dir);
-	if ((mkdir(base, 0700) && errno != EEXIST) || mkdir(dir, 0700) ||
-	    json_dump_file(info, path, JSON_COMPACT)) {
-		json_decref(info);
-		s3_fail(r, 500, "InternalError", "cannot make the upload's folder '%s': %s", dir,
-			strerror(errno));
+	json_t *info = json_pack("{s:s, s:s, s:s, s:I, s:o}", "vol", r->vol, "key", r->key,
+				 "contentType", ct && *ct ? ct : "", "initiated",
+				 (json_int_t)cof_now(), "s3meta", meta);
+	char *text = info ? json_dumps(info, JSON_COMPACT) : NULL;
+	cof_staterow row = {.body = text};
+	json_decref(info);
+	snprintf(row.kind, sizeof row.kind, "%s", UPLOAD_KIND);
+	snprintf(row.id, sizeof row.id, "%s", id);
+	snprintf(row.org, sizeof row.org, "%s", r->who.org);
+	if (!text || cof_meta_state_put(s3srv->st->meta, &row, &err)) {
+		free(text);
+		if (!text)
+			s3_fail(r, 500, "InternalError", "out of memory");
+		else
+			s3_fail_err(r, &err, NULL);
 		return s3_send_error(r);
 	}
-	json_decref(info);
+	free(text);
 	cof_buf b = COF_BUF_INIT;
 	cof_buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<InitiateMultipartUploadResult "
 		     "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
@@ -252,8 +355,9 @@ int s3mp_part_number(s3req *r)
 
 int s3mp_part_begin(s3req *r)
 {
-	char id[40], dir[4300];
+	char id[40];
 	json_t *info = NULL;
+	cof_err err = {0};
 	const char *cl = s3_hdr(r, "Content-Length");
 	int n;
 
@@ -263,101 +367,72 @@ int s3mp_part_begin(s3req *r)
 		s3_fail(r, 400, "EntityTooLarge", "a part is at most 5 GiB");
 		return -1;
 	}
-	if (!s3_arg(r, "uploadId", id, sizeof id) || upload_load(r, id, &info, dir, sizeof dir)) {
-		s3_fail(r, 404, "NoSuchUpload", "The specified upload does not exist");
+	if (!s3_arg(r, "uploadId", id, sizeof id))
+		id[0] = '\0';
+	if (upload_load(r, id, &info))
 		return -1;
-	}
 	json_decref(info);
-	snprintf(r->part_tmp, sizeof r->part_tmp, "%s/%05d.tmp", dir, n);
-	r->part_fd = open(r->part_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	r->part_sha = EVP_MD_CTX_new();
-	if (r->part_fd < 0 || !r->part_sha ||
-	    EVP_DigestInit_ex(r->part_sha, EVP_sha256(), NULL) != 1) {
-		s3_fail(r, 500, "InternalError", "cannot write the part '%s': %s", r->part_tmp,
-			strerror(errno));
+	if (s3_md5_begin(r))
+		return -1;
+	/* the bytes go to the shared blob store as they come (no room check: a
+	 * part is no content of the volume until Complete, which checks it) */
+	if (cof_upload_begin(s3srv->st, PART_MAX, &r->up, &err)) {
+		s3_fail_err(r, &err, NULL);
 		return -1;
 	}
+	r->part = n;
+	snprintf(r->part_upload, sizeof r->part_upload, "%s", id);
 	return 0;
-}
-
-int s3mp_part_write(s3req *r, const char *data, size_t n)
-{
-	struct stat sb;
-
-	EVP_DigestUpdate(r->part_sha, data, n);
-	if (cof_write_full(r->part_fd, data, n) < 0) {
-		s3_fail(r, 500, "InternalError", "cannot write the part: %s", strerror(errno));
-		return -1;
-	}
-	if (!fstat(r->part_fd, &sb) && sb.st_size > PART_MAX) {
-		s3_fail(r, 400, "EntityTooLarge", "a part is at most 5 GiB");
-		return -1;
-	}
-	return 0;
-}
-
-void s3mp_part_drop(s3req *r)
-{
-	if (r->part_fd >= 0) {
-		close(r->part_fd);
-		unlink(r->part_tmp);
-	}
-	r->part_fd = -1;
-	EVP_MD_CTX_free(r->part_sha);
-	r->part_sha = NULL;
 }
 
 enum MHD_Result s3mp_part_end(s3req *r)
 {
-	unsigned char h[32];
-	unsigned int hl = 0;
-	char hex[65], final[4400], shap[4400], etag[80];
-	size_t tl = strlen(r->part_tmp);
+	char holder[48], sha[65], pid[48], etag[48];
+	int64_t size = 0;
+	cof_err err = {0};
+	cof_upload *up = r->up;
+	json_t *info = NULL;
 
-	EVP_DigestFinal_ex(r->part_sha, h, &hl);
-	cof_hex(h, 32, hex);
-	/* "NNNNN.tmp" -> "NNNNN.part" and its hash beside it */
-	snprintf(final, sizeof final, "%.*s.part", (int)(tl - 4), r->part_tmp);
-	snprintf(shap, sizeof shap, "%.*s.sha", (int)(tl - 4), r->part_tmp);
-	int fd = open(shap, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || cof_write_full(fd, hex, 64) < 0 || close(fd) < 0 ||
-	    close(r->part_fd) < 0 || rename(r->part_tmp, final) < 0) {
-		s3_fail(r, 500, "InternalError", "cannot keep the part: %s", strerror(errno));
-		s3mp_part_drop(r);
+	r->up = NULL;
+	holder_of(r->part_upload, holder);
+	if (cof_upload_hold(up, r->who.org, holder, sha, &size, &err)) {
+		s3_fail_err(r, &err, NULL);
 		return s3_send_error(r);
 	}
-	r->part_fd = -1;
+	json_t *b = json_pack("{s:I, s:s, s:s, s:I}", "size", (json_int_t)size, "md5",
+			      r->md5_hex, "sha256", sha, "at", (json_int_t)cof_now());
+	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	cof_staterow row = {.body = text};
+	json_decref(b);
+	snprintf(row.kind, sizeof row.kind, "%s", PART_KIND);
+	snprintf(pid, sizeof pid, "%s.%05d", r->part_upload, r->part);
+	snprintf(row.id, sizeof row.id, "%s", pid);
+	snprintf(row.org, sizeof row.org, "%s", r->who.org);
+	int rc = text ? cof_meta_state_put(s3srv->st->meta, &row, &err) : -1;
+	free(text);
+	if (rc) {
+		if (text)
+			s3_fail_err(r, &err, NULL);
+		else
+			s3_fail(r, 500, "InternalError", "out of memory");
+		return s3_send_error(r);
+	}
+	/* completed or aborted meanwhile (on any node): this part is nobody's */
+	if (upload_load(r, r->part_upload, &info)) {
+		if (r->e.status == 404) {
+			cof_held_release(s3srv->st, r->who.org, holder, &err);
+			cof_meta_state_delete(s3srv->st->meta, PART_KIND, pid, &err);
+			cof_err_clear(&err);
+		}
+		return s3_send_error(r);
+	}
+	json_decref(info);
 	struct MHD_Response *resp;
 	s3_send_empty(r, 200, &resp);
-	snprintf(etag, sizeof etag, "\"%s\"", hex);
+	snprintf(etag, sizeof etag, "\"%s\"", r->md5_hex);
 	if (resp)
 		MHD_add_response_header(resp, "ETag", etag);
 	return s3_queue(r, 200, resp);
-}
-
-/* The SHA-256 of part file `n` of `dir` (its .sha) into hex[65], and its size:
- * 0, or -1 when the part is not there. */
-static int part_info(const char *dir, int n, char hex[65], int64_t *size, int64_t *mtime)
-{
-	char path[4400];
-	struct stat sb;
-	int fd;
-
-	snprintf(path, sizeof path, "%s/%05d.sha", dir, n);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	ssize_t got = read(fd, hex, 64);
-	close(fd);
-	if (got != 64)
-		return -1;
-	hex[64] = '\0';
-	snprintf(path, sizeof path, "%s/%05d.part", dir, n);
-	if (stat(path, &sb))
-		return -1;
-	*size = (int64_t)sb.st_size;
-	if (mtime)
-		*mtime = (int64_t)sb.st_mtime;
-	return 0;
 }
 
 /* An ETag as a client lists it ("\"hex\"" or hex): where its hex starts, and
@@ -377,7 +452,7 @@ static int etag_is(const char *given, const char *hex)
 	size_t n;
 
 	given = etag_trim(given, &n);
-	return n == 64 && !strncasecmp(given, hex, 64);
+	return n == strlen(hex) && !strncasecmp(given, hex, n);
 }
 
 /* The SHA-256 of a Complete's parts list ("N hex\n" each, ETags lowercased),
@@ -425,8 +500,8 @@ static int completed_again(s3req *r, const char *id, const int *nums, char **eta
 			"found: upload %s was completed with other parts", id);
 		return -1;
 	}
-	*out = json_pack("{s:O?, s:O?}", "sha256", json_object_get(j, "sha256"), "version",
-			 json_object_get(j, "version"));
+	*out = json_pack("{s:O?, s:O?, s:O?}", "sha256", json_object_get(j, "sha256"), "version",
+			 json_object_get(j, "version"), "etag", json_object_get(j, "etag"));
 	json_decref(j);
 	return 1;
 }
@@ -443,9 +518,10 @@ static void parts_keep(s3req *r, const char *id, const int *nums, char **etags,
 		json_array_append_new(a, json_integer(sizes[i]));
 	list_hash(nums, etags, n, lh);
 	parts_id(r->vol, r->key, pid);
-	json_t *b = json_pack("{s:s, s:s, s:s, s:O?, s:O?, s:s, s:o}", "upload", id, "vol", r->vol,
-			      "key", r->key, "version", json_object_get(out, "version"),
-			      "sha256", json_object_get(out, "sha256"), "list", lh, "parts", a);
+	json_t *b = json_pack("{s:s, s:s, s:s, s:O?, s:O?, s:O?, s:s, s:o}", "upload", id, "vol",
+			      r->vol, "key", r->key, "version", json_object_get(out, "version"),
+			      "sha256", json_object_get(out, "sha256"), "etag",
+			      json_object_get(out, "etag"), "list", lh, "parts", a);
 	cof_meta_state_save(s3srv->st->meta, PARTS_KIND, pid, r->who.org, "", 0, b,
 			    "S3 multipart upload");
 	json_decref(b);
@@ -466,14 +542,15 @@ static enum MHD_Result complete_answer(s3req *r, json_t *out)
 	cof_buf_adds(&b, "</Location>");
 	s3_xml_el(&b, "Bucket", r->bucket);
 	s3_xml_el(&b, "Key", r->key);
+	const char *tag = json_string_value(json_object_get(out, "etag"));
 	cof_buf_addf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>",
-		     json_string_value(json_object_get(out, "sha256")) ?: "");
+		     tag ? tag : json_string_value(json_object_get(out, "sha256")) ?: "");
 	return s3_write_answer(r, out, &b);
 }
 
 enum MHD_Result s3mp_complete(s3req *r)
 {
-	char id[40], dir[4300], path[4400], hex[65];
+	char id[40], hex[65];
 	json_t *info = NULL, *out = NULL;
 	int *nums = NULL;
 	char **etags = NULL;
@@ -481,9 +558,11 @@ enum MHD_Result s3mp_complete(s3req *r)
 	const char *why;
 	cof_err err = {0};
 	cof_upload *up = NULL;
-	int64_t total = 0, size, *sizes = NULL;
+	int64_t total = 0, *sizes = NULL;
 	cof_cond c;
 	int created;
+	char mp_etag[S3_ETAG_MAX], *text = NULL;
+	parts ps = {0};
 
 	if (s3_resolve(r))
 		return s3_send_error(r);
@@ -495,72 +574,86 @@ enum MHD_Result s3mp_complete(s3req *r)
 			"not validate against our published schema: %s", why);
 		return s3_send_error(r);
 	}
-	if (upload_find(r, id, &info, dir, sizeof dir)) {
-		int again = completed_again(r, id, nums, etags, n, &out);
+	int f = upload_find(r, id, &info);
+	if (f) {
+		int again = f > 0 ? completed_again(r, id, nums, etags, n, &out) : -1;
 		free(nums);
 		cof_s3xml_free(etags, n);
 		if (again > 0)
 			return complete_answer(r, out);
 		if (!again)
-			upload_load(r, id, &info, dir, sizeof dir);
+			upload_load(r, id, &info);
 		return s3_send_error(r);
 	}
+	if (parts_load(r, id, &ps))
+		goto fail;
 	sizes = cof_malloc((n ? n : 1) * sizeof *sizes);
+	/* S3's ETag of the whole: the MD5 of the parts' binary MD5s, "-N" */
+	EVP_MD_CTX *mm = EVP_MD_CTX_new();
+	if (!sizes || !mm || EVP_DigestInit_ex(mm, EVP_md5(), NULL) != 1) {
+		EVP_MD_CTX_free(mm);
+		s3_fail(r, 500, "InternalError", "out of memory");
+		goto fail;
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (part_info(dir, nums[i], hex, &size, NULL) || !etag_is(etags[i], hex)) {
+		unsigned char bin[16];
+		const part *p = part_find(&ps, nums[i]);
+		if (!p || !etag_is(etags[i], p->md5)) {
+			EVP_MD_CTX_free(mm);
 			s3_fail(r, 400, "InvalidPart", "One or more of the specified parts could "
 				"not be found or its ETag did not match (part %d)", nums[i]);
 			goto fail;
 		}
-		sizes[i] = size;
-		total += size;
+		for (int k = 0; k < 16; k++)
+			bin[k] = (unsigned char)strtoul((char[3]){p->md5[2 * k], p->md5[2 * k + 1], 0},
+							NULL, 16);
+		EVP_DigestUpdate(mm, bin, 16);
+		sizes[i] = p->size;
+		total += p->size;
 	}
+	unsigned char mh[16];
+	EVP_DigestFinal_ex(mm, mh, NULL);
+	EVP_MD_CTX_free(mm);
+	cof_hex(mh, 16, hex);
+	snprintf(mp_etag, sizeof mp_etag, "%s-%zu", hex, n);
 	if (s3_write_cond(r, &c))
 		goto fail;
 	if (cof_upload_begin(s3srv->st, 0, &up, &err) ||
 	    cof_upload_room(up, r->who.org, r->vol, r->key, total, &err)) {
+		cof_upload_abort(up);
 		s3_fail_err(r, &err, "NoSuchBucket");
 		goto fail;
 	}
-	char *buf = cof_malloc(COPY_BLOCK);
-	for (size_t i = 0; i < n && !r->failed; i++) {
-		snprintf(path, sizeof path, "%s/%05d.part", dir, nums[i]);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t got;
-		if (fd < 0) {
-			s3_fail(r, 400, "InvalidPart", "part %d is gone", nums[i]);
-			break;
+	/* the parts from the shared blob store, streamed: wherever they were sent */
+	for (size_t i = 0; i < n; i++) {
+		const part *p = part_find(&ps, nums[i]);
+		if (cof_held_append(s3srv->st, p->sha, p->size, up, &err)) {
+			cof_upload_abort(up);
+			s3_fail_err(r, &err, NULL);
+			goto fail;
 		}
-		while ((got = read(fd, buf, COPY_BLOCK)) > 0)
-			if (cof_upload_write(up, buf, (size_t)got, &err)) {
-				s3_fail_err(r, &err, NULL);
-				break;
-			}
-		if (got < 0)
-			s3_fail(r, 500, "InternalError", "cannot read part %d: %s", nums[i],
-				strerror(errno));
-		close(fd);
-	}
-	free(buf);
-	if (r->failed) {
-		cof_upload_abort(up);
-		goto fail;
 	}
 	const char *ct = json_string_value(json_object_get(info, "contentType"));
 	c.by = s3_by(r);
+	c.s3meta = text = s3_meta_text(json_object_get(info, "s3meta"), mp_etag);
 	if (cof_file_put(s3srv->st, r->who.org, r->vol, r->key, up, ct && *ct ? ct : NULL, c,
 			 &out, &created, &err)) {
 		s3_fail_err(r, &err, "NoSuchBucket");
 		goto fail;
 	}
+	json_object_set_new(out, "etag", json_string(mp_etag));
 	parts_keep(r, id, nums, etags, sizes, n, out);
-	rm_upload(dir);
+	upload_drop(r->who.org, id);
+	free(text);
+	free(ps.v);
 	json_decref(info);
 	free(nums);
 	free(sizes);
 	cof_s3xml_free(etags, n);
 	return complete_answer(r, out);
 fail:
+	free(text);
+	free(ps.v);
 	json_decref(info);
 	free(nums);
 	free(sizes);
@@ -570,38 +663,36 @@ fail:
 
 enum MHD_Result s3mp_abort(s3req *r)
 {
-	char id[40], dir[4300];
+	char id[40];
 	json_t *info = NULL;
 
 	if (s3_resolve(r))
 		return s3_send_error(r);
-	if (!s3_arg(r, "uploadId", id, sizeof id) || upload_load(r, id, &info, dir, sizeof dir))
+	if (!s3_arg(r, "uploadId", id, sizeof id))
+		id[0] = '\0';
+	if (upload_load(r, id, &info))
 		return s3_send_error(r);
 	json_decref(info);
-	rm_upload(dir);
+	upload_drop(r->who.org, id);
 	return s3_send_empty(r, 204, NULL);
-}
-
-static int part_cmp(const void *a, const void *b)
-{
-	return *(const int *)a - *(const int *)b;
 }
 
 enum MHD_Result s3mp_list_parts(s3req *r)
 {
-	char id[40], dir[4300], hex[65], when[32], nb[16];
+	char id[40], when[32], nb[16];
 	json_t *info = NULL;
-	int *nums;
-	size_t n = 0;
-	DIR *d;
-	struct dirent *e;
-	int64_t size, marker = 0, max = 1000;
+	int64_t marker = 0, max = 1000;
 	const char *m;
+	parts ps;
 
 	if (s3_resolve(r))
 		return s3_send_error(r);
-	if (!s3_arg(r, "uploadId", id, sizeof id) || upload_load(r, id, &info, dir, sizeof dir))
+	if (!s3_arg(r, "uploadId", id, sizeof id))
+		id[0] = '\0';
+	if (upload_load(r, id, &info) || parts_load(r, id, &ps)) {
+		json_decref(info);
 		return s3_send_error(r);
+	}
 	json_decref(info);
 	if ((m = s3_arg(r, "part-number-marker", nb, sizeof nb)))
 		marker = strtoll(m, NULL, 10);
@@ -609,18 +700,6 @@ enum MHD_Result s3mp_list_parts(s3req *r)
 		max = strtoll(m, NULL, 10);
 	if (max < 0 || max > 1000)
 		max = 1000;
-	nums = cof_malloc(COF_S3_PARTS_MAX * sizeof *nums);
-	if ((d = opendir(dir))) {
-		while ((e = readdir(d)) && n < COF_S3_PARTS_MAX) {
-			int v;
-			char tail[8];
-			if (sscanf(e->d_name, "%5d.%5s", &v, tail) == 2 && !strcmp(tail, "part") &&
-			    v > marker)
-				nums[n++] = v;
-		}
-		closedir(d);
-	}
-	qsort(nums, n, sizeof *nums, part_cmp);
 	cof_buf b = COF_BUF_INIT;
 	cof_buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListPartsResult "
 		     "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
@@ -628,64 +707,77 @@ enum MHD_Result s3mp_list_parts(s3req *r)
 	s3_xml_el(&b, "Key", r->key);
 	s3_xml_el(&b, "UploadId", id);
 	cof_buf_addf(&b, "<PartNumberMarker>%" PRId64 "</PartNumberMarker>", marker);
-	size_t shown = 0;
-	int lastn = 0;
-	for (size_t i = 0; i < n && (int64_t)shown < max; i++) {
-		int64_t mt;
-		if (part_info(dir, nums[i], hex, &size, &mt))
+	int64_t shown = 0;
+	int lastn = 0, truncated = 0;
+	for (size_t i = 0; i < ps.n; i++) {
+		const part *p = &ps.v[i];
+		if (p->n <= marker)
 			continue;
-		s3_iso_time(mt, when);
+		if (shown == max) {
+			truncated = 1;
+			break;
+		}
+		s3_iso_time(p->at, when);
 		cof_buf_addf(&b, "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified>"
-			     "<ETag>&quot;%s&quot;</ETag><Size>%" PRId64 "</Size></Part>", nums[i],
-			     when, hex, size);
+			     "<ETag>&quot;%s&quot;</ETag><Size>%" PRId64 "</Size></Part>", p->n,
+			     when, p->md5, p->size);
 		shown++;
-		lastn = nums[i];
+		lastn = p->n;
 	}
-	int truncated = shown < n && (int64_t)shown == max;
+	free(ps.v);
 	cof_buf_addf(&b, "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%" PRId64
 		     "</MaxParts><IsTruncated>%s</IsTruncated></ListPartsResult>", lastn, max,
 		     truncated ? "true" : "false");
-	free(nums);
 	return s3_send_xml(r, 200, &b);
+}
+
+typedef struct uploads_each {
+	s3req *r;
+	cof_buf *b;
+	int count;
+} uploads_each;
+
+/* cof_state_fn: an upload of this request's bucket into the listing. */
+static int upload_row(void *ctx, const cof_staterow *row)
+{
+	uploads_each *u = ctx;
+	char when[32];
+
+	if (strcmp(row->org, u->r->who.org))
+		return 0;
+	json_t *j = json_loads(row->body ? row->body : "", 0, NULL);
+	const char *vol = json_string_value(json_object_get(j, "vol"));
+	const char *key = json_string_value(json_object_get(j, "key"));
+	if (vol && key && !strcmp(vol, u->r->vol)) {
+		cof_buf_adds(u->b, "<Upload>");
+		s3_xml_el(u->b, "Key", key);
+		s3_xml_el(u->b, "UploadId", row->id);
+		s3_iso_time(json_integer_value(json_object_get(j, "initiated")), when);
+		s3_xml_el(u->b, "Initiated", when);
+		cof_buf_adds(u->b, "<StorageClass>STANDARD</StorageClass></Upload>");
+		u->count++;
+	}
+	json_decref(j);
+	return u->count >= 1000;
 }
 
 enum MHD_Result s3mp_list_uploads(s3req *r)
 {
-	char base[4200], path[4400], when[32];
-	DIR *d;
-	struct dirent *e;
 	cof_buf b = COF_BUF_INIT;
+	cof_err err = {0};
+	uploads_each u = {r, &b, 0};
 
 	if (s3_resolve(r))
 		return s3_send_error(r);
-	uploads_dir(base, sizeof base);
 	cof_buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListMultipartUploadsResult "
 		     "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
 	s3_xml_el(&b, "Bucket", r->bucket);
 	cof_buf_adds(&b, "<KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>"
 		     "<MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>");
-	if ((d = opendir(base))) {
-		int count = 0;
-		while ((e = readdir(d)) && count < 1000) {
-			if (!id_ok(e->d_name))
-				continue;
-			snprintf(path, sizeof path, "%s/%s/info", base, e->d_name);
-			json_t *j = json_load_file(path, 0, NULL);
-			const char *org = json_string_value(json_object_get(j, "org"));
-			const char *vol = json_string_value(json_object_get(j, "vol"));
-			const char *key = json_string_value(json_object_get(j, "key"));
-			if (org && vol && key && !strcmp(org, r->who.org) && !strcmp(vol, r->vol)) {
-				cof_buf_adds(&b, "<Upload>");
-				s3_xml_el(&b, "Key", key);
-				s3_xml_el(&b, "UploadId", e->d_name);
-				s3_iso_time(json_integer_value(json_object_get(j, "initiated")), when);
-				s3_xml_el(&b, "Initiated", when);
-				cof_buf_adds(&b, "<StorageClass>STANDARD</StorageClass></Upload>");
-				count++;
-			}
-			json_decref(j);
-		}
-		closedir(d);
+	if (cof_meta_state_scan(s3srv->st->meta, UPLOAD_KIND, "", upload_row, &u, &err)) {
+		cof_buf_release(&b);
+		s3_fail_err(r, &err, NULL);
+		return s3_send_error(r);
 	}
 	cof_buf_adds(&b, "</ListMultipartUploadsResult>");
 	return s3_send_xml(r, 200, &b);

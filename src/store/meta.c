@@ -171,6 +171,30 @@ int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t 
 	return tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, mtime, err);
 }
 
+int cof_txn_write_s3(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, const char *s3meta, cof_err *err)
+{
+	int rc;
+
+	tx->s3meta = s3meta;
+	rc = tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, 0, err);
+	tx->s3meta = NULL;
+	return rc;
+}
+
+int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		char **out, cof_err *err)
+{
+	*out = NULL;
+	return m->ops->entry_s3meta(m, vno, path, at_seq, out, err);
+}
+
+int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+		cof_s3meta_fn fn, void *ctx, cof_err *err)
+{
+	return m->ops->s3meta_range(m, vno, first, last, fn, ctx, err);
+}
+
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 {
 	return tx->m->ops->txn_remove(tx, path, err);

@@ -83,6 +83,8 @@ typedef struct cof_snaprow {
 
 /* Callbacks return nonzero to stop the walk. */
 typedef int (*cof_entry_fn)(void *ctx, const cof_entry *e);
+/* A live row's S3 text (cof_txn.s3meta), borrowed for the call; nonzero stops. */
+typedef int (*cof_s3meta_fn)(void *ctx, const char *path, const char *s3meta);
 typedef int (*cof_change_fn)(void *ctx, const cof_change_row *c);
 typedef int (*cof_snap_fn)(void *ctx, const cof_snaprow *s);
 typedef int (*cof_sha_fn)(void *ctx, const char *sha256, int64_t size);
@@ -183,6 +185,16 @@ struct cof_meta_ops {
 	 * malloc'd, NUL-terminated copy of it (else NULL): one query for a GET. */
 	int (*entry_read)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		cof_entry *out, unsigned char **data, cof_err *err);
+	/* The S3 text (cof_txn.s3meta) kept with the row of `path` live at
+	 * `at_seq` (a version's own seq finds that version): 1 with *out (malloc'd,
+	 * NULL when none was kept), 0 = no such row, -1 = error. */
+	int (*entry_s3meta)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		char **out, cof_err *err);
+	/* The live rows of `vno` itself (not a fork's parents) with paths from
+	 * `first` to `last` (bytewise) that keep an S3 text, in path order: one
+	 * query for a listing's page. */
+	int (*s3meta_range)(cof_meta *m, int64_t vno, const char *first, const char *last,
+		cof_s3meta_fn fn, void *ctx, cof_err *err);
 	/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
 	 * the start), in path order (bytewise). */
 	int (*list)(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
@@ -297,6 +309,10 @@ struct cof_txn {
 	/* Who makes the change: JSON object text recorded with each of its
 	 * changes rows (API.md "Who"), or NULL. The caller's, set before writes. */
 	const char *by;
+	/* The S3 gateway's text kept with the version the next cof_txn_write
+	 * makes (its entries and changes rows), or NULL: opaque to the store.
+	 * Set by cof_txn_write_s3 for one write. */
+	const char *s3meta;
 };
 
 /* Opens the metadata store named by `url`: a plain path or "sqlite:PATH" is
@@ -364,6 +380,13 @@ int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t siz
 /* cof_txn_write with the version's time (see txn_write). */
 int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
+/* cof_txn_write keeping `s3meta` (NULL = none) with the version it makes. */
+int cof_txn_write_s3(cof_txn *tx, const char *path, const char *sha256, int64_t size,
+		const char *ctype, const void *inline_data, const char *s3meta, cof_err *err);
+int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+		char **out, cof_err *err);
+int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+		cof_s3meta_fn fn, void *ctx, cof_err *err);
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
 /* ---- snapshots, written once above the SQL seam (meta_snapshot.c). The
  * rules (the pinned limit, retention) are the volume layer's
@@ -552,6 +575,13 @@ int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, cons
  * garbage collector treats a pin as a reference. */
 int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
 		cof_err *err);
+/* Content stored outside any volume and kept for `holder` (a name no agent
+ * has: "s3:UPLOAD" for an S3 multipart upload's parts): a pin under that
+ * name, and the content's blobs row (a blob no row names is untracked, and
+ * swept), so the collector leaves it until cof_meta_unhold drops the pins. */
+int cof_meta_hold(cof_meta *m, const char *org, const char *holder, const char *sha,
+		int64_t size, cof_err *err);
+int cof_meta_unhold(cof_meta *m, const char *org, const char *holder, cof_err *err);
 /* Runs: what an agent's tool calls with one X-Run-Id wrote and presented.
  * Records an item; the same kind and path again updates it in place. */
 int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,

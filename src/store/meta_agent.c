@@ -207,6 +207,23 @@ int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const cha
 			    "reading a run", run_row, &e, err, "sss", org, agent, run) < 0 ? -1 : 0;
 }
 
+int cof_meta_hold(cof_meta *m, const char *org, const char *holder, const char *sha,
+		  int64_t size, cof_err *err)
+{
+	/* the pin first: from its commit on, no collector takes the content */
+	if (cof_meta_pin(m, org, holder, sha, err))
+		return -1;
+	return cof_sql_write(m, NULL, "INSERT INTO blobs(sha256, size, orphan_since) VALUES(?1,?2,"
+			     "NULL) ON CONFLICT(sha256) DO NOTHING", "keeping content", err, "si",
+			     sha, size) < 0 ? -1 : 0;
+}
+
+int cof_meta_unhold(cof_meta *m, const char *org, const char *holder, cof_err *err)
+{
+	return cof_sql_write(m, NULL, "DELETE FROM pins WHERE org = ?1 AND agent = ?2",
+			     "releasing content", err, "ss", org, holder) < 0 ? -1 : 0;
+}
+
 int cof_meta_pin(cof_meta *m, const char *org, const char *agent, const char *sha,
 		 cof_err *err)
 {

@@ -133,6 +133,11 @@ static const char *const migrations[] = {
 	 * meta_pg_read.c's pg_changes writes. */
 	("CREATE INDEX IF NOT EXISTS changes_run ON changes(vno, (who::jsonb ->> 'runId'), seq);"
 	 "CREATE INDEX IF NOT EXISTS changes_call ON changes(vno, (who::jsonb ->> 'callId'), seq);"),
+
+	/* 10: the S3 gateway's text of each version (user metadata, MD5:
+	 * docs/s3.md), on its entries and changes rows; older rows null. */
+	("ALTER TABLE entries ADD COLUMN IF NOT EXISTS s3meta text;"
+	 "ALTER TABLE changes ADD COLUMN IF NOT EXISTS s3meta text;"),
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

@@ -63,8 +63,8 @@ static int flatten(pgconn *c, cof_volrow *v, int64_t src_vno, int64_t at, cof_er
 	PGresult *r;
 
 	if (cof_pg_do(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size, sha256,"
-		      " ctype, updated_at) SELECT $3, path, from_seq, NULL, version, size, sha256,"
-		      " ctype, updated_at FROM (" PG_CHAIN("$1", "$2") "SELECT DISTINCT ON (e.path)"
+		      " ctype, updated_at, s3meta) SELECT $3, path, from_seq, NULL, version, size,"
+		      " sha256, ctype, updated_at, s3meta FROM (" PG_CHAIN("$1", "$2") "SELECT DISTINCT ON (e.path)"
 		      " e.* FROM chain c JOIN entries e ON e.vno = c.vno AND e.from_seq <= c.at AND"
 		      " (e.to_seq IS NULL OR e.to_seq > c.at) ORDER BY e.path, c.depth) t"
 		      " WHERE sha256 != ''", "forking", NULL, err, "iii", src_vno, at, v->vno))

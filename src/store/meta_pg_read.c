@@ -51,6 +51,66 @@ static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 	return rc;
 }
 
+/* cof_pg_row_fn: (sha256, s3meta) into ctx (char **: NULL for a whiteout's
+ * and a row with none). */
+static int s3meta_one(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	char **out = ctx;
+
+	if (PQgetisnull(r, i, 1) || !*PQgetvalue(r, i, 0))
+		return 1;
+	if (!(*out = cof_strdup(PQgetvalue(r, i, 1))))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	return 1;
+}
+
+static int pg_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			   char **out, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	int found;
+
+	if (!c)
+		return -1;
+	found = cof_pg_rows_on(c, PG_CHAIN("$1", "$3") "SELECT e.sha256, e.s3meta FROM chain c"
+			       " CROSS JOIN LATERAL " LEVEL_ROW " e ORDER BY c.depth LIMIT 1",
+			       "reading a file's S3 metadata", s3meta_one, out, err, "isi", vno,
+			       path, at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
+	cof_pg_put(m, c);
+	return found < 0 ? -1 : found > 0;
+}
+
+typedef struct {
+	cof_s3meta_fn fn;
+	void *ctx;
+} s3meta_each;
+
+/* cof_pg_row_fn: (path, s3meta) to the caller's fn. */
+static int s3meta_row(void *ctx, PGresult *r, int i, cof_err *err)
+{
+	s3meta_each *e = ctx;
+
+	(void)err;
+	return e->fn(e->ctx, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)) ? 1 : 0;
+}
+
+static int pg_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+			   cof_s3meta_fn fn, void *ctx, cof_err *err)
+{
+	pgconn *c = cof_pg_get(m, err);
+	s3meta_each e = {fn, ctx};
+	int n;
+
+	if (!c)
+		return -1;
+	n = cof_pg_rows_on(c, "SELECT path, s3meta FROM entries WHERE vno = $1 AND path >= $2"
+			   " AND path <= $3 AND to_seq IS NULL AND s3meta IS NOT NULL ORDER BY path",
+			   "reading files' S3 metadata", s3meta_row, &e, err, "iss", vno, first,
+			   last);
+	cof_pg_put(m, c);
+	return n < 0 ? -1 : 0;
+}
+
 /* Where entry_data puts a file's row and its inline content. */
 typedef struct {
 	cof_entry *out;
@@ -299,6 +359,8 @@ static int pg_history(cof_meta *m, int64_t vno, const char *path, int64_t before
 void cof_pg_ops_read(cof_meta_ops *o)
 {
 	o->entry_read = pg_entry_read;
+	o->entry_s3meta = pg_entry_s3meta;
+	o->s3meta_range = pg_s3meta_range;
 	o->list = pg_list;
 	o->changes = pg_changes;
 	o->history = pg_history;

@@ -21,16 +21,17 @@
 	" path = $4 AND to_seq IS NULL RETURNING " PG_ENTRY_COLS
 #define SQL_DROP_OWN "DELETE FROM entries WHERE vno = $1 AND path = $2 AND from_seq = $3"
 #define SQL_ENTRY_ADD "INSERT INTO entries(vno, path, from_seq, to_seq, version, size," \
-	" sha256, ctype, updated_at) VALUES($1,$2,$3,NULL,$3,$4,$5,$6,$7)"
+	" sha256, ctype, updated_at, s3meta) VALUES($1,$2,$3,NULL,$3,$4,$5,$6,$7,$8)"
 /* Inline content goes as bytea: it need not be text. The row naming it now
  * protects it: the pending mark of the write that stored it ends. */
 #define SQL_BLOB_REF "INSERT INTO blobs(sha256, size, orphan_since, data) VALUES($1,$2," \
 	"NULL,$3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL, claimed_at =" \
 	" NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)"
 #define SQL_CHANGE_ADD "INSERT INTO changes(vno, seq, path, removed, version, size," \
-	" sha256, at, who) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT(vno, seq, path) DO" \
-	" UPDATE SET removed = excluded.removed, version = excluded.version, size =" \
-	" excluded.size, sha256 = excluded.sha256, at = excluded.at, who = excluded.who"
+	" sha256, at, who, s3meta) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT(vno, seq," \
+	" path) DO UPDATE SET removed = excluded.removed, version = excluded.version, size =" \
+	" excluded.size, sha256 = excluded.sha256, at = excluded.at, who = excluded.who," \
+	" s3meta = excluded.s3meta"
 
 
 /* ------------------------------------------------------------- changes */
@@ -258,11 +259,11 @@ static int whiteout(pg_txn *tx, const char *path, const cof_entry *old, cof_err 
 }
 
 static int record_change(pg_txn *tx, const char *path, int removed, int64_t version,
-			 int64_t size, const char *sha, cof_err *err)
+			 int64_t size, const char *sha, const char *s3meta, cof_err *err)
 {
-	if (cof_pg_do(tx->c, SQL_CHANGE_ADD, "recording a change", NULL, err, "iisiiisis",
+	if (cof_pg_do(tx->c, SQL_CHANGE_ADD, "recording a change", NULL, err, "iisiiisiss",
 		      tx->vol.vno, tx->vol.seq, path,
-		      (int64_t)removed, version, size, sha, tx->now, tx->base.by))
+		      (int64_t)removed, version, size, sha, tx->now, tx->base.by, s3meta))
 		return -1;
 	tx->ops++;
 	return 0;
@@ -305,13 +306,14 @@ static int write_piped(pg_txn *tx, const char *path, const char *sha, int64_t si
 			    tx->now, tx->vol.vno, path) ||
 	    (tx->ops && cof_pg_stmt_set(&s[n++], SQL_DROP_OWN, "writing a file", err, "isi",
 					tx->vol.vno, path, tx->vol.seq)) ||
-	    cof_pg_stmt_set(&s[n++], SQL_ENTRY_ADD, "writing a file", err, "isiissi", tx->vol.vno,
-			    path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now) ||
+	    cof_pg_stmt_set(&s[n++], SQL_ENTRY_ADD, "writing a file", err, "isiissis", tx->vol.vno,
+			    path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now,
+			    tx->base.s3meta) ||
 	    cof_pg_stmt_set(&s[n++], SQL_BLOB_REF, "writing a file", err, "sib", sha, size,
 			    inline_data, inline_data ? size : (int64_t)0) ||
-	    cof_pg_stmt_set(&s[n++], SQL_CHANGE_ADD, "recording a change", err, "iisiiisis",
+	    cof_pg_stmt_set(&s[n++], SQL_CHANGE_ADD, "recording a change", err, "iisiiisiss",
 			    tx->vol.vno, tx->vol.seq, path, (int64_t)0, tx->vol.seq, size, sha,
-			    tx->now, tx->base.by))
+			    tx->now, tx->base.by, tx->base.s3meta))
 		return -1;
 	if (held) {
 		if (cof_pg_group_defer(tx->g, s, n, err))
@@ -357,14 +359,15 @@ static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t s
 	/* A row written earlier in this same change is replaced, not kept as history. */
 	if (cof_pg_do(tx->c, SQL_DROP_OWN, "writing a file", NULL, err, "isi", tx->vol.vno, path,
 		      tx->vol.seq) ||
-	    cof_pg_do(tx->c, SQL_ENTRY_ADD, "writing a file", NULL, err, "isiissi", tx->vol.vno,
-		      path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now) ||
+	    cof_pg_do(tx->c, SQL_ENTRY_ADD, "writing a file", NULL, err, "isiissis", tx->vol.vno,
+		      path, tx->vol.seq, size, sha, ctype, mtime > 0 ? mtime : tx->now,
+		      tx->base.s3meta) ||
 	    cof_pg_do(tx->c, SQL_BLOB_REF, "writing a file", NULL, err, "sib", sha, size,
 		      inline_data, inline_data ? size : (int64_t)0))
 		goto out;
 	tx->vol.files++;
 	tx->vol.bytes += size;
-	rc = record_change(tx, path, 0, tx->vol.seq, size, sha, err);
+	rc = record_change(tx, path, 0, tx->vol.seq, size, sha, tx->base.s3meta, err);
 out:
 	free(old);
 	return rc;
@@ -382,7 +385,7 @@ static int pg_txn_remove(cof_txn *t, const char *path, cof_err *err)
 	if (had == 0)
 		cof_error(err, COF_ENOTFOUND, "file '%.200s' not found", path);
 	if (had > 0 && (!tx->vol.base_vno || !whiteout(tx, path, old, err)))
-		rc = record_change(tx, path, 1, old->version, old->size, old->sha256, err);
+		rc = record_change(tx, path, 1, old->version, old->size, old->sha256, NULL, err);
 	free(old);
 	return rc;
 }

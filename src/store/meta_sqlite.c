@@ -36,7 +36,7 @@ static const char *schema =
 	"CREATE TABLE IF NOT EXISTS entries(vno INTEGER NOT NULL, path TEXT NOT NULL,"
 	" from_seq INTEGER NOT NULL, to_seq INTEGER, version INTEGER NOT NULL,"
 	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, ctype TEXT NOT NULL,"
-	" updated_at INTEGER NOT NULL, closed_at INTEGER,"
+	" updated_at INTEGER NOT NULL, closed_at INTEGER, s3meta TEXT,"
 	" PRIMARY KEY(vno, path, from_seq)) WITHOUT ROWID;"
 	"CREATE UNIQUE INDEX IF NOT EXISTS entries_live ON entries(vno, path) WHERE to_seq IS NULL;"
 	"CREATE INDEX IF NOT EXISTS entries_sha ON entries(sha256);"
@@ -44,7 +44,7 @@ static const char *schema =
 	"CREATE TABLE IF NOT EXISTS changes(vno INTEGER NOT NULL, seq INTEGER NOT NULL,"
 	" path TEXT NOT NULL, removed INTEGER NOT NULL, version INTEGER NOT NULL,"
 	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, at INTEGER NOT NULL, who TEXT,"
-	" PRIMARY KEY(vno, seq, path)) WITHOUT ROWID;"
+	" s3meta TEXT, PRIMARY KEY(vno, seq, path)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS snapshots(id TEXT PRIMARY KEY, vno INTEGER NOT NULL,"
 	" src_vno INTEGER NOT NULL, seq INTEGER NOT NULL, pinned INTEGER NOT NULL,"
 	" labels TEXT NOT NULL, files INTEGER NOT NULL, bytes INTEGER NOT NULL,"
@@ -337,7 +337,7 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -436,8 +436,16 @@ static int migrate(conn *c, cof_err *err)
 			    "CREATE INDEX IF NOT EXISTS changes_call ON"
 			    " changes(vno, json_extract(who, '$.callId'), seq)", err))
 		return -1;
+	/* 5 -> 6: the S3 gateway's text of each version (user metadata, MD5:
+	 * docs/s3.md); older rows read null. */
+	if (version < 6 && !column_exists(c, "entries", "s3meta") &&
+	    cof_sqlite_exec(c, "ALTER TABLE entries ADD COLUMN s3meta TEXT", err))
+		return -1;
+	if (version < 6 && !column_exists(c, "changes", "s3meta") &&
+	    cof_sqlite_exec(c, "ALTER TABLE changes ADD COLUMN s3meta TEXT", err))
+		return -1;
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 5", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 6", err);
 	return 0;
 }
 

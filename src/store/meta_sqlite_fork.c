@@ -187,12 +187,12 @@ static int count_entry(void *ctx, const cof_entry *e)
 static int flatten(conn *c, int64_t vno, int64_t src_vno, int64_t at, cof_err *err)
 {
 	sqlite3_stmt *st = cof_sqlite_q(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version,"
-		" size, sha256, ctype, updated_at) SELECT ?1, path, from_seq, NULL, version, size,"
-		" sha256, ctype, updated_at FROM (WITH RECURSIVE chain(vno, at, depth) AS"
+		" size, sha256, ctype, updated_at, s3meta) SELECT ?1, path, from_seq, NULL, version,"
+		" size, sha256, ctype, updated_at, s3meta FROM (WITH RECURSIVE chain(vno, at, depth) AS"
 		" (SELECT ?2, ?3, 0 UNION ALL SELECT v.base_vno, min(c.at, v.base_seq), c.depth + 1"
 		" FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno IS NOT NULL AND"
 		" c.depth < 64) SELECT e.path, e.from_seq, e.version, e.size, e.sha256, e.ctype,"
-		" e.updated_at, min(c.depth) FROM chain c JOIN entries e ON e.vno = c.vno AND"
+		" e.updated_at, e.s3meta, min(c.depth) FROM chain c JOIN entries e ON e.vno = c.vno AND"
 		" e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) GROUP BY e.path)"
 		" WHERE sha256 != ''", err);
 

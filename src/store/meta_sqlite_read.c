@@ -152,6 +152,85 @@ static int sq_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 	return rc;
 }
 
+/* The s3meta of the row of `path` live at `at_seq` in `vno` itself: 1 (with
+ * *out malloc'd, or NULL), 0 (no row), -1. `removed` says a whiteout. */
+static int own_s3meta(conn *c, int64_t vno, const char *path, int64_t at_seq, char **out,
+		      int *removed, cof_err *err)
+{
+	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT sha256, s3meta FROM entries WHERE vno = ?"
+					" AND path = ? AND from_seq <= ?3 AND"
+					" (to_seq IS NULL OR to_seq > ?3)", err);
+	int r, rc;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, vno);
+	cof_sqlite_bind_text(st, 2, path);
+	sqlite3_bind_int64(st, 3, at_seq < 0 ? INT64_MAX : at_seq);
+	r = sqlite3_step(st);
+	rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 :
+		cof_sqlite_db_error(err, c->db, "reading a file's S3 metadata");
+	if (r == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 1);
+		*removed = !sqlite3_column_text(st, 0) || !*sqlite3_column_text(st, 0);
+		if (t && !(*out = cof_strdup(t)))
+			rc = cof_error(err, COF_EINTERNAL, "out of memory");
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* Up a fork's chain as cof_sqlite_entry_get. */
+static int sq_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
+			   char **out, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	int rc = 0, removed = 0;
+
+	if (!c)
+		return -1;
+	for (int depth = 0;; depth++) {
+		int64_t base, base_seq;
+		if ((rc = own_s3meta(c, vno, path, at_seq, out, &removed, err)))
+			break;
+		if (depth >= COF_FORK_DEPTH || (rc = cof_sqlite_base(c, vno, &base, &base_seq, err)) <= 0)
+			break;
+		vno = base;
+		at_seq = cof_sqlite_level_seq(at_seq, base_seq);
+	}
+	cof_sqlite_reader_put(m, c);
+	return rc == 1 && removed ? 0 : rc;
+}
+
+static int sq_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
+			   cof_s3meta_fn fn, void *ctx, cof_err *err)
+{
+	conn *c = cof_sqlite_reader_get(m, err);
+	sqlite3_stmt *st;
+	int r, rc = 0;
+
+	if (!c)
+		return -1;
+	if (!(st = cof_sqlite_q(c, "SELECT path, s3meta FROM entries WHERE vno = ? AND"
+				" path >= ? AND path <= ? AND to_seq IS NULL AND s3meta IS NOT NULL"
+				" ORDER BY path", err))) {
+		cof_sqlite_reader_put(m, c);
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, vno);
+	cof_sqlite_bind_text(st, 2, first);
+	cof_sqlite_bind_text(st, 3, last);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW)
+		if (fn(ctx, (const char *)sqlite3_column_text(st, 0),
+		       (const char *)sqlite3_column_text(st, 1)))
+			break;
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		rc = cof_sqlite_db_error(err, c->db, "reading files' S3 metadata");
+	sqlite3_reset(st);
+	cof_sqlite_reader_put(m, c);
+	return rc;
+}
+
 int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
 {
@@ -295,6 +374,8 @@ void cof_sqlite_ops_read(cof_meta_ops *o)
 {
 	o->entry_read = sq_entry_read;
 	o->entry_get = sq_entry_get;
+	o->entry_s3meta = sq_entry_s3meta;
+	o->s3meta_range = sq_s3meta_range;
 	o->list = sq_list;
 	o->changes = sq_changes;
 	o->history = sq_history;

@@ -127,10 +127,10 @@ static int whiteout(cof_txn *tx, const char *path, const cof_entry *old, cof_err
 }
 
 static int record_change(cof_txn *tx, const char *path, int removed, int64_t version,
-			 int64_t size, const char *sha, cof_err *err)
+			 int64_t size, const char *sha, const char *s3meta, cof_err *err)
 {
 	sqlite3_stmt *st = cof_sqlite_q(SQT(tx)->c, "INSERT OR REPLACE INTO changes(vno, seq, path, removed,"
-			     " version, size, sha256, at, who) VALUES(?,?,?,?,?,?,?,?,?)", err);
+			     " version, size, sha256, at, who, s3meta) VALUES(?,?,?,?,?,?,?,?,?,?)", err);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
@@ -142,6 +142,7 @@ static int record_change(cof_txn *tx, const char *path, int removed, int64_t ver
 	cof_sqlite_bind_text(st, 7, sha);
 	sqlite3_bind_int64(st, 8, SQT(tx)->now);
 	cof_sqlite_bind_text(st, 9, tx->by);
+	cof_sqlite_bind_text(st, 10, s3meta);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cof_sqlite_db_error(err, SQT(tx)->c->db, "recording a change");
 	SQT(tx)->ops++;
@@ -162,7 +163,7 @@ static int sq_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t 
 	if (drop_own(tx, path, err))
 		goto out;
 	st = cof_sqlite_q(SQT(tx)->c, "INSERT INTO entries(vno, path, from_seq, to_seq, version, size, sha256,"
-	       " ctype, updated_at) VALUES(?,?,?,NULL,?,?,?,?,?)", err);
+	       " ctype, updated_at, s3meta) VALUES(?,?,?,NULL,?,?,?,?,?,?)", err);
 	if (!st)
 		goto out;
 	sqlite3_bind_int64(st, 1, SQT(tx)->vol.vno);
@@ -173,6 +174,7 @@ static int sq_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t 
 	cof_sqlite_bind_text(st, 6, sha);
 	cof_sqlite_bind_text(st, 7, ctype);
 	sqlite3_bind_int64(st, 8, mtime > 0 ? mtime : SQT(tx)->now);
+	cof_sqlite_bind_text(st, 9, tx->s3meta);
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		cof_sqlite_db_error(err, SQT(tx)->c->db, "writing a file");
 		goto out;
@@ -192,7 +194,7 @@ static int sq_txn_write(cof_txn *tx, const char *path, const char *sha, int64_t 
 	}
 	SQT(tx)->vol.files++;
 	SQT(tx)->vol.bytes += size;
-	rc = record_change(tx, path, 0, SQT(tx)->vol.seq, size, sha, err);
+	rc = record_change(tx, path, 0, SQT(tx)->vol.seq, size, sha, tx->s3meta, err);
 out:
 	free(old);
 	return rc;
@@ -213,7 +215,7 @@ static int sq_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 	}
 	if (SQT(tx)->vol.base_vno && whiteout(tx, path, old, err))
 		goto out;
-	rc = record_change(tx, path, 1, old->version, old->size, old->sha256, err);
+	rc = record_change(tx, path, 1, old->version, old->size, old->sha256, NULL, err);
 out:
 	free(old);
 	return rc;

@@ -51,8 +51,8 @@ static const struct mtable {
 	{"volumes", "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at,"
 	 " hidden, history_from, base_vno, base_seq, depth, retired", NULL, "vno"},
 	{"entries", "vno, path, from_seq, to_seq, version, size, sha256, ctype, updated_at,"
-	 " closed_at", NULL, NULL},
-	{"changes", "vno, seq, path, removed, version, size, sha256, at, who", NULL, NULL},
+	 " closed_at, s3meta", NULL, NULL},
+	{"changes", "vno, seq, path, removed, version, size, sha256, at, who, s3meta", NULL, NULL},
 	{"snapshots", "id, vno, src_vno, seq, pinned, labels, files, bytes, created_at, ord",
 	 NULL, "ord"},
 	{"blobs", "sha256, size, orphan_since, data", NULL, NULL},

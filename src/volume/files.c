@@ -269,7 +269,7 @@ static int put_apply(cof_txn *tx, cof_landing *l, cof_err *err)
 	exists = cof_txn_get(tx, p->path, cur, err);
 	if (exists >= 0 && !cond_check(p->cond, p->path, cur, exists, err) &&
 	    (exists || !cof_volume_path_free(tx, p->path, err)) &&
-	    !cof_txn_write(tx, p->path, f->sha256, f->size, f->type, f->inl, err))
+	    !cof_txn_write_s3(tx, p->path, f->sha256, f->size, f->type, f->inl, f->s3meta, err))
 		rc = cof_volume_fit(tx, err);
 	p->created = exists == 0;
 	free(cur);
@@ -305,7 +305,8 @@ int cof_file_put(cof_store *st, const char *org, const char *vol, const char *pa
 {
 	cof_volrow v;
 	put_ctx p = {.cond = cond};
-	cof_land_file f = {.kind = COF_LAND_UPLOAD, .up = up, .ctype = content_type};
+	cof_land_file f = {.kind = COF_LAND_UPLOAD, .up = up, .ctype = content_type,
+			   .s3meta = cond.s3meta};
 	cof_landing l = {.vol = &v, .files = &f, .nfiles = 1, .apply = put_apply, .ctx = &p,
 			 .by = cond.by};
 
@@ -365,7 +366,8 @@ int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const ch
 	cof_volrow v;
 	cof_file f = {0};
 	put_ctx p = {.cond = cond};
-	cof_land_file lf = {.kind = COF_LAND_KNOWN};
+	cof_land_file lf = {.kind = COF_LAND_KNOWN, .s3meta = cond.s3meta};
+	char *src_s3 = NULL;
 	cof_landing l = {.vol = &v, .files = &lf, .nfiles = 1, .apply = put_apply, .ctx = &p,
 			 .held = 1, .by = cond.by};
 	int rc;
@@ -381,6 +383,15 @@ int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const ch
 		cof_store_release_content(st);
 		return -1;
 	}
+	/* the same bytes: the source's S3 text (its MD5 still holds) goes along */
+	if (!cond.s3meta) {
+		if (cof_file_s3meta(st, org, from_vol, from_path, f.version, &src_s3, err)) {
+			cof_store_release_content(st);
+			cof_file_close(&f);
+			return -1;
+		}
+		lf.s3meta = src_s3;
+	}
 	if (!f.reader) {
 		lf.kind = COF_LAND_MEMORY;
 		lf.data = f.data;
@@ -395,6 +406,7 @@ int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const ch
 	rc = cof_land(st, &l, err);
 	cof_store_release_content(st);
 	cof_file_close(&f);
+	free(src_s3);
 	if (rc)
 		return -1;
 	*out = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I}", "path", p.path, "version",
@@ -404,6 +416,73 @@ int cof_file_copy(cof_store *st, const char *org, const char *from_vol, const ch
 }
 
 /* ------------------------------------------------------------------- read */
+
+typedef struct s3metas {
+	json_t *files;
+	size_t i;
+} s3metas;
+
+/* cof_s3meta_fn: both in path order, so one pass matches them. */
+static int s3metas_set(void *ctx, const char *path, const char *s3meta)
+{
+	s3metas *s = ctx;
+	size_t n = json_array_size(s->files);
+
+	for (; s->i < n; s->i++) {
+		json_t *f = json_array_get(s->files, s->i);
+		int d = strcmp(json_string_value(json_object_get(f, "path")) ?: "", path);
+		if (d > 0)
+			return 0;
+		if (d == 0) {
+			json_object_set_new(f, "s3meta", json_string(s3meta));
+			s->i++;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int cof_file_s3metas(cof_store *st, const char *org, const char *vol, json_t *files,
+		     cof_err *err)
+{
+	cof_view view;
+	size_t n = json_array_size(files);
+	s3metas s = {.files = files};
+
+	if (!n)
+		return 0;
+	if (cof_view_open(st, org, vol, NULL, &view, err))
+		return -1;
+	if (!view.vol.base_vno)
+		return cof_meta_s3meta_range(st->meta, view.vno,
+			json_string_value(json_object_get(json_array_get(files, 0), "path")) ?: "",
+			json_string_value(json_object_get(json_array_get(files, n - 1), "path")) ?: "",
+			s3metas_set, &s, err);
+	for (size_t i = 0; i < n; i++) { /* a fork's rows may be its parents' */
+		json_t *f = json_array_get(files, i);
+		const char *p = json_string_value(json_object_get(f, "path"));
+		char *t = NULL;
+		if (p && cof_meta_entry_s3meta(st->meta, view.vno, p, -1, &t, err) < 0)
+			return -1;
+		if (t)
+			json_object_set_new(f, "s3meta", json_string(t));
+		free(t);
+	}
+	return 0;
+}
+
+int cof_file_s3meta(cof_store *st, const char *org, const char *vol, const char *path,
+		    int64_t version, char **out, cof_err *err)
+{
+	cof_view view;
+	const char *p;
+
+	*out = NULL;
+	if (cof_path_check(path, strlen(path), "path", &p, err) ||
+	    cof_view_open(st, org, vol, NULL, &view, err))
+		return -1;
+	return cof_meta_entry_s3meta(st->meta, view.vno, p, version, out, err) < 0 ? -1 : 0;
+}
 
 int cof_file_open(cof_store *st, const char *org, const char *vol, const char *path,
 		  const char *snapshot, cof_file *out, cof_err *err)

@@ -170,6 +170,9 @@ typedef struct cof_land_file {
 	 * bytes keeps the type it had); NULL = none */
 	const char *keep_ctype, *keep_sha;
 	size_t sniff;           /* bytes the sniffer reads (0 = 4096) */
+	/* kept with the version written (cof_txn_write_s3), by an apply that
+	 * passes it: the S3 gateway's text, opaque here; NULL = none */
+	const char *s3meta;
 	/* out (in for COF_LAND_KNOWN): what the change names */
 	char sha256[65];
 	int64_t size;

@@ -123,8 +123,19 @@ def test_migrate_copies_everything_and_verifies():
     src, what = _source()
     url, blobs_url = _target(pg, s3, "all")
     try:
+        # the S3 gateway's text of a version (docs/s3.md) goes along, on both tables
+        import sqlite3
+        db = sqlite3.connect(os.path.join(src.data, "meta.db"))
+        db.execute("UPDATE entries SET s3meta = '{\"etag\":\"e1\"}' WHERE path = 'd1/f01.txt'")
+        db.execute("UPDATE changes SET s3meta = '{\"etag\":\"e1\"}' WHERE path = 'd1/f01.txt'")
+        db.commit()
+        db.close()
         p = _migrate(src, url, blobs_url)
         eq(p.returncode, 0, "migrate exit: %s%s" % (p.stdout.decode(), p.stderr.decode()))
+        got = pg.psql("SELECT (SELECT count(*) FROM entries WHERE s3meta = '{\"etag\":\"e1\"}')"
+                      " || ' ' || (SELECT count(*) FROM changes WHERE s3meta IS NOT NULL)",
+                      db=url.rsplit("/", 1)[1]).stdout.strip()
+        check(got.split()[0] != "0" and got.split()[1] != "0", "s3meta migrated: %s" % got)
         rep = json.loads(p.stdout)
         eq(rep["ok"], True, "the report")
         eq(rep["tables"]["volumes"] >= 3, True, "volumes counted (the fork, hidden ones)")
