@@ -8,24 +8,6 @@
 #include <string.h>
 #include "store/meta_pg.h"
 
-int cof_pg_base(pgconn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
-		cof_err *err)
-{
-	PGresult *r = cof_pg_q(c, "SELECT base_vno, base_seq FROM volumes WHERE vno = $1 AND"
-			       " base_vno IS NOT NULL", "reading a fork's parent", err, "i", vno);
-	int found;
-
-	if (!r)
-		return -1;
-	found = PQntuples(r) == 1;
-	if (found) {
-		*base_vno = cof_pg_int(r, 0, 0);
-		*base_seq = cof_pg_int(r, 0, 1);
-	}
-	PQclear(r);
-	return found;
-}
-
 /* The files and bytes of `src` at `at` into v: the volume's own counts when at
  * is its seq, else a snapshot's taken there, else counted through the chain. */
 static int source_counts(pgconn *c, const cof_volrow *src, int64_t at, cof_volrow *v,
@@ -107,60 +89,6 @@ static int pg_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t a
 			rc = cof_pg_volume_insert(c, v, err);
 	}
 	return cof_pg_end(m, c, rc, err);
-}
-
-int cof_pg_volume_retire(pgconn *c, int64_t vno, cof_err *err)
-{
-	PGresult *r = cof_pg_q(c, "SELECT 1 FROM volumes WHERE base_vno = $1 LIMIT 1",
-			       "deleting a volume", err, "i", vno);
-	int forked;
-
-	if (!r)
-		return -1;
-	forked = PQntuples(r) > 0;
-	PQclear(r);
-	if (!forked)
-		return 0;
-	/* Only the rows some fork reads stay; the grace of the others' content
-	 * starts now. */
-#define UNSEEN "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = $1 AND" \
-	       " entries.from_seq <= f.base_seq AND (entries.to_seq IS NULL OR" \
-	       " entries.to_seq > f.base_seq))"
-	if (cof_pg_do(c, "UPDATE volumes SET hidden = 1, retired = 1 WHERE vno = $1",
-		      "deleting a volume", NULL, err, "i", vno) ||
-	    cof_pg_do(c, "DELETE FROM changes WHERE vno = $1", "deleting a volume", NULL, err,
-		      "i", vno) ||
-	    cof_pg_do(c, "UPDATE blobs SET orphan_since = $2 WHERE orphan_since IS NULL AND"
-		      " sha256 IN (SELECT sha256 FROM entries WHERE vno = $1 AND " UNSEEN ")",
-		      "deleting a volume", NULL, err, "ii", vno, cof_now()) ||
-	    cof_pg_do(c, "DELETE FROM entries WHERE vno = $1 AND " UNSEEN, "deleting a volume",
-		      NULL, err, "i", vno))
-		return -1;
-#undef UNSEEN
-	return 1;
-}
-
-int cof_pg_base_release(pgconn *c, int64_t base_vno, int64_t base_seq, cof_err *err)
-{
-	PGresult *r;
-	int drop;
-
-	if (cof_pg_do(c, "UPDATE entries SET closed_at = $3 WHERE vno = $1 AND to_seq IS NOT"
-		      " NULL AND from_seq <= $2 AND to_seq > $2", "deleting a volume", NULL, err,
-		      "iii", base_vno, base_seq, cof_now()))
-		return -1;
-	/* The parent's row lock: two nodes dropping its last two forks at once
-	 * take turns, and the second sees the first's gone. */
-	if (cof_pg_do(c, "SELECT 1 FROM volumes WHERE vno = $1 FOR UPDATE", "deleting a volume",
-		      NULL, err, "i", base_vno))
-		return -1;
-	if (!(r = cof_pg_q(c, "SELECT 1 FROM volumes WHERE vno = $1 AND retired = 1 AND NOT"
-			   " EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = $1)",
-			   "deleting a volume", err, "i", base_vno)))
-		return -1;
-	drop = PQntuples(r) > 0;
-	PQclear(r);
-	return drop ? cof_pg_volume_drop(c, base_vno, err) : 0;
 }
 
 /* This file's members of the PostgreSQL backend's table. */

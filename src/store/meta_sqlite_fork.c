@@ -251,68 +251,6 @@ static int sq_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t a
 	return cof_sqlite_writer_end(m, rc, err);
 }
 
-/* ------------------------------------------------- deleting and retiring */
-
-int cof_sqlite_volume_retire(conn *c, int64_t vno, cof_err *err)
-{
-	/* Only the rows some fork reads stay; the grace of the others' content
-	 * starts now. */
-#define UNSEEN "NOT EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = ?1 AND" \
-	       " entries.from_seq <= f.base_seq AND (entries.to_seq IS NULL OR" \
-	       " entries.to_seq > f.base_seq))"
-	static const char *const sqls[] = {
-		"UPDATE volumes SET hidden = 1, retired = 1 WHERE vno = ?1",
-		"DELETE FROM changes WHERE vno = ?1",
-		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
-		" sha256 IN (SELECT sha256 FROM entries WHERE vno = ?1 AND " UNSEEN ")",
-		"DELETE FROM entries WHERE vno = ?1 AND " UNSEEN,
-	};
-#undef UNSEEN
-	sqlite3_stmt *st = cof_sqlite_q(c, "SELECT 1 FROM volumes WHERE base_vno = ? LIMIT 1", err);
-	int r;
-
-	if (!st)
-		return -1;
-	sqlite3_bind_int64(st, 1, vno);
-	r = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (r == SQLITE_DONE)
-		return 0;
-	if (r != SQLITE_ROW)
-		return cof_sqlite_db_error(err, c->db, "deleting a volume");
-	for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
-		if (!(st = cof_sqlite_q(c, sqls[i], err)))
-			return -1;
-		sqlite3_bind_int64(st, 1, vno);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			return cof_sqlite_db_error(err, c->db, "deleting a volume");
-	}
-	return 1;
-}
-
-int cof_sqlite_base_release(conn *c, int64_t base_vno, int64_t base_seq, cof_err *err)
-{
-	sqlite3_stmt *st = cof_sqlite_q(c, "UPDATE entries SET closed_at = unixepoch() WHERE vno = ?1"
-		" AND to_seq IS NOT NULL AND from_seq <= ?2 AND to_seq > ?2", err);
-	int r;
-
-	if (!st)
-		return -1;
-	sqlite3_bind_int64(st, 1, base_vno);
-	sqlite3_bind_int64(st, 2, base_seq);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "deleting a volume");
-	if (!(st = cof_sqlite_q(c, "SELECT 1 FROM volumes WHERE vno = ?1 AND retired = 1 AND NOT"
-				" EXISTS (SELECT 1 FROM volumes f WHERE f.base_vno = ?1)", err)))
-		return -1;
-	sqlite3_bind_int64(st, 1, base_vno);
-	r = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (r == SQLITE_ROW)
-		return cof_sqlite_volume_drop(c, base_vno, err);
-	return r == SQLITE_DONE ? 0 : cof_sqlite_db_error(err, c->db, "deleting a volume");
-}
-
 /* Fills the members of the SQLite backend this file implements. */
 void cof_sqlite_ops_fork(cof_meta_ops *o)
 {

@@ -150,6 +150,11 @@ int cof_sql_row_int(void *ctx, const cof_sql_row *r, cof_err *err);
 int cof_sql_mark_begin(cof_meta *m, cof_sql_mark *mk);
 int cof_sql_cached_key(const cof_sql_mark *mk, const char *hash, cof_keyrow *out);
 void cof_sql_keep_key(const cof_sql_mark *mk, const cof_keyrow *k);
+/* The same for a volume read by (org, id). */
+int cof_sql_cached_volume(const cof_sql_mark *mk, const char *org, const char *id,
+			  cof_volrow *out);
+void cof_sql_keep_volume(const cof_sql_mark *mk, const char *org, const char *id,
+			 const cof_volrow *v);
 
 /* ---- below the seam: the drivers' shared part */
 
