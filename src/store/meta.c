@@ -63,12 +63,6 @@ int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const cha
 	return m->ops->idem_put(m, scope, key, value, err);
 }
 
-int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-		cof_err *err)
-{
-	return m->ops->volume_fork(m, v, src_vno, at_seq, err);
-}
-
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		cof_entry *out, cof_err *err)
 {

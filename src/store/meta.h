@@ -155,13 +155,7 @@ struct cof_meta_ops {
 	int (*idem_put)(cof_meta *m, const char *scope, const char *key,
 		const char *value, cof_err *err);
 
-	/* ---- volumes (add, get, list, delete: written once, meta_volume.c) */
-	/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
-	 * v->seq must be set by the caller (the fork starts at at_seq). It refers to
-	 * src_vno at at_seq (no row copied; v->files and v->bytes are set) unless
-	 * the source is COF_FORK_DEPTH forks deep: then its rows are copied. */
-	int (*volume_fork)(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-		cof_err *err);
+	/* ---- volumes and forks: written once (meta_volume.c, meta_fork.c) */
 
 	/* ---- reading files. at_seq < 0 = live now. */
 	/* 1 = found, 0 = absent, -1 = error. */
@@ -311,13 +305,24 @@ int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t t
 		char **value, cof_err *err);
 int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
 		cof_err *err);
+/* ---- volumes, written once above the SQL seam (meta_volume.c, meta_fork.c) */
+/* Adds a volume; sets v->vno. */
 int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err);
+/* COF_ENOTFOUND (naming the id) for unknown, another org's or hidden volumes. */
 int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
 		cof_err *err);
+/* An org's visible volumes by (name, id), after (after_name, after_id). */
 int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
 		const char *after_name, const char *after_id, int64_t limit,
 		cof_vol_fn fn, void *ctx, cof_err *err);
+/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes).
+ * One that forks refer to is retired instead: hidden (404), its changes and
+ * snapshots gone, its rows kept while forks read them, dropped with the last. */
 int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err);
+/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
+ * v->seq must be set by the caller (the fork starts at at_seq). It refers to
+ * src_vno at at_seq (no row copied; v->files and v->bytes are set) unless
+ * the source is COF_FORK_DEPTH forks deep: then its rows are copied. */
 int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
 		cof_err *err);
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,

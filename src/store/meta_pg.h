@@ -118,7 +118,6 @@ void cof_pg_ops_vol(cof_meta_ops *o);
 void cof_pg_ops_read(cof_meta_ops *o);
 void cof_pg_ops_write(cof_meta_ops *o);
 void cof_pg_ops_gc(cof_meta_ops *o);
-void cof_pg_ops_fork(cof_meta_ops *o);
 
 
 /* Row helpers over text results. */
@@ -138,9 +137,6 @@ int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix
 int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq,
 			 const char *prefix, const char *after, cof_entry_fn fn, void *ctx,
 			 cof_err *err);
-int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id,
-		       int lock, cof_volrow *out, cof_err *err);
-int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err);
 /* BEGIN and the volume's row FOR UPDATE in one round trip: a change's start. */
 int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err);
 /* The chain of forks from volume $V read at $AT (bigint; live = INT64_MAX):

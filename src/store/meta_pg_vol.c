@@ -1,5 +1,7 @@
 /*
- * meta_pg_vol.c — idempotency records and volumes on PostgreSQL.
+ * meta_pg_vol.c — idempotency records on PostgreSQL, and a change's start: BEGIN
+ * and its volume's row lock in one round trip (the rest of the volumes family
+ * is written once: meta_volume.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -64,52 +66,6 @@ static void row_volume(PGresult *r, int i, cof_volrow *v)
 	v->base_vno = cof_pg_int(r, i, 12);
 	v->base_seq = cof_pg_int(r, i, 13);
 	v->depth = (int)cof_pg_int(r, i, 14);
-}
-
-int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err)
-{
-	PGresult *r = cof_pg_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes,"
-			       " capacity, ceiling, created_at, hidden, history_from, base_vno,"
-			       " base_seq, depth) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
-			       "nullif($12::bigint, 0),$13,$14) RETURNING vno",
-			       "creating a volume", err, "sssiiiiiiiiiii", v->id, v->org, v->name,
-			       v->seq, v->files, v->bytes, v->capacity, v->ceiling,
-			       v->created_at, (int64_t)v->hidden, v->history_from, v->base_vno,
-			       v->base_seq, (int64_t)v->depth);
-	if (!r)
-		return -1;
-	v->vno = cof_pg_int(r, 0, 0);
-	PQclear(r);
-	return 0;
-}
-
-/* Loads a volume by id (or by vno when id is NULL); `lock` takes its row lock
- * until the transaction ends (a change's serialization point). */
-int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id, int lock,
-		       cof_volrow *out, cof_err *err)
-{
-	PGresult *r;
-	int found;
-
-	if (id)
-		r = cof_pg_q(c, "SELECT " VOL_COLS " FROM volumes WHERE id = $1", "reading a volume",
-			     err, "s", id);
-	else if (lock)
-		r = cof_pg_q(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = $1 FOR UPDATE",
-			     "reading a volume", err, "i", vno);
-	else
-		r = cof_pg_q(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = $1",
-			     "reading a volume", err, "i", vno);
-	if (!r)
-		return -1;
-	found = PQntuples(r) == 1;
-	if (found)
-		row_volume(r, 0, out);
-	PQclear(r);
-	/* Another organization's volume answers exactly like an absent one. */
-	if (!found || (org && (strcmp(out->org, org) || out->hidden)))
-		return cof_error(err, COF_ENOTFOUND, "volume '%.64s' not found", id ? id : "?");
-	return 0;
 }
 
 int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err)

@@ -453,7 +453,6 @@ static void ops_fill(void)
 	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
-	cof_sqlite_ops_fork(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -598,33 +597,6 @@ static int vol_one(void *ctx, sqlite3_stmt *st, cof_err *err)
 	(void)err;
 	row_volume(st, ctx);
 	return 1;
-}
-
-int cof_sqlite_volume_insert(conn *c, cof_volrow *v, cof_err *err)
-{
-	sqlite3_stmt *st = cof_sqlite_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes, capacity,"
-			     " ceiling, created_at, hidden, history_from, base_vno, base_seq, depth)"
-			     " VALUES(?,?,?,?,?,?,?,?,?,?,?,nullif(?, 0),?,?)", err);
-	if (!st)
-		return -1;
-	cof_sqlite_bind_text(st, 1, v->id);
-	cof_sqlite_bind_text(st, 2, v->org);
-	cof_sqlite_bind_text(st, 3, v->name);
-	sqlite3_bind_int64(st, 4, v->seq);
-	sqlite3_bind_int64(st, 5, v->files);
-	sqlite3_bind_int64(st, 6, v->bytes);
-	sqlite3_bind_int64(st, 7, v->capacity);
-	sqlite3_bind_int64(st, 8, v->ceiling);
-	sqlite3_bind_int64(st, 9, v->created_at);
-	sqlite3_bind_int(st, 10, v->hidden);
-	sqlite3_bind_int64(st, 11, v->history_from);
-	sqlite3_bind_int64(st, 12, v->base_vno);
-	sqlite3_bind_int64(st, 13, v->base_seq);
-	sqlite3_bind_int(st, 14, v->depth);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "creating a volume");
-	v->vno = sqlite3_last_insert_rowid(c->db);
-	return 0;
 }
 
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,

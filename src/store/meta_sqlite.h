@@ -61,7 +61,6 @@ void cof_sqlite_ops_main(cof_meta_ops *o);
 void cof_sqlite_ops_read(cof_meta_ops *o);
 void cof_sqlite_ops_write(cof_meta_ops *o);
 void cof_sqlite_ops_gc(cof_meta_ops *o);
-void cof_sqlite_ops_fork(cof_meta_ops *o);
 
 
 /* What the dialect tokens of shared SQL are on SQLite (store/sql.h). */
@@ -122,7 +121,6 @@ int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *pref
 		    const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		     cof_volrow *out, cof_err *err);
-int cof_sqlite_volume_insert(conn *c, cof_volrow *v, cof_err *err);
 /* Forks (meta_sqlite_fork.c). The parent of `vno` and the seq it is read at:
  * 1 = a fork, 0 = none, -1 = error. */
 int cof_sqlite_base(conn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,

@@ -1,13 +1,12 @@
 /*
- * meta_sqlite_fork.c — forks on SQLite: a fork refers to its parent at a seq
- * instead of copying its rows (docs/design.md, "Forks").
+ * meta_sqlite_fork.c — reading forks on SQLite: a fork refers to its parent
+ * at a seq instead of copying its rows (docs/design.md, "Forks"; forking,
+ * retiring and releasing are written once: meta_fork.c, meta_volume.c).
  *
  * A fork's own rows (what it wrote, and a whiteout row, sha256 "", for each
  * file it removed) shadow its parent's rows at the fork's base seq, and so on
  * up a chain of at most COF_FORK_DEPTH parents. A read tries the fork's own
- * rows, then each parent's; a listing merges the levels in path order. A
- * volume deleted while forks refer to it is retired: hidden and without its
- * changes, its rows kept until the last fork referring to it goes.
+ * rows, then each parent's; a listing merges the levels in path order.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -137,122 +136,4 @@ int cof_sqlite_chain_list(conn *c, int64_t vno, int64_t at, const char *prefix,
 	cof_buf_release(&upper);
 	free(lv);
 	return rc;
-}
-
-/* ---------------------------------------------------------------- forking */
-
-/* The files and bytes of `src` at `at`: the volume's own counts when at is its
- * seq, else those of a snapshot taken there (each stores them), else counted. */
-static int source_counts(conn *c, const cof_volrow *src, int64_t at, cof_volrow *v,
-			 cof_err *err)
-{
-	sqlite3_stmt *st;
-	int r;
-
-	if (at == src->seq) {
-		v->files = src->files;
-		v->bytes = src->bytes;
-		return 0;
-	}
-	if (!(st = cof_sqlite_q(c, "SELECT files, bytes FROM snapshots WHERE src_vno = ? AND seq = ?"
-				" LIMIT 1", err)))
-		return -1;
-	sqlite3_bind_int64(st, 1, src->vno);
-	sqlite3_bind_int64(st, 2, at);
-	r = sqlite3_step(st);
-	if (r == SQLITE_ROW) {
-		v->files = sqlite3_column_int64(st, 0);
-		v->bytes = sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
-	if (r == SQLITE_ROW)
-		return 0;
-	if (r != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "forking");
-	return 1;
-}
-
-/* Counts the files of a volume (any depth) into v->files and v->bytes. */
-static int count_entry(void *ctx, const cof_entry *e)
-{
-	cof_volrow *v = ctx;
-
-	v->files++;
-	v->bytes += e->size;
-	return 0;
-}
-
-/* Copies the rows visible in `src_vno` at `at` (through its chain) into the
- * new volume `vno`: a fork of a volume COF_FORK_DEPTH deep starts a new chain. */
-static int flatten(conn *c, int64_t vno, int64_t src_vno, int64_t at, cof_err *err)
-{
-	sqlite3_stmt *st = cof_sqlite_q(c, "INSERT INTO entries(vno, path, from_seq, to_seq, version,"
-		" size, sha256, ctype, updated_at) SELECT ?1, path, from_seq, NULL, version, size,"
-		" sha256, ctype, updated_at FROM (WITH RECURSIVE chain(vno, at, depth) AS"
-		" (SELECT ?2, ?3, 0 UNION ALL SELECT v.base_vno, min(c.at, v.base_seq), c.depth + 1"
-		" FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno IS NOT NULL AND"
-		" c.depth < 64) SELECT e.path, e.from_seq, e.version, e.size, e.sha256, e.ctype,"
-		" e.updated_at, min(c.depth) FROM chain c JOIN entries e ON e.vno = c.vno AND"
-		" e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) GROUP BY e.path)"
-		" WHERE sha256 != ''", err);
-
-	if (!st)
-		return -1;
-	sqlite3_bind_int64(st, 1, vno);
-	sqlite3_bind_int64(st, 2, src_vno);
-	sqlite3_bind_int64(st, 3, at);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "forking");
-	return 0;
-}
-
-static int sq_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-			  cof_err *err)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-	cof_volrow src;
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = cof_sqlite_volume_load(c, src_vno, NULL, NULL, &src, err);
-	if (!rc && src.depth >= COF_FORK_DEPTH) {
-		v->base_vno = v->base_seq = v->depth = 0;
-		v->files = v->bytes = 0;
-		rc = cof_sqlite_volume_insert(c, v, err);
-		if (!rc)
-			rc = flatten(c, v->vno, src_vno, at_seq, err);
-		if (!rc)
-			rc = cof_sqlite_entry_list(c, v->vno, -1, "", NULL, count_entry, v, err);
-	} else if (!rc) {
-		v->base_vno = src_vno;
-		v->base_seq = at_seq;
-		v->depth = src.depth + 1;
-		v->files = v->bytes = 0;
-		rc = source_counts(c, &src, at_seq, v, err);
-		if (rc == 1)
-			rc = cof_sqlite_chain_list(c, src_vno, at_seq, "", NULL, count_entry, v, err);
-		if (!rc)
-			rc = cof_sqlite_volume_insert(c, v, err);
-	}
-	if (!rc && v->depth == 0) {
-		sqlite3_stmt *st = cof_sqlite_q(c, "UPDATE volumes SET files = ?, bytes = ? WHERE vno = ?",
-						err);
-		if (!st)
-			rc = -1;
-		else {
-			sqlite3_bind_int64(st, 1, v->files);
-			sqlite3_bind_int64(st, 2, v->bytes);
-			sqlite3_bind_int64(st, 3, v->vno);
-			if (sqlite3_step(st) != SQLITE_DONE)
-				rc = cof_sqlite_db_error(err, c->db, "forking");
-		}
-	}
-	return cof_sqlite_writer_end(m, rc, err);
-}
-
-/* Fills the members of the SQLite backend this file implements. */
-void cof_sqlite_ops_fork(cof_meta_ops *o)
-{
-	o->volume_fork = sq_volume_fork;
 }
