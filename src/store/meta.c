@@ -63,35 +63,6 @@ int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const cha
 	return m->ops->idem_put(m, scope, key, value, err);
 }
 
-int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
-{
-	return m->ops->volume_add(m, v, err);
-}
-
-int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
-		cof_err *err)
-{
-	return m->ops->volume_get(m, org, id, out, err);
-}
-
-int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
-		const char *after_name, const char *after_id, int64_t limit,
-		cof_vol_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->volume_list(m, org, prefix, after_name, after_id, limit, fn, ctx, err);
-}
-
-int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
-{
-	return m->ops->volume_delete(m, vno, err);
-}
-
-int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-		cof_err *err)
-{
-	return m->ops->volume_fork(m, v, src_vno, at_seq, err);
-}
-
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		cof_entry *out, cof_err *err)
 {

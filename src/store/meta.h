@@ -157,25 +157,7 @@ struct cof_meta_ops {
 	int (*idem_put)(cof_meta *m, const char *scope, const char *key,
 		const char *value, cof_err *err);
 
-	/* ---- volumes */
-	/* Adds a volume; sets v->vno. */
-	int (*volume_add)(cof_meta *m, cof_volrow *v, cof_err *err);
-	/* COF_ENOTFOUND (naming the id) for unknown, another org's or hidden volumes. */
-	int (*volume_get)(cof_meta *m, const char *org, const char *id, cof_volrow *out,
-		cof_err *err);
-	int (*volume_list)(cof_meta *m, const char *org, const char *prefix,
-		const char *after_name, const char *after_id, int64_t limit,
-		cof_vol_fn fn, void *ctx, cof_err *err);
-	/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes).
-	 * One that forks refer to is retired instead: hidden (404), its changes and
-	 * snapshots gone, its rows kept while forks read them, dropped with the last. */
-	int (*volume_delete)(cof_meta *m, int64_t vno, cof_err *err);
-	/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
-	 * v->seq must be set by the caller (the fork starts at at_seq). It refers to
-	 * src_vno at at_seq (no row copied; v->files and v->bytes are set) unless
-	 * the source is COF_FORK_DEPTH forks deep: then its rows are copied. */
-	int (*volume_fork)(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
-		cof_err *err);
+	/* ---- volumes and forks: written once (meta_volume.c, meta_fork.c) */
 
 	/* ---- reading files. at_seq < 0 = live now. */
 	/* 1 = found, 0 = absent, -1 = error. */
@@ -230,14 +212,6 @@ struct cof_meta_ops {
 		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
 	/* Removing an absent path is COF_ENOTFOUND. */
 	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
-
-	/* ---- snapshots (the rest is written once: meta_snapshot.c) */
-	/* In a cof_meta_snapshot_change's transaction `tx` (its driver's
-	 * connection), deletes the snapshot row `sid` of `vno` and, for a
-	 * files-snapshot (src_vno != vno), its hidden volume; else the history
-	 * only it kept starts its grace period. */
-	int (*snapshot_drop)(struct cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
-		cof_err *err);
 
 	/* ---- garbage collection and checking */
 	/* Drops history rows closed before `closed_before` that no snapshot covers and
@@ -347,13 +321,24 @@ int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t t
 		char **value, cof_err *err);
 int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
 		cof_err *err);
+/* ---- volumes, written once above the SQL seam (meta_volume.c, meta_fork.c) */
+/* Adds a volume; sets v->vno. */
 int cof_meta_volume_add(cof_meta *m, cof_volrow *v, cof_err *err);
+/* COF_ENOTFOUND (naming the id) for unknown, another org's or hidden volumes. */
 int cof_meta_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
 		cof_err *err);
+/* An org's visible volumes by (name, id), after (after_name, after_id). */
 int cof_meta_volume_list(cof_meta *m, const char *org, const char *prefix,
 		const char *after_name, const char *after_id, int64_t limit,
 		cof_vol_fn fn, void *ctx, cof_err *err);
+/* Deletes the volume, its rows, changes and snapshots (with their hidden volumes).
+ * One that forks refer to is retired instead: hidden (404), its changes and
+ * snapshots gone, its rows kept while forks read them, dropped with the last. */
 int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err);
+/* A new volume with the rows of `src_vno` live at `at_seq`, in one transaction;
+ * v->seq must be set by the caller (the fork starts at at_seq). It refers to
+ * src_vno at at_seq (no row copied; v->files and v->bytes are set) unless
+ * the source is COF_FORK_DEPTH forks deep: then its rows are copied. */
 int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
 		cof_err *err);
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
@@ -416,7 +401,7 @@ int cof_meta_snapshot_insert(cof_snaptx *tx, const cof_snaprow *s, cof_err *err)
 /* Sets the pin and labels (JSON object text) of `sid`. */
 int cof_meta_snapshot_set(cof_snaptx *tx, const char *sid, int pinned, const char *labels,
 		cof_err *err);
-/* Deletes `s` (cof_meta_ops.snapshot_drop). */
+/* Deletes `s` and, for a files-snapshot, its hidden volume. */
 int cof_meta_snapshot_drop(cof_snaptx *tx, const cof_snaprow *s, cof_err *err);
 /* Deletes the snapshot `sid` of `vno` in a change of its own. */
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);

@@ -1,8 +1,8 @@
 /*
  * meta_pg.c — the metadata store (meta.h) on PostgreSQL (libpq): connections,
  * the schema and its migrations, the table of operations (idempotency records
- * and volumes are in meta_pg_vol.c), and the PostgreSQL driver of the SQL
- * seam (store/sql.h) that meta_key.c, meta_agent.c and meta_subject.c use.
+ * and a change's start are in meta_pg_vol.c), and the PostgreSQL driver of
+ * the SQL seam (store/sql.h) that the metadata code written once uses.
  *
  * Several cofferd nodes share one database, so nothing here may rely on a
  * process lock: a change to a volume holds the volume's row lock (SELECT ...
@@ -790,7 +790,6 @@ static void ops_fill(void)
 	cof_pg_ops_read(&pg_ops);
 	cof_pg_ops_write(&pg_ops);
 	cof_pg_ops_gc(&pg_ops);
-	cof_pg_ops_fork(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

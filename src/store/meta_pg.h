@@ -161,7 +161,6 @@ void cof_pg_ops_vol(cof_meta_ops *o);
 void cof_pg_ops_read(cof_meta_ops *o);
 void cof_pg_ops_write(cof_meta_ops *o);
 void cof_pg_ops_gc(cof_meta_ops *o);
-void cof_pg_ops_fork(cof_meta_ops *o);
 
 
 /* Row helpers over text results. */
@@ -181,21 +180,8 @@ int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix
 int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq,
 			 const char *prefix, const char *after, cof_entry_fn fn, void *ctx,
 			 cof_err *err);
-int cof_pg_volume_load(pgconn *c, int64_t vno, const char *org, const char *id,
-		       int lock, cof_volrow *out, cof_err *err);
-int cof_pg_volume_insert(pgconn *c, cof_volrow *v, cof_err *err);
 /* BEGIN and the volume's row FOR UPDATE in one round trip: a change's start. */
 int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err);
-/* Forks (meta_pg_fork.c; docs/design.md, "Forks"). The parent of `vno` and
- * the seq it is read at: 1 = a fork, 0 = none, -1 = error. */
-int cof_pg_base(pgconn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
-		cof_err *err);
-/* Before dropping `vno`: 1 when forks refer to it, and then it was retired
- * instead (hidden, its changes gone, its rows kept for the forks). */
-int cof_pg_volume_retire(pgconn *c, int64_t vno, cof_err *err);
-/* After dropping a fork of `base_vno` at `base_seq`: restarts the grace of
- * history only it kept; drops retired parents nothing refers to, up the chain. */
-int cof_pg_base_release(pgconn *c, int64_t base_vno, int64_t base_seq, cof_err *err);
 /* The chain of forks from volume $V read at $AT (bigint; live = INT64_MAX):
  * a CTE `chain(vno, at, depth)`, depth 0 = the volume itself. */
 #define PG_CHAIN(V, AT) "WITH RECURSIVE chain(vno, at, depth) AS (SELECT " V "::bigint, " \
@@ -203,9 +189,6 @@ int cof_pg_base_release(pgconn *c, int64_t base_vno, int64_t base_seq, cof_err *
 	" FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno IS NOT NULL AND" \
 	" c.depth < 64) "
 #define PG_LIVE INT64_MAX
-int cof_pg_volume_drop(pgconn *c, int64_t vno, cof_err *err);
-int cof_pg_snapshot_drop(pgconn *c, const char *sid, int64_t vno, int64_t src_vno,
-			 cof_err *err);
 /* Queues a NOTIFY of a committed change (sent when the transaction commits). */
 int cof_pg_notify(pgconn *c, const char *payload, cof_err *err);
 

@@ -7,13 +7,12 @@
  * A transaction locks the volume's row ({for_update}: PostgreSQL's row lock,
  * taken by every change to the volume; SQLite's writer already is the one
  * writer), so the counts a rule reads hold until its commit. Dropping a
- * snapshot may drop a files-snapshot's hidden volume, which is still each
- * backend's (cof_meta_ops.snapshot_drop).
+ * snapshot may drop a files-snapshot's hidden volume (meta_volume.c).
  */
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta.h"
-#include "store/sql.h"
+#include "store/meta_volume.h"
 
 #define SNAP_COLS "id, vno, src_vno, seq, pinned, labels, files, bytes, created_at"
 
@@ -155,7 +154,7 @@ int cof_meta_snapshot_set(cof_snaptx *tx, const char *sid, int pinned, const cha
 
 int cof_meta_snapshot_drop(cof_snaptx *tx, const cof_snaprow *s, cof_err *err)
 {
-	return tx->sql.m->ops->snapshot_drop(&tx->sql, s->id, tx->vno, s->src_vno, err);
+	return cof_meta_vol_snapshot_drop(&tx->sql, s->id, tx->vno, s->src_vno, err);
 }
 
 /* cof_snaptx_fn: drops the snapshot named by ctx. */

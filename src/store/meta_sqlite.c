@@ -450,8 +450,6 @@ static int migrate(conn *c, cof_err *err)
 }
 
 static void sq_close(cof_meta *m);
-static int sq_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
-			    cof_err *err);
 static cof_meta_ops sqlite_ops;
 
 /* The table of the SQLite backend: each file of it fills its own members,
@@ -462,10 +460,7 @@ static void ops_fill(void)
 	cof_sqlite_ops_main(&sqlite_ops);
 	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);
-	cof_sqlite_ops_list(&sqlite_ops);
 	cof_sqlite_ops_gc(&sqlite_ops);
-	cof_sqlite_ops_fork(&sqlite_ops);
-	sqlite_ops.snapshot_drop = sq_snapshot_drop;
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -612,42 +607,6 @@ static int vol_one(void *ctx, sqlite3_stmt *st, cof_err *err)
 	return 1;
 }
 
-int cof_sqlite_volume_insert(conn *c, cof_volrow *v, cof_err *err)
-{
-	sqlite3_stmt *st = cof_sqlite_q(c, "INSERT INTO volumes(id, org, name, seq, files, bytes, capacity,"
-			     " ceiling, created_at, hidden, history_from, base_vno, base_seq, depth)"
-			     " VALUES(?,?,?,?,?,?,?,?,?,?,?,nullif(?, 0),?,?)", err);
-	if (!st)
-		return -1;
-	cof_sqlite_bind_text(st, 1, v->id);
-	cof_sqlite_bind_text(st, 2, v->org);
-	cof_sqlite_bind_text(st, 3, v->name);
-	sqlite3_bind_int64(st, 4, v->seq);
-	sqlite3_bind_int64(st, 5, v->files);
-	sqlite3_bind_int64(st, 6, v->bytes);
-	sqlite3_bind_int64(st, 7, v->capacity);
-	sqlite3_bind_int64(st, 8, v->ceiling);
-	sqlite3_bind_int64(st, 9, v->created_at);
-	sqlite3_bind_int(st, 10, v->hidden);
-	sqlite3_bind_int64(st, 11, v->history_from);
-	sqlite3_bind_int64(st, 12, v->base_vno);
-	sqlite3_bind_int64(st, 13, v->base_seq);
-	sqlite3_bind_int(st, 14, v->depth);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "creating a volume");
-	v->vno = sqlite3_last_insert_rowid(c->db);
-	return 0;
-}
-
-static int sq_volume_add(cof_meta *m, cof_volrow *v, cof_err *err)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-
-	if (!c)
-		return -1;
-	return cof_sqlite_writer_end(m, cof_sqlite_volume_insert(c, v, err), err);
-}
-
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		       cof_volrow *out, cof_err *err)
 {
@@ -665,152 +624,10 @@ int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id
 	return 0;
 }
 
-static int sq_volume_get(cof_meta *m, const char *org, const char *id, cof_volrow *out,
-			 cof_err *err)
-{
-	cof_sqlite_mark mk;
-	int kept = cof_sqlite_cache_begin(m, &mk);
-	conn *c;
-	int rc;
-
-	if (kept && cof_sqlite_cached_volume(&mk, org, id, out))
-		return 0;
-	if (!(c = cof_sqlite_reader_get(m, err)))
-		return -1;
-	rc = cof_sqlite_volume_load(c, 0, org, id, out, err);
-	cof_sqlite_reader_put(m, c);
-	if (kept && rc == 0)
-		cof_sqlite_keep_volume(&mk, org, id, out);
-	return rc;
-}
-
-/* Runs each of `n` statements (string literals) with `vno` bound as ?1. */
-static int run_each(conn *c, const char *const *sqls, size_t n, int64_t vno,
-		    const char *what, cof_err *err)
-{
-	for (size_t i = 0; i < n; i++) {
-		sqlite3_stmt *st = cof_sqlite_q(c, sqls[i], err);
-		if (!st)
-			return -1;
-		sqlite3_bind_int64(st, 1, vno);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			return cof_sqlite_db_error(err, c->db, what);
-	}
-	return 0;
-}
-
-/* Deletes one volume's rows; the caller holds the writer. */
-int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err)
-{
-	/* The grace period of the content starts now. */
-	static const char *const sqls[] = {
-		("UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
-		 " sha256 IN (SELECT sha256 FROM entries WHERE vno = ?)"),
-		"DELETE FROM entries WHERE vno = ?",
-		"DELETE FROM changes WHERE vno = ?",
-		"DELETE FROM volumes WHERE vno = ?",
-	};
-	int64_t base, base_seq;
-	int r = cof_sqlite_volume_retire(c, vno, err);
-
-	if (r)  /* forks still read its rows */
-		return r < 0 ? -1 : 0;
-	if ((r = cof_sqlite_base(c, vno, &base, &base_seq, err)) < 0 ||
-	    run_each(c, sqls, sizeof sqls / sizeof *sqls, vno, "deleting a volume", err))
-		return -1;
-	return r ? cof_sqlite_base_release(c, base, base_seq, err) : 0;
-}
-
-/* Deletes a snapshot row and, for a files-snapshot, its hidden volume. */
-int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
-			 cof_err *err)
-{
-	sqlite3_stmt *st;
-
-	if (src_vno != vno) {
-		if (cof_sqlite_volume_drop(c, src_vno, err))
-			return -1;
-	} else {
-		/* History only this snapshot kept starts its grace period now. */
-		st = cof_sqlite_q(c, "UPDATE entries SET closed_at = unixepoch() WHERE vno = ?1 AND"
-		       " to_seq IS NOT NULL AND from_seq <= (SELECT seq FROM snapshots WHERE"
-		       " id = ?2) AND to_seq > (SELECT seq FROM snapshots WHERE id = ?2)", err);
-		if (!st)
-			return -1;
-		sqlite3_bind_int64(st, 1, vno);
-		cof_sqlite_bind_text(st, 2, sid);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			return cof_sqlite_db_error(err, c->db, "deleting a snapshot");
-	}
-	st = cof_sqlite_q(c, "DELETE FROM snapshots WHERE id = ?", err);
-	if (!st)
-		return -1;
-	cof_sqlite_bind_text(st, 1, sid);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return cof_sqlite_db_error(err, c->db, "deleting a snapshot");
-	return 0;
-}
-
-/* cof_meta_ops.snapshot_drop: cof_sqlite_snapshot_drop on the writer. */
-static int sq_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno, int64_t src_vno,
-			    cof_err *err)
-{
-	return cof_sqlite_snapshot_drop(tx->c, sid, vno, src_vno, err);
-}
-
-/* Drops every hidden volume of the files-snapshots of `vno` (as
- * cof_sqlite_volume_drop does for one), however many there are, in four set
- * statements: the snapshot rows that name them go right after. */
-static int hidden_volumes_drop(conn *c, int64_t vno, cof_err *err)
-{
-#define FORKED "(SELECT base_vno FROM volumes WHERE base_vno IS NOT NULL)"
-#define HIDDEN "(SELECT src_vno FROM snapshots WHERE vno = ?1 AND src_vno != vno" \
-	       " AND src_vno NOT IN " FORKED ")"
-	static const char *const sqls[] = {
-		/* One a fork refers to is retired (cof_sqlite_volume_retire). */
-		"UPDATE volumes SET hidden = 1, retired = 1 WHERE vno IN (SELECT src_vno FROM"
-		" snapshots WHERE vno = ?1 AND src_vno != vno) AND vno IN " FORKED,
-		"UPDATE blobs SET orphan_since = unixepoch() WHERE orphan_since IS NULL AND"
-		" sha256 IN (SELECT sha256 FROM entries WHERE vno IN " HIDDEN ")",
-		"DELETE FROM entries WHERE vno IN " HIDDEN,
-		"DELETE FROM changes WHERE vno IN " HIDDEN,
-		"DELETE FROM volumes WHERE vno IN " HIDDEN,
-	};
-#undef HIDDEN
-#undef FORKED
-	return run_each(c, sqls, sizeof sqls / sizeof *sqls, vno,
-			"deleting the volumes of files-snapshots", err);
-}
-
-static int sq_volume_delete(cof_meta *m, int64_t vno, cof_err *err)
-{
-	conn *c = cof_sqlite_writer_begin(m, err);
-	sqlite3_stmt *st;
-	int rc;
-
-	if (!c)
-		return -1;
-	/* Hidden volumes of files-snapshots go with their snapshots. */
-	rc = hidden_volumes_drop(c, vno, err);
-	if (!rc && (st = cof_sqlite_q(c, "DELETE FROM snapshots WHERE vno = ?", err))) {
-		sqlite3_bind_int64(st, 1, vno);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = cof_sqlite_db_error(err, c->db, "deleting snapshots");
-	} else if (!rc) {
-		rc = -1;
-	}
-	if (!rc)
-		rc = cof_sqlite_volume_drop(c, vno, err);
-	return cof_sqlite_writer_end(m, rc, err);
-}
-
 /* Fills the members of the SQLite backend this file implements. */
 void cof_sqlite_ops_main(cof_meta_ops *o)
 {
 	o->close = sq_close;
 	o->idem_get = sq_idem_get;
 	o->idem_put = sq_idem_put;
-	o->volume_add = sq_volume_add;
-	o->volume_get = sq_volume_get;
-	o->volume_delete = sq_volume_delete;
 }

@@ -60,9 +60,7 @@ const cof_meta_ops *cof_meta_sqlite_ops(void);
 void cof_sqlite_ops_main(cof_meta_ops *o);
 void cof_sqlite_ops_read(cof_meta_ops *o);
 void cof_sqlite_ops_write(cof_meta_ops *o);
-void cof_sqlite_ops_list(cof_meta_ops *o);
 void cof_sqlite_ops_gc(cof_meta_ops *o);
-void cof_sqlite_ops_fork(cof_meta_ops *o);
 
 
 /* What the dialect tokens of shared SQL are on SQLite (store/sql.h). */
@@ -123,8 +121,6 @@ int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *pref
 		    const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		     cof_volrow *out, cof_err *err);
-int cof_sqlite_volume_drop(conn *c, int64_t vno, cof_err *err);
-int cof_sqlite_volume_insert(conn *c, cof_volrow *v, cof_err *err);
 /* Forks (meta_sqlite_fork.c). The parent of `vno` and the seq it is read at:
  * 1 = a fork, 0 = none, -1 = error. */
 int cof_sqlite_base(conn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
@@ -132,17 +128,9 @@ int cof_sqlite_base(conn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
 /* The seq a level of a chain is read at: a fork's parent is read at the fork's
  * base seq, or at `at` when that is older (at < 0 = live). */
 int64_t cof_sqlite_level_seq(int64_t at, int64_t base_seq);
-/* Before dropping `vno`: 1 when forks refer to it, and then it was retired
- * instead (hidden, its changes gone, its rows kept for the forks). */
+/* cof_sqlite_entry_list for a fork (`vno` has a parent). */
 int cof_sqlite_chain_list(conn *c, int64_t vno, int64_t at, const char *prefix,
 			  const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
-int cof_sqlite_volume_retire(conn *c, int64_t vno, cof_err *err);
-/* After dropping a fork whose parent was `base_vno` at `base_seq`: restarts
- * the grace of history only it kept and drops retired parents nothing refers
- * to any longer, up the chain. */
-int cof_sqlite_base_release(conn *c, int64_t base_vno, int64_t base_seq, cof_err *err);
-int cof_sqlite_snapshot_drop(conn *c, const char *sid, int64_t vno, int64_t src_vno,
-		       cof_err *err);
 
 /* The calling thread's pinned reader of m (cof_meta_pin_reader), or NULL. */
 conn *cof_sqlite_pinned(cof_meta *m);
@@ -154,10 +142,6 @@ conn *cof_sqlite_pinned(cof_meta *m);
 typedef cof_sql_mark cof_sqlite_mark;
 void cof_sqlite_cache_hold(cof_meta *m, int on);
 int cof_sqlite_cache_begin(cof_meta *m, cof_sqlite_mark *mk);
-int cof_sqlite_cached_volume(const cof_sqlite_mark *mk, const char *org, const char *id,
-			     cof_volrow *out);
-void cof_sqlite_keep_volume(const cof_sqlite_mark *mk, const char *org, const char *id,
-			    const cof_volrow *v);
 int cof_sqlite_cached_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,
 			    int64_t at_seq, cof_entry *out, unsigned char **data);
 void cof_sqlite_keep_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,

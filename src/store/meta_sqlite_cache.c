@@ -219,7 +219,7 @@ static int vol_match(int i, const char *org, const char *id)
 	return strcmp(tc->vols[i].org, org ? org : "") == 0 && strcmp(tc->vols[i].id, id) == 0;
 }
 
-int cof_sqlite_cached_volume(const cof_sqlite_mark *mk, const char *org, const char *id,
+int cof_sql_cached_volume(const cof_sql_mark *mk, const char *org, const char *id,
 			     cof_volrow *out)
 {
 	if (!mk->ok || !id)
@@ -233,7 +233,7 @@ int cof_sqlite_cached_volume(const cof_sqlite_mark *mk, const char *org, const c
 	return 0;
 }
 
-void cof_sqlite_keep_volume(const cof_sqlite_mark *mk, const char *org, const char *id,
+void cof_sql_keep_volume(const cof_sql_mark *mk, const char *org, const char *id,
 			    const cof_volrow *v)
 {
 	unsigned i;

@@ -1,7 +1,8 @@
 /*
  * sql.h — the SQL driver seam of the metadata store: what the metadata code
  * written once (meta_key.c, meta_agent.c, meta_subject.c, meta_webhook.c,
- * meta_state.c) asks of a database, and what each driver gives.
+ * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c) asks of a
+ * database, and what each driver gives.
  *
  * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
  * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
@@ -150,6 +151,11 @@ int cof_sql_row_int(void *ctx, const cof_sql_row *r, cof_err *err);
 int cof_sql_mark_begin(cof_meta *m, cof_sql_mark *mk);
 int cof_sql_cached_key(const cof_sql_mark *mk, const char *hash, cof_keyrow *out);
 void cof_sql_keep_key(const cof_sql_mark *mk, const cof_keyrow *k);
+/* The same for a volume read by (org, id). */
+int cof_sql_cached_volume(const cof_sql_mark *mk, const char *org, const char *id,
+			  cof_volrow *out);
+void cof_sql_keep_volume(const cof_sql_mark *mk, const char *org, const char *id,
+			 const cof_volrow *v);
 
 /* ---- below the seam: the drivers' shared part */
 

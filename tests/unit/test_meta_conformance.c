@@ -854,6 +854,66 @@ static void test_gc(void **state)
 }
 
 /* The front refuses URLs it cannot serve, naming them. */
+/* A fork of `src` named `name` at `at` (the caller's seq for it). */
+static void fork_at(const cof_volrow *src, int64_t at, const char *name, cof_volrow *f)
+{
+	cof_err err = {0};
+
+	memset(f, 0, sizeof *f);
+	cof_id_new("vol_", f->id, sizeof f->id);
+	snprintf(f->org, sizeof f->org, "%s", src->org);
+	snprintf(f->name, sizeof f->name, "%s", name);
+	f->seq = f->history_from = at;
+	f->capacity = 1 << 20;
+	f->created_at = cof_now();
+	assert_int_equal(cof_meta_volume_fork(m, f, src->vno, at, &err), 0);
+}
+
+/* A fork's counts at a seq of its source that is neither the source's seq nor a
+ * snapshot's are counted through the chain (whiteouts hide their paths); a
+ * parent a fork reads is retired when deleted, and dropped with its last fork. */
+static void test_fork_counts_and_retire(void **state)
+{
+	cof_volrow v, f, g, h, got;
+	cof_err err = {0};
+
+	(void)state;
+	vol_add(org, "counts", &v);
+	change(v.vno, (const char *[]){"a=1", NULL}, 0);
+	change(v.vno, (const char *[]){"b=22", NULL}, 0);
+	change(v.vno, (const char *[]){"-a", NULL}, 0);
+	change(v.vno, (const char *[]){"c=333", NULL}, 0);
+	fork_at(&v, 4, "counts-f", &f);
+	assert_int_equal(f.depth, 1);
+	assert_int_equal(f.files, 2);
+	assert_int_equal(f.bytes, 5);
+	assert_int_equal(change(f.vno, (const char *[]){"d=4444", NULL}, 0), 5);
+	assert_int_equal(change(f.vno, (const char *[]){"-b", NULL}, 0), 6);
+	change(v.vno, (const char *[]){"e=x", NULL}, 0);
+	/* g reads f at 5 (b still there), f reads v at 4 */
+	fork_at(&f, 5, "counts-g", &g);
+	assert_int_equal(g.depth, 2);
+	assert_int_equal(g.files, 3);
+	assert_int_equal(g.bytes, 9);
+	assert_string_equal(listing(g.vno, -1, "", NULL), "b,c,d,");
+	fork_at(&v, 2, "counts-h", &h);
+	assert_int_equal(h.files, 2);
+	assert_int_equal(h.bytes, 3);
+	assert_string_equal(listing(h.vno, -1, "", NULL), "a,b,");
+	/* f is retired: gone to its org, still read by g */
+	assert_int_equal(cof_meta_volume_delete(m, f.vno, &err), 0);
+	assert_int_equal(cof_meta_volume_get(m, org, f.id, &got, &err), -1);
+	assert_int_equal(err.code, COF_ENOTFOUND);
+	cof_err_clear(&err);
+	assert_string_equal(listing(g.vno, -1, "", NULL), "b,c,d,");
+	/* g's delete releases f, which goes; v and h are untouched */
+	assert_int_equal(cof_meta_volume_delete(m, g.vno, &err), 0);
+	assert_int_equal(cof_meta_volume_delete(m, g.vno, &err), 0);  /* gone: nothing */
+	assert_string_equal(listing(f.vno, -1, "", NULL), "");
+	assert_string_equal(listing(v.vno, -1, "", NULL), "b,c,e,");
+	assert_string_equal(listing(h.vno, -1, "", NULL), "a,b,");
+}
+
 static void test_open_urls(void **state)
 {
 	const char *url = getenv("COFFER_TEST_META_URL");
@@ -1203,6 +1263,7 @@ int main(void)
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_blob_inline_many),
 		cmocka_unit_test(test_fork_chain),
+		cmocka_unit_test(test_fork_counts_and_retire),
 		cmocka_unit_test(test_open_urls),
 		cmocka_unit_test(test_state_and_events),
 		cmocka_unit_test(test_state_add_first_wins),
