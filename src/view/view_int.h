@@ -161,6 +161,10 @@ int cof_vbase_dir(cof_vfs *v, int root, const char *path);
 int cof_vbase_none_at(cof_vfs *v, int root, const char *path);
 /* cof_vbase_dir without mu held (it takes mu for each row's node). */
 int cof_vbase_dir_unlocked(cof_vfs *v, int root, const char *path);
+/* cof_vbase_file, then cof_vbase_dir, in one read of the source when it can
+ * (the rows starting with `path`): 1 file (*e), 2 folder, 0 nothing. mu not
+ * held when `unlocked` (as cof_vbase_dir_unlocked), else held. */
+int cof_vbase_what(cof_vfs *v, int root, const char *path, cof_entry *e, int unlocked);
 /* One child of a folder as read from the volume. */
 typedef struct vchild {
 	char name[256];
