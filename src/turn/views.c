@@ -555,9 +555,9 @@ void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *s
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
- * counts as written by the agent; all of the root's files in one write, not
- * one a file), the agent's own change (no files_changed back to it) and the
- * run's files. */
+ * counts as written by the agent), the agent's own change (no files_changed
+ * back to it) and the run's files; the tracking and the run's files each in
+ * one write for all of the root's files, not one a file. */
 static void record(cof_turns *ts, cof_call_views *cv, int i, const cof_view_result *r)
 {
 	const cof_mount *m = cv->mounts[i];
