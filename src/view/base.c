@@ -163,7 +163,9 @@ int cof_vbase_what(cof_vfs *v, int root, const char *path, cof_entry *e, int unl
 		return 2;
 	cof_vbase_vpath(r, path, vp, sizeof vp);
 	p.vplen = strlen(vp);
-	if (VSRC(v)->list(v, root, cof_vbase_at(v, root), vp, NULL, what_one, &p))
+	if (!VSRC(v)->walk_stops || !VSRC(v)->walk_stops(v))
+		p.k = -1;   /* a page of siblings would cost more than two reads */
+	else if (VSRC(v)->list(v, root, cof_vbase_at(v, root), vp, NULL, what_one, &p))
 		p.k = -1;
 	if (p.k == 1)  /* the entry's path is the volume's; callers want the root's */
 		snprintf(e->path, sizeof e->path, "%s", path);
