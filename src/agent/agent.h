@@ -252,6 +252,10 @@ int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, js
 			cof_err *err);
 int cof_agent_run_add(cof_store *st, const cof_agent *a, const cof_run_item *it,
 		      cof_err *err);
+/* cof_agent_run_add of n items in one write (a call's commit of thousands
+ * of files records them at once). */
+int cof_agent_run_add_many(cof_store *st, const cof_agent *a, const cof_run_item *its,
+			   size_t n, cof_err *err);
 
 /* Resolves args[key] (absent: the first mount unless `required`). A path
  * outside every mount becomes a model-facing refusal in *out (returns 1);

@@ -282,13 +282,21 @@ int cof_agent_run_wrote(cof_store *st, const cof_agent *a, const char *apath, js
 int cof_agent_run_add(cof_store *st, const cof_agent *a, const cof_run_item *it,
 		      cof_err *err)
 {
+	return cof_agent_run_add_many(st, a, it, 1, err);
+}
+
+int cof_agent_run_add_many(cof_store *st, const cof_agent *a, const cof_run_item *its,
+			   size_t n, cof_err *err)
+{
 	char key[300];
 
-	if (!a->run)
+	if (!a->run || !n)
 		return 0;
 	if (run_key(a->subject, a->run, key, sizeof key, err))
 		return -1;
-	return cof_meta_run_add(st->meta, a->org, a->id, key, it, err);
+	if (n == 1)
+		return cof_meta_run_add(st->meta, a->org, a->id, key, its, err);
+	return cof_meta_run_add_many(st->meta, a->org, a->id, key, its, n, err);
 }
 
 #define RUN_FILES_MAX 100

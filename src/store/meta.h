@@ -571,6 +571,10 @@ int cof_meta_unhold(cof_meta *m, const char *org, const char *holder, cof_err *e
  * Records an item; the same kind and path again updates it in place. */
 int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
 		const cof_run_item *it, cof_err *err);
+/* cof_meta_run_add for n items in one transaction (a call's commit of
+ * thousands of files is one write, not one a file). */
+int cof_meta_run_add_many(cof_meta *m, const char *org, const char *agent, const char *run,
+		const cof_run_item *its, size_t n, cof_err *err);
 /* The items of a run in the order they were first recorded. */
 int cof_meta_run_list(cof_meta *m, const char *org, const char *agent, const char *run,
 		cof_run_fn fn, void *ctx, cof_err *err);

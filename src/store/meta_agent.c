@@ -162,17 +162,39 @@ int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, cons
 	return cof_sql_end(&tx, rc, err) < 0 ? -1 : 0;
 }
 
+static const char run_add_sql[] =
+	"INSERT INTO run_items(org, agent, run, kind, path, version, size, ctype, caption, url)"
+	" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT(org, agent, run, kind, path) DO"
+	" UPDATE SET version = excluded.version, size = excluded.size, ctype = excluded.ctype,"
+	" caption = excluded.caption, url = excluded.url";
+
 int cof_meta_run_add(cof_meta *m, const char *org, const char *agent, const char *run,
 		     const cof_run_item *it, cof_err *err)
 {
-	return cof_sql_write(m, NULL, "INSERT INTO run_items(org, agent, run, kind, path, version,"
-			     " size, ctype, caption, url) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON"
-			     " CONFLICT(org, agent, run, kind, path) DO UPDATE SET version ="
-			     " excluded.version, size = excluded.size, ctype = excluded.ctype, caption"
-			     " = excluded.caption, url = excluded.url", "recording a run", err,
-			     "sssssiisss", org, agent, run, it->kind, it->path, it->version, it->size,
+	return cof_sql_write(m, NULL, run_add_sql, "recording a run", err, "sssssiisss", org,
+			     agent, run, it->kind, it->path, it->version, it->size,
 			     it->ctype ? it->ctype : "", it->caption ? it->caption : "",
 			     it->url ? it->url : "") < 0 ? -1 : 0;
+}
+
+int cof_meta_run_add_many(cof_meta *m, const char *org, const char *agent, const char *run,
+			  const cof_run_item *its, size_t n, cof_err *err)
+{
+	cof_sql_tx tx;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	if (cof_sql_begin(m, COF_SQL_WRITE, &tx, err) < 0)
+		return -1;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const cof_run_item *it = &its[i];
+		rc = cof_sql_exec(&tx, NULL, run_add_sql, "recording a run", err, "sssssiisss",
+				  org, agent, run, it->kind, it->path, it->version, it->size,
+				  it->ctype ? it->ctype : "", it->caption ? it->caption : "",
+				  it->url ? it->url : "");
+	}
+	return cof_sql_end(&tx, rc, err) < 0 ? -1 : 0;
 }
 
 /* A caller's cof_run_fn and its context, for run_row. */

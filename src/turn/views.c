@@ -555,21 +555,24 @@ void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *s
 }
 
 /* Records what a root's commit wrote: read tracking (a file the call wrote
- * counts as written by the agent; all of the root's files in one write, not
- * one a file), the agent's own change (no files_changed back to it) and the
- * run's files. */
+ * counts as written by the agent), the agent's own change (no files_changed
+ * back to it) and the run's files; the tracking and the run's files each in
+ * one write for all of the root's files, not one a file. */
 static void record(cof_turns *ts, cof_call_views *cv, int i, const cof_view_result *r)
 {
 	const cof_mount *m = cv->mounts[i];
 	size_t nf = json_array_size(r->files), ns = 0, k;
 	cof_seen_row *rows = cof_calloc(nf + 1, sizeof *rows);
+	cof_run_item *items = cv->a.run ? cof_calloc(nf + 1, sizeof *items) : NULL;
 	char **paths = cof_calloc(nf + 1, sizeof *paths);
+	char **apaths = cv->a.run ? cof_calloc(nf + 1, sizeof *apaths) : NULL;
+	size_t nr = 0;
 	cof_target *tg = cof_calloc(1, sizeof *tg);
 	cof_err e = {0};
 	json_t *f;
 
 	cof_agent_own_write(ts->st, &cv->a, m->vol, r->seq);
-	if (!rows || !paths || !tg)
+	if (!rows || !paths || !tg || (cv->a.run && (!items || !apaths)))
 		goto out;   /* out of memory: the tracking is lost, not the files */
 	tg->mount = m;
 	json_array_foreach(r->files, k, f) {
@@ -584,16 +587,30 @@ static void record(cof_turns *ts, cof_call_views *cv, int i, const cof_view_resu
 		ns++;
 		if (cv->a.run) {
 			cof_agent_path_of(m, tg->vpath, tg->apath, sizeof tg->apath);
-			cof_agent_run_wrote(ts->st, &cv->a, tg->apath, f, &e);
-			cof_err_clear(&e);
+			if (!(apaths[nr] = strdup(tg->apath)))
+				continue;
+			items[nr] = (cof_run_item){
+				.kind = "file", .path = apaths[nr],
+				.version = json_integer_value(json_object_get(f, "version")),
+				.size = json_integer_value(json_object_get(f, "size")),
+				.ctype = json_string_value(json_object_get(f, "contentType")),
+			};
+			nr++;
 		}
 	}
+	/* the run's files in one write, as the tracking (not one a file) */
+	cof_agent_run_add_many(ts->st, &cv->a, items, nr, &e);
+	cof_err_clear(&e);
 	cof_agent_seen_put_many(ts->st, &cv->a, m, rows, ns, &e);
 	cof_err_clear(&e);
 out:
 	for (k = 0; paths && k < ns; k++)
 		free(paths[k]);
+	for (k = 0; apaths && k < nr; k++)
+		free(apaths[k]);
 	free(paths);
+	free(apaths);
+	free(items);
 	free(rows);
 	free(tg);
 }

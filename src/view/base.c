@@ -112,6 +112,70 @@ int cof_vbase_dir_unlocked(cof_vfs *v, int root, const char *path)
 	return base_dir(v, root, path, 1);
 }
 
+/* What one walk of the rows whose path starts with `path` (no slash after
+ * it) tells: the file itself sorts first, then siblings whose next byte sorts
+ * before '/' ("f.txt" for "f"), then the folder's rows ("f/..."), then the
+ * rest ("f0"). */
+typedef struct what_probe {
+	cof_vfs *v;
+	int root;
+	const char *vp;         /* the volume path looked for */
+	size_t vplen;           /* its bytes */
+	size_t sublen;
+	int lock;               /* take mu for each row (as dir_probe) */
+	cof_entry *e;
+	int k;                  /* 1 file, 2 folder, 0 none, -1 not known */
+} what_probe;
+
+static int what_one(void *arg, const cof_entry *e)
+{
+	what_probe *p = arg;
+	unsigned char c;
+
+	if (strncmp(e->path, p->vp, p->vplen)) {
+		p->k = -1;   /* not a row of the prefix: ask as before */
+		return 1;
+	}
+	c = (unsigned char)e->path[p->vplen];
+	if (!c) {
+		*p->e = *e;
+		p->k = 1;
+		return 1;
+	}
+	if (c < '/') {  /* a sibling before the folder's rows: ask for those */
+		p->k = -1;
+		return 1;
+	}
+	if (c > '/')    /* past where the folder's rows would be */
+		return 1;
+	if (probe_one(&(dir_probe){p->v, p->root, p->sublen, 0, p->lock}, e))
+		p->k = 2;
+	return p->k == 2;
+}
+
+int cof_vbase_what(cof_vfs *v, int root, const char *path, cof_entry *e, int unlocked)
+{
+	char vp[COF_PATH_MAX + 1];
+	vroot *r = &v->roots[root];
+	what_probe p = {v, root, vp, 0, r->sublen ? r->sublen + 1 : 0, unlocked, e, 0};
+
+	if (!*path)
+		return 2;
+	cof_vbase_vpath(r, path, vp, sizeof vp);
+	p.vplen = strlen(vp);
+	if (!VSRC(v)->walk_stops || !VSRC(v)->walk_stops(v))
+		p.k = -1;   /* a page of siblings would cost more than two reads */
+	else if (VSRC(v)->list(v, root, cof_vbase_at(v, root), vp, NULL, what_one, &p))
+		p.k = -1;
+	if (p.k == 1)  /* the entry's path is the volume's; callers want the root's */
+		snprintf(e->path, sizeof e->path, "%s", path);
+	if (p.k != -1)
+		return p.k;
+	if (cof_vbase_file(v, root, path, e) == 1)
+		return 1;
+	return base_dir(v, root, path, unlocked) ? 2 : 0;
+}
+
 typedef struct kids {
 	size_t plen;            /* bytes of the folder's volume prefix */
 	vchild *out;

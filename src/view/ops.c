@@ -157,17 +157,17 @@ static int base_is_at(cof_vfs *v, int r, const char *rel, struct stat *st, int u
 	}
 	if (unlock)
 		pthread_mutex_unlock(&v->mu);
-	rc = cof_vbase_file(v, r, rel, e);
+	/* one read for both questions: a new name in a folder of the volume
+	 * costs one query, not two (issue 38 item 3) */
+	rc = cof_vbase_what(v, r, rel, e, unlock);
 	if (rc == 1 && cof_is_symlink(e->ctype))
 		cof_vop_link_attr(v, r, e->size, e->updated_at, st);
 	else if (rc == 1)
 		cof_vop_file_attr(v, r, e->size, e->updated_at, 0644, st);
-	if (rc == 1)
-		k = 1;
-	else if (unlock ? cof_vbase_dir_unlocked(v, r, rel) : cof_vbase_dir(v, r, rel)) {
+	else if (rc == 2)
 		cof_vop_dir_attr(v, r, st);
-		k = 2;
-	}
+	if (rc == 1 || rc == 2)
+		k = rc;
 	if (unlock)
 		pthread_mutex_lock(&v->mu);
 	free(e);

@@ -548,11 +548,20 @@ static int http_move(cof_vfs *v, int root, const char *from, const char *to, int
 	return rc ? -EIO : 0;
 }
 
+/* A listing's first page is PAGE_FIRST rows: one request of a few rows
+ * answers what two would. */
+static int http_walk_stops(cof_vfs *v)
+{
+	(void)v;
+	return 1;
+}
+
 static const cof_vsrc_ops http_ops = {
 	.open = http_open,
 	.newest = http_newest,
 	.entry = http_entry,
 	.list = http_list,
+	.walk_stops = http_walk_stops,
 	.bytes_open = http_bytes_open,
 	.bytes_read = http_bytes_read,
 	.bytes_close = http_bytes_close,

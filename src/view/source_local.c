@@ -44,6 +44,13 @@ static int local_list(cof_vfs *v, int root, int64_t at, const char *prefix, cons
 	return r ? -1 : 0;
 }
 
+/* SQLite steps a listing row by row; PostgreSQL's reads a page of 512 rows
+ * before the first is looked at. */
+static int local_walk_stops(cof_vfs *v)
+{
+	return !strcmp(v->o.st->meta->ops->name, "sqlite");
+}
+
 /* Opens content `sha` (a file the view renamed; `vpath` is then the root's
  * path, for messages), or the file at vpath at `at`: one query gives the row
  * and, for small content, its bytes. */
@@ -163,6 +170,7 @@ const cof_vsrc_ops cof_vsrc_local = {
 	.newest = local_newest,
 	.entry = local_entry,
 	.list = local_list,
+	.walk_stops = local_walk_stops,
 	.bytes_open = local_bytes_open,
 	.bytes_read = local_bytes_read,
 	.bytes_close = local_bytes_close,

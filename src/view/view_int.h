@@ -161,6 +161,11 @@ int cof_vbase_dir(cof_vfs *v, int root, const char *path);
 int cof_vbase_none_at(cof_vfs *v, int root, const char *path);
 /* cof_vbase_dir without mu held (it takes mu for each row's node). */
 int cof_vbase_dir_unlocked(cof_vfs *v, int root, const char *path);
+/* cof_vbase_file, then cof_vbase_dir, in one read of the source when it can
+ * (the rows starting with `path`, where the source's walk_stops): 1 file
+ * (*e), 2 folder, 0 nothing. mu not held when `unlocked` (as
+ * cof_vbase_dir_unlocked), else held. */
+int cof_vbase_what(cof_vfs *v, int root, const char *path, cof_entry *e, int unlocked);
 /* One child of a folder as read from the volume. */
 typedef struct vchild {
 	char name[256];
@@ -223,6 +228,11 @@ typedef struct cof_vsrc_ops {
 			  cof_vbytes *b);
 	ssize_t (*bytes_read)(const cof_vbytes *b, void *buf, size_t n, int64_t off);
 	void (*bytes_close)(cof_vbytes *b);
+	/* Optional: 1 when a `list` that fn stops early read no rows past the
+	 * stop (a cursor, or small pages), so that one walk may answer what a
+	 * file read and a folder probe would (cof_vbase_what); 0 or absent when
+	 * it reads a large page first (PostgreSQL's 512 rows). */
+	int (*walk_stops)(cof_vfs *v);
 	/* Optional: fn(ctx, i, data, len) for each of contents shas[0..n) kept
 	 * inline in the metadata, in one read (prefetch's batch). 0, or -1. */
 	int (*inline_many)(cof_vfs *v, const char *const *shas, size_t n, cof_inline_fn fn,

@@ -14,8 +14,9 @@ import os
 import subprocess
 import tempfile
 
+import harness
 from harness import check, eq, expect
-from test_view import _agent, _fuse_ok, new_turn
+from test_view import Mount, _agent, _fuse_ok, new_turn
 from turnlib import ok
 
 # Nameless small files (no extension says a type): what libmagic names
@@ -109,3 +110,71 @@ def test_lookups_beneath_a_folder_the_call_made(srv):
              "find e -type f | sort")
     eq(out["stdout"].split("\n"), ["new a", "z", "e/a.txt", "e/sub/deeper/z", ""],
        "the next call")
+
+
+def test_lookups_in_a_folder_of_the_volume(srv):
+    """A name looked up in a folder the volume holds is answered from one walk
+    of the rows starting with it: the file itself, siblings that sort before
+    its folder's rows ("a.txt", "a-b" before "a/..."), its folder's rows, and
+    names that sort after them ("a0"). Each must read as the volume says, and
+    an absence the kernel was told must never hide what the call then makes."""
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    for p in ("d/a", "d/a.txt", "d/a0", "d/b.txt", "d/b-x/y", "d/b/x.txt", "d/b0",
+              "d/c/deep/z", "d/\u00e9/u", "d/gone/only", "d/q.txt", "d/q-r"):
+        srv.put_ok(ws, p, p.encode())
+    t = new_turn(srv, aid)
+    names = "a a.txt a0 b b.txt b-x b0 c \u00e9 gone q a.tx nope a/x b/nope"
+    out = ok(srv, t["id"], "cd /workspace/d && rm gone/only && for n in %s; do "
+             "if [ -d $n ]; then echo $n:dir; elif [ -f $n ]; then echo $n:file:$(cat $n); "
+             "else echo $n:none; fi; done" % names)
+    eq(out["stdout"].split(), [
+        "a:file:d/a", "a.txt:file:d/a.txt", "a0:file:d/a0", "b:dir", "b.txt:file:d/b.txt",
+        "b-x:dir", "b0:file:d/b0", "c:dir", "\u00e9:dir", "gone:dir", "q:none", "a.tx:none",
+        "nope:none",
+        "a/x:none", "b/nope:none"], "what each name is")
+    # absent, then made by the call: the negative entry hides nothing
+    out = ok(srv, t["id"], "cd /workspace/d && (cat new 2>/dev/null || echo no-new) && "
+             "(ls n2 2>/dev/null || echo no-n2) && echo made > new && mkdir n2 && "
+             "echo x > n2/x && cat new n2/x && ls n2")
+    eq(out["stdout"].split(), ["no-new", "no-n2", "made", "x", "x"], "made after a miss")
+    eq(srv.get_file(ws, "d/new").body, b"made\n", "committed")
+
+
+def test_follow_mount_shows_names_made_after_a_miss(srv):
+    """A mount that follows the volume keeps an absence for a second only:
+    a name looked up before another writer made it appears."""
+    vid = srv.create_volume()["id"]
+    srv.put_ok(vid, "d/a.txt", b"a")
+    m = Mount(srv, vid, "--read-only", "--follow")
+    try:
+        check(not os.path.exists(m.path("d/new.txt")) and not os.path.exists(m.path("d/n")),
+              "absent at first")
+        srv.put_ok(vid, "d/new.txt", b"new")
+        srv.put_ok(vid, "d/n/x", b"x")
+        harness.until(lambda: os.path.exists(m.path("d/new.txt")) and
+                      os.path.exists(m.path("d/n/x")), "the new names appear")
+        eq(open(m.path("d/new.txt"), "rb").read(), b"new", "the file made after")
+        check(os.path.isdir(m.path("d/n")), "the folder made after")
+    finally:
+        m.end()
+
+
+def test_a_run_records_every_file_a_call_wrote(srv):
+    """The run's files of a call's commit are recorded in one write; a file
+    written again by a later call of the run stays one item, updated."""
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    t = new_turn(srv, aid)
+    for cmd in ("mkdir -p /workspace/r && cd /workspace/r && "
+                "for i in $(seq 40); do echo $i > f$i.txt; done",
+                "echo again > /workspace/r/f1.txt"):
+        expect(srv.post("/v1/turns/%s/calls" % t["id"], json={"command": cmd},
+                        headers={"X-Run-Id": "run-many"}), 200)
+    run = expect(srv.get("/v1/agents/%s/runs/run-many" % aid,
+                         headers={"X-Subject": t["user"]}), 200).json()
+    got = {f["path"]: f for f in run["files"]}
+    eq(sorted(got), sorted("/workspace/r/f%d.txt" % i for i in range(1, 41)), "the run's files")
+    eq((got["/workspace/r/f1.txt"]["size"], got["/workspace/r/f1.txt"]["version"]),
+       (6, srv.list_files(ws, prefix="r/f1.txt")["files"][0]["version"]), "f1 updated")
+    eq(got["/workspace/r/f40.txt"]["contentType"], "text/plain", "a file's type")
