@@ -355,9 +355,9 @@ def main():
     text = """## S3 gateway (bench/s3_gateway.py)
 
 Written by `bench/s3_gateway.py --parts %s` on %s in %.0f s;
-load average (1/5/15 min) %s at the start, %s at the end (2 cores shared
-with other work: figures are of a loaded machine). One cofferd (`--s3-listen`, the default SQLite metadata, local blobs); the S3
-test peer is s3rver (tests/blackbox/s3peer.py: Node, objects as files, SigV4 checked).
+load average (1/5/15 min) %s at the start, %s at the end (2 cores
+shared with other work: figures are of a loaded machine). One cofferd (`--s3-listen`,
+the default SQLite metadata, local blobs); the S3 test peer is s3rver (tests/blackbox/s3peer.py: Node, objects as files, SigV4 checked).
 """ % (",".join(parts), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time() - t0,
        " ".join(load0), " ".join(load1))
     if "small" in res:
