@@ -146,6 +146,11 @@ typedef int (*cof_key_fn)(void *ctx, const cof_keyrow *k);
  * answers; tests/unit/test_meta_conformance.c checks them on any URL. */
 struct cof_meta_ops {
 	const char *name;        /* "sqlite", "postgres" */
+	/* 1 when a listing hands rows over as it reads them, so that stopping
+	 * after the first costs one row (SQLite's cursor); 0 when it reads a
+	 * page first (PostgreSQL fetches 512 rows). Callers choose between one
+	 * listing and point reads by it (view/base.c's lookup). */
+	int list_streams;
 	/* Frees the store (NULL-safe at the caller, cof_meta_close). */
 	void (*close)(cof_meta *m);
 

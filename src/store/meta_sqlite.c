@@ -457,6 +457,7 @@ static cof_meta_ops sqlite_ops;
 static void ops_fill(void)
 {
 	sqlite_ops.name = "sqlite";
+	sqlite_ops.list_streams = 1;
 	cof_sqlite_ops_main(&sqlite_ops);
 	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);

@@ -44,11 +44,10 @@ static int local_list(cof_vfs *v, int root, int64_t at, const char *prefix, cons
 	return r ? -1 : 0;
 }
 
-/* SQLite steps a listing row by row; PostgreSQL's reads a page of 512 rows
- * before the first is looked at. */
+/* Whether the store's listing stops where it is told (meta.h list_streams). */
 static int local_walk_stops(cof_vfs *v)
 {
-	return !strcmp(v->o.st->meta->ops->name, "sqlite");
+	return v->o.st->meta->ops->list_streams;
 }
 
 /* Opens content `sha` (a file the view renamed; `vpath` is then the root's
