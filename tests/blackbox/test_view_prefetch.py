@@ -261,12 +261,26 @@ def test_a_listing_pushes_read_only_and_read_write_roots(srv):
               "listing (none: nothing was pushed)" % (root, k))
 
 
+# The preparation runs on the pusher, a thread of low priority: under load it
+# may come late. A file looked at is seen, and a seen file is never stored
+# after, so the files are looked at one at a time from the last (the pusher
+# stores them from the first) until one is found stored or 10 s have passed;
+# how many stay resident is the kernel's (other tests: 19 of 20 on a fresh
+# machine), so one found is what is asked.
 _PREPARED = _IN_CACHE + r"""
 os.listdir("/workspace/t")
 os.listdir("/workspace/t/a")  # its opening prepares b, the folder after it
-time.sleep(1)
 names = ["%02d.txt" % i for i in range(40)]
-print(sum(resident("/workspace/t/b/" + n) for n in names))
+until = time.monotonic() + 10
+found = 0
+for n in reversed(names):
+    time.sleep(0.25)
+    if resident("/workspace/t/b/" + n):
+        found = 1
+        break
+    if time.monotonic() > until:
+        break
+print(found)
 print(mmap_writes("/workspace/t/b/", names))  # a pushed file keeps them
 """
 
@@ -282,21 +296,28 @@ def test_a_prepared_folder_of_a_read_write_root_is_pushed_before_it_is_seen(srv)
             srv.put_ok(ws, "t/%s/%02d.txt" % (d, i), d.encode() * 4096)
     t = new_turn(srv, aid)
     out = ok(srv, t["id"], "python3 -c '%s'" % _PREPARED)
-    eq(out["stdout"].split(), ["40", "0"], "b's files in the page cache before b was "
-       "listed; mmap writes of them that did not read back")
+    eq(out["stdout"].split(), ["1", "0"], "one of b's files found in the page cache before "
+       "b was listed; mmap writes of them that did not read back")
     for i in (0, 39):
         eq(srv.get_file(ws, "t/b/%02d.txt" % i).body, b"NEW" + b"b" * 4093, "stored %d" % i)
 
 
 # How many of f's files stay resident is the kernel's (issue 32 item 11: 38
 # of 40 under load), so the test asks for one: a page of a file nothing opened
-# or listed, there only if the warm stored it. (No polling: looking a file up
-# makes it seen, and a seen file is never stored after.)
+# or listed, there only if the warm stored it. (Looking a file up makes it
+# seen, and a seen file is never stored after: so one file at a time.)
 _WARMED = _IN_CACHE + r"""
-time.sleep(1)  # nothing listed: opened by name, a file is read on demand
 names = ["%02d.txt" % i for i in range(40)]
-print(int(any(resident("/workspace/f/" + n) for n in names)),
-      sum(resident("/workspace/g/" + n) for n in names))
+until = time.monotonic() + 10  # the warm runs on the pusher (low priority)
+found = 0
+for n in reversed(names):  # one at a time, as _PREPARED does
+    time.sleep(0.25)
+    if resident("/workspace/f/" + n):
+        found = 1
+        break
+    if time.monotonic() > until:
+        break
+print(found, sum(resident("/workspace/g/" + n) for n in names))
 print(mmap_writes("/workspace/f/", names))  # a warmed file keeps them
 """
 
