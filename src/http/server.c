@@ -956,8 +956,7 @@ int cofferd_main(int argc, char **argv)
 	if (http_log_open(o.log) || open_store(&o, &srv.st))
 		return 1;
 	srv.max_conns_per_ip = (unsigned)o.max_conns_per_ip;
-	srv.remote = strcmp(srv.st->meta->ops->name, "sqlite") != 0 ||
-		     strcmp(srv.st->blobs->name, "local") != 0;
+	srv.remote = cof_store_remote(srv.st);
 	cof_relay_opts ro = { .grace_seconds = o.relay_grace,
 			      .op_wait_ms = o.relay_op_wait * 1000,
 			      .sessions_max = o.relay_sessions,

@@ -46,6 +46,7 @@ struct cof_blob_reader {
 
 struct cof_blobstore {
 	const char *name;        /* "local", "s3" */
+	int remote;              /* 1 when its bytes are on another host (S3) */
 	/* Starts a new blob. */
 	int (*begin)(cof_blobstore *bs, cof_blob_writer **out, cof_err *err);
 	/* Appends bytes (hashing them). */

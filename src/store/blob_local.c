@@ -247,6 +247,7 @@ int cof_blobstore_local_open(const char *dir, cof_blobstore **out, cof_err *err)
 	 * path a backend without local files takes, instead of sendfile. */
 	st->no_fd = getenv("COFFER_BLOB_NO_FD") && !strcmp(getenv("COFFER_BLOB_NO_FD"), "1");
 	st->base.name = "local";
+	st->base.remote = 0;
 	st->base.begin = local_begin;
 	st->base.write = local_write;
 	st->base.commit = local_commit;

@@ -600,6 +600,7 @@ int cof_blobstore_s3_open(const char *url, const char *data_dir, cof_blobstore *
 	}
 	cof_blob_tmp_sweep(st->tmpdir, SPOOL_PREFIX);
 	st->base.name = "s3";
+	st->base.remote = 1;
 	st->base.begin = s3_begin;
 	st->base.write = s3_write;
 	st->base.commit = s3_commit;

@@ -151,6 +151,9 @@ struct cof_meta_ops {
 	 * page first (PostgreSQL fetches 512 rows). Callers choose between one
 	 * listing and point reads by it (view/base.c's lookup). */
 	int list_streams;
+	/* 1 when each call is a round trip to another host (PostgreSQL), 0 when
+	 * it is answered in process from a local file (SQLite). cof_store_remote. */
+	int remote;
 	/* Frees the store (NULL-safe at the caller, cof_meta_close). */
 	void (*close)(cof_meta *m);
 

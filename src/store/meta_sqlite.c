@@ -458,6 +458,7 @@ static void ops_fill(void)
 {
 	sqlite_ops.name = "sqlite";
 	sqlite_ops.list_streams = 1;
+	sqlite_ops.remote = 0;
 	cof_sqlite_ops_main(&sqlite_ops);
 	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);

@@ -322,7 +322,7 @@ static int engine_url_write(const char *dir, const char *name, const char *url,
  * nothing: in process. */
 static int store_notify_open(cof_store *st, const char *meta_url, cof_err *err)
 {
-	if (!st->opts.tool && meta_url && !strcmp(st->meta->ops->name, "postgres"))
+	if (!st->opts.tool && meta_url && st->meta->ops->remote)
 		return cof_notify_pg_open(meta_url, &st->notify, err);
 	return cof_notify_local_open(&st->notify, err);
 }
@@ -470,6 +470,11 @@ const char *cof_store_admin_key(cof_store *st)
 int cof_store_admin_key_is_new(cof_store *st)
 {
 	return st->admin_key_new;
+}
+
+int cof_store_remote(const cof_store *st)
+{
+	return st->meta->ops->remote || st->blobs->remote;
 }
 
 void cof_store_changed(cof_store *st, const cof_volrow *v)

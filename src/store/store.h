@@ -92,6 +92,11 @@ void cof_store_collect_end(cof_store *st);
 #define COF_LINK_ID "link.key"
 int cof_link_secret_body(const unsigned char *secret, size_t len, char *out, size_t cap);
 
+/* 1 when the metadata or the blobs are on another host (PostgreSQL, S3), so
+ * that a request's store calls are round trips (the server then runs its
+ * handlers on workers, not on the event loop); 0 for the embedded store. */
+int cof_store_remote(const cof_store *st);
+
 /* Wakes whoever waits on volume `v` (long-polls, agents' notify mounts)
  * after a change to it was committed. */
 void cof_store_changed(cof_store *st, const cof_volrow *v);
