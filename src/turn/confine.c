@@ -692,13 +692,13 @@ static pid_t spawn(const spawn_args *a)
  * (cof_quota_ws_empty: a fresh tmpfs), when the turn ends, or when a call
  * with other binds replaces it. */
 
-/* True when the kept namespace of `t` binds what a call given `etc_ref` and
- * `see` would (under mu). */
-static int ns_same(const cof_turn *t, const void *etc_ref, const cof_call_see *see)
+/* True when the kept namespace of `t` binds what a call given the copy of
+ * /etc at `etc` and `see` would (under mu). */
+static int ns_same(const cof_turn *t, const char *etc, const cof_call_see *see)
 {
 	const char *v[2] = {see ? see->view_rw : NULL, see ? see->view_ro : NULL};
 
-	if (!t->ns_have || t->ns_etc != etc_ref)
+	if (!t->ns_have || strcmp(t->ns_etc, etc))
 		return 0;
 	for (int i = 0; i < 2; i++)
 		if (!v[i] != !t->ns_view[i] || (v[i] && strcmp(v[i], t->ns_view[i])))
@@ -711,7 +711,7 @@ void cof_confine_ns_drop(cof_turns *ts, cof_turn *t)
 	if (!t->ns_have)
 		return;
 	close(t->ns_fd);
-	cof_etc_drop(ts, t->ns_etc);
+	free(t->ns_etc);
 	free(t->ns_view[0]);
 	free(t->ns_view[1]);
 	t->ns_have = 0;
@@ -722,15 +722,14 @@ void cof_confine_ns_drop(cof_turns *ts, cof_turn *t)
 
 /* A descriptor of the turn's kept namespace for this call (its own: the
  * namespace may be replaced meanwhile), or -1 to build one. */
-static int ns_take(cof_turns *ts, const cof_turn *t, const void *etc_ref,
-		   const cof_call_see *see)
+static int ns_take(cof_turns *ts, const cof_turn *t, const char *etc, const cof_call_see *see)
 {
 	int fd = -1;
 
-	if (!ts->root_user || !etc_ref)
+	if (!ts->root_user || !etc)
 		return -1;
 	pthread_mutex_lock(&ts->mu);
-	if (ns_same(t, etc_ref, see))
+	if (ns_same(t, etc, see))
 		fd = fcntl(t->ns_fd, F_DUPFD_CLOEXEC, 3);
 	pthread_mutex_unlock(&ts->mu);
 	return fd;
@@ -739,15 +738,15 @@ static int ns_take(cof_turns *ts, const cof_turn *t, const void *etc_ref,
 /* After a call's child built its namespace and ran bwrap (`pid`): keeps
  * that namespace for the turn's next calls when all it binds outlives the
  * call. Best effort. */
-static void ns_keep(cof_turns *ts, const cof_turn *tc, pid_t pid, void *etc_ref,
+static void ns_keep(cof_turns *ts, const cof_turn *tc, pid_t pid, const char *etc,
 		    const cof_call_see *see)
 {
 	cof_turn *t = (cof_turn *)tc; /* its ns_* fields are under mu */
-	char path[64], *v[2] = {NULL, NULL};
+	char path[64], *v[2] = {NULL, NULL}, *e = NULL;
 	struct stat ours, its;
 	int fd;
 
-	if (!ts->root_user || !etc_ref || (see && !see->kept))
+	if (!ts->root_user || !etc || (see && !see->kept))
 		return;
 	/* not yet reaped, so the pid is still our child's; a child that failed
 	 * or a bwrap gone already has no namespace left to open */
@@ -755,19 +754,20 @@ static void ns_keep(cof_turns *ts, const cof_turn *tc, pid_t pid, void *etc_ref,
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return;
 	if (fstat(fd, &its) || stat("/proc/self/ns/mnt", &ours) || its.st_ino == ours.st_ino ||
+	    !(e = cof_strdup(etc)) ||
 	    (see && see->view_rw && !(v[0] = cof_strdup(see->view_rw))) ||
 	    (see && see->view_ro && !(v[1] = cof_strdup(see->view_ro)))) {
 		close(fd);
+		free(e);
 		free(v[0]);
 		free(v[1]);
 		return;
 	}
-	cof_etc_hold(ts, etc_ref);
 	pthread_mutex_lock(&ts->mu);
-	if (t->ended || ns_same(t, etc_ref, see)) { /* another call kept it first */
+	if (t->ended || ns_same(t, etc, see)) { /* another call kept it first */
 		pthread_mutex_unlock(&ts->mu);
 		close(fd);
-		cof_etc_drop(ts, etc_ref);
+		free(e);
 		free(v[0]);
 		free(v[1]);
 		return;
@@ -775,7 +775,7 @@ static void ns_keep(cof_turns *ts, const cof_turn *tc, pid_t pid, void *etc_ref,
 	cof_confine_ns_drop(ts, t);
 	t->ns_have = 1;
 	t->ns_fd = fd;
-	t->ns_etc = etc_ref;
+	t->ns_etc = e;
 	t->ns_view[0] = v[0];
 	t->ns_view[1] = v[1];
 	pthread_mutex_unlock(&ts->mu);
@@ -796,7 +796,7 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 	const char *etc = cof_etc_take(ts, &etc_ref);
 
 	k = (kid){{-1, -1}, "", "", ts->root_user ? etc : NULL, -1};
-	k.ns = ns_take(ts, t, etc_ref, see);
+	k.ns = ns_take(ts, t, etc, see);
 	p->etc = NULL;
 	argv_build(ts, t, command, see, etc, av, hide, keep, sizeof keep - 128);
 	snprintf(k.shmmax, sizeof k.shmmax, "%lld", (long long)t->sb.memory);
@@ -820,7 +820,7 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		goto out;
 	}
 	if (k.ns < 0)
-		ns_keep(ts, t, pid, etc_ref, see);
+		ns_keep(ts, t, pid, etc, see);
 	p->pid = pid;
 	p->in = pin[1];
 	p->out = pout[0];

@@ -432,18 +432,6 @@ const char *cof_etc_take(cof_turns *ts, void **ref)
 	return path;
 }
 
-void cof_etc_hold(cof_turns *ts, void *ref)
-{
-	cof_etc_view *v = ts->etcv;
-	etc_gen *g = ref;
-
-	if (!v || !g)
-		return;
-	pthread_mutex_lock(&v->mu);
-	g->refs++;
-	pthread_mutex_unlock(&v->mu);
-}
-
 void cof_etc_drop(cof_turns *ts, void *ref)
 {
 	cof_etc_view *v = ts->etcv;

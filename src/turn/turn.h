@@ -95,7 +95,10 @@ struct cof_turn {
 	 * it (setns) instead of building it again */
 	int ns_have;
 	int ns_fd;               /* /proc/PID/ns/mnt of that call's bwrap */
-	void *ns_etc;            /* the copy of /etc bound in it (a reference) */
+	char *ns_etc;            /* the copy of /etc bound in it: its folder, a
+				    name no later copy takes (no reference
+				    held: a replaced copy goes once no call
+				    uses it, the kept namespace with it) */
 	char *ns_view[2];        /* the view folders bound in it (NULL: none) */
 };
 
@@ -287,8 +290,6 @@ int cof_etc_open(cof_turns *ts);
  * once the call's processes are gone; NULL (and *ref NULL) when there is no
  * copy: then the call binds ts->etc name by name. */
 const char *cof_etc_take(cof_turns *ts, void **ref);
-/* One more reference to `ref` (from cof_etc_take; NULL is fine). */
-void cof_etc_hold(cof_turns *ts, void *ref);
 void cof_etc_drop(cof_turns *ts, void *ref);
 /* Frees ts->etc and removes the copies (no call running). */
 void cof_etc_close(cof_turns *ts);
