@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/nsfs.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -735,6 +736,21 @@ static int ns_take(cof_turns *ts, const cof_turn *t, const char *etc, const cof_
 	return fd;
 }
 
+/* True when the mount namespace open at `fd` belongs to our own user
+ * namespace: the one the child built, never one of a sandbox's (owned by
+ * the user namespace bwrap makes for the call, where the call may mount). */
+static int owned_by_us(int fd)
+{
+	struct stat ours, its;
+	int user = ioctl(fd, NS_GET_USERNS);
+	int ok = user >= 0 && fstat(user, &its) == 0 && stat("/proc/self/ns/user", &ours) == 0 &&
+		 its.st_ino == ours.st_ino && its.st_dev == ours.st_dev;
+
+	if (user >= 0)
+		close(user);
+	return ok;
+}
+
 /* After a call's child built its namespace and ran bwrap (`pid`): keeps
  * that namespace for the turn's next calls when all it binds outlives the
  * call. Best effort. */
@@ -754,7 +770,7 @@ static void ns_keep(cof_turns *ts, const cof_turn *tc, pid_t pid, const char *et
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return;
 	if (fstat(fd, &its) || stat("/proc/self/ns/mnt", &ours) || its.st_ino == ours.st_ino ||
-	    !(e = cof_strdup(etc)) ||
+	    !owned_by_us(fd) || !(e = cof_strdup(etc)) ||
 	    (see && see->view_rw && !(v[0] = cof_strdup(see->view_rw))) ||
 	    (see && see->view_ro && !(v[1] = cof_strdup(see->view_ro)))) {
 		close(fd);
