@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/nsfs.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -449,6 +450,7 @@ typedef struct kid {
 	char shmmax[24];       /* sandbox.memory in bytes */
 	char shmall[24];       /* sandbox.memory in pages */
 	const char *etc;       /* the copy of /etc it binds at /etc, or NULL */
+	int ns;                /* the turn's kept mount namespace to enter, or -1 */
 } kid;
 
 /* Writes `text` to the file at `path` (async-signal-safe). 0 or -1. */
@@ -513,6 +515,9 @@ static void child(const cof_turns *ts, const cof_turn *t, const cof_call_see *se
 
 	if (ts->root_user)
 		child_limits(ts, t, k);
+	/* the turn's kept namespace holds what child_mounts would make */
+	if (ts->root_user && k->ns >= 0 && setns(k->ns, CLONE_NEWNS))
+		child_fail("enter the turn's mount namespace");
 
 	for (int i = 0; i < 6; i++)
 		if ((fds[i] = fcntl(fds[i], F_DUPFD, 10)) < 0)
@@ -525,7 +530,7 @@ static void child(const cof_turns *ts, const cof_turn *t, const cof_call_see *se
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	if (ts->root_user) {
-		if (child_mounts(ts, t, see, k->etc))
+		if (k->ns < 0 && child_mounts(ts, t, see, k->etc))
 			child_fail("prepare the mounts");
 		/* the system calls themselves: libc's wrappers would make every
 		 * thread of cofferd, whose memory this child runs in, change too
@@ -673,6 +678,125 @@ static pid_t spawn(const spawn_args *a)
 #endif
 }
 
+/* ------------------------------------------------ the turn's kept namespace
+ *
+ * As root a call's child builds the mount namespace its bwrap starts in
+ * (confine_root.c: unshare, a tmpfs, a dozen binds, pivot_root, the host's
+ * tree detached), the largest part of what a call costs over bwrap by hand.
+ * What it binds is the turn's: the workspace, the copy of /etc, the turn's
+ * kept views; so the namespace of a call that saw only those is kept (the
+ * outer bwrap's, which stays in it: it mounts nothing there, running as the
+ * turn's uid) and a later call that would bind the very same enters it with
+ * setns. Each call's bwrap still makes its own namespaces from there, as
+ * before; the kept one is never writable by a call (owned by our user
+ * namespace, its mounts private). It is let go when its workspace is renewed
+ * (cof_quota_ws_empty: a fresh tmpfs), when the turn ends, or when a call
+ * with other binds replaces it. */
+
+/* True when the kept namespace of `t` binds what a call given the copy of
+ * /etc at `etc` and `see` would (under mu). */
+static int ns_same(const cof_turn *t, const char *etc, const cof_call_see *see)
+{
+	const char *v[2] = {see ? see->view_rw : NULL, see ? see->view_ro : NULL};
+
+	if (!t->ns_have || strcmp(t->ns_etc, etc))
+		return 0;
+	for (int i = 0; i < 2; i++)
+		if (!v[i] != !t->ns_view[i] || (v[i] && strcmp(v[i], t->ns_view[i])))
+			return 0;
+	return 1;
+}
+
+void cof_confine_ns_drop(cof_turns *ts, cof_turn *t)
+{
+	if (!t->ns_have)
+		return;
+	close(t->ns_fd);
+	free(t->ns_etc);
+	free(t->ns_view[0]);
+	free(t->ns_view[1]);
+	t->ns_have = 0;
+	t->ns_fd = -1;
+	t->ns_etc = NULL;
+	t->ns_view[0] = t->ns_view[1] = NULL;
+}
+
+/* A descriptor of the turn's kept namespace for this call (its own: the
+ * namespace may be replaced meanwhile), or -1 to build one. */
+static int ns_take(cof_turns *ts, const cof_turn *t, const char *etc, const cof_call_see *see)
+{
+	int fd = -1;
+
+	if (!ts->root_user || !etc)
+		return -1;
+	pthread_mutex_lock(&ts->mu);
+	if (ns_same(t, etc, see))
+		fd = fcntl(t->ns_fd, F_DUPFD_CLOEXEC, 3);
+	pthread_mutex_unlock(&ts->mu);
+	return fd;
+}
+
+/* True when the mount namespace open at `fd` belongs to our own user
+ * namespace: the one the child built, never one of a sandbox's (owned by
+ * the user namespace bwrap makes for the call, where the call may mount). */
+static int owned_by_us(int fd)
+{
+	struct stat ours, its;
+	int user = ioctl(fd, NS_GET_USERNS);
+	int ok = user >= 0 && fstat(user, &its) == 0 && stat("/proc/self/ns/user", &ours) == 0 &&
+		 its.st_ino == ours.st_ino && its.st_dev == ours.st_dev;
+
+	if (user >= 0)
+		close(user);
+	return ok;
+}
+
+/* After a call's child built its namespace and ran bwrap (`pid`): keeps
+ * that namespace for the turn's next calls when all it binds outlives the
+ * call. Best effort. */
+static void ns_keep(cof_turns *ts, const cof_turn *tc, pid_t pid, const char *etc,
+		    const cof_call_see *see)
+{
+	cof_turn *t = (cof_turn *)tc; /* its ns_* fields are under mu */
+	char path[64], *v[2] = {NULL, NULL}, *e = NULL;
+	struct stat ours, its;
+	int fd;
+
+	if (!ts->root_user || !etc || (see && !see->kept))
+		return;
+	/* not yet reaped, so the pid is still our child's; a child that failed
+	 * or a bwrap gone already has no namespace left to open */
+	snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (fstat(fd, &its) || stat("/proc/self/ns/mnt", &ours) || its.st_ino == ours.st_ino ||
+	    !owned_by_us(fd) || !(e = cof_strdup(etc)) ||
+	    (see && see->view_rw && !(v[0] = cof_strdup(see->view_rw))) ||
+	    (see && see->view_ro && !(v[1] = cof_strdup(see->view_ro)))) {
+		close(fd);
+		free(e);
+		free(v[0]);
+		free(v[1]);
+		return;
+	}
+	pthread_mutex_lock(&ts->mu);
+	if (t->ended || ns_same(t, etc, see)) { /* another call kept it first */
+		pthread_mutex_unlock(&ts->mu);
+		close(fd);
+		free(e);
+		free(v[0]);
+		free(v[1]);
+		return;
+	}
+	cof_confine_ns_drop(ts, t);
+	t->ns_have = 1;
+	t->ns_fd = fd;
+	t->ns_etc = e;
+	t->ns_view[0] = v[0];
+	t->ns_view[1] = v[1];
+	pthread_mutex_unlock(&ts->mu);
+}
+
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		      const cof_call_see *see, cof_proc *p, cof_err *err)
 {
@@ -687,7 +811,8 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 	void *etc_ref = NULL;
 	const char *etc = cof_etc_take(ts, &etc_ref);
 
-	k = (kid){{-1, -1}, "", "", ts->root_user ? etc : NULL};
+	k = (kid){{-1, -1}, "", "", ts->root_user ? etc : NULL, -1};
+	k.ns = ns_take(ts, t, etc, see);
 	p->etc = NULL;
 	argv_build(ts, t, command, see, etc, av, hide, keep, sizeof keep - 128);
 	snprintf(k.shmmax, sizeof k.shmmax, "%lld", (long long)t->sb.memory);
@@ -710,6 +835,8 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		cof_error(err, COF_EINTERNAL, "cannot start the call: %s", strerror(errno));
 		goto out;
 	}
+	if (k.ns < 0)
+		ns_keep(ts, t, pid, etc, see);
 	p->pid = pid;
 	p->in = pin[1];
 	p->out = pout[0];
@@ -741,6 +868,8 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (k.cg[i] >= 0)
 			close(k.cg[i]);
+	if (k.ns >= 0)
+		close(k.ns);
 	cof_etc_drop(ts, etc_ref);
 	return rc;
 }

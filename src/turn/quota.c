@@ -519,6 +519,9 @@ int cof_quota_ws_make(cof_turns *ts, cof_turn *t, cof_err *err)
 
 int cof_quota_ws_empty(cof_turns *ts, cof_turn *t, cof_err *err)
 {
+	/* a kept namespace binds the workspace as it was (and would keep a
+	 * replaced tmpfs alive) */
+	cof_confine_ns_drop(ts, t);
 	if (ts->kernel) {
 		/* a fresh tmpfs: quicker than removing, and it drops whatever a
 		 * process may have left open */
@@ -541,6 +544,7 @@ void cof_quota_ws_drop(cof_turns *ts, cof_turn *t)
 {
 	char kept[PATH_MAX + 64];
 
+	cof_confine_ns_drop(ts, t); /* it holds the workspace and views */
 	if (t->ws_made) {
 		unmount_all(t->ws);
 		rm_path(t->ws);

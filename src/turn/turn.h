@@ -88,6 +88,18 @@ struct cof_turn {
 	int collecting;          /* a call is taking the outbox: calls of one turn
 				    share $OUTBOX and the turn's file budget, so
 				    they take it one at a time */
+	/* as root: the mount namespace a call's bwrap starts in, kept from
+	 * the turn's last call whose views were all kept ones (confine.c):
+	 * what it binds (the workspace, the copy of /etc, the views) stays
+	 * the same from call to call, so a later call showing the same enters
+	 * it (setns) instead of building it again */
+	int ns_have;
+	int ns_fd;               /* /proc/PID/ns/mnt of that call's bwrap */
+	char *ns_etc;            /* the copy of /etc bound in it: its folder, a
+				    name no later copy takes (no reference
+				    held: a replaced copy goes once no call
+				    uses it, the kept namespace with it) */
+	char *ns_view[2];        /* the view folders bound in it (NULL: none) */
 };
 
 struct cof_turns {
@@ -240,12 +252,19 @@ typedef struct cof_call_see {
 	 * mount point, the call's own or a kept one), which the child binds at
 	 * COF_VIEW_INNER/rw and /ro of its namespace first; NULL = none */
 	const char *view_rw, *view_ro;
+	/* every view named is one the turn keeps (or there is none): the
+	 * call's namespace may be kept for the next call (turn.h ns_*) */
+	int kept;
 } cof_call_see;
 
 /* Starts `sh -c command` confined in the workspace of `t`; `see` (NULL =
  * nothing) adds the agent's files. 0, or -1 with err. */
 int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 		      const cof_call_see *see, cof_proc *p, cof_err *err);
+
+/* Lets go of the turn's kept mount namespace (under mu): what it binds
+ * changed (the workspace renewed) or the turn ends. */
+void cof_confine_ns_drop(cof_turns *ts, cof_turn *t);
 
 /* As root, in a call's child (between clone and exec): a mount namespace
  * of its own whose root has only the system folders, `etc` (the copy of

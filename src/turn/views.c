@@ -518,6 +518,7 @@ void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *s
 	see->binds = b;
 	see->nbinds = 0;
 	see->view_rw = see->view_ro = NULL;
+	see->kept = 1;
 	if (!cv || (!cv->vfs && !cv->ro && !cv->shared))
 		return;
 	/* [0] the read-write roots, [1] the read-only ones: a kept view is
@@ -530,6 +531,7 @@ void cof_call_views_see(const cof_turns *ts, cof_call_views *cv, cof_call_see *s
 			snprintf(cv->from[i], sizeof cv->from[i], "%s", shared_dir(k));
 		else
 			snprintf(cv->from[i], sizeof cv->from[i], "%s/%s", cv->dir, i ? "ro" : "rw");
+		see->kept &= k != NULL; /* the call's own view ends with it */
 		if (ts->root_user)
 			*(i ? &see->view_ro : &see->view_rw) = cv->from[i];
 	}

@@ -116,6 +116,65 @@ def test_delete_removes_the_workspace(srv):
           "workspace folder removed")
 
 
+def _kept_namespaces(pid):
+    """The mount namespaces cofferd holds open by descriptor ("mnt:[N]")."""
+    out = set()
+    fds = "/proc/%d/fd" % pid
+    for fd in os.listdir(fds):
+        try:
+            link = os.readlink(os.path.join(fds, fd))
+        except OSError:
+            continue
+        if link.startswith("mnt:["):
+            out.add(link)
+    return out
+
+
+def _outer_bwrap(pid, cofferd):
+    """The call's bwrap whose parent is cofferd, up from a process of the call."""
+    while pid > 1:
+        with open("/proc/%d/stat" % pid) as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        if ppid == cofferd:
+            return pid
+        pid = ppid
+    return None
+
+
+def test_calls_of_a_turn_share_one_kept_mount_namespace(srv):
+    # as root a call's bwrap starts in a mount namespace built from the
+    # turn's workspace, copy of /etc and kept views; it is made once and
+    # entered by the turn's later calls (issue 38 item 6), one per turn,
+    # and let go when the turn ends
+    harness.needs_root("a call's namespace is built by cofferd as root")
+    import threading
+    cofferd = srv.proc.pid
+    before = _kept_namespaces(cofferd)
+    t = new_turn(srv)
+    for _ in range(3):
+        ok(srv, t["id"], "true")
+    mine = _kept_namespaces(cofferd) - before
+    eq(len(mine), 1, "one namespace kept for the turn's calls: %r" % mine)
+    marker = "%d" % random.randint(10**8, 10**9)
+    res = {}
+    th = threading.Thread(target=lambda: res.update(
+        out=call(srv, t["id"], "sleep 2.%s; ls /tmp" % marker, timeoutSeconds=60)))
+    th.start()
+    deadline = time.time() + 10 * harness.SCALE
+    while not processes_with("sleep 2." + marker) and time.time() < deadline:
+        time.sleep(0.05)
+    found = processes_with("sleep 2." + marker)
+    check(found, "the call runs")
+    bwrap = _outer_bwrap(found[0][0], cofferd)
+    check(bwrap, "the call's bwrap")
+    eq(os.readlink("/proc/%d/ns/mnt" % bwrap), next(iter(mine)),
+       "the call's bwrap started in the kept namespace")
+    th.join(60)
+    eq(res["out"]["stdout"].split(), ["outbox"], "the call's /tmp is the workspace")
+    expect(srv.delete("/v1/turns/%s" % t["id"]), 204)
+    eq(_kept_namespaces(cofferd) & mine, set(), "the turn's end let its namespace go")
+
+
 def test_delete_stops_a_running_call(srv):
     t = new_turn(srv)
     marker = "%d" % random.randint(10**8, 10**9)
