@@ -766,6 +766,28 @@ static void ns_keep(cof_turns *ts, const cof_turn *tc, pid_t pid, const char *et
 		return;
 	/* not yet reaped, so the pid is still our child's; a child that failed
 	 * or a bwrap gone already has no namespace left to open */
+#ifdef SPAWN_FORK
+	/* a plain fork returns before the child built its namespace (the
+	 * clone waits for its exec): kept only once it runs bwrap, so never
+	 * one half made; waited for here (sanitizer builds only) */
+	char st[128];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	for (int tries = 0;; tries++) {
+		ssize_t got = -1;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			got = read(fd, st, sizeof st - 1);
+			close(fd);
+		}
+		st[got > 0 ? got : 0] = '\0';
+		const char *end = strrchr(st, ')');
+		/* gone, a zombie (it failed before its exec), or too long */
+		if (got <= 0 || !end || end[1] != ' ' || end[2] == 'Z' || tries == 50000)
+			return;
+		if (strstr(st, "(bwrap)"))
+			break;
+		usleep(100);
+	}
+#endif
 	snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return;
