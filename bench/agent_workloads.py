@@ -29,7 +29,10 @@ The steps (fixtures made on the host, carried in as tar files):
   rm      `rm -rf` of the tree (committed by an earlier call)
 
 Usage: bench/agent_workloads.py [--rounds N] [--ref-rounds N] [--host-only]
-       [--calls-only] [--refs tmpfs,coffer,passthrough,rclone,s3fs] [--out FILE]
+       [--calls-only] [--refs tmpfs,coffer,passthrough,rclone,s3fs]
+       [--steps clone,status,...] [--out FILE]
+--steps runs those steps only, in the order above (a step works on what the
+earlier ones left: status, diff, grep and find need clone, rm needs tar).
 Writes the "Agent workloads" section of bench/results.md (or --out). Needs
 build/cofferd and build/coffer, root (or FUSE for this user), bwrap, git, make,
 cc; part 2's references need libfuse3-dev's examples, rclone, s3fs and node
@@ -487,8 +490,15 @@ def main():
     ap.add_argument("--calls-only", action="store_true")
     ap.add_argument("--host-only", action="store_true")
     ap.add_argument("--refs", default="tmpfs,coffer,passthrough,rclone,s3fs")
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help="the steps to run, of " + ",".join(STEPS))
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
     a = ap.parse_args()
+    want = [x for x in a.steps.split(",") if x]
+    for x in want:
+        if x not in STEPS:
+            sys.exit("unknown step %r (one of %s)" % (x, ",".join(STEPS)))
+    STEPS[:] = [x for x in STEPS if x in want]
     refs = [r for r in a.refs.split(",") if r]
     for r in refs:
         if r not in TARGETS:
