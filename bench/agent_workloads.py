@@ -30,7 +30,7 @@ The steps (fixtures made on the host, carried in as tar files):
 
 Usage: bench/agent_workloads.py [--rounds N] [--ref-rounds N] [--host-only]
        [--calls-only] [--refs tmpfs,coffer,passthrough,rclone,s3fs]
-       [--steps clone,status,...] [--out FILE]
+       [--steps clone,status,...] [--build DIR] [--out FILE]
 --steps runs those steps only, in the order above (a step works on what the
 earlier ones left: status, diff, grep and find need clone, rm needs tar).
 Writes the "Agent workloads" section of bench/results.md (or --out). Needs
@@ -166,10 +166,10 @@ def timed(cmd, pre=None):
 
 # ---- part 1: confined calls ------------------------------------------------
 
-def part_calls(work, rounds, repo_tar, nm_tar, proj_tar):
+def part_calls(work, rounds, repo_tar, nm_tar, proj_tar, build=None):
     data = os.path.join(work, "data")
     os.makedirs(data)
-    s = Cofferd(data)
+    s = Cofferd(data, build=build)
     try:
         fx = s.call("POST", "/v1/volumes", {"name": "aw-fx"})["id"]
         c = s.conn(600)
@@ -492,6 +492,8 @@ def main():
     ap.add_argument("--refs", default="tmpfs,coffer,passthrough,rclone,s3fs")
     ap.add_argument("--steps", default=",".join(STEPS),
                     help="the steps to run, of " + ",".join(STEPS))
+    ap.add_argument("--build", default=None,
+                    help="the build dir whose cofferd part 1 runs (default build/)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
     a = ap.parse_args()
     want = [x for x in a.steps.split(",") if x]
@@ -507,7 +509,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="aw-") as work:
         srcrepo, repo_tar = make_repo(work, rng)
         nm_tar, proj_tar = make_tree(work, rng), make_project(work)
-        calls = None if a.host_only else part_calls(work, a.rounds, repo_tar, nm_tar, proj_tar)
+        calls = None if a.host_only else part_calls(work, a.rounds, repo_tar, nm_tar, proj_tar,
+                                                      a.build and os.path.abspath(a.build))
         host = None if a.calls_only else part_host(work, a.ref_rounds, refs, srcrepo, work)
         text = report(calls, host, a.rounds, a.ref_rounds)
     print(text)
