@@ -29,7 +29,10 @@ The steps (fixtures made on the host, carried in as tar files):
   rm      `rm -rf` of the tree (committed by an earlier call)
 
 Usage: bench/agent_workloads.py [--rounds N] [--ref-rounds N] [--host-only]
-       [--calls-only] [--refs tmpfs,coffer,passthrough,rclone,s3fs] [--out FILE]
+       [--calls-only] [--refs tmpfs,coffer,passthrough,rclone,s3fs]
+       [--steps clone,status,...] [--build DIR] [--out FILE]
+--steps runs those steps only, in the order above (a step works on what the
+earlier ones left: status, diff, grep and find need clone, rm needs tar).
 Writes the "Agent workloads" section of bench/results.md (or --out). Needs
 build/cofferd and build/coffer, root (or FUSE for this user), bwrap, git, make,
 cc; part 2's references need libfuse3-dev's examples, rclone, s3fs and node
@@ -163,10 +166,10 @@ def timed(cmd, pre=None):
 
 # ---- part 1: confined calls ------------------------------------------------
 
-def part_calls(work, rounds, repo_tar, nm_tar, proj_tar):
+def part_calls(work, rounds, repo_tar, nm_tar, proj_tar, build=None):
     data = os.path.join(work, "data")
     os.makedirs(data)
-    s = Cofferd(data)
+    s = Cofferd(data, build=build)
     try:
         fx = s.call("POST", "/v1/volumes", {"name": "aw-fx"})["id"]
         c = s.conn(600)
@@ -487,8 +490,17 @@ def main():
     ap.add_argument("--calls-only", action="store_true")
     ap.add_argument("--host-only", action="store_true")
     ap.add_argument("--refs", default="tmpfs,coffer,passthrough,rclone,s3fs")
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help="the steps to run, of " + ",".join(STEPS))
+    ap.add_argument("--build", default=None,
+                    help="the build dir whose cofferd part 1 runs (default build/)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
     a = ap.parse_args()
+    want = [x for x in a.steps.split(",") if x]
+    for x in want:
+        if x not in STEPS:
+            sys.exit("unknown step %r (one of %s)" % (x, ",".join(STEPS)))
+    STEPS[:] = [x for x in STEPS if x in want]
     refs = [r for r in a.refs.split(",") if r]
     for r in refs:
         if r not in TARGETS:
@@ -497,7 +509,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="aw-") as work:
         srcrepo, repo_tar = make_repo(work, rng)
         nm_tar, proj_tar = make_tree(work, rng), make_project(work)
-        calls = None if a.host_only else part_calls(work, a.rounds, repo_tar, nm_tar, proj_tar)
+        calls = None if a.host_only else part_calls(work, a.rounds, repo_tar, nm_tar, proj_tar,
+                                                      a.build and os.path.abspath(a.build))
         host = None if a.calls_only else part_host(work, a.ref_rounds, refs, srcrepo, work)
         text = report(calls, host, a.rounds, a.ref_rounds)
     print(text)

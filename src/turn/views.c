@@ -394,6 +394,7 @@ static void shared_use(cof_turns *ts, cof_turn *t, cof_call_views *cv)
 		if ((s = shared_find(ts, 1, want)) != NULL) {
 			cv->kept = s;
 			cv->vfs = s->cv->vfs;
+			cof_view_renew_wait(cv->vfs); /* (one call at a time uses it) */
 		}
 		free(want);
 	}
@@ -647,6 +648,9 @@ void cof_call_views_end(cof_turns *ts, cof_turn *t, cof_call_views *cv, int comm
 	cv->keep_rw = commit && cv->vfs && !ts->stop && cof_view_touched(cv->vfs) == 0;
 	if (!cv->keep_rw)
 		cof_view_detach(cv->vfs);
+	else /* (the call's processes are gone) what it only looked at is
+	      * stored again by the next call's listings */
+		cof_view_renew(cv->vfs);
 	if (!cv->vfs || cv->keep_rw) { /* nothing to land */
 		if (commit)
 			json_object_set_new(answer, "committed", json_array());

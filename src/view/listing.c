@@ -113,6 +113,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 			}
 		}
 		if (n) {
+			n->file = S_ISREG(st->st_mode);
 			if (f->ahead)
 				f->ahead->refs[f->ahead->nrefs++] = n->ino;
 			else
@@ -399,6 +400,7 @@ fuse_ino_t cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 	}
 	free(path);
 
+	cof_vll_stat(ll, COF_VST_PREPARED, p != NULL, 0);
 	pthread_mutex_lock(&ll->mu);
 	n = cof_lino_find(ll, ino);
 	n->preparing = 0;
@@ -639,8 +641,12 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!early && plus && (early = built_now(ll, d, &now, ino, size, off)))
 		aheads_drop(ll, d);
 	if (early) {
+		uint64_t t0 = cof_vll_now(ll);
+		cof_vll_stat(ll, early == &now ? COF_VST_BUILT_NOW :
+			     early == &d->ahead[0] ? COF_VST_AHEAD_SENT : COF_VST_PREP_SENT, 1, 0);
 		/* its references are the kernel's once sent; its files are seen */
 		early_stored(ll, early);
+		cof_vll_stat(ll, COF_VST_LIST_WAIT, 1, cof_vll_now(ll) - t0);
 		pthread_mutex_lock(&ll->mu);
 		for (size_t i = 0; i < early->nrefs; i++) {
 			cof_lnode *n = cof_lino_find(ll, early->refs[i]);

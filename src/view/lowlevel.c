@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include "view/lowlevel.h"
 #include "view/ops.h"
 
@@ -84,6 +85,7 @@ static void reply_entry_of(fuse_req_t req, cof_vll *ll, fuse_ino_t parent, const
 	cof_lnode *p = cof_lino_find(ll, parent), *n = p ? cof_lino_ref(ll, p, name) : NULL;
 	if (n) {
 		e.ino = n->ino; /* (st_ino is the file's own: cof_vop_ino) */
+		n->file = S_ISREG(e.attr.st_mode);
 		COF_VHOOK(ll, on_seen, ll, n);
 	}
 	pthread_mutex_unlock(&ll->mu);
@@ -553,6 +555,94 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.readdirplus = cof_vll_readdirplus,
 };
 
+/* ------------------------------------------- counts (COFFER_VIEW_STATS) */
+
+uint64_t cof_vll_now(const cof_vll *ll)
+{
+	struct timespec ts;
+
+	if (!ll->stats)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void cof_vll_stat(cof_vll *ll, int k, uint64_t n, uint64_t ns)
+{
+	if (!ll->stats)
+		return;
+	__atomic_add_fetch(&ll->st_n[k], n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ll->st_ns[k], ns, __ATOMIC_RELAXED);
+}
+
+/* A request's handler, counted and timed (ll taken first: the reply frees
+ * req). */
+#define TIMED(kind, fn, params, args) \
+	static void t_##fn params \
+	{ \
+		cof_vll *ll = fuse_req_userdata(req); \
+		uint64_t t0 = cof_vll_now(ll); \
+		fn args; \
+		cof_vll_stat(ll, kind, 1, cof_vll_now(ll) - t0); \
+	}
+TIMED(COF_VST_LOOKUP, ll_lookup, (fuse_req_t req, fuse_ino_t p, const char *name), (req, p, name))
+TIMED(COF_VST_GETATTR, ll_getattr, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+      (req, ino, fi))
+TIMED(COF_VST_READ, ll_read, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			      struct fuse_file_info *fi), (req, ino, size, off, fi))
+TIMED(COF_VST_OPENDIR, cof_vll_opendir, (fuse_req_t req, fuse_ino_t ino,
+					 struct fuse_file_info *fi), (req, ino, fi))
+TIMED(COF_VST_RELEASEDIR, cof_vll_releasedir, (fuse_req_t req, fuse_ino_t ino,
+					       struct fuse_file_info *fi), (req, ino, fi))
+TIMED(COF_VST_READDIRPLUS, cof_vll_readdirplus, (fuse_req_t req, fuse_ino_t ino, size_t size,
+						 off_t off, struct fuse_file_info *fi),
+      (req, ino, size, off, fi))
+TIMED(COF_VST_READDIR, cof_vll_readdir, (fuse_req_t req, fuse_ino_t ino, size_t size,
+					 off_t off, struct fuse_file_info *fi),
+      (req, ino, size, off, fi))
+TIMED(COF_VST_FORGET, ll_forget_multi, (fuse_req_t req, size_t count,
+					struct fuse_forget_data *f), (req, count, f))
+TIMED(COF_VST_OTHER, ll_open, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+      (req, ino, fi))
+
+/* The counted table: the requests a walk makes, timed. */
+static struct fuse_lowlevel_ops stats_ops(void)
+{
+	struct fuse_lowlevel_ops o = ll_ops;
+
+	o.lookup = t_ll_lookup;
+	o.getattr = t_ll_getattr;
+	o.read = t_ll_read;
+	o.opendir = t_cof_vll_opendir;
+	o.releasedir = t_cof_vll_releasedir;
+	o.readdirplus = t_cof_vll_readdirplus;
+	o.readdir = t_cof_vll_readdir;
+	o.forget_multi = t_ll_forget_multi;
+	o.open = t_ll_open;
+	return o;
+}
+
+/* Appends the view's counts to the file COFFER_VIEW_STATS names. */
+static void stats_write(cof_vll *ll)
+{
+	static const char *const names[COF_VST_N] = {
+		"lookup", "getattr", "read", "opendir", "readdirplus", "readdir",
+		"releasedir", "forget", "open", "stored", "stored_lister", "not_stored",
+		"list_wait", "hid_walk", "prepared", "prep_sent", "ahead_sent", "built_now", "renew"};
+	const char *p = getenv("COFFER_VIEW_STATS");
+	FILE *f;
+
+	if (!ll->stats || !p || !(f = fopen(p, "a")))
+		return;
+	fprintf(f, "view %s", ll->v->dir ? ll->v->dir : "-");
+	for (int k = 0; k < COF_VST_N; k++)
+		if (ll->st_n[k])
+			fprintf(f, " %s=%llu/%.1fms", names[k], (unsigned long long)ll->st_n[k],
+				(double)ll->st_ns[k] / 1e6);
+	fputc('\n', f);
+	fclose(f);
+}
+
 struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 				 const struct fuse_operations *ops)
 {
@@ -569,14 +659,29 @@ struct fuse_session *cof_vll_new(cof_vfs *v, struct fuse_args *args,
 		free(ll);
 		return NULL;
 	}
-	if (cof_lino_init(ll) == 0)
-		ll->se = fuse_session_new(args, &ll_ops, sizeof ll_ops, ll);
+	ll->stats = getenv("COFFER_VIEW_STATS") && *getenv("COFFER_VIEW_STATS");
+	if (cof_lino_init(ll) == 0) {
+		struct fuse_lowlevel_ops so = stats_ops();
+		ll->se = fuse_session_new(args, ll->stats ? &so : &ll_ops, sizeof ll_ops, ll);
+	}
 	if (!ll->se) {
 		cof_vll_free(ll);
 		return NULL;
 	}
 	v->ll = ll;
 	return ll->se;
+}
+
+void cof_view_renew(cof_vfs *v)
+{
+	if (v && v->ll)
+		COF_VHOOK(v->ll, renew, v->ll);
+}
+
+void cof_view_renew_wait(cof_vfs *v)
+{
+	if (v && v->ll)
+		COF_VHOOK(v->ll, renew_wait, v->ll);
 }
 
 void cof_vll_quiesce(cof_vll *ll)
@@ -590,6 +695,7 @@ void cof_vll_free(cof_vll *ll)
 	if (!ll)
 		return;
 	COF_VHOOK(ll, stop, ll);
+	stats_write(ll);
 	cur.private_data = ll->v;
 	if (ll->by_id)
 		cof_vll_preps_free(ll);

@@ -29,10 +29,33 @@ typedef struct cof_lnode {
 	struct cof_lprep *prep; /* its replies, prepared before it was opened */
 	int preparing;          /* they are being built */
 	int opened;             /* handles of it open */
+	int file;               /* a regular file, as last answered */
 } cof_lnode;
+
+/* What a view counts of its own work when COFFER_VIEW_STATS names a file
+ * (to measure: cof_vll_free appends one line of them there): requests by
+ * kind, the time spent in each, and prefetch's. */
+enum {
+	COF_VST_LOOKUP, COF_VST_GETATTR, COF_VST_READ, COF_VST_OPENDIR,
+	COF_VST_READDIRPLUS, COF_VST_READDIR, COF_VST_RELEASEDIR, COF_VST_FORGET,
+	COF_VST_OTHER,          /* (the requests' kinds end here) */
+	COF_VST_STORED,         /* files stored (n) and the time of their pushes */
+	COF_VST_STORED_LISTER,  /* of them, by a lister's own thread */
+	COF_VST_NOT_STORED,     /* listed to push, not stored (seen, asked, stale) */
+	COF_VST_LIST_WAIT,      /* a reply waited for its stores (n, time) */
+	COF_VST_HID_WALK,       /* walks of the pusher's folder */
+	COF_VST_PREPARED,       /* folders prepared */
+	COF_VST_PREP_SENT,      /* replies answered from what was prepared */
+	COF_VST_AHEAD_SENT,     /* replies answered from one built ahead */
+	COF_VST_BUILT_NOW,      /* replies built when asked */
+	COF_VST_RENEW,          /* names dropped between calls (vpush_renew) */
+	COF_VST_N
+};
 
 struct cof_vll {
 	pthread_mutex_t mu;
+	int stats;              /* COFFER_VIEW_STATS: count (cof_vll_stat) */
+	uint64_t st_n[COF_VST_N], st_ns[COF_VST_N];
 	cof_lnode **by_id, **by_name;
 	size_t nbuckets, count;
 	fuse_ino_t next_ino;
@@ -90,6 +113,11 @@ typedef struct cof_vhooks {
 	void (*stop)(cof_vll *ll);
 	/* Frees its state (after stop). */
 	void (*end)(cof_vll *ll);
+	/* The view goes to the next call of its turn, no process of the last
+	 * one left (cof_view_renew). */
+	void (*renew)(cof_vll *ll);
+	/* Returns once what renew began is done. */
+	void (*renew_wait)(cof_vll *ll);
 	/* The batching of a listing's files (listing.c asks, prefetch.c
 	 * answers; none: nothing is pushed). Whether a listing of folder
 	 * `dir` pushes its files (their nodes made first, stored before the
@@ -204,6 +232,11 @@ char *cof_vll_path(cof_vll *ll, fuse_ino_t ino, const char *name);
  * what keeps prefetch from storing stale bytes (prefetch.c). */
 void cof_vll_change_begin(cof_vll *ll, fuse_ino_t ino, int write);
 void cof_vll_change_end(cof_vll *ll);
+
+/* Counts n of kind k taking ns nanoseconds, when the view counts (atomic). */
+void cof_vll_stat(cof_vll *ll, int k, uint64_t n, uint64_t ns);
+/* CLOCK_MONOTONIC in ns, when the view counts; else 0. */
+uint64_t cof_vll_now(const cof_vll *ll);
 
 /* The view of request req, its caller's context set (lowlevel.c). */
 cof_vll *cof_vll_begin(fuse_req_t req);

@@ -73,6 +73,8 @@ struct cof_vpf {
 	struct fuse_context prep_cx; /* as whom (the attributes' owner) */
 	int warm_want;          /* the pusher warms the view first (cof_vll_warm), */
 	struct fuse_context warm_cx; /* as whom */
+	pthread_t renewer;      /* vpush_renew's thread, while renewing */
+	int renewing;
 };
 
 /* What prefetch keeps of one node (n->pf, NULL: nothing yet). */
@@ -324,7 +326,7 @@ static void read_batch(cof_vll *ll, pushc *c, size_t n, struct cof_vwalk *w)
  * thread of low priority was often held by it while it waited for the CPU,
  * and a listing waited behind it): 0, or -1 when a change began since the
  * batch was read (`c0`: ll->changes then), so nothing more is stored. */
-static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
+static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0, const struct cof_vwalk *w)
 {
 	cof_lnode *nd[PUSH_BATCH];
 	unsigned char stale[PUSH_BATCH];
@@ -361,6 +363,15 @@ static int push_batch(cof_vll *ll, pushc *c, size_t n, uint64_t c0)
 		}
 	pthread_cond_broadcast(&ll->pf->pushed);
 	pthread_mutex_unlock(&ll->mu);
+	if (ll->stats) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			k += nd[i] != NULL;
+		cof_vll_stat(ll, COF_VST_STORED, k, 0);
+		cof_vll_stat(ll, COF_VST_NOT_STORED, n - k, 0);
+		if (w == &ll->pf->walk[1])
+			cof_vll_stat(ll, COF_VST_STORED_LISTER, k, 0);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (nd[i] && stale[i])
 			fuse_lowlevel_notify_inval_inode(ll->se, c[i].ino, 0, 0);
@@ -607,8 +618,10 @@ static int make_nodes(cof_vll *ll, struct cof_vwalk *w, pushc *c, size_t n)
 	w->nmat = k;
 	pthread_mutex_unlock(&ll->mu);
 	if (k && hid_open(ll, &w->fd) == 0) {
+		uint64_t t0 = cof_vll_now(ll);
 		while (syscall(SYS_getdents64, w->fd, buf, sizeof buf) > 0)
 			;
+		cof_vll_stat(ll, COF_VST_HID_WALK, 1, cof_vll_now(ll) - t0);
 	} else
 		k = 0;
 	pthread_mutex_lock(&ll->mu);
@@ -630,15 +643,17 @@ static void push_all(cof_vll *ll, cof_vpush *ps, struct cof_vwalk *w)
 	c0 = ll->changes;
 	stop = ll->inflight != 0 || ll->pf->closing;
 	pthread_mutex_unlock(&ll->mu);
+	uint64_t t0 = cof_vll_now(ll);
 	/* the nodes first, all of them at once (one walk a reply) */
 	if (!stop && make_nodes(ll, w, ps->c, ps->n) != 0)
 		stop = 1;
 	for (size_t b = 0; b < ps->n && !stop; b += PUSH_BATCH) {
 		size_t n = ps->n - b < PUSH_BATCH ? ps->n - b : PUSH_BATCH;
 		read_batch(ll, ps->c + b, n, w);
-		stop = push_batch(ll, ps->c + b, n, c0) != 0;
+		stop = push_batch(ll, ps->c + b, n, c0, w) != 0;
 	}
 	vpush_free(ps);
+	cof_vll_stat(ll, COF_VST_STORED, 0, cof_vll_now(ll) - t0);
 }
 
 /* ---------------------------------------------------------- the pusher
@@ -842,11 +857,15 @@ static void vpush_wait(cof_vll *ll, uint64_t id)
 	pthread_mutex_unlock(&ll->mu);
 }
 
+static void vpush_renew_wait(cof_vll *ll);
+
 /* stop: ends the pusher (what it had not pushed is dropped). */
 static void vpush_stop(cof_vll *ll)
 {
 	cof_vpush *ps;
 	int on;
+
+	vpush_renew_wait(ll); /* (its drops need the session) */
 
 	pthread_mutex_lock(&ll->mu);
 	ll->pf->closing = 1;
@@ -895,6 +914,128 @@ static int vpush_start(cof_vll *ll)
 	pf->walk[0].fd = pf->walk[1].fd = -1;
 	ll->pf = pf;
 	return 0;
+}
+
+/* renew: files only ever seen (looked up, listed: never read, nor stored,
+ * nor asked) are never stored after, since a process may know them. Left
+ * so, a call's `git diff` (an lstat of every file) would leave the next
+ * call's `grep -r` to read every file by request (bench/results.md, Agent
+ * workloads). Between calls no process of the view is left: the name of
+ * each folder holding such files is dropped from the kernel's cache (and
+ * with it every name beneath: one request a folder, not one a file, which
+ * cost 11-40 us each; a file of the view's top by its own name), and they
+ * are no longer seen. The kernel keeps the nodes (an inode the kernel
+ * keeps nothing of by name stays cached, with its pages), but no process
+ * can reach one before a reply names it again, so a listing stores them
+ * first, as files never looked at. What it costs: the next call looks those
+ * folders' names up again (a second `git diff` in the next call). */
+struct renew_name {
+	fuse_ino_t parent;
+	char *name;
+	int done;       /* dropped (or the kernel had dropped it already) */
+};
+
+static void renew_now(cof_vll *ll)
+{
+	struct renew_name *g = NULL;
+	struct { fuse_ino_t ino; size_t by; } *f = NULL; /* files, by name g[by] */
+	size_t n = 0, gcap = 0, nf = 0, fcap = 0;
+	uint64_t t0;
+
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = 0; i < ll->nbuckets; i++)
+		for (cof_lnode *x = ll->by_id[i]; x; x = x->id_next) {
+			if (x->pf != &seen_only || !x->file || x->nchild || !x->parent || !x->name)
+				continue;
+			cof_lnode *by = x->parent == &ll->root ? x : x->parent;
+			size_t k;
+			if (!by->parent || !by->name)
+				continue;
+			/* (a folder's files are mostly next in the table: its last name) */
+			for (k = n; k > 0 && (g[k - 1].parent != by->parent->ino ||
+					      strcmp(g[k - 1].name, by->name)); k--)
+				if (n - k > 8) {
+					k = 0;
+					break;
+				}
+			if (k == 0 || g[k - 1].parent != by->parent->ino) {
+				if (n == gcap) {
+					size_t c = gcap ? gcap * 2 : 64;
+					void *ng = realloc(g, c * sizeof *g);
+					if (!ng)
+						goto full;
+					g = ng;
+					gcap = c;
+				}
+				if (!(g[n].name = strdup(by->name)))
+					goto full;
+				g[n].parent = by->parent->ino;
+				g[n].done = 0;
+				k = ++n;
+			}
+			if (nf == fcap) {
+				size_t c = fcap ? fcap * 2 : 256;
+				void *nfp = realloc(f, c * sizeof *f);
+				if (!nfp)
+					goto full;
+				f = nfp;
+				fcap = c;
+			}
+			f[nf].ino = x->ino;
+			f[nf++].by = k - 1;
+		}
+full:
+	pthread_mutex_unlock(&ll->mu);
+	t0 = cof_vll_now(ll);
+	for (size_t i = 0; i < n; i++) {
+		/* ENOENT: the kernel had dropped it itself (or its folder's) */
+		int rc = fuse_lowlevel_notify_inval_entry(ll->se, g[i].parent, g[i].name,
+							  strlen(g[i].name));
+		g[i].done = rc == 0 || rc == -ENOENT;
+	}
+	cof_vll_stat(ll, COF_VST_RENEW, n, cof_vll_now(ll) - t0);
+	pthread_mutex_lock(&ll->mu);
+	for (size_t i = 0; i < nf; i++) {
+		cof_lnode *x = g[f[i].by].done ? cof_lino_find(ll, f[i].ino) : NULL;
+		if (x && x->pf == &seen_only)
+			x->pf = NULL; /* unseen: no process can reach it now */
+	}
+	pthread_mutex_unlock(&ll->mu);
+	for (size_t i = 0; i < n; i++)
+		free(g[i].name);
+	free(g);
+	free(f);
+}
+
+static void *renewer(void *arg)
+{
+	renew_now(arg);
+	return NULL;
+}
+
+/* renew_wait: the renewing done (before the next call's processes start,
+ * and before the view ends). */
+static void vpush_renew_wait(cof_vll *ll)
+{
+	if (ll->pf && ll->pf->renewing) {
+		pthread_join(ll->pf->renewer, NULL);
+		ll->pf->renewing = 0;
+	}
+}
+
+/* The drops take 5 us a name the kernel forgets (25-55 ms after a `git
+ * diff` of 5,000 files, at a load of 10): on a thread of their own, so the
+ * call's answer does not wait for them; the next call that takes the view
+ * does (renew_wait), mostly done by then. */
+static void vpush_renew(cof_vll *ll)
+{
+	if (!vpush_on(ll->v))
+		return;
+	vpush_renew_wait(ll);
+	if (pthread_create(&ll->pf->renewer, NULL, renewer, ll) == 0)
+		ll->pf->renewing = 1;
+	else
+		renew_now(ll);
 }
 
 /* on_init: a view mounted to be walked is warmed (its requests wait for
@@ -978,6 +1119,8 @@ const cof_vhooks cof_vprefetch_hooks = {
 	.on_forget = vpush_forget,
 	.stop = vpush_stop,
 	.end = vpush_end,
+	.renew = vpush_renew,
+	.renew_wait = vpush_renew_wait,
 	.pushes = vpush_folder,
 	.push_new = vpush_new,
 	.push_add = vpush_add,

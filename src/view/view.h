@@ -81,6 +81,15 @@ int64_t cof_view_seq(const cof_vfs *v, int i);
 /* How many paths the view's layer holds (written, removed, made, renamed,
  * chmod-ed): 0 = the view still shows its roots exactly at their seqs. */
 int64_t cof_view_touched(cof_vfs *v);
+/* A call's read-write view kept for the turn's next call (its processes
+ * are gone): the files the last call only looked at (looked up or listed,
+ * never read nor stored) are forgotten by name in the kernel, so the next
+ * call's listings store them again before it sees them (prefetch.c,
+ * vpush_renew). */
+void cof_view_renew(cof_vfs *v);
+/* Returns once the renewing cof_view_renew began is done: before the next
+ * call's processes start (it runs on a thread of its own). */
+void cof_view_renew_wait(cof_vfs *v);
 /* Serves the view in the calling thread until it is unmounted from outside
  * (fusermount3 -u) or cof_view_stop is called; for `coffer mount`. */
 int cof_view_serve(cof_vfs *v);

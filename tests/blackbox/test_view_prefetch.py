@@ -365,3 +365,40 @@ def test_walkers_at_once_in_a_read_write_root_see_every_file(srv):
     eq(len(set(sums)), 1, "four walks read the same: %r" % sums)
     eq(sorted(" ".join(l.split()) for l in out["stdout"].splitlines()[4:]), lines,
        "every file's sha256")
+
+
+# Call 2 of the test below: t/a listed, then its files looked at one at a
+# time from the last, as _PREPARED does (a pushed page the kernel may drop).
+_RELISTED = _IN_CACHE + r"""
+names = ["%02d.txt" % i for i in range(40)]
+eq = sorted(os.listdir("/workspace/t/a")) == names
+found = 0
+for n in reversed(names):
+    if resident("/workspace/t/a/" + n):
+        found = 1
+        break
+print(int(eq), found)
+print(mmap_writes("/workspace/t/a/", names))  # a stored file keeps them
+"""
+
+
+def test_files_a_call_only_looked_at_are_stored_by_the_next_calls_listing(srv):
+    # a file a process may know is never stored after (the mmap rule), so a
+    # call that only looked files up (`git diff`: an lstat of each) left the
+    # next call's `grep -r` on its kept view reading every one by request.
+    # Between calls no process is left: the kept view drops those names from
+    # the kernel's cache, and the next call's listing stores them before
+    # its reply (docs/design.md, "Prefetch on listing", *Kept views*)
+    _fuse_ok(srv)
+    aid, ws = _agent(srv)
+    for i in range(40):
+        srv.put_ok(ws, "t/a/%02d.txt" % i, b"a" * 4096)
+    t = new_turn(srv, aid)
+    ok(srv, t["id"], "python3 -c 'import os\nfor i in range(40): "
+       "os.stat(\"/workspace/t/a/%02d.txt\" % i)'")
+    out = ok(srv, t["id"], "python3 -c '%s'" % _RELISTED)
+    eq(out["stdout"].split(), ["1", "1", "0"], "the listing; one of the files looked at "
+       "by the last call found in the page cache after it; mmap writes that did not "
+       "read back")
+    for i in (0, 39):
+        eq(srv.get_file(ws, "t/a/%02d.txt" % i).body, b"NEW" + b"a" * 4093, "stored %d" % i)
