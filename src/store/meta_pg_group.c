@@ -21,7 +21,10 @@
  *     room, it leaves the commit to that writer and sleeps until its batch's
  *     fate is known; otherwise it commits the batch (`UPDATE volumes`, the
  *     notification and COMMIT: one round trip and one WAL flush for all) and
- *     wakes every member with the outcome.
+ *     wakes every member with the outcome. It gives up the writer before it
+ *     sends the COMMIT (pg_commit): the next batch's first statements wait
+ *     in PostgreSQL for the row lock meanwhile, not in cofferd for the
+ *     flush and a wake-up.
  *
  * A lone writer finds nobody waiting and commits at once: no timer, no delay.
  * Nothing is acknowledged before the COMMIT that holds it returned; a batch
@@ -108,13 +111,14 @@ static void group_put(pg_meta *p, pg_group *g)
 	free(g);
 }
 
-/* Ends the batch (wlock held): when it failed (rc != 0) every member gets
- * `why`, a refused one too (it was refused on what did not commit: a retry
- * gets the answer sequential writes would), and every one waiting wakes. */
-static void batch_settle(pg_group *g, int rc, const cof_err *why)
+/* Ends a batch's members (`list`): when it failed (rc != 0) every member
+ * gets `why`, a refused one too (it was refused on what did not commit: a
+ * retry gets the answer sequential writes would), and every one waiting
+ * wakes. */
+static void members_settle(pg_group *g, struct pg_member *list, int rc, const cof_err *why)
 {
 	pthread_mutex_lock(&g->flock);
-	for (struct pg_member *x = g->members; x; x = x->next) {
+	for (struct pg_member *x = list; x; x = x->next) {
 		if (rc) {
 			x->rc = -1;
 			cof_error(x->err, COF_EUNAVAILABLE, "%s", why->msg[0] ? why->msg :
@@ -124,6 +128,12 @@ static void batch_settle(pg_group *g, int rc, const cof_err *why)
 	}
 	pthread_cond_broadcast(&g->fdone);
 	pthread_mutex_unlock(&g->flock);
+}
+
+/* Ends the open batch (wlock held) as members_settle does. */
+static void batch_settle(pg_group *g, int rc, const cof_err *why)
+{
+	members_settle(g, g->members, rc, why);
 	g->members = NULL;
 	g->nbatch = 0;
 	g->ops = 0;
@@ -255,46 +265,93 @@ const cof_volrow *cof_pg_group_vol(const pg_group *g)
 	return g->locked ? &g->vol : NULL;
 }
 
-/* The batch's end as one pipeline: the writes held back, the volume's row,
- * the notification every node's waiters on the volume wake on (notify_pg.c),
- * COMMIT. */
-static int batch_flush(pg_group *g, cof_err *err)
-{
-	cof_pg_stmt s[3] = {{0}, {0}, {.what = "COMMIT"}};
-	cof_topic t = cof_topic_volume(g->vol.org, g->vol.id);
+/* A batch being committed, taken off its group (under wlock) so that the
+ * next batch of the volume on this node can open and send its first
+ * statements while this one's COMMIT waits for its WAL flush: they wait in
+ * PostgreSQL for the row lock, as another node's would, and run the moment
+ * the commit releases it (READ COMMITTED: the lock's row and every check after
+ * it read what this batch committed). Nothing of the next batch is answered
+ * before its own COMMIT, so nothing is seen before this one's either. */
+typedef struct pg_commit {
+	pgconn *c;
+	cof_pg_stmt s[PG_GROUP_DEFER + 3];
+	int n;                    /* 0: nothing stored, rolled back */
+	char *arena;              /* the held-back write's values */
+	struct pg_member *members;
 	char note[256];
+} pg_commit;
+
+/* Takes the open batch off g (wlock held): its end as one pipeline, the writes
+ * held back, the volume's row, the notification every node's waiters on the
+ * volume wake on (notify_pg.c), COMMIT. 0, or -1 (err set: the batch fails). */
+static int commit_take(pg_group *g, pg_commit *pc, cof_err *err)
+{
+	cof_topic t = cof_topic_volume(g->vol.org, g->vol.id);
+	int rc = 0, n = 0;
+
+	pc->c = g->c;
+	pc->members = g->members;
+	pc->arena = NULL;
+	if (g->ops) {
+		for (int i = 0; i < g->npend; i++)
+			stmt_copy(&pc->s[n++], &g->pend[i]);
+		pc->arena = g->arena;   /* the copies point into it: freed after */
+		g->arena = NULL;
+		cof_notify_pg_payload(&t, pc->note, sizeof pc->note);
+		rc = cof_pg_stmt_set(&pc->s[n++], "UPDATE volumes SET seq = $1, files = $2,"
+				     " bytes = $3, capacity = $4 WHERE vno = $5",
+				     "updating the volume", err, "iiiii", g->vol.seq, g->vol.files,
+				     g->vol.bytes, g->vol.capacity, g->vno);
+		if (!rc)
+			rc = cof_pg_stmt_set(&pc->s[n++], "SELECT pg_notify('coffer', $1)",
+					     "notifying", err, "s", pc->note);
+		pc->s[n++] = (cof_pg_stmt){.what = "COMMIT"};
+	}
+	pc->n = n;
+	g->c = NULL;
+	g->locked = 0;
+	pend_clear(g);
+	g->members = NULL;
+	g->nbatch = 0;
+	g->ops = 0;
+	return rc;
+}
+
+/* Sends a batch taken off its group (wlock not held): 0 committed (or nothing
+ * to commit), -1 (err set, retryable) not. */
+static int commit_send(pg_commit *pc, cof_err *err)
+{
 	int rc;
 
-	cof_notify_pg_payload(&t, note, sizeof note);
-	if (cof_pg_stmt_set(&s[0], "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
-			    " capacity = $4 WHERE vno = $5", "updating the volume", err, "iiiii",
-			    g->vol.seq, g->vol.files, g->vol.bytes, g->vol.capacity, g->vno) ||
-	    cof_pg_stmt_set(&s[1], "SELECT pg_notify('coffer', $1)", "notifying", err, "s",
-			    note) ||
-	    cof_pg_group_pipeline(g, s, 3, err))
+	if (!pc->n)
+		return 0;
+	if (cof_pg_pipeline(pc->c, pc->s, pc->n, err))
 		return -1;
 	/* COMMIT of a transaction that failed answers ROLLBACK, not an error */
-	rc = strcmp(PQcmdStatus(s[2].res), "COMMIT") ? -1 : 0;
-	for (int i = 0; i < 3; i++)
-		PQclear(s[i].res);
+	rc = strcmp(PQcmdStatus(pc->s[pc->n - 1].res), "COMMIT") ? -1 : 0;
+	for (int i = 0; i < pc->n; i++)
+		PQclear(pc->s[i].res);
 	if (rc)
 		cof_error(err, COF_EUNAVAILABLE, "the metadata database rolled the change back;"
 			  " retry it");
 	return rc;
 }
 
-/* Commits the open batch (wlock held) or, when none of its changes stored
- * anything, rolls it back; then every member learns the outcome. */
+/* Commits the open batch or, when none of its changes stored anything, rolls
+ * it back; then every member learns the outcome. Called with wlock held;
+ * returns with it released, before the COMMIT is sent. */
 static void batch_end(cof_meta *m, pg_group *g)
 {
+	pg_commit pc;
 	cof_err e = {0};
-	int rc = g->ops ? batch_flush(g, &e) : 0;
+	int rc = commit_take(g, &pc, &e);
 
-	cof_pg_put(m, g->c); /* rolls back what is still open */
-	g->c = NULL;
-	g->locked = 0;
-	pend_clear(g);
-	batch_settle(g, rc, &e);
+	pthread_mutex_unlock(&g->wlock);
+	if (!rc)
+		rc = commit_send(&pc, &e);
+	cof_pg_put(m, pc.c); /* rolls back what is still open */
+	free(pc.arena);
+	members_settle(g, pc.members, rc, &e);
 	cof_err_clear(&e);
 }
 
@@ -393,8 +450,7 @@ int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
 			pthread_cond_wait(&g->fdone, &g->flock);
 		pthread_mutex_unlock(&g->flock);
 	} else {
-		batch_end(m, g);
-		pthread_mutex_unlock(&g->wlock);
+		batch_end(m, g); /* releases wlock */
 	}
 	group_put(p, g);
 	return me.rc;
