@@ -265,3 +265,72 @@ def test_concurrent_writers_past_the_ceiling_refused_alone():
            "overwrites keep the counts")
     finally:
         s.close()
+
+
+def test_concurrent_writers_of_a_fork_and_of_a_deleted_volume():
+    """On PostgreSQL a batch's row lock goes with its first member's checks, and only
+    that answer says whether the volume is a fork (its checks then read its chain
+    instead) or is gone. 8 writers of a fork at once, in rounds: the files of the fork
+    and of its parent read right, overwrites of the parent's files included, seqs
+    dense. Then 8 writers while the volume is deleted: each gets 201 or 404, nothing
+    else, and what answered 201 before the delete is what the volume held."""
+    s = harness.server()
+    try:
+        vid = s.create_volume()["id"]
+        for i in range(4):
+            s.put_ok(vid, "d/base%d.txt" % i, b"parent %d" % i)
+        fid = expect(s.post("/v1/volumes/%s/fork" % vid, json={}), 201).json()["id"]
+        writers = 8
+        for rnd in range(3):
+            before = s.seq(fid)
+            # half overwrite the parent's files (a conditional create of them fails),
+            # half create files of their own
+            out = _together(writers, lambda i: s.put_file(
+                fid, "d/base%d.txt" % (i % 4) if i < 4 else "d/r%d/w%d.txt" % (rnd, i),
+                b"fork round %d writer %d" % (rnd, i),
+                headers={"If-None-Match": "*"} if (i < 4 and rnd == 0) else {},
+                timeout=60))
+            seqs = []
+            for i, r in enumerate(out):
+                check(not isinstance(r, str), "request %d: %s" % (i, r))
+                if i < 4 and rnd == 0:
+                    expect_error(r, 412, "precondition_failed")
+                else:
+                    seqs.append(expect(r, 200 if i < 4 else 201).json()["seq"])
+            eq(sorted(seqs), list(range(before + 1, before + len(seqs) + 1)),
+               "round %d: dense, distinct seqs in the fork" % rnd)
+            for i in range(writers):
+                path = "d/base%d.txt" % (i % 4) if i < 4 else "d/r%d/w%d.txt" % (rnd, i)
+                want = (b"parent %d" % i if rnd == 0 else b"fork round %d writer %d"
+                        % (rnd, i)) if i < 4 else b"fork round %d writer %d" % (rnd, i)
+                eq(expect(s.get_file(fid, path), 200).body, want,
+                   "round %d: %s reads back in the fork" % (rnd, path))
+        for i in range(4):
+            eq(expect(s.get_file(vid, "d/base%d.txt" % i), 200).body, b"parent %d" % i,
+               "the parent's d/base%d.txt is its own" % i)
+
+        gone = s.create_volume()["id"]
+        s.put_ok(gone, "first.txt", b"first")
+        gate = threading.Event()
+
+        def write(i):
+            st = []
+            for j in range(6):
+                if i == 0 and j == 2:
+                    st.append(("delete", s.delete("/v1/volumes/%s" % gone).status))
+                    gate.set()
+                    continue
+                st.append(("put", s.put_file(gone, "w%d/f%d.txt" % (i, j), b"x",
+                                             timeout=60).status))
+            return st
+        out = _together(writers, write)
+        for i, st in enumerate(out):
+            check(not isinstance(st, str), "writer %d: %s" % (i, st))
+            for kind, code in st:
+                check(code in ((204,) if kind == "delete" else (201, 404)),
+                      "writer %d: a %s answered %d: %s" % (i, kind, code, st))
+        check(gate.is_set(), "the volume was deleted")
+        expect_error(s.get("/v1/volumes/%s" % gone), 404)
+        expect_error(s.put_file(gone, "after.txt", b"x"), 404)
+    finally:
+        s.close()
