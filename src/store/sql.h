@@ -64,7 +64,8 @@ enum {
 
 /* A transaction, on the caller's stack; its members are the driver's. */
 typedef struct cof_sql_tx {
-	cof_meta *m;
+	cof_meta *m;        /* NULL in a tx made by cof_sql_tx_on */
+	const struct cof_sql_driver *d;
 	void *c;            /* the driver's connection */
 	int mode, began;
 } cof_sql_tx;
@@ -117,6 +118,10 @@ extern const cof_sql_driver cof_sql_sqlite, cof_sql_pg;
 
 /* Opens a transaction of `mode` on m (0, or < 0 with err filled). */
 int cof_sql_begin(cof_meta *m, int mode, cof_sql_tx *tx, cof_err *err);
+/* A tx over connection `c` of driver `d` that its caller already holds inside
+ * a transaction of its own (a change of the write path reading its volume):
+ * queries and execs run on it; it is never ended (the holder ends its own). */
+void cof_sql_tx_on(cof_sql_tx *tx, const struct cof_sql_driver *d, void *c, int mode);
 /* Commits tx when rc == 0, else rolls it back; returns rc, or the commit's
  * failure. */
 int cof_sql_end(cof_sql_tx *tx, int rc, cof_err *err);
@@ -151,6 +156,13 @@ int cof_sql_row_int(void *ctx, const cof_sql_row *r, cof_err *err);
 int cof_sql_mark_begin(cof_meta *m, cof_sql_mark *mk);
 int cof_sql_cached_key(const cof_sql_mark *mk, const char *hash, cof_keyrow *out);
 void cof_sql_keep_key(const cof_sql_mark *mk, const cof_keyrow *k);
+/* The same for a file read by (vno, path, at_seq), its inline content with
+ * it (*data malloc'd, or NULL): entry reads (meta_read.c). */
+int cof_sql_cached_entry(const cof_sql_mark *mk, int64_t vno, const char *path,
+			 int64_t at_seq, cof_entry *out, unsigned char **data);
+void cof_sql_keep_entry(const cof_sql_mark *mk, int64_t vno, const char *path,
+			int64_t at_seq, const cof_entry *e, const unsigned char *data,
+			size_t len);
 /* The same for a volume read by (org, id). */
 int cof_sql_cached_volume(const cof_sql_mark *mk, const char *org, const char *id,
 			  cof_volrow *out);
