@@ -199,16 +199,19 @@ static const char *const page_sql[2] = {
 /* A page of a fork: volume ?1's chain read at ?2, the range as above in ?3,
  * ?4, ?5. Each level's row ?6 rows on (0-based) is its page's last (`hi`,
  * NULL when the level has no more); the page is every level's rows up to the
- * least of them, in path order and the nearest level first, with the number
- * of levels that had more (column 6): 0 = the walk is done after it. */
-#define IN_RANGE(E) E ".vno = c.vno AND " E ".path >= ?3 AND " E ".path < ?4 AND " E \
-	".path > ?5 AND " SEEN(E, "c.at")
+ * least of them (or to the range's end), in path order and the nearest level
+ * first, with the number of levels that had more (column 6): 0 = the walk is
+ * done after it. The page's end is the one upper bound its rows are read by
+ * (a second, the range's, would be the one SQLite seeks by, reading the rest
+ * of each level's range for every page), and the join's order is fixed
+ * (CROSS JOIN: SQLite's planner keeps it): a level reads its page's rows. */
+#define AFTER(E) E ".vno = c.vno AND " E ".path >= ?3 AND " E ".path > ?5 AND " SEEN(E, "c.at")
 static const char fork_page_sql[] = COF_META_CHAIN ", lv AS MATERIALIZED (SELECT c.vno,"
-	" c.at, c.depth, (SELECT x.path FROM entries x WHERE " IN_RANGE("x") " ORDER BY"
-	" x.path LIMIT 1 OFFSET ?6) AS hi FROM chain c), bound AS (SELECT min(hi) AS hi,"
-	" count(hi) AS more FROM lv) SELECT " COLS ", t.more FROM lv c CROSS JOIN bound t JOIN"
-	" entries e ON " IN_RANGE("e") " AND (t.hi IS NULL OR e.path <= t.hi) ORDER BY e.path,"
-	" c.depth";
+	" c.at, c.depth, (SELECT x.path FROM entries x WHERE " AFTER("x") " AND x.path < ?4"
+	" ORDER BY x.path LIMIT 1 OFFSET ?6) AS hi FROM chain c), bound AS (SELECT"
+	" coalesce(min(hi), ?4) AS hi, count(hi) AS more FROM lv) SELECT " COLS ", t.more FROM"
+	" bound t CROSS JOIN lv c CROSS JOIN entries e WHERE " AFTER("e") " AND e.path <= t.hi"
+	" AND e.path <> ?4 ORDER BY e.path, c.depth";
 
 /* One listing under way. */
 typedef struct lister {
