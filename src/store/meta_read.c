@@ -192,26 +192,46 @@ int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const cha
  * at most ?5 rows, live or at ?6. */
 #define PAGE_WHERE "WHERE e.vno = ?1 AND e.path >= ?2 AND e.path < ?3 AND e.path > ?4 AND "
 static const char *const page_sql[2] = {
-	"SELECT " COLS ", 0 FROM entries e " PAGE_WHERE "e.to_seq IS NULL ORDER BY e.path LIMIT ?5",
-	"SELECT " COLS ", 0 FROM entries e " PAGE_WHERE SEEN("e", "?6") " ORDER BY e.path"
+	"SELECT " COLS " FROM entries e " PAGE_WHERE "e.to_seq IS NULL ORDER BY e.path LIMIT ?5",
+	"SELECT " COLS " FROM entries e " PAGE_WHERE SEEN("e", "?6") " ORDER BY e.path"
 	" LIMIT ?5"};
 
-/* A page of a fork: volume ?1's chain read at ?2, the range as above in ?3,
- * ?4, ?5. Each level's row ?6 rows on (0-based) is its page's last (`hi`,
- * NULL when the level has no more); the page is every level's rows up to the
- * least of them (or to the range's end), in path order and the nearest level
- * first, with the number of levels that had more (column 6): 0 = the walk is
- * done after it. The page's end is the one upper bound its rows are read by
- * (a second, the range's, would be the one SQLite seeks by, reading the rest
- * of each level's range for every page), and the join's order is fixed
- * (CROSS JOIN: SQLite's planner keeps it): a level reads its page's rows. */
+/* A page of a fork, in two queries over volume ?1's chain read at ?2, each
+ * level's rows from ?3 (the greater of the prefix and the cursor) after ?5
+ * (the cursor). The first gives the page's end: each level's row ?6 rows on
+ * (0-based) under the prefix's upper bound ?4 is its page's last (NULL when
+ * the level has no more), and the page ends at the least of them; how many
+ * levels had more (0 = the walk is done after this page). The second reads
+ * every level's rows up to that end, ?4 (inclusive; the prefix's upper bound
+ * when no level had more, then ?6 is it too, else ""), in path order and the
+ * nearest level first. One query with the end computed inside it was read by
+ * a plan from the end's estimate (PostgreSQL: a scan of every level's range
+ * for each page; SQLite: seeking by the range's bound): a parameter is
+ * planned as the range it is. CROSS JOIN keeps the chain the outer loop. */
 #define AFTER(E) E ".vno = c.vno AND " E ".path >= ?3 AND " E ".path > ?5 AND " SEEN(E, "c.at")
-static const char fork_page_sql[] = COF_META_CHAIN ", lv AS MATERIALIZED (SELECT c.vno,"
-	" c.at, c.depth, (SELECT x.path FROM entries x WHERE " AFTER("x") " AND x.path < ?4"
-	" ORDER BY x.path LIMIT 1 OFFSET ?6) AS hi FROM chain c), bound AS (SELECT"
-	" coalesce(min(hi), ?4) AS hi, count(hi) AS more FROM lv) SELECT " COLS ", t.more FROM"
-	" bound t CROSS JOIN lv c CROSS JOIN entries e WHERE " AFTER("e") " AND e.path <= t.hi"
-	" AND e.path <> ?4 ORDER BY e.path, c.depth";
+static const char fork_end_sql[] = COF_META_CHAIN "SELECT min(hi), count(hi) FROM (SELECT"
+	" (SELECT x.path FROM entries x WHERE " AFTER("x") " AND x.path < ?4 ORDER BY x.path"
+	" LIMIT 1 OFFSET ?6) AS hi FROM chain c) lv";
+static const char fork_page_sql[] = COF_META_CHAIN "SELECT " COLS " FROM chain c CROSS JOIN"
+	" entries e WHERE " AFTER("e") " AND e.path <= ?4 AND e.path <> ?6 ORDER BY e.path,"
+	" c.depth";
+
+/* A fork page's end: (min(hi), count(hi)) into ctx (a page_end). */
+typedef struct {
+	char *end;
+	int64_t more;
+} page_end;
+
+static int end_row(void *ctx, const cof_sql_row *r, cof_err *err)
+{
+	page_end *pe = ctx;
+
+	(void)err;
+	pe->more = cof_sql_int(r, 1);
+	if (pe->more)
+		cof_sql_text(r, 0, pe->end, COF_PATH_MAX + 1);
+	return 1;
+}
 
 /* One listing under way. */
 typedef struct lister {
@@ -219,6 +239,7 @@ typedef struct lister {
 	cof_entry_fn fn;
 	void *ctx;
 	char *cursor;       /* the last path seen (a page's last row) */
+	char *end;          /* a fork's page's end */
 	int rows, more, stop;
 } lister;
 
@@ -231,7 +252,6 @@ static int list_row(void *ctx, const cof_sql_row *r, cof_err *err)
 	(void)err;
 	row_entry(r, l->e);
 	l->rows++;
-	l->more = (int)cof_sql_int(r, 6);
 	if (l->rows > 1 && !strcmp(l->e->path, l->cursor))
 		return 0;   /* a farther level's row of a path already answered */
 	memcpy(l->cursor, l->e->path, strlen(l->e->path) + 1);
@@ -251,6 +271,22 @@ static int row_seen(void *ctx, const cof_sql_row *r, cof_err *err)
 	return 1;
 }
 
+/* One page of a fork's listing (fork_end_sql, fork_page_sql). */
+static int fork_page(cof_sql_tx *tx, int64_t vno, int64_t at, const char *from,
+		     const char *upper, lister *l, int64_t page, cof_err *err)
+{
+	page_end pe = {l->end, 0};
+	int rc = cof_sql_query(tx, fork_end_sql, "listing files", end_row, &pe, err, "iisssi",
+			       vno, AT(at), from, upper, l->cursor, page - 1);
+
+	if (rc < 0)
+		return rc;
+	rc = cof_sql_query(tx, fork_page_sql, "listing files", list_row, l, err, "iissss", vno,
+			   AT(at), from, pe.more ? pe.end : upper, l->cursor, pe.more ? "" : upper);
+	l->more = pe.more > 0;
+	return rc;
+}
+
 /* The pages of the listing. A fork's first pages are small when the store
  * hands rows over as it reads them (meta.h list_streams): a walk that stops
  * after one row reads about one a level. */
@@ -264,8 +300,7 @@ static int list_pages(cof_sql_tx *tx, int64_t vno, int fork, int64_t at, const c
 		const char *from = strcmp(l->cursor, prefix) > 0 ? l->cursor : prefix;
 		l->rows = l->more = 0;
 		if (fork)
-			rc = cof_sql_query(tx, fork_page_sql, "listing files", list_row, l, err,
-					   "iisssi", vno, AT(at), from, upper, l->cursor, page - 1);
+			rc = fork_page(tx, vno, at, from, upper, l, page, err);
 		else if (at < 0)
 			rc = cof_sql_query(tx, page_sql[0], "listing files", list_row, l, err,
 					   "isssi", vno, from, upper, l->cursor, page);
@@ -289,7 +324,8 @@ int cof_meta_list_tx(cof_sql_tx *tx, int64_t vno, int fork, int64_t at_seq, cons
 	prefix = prefix ? prefix : "";
 	l.e = cof_malloc(sizeof *l.e);
 	l.cursor = cof_malloc(COF_PATH_MAX + 1);
-	if (!l.e || !l.cursor || cof_prefix_upper(prefix, &upper))
+	l.end = cof_malloc(COF_PATH_MAX + 1);
+	if (!l.e || !l.cursor || !l.end || cof_prefix_upper(prefix, &upper))
 		rc = cof_error(err, COF_EINTERNAL, "out of memory");
 	if (!rc && fork < 0)
 		rc = cof_sql_query(tx, "SELECT 1 FROM volumes WHERE vno = ?1 AND base_vno IS NOT"
@@ -304,6 +340,7 @@ int cof_meta_list_tx(cof_sql_tx *tx, int64_t vno, int fork, int64_t at_seq, cons
 				tx->m ? tx->m->ops->list_streams : 0, err);
 	}
 	cof_buf_release(&upper);
+	free(l.end);
 	free(l.cursor);
 	free(l.e);
 	return rc < 0 ? -1 : 0;
