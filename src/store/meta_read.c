@@ -1,7 +1,7 @@
 /*
  * meta_read.c — reading files, written once above the SQL seam (store/sql.h):
  * one entry (with its inline content, or its S3 text), a listing by prefix as
- * of a seq, the S3 texts of a listing's page and a path's history.
+ * of a seq, and the S3 texts of a listing's page.
  *
  * A fork's own rows (what it wrote, and a whiteout row, sha256 "", for each
  * file it removed) shadow its parent's at the fork's base seq, and so on up
@@ -9,10 +9,11 @@
  * the volume's own row, by the live index when it is read live, or the
  * nearest parent's. A listing is fetched in pages (keyset on path) inside one
  * read transaction, so a long walk sees one state of the database without
- * holding a volume's rows in memory; a fork's page is one query over every
- * level of the chain. SQLite hands rows over as it steps (its pages cost
- * nothing when the walk stops early); its row cache of GETs and its pinned
- * readers stay below the seam (cof_sql_mark_begin, cof_sql_begin).
+ * holding a volume's rows in memory; a fork's page is two queries over every
+ * level of the chain (its end, then its rows). SQLite hands rows over as it
+ * steps (its pages cost nothing when the walk stops early); its row cache of
+ * GETs and its pinned readers stay below the seam (cof_sql_mark_begin,
+ * cof_sql_begin).
  */
 #include <stdint.h>
 #include <stdlib.h>
