@@ -757,9 +757,10 @@ static int pgd_blob(const cof_sql_row *r, int col, unsigned char **data, size_t 
 }
 
 const cof_sql_driver cof_sql_pg = {
-	.name = "postgres", .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
+	.name = "postgres", .local = 0, .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
 	.query = pgd_query, .lock = pgd_lock, .mark = NULL,
 	.text = pgd_text, .int64 = pgd_int64, .isnull = pgd_isnull, .blob = pgd_blob,
+	.fork_list = cof_pg_fork_list,
 };
 
 /* The write path's reads of its volume (meta_pg_write.c): meta_read.c's, on

@@ -171,6 +171,10 @@ void cof_pg_copy(PGresult *r, int row, int col, char *out, size_t outsz);
 int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *len);
 #define PG_ENTRY_COLS "path, version, size, sha256, ctype, updated_at"
 void cof_pg_row_entry(PGresult *r, int row, cof_entry *e);
+/* A fork's listing (sql.h cof_sql_driver.fork_list; meta_pg_read.c). */
+int cof_pg_fork_list(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
+		     const char *upper, const char *after, cof_entry_fn fn, void *ctx,
+		     cof_err *err);
 /* The write path's reads of its volume: meta_read.c's on connection c.
  * fork: whether `vno` is a fork, when the caller knows (0: its chain is not
  * read, one round trip less: a change's checks). */

@@ -7,7 +7,8 @@
  * file it removed) shadow its parent's at the fork's base seq, and so on up
  * the chain (docs/design.md, "Forks"; COF_META_CHAIN). A read is one query:
  * the volume's own row, by the live index when it is read live, or the
- * nearest parent's. A listing is fetched in pages (keyset on path) inside one
+ * nearest parent's; where statements cost no round trip (SQLite), the own
+ * row's statement first, alone, and the parents' only when it has none. A listing is fetched in pages (keyset on path) inside one
  * read transaction, so a long walk sees one state of the database without
  * holding a volume's rows in memory; a fork's page is two queries over every
  * level of the chain (its end, then its rows). SQLite hands rows over as it
@@ -44,12 +45,48 @@
 	" ORDER BY r.depth LIMIT 1"
 
 #define R_COLS "r.path, r.version, r.size, r.sha256, r.ctype, r.updated_at"
-/* One literal per form: statements are cached by the text's address. */
-static const char *const get_sql[2] = {
-	NEAREST(OWN_LIVE, COLS, R_COLS, ""), NEAREST(OWN_AT, COLS, R_COLS, "")};
-static const char *const read_sql[2] = {
-	NEAREST(OWN_LIVE, COLS, R_COLS ", b.data", "LEFT JOIN blobs b ON b.sha256 = r.sha256"),
-	NEAREST(OWN_AT, COLS, R_COLS ", b.data", "LEFT JOIN blobs b ON b.sha256 = r.sha256")};
+#define BLOB "LEFT JOIN blobs b ON b.sha256 = "
+/* The same in two steps, where a statement costs no round trip (sql.h
+ * `local`): the volume's own row alone (live: ?1, ?2 = path; at: ?3 = the
+ * seq), then the parents' over the chain as NEAREST's (?1, ?2, ?3). */
+#define OWN_ONLY(cols, join, seen) "SELECT " cols " FROM entries e " join " WHERE e.vno = ?1" \
+	" AND e.path = ?2 AND " seen
+#define PARENTS(cols, join) COF_META_CHAIN "SELECT " cols " FROM chain c JOIN entries e ON" \
+	" e.vno = c.vno AND e.path = ?3 AND " SEEN("e", "c.at") " " join " WHERE c.depth > 0" \
+	" ORDER BY c.depth LIMIT 1"
+
+/* The forms of a read: [0], [1] one query (live, at a seq); [2], [3] the own
+ * row alone (live, at); [4] the parents'. One literal per form: statements
+ * are cached by the text's address. */
+static const char *const get_sql[5] = {
+	NEAREST(OWN_LIVE, COLS, R_COLS, ""), NEAREST(OWN_AT, COLS, R_COLS, ""),
+	OWN_ONLY(COLS, "", "e.to_seq IS NULL"), OWN_ONLY(COLS, "", SEEN("e", "?3")),
+	PARENTS(COLS, "")};
+static const char *const read_sql[5] = {
+	NEAREST(OWN_LIVE, COLS, R_COLS ", b.data", BLOB "r.sha256"),
+	NEAREST(OWN_AT, COLS, R_COLS ", b.data", BLOB "r.sha256"),
+	OWN_ONLY(COLS ", b.data", BLOB "e.sha256", "e.to_seq IS NULL"),
+	OWN_ONLY(COLS ", b.data", BLOB "e.sha256", SEEN("e", "?3")),
+	PARENTS(COLS ", b.data", BLOB "e.sha256")};
+
+/* The nearest row of `path` through the chain of `vno` read at `at_seq`, by
+ * the forms `sql`, to fn: the number of rows (0 or 1) or < 0. */
+static int nearest(cof_sql_tx *tx, const char *const *sql, int64_t vno, const char *path,
+		   int64_t at_seq, const char *what, cof_sql_row_fn fn, void *ctx, cof_err *err)
+{
+	int rc;
+
+	if (!tx->d->local)
+		return cof_sql_query(tx, sql[at_seq >= 0], what, fn, ctx, err, "iis", vno,
+				     AT(at_seq), path);
+	if (at_seq < 0)
+		rc = cof_sql_query(tx, sql[2], what, fn, ctx, err, "is", vno, path);
+	else
+		rc = cof_sql_query(tx, sql[3], what, fn, ctx, err, "isi", vno, path, at_seq);
+	if (rc == 0)
+		rc = cof_sql_query(tx, sql[4], what, fn, ctx, err, "iis", vno, AT(at_seq), path);
+	return rc;
+}
 
 static void row_entry(const cof_sql_row *r, cof_entry *e)
 {
@@ -72,8 +109,7 @@ static int entry_one(void *ctx, const cof_sql_row *r, cof_err *err)
 int cof_meta_entry_get_tx(cof_sql_tx *tx, int64_t vno, const char *path, int64_t at_seq,
 			  cof_entry *out, cof_err *err)
 {
-	int found = cof_sql_query(tx, get_sql[at_seq >= 0], "reading a file", entry_one, out,
-				  err, "iis", vno, AT(at_seq), path);
+	int found = nearest(tx, get_sql, vno, path, at_seq, "reading a file", entry_one, out, err);
 
 	return found < 0 ? -1 : found > 0 && out->sha256[0]; /* a whiteout: removed */
 }
@@ -109,8 +145,8 @@ static int entry_data(void *ctx, const cof_sql_row *r, cof_err *err)
 	return 1;
 }
 
-/* No read transaction: a parent's rows at a fork's base seq never change, and
- * the query is one statement. A row read is kept for the event loop's next
+/* No read transaction: a parent's rows at a fork's base seq never change, so
+ * a read in two statements sees the fork as it was at its own row's. A row read is kept for the event loop's next
  * GET while nothing was committed (SQLite's row cache; none elsewhere). */
 int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 			cof_entry *out, unsigned char **data, cof_err *err)
@@ -118,13 +154,16 @@ int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_s
 	entry_read e = {out, data, 0};
 	cof_sql_mark mk;
 	int kept = cof_sql_mark_begin(m, &mk);
+	cof_sql_tx tx;
 	int rc;
 
 	*data = NULL;
 	if (kept && cof_sql_cached_entry(&mk, vno, path, at_seq, out, data))
 		return 1;
-	rc = cof_sql_read(m, read_sql[at_seq >= 0], "reading a file", entry_data, &e, err, "iis",
-			  vno, AT(at_seq), path);
+	if (cof_sql_begin(m, COF_SQL_READ | COF_SQL_ONE, &tx, err) < 0)
+		return -1;
+	rc = nearest(&tx, read_sql, vno, path, at_seq, "reading a file", entry_data, &e, err);
+	rc = cof_sql_end(&tx, rc, err);
 	if (rc < 0)
 		return -1;
 	if (rc == 0 || !out->sha256[0])
@@ -335,7 +374,9 @@ int cof_meta_list_tx(cof_sql_tx *tx, int64_t vno, int fork, int64_t at_seq, cons
 		fork = 1;
 	else if (rc == 0 && fork < 0)
 		fork = 0;
-	if (rc >= 0) {
+	if (rc >= 0 && fork && tx->d->fork_list)
+		rc = tx->d->fork_list(tx, vno, at_seq, prefix, upper.data, after, fn, ctx, err);
+	else if (rc >= 0) {
 		snprintf(l.cursor, COF_PATH_MAX + 1, "%s", after ? after : "");
 		rc = list_pages(tx, vno, fork, at_seq, prefix, upper.data, &l,
 				tx->m ? tx->m->ops->list_streams : 0, err);

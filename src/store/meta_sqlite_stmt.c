@@ -298,7 +298,7 @@ static int sq_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *
 }
 
 const cof_sql_driver cof_sql_sqlite = {
-	.name = "sqlite", .begin = sq_begin, .end = sq_end, .exec = sq_exec,
+	.name = "sqlite", .local = 1, .begin = sq_begin, .end = sq_end, .exec = sq_exec,
 	.query = sq_query, .lock = sq_lock, .mark = cof_sqlite_cache_begin,
 	.text = sq_text, .int64 = sq_int64, .isnull = sq_isnull, .blob = sq_blob,
 };
