@@ -63,23 +63,8 @@ int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const cha
 	return m->ops->idem_put(m, scope, key, value, err);
 }
 
-int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		cof_entry *out, cof_err *err)
-{
-	return m->ops->entry_get(m, vno, path, at_seq, out, err);
-}
 
-int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		cof_entry *out, unsigned char **data, cof_err *err)
-{
-	return m->ops->entry_read(m, vno, path, at_seq, out, data, err);
-}
 
-int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
-		const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->list(m, vno, at_seq, prefix, after, fn, ctx, err);
-}
 
 int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
@@ -153,18 +138,7 @@ int cof_txn_write_s3(cof_txn *tx, const char *path, const char *sha256, int64_t 
 	return rc;
 }
 
-int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		char **out, cof_err *err)
-{
-	*out = NULL;
-	return m->ops->entry_s3meta(m, vno, path, at_seq, out, err);
-}
 
-int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
-		cof_s3meta_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->s3meta_range(m, vno, first, last, fn, ctx, err);
-}
 
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 {

@@ -167,28 +167,9 @@ struct cof_meta_ops {
 
 	/* ---- volumes and forks: written once (meta_volume.c, meta_fork.c) */
 
-	/* ---- reading files. at_seq < 0 = live now. */
-	/* 1 = found, 0 = absent, -1 = error. */
-	int (*entry_get)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		cof_entry *out, cof_err *err);
-	/* Like cof_meta_entry_get, and when the content is kept inline, *data gets a
-	 * malloc'd, NUL-terminated copy of it (else NULL): one query for a GET. */
-	int (*entry_read)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		cof_entry *out, unsigned char **data, cof_err *err);
-	/* The S3 text (cof_txn.s3meta) kept with the row of `path` live at
-	 * `at_seq` (a version's own seq finds that version): 1 with *out (malloc'd,
-	 * NULL when none was kept), 0 = no such row, -1 = error. */
-	int (*entry_s3meta)(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		char **out, cof_err *err);
-	/* The live rows of `vno` itself (not a fork's parents) with paths from
-	 * `first` to `last` (bytewise) that keep an S3 text, in path order: one
-	 * query for a listing's page. */
-	int (*s3meta_range)(cof_meta *m, int64_t vno, const char *first, const char *last,
-		cof_s3meta_fn fn, void *ctx, cof_err *err);
-	/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
-	 * the start), in path order (bytewise). */
-	int (*list)(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
-		const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+	/* ---- reading files: written once (meta_read.c, below) */
+
+	/* ---- the changes feed */
 	/* Changes with seq > since under `prefix` and matching `f` (NULL = all),
 	 * oldest first, at most `limit`. */
 	int (*changes)(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
@@ -349,10 +330,17 @@ int cof_meta_volume_delete(cof_meta *m, int64_t vno, cof_err *err);
  * the source is COF_FORK_DEPTH forks deep: then its rows are copied. */
 int cof_meta_volume_fork(cof_meta *m, cof_volrow *v, int64_t src_vno, int64_t at_seq,
 		cof_err *err);
+/* ---- reading files, written once above the SQL seam (meta_read.c): through
+ * a fork's chain (docs/design.md, "Forks"). at_seq < 0 = live now. */
+/* 1 = found, 0 = absent, -1 = error. */
 int cof_meta_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		cof_entry *out, cof_err *err);
+/* Like cof_meta_entry_get, and when the content is kept inline, *data gets a
+ * malloc'd, NUL-terminated copy of it (else NULL): one query for a GET. */
 int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		cof_entry *out, unsigned char **data, cof_err *err);
+/* Entries whose path starts with `prefix` and sorts after `after` (NULL = from
+ * the start), in path order (bytewise). */
 int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 		const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
 int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
@@ -376,8 +364,14 @@ int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t 
 /* cof_txn_write keeping `s3meta` (NULL = none) with the version it makes. */
 int cof_txn_write_s3(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, const char *s3meta, cof_err *err);
+/* The S3 text (cof_txn.s3meta) kept with the row of `path` live at `at_seq`
+ * (a version's own seq finds that version): 1 with *out (malloc'd, NULL when
+ * none was kept), 0 = no such row, -1 = error. */
 int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
 		char **out, cof_err *err);
+/* The live rows of `vno` itself (not a fork's parents) with paths from
+ * `first` to `last` (bytewise) that keep an S3 text, in path order: one
+ * query for a listing's page. */
 int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
 		cof_s3meta_fn fn, void *ctx, cof_err *err);
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);

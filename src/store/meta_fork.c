@@ -4,9 +4,8 @@
  * (docs/design.md, "Forks"). Its own rows (what it wrote, and a whiteout row,
  * sha256 "", for each file it removed) shadow its parent's at the fork's base
  * seq, and so on up a chain of at most COF_FORK_DEPTH parents. Reads and
- * listings of the chain are each driver's (meta_sqlite_fork.c merges levels,
- * meta_pg_read.c walks PG_CHAIN); retiring and releasing a parent when a
- * volume is deleted are meta_volume.c's.
+ * listings of the chain are meta_read.c's (COF_META_CHAIN); retiring and
+ * releasing a parent when a volume is deleted are meta_volume.c's.
  *
  * The fork's transaction locks the source's row ({for_update}): a delete of
  * it on another node waits, and then sees the fork (and retires the source
@@ -16,13 +15,6 @@
 #include <string.h>
 #include "store/meta_volume.h"
 
-/* The chain of forks from volume ?1 read at ?2: a CTE chain(vno, at, depth),
- * depth 0 = the volume itself, each parent read at its child's base seq or
- * at ?2 when that is older. */
-#define CHAIN "WITH RECURSIVE chain(vno, at, depth) AS (SELECT CAST(?1 AS bigint)," \
-	" CAST(?2 AS bigint), 0 UNION ALL SELECT v.base_vno, CASE WHEN c.at < v.base_seq" \
-	" THEN c.at ELSE v.base_seq END, c.depth + 1 FROM chain c JOIN volumes v ON" \
-	" v.vno = c.vno WHERE v.base_vno IS NOT NULL AND c.depth < 64) "
 /* The rows the chain shows, one a path (the nearest level's; rn = 1), with
  * whiteouts still in (sha256 ''). */
 #define SHOWN(COLS) "SELECT " COLS ", row_number() OVER (PARTITION BY e.path ORDER BY" \
@@ -56,7 +48,7 @@ static int source_counts(cof_sql_tx *tx, const cof_volrow *src, int64_t at, cof_
 	rc = cof_sql_query(tx, "SELECT files, bytes FROM snapshots WHERE src_vno = ?1 AND"
 			   " seq = ?2 LIMIT 1", "forking", counts_row, v, err, "ii", src->vno, at);
 	if (rc == 0)
-		rc = cof_sql_query(tx, CHAIN "SELECT count(*), coalesce(sum(size), 0) FROM ("
+		rc = cof_sql_query(tx, COF_META_CHAIN "SELECT count(*), coalesce(sum(size), 0) FROM ("
 				   SHOWN("e.sha256, e.size") ") t WHERE rn = 1 AND sha256 != ''",
 				   "forking", counts_row, v, err, "ii", src->vno, at);
 	return rc < 0 ? -1 : 0;
@@ -69,7 +61,7 @@ static int flatten(cof_sql_tx *tx, cof_volrow *v, int64_t src_vno, int64_t at, c
 {
 	if (cof_sql_exec(tx, NULL, "INSERT INTO entries(vno, path, from_seq, to_seq, version,"
 			 " size, sha256, ctype, updated_at, s3meta) SELECT ?3, path, from_seq, NULL,"
-			 " version, size, sha256, ctype, updated_at, s3meta FROM (" CHAIN
+			 " version, size, sha256, ctype, updated_at, s3meta FROM (" COF_META_CHAIN
 			 SHOWN("e.path, e.from_seq, e.version, e.size, e.sha256, e.ctype,"
 			       " e.updated_at, e.s3meta") ") t WHERE rn = 1 AND sha256 != ''", "forking", err,
 			 "iii", src_vno, at, v->vno) < 0)

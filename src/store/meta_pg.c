@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_pg.h"
+#include "store/meta_volume.h"
 
 /* ------------------------------------------------------------- schema */
 
@@ -756,10 +757,31 @@ static int pgd_blob(const cof_sql_row *r, int col, unsigned char **data, size_t 
 }
 
 const cof_sql_driver cof_sql_pg = {
-	.name = "postgres", .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
+	.name = "postgres", .local = 0, .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
 	.query = pgd_query, .lock = pgd_lock, .mark = NULL,
 	.text = pgd_text, .int64 = pgd_int64, .isnull = pgd_isnull, .blob = pgd_blob,
+	.fork_list = cof_pg_fork_list,
 };
+
+/* The write path's reads of its volume (meta_pg_write.c): meta_read.c's, on
+ * the batch's connection. */
+int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
+		     cof_entry *out, cof_err *err)
+{
+	cof_sql_tx tx;
+
+	cof_sql_tx_on(&tx, &cof_sql_pg, c, COF_SQL_WRITE);
+	return cof_meta_entry_get_tx(&tx, vno, path, at_seq, out, err);
+}
+
+int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq, const char *prefix,
+			 const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	cof_sql_tx tx;
+
+	cof_sql_tx_on(&tx, &cof_sql_pg, c, COF_SQL_WRITE);
+	return cof_meta_list_tx(&tx, vno, fork, at_seq, prefix, after, fn, ctx, err);
+}
 
 /* ------------------------------------------------------------ open, close */
 

@@ -183,12 +183,15 @@ void cof_pg_copy(PGresult *r, int row, int col, char *out, size_t outsz);
 int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *len);
 #define PG_ENTRY_COLS "path, version, size, sha256, ctype, updated_at"
 void cof_pg_row_entry(PGresult *r, int row, cof_entry *e);
+/* A fork's listing (sql.h cof_sql_driver.fork_list; meta_pg_read.c). */
+int cof_pg_fork_list(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
+		     const char *upper, const char *after, cof_entry_fn fn, void *ctx,
+		     cof_err *err);
+/* The write path's reads of its volume: meta_read.c's on connection c.
+ * fork: whether `vno` is a fork, when the caller knows (0: its chain is not
+ * read, one round trip less: a change's checks). */
 int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
 		     cof_entry *out, cof_err *err);
-int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
-		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
-/* cof_pg_entry_list where the caller knows whether `vno` is a fork (fork 0:
- * its chain is not read, one round trip less: a change's checks). */
 int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq,
 			 const char *prefix, const char *after, cof_entry_fn fn, void *ctx,
 			 cof_err *err);
@@ -197,13 +200,6 @@ int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq,
  * answer into *out (0, or -1: COF_ENOTFOUND, the volume is gone). */
 int cof_pg_volume_lock_stmt(cof_pg_stmt *s, int64_t vno, cof_err *err);
 int cof_pg_volume_locked(PGresult *r, cof_volrow *out, cof_err *err);
-/* The chain of forks from volume $V read at $AT (bigint; live = INT64_MAX):
- * a CTE `chain(vno, at, depth)`, depth 0 = the volume itself. */
-#define PG_CHAIN(V, AT) "WITH RECURSIVE chain(vno, at, depth) AS (SELECT " V "::bigint, " \
-	AT "::bigint, 0 UNION ALL SELECT v.base_vno, LEAST(c.at, v.base_seq), c.depth + 1" \
-	" FROM chain c JOIN volumes v ON v.vno = c.vno WHERE v.base_vno IS NOT NULL AND" \
-	" c.depth < 64) "
-#define PG_LIVE INT64_MAX
 /* Queues a NOTIFY of a committed change (sent when the transaction commits). */
 int cof_pg_notify(pgconn *c, const char *payload, cof_err *err);
 

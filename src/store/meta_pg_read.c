@@ -1,279 +1,102 @@
 /*
- * meta_pg_read.c — reading files and the changes feed on PostgreSQL.
- *
- * Listings are fetched in pages (keyset on path) inside one REPEATABLE READ
- * transaction: a long walk sees one state of the database, as SQLite's read
- * transaction gives, without holding a whole volume's rows in memory.
+ * meta_pg_read.c — the changes feed on PostgreSQL, and a fork's listing (the
+ * driver's fork_list, store/sql.h); the rest of reading files is written once
+ * (meta_read.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta_pg.h"
+#include "store/meta_volume.h"
+
+/* ---------------------------------------------------------- a fork's listing */
 
 #define LIST_PAGE 512
 
-/* A fork's own row answers; with none, its parent's at the fork's base seq,
- * and so on up the chain (docs/design.md, "Forks"): one query, the lowest
- * level first. A whiteout (sha256 "") is a file removed in the fork. */
-#define LEVEL_ROW "(SELECT * FROM entries e WHERE e.vno = c.vno AND e.path = $2 AND" \
-	" e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) LIMIT 1)"
-
-/* cof_pg_row_fn: a PG_ENTRY_COLS row into ctx (a cof_entry). */
-static int entry_one(void *ctx, PGresult *r, int i, cof_err *err)
-{
-	(void)err;
-	cof_pg_row_entry(r, i, ctx);
-	return 1;
-}
-
-int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
-		     cof_entry *out, cof_err *err)
-{
-	int found = cof_pg_rows_on(c, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size,"
-				   " e.sha256, e.ctype, e.updated_at FROM chain c CROSS JOIN"
-				   " LATERAL " LEVEL_ROW " e ORDER BY c.depth LIMIT 1",
-				   "reading a file", entry_one, out, err, "isi", vno, path,
-				   at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
-
-	return found < 0 ? -1 : found > 0 && out->sha256[0];
-}
-
-static int pg_entry_get(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-			  cof_entry *out, cof_err *err)
-{
-	pgconn *c = cof_pg_get(m, err);
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = cof_pg_entry_get(c, vno, path, at_seq, out, err);
-	cof_pg_put(m, c);
-	return rc;
-}
-
-/* cof_pg_row_fn: (sha256, s3meta) into ctx (char **: NULL for a whiteout's
- * and a row with none). */
-static int s3meta_one(void *ctx, PGresult *r, int i, cof_err *err)
-{
-	char **out = ctx;
-
-	if (PQgetisnull(r, i, 1) || !*PQgetvalue(r, i, 0))
-		return 1;
-	if (!(*out = cof_strdup(PQgetvalue(r, i, 1))))
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	return 1;
-}
-
-static int pg_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-			   char **out, cof_err *err)
-{
-	pgconn *c = cof_pg_get(m, err);
-	int found;
-
-	if (!c)
-		return -1;
-	found = cof_pg_rows_on(c, PG_CHAIN("$1", "$3") "SELECT e.sha256, e.s3meta FROM chain c"
-			       " CROSS JOIN LATERAL " LEVEL_ROW " e ORDER BY c.depth LIMIT 1",
-			       "reading a file's S3 metadata", s3meta_one, out, err, "isi", vno,
-			       path, at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
-	cof_pg_put(m, c);
-	return found < 0 ? -1 : found > 0;
-}
-
+/* The chain as two bigint[] literals ("{v0,v1,...}", "{a0,a1,...}"). */
 typedef struct {
-	cof_s3meta_fn fn;
-	void *ctx;
-} s3meta_each;
-
-/* cof_pg_row_fn: (path, s3meta) to the caller's fn. */
-static int s3meta_row(void *ctx, PGresult *r, int i, cof_err *err)
-{
-	s3meta_each *e = ctx;
-
-	(void)err;
-	return e->fn(e->ctx, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)) ? 1 : 0;
-}
-
-static int pg_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
-			   cof_s3meta_fn fn, void *ctx, cof_err *err)
-{
-	pgconn *c = cof_pg_get(m, err);
-	s3meta_each e = {fn, ctx};
+	cof_buf vnos, ats;
 	int n;
+} chain_arrays;
 
-	if (!c)
-		return -1;
-	n = cof_pg_rows_on(c, "SELECT path, s3meta FROM entries WHERE vno = $1 AND path >= $2"
-			   " AND path <= $3 AND to_seq IS NULL AND s3meta IS NOT NULL ORDER BY path",
-			   "reading files' S3 metadata", s3meta_row, &e, err, "iss", vno, first,
-			   last);
-	cof_pg_put(m, c);
-	return n < 0 ? -1 : 0;
-}
-
-/* Where entry_data puts a file's row and its inline content. */
-typedef struct {
-	cof_entry *out;
-	unsigned char **data;
-} entry_read;
-
-/* cof_pg_row_fn: a PG_ENTRY_COLS row and its inline data (column 6) into
- * ctx (an entry_read); no data for a whiteout. */
-static int entry_data(void *ctx, PGresult *r, int i, cof_err *err)
+/* cof_sql_row_fn: a level (vno, at) onto ctx (a chain_arrays). */
+static int chain_row(void *ctx, const cof_sql_row *r, cof_err *err)
 {
-	entry_read *e = ctx;
+	chain_arrays *ch = ctx;
+	const char *sep = ch->n++ ? "," : "{";
 
-	cof_pg_row_entry(r, i, e->out);
-	if (e->out->sha256[0] && cof_pg_bytea(r, i, 6, e->data, NULL) < 0)
+	if (cof_buf_addf(&ch->vnos, "%s%lld", sep, (long long)cof_sql_int(r, 0)) ||
+	    cof_buf_addf(&ch->ats, "%s%lld", sep, (long long)cof_sql_int(r, 1)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	return 1;
-}
-
-static int pg_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_seq,
-		      cof_entry *out, unsigned char **data, cof_err *err)
-{
-	entry_read e = { out, data };
-	int rc;
-
-	*data = NULL;
-	rc = cof_pg_rows(m, PG_CHAIN("$1", "$3") "SELECT e.path, e.version, e.size, e.sha256,"
-			 " e.ctype, e.updated_at, b.data FROM chain c CROSS JOIN LATERAL "
-			 LEVEL_ROW " e LEFT JOIN blobs b ON b.sha256 = e.sha256 ORDER BY c.depth"
-			 " LIMIT 1", "reading a file", entry_data, &e, err, "isi", vno, path,
-			 at_seq < 0 ? (int64_t)PG_LIVE : at_seq);
-	if (rc < 0)
-		return -1;
-	return rc > 0 && out->sha256[0]; /* a whiteout: removed in the fork */
-}
-
-/* The volumes of the chain of `vno` read at `at` (< 0 = live), lowest level
- * first, as two bigint[] literals ("{v0,v1,...}", "{a0,a1,...}"): 1 = a fork,
- * 0 = not one (a chain of one), -1 = error. */
-static int chain_load(pgconn *c, int64_t vno, int64_t at, cof_buf *vnos, cof_buf *ats,
-		      cof_err *err)
-{
-	PGresult *r = cof_pg_q(c, PG_CHAIN("$1", "$2") "SELECT vno, at FROM chain ORDER BY"
-			       " depth", "listing files", err, "ii", vno,
-			       at < 0 ? (int64_t)PG_LIVE : at);
-	int n;
-
-	if (!r)
-		return -1;
-	n = PQntuples(r);
-	cof_buf_add(vnos, "{", 1);
-	cof_buf_add(ats, "{", 1);
-	for (int i = 0; i < n; i++) {
-		cof_buf_addf(vnos, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
-		cof_buf_addf(ats, "%s%s", i ? "," : "", PQgetvalue(r, i, 1));
-	}
-	PQclear(r);
-	if (cof_buf_add(vnos, "}", 1) || cof_buf_add(ats, "}", 1))
-		return cof_error(err, COF_EINTERNAL, "out of memory");
-	return n > 1;
-}
-
-/* One listing under way: what each page query needs. */
-typedef struct lister {
-	int64_t vno, at;
-	const char *prefix, *upper;
-	const char *vnos, *ats;   /* the chain of a fork, or NULL */
-	char *cursor;             /* the last path seen */
-	cof_entry *e;
-	cof_entry_fn fn;
-	void *ctx;
-	int stop;
-} lister;
-
-/* One page of a listing after l->cursor; *n gets the rows seen (whiteouts
- * included), l->stop is set when fn stopped the walk. */
-static int list_page(pgconn *c, lister *l, int *n, cof_err *err)
-{
-	PGresult *r;
-
-	if (l->vnos)
-		/* Each level gives its first page after the cursor: the first page
-		 * of the merged paths is among them. The chain comes as arrays, so
-		 * that a page is planned as plainly as a volume's. */
-		r = cof_pg_q(c, "SELECT DISTINCT ON (e.path) e.path, e.version, e.size, e.sha256,"
-			     " e.ctype, e.updated_at FROM unnest($1::bigint[], $2::bigint[]) WITH"
-			     " ORDINALITY c(vno, at, depth) CROSS JOIN LATERAL (SELECT * FROM entries e"
-			     " WHERE e.vno = c.vno AND e.path >= $3 AND e.path < $4 AND e.path > $5"
-			     " AND e.from_seq <= c.at AND (e.to_seq IS NULL OR e.to_seq > c.at) ORDER BY"
-			     " e.path LIMIT $6) e ORDER BY e.path, c.depth LIMIT $6", "listing files",
-			     err, "sssssi", l->vnos, l->ats, l->prefix, l->upper, l->cursor,
-			     (int64_t)LIST_PAGE);
-	else if (l->at < 0)
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path >= $2 AND path < $3 AND path > $4 AND"
-			     " to_seq IS NULL ORDER BY path LIMIT $5", "listing files", err,
-			     "isssi", l->vno, l->prefix, l->upper, l->cursor, (int64_t)LIST_PAGE);
-	else
-		r = cof_pg_q(c, "SELECT " PG_ENTRY_COLS " FROM entries WHERE vno = $1 AND"
-			     " path >= $2 AND path < $3 AND path > $4 AND"
-			     " from_seq <= $6 AND (to_seq IS NULL OR to_seq > $6) ORDER BY path"
-			     " LIMIT $5", "listing files", err, "isssii", l->vno, l->prefix,
-			     l->upper, l->cursor, (int64_t)LIST_PAGE, l->at);
-	if (!r)
-		return -1;
-	*n = PQntuples(r);
-	for (int i = 0; i < *n && !l->stop; i++) {
-		cof_pg_row_entry(r, i, l->e);
-		if (l->e->sha256[0] && l->fn(l->ctx, l->e))   /* a whiteout hides its path */
-			l->stop = 1;
-	}
-	if (*n)
-		cof_pg_copy(r, *n - 1, 0, l->cursor, COF_PATH_MAX + 1);
-	PQclear(r);
 	return 0;
 }
 
-int cof_pg_entry_list(pgconn *c, int64_t vno, int64_t at_seq, const char *prefix,
-		      const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+/* One listing under way. */
+typedef struct {
+	cof_entry *e;
+	char *cursor;            /* the last path seen */
+	cof_entry_fn fn;
+	void *ctx;
+	int stop;
+} fork_lister;
+
+/* cof_sql_row_fn: a page's row to the caller's fn (a whiteout hides its path). */
+static int fork_row(void *ctx, const cof_sql_row *r, cof_err *err)
 {
-	return cof_pg_entry_list_in(c, vno, 1, at_seq, prefix, after, fn, ctx, err);
+	fork_lister *l = ctx;
+
+	(void)err;
+	cof_sql_text(r, 0, l->e->path, sizeof l->e->path);
+	l->e->version = cof_sql_int(r, 1);
+	l->e->size = cof_sql_int(r, 2);
+	cof_sql_text(r, 3, l->e->sha256, sizeof l->e->sha256);
+	cof_sql_text(r, 4, l->e->ctype, sizeof l->e->ctype);
+	l->e->updated_at = cof_sql_int(r, 5);
+	memcpy(l->cursor, l->e->path, strlen(l->e->path) + 1);
+	if (l->e->sha256[0] && l->fn(l->ctx, l->e)) {
+		l->stop = 1;
+		return 1;
+	}
+	return 0;
 }
 
-int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq, const char *prefix,
-			 const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+/* Each level gives its first page after the cursor: the first page of the
+ * merged paths is among them. The chain comes as arrays, so that a page is
+ * planned as plainly as a volume's. */
+int cof_pg_fork_list(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
+		     const char *upper, const char *after, cof_entry_fn fn, void *ctx,
+		     cof_err *err)
 {
-	cof_buf upper = COF_BUF_INIT, vnos = COF_BUF_INIT, ats = COF_BUF_INIT;
-	lister l = {.vno = vno, .at = at_seq, .prefix = prefix ? prefix : "", .fn = fn,
-		    .ctx = ctx};
-	int n = 0, rc;
+	chain_arrays ch = {COF_BUF_INIT, COF_BUF_INIT, 0};
+	fork_lister l = {cof_malloc(sizeof *l.e), cof_malloc(COF_PATH_MAX + 1), fn, ctx, 0};
+	int rc = l.e && l.cursor ? 0 : cof_error(err, COF_EINTERNAL, "out of memory");
 
-	l.e = cof_malloc(sizeof *l.e);
-	l.cursor = cof_malloc(COF_PATH_MAX + 1);
-	rc = l.e && l.cursor && !cof_prefix_upper(l.prefix, &upper) ? 0
-		: cof_error(err, COF_EINTERNAL, "out of memory");
-	if (!rc && fork && (rc = chain_load(c, vno, at_seq, &vnos, &ats, err)) == 1) {
-		l.vnos = vnos.data;
-		l.ats = ats.data;
-	}
-	if (rc >= 0) {
+	if (!rc)
+		rc = cof_sql_query(tx, COF_META_CHAIN "SELECT vno, at FROM chain ORDER BY depth",
+				   "listing files", chain_row, &ch, err, "ii", vno,
+				   at_seq < 0 ? INT64_MAX : at_seq);
+	if (rc >= 0 && (cof_buf_add(&ch.vnos, "}", 1) || cof_buf_add(&ch.ats, "}", 1)))
+		rc = cof_error(err, COF_EINTERNAL, "out of memory");
+	if (rc >= 0)
 		snprintf(l.cursor, COF_PATH_MAX + 1, "%s", after ? after : "");
-		l.upper = upper.data;
-		do
-			rc = list_page(c, &l, &n, err);
-		while (!rc && !l.stop && n == LIST_PAGE);
+	while (rc >= 0 && !l.stop) {
+		rc = cof_sql_query(tx, "SELECT DISTINCT ON (e.path) e.path, e.version, e.size,"
+				   " e.sha256, e.ctype, e.updated_at FROM unnest(CAST(?1 AS bigint[]),"
+				   " CAST(?2 AS bigint[])) WITH ORDINALITY c(vno, at, depth) CROSS JOIN"
+				   " LATERAL (SELECT * FROM entries e WHERE e.vno = c.vno AND e.path >= ?3"
+				   " AND e.path < ?4 AND e.path > ?5 AND e.from_seq <= c.at AND"
+				   " (e.to_seq IS NULL OR e.to_seq > c.at) ORDER BY e.path LIMIT ?6) e"
+				   " ORDER BY e.path, c.depth LIMIT ?6", "listing files", fork_row, &l,
+				   err, "sssssi", ch.vnos.data, ch.ats.data, prefix, upper, l.cursor,
+				   (int64_t)LIST_PAGE);
+		if (rc < LIST_PAGE)
+			break;
 	}
-	cof_buf_release(&upper);
-	cof_buf_release(&vnos);
-	cof_buf_release(&ats);
+	cof_buf_release(&ch.vnos);
+	cof_buf_release(&ch.ats);
 	free(l.cursor);
 	free(l.e);
-	return rc;
-}
-
-static int pg_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
-		const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
-{
-	pgconn *c = cof_pg_begin(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
-	int rc;
-
-	if (!c)
-		return -1;
-	rc = cof_pg_entry_list(c, vno, at_seq, prefix, after, fn, ctx, err);
-	return cof_pg_end(m, c, rc, err);
+	return rc < 0 ? -1 : 0;
 }
 
 /* A caller's cof_change_fn, its context and the row it is given (on the
@@ -358,11 +181,6 @@ static int pg_history(cof_meta *m, int64_t vno, const char *path, int64_t before
 /* This file's members of the PostgreSQL backend's table. */
 void cof_pg_ops_read(cof_meta_ops *o)
 {
-	o->entry_read = pg_entry_read;
-	o->entry_s3meta = pg_entry_s3meta;
-	o->s3meta_range = pg_s3meta_range;
-	o->list = pg_list;
 	o->changes = pg_changes;
 	o->history = pg_history;
-	o->entry_get = pg_entry_get;
 }

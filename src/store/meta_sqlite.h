@@ -105,32 +105,13 @@ void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
  * `upper`, for a range [*prefix, upper) bound as text: upper->data, or NULL
  * (out of memory, err set). */
 const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err);
-/* Binds ?lo = prefix and ?hi = its valid-text upper bound (kept in `upper`). */
-int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
-			     cof_buf *upper, cof_err *err);
-/* Binds a listing's range, "path >= ?2 AND path < ?3 AND path > ?4": the
- * rows under `prefix` after `after` (NULL = from the start), ?2 being
- * cof_sqlite_from(prefix, after), the bound SQLite seeks by. */
-const char *cof_sqlite_from(const char *prefix, const char *after);
-int cof_sqlite_listing_bounds(sqlite3_stmt *st, const char *prefix, const char *after,
-			      cof_buf *upper, cof_err *err);
-void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e);
+/* The write path's reads of its volume: meta_read.c's on the writer c. */
 int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
 		   cof_entry *out, cof_err *err);
 int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
 		    const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
 int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
 		     cof_volrow *out, cof_err *err);
-/* Forks (meta_sqlite_fork.c). The parent of `vno` and the seq it is read at:
- * 1 = a fork, 0 = none, -1 = error. */
-int cof_sqlite_base(conn *c, int64_t vno, int64_t *base_vno, int64_t *base_seq,
-		    cof_err *err);
-/* The seq a level of a chain is read at: a fork's parent is read at the fork's
- * base seq, or at `at` when that is older (at < 0 = live). */
-int64_t cof_sqlite_level_seq(int64_t at, int64_t base_seq);
-/* cof_sqlite_entry_list for a fork (`vno` has a parent). */
-int cof_sqlite_chain_list(conn *c, int64_t vno, int64_t at, const char *prefix,
-			  const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
 
 /* The calling thread's pinned reader of m (cof_meta_pin_reader), or NULL. */
 conn *cof_sqlite_pinned(cof_meta *m);
@@ -142,10 +123,6 @@ conn *cof_sqlite_pinned(cof_meta *m);
 typedef cof_sql_mark cof_sqlite_mark;
 void cof_sqlite_cache_hold(cof_meta *m, int on);
 int cof_sqlite_cache_begin(cof_meta *m, cof_sqlite_mark *mk);
-int cof_sqlite_cached_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,
-			    int64_t at_seq, cof_entry *out, unsigned char **data);
-void cof_sqlite_keep_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,
-			   int64_t at_seq, const cof_entry *e, const unsigned char *data,
-			   size_t len);
+/* Entries: cof_sql_cached_entry, cof_sql_keep_entry (store/sql.h). */
 
 #endif

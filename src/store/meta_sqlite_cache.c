@@ -249,7 +249,7 @@ void cof_sql_keep_volume(const cof_sql_mark *mk, const char *org, const char *id
 	tc->vols[i].used = 1;
 }
 
-int cof_sqlite_cached_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,
+int cof_sql_cached_entry(const cof_sql_mark *mk, int64_t vno, const char *path,
 			    int64_t at_seq, cof_entry *out, unsigned char **data)
 {
 	if (!mk->ok)
@@ -271,7 +271,7 @@ int cof_sqlite_cached_entry(const cof_sqlite_mark *mk, int64_t vno, const char *
 	return 0;
 }
 
-void cof_sqlite_keep_entry(const cof_sqlite_mark *mk, int64_t vno, const char *path,
+void cof_sql_keep_entry(const cof_sql_mark *mk, int64_t vno, const char *path,
 			   int64_t at_seq, const cof_entry *e, const unsigned char *data,
 			   size_t len)
 {

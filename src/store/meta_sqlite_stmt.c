@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include "store/meta_sqlite.h"
+#include "store/meta_volume.h"
 
 void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s)
 {
@@ -156,48 +157,6 @@ const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err)
 	return upper->data;
 }
 
-/* Binds a prefix range: ?lo = prefix, ?hi = its upper bound, valid text
- * (cof_prefix_upper), so that the index on the column gives the range. */
-int cof_sqlite_prefix_bounds(sqlite3_stmt *st, int lo, int hi, const char *prefix,
-			     cof_buf *upper, cof_err *err)
-{
-	if (!cof_sqlite_upper(&prefix, upper, err))
-		return -1;
-	cof_sqlite_bind_text(st, lo, prefix);
-	sqlite3_bind_text(st, hi, upper->data, (int)upper->len, SQLITE_STATIC);
-	return 0;
-}
-
-/* The greater of prefix and after: SQLite seeks the index by one lower
- * bound only, and given `path >= prefix` it read and dropped every row up
- * to `after` (each later page of a folder, and the rows after each
- * subfolder, read all the rows before them again). */
-const char *cof_sqlite_from(const char *prefix, const char *after)
-{
-	prefix = prefix ? prefix : "";
-	return after && strcmp(after, prefix) > 0 ? after : prefix;
-}
-
-int cof_sqlite_listing_bounds(sqlite3_stmt *st, const char *prefix, const char *after,
-			      cof_buf *upper, cof_err *err)
-{
-	if (cof_sqlite_prefix_bounds(st, 2, 3, prefix, upper, err))
-		return -1;
-	cof_sqlite_bind_text(st, 2, cof_sqlite_from(prefix, after));
-	cof_sqlite_bind_text(st, 4, after ? after : "");
-	return 0;
-}
-
-void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
-{
-	cof_sqlite_col_copy(st, 0, e->path, sizeof e->path);
-	e->version = sqlite3_column_int64(st, 1);
-	e->size = sqlite3_column_int64(st, 2);
-	cof_sqlite_col_copy(st, 3, e->sha256, sizeof e->sha256);
-	cof_sqlite_col_copy(st, 4, e->ctype, sizeof e->ctype);
-	e->updated_at = sqlite3_column_int64(st, 5);
-}
-
 /* ------------------------------------------------- the driver (store/sql.h) */
 
 const char *const cof_sqlite_tokens[COF_SQL_TOKENS] = { "", "rowid", " COLLATE BINARY",
@@ -339,7 +298,27 @@ static int sq_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *
 }
 
 const cof_sql_driver cof_sql_sqlite = {
-	.name = "sqlite", .begin = sq_begin, .end = sq_end, .exec = sq_exec,
+	.name = "sqlite", .local = 1, .begin = sq_begin, .end = sq_end, .exec = sq_exec,
 	.query = sq_query, .lock = sq_lock, .mark = cof_sqlite_cache_begin,
 	.text = sq_text, .int64 = sq_int64, .isnull = sq_isnull, .blob = sq_blob,
 };
+
+/* The write path's reads of its volume (meta_sqlite_write.c): meta_read.c's,
+ * on the writer the change holds. */
+int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
+			 cof_entry *out, cof_err *err)
+{
+	cof_sql_tx tx;
+
+	cof_sql_tx_on(&tx, &cof_sql_sqlite, c, COF_SQL_WRITE);
+	return cof_meta_entry_get_tx(&tx, vno, path, at_seq, out, err);
+}
+
+int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
+			  const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
+{
+	cof_sql_tx tx;
+
+	cof_sql_tx_on(&tx, &cof_sql_sqlite, c, COF_SQL_WRITE);
+	return cof_meta_list_tx(&tx, vno, -1, at_seq, prefix, after, fn, ctx, err);
+}

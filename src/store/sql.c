@@ -10,15 +10,25 @@
 int cof_sql_begin(cof_meta *m, int mode, cof_sql_tx *tx, cof_err *err)
 {
 	tx->m = m;
+	tx->d = m->sql;
 	tx->c = NULL;
 	tx->mode = mode;
 	tx->began = 0;
 	return m->sql->begin(tx, err);
 }
 
+void cof_sql_tx_on(cof_sql_tx *tx, const cof_sql_driver *d, void *c, int mode)
+{
+	tx->m = NULL;
+	tx->d = d;
+	tx->c = c;
+	tx->mode = mode;
+	tx->began = 1;
+}
+
 int cof_sql_end(cof_sql_tx *tx, int rc, cof_err *err)
 {
-	return tx->m->sql->end(tx, rc, err);
+	return tx->d->end(tx, rc, err);
 }
 
 int cof_sql_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *what,
@@ -26,7 +36,7 @@ int cof_sql_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *
 {
 	va_list ap;
 	va_start(ap, kinds);
-	int rc = tx->m->sql->exec(tx, changed, sql, what, err, kinds, ap);
+	int rc = tx->d->exec(tx, changed, sql, what, err, kinds, ap);
 	va_end(ap);
 	return rc;
 }
@@ -36,7 +46,7 @@ int cof_sql_query(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_row
 {
 	va_list ap;
 	va_start(ap, kinds);
-	int rc = tx->m->sql->query(tx, sql, what, fn, ctx, err, kinds, ap);
+	int rc = tx->d->query(tx, sql, what, fn, ctx, err, kinds, ap);
 	va_end(ap);
 	return rc;
 }
@@ -74,7 +84,7 @@ int cof_sql_write(cof_meta *m, int64_t *changed, const char *sql, const char *wh
 
 int cof_sql_lock(cof_sql_tx *tx, int32_t space, const char *name, cof_err *err)
 {
-	return tx->m->sql->lock(tx, space, name, err);
+	return tx->d->lock(tx, space, name, err);
 }
 
 void cof_sql_text(const cof_sql_row *r, int col, char *buf, size_t size)

@@ -160,6 +160,43 @@ def test_chain_past_the_depth_bound(srv):
     expect_error(srv.get_file(last, "gone.txt"), 404)
 
 
+def test_fork_listing_across_the_stores_pages(srv):
+    """A fork's listing is read in pages of 512 rows a level (meta_read.c): a chain of
+    two forks over 1,300 files, with overwrites, whiteouts and new paths on every
+    level on both sides of each page's end, lists as its model whole, in API pages
+    and under a prefix. (Listings at a seq: test_files_seq; this module's grace is 1 s.)"""
+    root = srv.create_volume("pages-root")["id"]
+    model = {"d/f%04d.txt" % i: b"root %d" % i for i in range(1300)}
+    srv.put_many(root, model)
+    f1 = fork(srv, root)
+    eq(plain(listing(srv, f1["id"], page=1000)), model_view(model), "a new fork lists its parent")
+    srv.put_many(f1["id"], {"d/f%04d.txt" % i: b"one %d" % i for i in range(0, 1300, 7)})
+    srv.put_many(f1["id"], {"d/f%04da.txt" % i: b"new %d" % i for i in range(0, 1300, 11)})
+    for i in range(3, 1300, 5):
+        expect(srv.delete(srv.file_path(f1["id"], "d/f%04d.txt" % i)), 200, 204)
+    m1 = dict(model)
+    m1.update({"d/f%04d.txt" % i: b"one %d" % i for i in range(0, 1300, 7)})
+    m1.update({"d/f%04da.txt" % i: b"new %d" % i for i in range(0, 1300, 11)})
+    for i in range(3, 1300, 5):
+        del m1["d/f%04d.txt" % i]
+    f2 = fork(srv, f1["id"])["id"]
+    m2 = dict(m1)
+    for i in range(0, 1300, 13):   # overwrite, restore a whiteout, or remove
+        p = "d/f%04d.txt" % i
+        if i % 2:
+            srv.put_ok(f2, p, b"two %d" % i)
+            m2[p] = b"two %d" % i
+        elif p in m2:
+            expect(srv.delete(srv.file_path(f2, p)), 200, 204)
+            del m2[p]
+    for vid, m, what in ((f1["id"], m1, "a fork"), (f2, m2, "a fork of a fork")):
+        eq(plain(listing(srv, vid, page=1000)), model_view(m), "%s lists its model" % what)
+        eq(plain(listing(srv, vid, page=97)), model_view(m), "%s in pages of 97" % what)
+        eq(plain(listing(srv, vid, page=50, prefix="d/f09")),
+           {p: v for p, v in model_view(m).items() if p.startswith("d/f09")},
+           "%s under a prefix" % what)
+
+
 def test_conditional_writes_and_versions_on_a_fork(srv):
     src = srv.create_volume()["id"]
     v1 = srv.put_ok(src, "f.txt", b"one")["version"]
