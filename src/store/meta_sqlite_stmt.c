@@ -201,7 +201,7 @@ void cof_sqlite_row_entry(sqlite3_stmt *st, cof_entry *e)
 /* ------------------------------------------------- the driver (store/sql.h) */
 
 const char *const cof_sqlite_tokens[COF_SQL_TOKENS] = { "", "rowid", " COLLATE BINARY",
-							      "json_patch", "" };
+							      "json_patch", "", "json_each" };
 
 /* -1, or COF_SQL_RETRY when the failure of db was SQLite being busy. */
 static int failed(sqlite3 *db, cof_err *err, const char *what)

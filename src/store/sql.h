@@ -1,8 +1,8 @@
 /*
  * sql.h — the SQL driver seam of the metadata store: what the metadata code
  * written once (meta_key.c, meta_agent.c, meta_subject.c, meta_webhook.c,
- * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c) asks of a
- * database, and what each driver gives.
+ * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c, meta_gc.c,
+ * meta_idem.c) asks of a database, and what each driver gives.
  *
  * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
  * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
@@ -50,8 +50,12 @@
  *            stored into a text column by assignment);
  *   {for_update}  after a SELECT in a write transaction: lock the rows read
  *            to the commit; SQLite nothing (its writer is the one writer),
- *            PostgreSQL FOR UPDATE (the row lock other writers take). */
-#define COF_SQL_TOKENS 5
+ *            PostgreSQL FOR UPDATE (the row lock other writers take);
+ *   {json_each}  a table function of a JSON array text: a row an element,
+ *            its text in column `value`, written {json_each}(?N); SQLite
+ *            json_each, PostgreSQL json_array_elements_text (one query for
+ *            a list of keys: WHERE k IN (SELECT value FROM {json_each}(?1))). */
+#define COF_SQL_TOKENS 6
 
 /* Modes of cof_sql_begin. COF_SQL_ONE: the caller runs one statement, which
  * the driver may run without an explicit transaction (SQLite: a reader
@@ -92,6 +96,12 @@ typedef struct cof_sql_mark {
  * 'b' blob (const void *, then int64_t length; NULL = SQL NULL). */
 typedef struct cof_sql_driver {
 	const char *name;
+	/* 1 when processes on several nodes share the store and no lock file
+	 * orders a write against the collector: the metadata records the content
+	 * a write is about to name and the collector's claims (blobs.pending_at,
+	 * claimed_at: meta_gc.c); PostgreSQL. 0: the data dir's gc_lock orders
+	 * them (store/lock.c), the schema has neither column; SQLite. */
+	int claims;
 	int (*begin)(cof_sql_tx *tx, cof_err *err);
 	/* commits (rc == 0) or rolls back; gives the connection back; rc or the
 	 * commit's failure */
