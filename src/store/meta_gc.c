@@ -300,21 +300,22 @@ typedef struct {
 } inline_batch;
 
 /* cof_sql_row_fn: gives a (sha256, data) row to fn for each of the batch's
- * shas that it is. */
+ * shas that it is; the bytes borrowed from the driver where it can. */
 static int inline_row(void *ctx, const cof_sql_row *r, cof_err *err)
 {
 	inline_batch *b = ctx;
-	unsigned char *data = NULL;
+	const unsigned char *data = NULL;
+	unsigned char *owned = NULL;
 	size_t len = 0;
 	int stop = 0;
 
-	if (cof_sql_blob(r, 1, &data, &len) < 0)
+	if (cof_sql_blob_ref(r, 1, &data, &len, &owned) < 0)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	const char *sha = cof_sql_str(r, 0);
 	for (size_t i = 0; i < b->n && !stop; i++)
 		if (!strcmp(b->shas[i], sha))
-			stop = b->fn(b->ctx, i, data ? data : (unsigned char *)"", len);
-	free(data);
+			stop = b->fn(b->ctx, i, data ? data : (const unsigned char *)"", len);
+	free(owned);
 	return stop ? 1 : 0;
 }
 

@@ -338,8 +338,17 @@ static int sq_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *
 	return 1;
 }
 
+static const void *sq_blob_ref(const cof_sql_row *r, int col, size_t *len)
+{
+	const void *p = sqlite3_column_blob(r->res, col);
+
+	*len = (size_t)sqlite3_column_bytes(r->res, col);
+	return p;
+}
+
 const cof_sql_driver cof_sql_sqlite = {
 	.name = "sqlite", .begin = sq_begin, .end = sq_end, .exec = sq_exec,
 	.query = sq_query, .lock = sq_lock, .mark = cof_sqlite_cache_begin,
 	.text = sq_text, .int64 = sq_int64, .isnull = sq_isnull, .blob = sq_blob,
+	.blob_ref = sq_blob_ref,
 };

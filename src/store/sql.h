@@ -118,6 +118,10 @@ typedef struct cof_sql_driver {
 	int64_t (*int64)(const cof_sql_row *r, int col);
 	int (*isnull)(const cof_sql_row *r, int col);
 	int (*blob)(const cof_sql_row *r, int col, unsigned char **data, size_t *len);
+	/* The bytes of a blob cell where the driver holds them, *len of them,
+	 * valid until the row callback returns; NULL member: the driver has to
+	 * decode them (PostgreSQL's bytea), cof_sql_blob_ref copies. */
+	const void *(*blob_ref)(const cof_sql_row *r, int col, size_t *len);
 } cof_sql_driver;
 
 /* The two drivers. */
@@ -153,6 +157,11 @@ int cof_sql_isnull(const cof_sql_row *r, int col);
 /* The blob of a cell, malloc'd with a NUL after it (*len without it):
  * 0 = NULL cell (*data NULL), 1 = value, -1 = out of memory. */
 int cof_sql_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *len);
+/* The same borrowed for the row callback where the driver can (no copy of
+ * read-all's contents on SQLite): *data ("" when empty), or a malloc'd copy
+ * that *owned also points to (free it; NULL when borrowed). */
+int cof_sql_blob_ref(const cof_sql_row *r, int col, const unsigned char **data, size_t *len,
+		     unsigned char **owned);
 /* A row fn for one number: column 0 into the int64_t ctx points to. */
 int cof_sql_row_int(void *ctx, const cof_sql_row *r, cof_err *err);
 
