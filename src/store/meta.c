@@ -45,24 +45,6 @@ void cof_meta_keep_contents(cof_meta *m, int64_t budget)
 		m->contents = cof_contents_new(budget);
 }
 
-int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
-		cof_err *err)
-{
-	return m->ops->history_kept(m, vno, closed_before, oldest, err);
-}
-
-int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
-		char **value, cof_err *err)
-{
-	return m->ops->idem_get(m, scope, key, ttl, value, err);
-}
-
-int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
-		cof_err *err)
-{
-	return m->ops->idem_put(m, scope, key, value, err);
-}
-
 
 
 
@@ -145,59 +127,6 @@ int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 	return tx->m->ops->txn_remove(tx, path, err);
 }
 
-int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
-		int64_t *pruned, cof_err *err)
-{
-	return m->ops->gc_prune(m, closed_before, changes_before, pruned, err);
-}
-
-int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err)
-{
-	return m->ops->gc_mark(m, now, err);
-}
-
-int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
-		cof_err *err)
-{
-	return m->ops->gc_orphans(m, before, fn, ctx, err);
-}
-
-int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err)
-{
-	return m->ops->blob_forget(m, sha256, err);
-}
-
-int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err)
-{
-	return m->ops->blob_known(m, sha256, err);
-}
-
-int cof_meta_blob_pending(cof_meta *m, const char *sha256, int64_t size, cof_err *err)
-{
-	return m->ops->blob_pending ? m->ops->blob_pending(m, sha256, size, err) : 0;
-}
-
-int cof_meta_blob_abandoned(cof_meta *m, const char *sha256, cof_err *err)
-{
-	return m->ops->blob_abandoned ? m->ops->blob_abandoned(m, sha256, err) : 0;
-}
-
-int cof_meta_blob_claim(cof_meta *m, const char *sha256, cof_err *err)
-{
-	if (m->ops->blob_claim)
-		return m->ops->blob_claim(m, sha256, err);
-	/* one process: the collector holds the content lock, so no write is
-	 * between its blob and its metadata; bytes named since they were listed
-	 * stay (the sweep lists before it takes the lock) */
-	int known = cof_meta_blob_known(m, sha256, err);
-	return known < 0 ? -1 : !known;
-}
-
-int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err)
-{
-	return m->ops->blob_forgotten ? m->ops->blob_forgotten(m, sha256, err) : 0;
-}
-
 /* cof_contents_fn of cof_meta_blob_inline: a malloc'd copy (NULL when out
  * of memory: then read from the backend). */
 typedef struct kept_copy {
@@ -227,36 +156,10 @@ int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		*len = k.len;
 		return 1;
 	}
-	rc = m->ops->blob_inline(m, sha256, data, len, err);
+	rc = cof_meta_blob_inline_read(m, sha256, data, len, err);
 	if (rc == 1)
 		cof_contents_put(m->contents, sha256, *data, *len);
 	return rc;
-}
-
-int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->referenced(m, fn, ctx, err);
-}
-
-static int inline_many_read(cof_meta *m, const char *const *shas, size_t n,
-		cof_inline_fn fn, void *ctx, cof_err *err)
-{
-	if (m->ops->blob_inline_many)
-		return m->ops->blob_inline_many(m, shas, n, fn, ctx, err);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char *data = NULL;
-		size_t len = 0;
-		int rc = m->ops->blob_inline(m, shas[i], &data, &len, err);
-		if (rc < 0)
-			return -1;
-		if (rc == 1) {
-			rc = fn(ctx, i, data, len);
-			free(data);
-			if (rc)
-				break;
-		}
-	}
-	return 0;
 }
 
 /* A batch of cof_meta_blob_inline_many: the caller's fn and ctx; at[j] is
@@ -306,10 +209,10 @@ static int inline_many(cof_meta *m, const char *const *shas, size_t n, int keep,
 	int rc = 0;
 
 	if (!m->contents)
-		return inline_many_read(m, shas, n, fn, ctx, err);
+		return cof_meta_blob_inline_read_many(m, shas, n, fn, ctx, err);
 	if (n > 128 && (!(at = malloc(n * sizeof *at)) || !(ask = malloc(n * sizeof *ask)))) {
 		free(at != at_buf ? at : NULL);
-		return inline_many_read(m, shas, n, fn, ctx, err);
+		return cof_meta_blob_inline_read_many(m, shas, n, fn, ctx, err);
 	}
 	for (size_t i = 0; i < n && !b.stop; i++) {
 		b.i = i;
@@ -320,7 +223,7 @@ static int inline_many(cof_meta *m, const char *const *shas, size_t n, int keep,
 	}
 	b.at = at;
 	if (k && !b.stop)
-		rc = inline_many_read(m, ask, k, keep ? take_read : give_read, &b, err);
+		rc = cof_meta_blob_inline_read_many(m, ask, k, keep ? take_read : give_read, &b, err);
 	if (at != at_buf) {
 		free(at);
 		free(ask);

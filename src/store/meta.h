@@ -10,9 +10,11 @@
  * first member (and its transactions `struct cof_txn`); callers use the
  * cof_meta_x / cof_txn_x functions below, which dispatch through the table
  * (meta.c), and cof_meta_open picks the backend from a URL. The families
- * already written once above the SQL seam (store/sql.h: keys, agents,
- * subjects; listed at the end) are not in the table: their cof_meta_x are
- * the one implementation, which runs its SQL through the store's driver.
+ * already written once above the SQL seam (store/sql.h: volumes, forks,
+ * snapshots, state, idempotency, garbage collection and blobs; keys,
+ * agents, subjects, webhooks listed at the end) are not in the table: their
+ * cof_meta_x are the one implementation, which runs its SQL through the
+ * store's driver.
  *
  * History model: each version of a file is a row live in [from_seq, to_seq);
  * to_seq NULL = live now. Reading "as of seq S" is a range query; a snapshot is
@@ -157,15 +159,10 @@ struct cof_meta_ops {
 	/* Frees the store (NULL-safe at the caller, cof_meta_close). */
 	void (*close)(cof_meta *m);
 
-	/* ---- idempotency (keys: meta_key.c, below) */
-	/* Returns 1 and *value (malloc'd) when (scope, key) was recorded less than
-	 * `ttl` seconds ago, 0 when not. */
-	int (*idem_get)(cof_meta *m, const char *scope, const char *key, int64_t ttl,
-		char **value, cof_err *err);
-	int (*idem_put)(cof_meta *m, const char *scope, const char *key,
-		const char *value, cof_err *err);
-
-	/* ---- volumes and forks: written once (meta_volume.c, meta_fork.c) */
+	/* ---- written once above the SQL seam, not here: idempotency
+	 * (meta_idem.c), volumes and forks (meta_volume.c, meta_fork.c), garbage
+	 * collection, blobs and the kept history (meta_gc.c), and the families
+	 * listed at the end */
 
 	/* ---- reading files: written once (meta_read.c, below) */
 
@@ -201,59 +198,6 @@ struct cof_meta_ops {
 		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
 	/* Removing an absent path is COF_ENOTFOUND. */
 	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
-
-	/* ---- garbage collection and checking */
-	/* Drops history rows closed before `closed_before` that no snapshot covers and
-	 * changes older than `changes_before`; returns the rows dropped. */
-	int (*gc_prune)(cof_meta *m, int64_t closed_before, int64_t changes_before,
-		int64_t *pruned, cof_err *err);
-	/* Marks blobs nothing refers to as orphans since `now`; un-marks referenced ones. */
-	int (*gc_mark)(cof_meta *m, int64_t now, cof_err *err);
-	/* Orphans marked at or before `before`. */
-	int (*gc_orphans)(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
-		cof_err *err);
-	/* Forgets an orphan if still unreferenced: 1 = forgotten (delete its bytes). */
-	int (*blob_forget)(cof_meta *m, const char *sha256, cof_err *err);
-	/* 1 if the blob is known to the metadata (referenced or pending), 0 if not. */
-	int (*blob_known)(cof_meta *m, const char *sha256, cof_err *err);
-	/* Across nodes (docs/design.md, "Garbage collection across nodes"): a write
-	 * calls blob_pending once the content's bytes are stored and before the
-	 * change naming it; 0 = safe to name; 1 = a collector had claimed it and has
-	 * deleted it since: the bytes may be gone (check, store again or refuse).
-	 * A write that called blob_pending and then stores nothing (refused, failed)
-	 * calls blob_abandoned: its bytes are then as a cut-off upload's. Before
-	 * deleting bytes the metadata never named, the collector calls blob_claim:
-	 * 1 = claimed (delete them), 0 = a write named them meanwhile. After deleting
-	 * bytes (blob_forget or blob_claim said 1) it calls blob_forgotten. NULL
-	 * members: the backend needs none of them (one process; the store's gc_lock
-	 * orders writes and deletes): pending 0, claim = not blob_known, the others
-	 * nothing. */
-	int (*blob_pending)(cof_meta *m, const char *sha256, int64_t size, cof_err *err);
-	int (*blob_abandoned)(cof_meta *m, const char *sha256, cof_err *err);
-	int (*blob_claim)(cof_meta *m, const char *sha256, cof_err *err);
-	int (*blob_forgotten)(cof_meta *m, const char *sha256, cof_err *err);
-	/* Small content kept in the metadata: 1 with *data (malloc'd), 0 if not inline. */
-	int (*blob_inline)(cof_meta *m, const char *sha256, unsigned char **data,
-		size_t *len, cof_err *err);
-	/* Every blob referenced by a row, once each. */
-	int (*referenced)(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
-
-	/* ---- reads at a seq (issue 11, ?seq=)
-	 * The oldest seq volume `vno` is still read exactly at, when history rows
-	 * closed before `closed_before` may have been dropped by the collector:
-	 * the largest seq of a change made before then (a row it closed may be
-	 * gone), or history_from, over the fork chain (a parent level only up to
-	 * the seq its child forked at). 0 when every seq is kept. */
-	int (*history_kept)(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
-		cof_err *err);
-
-	/* ---- read-all (issue 13.5b); optional: cof_meta_blob_inline_many falls
-	 * back to blob_inline one by one.
-	 * Calls fn(ctx, i, data, len) for each of shas[0..n) kept inline, in any
-	 * order, in one read (SQLite: one read lock; PostgreSQL: one query);
-	 * `data` lasts only the call. */
-	int (*blob_inline_many)(cof_meta *m, const char *const *shas, size_t n,
-		cof_inline_fn fn, void *ctx, cof_err *err);
 };
 
 /* The base of every backend's handle (its first member). */
@@ -304,10 +248,12 @@ void cof_meta_read_release(cof_meta *m, int held);
 /* One function per member of cof_meta_ops, with its contract (meta.c).
  * cof_meta_close(NULL) does nothing. */
 void cof_meta_close(cof_meta *m);
-int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
-		cof_err *err);
+/* ---- idempotency records, written once above the SQL seam (meta_idem.c) */
+/* Returns 1 and *value (malloc'd) when (scope, key) was recorded less than
+ * `ttl` seconds ago, 0 when not. */
 int cof_meta_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
 		char **value, cof_err *err);
+/* Records (scope, key) now with `value`, replacing one recorded before. */
 int cof_meta_idem_put(cof_meta *m, const char *scope, const char *key, const char *value,
 		cof_err *err);
 /* ---- volumes, written once above the SQL seam (meta_volume.c, meta_fork.c) */
@@ -407,20 +353,59 @@ int cof_meta_snapshot_set(cof_snaptx *tx, const char *sid, int pinned, const cha
 int cof_meta_snapshot_drop(cof_snaptx *tx, const cof_snaprow *s, cof_err *err);
 /* Deletes the snapshot `sid` of `vno` in a change of its own. */
 int cof_meta_snapshot_delete(cof_meta *m, int64_t vno, const char *sid, cof_err *err);
+/* ---- garbage collection, blobs and checking, written once above the SQL
+ * seam (meta_gc.c). */
+/* Drops history rows closed before `closed_before` that no snapshot covers and
+ * changes older than `changes_before`; returns the rows dropped. */
 int cof_meta_gc_prune(cof_meta *m, int64_t closed_before, int64_t changes_before,
 		int64_t *pruned, cof_err *err);
+/* Marks blobs nothing refers to as orphans since `now`; un-marks referenced ones. */
 int cof_meta_gc_mark(cof_meta *m, int64_t now, cof_err *err);
+/* Orphans marked at or before `before`. */
 int cof_meta_gc_orphans(cof_meta *m, int64_t before, cof_sha_fn fn, void *ctx,
 		cof_err *err);
+/* Forgets an orphan if still unreferenced: 1 = forgotten (delete its bytes). */
 int cof_meta_blob_forget(cof_meta *m, const char *sha256, cof_err *err);
+/* 1 if the blob is known to the metadata (referenced or pending), 0 if not. */
 int cof_meta_blob_known(cof_meta *m, const char *sha256, cof_err *err);
+/* Across nodes (docs/design.md, "Garbage collection across nodes"): a write
+ * calls blob_pending once the content's bytes are stored and before the
+ * change naming it; 0 = safe to name; 1 = a collector had claimed it and has
+ * deleted it since: the bytes may be gone (check, store again or refuse).
+ * A write that called blob_pending and then stores nothing (refused, failed)
+ * calls blob_abandoned: its bytes are then as a cut-off upload's. Before
+ * deleting bytes the metadata never named, the collector calls blob_claim:
+ * 1 = claimed (delete them), 0 = a write named them meanwhile. After deleting
+ * bytes (blob_forget or blob_claim said 1) it calls blob_forgotten. On a
+ * store whose driver keeps no claims (SQLite: one data dir, its gc_lock
+ * orders writes and deletes) pending is 0, claim is not blob_known and the
+ * others do nothing. */
 int cof_meta_blob_pending(cof_meta *m, const char *sha256, int64_t size, cof_err *err);
 int cof_meta_blob_abandoned(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_claim(cof_meta *m, const char *sha256, cof_err *err);
 int cof_meta_blob_forgotten(cof_meta *m, const char *sha256, cof_err *err);
+/* Small content kept in the metadata: 1 with *data (malloc'd), 0 if not
+ * inline; from the kept contents when there (cof_meta_keep_contents). */
 int cof_meta_blob_inline(cof_meta *m, const char *sha256, unsigned char **data,
 		size_t *len, cof_err *err);
+/* Every blob referenced by a row, once each. */
 int cof_meta_referenced(cof_meta *m, cof_sha_fn fn, void *ctx, cof_err *err);
+/* Reads at a seq (issue 11, ?seq=): the oldest seq volume `vno` is still
+ * read exactly at, when history rows closed before `closed_before` may have
+ * been dropped by the collector: the largest seq of a change made before
+ * then (a row it closed may be gone), or history_from, over the fork chain
+ * (a parent level only up to the seq its child forked at). 0 when every seq
+ * is kept. */
+int cof_meta_history_kept(cof_meta *m, int64_t vno, int64_t closed_before, int64_t *oldest,
+		cof_err *err);
+/* The store's own reads behind the kept contents (meta.c): blob_inline's,
+ * and one read for a batch (read-all, issue 13.5b), calling fn(ctx, i,
+ * data, len) for each of shas[0..n) kept inline, in any order (SQLite: one
+ * read lock; PostgreSQL: one query); `data` lasts only the call. */
+int cof_meta_blob_inline_read(cof_meta *m, const char *sha256, unsigned char **data,
+		size_t *len, cof_err *err);
+int cof_meta_blob_inline_read_many(cof_meta *m, const char *const *shas, size_t n,
+		cof_inline_fn fn, void *ctx, cof_err *err);
 /* Keeps up to `budget` bytes of small contents in memory from now on, for
  * cof_meta_blob_inline and cof_meta_blob_inline_many (0: none). Called once, before the store is shared
  * between threads. */

@@ -1,7 +1,7 @@
 /*
  * meta_pg.c — the metadata store (meta.h) on PostgreSQL (libpq): connections,
- * the schema and its migrations, the table of operations (idempotency records
- * and a change's start are in meta_pg_vol.c), and the PostgreSQL driver of
+ * the schema and its migrations, the table of operations (a change's start is
+ * in meta_pg_vol.c), and the PostgreSQL driver of
  * the SQL seam (store/sql.h) that the metadata code written once uses.
  *
  * Several cofferd nodes share one database, so nothing here may rely on a
@@ -287,7 +287,8 @@ int cof_pg_exec(pgconn *c, const char *sql, cof_err *err)
 
 /* What the dialect tokens of shared SQL are on PostgreSQL (store/sql.h). */
 static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"",
-							 "jsonb_concat", " FOR UPDATE" };
+							 "jsonb_concat", " FOR UPDATE",
+							 "json_array_elements_text" };
 
 /* The name of the prepared statement of `sql` on `c`, preparing it first. */
 static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)
@@ -757,7 +758,7 @@ static int pgd_blob(const cof_sql_row *r, int col, unsigned char **data, size_t 
 }
 
 const cof_sql_driver cof_sql_pg = {
-	.name = "postgres", .local = 0, .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
+	.name = "postgres", .local = 0, .claims = 1, .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
 	.query = pgd_query, .lock = pgd_lock, .mark = NULL,
 	.text = pgd_text, .int64 = pgd_int64, .isnull = pgd_isnull, .blob = pgd_blob,
 	.fork_list = cof_pg_fork_list,
@@ -810,10 +811,8 @@ static void ops_fill(void)
 	pg_ops.list_streams = 0;   /* a cursor's first FETCH reads 512 rows */
 	pg_ops.remote = 1;
 	pg_ops.close = pg_close;
-	cof_pg_ops_vol(&pg_ops);
 	cof_pg_ops_read(&pg_ops);
 	cof_pg_ops_write(&pg_ops);
-	cof_pg_ops_gc(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

@@ -52,12 +52,6 @@ typedef struct pg_txn {
 	char savepoint[32];           /* the statement of its own, once it wrote ("": none) */
 } pg_txn;
 
-/* Garbage collection across nodes (docs/design.md): content a write said it
- * is about to name is not claimed for this long; a collector's claim older
- * than this is taken to be a dead collector's. */
-#define COF_PG_PENDING_SECONDS 600
-#define COF_PG_CLAIM_SECONDS 30
-
 #define PGM(m) ((pg_meta *)(void *)(m))
 
 /* A connection from the pool (a new one when none is idle), and back: one
@@ -169,10 +163,8 @@ pgconn *cof_pg_begin(cof_meta *m, const char *mode, cof_err *err);
 int cof_pg_end(cof_meta *m, pgconn *c, int ok, cof_err *err);
 
 /* Each file of the backend fills its own members of the table (meta_pg.c). */
-void cof_pg_ops_vol(cof_meta_ops *o);
 void cof_pg_ops_read(cof_meta_ops *o);
 void cof_pg_ops_write(cof_meta_ops *o);
-void cof_pg_ops_gc(cof_meta_ops *o);
 
 
 /* Row helpers over text results. */

@@ -462,7 +462,6 @@ static void ops_fill(void)
 	cof_sqlite_ops_main(&sqlite_ops);
 	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);
-	cof_sqlite_ops_gc(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -548,35 +547,6 @@ static void sq_close(cof_meta *m)
 	free(s);
 }
 
-/* ---------------------------------------------------- keys, idempotency */
-
-/* cof_sqlite_row_fn: column 0 of the row, malloc'd, into ctx (a char *). */
-static int text_one(void *ctx, sqlite3_stmt *st, cof_err *err)
-{
-	char **value = ctx;
-
-	*value = cof_strdup((const char *)sqlite3_column_text(st, 0));
-	return *value ? 1 : cof_error(err, COF_EINTERNAL, "out of memory");
-}
-
-static int sq_idem_get(cof_meta *m, const char *scope, const char *key, int64_t ttl,
-		       char **value, cof_err *err)
-{
-	int rc = cof_sqlite_read(m, "SELECT value FROM idem WHERE scope = ? AND key = ? AND"
-				 " created_at > ?", "idempotency", text_one, value, err, "ssi", scope,
-				 key, cof_now() - ttl);
-
-	return rc < 0 ? -1 : rc > 0;
-}
-
-static int sq_idem_put(cof_meta *m, const char *scope, const char *key,
-		       const char *value, cof_err *err)
-{
-	return cof_sqlite_write(m, "INSERT OR REPLACE INTO idem(scope, key, value, created_at)"
-				" VALUES(?,?,?,?)", "idempotency", err, "sssi", scope, key, value,
-				cof_now());
-}
-
 /* --------------------------------------------------------------- volumes */
 
 #define VOL_COLS "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at, " \
@@ -630,6 +600,4 @@ int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id
 void cof_sqlite_ops_main(cof_meta_ops *o)
 {
 	o->close = sq_close;
-	o->idem_get = sq_idem_get;
-	o->idem_put = sq_idem_put;
 }

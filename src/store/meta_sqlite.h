@@ -60,7 +60,6 @@ const cof_meta_ops *cof_meta_sqlite_ops(void);
 void cof_sqlite_ops_main(cof_meta_ops *o);
 void cof_sqlite_ops_read(cof_meta_ops *o);
 void cof_sqlite_ops_write(cof_meta_ops *o);
-void cof_sqlite_ops_gc(cof_meta_ops *o);
 
 
 /* What the dialect tokens of shared SQL are on SQLite (store/sql.h). */

@@ -160,7 +160,7 @@ const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err)
 /* ------------------------------------------------- the driver (store/sql.h) */
 
 const char *const cof_sqlite_tokens[COF_SQL_TOKENS] = { "", "rowid", " COLLATE BINARY",
-							      "json_patch", "" };
+							      "json_patch", "", "json_each" };
 
 /* -1, or COF_SQL_RETRY when the failure of db was SQLite being busy. */
 static int failed(sqlite3 *db, cof_err *err, const char *what)
@@ -297,10 +297,19 @@ static int sq_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *
 	return 1;
 }
 
+static const void *sq_blob_ref(const cof_sql_row *r, int col, size_t *len)
+{
+	const void *p = sqlite3_column_blob(r->res, col);
+
+	*len = (size_t)sqlite3_column_bytes(r->res, col);
+	return p;
+}
+
 const cof_sql_driver cof_sql_sqlite = {
 	.name = "sqlite", .local = 1, .begin = sq_begin, .end = sq_end, .exec = sq_exec,
 	.query = sq_query, .lock = sq_lock, .mark = cof_sqlite_cache_begin,
 	.text = sq_text, .int64 = sq_int64, .isnull = sq_isnull, .blob = sq_blob,
+	.blob_ref = sq_blob_ref,
 };
 
 /* The write path's reads of its volume (meta_sqlite_write.c): meta_read.c's,

@@ -122,6 +122,26 @@ int cof_sql_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *le
 	return r->d->blob(r, col, data, len);
 }
 
+int cof_sql_blob_ref(const cof_sql_row *r, int col, const unsigned char **data, size_t *len,
+		     unsigned char **owned)
+{
+	int rc;
+
+	*owned = NULL;
+	if (!r->d->blob_ref) {
+		rc = r->d->blob(r, col, owned, len);
+		*data = *owned;
+		return rc;
+	}
+	*data = NULL;
+	*len = 0;
+	if (r->d->isnull(r, col))
+		return 0;
+	if (!(*data = r->d->blob_ref(r, col, len)))
+		*data = (const unsigned char *)"";   /* SQLite's empty blob */
+	return 1;
+}
+
 int cof_sql_row_int(void *ctx, const cof_sql_row *r, cof_err *err)
 {
 	(void)err;
@@ -138,7 +158,8 @@ int cof_sql_mark_begin(cof_meta *m, cof_sql_mark *mk)
 /* ---------------------------------------------------------- rewriting */
 
 static const char *const token_names[COF_SQL_TOKENS] = { "{jsonb}", "{rowid}", "{C}",
-								 "{json_patch}", "{for_update}" };
+								 "{json_patch}", "{for_update}",
+								 "{json_each}" };
 
 int cof_sql_needs_rewrite(const char *sql, int dollar)
 {

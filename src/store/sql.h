@@ -1,8 +1,8 @@
 /*
  * sql.h — the SQL driver seam of the metadata store: what the metadata code
  * written once (meta_key.c, meta_agent.c, meta_subject.c, meta_webhook.c,
- * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c, meta_read.c)
- * asks of a database, and what each driver gives.
+ * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c, meta_read.c,
+ * meta_gc.c, meta_idem.c) asks of a database, and what each driver gives.
  *
  * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
  * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
@@ -50,8 +50,12 @@
  *            stored into a text column by assignment);
  *   {for_update}  after a SELECT in a write transaction: lock the rows read
  *            to the commit; SQLite nothing (its writer is the one writer),
- *            PostgreSQL FOR UPDATE (the row lock other writers take). */
-#define COF_SQL_TOKENS 5
+ *            PostgreSQL FOR UPDATE (the row lock other writers take);
+ *   {json_each}  a table function of a JSON array text: a row an element,
+ *            its text in column `value`, written {json_each}(?N); SQLite
+ *            json_each, PostgreSQL json_array_elements_text (one query for
+ *            a list of keys: WHERE k IN (SELECT value FROM {json_each}(?1))). */
+#define COF_SQL_TOKENS 6
 
 /* Modes of cof_sql_begin. COF_SQL_ONE: the caller runs one statement, which
  * the driver may run without an explicit transaction (SQLite: a reader
@@ -98,6 +102,12 @@ typedef struct cof_sql_driver {
 	 * first, the cheapest statement, and the chain's query only when it has
 	 * none (meta_read.c); 0: the one query over the chain. */
 	int local;
+	/* 1 when processes on several nodes share the store and no lock file
+	 * orders a write against the collector: the metadata records the content
+	 * a write is about to name and the collector's claims (blobs.pending_at,
+	 * claimed_at: meta_gc.c); PostgreSQL. 0: the data dir's gc_lock orders
+	 * them (store/lock.c), the schema has neither column; SQLite. */
+	int claims;
 	int (*begin)(cof_sql_tx *tx, cof_err *err);
 	/* commits (rc == 0) or rolls back; gives the connection back; rc or the
 	 * commit's failure */
@@ -123,6 +133,10 @@ typedef struct cof_sql_driver {
 	int (*fork_list)(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
 			 const char *upper, const char *after, cof_entry_fn fn, void *ctx,
 			 cof_err *err);
+	/* The bytes of a blob cell where the driver holds them, *len of them,
+	 * valid until the row callback returns; NULL member: the driver has to
+	 * decode them (PostgreSQL's bytea), cof_sql_blob_ref copies. */
+	const void *(*blob_ref)(const cof_sql_row *r, int col, size_t *len);
 } cof_sql_driver;
 
 /* The two drivers. */
@@ -162,6 +176,11 @@ int cof_sql_isnull(const cof_sql_row *r, int col);
 /* The blob of a cell, malloc'd with a NUL after it (*len without it):
  * 0 = NULL cell (*data NULL), 1 = value, -1 = out of memory. */
 int cof_sql_blob(const cof_sql_row *r, int col, unsigned char **data, size_t *len);
+/* The same borrowed for the row callback where the driver can (no copy of
+ * read-all's contents on SQLite): *data ("" when empty), or a malloc'd copy
+ * that *owned also points to (free it; NULL when borrowed). */
+int cof_sql_blob_ref(const cof_sql_row *r, int col, const unsigned char **data, size_t *len,
+		     unsigned char **owned);
 /* A row fn for one number: column 0 into the int64_t ctx points to. */
 int cof_sql_row_int(void *ctx, const cof_sql_row *r, cof_err *err);
 

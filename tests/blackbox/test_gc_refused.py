@@ -4,7 +4,7 @@ the change is refused or leaves that content unnamed (a conflict), so the
 collector takes those bytes as it takes a cut-off upload's. Each caller kind
 reachable from outside is refused here with content too big to be inline, then
 `coffer gc --grace 1` must remove exactly those bytes. On PostgreSQL a mark left
-behind keeps them for ten minutes (COF_PG_PENDING_SECONDS): before the one
+behind keeps them for ten minutes (COF_GC_PENDING_SECONDS): before the one
 write path, a call's commit and a mount's close left it."""
 
 import os

@@ -48,8 +48,10 @@ static int teardown(void **state)
 static void test_rewrite(void **state)
 {
 	static const char *const pg[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"",
-							 "jsonb_concat", " FOR UPDATE" };
-	static const char *const sq[COF_SQL_TOKENS] = { "", "rowid", "", "json_patch", "" };
+							 "jsonb_concat", " FOR UPDATE",
+							 "json_array_elements_text" };
+	static const char *const sq[COF_SQL_TOKENS] = { "", "rowid", "", "json_patch", "",
+							 "json_each" };
 	const char *sql = "SELECT ?1, '?2 {rowid}', \"?3\", ?10, body{jsonb} ->> 'a' FROM t"
 			  " WHERE x = ? ORDER BY {rowid}, {other}";
 	char *a = cof_sql_rewrite(sql, 1, pg), *b = cof_sql_rewrite(sql, 0, sq);
@@ -73,6 +75,14 @@ static void test_rewrite(void **state)
 	assert_non_null(b);
 	assert_string_equal(a, "jsonb_concat(b::jsonb, $1::jsonb) WHERE id COLLATE \"C\" < $2 FOR UPDATE");
 	assert_string_equal(b, "json_patch(b, ?1) WHERE id < ?2");
+	free(a);
+	free(b);
+	a = cof_sql_rewrite("k IN (SELECT value FROM {json_each}(?1))", 1, pg);
+	b = cof_sql_rewrite("k IN (SELECT value FROM {json_each}(?1))", 0, sq);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_string_equal(a, "k IN (SELECT value FROM json_array_elements_text($1))");
+	assert_string_equal(b, "k IN (SELECT value FROM json_each(?1))");
 	free(a);
 	free(b);
 }
