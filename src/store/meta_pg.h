@@ -41,12 +41,10 @@ typedef struct pg_meta {
 typedef struct pg_txn {
 	cof_txn base;                 /* first (meta.h) */
 	pgconn *c;
-	cof_volrow vol;               /* the volume as this change leaves it */
+	cof_volrow vol;
 	int ops;
 	int64_t now;
 	pg_group *g;                  /* the batch it is a member of */
-	int have_vol;                 /* vol is the batch's (it holds the row lock) */
-	cof_err lost;                 /* the lock's failure, taken for txn_volume */
 	struct pg_checks *checks;     /* its first path's checks, read ahead (or NULL) */
 	int checked;                  /* they were (meta_pg_write.c) */
 	char savepoint[32];           /* the statement of its own, once it wrote ("": none) */
@@ -116,18 +114,11 @@ int cof_pg_pipeline(pgconn *c, cof_pg_stmt *s, int n, cof_err *err);
 int cof_pg_error(cof_err *err, pgconn *c, PGresult *res, const char *what);
 
 /* Group commit of one volume's changes on this node (meta_pg_group.c). Begin
- * takes the volume's writer and the open batch (a connection, when none is
- * open: no round trip): *c is the batch's connection. NULL (err set) when it
- * cannot. The batch's BEGIN and the volume's row lock go in front of the first
- * statements any member sends (cof_pg_group_pipeline, _sync, _lock): the
- * first member's checks take them with them, one round trip less a batch. */
-pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_err *err);
-/* The volume as the batch's changes left it, once the batch holds its row
- * lock; NULL before. */
-const cof_volrow *cof_pg_group_vol(const pg_group *g);
-/* Takes the row lock now when the batch does not hold it (one round trip):
- * 0, or -1 (err set; COF_ENOTFOUND: the volume is gone). */
-int cof_pg_group_lock(pg_group *g, cof_err *err);
+ * takes the volume's writer and the open batch (BEGIN + the row lock when none
+ * is open): *c is the batch's connection, *vol the volume as its changes left
+ * it. NULL (err set) when it cannot. */
+pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_volrow *vol,
+			     cof_err *err);
 /* The member's number in its batch (names its savepoint). */
 int cof_pg_group_nth(const pg_group *g);
 /* A write held back (meta_pg_write.c): its statements (at most PG_GROUP_DEFER,
@@ -139,15 +130,12 @@ int cof_pg_group_defer(pg_group *g, const cof_pg_stmt *s, int n, cof_err *err);
 /* Drops the writes held back when they are the current member's own (it was
  * refused before they were sent): 1 dropped, 0 none of its own. */
 int cof_pg_group_drop_own(pg_group *g);
-/* cof_pg_pipeline on the batch's connection, the row lock (when the batch
- * does not hold it yet) and the writes held back sent first: s[i].res as
- * cof_pg_pipeline sets them. A failure of one held back (another member's)
- * aborts the batch's transaction: every member fails. The volume gone: -1
- * with COF_ENOTFOUND, no result kept. */
+/* cof_pg_pipeline on the batch's connection, the writes held back sent
+ * first: s[i].res as cof_pg_pipeline sets them. A failure of one held back
+ * (another member's) aborts the batch's transaction: every member fails. */
 int cof_pg_group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err);
-/* Sends the row lock (when not held yet) and the writes held back, alone:
- * before any other statement on the batch's connection (a plain query, a
- * fork's steps). 0 or -1. */
+/* Sends the writes held back, alone: before any other statement on the
+ * batch's connection (a plain query, a fork's steps). 0 or -1. */
 int cof_pg_group_sync(pg_group *g, cof_err *err);
 /* Ends a member: kept (rc == 0 and ops > 0: `vol` is the volume after it) or
  * undone (rolled back to `savepoint`, the statement that took it, NULL
@@ -187,11 +175,8 @@ int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
 int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq,
 			 const char *prefix, const char *after, cof_entry_fn fn, void *ctx,
 			 cof_err *err);
-/* A change's start: the statement that reads volume `vno`'s row FOR UPDATE
- * (the row lock every writer of the volume takes, on every node), and its
- * answer into *out (0, or -1: COF_ENOTFOUND, the volume is gone). */
-int cof_pg_volume_lock_stmt(cof_pg_stmt *s, int64_t vno, cof_err *err);
-int cof_pg_volume_locked(PGresult *r, cof_volrow *out, cof_err *err);
+/* BEGIN and the volume's row FOR UPDATE in one round trip: a change's start. */
+int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err);
 /* Queues a NOTIFY of a committed change (sent when the transaction commits). */
 int cof_pg_notify(pgconn *c, const char *payload, cof_err *err);
 

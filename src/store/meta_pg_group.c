@@ -9,10 +9,7 @@
  * (a batch), as the embedded store's do (meta_sqlite_commit.c):
  *
  *   - cof_pg_group_begin takes the volume's writer on this node (wlock) and
- *     the open batch, opening one when none is; its BEGIN and the volume's
- *     row lock go in front of the first statements a member sends (the
- *     first member's checks, meta_pg_write.c), not in a round trip of their
- *     own;
+ *     the open batch, opening one (BEGIN + the row lock) when none is;
  *   - the change runs its statements on the batch's connection; its first
  *     write takes a savepoint of its own (meta_pg_write.c), so a refused
  *     change (412, quota, conflict) rolls back alone;
@@ -21,10 +18,7 @@
  *     room, it leaves the commit to that writer and sleeps until its batch's
  *     fate is known; otherwise it commits the batch (`UPDATE volumes`, the
  *     notification and COMMIT: one round trip and one WAL flush for all) and
- *     wakes every member with the outcome. It gives up the writer before it
- *     sends the COMMIT (pg_commit): the next batch's first statements wait
- *     in PostgreSQL for the row lock meanwhile, not in cofferd for the
- *     flush and a wake-up.
+ *     wakes every member with the outcome.
  *
  * A lone writer finds nobody waiting and commits at once: no timer, no delay.
  * Nothing is acknowledged before the COMMIT that holds it returned; a batch
@@ -57,8 +51,7 @@ struct pg_group {
 	pthread_mutex_t wlock;    /* the volume's writer on this node */
 	atomic_int wwait;         /* writers waiting for wlock */
 	pgconn *c;                /* the open batch's connection; NULL: none open */
-	int locked;               /* the batch holds the volume's row lock (and BEGAN) */
-	cof_volrow vol;           /* the volume as the batch's changes left it (locked) */
+	cof_volrow vol;           /* the volume as the batch's changes left it */
 	int nbatch, ops;
 	struct pg_member *members;
 	cof_pg_stmt pend[PG_GROUP_DEFER]; /* a write held back (cof_pg_group_defer) */
@@ -111,14 +104,13 @@ static void group_put(pg_meta *p, pg_group *g)
 	free(g);
 }
 
-/* Ends a batch's members (`list`): when it failed (rc != 0) every member
- * gets `why`, a refused one too (it was refused on what did not commit: a
- * retry gets the answer sequential writes would), and every one waiting
- * wakes. */
-static void members_settle(pg_group *g, struct pg_member *list, int rc, const cof_err *why)
+/* Ends the batch (wlock held): when it failed (rc != 0) every member gets
+ * `why`, a refused one too (it was refused on what did not commit: a retry
+ * gets the answer sequential writes would), and every one waiting wakes. */
+static void batch_settle(pg_group *g, int rc, const cof_err *why)
 {
 	pthread_mutex_lock(&g->flock);
-	for (struct pg_member *x = list; x; x = x->next) {
+	for (struct pg_member *x = g->members; x; x = x->next) {
 		if (rc) {
 			x->rc = -1;
 			cof_error(x->err, COF_EUNAVAILABLE, "%s", why->msg[0] ? why->msg :
@@ -128,12 +120,6 @@ static void members_settle(pg_group *g, struct pg_member *list, int rc, const co
 	}
 	pthread_cond_broadcast(&g->fdone);
 	pthread_mutex_unlock(&g->flock);
-}
-
-/* Ends the open batch (wlock held) as members_settle does. */
-static void batch_settle(pg_group *g, int rc, const cof_err *why)
-{
-	members_settle(g, g->members, rc, why);
 	g->members = NULL;
 	g->nbatch = 0;
 	g->ops = 0;
@@ -200,162 +186,83 @@ int cof_pg_group_drop_own(pg_group *g)
 	return 1;
 }
 
-/* Where copy d of statement s goes: its integers' values point at its own. */
-static void stmt_copy(cof_pg_stmt *d, const cof_pg_stmt *s)
-{
-	*d = *s;
-	for (int j = 0; j < s->n; j++)
-		if (s->vals[j] == s->ints[j])
-			d->vals[j] = d->ints[j];
-}
-
 int cof_pg_group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err)
 {
 	cof_pg_stmt all[PG_PIPE_MAX];
-	int k = 0, lock = -1, first, rc;
+	int k = g->npend, rc;
 
-	if (g->locked && !g->npend)
-		return n ? cof_pg_pipeline(g->c, s, n, err) : 0;
-	if (!g->locked && g->npend)
-		return cof_error(err, COF_EINTERNAL, "metadata store: a write held back unlocked");
-	if (!g->locked) {
-		/* BEGIN unless an earlier try of the lock began (the volume was gone) */
-		if (PQtransactionStatus(g->c->db) == PQTRANS_IDLE)
-			all[k++] = (cof_pg_stmt){.what = "BEGIN"};
-		lock = k;
-		if (cof_pg_volume_lock_stmt(&all[k++], g->vno, err))
-			return -1;
-	}
-	if (k + g->npend + n > PG_PIPE_MAX)
-		return cof_pg_group_sync(g, err) ? -1 : cof_pg_group_pipeline(g, s, n, err);
-	for (int i = 0; i < g->npend; i++)
-		stmt_copy(&all[k++], &g->pend[i]);
-	first = k;
-	for (int i = 0; i < n; i++)
-		stmt_copy(&all[k++], &s[i]);
-	rc = cof_pg_pipeline(g->c, all, k, err);
-	if (!rc && lock >= 0 && !(rc = cof_pg_volume_locked(all[lock].res, &g->vol, err)))
-		g->locked = 1;
-	for (int i = 0; i < k && !rc; i++) {
-		if (i < first)
+	if (!k)
+		return cof_pg_pipeline(g->c, s, n, err);
+	if (k + n > PG_PIPE_MAX)
+		return cof_pg_group_sync(g, err) ? -1 : cof_pg_pipeline(g->c, s, n, err);
+	memcpy(all, g->pend, (size_t)k * sizeof *all);
+	if (n)
+		memcpy(all + k, s, (size_t)n * sizeof *all);
+	/* the copies' own integers: their values point at them */
+	for (int i = 0; i < k + n; i++)
+		for (int j = 0; j < all[i].n; j++)
+			if (all[i].vals[j] == (i < k ? g->pend[i].ints[j] : s[i - k].ints[j]))
+				all[i].vals[j] = all[i].ints[j];
+	rc = cof_pg_pipeline(g->c, all, k + n, err);
+	for (int i = 0; i < k + n && !rc; i++) {
+		if (i < k)
 			PQclear(all[i].res);
 		else
-			s[i - first].res = all[i].res;
+			s[i - k].res = all[i].res;
 	}
-	if (rc && lock >= 0 && !g->locked)  /* a pipeline's results, when the lock found none */
-		for (int i = 0; i < k; i++)
-			PQclear(all[i].res);
-	if (g->locked)
-		pend_clear(g);
+	pend_clear(g);
 	return rc;
 }
 
 int cof_pg_group_sync(pg_group *g, cof_err *err)
 {
-	return g->npend || !g->locked ? cof_pg_group_pipeline(g, NULL, 0, err) : 0;
+	return g->npend ? cof_pg_group_pipeline(g, NULL, 0, err) : 0;
 }
 
-int cof_pg_group_lock(pg_group *g, cof_err *err)
+/* The batch's end as one pipeline: the writes held back, the volume's row,
+ * the notification every node's waiters on the volume wake on (notify_pg.c),
+ * COMMIT. */
+static int batch_flush(pg_group *g, cof_err *err)
 {
-	return g->locked ? 0 : cof_pg_group_pipeline(g, NULL, 0, err);
-}
-
-const cof_volrow *cof_pg_group_vol(const pg_group *g)
-{
-	return g->locked ? &g->vol : NULL;
-}
-
-/* A batch being committed, taken off its group (under wlock) so that the
- * next batch of the volume on this node can open and send its first
- * statements while this one's COMMIT waits for its WAL flush: they wait in
- * PostgreSQL for the row lock, as another node's would, and run the moment
- * the commit releases it (READ COMMITTED: the lock's row and every check after
- * it read what this batch committed). Nothing of the next batch is answered
- * before its own COMMIT, so nothing is seen before this one's either. */
-typedef struct pg_commit {
-	pgconn *c;
-	cof_pg_stmt s[PG_GROUP_DEFER + 3];
-	int n;                    /* 0: nothing stored, rolled back */
-	char *arena;              /* the held-back write's values */
-	struct pg_member *members;
-	char note[256];
-} pg_commit;
-
-/* Takes the open batch off g (wlock held): its end as one pipeline, the writes
- * held back, the volume's row, the notification every node's waiters on the
- * volume wake on (notify_pg.c), COMMIT. 0, or -1 (err set: the batch fails). */
-static int commit_take(pg_group *g, pg_commit *pc, cof_err *err)
-{
+	cof_pg_stmt s[3] = {{0}, {0}, {.what = "COMMIT"}};
 	cof_topic t = cof_topic_volume(g->vol.org, g->vol.id);
-	int rc = 0, n = 0;
-
-	pc->c = g->c;
-	pc->members = g->members;
-	pc->arena = NULL;
-	if (g->ops) {
-		for (int i = 0; i < g->npend; i++)
-			stmt_copy(&pc->s[n++], &g->pend[i]);
-		pc->arena = g->arena;   /* the copies point into it: freed after */
-		g->arena = NULL;
-		cof_notify_pg_payload(&t, pc->note, sizeof pc->note);
-		rc = cof_pg_stmt_set(&pc->s[n++], "UPDATE volumes SET seq = $1, files = $2,"
-				     " bytes = $3, capacity = $4 WHERE vno = $5",
-				     "updating the volume", err, "iiiii", g->vol.seq, g->vol.files,
-				     g->vol.bytes, g->vol.capacity, g->vno);
-		if (!rc)
-			rc = cof_pg_stmt_set(&pc->s[n++], "SELECT pg_notify('coffer', $1)",
-					     "notifying", err, "s", pc->note);
-		pc->s[n++] = (cof_pg_stmt){.what = "COMMIT"};
-	}
-	pc->n = n;
-	g->c = NULL;
-	g->locked = 0;
-	pend_clear(g);
-	g->members = NULL;
-	g->nbatch = 0;
-	g->ops = 0;
-	return rc;
-}
-
-/* Sends a batch taken off its group (wlock not held): 0 committed (or nothing
- * to commit), -1 (err set, retryable) not. */
-static int commit_send(pg_commit *pc, cof_err *err)
-{
+	char note[256];
 	int rc;
 
-	if (!pc->n)
-		return 0;
-	if (cof_pg_pipeline(pc->c, pc->s, pc->n, err))
+	cof_notify_pg_payload(&t, note, sizeof note);
+	if (cof_pg_stmt_set(&s[0], "UPDATE volumes SET seq = $1, files = $2, bytes = $3,"
+			    " capacity = $4 WHERE vno = $5", "updating the volume", err, "iiiii",
+			    g->vol.seq, g->vol.files, g->vol.bytes, g->vol.capacity, g->vno) ||
+	    cof_pg_stmt_set(&s[1], "SELECT pg_notify('coffer', $1)", "notifying", err, "s",
+			    note) ||
+	    cof_pg_group_pipeline(g, s, 3, err))
 		return -1;
 	/* COMMIT of a transaction that failed answers ROLLBACK, not an error */
-	rc = strcmp(PQcmdStatus(pc->s[pc->n - 1].res), "COMMIT") ? -1 : 0;
-	for (int i = 0; i < pc->n; i++)
-		PQclear(pc->s[i].res);
+	rc = strcmp(PQcmdStatus(s[2].res), "COMMIT") ? -1 : 0;
+	for (int i = 0; i < 3; i++)
+		PQclear(s[i].res);
 	if (rc)
 		cof_error(err, COF_EUNAVAILABLE, "the metadata database rolled the change back;"
 			  " retry it");
 	return rc;
 }
 
-/* Commits the open batch or, when none of its changes stored anything, rolls
- * it back; then every member learns the outcome. Called with wlock held;
- * returns with it released, before the COMMIT is sent. */
+/* Commits the open batch (wlock held) or, when none of its changes stored
+ * anything, rolls it back; then every member learns the outcome. */
 static void batch_end(cof_meta *m, pg_group *g)
 {
-	pg_commit pc;
 	cof_err e = {0};
-	int rc = commit_take(g, &pc, &e);
+	int rc = g->ops ? batch_flush(g, &e) : 0;
 
-	pthread_mutex_unlock(&g->wlock);
-	if (!rc)
-		rc = commit_send(&pc, &e);
-	cof_pg_put(m, pc.c); /* rolls back what is still open */
-	free(pc.arena);
-	members_settle(g, pc.members, rc, &e);
+	cof_pg_put(m, g->c); /* rolls back what is still open */
+	g->c = NULL;
+	pend_clear(g);
+	batch_settle(g, rc, &e);
 	cof_err_clear(&e);
 }
 
-pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_err *err)
+pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_volrow *vol,
+			     cof_err *err)
 {
 	pg_group *g = group_get(PGM(m), vno);
 
@@ -367,31 +274,24 @@ pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_err *err)
 	pthread_mutex_lock(&g->wlock);
 	atomic_fetch_sub(&g->wwait, 1);
 	if (!g->c) {
-		/* no batch open: nobody waits on one either. Its BEGIN and row
-		 * lock go with its first statements (cof_pg_group_pipeline). */
-		if (!(g->c = cof_pg_get(m, err))) {
+		/* no batch open: nobody waits on one either */
+		pgconn *nc = cof_pg_get(m, err);
+		if (!nc || cof_pg_volume_lock_begin(nc, vno, &g->vol, err)) {
+			cof_pg_put(m, nc);
 			pthread_mutex_unlock(&g->wlock);
 			group_put(PGM(m), g);
 			return NULL;
 		}
-		g->locked = 0;
+		g->c = nc;
 	}
 	*c = g->c;
+	*vol = g->vol;
 	return g;
 }
 
 int cof_pg_group_nth(const pg_group *g)
 {
 	return g->nbatch;
-}
-
-/* Whether the batch's transaction can go on: open, or not begun yet (no
- * member sent anything). */
-static int batch_alive(const pg_group *g)
-{
-	PGTransactionStatusType t = PQtransactionStatus(g->c->db);
-
-	return t == PQTRANS_INTRANS || (t == PQTRANS_IDLE && !g->locked);
 }
 
 /* Undoes a member's change: 0, or -1 when the batch's transaction cannot go
@@ -401,7 +301,7 @@ static int member_undo(pg_group *g, const char *savepoint, cof_err *err)
 	char sql[64];
 
 	if (!savepoint)
-		return batch_alive(g) ? 0 : -1;
+		return PQtransactionStatus(g->c->db) == PQTRANS_INTRANS ? 0 : -1;
 	if (cof_pg_group_sync(g, err))
 		return -1;
 	snprintf(sql, sizeof sql, "ROLLBACK TO %s", savepoint + strlen("SAVEPOINT "));
@@ -415,7 +315,7 @@ int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
 	pg_meta *p = PGM(m);
 
 	/* a statement that failed where the change went on regardless */
-	if (rc == 0 && !batch_alive(g))
+	if (rc == 0 && PQtransactionStatus(g->c->db) != PQTRANS_INTRANS)
 		me.rc = cof_pg_error(err, g->c, NULL, "writing");
 	if (me.rc == 0 && ops > 0) {
 		g->vol = *vol;
@@ -432,7 +332,6 @@ int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
 			cof_error(err, why.code, "%s", why.msg);
 		cof_pg_put(m, g->c);
 		g->c = NULL;
-		g->locked = 0;
 		pend_clear(g);
 		batch_settle(g, -1, &why);
 		cof_err_clear(&why);
@@ -450,7 +349,8 @@ int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
 			pthread_cond_wait(&g->fdone, &g->flock);
 		pthread_mutex_unlock(&g->flock);
 	} else {
-		batch_end(m, g); /* releases wlock */
+		batch_end(m, g);
+		pthread_mutex_unlock(&g->wlock);
 	}
 	group_put(p, g);
 	return me.rc;

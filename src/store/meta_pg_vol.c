@@ -1,8 +1,7 @@
 /*
- * meta_pg_vol.c — a change's start on PostgreSQL: its volume's row lock, the
- * statement and its answer (sent by the batch in front of its first member's
- * first statements, meta_pg_group.c; the rest of the volumes family is written
- * once: meta_volume.c).
+ * meta_pg_vol.c — a change's start on PostgreSQL: BEGIN and its volume's row
+ * lock in one round trip (the rest of the volumes family is written once:
+ * meta_volume.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +29,19 @@ static void row_volume(PGresult *r, int i, cof_volrow *v)
 	v->depth = (int)cof_pg_int(r, i, 14);
 }
 
-int cof_pg_volume_lock_stmt(cof_pg_stmt *s, int64_t vno, cof_err *err)
+int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err)
 {
-	return cof_pg_stmt_set(s, "SELECT " VOL_COLS " FROM volumes WHERE vno = $1 FOR UPDATE",
-			       "reading a volume", err, "i", vno);
-}
+	cof_pg_stmt s[2] = {{.what = "BEGIN"}};
+	int found;
 
-int cof_pg_volume_locked(PGresult *r, cof_volrow *out, cof_err *err)
-{
-	if (PQntuples(r) != 1)
-		return cof_error(err, COF_ENOTFOUND, "volume not found");
-	row_volume(r, 0, out);
-	return 0;
+	if (cof_pg_stmt_set(&s[1], "SELECT " VOL_COLS " FROM volumes WHERE vno = $1 FOR UPDATE",
+			    "reading a volume", err, "i", vno) ||
+	    cof_pg_pipeline(c, s, 2, err))
+		return -1;
+	PQclear(s[0].res);
+	found = PQntuples(s[1].res) == 1;
+	if (found)
+		row_volume(s[1].res, 0, out);
+	PQclear(s[1].res);
+	return found ? 0 : cof_error(err, COF_ENOTFOUND, "volume not found");
 }

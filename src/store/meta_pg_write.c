@@ -38,29 +38,6 @@
 
 static void checks_free(struct pg_checks *k);
 
-/* Loads the volume as the batch left it into the change, once the batch holds
- * its row lock: the change's seq is the next one. */
-static void vol_take(pg_txn *tx)
-{
-	const cof_volrow *v = cof_pg_group_vol(tx->g);
-
-	if (tx->have_vol || !v)
-		return;
-	tx->vol = *v;
-	tx->vol.seq++;
-	tx->have_vol = 1;
-}
-
-/* The volume, the row lock taken first when no member's statements took it
- * yet (one round trip; the checks take it with them): 0 or -1. */
-static int vol_ready(pg_txn *tx, cof_err *err)
-{
-	if (!tx->have_vol && cof_pg_group_lock(tx->g, err))
-		return -1;
-	vol_take(tx);
-	return 0;
-}
-
 /* A change is a member of its volume's batch on this node (meta_pg_group.c):
  * it runs on the batch's connection, takes the next seq of the volume as the
  * batch left it, and is answered once the batch's COMMIT is. */
@@ -70,18 +47,11 @@ static int pg_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t
 	pg_txn tx = {.base.m = m, .now = cof_now()};
 	int rc;
 
-	if (!(tx.g = cof_pg_group_begin(m, vno, &tx.c, err)))
+	if (!(tx.g = cof_pg_group_begin(m, vno, &tx.c, &tx.vol, err)))
 		return -1;
-	tx.vol.vno = vno;
-	vol_take(&tx);
+	tx.vol.seq++;
 	rc = fn((cof_txn *)(void *)&tx, ctx, err);
 	checks_free(tx.checks);
-	if (!rc && tx.lost.code) /* txn_volume could not lock: the change cannot stand */
-		rc = cof_error(err, tx.lost.code, "%s", tx.lost.msg);
-	cof_err_clear(&tx.lost);
-	/* nothing stored and nothing read: the seq the volume is at is still asked */
-	if (!rc && !tx.have_vol)
-		rc = vol_ready(&tx, err);
 	if (!rc)   /* nothing to store: the seq the volume is at */
 		*seq = tx.ops ? tx.vol.seq : tx.vol.seq - 1;
 	/* undone before its write was sent: nothing to roll back */
@@ -110,15 +80,9 @@ static int savepoint(pg_txn *tx, cof_err *err)
 	return cof_pg_group_sync(tx->g, err) ? -1 : cof_pg_exec(tx->c, tx->savepoint, err);
 }
 
-/* The lock taken here when nothing took it yet; its failure is kept for the
- * change's end (this member cannot return one). */
-static cof_volrow *pg_txn_volume(cof_txn *t)
+static cof_volrow *pg_txn_volume(cof_txn *tx)
 {
-	pg_txn *tx = PGT(t);
-
-	if (!tx->have_vol && !tx->lost.code && vol_ready(tx, &tx->lost) && !tx->lost.code)
-		cof_error(&tx->lost, COF_EINTERNAL, "metadata store: reading the volume failed");
-	return &tx->vol;
+	return &PGT(tx)->vol;
 }
 
 /* ------------------------------------------------------------- checks */
@@ -188,14 +152,6 @@ static int checks_read(pg_txn *tx, const char *path, cof_entry *out, cof_err *er
 			    under.data, upper.data) ||
 	    cof_pg_group_pipeline(tx->g, s, n, err))
 		goto out;
-	vol_take(tx);
-	if (tx->vol.base_vno) {
-		/* the row lock came with them and says a fork: its chain is read */
-		for (int i = 0; i < n; i++)
-			PQclear(s[i].res);
-		found = cof_pg_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
-		goto out;
-	}
 	found = live_file(s[0].res);
 	if (PQntuples(s[0].res) > 0)
 		cof_pg_row_entry(s[0].res, 0, out);
@@ -236,13 +192,11 @@ static int pg_txn_get(cof_txn *t, const char *path, cof_entry *out, cof_err *err
 		for (int i = 0; i < k->nanc; i++)
 			if (k->ends[i] == len && (k->absent >> i & 1) && !strncmp(k->path, path, len))
 				return 0;
-	/* the checks read ahead: the volume not known yet (its lock goes with them) is
-	 * taken not to be a fork (checks_read finds out) */
-	if (!tx->checked && !(tx->have_vol && tx->vol.base_vno)) {
+	if (!tx->checked && !tx->vol.base_vno) {
 		tx->checked = 1;
 		return checks_read(tx, path, out, err);
 	}
-	if (vol_ready(tx, err) || cof_pg_group_sync(tx->g, err))
+	if (cof_pg_group_sync(tx->g, err))
 		return -1;
 	return cof_pg_entry_get(tx->c, tx->vol.vno, path, -1, out, err);
 }
@@ -257,7 +211,7 @@ static int pg_txn_list(cof_txn *t, const char *prefix, cof_entry_fn fn, void *ct
 	if (k && tx->ops == 0 && k->no_children && strlen(prefix) == len + 1 &&
 	    prefix[len] == '/' && !strncmp(prefix, k->path, len))
 		return 0;
-	if (vol_ready(tx, err) || cof_pg_group_sync(tx->g, err))
+	if (cof_pg_group_sync(tx->g, err))
 		return -1;
 	return cof_pg_entry_list_in(tx->c, tx->vol.vno, tx->vol.base_vno != 0, -1, prefix, NULL,
 				    fn, ctx, err);
@@ -393,8 +347,6 @@ static int pg_txn_write(cof_txn *t, const char *path, const char *sha, int64_t s
 	cof_entry *old;
 	int rc = -1;
 
-	if (vol_ready(tx, err))
-		return -1;
 	if (!tx->vol.base_vno)
 		return write_piped(tx, path, sha, size, ctype, inline_data, mtime, err);
 	/* a fork: closing may find the parent's row, read between the steps */
@@ -424,12 +376,10 @@ out:
 static int pg_txn_remove(cof_txn *t, const char *path, cof_err *err)
 {
 	pg_txn *tx = PGT(t);
-	cof_entry *old;
+	cof_entry *old = cof_malloc(sizeof *old);
 	int had, rc = -1;
 
-	if (vol_ready(tx, err))
-		return -1;
-	if (!(old = cof_malloc(sizeof *old)))
+	if (!old)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	had = savepoint(tx, err) ? -1 : close_live(tx, path, old, err);
 	if (had == 0)

@@ -268,9 +268,8 @@ def test_concurrent_writers_past_the_ceiling_refused_alone():
 
 
 def test_concurrent_writers_of_a_fork_and_of_a_deleted_volume():
-    """On PostgreSQL a batch's row lock goes with its first member's checks, and only
-    that answer says whether the volume is a fork (its checks then read its chain
-    instead) or is gone. 8 writers of a fork at once, in rounds: the files of the fork
+    """A batch's writers of a fork (whose checks read its chain) and of a volume being
+    deleted (its row lock finds it gone). 8 writers of a fork at once, in rounds: the files of the fork
     and of its parent read right, overwrites of the parent's files included, seqs
     dense. Then 8 writers while the volume is deleted: each gets 201 or 404, nothing
     else, and what answered 201 before the delete is what the volume held."""

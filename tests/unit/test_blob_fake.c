@@ -178,8 +178,10 @@ static int setup(void **state)
 		return -1;
 	st->blobs->close(st->blobs);
 	fk = calloc(1, sizeof *fk);
-	fk->base = (cof_blobstore){"fake", fake_begin, fake_write, fake_commit, fake_abort,
-				   fake_open, fake_remove, fake_each, fake_close};
+	fk->base = (cof_blobstore){.name = "fake", .remote = 1, .begin = fake_begin,
+				   .write = fake_write, .commit = fake_commit,
+				   .abort = fake_abort, .open = fake_open,
+				   .remove = fake_remove, .each = fake_each, .close = fake_close};
 	st->blobs = &fk->base;
 	return 0;
 }
