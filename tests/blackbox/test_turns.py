@@ -8,8 +8,8 @@ import time
 
 import harness
 from harness import check, contains, eq, expect, expect_error
-from turnlib import (call, make_agent, mounts_under, new_turn, ok, processes_with,
-                     stream_call)
+from turnlib import (call, call_running, make_agent, mounts_under, new_turn, ok,
+                     processes_with, stream_call)
 
 TIMEOUT = 90
 
@@ -147,7 +147,6 @@ def test_calls_of_a_turn_share_one_kept_mount_namespace(srv):
     # entered by the turn's later calls (issue 38 item 6), one per turn,
     # and let go when the turn ends
     harness.needs_root("a call's namespace is built by cofferd as root")
-    import threading
     cofferd = srv.proc.pid
     before = _kept_namespaces(cofferd)
     t = new_turn(srv)
@@ -155,15 +154,8 @@ def test_calls_of_a_turn_share_one_kept_mount_namespace(srv):
         ok(srv, t["id"], "true")
     mine = _kept_namespaces(cofferd) - before
     eq(len(mine), 1, "one namespace kept for the turn's calls: %r" % mine)
-    marker = "%d" % random.randint(10**8, 10**9)
-    res = {}
-    th = threading.Thread(target=lambda: res.update(
-        out=call(srv, t["id"], "sleep 2.%s; ls /tmp" % marker, timeoutSeconds=60)))
-    th.start()
-    deadline = time.time() + 10 * harness.SCALE
-    while not processes_with("sleep 2." + marker) and time.time() < deadline:
-        time.sleep(0.05)
-    found = processes_with("sleep 2." + marker)
+    th, res, marked = call_running(srv, t["id"], "sleep 2.MARKER; ls /tmp", timeoutSeconds=60)
+    found = processes_with(marked)
     check(found, "the call runs")
     bwrap = _outer_bwrap(found[0][0], cofferd)
     check(bwrap, "the call's bwrap")
@@ -177,17 +169,9 @@ def test_calls_of_a_turn_share_one_kept_mount_namespace(srv):
 
 def test_delete_stops_a_running_call(srv):
     t = new_turn(srv)
-    marker = "%d" % random.randint(10**8, 10**9)
-    import threading
-    res = {}
-    th = threading.Thread(target=lambda: res.update(
-        out=call(srv, t["id"], "sleep 1%s" % marker, timeoutSeconds=60)))
-    th.start()
-    deadline = time.time() + 10 * harness.SCALE
-    while not processes_with("sleep 1" + marker) and time.time() < deadline:
-        time.sleep(0.05)
+    th, res, marked = call_running(srv, t["id"], "sleep 1MARKER", timeoutSeconds=60)
     expect(srv.delete("/v1/turns/%s" % t["id"]), 204)
-    eq(processes_with("sleep 1" + marker), [], "processes after DELETE answered")
+    eq(processes_with(marked), [], "processes after DELETE answered")
     th.join(30)
     contains(" ".join(res["out"]["notes"]), "turn ended", "notes of the stopped call")
 

@@ -5,7 +5,10 @@ import http.client
 import itertools
 import json as jsonlib
 import os
+import random
+import threading
 
+import harness
 from harness import check, eq, expect
 
 _n = itertools.count()
@@ -62,6 +65,22 @@ def processes_with(marker):
         if marker in cmd and "cmdline" not in cmd:
             found.append((int(pid), cmd))
     return found
+
+
+def call_running(srv, tid, command, **extra):
+    """Starts a call of `command` in a thread and waits until its process
+    runs: `command` holds "MARKER", replaced by a number of its own so the
+    process can be found on the host. Returns (thread, answer, marked), the
+    answer dict filled as "out" once the call ends, `marked` the command
+    line text that names its process (for processes_with)."""
+    marker = "%d" % random.randint(10**8, 10**9)
+    command = command.replace("MARKER", marker)
+    first = command.split(";")[0].strip()  # "sleep 1NNN": its process's cmdline
+    res = {}
+    th = threading.Thread(target=lambda: res.update(out=call(srv, tid, command, **extra)))
+    th.start()
+    harness.until(lambda: processes_with(first), "the call's process %r" % first)
+    return th, res, first
 
 
 def mounts_under(path):
