@@ -157,16 +157,18 @@ static int pid_slot(cof_turn *t, pid_t pid)
 
 /* One measure tick: a breach stops every call of the turn. `alive`: the
  * process is not reaped yet (so its pid is still its own). The measuring
- * loop walks before taking mu, so calls of other turns do not wait on it. */
-static void tick(call *c, int alive)
+ * loop walks before taking mu, so calls of other turns do not wait on it.
+ * `measure` 0: only a stop of the turn (its end, another call's breach)
+ * reaches the call. */
+static void tick(call *c, int alive, int measure)
 {
 	cof_turn *t = c->t;
 	cof_usage u;
 
-	if (!c->ts->kernel)
+	if (measure && !c->ts->kernel)
 		cof_quota_measure(c->ts, t, &c->p.pid, alive, &u);
 	pthread_mutex_lock(&c->ts->mu);
-	if (t->stop_gen == c->gen) {
+	if (measure && t->stop_gen == c->gen) {
 		const char *lim = cof_quota_check(c->ts, t, c->ts->kernel ? NULL : &u);
 		if (lim) {
 			t->stop_why = lim;
@@ -188,9 +190,15 @@ static void tick(call *c, int alive)
 /* Runs the process to its end; returns its wait status. */
 static int run(call *c)
 {
-	int64_t start = cof_mono_ms(), next = start, killed = 0;
+	/* the first measure one period in: the workspace was measured as the
+	 * call registered (cof_quota_base) or by the turn's running calls, and
+	 * the end measures it again in every case, so a measure now would only
+	 * repeat those (it cost a statfs, the walk of the turn's layers and
+	 * mu, every call); a stop that came while it started reaches it here */
+	int64_t start = cof_mono_ms(), next = start + COF_MEASURE_MS, killed = 0;
 	int open_out = 2, status = 0, escalated = 0;
 
+	tick(c, 1, 0);
 	while (open_out > 0) {
 		struct pollfd pf[3];
 		int n = 0;
@@ -221,7 +229,7 @@ static int run(call *c)
 		}
 		now = cof_mono_ms();
 		if (now >= next) {
-			tick(c, 1);
+			tick(c, 1, 1);
 			next = now + COF_MEASURE_MS;
 		}
 		if (!c->timed_out && now - start >= c->timeout_ms) {
@@ -605,7 +613,7 @@ static void call_finish(call *c, json_t **files, cof_err *err)
 	pthread_mutex_lock(&ts->mu);
 	pid_slot(t, c->p.pid);
 	pthread_mutex_unlock(&ts->mu);
-	tick(c, 0); /* the measure when it ends, in every case */
+	tick(c, 0, 1); /* the measure when it ends, in every case */
 	held_limits(c);
 	if (!c->limit && !c->stopped_by_end && !t->ended)
 		outbox_take(c, files, err);

@@ -839,11 +839,7 @@ int cof_confine_spawn(cof_turns *ts, const cof_turn *t, const char *command,
 	argv_build(ts, t, command, see, etc, av, hide, keep, sizeof keep - 128);
 	snprintf(k.shmmax, sizeof k.shmmax, "%lld", (long long)t->sb.memory);
 	snprintf(k.shmall, sizeof k.shmall, "%lld", (long long)(t->sb.memory / 4096));
-	if (cof_limits_procs_fds(ts, t, k.cg)) {
-		cof_error(err, COF_EINTERNAL, "cannot open the turn's cgroup: %s",
-			  strerror(errno));
-		goto out;
-	}
+	cof_limits_procs_fds(ts, t, k.cg); /* the turn's: not closed here */
 	if (pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC) ||
 	    pipe2(pinfo, O_CLOEXEC | O_NONBLOCK) ||
 	    (bpf = bpf_fd(ts)) < 0 ||
@@ -887,9 +883,6 @@ out:
 		close(bpf);
 	if (ws >= 0)
 		close(ws);
-	for (int i = 0; i < 2; i++)
-		if (k.cg[i] >= 0)
-			close(k.cg[i]);
 	if (k.ns >= 0)
 		close(k.ns);
 	cof_etc_drop(ts, etc_ref);

@@ -67,14 +67,17 @@ static int get(const char *dir, const char *name, char *buf, size_t size)
 	return 0;
 }
 
-/* The number after "KEY " at the start of a line of DIR/NAME, or 0. */
-static int64_t counter(const char *dir, const char *name, const char *key)
+/* The number after "KEY " at the start of a line of the cgroup file open
+ * at `fd` (read from its start: a seq_file shows it afresh), or 0. */
+static int64_t counter(int fd, const char *key)
 {
 	char buf[4096];
 	size_t k = strlen(key);
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
 
-	if (!dir[0] || get(dir, name, buf, sizeof buf))
+	if (n < 0)
 		return 0;
+	buf[n] = '\0';
 	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
 		if (!strncmp(l, key, k) && l[k] == ' ')
 			return strtoll(l + k + 1, NULL, 10);
@@ -309,6 +312,47 @@ static int set_limits(const cof_turns *ts, const char *mem, const char *pids, in
 	return 0;
 }
 
+static void fds_close(cof_turn *t)
+{
+	for (int i = 0; i < 4; i++) {
+		if (t->cg_fd[i] >= 0)
+			close(t->cg_fd[i]);
+		t->cg_fd[i] = -1;
+	}
+}
+
+/* Opens the turn's cgroup files its calls use (t->cg_fd), so a call walks
+ * no cgroupfs path. 0, or -1 (errno set) with none left open. */
+static int fds_open(const cof_turns *ts, cof_turn *t)
+{
+	/* v1: `tasks`. The call's child is single-threaded when it writes "0"
+	 * there, so that moves the whole process, and the kernel moves a
+	 * thread that moves itself without the global threadgroup lock,
+	 * whose RCU grace period made a write to cgroup.procs cost
+	 * milliseconds of each call. */
+	const char *join = ts->cg == 1 ? "tasks" : "cgroup.procs";
+	const char *name[4] = {join, ts->cg == 1 ? join : NULL,
+			       ts->cg == 2 ? "memory.events" : "memory.oom_control",
+			       "pids.events"};
+	const int which[4] = {0, 1, 0, 1}, flags[4] = {O_WRONLY, O_WRONLY, O_RDONLY, O_RDONLY};
+	char d[PATH_MAX + 64], p[PATH_MAX + 96];
+
+	for (int i = 0; i < 4; i++) {
+		t->cg_fd[i] = -1;
+		if (!name[i])
+			continue;
+		cg_dir(ts, t, which[i], 1, d, sizeof d);
+		snprintf(p, sizeof p, "%s/%s", d, name[i]);
+		if ((t->cg_fd[i] = open(p, flags[i] | O_CLOEXEC)) < 0) {
+			int e = errno;
+			fds_close(t);
+			errno = e;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int cof_limits_turn(cof_turns *ts, cof_turn *t, cof_err *err)
 {
 	char am[PATH_MAX + 64], ap[PATH_MAX + 64], tm[PATH_MAX + 64], tp[PATH_MAX + 64];
@@ -334,46 +378,28 @@ int cof_limits_turn(cof_turns *ts, cof_turn *t, cof_err *err)
 	    set_limits(ts, tm, tp, t->sb.memory + t->sb.turn_disk, t->sb.processes))
 		return cof_error(err, COF_EINTERNAL, "cannot set the turn's memory and process "
 				 "limits (cgroup v%d): %s", ts->cg, strerror(errno));
+	if (fds_open(ts, t))
+		return cof_error(err, COF_EINTERNAL, "cannot open the turn's cgroup files "
+				 "(cgroup v%d): %s", ts->cg, strerror(errno));
 	t->cg_made = 1;
 	return 0;
 }
 
-int cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2])
+void cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2])
 {
-	char d[PATH_MAX + 64], p[PATH_MAX + 96];
+	int made = ts->cg && t->cg_made;
 
-	fds[0] = fds[1] = -1;
-	if (!ts->cg || !t->cg_made)
-		return 0;
-	for (int i = 0; i < (ts->cg == 1 ? 2 : 1); i++) {
-		/* v1: `tasks`. The call's child is single-threaded when it
-		 * writes "0" there, so that moves the whole process, and the
-		 * kernel moves a thread that moves itself without the global
-		 * threadgroup lock, whose RCU grace period made a write to
-		 * cgroup.procs cost milliseconds of each call. */
-		cg_dir(ts, t, i, 1, d, sizeof d);
-		snprintf(p, sizeof p, "%s/%s", d, ts->cg == 1 ? "tasks" : "cgroup.procs");
-		if ((fds[i] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
-			if (i == 1)
-				close(fds[0]);
-			fds[0] = fds[1] = -1;
-			return -1;
-		}
-	}
-	return 0;
+	fds[0] = made ? t->cg_fd[0] : -1;
+	fds[1] = made ? t->cg_fd[1] : -1;
 }
 
 void cof_limits_counts(const cof_turns *ts, const cof_turn *t, int64_t *oom, int64_t *forks)
 {
-	char m[PATH_MAX + 64], p[PATH_MAX + 64];
-
 	*oom = *forks = 0;
 	if (!ts->cg || !t->cg_made)
 		return;
-	cg_dir(ts, t, 0, 1, m, sizeof m);
-	cg_dir(ts, t, 1, 1, p, sizeof p);
-	*oom = counter(m, ts->cg == 2 ? "memory.events" : "memory.oom_control", "oom_kill");
-	*forks = counter(p, "pids.events", "max");
+	*oom = counter(t->cg_fd[2], "oom_kill");
+	*forks = counter(t->cg_fd[3], "max");
 }
 
 /* Removes the cgroup folder `d`, killing what is left in it first. */
@@ -396,6 +422,7 @@ void cof_limits_drop(const cof_turns *ts, cof_turn *t)
 
 	if (!t->cg_made)
 		return;
+	fds_close(t);
 	for (int i = 0; i < (ts->cg == 1 ? 2 : 1); i++) {
 		cg_dir(ts, t, i, 1, d, sizeof d);
 		cg_remove(d);

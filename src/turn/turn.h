@@ -83,6 +83,11 @@ struct cof_turn {
 				    a shared limit stops only a turn that grew */
 	/* outbox */
 	int cg_made;             /* its cgroups (and its agent's) are made */
+	int cg_fd[4];            /* while cg_made, kept open for its calls (a path
+				    walk of cgroupfs each fewer a call):
+				    [0] [1] what a child writes to join the
+				    memory and the pids cgroup (-1: no second),
+				    [2] the memory count, [3] the pids count */
 	int kept_files;
 	int64_t kept_bytes;
 	int collecting;          /* a call is taking the outbox: calls of one turn
@@ -208,10 +213,11 @@ int cof_limits_open(cof_turns *ts, int no_cgroup);
 /* Makes the cgroups of `t` and of its agent with their limits (under mu;
  * writes to cgroupfs only). 0, or -1 with err. */
 int cof_limits_turn(cof_turns *ts, cof_turn *t, cof_err *err);
-/* Opens the files of `t`'s cgroups (memory, pids; -1 where none) that a
- * call's single-threaded child writes "0" to, to join: cgroup.procs (v2),
- * tasks (v1). 0 or -1. */
-int cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2]);
+/* The files of `t`'s cgroups (memory, pids; -1 where none) that a call's
+ * single-threaded child writes "0" to, to join: cgroup.procs (v2), tasks
+ * (v1). The turn's own descriptors, open while it is (the caller holds a
+ * reference): not to be closed. */
+void cof_limits_procs_fds(const cof_turns *ts, const cof_turn *t, int fds[2]);
 /* The turn's counts so far: processes the memory limit killed, forks it
  * refused. */
 void cof_limits_counts(const cof_turns *ts, const cof_turn *t, int64_t *oom, int64_t *forks);
