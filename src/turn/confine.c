@@ -645,12 +645,52 @@ static int spawn_main(void *arg)
 #endif
 #endif
 
+#ifndef SPAWN_FORK
+/* The child's stack, one a thread that spawns, kept for its next call:
+ * a map and unmap a call cost page faults and, unmapping from a process
+ * with many threads, a TLB flush on every CPU that runs one of them. Given
+ * back when the thread ends (streamed calls run on threads of their own). */
+static pthread_key_t stack_key;
+static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
+
+static void stack_free(void *stack)
+{
+	munmap(stack, SPAWN_STACK);
+}
+
+static void stack_key_make(void)
+{
+	if (pthread_key_create(&stack_key, stack_free))
+		stack_key = (pthread_key_t)-1;
+}
+
+/* This thread's spawn stack, or NULL. */
+static void *stack_get(void)
+{
+	void *stack;
+
+	pthread_once(&stack_once, stack_key_make);
+	if (stack_key != (pthread_key_t)-1 && (stack = pthread_getspecific(stack_key)))
+		return stack;
+	stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return NULL;
+	if (stack_key == (pthread_key_t)-1 || pthread_setspecific(stack_key, stack)) {
+		munmap(stack, SPAWN_STACK);
+		return NULL;
+	}
+	return stack;
+}
+#endif
+
 /* Starts child() as posix_spawn does: in our memory on a stack of its own,
  * this thread waiting until it has run bwrap (or failed), so no copy of our
  * page tables (a fork of cofferd cost about a millisecond of each call).
- * Every signal stays blocked from before the clone until child() has put
- * our handlers back to the default. Under ASan a plain fork: the shadow of
- * the child's stack would outlive it. */
+ * The stack is free again once the clone returns (the child has run bwrap,
+ * in memory of its own, or has ended). Every signal stays blocked from
+ * before the clone until child() has put our handlers back to the default.
+ * Under ASan a plain fork: the shadow of the child's stack would outlive it. */
 static pid_t spawn(const spawn_args *a)
 {
 #ifdef SPAWN_FORK
@@ -660,11 +700,10 @@ static pid_t spawn(const spawn_args *a)
 	return pid;
 #else
 	sigset_t all, was;
-	void *stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	void *stack = stack_get();
 	pid_t pid;
 
-	if (stack == MAP_FAILED)
+	if (!stack)
 		return -1;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &was);
@@ -672,7 +711,6 @@ static pid_t spawn(const spawn_args *a)
 		    (void *)a);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &was, NULL);
-	munmap(stack, SPAWN_STACK);
 	errno = e;
 	return pid;
 #endif
