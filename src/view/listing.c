@@ -642,11 +642,13 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		aheads_drop(ll, d);
 	if (early) {
 		uint64_t t0 = cof_vll_now(ll);
+		int waits = early->push_id != 0;
 		cof_vll_stat(ll, early == &now ? COF_VST_BUILT_NOW :
 			     early == &d->ahead[0] ? COF_VST_AHEAD_SENT : COF_VST_PREP_SENT, 1, 0);
 		/* its references are the kernel's once sent; its files are seen */
 		early_stored(ll, early);
-		cof_vll_stat(ll, COF_VST_LIST_WAIT, 1, cof_vll_now(ll) - t0);
+		if (waits)
+			cof_vll_stat(ll, COF_VST_LIST_WAIT, 1, cof_vll_now(ll) - t0);
 		pthread_mutex_lock(&ll->mu);
 		for (size_t i = 0; i < early->nrefs; i++) {
 			cof_lnode *n = cof_lino_find(ll, early->refs[i]);

@@ -295,8 +295,10 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	free(path);
 	if (!rc) {
 		pthread_mutex_lock(&ll->mu);
-		if ((p = cof_lino_find(ll, parent)) && (n = cof_lino_child(ll, p, name)))
+		if ((p = cof_lino_find(ll, parent)) && (n = cof_lino_child(ll, p, name))) {
+			COF_VHOOK(ll, on_remove, ll, n);
 			cof_lino_detach(ll, n);
+		}
 		pthread_mutex_unlock(&ll->mu);
 	}
 	cof_vll_change_end(ll);
@@ -628,7 +630,7 @@ static void stats_write(cof_vll *ll)
 	static const char *const names[COF_VST_N] = {
 		"lookup", "getattr", "read", "opendir", "readdirplus", "readdir",
 		"releasedir", "forget", "open", "stored", "stored_lister", "not_stored",
-		"list_wait", "hid_walk", "prepared", "prep_sent", "ahead_sent", "built_now", "renew"};
+		"list_wait", "hid_walk", "prepared", "prep_sent", "ahead_sent", "built_now", "renew", "push_off"};
 	const char *p = getenv("COFFER_VIEW_STATS");
 	FILE *f;
 

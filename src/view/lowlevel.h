@@ -42,13 +42,16 @@ enum {
 	COF_VST_STORED,         /* files stored (n) and the time of their pushes */
 	COF_VST_STORED_LISTER,  /* of them, by a lister's own thread */
 	COF_VST_NOT_STORED,     /* listed to push, not stored (seen, asked, stale) */
-	COF_VST_LIST_WAIT,      /* a reply waited for its stores (n, time) */
+	COF_VST_LIST_WAIT,      /* a reply waited for its stores (n, time): one
+				 * whose files were handed to the pusher */
 	COF_VST_HID_WALK,       /* walks of the pusher's folder */
 	COF_VST_PREPARED,       /* folders prepared */
 	COF_VST_PREP_SENT,      /* replies answered from what was prepared */
 	COF_VST_AHEAD_SENT,     /* replies answered from one built ahead */
 	COF_VST_BUILT_NOW,      /* replies built when asked */
 	COF_VST_RENEW,          /* names dropped between calls (vpush_renew) */
+	COF_VST_PUSH_OFF,       /* pushing stopped: the walk removes what it
+				 * lists (prefetch.c, vpush_remove) */
 	COF_VST_N
 };
 
@@ -104,6 +107,9 @@ typedef struct cof_vhooks {
 	/* A change of node `ino` begins (`write`: a WRITE of it; 0: a change
 	 * of no node the kernel knows yet). */
 	void (*on_change)(cof_vll *ll, fuse_ino_t ino, int write);
+	/* Node n was removed through the mount (unlink, rmdir), before it
+	 * leaves its folder. */
+	void (*on_remove)(cof_vll *ll, cof_lnode *n);
 	/* Whether node n must stay (not freed though the kernel forgot it). */
 	int (*holds)(const cof_vll *ll, const cof_lnode *n);
 	/* Node n is freed: its state goes. */

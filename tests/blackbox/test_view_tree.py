@@ -11,6 +11,10 @@ was gone) and the call committed the part it had removed; a folder emptied by
 a move was gone too. A tree made and removed in one call never showed it (its
 folders were made by mkdir, kept by the view until removed)."""
 
+import os
+import tempfile
+
+import harness
 from harness import check, eq
 from test_view import _agent, _fuse_ok, new_turn
 from turnlib import call, ok
@@ -96,3 +100,89 @@ def test_mv_of_deep_committed_trees(srv):
     _clean(out, "the next call reads and removes the moved tree")
     eq(out["stdout"].splitlines(), ["p1 lib/x/y/z/w 3", "p2 test/u 1", "keep.txt"], "read")
     eq(_paths(srv, ws), ["keep.txt"], "what the volume holds")
+
+
+# A wider tree for prefetch's counts: 24 folders of 25 small files, 2 deep.
+_WIDE = ("cd /workspace && for a in a b c d e f; do for b in 1 2 3 4; do "
+         "mkdir -p w/$a/$b; for i in $(seq 25); do echo $a $b $i > w/$a/$b/f$i; done; "
+         "done; done && find w -type f | wc -l")
+_NWIDE = 600
+
+
+def _stats_lines(path):
+    try:
+        with open(path) as f:
+            return [ln.split() for ln in f if ln.startswith("view ")]
+    except FileNotFoundError:
+        return []
+
+
+def _stat(line, key):
+    """The count of `key` in a COFFER_VIEW_STATS line (0 when absent)."""
+    for w in line[2:]:
+        k, _, v = w.partition("=")
+        if k == key:
+            return int(v.split("/")[0])
+    return 0
+
+
+def _call_stats(s, path, tid, cmd):
+    """One call that writes (so its view ends with it) and its view's counts."""
+    n = len(_stats_lines(path))
+    out = call(s, tid, cmd)
+    _clean(out, cmd)
+    harness.until(lambda: len(_stats_lines(path)) > n, "the call's view ended")
+    return out, _stats_lines(path)[-1]
+
+
+def test_a_walk_that_removes_what_it_lists_stops_pushing():
+    # rm -rf of a committed tree stored each listed file's bytes into the page
+    # cache before its reply (prefetch) and rm read none of them: once more
+    # than 64 pushed files are removed and they are over half of those pushed,
+    # the view pushes no more for the call (prefetch.c, vpush_remove); a walk
+    # that reads what it lists keeps pushing
+    _fuse_ok()
+    stats = os.path.join(tempfile.mkdtemp(prefix="coffer-vstats-"), "stats")
+    with harness.Server(env={"COFFER_VIEW_STATS": stats}) as s:
+        aid, ws = _agent(s)
+        t = new_turn(s, aid)
+        out = ok(s, t["id"], _WIDE)
+        eq(out["stdout"].split()[-1:], [str(_NWIDE)], "files made")
+        out, grep = _call_stats(s, stats, t["id"], "cd /workspace && grep -rc 1 w | wc -l "
+                                "&& echo x > mark")
+        eq(out["stdout"].split(), [str(_NWIDE)], "grep read every file")
+        eq(_stat(grep, "push_off"), 0, "a reading walk keeps pushing: %r" % grep)
+        check(_stat(grep, "stored") >= _NWIDE // 2, "a reading walk stores: %r" % grep)
+        out, rm = _call_stats(s, stats, t["id"], "cd /workspace && rm -rf w && ls -A")
+        eq(out["stdout"].split(), ["mark"], "what the call sees after")
+        eq(_stat(rm, "push_off"), 1, "the removing walk stopped pushing: %r" % rm)
+        check(_stat(rm, "stored") < _NWIDE // 2, "it stored few of the files: %r" % rm)
+        eq(sorted(f["path"] for f in s.list_files(ws)["files"]), ["mark"], "the volume")
+        # the next call's view (new: the last one wrote) pushes again
+        out = ok(s, t["id"], "cd /workspace && mkdir -p v && for i in $(seq 30); do "
+                 "echo $i > v/f$i; done")
+        out, grep = _call_stats(s, stats, t["id"], "cd /workspace && cat v/* | wc -l && rm mark")
+        eq(out["stdout"].split(), ["30"], "read back")
+        eq(_stat(grep, "push_off"), 0, "the next call pushes: %r" % grep)
+
+
+def test_names_and_listings_stay_fresh_in_one_call(srv):
+    # the kernel caches absences (negative entries) and listings of a view at
+    # its seq: a name made after a lookup found it absent, and a listing after
+    # a create, unlink or rename in the folder, show the change at once
+    t, ws = _committed_tree(srv)
+    out = call(srv, t["id"], "cd /workspace/nm/p1/test/u && ls && "
+               "(test -e new || echo absent) && (cat new 2>/dev/null || echo nofile) && "
+               "echo made > new && cat new && ls && rm f1.js && ls && mv f2.js g && ls && "
+               "(test -e f1.js || echo gone) && echo again > f1.js && cat f1.js && ls | wc -l")
+    _clean(out, "the call")
+    eq(out["stdout"].split("\n"), [
+        "f1.js", "f2.js", "f3.js", "f4.js", "f5.js", "f6.js", "absent", "nofile", "made",
+        "f1.js", "f2.js", "f3.js", "f4.js", "f5.js", "f6.js", "new",
+        "f2.js", "f3.js", "f4.js", "f5.js", "f6.js", "new",
+        "f3.js", "f4.js", "f5.js", "f6.js", "g", "new",
+        "gone", "again", "7", ""], "what the call saw")
+    paths = [p for p in _paths(srv, ws) if p.startswith("nm/p1/test/u/")]
+    eq(paths, ["nm/p1/test/u/" + n for n in
+               ("f1.js", "f3.js", "f4.js", "f5.js", "f6.js", "g", "new")], "landed")
+    eq(srv.get_file(ws, "nm/p1/test/u/f1.js").body, b"again\n", "the new f1.js")
