@@ -811,7 +811,6 @@ static void ops_fill(void)
 	pg_ops.list_streams = 0;   /* a cursor's first FETCH reads 512 rows */
 	pg_ops.remote = 1;
 	pg_ops.close = pg_close;
-	cof_pg_ops_read(&pg_ops);
 	cof_pg_ops_write(&pg_ops);
 }
 

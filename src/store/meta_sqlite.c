@@ -337,7 +337,7 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
  * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -430,11 +430,17 @@ static int migrate(conn *c, cof_err *err)
 			    err))
 		return -1;
 	/* 4 -> 5: a run's and a call's changes (revert, ?runId=, ?callId=) by an
-	 * index range, not a walk of the volume's feed */
+	 * index range, not a walk of the volume's feed. 6 -> 7: on the
+	 * expression the feed written once uses (meta_changes.c: `who ->> 'runId'`,
+	 * PostgreSQL's `who::jsonb ->> 'runId'`), where 5 had json_extract: SQLite
+	 * uses an expression index only for the query's own expression. */
+	if (version < 7 && cof_sqlite_exec(c, "DROP INDEX IF EXISTS changes_run;"
+					   "DROP INDEX IF EXISTS changes_call", err))
+		return -1;
 	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS changes_run ON"
-			    " changes(vno, json_extract(who, '$.runId'), seq);"
+			    " changes(vno, who ->> 'runId', seq);"
 			    "CREATE INDEX IF NOT EXISTS changes_call ON"
-			    " changes(vno, json_extract(who, '$.callId'), seq)", err))
+			    " changes(vno, who ->> 'callId', seq)", err))
 		return -1;
 	/* 5 -> 6: the S3 gateway's text of each version (user metadata, MD5:
 	 * docs/s3.md); older rows read null. */
@@ -445,7 +451,7 @@ static int migrate(conn *c, cof_err *err)
 	    cof_sqlite_exec(c, "ALTER TABLE changes ADD COLUMN s3meta TEXT", err))
 		return -1;
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 6", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 7", err);
 	return 0;
 }
 
@@ -460,7 +466,6 @@ static void ops_fill(void)
 	sqlite_ops.list_streams = 1;
 	sqlite_ops.remote = 0;
 	cof_sqlite_ops_main(&sqlite_ops);
-	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);
 }
 

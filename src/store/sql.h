@@ -2,7 +2,7 @@
  * sql.h — the SQL driver seam of the metadata store: what the metadata code
  * written once (meta_key.c, meta_agent.c, meta_subject.c, meta_webhook.c,
  * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c, meta_read.c,
- * meta_gc.c, meta_idem.c) asks of a database, and what each driver gives.
+ * meta_changes.c, meta_gc.c, meta_idem.c) asks of a database, and what each driver gives.
  *
  * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
  * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
@@ -201,6 +201,12 @@ int cof_sql_cached_volume(const cof_sql_mark *mk, const char *org, const char *i
 			  cof_volrow *out);
 void cof_sql_keep_volume(const cof_sql_mark *mk, const char *org, const char *id,
 			 const cof_volrow *v);
+
+/* The texts of the changes feed (meta_changes.c), for a test of their plans:
+ * the form for a run filter, a call filter (each 0 or 1), and a path's
+ * history. */
+const char *cof_meta_changes_sql(int run, int call);
+extern const char *const cof_meta_history_sql;
 
 /* ---- below the seam: the drivers' shared part */
 
