@@ -54,8 +54,14 @@
  *   {json_each}  a table function of a JSON array text: a row an element,
  *            its text in column `value`, written {json_each}(?N); SQLite
  *            json_each, PostgreSQL json_array_elements_text (one query for
- *            a list of keys: WHERE k IN (SELECT value FROM {json_each}(?1))). */
-#define COF_SQL_TOKENS 6
+ *            a list of keys: WHERE k IN (SELECT value FROM {json_each}(?1)));
+ * and in the schema (schema.c) only:
+ *   {serial} a bigint key numbered on insert: SQLite INTEGER PRIMARY KEY,
+ *            PostgreSQL bigserial PRIMARY KEY;
+ *   {blob}   bytes: SQLite BLOB, PostgreSQL bytea;
+ *   {norowid} after a table's definition: SQLite WITHOUT ROWID, PostgreSQL
+ *            nothing. */
+#define COF_SQL_TOKENS 9
 
 /* Modes of cof_sql_begin. COF_SQL_ONE: the caller runs one statement, which
  * the driver may run without an explicit transaction (SQLite: a reader
@@ -209,6 +215,12 @@ const char *cof_meta_changes_sql(int run, int call);
 extern const char *const cof_meta_history_sql;
 
 /* ---- below the seam: the drivers' shared part */
+
+/* The schema written once (schema.c): its tables, then its indexes, every
+ * statement IF NOT EXISTS, in shared SQL for cof_sql_rewrite. A driver makes
+ * a new database from both; an existing one runs them after its own upgrade
+ * steps. */
+extern const char *const cof_schema_tables, *const cof_schema_indexes;
 
 /* `sql` with ?N rewritten to $N (dollar) and the tokens expanded to `tokens`
  * (COF_SQL_TOKENS of them, in the order listed above); malloc'd, or NULL

@@ -123,10 +123,65 @@ static void test_feed_forms_read_their_index(void **state)
 	}
 }
 
+/* cof_sql_row_fn: "table.column\n" onto ctx (a cof_buf). */
+static int name_row(void *ctx, const cof_sql_row *r, cof_err *err)
+{
+	if (cof_buf_addf(ctx, "%s.%s\n", cof_sql_str(r, 0), cof_sql_str(r, 1)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	return 0;
+}
+
+/* Every table.column of mm's schema, sorted bytewise (not the driver's own
+ * bookkeeping: SQLite's sqlite_* tables, PostgreSQL's schema_version). */
+static void names_of(cof_meta *mm, cof_buf *out)
+{
+	cof_err err = {0};
+	int rc = is_pg(mm)
+		? cof_sql_read(mm, "SELECT table_name, column_name FROM information_schema.columns"
+			       " WHERE table_schema = current_schema() AND table_name <>"
+			       " 'schema_version' ORDER BY table_name COLLATE \"C\", column_name"
+			       " COLLATE \"C\"", "the columns", name_row, out, &err, "")
+		: cof_sql_read(mm, "SELECT t.name, c.name FROM sqlite_master t JOIN"
+			       " pragma_table_info(t.name) c WHERE t.type = 'table' AND t.name NOT"
+			       " LIKE 'sqlite!_%' ESCAPE '!' ORDER BY 1, 2", "the columns", name_row,
+			       out, &err, "");
+	if (rc < 0)
+		fprintf(stderr, "%s\n", err.msg);
+	assert_true(rc > 0);
+	cof_err_clear(&err);
+}
+
+/* On the pg pass: a new SQLite store has the tables and columns of the new
+ * PostgreSQL one (the schema written once). */
+static void test_new_sqlite_and_postgres_alike(void **state)
+{
+	cof_buf pg = COF_BUF_INIT, sq = COF_BUF_INIT;
+	meta_fx other;
+	cof_meta *lite;
+	char *url;
+
+	(void)state;
+	if (!is_pg(m))
+		skip();
+	url = cof_strdup(getenv("COFFER_TEST_META_URL"));
+	assert_non_null(url);
+	unsetenv("COFFER_TEST_META_URL");   /* meta_fx: a SQLite file of its own */
+	assert_int_equal(meta_fx_open(&other, &lite), 0);
+	setenv("COFFER_TEST_META_URL", url, 1);
+	free(url);
+	names_of(m, &pg);
+	names_of(lite, &sq);
+	assert_string_equal(sq.data, pg.data);
+	cof_buf_release(&pg);
+	cof_buf_release(&sq);
+	meta_fx_close(&other, lite);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_feed_forms_read_their_index),
+		cmocka_unit_test(test_new_sqlite_and_postgres_alike),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
