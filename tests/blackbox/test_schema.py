@@ -182,3 +182,17 @@ def test_sqlite_6_upgrades_to_the_new_schema():
        "schema 6's changes_run is on another expression")
     _same(upgraded, new, "a store upgraded from schema 6")
     eq(rows, [(1, "o", "r", 2)], "run_items' row, its rowid as its id")
+
+
+def test_release_schema1_data_dir_upgrades_to_the_new_schema():
+    """The schema-1 data dir of test_backup, from that release's SQL."""
+    if harness.ENGINE != "embedded":
+        harness.skip("SQLite's schema 1")
+    from test_backup import _schema1_dir
+    new = _new_schema()
+    data, _key, _khash, body = _schema1_dir()
+    with harness.Server(data=data, engine="embedded") as s:
+        eq(expect(s.get_file("vol_schemaoneaaaaaaaaaaa", "old.txt"), 200).body, body,
+           "the schema-1 file")
+        s.stop()
+        _same(_schema(s), new, "a release's schema-1 data dir upgraded")
