@@ -394,9 +394,10 @@ static int schema_run(conn *c, const char *text, cof_err *err)
  * of {rowid}), in one transaction. */
 static int run_items_id(conn *c, cof_err *err)
 {
-	if (cof_sqlite_exec(c, "BEGIN; ALTER TABLE run_items RENAME TO run_items_6", err))
+	if (cof_sqlite_exec(c, "BEGIN", err))
 		return -1;
-	if (schema_run(c, cof_schema_tables, err) ||
+	if (cof_sqlite_exec(c, "ALTER TABLE run_items RENAME TO run_items_6", err) ||
+	    schema_run(c, cof_schema_tables, err) ||
 	    cof_sqlite_exec(c, "INSERT INTO run_items(id, org, agent, run, kind, path, version,"
 			    " size, ctype, caption, url) SELECT rowid, org, agent, run, kind, path,"
 			    " version, size, ctype, caption, url FROM run_items_6;"
