@@ -112,7 +112,8 @@ typedef struct cof_sql_driver {
 	 * orders a write against the collector: the metadata records the content
 	 * a write is about to name and the collector's claims (blobs.pending_at,
 	 * claimed_at: meta_gc.c); PostgreSQL. 0: the data dir's gc_lock orders
-	 * them (store/lock.c), the schema has neither column; SQLite. */
+	 * them (store/lock.c); the columns are in the one schema (schema.c) but
+	 * never set; SQLite. */
 	int claims;
 	int (*begin)(cof_sql_tx *tx, cof_err *err);
 	/* commits (rc == 0) or rolls back; gives the connection back; rc or the
