@@ -45,7 +45,10 @@
  * (table_check), so nothing is left behind unnoticed. */
 static const struct mtable {
 	const char *name, *cols, *src;   /* src: the SQLite select list (NULL = cols) */
-	const char *serial;              /* a bigserial column to move past max() */
+	/* a bigserial column to move past max() (snapshots.ord is one only in a
+	 * database made before the one schema, which numbers it in SQL: where it
+	 * has no sequence, setval is given NULL and does nothing) */
+	const char *serial;
 	/* columns of the source not copied: the collector's claims, which the
 	 * SQLite driver never sets (no `claims`, sql.h) and a source older than
 	 * schema 7 lacks */
