@@ -48,25 +48,6 @@ void cof_meta_keep_contents(cof_meta *m, int64_t budget)
 
 
 
-int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
-		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->changes(m, vno, since, prefix, NULL, limit, fn, ctx, err);
-}
-
-int cof_meta_changes_where(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
-		const cof_change_filter *f, int64_t limit, cof_change_fn fn, void *ctx,
-		cof_err *err)
-{
-	return m->ops->changes(m, vno, since, prefix, f, limit, fn, ctx, err);
-}
-
-int cof_meta_history(cof_meta *m, int64_t vno, const char *path, int64_t before,
-		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err)
-{
-	return m->ops->history(m, vno, path, before, limit, fn, ctx, err);
-}
-
 /* Every change is counted and timed for /metrics: commits, failures, and the
  * time from begin to durable (coffer_store_commit_seconds). */
 int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,

@@ -166,16 +166,7 @@ struct cof_meta_ops {
 
 	/* ---- reading files: written once (meta_read.c, below) */
 
-	/* ---- the changes feed */
-	/* Changes with seq > since under `prefix` and matching `f` (NULL = all),
-	 * oldest first, at most `limit`. */
-	int (*changes)(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
-		const cof_change_filter *f, int64_t limit, cof_change_fn fn, void *ctx,
-		cof_err *err);
-	/* The changes of exactly `path` with seq < before (<= 0: all), newest
-	 * first, at most `limit`: a path's history. */
-	int (*history)(cof_meta *m, int64_t vno, const char *path, int64_t before,
-		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
+	/* ---- the changes feed and a path's history: written once (meta_changes.c) */
 
 	/* ---- the one write primitive: a change to one volume.
 	 * cof_meta_change opens a write transaction, loads the volume (404 if gone) and
@@ -289,11 +280,15 @@ int cof_meta_entry_read(cof_meta *m, int64_t vno, const char *path, int64_t at_s
  * the start), in path order (bytewise). */
 int cof_meta_list(cof_meta *m, int64_t vno, int64_t at_seq, const char *prefix,
 		const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
+/* The changes feed (meta_changes.c): changes with seq > since under `prefix`
+ * and matching `f` (NULL = all; _changes: all), oldest first, at most `limit`. */
 int cof_meta_changes(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
 int cof_meta_changes_where(cof_meta *m, int64_t vno, int64_t since, const char *prefix,
 		const cof_change_filter *f, int64_t limit, cof_change_fn fn, void *ctx,
 		cof_err *err);
+/* The changes of exactly `path` with seq < before (<= 0: all), newest first, at
+ * most `limit`: a path's history (meta_changes.c). */
 int cof_meta_history(cof_meta *m, int64_t vno, const char *path, int64_t before,
 		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
 int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,

@@ -23,7 +23,10 @@
 /* ------------------------------------------------------------- schema */
 
 /* Migration N brings a database at schema_version N-1 to N; they run in one
- * transaction under an advisory lock, so nodes starting together migrate once. */
+ * transaction under an advisory lock, so nodes starting together migrate once.
+ * A new database is made from the schema written once (schema.c) instead:
+ * these are the steps of databases made by older cofferds, and a change of
+ * the schema takes a line there and one migration here. */
 static const char *const migrations[] = {
 	/* 1: the whole schema of the SQLite store. */
 	"CREATE TABLE keys(hash text PRIMARY KEY, org text NOT NULL,"
@@ -131,7 +134,7 @@ static const char *const migrations[] = {
 
 	/* 9: a run's and a call's changes (revert, ?runId=, ?callId=) by an index
 	 * range, not a walk of the volume's feed; the expressions are the ones
-	 * meta_pg_read.c's pg_changes writes. */
+	 * the feed writes (meta_changes.c). */
 	("CREATE INDEX IF NOT EXISTS changes_run ON changes(vno, (who::jsonb ->> 'runId'), seq);"
 	 "CREATE INDEX IF NOT EXISTS changes_call ON changes(vno, (who::jsonb ->> 'callId'), seq);"),
 
@@ -142,7 +145,28 @@ static const char *const migrations[] = {
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
-/* Brings the database to SCHEMA_VERSION; refuses one written by a newer cofferd. */
+static const char *const pg_tokens[COF_SQL_TOKENS];
+
+/* A new database: the schema written once (schema.c), its tables and then
+ * its indexes, where the migrations are only for one made by an older
+ * cofferd. */
+static int schema_new(pgconn *c, cof_err *err)
+{
+	const char *texts[2] = { cof_schema_tables, cof_schema_indexes };
+
+	for (int i = 0; i < 2; i++) {
+		char *sql = cof_sql_rewrite(texts[i], 0, pg_tokens);
+		int rc = sql ? cof_pg_exec(c, sql, err) : cof_error(err, COF_EINTERNAL,
+								 "out of memory");
+		free(sql);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Brings the database to SCHEMA_VERSION (a new one made from the schema, an
+ * older one migrated); refuses one written by a newer cofferd. */
 static int migrate(pgconn *c, cof_err *err)
 {
 	PGresult *r;
@@ -165,7 +189,9 @@ static int migrate(pgconn *c, cof_err *err)
 			  " or a newer one", version, COFFER_VERSION, SCHEMA_VERSION);
 		goto fail;
 	}
-	for (; version < SCHEMA_VERSION; version++)
+	if (version == 0 && schema_new(c, err))
+		goto fail;
+	for (; version > 0 && version < SCHEMA_VERSION; version++)
 		if (cof_pg_exec(c, migrations[version], err))
 			goto fail;
 	if (cof_pg_exec(c, "DELETE FROM schema_version", err) ||
@@ -288,7 +314,8 @@ int cof_pg_exec(pgconn *c, const char *sql, cof_err *err)
 /* What the dialect tokens of shared SQL are on PostgreSQL (store/sql.h). */
 static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"",
 							 "jsonb_concat", " FOR UPDATE",
-							 "json_array_elements_text" };
+							 "json_array_elements_text",
+							 "bigserial PRIMARY KEY", "bytea", "" };
 
 /* The name of the prepared statement of `sql` on `c`, preparing it first. */
 static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)
@@ -811,7 +838,6 @@ static void ops_fill(void)
 	pg_ops.list_streams = 0;   /* a cursor's first FETCH reads 512 rows */
 	pg_ops.remote = 1;
 	pg_ops.close = pg_close;
-	cof_pg_ops_read(&pg_ops);
 	cof_pg_ops_write(&pg_ops);
 }
 

@@ -151,7 +151,6 @@ pgconn *cof_pg_begin(cof_meta *m, const char *mode, cof_err *err);
 int cof_pg_end(cof_meta *m, pgconn *c, int ok, cof_err *err);
 
 /* Each file of the backend fills its own members of the table (meta_pg.c). */
-void cof_pg_ops_read(cof_meta_ops *o);
 void cof_pg_ops_write(cof_meta_ops *o);
 
 

@@ -6,7 +6,9 @@
  * changes commit in batches (meta_sqlite_commit.c), and a pool of reader
  * connections, each used by one thread at a time. Statements are prepared once
  * per connection and cached by the address of their SQL text.
- * synchronous=FULL: an acknowledged change survives power loss.
+ * synchronous=FULL: an acknowledged change survives power loss. The schema
+ * is written once for both drivers (schema.c); here are SQLite's upgrade
+ * steps to it.
  */
 #include <assert.h>
 #include <fcntl.h>
@@ -14,83 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "store/meta_sqlite.h"
-
-/* The columns schema 2 added to keys (issue 16), in both the fresh schema
- * and the migration of an older data dir. */
-#define KEY_LIFECYCLE_COLS ", id TEXT NOT NULL DEFAULT '', name TEXT NOT NULL DEFAULT ''," \
-	" read_only INTEGER NOT NULL DEFAULT 0, expires_at INTEGER NOT NULL DEFAULT 0," \
-	" revoked_at INTEGER NOT NULL DEFAULT 0, last_used_at INTEGER NOT NULL DEFAULT 0"
-
-static const char *schema =
-	"CREATE TABLE IF NOT EXISTS keys(hash TEXT PRIMARY KEY, org TEXT NOT NULL,"
-	" agent TEXT NOT NULL DEFAULT '', admin INTEGER NOT NULL DEFAULT 0,"
-	" created_at INTEGER NOT NULL" KEY_LIFECYCLE_COLS ") WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS volumes(vno INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
-	" org TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, files INTEGER NOT NULL,"
-	" bytes INTEGER NOT NULL, capacity INTEGER NOT NULL, ceiling INTEGER NOT NULL,"
-	" created_at INTEGER NOT NULL, hidden INTEGER NOT NULL DEFAULT 0,"
-	" history_from INTEGER NOT NULL DEFAULT 0, base_vno INTEGER,"
-	" base_seq INTEGER NOT NULL DEFAULT 0, depth INTEGER NOT NULL DEFAULT 0,"
-	" retired INTEGER NOT NULL DEFAULT 0);"
-	"CREATE INDEX IF NOT EXISTS volumes_org_name ON volumes(org, name, id);"
-	"CREATE TABLE IF NOT EXISTS entries(vno INTEGER NOT NULL, path TEXT NOT NULL,"
-	" from_seq INTEGER NOT NULL, to_seq INTEGER, version INTEGER NOT NULL,"
-	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, ctype TEXT NOT NULL,"
-	" updated_at INTEGER NOT NULL, closed_at INTEGER, s3meta TEXT,"
-	" PRIMARY KEY(vno, path, from_seq)) WITHOUT ROWID;"
-	"CREATE UNIQUE INDEX IF NOT EXISTS entries_live ON entries(vno, path) WHERE to_seq IS NULL;"
-	"CREATE INDEX IF NOT EXISTS entries_sha ON entries(sha256);"
-	"CREATE INDEX IF NOT EXISTS entries_closed ON entries(closed_at) WHERE to_seq IS NOT NULL;"
-	"CREATE TABLE IF NOT EXISTS changes(vno INTEGER NOT NULL, seq INTEGER NOT NULL,"
-	" path TEXT NOT NULL, removed INTEGER NOT NULL, version INTEGER NOT NULL,"
-	" size INTEGER NOT NULL, sha256 TEXT NOT NULL, at INTEGER NOT NULL, who TEXT,"
-	" s3meta TEXT, PRIMARY KEY(vno, seq, path)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS snapshots(id TEXT PRIMARY KEY, vno INTEGER NOT NULL,"
-	" src_vno INTEGER NOT NULL, seq INTEGER NOT NULL, pinned INTEGER NOT NULL,"
-	" labels TEXT NOT NULL, files INTEGER NOT NULL, bytes INTEGER NOT NULL,"
-	" created_at INTEGER NOT NULL, ord INTEGER NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS snapshots_vol ON snapshots(vno, ord);"
-	"CREATE INDEX IF NOT EXISTS snapshots_src ON snapshots(src_vno, seq);"
-	"CREATE TABLE IF NOT EXISTS blobs(sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
-	" orphan_since INTEGER, data BLOB);"
-	"CREATE TABLE IF NOT EXISTS agents(org TEXT NOT NULL, id TEXT NOT NULL,"
-	" workspace TEXT NOT NULL, settings TEXT NOT NULL, created_at INTEGER NOT NULL,"
-	" PRIMARY KEY(org, id)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS seen(org TEXT NOT NULL, agent TEXT NOT NULL,"
-	" vol TEXT NOT NULL, path TEXT NOT NULL, version INTEGER NOT NULL,"
-	" sha256 TEXT NOT NULL, PRIMARY KEY(org, agent, vol, path)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS run_items(org TEXT NOT NULL, agent TEXT NOT NULL,"
-	" run TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL, version INTEGER NOT NULL,"
-	" size INTEGER NOT NULL, ctype TEXT NOT NULL, caption TEXT NOT NULL, url TEXT NOT NULL,"
-	" UNIQUE(org, agent, run, kind, path));"
-	"CREATE TABLE IF NOT EXISTS pins(org TEXT NOT NULL, agent TEXT NOT NULL,"
-	" sha256 TEXT NOT NULL, PRIMARY KEY(org, agent, sha256)) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS pins_sha ON pins(sha256);"
-	"CREATE TABLE IF NOT EXISTS idem(scope TEXT NOT NULL, key TEXT NOT NULL,"
-	" value TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(scope, key)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS subjects(org TEXT NOT NULL, agent TEXT NOT NULL,"
-	" subject TEXT NOT NULL, vol TEXT NOT NULL, created_at INTEGER NOT NULL,"
-	" PRIMARY KEY(org, agent, subject)) WITHOUT ROWID;"
-	/* schema 2: stored state (meta_state.c) */
-	"CREATE TABLE IF NOT EXISTS state(kind TEXT NOT NULL, id TEXT NOT NULL,"
-	" org TEXT NOT NULL, node TEXT NOT NULL, ended INTEGER NOT NULL,"
-	" updated_at INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS events(stream TEXT NOT NULL, id INTEGER NOT NULL,"
-	" mask INTEGER NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL,"
-	" PRIMARY KEY(stream, id)) WITHOUT ROWID;"
-	/* webhooks and their delivery queue (meta_webhook.c) */
-	"CREATE TABLE IF NOT EXISTS webhooks(id TEXT PRIMARY KEY, org TEXT NOT NULL,"
-	" url TEXT NOT NULL, events TEXT NOT NULL, vols TEXT NOT NULL, agents TEXT NOT NULL,"
-	" description TEXT NOT NULL, secret TEXT NOT NULL, disabled INTEGER NOT NULL,"
-	" created_at INTEGER NOT NULL) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS webhooks_org ON webhooks(org, id);"
-	"CREATE TABLE IF NOT EXISTS hook_deliveries(id TEXT PRIMARY KEY, hook TEXT NOT NULL,"
-	" org TEXT NOT NULL, event TEXT NOT NULL, data TEXT NOT NULL, created_at INTEGER NOT NULL,"
-	" status TEXT NOT NULL, attempts INTEGER NOT NULL, last_error TEXT NOT NULL,"
-	" next_at INTEGER NOT NULL, delivered_at INTEGER NOT NULL, claimed_by TEXT NOT NULL,"
-	" lease_until INTEGER NOT NULL) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS hook_deliveries_due ON hook_deliveries(status, next_at);"
-	"CREATE INDEX IF NOT EXISTS hook_deliveries_hook ON hook_deliveries(hook, id);";
 
 /* ------------------------------------------------------------ connections */
 
@@ -336,8 +261,9 @@ int cof_sqlite_exec(conn *c, const char *sql, cof_err *err)
 }
 
 /* The schema's version, in PRAGMA user_version. Each step brings a data dir
- * made by an older cofferd up to date; `schema` above is always the newest. */
-#define SCHEMA_VERSION 6
+ * made by an older cofferd up to date; the schema written once (schema.c) is
+ * always the newest. */
+#define SCHEMA_VERSION 7
 
 static int column_exists(conn *c, const char *table, const char *column)
 {
@@ -375,6 +301,8 @@ static int schema_version(conn *c, int *version, cof_err *err)
 	return 0;
 }
 
+static int run_items_id(conn *c, cof_err *err);
+
 static int migrate(conn *c, cof_err *err)
 {
 	int version;
@@ -394,11 +322,7 @@ static int migrate(conn *c, cof_err *err)
 			    "ALTER TABLE volumes ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;"
 			    "ALTER TABLE volumes ADD COLUMN retired INTEGER NOT NULL DEFAULT 0", err))
 		return -1;
-	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS volumes_base ON volumes(base_vno)"
-			    " WHERE base_vno IS NOT NULL", err))
-		return -1;
-
-	/* 1 -> 2: the state and events tables, made by `schema` (IF NOT EXISTS). */
+	/* 1 -> 2: the state and events tables, made by cof_schema_tables. */
 
 	/* 1 -> 2: the key lifecycle: ids (from the hash, as the request log
 	 * names keys), names, read-only, expiry, revocation, last use. */
@@ -411,30 +335,24 @@ static int migrate(conn *c, cof_err *err)
 			     "ALTER TABLE keys ADD COLUMN last_used_at INTEGER NOT NULL DEFAULT 0",
 			     err)))
 		return -1;
+	/* (their unique index keys_id comes with the other indexes, after) */
 	if (version < 2 &&
-	    cof_sqlite_exec(c, "UPDATE keys SET id = 'k_' || substr(hash, 1, 16) WHERE id = '';"
-			    "CREATE UNIQUE INDEX IF NOT EXISTS keys_id ON keys(id);"
-			    "CREATE INDEX IF NOT EXISTS keys_org ON keys(org, created_at)", err))
+	    cof_sqlite_exec(c, "UPDATE keys SET id = 'k_' || substr(hash, 1, 16) WHERE id = ''",
+			    err))
 		return -1;
-	/* 2 -> 3: the records not ended of each node, so the gone-node check
-	 * (records.c) reads only those, not every record of the kind. */
-	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS state_live ON state(kind, node)"
-			    " WHERE ended = 0", err))
-		return -1;
+	/* 2 -> 3: the index state_live (cof_schema_indexes). */
 	/* 3 -> 4: who made each change (API.md "Who"); older rows read null. */
 	if (version < 4 && !column_exists(c, "changes", "who") &&
 	    cof_sqlite_exec(c, "ALTER TABLE changes ADD COLUMN who TEXT", err))
 		return -1;
-	/* 3 -> 4: a path's history (GET .../history) without a walk of the feed. */
-	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS changes_path ON changes(vno, path, seq)",
-			    err))
-		return -1;
+	/* 3 -> 4: the index changes_path, a path's history (cof_schema_indexes). */
 	/* 4 -> 5: a run's and a call's changes (revert, ?runId=, ?callId=) by an
-	 * index range, not a walk of the volume's feed */
-	if (cof_sqlite_exec(c, "CREATE INDEX IF NOT EXISTS changes_run ON"
-			    " changes(vno, json_extract(who, '$.runId'), seq);"
-			    "CREATE INDEX IF NOT EXISTS changes_call ON"
-			    " changes(vno, json_extract(who, '$.callId'), seq)", err))
+	 * index range, not a walk of the volume's feed. 6 -> 7: on the
+	 * expression the feed written once uses (meta_changes.c: `who ->> 'runId'`,
+	 * PostgreSQL's `who::jsonb ->> 'runId'`), where 5 had json_extract: SQLite
+	 * uses an expression index only for the query's own expression. */
+	if (version < 7 && cof_sqlite_exec(c, "DROP INDEX IF EXISTS changes_run;"
+					   "DROP INDEX IF EXISTS changes_call", err))
 		return -1;
 	/* 5 -> 6: the S3 gateway's text of each version (user metadata, MD5:
 	 * docs/s3.md); older rows read null. */
@@ -444,8 +362,65 @@ static int migrate(conn *c, cof_err *err)
 	if (version < 6 && !column_exists(c, "changes", "s3meta") &&
 	    cof_sqlite_exec(c, "ALTER TABLE changes ADD COLUMN s3meta TEXT", err))
 		return -1;
+	/* 6 -> 7: one schema with PostgreSQL's (schema.c): the collector's claim
+	 * columns (unused here: the driver says no `claims`), run_items' id and
+	 * the index changes_at. */
+	if (version < 7 && !column_exists(c, "blobs", "pending_at") &&
+	    cof_sqlite_exec(c, "ALTER TABLE blobs ADD COLUMN pending_at bigint;"
+			    "ALTER TABLE blobs ADD COLUMN claimed_at bigint", err))
+		return -1;
+	if (version < 7 && !column_exists(c, "run_items", "id") && run_items_id(c, err))
+		return -1;
+	return 0;
+}
+
+/* Runs a text of the schema (schema.c) on c, its tokens expanded. */
+static int schema_run(conn *c, const char *text, cof_err *err)
+{
+	char *sql = cof_sql_rewrite(text, 0, cof_sqlite_tokens);
+	int rc;
+
+	if (!sql)
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK ?
+		cof_sqlite_db_error(err, c->db, "making the schema") : 0;
+	free(sql);
+	return rc;
+}
+
+/* run_items gets the id PostgreSQL's has: a key numbered on insert, here its
+ * rowid under a name (a column no ALTER can add). The table is made again
+ * from the schema and its rows copied, their rowids kept as ids (the order
+ * of {rowid}), in one transaction. */
+static int run_items_id(conn *c, cof_err *err)
+{
+	if (cof_sqlite_exec(c, "BEGIN", err))
+		return -1;
+	if (cof_sqlite_exec(c, "ALTER TABLE run_items RENAME TO run_items_6", err) ||
+	    schema_run(c, cof_schema_tables, err) ||
+	    cof_sqlite_exec(c, "INSERT INTO run_items(id, org, agent, run, kind, path, version,"
+			    " size, ctype, caption, url) SELECT rowid, org, agent, run, kind, path,"
+			    " version, size, ctype, caption, url FROM run_items_6;"
+			    "DROP TABLE run_items_6; COMMIT", err)) {
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* The schema of schema.c: a new database is made from it; an older one is
+ * brought to it, its tables first (IF NOT EXISTS: the ones added since), the
+ * steps of migrate (columns, data; none applies to a new one), then the
+ * indexes, then the version. */
+static int schema_setup(conn *c, cof_err *err)
+{
+	int version;
+
+	if (schema_version(c, &version, err) || schema_run(c, cof_schema_tables, err) ||
+	    migrate(c, err) || schema_run(c, cof_schema_indexes, err))
+		return -1;
 	if (version < SCHEMA_VERSION)
-		return cof_sqlite_exec(c, "PRAGMA user_version = 6", err);
+		return cof_sqlite_exec(c, "PRAGMA user_version = 7", err);
 	return 0;
 }
 
@@ -460,7 +435,6 @@ static void ops_fill(void)
 	sqlite_ops.list_streams = 1;
 	sqlite_ops.remote = 0;
 	cof_sqlite_ops_main(&sqlite_ops);
-	cof_sqlite_ops_read(&sqlite_ops);
 	cof_sqlite_ops_write(&sqlite_ops);
 }
 
@@ -511,7 +485,7 @@ int cof_meta_sqlite_open(const char *file, cof_meta **out, cof_err *err)
 	int version;
 	if (!s->writer || schema_version(s->writer, &version, err) ||
 	    cof_sqlite_exec(s->writer, "PRAGMA journal_mode=WAL", err) ||
-	    cof_sqlite_exec(s->writer, schema, err) || migrate(s->writer, err)) {
+	    schema_setup(s->writer, err)) {
 		sq_close(m);
 		return -1;
 	}

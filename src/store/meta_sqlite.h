@@ -58,7 +58,6 @@ typedef struct sq_txn {
  * the backend sets the members it implements. */
 const cof_meta_ops *cof_meta_sqlite_ops(void);
 void cof_sqlite_ops_main(cof_meta_ops *o);
-void cof_sqlite_ops_read(cof_meta_ops *o);
 void cof_sqlite_ops_write(cof_meta_ops *o);
 
 

@@ -160,7 +160,9 @@ const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err)
 /* ------------------------------------------------- the driver (store/sql.h) */
 
 const char *const cof_sqlite_tokens[COF_SQL_TOKENS] = { "", "rowid", " COLLATE BINARY",
-							      "json_patch", "", "json_each" };
+							      "json_patch", "", "json_each",
+							      "INTEGER PRIMARY KEY", "BLOB",
+							      " WITHOUT ROWID" };
 
 /* -1, or COF_SQL_RETRY when the failure of db was SQLite being busy. */
 static int failed(sqlite3 *db, cof_err *err, const char *what)

@@ -37,38 +37,47 @@
 #define CHUNK (1 << 20)
 #define MARK_SCOPE "coffer:migrate"
 
-/* Every table of the embedded store and the columns both backends share, in
- * one order (the SQLite expression of each, "rowid" for run_items' id, which
- * PostgreSQL keeps as a column). A new table or column in the schema must be
+/* Every table of the embedded store and the columns both backends share (one
+ * schema, schema.c), in one order (the SQLite expression of each: "rowid" for
+ * run_items' id, which a source older than SQLite schema 7 has only as its
+ * rowid). A new table or column in the schema must be
  * added here: a source table or column not named here stops the migration
  * (table_check), so nothing is left behind unnoticed. */
 static const struct mtable {
 	const char *name, *cols, *src;   /* src: the SQLite select list (NULL = cols) */
-	const char *serial;              /* a bigserial column to move past max() */
+	/* a bigserial column to move past max() (snapshots.ord is one only in a
+	 * database made before the one schema, which numbers it in SQL: where it
+	 * has no sequence, setval is given NULL and does nothing) */
+	const char *serial;
+	/* columns of the source not copied: the collector's claims, which the
+	 * SQLite driver never sets (no `claims`, sql.h) and a source older than
+	 * schema 7 lacks */
+	const char *skip;
 } tables[] = {
 	{"keys", "hash, org, agent, admin, created_at, id, name, read_only, expires_at,"
-	 " revoked_at, last_used_at", NULL, NULL},
+	 " revoked_at, last_used_at", NULL, NULL, NULL},
 	{"volumes", "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at,"
-	 " hidden, history_from, base_vno, base_seq, depth, retired", NULL, "vno"},
+	 " hidden, history_from, base_vno, base_seq, depth, retired", NULL, "vno", NULL},
 	{"entries", "vno, path, from_seq, to_seq, version, size, sha256, ctype, updated_at,"
-	 " closed_at, s3meta", NULL, NULL},
-	{"changes", "vno, seq, path, removed, version, size, sha256, at, who, s3meta", NULL, NULL},
+	 " closed_at, s3meta", NULL, NULL, NULL},
+	{"changes", "vno, seq, path, removed, version, size, sha256, at, who, s3meta", NULL, NULL,
+	 NULL},
 	{"snapshots", "id, vno, src_vno, seq, pinned, labels, files, bytes, created_at, ord",
-	 NULL, "ord"},
-	{"blobs", "sha256, size, orphan_since, data", NULL, NULL},
-	{"agents", "org, id, workspace, settings, created_at", NULL, NULL},
-	{"seen", "org, agent, vol, path, version, sha256", NULL, NULL},
+	 NULL, "ord", NULL},
+	{"blobs", "sha256, size, orphan_since, data", NULL, NULL, "pending_at, claimed_at"},
+	{"agents", "org, id, workspace, settings, created_at", NULL, NULL, NULL},
+	{"seen", "org, agent, vol, path, version, sha256", NULL, NULL, NULL},
 	{"run_items", "id, org, agent, run, kind, path, version, size, ctype, caption, url",
-	 "rowid, org, agent, run, kind, path, version, size, ctype, caption, url", "id"},
-	{"pins", "org, agent, sha256", NULL, NULL},
-	{"idem", "scope, key, value, created_at", NULL, NULL},
-	{"subjects", "org, agent, subject, vol, created_at", NULL, NULL},
-	{"state", "kind, id, org, node, ended, updated_at, body", NULL, NULL},
-	{"events", "stream, id, mask, body, at", NULL, NULL},
+	 "rowid, org, agent, run, kind, path, version, size, ctype, caption, url", "id", NULL},
+	{"pins", "org, agent, sha256", NULL, NULL, NULL},
+	{"idem", "scope, key, value, created_at", NULL, NULL, NULL},
+	{"subjects", "org, agent, subject, vol, created_at", NULL, NULL, NULL},
+	{"state", "kind, id, org, node, ended, updated_at, body", NULL, NULL, NULL},
+	{"events", "stream, id, mask, body, at", NULL, NULL, NULL},
 	{"webhooks", "id, org, url, events, vols, agents, description, secret, disabled,"
-	 " created_at", NULL, NULL},
+	 " created_at", NULL, NULL, NULL},
 	{"hook_deliveries", "id, hook, org, event, data, created_at, status, attempts,"
-	 " last_error, next_at, delivered_at, claimed_by, lease_until", NULL, NULL},
+	 " last_error, next_at, delivered_at, claimed_by, lease_until", NULL, NULL, NULL},
 };
 #define NTABLES (sizeof tables / sizeof *tables)
 
@@ -163,7 +172,8 @@ static int table_check(mig *g)
 		if (i == NTABLES)
 			rc = cof_error(g->err, COF_EVALIDATION, "the source has a table '%s' that"
 				       " this coffer cannot migrate (a newer schema?)", t);
-		else if (!names(tables[i].cols, c))
+		else if (!names(tables[i].cols, c) &&
+			 !(tables[i].skip && names(tables[i].skip, c)))
 			rc = cof_error(g->err, COF_EVALIDATION, "the source's table '%s' has a"
 				       " column '%s' that this coffer cannot migrate", t, c);
 	}

@@ -2,7 +2,7 @@
  * sql.h — the SQL driver seam of the metadata store: what the metadata code
  * written once (meta_key.c, meta_agent.c, meta_subject.c, meta_webhook.c,
  * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c, meta_read.c,
- * meta_gc.c, meta_idem.c) asks of a database, and what each driver gives.
+ * meta_changes.c, meta_gc.c, meta_idem.c) asks of a database, and what each driver gives.
  *
  * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
  * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
@@ -54,8 +54,14 @@
  *   {json_each}  a table function of a JSON array text: a row an element,
  *            its text in column `value`, written {json_each}(?N); SQLite
  *            json_each, PostgreSQL json_array_elements_text (one query for
- *            a list of keys: WHERE k IN (SELECT value FROM {json_each}(?1))). */
-#define COF_SQL_TOKENS 6
+ *            a list of keys: WHERE k IN (SELECT value FROM {json_each}(?1)));
+ * and in the schema (schema.c) only:
+ *   {serial} a bigint key numbered on insert: SQLite INTEGER PRIMARY KEY,
+ *            PostgreSQL bigserial PRIMARY KEY;
+ *   {blob}   bytes: SQLite BLOB, PostgreSQL bytea;
+ *   {norowid} after a table's definition: SQLite WITHOUT ROWID, PostgreSQL
+ *            nothing. */
+#define COF_SQL_TOKENS 9
 
 /* Modes of cof_sql_begin. COF_SQL_ONE: the caller runs one statement, which
  * the driver may run without an explicit transaction (SQLite: a reader
@@ -106,7 +112,8 @@ typedef struct cof_sql_driver {
 	 * orders a write against the collector: the metadata records the content
 	 * a write is about to name and the collector's claims (blobs.pending_at,
 	 * claimed_at: meta_gc.c); PostgreSQL. 0: the data dir's gc_lock orders
-	 * them (store/lock.c), the schema has neither column; SQLite. */
+	 * them (store/lock.c); the columns are in the one schema (schema.c) but
+	 * never set; SQLite. */
 	int claims;
 	int (*begin)(cof_sql_tx *tx, cof_err *err);
 	/* commits (rc == 0) or rolls back; gives the connection back; rc or the
@@ -202,7 +209,19 @@ int cof_sql_cached_volume(const cof_sql_mark *mk, const char *org, const char *i
 void cof_sql_keep_volume(const cof_sql_mark *mk, const char *org, const char *id,
 			 const cof_volrow *v);
 
+/* The texts of the changes feed (meta_changes.c), for a test of their plans:
+ * the form for a run filter, a call filter (each 0 or 1), and a path's
+ * history. */
+const char *cof_meta_changes_sql(int run, int call);
+extern const char *const cof_meta_history_sql;
+
 /* ---- below the seam: the drivers' shared part */
+
+/* The schema written once (schema.c): its tables, then its indexes, every
+ * statement IF NOT EXISTS, in shared SQL for cof_sql_rewrite. A driver makes
+ * a new database from both; an existing one runs them after its own upgrade
+ * steps. */
+extern const char *const cof_schema_tables, *const cof_schema_indexes;
 
 /* `sql` with ?N rewritten to $N (dollar) and the tokens expanded to `tokens`
  * (COF_SQL_TOKENS of them, in the order listed above); malloc'd, or NULL

@@ -198,7 +198,7 @@ def test_schema1_data_dir_opens_and_upgrades():
         eq([(c["path"], c["by"] is None) for c in ch], [("old.txt", True), ("new.txt", False)],
            "a change from before `by` was recorded reads by: null; a new one has it")
     db = sqlite3.connect(os.path.join(data, "meta.db"))
-    eq(db.execute("PRAGMA user_version").fetchone()[0], 6, "the schema version stamped")
+    eq(db.execute("PRAGMA user_version").fetchone()[0], 7, "the schema version stamped")
     db.close()
     rc, out, err = _tool("fsck", "--data", data)
     eq(rc, 0, "fsck of the upgraded dir:\n" + out + err)
@@ -216,5 +216,5 @@ def test_newer_schema_refused_naming_both_versions():
     check(p.returncode != 0, "cofferd on a newer data dir exited %d" % p.returncode)
     msg = p.stderr.decode(errors="replace")
     contains(msg, "written by a newer cofferd (schema 99;", "its message")
-    contains(msg, "knows schema 6", "its message names this binary's schema")
+    contains(msg, "knows schema 7", "its message names this binary's schema")
     eq(open(os.path.join(data, "meta.db"), "rb").read(), before, "the data dir untouched")

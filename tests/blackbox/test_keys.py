@@ -191,7 +191,7 @@ def test_old_data_dir_upgrades_in_place():
         expect(s.delete("/v1/keys/" + k["id"]), 204)
         expect_error(s.get("/v1/volumes", key=k["key"]), 401)
         db = sqlite3.connect(os.path.join(s.data, "meta.db"))
-        eq(db.execute("PRAGMA user_version").fetchone()[0], 6, "schema version after opening")
+        eq(db.execute("PRAGMA user_version").fetchone()[0], 7, "schema version after opening")
         db.close()
 
 
