@@ -31,7 +31,7 @@ static void done(cof_vll *ll)
 	free(ll);
 }
 
-static void path_is(cof_vll *ll, const cof_lnode *n, const char *want)
+static void path_is(cof_vll *ll, cof_lnode *n, const char *want)
 {
 	char *p = cof_lino_path(ll, n, NULL);
 
