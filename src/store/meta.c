@@ -1,7 +1,8 @@
 /*
  * meta.c — the metadata store's front: picks a backend from a URL and
- * dispatches every cof_meta_x / cof_txn_x call through its cof_meta_ops.
- * The contracts are in meta.h; nothing here knows a backend's insides.
+ * dispatches the cof_meta_x calls still in its cof_meta_ops (the changes feed,
+ * a path's history, ...); the families written once above the SQL seam
+ * (store/sql.h) are their own functions. The contracts are in meta.h; nothing here knows a backend's insides.
  */
 #include <stdio.h>
 #include <stdlib.h>

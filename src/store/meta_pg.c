@@ -1,8 +1,8 @@
 /*
  * meta_pg.c — the metadata store (meta.h) on PostgreSQL (libpq): connections,
- * the schema and its migrations, the table of operations (a change's start is
- * in meta_pg_vol.c), and the PostgreSQL driver of
- * the SQL seam (store/sql.h) that the metadata code written once uses.
+ * the schema and its migrations, the table of operations, and the PostgreSQL
+ * driver of the SQL seam (store/sql.h) that the metadata code written once
+ * uses (a change's group commit is in meta_pg_group.c).
  *
  * Several cofferd nodes share one database, so nothing here may rely on a
  * process lock: a change to a volume holds the volume's row lock (SELECT ...
