@@ -784,6 +784,19 @@ static int pgd_send(cof_sql_tx *tx, const char *sql, const char *what, cof_err *
 	return cof_pg_change_send(tx, &s, err);
 }
 
+/* In a change, kept for its batch's COMMIT (meta_pg_group.c). */
+static int pgd_send_last(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+			 const char *kinds, va_list ap)
+{
+	cof_pg_stmt s;
+
+	if (!tx->x)
+		return pgd_exec(tx, NULL, sql, what, err, kinds, ap);
+	if (stmt_fill(&s, sql, what, err, kinds, ap))
+		return -1;
+	return cof_pg_change_last(tx, &s, err);
+}
+
 /* The fork listing runs its own statements on the connection: what a change
  * queued goes first. */
 static int pgd_fork_list(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
@@ -800,7 +813,7 @@ const cof_sql_driver cof_sql_pg = {
 	.query = pgd_query, .lock = pgd_lock, .mark = NULL,
 	.text = pgd_text, .int64 = pgd_int64, .isnull = pgd_isnull, .blob = pgd_blob,
 	.fork_list = pgd_fork_list, .change_begin = cof_pg_change_begin,
-	.change_end = cof_pg_change_end, .send = pgd_send,
+	.change_end = cof_pg_change_end, .send = pgd_send, .send_last = pgd_send_last,
 };
 
 /* ------------------------------------------------------------ open, close */

@@ -114,6 +114,9 @@ int cof_pg_change_end(cof_sql_tx *tx, int rc, int wrote, const cof_volrow *vol,
 int cof_pg_change_stmt(cof_sql_tx *tx, cof_pg_stmt *s, cof_err *err);
 int cof_pg_change_send(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err);
 int cof_pg_change_sync(cof_sql_tx *tx, cof_err *err);
+/* The driver's send_last: s (copied) goes in the COMMIT's pipeline when the
+ * change is kept, in place of an earlier member's. */
+int cof_pg_change_last(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err);
 
 /* BEGIN on a pooled connection; cof_pg_end commits (ok == 0) or rolls back
  * and gives the connection back. */

@@ -72,6 +72,10 @@ struct pg_group {
 	int sp;                   /* the member's savepoint: 0 none, 1 queued, 2 sent */
 	int sp_at;                /* where it is queued (sp 1) */
 	char spname[32];          /* "SAVEPOINT cof_mN" */
+	/* the statement for the COMMIT's pipeline (cof_pg_change_last): the last
+	 * kept member's, and the current member's until it is kept */
+	cof_pg_stmt last, mine;
+	char *last_arena, *mine_arena;
 	pthread_mutex_t flock;
 	pthread_cond_t fdone;
 };
@@ -193,22 +197,16 @@ static int group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err)
 	return rc;
 }
 
-/* Queues s, its values copied: 0 or -1 (out of memory, or the queue full
- * and its pipeline failed). */
-static int pend_add(pg_group *g, const cof_pg_stmt *s, cof_err *err)
+/* *d = s with its values copied into *arena (malloc'd: free it): 0 or -1. */
+static int stmt_copy(cof_pg_stmt *d, const cof_pg_stmt *s, char **arena, cof_err *err)
 {
 	size_t need = 1 + (s->sql ? 0 : strlen(s->what) + 1);
-	cof_pg_stmt *d;
 	char *a;
 
-	if (g->npend == PG_PIPE_MAX && group_pipeline(g, NULL, 0, err))
-		return -1;
 	for (int j = 0; j < s->n; j++)
 		need += value_len(s, j);
-	if (!(a = cof_malloc(need)))
+	if (!(*arena = a = cof_malloc(need)))
 		return cof_error(err, COF_EINTERNAL, "out of memory");
-	d = &g->pend[g->npend];
-	g->arena[g->npend++] = a;
 	*d = *s;
 	d->res = NULL;
 	if (!s->sql) {
@@ -225,6 +223,18 @@ static int pend_add(pg_group *g, const cof_pg_stmt *s, cof_err *err)
 			a += len;
 		}
 	}
+	return 0;
+}
+
+/* Queues s, its values copied: 0 or -1 (out of memory, or the queue full
+ * and its pipeline failed). */
+static int pend_add(pg_group *g, const cof_pg_stmt *s, cof_err *err)
+{
+	if (g->npend == PG_PIPE_MAX && group_pipeline(g, NULL, 0, err))
+		return -1;
+	if (stmt_copy(&g->pend[g->npend], s, &g->arena[g->npend], err))
+		return -1;
+	g->npend++;
 	return 0;
 }
 
@@ -275,6 +285,33 @@ int cof_pg_change_send(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err)
 	return pend_add(g, s, err);
 }
 
+int cof_pg_change_last(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err)
+{
+	pg_group *g = tx->x;
+
+	free(g->mine_arena);
+	g->mine_arena = NULL;
+	return stmt_copy(&g->mine, s, &g->mine_arena, err);
+}
+
+/* The member's statement for the COMMIT becomes the batch's (kept), or is
+ * dropped (undone). */
+static void last_take(pg_group *g, int keep)
+{
+	if (keep && g->mine_arena) {
+		free(g->last_arena);
+		g->last = g->mine;
+		for (int j = 0; j < g->mine.n; j++)
+			if (g->mine.vals[j] == g->mine.ints[j])
+				g->last.vals[j] = g->last.ints[j];
+		g->last_arena = g->mine_arena;
+		g->mine_arena = NULL;
+		return;
+	}
+	free(g->mine_arena);
+	g->mine_arena = NULL;
+}
+
 int cof_pg_change_sync(cof_sql_tx *tx, cof_err *err)
 {
 	pg_group *g = tx->x;
@@ -282,24 +319,33 @@ int cof_pg_change_sync(cof_sql_tx *tx, cof_err *err)
 	return g && g->npend ? group_pipeline(g, NULL, 0, err) : 0;
 }
 
-/* The batch's end as one pipeline: what is queued (each member's `UPDATE
- * volumes` among it), the notification every node's waiters on the volume
- * wake on (notify_pg.c), COMMIT. */
+/* The batch's end as one pipeline: what is queued, the last kept member's
+ * statement for the COMMIT (the volume's row: one `UPDATE volumes` a batch),
+ * the notification every node's waiters on the volume wake on
+ * (notify_pg.c), COMMIT. */
 static int batch_flush(pg_group *g, cof_err *err)
 {
-	cof_pg_stmt s[2] = {{0}, {.what = "COMMIT"}};
+	cof_pg_stmt s[3] = {{0}, {0}, {.what = "COMMIT"}};
 	cof_topic t = cof_topic_volume(g->vol.org, g->vol.id);
 	char note[256];
-	int rc;
+	int n = 0, rc;
 
 	cof_notify_pg_payload(&t, note, sizeof note);
-	if (cof_pg_stmt_set(&s[0], "SELECT pg_notify('coffer', $1)", "notifying", err, "s",
-			    note) ||
-	    group_pipeline(g, s, 2, err))
+	if (g->last_arena)
+		s[n++] = g->last;
+	if (cof_pg_stmt_set(&s[n++], "SELECT pg_notify('coffer', $1)", "notifying", err, "s",
+			    note))
+		return -1;
+	s[n++] = s[2];
+	/* the copy's own integers: its values point at them */
+	for (int j = 0; g->last_arena && j < s[0].n; j++)
+		if (g->last.vals[j] == g->last.ints[j])
+			s[0].vals[j] = s[0].ints[j];
+	if (group_pipeline(g, s, n, err))
 		return -1;
 	/* COMMIT of a transaction that failed answers ROLLBACK, not an error */
-	rc = strcmp(PQcmdStatus(s[1].res), "COMMIT") ? -1 : 0;
-	for (int i = 0; i < 2; i++)
+	rc = strcmp(PQcmdStatus(s[n - 1].res), "COMMIT") ? -1 : 0;
+	for (int i = 0; i < n; i++)
 		PQclear(s[i].res);
 	if (rc)
 		cof_error(err, COF_EUNAVAILABLE, "the metadata database rolled the change back;"
@@ -317,6 +363,8 @@ static void batch_end(cof_meta *m, pg_group *g)
 	int rc = g->ops ? batch_flush(g, &e) : 0;
 
 	pend_clear(g, 0);
+	free(g->last_arena);
+	g->last_arena = NULL;
 	if (!g->ops && PQtransactionStatus(g->c->db) != PQTRANS_IDLE) {
 		cof_err r = {0};
 		(void)cof_pg_exec(g->c, "ROLLBACK", &r);
@@ -386,6 +434,7 @@ int cof_pg_change_end(cof_sql_tx *tx, int rc, int wrote, const cof_volrow *vol, 
 	/* a statement that failed where the change went on regardless */
 	if (rc == 0 && PQtransactionStatus(g->c->db) != PQTRANS_INTRANS)
 		me.rc = cof_pg_error(err, g->c, NULL, "writing");
+	last_take(g, me.rc == 0 && wrote);
 	if (me.rc == 0 && wrote) {
 		g->vol = *vol;
 		g->has_vol = 1;
@@ -401,6 +450,8 @@ int cof_pg_change_end(cof_sql_tx *tx, int rc, int wrote, const cof_volrow *vol, 
 		if (err && !err->code)
 			cof_error(err, why.code, "%s", why.msg);
 		pend_clear(g, 0);
+		free(g->last_arena);
+		g->last_arena = NULL;
 		cof_pg_put(m, g->c);
 		g->c = NULL;
 		g->sp = 0;

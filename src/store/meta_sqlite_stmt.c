@@ -344,5 +344,5 @@ const cof_sql_driver cof_sql_sqlite = {
 	.query = sq_query, .lock = sq_lock, .mark = cof_sqlite_cache_begin,
 	.text = sq_text, .int64 = sq_int64, .isnull = sq_isnull, .blob = sq_blob,
 	.blob_ref = sq_blob_ref, .change_begin = sq_change_begin, .change_end = sq_change_end,
-	.send = sq_send,
+	.send = sq_send, .send_last = sq_send,
 };

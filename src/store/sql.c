@@ -43,6 +43,16 @@ int cof_sql_send(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err
 	return rc;
 }
 
+int cof_sql_send_last(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		      const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	int rc = tx->d->send_last(tx, sql, what, err, kinds, ap);
+	va_end(ap);
+	return rc;
+}
+
 int cof_sql_query(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_row_fn fn,
 		  void *ctx, cof_err *err, const char *kinds, ...)
 {

@@ -168,6 +168,14 @@ typedef struct cof_sql_driver {
 	 * them). A queued statement that fails fails the batch. */
 	int (*send)(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
 		    const char *kinds, va_list ap);
+	/* A change's statement that a later change of its batch makes useless
+	 * (the volume's row: the last one kept is the batch's): run at once
+	 * (SQLite, under the change's savepoint), or kept, the last kept
+	 * change's alone, for the pipeline of the batch's COMMIT (PostgreSQL:
+	 * one UPDATE of the locked row a batch, where each change's own in a
+	 * savepoint of its own cost 35% of the writes/s). */
+	int (*send_last)(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+			 const char *kinds, va_list ap);
 } cof_sql_driver;
 
 /* The two drivers. */
@@ -187,6 +195,10 @@ int cof_sql_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *
  * send: a change's statements on PostgreSQL go with its next one). */
 int cof_sql_send(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
 		 const char *kinds, ...);
+/* The driver's send_last: a change's statement that the batch's next kept
+ * change replaces (the volume's row), run once at the batch's commit. */
+int cof_sql_send_last(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		      const char *kinds, ...);
 /* Runs one statement and calls fn on each row until it says stop: < 0, or
  * the number of rows fn was given (0 = none found). */
 int cof_sql_query(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_row_fn fn,
