@@ -2,7 +2,8 @@
  * sql.h — the SQL driver seam of the metadata store: what the metadata code
  * written once (meta_key.c, meta_agent.c, meta_subject.c, meta_webhook.c,
  * meta_state.c, meta_snapshot.c, meta_volume.c, meta_fork.c, meta_read.c,
- * meta_gc.c, meta_idem.c) asks of a database, and what each driver gives.
+ * meta_gc.c, meta_idem.c, meta_write.c) asks of a database, and what each
+ * driver gives.
  *
  * Below the seam, two drivers: SQLite's in meta_sqlite_stmt.c (its writer
  * lock and group commit, BEGIN IMMEDIATE, the statement cache, the pinned
