@@ -34,7 +34,7 @@
  * dense and in order: each member takes the next seq of the batch's volume
  * row (kept here as its members left it), and one undone gives its seq back.
  * A batch none of whose changes stored anything is rolled back and its
- * connection goes back to the pool. Other nodes wait on the row lock as
+ * connection goes back to the pool (test_meta_batch). Other nodes wait on the row lock as
  * before and group only their own writers. A batch holds the row locks of
  * every member's statements (blobs named by several volumes' writes too); a
  * deadlock with another volume's batch fails one member's statement, which
@@ -354,9 +354,8 @@ static int batch_flush(pg_group *g, cof_err *err)
 }
 
 /* Commits the open batch (wlock held) or, when none of its changes stored
- * anything, rolls it back, and gives its connection back to the pool (one
- * still in a transaction would be closed); then every member learns the
- * outcome. */
+ * anything, rolls it back (cof_pg_put does, and pools the connection); then
+ * every member learns the outcome. */
 static void batch_end(cof_meta *m, pg_group *g)
 {
 	cof_err e = {0};
@@ -365,12 +364,7 @@ static void batch_end(cof_meta *m, pg_group *g)
 	pend_clear(g, 0);
 	free(g->last_arena);
 	g->last_arena = NULL;
-	if (!g->ops && PQtransactionStatus(g->c->db) != PQTRANS_IDLE) {
-		cof_err r = {0};
-		(void)cof_pg_exec(g->c, "ROLLBACK", &r);
-		cof_err_clear(&r);
-	}
-	cof_pg_put(m, g->c); /* closes it when it is still in a transaction */
+	cof_pg_put(m, g->c); /* rolls back what is still open, then pools it */
 	g->c = NULL;
 	g->sp = 0;
 	batch_settle(g, rc, &e);

@@ -210,8 +210,8 @@ static int idle_connections(void)
 }
 
 /* A PostgreSQL batch none of whose changes stored anything is rolled back
- * and its connection goes back to the pool (it was closed, still in its
- * transaction: a new connection for every change that stored nothing). */
+ * and its connection goes back to the pool: a change that stores nothing
+ * costs no new connection (cof_pg_put rolls back before it pools). */
 static void test_change_storing_nothing_keeps_its_connection(void **state)
 {
 	cof_volrow v = {0};
