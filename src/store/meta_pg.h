@@ -40,8 +40,9 @@ typedef struct pg_meta {
 
 #define PGM(m) ((pg_meta *)(void *)(m))
 
-/* A connection from the pool (a new one when none is idle), and back: one
- * that is broken or inside a transaction is closed instead of kept. */
+/* A connection from the pool (a new one when none is idle), and back: a
+ * transaction still open is rolled back first; one that is broken, or whose
+ * rollback failed, is closed instead of kept. */
 pgconn *cof_pg_get(cof_meta *m, cof_err *err);
 void cof_pg_put(cof_meta *m, pgconn *c);
 
