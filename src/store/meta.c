@@ -1,7 +1,8 @@
 /*
  * meta.c — the metadata store's front: picks a backend from a URL and
- * dispatches every cof_meta_x / cof_txn_x call through its cof_meta_ops.
- * The contracts are in meta.h; nothing here knows a backend's insides.
+ * dispatches the cof_meta_x calls still in its cof_meta_ops (the changes feed,
+ * a path's history, ...); the families written once above the SQL seam
+ * (store/sql.h) are their own functions. The contracts are in meta.h; nothing here knows a backend's insides.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,69 +44,6 @@ void cof_meta_keep_contents(cof_meta *m, int64_t budget)
 {
 	if (budget > 0 && !m->contents)
 		m->contents = cof_contents_new(budget);
-}
-
-
-
-
-/* Every change is counted and timed for /metrics: commits, failures, and the
- * time from begin to durable (coffer_store_commit_seconds). */
-int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
-		cof_err *err)
-{
-	int64_t t0 = cof_mono_us();
-	int rc = m->ops->change(m, vno, fn, ctx, seq, err);
-
-	cof_metric_add(rc ? COF_M_STORE_COMMIT_ERRORS : COF_M_STORE_COMMITS, 1);
-	if (rc == 0)
-		cof_metric_observe(COF_H_COMMIT, cof_mono_us() - t0);
-	return rc;
-}
-
-cof_volrow *cof_txn_volume(cof_txn *tx)
-{
-	return tx->m->ops->txn_volume(tx);
-}
-
-int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err)
-{
-	return tx->m->ops->txn_get(tx, path, out, err);
-}
-
-int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
-		cof_err *err)
-{
-	return tx->m->ops->txn_list(tx, prefix, fn, ctx, err);
-}
-
-int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
-		const char *ctype, const void *inline_data, cof_err *err)
-{
-	return tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, 0, err);
-}
-
-int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
-		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err)
-{
-	return tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, mtime, err);
-}
-
-int cof_txn_write_s3(cof_txn *tx, const char *path, const char *sha256, int64_t size,
-		const char *ctype, const void *inline_data, const char *s3meta, cof_err *err)
-{
-	int rc;
-
-	tx->s3meta = s3meta;
-	rc = tx->m->ops->txn_write(tx, path, sha256, size, ctype, inline_data, 0, err);
-	tx->s3meta = NULL;
-	return rc;
-}
-
-
-
-int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
-{
-	return tx->m->ops->txn_remove(tx, path, err);
 }
 
 /* cof_contents_fn of cof_meta_blob_inline: a malloc'd copy (NULL when out

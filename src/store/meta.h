@@ -7,11 +7,12 @@
  * not of SQL. Like the blob store (blob.h) it is a table of functions,
  * cof_meta_ops, that each backend fills: SQLite in WAL mode (meta_sqlite*.c)
  * and PostgreSQL (meta_pg*.c). A backend's handle embeds `struct cof_meta` as its
- * first member (and its transactions `struct cof_txn`); callers use the
+ * first member; callers use the
  * cof_meta_x / cof_txn_x functions below, which dispatch through the table
  * (meta.c), and cof_meta_open picks the backend from a URL. The families
  * already written once above the SQL seam (store/sql.h: volumes, forks,
- * snapshots, state, idempotency, garbage collection and blobs; keys,
+ * snapshots, state, idempotency, garbage collection and blobs, the write
+ * path: cof_meta_change and cof_txn_x; keys,
  * agents, subjects, webhooks listed at the end) are not in the table: their
  * cof_meta_x are the one implementation, which runs its SQL through the
  * store's driver.
@@ -166,29 +167,9 @@ struct cof_meta_ops {
 
 	/* ---- reading files: written once (meta_read.c, below) */
 
-	/* ---- the changes feed and a path's history: written once (meta_changes.c) */
-
-	/* ---- the one write primitive: a change to one volume.
-	 * cof_meta_change opens a write transaction, loads the volume (404 if gone) and
-	 * calls fn; every cof_txn_write/remove inside becomes part of change seq+1.
-	 * When fn fails, nothing is stored. When fn made no write or remove, nothing
-	 * is stored and *seq is the unchanged seq. */
-	int (*change)(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
-		cof_err *err);
-	/* The volume as it will be after the change so far (seq = the new seq). */
-	cof_volrow *(*txn_volume)(cof_txn *tx);
-	int (*txn_get)(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);
-	int (*txn_list)(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
-		cof_err *err);
-	/* `inline_data` (size bytes) stores small content in the metadata itself, in
-	 * the same transaction; NULL when the content is in the blob store (or is
-	 * already known, as for moves and restores). `mtime` (unix seconds) is
-	 * the version's time (updated_at): a view's file keeps the time it had
-	 * in the call; <= 0 = now. */
-	int (*txn_write)(cof_txn *tx, const char *path, const char *sha256, int64_t size,
-		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
-	/* Removing an absent path is COF_ENOTFOUND. */
-	int (*txn_remove)(cof_txn *tx, const char *path, cof_err *err);
+	/* ---- written once above the SQL seam, not here: the changes feed and a
+	 * path's history (meta_changes.c), the one write primitive, a change to
+	 * one volume (meta_write.c) */
 };
 
 /* The base of every backend's handle (its first member). */
@@ -201,7 +182,7 @@ struct cof_meta {
 	struct cof_contents *contents;
 };
 
-/* The base of every backend's transaction (its first member). */
+/* What a change's callback is given (meta_write.c's, its first member). */
 struct cof_txn {
 	cof_meta *m;
 	/* Who makes the change: JSON object text recorded with each of its
@@ -291,15 +272,27 @@ int cof_meta_changes_where(cof_meta *m, int64_t vno, int64_t since, const char *
  * most `limit`: a path's history (meta_changes.c). */
 int cof_meta_history(cof_meta *m, int64_t vno, const char *path, int64_t before,
 		int64_t limit, cof_change_fn fn, void *ctx, cof_err *err);
+/* ---- the one write primitive, written once above the SQL seam
+ * (meta_write.c): a change to one volume.
+ * cof_meta_change opens a write transaction, loads the volume (404 if gone) and
+ * calls fn; every cof_txn_write/remove inside becomes part of change seq+1.
+ * When fn fails, nothing is stored. When fn made no write or remove, nothing
+ * is stored and *seq is the unchanged seq. */
 int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		cof_err *err);
+/* The volume as it will be after the change so far (seq = the new seq). */
 cof_volrow *cof_txn_volume(cof_txn *tx);
 int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);
 int cof_txn_list(cof_txn *tx, const char *prefix, cof_entry_fn fn, void *ctx,
 		cof_err *err);
+/* `inline_data` (size bytes) stores small content in the metadata itself, in
+ * the same transaction; NULL when the content is in the blob store (or is
+ * already known, as for moves and restores). */
 int cof_txn_write(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, cof_err *err);
-/* cof_txn_write with the version's time (see txn_write). */
+/* cof_txn_write with the version's time: `mtime` (unix seconds) is the
+ * version's time (updated_at): a view's file keeps the time it had in the
+ * call; <= 0 = now. */
 int cof_txn_write_at(cof_txn *tx, const char *path, const char *sha256, int64_t size,
 		const char *ctype, const void *inline_data, int64_t mtime, cof_err *err);
 /* cof_txn_write keeping `s3meta` (NULL = none) with the version it makes. */
@@ -315,6 +308,7 @@ int cof_meta_entry_s3meta(cof_meta *m, int64_t vno, const char *path, int64_t at
  * query for a listing's page. */
 int cof_meta_s3meta_range(cof_meta *m, int64_t vno, const char *first, const char *last,
 		cof_s3meta_fn fn, void *ctx, cof_err *err);
+/* Removing an absent path is COF_ENOTFOUND. */
 int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err);
 /* ---- snapshots, written once above the SQL seam (meta_snapshot.c). The
  * rules (the pinned limit, retention) are the volume layer's

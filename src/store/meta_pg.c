@@ -1,8 +1,8 @@
 /*
  * meta_pg.c — the metadata store (meta.h) on PostgreSQL (libpq): connections,
- * the schema and its migrations, the table of operations (a change's start is
- * in meta_pg_vol.c), and the PostgreSQL driver of
- * the SQL seam (store/sql.h) that the metadata code written once uses.
+ * the schema and its migrations, the table of operations, and the PostgreSQL
+ * driver of the SQL seam (store/sql.h) that the metadata code written once
+ * uses (a change's group commit is in meta_pg_group.c).
  *
  * Several cofferd nodes share one database, so nothing here may rely on a
  * process lock: a change to a volume holds the volume's row lock (SELECT ...
@@ -709,11 +709,24 @@ static int pgd_end(cof_sql_tx *tx, int rc, cof_err *err)
 	return rc;
 }
 
+/* A statement of a change (tx->x: its batch, meta_pg_group.c): run with what
+ * the change queued, in one pipeline. The result, or NULL (err filled). */
+static PGresult *change_q(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+			  const char *kinds, va_list ap)
+{
+	cof_pg_stmt s;
+
+	if (stmt_fill(&s, sql, what, err, kinds, ap) || cof_pg_change_stmt(tx, &s, err))
+		return NULL;
+	return s.res;
+}
+
 static int pgd_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *what,
 		    cof_err *err, const char *kinds, va_list ap)
 {
 	int retry = 0;
-	PGresult *r = vq_retry(tx->c, sql, what, err, &retry, kinds, ap);
+	PGresult *r = tx->x ? change_q(tx, sql, what, err, kinds, ap)
+			    : vq_retry(tx->c, sql, what, err, &retry, kinds, ap);
 
 	if (!r)
 		return retry ? COF_SQL_RETRY : -1;
@@ -727,7 +740,8 @@ static int pgd_query(cof_sql_tx *tx, const char *sql, const char *what, cof_sql_
 		     void *ctx, cof_err *err, const char *kinds, va_list ap)
 {
 	int retry = 0, rc = 0, n;
-	PGresult *r = vq_retry(tx->c, sql, what, err, &retry, kinds, ap);
+	PGresult *r = tx->x ? change_q(tx, sql, what, err, kinds, ap)
+			    : vq_retry(tx->c, sql, what, err, &retry, kinds, ap);
 	cof_sql_row row = { &cof_sql_pg, r, 0 };
 
 	if (!r)
@@ -784,32 +798,50 @@ static int pgd_blob(const cof_sql_row *r, int col, unsigned char **data, size_t 
 	return cof_pg_bytea(r->res, r->i, col, data, len);
 }
 
+/* In a change, queued into its batch's pipeline (meta_pg_group.c). */
+static int pgd_send(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		    const char *kinds, va_list ap)
+{
+	cof_pg_stmt s;
+
+	if (!tx->x)
+		return pgd_exec(tx, NULL, sql, what, err, kinds, ap);
+	if (stmt_fill(&s, sql, what, err, kinds, ap))
+		return -1;
+	return cof_pg_change_send(tx, &s, err);
+}
+
+/* In a change, kept for its batch's COMMIT (meta_pg_group.c). */
+static int pgd_send_last(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+			 const char *kinds, va_list ap)
+{
+	cof_pg_stmt s;
+
+	if (!tx->x)
+		return pgd_exec(tx, NULL, sql, what, err, kinds, ap);
+	if (stmt_fill(&s, sql, what, err, kinds, ap))
+		return -1;
+	return cof_pg_change_last(tx, &s, err);
+}
+
+/* The fork listing runs its own statements on the connection: what a change
+ * queued goes first. */
+static int pgd_fork_list(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
+			 const char *upper, const char *after, cof_entry_fn fn, void *ctx,
+			 cof_err *err)
+{
+	if (cof_pg_change_sync(tx, err))
+		return -1;
+	return cof_pg_fork_list(tx, vno, at_seq, prefix, upper, after, fn, ctx, err);
+}
+
 const cof_sql_driver cof_sql_pg = {
 	.name = "postgres", .local = 0, .claims = 1, .begin = pgd_begin, .end = pgd_end, .exec = pgd_exec,
 	.query = pgd_query, .lock = pgd_lock, .mark = NULL,
 	.text = pgd_text, .int64 = pgd_int64, .isnull = pgd_isnull, .blob = pgd_blob,
-	.fork_list = cof_pg_fork_list,
+	.fork_list = pgd_fork_list, .change_begin = cof_pg_change_begin,
+	.change_end = cof_pg_change_end, .send = pgd_send, .send_last = pgd_send_last,
 };
-
-/* The write path's reads of its volume (meta_pg_write.c): meta_read.c's, on
- * the batch's connection. */
-int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
-		     cof_entry *out, cof_err *err)
-{
-	cof_sql_tx tx;
-
-	cof_sql_tx_on(&tx, &cof_sql_pg, c, COF_SQL_WRITE);
-	return cof_meta_entry_get_tx(&tx, vno, path, at_seq, out, err);
-}
-
-int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq, const char *prefix,
-			 const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
-{
-	cof_sql_tx tx;
-
-	cof_sql_tx_on(&tx, &cof_sql_pg, c, COF_SQL_WRITE);
-	return cof_meta_list_tx(&tx, vno, fork, at_seq, prefix, after, fn, ctx, err);
-}
 
 /* ------------------------------------------------------------ open, close */
 
@@ -838,7 +870,6 @@ static void ops_fill(void)
 	pg_ops.list_streams = 0;   /* a cursor's first FETCH reads 512 rows */
 	pg_ops.remote = 1;
 	pg_ops.close = pg_close;
-	cof_pg_ops_write(&pg_ops);
 }
 
 int cof_meta_pg_open(const char *url, cof_meta **out, cof_err *err)

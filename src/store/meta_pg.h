@@ -38,22 +38,11 @@ typedef struct pg_meta {
 	pg_group *groups[PG_GROUP_BUCKETS];
 } pg_meta;
 
-typedef struct pg_txn {
-	cof_txn base;                 /* first (meta.h) */
-	pgconn *c;
-	cof_volrow vol;
-	int ops;
-	int64_t now;
-	pg_group *g;                  /* the batch it is a member of */
-	struct pg_checks *checks;     /* its first path's checks, read ahead (or NULL) */
-	int checked;                  /* they were (meta_pg_write.c) */
-	char savepoint[32];           /* the statement of its own, once it wrote ("": none) */
-} pg_txn;
-
 #define PGM(m) ((pg_meta *)(void *)(m))
 
-/* A connection from the pool (a new one when none is idle), and back: one
- * that is broken or inside a transaction is closed instead of kept. */
+/* A connection from the pool (a new one when none is idle), and back: a
+ * transaction still open is rolled back first; one that is broken, or whose
+ * rollback failed, is closed instead of kept. */
 pgconn *cof_pg_get(cof_meta *m, cof_err *err);
 void cof_pg_put(cof_meta *m, pgconn *c);
 
@@ -113,37 +102,22 @@ int cof_pg_pipeline(pgconn *c, cof_pg_stmt *s, int n, cof_err *err);
  * serialization failure, deadlock and disk full = 503; else 500. Returns -1. */
 int cof_pg_error(cof_err *err, pgconn *c, PGresult *res, const char *what);
 
-/* Group commit of one volume's changes on this node (meta_pg_group.c). Begin
- * takes the volume's writer and the open batch (BEGIN + the row lock when none
- * is open): *c is the batch's connection, *vol the volume as its changes left
- * it. NULL (err set) when it cannot. */
-pg_group *cof_pg_group_begin(cof_meta *m, int64_t vno, pgconn **c, cof_volrow *vol,
-			     cof_err *err);
-/* The member's number in its batch (names its savepoint). */
-int cof_pg_group_nth(const pg_group *g);
-/* A write held back (meta_pg_write.c): its statements (at most PG_GROUP_DEFER,
- * copied with their values) go with the batch's next statements, the next
- * member's checks or the COMMIT, instead of a round trip of their own. Its
- * member must need none of their results. 0 or -1 (out of memory). */
-#define PG_GROUP_DEFER 6
-int cof_pg_group_defer(pg_group *g, const cof_pg_stmt *s, int n, cof_err *err);
-/* Drops the writes held back when they are the current member's own (it was
- * refused before they were sent): 1 dropped, 0 none of its own. */
-int cof_pg_group_drop_own(pg_group *g);
-/* cof_pg_pipeline on the batch's connection, the writes held back sent
- * first: s[i].res as cof_pg_pipeline sets them. A failure of one held back
- * (another member's) aborts the batch's transaction: every member fails. */
-int cof_pg_group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err);
-/* Sends the writes held back, alone: before any other statement on the
- * batch's connection (a plain query, a fork's steps). 0 or -1. */
-int cof_pg_group_sync(pg_group *g, cof_err *err);
-/* Ends a member: kept (rc == 0 and ops > 0: `vol` is the volume after it) or
- * undone (rolled back to `savepoint`, the statement that took it, NULL
- * when it took none), then committed
- * with its batch. Returns rc, or -1 (err set, retryable) when the batch did
- * not commit; only then is a kept change not durable. */
-int cof_pg_group_end(cof_meta *m, pg_group *g, int rc, const char *savepoint,
-		     const cof_volrow *vol, int ops, cof_err *err);
+/* Group commit of one volume's changes on this node (meta_pg_group.c): the
+ * driver's change_begin and change_end (sql.h). In a change (tx->x is its
+ * batch), the driver's exec and query run a statement with what is queued,
+ * in one pipeline (cof_pg_change_stmt: s->res set; a statement that does not
+ * begin SELECT or WITH writes, and takes the change's savepoint first); its
+ * send queues one (cof_pg_change_send, the values copied); sync sends what
+ * is queued, alone (before a statement run another way: the fork listing). */
+int cof_pg_change_begin(cof_sql_tx *tx, int64_t vno, const cof_volrow **kept, cof_err *err);
+int cof_pg_change_end(cof_sql_tx *tx, int rc, int wrote, const cof_volrow *vol,
+		      cof_err *err);
+int cof_pg_change_stmt(cof_sql_tx *tx, cof_pg_stmt *s, cof_err *err);
+int cof_pg_change_send(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err);
+int cof_pg_change_sync(cof_sql_tx *tx, cof_err *err);
+/* The driver's send_last: s (copied) goes in the COMMIT's pipeline when the
+ * change is kept, in place of an earlier member's. */
+int cof_pg_change_last(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err);
 
 /* BEGIN on a pooled connection; cof_pg_end commits (ok == 0) or rolls back
  * and gives the connection back. */
@@ -151,7 +125,6 @@ pgconn *cof_pg_begin(cof_meta *m, const char *mode, cof_err *err);
 int cof_pg_end(cof_meta *m, pgconn *c, int ok, cof_err *err);
 
 /* Each file of the backend fills its own members of the table (meta_pg.c). */
-void cof_pg_ops_write(cof_meta_ops *o);
 
 
 /* Row helpers over text results. */
@@ -166,16 +139,6 @@ void cof_pg_row_entry(PGresult *r, int row, cof_entry *e);
 int cof_pg_fork_list(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
 		     const char *upper, const char *after, cof_entry_fn fn, void *ctx,
 		     cof_err *err);
-/* The write path's reads of its volume: meta_read.c's on connection c.
- * fork: whether `vno` is a fork, when the caller knows (0: its chain is not
- * read, one round trip less: a change's checks). */
-int cof_pg_entry_get(pgconn *c, int64_t vno, const char *path, int64_t at_seq,
-		     cof_entry *out, cof_err *err);
-int cof_pg_entry_list_in(pgconn *c, int64_t vno, int fork, int64_t at_seq,
-			 const char *prefix, const char *after, cof_entry_fn fn, void *ctx,
-			 cof_err *err);
-/* BEGIN and the volume's row FOR UPDATE in one round trip: a change's start. */
-int cof_pg_volume_lock_begin(pgconn *c, int64_t vno, cof_volrow *out, cof_err *err);
 /* Queues a NOTIFY of a committed change (sent when the transaction commits). */
 int cof_pg_notify(pgconn *c, const char *payload, cof_err *err);
 

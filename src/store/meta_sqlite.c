@@ -435,7 +435,6 @@ static void ops_fill(void)
 	sqlite_ops.list_streams = 1;
 	sqlite_ops.remote = 0;
 	cof_sqlite_ops_main(&sqlite_ops);
-	cof_sqlite_ops_write(&sqlite_ops);
 }
 
 /* The SQLite backend's table of functions, filled once. */
@@ -519,55 +518,6 @@ static void sq_close(cof_meta *m)
 	pthread_cond_destroy(&s->fdone);
 	free(s->file);
 	free(s);
-}
-
-/* --------------------------------------------------------------- volumes */
-
-#define VOL_COLS "vno, id, org, name, seq, files, bytes, capacity, ceiling, created_at, " \
-		 "hidden, history_from, coalesce(base_vno, 0), base_seq, depth"
-
-static void row_volume(sqlite3_stmt *st, cof_volrow *v)
-{
-	v->vno = sqlite3_column_int64(st, 0);
-	cof_sqlite_col_copy(st, 1, v->id, sizeof v->id);
-	cof_sqlite_col_copy(st, 2, v->org, sizeof v->org);
-	cof_sqlite_col_copy(st, 3, v->name, sizeof v->name);
-	v->seq = sqlite3_column_int64(st, 4);
-	v->files = sqlite3_column_int64(st, 5);
-	v->bytes = sqlite3_column_int64(st, 6);
-	v->capacity = sqlite3_column_int64(st, 7);
-	v->ceiling = sqlite3_column_int64(st, 8);
-	v->created_at = sqlite3_column_int64(st, 9);
-	v->hidden = sqlite3_column_int(st, 10);
-	v->history_from = sqlite3_column_int64(st, 11);
-	v->base_vno = sqlite3_column_int64(st, 12);
-	v->base_seq = sqlite3_column_int64(st, 13);
-	v->depth = sqlite3_column_int(st, 14);
-}
-
-/* cof_sqlite_row_fn: a VOL_COLS row into ctx (a cof_volrow). */
-static int vol_one(void *ctx, sqlite3_stmt *st, cof_err *err)
-{
-	(void)err;
-	row_volume(st, ctx);
-	return 1;
-}
-
-int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
-		       cof_volrow *out, cof_err *err)
-{
-	int found = id ? cof_sqlite_rows(c, "SELECT " VOL_COLS " FROM volumes WHERE id = ?",
-					 "reading a volume", vol_one, out, err, "s", id)
-		       : cof_sqlite_rows(c, "SELECT " VOL_COLS " FROM volumes WHERE vno = ?",
-					 "reading a volume", vol_one, out, err, "i", vno);
-
-	if (found < 0)
-		return -1;
-	/* Another organization's volume answers exactly like an absent one. */
-	if (!found || (org && (strcmp(out->org, org) || out->hidden)))
-		return cof_error(err, COF_ENOTFOUND, "volume '%.64s' not found",
-				 id ? id : "?");
-	return 0;
 }
 
 /* Fills the members of the SQLite backend this file implements. */

@@ -44,21 +44,10 @@ typedef struct sq_meta {
 } sq_meta;
 #define SQ(m) ((sq_meta *)(m))
 
-/* A change under way: the meta.h base first. */
-typedef struct sq_txn {
-	cof_txn base;
-	conn *c;
-	cof_volrow vol;
-	int ops;
-	int64_t now;
-} sq_txn;
-#define SQT(tx) ((sq_txn *)(tx))
-
 /* The SQLite backend's table (filled once), and what fills it: each file of
  * the backend sets the members it implements. */
 const cof_meta_ops *cof_meta_sqlite_ops(void);
 void cof_sqlite_ops_main(cof_meta_ops *o);
-void cof_sqlite_ops_write(cof_meta_ops *o);
 
 
 /* What the dialect tokens of shared SQL are on SQLite (store/sql.h). */
@@ -103,13 +92,6 @@ void cof_sqlite_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz);
  * `upper`, for a range [*prefix, upper) bound as text: upper->data, or NULL
  * (out of memory, err set). */
 const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err);
-/* The write path's reads of its volume: meta_read.c's on the writer c. */
-int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
-		   cof_entry *out, cof_err *err);
-int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
-		    const char *after, cof_entry_fn fn, void *ctx, cof_err *err);
-int cof_sqlite_volume_load(conn *c, int64_t vno, const char *org, const char *id,
-		     cof_volrow *out, cof_err *err);
 
 /* The calling thread's pinned reader of m (cof_meta_pin_reader), or NULL. */
 conn *cof_sqlite_pinned(cof_meta *m);

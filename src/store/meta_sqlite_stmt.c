@@ -307,29 +307,44 @@ static const void *sq_blob_ref(const cof_sql_row *r, int col, size_t *len)
 	return p;
 }
 
+/* A change of the write path (meta_write.c) is the writer's: a savepoint of
+ * its own in the group commit's batch (meta_sqlite_commit.c). Its volume is
+ * read again by each change: a statement in process. */
+static int sq_change_begin(cof_sql_tx *tx, int64_t vno, const cof_volrow **kept,
+			   cof_err *err)
+{
+	(void)vno;
+	*kept = NULL;
+	tx->c = cof_sqlite_writer_begin(tx->m, err);
+	tx->began = tx->c != NULL;
+	return tx->c ? 0 : -1;
+}
+
+/* A change that stored nothing is rolled back too: what it read commits
+ * with its batch. */
+static int sq_change_end(cof_sql_tx *tx, int rc, int wrote, const cof_volrow *vol,
+			 cof_err *err)
+{
+	int e;
+
+	(void)vol;
+	e = cof_sqlite_writer_end(tx->m, rc < 0 ? rc : !wrote, err);
+	if (rc < 0)
+		return rc;
+	return e < 0 ? -1 : 0;
+}
+
+/* In process: nothing to gain by waiting. */
+static int sq_send(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		   const char *kinds, va_list ap)
+{
+	return sq_exec(tx, NULL, sql, what, err, kinds, ap);
+}
+
 const cof_sql_driver cof_sql_sqlite = {
 	.name = "sqlite", .local = 1, .begin = sq_begin, .end = sq_end, .exec = sq_exec,
 	.query = sq_query, .lock = sq_lock, .mark = cof_sqlite_cache_begin,
 	.text = sq_text, .int64 = sq_int64, .isnull = sq_isnull, .blob = sq_blob,
-	.blob_ref = sq_blob_ref,
+	.blob_ref = sq_blob_ref, .change_begin = sq_change_begin, .change_end = sq_change_end,
+	.send = sq_send, .send_last = sq_send,
 };
-
-/* The write path's reads of its volume (meta_sqlite_write.c): meta_read.c's,
- * on the writer the change holds. */
-int cof_sqlite_entry_get(conn *c, int64_t vno, const char *path, int64_t at_seq,
-			 cof_entry *out, cof_err *err)
-{
-	cof_sql_tx tx;
-
-	cof_sql_tx_on(&tx, &cof_sql_sqlite, c, COF_SQL_WRITE);
-	return cof_meta_entry_get_tx(&tx, vno, path, at_seq, out, err);
-}
-
-int cof_sqlite_entry_list(conn *c, int64_t vno, int64_t at_seq, const char *prefix,
-			  const char *after, cof_entry_fn fn, void *ctx, cof_err *err)
-{
-	cof_sql_tx tx;
-
-	cof_sql_tx_on(&tx, &cof_sql_sqlite, c, COF_SQL_WRITE);
-	return cof_meta_list_tx(&tx, vno, -1, at_seq, prefix, after, fn, ctx, err);
-}

@@ -4,7 +4,7 @@
  * LISTEN/NOTIFY on channel "coffer" between nodes.
  *
  * A volume's change is announced by the metadata store itself, inside the
- * transaction that commits it (meta_pg_write.c: "v" ORG ID), so every node
+ * transaction that commits it (meta_pg_group.c: "v" ORG ID), so every node
  * hears of it exactly when it is visible; other topics (an agent's events, a
  * relay session) are sent by publish on a connection of the hub's own. The
  * listener (pg_listen.c) turns each payload back into a topic and publishes it

@@ -14,16 +14,8 @@ int cof_sql_begin(cof_meta *m, int mode, cof_sql_tx *tx, cof_err *err)
 	tx->c = NULL;
 	tx->mode = mode;
 	tx->began = 0;
+	tx->x = NULL;
 	return m->sql->begin(tx, err);
-}
-
-void cof_sql_tx_on(cof_sql_tx *tx, const cof_sql_driver *d, void *c, int mode)
-{
-	tx->m = NULL;
-	tx->d = d;
-	tx->c = c;
-	tx->mode = mode;
-	tx->began = 1;
 }
 
 int cof_sql_end(cof_sql_tx *tx, int rc, cof_err *err)
@@ -37,6 +29,26 @@ int cof_sql_exec(cof_sql_tx *tx, int64_t *changed, const char *sql, const char *
 	va_list ap;
 	va_start(ap, kinds);
 	int rc = tx->d->exec(tx, changed, sql, what, err, kinds, ap);
+	va_end(ap);
+	return rc;
+}
+
+int cof_sql_send(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		 const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	int rc = tx->d->send(tx, sql, what, err, kinds, ap);
+	va_end(ap);
+	return rc;
+}
+
+int cof_sql_send_last(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		      const char *kinds, ...)
+{
+	va_list ap;
+	va_start(ap, kinds);
+	int rc = tx->d->send_last(tx, sql, what, err, kinds, ap);
 	va_end(ap);
 	return rc;
 }

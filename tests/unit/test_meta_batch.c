@@ -5,7 +5,8 @@
  * must still keep its own result and its own error, a refused change must
  * undo only itself, and changes of one batch must see each other in order
  * (no lost update). Checked with 16 threads of 24 changes each, every third
- * refused after it wrote.
+ * refused after it wrote. On PostgreSQL, a batch that stored nothing gives
+ * its connection back to the pool.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/meta.h"
+#include "store/meta_pg.h"
 #include "meta_fx.h"
 
 #define THREADS 16
@@ -188,10 +190,60 @@ static void test_concurrent_changes_keep_their_own_results(void **state)
 	assert_int_equal(v.files, ok + 1);
 }
 
+static int store_nothing(cof_txn *tx, void *ctx, cof_err *err)
+{
+	cof_entry e;
+
+	(void)ctx;
+	return cof_txn_get(tx, "absent.txt", &e, err) < 0 ? -1 : 0;
+}
+
+static int idle_connections(void)
+{
+	pg_meta *p = PGM(m);
+	int n;
+
+	pthread_mutex_lock(&p->plock);
+	n = p->nidle;
+	pthread_mutex_unlock(&p->plock);
+	return n;
+}
+
+/* A PostgreSQL batch none of whose changes stored anything is rolled back
+ * and its connection goes back to the pool: a change that stores nothing
+ * costs no new connection (cof_pg_put rolls back before it pools). */
+static void test_change_storing_nothing_keeps_its_connection(void **state)
+{
+	cof_volrow v = {0};
+	cof_err err = {0};
+	int64_t seq = -1;
+	int idle;
+
+	(void)state;
+	if (m->sql->local)
+		skip();
+	cof_id_new("vol_", v.id, sizeof v.id);
+	snprintf(v.org, sizeof v.org, "%s", org);
+	snprintf(v.name, sizeof v.name, "nothing");
+	v.capacity = 1 << 30;
+	v.ceiling = (int64_t)1 << 40;
+	v.created_at = cof_now();
+	assert_int_equal(cof_meta_volume_add(m, &v, &err), 0);
+	assert_int_equal(cof_meta_volume_get(m, org, v.id, &v, &err), 0);
+	idle = idle_connections();
+	assert_true(idle > 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(cof_meta_change(m, v.vno, store_nothing, NULL, &seq, &err), 0);
+		assert_int_equal(seq, v.seq);
+		assert_int_equal(idle_connections(), idle);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_changes_keep_their_own_results),
+		cmocka_unit_test(test_change_storing_nothing_keeps_its_connection),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
