@@ -662,16 +662,6 @@ int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *le
 	return 1;
 }
 
-void cof_pg_row_entry(PGresult *r, int row, cof_entry *e)
-{
-	cof_pg_copy(r, row, 0, e->path, sizeof e->path);
-	e->version = cof_pg_int(r, row, 1);
-	e->size = cof_pg_int(r, row, 2);
-	cof_pg_copy(r, row, 3, e->sha256, sizeof e->sha256);
-	cof_pg_copy(r, row, 4, e->ctype, sizeof e->ctype);
-	e->updated_at = cof_pg_int(r, row, 5);
-}
-
 /* ------------------------------------------------- the driver (store/sql.h) */
 
 /* A pooled connection; BEGIN unless it is one statement (autocommit: one
@@ -798,30 +788,31 @@ static int pgd_blob(const cof_sql_row *r, int col, unsigned char **data, size_t 
 	return cof_pg_bytea(r->res, r->i, col, data, len);
 }
 
-/* In a change, queued into its batch's pipeline (meta_pg_group.c). */
+/* In a change, `to` queues it into its batch's pipeline or keeps it for the
+ * batch's COMMIT (meta_pg_group.c); outside one it runs now. */
+static int send_to(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
+		   const char *kinds, va_list ap,
+		   int (*to)(cof_sql_tx *, const cof_pg_stmt *, cof_err *))
+{
+	cof_pg_stmt s;
+
+	if (!tx->x)
+		return pgd_exec(tx, NULL, sql, what, err, kinds, ap);
+	if (stmt_fill(&s, sql, what, err, kinds, ap))
+		return -1;
+	return to(tx, &s, err);
+}
+
 static int pgd_send(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
 		    const char *kinds, va_list ap)
 {
-	cof_pg_stmt s;
-
-	if (!tx->x)
-		return pgd_exec(tx, NULL, sql, what, err, kinds, ap);
-	if (stmt_fill(&s, sql, what, err, kinds, ap))
-		return -1;
-	return cof_pg_change_send(tx, &s, err);
+	return send_to(tx, sql, what, err, kinds, ap, cof_pg_change_send);
 }
 
-/* In a change, kept for its batch's COMMIT (meta_pg_group.c). */
 static int pgd_send_last(cof_sql_tx *tx, const char *sql, const char *what, cof_err *err,
 			 const char *kinds, va_list ap)
 {
-	cof_pg_stmt s;
-
-	if (!tx->x)
-		return pgd_exec(tx, NULL, sql, what, err, kinds, ap);
-	if (stmt_fill(&s, sql, what, err, kinds, ap))
-		return -1;
-	return cof_pg_change_last(tx, &s, err);
+	return send_to(tx, sql, what, err, kinds, ap, cof_pg_change_last);
 }
 
 /* The fork listing runs its own statements on the connection: what a change

@@ -133,8 +133,6 @@ void cof_pg_copy(PGresult *r, int row, int col, char *out, size_t outsz);
 /* The bytea value of a cell, malloc'd with a NUL after it (*len without it);
  * 0 = NULL cell (*data NULL), 1 = value, -1 = out of memory. */
 int cof_pg_bytea(PGresult *r, int row, int col, unsigned char **data, size_t *len);
-#define PG_ENTRY_COLS "path, version, size, sha256, ctype, updated_at"
-void cof_pg_row_entry(PGresult *r, int row, cof_entry *e);
 /* A fork's listing (sql.h cof_sql_driver.fork_list; meta_pg_read.c). */
 int cof_pg_fork_list(cof_sql_tx *tx, int64_t vno, int64_t at_seq, const char *prefix,
 		     const char *upper, const char *after, cof_entry_fn fn, void *ctx,

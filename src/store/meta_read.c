@@ -88,7 +88,7 @@ static int nearest(cof_sql_tx *tx, const char *const *sql, int64_t vno, const ch
 	return rc;
 }
 
-static void row_entry(const cof_sql_row *r, cof_entry *e)
+void cof_meta_entry_row(const cof_sql_row *r, cof_entry *e)
 {
 	cof_sql_text(r, 0, e->path, sizeof e->path);
 	e->version = cof_sql_int(r, 1);
@@ -98,18 +98,18 @@ static void row_entry(const cof_sql_row *r, cof_entry *e)
 	e->updated_at = cof_sql_int(r, 5);
 }
 
-/* cof_sql_row_fn: an entry row into ctx (a cof_entry). */
-static int entry_one(void *ctx, const cof_sql_row *r, cof_err *err)
+int cof_meta_entry_one(void *ctx, const cof_sql_row *r, cof_err *err)
 {
 	(void)err;
-	row_entry(r, ctx);
+	cof_meta_entry_row(r, ctx);
 	return 1;
 }
 
 int cof_meta_entry_get_tx(cof_sql_tx *tx, int64_t vno, const char *path, int64_t at_seq,
 			  cof_entry *out, cof_err *err)
 {
-	int found = nearest(tx, get_sql, vno, path, at_seq, "reading a file", entry_one, out, err);
+	int found = nearest(tx, get_sql, vno, path, at_seq, "reading a file",
+			    cof_meta_entry_one, out, err);
 
 	return found < 0 ? -1 : found > 0 && out->sha256[0]; /* a whiteout: removed */
 }
@@ -139,7 +139,7 @@ static int entry_data(void *ctx, const cof_sql_row *r, cof_err *err)
 {
 	entry_read *e = ctx;
 
-	row_entry(r, e->out);
+	cof_meta_entry_row(r, e->out);
 	if (e->out->sha256[0] && cof_sql_blob(r, 6, e->data, &e->len) < 0)
 		return cof_error(err, COF_EINTERNAL, "out of memory");
 	return 1;
@@ -290,7 +290,7 @@ static int list_row(void *ctx, const cof_sql_row *r, cof_err *err)
 	lister *l = ctx;
 
 	(void)err;
-	row_entry(r, l->e);
+	cof_meta_entry_row(r, l->e);
 	l->rows++;
 	if (l->rows > 1 && !strcmp(l->e->path, l->cursor))
 		return 0;   /* a farther level's row of a path already answered */

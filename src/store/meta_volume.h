@@ -36,6 +36,11 @@ int cof_meta_vol_snapshot_drop(cof_sql_tx *tx, const char *sid, int64_t vno,
  * the caller holds: meta_read.c's, for cof_meta_entry_get / cof_meta_list
  * and the drivers' write paths (cof_txn_get, cof_txn_list). `fork`: 1 or 0
  * when the caller knows whether `vno` is a fork, -1 to look. */
+/* An entry row's columns (path, version, size, sha256, ctype, updated_at, in
+ * that order, as meta_read.c and meta_write.c select them) into *e. */
+void cof_meta_entry_row(const cof_sql_row *r, cof_entry *e);
+/* cof_sql_row_fn: one entry row into ctx (a cof_entry); stops the query. */
+int cof_meta_entry_one(void *ctx, const cof_sql_row *r, cof_err *err);
 int cof_meta_entry_get_tx(cof_sql_tx *tx, int64_t vno, const char *path, int64_t at_seq,
 			  cof_entry *out, cof_err *err);
 int cof_meta_list_tx(cof_sql_tx *tx, int64_t vno, int fork, int64_t at_seq, const char *prefix,

@@ -106,23 +106,6 @@ static const char SQL_CHANGE_ADD[] = "INSERT INTO changes(vno, seq, path, remove
 static const char SQL_VOLUME_SET[] = "UPDATE volumes SET seq = ?1, files = ?2, bytes = ?3,"
 	" capacity = ?4 WHERE vno = ?5";
 
-static void row_entry(const cof_sql_row *r, cof_entry *e)
-{
-	cof_sql_text(r, 0, e->path, sizeof e->path);
-	e->version = cof_sql_int(r, 1);
-	e->size = cof_sql_int(r, 2);
-	cof_sql_text(r, 3, e->sha256, sizeof e->sha256);
-	cof_sql_text(r, 4, e->ctype, sizeof e->ctype);
-	e->updated_at = cof_sql_int(r, 5);
-}
-
-static int row_entry_fn(void *ctx, const cof_sql_row *r, cof_err *err)
-{
-	(void)err;
-	row_entry(r, ctx);
-	return 1;
-}
-
 /* ------------------------------------------------------------- checks */
 
 static void checks_free(checks *k)
@@ -143,7 +126,7 @@ static int checks_row(void *ctx, const cof_sql_row *r, cof_err *err)
 
 	(void)err;
 	if (len == k->len && !memcmp(p, k->path, len)) {
-		row_entry(r, k->out);
+		cof_meta_entry_row(r, k->out);
 		k->old_file = file;
 		k->old_size = file ? k->out->size : 0;
 		return 0;
@@ -258,7 +241,7 @@ int cof_txn_list(cof_txn *t, const char *prefix, cof_entry_fn fn, void *ctx, cof
  * the parent's row is the live one (nothing of the fork's own to close). */
 static int close_live(wtxn *tx, const char *path, cof_entry *old, cof_err *err)
 {
-	int had = cof_sql_query(&tx->sql, SQL_CLOSE_ROW, "writing a file", row_entry_fn, old,
+	int had = cof_sql_query(&tx->sql, SQL_CLOSE_ROW, "writing a file", cof_meta_entry_one, old,
 				err, "iiis", tx->vol.seq, tx->now, tx->vol.vno, path);
 
 	if (had < 0)
