@@ -370,6 +370,9 @@ def bench_call(work, runs):
 
 
 def main():
+    if "-h" in sys.argv or "--help" in sys.argv:  # usage only: no run, nothing written
+        print(__doc__)
+        return
     runs = int(arg("--runs", "7"))
     only = arg("--only", "grep,call,readall").split(",")
     out = arg("--out", os.path.join(ROOT, "bench/results.md"))

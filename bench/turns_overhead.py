@@ -122,6 +122,9 @@ def measuring_cpu(work, mode, files, seconds=10):
 
 
 def main():
+    if "-h" in sys.argv or "--help" in sys.argv:  # usage only: no run, nothing written
+        print(__doc__)
+        return
     out = os.path.join(ROOT, "bench/results.md")
     n = 200
     args = sys.argv[1:]
