@@ -135,6 +135,22 @@ static int cmp64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A new volume `name` of the test's org in *v, as the store has it (vno, seq). */
+static void vol_new(const char *name, cof_volrow *v)
+{
+	cof_err err = {0};
+
+	memset(v, 0, sizeof *v);
+	cof_id_new("vol_", v->id, sizeof v->id);
+	snprintf(v->org, sizeof v->org, "%s", org);
+	snprintf(v->name, sizeof v->name, "%s", name);
+	v->capacity = 1 << 30;
+	v->ceiling = (int64_t)1 << 40;
+	v->created_at = cof_now();
+	assert_int_equal(cof_meta_volume_add(m, v, &err), 0);
+	assert_int_equal(cof_meta_volume_get(m, org, v->id, v, &err), 0);
+}
+
 static void test_concurrent_changes_keep_their_own_results(void **state)
 {
 	static struct worker w[THREADS];
@@ -146,13 +162,7 @@ static void test_concurrent_changes_keep_their_own_results(void **state)
 	int ok = 0, n = 0;
 
 	(void)state;
-	cof_id_new("vol_", v.id, sizeof v.id);
-	snprintf(v.org, sizeof v.org, "%s", org);
-	snprintf(v.name, sizeof v.name, "batch");
-	v.capacity = 1 << 30;
-	v.ceiling = (int64_t)1 << 40;
-	v.created_at = cof_now();
-	assert_int_equal(cof_meta_volume_add(m, &v, &err), 0);
+	vol_new("batch", &v);
 	vno = v.vno;
 	for (int t = 0; t < THREADS; t++) {
 		w[t].t = t;
@@ -222,14 +232,7 @@ static void test_change_storing_nothing_keeps_its_connection(void **state)
 	(void)state;
 	if (m->sql->local)
 		skip();
-	cof_id_new("vol_", v.id, sizeof v.id);
-	snprintf(v.org, sizeof v.org, "%s", org);
-	snprintf(v.name, sizeof v.name, "nothing");
-	v.capacity = 1 << 30;
-	v.ceiling = (int64_t)1 << 40;
-	v.created_at = cof_now();
-	assert_int_equal(cof_meta_volume_add(m, &v, &err), 0);
-	assert_int_equal(cof_meta_volume_get(m, org, v.id, &v, &err), 0);
+	vol_new("nothing", &v);
 	idle = idle_connections();
 	assert_true(idle > 0);
 	for (int i = 0; i < 3; i++) {
