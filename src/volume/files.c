@@ -220,10 +220,10 @@ static int looks_text(const unsigned char *p, size_t len)
 }
 
 /* libmagic's answers by the SHA-256 of the bytes it was given, so the same
- * bytes (a LICENSE or an index.js in every package, a file written again) are
+ * bytes (a LICENSE in every package, a file written again or copied) are
  * read by libmagic once: its soft magic costs 0.15 ms for 2 bytes of text and
  * 1-1.3 ms for 4 KiB (dozens of case-blind searches over the whole head, one
- * top-level entry after another; bench/results.md, "libmagic's cost").
+ * top-level entry after another; bench/results.md, "Sniffing untyped files").
  * Process-wide: every store's handles load the same database with the same
  * flags (cof_store_magic_take: MAGIC_MIME_TYPE), and libmagic's answer for a
  * buffer depends on nothing else. Direct-mapped and bounded: a new answer
