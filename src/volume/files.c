@@ -226,14 +226,17 @@ static int looks_text(const unsigned char *p, size_t len)
  * top-level entry after another; bench/results.md, "Sniffing untyped files").
  * Process-wide: every store's handles load the same database with the same
  * flags (cof_store_magic_take: MAGIC_MIME_TYPE), and libmagic's answer for a
- * buffer depends on nothing else. Direct-mapped and bounded: a new answer
- * takes its slot from whatever was there. */
-#define SNIFF_SLOTS 1024
-#define SNIFF_TYPE 128   /* as cof_land_file's type: what a longer answer is cut to */
+ * buffer depends on nothing else. Direct-mapped and bounded (4,096 slots,
+ * 528 KB, each page touched only once a slot in it is used): a new answer
+ * takes its slot from whatever was there; enough for a clone of a repository
+ * of a few thousand untyped files to be sniffed once. */
+#define SNIFF_SLOTS 4096
+#define SNIFF_KEPT 64     /* longer answers (OOXML's 71 bytes) are answered, not kept */
+#define SNIFF_TYPE 128    /* as cof_land_file's type: what a longer answer is cut to */
 
 typedef struct sniff_slot {
 	char key[65];              /* sha256 hex of the bytes; "" = empty slot */
-	char type[SNIFF_TYPE];     /* libmagic's answer */
+	char type[SNIFF_KEPT];     /* libmagic's answer */
 } sniff_slot;
 
 static sniff_slot sniff_cache[SNIFF_SLOTS];
@@ -241,7 +244,7 @@ static pthread_mutex_t sniff_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static sniff_slot *sniff_slot_of(const char key[65])
 {
-	return &sniff_cache[strtoul((char[]){key[0], key[1], key[2], '\0'}, NULL, 16) %
+	return &sniff_cache[strtoul((char[]){key[0], key[1], key[2], key[3], '\0'}, NULL, 16) %
 			    SNIFF_SLOTS];
 }
 
@@ -259,7 +262,7 @@ static int sniff_bytes(cof_store *st, const void *head, size_t len, char type[SN
 		s = sniff_slot_of(key);
 		pthread_mutex_lock(&sniff_mu);
 		if (!strcmp(s->key, key)) {
-			memcpy(type, s->type, SNIFF_TYPE);
+			memcpy(type, s->type, SNIFF_KEPT);
 			pthread_mutex_unlock(&sniff_mu);
 			return 1;
 		}
@@ -271,10 +274,10 @@ static int sniff_bytes(cof_store *st, const void *head, size_t len, char type[SN
 	if (got)   /* copied before the handle goes back: the answer lives in it */
 		snprintf(type, SNIFF_TYPE, "%s", got);
 	cof_store_magic_give(st, magic);
-	if (got && hashed) {
+	if (got && hashed && strlen(type) < SNIFF_KEPT) {
 		pthread_mutex_lock(&sniff_mu);
 		memcpy(s->key, key, sizeof key);
-		memcpy(s->type, type, SNIFF_TYPE);
+		memcpy(s->type, type, SNIFF_KEPT);
 		pthread_mutex_unlock(&sniff_mu);
 	}
 	return got != NULL;

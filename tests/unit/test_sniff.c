@@ -230,7 +230,7 @@ static void test_threads_at_once(void **state)
 static void test_after_eviction(void **state)
 {
 	(void)state;
-	for (int i = 0; i < 3000; i++) {
+	for (int i = 0; i < 9000; i++) {   /* twice the cache's 4,096 slots and more */
 		char b[16];
 		buf one = {.p = (unsigned char *)b};
 		one.len = (size_t)snprintf(b, sizeof b, "%d\n", i);
