@@ -31,7 +31,7 @@ POWERCUT := $(BUILD)/lib/libpowercut.so
 DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
 
-.PHONY: all deps run test unit blackbox asan fuzz bench clean pkgs install
+.PHONY: all deps run test unit blackbox asan fuzz bench sniff-cost clean pkgs install
 all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
 # Every step that runs a tool waits for deps (an order-only prerequisite: deps runs
@@ -156,10 +156,17 @@ bench: all
 	bench/relay.py
 	bench/s3.py
 	$(CC) $(CFLAGS) bench/guard_bench.c $(BUILD)/libcoffer.a $(LDLIBS) -o $(BUILD)/guard_bench && $(BUILD)/guard_bench
+	$(MAKE) sniff-cost
 	bench/turns_overhead.py
 	bench/fork.py
 	bench/merge.py
 	bench/views.py
+
+# CPU a new untyped file's type costs (bench/sniff_cost.c); SNIFF_LIB=OTHER/libcoffer.a
+# measures another build (e.g. main's) with the same rows.
+SNIFF_LIB ?= $(BUILD)/libcoffer.a
+sniff-cost: all
+	$(CC) $(CFLAGS) bench/sniff_cost.c $(SNIFF_LIB) $(LDLIBS) -o $(BUILD)/sniff_cost && $(BUILD)/sniff_cost
 
 # The pkg-config names the library links with, for scripts/fuzz and bench/ (one list).
 pkgs:

@@ -1,10 +1,14 @@
 """Files: put/get, versions and seq, headers, HEAD, Range, content types, safe download
 headers, delete, move, capacity ceiling (API.md Volumes > Files)."""
 
+import io
 import os
 import random
 import re
 import struct
+import subprocess
+import tempfile
+import zipfile
 import zlib
 
 import harness
@@ -193,6 +197,43 @@ def test_content_type_sniff_edges(srv):
        "application/octet-stream", "bytes that say nothing")
     eq(srv.put_ok(vid, "empty.json", b"", headers=untyped)["contentType"],
        "application/json", "an empty file: by its name")
+
+
+def _libmagic(data):
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        return subprocess.run(["file", "--mime-type", "-b", f.name], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+
+def _docx():
+    """A minimal OOXML document: libmagic's answer for it is 71 bytes long."""
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("_rels/.rels", "<Relationships/>")
+        z.writestr("word/document.xml", "<document/>")
+    return b.getvalue()
+
+
+def test_content_type_of_the_same_bytes_again(srv):
+    """libmagic's answers are kept by the SHA-256 of the bytes it read, so the
+    same bytes written again or under another name are not sniffed again: each
+    file still gets libmagic's type for its own bytes, never another's (bytes
+    that differ in one byte or in length included)."""
+    vid = srv.create_volume()["id"]
+    untyped = {"Content-Type": None}
+    cases = [b"#!/bin/sh\necho hi\n", png_bytes(), b"a,b,c\n1,2,3\n4,5,6\n",
+             b"a,b,c\n1,2,3\n4,5,6", b"hello world\n", b"hello world!", b"070707\n",
+             b"070708\n", random.Random(3).randbytes(4096), _docx()]
+    want = [_libmagic(b) for b in cases]
+    for rnd in range(2):
+        for i, b in enumerate(cases):
+            j = srv.put_ok(vid, "r%d/f%d" % (rnd, i), b, headers=untyped)
+            eq(j["contentType"], want[i], "round %d: type of %r" % (rnd, b[:20]))
+    j = srv.put_ok(vid, "r0/f0", cases[0], headers=untyped)   # written again, same path
+    eq(j["contentType"], want[0], "the same bytes written again")
 
 
 def test_safe_download_headers(srv):
