@@ -722,8 +722,14 @@ def report(calls, host, rounds, ref_rounds):
     if host:
         names = list(host)
         anchor = names[0]
-        lines += ["**On the host** (wall time of each command, medians of %d rounds; ratio "
-                  "to %s):" % (ref_rounds, anchor), "",
+        notes = []
+
+        def note(why):  # a failure or a step not run: a footnote, once each
+            if why not in notes:
+                notes.append(why)
+            return "(%s)" % "abcdefghijklmnopqrstuvwxyz"[notes.index(why)]
+        lines += ["**On the host** (each command timed by the same line as the calls, "
+                  "medians of %d rounds; ratio to %s):" % (ref_rounds, anchor), "",
                   "| step | " + " | ".join(names) + " |",
                   "|---|" + "---|" * len(names)]
         for st in STEPS:
@@ -732,17 +738,21 @@ def report(calls, host, rounds, ref_rounds):
             am = med(a) if a else None
             for n in names:
                 if isinstance(host[n], str):
-                    row.append(host[n])
+                    row.append(note(n + ": " + host[n]))
                     continue
                 m = med(host[n][st])
                 if isinstance(m, str) or m is None:
-                    row.append(str(m))
+                    row.append(note("%s: %s" % (n, m)))
                 elif n == anchor or not isinstance(am, float):
                     row.append(fmt_s(m))
                 else:
                     row.append("%s (%.2fx)" % (fmt_s(m), m / am))
             lines.append(" | ".join(row) + " |")
         lines.append("")
+        for i, why in enumerate(notes):
+            lines.append("%s %s" % ("abcdefghijklmnopqrstuvwxyz"[i], why))
+        if notes:
+            lines.append("")
     return "\n".join(lines)
 
 
