@@ -237,7 +237,8 @@ class Trace:
     got, its opcode, and its round trip (queued to answered: the wait for a server
     thread, the handler, the reply). Grouped by connection (the mount's device);
     the step's mount is the one with the most requests. And, if pid, `perf record
-    -g` of that server process. Both slow the step: profile runs only."""
+    -g` of that server process. Both slow the step (the tracepoints a little, -g of
+    cofferd several times over): profile runs only."""
 
     def __init__(self, out, pid=None):
         self.out = out
@@ -309,13 +310,14 @@ def fuse_summary(data):
 # ---- part 1: confined calls, and the floor beside them ----------------------
 
 def part_calls(work, rounds, repo_tar, nm_tar, proj_tar, build=None, floor=True,
-               profile=None, hostfx=None):
+               profile=None, hostfx=None, cpu=False):
     """{side: {step: {"in": [ms], "wall": [ms], "prof": [...]}}}: the view and the
     call's tmpfs in confined calls; with floor, on the host in the same rounds,
     passthrough_ll (a mount a command) and a tmpfs folder, by the same timed line.
     profile (a folder): the FUSE sides' steps traced (Trace), the view's counted
     (COFFER_VIEW_STATS) and the host tmpfs side's steps under strace -c -f (a
-    call's sandbox refuses ptrace)."""
+    call's sandbox refuses ptrace); cpu: and perf -g of the FUSE server (cofferd,
+    passthrough_ll), which slows the view's steps several times over."""
     data = os.path.join(work, "data")
     os.makedirs(data)
     if profile:
@@ -399,7 +401,7 @@ def part_calls(work, rounds, repo_tar, nm_tar, proj_tar, build=None, floor=True,
                         fl.mount()
                     tr = None
                     if profile and side in ("view", "floor"):
-                        tr = Trace(os.path.join(profile, tag),
+                        tr = Trace(os.path.join(profile, tag), None if not cpu else
                                    s.p.pid if side == "view" else fl.p.pid)
                     try:
                         out, wall = run(timed(cmd, pre, "/tmp/.aw-err" if run is call else err))
@@ -776,6 +778,10 @@ def main():
                     "fuse tracepoints), perf -g of the FUSE server, COFFER_VIEW_STATS, "
                     "strace -c -f of the host tmpfs side's steps (slower: not for the table; "
                     "no results.md)")
+    ap.add_argument("--perf-cpu", action="store_true",
+                    help="with --profile: also perf record -g of the FUSE server during each "
+                    "step (DIR/STEP-SIDE-rN.cpu.data; slows cofferd several times over, so "
+                    "its request times are not the unprofiled ones)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
     a = ap.parse_args()
     want = [x for x in a.steps.split(",") if x]
@@ -801,7 +807,7 @@ def main():
             shutil.copytree(srcrepo, os.path.join(hostfx, "src"), symlinks=True)
             calls = None if a.host_only else part_calls(
                 work, a.rounds, repo_tar, nm_tar, proj_tar, build, not a.no_floor,
-                a.profile and os.path.abspath(a.profile), hostfx)
+                a.profile and os.path.abspath(a.profile), hostfx, a.perf_cpu)
             host = None if a.calls_only or a.profile else part_host(
                 work, a.ref_rounds, refs, os.path.join(hostfx, "src"), hostfx, build)
         finally:
