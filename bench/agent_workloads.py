@@ -240,7 +240,7 @@ class Trace:
     -g` of that server process. Both slow the step (the tracepoints a little, -g of
     cofferd several times over): profile runs only."""
 
-    def __init__(self, out, pid=None):
+    def __init__(self, out, pid=None, strace_pid=None):
         self.out = out
         self.ps = [subprocess.Popen(["perf", "record", "-q", "-a", "-e", "fuse:fuse_request_send",
                                      "-e", "fuse:fuse_request_end", "-o", out + ".fuse.data"],
@@ -249,14 +249,18 @@ class Trace:
             self.ps.append(subprocess.Popen(["perf", "record", "-q", "-g", "-p", str(pid),
                                              "-o", out + ".cpu.data"],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        if strace_pid:  # the server's own syscalls (all its threads), counted
+            self.ps.append(subprocess.Popen(["strace", "-c", "-f", "-p", str(strace_pid),
+                                             "-o", out + ".server.strace"],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1.0)  # perf's start: its buffers mapped before the step
 
-    def stop(self):
+    def stop(self, dev=None):
         for p in self.ps:
             p.send_signal(signal.SIGINT)
         for p in self.ps:
             p.wait(120)
-        return fuse_summary(self.out + ".fuse.data")
+        return fuse_summary(self.out + ".fuse.data", dev)
 
 
 OPS = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 5: "READLINK", 6: "SYMLINK",
@@ -266,10 +270,12 @@ OPS = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 5: "READLINK", 6: "
        44: "READDIRPLUS", 45: "RENAME2", 46: "LSEEK", 52: "STATX"}
 
 
-def fuse_summary(data):
+def fuse_summary(data, dev=None):
     """{"n": requests, "busy_ms": time with at least one request out, "sum_ms":
-    their round trips added, "ops": {opcode: [n, sum ms]}} of the busiest
-    connection in a perf.data of the FUSE tracepoints."""
+    their round trips added, "ops": {opcode: [n, sum ms]}} of connection dev (the
+    mount's st_dev: FUSE's are anonymous, major 0, so the kernel's dev_t and the
+    stat's are the same number), or else the busiest one, in a perf.data of the
+    FUSE tracepoints (other mounts on the machine are traced too)."""
     txt = subprocess.run(["perf", "script", "-i", data, "-F", "time,event,trace"],
                          capture_output=True, text=True).stdout
     sent, conns = {}, {}
@@ -286,7 +292,9 @@ def fuse_summary(data):
             conns.setdefault(m.group(2), []).append((t0, float(m.group(1)), op))
     if not conns:
         return None
-    reqs = max(conns.values(), key=len)
+    reqs = conns.get(str(dev)) if dev is not None else max(conns.values(), key=len)
+    if not reqs:
+        return None
     ops = {}
     for t0, t1, op in reqs:
         o = ops.setdefault(OPS.get(op, str(op)), [0, 0.0])
@@ -303,6 +311,8 @@ def fuse_summary(data):
     return {"n": len(reqs), "busy_ms": busy * 1000,
             "sum_ms": sum((t1 - t0) for t0, t1, _ in reqs) * 1000,
             "span_ms": (max(t for _, t, _ in reqs) - min(t for t, _, _ in reqs)) * 1000,
+            "first": min(t for t, _, _ in reqs), "last": max(t for _, t, _ in reqs),
+            "conn": dev if dev is not None else max(conns, key=lambda k: len(conns[k])),
             "ops": {k: [v[0], round(v[1], 1)] for k, v in sorted(ops.items(),
                                                                   key=lambda kv: -kv[1][1])}}
 
@@ -310,14 +320,15 @@ def fuse_summary(data):
 # ---- part 1: confined calls, and the floor beside them ----------------------
 
 def part_calls(work, rounds, repo_tar, nm_tar, proj_tar, build=None, floor=True,
-               profile=None, hostfx=None, cpu=False):
+               profile=None, hostfx=None, cpu=None):
     """{side: {step: {"in": [ms], "wall": [ms], "prof": [...]}}}: the view and the
     call's tmpfs in confined calls; with floor, on the host in the same rounds,
     passthrough_ll (a mount a command) and a tmpfs folder, by the same timed line.
     profile (a folder): the FUSE sides' steps traced (Trace), the view's counted
     (COFFER_VIEW_STATS) and the host tmpfs side's steps under strace -c -f (a
-    call's sandbox refuses ptrace); cpu: and perf -g of the FUSE server (cofferd,
-    passthrough_ll), which slows the view's steps several times over."""
+    call's sandbox refuses ptrace); cpu "perf": and perf -g of the FUSE server (cofferd,
+    passthrough_ll), which slows the view's steps several times over; or
+    "strace": strace -c -f of that server (its syscalls by kind)."""
     data = os.path.join(work, "data")
     os.makedirs(data)
     if profile:
@@ -401,12 +412,21 @@ def part_calls(work, rounds, repo_tar, nm_tar, proj_tar, build=None, floor=True,
                         fl.mount()
                     tr = None
                     if profile and side in ("view", "floor"):
-                        tr = Trace(os.path.join(profile, tag), None if not cpu else
-                                   s.p.pid if side == "view" else fl.p.pid)
+                        server = s.p.pid if side == "view" else fl.p.pid
+                        tr = Trace(os.path.join(profile, tag), server if cpu == "perf" else None,
+                                   server if cpu == "strace" else None)
+                    line = timed(cmd, pre, "/tmp/.aw-err" if run is call else err)
+                    if tr and side == "view":  # its mount's device, to pick its requests
+                        line = "stat -c 'dev %d' /workspace && " + line
+                    dev = os.stat(fl.mnt).st_dev if tr and side == "floor" else None
+                    out = ""
                     try:
-                        out, wall = run(timed(cmd, pre, "/tmp/.aw-err" if run is call else err))
+                        out, wall = run(line)
                     finally:
-                        summ = tr.stop() if tr else None
+                        if tr and side == "view":
+                            m = re.search(r"^dev (\d+)$", out, re.M)
+                            dev = int(m.group(1)) if m else None
+                        summ = tr.stop(dev) if tr else None
                         if side == "floor":
                             fl.umount()
                     res[side][st]["in"].append(int(out.split()[-1]) / 1000)
@@ -782,6 +802,9 @@ def main():
                     help="with --profile: also perf record -g of the FUSE server during each "
                     "step (DIR/STEP-SIDE-rN.cpu.data; slows cofferd several times over, so "
                     "its request times are not the unprofiled ones)")
+    ap.add_argument("--strace-server", action="store_true",
+                    help="with --profile: also strace -c -f of the FUSE server during each "
+                    "step (DIR/STEP-SIDE-rN.server.strace: its syscalls by kind; slows it)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
     a = ap.parse_args()
     want = [x for x in a.steps.split(",") if x]
@@ -807,7 +830,8 @@ def main():
             shutil.copytree(srcrepo, os.path.join(hostfx, "src"), symlinks=True)
             calls = None if a.host_only else part_calls(
                 work, a.rounds, repo_tar, nm_tar, proj_tar, build, not a.no_floor,
-                a.profile and os.path.abspath(a.profile), hostfx, a.perf_cpu)
+                a.profile and os.path.abspath(a.profile), hostfx,
+                "perf" if a.perf_cpu else "strace" if a.strace_server else None)
             host = None if a.calls_only or a.profile else part_host(
                 work, a.ref_rounds, refs, os.path.join(hostfx, "src"), hostfx, build)
         finally:
