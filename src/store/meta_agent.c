@@ -153,7 +153,7 @@ int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, cons
 
 	if (!n)
 		return 0;
-	if (cof_sql_begin(m, COF_SQL_WRITE, &tx, err) < 0)
+	if (cof_sql_begin(m, COF_SQL_WRITE_OF(n), &tx, err) < 0)
 		return -1;
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = cof_sql_exec(&tx, NULL, seen_put_sql, "recording what was seen", err,
@@ -185,7 +185,7 @@ int cof_meta_run_add_many(cof_meta *m, const char *org, const char *agent, const
 
 	if (!n)
 		return 0;
-	if (cof_sql_begin(m, COF_SQL_WRITE, &tx, err) < 0)
+	if (cof_sql_begin(m, COF_SQL_WRITE_OF(n), &tx, err) < 0)
 		return -1;
 	for (size_t i = 0; !rc && i < n; i++) {
 		const cof_run_item *it = &its[i];

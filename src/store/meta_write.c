@@ -379,8 +379,8 @@ int cof_txn_remove(cof_txn *tx, const char *path, cof_err *err)
 
 /* The change: the driver's group commit around the volume's load, fn and the
  * volume's row. */
-static int change_run(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
-		      cof_err *err)
+static int change_run(cof_meta *m, int64_t vno, size_t nwrites, cof_txn_fn fn, void *ctx,
+		      int64_t *seq, cof_err *err)
 {
 	wtxn tx = {.base.m = m, .now = cof_now()};
 	const cof_volrow *kept = NULL;
@@ -388,7 +388,7 @@ static int change_run(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_
 
 	tx.sql.m = m;
 	tx.sql.d = m->sql;
-	tx.sql.mode = COF_SQL_WRITE;
+	tx.sql.mode = COF_SQL_WRITE_OF(nwrites);
 	if (m->sql->change_begin(&tx.sql, vno, &kept, err) < 0)
 		return -1;
 	/* the batch's earlier members left the volume as kept; the first loads
@@ -415,14 +415,20 @@ static int change_run(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_
 
 /* Every change is counted and timed for /metrics: commits, failures, and the
  * time from begin to durable (coffer_store_commit_seconds). */
-int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
-		    cof_err *err)
+int cof_meta_change_many(cof_meta *m, int64_t vno, size_t nwrites, cof_txn_fn fn, void *ctx,
+			 int64_t *seq, cof_err *err)
 {
 	int64_t t0 = cof_mono_us();
-	int rc = change_run(m, vno, fn, ctx, seq, err);
+	int rc = change_run(m, vno, nwrites, fn, ctx, seq, err);
 
 	cof_metric_add(rc ? COF_M_STORE_COMMIT_ERRORS : COF_M_STORE_COMMITS, 1);
 	if (rc == 0)
 		cof_metric_observe(COF_H_COMMIT, cof_mono_us() - t0);
 	return rc;
+}
+
+int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
+		    cof_err *err)
+{
+	return cof_meta_change_many(m, vno, 0, fn, ctx, seq, err);
 }

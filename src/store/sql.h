@@ -77,7 +77,14 @@ enum {
 	COF_SQL_READ = 0,   /* a read transaction: one snapshot for its statements */
 	COF_SQL_WRITE = 1,  /* a write transaction (SQLite: the writer, group commit) */
 	COF_SQL_ONE = 2,
+	/* with COF_SQL_WRITE: a transaction of many statements (past
+	 * COF_SQL_MANY_AT), which SQLite runs as a batch of its own with no
+	 * savepoint (meta_sqlite_commit.c: a savepoint makes it quadratic) */
+	COF_SQL_MANY = 4,
 };
+/* How many statements make a write COF_SQL_MANY; the mode of a write of n. */
+#define COF_SQL_MANY_AT 64
+#define COF_SQL_WRITE_OF(n) (COF_SQL_WRITE | ((n) > COF_SQL_MANY_AT ? COF_SQL_MANY : 0))
 
 /* A transaction, on the caller's stack; its members are the driver's. */
 typedef struct cof_sql_tx {
