@@ -134,7 +134,7 @@ int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const cha
 }
 
 static const char seen_put_sql[] =
-	"INSERT INTO seen(org, agent, vol, path, version, sha256)"
+	"INSERT{or_fail} INTO seen(org, agent, vol, path, version, sha256)"
 	" VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(org, agent, vol, path) DO UPDATE"
 	" SET version = excluded.version, sha256 = excluded.sha256";
 
@@ -163,7 +163,8 @@ int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, cons
 }
 
 static const char run_add_sql[] =
-	"INSERT INTO run_items(org, agent, run, kind, path, version, size, ctype, caption, url)"
+	"INSERT{or_fail} INTO run_items(org, agent, run, kind, path, version, size, ctype,"
+	" caption, url)"
 	" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT(org, agent, run, kind, path) DO"
 	" UPDATE SET version = excluded.version, size = excluded.size, ctype = excluded.ctype,"
 	" caption = excluded.caption, url = excluded.url";

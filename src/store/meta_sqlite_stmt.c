@@ -162,7 +162,7 @@ const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err)
 const char *const cof_sqlite_tokens[COF_SQL_TOKENS] = { "", "rowid", " COLLATE BINARY",
 							      "json_patch", "", "json_each",
 							      "INTEGER PRIMARY KEY", "BLOB",
-							      " WITHOUT ROWID" };
+							      " WITHOUT ROWID", " OR FAIL" };
 
 /* -1, or COF_SQL_RETRY when the failure of db was SQLite being busy. */
 static int failed(sqlite3 *db, cof_err *err, const char *what)

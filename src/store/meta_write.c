@@ -78,32 +78,34 @@ static const char SQL_CHECKS[] =
 	" path < ?10 AND to_seq IS NULL AND sha256 <> '' ORDER BY path LIMIT 1) AS u";
 /* Closes the live row of a path at this change's seq: with the row when the
  * change needs it, without when its checks told it already. */
-static const char SQL_CLOSE[] = "UPDATE entries SET to_seq = ?1, closed_at = ?2 WHERE vno = ?3"
-	" AND path = ?4 AND to_seq IS NULL";
-static const char SQL_CLOSE_ROW[] = "UPDATE entries SET to_seq = ?1, closed_at = ?2 WHERE"
+static const char SQL_CLOSE[] = "UPDATE{or_fail} entries SET to_seq = ?1, closed_at = ?2"
+	" WHERE vno = ?3 AND path = ?4 AND to_seq IS NULL";
+static const char SQL_CLOSE_ROW[] = "UPDATE{or_fail} entries SET to_seq = ?1, closed_at = ?2 WHERE"
 	" vno = ?3 AND path = ?4 AND to_seq IS NULL RETURNING " ENTRY_COLS;
 /* The row of the path this same change wrote: replaced, not kept as history. */
 static const char SQL_DROP_OWN[] = "DELETE FROM entries WHERE vno = ?1 AND path = ?2 AND"
 	" from_seq = ?3";
-static const char SQL_ENTRY_ADD[] = "INSERT INTO entries(vno, path, from_seq, to_seq, version,"
-	" size, sha256, ctype, updated_at, s3meta) VALUES(?1, ?2, ?3, NULL, ?3, ?4, ?5, ?6, ?7, ?8)";
-static const char SQL_WHITEOUT[] = "INSERT INTO entries(vno, path, from_seq, to_seq, version,"
-	" size, sha256, ctype, updated_at) VALUES(?1, ?2, ?3, NULL, ?4, 0, '', '', ?5)";
+static const char SQL_ENTRY_ADD[] = "INSERT{or_fail} INTO entries(vno, path, from_seq,"
+	" to_seq, version, size, sha256, ctype, updated_at, s3meta)"
+	" VALUES(?1, ?2, ?3, NULL, ?3, ?4, ?5, ?6, ?7, ?8)";
+static const char SQL_WHITEOUT[] = "INSERT{or_fail} INTO entries(vno, path, from_seq,"
+	" to_seq, version, size, sha256, ctype, updated_at)"
+	" VALUES(?1, ?2, ?3, NULL, ?4, 0, '', '', ?5)";
 /* The content's row (inline content as a blob: it need not be text); the
  * row naming it now protects it. Where the driver keeps claims (meta_gc.c),
  * the pending mark of the write that stored it ends, and a collector's claim. */
-static const char SQL_BLOB_REF[] = "INSERT INTO blobs(sha256, size, orphan_since, data)"
+static const char SQL_BLOB_REF[] = "INSERT{or_fail} INTO blobs(sha256, size, orphan_since, data)"
 	" VALUES(?1, ?2, NULL, ?3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL,"
 	" data = coalesce(blobs.data, excluded.data)";
-static const char SQL_BLOB_REF_CLAIMS[] = "INSERT INTO blobs(sha256, size, orphan_since, data)"
-	" VALUES(?1, ?2, NULL, ?3) ON CONFLICT(sha256) DO UPDATE SET orphan_since = NULL,"
-	" claimed_at = NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)";
-static const char SQL_CHANGE_ADD[] = "INSERT INTO changes(vno, seq, path, removed, version,"
-	" size, sha256, at, who, s3meta) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+static const char SQL_BLOB_REF_CLAIMS[] = "INSERT{or_fail} INTO blobs(sha256, size,"
+	" orphan_since, data) VALUES(?1, ?2, NULL, ?3) ON CONFLICT(sha256) DO UPDATE SET"
+	" orphan_since = NULL, claimed_at = NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)";
+static const char SQL_CHANGE_ADD[] = "INSERT{or_fail} INTO changes(vno, seq, path, removed,"
+	" version, size, sha256, at, who, s3meta) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 	" ON CONFLICT(vno, seq, path) DO UPDATE SET removed = excluded.removed, version ="
 	" excluded.version, size = excluded.size, sha256 = excluded.sha256, at = excluded.at,"
 	" who = excluded.who, s3meta = excluded.s3meta";
-static const char SQL_VOLUME_SET[] = "UPDATE volumes SET seq = ?1, files = ?2, bytes = ?3,"
+static const char SQL_VOLUME_SET[] = "UPDATE{or_fail} volumes SET seq = ?1, files = ?2, bytes = ?3,"
 	" capacity = ?4 WHERE vno = ?5";
 
 /* ------------------------------------------------------------- checks */
