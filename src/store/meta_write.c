@@ -82,6 +82,13 @@ static const char SQL_CLOSE[] = "UPDATE{or_fail} entries SET to_seq = ?1, closed
 	" WHERE vno = ?3 AND path = ?4 AND to_seq IS NULL";
 static const char SQL_CLOSE_ROW[] = "UPDATE{or_fail} entries SET to_seq = ?1, closed_at = ?2 WHERE"
 	" vno = ?3 AND path = ?4 AND to_seq IS NULL RETURNING " ENTRY_COLS;
+/* SQLite's way of SQL_CLOSE_ROW: the row read, then closed. A RETURNING
+ * statement keeps a statement journal (OR FAIL or not), which SQLite walks
+ * from its start as the statement ends: 16,000 removes in one change took
+ * 7.8 s, 2.5 s with {or_fail}, 1.0-1.6 s this way. In process the read
+ * costs no round trip; PostgreSQL keeps the one statement. */
+static const char SQL_LIVE_ROW[] = "SELECT " ENTRY_COLS " FROM entries WHERE vno = ?1 AND"
+	" path = ?2 AND to_seq IS NULL";
 /* The row of the path this same change wrote: replaced, not kept as history. */
 static const char SQL_DROP_OWN[] = "DELETE FROM entries WHERE vno = ?1 AND path = ?2 AND"
 	" from_seq = ?3";
@@ -99,7 +106,8 @@ static const char SQL_BLOB_REF[] = "INSERT{or_fail} INTO blobs(sha256, size, orp
 	" data = coalesce(blobs.data, excluded.data)";
 static const char SQL_BLOB_REF_CLAIMS[] = "INSERT{or_fail} INTO blobs(sha256, size,"
 	" orphan_since, data) VALUES(?1, ?2, NULL, ?3) ON CONFLICT(sha256) DO UPDATE SET"
-	" orphan_since = NULL, claimed_at = NULL, pending_at = NULL, data = coalesce(blobs.data, excluded.data)";
+	" orphan_since = NULL, claimed_at = NULL, pending_at = NULL,"
+	" data = coalesce(blobs.data, excluded.data)";
 static const char SQL_CHANGE_ADD[] = "INSERT{or_fail} INTO changes(vno, seq, path, removed,"
 	" version, size, sha256, at, who, s3meta) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 	" ON CONFLICT(vno, seq, path) DO UPDATE SET removed = excluded.removed, version ="
@@ -243,9 +251,18 @@ int cof_txn_list(cof_txn *t, const char *prefix, cof_entry_fn fn, void *ctx, cof
  * the parent's row is the live one (nothing of the fork's own to close). */
 static int close_live(wtxn *tx, const char *path, cof_entry *old, cof_err *err)
 {
-	int had = cof_sql_query(&tx->sql, SQL_CLOSE_ROW, "writing a file", cof_meta_entry_one, old,
-				err, "iiis", tx->vol.seq, tx->now, tx->vol.vno, path);
+	int had;
 
+	if (tx->sql.d->local) {
+		had = cof_sql_query(&tx->sql, SQL_LIVE_ROW, "writing a file", cof_meta_entry_one,
+				    old, err, "is", tx->vol.vno, path);
+		if (had > 0 && cof_sql_exec(&tx->sql, NULL, SQL_CLOSE, "writing a file", err, "iiis",
+					    tx->vol.seq, tx->now, tx->vol.vno, path) < 0)
+			had = -1;
+	} else {
+		had = cof_sql_query(&tx->sql, SQL_CLOSE_ROW, "writing a file", cof_meta_entry_one,
+				    old, err, "iiis", tx->vol.seq, tx->now, tx->vol.vno, path);
+	}
 	if (had < 0)
 		return had;
 	if (had && !old->sha256[0])
