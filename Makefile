@@ -31,7 +31,8 @@ POWERCUT := $(BUILD)/lib/libpowercut.so
 DATA ?= ./data
 LISTEN ?= 127.0.0.1:7700
 
-.PHONY: all deps run test unit blackbox asan fuzz bench sniff-cost clean pkgs install
+.PHONY: all deps run test unit blackbox asan fuzz bench sniff-cost big-change clean pkgs
+.PHONY: install
 all: deps $(BUILD)/cofferd $(BUILD)/coffer $(BUILD)/coffer-exec $(BUILD)/libcoffer.a
 
 # Every step that runs a tool waits for deps (an order-only prerequisite: deps runs
@@ -161,6 +162,14 @@ bench: all
 	bench/fork.py
 	bench/merge.py
 	bench/views.py
+	$(MAKE) big-change
+
+# One change of many writes, then of as many removes, on the metadata store
+# (bench/big_change.c); BIG_LIB=OTHER/libcoffer.a measures another build.
+BIG_LIB ?= $(BUILD)/libcoffer.a
+big-change: all
+	$(CC) $(CFLAGS) -Itests/unit bench/big_change.c $(BIG_LIB) $(LDLIBS) -o $(BUILD)/big_change
+	$(BUILD)/big_change 2000 8000 16000
 
 # CPU a new untyped file's type costs (bench/sniff_cost.c); SNIFF_LIB=OTHER/libcoffer.a
 # measures another build (e.g. main's) with the same rows.

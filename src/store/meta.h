@@ -280,6 +280,11 @@ int cof_meta_history(cof_meta *m, int64_t vno, const char *path, int64_t before,
  * is stored and *seq is the unchanged seq. */
 int cof_meta_change(cof_meta *m, int64_t vno, cof_txn_fn fn, void *ctx, int64_t *seq,
 		cof_err *err);
+/* cof_meta_change for a change the caller expects to make about `nwrites`
+ * writes and removes: past COF_SQL_MANY_AT (sql.h) it runs in a transaction
+ * of its own rather than joining the writers' open batch. */
+int cof_meta_change_many(cof_meta *m, int64_t vno, size_t nwrites, cof_txn_fn fn,
+			 void *ctx, int64_t *seq, cof_err *err);
 /* The volume as it will be after the change so far (seq = the new seq). */
 cof_volrow *cof_txn_volume(cof_txn *tx);
 int cof_txn_get(cof_txn *tx, const char *path, cof_entry *out, cof_err *err);

@@ -134,7 +134,7 @@ int cof_meta_seen_get(cof_meta *m, const char *org, const char *agent, const cha
 }
 
 static const char seen_put_sql[] =
-	"INSERT INTO seen(org, agent, vol, path, version, sha256)"
+	"INSERT{or_fail} INTO seen(org, agent, vol, path, version, sha256)"
 	" VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(org, agent, vol, path) DO UPDATE"
 	" SET version = excluded.version, sha256 = excluded.sha256";
 
@@ -153,7 +153,7 @@ int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, cons
 
 	if (!n)
 		return 0;
-	if (cof_sql_begin(m, COF_SQL_WRITE, &tx, err) < 0)
+	if (cof_sql_begin(m, COF_SQL_WRITE_OF(n), &tx, err) < 0)
 		return -1;
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = cof_sql_exec(&tx, NULL, seen_put_sql, "recording what was seen", err,
@@ -163,7 +163,8 @@ int cof_meta_seen_put_many(cof_meta *m, const char *org, const char *agent, cons
 }
 
 static const char run_add_sql[] =
-	"INSERT INTO run_items(org, agent, run, kind, path, version, size, ctype, caption, url)"
+	"INSERT{or_fail} INTO run_items(org, agent, run, kind, path, version, size, ctype,"
+	" caption, url)"
 	" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT(org, agent, run, kind, path) DO"
 	" UPDATE SET version = excluded.version, size = excluded.size, ctype = excluded.ctype,"
 	" caption = excluded.caption, url = excluded.url";
@@ -185,7 +186,7 @@ int cof_meta_run_add_many(cof_meta *m, const char *org, const char *agent, const
 
 	if (!n)
 		return 0;
-	if (cof_sql_begin(m, COF_SQL_WRITE, &tx, err) < 0)
+	if (cof_sql_begin(m, COF_SQL_WRITE_OF(n), &tx, err) < 0)
 		return -1;
 	for (size_t i = 0; !rc && i < n; i++) {
 		const cof_run_item *it = &its[i];

@@ -315,7 +315,7 @@ int cof_pg_exec(pgconn *c, const char *sql, cof_err *err)
 static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLATE \"C\"",
 							 "jsonb_concat", " FOR UPDATE",
 							 "json_array_elements_text",
-							 "bigserial PRIMARY KEY", "bytea", "" };
+							 "bigserial PRIMARY KEY", "bytea", "", "" };
 
 /* The name of the prepared statement of `sql` on `c`, preparing it first. */
 static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)

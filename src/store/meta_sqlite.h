@@ -38,6 +38,8 @@ typedef struct sq_meta {
 	/* group commit (meta_sqlite_commit.c): the open batch, under wlock */
 	atomic_int wwait;              /* writers waiting for wlock */
 	int intx, nbatch;              /* a batch's transaction is open; its changes */
+	int nosp;                      /* the open change is the batch's first: it has
+					* no savepoint (its undo is a ROLLBACK) */
 	struct sq_member *members;     /* their writers */
 	pthread_mutex_t flock;         /* members' outcomes */
 	pthread_cond_t fdone;
@@ -62,7 +64,10 @@ void cof_sqlite_reader_put(cof_meta *m, conn *c);
 int cof_sqlite_exec(conn *c, const char *sql, cof_err *err);
 /* Takes the writer and opens a change; keeps (ok == 0) or undoes it, commits
  * it with its batch and gives the writer back (meta_sqlite_commit.c). */
-conn *cof_sqlite_writer_begin(cof_meta *m, cof_err *err);
+/* Takes the writer for one change of the group commit (meta_sqlite_commit.c);
+ * `alone`: a change of many statements, which starts a batch of its own (the
+ * open one committed first) so that it runs with no savepoint. */
+conn *cof_sqlite_writer_begin(cof_meta *m, int alone, cof_err *err);
 int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err);
 void cof_sqlite_bind_text(sqlite3_stmt *st, int i, const char *s);
 /* Runs the writer's statement `sql` with binds `kinds` ("s" text, "i"

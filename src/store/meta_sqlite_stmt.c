@@ -132,7 +132,7 @@ int cof_sqlite_row_int(void *ctx, sqlite3_stmt *st, cof_err *err)
 int cof_sqlite_write(cof_meta *m, const char *sql, const char *what, cof_err *err,
 		     const char *kinds, ...)
 {
-	conn *c = cof_sqlite_writer_begin(m, err);
+	conn *c = cof_sqlite_writer_begin(m, 0, err);
 	sqlite3_stmt *st;
 	va_list ap;
 	int rc = -1;
@@ -162,7 +162,7 @@ const char *cof_sqlite_upper(const char **prefix, cof_buf *upper, cof_err *err)
 const char *const cof_sqlite_tokens[COF_SQL_TOKENS] = { "", "rowid", " COLLATE BINARY",
 							      "json_patch", "", "json_each",
 							      "INTEGER PRIMARY KEY", "BLOB",
-							      " WITHOUT ROWID" };
+							      " WITHOUT ROWID", " OR FAIL" };
 
 /* -1, or COF_SQL_RETRY when the failure of db was SQLite being busy. */
 static int failed(sqlite3 *db, cof_err *err, const char *what)
@@ -182,7 +182,7 @@ static int sq_begin(cof_sql_tx *tx, cof_err *err)
 	conn *c;
 
 	if (tx->mode & COF_SQL_WRITE) {
-		tx->c = cof_sqlite_writer_begin(tx->m, err);
+		tx->c = cof_sqlite_writer_begin(tx->m, !!(tx->mode & COF_SQL_MANY), err);
 		return tx->c ? 0 : -1;
 	}
 	if (!(c = cof_sqlite_reader_get(tx->m, err)))
@@ -315,7 +315,7 @@ static int sq_change_begin(cof_sql_tx *tx, int64_t vno, const cof_volrow **kept,
 {
 	(void)vno;
 	*kept = NULL;
-	tx->c = cof_sqlite_writer_begin(tx->m, err);
+	tx->c = cof_sqlite_writer_begin(tx->m, !!(tx->mode & COF_SQL_MANY), err);
 	tx->began = tx->c != NULL;
 	return tx->c ? 0 : -1;
 }

@@ -172,7 +172,7 @@ int cof_sql_mark_begin(cof_meta *m, cof_sql_mark *mk)
 static const char *const token_names[COF_SQL_TOKENS] = { "{jsonb}", "{rowid}", "{C}",
 								 "{json_patch}", "{for_update}",
 								 "{json_each}", "{serial}", "{blob}",
-								 "{norowid}" };
+								 "{norowid}", "{or_fail}" };
 
 int cof_sql_needs_rewrite(const char *sql, int dollar)
 {

@@ -378,8 +378,8 @@ int cof_land(cof_store *st, cof_landing *l, cof_err *err)
 	if (!rc)
 		sniff_all(st, l);
 	if (!rc)
-		rc = cof_meta_change(st->meta, l->vno ? l->vno : l->vol->vno, land_apply, l,
-				     &l->seq, err);
+		rc = cof_meta_change_many(st->meta, l->vno ? l->vno : l->vol->vno, l->nfiles,
+					  land_apply, l, &l->seq, err);
 	for (size_t j = 0; j < i; j++) {
 		cof_land_file *f = &l->files[j];
 		/* refused, or unnamed: the bytes are as a cut-off upload's */

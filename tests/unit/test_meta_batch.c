@@ -110,7 +110,10 @@ static void *work(void *arg)
 		cof_err err = {0};
 		char want[100];
 		int64_t seq = -1;
-		int rc = cof_meta_change(m, vno, apply, &o, &seq, &err);
+		/* every fifth announces itself as a change of many writes: it
+		 * commits the open batch and runs alone (no savepoint on SQLite) */
+		int rc = j % 5 == 1 ? cof_meta_change_many(m, vno, 1000, apply, &o, &seq, &err)
+				    : cof_meta_change(m, vno, apply, &o, &seq, &err);
 
 		snprintf(want, sizeof want, "refused: change %d of thread %d", j, w->t);
 		if (o.refuse && rc && err.code == COF_ECONFLICT && !strcmp(err.msg, want)) {
@@ -200,6 +203,46 @@ static void test_concurrent_changes_keep_their_own_results(void **state)
 	assert_int_equal(v.files, ok + 1);
 }
 
+/* Changes one at a time: each is the first of its batch, which SQLite runs
+ * with no savepoint (meta_sqlite_commit.c): a refused one is undone whole by
+ * the transaction's ROLLBACK, and the next one's seq follows the last kept. */
+static void test_lone_refused_changes_leave_nothing(void **state)
+{
+	cof_volrow v;
+	cof_entry e;
+	cof_err err = {0};
+	int64_t last = 0;
+
+	(void)state;
+	vol_new("lone", &v);
+	for (int j = 0; j < 6; j++) {
+		struct one o = {.t = 99, .j = j, .refuse = j % 2 == 0};
+		int64_t seq = -1;
+		int rc = j < 3 ? cof_meta_change(m, v.vno, apply, &o, &seq, &err)
+			       : cof_meta_change_many(m, v.vno, 1000, apply, &o, &seq, &err);
+		char path[64];
+
+		snprintf(path, sizeof path, "t99/f%d", j);
+		if (o.refuse) {
+			assert_int_not_equal(rc, 0);
+			assert_int_equal(err.code, COF_ECONFLICT);
+			cof_err_clear(&err);
+			assert_int_equal(cof_meta_entry_get(m, v.vno, path, -1, &e, &err), 0);
+		} else {
+			assert_int_equal(rc, 0);
+			assert_int_equal(seq, last + 1);
+			last = seq;
+			assert_int_equal(cof_meta_entry_get(m, v.vno, path, -1, &e, &err), 1);
+			assert_int_equal(e.version, seq);
+		}
+	}
+	assert_int_equal(cof_meta_entry_get(m, v.vno, "shared.txt", -1, &e, &err), 1);
+	assert_int_equal(e.size, 3);    /* the three kept changes' bytes only */
+	assert_int_equal(cof_meta_volume_get(m, org, v.id, &v, &err), 0);
+	assert_int_equal(v.seq, 3);
+	assert_int_equal(v.files, 4);
+}
+
 static int store_nothing(cof_txn *tx, void *ctx, cof_err *err)
 {
 	cof_entry e;
@@ -246,6 +289,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_changes_keep_their_own_results),
+		cmocka_unit_test(test_lone_refused_changes_leave_nothing),
 		cmocka_unit_test(test_change_storing_nothing_keeps_its_connection),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
