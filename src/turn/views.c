@@ -12,6 +12,8 @@
  * timeout; a conflicting file is kept at /tmp/.conflicts/PATH.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +35,13 @@ typedef struct excl_ctx {
 	const cof_mount *m;
 } excl_ctx;
 
+/* The two large members come first and are not zeroed when a spare is
+ * used again (cv_new): cof_agent_load sets all of `a` it reads, root_add all
+ * of roots[0, n); everything from `ex` on is zeroed. */
 struct cof_call_views {
-	cof_agent a;
+	cof_agent a;                    /* 290 KB, mostly its mounts array */
+	cof_view_root roots[COF_VIEW_ROOTS]; /* 143 KB, mostly subpaths */
 	excl_ctx ex[COF_VIEW_ROOTS];
-	cof_view_root roots[COF_VIEW_ROOTS];
 	const cof_mount *mounts[COF_VIEW_ROOTS];
 	int n;
 	int nrw;                        /* roots[0..nrw) are read-write: vfs */
@@ -64,11 +69,67 @@ static int excluded(const void *ctx, const char *vpath, int is_dir)
 	return e->a->excl && cof_agent_excluded_vpath(e->a, e->m, vpath, is_dir);
 }
 
+/* ------------------------------------------------ spares
+ *
+ * A cof_call_views is about 450 KB (the agent's mounts array, the roots'
+ * subpaths): past the 256 KiB mmap threshold (server.c), a fresh one each
+ * call was an mmap, its touched pages faulted in and an munmap (about 6% of
+ * cofferd's samples of a confined `true`). Closed ones are kept, up to
+ * CV_SPARES for the process, and given to the next open: only their small
+ * members are zeroed. A spare is owned by the list (spare_mu) until taken;
+ * what close does not keep is freed; cof_call_views_turn_end(ts, NULL) frees
+ * the list. */
+#define CV_SPARES 4
+
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static cof_call_views *spares[CV_SPARES];
+static int nspares;
+
+/* A cof_call_views as cof_calloc gives it, but for `a` and `roots` (see the
+ * struct); NULL when out of memory. */
+static cof_call_views *cv_new(void)
+{
+	cof_call_views *cv = NULL;
+
+	pthread_mutex_lock(&spare_mu);
+	if (nspares > 0)
+		cv = spares[--nspares];
+	pthread_mutex_unlock(&spare_mu);
+	if (!cv)
+		return cof_calloc(1, sizeof *cv);
+	memset(&cv->ex, 0, sizeof *cv - offsetof(cof_call_views, ex));
+	return cv;
+}
+
+/* Keeps cv (its agent released) as a spare, or frees it. */
+static void cv_free(cof_call_views *cv)
+{
+	pthread_mutex_lock(&spare_mu);
+	if (nspares < CV_SPARES) {
+		spares[nspares++] = cv;
+		cv = NULL;
+	}
+	pthread_mutex_unlock(&spare_mu);
+	free(cv);
+}
+
+static void cv_spares_free(void)
+{
+	pthread_mutex_lock(&spare_mu);
+	while (nspares > 0)
+		free(spares[--nspares]);
+	pthread_mutex_unlock(&spare_mu);
+}
+
 /* Adds mount m as root "mN" of the view. */
 static void root_add(cof_call_views *cv, const cof_mount *m, const char *const *ro_tops)
 {
 	cof_view_root *r = &cv->roots[cv->n];
 
+	/* what a spare's earlier call left, but not the 4 KB subpath */
+	memset(r, 0, offsetof(cof_view_root, subpath));
+	memset((char *)r + offsetof(cof_view_root, subpath) + sizeof r->subpath, 0,
+	       sizeof *r - offsetof(cof_view_root, subpath) - sizeof r->subpath);
 	snprintf(r->name, sizeof r->name, "m%d", cv->n);
 	snprintf(r->vol, sizeof r->vol, "%s", m->vol);
 	snprintf(r->subpath, sizeof r->subpath, "%s", m->subpath);
@@ -345,12 +406,13 @@ static void shared_put(shared_ro *s, int end)
 static shared_ro *shared_make(cof_turns *ts, cof_turn *t)
 {
 	shared_ro *s = cof_calloc(1, sizeof *s);
-	cof_call_views *cv = s ? cof_calloc(1, sizeof *cv) : NULL;
+	cof_call_views *cv = s ? cv_new() : NULL;
 	cof_err e = {0};
 
 	if (!cv || cof_agent_load(ts->st, t->org, t->agent, &cv->a, &e)) {
 		cof_err_clear(&e);
-		free(cv);
+		if (cv)
+			cv_free(cv);
 		free(s);
 		return NULL;
 	}
@@ -457,12 +519,14 @@ void cof_call_views_turn_end(cof_turns *ts, const cof_turn *t)
 	gone = shared_evictable();
 	pthread_mutex_unlock(&shared_mu);
 	shared_free_all(gone);
+	if (!t)
+		cv_spares_free();
 }
 
 int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_views **out,
 			cof_err *err)
 {
-	cof_call_views *cv = cof_calloc(1, sizeof *cv);
+	cof_call_views *cv = cv_new();
 	char co[PATH_MAX + 80];
 
 	*out = NULL;
@@ -471,7 +535,7 @@ int cof_call_views_open(cof_turns *ts, cof_turn *t, const char *call, cof_call_v
 	snprintf(cv->call, sizeof cv->call, "%s", call);
 	/* the mounts as they are now: a change applies from the next call */
 	if (cof_agent_load(ts->st, t->org, t->agent, &cv->a, err)) {
-		free(cv);
+		cv_free(cv);
 		return -1;
 	}
 	if (!ts->views_ok) { /* no FUSE here: the call runs without them */
@@ -739,5 +803,5 @@ void cof_call_views_close(cof_call_views *cv)
 		rmdir(cv->dir);
 	}
 	cof_agent_release(&cv->a);
-	free(cv);
+	cv_free(cv);
 }
