@@ -11,9 +11,9 @@
 Usage: bench/turns_overhead.py [--out FILE] [--calls N] [--overhead-only] [--build DIR]
                                [--against DIR]
 Writes a "Turns" section into bench/results.md (replacing an older one).
---overhead-only --against DIR: item 1 only, printed, with a second cofferd from
-DIR (another build: an A/B) called in the same rounds, so both builds and bwrap
-by hand meet the same load call by call (the order turns each round).
+--overhead-only --against DIR[,DIR...]: item 1 only, printed, with a cofferd of
+each other build (an A/B) called in the same rounds, so every build and bwrap by
+hand meet the same load call by call (the order turns each round).
 Needs build/cofferd, root (the kernel way mounts tmpfs), /usr/bin/bwrap."""
 
 import os, shutil, statistics, subprocess, sys, tempfile, time
@@ -109,40 +109,46 @@ def overhead(work, n):
 overhead.cpu_ms = None  # cofferd's own CPU over the rounds, per call (ms)
 
 
-def overhead_ab(work, n, other):
-    """bwrap by hand, this build's call and build `other`'s call, one each in
-    turn (the order rotating each round), n rounds: an A/B under the same load.
-    Returns rows and each cofferd's own CPU a call (ms)."""
+def overhead_ab(work, n, others):
+    """bwrap by hand, this build's call and each build of `others`' call, one
+    each in turn (the order rotating each round), n rounds: an A/B under the
+    same load. Returns rows and each cofferd's own CPU a call (ms)."""
     ws = os.path.join(work, "byhand")
     os.makedirs(ws)
     os.chmod(ws, 0o777)
     argv = bwrap_by_hand(ws, work)
     subprocess.run(argv, check=True)
-    mine = Server(os.path.join(work, "mine"))
-    saved, Server.build = Server.build, other
+    servers, saved = [], Server.build
     try:
-        theirs = Server(os.path.join(work, "theirs"))
+        for i, build in enumerate([saved] + others):
+            Server.build = build
+            servers.append(Server(os.path.join(work, "s%d" % i)))
     finally:
         Server.build = saved
-    hand, a, b = [], [], []
+    hand, times = [], [[] for _ in servers]
     try:
-        ta, tb = mine.turn(), theirs.turn()
-        mine.run(ta, "true")
-        theirs.run(tb, "true")
-        ca, cb = mine.cpu(), theirs.cpu()
-        sides = [lambda: hand.extend(timed(lambda: subprocess.run(argv, check=True), 1)),
-                 lambda: a.extend(timed(lambda: mine.run(ta, "true"), 1)),
-                 lambda: b.extend(timed(lambda: theirs.run(tb, "true"), 1))]
+        turns = [s.turn() for s in servers]
+        for s, t in zip(servers, turns):
+            s.run(t, "true")
+        cpu0 = [s.cpu() for s in servers]
+
+        def side(k):
+            if k == 0:
+                return lambda: hand.extend(timed(lambda: subprocess.run(argv, check=True), 1))
+            s, t = servers[k - 1], turns[k - 1]
+            return lambda: times[k - 1].extend(timed(lambda: s.run(t, "true"), 1))
+        sides = [side(k) for k in range(len(servers) + 1)]
         for i in range(n):
-            for k in range(3):
-                sides[(i + k) % 3]()
-        cpu = ((mine.cpu() - ca) * 1000 / n, (theirs.cpu() - cb) * 1000 / n)
+            for k in range(len(sides)):
+                sides[(i + k) % len(sides)]()
+        cpu = [(s.cpu() - c) * 1000 / n for s, c in zip(servers, cpu0)]
     finally:
-        mine.stop()
-        theirs.stop()
-    return [("bwrap by hand, same options", stats(hand)),
-            ("confined `true` over HTTP, this build", stats(a)),
-            ("confined `true` over HTTP, --against build", stats(b))], cpu
+        for s in servers:
+            s.stop()
+    names = ["this build"] + ["--against %s" % o for o in others]
+    return ([("bwrap by hand, same options", stats(hand))] +
+            [("confined `true` over HTTP, %s" % nm, stats(t)) for nm, t in zip(names, times)],
+            list(zip(names, cpu)))
 
 
 def measuring_cpu(work, mode, files, seconds=10):
@@ -178,12 +184,12 @@ def main():
         work = tempfile.mkdtemp(prefix="coffer-bench-turns-")
         try:
             rows, cpu = overhead_ab(os.path.join(work, "a"), n,
-                                    args[args.index("--against") + 1])
+                                    args[args.index("--against") + 1].split(","))
             for name, (p50, p99) in rows:
                 print("%-45s p50 %.2f ms  p99 %.2f ms  (%.2fx bwrap)" % (
                     name, p50, p99, p50 / rows[0][1][0]))
-            print("%-45s %.2f ms a call" % ("cofferd CPU (its own), this build", cpu[0]))
-            print("%-45s %.2f ms a call" % ("cofferd CPU (its own), --against build", cpu[1]))
+            for name, ms in cpu:
+                print("cofferd CPU (its own), %-22s %.2f ms a call" % (name, ms))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
