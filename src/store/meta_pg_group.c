@@ -67,8 +67,8 @@ struct pg_group {
 	int nbatch, ops;
 	struct pg_member *members;
 	cof_pg_stmt pend[PG_PIPE_MAX]; /* statements queued (cof_pg_change_send) */
-	char *arena[PG_PIPE_MAX];      /* their values' copies, each kept for the next */
-	size_t arena_cap[PG_PIPE_MAX]; /* statement of its slot (stmt_copy) */
+	char *arena[PG_PIPE_MAX];      /* their values' copies (stmt_copy) */
+	size_t arena_cap[PG_PIPE_MAX]; /* each arena's room, kept for its slot's next */
 	int npend;
 	int sp;                   /* the member's savepoint: 0 none, 1 queued, 2 sent */
 	int sp_at;                /* where it is queued (sp 1) */

@@ -42,7 +42,7 @@
 #define CHECK_ANCESTORS 6
 typedef struct checks {
 	char *path;                   /* in mem, with the ancestors, under and upper */
-	char *mem;                    /* one malloc a write: its only one here */
+	char *mem;                    /* the block they are cut in (one malloc) */
 	size_t len;
 	int64_t old_size;             /* the path's live file's (old_file 1) */
 	int old_file;
