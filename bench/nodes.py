@@ -145,33 +145,55 @@ def proc_ms(pids):
     return total * 1000.0 / tck
 
 
+def pg_children(pg):
+    """PostgreSQL's postmaster's children now (the backends, the WAL writer, the
+    checkpointer)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pg.proc.pid:
+                        pids.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return pids
+
+
 def bench_pids(nodes, pg):
     """This process (the clients), the nodes, and PostgreSQL's postmaster and its
-    children (the backends, the WAL writer, the checkpointer)."""
+    children (pg_children)."""
     pids = [os.getpid()] + [s.proc.pid for s in nodes]
     if pg is not None:
-        pids.append(pg.proc.pid)
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    with open("/proc/%s/stat" % d) as f:
-                        if int(f.read().rsplit(")", 1)[1].split()[1]) == pg.proc.pid:
-                            pids.append(int(d))
-                except (OSError, ValueError, IndexError):
-                    pass
+        pids += [pg.proc.pid] + pg_children(pg)
     return pids
+
+
+def pg_ms(pg):
+    """PostgreSQL's whole CPU time so far, ms: the postmaster's own and that of its
+    children it has reaped (a backend that ended), and each live child's. Children
+    listed once, before a run, missed the backends the pool opened during it and
+    took back the time of those that ended in it (issue 36, task pgcost)."""
+    tck, total = os.sysconf("SC_CLK_TCK"), 0
+    try:
+        with open("/proc/%d/stat" % pg.proc.pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        total += sum(int(x) for x in v[11:15])
+    except OSError:
+        pass
+    return total * 1000.0 / tck + proc_ms(pg_children(pg))
 
 
 def measure(nodes, args, cpu=None, pg=None):
     """(writes/s, GET p50, GET p99); with cpu a list, the CPU ms per PUT of the client,
-    the nodes and PostgreSQL (bench_pids) during the writes is appended to it."""
+    the nodes and PostgreSQL (pg_ms) during the writes is appended to it."""
     vid = nodes[0].create_volume()["id"]
-    pids = bench_pids(nodes, pg)
-    b0 = proc_ms(pids)
+    pids = [os.getpid()] + [s.proc.pid for s in nodes]
+    b0 = proc_ms(pids) + (pg_ms(pg) if pg else 0)
     waits = Waits(pg, nodes[0].meta_url or nodes[0].args[1]) if args.waits and pg else None
     wps = put_load(nodes, vid, args.writes, args.threads)
     if cpu is not None:
-        cpu.append((proc_ms(pids) - b0) / args.writes)
+        cpu.append((proc_ms(pids) + (pg_ms(pg) if pg else 0) - b0) / args.writes)
     if waits:
         args.wait_tables.append(waits.stop())
     p50, p99 = get_lat(nodes, vid, args.reads, args.writes)

@@ -317,6 +317,34 @@ static const char *const pg_tokens[COF_SQL_TOKENS] = { "::jsonb", "id", " COLLAT
 							 "json_array_elements_text",
 							 "bigserial PRIMARY KEY", "bytea", "", "" };
 
+/* The decimal text of v into out (room for 21 bytes and the NUL); its
+ * length. Each parameter of every statement is one: snprintf's "%lld" cost
+ * about 1,000 instructions a number (glibc's positional printf), 20 numbers
+ * a PUT. */
+static size_t i64_text(char *out, int64_t v)
+{
+	char tmp[24];
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0, k = 0;
+
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		out[k++] = '-';
+	while (n)
+		out[k++] = tmp[--n];
+	out[k] = '\0';
+	return k;
+}
+
+/* The name of statement slot i: "sI". */
+static void stmt_name(char name[16], int i)
+{
+	name[0] = 's';
+	i64_text(name + 1, i);
+}
+
 /* The name of the prepared statement of `sql` on `c`, preparing it first. */
 static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_err *err)
 {
@@ -324,7 +352,7 @@ static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_
 
 	for (int i = 0; i < PG_STMTS; i++) {
 		if (c->prepared[i] == sql) {
-			snprintf(name, 16, "s%d", i);
+			stmt_name(name, i);
 			return 0;
 		}
 		if (!c->prepared[i] && slot < 0)
@@ -332,7 +360,7 @@ static int prepared(pgconn *c, const char *sql, int nparams, char name[16], cof_
 	}
 	if (slot < 0) /* a bug (PG_STMTS is twice the statements), not load */
 		return cof_error(err, COF_EINTERNAL, "metadata store: statement cache full");
-	snprintf(name, 16, "s%d", slot);
+	stmt_name(name, slot);
 	/* shared SQL (store/sql.h): ?N as $N and its tokens expanded, once per
 	 * text and connection, as it is prepared */
 	char *text = cof_sql_needs_rewrite(sql, 1) ? cof_sql_rewrite(sql, 1, pg_tokens) : NULL;
@@ -367,8 +395,7 @@ static int stmt_fill(cof_pg_stmt *s, const char *sql, const char *what, cof_err 
 		s->lens[i] = 0;
 		s->fmts[i] = 0;
 		if (kinds[i] == 'i') {
-			snprintf(s->ints[i], sizeof s->ints[i], "%lld",
-				 (long long)va_arg(ap, int64_t));
+			i64_text(s->ints[i], va_arg(ap, int64_t));
 			s->vals[i] = s->ints[i];
 		} else if (kinds[i] == 'b') {
 			s->vals[i] = va_arg(ap, const char *);
@@ -847,6 +874,7 @@ static void pg_close(cof_meta *m)
 		p->idle = c->next;
 		conn_close(c);
 	}
+	cof_pg_groups_free(p);
 	pthread_mutex_destroy(&p->plock);
 	pthread_mutex_destroy(&p->glock);
 	free(p->url);

@@ -36,6 +36,7 @@ typedef struct pg_meta {
 	int nidle;
 	pthread_mutex_t glock;        /* the groups (meta_pg_group.c) */
 	pg_group *groups[PG_GROUP_BUCKETS];
+	pg_group *spare;              /* one kept for the next volume written (under glock) */
 } pg_meta;
 
 #define PGM(m) ((pg_meta *)(void *)(m))
@@ -118,6 +119,8 @@ int cof_pg_change_sync(cof_sql_tx *tx, cof_err *err);
 /* The driver's send_last: s (copied) goes in the COMMIT's pipeline when the
  * change is kept, in place of an earlier member's. */
 int cof_pg_change_last(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err);
+/* Frees the group kept for reuse (pg_meta.spare), at close. */
+void cof_pg_groups_free(pg_meta *p);
 
 /* BEGIN on a pooled connection; cof_pg_end commits (ok == 0) or rolls back
  * and gives the connection back. */

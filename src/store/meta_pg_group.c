@@ -67,18 +67,69 @@ struct pg_group {
 	int nbatch, ops;
 	struct pg_member *members;
 	cof_pg_stmt pend[PG_PIPE_MAX]; /* statements queued (cof_pg_change_send) */
-	char *arena[PG_PIPE_MAX];      /* their values' copies */
+	char *arena[PG_PIPE_MAX];      /* their values' copies (stmt_copy) */
+	size_t arena_cap[PG_PIPE_MAX]; /* each arena's room, kept for its slot's next */
 	int npend;
 	int sp;                   /* the member's savepoint: 0 none, 1 queued, 2 sent */
 	int sp_at;                /* where it is queued (sp 1) */
 	char spname[32];          /* "SAVEPOINT cof_mN" */
 	/* the statement for the COMMIT's pipeline (cof_pg_change_last): the last
-	 * kept member's, and the current member's until it is kept */
+	 * kept member's, and the current member's until it is kept (has_: set) */
 	cof_pg_stmt last, mine;
+	int has_last, has_mine;
 	char *last_arena, *mine_arena;
+	size_t last_cap, mine_cap;
 	pthread_mutex_t flock;
 	pthread_cond_t fdone;
 };
+
+/* A group for `vno` with no writer and no batch: the one kept from the last
+ * group that had none (group_put), or a new one; NULL = out of memory. A
+ * lone writer's group goes with its change: made anew each time it cost a
+ * 14 KB calloc (the queue's statements) and three pthread inits a PUT. */
+static pg_group *group_new(pg_meta *p, int64_t vno)
+{
+	pg_group *g = p->spare;
+
+	if (g) {
+		p->spare = NULL;
+	} else if ((g = cof_calloc(1, sizeof *g))) {
+		pthread_mutex_init(&g->wlock, NULL);
+		pthread_mutex_init(&g->flock, NULL);
+		pthread_cond_init(&g->fdone, NULL);
+	} else {
+		return NULL;
+	}
+	/* what a group has between batches; the arenas stay, with their room */
+	g->vno = vno;
+	g->refs = 0;
+	atomic_store(&g->wwait, 0);
+	g->c = NULL;
+	g->has_vol = g->nbatch = g->ops = g->npend = g->sp = 0;
+	g->has_last = g->has_mine = 0;
+	g->members = NULL;
+	return g;
+}
+
+static void group_free(pg_group *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < PG_PIPE_MAX; i++)
+		free(g->arena[i]);
+	free(g->last_arena);
+	free(g->mine_arena);
+	pthread_mutex_destroy(&g->wlock);
+	pthread_mutex_destroy(&g->flock);
+	pthread_cond_destroy(&g->fdone);
+	free(g);
+}
+
+void cof_pg_groups_free(pg_meta *p)
+{
+	group_free(p->spare);
+	p->spare = NULL;
+}
 
 /* The group of `vno`, made when no writer of it has one; NULL = out of memory. */
 static pg_group *group_get(pg_meta *p, int64_t vno)
@@ -88,11 +139,7 @@ static pg_group *group_get(pg_meta *p, int64_t vno)
 	pthread_mutex_lock(&p->glock);
 	for (g = *b; g && g->vno != vno; g = g->next)
 		;
-	if (!g && (g = cof_calloc(1, sizeof *g))) {
-		g->vno = vno;
-		pthread_mutex_init(&g->wlock, NULL);
-		pthread_mutex_init(&g->flock, NULL);
-		pthread_cond_init(&g->fdone, NULL);
+	if (!g && (g = group_new(p, vno))) {
 		g->next = *b;
 		*b = g;
 	}
@@ -102,8 +149,9 @@ static pg_group *group_get(pg_meta *p, int64_t vno)
 	return g;
 }
 
-/* Drops a writer's reference; the last one frees the group (no batch is open
- * then: the writer that commits holds a reference until it has). */
+/* Drops a writer's reference; the last one frees the group, or keeps it for
+ * the next group_new (no batch is open then: the writer that commits holds a
+ * reference until it has). */
 static void group_put(pg_meta *p, pg_group *g)
 {
 	pg_group **b = &p->groups[(uint64_t)g->vno % PG_GROUP_BUCKETS];
@@ -116,11 +164,12 @@ static void group_put(pg_meta *p, pg_group *g)
 	while (*b != g)
 		b = &(*b)->next;
 	*b = g->next;
+	if (!p->spare) {
+		p->spare = g;
+		g = NULL;
+	}
 	pthread_mutex_unlock(&p->glock);
-	pthread_mutex_destroy(&g->wlock);
-	pthread_mutex_destroy(&g->flock);
-	pthread_cond_destroy(&g->fdone);
-	free(g);
+	group_free(g);
 }
 
 /* Ends the batch (wlock held): when it failed (rc != 0) every member gets
@@ -145,13 +194,9 @@ static void batch_settle(pg_group *g, int rc, const cof_err *why)
 	g->has_vol = 0;
 }
 
-/* Drops the statements queued from `from` on. */
+/* Drops the statements queued from `from` on (their slots' arenas stay). */
 static void pend_clear(pg_group *g, int from)
 {
-	for (int i = from; i < g->npend; i++) {
-		free(g->arena[i]);
-		g->arena[i] = NULL;
-	}
 	if (g->npend > from)
 		g->npend = from;
 }
@@ -197,16 +242,26 @@ static int group_pipeline(pg_group *g, cof_pg_stmt *s, int n, cof_err *err)
 	return rc;
 }
 
-/* *d = s with its values copied into *arena (malloc'd: free it): 0 or -1. */
-static int stmt_copy(cof_pg_stmt *d, const cof_pg_stmt *s, char **arena, cof_err *err)
+/* *d = s with its values copied into *arena, *cap bytes, grown when they do
+ * not fit (kept for the slot's next statement: no malloc a statement once
+ * the slots are grown): 0 or -1. */
+static int stmt_copy(cof_pg_stmt *d, const cof_pg_stmt *s, char **arena, size_t *cap,
+		     cof_err *err)
 {
 	size_t need = 1 + (s->sql ? 0 : strlen(s->what) + 1);
 	char *a;
 
 	for (int j = 0; j < s->n; j++)
 		need += value_len(s, j);
-	if (!(*arena = a = cof_malloc(need)))
-		return cof_error(err, COF_EINTERNAL, "out of memory");
+	if (need > *cap) {
+		size_t room = need < 256 ? 256 : need;
+		free(*arena);
+		*cap = 0;
+		if (!(*arena = cof_malloc(room)))
+			return cof_error(err, COF_EINTERNAL, "out of memory");
+		*cap = room;
+	}
+	a = *arena;
 	*d = *s;
 	d->res = NULL;
 	if (!s->sql) {
@@ -232,7 +287,8 @@ static int pend_add(pg_group *g, const cof_pg_stmt *s, cof_err *err)
 {
 	if (g->npend == PG_PIPE_MAX && group_pipeline(g, NULL, 0, err))
 		return -1;
-	if (stmt_copy(&g->pend[g->npend], s, &g->arena[g->npend], err))
+	if (stmt_copy(&g->pend[g->npend], s, &g->arena[g->npend], &g->arena_cap[g->npend],
+		      err))
 		return -1;
 	g->npend++;
 	return 0;
@@ -289,27 +345,31 @@ int cof_pg_change_last(cof_sql_tx *tx, const cof_pg_stmt *s, cof_err *err)
 {
 	pg_group *g = tx->x;
 
-	free(g->mine_arena);
-	g->mine_arena = NULL;
-	return stmt_copy(&g->mine, s, &g->mine_arena, err);
+	g->has_mine = 0;
+	if (stmt_copy(&g->mine, s, &g->mine_arena, &g->mine_cap, err))
+		return -1;
+	g->has_mine = 1;
+	return 0;
 }
 
-/* The member's statement for the COMMIT becomes the batch's (kept), or is
- * dropped (undone). */
+/* The member's statement for the COMMIT becomes the batch's (kept: the two
+ * arenas trade places), or is dropped (undone). */
 static void last_take(pg_group *g, int keep)
 {
-	if (keep && g->mine_arena) {
-		free(g->last_arena);
+	if (keep && g->has_mine) {
+		char *a = g->last_arena;
+		size_t cap = g->last_cap;
 		g->last = g->mine;
 		for (int j = 0; j < g->mine.n; j++)
 			if (g->mine.vals[j] == g->mine.ints[j])
 				g->last.vals[j] = g->last.ints[j];
 		g->last_arena = g->mine_arena;
-		g->mine_arena = NULL;
-		return;
+		g->last_cap = g->mine_cap;
+		g->mine_arena = a;
+		g->mine_cap = cap;
+		g->has_last = 1;
 	}
-	free(g->mine_arena);
-	g->mine_arena = NULL;
+	g->has_mine = 0;
 }
 
 int cof_pg_change_sync(cof_sql_tx *tx, cof_err *err)
@@ -331,14 +391,14 @@ static int batch_flush(pg_group *g, cof_err *err)
 	int n = 0, rc;
 
 	cof_notify_pg_payload(&t, note, sizeof note);
-	if (g->last_arena)
+	if (g->has_last)
 		s[n++] = g->last;
 	if (cof_pg_stmt_set(&s[n++], "SELECT pg_notify('coffer', $1)", "notifying", err, "s",
 			    note))
 		return -1;
 	s[n++] = s[2];
 	/* the copy's own integers: its values point at them */
-	for (int j = 0; g->last_arena && j < s[0].n; j++)
+	for (int j = 0; g->has_last && j < s[0].n; j++)
 		if (g->last.vals[j] == g->last.ints[j])
 			s[0].vals[j] = s[0].ints[j];
 	if (group_pipeline(g, s, n, err))
@@ -362,8 +422,7 @@ static void batch_end(cof_meta *m, pg_group *g)
 	int rc = g->ops ? batch_flush(g, &e) : 0;
 
 	pend_clear(g, 0);
-	free(g->last_arena);
-	g->last_arena = NULL;
+	g->has_last = 0;
 	cof_pg_put(m, g->c); /* rolls back what is still open, then pools it */
 	g->c = NULL;
 	g->sp = 0;
@@ -444,8 +503,7 @@ int cof_pg_change_end(cof_sql_tx *tx, int rc, int wrote, const cof_volrow *vol, 
 		if (err && !err->code)
 			cof_error(err, why.code, "%s", why.msg);
 		pend_clear(g, 0);
-		free(g->last_arena);
-		g->last_arena = NULL;
+		g->has_last = 0;
 		cof_pg_put(m, g->c);
 		g->c = NULL;
 		g->sp = 0;

@@ -41,7 +41,8 @@
  * batch's members run one at a time). */
 #define CHECK_ANCESTORS 6
 typedef struct checks {
-	char *path;
+	char *path;                   /* in mem, with the ancestors, under and upper */
+	char *mem;                    /* the block they are cut in (one malloc) */
 	size_t len;
 	int64_t old_size;             /* the path's live file's (old_file 1) */
 	int old_file;
@@ -61,7 +62,8 @@ typedef struct wtxn {
 	int ops;                      /* rows of changes written */
 	int checked;                  /* the checks were read (or not to be) */
 	int64_t now;
-	checks *checks;
+	checks *checks;               /* &chk once read */
+	checks chk;
 } wtxn;
 
 #define WT(tx) ((wtxn *)(void *)(tx))
@@ -121,8 +123,7 @@ static const char SQL_VOLUME_SET[] = "UPDATE{or_fail} volumes SET seq = ?1, file
 static void checks_free(checks *k)
 {
 	if (k)
-		free(k->path);
-	free(k);
+		free(k->mem);
 }
 
 /* A row of SQL_CHECKS: the path's (into k->out), an ancestor's, or the first
@@ -153,47 +154,58 @@ static int checks_row(void *ctx, const cof_sql_row *r, cof_err *err)
 }
 
 /* The checks of `path` in one statement (its entry into *out): 1 found, 0
- * not, -1 error; tx->checks holds the answers after it. */
+ * not, -1 error; tx->checks holds the answers after it. Its texts (the path,
+ * each ancestor, the range under it) are cut in one block. */
 static int checks_read(wtxn *tx, const char *path, cof_entry *out, cof_err *err)
 {
-	cof_buf under = COF_BUF_INIT, upper = COF_BUF_INIT;
-	checks *k = cof_calloc(1, sizeof *k);
-	char *anc[CHECK_ANCESTORS] = {0}, *copies = NULL;
-	int found = -1;
+	checks *k = &tx->chk;
+	char *anc[CHECK_ANCESTORS] = {0}, *p;
+	size_t need;
 
-	if (k && (k->len = strlen(path), k->path = cof_strdup(path)))
-		for (size_t i = 0; i < k->len && k->nanc < CHECK_ANCESTORS; i++)
-			if (path[i] == '/')
-				k->ends[k->nanc++] = i;
-	if (!k || !k->path || !(copies = cof_malloc((k->len + 1) * (size_t)(k->nanc + 1))) ||
-	    cof_buf_adds(&under, path) || cof_buf_add(&under, "/", 1) ||
-	    cof_prefix_upper(under.data, &upper)) {
-		cof_error(err, COF_EINTERNAL, "out of memory");
-		goto out;
-	}
+	memset(k, 0, sizeof *k);
+	k->len = strlen(path);
+	need = 3 * (k->len + 2);      /* the path, under and upper */
+	for (size_t i = 0; i < k->len && k->nanc < CHECK_ANCESTORS; i++)
+		if (path[i] == '/') {
+			k->ends[k->nanc++] = i;
+			need += i + 1;
+		}
+	if (!(k->mem = p = cof_malloc(need)))
+		return cof_error(err, COF_EINTERNAL, "out of memory");
+	k->path = p;
+	memcpy(p, path, k->len + 1);
+	p += k->len + 1;
 	for (int i = 0; i < k->nanc; i++) {
-		anc[i] = copies + (size_t)i * (k->len + 1);
-		memcpy(anc[i], path, k->ends[i]);
-		anc[i][k->ends[i]] = '\0';
+		anc[i] = p;
+		memcpy(p, path, k->ends[i]);
+		p[k->ends[i]] = '\0';
+		p += k->ends[i] + 1;
 	}
+	/* [path "/", path "0"): what lives under the path ('0' follows '/'; as
+	 * cof_prefix_upper says, text that is not UTF-8 has no upper bound but
+	 * itself: an empty range) */
+	k->under = p;
+	memcpy(p, path, k->len);
+	memcpy(p + k->len, "/", 2);
+	p += k->len + 2;
+	k->upper = p;
+	memcpy(p, k->under, k->len + 2);
+	if (cof_utf8_valid(path, k->len))
+		p[k->len] = '0';
 	k->absent = (1u << k->nanc) - 1;
 	k->no_children = 1;
 	k->out = out;
 	memset(out, 0, sizeof *out);
 	if (cof_sql_query(&tx->sql, SQL_CHECKS, "reading a file", checks_row, k, err,
 			  "isssssssss", tx->vol.vno, path, anc[0], anc[1], anc[2], anc[3], anc[4],
-			  anc[5], under.data, upper.data) < 0)
-		goto out;
-	found = k->old_file;
+			  anc[5], k->under, k->upper) < 0) {
+		checks_free(k);
+		k->mem = NULL;
+		return -1;
+	}
 	k->out = NULL;
 	tx->checks = k;
-	k = NULL;
-out:
-	checks_free(k);
-	free(copies);
-	cof_buf_release(&under);
-	cof_buf_release(&upper);
-	return found;
+	return k->old_file;
 }
 
 /* The old row a write closes, known without the statement's row: its checks
