@@ -165,6 +165,15 @@ def timeout(seconds):
     return mark
 
 
+def libmagic_type(data):
+    """The MIME type the `file` command (libmagic, as cofferd links it) gives bytes."""
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        return subprocess.run(["file", "--mime-type", "-b", f.name], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
 

@@ -6,8 +6,6 @@ import os
 import random
 import re
 import struct
-import subprocess
-import tempfile
 import zipfile
 import zlib
 
@@ -199,14 +197,6 @@ def test_content_type_sniff_edges(srv):
        "application/json", "an empty file: by its name")
 
 
-def _libmagic(data):
-    with tempfile.NamedTemporaryFile() as f:
-        f.write(data)
-        f.flush()
-        return subprocess.run(["file", "--mime-type", "-b", f.name], capture_output=True,
-                              text=True, check=True).stdout.strip()
-
-
 def _docx():
     """A minimal OOXML document: libmagic's answer for it is 71 bytes long."""
     b = io.BytesIO()
@@ -227,7 +217,7 @@ def test_content_type_of_the_same_bytes_again(srv):
     cases = [b"#!/bin/sh\necho hi\n", png_bytes(), b"a,b,c\n1,2,3\n4,5,6\n",
              b"a,b,c\n1,2,3\n4,5,6", b"hello world\n", b"hello world!", b"070707\n",
              b"070708\n", random.Random(3).randbytes(4096), _docx()]
-    want = [_libmagic(b) for b in cases]
+    want = [harness.libmagic_type(b) for b in cases]
     for rnd in range(2):
         for i, b in enumerate(cases):
             j = srv.put_ok(vid, "r%d/f%d" % (rnd, i), b, headers=untyped)

@@ -11,8 +11,6 @@ folder's name or files the call removed)."""
 
 import base64
 import os
-import subprocess
-import tempfile
 
 import harness
 from harness import check, eq, expect
@@ -43,14 +41,6 @@ _TABLE = [
 _NUMBERED = 60   # beside the table: more than a landing sniffs on one thread
 
 
-def _libmagic(data):
-    with tempfile.NamedTemporaryFile() as f:
-        f.write(data)
-        f.flush()
-        return subprocess.run(["file", "--mime-type", "-b", f.name], capture_output=True,
-                              text=True, check=True).stdout.strip()
-
-
 def test_nameless_small_files_commit_in_one_change_typed_as_libmagic_says(srv):
     _fuse_ok(srv)
     aid, ws = _agent(srv)
@@ -69,10 +59,10 @@ def test_nameless_small_files_commit_in_one_change_typed_as_libmagic_says(srv):
     eq(len(got), n, "files listed")
     for i, b in enumerate(_TABLE):
         f = got["new/deep/t%d" % i]
-        eq((f["size"], f["contentType"]), (len(b), _libmagic(b)), "type of %r" % b[:40])
+        eq((f["size"], f["contentType"]), (len(b), harness.libmagic_type(b)), "type of %r" % b[:40])
         eq(srv.get_file(ws, "new/deep/t%d" % i).body, b, "bytes of t%d" % i)
     for i in (1, _NUMBERED):
-        eq(got["new/deep/n%d" % i]["contentType"], _libmagic(b"%d\n" % i), "type of n%d" % i)
+        eq(got["new/deep/n%d" % i]["contentType"], harness.libmagic_type(b"%d\n" % i), "type of n%d" % i)
     # every file the call wrote counts as written by the agent (recorded in
     # one write): an edit of the first and the last needs no read
     for p in ("t1", "n%d" % _NUMBERED):
