@@ -178,10 +178,16 @@ static void vdir_reset(vdir *d)
 	memset(d->marks, 0, sizeof d->marks);
 }
 
-/* Notes where the listing stands as a reply begins at d->off. */
+/* Notes where the listing stands as a reply begins at d->off (the marks at
+ * or past it were of the places before: dropped). */
 static void mark_set(vdir *d)
 {
-	vmark *m = &d->marks[d->imark++ % MARKS];
+	vmark *m;
+
+	for (int i = 0; i < MARKS; i++)
+		if (d->marks[i].off >= d->off)
+			d->marks[i].off = 0;
+	m = &d->marks[d->imark++ % MARKS];
 
 	m->off = d->off;
 	m->inames = d->inames;
