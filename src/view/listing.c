@@ -607,10 +607,11 @@ static void dir_free(cof_vll *ll, cof_ldir *d, int final)
  * (CID_SHIFT): the kernel asks next from the offset of the last entry it
  * passed on, so the request that goes on with a listing names its own
  * cursor, whichever process asks, and two listings of one folder never
- * share one. Offset 0 begins a listing (a new cursor, from what was
+ * share one (a request finds its cursor in a request waits for it, as on
+ * a handle). Offset 0 begins a listing (a new cursor, from what was
  * prepared for the folder); an id not found (its cursor ended or was
- * dropped) or busy begins one that seeks to the place, as a seek on a
- * handle did (ops_tree.c lists again from the start). A cursor ends with
+ * dropped) begins one that seeks to the place, as a seek on a handle did
+ * (ops_tree.c lists again from the start). A cursor ends with
  * its listing (an empty reply, or an error); one left before its end (`ls
  * | head`; rm's check that a folder is empty reads one reply) is dropped,
  * the least recently listed first, once CURSORS_MAX are alive. No
