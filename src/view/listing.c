@@ -607,7 +607,7 @@ static void dir_free(cof_vll *ll, cof_ldir *d, int final)
  * (CID_SHIFT): the kernel asks next from the offset of the last entry it
  * passed on, so the request that goes on with a listing names its own
  * cursor, whichever process asks, and two listings of one folder never
- * share one (a request finds its cursor in a request waits for it, as on
+ * share one (a request whose cursor is in another waits for it, as on
  * a handle). Offset 0 begins a listing (a new cursor, from what was
  * prepared for the folder); an id not found (its cursor ended or was
  * dropped) begins one that seeks to the place, as a seek on a handle did
