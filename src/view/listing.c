@@ -954,10 +954,12 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	len = list_dir(req, ll, d, ino, size, off, plus);
-	cursor_give(ll, d, len <= 0, 1);
+	/* the folder a walk opens next is prepared as this one's listing
+	 * begins, beside its first reply (as an OPENDIR's answer began it) */
 	if (next)
 		COF_VHOOK(ll, prepare, ll, next, cof_vop_ctx());
+	len = list_dir(req, ll, d, ino, size, off, plus);
+	cursor_give(ll, d, len <= 0, 1);
 }
 
 void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
