@@ -27,6 +27,19 @@ int64_t cof_vbase_at(cof_vfs *v, int root)
 	return v->o.follow ? VSRC(v)->newest(v, root) : v->roots[root].v.seq;
 }
 
+/* The last file cof_vbase_what found on this thread. A change asks what is
+ * at its path (cof_vop_what_is), then makes the path's node
+ * (cof_vnode_get), which reads the file's entry again for the version its
+ * commit holds to: at a view's fixed seq that is the entry the first read
+ * gave, so it is taken from here (one query less an unlink, chmod or
+ * write of a volume's file: rm -rf of 10,000 files made 20,410 queries). */
+static __thread struct {
+	uint64_t view;          /* cof_vfs.id, 0: none */
+	int root;
+	int64_t at;
+	cof_entry e;
+} last_what;
+
 int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e)
 {
 	char vp[COF_PATH_MAX + 1];
@@ -34,6 +47,11 @@ int cof_vbase_file(cof_vfs *v, int root, const char *path, cof_entry *e)
 
 	if (!*path)
 		return 0;
+	if (last_what.view == v->id && last_what.root == root && !v->o.follow &&
+	    last_what.at == cof_vbase_at(v, root) && !strcmp(last_what.e.path, path)) {
+		*e = last_what.e;
+		return 1;
+	}
 	cof_vbase_vpath(&v->roots[root], path, vp, sizeof vp);
 	r = VSRC(v)->entry(v, root, vp, cof_vbase_at(v, root), e);
 	if (r == 1) {
@@ -167,8 +185,15 @@ int cof_vbase_what(cof_vfs *v, int root, const char *path, cof_entry *e, int unl
 		p.k = -1;   /* a page of siblings would cost more than two reads */
 	else if (VSRC(v)->list(v, root, cof_vbase_at(v, root), vp, NULL, what_one, &p))
 		p.k = -1;
-	if (p.k == 1)  /* the entry's path is the volume's; callers want the root's */
+	if (p.k == 1) { /* the entry's path is the volume's; callers want the root's */
 		snprintf(e->path, sizeof e->path, "%s", path);
+		if (!v->o.follow && e->version > 0) {
+			last_what.view = v->id;
+			last_what.root = root;
+			last_what.at = cof_vbase_at(v, root);
+			last_what.e = *e;
+		}
+	}
 	if (p.k != -1)
 		return p.k;
 	if (cof_vbase_file(v, root, path, e) == 1)

@@ -109,7 +109,8 @@ cof_lnode *cof_lino_child(cof_vll *ll, cof_lnode *parent, const char *name)
 void cof_lino_put(cof_vll *ll, cof_lnode *n)
 {
 	while (n && n != &ll->root && n->nlookup == 0 && n->nchild == 0 &&
-	       !COF_VHOOK_IF(ll, holds, ll, n) && !n->prep && !n->preparing) {
+	       !COF_VHOOK_IF(ll, holds, ll, n) && !n->prep && !n->preparing &&
+	       !n->cursors) {
 		cof_lnode *p = n->parent;
 		if (n->name)
 			name_out(ll, n);

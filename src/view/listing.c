@@ -15,6 +15,7 @@
  * A reply built before it is asked is sent only to a request of its offset
  * and size, and only while nothing in the view changed since it was built;
  * else it is dropped and the node references it took are given back.
+ * Where the kernel sends no OPENDIR a listing has no handle: see "Cursors".
  * docs/design.md, Views, "Listings".
  */
 #define FUSE_USE_VERSION 31
@@ -30,6 +31,15 @@
  * dropped for a new one). */
 #define PREP_LIVE_MAX ((int)(sizeof ((cof_vll *)0)->preps / sizeof(fuse_ino_t)))
 
+/* Cursors alive at most in a view (see "Cursors"): the least recently
+ * listed is dropped for a new one. */
+#define CURSORS_MAX 32
+/* A reply's offsets: the cursor's id above the entry's place in its
+ * listing (ops_tree.c's offsets, from 1). */
+#define CID_SHIFT 32
+#define ORD_MASK 0xffffffffull
+#define CID_MASK 0x7fffffffu    /* (an offset is never negative) */
+
 /* A listing's reply being filled: the entries, and (readdirplus) the
  * small files prefetch may push once it is sent. */
 typedef struct lfill {
@@ -39,7 +49,8 @@ typedef struct lfill {
 	char *buf;
 	size_t size, len;
 	int plus;
-	off_t last;             /* the offset after its last entry */
+	uint32_t cid;           /* the cursor's id its offsets carry, or 0 */
+	off_t last;             /* the offset after its last entry (its place) */
 	cof_vpush *push;
 	cof_lahead *ahead;      /* built before asked: the references it takes */
 	fuse_ino_t *last_dir;   /* the listing's last folder entry (next_dir) */
@@ -54,6 +65,12 @@ typedef struct lfill {
 static int is_dot(const char *name)
 {
 	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
+/* Entry offset `off` (its place in the listing) as reply f gives it. */
+static off_t off_out(const lfill *f, off_t off)
+{
+	return f->cid ? (off_t)((uint64_t)f->cid << CID_SHIFT | ((uint64_t)off & ORD_MASK)) : off;
 }
 
 /* Notes folder node n as listed after the listing's last one. Under mu. */
@@ -85,7 +102,8 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 		s.st_mode = st ? st->st_mode : 0;
 		if ((k = fuse_add_direntry(f->req, NULL, 0, name, NULL, 0)) > left)
 			return 1;
-		f->len += fuse_add_direntry(f->req, f->buf + f->len, left, name, &s, off);
+		f->len += fuse_add_direntry(f->req, f->buf + f->len, left, name, &s,
+					    off_out(f, off));
 		f->last = off;
 		return 0;
 	}
@@ -135,7 +153,8 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 	}
 	/* (libfuse's fuse_add_direntry_plus does not use the request: a
 	 * reply built before it is asked has none) */
-	f->len += fuse_add_direntry_plus(f->req, f->buf + f->len, left, name, &e, off);
+	f->len += fuse_add_direntry_plus(f->req, f->buf + f->len, left, name, &e,
+					 off_out(f, off));
 	f->last = off;
 	return 0;
 }
@@ -203,12 +222,14 @@ static int early_fits(cof_vll *ll, const cof_lahead *a, size_t size, off_t off)
 	return fits;
 }
 
-/* Builds into a the reply of listing `fh` of folder `ino` at `off` (size
- * bytes), as of ll->changes `c0`. 0, or -1 when out of memory (a empty). */
-static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, fuse_ino_t ino, size_t size,
-		       off_t off, uint64_t c0, fuse_ino_t *last_dir, fuse_ino_t *first_dir)
+/* Builds into a the reply of listing `fh` (cursor id `cid`) of folder `ino`
+ * at `off` (size bytes), as of ll->changes `c0`. 0, or -1 when out of
+ * memory (a empty). */
+static int early_build(cof_vll *ll, cof_lahead *a, uint64_t fh, uint32_t cid, fuse_ino_t ino,
+		       size_t size, off_t off, uint64_t c0, fuse_ino_t *last_dir,
+		       fuse_ino_t *first_dir)
 {
-	lfill f = {.ahead = a, .last_dir = last_dir, .first_dir = first_dir};
+	lfill f = {.ahead = a, .cid = cid, .last_dir = last_dir, .first_dir = first_dir};
 
 	a->nrefs = 0;
 	a->rc = build(ll, fh, &f, ino, size, off, 1);
@@ -287,14 +308,15 @@ static void aheads_build(cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size, 
 	if (busy)
 		return;
 	if (!a0->buf) {
-		if (early_build(ll, a0, d->fh, ino, size, last, c0, &d->last_dir, NULL))
+		if (early_build(ll, a0, d->fh, d->cid, ino, size, last, c0, &d->last_dir, NULL))
 			return;
 		early_hand(ll, a0, 1);
 	}
 	if (!a0->pushes)
 		return;
 	if (!a1->buf && !a0->rc && a0->len &&
-	    early_build(ll, a1, d->fh, ino, size, a0->last, c0, &d->last_dir, NULL) == 0)
+	    early_build(ll, a1, d->fh, d->cid, ino, size, a0->last, c0, &d->last_dir,
+			NULL) == 0)
 		early_hand(ll, a1, 1);
 	if (a0->push_id && COF_VHOOK_IF(ll, push_now, ll, a0->push_id, 0))
 		a0->push_id = 0;
@@ -318,6 +340,19 @@ static void prep_free(cof_vll *ll, cof_lprep *p, int release)
 		ll->ops->releasedir(NULL, &fi);
 	}
 	free(p);
+}
+
+/* A new cursor's id where listings have no handle (see "Cursors"), else 0. */
+static uint32_t cid_new(cof_vll *ll)
+{
+	uint32_t c;
+
+	if (!ll->no_opendir)
+		return 0;
+	do
+		c = __atomic_add_fetch(&ll->next_cid, 1, __ATOMIC_RELAXED) & CID_MASK;
+	while (!c);
+	return c;
 }
 
 /* Takes `ino` off the view's list of prepared folders. Under mu. */
@@ -384,10 +419,11 @@ fuse_ino_t cof_vll_prepare(cof_vll *ll, fuse_ino_t ino)
 	if ((p = calloc(1, sizeof *p)) && ll->ops->opendir(path, &fi) == 0) {
 		off_t off = 0;
 		p->fh = fi.fh;
+		p->cid = cid_new(ll);
 		p->changes = c0;
 		while (p->n < COF_LPREP_MAX &&
-		       early_build(ll, &p->r[p->n], p->fh, ino, size, off, c0, &p->last_dir,
-				   &first) == 0) {
+		       early_build(ll, &p->r[p->n], p->fh, p->cid, ino, size, off, c0,
+				   &p->last_dir, &first) == 0) {
 			cof_lahead *a = &p->r[p->n++];
 			early_hand(ll, a, 0);
 			if (a->rc || !a->len)
@@ -445,18 +481,18 @@ void cof_vll_warm(cof_vll *ll)
 	}
 }
 
-/* The replies prepared for folder `ino`, taken for its opening (its
- * listing then starts from them), or NULL: none, still being built (its
- * listing does not wait for them all), or the view changed since (then
- * dropped). */
-static cof_lprep *prep_take(cof_vll *ll, fuse_ino_t ino)
+/* Folder `ino` opened (counted: no preparing of a folder open), and when
+ * `take` the replies prepared for it, taken for its opening (its listing
+ * then starts from them), or NULL: none, still being built (its listing
+ * does not wait for them all), or the view changed since (then dropped). */
+static cof_lprep *prep_take(cof_vll *ll, fuse_ino_t ino, int take)
 {
 	cof_lprep *p = NULL;
 	cof_lnode *n;
 	int fresh = 0;
 
 	pthread_mutex_lock(&ll->mu);
-	if ((n = cof_lino_find(ll, ino)) && (p = prep_out(ll, ino)))
+	if (take && (n = cof_lino_find(ll, ino)) && (p = prep_out(ll, ino)))
 		fresh = ll->changes == p->changes && !ll->inflight;
 	if ((n = cof_lino_find(ll, ino)))
 		n->opened++;
@@ -466,22 +502,6 @@ static cof_lprep *prep_take(cof_vll *ll, fuse_ino_t ino)
 		p = NULL;
 	}
 	return p;
-}
-
-void cof_vll_preps_free(cof_vll *ll)
-{
-	for (size_t i = 0; i < ll->nbuckets; i++)
-		for (cof_lnode *n = ll->by_id[i]; n; n = n->id_next)
-			if (n->prep) {
-				cof_lprep *p = n->prep;
-				n->prep = NULL;
-				for (int k = 0; k < p->n; k++) { /* the table goes next */
-					p->r[k].nrefs = 0;
-					early_drop(ll, &p->r[k]);
-				}
-				prep_free(ll, p, 1);
-			}
-	ll->npreps = 0;
 }
 
 /* ------------------------------------------------------- the requests */
@@ -498,60 +518,294 @@ static void dir_closed(cof_vll *ll, fuse_ino_t ino)
 	pthread_mutex_unlock(&ll->mu);
 }
 
+/* A new listing of folder `ino`: what was prepared for it when `begin` (a
+ * listing from its start) and there is, else ops_tree.c's listing opened;
+ * counted open. *next: the folder to prepare once its first reply is
+ * sent, or 0. NULL with *rc (-errno). */
+static cof_ldir *dir_open(cof_vll *ll, fuse_ino_t ino, int begin, fuse_ino_t *next, int *rc)
+{
+	cof_ldir *d = calloc(1, sizeof *d);
+	cof_lprep *p = d ? prep_take(ll, ino, begin) : NULL;
+	fuse_ino_t nx = 0;
+
+	*next = 0;
+	*rc = d ? 0 : -ENOMEM;
+	if (p) {
+		d->fh = p->fh;
+		d->cid = p->cid;
+		d->last_dir = p->last_dir;
+	} else if (d) {
+		struct fuse_file_info fi;
+		char *path = cof_vll_path(ll, ino, NULL);
+		memset(&fi, 0, sizeof fi);
+		*rc = path ? ll->ops->opendir(path, &fi) : -ENOENT;
+		free(path);
+		d->fh = fi.fh;
+		d->cid = cid_new(ll);
+	}
+	if (*rc) {
+		if (d)
+			dir_closed(ll, ino);
+		free(d);
+		return NULL;
+	}
+	d->prep = p;
+	d->ino = ino;
+	pthread_mutex_init(&d->mu, NULL);
+	/* a walk opens next the folder listed after this one. Where files
+	 * are pushed and this one was not prepared, once this one is listed:
+	 * till then the pusher stores this one's replies with the lister (see
+	 * aheads_build), which the walk waits for now. */
+	if (begin && !ll->v->o.follow) {
+		pthread_mutex_lock(&ll->mu);
+		cof_lnode *n = cof_lino_find(ll, ino);
+		nx = n ? n->next_dir : 0;
+		pthread_mutex_unlock(&ll->mu);
+	}
+	if (nx && !p && COF_VHOOK_IF(ll, pushes, ll, ino)) {
+		d->prep_next = nx;
+		d->prep_cx = *cof_vop_ctx();
+		nx = 0;
+	}
+	*next = nx;
+	return d;
+}
+
+/* Frees listing d (no request in it): its replies built before (their
+ * references given back, unless `final`: the table goes next), its
+ * ops_tree.c listing; its opening no longer counted. */
+static void dir_free(cof_vll *ll, cof_ldir *d, int final)
+{
+	struct fuse_file_info fi;
+
+	if (final) {
+		d->ahead[0].nrefs = d->ahead[1].nrefs = 0;
+		for (int k = 0; d->prep && k < d->prep->n; k++)
+			d->prep->r[k].nrefs = 0;
+	}
+	aheads_drop(ll, d);
+	if (d->prep)
+		prep_free(ll, d->prep, 0);
+	memset(&fi, 0, sizeof fi);
+	fi.fh = d->fh;
+	ll->ops->releasedir(NULL, &fi);
+	pthread_mutex_destroy(&d->mu);
+	if (!final)
+		dir_closed(ll, d->ino);
+	free(d->ahead[0].refs);
+	free(d->ahead[1].refs);
+	free(d);
+}
+
+/* ------------------------------------------------------------ cursors
+ *
+ * Where the kernel sends no OPENDIR (cof_vll_opendir) it sends no
+ * RELEASEDIR either, and a READDIRPLUS names only the folder and an
+ * offset: a listing has no handle. Its state (ops_tree.c's listing, the
+ * replies built before) is kept on the folder's node as a cursor, and each
+ * offset a reply gives carries the cursor's id above the entry's place
+ * (CID_SHIFT): the kernel asks next from the offset of the last entry it
+ * passed on, so the request that goes on with a listing names its own
+ * cursor, whichever process asks, and two listings of one folder never
+ * share one (a request whose cursor is in another waits for it, as on
+ * a handle). Offset 0 begins a listing (a new cursor, from what was
+ * prepared for the folder); an id not found (its cursor ended or was
+ * dropped) begins one that seeks to the place, as a seek on a handle did
+ * (ops_tree.c lists again from the start). A cursor ends with
+ * its listing (an empty reply, or an error); one left before its end (`ls
+ * | head`; rm's check that a folder is empty reads one reply) is dropped,
+ * the least recently listed first, once CURSORS_MAX are alive. No
+ * OPENDIR and RELEASEDIR round trips: two a folder for each open of it (rm
+ * -rf opened each folder twice, find and grep once).
+ */
+
+/* d out of the view's ring of cursors not in a request. Under mu. */
+static void lru_out(cof_vll *ll, cof_ldir *d)
+{
+	if (!d->lru_next)
+		return;
+	if (d->lru_next == d)
+		ll->lru = NULL;
+	else {
+		d->lru_prev->lru_next = d->lru_next;
+		d->lru_next->lru_prev = d->lru_prev;
+		if (ll->lru == d)
+			ll->lru = d->lru_next;
+	}
+	d->lru_next = d->lru_prev = NULL;
+}
+
+/* d into the ring, as the most recently listed. Under mu. */
+static void lru_in(cof_vll *ll, cof_ldir *d)
+{
+	if (!ll->lru)
+		d->lru_next = d->lru_prev = d;
+	else {
+		d->lru_next = ll->lru;
+		d->lru_prev = ll->lru->lru_prev;
+		d->lru_prev->lru_next = d;
+		ll->lru->lru_prev = d;
+	}
+	ll->lru = d;
+}
+
+/* Takes cursor d off its node and the ring (freed by the caller, after mu):
+ * the node may go with it. Under mu. */
+static void cursor_out(cof_vll *ll, cof_ldir *d)
+{
+	cof_lnode *n = cof_lino_find(ll, d->ino);
+
+	lru_out(ll, d);
+	ll->ncursors--;
+	if (!n)
+		return;
+	for (cof_ldir **c = &n->cursors; *c; c = &(*c)->node_next)
+		if (*c == d) {
+			*c = d->node_next;
+			break;
+		}
+	cof_lino_put(ll, n);
+}
+
+/* A request of cursor d is answered (`end`: its listing ended, d->mu
+ * held) or gives it up (d->mu not held): d waits for the next one, or goes
+ * with the last request in it. */
+static void cursor_give(cof_vll *ll, cof_ldir *d, int end, int held)
+{
+	int gone = 0;
+
+	if (end)
+		d->ended = 1;
+	if (held)
+		pthread_mutex_unlock(&d->mu);
+	pthread_mutex_lock(&ll->mu);
+	if (end)
+		cursor_out(ll, d); /* no request finds it after */
+	if (--d->busy == 0) {
+		if (d->ended)
+			gone = 1;
+		else
+			lru_in(ll, d);
+	}
+	pthread_mutex_unlock(&ll->mu);
+	if (gone)
+		dir_free(ll, d, 0);
+}
+
+/* The cursor of a request at `off` of folder `ino`, taken for it (busy,
+ * its mu held) with the place asked in *ord: the one the offset names
+ * (after a request in it, as on a handle), else a new one (*next: the
+ * folder to prepare after the reply, see dir_open). NULL with *rc. */
+static cof_ldir *cursor_take(cof_vll *ll, fuse_ino_t ino, off_t off, off_t *ord,
+			     fuse_ino_t *next, int *rc)
+{
+	uint32_t cid = (uint32_t)((uint64_t)off >> CID_SHIFT) & CID_MASK;
+	cof_ldir *d = NULL, *drop = NULL;
+	cof_lnode *n;
+
+	*ord = (off_t)((uint64_t)off & ORD_MASK);
+	*next = 0;
+	pthread_mutex_lock(&ll->mu);
+	if (cid && (n = cof_lino_find(ll, ino)))
+		for (d = n->cursors; d && d->cid != cid; d = d->node_next)
+			;
+	if (d) {
+		d->busy++;
+		lru_out(ll, d);
+	}
+	pthread_mutex_unlock(&ll->mu);
+	if (d) {
+		pthread_mutex_lock(&d->mu);
+		if (!d->ended)
+			return d;
+		pthread_mutex_unlock(&d->mu); /* it ended meanwhile: a new one */
+		cursor_give(ll, d, 0, 0);
+		d = NULL;
+	}
+	if (!d) {
+		if (!(d = dir_open(ll, ino, off == 0, next, rc)))
+			return NULL;
+		d->busy = 1;
+		pthread_mutex_lock(&d->mu);
+		pthread_mutex_lock(&ll->mu);
+		if (!(n = cof_lino_find(ll, ino))) { /* (the kernel holds it: never) */
+			pthread_mutex_unlock(&ll->mu);
+			pthread_mutex_unlock(&d->mu);
+			dir_free(ll, d, 0);
+			*rc = -ENOENT;
+			return NULL;
+		}
+		d->node_next = n->cursors;
+		n->cursors = d;
+		if (++ll->ncursors > CURSORS_MAX && ll->lru) {
+			drop = ll->lru->lru_prev;
+			cursor_out(ll, drop);
+		}
+		pthread_mutex_unlock(&ll->mu);
+		cof_vll_stat(ll, COF_VST_CURSOR, 1, 0);
+		if (drop) {
+			cof_vll_stat(ll, COF_VST_CURSOR_DROP, 1, 0);
+			dir_free(ll, drop, 0);
+		}
+	}
+	return d;
+}
+
+void cof_vll_preps_free(cof_vll *ll)
+{
+	for (size_t i = 0; i < ll->nbuckets; i++)
+		for (cof_lnode *n = ll->by_id[i]; n; n = n->id_next) {
+			if (n->prep) {
+				cof_lprep *p = n->prep;
+				n->prep = NULL;
+				for (int k = 0; k < p->n; k++) { /* the table goes next */
+					p->r[k].nrefs = 0;
+					early_drop(ll, &p->r[k]);
+				}
+				prep_free(ll, p, 1);
+			}
+			while (n->cursors) {
+				cof_ldir *d = n->cursors;
+				n->cursors = d->node_next;
+				dir_free(ll, d, 1);
+			}
+		}
+	while (ll->root.cursors) {
+		cof_ldir *d = ll->root.cursors;
+		ll->root.cursors = d->node_next;
+		dir_free(ll, d, 1);
+	}
+	ll->lru = NULL;
+	ll->ncursors = 0;
+	ll->npreps = 0;
+}
+
 static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_info *fi);
 
 void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	cof_vll *ll = cof_vll_begin(req);
+	fuse_ino_t next;
+	cof_ldir *d;
+	int rc;
+
+	/* the kernel sends no more OPENDIR or RELEASEDIR once one is
+	 * answered so: see "Cursors" */
+	if (ll->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (COF_VHOOK_IF(ll, claim_dir, req, ll, ino, COF_VHID_OPEN, 0, 0, fi))
 		return;
-	cof_ldir *d = calloc(1, sizeof *d);
-	cof_lprep *p = d ? prep_take(ll, ino) : NULL;
-	fuse_ino_t next = 0;
-	int rc = 0;
-
-	if (!d)
-		rc = -ENOMEM;
-	else if (p) {
-		fi->fh = p->fh;
-		d->last_dir = p->last_dir;
-	} else {
-		char *path = cof_vll_path(ll, ino, NULL);
-		rc = path ? ll->ops->opendir(path, fi) : -ENOENT;
-		free(path);
-	}
-	if (rc) {
-		if (d)
-			dir_closed(ll, ino);
-		free(d);
+	if (!(d = dir_open(ll, ino, 1, &next, &rc))) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	d->fh = fi->fh;
-	d->prep = p;
-	d->ino = ino;
-	pthread_mutex_init(&d->mu, NULL);
 	fi->fh = (uint64_t)(uintptr_t)d;
 	/* the kernel keeps what it was given of a view at a seq, and lists
 	 * the folder again from that (its own changes through the view drop
 	 * it): a second listing asks nothing */
 	fi->cache_readdir = fi->keep_cache = !ll->v->o.follow;
-	/* a walk opens next the folder listed after this one. Where files
-	 * are pushed and this one was not prepared, once this one is listed:
-	 * till then the pusher stores this one's replies with the lister (see
-	 * aheads_build), which the walk waits for now. (Decided before the
-	 * reply: once it is sent, d may be listed and released meanwhile.) */
-	if (!ll->v->o.follow) {
-		pthread_mutex_lock(&ll->mu);
-		cof_lnode *n = cof_lino_find(ll, ino);
-		next = n ? n->next_dir : 0;
-		pthread_mutex_unlock(&ll->mu);
-	}
-	if (next && !p && COF_VHOOK_IF(ll, pushes, ll, ino)) {
-		d->prep_next = next;
-		d->prep_cx = *cof_vop_ctx();
-		next = 0;
-	}
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* the open was interrupted */
 		dir_end(ll, d, NULL, fi);
 		return;
@@ -563,21 +817,12 @@ void cof_vll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* Ends folder handle d (answering req, when there is one). */
 static void dir_end(cof_vll *ll, cof_ldir *d, fuse_req_t req, struct fuse_file_info *fi)
 {
-	pthread_mutex_lock(&d->mu);
-	aheads_drop(ll, d);
-	if (d->prep)
-		prep_free(ll, d->prep, 0);
-	d->prep = NULL;
-	fi->fh = d->fh;
-	ll->ops->releasedir(NULL, fi);
+	pthread_mutex_lock(&d->mu); /* (a request of it may still be answering) */
 	if (req)
 		fuse_reply_err(req, 0);
 	pthread_mutex_unlock(&d->mu);
-	pthread_mutex_destroy(&d->mu);
-	dir_closed(ll, d->ino);
-	free(d->ahead[0].refs);
-	free(d->ahead[1].refs);
-	free(d);
+	fi->fh = 0;
+	dir_free(ll, d, 0);
 }
 
 void cof_vll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -601,32 +846,26 @@ static cof_lahead *built_now(cof_vll *ll, cof_ldir *d, cof_lahead *now, fuse_ino
 	if (ll->v->o.follow || !COF_VHOOK_IF(ll, pushes, ll, ino))
 		return NULL;
 	c0 = changes_now(ll, &busy);
-	if (busy || early_build(ll, now, d->fh, ino, size, off, c0, &d->last_dir, NULL))
+	if (busy || early_build(ll, now, d->fh, d->cid, ino, size, off, c0, &d->last_dir, NULL))
 		return NULL;
 	early_hand(ll, now, 0);
 	return now;
 }
 
-/* READDIR and READDIRPLUS: a reply built before (prepared, or ahead) when
- * it answers the request, else one built now; once a READDIRPLUS reply is
- * sent, the files of the one before it are pushed and the next reply is
- * built ahead. */
-static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		 struct fuse_file_info *fi, int plus)
+/* READDIR and READDIRPLUS of listing d (its mu held) at place `off`: a
+ * reply built before (prepared, or ahead) when it answers the request, else
+ * one built now; once a READDIRPLUS reply is sent, the files of the one
+ * before it are pushed and the next reply is built ahead. The reply's
+ * length, or -errno (sent). */
+static long list_dir(fuse_req_t req, cof_vll *ll, cof_ldir *d, fuse_ino_t ino, size_t size,
+		     off_t off, int plus)
 {
-	cof_vll *ll = cof_vll_begin(req);
-	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
-	lfill f = {.req = req, .last_dir = &d->last_dir};
+	lfill f = {.req = req, .cid = d->cid, .last_dir = &d->last_dir};
 	cof_lahead *early = NULL, now = {0};
 	int rc;
 
-	if (!d) { /* the pusher's folder, asked by none of its walkers */
-		fuse_reply_err(req, EBADF);
-		return;
-	}
 	if (plus)
 		__atomic_store_n(&ll->list_size, size, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&d->mu);
 	if (plus && d->prep) {
 		cof_lprep *p = d->prep;
 		if (p->next < p->n && early_fits(ll, &p->r[p->next], size, off))
@@ -689,7 +928,38 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		COF_VHOOK(ll, prepare, ll, d->prep_next, &d->prep_cx);
 		d->prep_next = 0;
 	}
-	pthread_mutex_unlock(&d->mu);
+	return rc ? rc : (long)f.len;
+}
+
+static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi, int plus)
+{
+	cof_vll *ll = cof_vll_begin(req);
+	cof_ldir *d = (cof_ldir *)(uintptr_t)fi->fh;
+	fuse_ino_t next = 0;
+	long len;
+	int rc;
+
+	if (d) {
+		pthread_mutex_lock(&d->mu);
+		list_dir(req, ll, d, ino, size, off, plus);
+		pthread_mutex_unlock(&d->mu);
+		return;
+	}
+	if (!ll->no_opendir) { /* the pusher's folder, asked by none of its walkers */
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (!(d = cursor_take(ll, ino, off, &off, &next, &rc))) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* the folder a walk opens next is prepared as this one's listing
+	 * begins, beside its first reply (as an OPENDIR's answer began it) */
+	if (next)
+		COF_VHOOK(ll, prepare, ll, next, cof_vop_ctx());
+	len = list_dir(req, ll, d, ino, size, off, plus);
+	cursor_give(ll, d, len <= 0, 1);
 }
 
 void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

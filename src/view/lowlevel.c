@@ -116,6 +116,12 @@ static void ll_init(void *data, struct fuse_conn_info *conn)
 	cur.private_data = ll->v;
 	if (ll->ops->init)
 		ll->ops->init(conn, &cfg);
+	/* a view at a seq lists with no handle (listing.c, "Cursors"); one
+	 * that follows its volume keeps OPENDIR: without it the kernel would
+	 * keep every listing (FOPEN_CACHE_DIR is its default then).
+	 * COFFER_VIEW_OPENDIR=1 keeps it too (to measure) */
+	ll->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && !ll->v->o.follow &&
+			 !(getenv("COFFER_VIEW_OPENDIR") && !strcmp(getenv("COFFER_VIEW_OPENDIR"), "1"));
 	ll->entry_t = cfg.entry_timeout;
 	ll->attr_t = cfg.attr_timeout;
 	ll->neg_t = cfg.negative_timeout;
@@ -604,6 +610,8 @@ TIMED(COF_VST_READDIR, cof_vll_readdir, (fuse_req_t req, fuse_ino_t ino, size_t 
       (req, ino, size, off, fi))
 TIMED(COF_VST_FORGET, ll_forget_multi, (fuse_req_t req, size_t count,
 					struct fuse_forget_data *f), (req, count, f))
+TIMED(COF_VST_UNLINK, ll_unlink, (fuse_req_t req, fuse_ino_t p, const char *name), (req, p, name))
+TIMED(COF_VST_RMDIR, ll_rmdir, (fuse_req_t req, fuse_ino_t p, const char *name), (req, p, name))
 TIMED(COF_VST_OTHER, ll_open, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
       (req, ino, fi))
 
@@ -620,6 +628,8 @@ static struct fuse_lowlevel_ops stats_ops(void)
 	o.readdirplus = t_cof_vll_readdirplus;
 	o.readdir = t_cof_vll_readdir;
 	o.forget_multi = t_ll_forget_multi;
+	o.unlink = t_ll_unlink;
+	o.rmdir = t_ll_rmdir;
 	o.open = t_ll_open;
 	return o;
 }
@@ -629,8 +639,9 @@ static void stats_write(cof_vll *ll)
 {
 	static const char *const names[COF_VST_N] = {
 		"lookup", "getattr", "read", "opendir", "readdirplus", "readdir",
-		"releasedir", "forget", "open", "stored", "stored_lister", "not_stored",
-		"list_wait", "hid_walk", "prepared", "prep_sent", "ahead_sent", "built_now", "renew", "push_off"};
+		"releasedir", "forget", "unlink", "rmdir", "open", "stored", "stored_lister",
+		"not_stored", "list_wait", "hid_walk", "prepared", "prep_sent", "ahead_sent",
+		"built_now", "renew", "push_off", "cursor", "cursor_drop"};
 	const char *p = getenv("COFFER_VIEW_STATS");
 	FILE *f;
 

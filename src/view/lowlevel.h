@@ -28,7 +28,8 @@ typedef struct cof_lnode {
 	fuse_ino_t next_dir;    /* the folder listed after it in its parent */
 	struct cof_lprep *prep; /* its replies, prepared before it was opened */
 	int preparing;          /* they are being built */
-	int opened;             /* handles of it open */
+	int opened;             /* handles or cursors of it open */
+	struct cof_ldir *cursors; /* its listings with no handle (listing.c) */
 	int file;               /* a regular file, as last answered */
 } cof_lnode;
 
@@ -38,6 +39,7 @@ typedef struct cof_lnode {
 enum {
 	COF_VST_LOOKUP, COF_VST_GETATTR, COF_VST_READ, COF_VST_OPENDIR,
 	COF_VST_READDIRPLUS, COF_VST_READDIR, COF_VST_RELEASEDIR, COF_VST_FORGET,
+	COF_VST_UNLINK, COF_VST_RMDIR,
 	COF_VST_OTHER,          /* (the requests' kinds end here) */
 	COF_VST_STORED,         /* files stored (n) and the time of their pushes */
 	COF_VST_STORED_LISTER,  /* of them, by a lister's own thread */
@@ -52,6 +54,8 @@ enum {
 	COF_VST_RENEW,          /* names dropped between calls (vpush_renew) */
 	COF_VST_PUSH_OFF,       /* pushing stopped: the walk removes what it
 				 * lists (prefetch.c, vpush_remove) */
+	COF_VST_CURSOR,         /* listings begun with no handle (listing.c) */
+	COF_VST_CURSOR_DROP,    /* of them, dropped before their end */
 	COF_VST_N
 };
 
@@ -70,6 +74,11 @@ struct cof_vll {
 	const struct cof_vhooks *hooks; /* what the core tells prefetch.c */
 	struct cof_vpf *pf;     /* prefetch's own state (prefetch.c), or NULL */
 	/* listing.c */
+	int no_opendir;         /* the kernel sends no OPENDIR (cof_vll_opendir) */
+	struct cof_ldir *lru;   /* the cursors not in a request, the least
+				 * recently listed last (a ring) */
+	int ncursors;           /* cursors alive */
+	uint32_t next_cid;      /* the last cursor's id */
 	size_t list_size;       /* the size the last READDIRPLUS asked */
 	int npreps;             /* folders prepared, not yet opened */
 	fuse_ino_t preps[4];    /* which, oldest first (npreps of them) */
@@ -186,6 +195,7 @@ typedef struct cof_lahead {
 #define COF_LPREP_MAX 8
 typedef struct cof_lprep {
 	uint64_t fh;
+	uint32_t cid;           /* the cursor id in its offsets (cof_ldir) */
 	cof_lahead r[COF_LPREP_MAX];
 	int n, next;            /* built; the next to send */
 	uint64_t changes;       /* ll->changes when they were built */
@@ -194,11 +204,19 @@ typedef struct cof_lprep {
 
 /* A folder open for listing: ops_tree.c's handle and the replies built
  * before they are asked; mu keeps its requests and the building one at a
- * time. */
+ * time. The kernel's handle of it (fi->fh), or where the kernel sends no
+ * OPENDIR (ll->no_opendir) a cursor kept on the folder's node, found by
+ * the id its replies' offsets carry (listing.c, "Cursors"). */
 typedef struct cof_ldir {
 	uint64_t fh;
 	fuse_ino_t ino;
 	pthread_mutex_t mu;
+	uint32_t cid;           /* a cursor's id (0: a handle's) */
+	int busy;               /* a cursor's requests in it or waiting for it
+				 * (under ll->mu) */
+	int ended;              /* a cursor whose listing ended (under mu) */
+	struct cof_ldir *node_next; /* the node's other cursors */
+	struct cof_ldir *lru_prev, *lru_next; /* ll->lru, when not busy */
 	cof_lahead ahead[2];    /* the next replies ([1]: where files are pushed) */
 	cof_lprep *prep;        /* what was prepared, not all sent yet */
 	fuse_ino_t last_dir;    /* the last folder entry listed so far */
@@ -256,7 +274,7 @@ void cof_vll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi);
 void cof_vll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			 struct fuse_file_info *fi);
-/* Frees what was prepared and never opened (unmounted). */
+/* Frees what was prepared and never opened, and every cursor (unmounted). */
 void cof_vll_preps_free(cof_vll *ll);
 /* Prepares folder `ino` (listing.c: its replies built before it is opened),
  * on the calling thread; the caller's context set (cof_vll_enter). The

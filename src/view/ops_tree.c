@@ -20,6 +20,24 @@
 
 #define PAGE 256
 
+/* Where a listing stood as one of its replies began (see cof_vop_readdir):
+ * its place in the layer's names, the last volume entry it had passed, the
+ * entry a full reply did not take. */
+typedef struct vmark {
+	off_t off;              /* entries given before it (0: no mark) */
+	size_t inames;
+	int has_last, done;     /* (done: no volume entry left after last) */
+	vchild last;
+	int has_pending;
+	char pending[256];
+	struct stat pending_st;
+	char pending_sha[65];
+} vmark;
+
+/* Marks kept: a reply sent and those built before they were asked
+ * (listing.c: up to COF_LPREP_MAX prepared, then two ahead). */
+#define MARKS 12
+
 /* A folder being listed: the layer's names first, then the volume's in
  * pages, so a folder of 100,000 files is never read whole. */
 typedef struct vdir {
@@ -30,12 +48,15 @@ typedef struct vdir {
 	size_t nnames, inames;
 	vchild *page;
 	int npage, ipage, done, started;
-	vchild last;
+	vchild last;            /* the last volume entry read (the next page's */
+	int has_last;           /* start); none yet */
 	off_t off;              /* entries given so far ("." and ".." count) */
 	char pending[256];      /* the entry a full buffer did not take */
 	struct stat pending_st; /* its attributes (readdirplus) */
 	char pending_sha[65];   /* its content when a file of the volume, else "" */
 	int has_pending;
+	vmark marks[MARKS];     /* where its last replies began (a ring) */
+	int imark;
 } vdir;
 
 /* A name of the layer in a folder being gathered. */
@@ -151,9 +172,65 @@ static void vdir_reset(vdir *d)
 	d->names = NULL;
 	d->shown = NULL;
 	d->nnames = d->inames = 0;
-	d->npage = d->ipage = d->done = d->started = 0;
+	d->npage = d->ipage = d->done = d->started = d->has_last = 0;
 	d->off = 0;
 	d->has_pending = 0;
+	memset(d->marks, 0, sizeof d->marks);
+}
+
+/* Notes where the listing stands as a reply begins at d->off (the marks at
+ * or past it were of the places before: dropped). */
+static void mark_set(vdir *d)
+{
+	vmark *m;
+
+	for (int i = 0; i < MARKS; i++)
+		if (d->marks[i].off >= d->off)
+			d->marks[i].off = 0;
+	m = &d->marks[d->imark++ % MARKS];
+
+	m->off = d->off;
+	m->inames = d->inames;
+	/* the last volume entry passed: the one before the page's next, or
+	 * the one the page was read after */
+	m->has_last = d->ipage > 0 || d->has_last;
+	if (d->ipage > 0 && d->ipage <= d->npage)
+		m->last = d->page[d->ipage - 1];
+	else if (d->has_last)
+		m->last = d->last;
+	m->done = d->done && d->ipage >= d->npage;
+	m->has_pending = d->has_pending;
+	if (d->has_pending) {
+		memcpy(m->pending, d->pending, sizeof m->pending);
+		m->pending_st = d->pending_st;
+		memcpy(m->pending_sha, d->pending_sha, sizeof m->pending_sha);
+	}
+}
+
+/* Takes the listing back to where a reply began at `off`, when marked: 1,
+ * else 0. */
+static int mark_back(vdir *d, off_t off)
+{
+	vmark *m = NULL;
+
+	for (int i = 0; i < MARKS && !m; i++)
+		if (d->marks[i].off == off && off > 0)
+			m = &d->marks[i];
+	if (!m)
+		return 0;
+	d->off = m->off;
+	d->inames = m->inames;
+	d->npage = d->ipage = 0; /* the volume's next page read after last */
+	d->has_last = m->has_last;
+	d->last = m->last;
+	d->done = m->done;
+	d->has_pending = m->has_pending;
+	if (m->has_pending) {
+		memcpy(d->pending, m->pending, sizeof d->pending);
+		d->pending_st = m->pending_st;
+		memcpy(d->pending_sha, m->pending_sha, sizeof d->pending_sha);
+	}
+	return 1;
 }
 
 /* The next entry of the folder: 1 with its name and attributes (and in
@@ -198,13 +275,14 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 				return 0;
 			if (!d->page && !(d->page = malloc(PAGE * sizeof *d->page)))
 				return 0;
-			if (cof_vbase_children(v, d->root, d->rel, d->npage ? &d->last : NULL,
+			if (cof_vbase_children(v, d->root, d->rel, d->has_last ? &d->last : NULL,
 					       d->page, PAGE, &d->npage) || d->npage == 0) {
 				d->done = 1;
-				d->npage = 0;
+				d->npage = d->ipage = 0;
 				return 0;
 			}
 			d->last = d->page[d->npage - 1];
+			d->has_last = 1;
 			d->ipage = 0;
 			if (d->npage < PAGE) /* the walk ran out of rows */
 				d->done = 1;
@@ -216,7 +294,16 @@ static int vdir_next(cof_vfs *v, vdir *d, char *name, size_t namesz, struct stat
 		snprintf(sub, sizeof sub, "%s%s%s", d->rel, *d->rel ? "/" : "", c->name);
 		if (cof_vop_hidden(v, d->root, sub, c->dir))
 			continue;
+		/* a name the layer changed since the listing began (its names
+		 * were taken then): as it is now, or not at all */
+		pthread_mutex_lock(&v->mu);
+		int k = cof_vnode_find(v, d->root, sub) ? cof_vop_what_is(v, d->root, sub, st) : -1;
+		pthread_mutex_unlock(&v->mu);
+		if (!k)
+			continue;
 		snprintf(name, namesz, "%s", c->name);
+		if (k > 0)
+			return 1; /* (its bytes the layer's: nothing to push) */
 		if (c->dir)
 			cof_vop_dir_attr(v, d->root, st);
 		else if (c->link) /* never pushed: a link has no page cache */
@@ -238,7 +325,11 @@ int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off
 	enum fuse_fill_dir_flags plus = flags & FUSE_READDIR_PLUS ? FUSE_FILL_DIR_PLUS : 0;
 	struct stat st;
 
-	if (off != d->off) { /* a seek back: list again from the start */
+	/* a seek: back to where one of the last replies began (one built
+	 * before it was asked was dropped, listing.c), else list again from
+	 * the start (an entry's number is its place only among the names of
+	 * then) */
+	if (off != d->off && !mark_back(d, off)) {
 		vdir_reset(d);
 		d->off = 2;
 		while (d->off < off &&
@@ -248,6 +339,7 @@ int cof_vop_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off
 		if (off < 2)
 			d->off = off;
 	}
+	mark_set(d);
 	memset(&st, 0, sizeof st);
 	st.st_mode = S_IFDIR;
 	if (d->off == 0 && fill(buf, ".", &st, 1, 0) == 0)

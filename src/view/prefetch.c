@@ -515,9 +515,13 @@ static void hex_name(char name[24], fuse_ino_t ino)
 	name[i] = '\0';
 }
 
-/* The pusher's folder's listing from `off` (an index into the walker's
- * mat) to walker w: each entry a reference to the node the kernel now
- * holds. Under mu, which it releases. */
+/* The pusher's folder's listing from `off` to walker w: each entry a
+ * reference to the node the kernel now holds. Entry i of the walker's mat
+ * is at offset i + 2: a walk starts at offset 1 (hid_open), never at 0,
+ * where the kernel would keep the listing and give it to the next walk
+ * (with no OPENDIR every folder is opened FOPEN_CACHE_DIR, and the kernel
+ * fills its copy of a listing only from offset 0 on). Under mu, which it
+ * releases. */
 static void hid_list(fuse_req_t req, cof_vll *ll, struct cof_vwalk *w, size_t size, off_t off)
 {
 	char *buf = malloc(size ? size : 1);
@@ -531,7 +535,7 @@ static void hid_list(fuse_req_t req, cof_vll *ll, struct cof_vwalk *w, size_t si
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	for (size_t i = off < 0 ? 0 : (size_t)off; i < w->nmat; i++) {
+	for (size_t i = off < 1 ? 0 : (size_t)off - 1; i < w->nmat; i++) {
 		const pushc *c = w->mat[i];
 		cof_lnode *n = cof_lino_find(ll, c->ino);
 		struct fuse_entry_param e;
@@ -549,7 +553,7 @@ static void hid_list(fuse_req_t req, cof_vll *ll, struct cof_vwalk *w, size_t si
 		e.generation = 1;
 		e.entry_timeout = ll->entry_t;
 		e.attr_timeout = ll->attr_t;
-		len += fuse_add_direntry_plus(req, buf + len, size - len, name, &e, (off_t)i + 1);
+		len += fuse_add_direntry_plus(req, buf + len, size - len, name, &e, (off_t)i + 2);
 		n->nlookup++;
 		refs[nrefs++] = c->ino;
 	}
@@ -604,19 +608,18 @@ static int vpush_dir_req(fuse_req_t req, cof_vll *ll, fuse_ino_t ino, int op, si
 }
 
 /* The pusher's folder, opened once (its fd in *fd, kept until the pusher
- * ends): each walk of it after is one READDIRPLUS round trip, not a lookup,
- * an open and a release as well. 0, or -1. */
+ * ends) and at offset 1 (see hid_list): each walk of it after is one
+ * READDIRPLUS round trip, not a lookup, an open and a release as well. 0,
+ * or -1. */
 static int hid_open(cof_vll *ll, int *fd)
 {
 	char path[COF_PATH_MAX + 64];
 
-	if (*fd >= 0)
-		return lseek(*fd, 0, SEEK_SET) == 0 ? 0 : -1;
-	if (!ll->v->dir ||
-	    snprintf(path, sizeof path, "%s/%s", ll->v->dir, ll->pf->hid_name) >= (int)sizeof path)
+	if (*fd < 0 && (!ll->v->dir || snprintf(path, sizeof path, "%s/%s", ll->v->dir,
+						 ll->pf->hid_name) >= (int)sizeof path ||
+			(*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0))
 		return -1;
-	*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return *fd >= 0 ? 0 : -1;
+	return lseek(*fd, 1, SEEK_SET) == 1 ? 0 : -1;
 }
 
 /* Makes the kernel's nodes of pushes c[0..n) that no process may know yet

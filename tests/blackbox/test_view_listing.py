@@ -12,7 +12,7 @@ import time
 import subprocess
 
 import harness
-from harness import eq
+from harness import check, eq
 from test_view import Mount, _agent, _fuse_ok, new_turn
 from turnlib import ok
 
@@ -178,3 +178,106 @@ def test_a_listing_prepared_before_a_write_gives_the_new_size(srv):
            "the size after the write, not the one listed before it")
     finally:
         m.end()
+
+
+def _dents(fd, bufsize=4096):
+    """One getdents64 of fd with a buffer of bufsize bytes: [(name, d_off)] of
+    what it gave, [] at the end."""
+    buf = ctypes.create_string_buffer(bufsize)
+    n = _libc.syscall(SYS_getdents64, fd, buf, bufsize)
+    if n < 0:
+        raise OSError(ctypes.get_errno(), "getdents64")
+    out, raw, at = [], buf.raw[:n], 0
+    while at < n:
+        d_off, reclen = struct.unpack_from("<qH", raw, at + 8)
+        out.append((raw[at + 19:at + reclen].split(b"\0", 1)[0].decode(), d_off))
+        at += reclen
+    return out
+
+
+def _rest(fd):
+    """The names fd lists from where it is to its end (no . and ..)."""
+    names = []
+    while True:
+        ents = _dents(fd)
+        if not ents:
+            return names
+        names += [n for n, _ in ents if n not in (".", "..")]
+
+
+def _stats_line(path):
+    with open(path) as f:
+        lines = [ln.split() for ln in f if ln.startswith("view ")]
+    eq(len(lines), 1, "one view's counts: %r" % lines)
+    return {k: int(v.split("/")[0]) for k, _, v in (w.partition("=") for w in lines[0][2:])}
+
+
+def test_listings_with_no_handle_each_go_on_from_their_own_place(srv):
+    # a view at a seq answers no OPENDIR, so the kernel sends neither OPENDIR
+    # nor RELEASEDIR (two round trips a folder opened: rm -rf opened each
+    # folder twice) and a listing has no handle: its cursor is kept on the
+    # folder's node and each reply's offsets name it (listing.c, "Cursors").
+    # Listings of one folder interleaved, with changes between their reads
+    # (each goes on from its place: before, one went on by listing the folder
+    # again up to its entry's number, and listed a name twice);
+    # more listings at once than the view keeps cursors for; seeks: every name
+    # once, each listing from its own place
+    vid = _fill(srv)
+    stats = os.path.join(harness.tempfile.mkdtemp(prefix="coffer-vstats-"), "stats")
+    m = Mount(srv, vid, env=dict(os.environ, COFFER_VIEW_STATS=stats))
+    try:
+        # two listings of d0, 4 KiB a reply, read in turn; after their second
+        # reads a name is made and one they have not reached yet is removed
+        fds = [os.open(m.path("d0"), os.O_RDONLY | os.O_DIRECTORY) for _ in range(2)]
+        got, done, rounds = [[], []], [False, False], 0
+        while not all(done):
+            for i in (0, 1):
+                ents = [] if done[i] else _dents(fds[i])
+                done[i] = done[i] or not ents
+                got[i] += [n for n, _ in ents if n not in (".", "..")]
+            rounds += 1
+            if rounds == 2:
+                with open(m.path("d0/made.txt"), "wb") as f:
+                    f.write(b"made\n")
+                os.unlink(m.path("d0/f440.txt"))
+        for fd in fds:
+            os.close(fd)
+        check(rounds > 10, "many replies each: %d" % rounds)
+        changed = {"made.txt", "f440.txt"}
+        for i in (0, 1):
+            eq(len(got[i]), len(set(got[i])), "listing %d: no name twice" % i)
+            eq(sorted(set(got[i]) - changed), [n for n in _names("d0") if n not in changed],
+               "listing %d: every name not changed, once" % i)
+            check("f440.txt" not in got[i], "listing %d: not the name removed before "
+                  "it reached it" % i)
+        eq(sorted(os.listdir(m.path("d0"))),
+           sorted([n for n in _names("d0") if n != "f440.txt"] + ["made.txt"]),
+           "a listing begun after the changes")
+        # 40 listings of d1 at once (the view keeps 32 cursors): each read one
+        # reply, then each to its end; those whose cursor was dropped go on
+        # from their place all the same
+        fds = [os.open(m.path("d1"), os.O_RDONLY | os.O_DIRECTORY) for _ in range(40)]
+        firsts = [[n for n, _ in _dents(fd) if n not in (".", "..")] for fd in fds]
+        want = _names("d1")
+        for i, fd in enumerate(fds):
+            names = firsts[i] + _rest(fd)
+            os.close(fd)
+            eq(sorted(names), want, "listing %d of 40 of d1: every name once" % i)
+        # seeks: back to an entry's offset, and to the start
+        fd = os.open(m.path("d2"), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            first = [e for e in _dents(fd) if e[0] not in (".", "..")]
+            _dents(fd)
+            os.lseek(fd, first[9][1], os.SEEK_SET)
+            eq(_rest(fd), _names("d2")[10:], "from the tenth entry's offset on")
+            os.lseek(fd, 0, os.SEEK_SET)
+            eq(sorted(_rest(fd)), _names("d2"), "from the start again")
+        finally:
+            os.close(fd)
+    finally:
+        eq(m.end(), "", "what the mount said")
+    counts = _stats_line(stats)
+    check(counts.get("opendir", 0) <= 1 and counts.get("releasedir", 0) == 0,
+          "no OPENDIR but the first (answered ENOSYS), no RELEASEDIR: %r" % counts)
+    check(counts.get("cursor", 0) >= 43 and counts.get("cursor_drop", 0) >= 8,
+          "a cursor a listing, the oldest dropped past 32: %r" % counts)
