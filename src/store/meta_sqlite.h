@@ -38,8 +38,6 @@ typedef struct sq_meta {
 	/* group commit (meta_sqlite_commit.c): the open batch, under wlock */
 	atomic_int wwait;              /* writers waiting for wlock */
 	int intx, nbatch;              /* a batch's transaction is open; its changes */
-	int nosp;                      /* the open change is the batch's first: it has
-					* no savepoint (its undo is a ROLLBACK) */
 	struct sq_member *members;     /* their writers */
 	pthread_mutex_t flock;         /* members' outcomes */
 	pthread_cond_t fdone;

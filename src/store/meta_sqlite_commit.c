@@ -117,7 +117,7 @@ conn *cof_sqlite_writer_begin(cof_meta *m, int alone, cof_err *err)
 	atomic_fetch_add(&s->wwait, 1);
 	pthread_mutex_lock(&s->wlock);
 	atomic_fetch_sub(&s->wwait, 1);
-	if (alone && s->intx && s->nbatch > 0)
+	if (alone && s->nbatch > 0)
 		batch_commit(s);    /* its members learn their fate now */
 	if (!s->intx) {
 		if (cof_sqlite_exec(s->writer, "BEGIN IMMEDIATE", err)) {
@@ -126,8 +126,9 @@ conn *cof_sqlite_writer_begin(cof_meta *m, int alone, cof_err *err)
 		}
 		s->intx = 1;
 	}
-	s->nosp = s->nbatch == 0;
-	if (!s->nosp && step(s->writer, SQL_SAVEPOINT, err)) {
+	/* the batch's first change (nbatch counts the members that ended, and
+	 * no other writer runs before this one's end) takes no savepoint */
+	if (s->nbatch > 0 && step(s->writer, SQL_SAVEPOINT, err)) {
 		/* members may have left their commit to this writer: do it */
 		batch_commit(s);
 		pthread_mutex_unlock(&s->wlock);
@@ -146,7 +147,7 @@ int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err)
 	conn *c = s->writer;
 
 	stmts_reset(c);
-	if (s->nosp && me.rc != 0) {
+	if (s->nbatch == 0 && me.rc != 0) {
 		/* the batch held only this change: undo it all, nobody to tell */
 		if (!sqlite3_get_autocommit(c->db))
 			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
@@ -154,7 +155,7 @@ int cof_sqlite_writer_end(cof_meta *m, int ok, cof_err *err)
 		pthread_mutex_unlock(&s->wlock);
 		return me.rc;
 	}
-	if (!s->nosp && me.rc == 0 && step(c, SQL_RELEASE, err))
+	if (s->nbatch > 0 && me.rc == 0 && step(c, SQL_RELEASE, err))
 		me.rc = -1;
 	if (me.rc != 0 && !sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK TO cof_change; RELEASE cof_change", NULL, NULL,

@@ -82,7 +82,7 @@ static const char SQL_CHECKS[] =
  * change needs it, without when its checks told it already. */
 static const char SQL_CLOSE[] = "UPDATE{or_fail} entries SET to_seq = ?1, closed_at = ?2"
 	" WHERE vno = ?3 AND path = ?4 AND to_seq IS NULL";
-static const char SQL_CLOSE_ROW[] = "UPDATE{or_fail} entries SET to_seq = ?1, closed_at = ?2 WHERE"
+static const char SQL_CLOSE_ROW[] = "UPDATE entries SET to_seq = ?1, closed_at = ?2 WHERE"
 	" vno = ?3 AND path = ?4 AND to_seq IS NULL RETURNING " ENTRY_COLS;
 /* SQLite's way of SQL_CLOSE_ROW: the row read, then closed. A RETURNING
  * statement keeps a statement journal (OR FAIL or not), which SQLite walks
@@ -115,8 +115,8 @@ static const char SQL_CHANGE_ADD[] = "INSERT{or_fail} INTO changes(vno, seq, pat
 	" ON CONFLICT(vno, seq, path) DO UPDATE SET removed = excluded.removed, version ="
 	" excluded.version, size = excluded.size, sha256 = excluded.sha256, at = excluded.at,"
 	" who = excluded.who, s3meta = excluded.s3meta";
-static const char SQL_VOLUME_SET[] = "UPDATE{or_fail} volumes SET seq = ?1, files = ?2, bytes = ?3,"
-	" capacity = ?4 WHERE vno = ?5";
+static const char SQL_VOLUME_SET[] = "UPDATE{or_fail} volumes SET seq = ?1, files = ?2,"
+	" bytes = ?3, capacity = ?4 WHERE vno = ?5";
 
 /* ------------------------------------------------------------- checks */
 
